@@ -1,0 +1,78 @@
+import type { FastifyRequest, RouteOptions } from 'fastify';
+
+/** pydantic v2 lax booleans (case-insensitive). */
+const TRUE = new Set(['1', 't', 'true', 'y', 'yes', 'on']);
+const FALSE = new Set(['0', 'f', 'false', 'n', 'no', 'off']);
+
+/** pydantic accepts hyphenated, 32-hex "simple", `urn:uuid:` and braced UUIDs; we store the canonical form. */
+export function canonicalUuid(value: string): string | undefined {
+  let v = value.trim();
+  if (/^urn:uuid:/i.test(v)) v = v.slice(9);
+  if (v.startsWith('{') && v.endsWith('}')) v = v.slice(1, -1);
+  const hex = v.replace(/-/g, '');
+  if (!/^[0-9a-fA-F]{32}$/.test(hex)) return undefined;
+  if (v.includes('-') && !/^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/.test(v)) return undefined;
+  const h = hex.toLowerCase();
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+}
+
+type Kind = 'boolean' | 'uuid';
+
+function kindOf(schema: any): Kind | undefined {
+  if (!schema || typeof schema !== 'object') return undefined;
+  if (schema.type === 'boolean' || (Array.isArray(schema.type) && schema.type.includes('boolean'))) return 'boolean';
+  if (schema.format === 'uuid') return 'uuid';
+  for (const alt of schema.anyOf ?? schema.oneOf ?? []) {
+    const k = kindOf(alt);
+    if (k) return k;
+  }
+  return undefined;
+}
+
+function fieldsOf(schema: any): Array<[string, Kind]> {
+  const props = schema?.properties ?? {};
+  const out: Array<[string, Kind]> = [];
+  for (const [name, s] of Object.entries(props)) {
+    const k = kindOf(s);
+    if (k) out.push([name, k]);
+  }
+  return out;
+}
+
+function normalise(target: Record<string, unknown> | undefined, fields: Array<[string, Kind]>): void {
+  if (!target || typeof target !== 'object') return;
+  for (const [name, kind] of fields) {
+    const v = target[name];
+    if (typeof v !== 'string') continue;
+    if (kind === 'boolean') {
+      const l = v.toLowerCase();
+      if (TRUE.has(l)) target[name] = 'true';
+      else if (FALSE.has(l)) target[name] = 'false';
+    } else {
+      const c = canonicalUuid(v);
+      if (c) target[name] = c;
+    }
+  }
+}
+
+/**
+ * Adds a preValidation hook to routes whose path, query or top-level body
+ * fields are booleans or UUIDs, rewriting pydantic's lax spellings into the
+ * forms Ajv accepts. Runs before validation, so the schema stays the single
+ * source of truth for what is valid.
+ */
+export function addLaxCoercion(route: RouteOptions): void {
+  const schema: any = route.schema;
+  if (!schema) return;
+  const q = fieldsOf(schema.querystring);
+  const p = fieldsOf(schema.params);
+  const b = fieldsOf(schema.body);
+  if (!q.length && !p.length && !b.length) return;
+  const hook = async (req: FastifyRequest) => {
+    if (q.length) normalise(req.query as any, q);
+    if (p.length) normalise(req.params as any, p);
+    if (b.length) normalise(req.body as any, b);
+  };
+  const existing = route.preValidation;
+  route.preValidation = existing ? [hook, ...(Array.isArray(existing) ? existing : [existing])] : [hook];
+}

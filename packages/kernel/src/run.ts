@@ -1,0 +1,41 @@
+import type { FastifyInstance } from 'fastify';
+import type { ServiceConfig } from './config.ts';
+
+/**
+ * Starts a built app on the configured port, prints its URL, and closes it
+ * cleanly on SIGINT/SIGTERM (onClose hooks stop workers and storage). A
+ * second signal exits at once.
+ */
+export async function runService(name: string, cfg: ServiceConfig, build: (cfg: ServiceConfig) => Promise<FastifyInstance>): Promise<FastifyInstance> {
+  const app = await build(cfg);
+  const address = await app.listen({ port: cfg.port, host: cfg.host });
+  const storage = cfg.databaseUrl ? 'postgresql' : `sqlite (${cfg.dataDir})`;
+  process.stdout.write(`${name} listening on ${address}  [storage: ${storage}; docs: ${address}/docs]\n`);
+  onShutdown(async () => {
+    await app.close();
+  });
+  return app;
+}
+
+let handlers: Array<() => Promise<void>> = [];
+let installed = false;
+
+/** Registers cleanup to run once on SIGINT/SIGTERM before the process exits. */
+export function onShutdown(fn: () => Promise<void>): void {
+  handlers.push(fn);
+  if (installed) return;
+  installed = true;
+  let closing = false;
+  const stop = (signal: string) => {
+    if (closing) process.exit(1);
+    closing = true;
+    process.stderr.write(`received ${signal}, shutting down\n`);
+    const all = handlers;
+    handlers = [];
+    const timer = setTimeout(() => process.exit(1), 15_000);
+    timer.unref();
+    Promise.allSettled(all.map((h) => h())).then(() => process.exit(0));
+  };
+  process.on('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', () => stop('SIGTERM'));
+}

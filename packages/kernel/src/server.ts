@@ -1,0 +1,124 @@
+import { randomUUID } from 'node:crypto';
+import Fastify, { LogController, type FastifyError, type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import { HttpError } from './http-error.ts';
+import type { ErrorStyle } from './error-style.ts';
+import { addLaxCoercion } from './lax-coercion.ts';
+import { MethodIndex } from './method-index.ts';
+
+export type App = FastifyInstance<any, any, any, any, TypeBoxTypeProvider>;
+
+export interface HttpServerOptions {
+  /** Service name, shown in logs, /health and the OpenAPI title. */
+  name: string;
+  title?: string;
+  version: string;
+  description?: string;
+  logLevel?: string;
+  errorStyle: ErrorStyle;
+  /** Extra facts for GET /health (e.g. queue depth). Throwing makes /health answer 503. */
+  health?: () => Promise<Record<string, unknown>>;
+  /** pydantic-style lax booleans/UUIDs in path, query and body. */
+  laxCoercion?: boolean;
+  bodyLimit?: number;
+  /** Extra Fastify options (e.g. a custom querystring parser). */
+  fastify?: Partial<FastifyServerOptions>;
+  openapiComponents?: Record<string, unknown>;
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/**
+ * A Fastify 5 instance with everything every service shares: TypeBox
+ * validation in FastAPI-like lax mode, request ids (X-Request-Id in and out),
+ * OpenAPI 3.1 at /openapi.json, docs at /docs, /health, and the service's
+ * error shapes for validation errors, unknown routes and crashes.
+ */
+export async function createHttpServer(opts: HttpServerOptions): Promise<App> {
+  const app = Fastify({
+    logger: { level: opts.logLevel ?? process.env.LOG_LEVEL ?? 'info', base: { service: opts.name } },
+    logController: new LogController({ requestIdLogLabel: 'request_id', disableRequestLogging: process.env.LOG_REQUESTS === '0' }),
+    genReqId: (req) => {
+      const h = req.headers['x-request-id'];
+      return typeof h === 'string' && REQUEST_ID.test(h) ? h : randomUUID();
+    },
+    bodyLimit: opts.bodyLimit ?? 8 * 1024 * 1024,
+    ajv: {
+      customOptions: { allErrors: true, removeAdditional: false, coerceTypes: true, useDefaults: true, verbose: true },
+    },
+    routerOptions: { ignoreTrailingSlash: false, maxParamLength: 2048 },
+    ...opts.fastify,
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  const methods = new MethodIndex();
+  app.addHook('onRoute', (route) => {
+    methods.add(route.method, route.url);
+    if (opts.laxCoercion) addLaxCoercion(route);
+  });
+
+  app.addHook('onRequest', async (req, reply) => {
+    reply.header('X-Request-Id', req.id);
+  });
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: { title: opts.title ?? opts.name, version: opts.version, description: opts.description },
+      components: opts.openapiComponents as any,
+    },
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: false });
+
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+
+  app.get('/health', { schema: { hide: true } }, async (_req, reply) => {
+    try {
+      const extra = (await opts.health?.()) ?? {};
+      return { status: 'ok', service: opts.name, version: opts.version, ...extra };
+    } catch (err) {
+      reply.code(503);
+      return { status: 'unavailable', service: opts.name, error: err instanceof Error ? err.message : String(err) };
+    }
+  });
+
+  app.setNotFoundHandler((req, reply) => {
+    const path = req.url.split('?')[0]!;
+    const r = opts.errorStyle.notFound(req, methods.otherMethodMatches(req.method, path));
+    send(reply, r);
+  });
+
+  app.setErrorHandler((err: FastifyError, req, reply) => {
+    if (err instanceof HttpError) {
+      reply.code(err.statusCode).headers(err.headers);
+      if (typeof err.body === 'string') return reply.type('text/plain; charset=utf-8').send(err.body);
+      return reply.type('application/json').send(JSON.stringify(err.body));
+    }
+    if (err.validation) return send(reply, opts.errorStyle.validation(err, req));
+    const code = err.code ?? '';
+    if (
+      code === 'FST_ERR_CTP_INVALID_JSON_BODY' ||
+      code === 'FST_ERR_CTP_EMPTY_JSON_BODY' ||
+      code === 'FST_ERR_CTP_INVALID_CONTENT_LENGTH' ||
+      err instanceof SyntaxError
+    ) {
+      return send(reply, opts.errorStyle.invalidBody(err, req));
+    }
+    const status = err.statusCode ?? 500;
+    if (status >= 400 && status < 500) {
+      // Framework-level client errors (media type, body too large, …) keep their status.
+      return reply.code(status).type('application/json').send(JSON.stringify({ detail: err.message }));
+    }
+    req.log.error({ err }, 'unhandled error');
+    return send(reply, opts.errorStyle.internal(req));
+  });
+
+  return app;
+}
+
+function send(reply: any, r: { statusCode: number; body: unknown; contentType?: string }) {
+  reply.code(r.statusCode);
+  if (r.contentType) return reply.type(r.contentType).send(typeof r.body === 'string' ? r.body : JSON.stringify(r.body));
+  return reply.type('application/json').send(JSON.stringify(r.body));
+}

@@ -1,0 +1,170 @@
+import os from 'node:os';
+import { sql, type Kysely } from 'kysely';
+import type { Storage } from '@svc/storage';
+import type { AddJobOptions, JobContext, JobQueue, QueueOptions } from './types.ts';
+
+interface JobRow {
+  id: number;
+  task: string;
+  payload: string;
+  attempts: number;
+  max_attempts: number;
+}
+
+const LEASE_MS = 5 * 60_000;
+
+/** graphile-worker's schedule, so both backends retry alike: exp(min(attempts,10)) seconds. */
+export function retryDelayMs(attempts: number): number {
+  return Math.exp(Math.min(attempts, 10)) * 1000;
+}
+
+/**
+ * A durable queue in the service's own SQLite file. Several processes may
+ * poll the same file: claiming is one UPDATE…RETURNING, atomic in SQLite.
+ * A job whose worker died is retaken once its lease expires.
+ */
+export class SqliteQueue implements JobQueue {
+  readonly kind = 'sqlite' as const;
+  #storage: Storage;
+  #opts: QueueOptions;
+  #workerId = `${os.hostname()}:${process.pid}:${Math.random().toString(36).slice(2, 8)}`;
+  #running = 0;
+  #started = false;
+  #stopping = false;
+  #timer: NodeJS.Timeout | undefined;
+  #idle: Array<() => void> = [];
+
+  constructor(storage: Storage, opts: QueueOptions) {
+    if (!storage.sqlite) throw new Error('SqliteQueue needs SQLite storage');
+    this.#storage = storage;
+    this.#opts = opts;
+  }
+
+  static async ensureSchema(db: Kysely<any>): Promise<void> {
+    await sql`create table if not exists jobs (
+      id integer primary key autoincrement,
+      task text not null,
+      payload text not null,
+      priority integer not null default 0,
+      run_at integer not null,
+      attempts integer not null default 0,
+      max_attempts integer not null default 25,
+      job_key text unique,
+      locked_at integer,
+      locked_by text,
+      last_error text,
+      created_at integer not null
+    )`.execute(db);
+    await sql`create index if not exists jobs_ready on jobs (priority, run_at) where attempts < max_attempts`.execute(db);
+  }
+
+  async add(task: string, payload: unknown, opts: AddJobOptions = {}, executor?: Kysely<any>): Promise<void> {
+    const db = executor ?? this.#storage.db;
+    const now = Date.now();
+    const runAt = opts.runAt ? opts.runAt.getTime() : now;
+    const values = [task, JSON.stringify(payload ?? null), opts.priority ?? 0, runAt, opts.maxAttempts ?? 25, opts.jobKey ?? null, now];
+    if (opts.jobKey) {
+      await sql`insert into jobs (task, payload, priority, run_at, max_attempts, job_key, created_at)
+        values (${sql.join(values)})
+        on conflict (job_key) do update set payload = excluded.payload, run_at = excluded.run_at,
+          attempts = 0, max_attempts = excluded.max_attempts, last_error = null
+        where jobs.locked_at is null`.execute(db);
+    } else {
+      await sql`insert into jobs (task, payload, priority, run_at, max_attempts, job_key, created_at)
+        values (${sql.join(values)})`.execute(db);
+    }
+    if (!executor) this.wake();
+  }
+
+  async depth(): Promise<number> {
+    const r = await sql<{ n: number }>`select count(*) as n from jobs where attempts < max_attempts or locked_at is not null`.execute(this.#storage.db);
+    return Number(r.rows[0]?.n ?? 0);
+  }
+
+  async start(): Promise<void> {
+    if (this.#started) return;
+    this.#started = true;
+    this.#stopping = false;
+    this.#schedule(0);
+  }
+
+  wake(): void {
+    if (this.#started && !this.#stopping) this.#schedule(0);
+  }
+
+  async stop(): Promise<void> {
+    this.#stopping = true;
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = undefined;
+    if (this.#running > 0) await new Promise<void>((resolve) => this.#idle.push(resolve));
+    this.#started = false;
+  }
+
+  #schedule(ms: number): void {
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      this.#fill();
+    }, ms);
+    this.#timer.unref?.();
+  }
+
+  #claim(): JobRow | undefined {
+    const now = Date.now();
+    const raw = this.#storage.sqlite!;
+    return raw
+      .prepare(
+        `update jobs set locked_at = ?, locked_by = ?, attempts = attempts + 1
+         where id = (select id from jobs
+                     where attempts < max_attempts and run_at <= ? and (locked_at is null or locked_at < ?)
+                     order by priority, run_at, id limit 1)
+         returning id, task, payload, attempts, max_attempts`,
+      )
+      .get(now, this.#workerId, now, now - LEASE_MS) as JobRow | undefined;
+  }
+
+  #fill(): void {
+    const concurrency = this.#opts.concurrency ?? 4;
+    let claimed = false;
+    while (!this.#stopping && this.#running < concurrency) {
+      let job: JobRow | undefined;
+      try {
+        job = this.#claim();
+      } catch (err) {
+        // SQLITE_BUSY from another process: try again on the next tick.
+        this.#opts.onError?.(err, '(claim)', { jobId: '', attempt: 0, maxAttempts: 0 });
+        break;
+      }
+      if (!job) break;
+      claimed = true;
+      this.#running++;
+      void this.#run(job);
+    }
+    // When all slots are busy, finishing jobs reschedule; otherwise poll again later.
+    if (!this.#stopping && !claimed) this.#schedule(this.#opts.pollIntervalMs ?? 200);
+  }
+
+  async #run(job: JobRow): Promise<void> {
+    const raw = this.#storage.sqlite!;
+    const ctx: JobContext = { jobId: String(job.id), attempt: job.attempts, maxAttempts: job.max_attempts };
+    const handler = this.#opts.tasks[job.task];
+    try {
+      if (!handler) throw new Error(`no handler for task ${job.task}`);
+      await handler(JSON.parse(job.payload), ctx);
+      raw.prepare('delete from jobs where id = ? and locked_by = ?').run(job.id, this.#workerId);
+    } catch (err) {
+      this.#opts.onError?.(err, job.task, ctx);
+      const message = err instanceof Error ? err.message : String(err);
+      raw
+        .prepare('update jobs set locked_at = null, locked_by = null, last_error = ?, run_at = ? where id = ? and locked_by = ?')
+        .run(message.slice(0, 4000), Date.now() + retryDelayMs(job.attempts), job.id, this.#workerId);
+    } finally {
+      this.#running--;
+      if (this.#stopping) {
+        if (this.#running === 0) for (const r of this.#idle.splice(0)) r();
+      } else {
+        this.#schedule(0);
+      }
+    }
+  }
+}

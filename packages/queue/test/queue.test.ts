@@ -1,0 +1,81 @@
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { sql } from 'kysely';
+import { openStorage, type Storage } from '@svc/storage';
+import { createQueue, type JobQueue } from '@svc/queue';
+import { cleanupConfig, forEachStorage, testConfig } from '@svc/testkit';
+
+forEachStorage('job queue', (kind) => {
+  let storage: Storage;
+  let queue: JobQueue;
+  const cfg = testConfig('queue', kind);
+  const seen: Array<{ n: number; attempt: number }> = [];
+  let failOnce = true;
+
+  before(async () => {
+    storage = await openStorage({ databaseUrl: cfg.databaseUrl, dataDir: cfg.dataDir, sqliteFile: 'q.sqlite', pgSchema: cfg.pgSchema });
+    queue = await createQueue(storage, {
+      pollIntervalMs: 50,
+      tasks: {
+        record: async (p: { n: number }, ctx) => {
+          seen.push({ n: p.n, attempt: ctx.attempt });
+        },
+        flaky: async (_p, ctx) => {
+          if (failOnce) {
+            failOnce = false;
+            throw new Error('first try fails');
+          }
+          seen.push({ n: -1, attempt: ctx.attempt });
+        },
+      },
+    });
+    await sql`create table items (id integer primary key, name text)`.execute(storage.db);
+    await queue.start();
+  });
+  after(async () => {
+    await queue.stop();
+    await storage.close();
+    await cleanupConfig(cfg);
+  });
+
+  async function waitFor(pred: () => boolean, ms = 10_000) {
+    const end = Date.now() + ms;
+    while (!pred()) {
+      if (Date.now() > end) throw new Error('timed out');
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+
+  it('runs jobs added outside a transaction', async () => {
+    await queue.add('record', { n: 1 });
+    await waitFor(() => seen.some((s) => s.n === 1));
+  });
+
+  it('commits jobs with the transaction and drops them on rollback', async () => {
+    await storage.db.transaction().execute(async (trx) => {
+      await sql`insert into items (id, name) values (1, 'a')`.execute(trx);
+      await queue.add('record', { n: 2 }, {}, trx);
+    });
+    queue.wake();
+    await assert.rejects(
+      storage.db.transaction().execute(async (trx) => {
+        await queue.add('record', { n: 3 }, {}, trx);
+        throw new Error('rollback');
+      }),
+    );
+    await waitFor(() => seen.some((s) => s.n === 2));
+    await new Promise((r) => setTimeout(r, 300));
+    assert.ok(!seen.some((s) => s.n === 3));
+  });
+
+  it('honours run_at and reports depth', async () => {
+    await queue.add('record', { n: 4 }, { runAt: new Date(Date.now() + 60_000) });
+    assert.ok((await queue.depth()) >= 1);
+  });
+
+  it('retries a failing job', { timeout: 20_000 }, async () => {
+    await queue.add('flaky', {}, { maxAttempts: 3 });
+    await waitFor(() => seen.some((s) => s.n === -1), 15_000);
+    assert.equal(seen.find((s) => s.n === -1)!.attempt, 2);
+  });
+});

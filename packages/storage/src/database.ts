@@ -1,0 +1,115 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import BetterSqlite3 from 'better-sqlite3';
+import pg from 'pg';
+import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
+import { postgresDialect, sqliteDialect, type SqlDialect } from './dialect.ts';
+import { registerSqliteFunctions } from './sqlite-functions.ts';
+
+// int8 (bigserial ids, counts) as JS numbers: our ids stay far below 2^53.
+pg.types.setTypeParser(20, (v) => Number.parseInt(v, 10));
+
+export interface StorageOptions {
+  /** `postgres://…` selects PostgreSQL; anything else means the embedded SQLite file. */
+  databaseUrl?: string;
+  /** Directory for the SQLite file (created when missing). */
+  dataDir: string;
+  /** File name of the SQLite database inside dataDir. */
+  sqliteFile: string;
+  /** PostgreSQL schema that holds this service's tables (services can share one database). */
+  pgSchema: string;
+  /** Called for every SQLite connection, e.g. to load extensions. */
+  onSqliteOpen?: (db: BetterSqlite3.Database) => void;
+  /** `synchronous` pragma: FULL for data that must survive power loss. */
+  sqliteSynchronous?: 'NORMAL' | 'FULL';
+  pgPoolSize?: number;
+}
+
+export interface Storage {
+  readonly dialect: SqlDialect;
+  readonly db: Kysely<any>;
+  /** The raw better-sqlite3 handle (SQLite only), for hot paths that bypass the query builder. */
+  readonly sqlite?: BetterSqlite3.Database;
+  /** The pg pool (PostgreSQL only); its connections have search_path set to pgSchema. */
+  readonly pgPool?: pg.Pool;
+  readonly pgSchema?: string;
+  readonly databaseUrl?: string;
+  close(): Promise<void>;
+}
+
+export function isPostgresUrl(url: string | undefined): url is string {
+  return !!url && /^postgres(ql)?:\/\//i.test(url);
+}
+
+export async function openStorage(opts: StorageOptions): Promise<Storage> {
+  if (isPostgresUrl(opts.databaseUrl)) return openPostgres(opts.databaseUrl, opts);
+  return openSqlite(opts);
+}
+
+function openSqlite(opts: StorageOptions): Storage {
+  fs.mkdirSync(opts.dataDir, { recursive: true });
+  const file = path.join(opts.dataDir, opts.sqliteFile);
+  const raw = new BetterSqlite3(file);
+  raw.pragma('journal_mode = WAL');
+  raw.pragma(`synchronous = ${opts.sqliteSynchronous ?? 'NORMAL'}`);
+  raw.pragma('foreign_keys = ON');
+  raw.pragma('busy_timeout = 5000');
+  registerSqliteFunctions(raw);
+  opts.onSqliteOpen?.(raw);
+  const db = new Kysely<any>({ dialect: new SqliteDialect({ database: raw }) });
+  return {
+    dialect: sqliteDialect,
+    db,
+    sqlite: raw,
+    async close() {
+      await db.destroy();
+    },
+  };
+}
+
+export function quoteIdent(name: string): string {
+  return '"' + name.replace(/"/g, '""') + '"';
+}
+
+async function openPostgres(url: string, opts: StorageOptions): Promise<Storage> {
+  const schema = opts.pgSchema;
+  // Create the schema with a short-lived client so the pool's search_path is valid from the start.
+  const admin = new pg.Client({ connectionString: url });
+  await admin.connect();
+  try {
+    await admin.query(`create schema if not exists ${quoteIdent(schema)}`);
+  } finally {
+    await admin.end();
+  }
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: opts.pgPoolSize ?? 10,
+    options: `-c search_path=${schema},public`,
+  });
+  // An idle client losing its connection must not crash the process; the pool replaces it.
+  pool.on('error', () => {});
+  const db = new Kysely<any>({ dialect: new PostgresDialect({ pool }) });
+  return {
+    dialect: postgresDialect,
+    db,
+    pgPool: pool,
+    pgSchema: schema,
+    databaseUrl: url,
+    async close() {
+      await db.destroy();
+    },
+  };
+}
+
+/** Drops a PostgreSQL schema and everything in it (tests use a schema per server). */
+export async function dropPgSchema(url: string, schema: string): Promise<void> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    await c.query(`drop schema if exists ${quoteIdent(schema)} cascade`);
+  } finally {
+    await c.end();
+  }
+}
+
+export { sql };

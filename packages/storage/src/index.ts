@@ -1,0 +1,4 @@
+export * from './dialect.ts';
+export * from './database.ts';
+export * from './migrations.ts';
+export { jsonContains } from './json-contains.ts';

@@ -1,0 +1,4 @@
+export * from './postgres.ts';
+export * from './server.ts';
+export * from './matrix.ts';
+export * from './http.ts';

@@ -1,0 +1,18 @@
+import { describe } from 'node:test';
+import { postgresAvailable } from './postgres.ts';
+import type { StorageKind } from './server.ts';
+
+/**
+ * Runs a describe block once per storage: always on SQLite, and on
+ * PostgreSQL when it is available (otherwise the block is reported skipped).
+ */
+export function forEachStorage(title: string, fn: (storage: StorageKind) => void): void {
+  describe(`${title} [sqlite]`, () => fn('sqlite'));
+  describe(`${title} [postgres]`, async () => {
+    if (!(await postgresAvailable())) {
+      describe.skip('PostgreSQL not available (set TEST_POSTGRES=1 to require it)', () => {});
+      return;
+    }
+    fn('postgres');
+  });
+}
