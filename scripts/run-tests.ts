@@ -1,5 +1,5 @@
 /**
- * `npm test`: every *.test.ts under packages/*/test and services/*/test, run by
+ * `npm test`: every *.test.ts under packages/<name>/test and services/<name>/test, run by
  * node's test runner with tsx. Arguments narrow the run to paths containing
  * them (`npm test -- memory`). Says plainly when the PostgreSQL half is skipped.
  */
