@@ -88,6 +88,7 @@ async function openPostgres(url: string, opts: StorageOptions): Promise<Storage>
   });
   // An idle client losing its connection must not crash the process; the pool replaces it.
   pool.on('error', () => {});
+  pool.on('connect', (client) => client.on('error', () => {}));
   const db = new Kysely<any>({ dialect: new PostgresDialect({ pool }) });
   return {
     dialect: postgresDialect,
