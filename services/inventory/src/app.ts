@@ -1,0 +1,88 @@
+import { randomUUID } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import { createHttpServer, type ServiceConfig } from '@svc/kernel';
+import { migrate, openStorage } from '@svc/storage';
+import { createQueue } from '@svc/queue';
+import { netboxErrorStyle } from './api/errors.ts';
+import { createAuth } from './auth/index.ts';
+import { ensureAdminToken } from './auth/store.ts';
+import type { ObjectEvent } from './changes/types.ts';
+import { inventoryConfig } from './config.ts';
+import type { InventoryDeps } from './deps.ts';
+import { coreMigrations } from './migrations.ts';
+import { coreRoutes } from './routes/index.ts';
+import { deliveryTasks, eventMigrations, eventRoutes } from './events/index.ts';
+import { uiRoutes } from './ui/index.ts';
+
+const VERSION = '0.1.0';
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export interface BuildOptions {
+  /** Test hook: receives the coalesced events each write request hands to the event pipeline. */
+  onObjectEvents?: (events: ObjectEvent[]) => void;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    inventoryAuth: import('./auth/index.ts').Auth;
+    /** Set when this start generated the admin token (printed once by main.ts). */
+    generatedAdminToken: string | undefined;
+    inventoryDeps: InventoryDeps;
+  }
+}
+
+/** The inventory service: NetBox-style REST API, change log, event rules and webhooks, admin UI. */
+export async function buildApp(cfg: ServiceConfig, opts: BuildOptions = {}): Promise<FastifyInstance> {
+  const config = inventoryConfig(cfg);
+  const storage = await openStorage({
+    databaseUrl: config.databaseUrl,
+    dataDir: config.dataDir,
+    sqliteFile: 'inventory.sqlite',
+    pgSchema: config.pgSchema,
+    sqliteSynchronous: 'FULL',
+  });
+  let app: Awaited<ReturnType<typeof createHttpServer>> | undefined;
+  try {
+    await migrate(storage.db, storage.dialect, [...coreMigrations, ...eventMigrations]);
+    const generated = await ensureAdminToken(storage, config.adminToken);
+    app = await createHttpServer({
+      name: 'inventory',
+      title: 'Inventory API',
+      version: VERSION,
+      description: 'NetBox-compatible inventory with event rules and outgoing webhooks',
+      logLevel: config.logLevel,
+      errorStyle: netboxErrorStyle,
+      fastify: {
+        // request_id is a UUID as NetBox's; a client-sent UUID is kept so callers can correlate.
+        genReqId: (req) => {
+          const h = req.headers['x-request-id'];
+          return typeof h === 'string' && UUID.test(h) ? h.toLowerCase() : randomUUID();
+        },
+      },
+    });
+    const auth = createAuth(storage);
+    const deps = { storage, config, auth, log: app.log } as InventoryDeps;
+    deps.queue = await createQueue(storage, {
+      tasks: deliveryTasks(deps),
+      onError: (err, task, ctx) => app!.log.warn({ err, task, jobId: ctx.jobId, attempt: ctx.attempt }, 'background task failed'),
+    });
+    app.decorate('inventoryAuth', auth);
+    app.decorate('inventoryDeps', deps);
+    app.decorate('generatedAdminToken', generated);
+
+    await app.register(coreRoutes, { deps, onObjectEvents: opts.onObjectEvents });
+    await app.register(eventRoutes as any, deps);
+    await app.register(uiRoutes as any, deps);
+
+    app.addHook('onClose', async () => {
+      await deps.queue.stop();
+      await storage.close();
+    });
+    if (config.runWorkers) await deps.queue.start();
+    return app;
+  } catch (err) {
+    if (app) await app.close().catch(() => {});
+    await storage.close().catch(() => {});
+    throw err;
+  }
+}

@@ -1,0 +1,70 @@
+import type { FastifyRequest } from 'fastify';
+import type { Kysely } from 'kysely';
+import type { SqlDialect } from '@svc/storage';
+import type { Principal } from '../auth/index.ts';
+import type { InventoryDeps } from '../deps.ts';
+import { enqueueObjectEvents } from '../events/index.ts';
+import { coalesce, type RecordedChange } from './coalesce.ts';
+import { writeChangelog } from './changelog.ts';
+import { pythonIsoNow } from './time.ts';
+import type { ObjectEvent } from './types.ts';
+
+/** What a domain write function gets: the request's transaction and its change list. */
+export interface WriteContext {
+  trx: Kysely<any>;
+  dialect: SqlDialect;
+  principal: Principal;
+  requestId: string;
+  /** One clock reading per request: created/last_updated and the changelog agree. */
+  now: Date;
+  changes: RecordedChange[];
+}
+
+export interface ChangeSink {
+  deps: InventoryDeps;
+  /** REST representation for event data (relative URLs), read inside the transaction. */
+  representation(trx: Kysely<any>, objectType: string, id: number): Promise<Record<string, unknown> | null>;
+  /** Test hook: sees the coalesced events of every committed-or-not request. */
+  onObjectEvents?: (events: ObjectEvent[]) => void;
+}
+
+/**
+ * Runs one write request in one transaction: the domain changes, their
+ * changelog rows and the outbox (B's enqueueObjectEvents) commit or roll back
+ * together.
+ */
+export async function runWrite<T>(sink: ChangeSink, req: FastifyRequest, principal: Principal, fn: (w: WriteContext) => Promise<T>): Promise<T> {
+  const { storage } = sink.deps;
+  const result = await storage.db.transaction().execute(async (trx) => {
+    const w: WriteContext = { trx, dialect: storage.dialect, principal, requestId: String(req.id), now: new Date(), changes: [] };
+    const out = await fn(w);
+    await flushChanges(sink, w);
+    return out;
+  });
+  sink.deps.queue.wake();
+  return result;
+}
+
+async function flushChanges(sink: ChangeSink, w: WriteContext): Promise<void> {
+  if (w.changes.length === 0) return;
+  await writeChangelog(w.trx, w.dialect, { userId: w.principal.userId, username: w.principal.username, requestId: w.requestId }, w.now, w.changes);
+  const timestamp = pythonIsoNow();
+  const events: ObjectEvent[] = [];
+  for (const p of coalesce(w.changes)) {
+    const data = p.event === 'deleted' ? p.deletedData : await sink.representation(w.trx, p.objectType, p.objectId);
+    if (!data) continue;
+    events.push({
+      event: p.event,
+      objectType: p.objectType,
+      model: p.model,
+      objectId: p.objectId,
+      data,
+      snapshots: { prechange: p.prechange, postchange: p.postchange },
+      username: w.principal.username,
+      requestId: w.requestId,
+      timestamp,
+    });
+  }
+  await enqueueObjectEvents(w.trx, sink.deps, events);
+  sink.onObjectEvents?.(events);
+}
