@@ -1,0 +1,48 @@
+import type { FastifyInstance } from 'fastify';
+import type { InventoryDeps } from '../deps.ts';
+import type { Viewer } from './layout.ts';
+import { createTaskSource, type TaskSource } from './task-source.ts';
+
+export type UiDeps = InventoryDeps;
+
+export interface ApiResult {
+  status: number;
+  body: any;
+}
+
+/**
+ * Everything the UI needs from the rest of the service. Webhooks and event
+ * rules go through the REST API in-process (same validation, permissions and
+ * change log as any API client); background tasks use Part B's task domain.
+ */
+export interface UiBackend {
+  verifyToken(key: string): Promise<Viewer | null>;
+  api(token: string, method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE', url: string, body?: unknown): Promise<ApiResult>;
+  tasks: TaskSource;
+}
+
+export function createBackend(app: FastifyInstance, deps: UiDeps): UiBackend {
+  return {
+    async verifyToken(key) {
+      const p = await deps.auth.verifyToken(key);
+      // Admin pages act through the API, which wants a superuser with a write-enabled token.
+      return p ? { username: p.username, isAdmin: p.isSuperuser && p.writeEnabled } : null;
+    },
+    async api(token, method, url, body) {
+      const res = await app.inject({
+        method,
+        url,
+        headers: { authorization: `Token ${token}`, accept: 'application/json', ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+        payload: body === undefined ? undefined : JSON.stringify(body),
+      });
+      let parsed: unknown = res.body;
+      try {
+        parsed = res.body ? JSON.parse(res.body) : undefined;
+      } catch {
+        /* not JSON: keep the text */
+      }
+      return { status: res.statusCode, body: parsed };
+    },
+    tasks: createTaskSource(deps),
+  };
+}

@@ -1,0 +1,79 @@
+import { html, type SafeHtml } from './html.ts';
+import type { Flash } from './session.ts';
+
+export interface Viewer {
+  username: string;
+  isAdmin: boolean;
+}
+
+export interface PageOptions {
+  title: string;
+  viewer?: Viewer;
+  csrfToken: string;
+  flashes?: Flash[];
+  body: SafeHtml;
+  /** Active top-level section, highlighted in the nav. */
+  section?: 'webhooks' | 'event-rules' | 'tasks' | 'home';
+}
+
+export function page(o: PageOptions): string {
+  const nav = o.viewer
+    ? html`<nav>
+  <a class="brand" href="/ui/">Inventory admin</a>
+  <a href="/ui/webhooks/" class="${o.section === 'webhooks' ? 'active' : ''}">Webhooks</a>
+  <a href="/ui/event-rules/" class="${o.section === 'event-rules' ? 'active' : ''}">Event rules</a>
+  <span class="menu-group">System</span>
+  <a href="/ui/background-queues/" class="${o.section === 'tasks' ? 'active' : ''}">Background Tasks</a>
+  <span class="spacer"></span>
+  <span class="who" data-testid="who">${o.viewer.username}${o.viewer.isAdmin ? ' (admin)' : ''}</span>
+  <form method="post" action="/ui/logout" class="inline">${csrfField(o.csrfToken)}<button type="submit" class="link">Log out</button></form>
+</nav>`
+    : html`<nav><a class="brand" href="/ui/">Inventory admin</a></nav>`;
+  const flashes = (o.flashes ?? []).map((f) => html`<div class="flash flash-${f.kind}" role="status">${f.text}</div>`);
+  return html`<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${o.title} · Inventory</title>
+<link rel="stylesheet" href="/ui/static/admin.css">
+</head>
+<body>
+${nav}
+<main>
+${flashes}
+<h1>${o.title}</h1>
+${o.body}
+</main>
+</body>
+</html>
+`.value;
+}
+
+export function csrfField(token: string): SafeHtml {
+  return html`<input type="hidden" name="csrf_token" value="${token}">`;
+}
+
+const BADGES: Record<string, string> = {
+  queued: 'cyan',
+  scheduled: 'purple',
+  started: 'blue',
+  sent: 'blue',
+  successful: 'green',
+  finished: 'green',
+  failed: 'red',
+  stopped: 'orange',
+  deferred: 'gray',
+  cancelled: 'yellow',
+};
+
+export function statusBadge(status: string): SafeHtml {
+  return html`<span class="badge badge-${BADGES[status] ?? 'gray'}" data-status="${status}">${status}</span>`;
+}
+
+export function formatTime(value: unknown): string {
+  if (value === null || value === undefined || value === '') return '—';
+  const d = value instanceof Date ? value : new Date(String(value));
+  if (Number.isNaN(d.getTime())) return String(value);
+  return d.toISOString().replace('T', ' ').replace(/\.\d+Z$/, 'Z');
+}

@@ -1,0 +1,67 @@
+import type { FastifyInstance } from 'fastify';
+import { html } from '../html.ts';
+import { csrfField } from '../layout.ts';
+import { redirectTo, sendPage, uiState } from '../context.ts';
+import { clearedSessionCookie, sessionCookie, type SessionStore } from '../session.ts';
+import { formString, type FormBody } from '../forms.ts';
+import type { UiBackend } from '../backend.ts';
+
+const MAX_TOKEN_LENGTH = 256;
+
+/** Only same-site UI paths may be a post-login destination (no open redirects). */
+export function safeNext(raw: unknown): string {
+  if (typeof raw !== 'string') return '/ui/';
+  if (raw.length > 500 || !raw.startsWith('/ui/') || raw.startsWith('/ui//') || /[\\\s]/.test(raw) || raw.startsWith('/ui/login')) return '/ui/';
+  return raw;
+}
+
+export function registerLoginRoutes(app: FastifyInstance, sessions: SessionStore, backend: UiBackend): void {
+  app.get('/login', { config: { uiPublic: true } }, async (req, reply) => {
+    const state = uiState(req);
+    if (state.session?.apiToken && (await backend.verifyToken(state.session.apiToken))) return redirectTo(reply, '/ui/');
+    if (!state.session) {
+      state.session = sessions.create();
+      reply.header('set-cookie', sessionCookie(state.session.id, req.protocol === 'https'));
+    }
+    const next = safeNext((req.query as Record<string, unknown>).next);
+    return sendPage(req, reply, { title: 'Log in', body: loginForm(state.session.csrfToken, next, []) });
+  });
+
+  app.post('/login', { config: { uiPublic: true } }, async (req, reply) => {
+    const state = uiState(req);
+    const body = (req.body ?? {}) as FormBody;
+    const next = safeNext(formString(body, 'next'));
+    const token = formString(body, 'token').trim();
+    const session = state.session!; // the CSRF guard rejected requests without one
+    const errors: string[] = [];
+    if (!token) errors.push('Enter an API token.');
+    else if (token.length > MAX_TOKEN_LENGTH) errors.push('Invalid token.');
+    const viewer = errors.length === 0 ? await backend.verifyToken(token) : null;
+    if (!viewer) {
+      if (errors.length === 0) errors.push('Invalid token.');
+      return sendPage(req, reply, { title: 'Log in', body: loginForm(session.csrfToken, next, errors) }, 400);
+    }
+    const fresh = sessions.rotate(session, token);
+    reply.header('set-cookie', sessionCookie(fresh.id, req.protocol === 'https'));
+    return redirectTo(reply, next);
+  });
+
+  app.post('/logout', async (req, reply) => {
+    const state = uiState(req);
+    if (state.session) sessions.destroy(state.session.id);
+    reply.header('set-cookie', clearedSessionCookie());
+    return redirectTo(reply, '/ui/login');
+  });
+}
+
+function loginForm(csrfToken: string, next: string, errors: string[]) {
+  return html`<form method="post" action="/ui/login" class="login">
+${csrfField(csrfToken)}
+<input type="hidden" name="next" value="${next}">
+${errors.length ? html`<div class="flash flash-error" role="alert">${errors.join(' ')}</div>` : ''}
+<div class="field"><label for="f-token">API token</label>
+<input id="f-token" name="token" type="password" autocomplete="off" maxlength="${MAX_TOKEN_LENGTH}" required></div>
+<p class="help muted">Log in with an API token (the admin token printed at first start, or one created under /api/users/tokens/).</p>
+<button type="submit">Log in</button>
+</form>`;
+}
