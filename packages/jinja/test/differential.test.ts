@@ -13,7 +13,7 @@ import assert from 'node:assert/strict';
 import { readFileSync, readdirSync, existsSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const pkgRoot = resolve(here, '..');
@@ -99,15 +99,22 @@ function describeError(err: unknown): string {
 }
 
 async function loadEngine(): Promise<EngineModule> {
+  // A computed specifier keeps `tsc` from resolving the engine statically, so the
+  // project still type-checks while packages/jinja/src is being written.
+  // JINJA_DIFF_ENGINE=<path> runs the corpus against another implementation.
+  const override = process.env.JINJA_DIFF_ENGINE;
+  const specifier = override
+    ? pathToFileURL(resolve(override)).href
+    : new URL('../src/index.ts', import.meta.url).href;
   try {
-    const mod = (await import('../src/index.ts')) as Partial<EngineModule>;
+    const mod = (await import(specifier)) as Partial<EngineModule>;
     if (typeof mod.Environment !== 'function' || typeof mod.parseJsonPreservingFloats !== 'function') {
       throw new Error('module does not export Environment and parseJsonPreservingFloats');
     }
     return mod as EngineModule;
   } catch (err) {
     throw new Error(
-      `@svc/jinja could not be loaded from packages/jinja/src/index.ts (${describeError(err)}); ` +
+      `@svc/jinja could not be loaded from ${specifier} (${describeError(err)}); ` +
         'the differential corpus needs the engine to exist',
     );
   }
