@@ -32,26 +32,14 @@ function rawQuery(req: FastifyRequest): Record<string, string> {
 /** FastAPI 0.109 / pydantic 2 shapes. */
 export const fastApiErrorStyle: ErrorStyle = {
   validation(err, req) {
-    // Fastify stops at the first failing part; FastAPI reports every part, path first.
-    const detail: ValidationEntry[] = [];
-    for (const part of PARTS) {
-      const where = locPrefix(part);
-      if (part === 'body' && req.routeOptions.schema?.body && (req.body === undefined || req.body === null)) {
-        detail.push({ type: 'missing', loc: ['body'], msg: 'Field required', input: null });
-        continue;
-      }
-      let errors: FastifySchemaValidationError[] | null | undefined;
-      if (part === err.validationContext) errors = err.validation;
-      else {
-        const fn = req.getValidationFunction(part);
-        if (!fn) continue;
-        errors = fn(partData(req, part)) ? null : (fn.errors as FastifySchemaValidationError[]);
-      }
-      if (errors?.length) detail.push(...toFastApiErrors(errors, where, partData(req, part), part === 'querystring' ? rawQuery(req) : undefined));
-    }
-    return { statusCode: 422, body: { detail } };
+    return { statusCode: 422, body: { detail: collectErrors(req, err) } };
   },
-  invalidBody(err) {
+  invalidBody(err, req) {
+    // FastAPI reads an empty body as no body: a "missing" error next to any path/query errors.
+    if (err.code === 'FST_ERR_CTP_EMPTY_JSON_BODY') {
+      (req as { body?: unknown }).body = undefined;
+      return { statusCode: 422, body: { detail: collectErrors(req) } };
+    }
     const pos = /position (\d+)/.exec(err.message);
     return {
       statusCode: 422,
@@ -69,3 +57,24 @@ export const fastApiErrorStyle: ErrorStyle = {
     return { statusCode: 500, body: 'Internal Server Error', contentType: 'text/plain; charset=utf-8' };
   },
 };
+
+/** Fastify stops at the first failing part; FastAPI reports every part, path first. */
+function collectErrors(req: FastifyRequest, err?: FastifyError): ValidationEntry[] {
+  const detail: ValidationEntry[] = [];
+  for (const part of PARTS) {
+    const where = locPrefix(part);
+    if (part === 'body' && req.routeOptions.schema?.body && (req.body === undefined || req.body === null)) {
+      detail.push({ type: 'missing', loc: ['body'], msg: 'Field required', input: null });
+      continue;
+    }
+    let errors: FastifySchemaValidationError[] | null | undefined;
+    if (err && part === err.validationContext) errors = err.validation;
+    else {
+      const fn = req.getValidationFunction(part);
+      if (!fn) continue;
+      errors = fn(partData(req, part)) ? null : (fn.errors as FastifySchemaValidationError[]);
+    }
+    if (errors?.length) detail.push(...toFastApiErrors(errors, where, partData(req, part), part === 'querystring' ? rawQuery(req) : undefined));
+  }
+  return detail;
+}

@@ -116,9 +116,19 @@ export function toFastApiErrors(
         entry = { type: 'missing', loc: [], msg: 'Field required', input: where === 'body' ? valueAt(data, parent) ?? null : null };
         break;
       }
-      case 'type':
-        entry = { ...typeEntry(String(Array.isArray(p.type) ? p.type[0] : p.type), input), loc: [], input };
+      case 'type': {
+        const expected = String(Array.isArray(p.type) ? p.type[0] : p.type);
+        const format = (e as { parentSchema?: { format?: string } }).parentSchema?.format;
+        if (where === 'body' && loc.length === 0 && expected === 'object') {
+          // The body as a whole is a model: pydantic validates it with from_attributes.
+          entry = { type: 'model_attributes_type', loc: [], msg: 'Input should be a valid dictionary or object to extract fields from', input };
+        } else if (expected === 'string' && format === 'uuid') {
+          entry = { type: 'uuid_type', loc: [], msg: 'UUID input should be a string, bytes or UUID object', input };
+        } else {
+          entry = { ...typeEntry(expected, input), loc: [], input };
+        }
         break;
+      }
       case 'minimum':
         entry = { type: 'greater_than_equal', loc: [], msg: `Input should be greater than or equal to ${p.limit}`, input, ctx: { ge: p.limit } };
         break;
@@ -172,8 +182,10 @@ export function toFastApiErrors(
       default:
         entry = { type: 'value_error', loc: [], msg: e.message ?? 'Invalid value', input };
     }
-    entry.loc = [where, ...loc];
-    if (entry.input === undefined) entry.input = null;
+    // FastAPI's key order: type, loc, msg, input, ctx.
+    const ordered: ValidationEntry = { type: entry.type, loc: [where, ...loc], msg: entry.msg, input: entry.input === undefined ? null : entry.input };
+    if (entry.ctx) ordered.ctx = entry.ctx;
+    entry = ordered;
     const key = JSON.stringify(entry.loc) + entry.type;
     if (seen.has(key)) continue;
     seen.add(key);

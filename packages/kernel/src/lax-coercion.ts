@@ -39,15 +39,24 @@ function fieldsOf(schema: any): Array<[string, Kind]> {
   return out;
 }
 
-function normalise(target: Record<string, unknown> | undefined, fields: Array<[string, Kind]>): void {
+/**
+ * `json` (bodies): lax booleans become real booleans, including the numbers
+ * 0 and 1, so bodies validate even without Ajv type coercion. Elsewhere they
+ * become the strings Ajv's coercion understands.
+ */
+function normalise(target: Record<string, unknown> | undefined, fields: Array<[string, Kind]>, json = false): void {
   if (!target || typeof target !== 'object') return;
   for (const [name, kind] of fields) {
     const v = target[name];
+    if (json && kind === 'boolean' && (v === 0 || v === 1)) {
+      target[name] = v === 1;
+      continue;
+    }
     if (typeof v !== 'string') continue;
     if (kind === 'boolean') {
       const l = v.toLowerCase();
-      if (TRUE.has(l)) target[name] = 'true';
-      else if (FALSE.has(l)) target[name] = 'false';
+      if (TRUE.has(l)) target[name] = json ? true : 'true';
+      else if (FALSE.has(l)) target[name] = json ? false : 'false';
     } else {
       const c = canonicalUuid(v);
       if (c) target[name] = c;
@@ -71,7 +80,7 @@ export function addLaxCoercion(route: RouteOptions): void {
   const hook = async (req: FastifyRequest) => {
     if (q.length) normalise(req.query as any, q);
     if (p.length) normalise(req.params as any, p);
-    if (b.length) normalise(req.body as any, b);
+    if (b.length && !Array.isArray(req.body)) normalise(req.body as any, b, true);
   };
   const existing = route.preValidation;
   route.preValidation = existing ? [hook, ...(Array.isArray(existing) ? existing : [existing])] : [hook];

@@ -1,0 +1,90 @@
+import type { FastifyInstance } from 'fastify';
+import * as sqliteVec from 'sqlite-vec';
+import { createHttpServer, fastApiErrorStyle, type App, type ServiceConfig } from '@svc/kernel';
+import { migrate, openStorage, type Storage } from '@svc/storage';
+import { createQueue } from '@svc/queue';
+import { memoryConfig } from './config.ts';
+import { coreMigrations } from './db/migrations/001_core.ts';
+import type { Ctx } from './domain/context.ts';
+import { createSearch, searchMigrations, type MemoryDeps } from './search/index.ts';
+import { deriverTasks } from './deriver/index.ts';
+import { installValidators } from './http/validators.ts';
+import { inputGuard } from './http/input-guard.ts';
+import { apiKeyHook } from './http/auth.ts';
+import { appRoutes } from './routes/apps.ts';
+import { userRoutes } from './routes/users.ts';
+import { sessionRoutes } from './routes/sessions.ts';
+import { messageRoutes } from './routes/messages.ts';
+import { metamessageRoutes } from './routes/metamessages.ts';
+import { collectionRoutes } from './routes/collections.ts';
+import { documentRoutes } from './routes/documents.ts';
+import { queryRoutes } from './routes/query.ts';
+import { chatRoutes } from './routes/chat.ts';
+
+export const VERSION = '0.1.0';
+
+/** Opens the service's storage (SQLite file `memory.sqlite` with sqlite-vec, or PostgreSQL) and applies all migrations. */
+export async function openMemoryStorage(cfg: ServiceConfig): Promise<Storage> {
+  const storage = await openStorage({
+    databaseUrl: cfg.databaseUrl,
+    dataDir: cfg.dataDir,
+    sqliteFile: 'memory.sqlite',
+    pgSchema: cfg.pgSchema,
+    onSqliteOpen: (db) => sqliteVec.load(db),
+  });
+  try {
+    await migrate(storage.db, storage.dialect, [...coreMigrations, ...searchMigrations]);
+  } catch (err) {
+    await storage.close();
+    throw err;
+  }
+  return storage;
+}
+
+/** The memory service: core API (apps … documents), search/chat routes and the deriver queue. */
+export async function buildApp(base: ServiceConfig): Promise<FastifyInstance> {
+  const config = memoryConfig(base);
+  const storage = await openMemoryStorage(config);
+  try {
+    // The deriver's handlers receive deps; the queue is filled in once it exists.
+    const deps = { storage, config } as MemoryDeps;
+    const queue = await createQueue(storage, { tasks: deriverTasks(deps) });
+    deps.queue = queue;
+    const ctx: Ctx = { storage, queue, search: createSearch({ storage, config }) };
+
+    const app: App = await createHttpServer({
+      name: 'memory',
+      title: 'Conversation Memory Service',
+      description: 'Apps, users, sessions, messages, metamessages, collections and documents (Honcho v0.0.5 compatible).',
+      version: VERSION,
+      logLevel: config.logLevel,
+      errorStyle: fastApiErrorStyle,
+      laxCoercion: true,
+      bodyLimit: 2 * 1024 * 1024,
+      health: async () => ({ storage: storage.dialect.kind, queue_depth: await queue.depth() }),
+    });
+    installValidators(app);
+    if (config.apiKeys?.length) app.addHook('onRequest', apiKeyHook(config.apiKeys));
+    app.addHook('preHandler', inputGuard);
+
+    appRoutes(app, ctx);
+    userRoutes(app, ctx);
+    sessionRoutes(app, ctx);
+    messageRoutes(app, ctx);
+    metamessageRoutes(app, ctx);
+    collectionRoutes(app, ctx);
+    documentRoutes(app, ctx);
+    await queryRoutes(app as unknown as FastifyInstance, deps);
+    await chatRoutes(app as unknown as FastifyInstance, deps);
+
+    app.addHook('onClose', async () => {
+      await queue.stop();
+      await storage.close();
+    });
+    if (config.runWorkers) await queue.start();
+    return app as unknown as FastifyInstance;
+  } catch (err) {
+    await storage.close();
+    throw err;
+  }
+}

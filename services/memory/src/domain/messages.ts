@@ -1,0 +1,130 @@
+import type { Ctx } from './context.ts';
+import { enqueueDerivation } from '../deriver/index.ts';
+import { badRequest, D, notFound } from './errors.ts';
+import { listPage, offsetOf, pageOf, type Page, type Paging } from './paging.ts';
+import { findSession, requireSession } from './sessions.ts';
+import { preparedCache, withRaw } from './sqlite-fast.ts';
+import { formatTimestamp, newId, nextSeq, readBool, readJson, type Meta } from './values.ts';
+
+export function messageToJson(r: any) {
+  const m = readJson(r.metadata);
+  return {
+    content: r.content,
+    is_user: readBool(r.is_user),
+    session_id: r.session_id,
+    id: r.id,
+    h_metadata: m,
+    metadata: m,
+    created_at: formatTimestamp(r.created_at),
+  };
+}
+
+// SQLite hot paths (message create/list) through prepared statements on the raw handle.
+const SESSION_SCOPED = `select s.id, s.metadata from sessions s join users u on u.id = s.user_id
+  where s.id = ? and s.user_id = ? and u.app_id = ?`;
+const stmts = preparedCache({
+  session: SESSION_SCOPED,
+  insert: `insert into messages (id, session_id, is_user, content, metadata, created_at, seq) values (?, ?, ?, ?, ?, ?, ?)`,
+  count: `select count(*) as n from messages where session_id = ?`,
+  countFiltered: `select count(*) as n from messages where session_id = ? and json_contains(metadata, ?)`,
+  pageAsc: `select * from messages where session_id = ? order by created_at, seq limit ? offset ?`,
+  pageDesc: `select * from messages where session_id = ? order by created_at desc, seq desc limit ? offset ?`,
+  pageAscFiltered: `select * from messages where session_id = ? and json_contains(metadata, ?) order by created_at, seq limit ? offset ?`,
+  pageDescFiltered: `select * from messages where session_id = ? and json_contains(metadata, ?) order by created_at desc, seq desc limit ? offset ?`,
+});
+
+export interface MessageInput {
+  content: string;
+  is_user: boolean;
+  metadata?: Meta | null;
+}
+
+/**
+ * Stores a message in a session of the user of the app (404 otherwise). A
+ * user message also enqueues fact derivation in the same transaction, so a
+ * stored message always gets its job.
+ */
+export async function createMessage(ctx: Ctx, appId: string, userId: string, sessionId: string, input: MessageInput) {
+  const { storage } = ctx;
+  const d = storage.dialect;
+  const meta = input.metadata ?? {};
+  const now = new Date();
+  const row = {
+    id: newId(),
+    session_id: sessionId,
+    is_user: d.bool(input.is_user),
+    content: input.content,
+    metadata: d.json(meta),
+    created_at: d.timestamp(now),
+    seq: nextSeq(),
+  };
+  const json = {
+    content: input.content,
+    is_user: input.is_user,
+    session_id: sessionId,
+    id: row.id,
+    h_metadata: meta,
+    metadata: meta,
+    created_at: formatTimestamp(now),
+  };
+  if (!input.is_user && storage.sqlite) {
+    return withRaw(storage, (raw) => {
+      const s = stmts(raw);
+      if (!s.session.get(sessionId, userId, appId)) throw notFound(D.session);
+      s.insert.run(row.id, row.session_id, row.is_user, row.content, row.metadata, row.created_at, row.seq);
+      return json;
+    });
+  }
+  await storage.db.transaction().execute(async (trx) => {
+    const session = await findSession(trx, appId, userId, sessionId);
+    if (!session) throw notFound(D.session);
+    await trx.insertInto('messages').values(row).execute();
+    if (input.is_user) {
+      await enqueueDerivation(trx, ctx.queue, { id: row.id, session_id: sessionId, content: input.content, is_user: true }, readJson(session.metadata));
+    }
+  });
+  if (input.is_user) ctx.queue.wake();
+  return json;
+}
+
+export async function listMessages(ctx: Ctx, appId: string, userId: string, sessionId: string, p: Paging): Promise<Page<ReturnType<typeof messageToJson>>> {
+  const { storage } = ctx;
+  if (storage.sqlite) {
+    return withRaw(storage, (raw) => {
+      const s = stmts(raw);
+      if (!s.session.get(sessionId, userId, appId)) throw notFound(D.session);
+      const f = p.filter === undefined ? undefined : JSON.stringify(p.filter);
+      const counted = (f === undefined ? s.count.get(sessionId) : s.countFiltered.get(sessionId, f)) as { n: number } | undefined;
+      const total = Number(counted?.n ?? 0);
+      const offset = offsetOf(p);
+      if (total === 0 || offset === undefined || offset >= total) return pageOf([], total, p);
+      const rows =
+        f === undefined
+          ? (p.reverse ? s.pageDesc : s.pageAsc).all(sessionId, p.size, offset)
+          : (p.reverse ? s.pageDescFiltered : s.pageAscFiltered).all(sessionId, f, p.size, offset);
+      return pageOf(rows.map(messageToJson), total, p);
+    });
+  }
+  await requireSession(storage.db, appId, userId, sessionId);
+  return listPage(storage.db, storage.dialect, 'messages', (qb) => qb.where('messages.session_id', '=', sessionId), p, messageToJson);
+}
+
+async function findMessage(ctx: Ctx, appId: string, userId: string, sessionId: string, messageId: string) {
+  if (!(await findSession(ctx.storage.db, appId, userId, sessionId))) return undefined;
+  return ctx.storage.db.selectFrom('messages').selectAll().where('id', '=', messageId).where('session_id', '=', sessionId).executeTakeFirst();
+}
+
+/** A missing message is reported as "Session not found", exactly as the reference does. */
+export async function getMessage(ctx: Ctx, appId: string, userId: string, sessionId: string, messageId: string) {
+  const r = await findMessage(ctx, appId, userId, sessionId, messageId);
+  if (!r) throw notFound(D.session);
+  return messageToJson(r);
+}
+
+export async function updateMessage(ctx: Ctx, appId: string, userId: string, sessionId: string, messageId: string, input: { metadata?: Meta | null }) {
+  if (input.metadata === undefined || input.metadata === null) throw badRequest(D.messageMetaEmpty);
+  const r = await findMessage(ctx, appId, userId, sessionId, messageId);
+  if (!r) throw notFound(D.session);
+  await ctx.storage.db.updateTable('messages').set({ metadata: ctx.storage.dialect.json(input.metadata) }).where('id', '=', messageId).execute();
+  return messageToJson({ ...r, metadata: input.metadata });
+}

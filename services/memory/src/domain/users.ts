@@ -1,0 +1,77 @@
+import type { Ctx } from './context.ts';
+import { conflict, D, notFound } from './errors.ts';
+import { listPage, type Paging } from './paging.ts';
+import { formatTimestamp, isUniqueViolation, newId, nextSeq, readJson, type Meta } from './values.ts';
+
+/** The reference's User has no `name` (added in v0.0.8); we send it as a harmless extra. */
+export function userToJson(r: any) {
+  const m = readJson(r.metadata);
+  return { id: r.id, app_id: r.app_id, created_at: formatTimestamp(r.created_at), h_metadata: m, metadata: m, name: r.name };
+}
+
+async function appExists(ctx: Ctx, appId: string): Promise<boolean> {
+  return !!(await ctx.storage.db.selectFrom('apps').select('id').where('id', '=', appId).executeTakeFirst());
+}
+
+export async function createUser(ctx: Ctx, appId: string, input: { name: string; metadata?: Meta | null }) {
+  const { db, dialect: d } = ctx.storage;
+  if (!(await appExists(ctx, appId))) throw notFound(D.app);
+  const row = { id: newId(), app_id: appId, name: input.name, metadata: d.json(input.metadata ?? {}), created_at: d.timestamp(new Date()), seq: nextSeq() };
+  try {
+    await db.insertInto('users').values(row).execute();
+  } catch (err) {
+    if (isUniqueViolation(err)) throw conflict(D.userExists);
+    throw err;
+  }
+  return userToJson(row);
+}
+
+export function listUsers(ctx: Ctx, appId: string, p: Paging) {
+  return listPage(ctx.storage.db, ctx.storage.dialect, 'users', (qb) => qb.where('users.app_id', '=', appId), p, userToJson);
+}
+
+export async function getUserByName(ctx: Ctx, appId: string, name: string) {
+  const r = await ctx.storage.db.selectFrom('users').selectAll().where('app_id', '=', appId).where('name', '=', name).executeTakeFirst();
+  if (!r) throw notFound(D.user);
+  return userToJson(r);
+}
+
+export async function getUser(ctx: Ctx, appId: string, userId: string) {
+  const r = await ctx.storage.db.selectFrom('users').selectAll().where('app_id', '=', appId).where('id', '=', userId).executeTakeFirst();
+  if (!r) throw notFound(D.user);
+  return userToJson(r);
+}
+
+export async function getOrCreateUser(ctx: Ctx, appId: string, name: string) {
+  const r = await ctx.storage.db.selectFrom('users').selectAll().where('app_id', '=', appId).where('name', '=', name).executeTakeFirst();
+  if (r) return userToJson(r);
+  try {
+    return await createUser(ctx, appId, { name });
+  } catch (err) {
+    // Lost a race with a concurrent creator: the row exists now.
+    if ((err as any)?.statusCode === 406) return getUserByName(ctx, appId, name);
+    throw err;
+  }
+}
+
+export async function updateUser(ctx: Ctx, appId: string, userId: string, input: { name?: string | null; metadata?: Meta | null }) {
+  const { db, dialect: d } = ctx.storage;
+  const set: Record<string, unknown> = {};
+  if (input.name !== undefined && input.name !== null) set.name = input.name;
+  if (input.metadata !== undefined && input.metadata !== null) set.metadata = d.json(input.metadata);
+  if (Object.keys(set).length) {
+    try {
+      const r = await db.updateTable('users').set(set).where('id', '=', userId).where('app_id', '=', appId).executeTakeFirst();
+      if (Number(r.numUpdatedRows) === 0) throw notFound(D.user);
+    } catch (err) {
+      if (isUniqueViolation(err)) throw conflict(D.userExists);
+      throw err;
+    }
+  }
+  return getUser(ctx, appId, userId);
+}
+
+/** Whether `userId` is a user of `appId` (every lookup below a user is scoped through this). */
+export async function userInApp(ctx: Ctx, appId: string, userId: string): Promise<boolean> {
+  return !!(await ctx.storage.db.selectFrom('users').select('id').where('id', '=', userId).where('app_id', '=', appId).executeTakeFirst());
+}

@@ -1,0 +1,59 @@
+import type { FastifyRequest } from 'fastify';
+import { HttpError } from '@svc/kernel';
+
+/** Deeper JSON than this is refused: serialisation, containment checks and jsonb all recurse. */
+export const MAX_JSON_DEPTH = 64;
+
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+interface Problem {
+  loc: Array<string | number>;
+  type: string;
+  msg: string;
+  input: unknown;
+  ctx?: Record<string, unknown>;
+}
+
+function checkString(s: string, loc: Array<string | number>): Problem | undefined {
+  // PostgreSQL text and jsonb cannot hold NUL or unpaired surrogates; refuse them on every storage alike.
+  if (s.includes('\u0000')) return { loc, type: 'string_unicode', msg: 'Input should be a valid string, NUL characters are not allowed', input: s };
+  if (LONE_SURROGATE.test(s)) return { loc, type: 'string_unicode', msg: 'Input should be a valid string, unable to parse raw data as a unicode string', input: s };
+  return undefined;
+}
+
+function walk(v: unknown, loc: Array<string | number>, depth: number, root: unknown): Problem | undefined {
+  if (typeof v === 'string') return checkString(v, loc);
+  if (v === null || typeof v !== 'object') return undefined;
+  if (depth > MAX_JSON_DEPTH) {
+    const reason = `JSON nested deeper than ${MAX_JSON_DEPTH} levels`;
+    return { loc, type: 'value_error', msg: `Value error, ${reason}`, input: null, ctx: { error: reason } };
+  }
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) {
+      const p = walk(v[i], [...loc, i], depth + 1, root);
+      if (p) return p;
+    }
+    return undefined;
+  }
+  for (const [k, x] of Object.entries(v)) {
+    const pk = checkString(k, [...loc, k]);
+    if (pk) return pk;
+    const p = walk(x, [...loc, k], depth + 1, root);
+    if (p) return p;
+  }
+  return undefined;
+}
+
+/**
+ * Refuses, as a FastAPI-shaped 422, input that passed the schema but that no
+ * storage can keep faithfully: NUL characters, unpaired surrogates, and
+ * absurdly deep JSON. Runs after validation, before any handler.
+ */
+export async function inputGuard(req: FastifyRequest): Promise<void> {
+  const problem =
+    walk(req.params, ['path'], 0, req.params) ?? walk(req.query, ['query'], 0, req.query) ?? walk(req.body, ['body'], 0, req.body);
+  if (!problem) return;
+  const entry: Record<string, unknown> = { type: problem.type, loc: problem.loc, msg: problem.msg, input: problem.input };
+  if (problem.ctx) entry.ctx = problem.ctx;
+  throw new HttpError(422, { detail: [entry] });
+}

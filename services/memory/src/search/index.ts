@@ -1,0 +1,106 @@
+import type { Kysely } from 'kysely';
+import type { Storage } from '@svc/storage';
+import type { JobQueue } from '@svc/queue';
+import type { MemoryConfig } from '../config.ts';
+import type { IndexBackend } from './backend.ts';
+import { detailError } from '@svc/kernel';
+import { createEmbeddingProvider, EmbeddingError, embeddingSettingsFromEnv, type EmbeddingProvider, type EmbeddingSettings } from './embedding.ts';
+import { PgIndex } from './pg-index.ts';
+import { reciprocalRankFusion } from './rrf.ts';
+import { SqliteIndex } from './sqlite-index.ts';
+import { indexBody, queryTerms } from './text.ts';
+
+export { searchMigrations } from './migrations.ts';
+
+export interface MemoryDeps {
+  storage: Storage;
+  queue: JobQueue;
+  config: MemoryConfig;
+}
+
+/** Largest number of results one query returns (reference: top_k clamped to 50). */
+export const MAX_TOP_K = 50;
+
+export interface Search {
+  /** Index/reindex one document; called inside the transaction that wrote the document row. */
+  indexDocument(trx: Kysely<any>, doc: { id: string; collection_id: string; content: string; metadata: Record<string, unknown> }): Promise<void>;
+  /** Remove documents from the index (document delete, collection delete cascade). */
+  removeDocuments(trx: Kysely<any>, ids: string[]): Promise<void>;
+  /**
+   * Hybrid search of one collection: full-text and vector rankings fused by
+   * RRF, after the metadata filter. Returns `documents` rows, best first.
+   * The caller has already checked that the collection belongs to the user.
+   */
+  query(collectionId: string, text: string, topK: number, filter?: unknown): Promise<any[]>;
+  readonly embedder: EmbeddingProvider;
+  readonly backend: IndexBackend;
+}
+
+/** Candidates taken from each ranking before fusion: enough that a document ranked well by either list survives. */
+export function candidatesFor(topK: number): number {
+  return Math.max(20, topK * 3);
+}
+
+/** The embedding settings from the service config, falling back to MEMORY_EMBEDDING_* in the environment. */
+export function embeddingSettings(config: Partial<MemoryConfig> | undefined): EmbeddingSettings {
+  const c = (config?.embedding ?? {}) as EmbeddingSettings;
+  return c.url ? c : embeddingSettingsFromEnv();
+}
+
+export function createBackend(storage: Storage): IndexBackend {
+  // The one place where the storages differ for search: the whole index layout does.
+  return storage.sqlite ? new SqliteIndex(storage.sqlite) : new PgIndex(storage.db);
+}
+
+const instances = new WeakMap<Storage, Search>();
+
+/**
+ * The search of a storage. The core's domain and the query/chat/deriver code
+ * share one instance (its prepared statements and provider) per storage.
+ */
+export function createSearch(deps: Omit<MemoryDeps, 'queue'> & { embedder?: EmbeddingProvider }): Search {
+  const existing = instances.get(deps.storage);
+  if (existing && !deps.embedder) return existing;
+  const search = buildSearch(deps.embedder ?? createEmbeddingProvider(embeddingSettings(deps.config)), createBackend(deps.storage));
+  instances.set(deps.storage, search);
+  return search;
+}
+
+/** Embedding failures of a remote provider are the upstream's fault (502), never a 500. */
+async function embedOne(embedder: EmbeddingProvider, text: string): Promise<Float32Array> {
+  try {
+    const [v] = await embedder.embed([text]);
+    return v!;
+  } catch (err) {
+    if (err instanceof EmbeddingError) throw detailError(502, 'Embedding provider unavailable');
+    throw err;
+  }
+}
+
+function buildSearch(embedder: EmbeddingProvider, backend: IndexBackend): Search {
+  return {
+    embedder,
+    backend,
+    async indexDocument(trx, doc) {
+      await backend.index(trx, doc, indexBody(doc.content), await embedOne(embedder, doc.content));
+    },
+    async removeDocuments(trx, ids) {
+      await backend.remove(trx, ids);
+    },
+    async query(collectionId, text, topK, filter) {
+      if (!(topK > 0)) return [];
+      const k = Math.min(Math.floor(topK), MAX_TOP_K);
+      const n = candidatesFor(k);
+      const vector = await embedOne(embedder, text);
+      const [textHits, vectorHits] = await Promise.all([
+        backend.textRanking(collectionId, queryTerms(text), n, filter),
+        backend.vectorRanking(collectionId, vector, n, filter),
+      ]);
+      const fused = reciprocalRankFusion([textHits, vectorHits], k);
+      return backend.fetch(
+        collectionId,
+        fused.map((h) => h.key),
+      );
+    },
+  };
+}

@@ -1,0 +1,72 @@
+import { sql, type Kysely } from 'kysely';
+import type { Migration, SqlDialect } from '@svc/storage';
+import { INDEX_DIMS } from './embedding.ts';
+
+/**
+ * SQLite: `search_docs` maps documents to integer keys and keeps the float
+ * vector; `search_fts` (FTS5, contentless) holds the stems with the
+ * collection as an extra token column so a MATCH is scoped by the index
+ * itself; `search_vec` (sqlite-vec vec0, binary-quantised, partitioned by
+ * collection) only holds collections large enough to need it
+ * (`search_vec_collections`), since each partition costs a 1024-vector chunk.
+ */
+async function upSqlite(db: Kysely<any>): Promise<void> {
+  const stmts = [
+    sql`create table search_docs (
+      id integer primary key,
+      doc_id text not null unique,
+      collection_id text not null,
+      embedding blob not null
+    )`,
+    sql`create index search_docs_collection on search_docs (collection_id)`,
+    sql.raw(`create virtual table search_fts using fts5(body, coll, content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 0')`),
+    sql.raw(`create virtual table search_vec using vec0(collection_id text partition key, embedding bit[${INDEX_DIMS}])`),
+    sql`create table search_vec_collections (collection_id text primary key)`,
+    sql`create table search_settings (key text primary key, value text not null)`,
+  ];
+  for (const s of stmts) await s.execute(db);
+}
+
+/**
+ * PostgreSQL: one table with a tsvector (GIN) and the vector. With pgvector
+ * the vector is `vector(384)` under an HNSW cosine index; without it a
+ * `float4[]` ranked by an exact dot product (vectors are unit length).
+ */
+async function upPostgres(db: Kysely<any>): Promise<void> {
+  const available = await sql`select 1 from pg_available_extensions where name = 'vector'`.execute(db);
+  let pgvector = false;
+  if (available.rows.length > 0) {
+    // A role without CREATE privilege cannot install it; fall back to exact cosine.
+    await sql`savepoint search_vector`.execute(db);
+    try {
+      await sql`create extension if not exists vector schema public`.execute(db);
+      await sql`release savepoint search_vector`.execute(db);
+      pgvector = true;
+    } catch {
+      await sql`rollback to savepoint search_vector`.execute(db);
+    }
+  }
+  const vecType = pgvector ? sql.raw(`vector(${INDEX_DIMS})`) : sql.raw('float4[]');
+  await sql`create table search_docs (
+    doc_id text primary key,
+    collection_id text not null,
+    body tsvector not null,
+    embedding ${vecType} not null,
+    seq bigserial not null
+  )`.execute(db);
+  await sql`create index search_docs_collection on search_docs (collection_id, seq)`.execute(db);
+  await sql`create index search_docs_body on search_docs using gin (body)`.execute(db);
+  if (pgvector) await sql`create index search_docs_embedding on search_docs using hnsw (embedding vector_cosine_ops)`.execute(db);
+  await sql`create table search_settings (key text primary key, value text not null)`.execute(db);
+  await sql`insert into search_settings (key, value) values ('vector_mode', ${pgvector ? 'pgvector' : 'array'})`.execute(db);
+}
+
+export const searchMigrations: Migration[] = [
+  {
+    name: '500_search',
+    async up(db: Kysely<any>, dialect: SqlDialect) {
+      if (dialect.kind === 'sqlite') await upSqlite(db);
+      else await upPostgres(db);
+    },
+  },
+];
