@@ -44,6 +44,10 @@ def error_class(exc: BaseException) -> str:
     # TemplateSyntaxError subclass in Jinja2; the port reports it as a syntax error.
     if isinstance(exc, jexc.TemplateSyntaxError):
         return "TemplateSyntaxError"
+    # A template Jinja2 accepts but whose generated Python does not compile
+    # (e.g. a macro with a duplicate argument name) fails in from_string as well.
+    if isinstance(exc, SyntaxError):
+        return "TemplateSyntaxError"
     if isinstance(exc, SecurityError):
         return "SecurityError"
     if isinstance(exc, jexc.UndefinedError):
