@@ -81,7 +81,7 @@ export async function ensureAdminToken(storage: Storage, key: string | undefined
     const k = key ?? generated!;
     await trx
       .insertInto('users_token')
-      .values({ user_id: admin.id, key_hash: hashTokenKey(k), key_prefix: k.slice(0, 4), created: now, write_enabled: d.bool(true), description: 'admin token created at first start' })
+      .values({ user_id: admin.id, key_hash: hashTokenKey(k), key_prefix: k.slice(-4), created: now, write_enabled: d.bool(true), description: 'admin token created at first start' })
       .execute();
     return generated;
   });

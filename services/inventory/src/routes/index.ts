@@ -1,7 +1,18 @@
 import type { FastifyInstance } from 'fastify';
+import { installJsonBodyParser } from '../api/json-body.ts';
+import { baseUrl } from '../api/pagination.ts';
+import { requireRead } from '../auth/index.ts';
 import type { ObjectEvent } from '../changes/types.ts';
+import type { ChangeSink } from '../changes/write.ts';
 import type { InventoryDeps } from '../deps.ts';
+import { MODELS, modelForObjectType } from '../models/registry.ts';
+import { representOne } from '../models/represent.ts';
+import { objectChangeRoutes } from './core-object-changes.ts';
+import { dcimRoutes } from './dcim.ts';
+import { tagRoutes } from './extras-tags.ts';
+import { ipamRoutes } from './ipam.ts';
 import { statusRoutes } from './status.ts';
+import { userRoutes } from './users.ts';
 
 export interface CoreRouteOptions {
   deps: InventoryDeps;
@@ -14,5 +25,34 @@ export interface CoreRouteOptions {
  */
 export async function coreRoutes(app: FastifyInstance, opts: CoreRouteOptions): Promise<void> {
   app.setValidatorCompiler(() => () => true);
-  await statusRoutes(app, opts.deps);
+  installJsonBodyParser(app);
+  const { deps } = opts;
+  const sink: ChangeSink = {
+    deps,
+    onObjectEvents: opts.onObjectEvents,
+    async representation(trx, objectType, id) {
+      const m = modelForObjectType(objectType);
+      return m ? representOne({ db: trx, dialect: deps.storage.dialect, base: '' }, m, id) : null;
+    },
+  };
+
+  app.get('/api/', { preHandler: requireRead, schema: { tags: ['status'], summary: 'API root' } }, async (req) => {
+    const base = baseUrl(req);
+    const apps: Record<string, string> = {};
+    for (const a of ['core', 'dcim', 'extras', 'ipam', 'users']) apps[a] = `${base}/api/${a}/`;
+    return apps;
+  });
+  for (const a of ['dcim', 'ipam', 'extras']) {
+    app.get(`/api/${a}/`, { preHandler: requireRead, schema: { tags: ['status'], summary: `${a} endpoints` } }, async (req) => {
+      const base = baseUrl(req);
+      return Object.fromEntries(MODELS.filter((m) => m.app === a).map((m) => [m.path, `${base}/api/${m.app}/${m.path}/`]));
+    });
+  }
+
+  await statusRoutes(app, deps);
+  dcimRoutes(app, sink);
+  ipamRoutes(app, sink);
+  tagRoutes(app, sink);
+  await objectChangeRoutes(app, deps);
+  await userRoutes(app, deps);
 }

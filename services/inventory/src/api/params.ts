@@ -1,0 +1,21 @@
+import { notFound } from './errors.ts';
+
+/** A detail route's `<int:pk>`: anything else is a 404, as Django's URL resolver. */
+export function objectId(params: unknown): number {
+  const raw = (params as { id?: string }).id ?? '';
+  if (!/^\d{1,15}$/.test(raw)) throw notFound();
+  return Number(raw);
+}
+
+export function truthy(v: unknown): boolean {
+  const s = Array.isArray(v) ? v[v.length - 1] : v;
+  return typeof s === 'string' && ['true', '1', 'True', 'yes', 'on'].includes(s.trim());
+}
+
+/** `?fields=a,b` (NetBox 4 dynamic fields): keep only those keys. */
+export function selectFields<T extends Record<string, unknown>>(obj: T, fields: unknown): T {
+  const s = Array.isArray(fields) ? fields[fields.length - 1] : fields;
+  if (typeof s !== 'string' || s.trim() === '') return obj;
+  const keep = new Set(s.split(',').map((x) => x.trim()));
+  return Object.fromEntries(Object.entries(obj).filter(([k]) => keep.has(k))) as T;
+}

@@ -1,0 +1,260 @@
+import { sql, type RawBuilder } from 'kysely';
+import type { ReadCtx } from './read.ts';
+import { model } from './registry.ts';
+import type { ExtraFilter, FieldDef, ModelDef } from './types.ts';
+import type { Errors } from './validate.ts';
+import { normaliseMac } from './values.ts';
+
+export type Query = Record<string, string | string[] | undefined>;
+type Cond = RawBuilder<unknown>;
+
+/** Parameters that are not filters. */
+const RESERVED = new Set(['limit', 'offset', 'ordering', 'brief', 'fields', 'format', 'exclude']);
+const MAX_VALUES = 1000;
+
+export function values(q: Query, key: string): string[] {
+  const v = q[key];
+  if (v === undefined) return [];
+  return (Array.isArray(v) ? v : [v]).slice(0, MAX_VALUES).map((s) => String(s).slice(0, 1000));
+}
+
+function likeEscape(s: string): string {
+  return s.replace(/[!%_]/g, (c) => `!${c}`);
+}
+
+function ilike(column: string, pattern: string): Cond {
+  return sql`lower(${sql.ref(column)}) like lower(${pattern}) escape '!'`;
+}
+
+const col = (table: string, column: string) => sql.ref(`${table}.${column}`);
+
+function invalidChoice(v: string): string {
+  return `Select a valid choice. ${v} is not one of the available choices.`;
+}
+
+function parseNumbers(vals: string[], name: string, errors: Errors): number[] | undefined {
+  const out: number[] = [];
+  for (const v of vals) {
+    const t = v.trim();
+    if (!/^-?\d{1,16}$/.test(t) || !Number.isSafeInteger(Number(t))) {
+      (errors[name] ??= []).push('Enter a number.');
+      return undefined;
+    }
+    out.push(Number(t));
+  }
+  return out;
+}
+
+function parseDate(v: string): string | undefined {
+  const t = v.trim();
+  if (!/^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d{2}:?\d{2})?)?$/.test(t)) return undefined;
+  const d = new Date(/[T ]/.test(t) && !/(Z|[+-]\d{2}:?\d{2})$/.test(t) ? t.replace(' ', 'T') + 'Z' : t.replace(' ', 'T'));
+  return Number.isNaN(d.getTime()) ? undefined : d.toISOString();
+}
+
+function inList(column: Cond | ReturnType<typeof sql.ref>, vals: unknown[]): Cond {
+  if (vals.length === 0) return sql`1 = 0`;
+  return sql`${column} in (${sql.join(vals)})`;
+}
+
+const NUMERIC_LOOKUPS: Record<string, string> = { gt: '>', gte: '>=', lt: '<', lte: '<=' };
+
+function numericFilters(table: string, column: string, name: string, q: Query, errors: Errors, conds: Cond[]): void {
+  const exact = parseNumbers(values(q, name), name, errors);
+  if (exact?.length) conds.push(inList(col(table, column), exact));
+  const neg = parseNumbers(values(q, `${name}__n`), `${name}__n`, errors);
+  if (neg?.length) conds.push(sql`not ${inList(col(table, column), neg)}`);
+  for (const [lookup, op] of Object.entries(NUMERIC_LOOKUPS)) {
+    const vals = parseNumbers(values(q, `${name}__${lookup}`), `${name}__${lookup}`, errors);
+    for (const n of vals ?? []) conds.push(sql`${col(table, column)} ${sql.raw(op)} ${n}`);
+  }
+}
+
+function stringFilters(table: string, column: string, name: string, q: Query, conds: Cond[], normalise = (s: string) => s): void {
+  const c = `${table}.${column}`;
+  const exact = values(q, name).map(normalise);
+  if (exact.length) conds.push(inList(col(table, column), exact));
+  const neg = values(q, `${name}__n`).map(normalise);
+  if (neg.length) conds.push(sql`(${col(table, column)} is null or not ${inList(col(table, column), neg)})`);
+  const or = (vals: string[], make: (v: string) => string, negate = false) => {
+    if (!vals.length) return;
+    const any = sql`(${sql.join(vals.map((v) => ilike(c, make(likeEscape(v)))), sql` or `)})`;
+    conds.push(negate ? sql`(${col(table, column)} is null or not ${any})` : any);
+  };
+  or(values(q, `${name}__ic`), (v) => `%${v}%`);
+  or(values(q, `${name}__nic`), (v) => `%${v}%`, true);
+  or(values(q, `${name}__ie`), (v) => v);
+  or(values(q, `${name}__nie`), (v) => v, true);
+  or(values(q, `${name}__isw`), (v) => `${v}%`);
+  or(values(q, `${name}__iew`), (v) => `%${v}`);
+  for (const v of values(q, `${name}__empty`)) {
+    const b = parseBool(v);
+    if (b === true) conds.push(sql`(${col(table, column)} is null or ${col(table, column)} = '')`);
+    if (b === false) conds.push(sql`(${col(table, column)} is not null and ${col(table, column)} <> '')`);
+  }
+}
+
+export function parseBool(v: string): boolean | undefined {
+  const l = v.trim().toLowerCase();
+  if (['true', '1', 't', 'yes', 'on'].includes(l)) return true;
+  if (['false', '0', 'f', 'no', 'off'].includes(l)) return false;
+  return undefined;
+}
+
+async function existingIds(ctx: ReadCtx, table: string, column: string, vals: (string | number)[]): Promise<Set<string>> {
+  if (vals.length === 0) return new Set();
+  const rows = await ctx.db.selectFrom(table).select(`${column} as v`).where(column, 'in', vals).execute();
+  return new Set(rows.map((r) => String(r.v)));
+}
+
+/** A related-object filter (`site_id=1`, `site=hq`): every value must exist, as django-filter's ModelMultipleChoiceFilter. */
+async function relatedFilter(ctx: ReadCtx, m: ModelDef, f: ExtraFilter, q: Query, errors: Errors, conds: Cond[]): Promise<void> {
+  const target = model(f.model!);
+  for (const [suffix, negate] of [['', false], ['__n', true]] as const) {
+    const key = `${f.name}${suffix}`;
+    const vals = values(q, key);
+    if (!vals.length) continue;
+    let ids: number[];
+    if (f.kind === 'fk_id') {
+      const nums = vals.filter((v) => v !== 'null');
+      const bad = nums.find((v) => !/^\d{1,16}$/.test(v.trim()));
+      if (bad !== undefined) {
+        (errors[key] ??= []).push(invalidChoice(bad));
+        continue;
+      }
+      const found = await existingIds(ctx, target.table, 'id', nums.map(Number));
+      const missing = nums.find((v) => !found.has(String(Number(v))));
+      if (missing !== undefined) {
+        (errors[key] ??= []).push(invalidChoice(missing));
+        continue;
+      }
+      ids = nums.map(Number);
+    } else {
+      const rows = await ctx.db.selectFrom(target.table).select(['id', `${f.attribute!} as v`]).where(f.attribute!, 'in', vals).execute();
+      const found = new Set(rows.map((r) => String(r.v)));
+      const missing = vals.find((v) => !found.has(v));
+      if (missing !== undefined) {
+        (errors[key] ??= []).push(invalidChoice(missing));
+        continue;
+      }
+      ids = rows.map((r) => Number(r.id));
+    }
+    const c = inList(col(m.table, f.column!), ids);
+    conds.push(negate ? sql`not ${c}` : c);
+  }
+}
+
+/** Model-specific filters that follow a relation through another table. */
+function customFilter(m: ModelDef, f: ExtraFilter, q: Query, errors: Errors, conds: Cond[]): void {
+  const vals = values(q, f.name);
+  if (!vals.length) return;
+  if (f.name === 'assigned_to_interface') {
+    const b = parseBool(vals[0]!);
+    if (b === true) conds.push(sql`${col(m.table, 'assigned_object_type')} = 'dcim.interface'`);
+    if (b === false) conds.push(sql`${col(m.table, 'assigned_object_type')} is null`);
+    return;
+  }
+  const ids = parseNumbers(vals, f.name, errors);
+  if (!ids) return;
+  const key = `${m.key}.${f.name}`;
+  if (key === 'device.manufacturer_id') conds.push(sql`${col(m.table, 'device_type_id')} in (select id from dcim_devicetype where ${inList(sql.ref('manufacturer_id'), ids)})`);
+  else if (key === 'interface.site_id') conds.push(sql`${col(m.table, 'device_id')} in (select id from dcim_device where ${inList(sql.ref('site_id'), ids)})`);
+  else if (key === 'ipaddress.interface_id') conds.push(sql`(${col(m.table, 'assigned_object_type')} = 'dcim.interface' and ${inList(col(m.table, 'assigned_object_id'), ids)})`);
+  else if (key === 'ipaddress.device_id')
+    conds.push(
+      sql`(${col(m.table, 'assigned_object_type')} = 'dcim.interface' and ${col(m.table, 'assigned_object_id')} in (select id from dcim_interface where ${inList(sql.ref('device_id'), ids)}))`,
+    );
+}
+
+function fieldFilters(m: ModelDef, f: FieldDef, q: Query, errors: Errors, conds: Cond[]): void {
+  const name = f.name;
+  switch (f.kind) {
+    case 'choice': {
+      for (const [key, negate] of [
+        [name, false],
+        [`${name}__n`, true],
+      ] as const) {
+        const vals = values(q, key);
+        if (!vals.length) continue;
+        const bad = vals.find((v) => !f.choices!.some((c) => c.value === v));
+        if (bad !== undefined) (errors[key] ??= []).push(invalidChoice(bad));
+        else conds.push(negate ? sql`not ${inList(col(m.table, f.column), vals)}` : inList(col(m.table, f.column), vals));
+      }
+      return;
+    }
+    case 'integer':
+      return numericFilters(m.table, f.column, name, q, errors, conds);
+    case 'boolean': {
+      const v = values(q, name)[0];
+      const b = v === undefined ? undefined : parseBool(v);
+      if (b !== undefined) conds.push(b ? sql`${col(m.table, f.column)} = ${sql.lit(true)}` : sql`${col(m.table, f.column)} = ${sql.lit(false)}`);
+      return;
+    }
+    case 'mac':
+      return stringFilters(m.table, f.column, name, q, conds, (s) => normaliseMac(s) ?? s);
+    case 'ipaddress': {
+      // NetBox matches the host part, whatever the mask.
+      const vals = values(q, name).map((v) => v.split('/')[0]!.trim().toLowerCase());
+      if (vals.length) conds.push(sql`(${sql.join(vals.map((v) => sql`${col(m.table, f.column)} like ${likeEscape(v) + '/%'} escape '!'`), sql` or `)})`);
+      return;
+    }
+    default:
+      return stringFilters(m.table, f.column, name, q, conds);
+  }
+}
+
+function tagFilters(ctx: ReadCtx, m: ModelDef, q: Query, errors: Errors, conds: Cond[], tagSlugs: Map<string, number>): void {
+  const tagged = (tagCond: Cond) =>
+    sql`exists (select 1 from extras_taggeditem ti join extras_tag t on t.id = ti.tag_id where ti.object_type = ${m.objectType} and ti.object_id = ${col(m.table, 'id')} and ${tagCond})`;
+  for (const slug of values(q, 'tag')) {
+    if (!tagSlugs.has(slug)) (errors.tag ??= []).push(invalidChoice(slug));
+    else conds.push(tagged(sql`t.slug = ${slug}`));
+  }
+  for (const slug of values(q, 'tag__n')) {
+    if (!tagSlugs.has(slug)) (errors.tag__n ??= []).push(invalidChoice(slug));
+    else conds.push(sql`not ${tagged(sql`t.slug = ${slug}`)}`);
+  }
+  const ids = parseNumbers(values(q, 'tag_id'), 'tag_id', errors);
+  for (const id of ids ?? []) conds.push(tagged(sql`t.id = ${id}`));
+}
+
+const TIME_LOOKUPS: Record<string, string> = { '': '=', __gt: '>', __gte: '>=', __lt: '<', __lte: '<=' };
+
+/**
+ * Turns NetBox's query parameters into SQL conditions. Invalid values are
+ * collected as django-filter reports them (400 `{"param": ["message"]}`);
+ * unknown parameters are ignored.
+ */
+export async function buildFilters(ctx: ReadCtx, m: ModelDef, q: Query): Promise<{ conds: Cond[]; errors: Errors }> {
+  const errors: Errors = {};
+  const conds: Cond[] = [];
+  numericFilters(m.table, 'id', 'id', q, errors, conds);
+  for (const f of m.fields) if (f.filter) fieldFilters(m, f, q, errors, conds);
+  for (const f of m.extraFilters ?? []) {
+    if (f.kind === 'fk_id' || f.kind === 'fk_slug') await relatedFilter(ctx, m, f, q, errors, conds);
+    else if (f.kind === 'int') numericFilters(m.table, f.column!, f.name, q, errors, conds);
+    else if (f.kind === 'custom') customFilter(m, f, q, errors, conds);
+  }
+  const search = values(q, 'q')[0]?.trim();
+  if (search) conds.push(sql`(${sql.join(m.search.map((c) => ilike(`${m.table}.${c}`, `%${likeEscape(search)}%`)), sql` or `)})`);
+  if (m.taggable && (q.tag !== undefined || q.tag__n !== undefined || q.tag_id !== undefined)) {
+    const slugs = [...values(q, 'tag'), ...values(q, 'tag__n')];
+    const rows = slugs.length ? await ctx.db.selectFrom('extras_tag').select(['id', 'slug']).where('slug', 'in', slugs).execute() : [];
+    tagFilters(ctx, m, q, errors, conds, new Map(rows.map((r) => [r.slug as string, Number(r.id)])));
+  }
+  for (const field of ['created', 'last_updated']) {
+    for (const [suffix, op] of Object.entries(TIME_LOOKUPS)) {
+      const key = field + suffix;
+      for (const v of values(q, key)) {
+        const iso = parseDate(v);
+        if (!iso) (errors[key] ??= []).push('Enter a valid date/time.');
+        else conds.push(sql`${col(m.table, field)} ${sql.raw(op)} ${ctx.dialect.timestamp(iso)}`);
+      }
+    }
+  }
+  return { conds, errors };
+}
+
+export function isReserved(key: string): boolean {
+  return RESERVED.has(key);
+}

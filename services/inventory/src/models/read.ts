@@ -1,0 +1,50 @@
+import type { Kysely } from 'kysely';
+import type { SqlDialect } from '@svc/storage';
+import type { ModelDef, Row } from './types.ts';
+
+/** What reading and representing objects needs: a connection (maybe the request's transaction), the dialect, the URL base. */
+export interface ReadCtx {
+  db: Kysely<any>;
+  dialect: SqlDialect;
+  /** `http://host:port` for API responses; '' for event data (NetBox serialises those without a request). */
+  base: string;
+}
+
+/** Chunks keep IN lists well under SQLite's bound-parameter limit. */
+export function chunks<T>(items: T[], size = 500): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
+}
+
+/** Driver values to plain JS: numeric ids, ISO timestamps, parsed JSON, booleans. */
+export function normaliseRow(d: SqlDialect, m: ModelDef, raw: Row): Row {
+  const r: Row = { ...raw, id: Number(raw.id), created: d.readTimestamp(raw.created), last_updated: d.readTimestamp(raw.last_updated) };
+  r.custom_fields = d.parseJson(raw.custom_fields) ?? {};
+  for (const f of m.fields) {
+    const v = raw[f.column];
+    if (v === null || v === undefined) {
+      r[f.column] = null;
+      continue;
+    }
+    if (f.kind === 'fk' || f.kind === 'integer' || f.kind === 'decimal') r[f.column] = Number(v);
+    else if (f.kind === 'boolean') r[f.column] = d.readBool(v);
+  }
+  if ('family' in raw) r.family = Number(raw.family);
+  return r;
+}
+
+export async function fetchRowsByIds(ctx: ReadCtx, m: ModelDef, ids: number[]): Promise<Map<number, Row>> {
+  const out = new Map<number, Row>();
+  const unique = [...new Set(ids)];
+  for (const part of chunks(unique)) {
+    if (part.length === 0) continue;
+    const rows = await ctx.db.selectFrom(m.table).selectAll().where('id', 'in', part).execute();
+    for (const r of rows) out.set(Number(r.id), normaliseRow(ctx.dialect, m, r));
+  }
+  return out;
+}
+
+export async function fetchRow(ctx: ReadCtx, m: ModelDef, id: number): Promise<Row | undefined> {
+  return (await fetchRowsByIds(ctx, m, [id])).get(id);
+}

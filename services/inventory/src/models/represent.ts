@@ -1,0 +1,147 @@
+import { choiceLabel } from './choices.ts';
+import { chunks, fetchRowsByIds, type ReadCtx } from './read.ts';
+import { model, objectUrl } from './registry.ts';
+import type { FieldDef, ModelDef, Refs, Row } from './types.ts';
+import { djangoIso } from './values.ts';
+
+type Obj = Record<string, unknown>;
+
+export interface NestedTag {
+  id: number;
+  url: string;
+  display: string;
+  name: string;
+  slug: string;
+  color: string;
+}
+
+/** Tags of many objects at once, each list sorted by name as NetBox orders tags. */
+export async function loadTags(ctx: ReadCtx, m: ModelDef, ids: number[]): Promise<Map<number, NestedTag[]>> {
+  const out = new Map<number, NestedTag[]>();
+  if (!m.taggable) return out;
+  const tagModel = model('tag');
+  for (const part of chunks([...new Set(ids)])) {
+    if (part.length === 0) continue;
+    const rows = await ctx.db
+      .selectFrom('extras_taggeditem as ti')
+      .innerJoin('extras_tag as t', 't.id', 'ti.tag_id')
+      .select(['ti.object_id', 't.id', 't.name', 't.slug', 't.color'])
+      .where('ti.object_type', '=', m.objectType)
+      .where('ti.object_id', 'in', part)
+      .orderBy('t.name')
+      .orderBy('t.id')
+      .execute();
+    for (const r of rows) {
+      const list = out.get(Number(r.object_id)) ?? [];
+      list.push({ id: Number(r.id), url: objectUrl(ctx.base, tagModel, r.id), display: r.name, name: r.name, slug: r.slug, color: r.color });
+      out.set(Number(r.object_id), list);
+    }
+  }
+  return out;
+}
+
+/** Loads the briefs of the FK fields (and extra refs) the caller needs, for many rows at once. */
+async function loadRefs(ctx: ReadCtx, m: ModelDef, rows: Row[], names: string[]): Promise<Map<number, Refs>> {
+  const refs = new Map<number, Refs>(rows.map((r) => [r.id as number, {}]));
+  for (const name of new Set(names)) {
+    const f = m.fields.find((x) => x.name === name && x.kind === 'fk');
+    const extra = m.extraRefs?.[name];
+    if (!f && !extra) continue;
+    const target = model(f ? f.fk! : extra!.model);
+    const column = f ? f.column : extra!.column;
+    const applies = (r: Row) => r[column] !== null && (!extra?.typeColumn || r[extra.typeColumn] === extra.type);
+    const ids = rows.filter(applies).map((r) => r[column] as number);
+    const briefs = await loadBriefs(ctx, target, ids);
+    for (const r of rows) refs.get(r.id)![name] = applies(r) ? briefs.get(r[column]) ?? null : null;
+  }
+  return refs;
+}
+
+function apiValue(f: FieldDef, row: Row, refs: Refs): unknown {
+  const v = row[f.column];
+  if (f.kind === 'fk') return refs[f.name] ?? null;
+  if (v === null || v === undefined) return null;
+  if (f.kind === 'choice') return { value: v, label: choiceLabel(f.choices!, v) };
+  return v;
+}
+
+function briefOf(ctx: ReadCtx, m: ModelDef, row: Row, refs: Refs): Obj {
+  const out: Obj = { id: row.id, url: objectUrl(ctx.base, m, row.id), display: m.display(row, refs) };
+  for (const name of m.brief) {
+    if (name === 'family') out.family = { value: row.family, label: `IPv${row.family}` };
+    else out[name] = apiValue(m.fields.find((f) => f.name === name)!, row, refs);
+  }
+  return out;
+}
+
+/** Brief (nested) representations by id. */
+export async function loadBriefs(ctx: ReadCtx, m: ModelDef, ids: number[]): Promise<Map<number, Obj>> {
+  const rows = [...(await fetchRowsByIds(ctx, m, ids)).values()];
+  const refs = await loadRefs(ctx, m, rows, [...m.brief, ...(m.displayNeeds ?? [])]);
+  return new Map(rows.map((r) => [r.id as number, briefOf(ctx, m, r, refs.get(r.id)!)]));
+}
+
+async function tagUsage(ctx: ReadCtx, ids: number[]): Promise<Map<number, number>> {
+  const out = new Map<number, number>();
+  for (const part of chunks(ids)) {
+    if (part.length === 0) continue;
+    const rows = await ctx.db.selectFrom('extras_taggeditem').select(['tag_id']).select((eb) => eb.fn.countAll().as('n')).where('tag_id', 'in', part).groupBy('tag_id').execute();
+    for (const r of rows) out.set(Number(r.tag_id), Number(r.n));
+  }
+  return out;
+}
+
+/** REST representations (full or brief) of already-fetched rows, in their order. */
+export async function represent(ctx: ReadCtx, m: ModelDef, rows: Row[], brief = false): Promise<Obj[]> {
+  if (rows.length === 0) return [];
+  if (brief) {
+    const refs = await loadRefs(ctx, m, rows, [...m.brief, ...(m.displayNeeds ?? [])]);
+    return rows.map((r) => briefOf(ctx, m, r, refs.get(r.id)!));
+  }
+  const fkNames = [...m.fields.filter((f) => f.kind === 'fk').map((f) => f.name), ...Object.keys(m.extraRefs ?? {}), ...(m.displayNeeds ?? [])];
+  const refs = await loadRefs(ctx, m, rows, fkNames);
+  const ids = rows.map((r) => r.id as number);
+  const tags = await loadTags(ctx, m, ids);
+  const usage = m.key === 'tag' ? await tagUsage(ctx, ids) : undefined;
+  return rows.map((r) => {
+    const rr = refs.get(r.id)!;
+    let out: Obj = { id: r.id, url: objectUrl(ctx.base, m, r.id), display: m.display(r, rr) };
+    for (const f of m.fields) out[f.name] = apiValue(f, r, rr);
+    if (m.taggable) {
+      out.tags = tags.get(r.id) ?? [];
+      out.custom_fields = r.custom_fields ?? {};
+    }
+    if (usage) {
+      out.object_types = [];
+      out.tagged_items = usage.get(r.id) ?? 0;
+    }
+    out.created = r.created;
+    out.last_updated = r.last_updated;
+    if (m.represent) out = m.represent(r, out, rr);
+    return out;
+  });
+}
+
+/** One object's REST representation, or null when it does not exist. */
+export async function representOne(ctx: ReadCtx, m: ModelDef, id: number): Promise<Obj | null> {
+  const row = (await fetchRowsByIds(ctx, m, [id])).get(id);
+  if (!row) return null;
+  return (await represent(ctx, m, [row]))[0]!;
+}
+
+/**
+ * NetBox's serialize_object: raw column values (FK ids, choice values,
+ * decimals as strings), custom_fields, and tag names sorted; no last_updated.
+ */
+export async function snapshot(ctx: ReadCtx, m: ModelDef, row: Row): Promise<Obj> {
+  const out: Obj = { created: djangoIso(row.created) };
+  for (const f of m.fields) {
+    const v = row[f.column];
+    out[f.name] = f.kind === 'decimal' && v !== null ? Number(v).toFixed(1) : v;
+  }
+  if (m.taggable) {
+    out.custom_fields = row.custom_fields ?? {};
+    out.tags = ((await loadTags(ctx, m, [row.id])).get(row.id) ?? []).map((t) => t.name).sort();
+  }
+  return out;
+}

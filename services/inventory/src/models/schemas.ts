@@ -1,0 +1,65 @@
+import { Type, type TSchema } from 'typebox';
+import type { FieldDef, ModelDef } from './types.ts';
+
+/** Request schemas for the OpenAPI document (the handlers validate DRF-style themselves). */
+function fieldSchema(f: FieldDef): TSchema {
+  let s: TSchema;
+  switch (f.kind) {
+    case 'integer':
+      s = Type.Integer({ minimum: f.min, maximum: f.max });
+      break;
+    case 'decimal':
+      s = Type.Number({ minimum: f.min, maximum: f.max });
+      break;
+    case 'boolean':
+      s = Type.Boolean();
+      break;
+    case 'choice':
+    case 'objecttype':
+      s = Type.Union(f.choices!.map((c) => Type.Literal(c.value)));
+      break;
+    case 'fk':
+      s = Type.Union([Type.Integer({ minimum: 1, description: 'id' }), Type.Record(Type.String(), Type.Unknown(), { description: 'attributes' })]);
+      break;
+    case 'color':
+      s = Type.String({ pattern: '^[0-9a-fA-F]{6}$' });
+      break;
+    case 'slug':
+      s = Type.String({ pattern: '^[-a-zA-Z0-9_]+$', maxLength: f.maxLength, minLength: 1 });
+      break;
+    default:
+      s = Type.String({ maxLength: f.maxLength, minLength: f.blank ? 0 : 1 });
+  }
+  return f.nullable ? Type.Union([s, Type.Null()]) : s;
+}
+
+export function writableSchema(m: ModelDef, partial: boolean) {
+  const props: Record<string, TSchema> = {};
+  for (const f of m.fields) props[f.name] = f.required && !partial ? fieldSchema(f) : Type.Optional(fieldSchema(f));
+  if (m.taggable) {
+    props.tags = Type.Optional(Type.Array(Type.Union([Type.Integer({ minimum: 1 }), Type.Object({ name: Type.Optional(Type.String()), slug: Type.Optional(Type.String()) })])));
+    props.custom_fields = Type.Optional(Type.Record(Type.String(), Type.Unknown()));
+  }
+  return Type.Object(props, { additionalProperties: true, title: `Writable${m.title}Request` });
+}
+
+export function listQuerySchema(m: ModelDef) {
+  const props: Record<string, TSchema> = {
+    limit: Type.Optional(Type.Integer({ minimum: 0 })),
+    offset: Type.Optional(Type.Integer({ minimum: 0 })),
+    ordering: Type.Optional(Type.String()),
+    brief: Type.Optional(Type.Boolean()),
+    q: Type.Optional(Type.String()),
+    id: Type.Optional(Type.Array(Type.Integer())),
+    created__gte: Type.Optional(Type.String({ format: 'date-time' })),
+    created__lte: Type.Optional(Type.String({ format: 'date-time' })),
+    last_updated__gte: Type.Optional(Type.String({ format: 'date-time' })),
+    last_updated__lte: Type.Optional(Type.String({ format: 'date-time' })),
+  };
+  if (m.taggable) props.tag = Type.Optional(Type.Array(Type.String()));
+  for (const f of m.fields) if (f.filter) props[f.name] = Type.Optional(Type.Array(f.kind === 'integer' ? Type.Integer() : Type.String()));
+  for (const f of m.extraFilters ?? []) props[f.name] = Type.Optional(Type.Array(f.kind === 'fk_slug' ? Type.String() : Type.Integer()));
+  return Type.Object(props);
+}
+
+export const idParams = Type.Object({ id: Type.Integer({ minimum: 1 }) });

@@ -1,0 +1,86 @@
+/** A NetBox choice: stored `value`, shown `label` (REST gives both). */
+export interface Choice {
+  value: string;
+  label: string;
+}
+
+export type FieldKind = 'char' | 'slug' | 'text' | 'integer' | 'decimal' | 'boolean' | 'choice' | 'fk' | 'color' | 'mac' | 'ipaddress' | 'dnsname' | 'objecttype';
+
+export interface FieldDef {
+  /** API and snapshot name (`site`, `status`). */
+  name: string;
+  /** Database column (`site_id`). */
+  column: string;
+  kind: FieldKind;
+  /** Must be given on create and on PUT. */
+  required?: boolean;
+  nullable?: boolean;
+  /** '' is allowed (char-like kinds). */
+  blank?: boolean;
+  maxLength?: number;
+  min?: number;
+  max?: number;
+  choices?: Choice[];
+  /** Value used on create when the field is absent. */
+  default?: unknown;
+  /** Referenced model key (kind 'fk'). */
+  fk?: string;
+  /** Unique on its own (DRF: "<model> with this <field> already exists."). */
+  unique?: boolean;
+  /** Exposed as a filter with its name (plus lookups for strings). */
+  filter?: boolean;
+}
+
+export type Row = Record<string, any>;
+
+/** Briefs of referenced objects, keyed by API field name. */
+export type Refs = Record<string, Record<string, any> | null>;
+
+export interface ExtraFilter {
+  /** Query parameter name. */
+  name: string;
+  /** How the value is matched: ids of a column, slugs/names through a referenced model, or a custom SQL builder. */
+  kind: 'fk_id' | 'fk_slug' | 'int' | 'string' | 'bool' | 'custom';
+  column?: string;
+  /** For fk filters: the referenced model and the attribute matched. */
+  model?: string;
+  attribute?: string;
+}
+
+export interface ModelDef {
+  key: string;
+  app: string;
+  /** URL segment: `/api/<app>/<path>/`. */
+  path: string;
+  table: string;
+  /** `app.model`, e.g. dcim.device. */
+  objectType: string;
+  /** For messages: "device with this name already exists." */
+  verboseName: string;
+  /** Title for 404s and the OpenAPI tag. */
+  title: string;
+  fields: FieldDef[];
+  uniqueTogether?: string[][];
+  /** Default ordering: API field names, '-' for descending. */
+  ordering: string[];
+  /** Columns searched by `q` (icontains). */
+  search: string[];
+  /** Extra fields (beyond id/url/display) of the brief form. */
+  brief: string[];
+  /** Objects of this model carry tags and custom fields. */
+  taggable: boolean;
+  /** FK fields whose briefs display() needs. */
+  displayNeeds?: string[];
+  display(row: Row, refs: Refs): string;
+  extraFilters?: ExtraFilter[];
+  /** Children that prevent deleting this object (NetBox PROTECT). */
+  protectedBy?: Array<{ model: string; column: string }>;
+  /** Children deleted along with this object, each change-logged (NetBox CASCADE). */
+  cascade?: Array<{ model: string; column: string; typeColumn?: string }>;
+  /** Model-specific checks after field validation (e.g. the IP address assignment pair). */
+  clean?: (values: Row, existing: Row | null, errors: Record<string, string[]>) => void;
+  /** Model-specific additions to the representation (ip family, assigned_object). */
+  represent?: (row: Row, out: Record<string, unknown>, refs: Refs) => Record<string, unknown>;
+  /** FK-like references not declared as fields (ip assigned interface): api name → [model, id column]. */
+  extraRefs?: Record<string, { model: string; column: string; typeColumn?: string; type?: string }>;
+}

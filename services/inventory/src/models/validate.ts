@@ -1,0 +1,220 @@
+import { fetchRowsByIds, type ReadCtx } from './read.ts';
+import { model } from './registry.ts';
+import type { FieldDef, ModelDef, Row } from './types.ts';
+import { normaliseMac, parseIpInterface, pyRepr, pyType } from './values.ts';
+
+export type Errors = Record<string, string[]>;
+
+export interface Validated {
+  /** Column values to write. */
+  values: Row;
+  /** Tag ids when `tags` was given. */
+  tags?: number[];
+  customFields?: Record<string, unknown>;
+}
+
+const TRUE = new Set(['t', 'y', 'yes', 'true', 'on', '1']);
+const FALSE = new Set(['f', 'n', 'no', 'false', 'off', '0']);
+const SLUG = /^[-a-zA-Z0-9_]+$/;
+const DNS = /^([0-9A-Za-z_-]+|\*)(\.[0-9A-Za-z_-]+)*\.?$/;
+const MAX_TAGS = 100;
+const MAX_CUSTOM_FIELDS_BYTES = 32 * 1024;
+
+class FieldProblem extends Error {}
+const fail = (message: string): never => {
+  throw new FieldProblem(message);
+};
+
+function asString(f: FieldDef, v: unknown): string | null {
+  if (typeof v === 'boolean' || typeof v === 'object' || v === undefined) fail('Not a valid string.');
+  let s = String(v).trim();
+  if (s.includes('\u0000')) fail('Null characters are not allowed.');
+  if (s === '') {
+    if (f.nullable && f.kind === 'char' && f.blank) return null;
+    if (!f.blank) fail('This field may not be blank.');
+    return '';
+  }
+  if (f.maxLength && s.length > f.maxLength) fail(`Ensure this field has no more than ${f.maxLength} characters.`);
+  if (f.kind === 'slug' && !SLUG.test(s)) fail('Enter a valid “slug” consisting of letters, numbers, underscores or hyphens.');
+  if (f.kind === 'dnsname' && !DNS.test(s)) fail('Only alphanumeric characters, asterisks, hyphens, periods, and underscores are allowed in DNS names');
+  return s;
+}
+
+function asInteger(f: FieldDef, v: unknown): number {
+  let n: number;
+  if (typeof v === 'number' && Number.isInteger(v)) n = v;
+  else if (typeof v === 'string' && v.length <= 50 && /^\s*-?\d+(\.0*)?\s*$/.test(v)) n = Number.parseInt(v, 10);
+  else if (typeof v === 'string' && v.length > 1000) n = fail('String value too large.');
+  else n = fail('A valid integer is required.');
+  if (!Number.isSafeInteger(n)) fail('A valid integer is required.');
+  if (f.min !== undefined && n < f.min) fail(`Ensure this value is greater than or equal to ${f.min}.`);
+  if (f.max !== undefined && n > f.max) fail(`Ensure this value is less than or equal to ${f.max}.`);
+  return n;
+}
+
+function asDecimal(f: FieldDef, v: unknown): number {
+  let n: number;
+  if (typeof v === 'number' && Number.isFinite(v)) n = v;
+  else if (typeof v === 'string' && v.length <= 50 && /^\s*-?(\d+(\.\d*)?|\.\d+)\s*$/.test(v)) n = Number(v);
+  else n = fail('A valid number is required.');
+  if (f.min !== undefined && n < f.min) fail(`Ensure this value is greater than or equal to ${f.min}.`);
+  if (f.max !== undefined && n > f.max) fail(`Ensure this value is less than or equal to ${f.max}.`);
+  if (Math.round(n * 2) !== n * 2) fail('U height must be in increments of 0.5 rack units.');
+  return n;
+}
+
+function asBoolean(v: unknown): boolean {
+  if (v === true || v === 1) return true;
+  if (v === false || v === 0) return false;
+  if (typeof v === 'string' && TRUE.has(v.toLowerCase())) return true;
+  if (typeof v === 'string' && FALSE.has(v.toLowerCase())) return false;
+  return fail('Must be a valid boolean.');
+}
+
+function asChoice(f: FieldDef, v: unknown): string {
+  // GET returns {value, label}; accepting it back lets clients PUT what they read.
+  if (v && typeof v === 'object' && !Array.isArray(v) && 'value' in v) v = (v as Record<string, unknown>).value;
+  const s = typeof v === 'string' ? v : typeof v === 'number' ? String(v) : pyRepr(v);
+  if (typeof v !== 'string' || !f.choices!.some((c) => c.value === v)) fail(`"${s.slice(0, 200)}" is not a valid choice.`);
+  return v as string;
+}
+
+/** NetBox's related-object lookup: a numeric id or a dictionary of attributes. */
+export async function resolveRelated(ctx: ReadCtx, target: ModelDef, v: unknown): Promise<number> {
+  if (typeof v === 'number' || (typeof v === 'string' && /^\d{1,16}$/.test(v))) {
+    const id = Number(v);
+    const found = Number.isSafeInteger(id) && id > 0 && (await fetchRowsByIds(ctx, target, [id])).has(id);
+    if (!found) fail(`Related object not found using the provided numeric ID: ${String(v)}`);
+    return id;
+  }
+  if (v && typeof v === 'object' && !Array.isArray(v)) {
+    const attrs = v as Record<string, unknown>;
+    const notFound = `Related object not found using the provided attributes: ${pyRepr(attrs).slice(0, 500)}`;
+    const entries = Object.entries(attrs);
+    if (entries.length === 0 || entries.length > 10) fail(notFound);
+    let q = ctx.db.selectFrom(target.table).select('id');
+    for (const [k, val] of entries) {
+      const f = k === 'id' ? ({ column: 'id', kind: 'integer' } as FieldDef) : target.fields.find((x) => x.name === k);
+      if (!f || f.kind === 'fk') fail(notFound);
+      if (val === null) q = q.where(f!.column, 'is', null);
+      else if (typeof val === 'string' || (typeof val === 'number' && Number.isFinite(val))) q = q.where(f!.column, '=', f!.kind === 'integer' ? Number(val) : String(val));
+      else fail(notFound);
+    }
+    const rows = await q.limit(2).execute();
+    if (rows.length === 0) fail(notFound);
+    if (rows.length > 1) fail(`Multiple objects match the provided attributes: ${pyRepr(attrs).slice(0, 500)}`);
+    return Number(rows[0]!.id);
+  }
+  return fail(`Related objects must be referenced by numeric ID or by dictionary of attributes. Received an unrecognized value: ${(typeof v === 'string' ? v : pyRepr(v)).slice(0, 200)}`);
+}
+
+async function fieldValue(ctx: ReadCtx, f: FieldDef, v: unknown): Promise<unknown> {
+  if (v === null) {
+    if (f.nullable) return null;
+    fail('This field may not be null.');
+  }
+  switch (f.kind) {
+    case 'char':
+    case 'text':
+    case 'slug':
+    case 'dnsname':
+      return asString(f, v);
+    case 'integer':
+      return asInteger(f, v);
+    case 'decimal':
+      return asDecimal(f, v);
+    case 'boolean':
+      return asBoolean(v);
+    case 'choice':
+    case 'objecttype':
+      return asChoice(f, v);
+    case 'color': {
+      if (typeof v !== 'string' || !/^[0-9a-fA-F]{6}$/.test(v)) fail('Enter a valid hexadecimal RGB color code.');
+      return (v as string).toLowerCase();
+    }
+    case 'mac': {
+      if (typeof v !== 'string') fail('Not a valid string.');
+      const s = v as string;
+      if (s.trim() === '' && f.nullable) return null;
+      const mac = normaliseMac(s);
+      if (!mac) fail(`Invalid MAC address format: ${s.slice(0, 100)}`);
+      return mac;
+    }
+    case 'ipaddress': {
+      if (typeof v !== 'string') fail('Not a valid string.');
+      const s = v as string;
+      if (s.trim() === '') fail('This field may not be blank.');
+      const ip = s.length <= 100 ? parseIpInterface(s) : undefined;
+      if (!ip) fail(`Invalid IP address format: ${s.slice(0, 100)}`);
+      if ('error' in ip!) fail(ip.error);
+      return ip;
+    }
+    case 'fk':
+      return resolveRelated(ctx, model(f.fk!), v);
+  }
+}
+
+async function tagIds(ctx: ReadCtx, v: unknown): Promise<number[]> {
+  if (!Array.isArray(v)) fail(`Expected a list of items but got type "${pyType(v)}".`);
+  const list = v as unknown[];
+  if (list.length > MAX_TAGS) fail(`Ensure this field has no more than ${MAX_TAGS} elements.`);
+  const ids: number[] = [];
+  for (const item of list) ids.push(await resolveRelated(ctx, model('tag'), item));
+  return [...new Set(ids)];
+}
+
+function customFields(v: unknown, existing: Row | null): Record<string, unknown> {
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) fail(`Invalid data. Expected a dictionary, but got ${pyType(v)}.`);
+  if (JSON.stringify(v).length > MAX_CUSTOM_FIELDS_BYTES) fail(`Custom field data may not exceed ${MAX_CUSTOM_FIELDS_BYTES} bytes.`);
+  // NetBox merges a partial custom_fields update into the stored data.
+  return { ...(existing?.custom_fields ?? {}), ...(v as Record<string, unknown>) };
+}
+
+/**
+ * DRF-style validation of one object's input: unknown keys ignored, every
+ * field's problems collected as `{"field": ["message"]}`.
+ */
+export async function validateInput(ctx: ReadCtx, m: ModelDef, data: unknown, existing: Row | null, partial: boolean): Promise<{ ok: true; value: Validated } | { ok: false; errors: Errors }> {
+  if (data === null || typeof data !== 'object' || Array.isArray(data)) {
+    return { ok: false, errors: { non_field_errors: [`Invalid data. Expected a dictionary, but got ${pyType(data)}.`] } };
+  }
+  const input = data as Record<string, unknown>;
+  const errors: Errors = {};
+  const values: Row = {};
+  const out: Validated = { values };
+  for (const f of m.fields) {
+    if (!Object.prototype.hasOwnProperty.call(input, f.name)) {
+      if (f.required && !partial) errors[f.name] = ['This field is required.'];
+      else if (!existing && f.default !== undefined) values[f.column] = f.default;
+      continue;
+    }
+    try {
+      const v = await fieldValue(ctx, f, input[f.name]);
+      if (f.kind === 'ipaddress' && v && typeof v === 'object') {
+        values[f.column] = (v as { address: string }).address;
+        values.family = (v as { family: number }).family;
+      } else values[f.column] = v;
+    } catch (err) {
+      if (!(err instanceof FieldProblem)) throw err;
+      errors[f.name] = [err.message];
+    }
+  }
+  if (m.taggable) {
+    for (const [key, run] of [
+      ['tags', async () => (out.tags = await tagIds(ctx, input.tags))],
+      ['custom_fields', async () => (out.customFields = customFields(input.custom_fields, existing))],
+    ] as const) {
+      if (!Object.prototype.hasOwnProperty.call(input, key)) continue;
+      try {
+        await run();
+      } catch (err) {
+        if (!(err instanceof FieldProblem)) throw err;
+        errors[key] = [err.message];
+      }
+    }
+  }
+  if (Object.keys(errors).length === 0) m.clean?.(values, existing, errors);
+  return Object.keys(errors).length ? { ok: false, errors } : { ok: true, value: out };
+}
+
+export { FieldProblem };

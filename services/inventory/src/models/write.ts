@@ -1,0 +1,149 @@
+import type { WriteContext } from '../changes/write.ts';
+import { conflict } from '../api/errors.ts';
+import { fetchRow, fetchRowsByIds, type ReadCtx } from './read.ts';
+import { model } from './registry.ts';
+import { represent, snapshot } from './represent.ts';
+import type { ModelDef, Row } from './types.ts';
+import type { Errors, Validated } from './validate.ts';
+import { resolveRelated, FieldProblem } from './validate.ts';
+
+export function readCtxOf(w: WriteContext): ReadCtx {
+  return { db: w.trx, dialect: w.dialect, base: '' };
+}
+
+function label(m: ModelDef, name: string): string {
+  return name.replace(/_/g, ' ');
+}
+
+/** DRF's uniqueness validators, run against the merged (existing + new) values. */
+export async function uniquenessErrors(w: WriteContext, m: ModelDef, values: Row, existing: Row | null, errors: Errors): Promise<void> {
+  const merged: Row = { ...(existing ?? {}), ...values };
+  const others = (q: any) => (existing ? q.where('id', '!=', existing.id) : q);
+  for (const f of m.fields) {
+    if (!f.unique || !(f.column in values) || merged[f.column] === null) continue;
+    const hit = await others(w.trx.selectFrom(m.table).select('id').where(f.column, '=', merged[f.column])).executeTakeFirst();
+    if (hit) (errors[f.name] ??= []).push(`${m.verboseName} with this ${label(m, f.name)} already exists.`);
+  }
+  for (const set of m.uniqueTogether ?? []) {
+    const fields = set.map((n) => m.fields.find((f) => f.name === n)!);
+    if (!fields.some((f) => f.column in values)) continue;
+    if (fields.some((f) => merged[f.column] === null || merged[f.column] === undefined)) continue;
+    let q = w.trx.selectFrom(m.table).select('id');
+    for (const f of fields) q = q.where(f.column, '=', merged[f.column]);
+    if (await others(q).executeTakeFirst()) (errors.non_field_errors ??= []).push(`The fields ${set.join(', ')} must make a unique set.`);
+  }
+  if (m.extraRefs) {
+    for (const [name, ref] of Object.entries(m.extraRefs)) {
+      const id = merged[ref.column];
+      if (id === null || id === undefined || !(ref.column in values)) continue;
+      if (ref.typeColumn && merged[ref.typeColumn] !== ref.type) continue;
+      try {
+        await resolveRelated(readCtxOf(w), model(ref.model), id);
+      } catch (err) {
+        if (!(err instanceof FieldProblem)) throw err;
+        (errors[`${name}_id`] ??= []).push(err.message);
+      }
+    }
+  }
+}
+
+async function setTags(w: WriteContext, m: ModelDef, id: number, tagIds: number[]): Promise<void> {
+  await w.trx.deleteFrom('extras_taggeditem').where('object_type', '=', m.objectType).where('object_id', '=', id).execute();
+  if (tagIds.length) {
+    await w.trx
+      .insertInto('extras_taggeditem')
+      .values(tagIds.map((tag_id) => ({ tag_id, object_type: m.objectType, object_id: id })))
+      .execute();
+  }
+}
+
+function toDb(w: WriteContext, values: Row): Row {
+  const out: Row = {};
+  for (const [k, v] of Object.entries(values)) out[k] = typeof v === 'boolean' ? w.dialect.bool(v) : v;
+  return out;
+}
+
+async function recordRepr(w: WriteContext, m: ModelDef, row: Row): Promise<string> {
+  const [r] = await represent(readCtxOf(w), m, [row], true);
+  return String(r?.display ?? row.id);
+}
+
+/** Inserts a validated object and records its change. */
+export async function createObject(w: WriteContext, m: ModelDef, v: Validated): Promise<number> {
+  const now = w.dialect.timestamp(w.now);
+  const row = {
+    ...toDb(w, v.values),
+    ...(m.taggable ? { custom_fields: w.dialect.json(v.customFields ?? {}) } : { custom_fields: w.dialect.json({}) }),
+    created: now,
+    last_updated: now,
+  };
+  const inserted = await w.trx.insertInto(m.table).values(row).returning('id').executeTakeFirstOrThrow();
+  const id = Number(inserted.id);
+  if (m.taggable && v.tags?.length) await setTags(w, m, id, v.tags);
+  const after = (await fetchRow(readCtxOf(w), m, id))!;
+  w.changes.push({
+    action: 'create',
+    objectType: m.objectType,
+    model: m.key,
+    objectId: id,
+    objectRepr: await recordRepr(w, m, after),
+    prechange: null,
+    postchange: await snapshot(readCtxOf(w), m, after),
+  });
+  return id;
+}
+
+/** Applies validated changes to an existing object and records the change (also when nothing changed, as NetBox's event). */
+export async function updateObject(w: WriteContext, m: ModelDef, existing: Row, v: Validated): Promise<void> {
+  const ctx = readCtxOf(w);
+  const before = await snapshot(ctx, m, existing);
+  const set: Row = { ...toDb(w, v.values), last_updated: w.dialect.timestamp(w.now) };
+  if (m.taggable && v.customFields) set.custom_fields = w.dialect.json(v.customFields);
+  await w.trx.updateTable(m.table).set(set).where('id', '=', existing.id).execute();
+  if (m.taggable && v.tags) await setTags(w, m, existing.id, v.tags);
+  const after = (await fetchRow(ctx, m, existing.id))!;
+  w.changes.push({
+    action: 'update',
+    objectType: m.objectType,
+    model: m.key,
+    objectId: existing.id,
+    objectRepr: await recordRepr(w, m, after),
+    prechange: before,
+    postchange: await snapshot(ctx, m, after),
+  });
+}
+
+/** Deletes an object: refuses when protected children exist, deletes cascaded children first (each change-logged). */
+export async function deleteObject(w: WriteContext, m: ModelDef, existing: Row): Promise<void> {
+  const ctx = readCtxOf(w);
+  for (const p of m.protectedBy ?? []) {
+    const child = model(p.model);
+    const rows = await w.trx.selectFrom(child.table).selectAll().where(p.column, '=', existing.id).limit(1000).execute();
+    if (rows.length) {
+      const found = [...(await fetchRowsByIds(ctx, child, rows.map((r) => Number(r.id)))).values()];
+      const names = (await represent(ctx, child, found, true)).map((r) => String(r.display));
+      throw conflict(`Unable to delete object. ${names.length} dependent objects were found: ${names.join(', ')}`);
+    }
+  }
+  for (const c of m.cascade ?? []) {
+    const child = model(c.model);
+    let q = w.trx.selectFrom(child.table).select('id').where(c.column, '=', existing.id);
+    if (c.typeColumn) q = q.where(c.typeColumn, '=', m.objectType);
+    const ids = (await q.execute()).map((r) => Number(r.id));
+    for (const row of (await fetchRowsByIds(ctx, child, ids)).values()) await deleteObject(w, child, row);
+  }
+  const before = await snapshot(ctx, m, existing);
+  const [data] = await represent(ctx, m, [existing]);
+  if (m.taggable) await w.trx.deleteFrom('extras_taggeditem').where('object_type', '=', m.objectType).where('object_id', '=', existing.id).execute();
+  await w.trx.deleteFrom(m.table).where('id', '=', existing.id).execute();
+  w.changes.push({
+    action: 'delete',
+    objectType: m.objectType,
+    model: m.key,
+    objectId: existing.id,
+    objectRepr: String(data?.display ?? existing.id),
+    prechange: before,
+    postchange: null,
+    deletedData: data,
+  });
+}

@@ -1,0 +1,204 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { HttpError } from '@svc/kernel';
+import { Type } from 'typebox';
+import { authenticate, requireRead, requireWrite } from '../auth/index.ts';
+import { notFound, validationError } from '../api/errors.ts';
+import { baseUrl, pageOf, paginated } from '../api/pagination.ts';
+import { objectId, selectFields, truthy } from '../api/params.ts';
+import { runWrite, type ChangeSink, type WriteContext } from '../changes/write.ts';
+import type { Query } from '../models/filters.ts';
+import { listRows } from '../models/list.ts';
+import { fetchRow, fetchRowsByIds, type ReadCtx } from '../models/read.ts';
+import { represent } from '../models/represent.ts';
+import { idParams, listQuerySchema, writableSchema } from '../models/schemas.ts';
+import type { ModelDef } from '../models/types.ts';
+import { validateInput, type Errors } from '../models/validate.ts';
+import { createObject, deleteObject, readCtxOf, uniquenessErrors, updateObject } from '../models/write.ts';
+
+const MAX_BULK = 1000;
+
+function readCtx(sink: ChangeSink, req: FastifyRequest): ReadCtx {
+  return { db: sink.deps.storage.db, dialect: sink.deps.storage.dialect, base: baseUrl(req) };
+}
+
+function asList(body: unknown): unknown[] {
+  if (!Array.isArray(body)) {
+    const t = body === null || body === undefined ? 'NoneType' : typeof body === 'string' ? 'str' : typeof body === 'object' ? 'dict' : typeof body;
+    throw validationError({ non_field_errors: [`Expected a list of items but got type "${t}".`] });
+  }
+  if (body.length > MAX_BULK) throw validationError({ non_field_errors: [`Ensure this field has no more than ${MAX_BULK} elements.`] });
+  return body;
+}
+
+/** Unique/FK violations that slipped past the validators (concurrent writers) become 400/409, never 500. */
+function translateDbError(err: unknown): never {
+  const e = err as { code?: string; message?: string };
+  if (e?.code === '23505' || e?.code === 'SQLITE_CONSTRAINT_UNIQUE') throw validationError({ non_field_errors: ['An object with these values already exists.'] });
+  if (e?.code === '23503' || e?.code === 'SQLITE_CONSTRAINT_FOREIGNKEY') throw new HttpError(409, { detail: 'The request conflicts with related objects that changed concurrently.' });
+  throw err;
+}
+
+async function createOne(w: WriteContext, m: ModelDef, data: unknown): Promise<{ id?: number; errors?: Errors }> {
+  const ctx = readCtxOf(w);
+  const v = await validateInput(ctx, m, data, null, false);
+  if (!v.ok) return { errors: v.errors };
+  const errors: Errors = {};
+  await uniquenessErrors(w, m, v.value.values, null, errors);
+  if (Object.keys(errors).length) return { errors };
+  return { id: await createObject(w, m, v.value) };
+}
+
+async function updateOne(w: WriteContext, m: ModelDef, id: number, data: unknown, partial: boolean): Promise<{ errors?: Errors }> {
+  const ctx = readCtxOf(w);
+  const existing = await fetchRow(ctx, m, id);
+  if (!existing) throw notFound();
+  const v = await validateInput(ctx, m, data, existing, partial);
+  if (!v.ok) return { errors: v.errors };
+  const errors: Errors = {};
+  await uniquenessErrors(w, m, v.value.values, existing, errors);
+  if (Object.keys(errors).length) return { errors };
+  await updateObject(w, m, existing, v.value);
+  return {};
+}
+
+/** The NetBox REST endpoints of one model: list/create/bulk on the collection, read/update/delete on members. */
+export function registerModelRoutes(app: FastifyInstance, sink: ChangeSink, m: ModelDef): void {
+  const list = `/api/${m.app}/${m.path}/`;
+  const detail = `${list}:id/`;
+  const tags = [`${m.app}`];
+  const write = <T>(req: FastifyRequest, fn: (w: WriteContext) => Promise<T>) =>
+    authenticate(req).then((p) => runWrite(sink, req, p!, fn).catch(translateDbError));
+
+  const show = async (req: FastifyRequest, ids: number[]) => {
+    const rows = await fetchRowsByIds(readCtx(sink, req), m, ids);
+    return represent(readCtx(sink, req), m, ids.map((id) => rows.get(id)!).filter(Boolean));
+  };
+
+  app.get(list, { preHandler: requireRead, schema: { tags, summary: `List ${m.verboseName}s`, querystring: listQuerySchema(m) } }, async (req) => {
+    const q = req.query as Query;
+    const page = pageOf(q);
+    const ctx = readCtx(sink, req);
+    const { count, rows } = await listRows(ctx, m, q, page);
+    const results = (await represent(ctx, m, rows, truthy(q.brief))).map((r) => selectFields(r, q.fields));
+    return paginated(req, page, count, results);
+  });
+
+  app.get(detail, { preHandler: requireRead, schema: { tags, summary: `Get a ${m.verboseName}`, params: idParams } }, async (req) => {
+    const id = objectId(req.params);
+    const ctx = readCtx(sink, req);
+    const row = await fetchRow(ctx, m, id);
+    if (!row) throw notFound();
+    const q = req.query as Query;
+    return selectFields((await represent(ctx, m, [row], truthy(q.brief)))[0]!, q.fields);
+  });
+
+  app.post(
+    list,
+    { preHandler: requireWrite, schema: { tags, summary: `Create one ${m.verboseName} or a list of them`, body: Type.Union([writableSchema(m, false), Type.Array(writableSchema(m, false))]) } },
+    async (req, reply) => {
+      const body = req.body ?? {};
+      const bulk = Array.isArray(body);
+      const items = bulk ? asList(body) : [body];
+      const ids = await write(req, async (w) => {
+        const out: number[] = [];
+        const errors: Errors[] = [];
+        for (const item of items) {
+          const r = await createOne(w, m, item);
+          errors.push(r.errors ?? {});
+          if (r.id !== undefined) out.push(r.id);
+        }
+        if (errors.some((e) => Object.keys(e).length)) throw validationError(bulk ? errors : errors[0]!);
+        return out;
+      });
+      const shown = await show(req, ids);
+      reply.code(201);
+      return bulk ? shown : shown[0];
+    },
+  );
+
+  for (const method of ['PUT', 'PATCH'] as const) {
+    const partial = method === 'PATCH';
+    app.route({
+      method,
+      url: detail,
+      preHandler: requireWrite,
+      schema: { tags, summary: `${partial ? 'Partially update' : 'Update'} a ${m.verboseName}`, params: idParams, body: writableSchema(m, partial) },
+      handler: async (req) => {
+        const id = objectId(req.params);
+        await write(req, async (w) => {
+          const r = await updateOne(w, m, id, req.body ?? {}, partial);
+          if (r.errors) throw validationError(r.errors);
+        });
+        return (await show(req, [id]))[0];
+      },
+    });
+    app.route({
+      method,
+      url: list,
+      preHandler: requireWrite,
+      schema: {
+        tags,
+        summary: `Bulk ${partial ? 'partial ' : ''}update of ${m.verboseName}s (a list with ids)`,
+        body: Type.Array(Type.Intersect([Type.Object({ id: Type.Integer({ minimum: 1 }) }), writableSchema(m, true)])),
+      },
+      handler: async (req) => {
+        const items = asList(req.body);
+        const ids = await write(req, async (w) => {
+          const out: number[] = [];
+          const errors: Errors[] = [];
+          for (const item of items) {
+            const rawId = item && typeof item === 'object' && !Array.isArray(item) ? (item as Record<string, unknown>).id : undefined;
+            if (rawId === undefined || rawId === null) {
+              errors.push({ id: ['This field is required.'] });
+              continue;
+            }
+            if (!(typeof rawId === 'number' && Number.isSafeInteger(rawId)) && !(typeof rawId === 'string' && /^\d{1,15}$/.test(rawId))) {
+              errors.push({ id: ['A valid integer is required.'] });
+              continue;
+            }
+            const r = await updateOne(w, m, Number(rawId), item, partial);
+            errors.push(r.errors ?? {});
+            out.push(Number(rawId));
+          }
+          if (errors.some((e) => Object.keys(e).length)) throw validationError(errors);
+          return out;
+        });
+        return show(req, [...new Set(ids)]);
+      },
+    });
+  }
+
+  app.delete(detail, { preHandler: requireWrite, schema: { tags, summary: `Delete a ${m.verboseName}`, params: idParams } }, async (req, reply) => {
+    const id = objectId(req.params);
+    await write(req, async (w) => {
+      const row = await fetchRow(readCtxOf(w), m, id);
+      if (!row) throw notFound();
+      await deleteObject(w, m, row);
+    });
+    return reply.code(204).send();
+  });
+
+  app.delete(
+    list,
+    { preHandler: requireWrite, schema: { tags, summary: `Bulk delete of ${m.verboseName}s (a list of {id})`, body: Type.Array(Type.Object({ id: Type.Integer({ minimum: 1 }) })) } },
+    async (req, reply) => {
+      const items = asList(req.body);
+      const errors: Errors[] = items.map((item): Errors => {
+        const id = item && typeof item === 'object' && !Array.isArray(item) ? (item as Record<string, unknown>).id : undefined;
+        if (id === undefined || id === null) return { id: ['This field is required.'] };
+        if (!(typeof id === 'number' && Number.isSafeInteger(id)) && !(typeof id === 'string' && /^\d{1,15}$/.test(id))) return { id: ['A valid integer is required.'] };
+        return {};
+      });
+      if (errors.some((e) => Object.keys(e).length)) throw validationError(errors);
+      const ids = [...new Set(items.map((i) => Number((i as Record<string, unknown>).id)))];
+      await write(req, async (w) => {
+        for (const id of ids) {
+          // Cascades may already have removed a listed object.
+          const row = await fetchRow(readCtxOf(w), m, id);
+          if (row) await deleteObject(w, m, row);
+        }
+      });
+      return reply.code(204).send();
+    },
+  );
+}
