@@ -6,6 +6,7 @@ import {
   PyCallable,
   PyFloat,
   PyIterator,
+  PyObject,
   Undefined,
   dictGet,
   dictKeys,
@@ -105,6 +106,22 @@ export function pyRepr(v: unknown): string {
   }
   if (v === null) return 'None';
   if (v instanceof PyFloat) return floatRepr(v.v);
+  if (Array.isArray(v) || isDict(v)) {
+    // self-containing containers print as [...] / {...} like CPython
+    if (inProgress.includes(v)) return Array.isArray(v) ? (isTuple(v) ? '(...)' : '[...]') : '{...}';
+    inProgress.push(v);
+    try {
+      return containerRepr(v);
+    } finally {
+      inProgress.pop();
+    }
+  }
+  return otherRepr(v);
+}
+
+const inProgress: unknown[] = [];
+
+function containerRepr(v: unknown): string {
   if (Array.isArray(v)) {
     const parts = v.map(pyRepr);
     if (isTuple(v)) return parts.length === 1 ? `(${parts[0]},)` : `(${parts.join(', ')})`;
@@ -114,12 +131,15 @@ export function pyRepr(v: unknown): string {
     const keys = dictKeys(v);
     return `{${keys.map((k) => `${pyRepr(k)}: ${pyRepr(dictGet(v, k))}`).join(', ')}}`;
   }
+  return '';
+}
+
+function otherRepr(v: unknown): string {
   if (v instanceof Undefined) return 'Undefined';
   if (v instanceof Markup) return `Markup(${strRepr(v.s)})`;
   if (v instanceof DictView) return `dict_${v.kind}(${pyRepr(v.toArray())})`;
   if (v instanceof PyIterator) return `<${v.typeName} object>`;
   if (v instanceof PyCallable) return `<built-in function ${v.pyName}>`;
-  const custom = v as { pyRepr?: () => string };
-  if (typeof v === 'object' && typeof custom.pyRepr === 'function') return custom.pyRepr();
+  if (v instanceof PyObject) return v.pyRepr();
   return '<object>';
 }

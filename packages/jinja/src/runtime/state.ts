@@ -35,6 +35,10 @@ export class RenderState {
   fuel: number;
   loopsLeft: number;
   depth = 0;
+  /** Render context (host data): plain object or Map. */
+  ctx: Record<string, unknown> | Map<string, unknown> | null = null;
+  globals: Map<string, unknown> = new Map();
+  autoescape = false;
   private clock = CLOCK_EVERY;
   private deadline: number;
 

@@ -30,6 +30,8 @@ export function mkFloat(x: number): number | PyFloat {
 }
 
 const TUPLE = Symbol('tuple');
+/** Tags groupby() results so `.grouper` / `.list` work on them. */
+export const GROUP_TUPLE = Symbol('groupTuple');
 export function markTuple<T extends unknown[]>(a: T): T {
   Object.defineProperty(a, TUPLE, { value: true });
   return a;
@@ -127,6 +129,26 @@ export class BoundMethod extends PyCallable {
   }
 }
 
+/** Engine objects exposed to templates (loop, namespace, cycler, joiner, macros). Host objects never get this treatment. */
+export abstract class PyObject {
+  abstract readonly pyTypeName: string;
+  /** Module-qualified name used in undefined messages, e.g. 'jinja2.utils.Namespace'. */
+  readonly pyQualName: string | null = null;
+  /** Attribute lookup; MISSING when absent. */
+  pyGetAttr(_name: string): unknown {
+    return MISSING;
+  }
+  pyIter(): unknown[] | null {
+    return null;
+  }
+  pyLen(): number | null {
+    return null;
+  }
+  pyRepr(): string {
+    return `<${this.pyQualName ?? this.pyTypeName} object>`;
+  }
+}
+
 /** dict.keys()/values()/items() views. */
 export class DictView {
   constructor(
@@ -209,16 +231,14 @@ export function typeName(v: unknown): string {
   if (v instanceof DictView) return `dict_${v.kind}`;
   if (v instanceof PyIterator) return v.typeName;
   if (v instanceof PyCallable) return v.typeRepr();
-  const named = v as { pyTypeName?: string };
-  if (typeof named.pyTypeName === 'string') return named.pyTypeName;
+  if (v instanceof PyObject) return v.pyTypeName;
   return 'object';
 }
 
 /** jinja2.utils.object_type_repr, used in undefined messages. */
 export function objectTypeRepr(v: unknown): string {
   if (v === null || v === undefined) return 'None';
-  const named = v as { pyQualName?: string };
-  if (typeof v === 'object' && typeof named.pyQualName === 'string') return `${named.pyQualName} object`;
+  if (v instanceof PyObject && v.pyQualName) return `${v.pyQualName} object`;
   if (v instanceof Markup) return 'markupsafe.Markup object';
   return `${typeName(v)} object`;
 }
@@ -349,15 +369,17 @@ export function toList(v: unknown): unknown[] {
   if (isPlainObject(v)) return dictKeys(v);
   if (v instanceof DictView) return v.toArray();
   if (v instanceof PyIterator) return v.take();
-  const it = v as { pyIter?: () => unknown[] };
-  if (v !== null && typeof v === 'object' && typeof it.pyIter === 'function') return it.pyIter();
+  if (v instanceof PyObject) {
+    const items = v.pyIter();
+    if (items) return items;
+  }
   throw pyError('TypeError', `'${typeName(v)}' object is not iterable`);
 }
 
 export function isIterable(v: unknown): boolean {
   if (v instanceof Undefined) return true;
   if (Array.isArray(v) || typeof v === 'string' || v instanceof Markup || isDict(v) || v instanceof DictView || v instanceof PyIterator) return true;
-  return v !== null && typeof v === 'object' && typeof (v as { pyIter?: unknown }).pyIter === 'function';
+  return v instanceof PyObject && v.pyIter() !== null;
 }
 
 /** Numeric value of int/float/bool for float arithmetic. */
@@ -378,8 +400,10 @@ export function pyLen(v: unknown): number {
   if (isPlainObject(v)) return dictSize(v);
   if (v instanceof DictView) return dictSize(v.dict);
   if (v instanceof Undefined) return 0;
-  const s = v as { pyLen?: () => number };
-  if (v !== null && typeof v === 'object' && typeof s.pyLen === 'function') return s.pyLen();
+  if (v instanceof PyObject) {
+    const n = v.pyLen();
+    if (n !== null) return n;
+  }
   throw pyError('TypeError', `object of type '${typeName(v)}' has no len()`);
 }
 

@@ -1,0 +1,719 @@
+// Compiles the syntax tree into JavaScript closures once per template, so rendering is a
+// tree of direct function calls with variable slots resolved at compile time.
+// Never generates source text: no eval/new Function.
+
+import type { CallArgs, Expr, FilterExpr, Stmt } from './ast.js';
+import { TemplateRuntimeError, TemplateSyntaxError, pyError } from './errors.js';
+import { callValue } from './runtime/call.js';
+import { escapeHtml } from './runtime/escape.js';
+import { STR_METHODS, LIST_METHODS, SEQ_METHODS, DICT_METHODS } from './runtime/methods.js';
+import { Frame, LoopContext, Macro, Namespace, type MacroDef } from './runtime/objects.js';
+import * as ops from './runtime/ops.js';
+import { pyStr } from './runtime/repr.js';
+import type { RenderState } from './runtime/state.js';
+import { getattr, getitem } from './sandbox.js';
+import {
+  Markup,
+  MISSING,
+  Undefined,
+  dictGet,
+  dictKeys,
+  dictSet,
+  isDict,
+  isPlainObject,
+  isTuple,
+  markTuple,
+  mkFloat,
+  toList,
+  truthy,
+  type KwMap,
+} from './runtime/values.js';
+
+export type Ev = (r: RenderState, f: Frame) => unknown;
+export type Ex = (r: RenderState, f: Frame) => void;
+export type FilterFn = (r: RenderState, value: unknown, args: unknown[], kw: KwMap) => unknown;
+export type TestFn = (r: RenderState, value: unknown, args: unknown[], kw: KwMap) => boolean;
+
+export interface CompileEnv {
+  filters: Map<string, FilterFn>;
+  tests: Map<string, TestFn>;
+  globals: Map<string, unknown>;
+}
+
+export interface Compiled {
+  root: Ex;
+  frameTemplate: unknown[];
+}
+
+class Scope {
+  readonly names = new Map<string, number>();
+  constructor(readonly parent: Scope | null) {}
+  declare(name: string): number {
+    let s = this.names.get(name);
+    if (s === undefined) {
+      s = this.names.size;
+      this.names.set(name, s);
+    }
+    return s;
+  }
+  template(): unknown[] {
+    return new Array(this.names.size).fill(MISSING);
+  }
+}
+
+/** Names assigned directly in a scope (if/autoescape bodies share their parent's scope). */
+function collectStores(stmts: Stmt[], out: Set<string>): void {
+  for (const s of stmts) {
+    switch (s.k) {
+      case 'Assign':
+      case 'AssignBlock':
+        targetNames(s.target, out);
+        break;
+      case 'Macro':
+        out.add(s.name);
+        break;
+      case 'If':
+        collectStores(s.body, out);
+        collectStores(s.else_, out);
+        break;
+      case 'Autoescape':
+        collectStores(s.body, out);
+        break;
+    }
+  }
+}
+function targetNames(t: Expr, out: Set<string>): void {
+  if (t.k === 'Name') out.add(t.name);
+  else if (t.k === 'Tuple') for (const i of t.items) targetNames(i, out);
+}
+
+/** Does the subtree reference `name` (not descending into nested macros)? */
+function references(nodes: unknown, name: string): boolean {
+  if (Array.isArray(nodes)) return nodes.some((n) => references(n, name));
+  if (!nodes || typeof nodes !== 'object') return false;
+  const n = nodes as { k?: string; name?: string };
+  if (n.k === 'Name' && n.name === name) return true;
+  if (n.k === 'Macro') return false;
+  for (const [key, v] of Object.entries(n)) if (key !== 'k' && key !== 'line' && v && typeof v === 'object' && references(v, name)) return true;
+  return false;
+}
+
+function ctxLookup(r: RenderState, name: string): unknown {
+  const ctx = r.ctx;
+  if (ctx !== null) {
+    if (ctx instanceof Map) {
+      if (ctx.has(name)) return ctx.get(name) ?? null;
+    } else if (Object.hasOwn(ctx, name)) {
+      const v = (ctx as Record<string, unknown>)[name];
+      return v === undefined ? null : v;
+    }
+  }
+  const g = r.globals;
+  if (g.has(name)) return g.get(name);
+  return new Undefined(name);
+}
+
+export function toOutput(r: RenderState, v: unknown): string {
+  if (typeof v === 'string') return r.autoescape ? escapeHtml(v) : v;
+  if (v instanceof Markup) return v.s;
+  const s = pyStr(v);
+  return r.autoescape ? escapeHtml(s) : s;
+}
+
+export class Compiler {
+  constructor(private readonly env: CompileEnv) {}
+
+  compileTemplate(body: Stmt[]): Compiled {
+    const scope = new Scope(null);
+    const stores = new Set<string>();
+    collectStores(body, stores);
+    for (const n of stores) scope.declare(n);
+    const root = this.block(body, scope);
+    return { root, frameTemplate: scope.template() };
+  }
+
+  // ---------- statements ----------
+
+  private block(stmts: Stmt[], scope: Scope): Ex {
+    const parts = stmts.map((s) => this.stmt(s, scope));
+    // merge adjacent constant writes? keep simple: specialise small bodies
+    switch (parts.length) {
+      case 0:
+        return () => {};
+      case 1:
+        return parts[0];
+      case 2: {
+        const [a, b] = parts;
+        return (r, f) => {
+          a(r, f);
+          b(r, f);
+        };
+      }
+      default:
+        return (r, f) => {
+          for (let i = 0; i < parts.length; i++) parts[i](r, f);
+        };
+    }
+  }
+
+  /** A body run in a fresh child scope; returns the compiled body and a factory for its frames. */
+  private childScope(stmts: Stmt[], parent: Scope, pre: string[] = []): { scope: Scope; body: () => Ex } {
+    const scope = new Scope(parent);
+    for (const n of pre) scope.declare(n);
+    const stores = new Set<string>();
+    collectStores(stmts, stores);
+    for (const n of stores) scope.declare(n);
+    return { scope, body: () => this.block(stmts, scope) };
+  }
+
+  private stmt(s: Stmt, scope: Scope): Ex {
+    switch (s.k) {
+      case 'Data': {
+        const text = s.text;
+        return (r) => r.write(text);
+      }
+      case 'Output': {
+        const node = s.node;
+        if (node.k === 'Const' && typeof node.value === 'string') {
+          const text = node.value;
+          return (r) => r.write(r.autoescape ? escapeHtml(text) : text);
+        }
+        const ev = this.expr(node, scope);
+        return (r, f) => {
+          const v = ev(r, f);
+          r.write(typeof v === 'string' && !r.autoescape ? v : toOutput(r, v));
+        };
+      }
+      case 'If': {
+        const test = this.expr(s.test, scope);
+        const body = this.block(s.body, scope);
+        const else_ = this.block(s.else_, scope);
+        return (r, f) => {
+          if (truthy(test(r, f))) body(r, f);
+          else else_(r, f);
+        };
+      }
+      case 'For':
+        return this.forLoop(s, scope);
+      case 'Assign': {
+        const ev = this.expr(s.node, scope);
+        const store = this.assignTarget(s.target, scope);
+        return (r, f) => store(r, f, ev(r, f));
+      }
+      case 'AssignBlock': {
+        const { scope: inner, body } = this.childScope(s.body, scope);
+        const bodyEx = body();
+        const tpl = inner.template();
+        const filter = s.filter ? this.filterChain(s.filter, inner) : null;
+        const store = this.assignTarget(s.target, scope);
+        return (r, f) => {
+          const fr = new Frame(tpl.slice(), f);
+          const saved = r.out;
+          r.out = '';
+          let captured: unknown;
+          try {
+            bodyEx(r, fr);
+            captured = r.autoescape ? new Markup(r.out) : r.out;
+          } finally {
+            r.out = saved;
+          }
+          if (filter) captured = filter(r, fr, captured);
+          store(r, f, captured);
+        };
+      }
+      case 'With': {
+        const values = s.values.map((v) => this.expr(v, scope));
+        const names = new Set<string>();
+        for (const t of s.targets) targetNames(t, names);
+        const { scope: inner, body } = this.childScope(s.body, scope, [...names]);
+        const stores = s.targets.map((t) => this.assignTarget(t, inner));
+        const bodyEx = body();
+        const tpl = inner.template();
+        return (r, f) => {
+          const vals = values.map((v) => v(r, f));
+          const fr = new Frame(tpl.slice(), f);
+          for (let i = 0; i < stores.length; i++) stores[i](r, fr, vals[i]);
+          bodyEx(r, fr);
+        };
+      }
+      case 'Macro': {
+        const def = this.macroDef(s.name, s.params, s.defaults, s.body, scope);
+        const slot = scope.declare(s.name);
+        return (r, f) => {
+          f.vals[slot] = new Macro(def, f, r.autoescape);
+        };
+      }
+      case 'CallBlock': {
+        const def = this.macroDef('caller', s.params, s.defaults, s.body, scope);
+        const call = this.call(s.call, scope, def);
+        return (r, f) => {
+          const v = call(r, f);
+          r.write(toOutput(r, v));
+        };
+      }
+      case 'FilterBlock': {
+        const { scope: inner, body } = this.childScope(s.body, scope);
+        const bodyEx = body();
+        const tpl = inner.template();
+        const filter = this.filterChain(s.filter, inner);
+        return (r, f) => {
+          const fr = new Frame(tpl.slice(), f);
+          const saved = r.out;
+          r.out = '';
+          let captured: string;
+          try {
+            bodyEx(r, fr);
+            captured = r.out;
+          } finally {
+            r.out = saved;
+          }
+          r.write(toOutput(r, filter(r, fr, r.autoescape ? new Markup(captured) : captured)));
+        };
+      }
+      case 'Block': {
+        const { scope: inner, body } = this.childScope(s.body, scope);
+        const bodyEx = body();
+        const tpl = inner.template();
+        return (r, f) => bodyEx(r, new Frame(tpl.slice(), f));
+      }
+      case 'Autoescape': {
+        const value = this.expr(s.value, scope);
+        const body = this.block(s.body, scope);
+        return (r, f) => {
+          const saved = r.autoescape;
+          r.autoescape = truthy(value(r, f));
+          try {
+            body(r, f);
+          } finally {
+            r.autoescape = saved;
+          }
+        };
+      }
+      case 'Unsupported': {
+        const what = s.what;
+        return () => {
+          throw new TemplateRuntimeError(`no loader for this environment specified ({% ${what} %} is not supported)`);
+        };
+      }
+    }
+  }
+
+  private macroDef(name: string, params: string[], defaults: Expr[], body: Stmt[], scope: Scope): MacroDef {
+    const special = ['varargs', 'kwargs', 'caller'].filter((n) => !params.includes(n) && references(body, n));
+    const { scope: inner, body: mk } = this.childScope(body, scope, [...params, ...special]);
+    const defaultEvs = defaults.map((d) => this.expr(d, inner));
+    const bodyEx = mk();
+    return {
+      name,
+      params,
+      defaults: defaultEvs,
+      body: bodyEx,
+      frameTemplate: inner.template(),
+      paramSlots: params.map((p) => inner.names.get(p)!),
+      varargsSlot: special.includes('varargs') ? inner.names.get('varargs')! : -1,
+      kwargsSlot: special.includes('kwargs') ? inner.names.get('kwargs')! : -1,
+      callerSlot: special.includes('caller') || params.includes('caller') ? inner.names.get('caller')! : -1,
+    };
+  }
+
+  private forLoop(s: Extract<Stmt, { k: 'For' }>, scope: Scope): Ex {
+    const iter = this.expr(s.iter, scope);
+    const names = new Set<string>();
+    targetNames(s.target, names);
+    const usesLoop = references([s.body, s.test], 'loop') || s.recursive;
+    const pre = [...names];
+    if (usesLoop) pre.push('loop');
+    const { scope: inner, body } = this.childScope(s.body, scope, pre);
+    const store = this.assignTarget(s.target, inner);
+    const test = s.test ? this.expr(s.test, inner) : null;
+    const bodyEx = body();
+    const tpl = inner.template();
+    const loopSlot = usesLoop ? inner.names.get('loop')! : -1;
+    const { scope: elseScope, body: elseBody } = this.childScope(s.else_, scope);
+    const elseEx = s.else_.length ? elseBody() : null;
+    const elseTpl = elseScope.template();
+    const recursive = s.recursive;
+
+    const run = (r: RenderState, f: Frame, seq: unknown, depth0: number): boolean => {
+      let items = toList(seq);
+      if (test) {
+        const tf = new Frame(tpl.slice(), f);
+        const kept: unknown[] = [];
+        for (const item of items) {
+          r.loopTick();
+          store(r, tf, item);
+          if (truthy(test(r, tf))) kept.push(item);
+        }
+        items = kept;
+      }
+      const n = items.length;
+      if (n === 0) return false;
+      const loop = usesLoop ? new LoopContext(items, depth0, recursive ? recurse(f) : null) : null;
+      for (let i = 0; i < n; i++) {
+        r.loopTick();
+        const fr = new Frame(tpl.slice(), f);
+        store(r, fr, items[i]);
+        if (loop) {
+          loop.index0 = i;
+          fr.vals[loopSlot] = loop;
+        }
+        bodyEx(r, fr);
+      }
+      return true;
+    };
+    const recurse =
+      (f: Frame) =>
+      (r: RenderState, seq: unknown, depth0: number): string => {
+        r.enter();
+        const saved = r.out;
+        r.out = '';
+        try {
+          run(r, f, seq, depth0);
+          return r.out;
+        } finally {
+          r.out = saved;
+          r.leave();
+        }
+      };
+    return (r, f) => {
+      const seq = iter(r, f);
+      const any = run(r, f, seq, 0);
+      if (!any && elseEx) elseEx(r, new Frame(elseTpl.slice(), f));
+    };
+  }
+
+  private assignTarget(t: Expr, scope: Scope): (r: RenderState, f: Frame, v: unknown) => void {
+    if (t.k === 'Name') {
+      const slot = scope.declare(t.name);
+      return (r, f, v) => {
+        f.vals[slot] = v;
+      };
+    }
+    if (t.k === 'Tuple') {
+      const subs = t.items.map((i) => this.assignTarget(i, scope));
+      const n = subs.length;
+      return (r, f, v) => {
+        const items = toList(v);
+        if (items.length !== n) {
+          if (items.length > n) throw pyError('ValueError', `too many values to unpack (expected ${n})`);
+          throw pyError('ValueError', `not enough values to unpack (expected ${n}, got ${items.length})`);
+        }
+        for (let i = 0; i < n; i++) subs[i](r, f, items[i]);
+      };
+    }
+    if (t.k === 'NSRef') {
+      const load = this.name(t.name, scope);
+      const attr = t.attr;
+      return (r, f, v) => {
+        const ns = load(r, f);
+        if (!(ns instanceof Namespace)) throw new TemplateRuntimeError('cannot assign attribute on non-namespace object');
+        ns.attrs.set(attr, v);
+      };
+    }
+    throw new TemplateSyntaxError(`can't assign to '${t.k}'`, t.line);
+  }
+
+  // ---------- expressions ----------
+
+  private name(name: string, scope: Scope): Ev {
+    const path: [number, number][] = [];
+    let d = 0;
+    for (let s: Scope | null = scope; s; s = s.parent, d++) {
+      const slot = s.names.get(name);
+      if (slot !== undefined) path.push([d, slot]);
+    }
+    if (path.length === 0) return (r) => ctxLookup(r, name);
+    if (path.length === 1) {
+      const [depth, slot] = path[0];
+      if (depth === 0)
+        return (r, f) => {
+          const v = f.vals[slot];
+          return v !== MISSING ? v : ctxLookup(r, name);
+        };
+      if (depth === 1)
+        return (r, f) => {
+          const v = f.parent!.vals[slot];
+          return v !== MISSING ? v : ctxLookup(r, name);
+        };
+    }
+    return (r, f) => {
+      let fr = f;
+      let at = 0;
+      for (const [depth, slot] of path) {
+        while (at < depth) {
+          fr = fr.parent!;
+          at++;
+        }
+        const v = fr.vals[slot];
+        if (v !== MISSING) return v;
+      }
+      return ctxLookup(r, name);
+    };
+  }
+
+  expr(e: Expr, scope: Scope): Ev {
+    switch (e.k) {
+      case 'Const': {
+        const v = e.value;
+        if (v !== null && typeof v === 'object' && 'float' in (v as object)) {
+          const fv = mkFloat((v as { float: number }).float);
+          return () => fv;
+        }
+        return () => v;
+      }
+      case 'Name':
+        return this.name(e.name, scope);
+      case 'NSRef':
+        throw new TemplateSyntaxError('namespace reference is only valid as an assignment target', e.line);
+      case 'List': {
+        const items = e.items.map((i) => this.expr(i, scope));
+        return (r, f) => items.map((i) => i(r, f));
+      }
+      case 'Tuple': {
+        const items = e.items.map((i) => this.expr(i, scope));
+        return (r, f) => markTuple(items.map((i) => i(r, f)));
+      }
+      case 'Dict': {
+        const pairs = e.pairs.map(([k, v]) => [this.expr(k, scope), this.expr(v, scope)] as const);
+        return (r, f) => {
+          const m = new Map<unknown, unknown>();
+          for (const [k, v] of pairs) dictSet(m, k(r, f), v(r, f));
+          return m;
+        };
+      }
+      case 'Getattr': {
+        const obj = this.expr(e.obj, scope);
+        const attr = e.attr;
+        return (r, f) => {
+          const o = obj(r, f);
+          // hot path: own data of a plain object whose key is not also a dict method
+          if (isPlainObject(o) && Object.hasOwn(o, attr) && !DICT_METHODS.has(attr)) {
+            const v = o[attr];
+            return v === undefined ? null : v;
+          }
+          return getattr(o, attr);
+        };
+      }
+      case 'Getitem': {
+        const obj = this.expr(e.obj, scope);
+        if (e.arg.k === 'Slice') {
+          const sl = e.arg;
+          const start = sl.start ? this.expr(sl.start, scope) : null;
+          const stop = sl.stop ? this.expr(sl.stop, scope) : null;
+          const step = sl.step ? this.expr(sl.step, scope) : null;
+          return (r, f) => {
+            const o = obj(r, f);
+            if (o instanceof Undefined) o.fail();
+            const res = ops.sliceSeq(r, o, start ? start(r, f) : null, stop ? stop(r, f) : null, step ? step(r, f) : null);
+            return res === MISSING ? new Undefined('slice', o) : res;
+          };
+        }
+        const arg = this.expr(e.arg, scope);
+        return (r, f) => getitem(obj(r, f), arg(r, f));
+      }
+      case 'Slice':
+        throw new TemplateSyntaxError('slice outside subscript', e.line);
+      case 'Call':
+        return this.call(e, scope, null);
+      case 'Filter':
+        return this.filter(e, scope);
+      case 'Test':
+        return this.test(e, scope);
+      case 'BinOp': {
+        const a = this.expr(e.left, scope);
+        const b = this.expr(e.right, scope);
+        switch (e.op) {
+          case '+':
+            return (r, f) => ops.add(r, a(r, f), b(r, f));
+          case '-':
+            return (r, f) => ops.sub(a(r, f), b(r, f));
+          case '*':
+            return (r, f) => ops.mul(r, a(r, f), b(r, f));
+          case '/':
+            return (r, f) => ops.truediv(a(r, f), b(r, f));
+          case '//':
+            return (r, f) => ops.floordiv(a(r, f), b(r, f));
+          case '%':
+            return (r, f) => ops.mod(r, a(r, f), b(r, f));
+          case '**':
+            return (r, f) => ops.pow(a(r, f), b(r, f));
+        }
+        throw new TemplateSyntaxError(`unknown operator ${e.op}`, e.line);
+      }
+      case 'Unary': {
+        const a = this.expr(e.node, scope);
+        if (e.op === 'not') return (r, f) => !truthy(a(r, f));
+        if (e.op === '-') return (r, f) => ops.neg(a(r, f));
+        return (r, f) => ops.pos(a(r, f));
+      }
+      case 'Concat': {
+        const parts = e.nodes.map((n) => this.expr(n, scope));
+        return (r, f) => {
+          let s = '';
+          for (const p of parts) {
+            const v = p(r, f);
+            s += typeof v === 'string' ? v : pyStr(v);
+          }
+          r.checkSize(s.length);
+          return s;
+        };
+      }
+      case 'Compare': {
+        const first = this.expr(e.expr, scope);
+        const rest = e.ops.map(([op, x]) => [op, this.expr(x, scope)] as const);
+        if (rest.length === 1) {
+          const [op, b] = rest[0];
+          return (r, f) => ops.compare(op, first(r, f), b(r, f));
+        }
+        return (r, f) => {
+          let left = first(r, f);
+          for (const [op, x] of rest) {
+            const right = x(r, f);
+            if (!ops.compare(op, left, right)) return false;
+            left = right;
+          }
+          return true;
+        };
+      }
+      case 'And': {
+        const a = this.expr(e.left, scope);
+        const b = this.expr(e.right, scope);
+        return (r, f) => {
+          const v = a(r, f);
+          return truthy(v) ? b(r, f) : v;
+        };
+      }
+      case 'Or': {
+        const a = this.expr(e.left, scope);
+        const b = this.expr(e.right, scope);
+        return (r, f) => {
+          const v = a(r, f);
+          return truthy(v) ? v : b(r, f);
+        };
+      }
+      case 'CondExpr': {
+        const test = this.expr(e.test, scope);
+        const a = this.expr(e.expr1, scope);
+        const line = e.line;
+        const b = e.expr2 ? this.expr(e.expr2, scope) : null;
+        return (r, f) => {
+          if (truthy(test(r, f))) return a(r, f);
+          if (b) return b(r, f);
+          return new Undefined(
+            MISSING,
+            MISSING,
+            `the inline if-expression on line ${line} evaluated to false and no else section was defined.`,
+          );
+        };
+      }
+    }
+  }
+
+  /** Compiled positional/keyword arguments including *args and **kwargs. */
+  private args(a: CallArgs, scope: Scope): (r: RenderState, f: Frame) => [unknown[], KwMap] {
+    const pos = a.args.map((x) => this.expr(x, scope));
+    const kws = a.kwargs.map(([k, x]) => [k, this.expr(x, scope)] as const);
+    const dyn = a.dynArgs ? this.expr(a.dynArgs, scope) : null;
+    const dynKw = a.dynKwargs ? this.expr(a.dynKwargs, scope) : null;
+    if (!dyn && !dynKw && kws.length === 0) {
+      if (pos.length === 0) return () => [[], null];
+      return (r, f) => [pos.map((p) => p(r, f)), null];
+    }
+    return (r, f) => {
+      const args = pos.map((p) => p(r, f));
+      if (dyn) for (const x of toList(dyn(r, f))) args.push(x);
+      let kw: KwMap = null;
+      if (kws.length || dynKw) {
+        kw = new Map();
+        for (const [k, x] of kws) kw.set(k, x(r, f));
+        if (dynKw) {
+          const d = dynKw(r, f);
+          if (!isDict(d)) throw pyError('TypeError', 'argument after ** must be a mapping');
+          for (const k of dictKeys(d)) {
+            if (typeof k !== 'string') throw pyError('TypeError', 'keywords must be strings');
+            if (kw.has(k)) throw pyError('TypeError', `got multiple values for keyword argument '${k}'`);
+            kw.set(k, dictGet(d, k));
+          }
+        }
+      }
+      return [args, kw];
+    };
+  }
+
+  private call(e: Extract<Expr, { k: 'Call' }>, scope: Scope, callerDef: MacroDef | null): Ev {
+    const argsEv = this.args(e, scope);
+    const withCaller = (r: RenderState, f: Frame): [unknown[], KwMap] => {
+      const [args, kw0] = argsEv(r, f);
+      if (!callerDef) return [args, kw0];
+      const kw = kw0 ?? new Map();
+      kw.set('caller', new Macro(callerDef, f, r.autoescape));
+      return [args, kw];
+    };
+    if (e.fn.k === 'Getattr') {
+      // method call: look the Python method up directly instead of creating a bound method
+      const obj = this.expr(e.fn.obj, scope);
+      const attr = e.fn.attr;
+      const strM = STR_METHODS.get(attr);
+      const listM = LIST_METHODS.get(attr) ?? SEQ_METHODS.get(attr);
+      const dictM = DICT_METHODS.get(attr);
+      return (r, f) => {
+        const o = obj(r, f);
+        const [args, kw] = withCaller(r, f);
+        if (typeof o === 'string' && strM) return strM(r, o, args, kw);
+        if (dictM && (o instanceof Map || isPlainObject(o))) return dictM(r, o, args, kw);
+        if (listM && Array.isArray(o) && (!isTuple(o) || SEQ_METHODS.has(attr))) return listM(r, o, args, kw);
+        return callValue(r, getattr(o, attr), args, kw);
+      };
+    }
+    const fn = this.expr(e.fn, scope);
+    return (r, f) => {
+      const fv = fn(r, f);
+      const [args, kw] = withCaller(r, f);
+      return callValue(r, fv, args, kw);
+    };
+  }
+
+  private filter(e: FilterExpr, scope: Scope): Ev {
+    const fn = this.env.filters.get(e.name);
+    if (!fn) throw new TemplateSyntaxError(`No filter named '${e.name}'.`, e.line);
+    const value = e.node ? this.expr(e.node, scope) : () => null;
+    const argsEv = this.args(e, scope);
+    return (r, f) => {
+      const v = value(r, f);
+      const [args, kw] = argsEv(r, f);
+      r.tick();
+      return fn(r, v, args, kw);
+    };
+  }
+
+  /** `{% filter a|b %}` / `{% set x | a %}`: apply a chain to a captured string. */
+  private filterChain(e: FilterExpr, scope: Scope): (r: RenderState, f: Frame, v: unknown) => unknown {
+    const chain: FilterExpr[] = [];
+    for (let cur: Expr | null = e; cur && cur.k === 'Filter'; cur = cur.node) chain.unshift(cur);
+    const steps = chain.map((c) => {
+      const fn = this.env.filters.get(c.name);
+      if (!fn) throw new TemplateSyntaxError(`No filter named '${c.name}'.`, c.line);
+      return [fn, this.args(c, scope)] as const;
+    });
+    return (r, f, v) => {
+      for (const [fn, argsEv] of steps) {
+        const [args, kw] = argsEv(r, f);
+        r.tick();
+        v = fn(r, v, args, kw);
+      }
+      return v;
+    };
+  }
+
+  private test(e: Extract<Expr, { k: 'Test' }>, scope: Scope): Ev {
+    const fn = this.env.tests.get(e.name);
+    if (!fn) throw new TemplateSyntaxError(`No test named '${e.name}'.`, e.line);
+    const value = this.expr(e.node, scope);
+    const argsEv = this.args(e, scope);
+    return (r, f) => {
+      const v = value(r, f);
+      const [args, kw] = argsEv(r, f);
+      return fn(r, v, args, kw);
+    };
+  }
+}

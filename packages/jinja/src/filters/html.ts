@@ -1,0 +1,124 @@
+// Escaping, URL and HTML attribute filters, pprint, default.
+
+import { pyError } from '../errors.js';
+import { bindArgs, dflt } from '../runtime/args.js';
+import { escapeHtml } from '../runtime/escape.js';
+import { pyRepr } from '../runtime/repr.js';
+import {
+  Markup,
+  Undefined,
+  dictGet,
+  dictKeys,
+  isDict,
+  isIterable,
+  isTuple,
+  toList,
+  truthy,
+} from '../runtime/values.js';
+import type { FilterFn } from '../compiler.js';
+import { softStr } from './util.js';
+
+const UTF8 = new TextEncoder();
+const ALWAYS_SAFE = /[A-Za-z0-9_.\-~]/;
+
+/** urllib.parse.quote_from_bytes with Jinja2's url_quote tweaks. */
+export function urlQuote(v: unknown, forQs: boolean): string {
+  const s = softStr(v);
+  let out = '';
+  for (const b of UTF8.encode(s)) {
+    const c = String.fromCharCode(b);
+    if (b < 128 && (ALWAYS_SAFE.test(c) || (!forQs && c === '/'))) out += c;
+    else out += '%' + b.toString(16).toUpperCase().padStart(2, '0');
+  }
+  return forQs ? out.replace(/%20/g, '+') : out;
+}
+
+/** pprint.pformat for values that fit on one line: dicts are shown with sorted keys. */
+export function pformat(v: unknown): string {
+  if (isDict(v)) {
+    const keys = dictKeys(v).slice();
+    try {
+      keys.sort((a, b) => (a === b ? 0 : String(a) < String(b) ? -1 : 1));
+    } catch {
+      /* unorderable keys keep insertion order */
+    }
+    return `{${keys.map((k) => `${pformat(k)}: ${pformat(dictGet(v, k))}`).join(', ')}}`;
+  }
+  if (Array.isArray(v)) {
+    const parts = v.map(pformat);
+    if (isTuple(v)) return parts.length === 1 ? `(${parts[0]},)` : `(${parts.join(', ')})`;
+    return `[${parts.join(', ')}]`;
+  }
+  return pyRepr(v);
+}
+
+const URL_TRAIL = /^([(<]|&lt;)*(.*?)([.,)>\n]|&gt;)*$/s;
+
+/** jinja2.utils.urlize, the common cases: http(s)://, www., bare domains ending in .com/.net/.org, emails. */
+function urlize(text: string, trimLimit: number | null, rel: string, target: string | null): string {
+  const words = text.split(/(\s+)/);
+  const relAttr = rel ? ` rel="${escapeHtml(rel)}"` : '';
+  const targetAttr = target ? ` target="${escapeHtml(target)}"` : '';
+  const trim = (x: string) => (trimLimit !== null && x.length > trimLimit ? x.slice(0, trimLimit) + '...' : x);
+  return words
+    .map((word, i) => {
+      if (i % 2 === 1) return word;
+      const m = URL_TRAIL.exec(escapeHtml(word));
+      if (!m) return escapeHtml(word);
+      let [, head = '', middle, tail = ''] = m;
+      head = m[0].slice(0, m[0].length - middle.length - (tail?.length ?? 0));
+      const tailPart = m[0].slice(head.length + middle.length);
+      if (/^https?:\/\//.test(middle)) middle = `<a href="${middle}"${relAttr}${targetAttr}>${trim(middle)}</a>`;
+      else if (middle.startsWith('www.') || (!middle.includes('@') && !middle.startsWith('http') && /^[a-zA-Z0-9]/.test(middle) && /\.(com|net|org)$/.test(middle)))
+        middle = `<a href="https://${middle}"${relAttr}${targetAttr}>${trim(middle)}</a>`;
+      else if (/^mailto:/.test(middle)) middle = `<a href="${middle}">${middle.slice(7)}</a>`;
+      else if (/^[^@\s]+@[^@\s]+\.[^@\s]+$/.test(middle) && !middle.includes(':') && /^[\w.+-]+@[\w-]+(\.[\w-]+)+$/.test(middle))
+        middle = `<a href="mailto:${middle}">${middle}</a>`;
+      return head + middle + tailPart;
+    })
+    .join('');
+}
+
+export const htmlFilters: Record<string, FilterFn> = {
+  escape: (r, v) => (v instanceof Markup ? v : new Markup(escapeHtml(softStr(v)))),
+  e: (r, v) => (v instanceof Markup ? v : new Markup(escapeHtml(softStr(v)))),
+  forceescape: (r, v) => new Markup(escapeHtml(softStr(v))),
+  safe: (r, v) => (v instanceof Markup ? v : new Markup(softStr(v))),
+  urlencode: (r, v) => {
+    if (typeof v === 'string' || v instanceof Markup || !isIterable(v) || v instanceof Undefined) return urlQuote(v, false);
+    const pairs = isDict(v) ? dictKeys(v).map((k) => [k, dictGet(v, k)]) : toList(v).map((p) => toList(p));
+    return pairs.map(([k, x]) => `${urlQuote(k, true)}=${urlQuote(x, true)}`).join('&');
+  },
+  xmlattr: (r, v, a, kw) => {
+    const [autospace] = bindArgs('xmlattr', a, kw, ['autospace']);
+    if (!isDict(v)) throw pyError('AttributeError', 'xmlattr requires a mapping');
+    const items: string[] = [];
+    for (const k of dictKeys(v)) {
+      const x = dictGet(v, k);
+      if (x === null || x === undefined || x instanceof Undefined) continue;
+      const key = softStr(k);
+      if (/[\s/>=]/.test(key)) throw pyError('ValueError', `Invalid character in attribute name: '${key}'`);
+      items.push(`${escapeHtml(key)}="${x instanceof Markup ? x.s : escapeHtml(softStr(x))}"`);
+    }
+    let out = items.join(' ');
+    if (truthy(dflt(autospace, true)) && out) out = ' ' + out;
+    return new Markup(out);
+  },
+  pprint: (r, v) => pformat(v),
+  urlize: (r, v, a, kw) => {
+    const [trimLimit, nofollow, target, rel] = bindArgs('urlize', a, kw, ['trim_url_limit', 'nofollow', 'target', 'rel', 'extra_schemes']);
+    const rels = new Set(softStr(dflt(rel, null) ?? '').split(/\s+/).filter(Boolean));
+    if (truthy(dflt(nofollow, false))) rels.add('nofollow');
+    rels.add('noopener');
+    const relStr = Array.from(rels).sort().join(' ');
+    const tl = dflt(trimLimit, null);
+    const tg = dflt(target, null);
+    return new Markup(urlize(softStr(v), tl === null ? null : Number(tl), relStr, tg === null ? null : softStr(tg)));
+  },
+  default: (r, v, a, kw) => {
+    const [dv, boolean] = bindArgs('default', a, kw, ['default_value', 'boolean']);
+    if (v instanceof Undefined || (truthy(dflt(boolean, false)) && !truthy(v))) return dflt(dv, '');
+    return v;
+  },
+};
+htmlFilters.d = htmlFilters.default;

@@ -1,0 +1,79 @@
+// Number → text conversions shared by printf-style and str.format formatting,
+// matching CPython's rounding (JS toFixed/toExponential also round the exact binary value).
+
+import { floatRepr } from '../runtime/repr.js';
+
+export function fixed(x: number, prec: number): string {
+  if (!Number.isFinite(x)) return nonFinite(x);
+  if (Math.abs(x) < 1e21 && prec <= 100) {
+    const s = x.toFixed(prec);
+    return Object.is(x, -0) || (x < 0 && !s.startsWith('-')) ? '-' + s : s;
+  }
+  // toFixed switches to exponent form past 1e21: the integer part is exact in BigInt
+  const ip = BigInt(Math.trunc(x)).toString();
+  return prec > 0 ? `${ip}.${'0'.repeat(prec)}` : ip;
+}
+
+export function nonFinite(x: number): string {
+  return Number.isNaN(x) ? 'nan' : x > 0 ? 'inf' : '-inf';
+}
+
+/** Python exponent notation: mantissa with `prec` decimals, exponent with at least 2 digits. */
+export function expo(x: number, prec: number, upper = false, alt = false): string {
+  if (!Number.isFinite(x)) return upper ? nonFinite(x).toUpperCase() : nonFinite(x);
+  let s = x.toExponential(Math.min(prec, 100));
+  if (Object.is(x, -0)) s = '-' + s;
+  const m = /^(-?[\d.]+)e([+-])(\d+)$/.exec(s)!;
+  let mant = m[1];
+  if (alt && !mant.includes('.')) mant += '.';
+  const e = `${upper ? 'E' : 'e'}${m[2]}${m[3].length < 2 ? '0' + m[3] : m[3]}`;
+  return mant + e;
+}
+
+/** %g / {:g}: `prec` significant digits, trailing zeros dropped unless `alt`. */
+export function general(x: number, prec: number, upper = false, alt = false): string {
+  if (!Number.isFinite(x)) return upper ? nonFinite(x).toUpperCase() : nonFinite(x);
+  if (prec === 0) prec = 1;
+  if (x === 0) {
+    const z = alt ? '0.' + '0'.repeat(prec - 1) : '0';
+    return Object.is(x, -0) ? '-' + z : z;
+  }
+  const exp = Number(/e([+-]\d+)$/.exec(x.toExponential(prec - 1))![1]);
+  let out: string;
+  if (exp >= -4 && exp < prec) {
+    out = fixed(x, prec - 1 - exp);
+    if (!alt && out.includes('.')) out = out.replace(/\.?0+$/, '');
+  } else {
+    out = expo(x, prec - 1, upper, alt);
+    if (!alt) out = out.replace(/\.?0+(?=[eE])/, '');
+  }
+  return out;
+}
+
+/** repr-style formatting used by str.format with no type but a precision. */
+export function reprLike(x: number, prec: number | null): string {
+  if (prec === null) return floatRepr(x);
+  if (!Number.isFinite(x)) return nonFinite(x);
+  if (prec === 0) prec = 1;
+  if (x === 0) return Object.is(x, -0) ? '-0.0' : '0.0';
+  const exp = Number(/e([+-]\d+)$/.exec(x.toExponential(prec - 1))![1]);
+  if (exp >= -4 && exp < prec) {
+    let out = fixed(x, Math.max(prec - 1 - exp, 0));
+    if (out.includes('.')) out = out.replace(/0+$/, '');
+    if (out.endsWith('.')) out += '0';
+    if (!out.includes('.')) out += '.0';
+    return out;
+  }
+  return expo(x, prec - 1).replace(/\.?0+(?=e)/, '');
+}
+
+/** Insert a thousands separator every `every` digits of an integer digit string. */
+export function group(digits: string, sep: string, every = 3): string {
+  let out = '';
+  let n = 0;
+  for (let i = digits.length - 1; i >= 0; i--) {
+    out = digits[i] + out;
+    if (++n % every === 0 && i > 0) out = sep + out;
+  }
+  return out;
+}

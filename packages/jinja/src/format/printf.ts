@@ -1,0 +1,168 @@
+// Python's `str % args` (printf-style) formatting.
+
+import { pyError } from '../errors.js';
+import { escapeHtml } from '../runtime/escape.js';
+import { pyRepr, pyStr } from '../runtime/repr.js';
+import type { RenderState } from '../runtime/state.js';
+import { Markup, MISSING, PyFloat, Undefined, dictGet, isDict, isTuple, typeName } from '../runtime/values.js';
+import { expo, fixed, general, nonFinite } from './numfmt.js';
+
+const SPEC = /%(?:\(([^)]*)\))?([#0\- +]*)(\*|\d+)?(?:\.(\*|\d*))?[hlL]?([diouxXeEfFgGcrsa%])?/g;
+
+export function printfFormat(r: RenderState, fmt: string | Markup, argv: unknown): string | Markup {
+  const isMarkup = fmt instanceof Markup;
+  const s = isMarkup ? fmt.s : fmt;
+  const tuple = isTuple(argv);
+  const args: unknown[] = tuple ? (argv as unknown[]) : [argv];
+  const mapping = !tuple && isDict(argv) ? argv : null;
+  let ai = 0;
+  let usedMapping = false;
+  const nextArg = (): unknown => {
+    if (ai >= args.length) throw pyError('TypeError', 'not enough arguments for format string');
+    return args[ai++];
+  };
+  let out = '';
+  let last = 0;
+  SPEC.lastIndex = 0;
+  let m: RegExpExecArray | null;
+  while ((m = SPEC.exec(s))) {
+    out += s.slice(last, m.index);
+    last = SPEC.lastIndex;
+    const [, key, flags, widthS, precS, type] = m;
+    if (type === undefined) throw pyError('ValueError', `incomplete format`);
+    if (type === '%' && key === undefined && !flags && widthS === undefined && precS === undefined) {
+      out += '%';
+      continue;
+    }
+    let value: unknown;
+    let width = 0;
+    let prec: number | null = null;
+    if (widthS === '*') width = Number(nextArg());
+    else if (widthS) width = Number(widthS);
+    if (precS === '*') prec = Number(nextArg());
+    else if (precS !== undefined) prec = precS === '' ? 0 : Number(precS);
+    if (key !== undefined) {
+      if (!mapping) throw pyError('TypeError', 'format requires a mapping');
+      usedMapping = true;
+      const v = dictGet(mapping, key);
+      if (v === MISSING) throw pyError('KeyError', `'${key}'`);
+      value = v;
+    } else if (type === '%') {
+      value = null;
+    } else value = nextArg();
+    let left = flags.includes('-');
+    if (width < 0) {
+      left = true;
+      width = -width;
+    }
+    let body = convert(value, type, flags, prec);
+    if (isMarkup && (type === 's' || type === 'r' || type === 'a') && !(value instanceof Markup)) body = escapeHtml(body);
+    if (body.length < width) {
+      const numeric = 'diouxXeEfFgG'.includes(type);
+      if (left) body = body + ' '.repeat(width - body.length);
+      else if (flags.includes('0') && numeric && !/^-?[a-z]/i.test(body.replace(/^[+ -]/, '')) ) {
+        const signMatch = /^([+ -]|0[xXob]|[+ -]0[xXob])?/.exec(body)!;
+        const pre = signMatch[0] ?? '';
+        body = pre + '0'.repeat(width - body.length) + body.slice(pre.length);
+      } else body = ' '.repeat(width - body.length) + body;
+    }
+    r.checkSize(out.length + body.length);
+    out += body;
+  }
+  out += s.slice(last);
+  if (!mapping && ai < args.length) throw pyError('TypeError', 'not all arguments converted during string formatting');
+  if (mapping && !usedMapping && !tuple && ai === 0 && args.length === 1) {
+    // '%s' % {} uses the dict as the single argument; a dict with no specifiers is fine too
+  }
+  return isMarkup ? new Markup(out) : out;
+}
+
+function numArg(v: unknown, type: string): number | bigint {
+  if (typeof v === 'number' || typeof v === 'bigint') return v;
+  if (typeof v === 'boolean') return v ? 1 : 0;
+  if (v instanceof PyFloat) return v.v;
+  if (v instanceof Undefined) v.fail();
+  const need = 'diouxXc'.includes(type) ? (type === 'd' || type === 'i' || type === 'u' ? 'a real number' : 'an integer') : 'a real number';
+  throw pyError('TypeError', `%${type} format: ${need} is required, not ${typeName(v)}`);
+}
+
+function signed(body: string, negative: boolean, flags: string): string {
+  if (negative) return '-' + body;
+  if (flags.includes('+')) return '+' + body;
+  if (flags.includes(' ')) return ' ' + body;
+  return body;
+}
+
+function convert(v: unknown, type: string, flags: string, prec: number | null): string {
+  const alt = flags.includes('#');
+  switch (type) {
+    case 's': {
+      const s = pyStr(v);
+      return prec !== null ? Array.from(s).slice(0, prec).join('') : s;
+    }
+    case 'r':
+    case 'a': {
+      let s = pyRepr(v);
+      if (type === 'a') s = s.replace(/[^\x00-\x7f]/gu, (c) => asciiEscape(c));
+      return prec !== null ? s.slice(0, prec) : s;
+    }
+    case '%':
+      return '%';
+    case 'c': {
+      if (typeof v === 'string' || v instanceof Markup) {
+        const s = typeof v === 'string' ? v : v.s;
+        if (Array.from(s).length !== 1) throw pyError('TypeError', '%c requires int or char');
+        return s;
+      }
+      const n = numArg(v, 'c');
+      if (typeof n === 'number' && !Number.isInteger(n)) throw pyError('TypeError', '%c requires int or char');
+      return String.fromCodePoint(Number(n));
+    }
+    case 'd':
+    case 'i':
+    case 'u': {
+      let n = numArg(v, type);
+      if (typeof n === 'number') {
+        if (!Number.isFinite(n)) throw pyError('OverflowError', 'cannot convert float infinity to integer');
+        n = Math.trunc(n);
+      }
+      const neg = n < 0;
+      let digits = (neg ? -BigInt(n) : BigInt(n)).toString();
+      if (prec !== null && digits.length < prec) digits = '0'.repeat(prec - digits.length) + digits;
+      return signed(digits, neg, flags);
+    }
+    case 'o':
+    case 'x':
+    case 'X': {
+      const n = numArg(v, type);
+      if (typeof n === 'number' && !Number.isInteger(n)) throw pyError('TypeError', `%${type} format: an integer is required, not float`);
+      const b = BigInt(n);
+      const neg = b < 0n;
+      let digits = (neg ? -b : b).toString(type === 'o' ? 8 : 16);
+      if (type === 'X') digits = digits.toUpperCase();
+      if (prec !== null && digits.length < prec) digits = '0'.repeat(prec - digits.length) + digits;
+      if (alt) digits = (type === 'o' ? '0o' : type === 'x' ? '0x' : '0X') + digits;
+      return signed(digits, neg, flags);
+    }
+    default: {
+      const n = Number(numArg(v, type));
+      const p = prec ?? 6;
+      let body: string;
+      const neg = n < 0 || Object.is(n, -0);
+      const a = Math.abs(n);
+      if (!Number.isFinite(n)) body = nonFinite(a);
+      else if (type === 'f' || type === 'F') body = fixed(a, p) + (alt && p === 0 ? '.' : '');
+      else if (type === 'e' || type === 'E') body = expo(a, p, type === 'E', alt);
+      else body = general(a, p, type === 'G', alt);
+      if (type === 'F' || type === 'E' || type === 'G') body = body.toUpperCase();
+      return signed(body, neg && !Number.isNaN(n), flags);
+    }
+  }
+}
+
+function asciiEscape(c: string): string {
+  const cp = c.codePointAt(0)!;
+  if (cp <= 0xff) return '\\x' + cp.toString(16).padStart(2, '0');
+  if (cp <= 0xffff) return '\\u' + cp.toString(16).padStart(4, '0');
+  return '\\U' + cp.toString(16).padStart(8, '0');
+}
