@@ -15,6 +15,7 @@ export class GraphileQueue implements JobQueue {
   #opts: QueueOptions;
   #schema: string;
   #runner: Runner | undefined;
+  #stopped = false;
 
   constructor(storage: Storage, opts: QueueOptions) {
     if (!storage.pgPool) throw new Error('GraphileQueue needs PostgreSQL storage');
@@ -48,6 +49,7 @@ export class GraphileQueue implements JobQueue {
 
   async start(): Promise<void> {
     if (this.#runner) return;
+    this.#stopped = false;
     const taskList: TaskList = {};
     for (const [name, handler] of Object.entries(this.#opts.tasks)) {
       taskList[name] = async (payload, helpers) => {
@@ -60,7 +62,7 @@ export class GraphileQueue implements JobQueue {
         }
       };
     }
-    this.#runner = await run({
+    const runner = await run({
       pgPool: this.#storage.pgPool!,
       schema: this.#schema,
       concurrency: this.#opts.concurrency ?? 4,
@@ -69,6 +71,22 @@ export class GraphileQueue implements JobQueue {
       taskList,
       logger: quietLogger(),
     });
+    this.#runner = runner;
+    // graphile-worker's "worker:migrate" NOTIFY is database-wide: installing the
+    // worker schema of another service (or test) in the same database makes
+    // every running worker shut down and set process.exitCode = 57. Our schema
+    // did not change, so take the exit code back and start again.
+    runner.promise
+      .catch(() => {})
+      .finally(() => {
+        if (this.#runner !== runner) return;
+        this.#runner = undefined;
+        if (process.exitCode === 57) process.exitCode = undefined;
+        const t = setTimeout(() => {
+          if (!this.#runner && !this.#stopped) this.start().catch((err) => process.stderr.write(`[graphile-worker] restart failed: ${err}\n`));
+        }, 200);
+        t.unref();
+      });
   }
 
   wake(): void {
@@ -76,9 +94,13 @@ export class GraphileQueue implements JobQueue {
   }
 
   async stop(): Promise<void> {
+    this.#stopped = true;
     const r = this.#runner;
     this.#runner = undefined;
-    if (r) await r.stop();
+    // The runner stops itself when its worker pool exits; stopping it again is not an error.
+    if (r) await r.stop().catch((err: unknown) => {
+      if (!/already stopped/i.test(String((err as Error)?.message))) throw err;
+    });
   }
 }
 
@@ -87,5 +109,6 @@ function quietLogger(): Logger {
   return new Logger(() => (level: string, message: string) => {
     // Task failures reach the service through onError; only report the worker's own trouble.
     if (level === 'error' && !message.startsWith('Failed task')) process.stderr.write(`[graphile-worker] ${message}\n`);
+    if (process.env.DEBUG_GRAPHILE && level !== 'debug') process.stderr.write(`[graphile-worker ${level}] ${message}\n`);
   });
 }
