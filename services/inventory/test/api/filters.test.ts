@@ -1,0 +1,132 @@
+import { after, before, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { forEachStorage } from '@svc/testkit';
+import { seedBasics, startApi, type Api } from './helpers.ts';
+
+forEachStorage('inventory API: filters, ordering and pagination', (storage) => {
+  let api: Api;
+  let b: Awaited<ReturnType<typeof seedBasics>>;
+  let b2: Awaited<ReturnType<typeof seedBasics>>;
+  const ids: Record<string, number> = {};
+  before(async () => {
+    api = await startApi(storage);
+    b = await seedBasics(api, 'a');
+    b2 = await seedBasics(api, 'b');
+    const h = api.http;
+    await h.post('/api/extras/tags/', [
+      { name: 'Red', slug: 'red' },
+      { name: 'Blue', slug: 'blue' },
+    ]);
+    const devices = [];
+    for (let i = 0; i < 12; i++) {
+      devices.push({
+        name: `dev${String(i).padStart(2, '0')}`,
+        site: i % 3 === 0 ? b2.site.id : b.site.id,
+        device_type: i % 2 ? b2.type.id : b.type.id,
+        role: b.role.id,
+        status: i < 4 ? 'planned' : 'active',
+        serial: `SER-${i}`,
+        description: i === 5 ? 'The Special One' : '',
+        tags: i % 4 === 0 ? [{ slug: 'red' }, { slug: 'blue' }] : i % 2 === 0 ? [{ slug: 'red' }] : [],
+      });
+    }
+    const r = await h.post('/api/dcim/devices/', devices);
+    assert.equal(r.status, 201, JSON.stringify(r.body));
+    for (const d of r.body) ids[d.name] = d.id;
+  });
+  after(() => api.close());
+
+  const names = async (query: string) => {
+    const r = await api.http.get(`/api/dcim/devices/?${query}`);
+    assert.equal(r.status, 200, `${query}: ${JSON.stringify(r.body)}`);
+    return r.body.results.map((d: any) => d.name);
+  };
+
+  it('paginates with absolute next/previous links', async () => {
+    let r = await api.http.get('/api/dcim/devices/?limit=5');
+    assert.equal(r.body.count, 12);
+    assert.equal(r.body.results.length, 5);
+    assert.equal(r.body.next, `${api.server.url}/api/dcim/devices/?limit=5&offset=5`);
+    assert.equal(r.body.previous, null);
+    r = await api.http.get('/api/dcim/devices/?limit=5&offset=5&status=active');
+    assert.equal(r.body.count, 8);
+    assert.equal(r.body.next, null);
+    assert.equal(r.body.previous, `${api.server.url}/api/dcim/devices/?limit=5&status=active`);
+    r = await api.http.get('/api/dcim/devices/?limit=2&offset=6');
+    assert.equal(r.body.previous, `${api.server.url}/api/dcim/devices/?limit=2&offset=4`);
+    assert.deepEqual(r.body.results.map((d: any) => d.name), ['dev06', 'dev07']);
+    r = await api.http.get('/api/dcim/devices/?limit=0');
+    assert.equal(r.body.results.length, 12);
+    r = await api.http.get('/api/dcim/devices/?limit=abc&offset=-3');
+    assert.equal(r.body.results.length, 12);
+  });
+
+  it('filters by id, name, q, status, relations, tags and time', async () => {
+    assert.deepEqual(await names(`id=${ids.dev01}&id=${ids.dev03}`), ['dev01', 'dev03']);
+    assert.deepEqual(await names(`id__gte=${ids.dev10}`), ['dev10', 'dev11']);
+    assert.deepEqual(await names('name=dev02&name=dev04'), ['dev02', 'dev04']);
+    assert.deepEqual(await names('name__ic=V1'), ['dev10', 'dev11']);
+    assert.deepEqual(await names('name__n=dev00&status=planned'), ['dev01', 'dev02', 'dev03']);
+    assert.deepEqual(await names('q=special'), ['dev05']);
+    assert.deepEqual(await names('q=ser-1'), ['dev01', 'dev10', 'dev11']);
+    assert.deepEqual(await names('status=planned'), ['dev00', 'dev01', 'dev02', 'dev03']);
+    assert.deepEqual(await names(`site_id=${b2.site.id}`), ['dev00', 'dev03', 'dev06', 'dev09']);
+    assert.deepEqual(await names(`site=${b2.site.slug}&status=active`), ['dev06', 'dev09']);
+    assert.deepEqual(await names(`device_type_id=${b2.type.id}&site_id=${b2.site.id}`), ['dev03', 'dev09']);
+    assert.deepEqual(await names(`role_id=${b2.role.id}`), []);
+    assert.deepEqual(await names(`manufacturer_id=${b2.mfr.id}&status=planned`), ['dev01', 'dev03']);
+    assert.deepEqual(await names('tag=red&tag=blue'), ['dev00', 'dev04', 'dev08']);
+    assert.deepEqual(await names('tag=red&status=planned'), ['dev00', 'dev02']);
+    assert.deepEqual(await names('tag__n=red&status=planned'), ['dev01', 'dev03']);
+    assert.equal((await names('created__gte=2000-01-01T00:00:00Z')).length, 12);
+    assert.deepEqual(await names('created__lte=2000-01-01'), []);
+    assert.equal((await names('last_updated__gte=2000-01-01')).length, 12);
+    // Unknown parameters are ignored, as NetBox does.
+    assert.equal((await names('nonsense=1')).length, 12);
+  });
+
+  it('orders as NetBox (name) and by ?ordering', async () => {
+    assert.deepEqual((await names('status=planned&ordering=-name')), ['dev03', 'dev02', 'dev01', 'dev00']);
+    assert.deepEqual((await names('status=planned&ordering=serial')), ['dev00', 'dev01', 'dev02', 'dev03']);
+    assert.deepEqual((await names('status=planned&ordering=-id')), ['dev03', 'dev02', 'dev01', 'dev00']);
+  });
+
+  it('reports invalid filter values as django-filter does', async () => {
+    let r = await api.http.get('/api/dcim/devices/?site_id=99999');
+    assert.equal(r.status, 400);
+    assert.deepEqual(r.body, { site_id: ['Select a valid choice. 99999 is not one of the available choices.'] });
+    r = await api.http.get('/api/dcim/devices/?status=bogus&tag=nope');
+    assert.deepEqual(r.body, { status: ['Select a valid choice. bogus is not one of the available choices.'], tag: ['Select a valid choice. nope is not one of the available choices.'] });
+    r = await api.http.get('/api/dcim/devices/?id=abc');
+    assert.deepEqual(r.body, { id: ['Enter a number.'] });
+    r = await api.http.get('/api/dcim/devices/?created__gte=yesterday');
+    assert.deepEqual(r.body, { created__gte: ['Enter a valid date/time.'] });
+  });
+
+  it('filters interfaces and IP addresses by device', async () => {
+    const h = api.http;
+    const i1 = (await h.post('/api/dcim/interfaces/', { device: ids.dev01, name: 'eth0', type: 'virtual', enabled: false })).body;
+    const i2 = (await h.post('/api/dcim/interfaces/', { device: ids.dev02, name: 'eth0', type: '1000base-t' })).body;
+    await h.post('/api/ipam/ip-addresses/', [
+      { address: '192.0.2.1/24', assigned_object_type: 'dcim.interface', assigned_object_id: i1.id },
+      { address: '192.0.2.2/24', assigned_object_type: 'dcim.interface', assigned_object_id: i2.id, status: 'reserved' },
+      { address: '198.51.100.1/24' },
+    ]);
+    let r = await h.get(`/api/dcim/interfaces/?device_id=${ids.dev01}`);
+    assert.deepEqual(r.body.results.map((i: any) => i.id), [i1.id]);
+    r = await h.get('/api/dcim/interfaces/?enabled=true');
+    assert.deepEqual(r.body.results.map((i: any) => i.id), [i2.id]);
+    r = await h.get('/api/dcim/interfaces/?device=dev02');
+    assert.deepEqual(r.body.results.map((i: any) => i.id), [i2.id]);
+    r = await h.get(`/api/ipam/ip-addresses/?device_id=${ids.dev02}`);
+    assert.deepEqual(r.body.results.map((i: any) => i.address), ['192.0.2.2/24']);
+    r = await h.get(`/api/ipam/ip-addresses/?interface_id=${i1.id}`);
+    assert.deepEqual(r.body.results.map((i: any) => i.address), ['192.0.2.1/24']);
+    r = await h.get('/api/ipam/ip-addresses/?address=192.0.2.2');
+    assert.deepEqual(r.body.results.map((i: any) => i.address), ['192.0.2.2/24']);
+    r = await h.get('/api/ipam/ip-addresses/?status=reserved&brief=1');
+    assert.deepEqual(r.body.results, [{ id: r.body.results[0].id, url: r.body.results[0].url, display: '192.0.2.2/24', family: { value: 4, label: 'IPv4' }, address: '192.0.2.2/24', description: '' }]);
+    r = await h.get('/api/ipam/ip-addresses/?assigned_to_interface=false');
+    assert.deepEqual(r.body.results.map((i: any) => i.address), ['198.51.100.1/24']);
+  });
+});
