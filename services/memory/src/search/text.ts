@@ -3,10 +3,12 @@
  * so that both rank on the same notion of a "term" on SQLite and PostgreSQL.
  */
 
+// Negations ("not", "no", "nor") are deliberately not stopwords: "is a nurse" and
+// "is not a nurse" must neither match as the same fact nor embed identically.
 const STOPWORDS = new Set(
   (
     'a an and are as at be been being but by can could did do does doing done for from had has have having he her hers ' +
-    'herself him himself his how i if in into is it its itself just me more most my myself no nor not of off on once only ' +
+    'herself him himself his how i if in into is it its itself just me more most my myself of off on once only ' +
     'or other our ours ourselves out over own same she should so some such than that the their theirs them themselves then ' +
     'there these they this those through to too under until up very was we were what when where which while who whom why ' +
     'will with would you your yours yourself yourselves am im ive id ill s t d ll m re ve don doesn didn isn aren wasn weren ' +
