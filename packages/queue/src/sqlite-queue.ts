@@ -64,6 +64,8 @@ export class SqliteQueue implements JobQueue {
     const runAt = opts.runAt ? opts.runAt.getTime() : now;
     const values = [task, JSON.stringify(payload ?? null), opts.priority ?? 0, runAt, opts.maxAttempts ?? 25, opts.jobKey ?? null, now];
     if (opts.jobKey) {
+      // As graphile-worker: a running job gives up its key, so this add makes a new job instead of being lost.
+      await sql`update jobs set job_key = null where job_key = ${opts.jobKey} and locked_at is not null`.execute(db);
       await sql`insert into jobs (task, payload, priority, run_at, max_attempts, job_key, created_at)
         values (${sql.join(values)})
         on conflict (job_key) do update set payload = excluded.payload, run_at = excluded.run_at,
