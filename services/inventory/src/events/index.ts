@@ -1,17 +1,17 @@
-// Placeholder written by Part A so app.ts compiles; Part B replaces this file with the real events pipeline.
-import type { FastifyInstance } from 'fastify';
-import type { Kysely } from 'kysely';
-import type { Migration } from '@svc/storage';
 import type { TaskHandler } from '@svc/queue';
 import type { InventoryDeps } from '../deps.ts';
-import type { ObjectEvent } from '../changes/types.ts';
+import { DELIVER_TASK } from './enqueue.ts';
+import { ensureWorker } from './registry.ts';
 
-export const eventMigrations: Migration[] = [];
+export { eventMigrations } from './schema.ts';
+export { enqueueObjectEvents } from './enqueue.ts';
+export { eventRoutes } from './routes.ts';
 
-export function deliveryTasks(_deps: InventoryDeps): Record<string, TaskHandler> {
-  return {};
+/** Queue tasks: every job just drains whatever deliveries are due (the rows carry the state). */
+export function deliveryTasks(deps: InventoryDeps): Record<string, TaskHandler> {
+  return {
+    [DELIVER_TASK]: async () => {
+      await ensureWorker(deps).drain();
+    },
+  };
 }
-
-export async function enqueueObjectEvents(_trx: Kysely<any>, _deps: InventoryDeps, _events: ObjectEvent[]): Promise<void> {}
-
-export async function eventRoutes(_app: FastifyInstance, _deps: InventoryDeps): Promise<void> {}

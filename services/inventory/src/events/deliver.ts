@@ -1,0 +1,305 @@
+import os from 'node:os';
+import { sql, type Kysely } from 'kysely';
+import type { InventoryDeps } from '../deps.ts';
+import { DELIVER_TASK, DRAIN_NOW_KEY } from './enqueue.ts';
+import { DestinationGuard } from './guard.ts';
+import { HeaderSet, parseHeaderLines } from './headers.ts';
+import { parsePythonJson, pythonJsonDumps } from './python-json.ts';
+import { HttpSender } from './sender.ts';
+import { retryDelayMs, type DeliverySettings } from './settings.ts';
+import { hookSignature, standardWebhookSignature } from './signatures.ts';
+import { createTemplateEngine, type TemplateEngine } from './templates.ts';
+import { readWebhook, type WebhookRow } from './webhooks.ts';
+
+const RECOVER_KEY = 'inventory.deliver:recover';
+
+interface Claimed {
+  id: number;
+  message_id: string;
+  webhook_id: number | null;
+  webhook_name: string;
+  object_type: string;
+  event: string;
+  context: string;
+  attempts: number;
+  retry_base: number;
+}
+
+export interface AttemptRecord {
+  deliveryId: number;
+  attempt: number;
+  startedAt: number;
+  durationMs: number;
+  method: string;
+  url: string;
+  headers: Array<[string, string]>;
+  body: string;
+  status?: number;
+  responseBody?: string;
+  error?: string;
+  success: boolean;
+  /** The webhook is gone: retrying cannot help. */
+  permanent?: boolean;
+  maxRetries: number;
+  /** Attempts made before the last manual requeue (they do not count against the retries). */
+  retryBase: number;
+}
+
+const SECRET_HEADER = /^(authorization|proxy-authorization|cookie|x-hook-signature|webhook-signature|x-api-key|api-key|x-auth-token)$|token|secret|password|signature|apikey/i;
+
+/** Header values that carry credentials are masked in the attempt log. */
+export function maskHeaders(headers: Array<[string, string]>): Array<[string, string]> {
+  return headers.map(([k, v]) => [k, SECRET_HEADER.test(k) ? maskValue(v) : v]);
+}
+
+function maskValue(v: string): string {
+  const scheme = /^(Bearer|Token|Basic)\s+/i.exec(v);
+  return scheme ? `${scheme[0]}********` : '********';
+}
+
+/**
+ * Sends deliveries: claims due rows in batches (one transaction), sends them
+ * concurrently, and records outcomes and retry schedules in one transaction
+ * per batch, so the database cost stays per batch rather than per delivery.
+ */
+export class DeliveryWorker {
+  readonly workerId = `${os.hostname()}:${process.pid}:${Math.random().toString(36).slice(2, 8)}`;
+  readonly engine: TemplateEngine;
+  readonly sender: HttpSender;
+  #inFlight = new Map<number, AbortController>();
+  #deadCheckAt = 0;
+  #deadClaimers: string[] = [];
+
+  constructor(
+    private readonly deps: InventoryDeps,
+    readonly settings: DeliverySettings,
+  ) {
+    this.engine = createTemplateEngine(settings.jinjaEnvParams);
+    this.sender = new HttpSender(new DestinationGuard({ allow: settings.allow, deny: settings.deny }));
+  }
+
+  /** Aborts an in-flight send in this process (stop). */
+  abort(deliveryId: number): boolean {
+    const c = this.#inFlight.get(deliveryId);
+    c?.abort(new Error('stopped'));
+    return !!c;
+  }
+
+  /** Drains every due delivery; returns how many attempts were made. */
+  async drain(): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const batch = await this.#claim();
+      if (batch.length === 0) return total;
+      total += batch.length;
+      const webhooks = await this.#webhooks(batch);
+      const records = await mapLimit(batch, this.settings.concurrency, (d) => this.#attempt(d, webhooks.get(d.webhook_id ?? -1)));
+      await this.#record(records);
+    }
+  }
+
+  /** Claimers on this host whose process is gone: their claims are released at once instead of after the lease. */
+  async #deadLocalClaimers(): Promise<string[]> {
+    const now = Date.now();
+    if (now - this.#deadCheckAt < 1000) return this.#deadClaimers;
+    this.#deadCheckAt = now;
+    const rows = await this.deps.storage.db.selectFrom('events_delivery').select('claimed_by').distinct().where('status', '=', 'sent').execute();
+    const host = os.hostname();
+    this.#deadClaimers = rows
+      .map((r) => String(r.claimed_by ?? ''))
+      .filter((c) => {
+        const [h, pid] = c.split(':');
+        if (h !== host || !pid || Number(pid) === process.pid) return false;
+        try {
+          process.kill(Number(pid), 0);
+          return false;
+        } catch (err) {
+          return (err as NodeJS.ErrnoException).code === 'ESRCH';
+        }
+      });
+    return this.#deadClaimers;
+  }
+
+  async #claim(): Promise<Claimed[]> {
+    const { storage } = this.deps;
+    const now = Date.now();
+    const dead = await this.#deadLocalClaimers();
+    const defaultTimeout = this.settings.defaultTimeoutMs;
+    const margin = this.settings.leaseMarginMs;
+    return storage.db.transaction().execute(async (trx) => {
+      const due = sql`select id from events_delivery
+        where (status in ('queued', 'scheduled') and next_attempt_at <= ${now})
+           or (status = 'sent' and (claim_expires_at < ${now}${dead.length ? sql` or claimed_by in (${sql.join(dead)})` : sql``}))
+        order by next_attempt_at, id limit ${this.settings.batchSize} ${sql.raw(storage.dialect.kind === 'postgres' ? 'for update skip locked' : '')}`;
+      const r = await sql<Claimed & { claim_expires_at: number }>`update events_delivery set
+          status = 'sent', claimed_by = ${this.workerId}, started_at = ${now}, attempts = attempts + 1,
+          claim_expires_at = cast(${now + margin} as bigint) + coalesce((select w.timeout * 1000 from extras_webhook w where w.id = events_delivery.webhook_id), cast(${defaultTimeout} as bigint))
+        where id in (${due})
+        returning id, message_id, webhook_id, webhook_name, object_type, event, context, attempts, retry_base, claim_expires_at`.execute(trx);
+      if (r.rows.length) {
+        // If this process dies mid-batch, a job at the lease's end re-drains what it held.
+        const until = Math.max(...r.rows.map((x) => Number(x.claim_expires_at)));
+        await this.deps.queue.add(DELIVER_TASK, {}, { jobKey: RECOVER_KEY, runAt: new Date(until + 1000), maxAttempts: 25 }, trx);
+      }
+      return r.rows.map((x) => ({ ...x, id: Number(x.id), webhook_id: x.webhook_id === null ? null : Number(x.webhook_id), attempts: Number(x.attempts), retry_base: Number(x.retry_base) }));
+    });
+  }
+
+  async #webhooks(batch: Claimed[]): Promise<Map<number, WebhookRow>> {
+    const ids = [...new Set(batch.map((b) => b.webhook_id).filter((x): x is number => x !== null))];
+    const out = new Map<number, WebhookRow>();
+    if (!ids.length) return out;
+    const rows = await this.deps.storage.db.selectFrom('extras_webhook').selectAll().where('id', 'in', ids).execute();
+    for (const r of rows) out.set(Number(r.id), readWebhook(r, this.deps.storage.dialect));
+    return out;
+  }
+
+  /** Renders and sends one delivery with the webhook's current configuration (as NetBox does at send time). */
+  async #attempt(d: Claimed, w: WebhookRow | undefined): Promise<AttemptRecord> {
+    const startedAt = Date.now();
+    const base = { deliveryId: d.id, attempt: d.attempts, retryBase: d.retry_base, startedAt, success: false, maxRetries: w?.max_retries ?? this.settings.maxRetries };
+    if (!w) {
+      return { ...base, durationMs: 0, method: '', url: '', headers: [], body: '', error: `Webhook ${d.webhook_name} no longer exists.`, permanent: true };
+    }
+    let method = w.http_method;
+    let url = '';
+    let body = '';
+    const headers = new HeaderSet();
+    try {
+      const ctx = JSON.parse(d.context) as Record<string, unknown>;
+      headers.set('Content-Type', w.http_content_type);
+      if (w.additional_headers) {
+        let rendered: string;
+        try {
+          rendered = this.engine.render(w.additional_headers, ctx, 'headers');
+        } catch (err) {
+          throw new Error(`Error parsing HTTP headers for webhook ${w.name}: ${errText(err)}`);
+        }
+        for (const [k, v] of parseHeaderLines(rendered)) headers.set(k, v);
+      }
+      try {
+        body = w.body_template ? this.engine.render(w.body_template, ctx, 'other') : pythonJsonDumps(parsePythonJson(d.context));
+      } catch (err) {
+        throw new Error(`Error rendering request body for webhook ${w.name}: ${errText(err)}`);
+      }
+      try {
+        url = this.engine.render(w.payload_url, ctx, 'other');
+      } catch (err) {
+        throw new Error(`Error rendering payload URL for webhook ${w.name}: ${errText(err)}`);
+      }
+    } catch (err) {
+      return { ...base, durationMs: Date.now() - startedAt, method, url, headers: headers.entries(), body, error: (err as Error).message };
+    }
+    const bytes = Buffer.from(body, 'utf8');
+    const ts = Math.floor(Date.now() / 1000);
+    headers.set('webhook-id', d.message_id);
+    headers.set('webhook-timestamp', String(ts));
+    if (w.secret !== '') {
+      headers.set('webhook-signature', standardWebhookSignature(w.secret, d.message_id, ts, bytes));
+      headers.set('X-Hook-Signature', hookSignature(w.secret, bytes));
+    }
+    const ctrl = new AbortController();
+    this.#inFlight.set(d.id, ctrl);
+    try {
+      const out = await this.sender.send({
+        method,
+        url,
+        headers: headers.entries(),
+        body: bytes,
+        timeoutMs: w.timeout ? w.timeout * 1000 : this.settings.defaultTimeoutMs,
+        sslVerification: w.ssl_verification,
+        caFilePath: w.ca_file_path,
+        signal: ctrl.signal,
+      });
+      const success = out.status !== undefined && out.status >= 200 && out.status < 300;
+      let error = out.error;
+      if (!error && !success) {
+        error = `Status ${out.status} returned with content '${(out.body ?? '').slice(0, 500)}', webhook FAILED to process.`;
+      }
+      return { ...base, durationMs: out.durationMs, method, url, headers: headers.entries(), body, status: out.status, responseBody: out.body, error, success };
+    } finally {
+      this.#inFlight.delete(d.id);
+    }
+  }
+
+  async #record(records: AttemptRecord[]): Promise<void> {
+    const { storage, queue } = this.deps;
+    const d = storage.dialect;
+    const now = Date.now();
+    await storage.db.transaction().execute(async (trx) => {
+      const attempts: Record<string, unknown>[] = [];
+      for (const r of records) {
+        let status: 'successful' | 'failed' | 'scheduled';
+        let next = now;
+        const tries = r.attempt - r.retryBase; // tries since enqueue or the last manual requeue, this one included
+        if (r.success) status = 'successful';
+        else if (!r.permanent && tries <= r.maxRetries) {
+          status = 'scheduled';
+          next = now + retryDelayMs(this.settings, tries);
+        } else status = 'failed';
+        const changed = await trx
+          .updateTable('events_delivery')
+          .set({
+            status,
+            next_attempt_at: next,
+            ended_at: status === 'scheduled' ? null : now,
+            claimed_by: null,
+            claim_expires_at: null,
+            last_status_code: r.status ?? null,
+            last_error: r.error ?? null,
+          })
+          .where('id', '=', r.deliveryId)
+          .where('status', '=', 'sent')
+          .where('claimed_by', '=', this.workerId)
+          .executeTakeFirst();
+        if (status === 'scheduled' && Number(changed.numUpdatedRows) > 0) {
+          await queue.add(DELIVER_TASK, {}, { jobKey: `inventory.deliver:retry:${r.deliveryId}`, runAt: new Date(next), maxAttempts: 25 }, trx);
+        }
+        attempts.push({
+          delivery_id: r.deliveryId,
+          attempt: r.attempt,
+          worker: this.workerId,
+          started_at: r.startedAt,
+          duration_ms: Math.round(r.durationMs * 1000) / 1000,
+          request_method: r.method,
+          request_url: r.url.slice(0, 8192),
+          request_headers: JSON.stringify(maskHeaders(r.headers)),
+          request_body: r.body.length > 65_536 ? r.body.slice(0, 65_536) + '…(truncated)' : r.body,
+          response_status: r.status ?? null,
+          response_body: r.responseBody ?? null,
+          error: r.error ?? null,
+          success: d.bool(r.success),
+        });
+      }
+      // A delivery deleted while in flight keeps no attempt rows.
+      const ids = attempts.map((a) => a.delivery_id as number);
+      const live = new Set((await trx.selectFrom('events_delivery').select('id').where('id', 'in', ids).execute()).map((x) => Number(x.id)));
+      const keep = attempts.filter((a) => live.has(a.delivery_id as number));
+      for (let i = 0; i < keep.length; i += 100) await trx.insertInto('events_delivery_attempt').values(keep.slice(i, i + 100)).execute();
+    });
+  }
+
+  close(): void {
+    this.sender.close();
+  }
+}
+
+function errText(err: unknown): string {
+  const e = err as { name?: string; message?: string };
+  return e?.name && e.name !== 'Error' ? `${e.name}: ${e.message}` : String(e?.message ?? err);
+}
+
+async function mapLimit<T, R>(items: T[], limit: number, fn: (t: T) => Promise<R>): Promise<R[]> {
+  const out = new Array<R>(items.length);
+  let next = 0;
+  const run = async () => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i]!);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, run));
+  return out;
+}
+
+export { DRAIN_NOW_KEY };

@@ -1,0 +1,52 @@
+import { sql, type Kysely } from 'kysely';
+import type { Migration, SqlDialect } from '@svc/storage';
+
+async function exec(db: Kysely<any>, statements: string[]): Promise<void> {
+  for (const s of statements) await sql.raw(s).execute(db);
+}
+
+/**
+ * Webhooks, event rules, and the delivery outbox. Contexts are stored as
+ * text (not jsonb) because jsonb reorders keys and the default body must keep
+ * the object's key order byte for byte. Scheduling columns are epoch
+ * milliseconds so both dialects compare them the same way.
+ */
+export const eventMigrations: Migration[] = [
+  {
+    name: '100_events',
+    async up(db, d: SqlDialect) {
+      await exec(db, [
+        `create table extras_webhook (
+          id ${d.serialPrimaryKey}, name varchar(150) not null unique, description varchar(200) not null,
+          payload_url varchar(500) not null, http_method varchar(30) not null, http_content_type varchar(100) not null,
+          additional_headers text not null, body_template text not null, secret varchar(255) not null,
+          ssl_verification ${d.booleanType} not null, ca_file_path varchar(4096),
+          timeout integer, max_retries integer,
+          custom_fields ${d.jsonType} not null, created ${d.timestampType} not null, last_updated ${d.timestampType} not null)`,
+        `create table extras_eventrule (
+          id ${d.serialPrimaryKey}, name varchar(150) not null unique, description varchar(200) not null,
+          enabled ${d.booleanType} not null, object_types text not null, event_types text not null,
+          conditions text, action_type varchar(30) not null, action_object_type varchar(100) not null,
+          action_object_id bigint, action_data text, comments text not null,
+          custom_fields ${d.jsonType} not null, created ${d.timestampType} not null, last_updated ${d.timestampType} not null)`,
+        `create table events_delivery (
+          id ${d.serialPrimaryKey}, message_id varchar(64) not null unique,
+          webhook_id bigint, event_rule_id bigint, webhook_name varchar(150) not null, event_rule_name varchar(150) not null,
+          object_type varchar(100) not null, object_id bigint not null, event varchar(30) not null, request_id varchar(128) not null,
+          context text not null, status varchar(20) not null,
+          attempts integer not null default 0, retry_base integer not null default 0,
+          next_attempt_at bigint not null, claimed_by varchar(200), claim_expires_at bigint,
+          created_at bigint not null, enqueued_at bigint not null, started_at bigint, ended_at bigint,
+          last_status_code integer, last_error text)`,
+        `create index events_delivery_due on events_delivery (status, next_attempt_at)`,
+        `create index events_delivery_webhook on events_delivery (webhook_id, id)`,
+        `create table events_delivery_attempt (
+          id ${d.serialPrimaryKey}, delivery_id bigint not null references events_delivery(id) on delete cascade,
+          attempt integer not null, worker varchar(200) not null, started_at bigint not null, duration_ms double precision not null,
+          request_method varchar(10) not null, request_url text not null, request_headers text not null, request_body text not null,
+          response_status integer, response_body text, error text, success ${d.booleanType} not null)`,
+        `create index events_delivery_attempt_delivery on events_delivery_attempt (delivery_id, attempt)`,
+      ]);
+    },
+  },
+];

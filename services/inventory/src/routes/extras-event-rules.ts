@@ -1,0 +1,71 @@
+import type { FastifyInstance } from 'fastify';
+import { requireAdmin, requireRead } from '../auth/index.ts';
+import type { InventoryDeps } from '../deps.ts';
+import { noContent, notFound, pageParams, paginated, pathId, queryIds, queryList, withValidation } from '../events/rest.ts';
+import { createRule, getRule, listRules, serializeRule, updateRule, validateRule, type EventRuleRow } from '../events/rules.ts';
+
+/** `/api/extras/event-rules/`: which changes send which webhook; listed in name order (the evaluation order). */
+export async function eventRuleRoutes(app: FastifyInstance, deps: InventoryDeps): Promise<void> {
+  const { db } = deps.storage;
+  const d = deps.storage.dialect;
+  const NAME = 'EventRule';
+
+  async function withWebhooks(rules: EventRuleRow[]) {
+    const ids = [...new Set(rules.map((r) => r.action_object_id).filter((x): x is number => x !== null))];
+    const hooks = new Map<number, { id: number; name: string; description: string }>();
+    if (ids.length) {
+      for (const w of await db.selectFrom('extras_webhook').select(['id', 'name', 'description']).where('id', 'in', ids).execute()) {
+        hooks.set(Number(w.id), { id: Number(w.id), name: w.name, description: w.description });
+      }
+    }
+    return rules.map((r) => serializeRule(r, r.action_object_id === null ? undefined : hooks.get(r.action_object_id)));
+  }
+
+  app.get('/api/extras/event-rules/', { preHandler: requireRead }, async (req) => {
+    const page = pageParams(req);
+    const query = req.query as Record<string, unknown>;
+    const enabled = query.enabled === undefined ? undefined : ['true', 'True', '1'].includes(String(query.enabled));
+    const { count, rows } = await listRules(db, d, {
+      id: queryIds(req, 'id'),
+      name: queryList(req, 'name'),
+      q: typeof query.q === 'string' ? query.q.slice(0, 200) : undefined,
+      enabled,
+      actionObjectId: queryIds(req, 'action_object_id'),
+      ...page,
+    });
+    return paginated(req, count, await withWebhooks(rows), page);
+  });
+
+  app.get('/api/extras/event-rules/:id/', { preHandler: requireRead }, async (req) => {
+    const r = await getRule(db, d, pathId(req, NAME));
+    if (!r) throw notFound(NAME);
+    return (await withWebhooks([r]))[0];
+  });
+
+  app.post('/api/extras/event-rules/', { preHandler: requireAdmin }, async (req, reply) => {
+    const r = await withValidation(async () => createRule(db, d, await validateRule(db, req.body, undefined, false)));
+    return reply.code(201).send((await withWebhooks([r]))[0]);
+  });
+
+  for (const method of ['PUT', 'PATCH'] as const) {
+    app.route({
+      method,
+      url: '/api/extras/event-rules/:id/',
+      preHandler: requireAdmin,
+      handler: async (req) => {
+        const id = pathId(req, NAME);
+        const current = await getRule(db, d, id);
+        if (!current) throw notFound(NAME);
+        const r = await withValidation(async () => updateRule(db, d, id, await validateRule(db, req.body, current, method === 'PATCH')));
+        return (await withWebhooks([r]))[0];
+      },
+    });
+  }
+
+  app.delete('/api/extras/event-rules/:id/', { preHandler: requireAdmin }, async (req, reply) => {
+    const id = pathId(req, NAME);
+    if (!(await getRule(db, d, id))) throw notFound(NAME);
+    await db.deleteFrom('extras_eventrule').where('id', '=', id).execute();
+    return noContent(reply);
+  });
+}

@@ -1,0 +1,54 @@
+import type { FastifyInstance } from 'fastify';
+import { requireAdmin, requireRead } from '../auth/index.ts';
+import type { InventoryDeps } from '../deps.ts';
+import { ensureWorker } from '../events/registry.ts';
+import { noContent, notFound, pageParams, paginated, pathId, queryIds, queryList, withValidation } from '../events/rest.ts';
+import { createWebhook, deleteWebhook, getWebhook, listWebhooks, serializeWebhook, updateWebhook, validateWebhook } from '../events/webhooks.ts';
+
+/** `/api/extras/webhooks/`: reads for any authenticated caller, writes for administrators (templates are code). */
+export async function webhookRoutes(app: FastifyInstance, deps: InventoryDeps): Promise<void> {
+  const { db } = deps.storage;
+  const d = deps.storage.dialect;
+  const engine = () => ensureWorker(deps).engine;
+  const NAME = 'Webhook';
+
+  app.get('/api/extras/webhooks/', { preHandler: requireRead }, async (req) => {
+    const page = pageParams(req);
+    const q = (req.query as Record<string, unknown>).q;
+    const { count, rows } = await listWebhooks(db, d, { id: queryIds(req, 'id'), name: queryList(req, 'name'), q: typeof q === 'string' ? q.slice(0, 200) : undefined, ...page });
+    return paginated(req, count, rows.map(serializeWebhook), page);
+  });
+
+  app.get('/api/extras/webhooks/:id/', { preHandler: requireRead }, async (req) => {
+    const w = await getWebhook(db, d, pathId(req, NAME));
+    if (!w) throw notFound(NAME);
+    return serializeWebhook(w);
+  });
+
+  app.post('/api/extras/webhooks/', { preHandler: requireAdmin }, async (req, reply) => {
+    const w = await withValidation(async () => createWebhook(db, d, validateWebhook(req.body, undefined, false, engine())));
+    return reply.code(201).send(serializeWebhook(w));
+  });
+
+  for (const method of ['PUT', 'PATCH'] as const) {
+    app.route({
+      method,
+      url: '/api/extras/webhooks/:id/',
+      preHandler: requireAdmin,
+      handler: async (req) => {
+        const id = pathId(req, NAME);
+        const current = await getWebhook(db, d, id);
+        if (!current) throw notFound(NAME);
+        const w = await withValidation(async () => updateWebhook(db, d, id, validateWebhook(req.body, current, method === 'PATCH', engine())));
+        return serializeWebhook(w);
+      },
+    });
+  }
+
+  app.delete('/api/extras/webhooks/:id/', { preHandler: requireAdmin }, async (req, reply) => {
+    const id = pathId(req, NAME);
+    if (!(await getWebhook(db, d, id))) throw notFound(NAME);
+    await db.transaction().execute((trx) => deleteWebhook(trx, id));
+    return noContent(reply);
+  });
+}

@@ -1,0 +1,182 @@
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { createHmac } from 'node:crypto';
+import { forEachStorage } from '@svc/testkit';
+import { parsePythonJson, pythonJsonDumps } from '../../src/events/python-json.ts';
+import { deviceEvent, emit, FAST_RETRIES, startInventory, startReceiver, until } from './helpers.ts';
+
+forEachStorage('webhook delivery', (kind) => {
+  let inv: Awaited<ReturnType<typeof startInventory>>;
+  let rx: Awaited<ReturnType<typeof startReceiver>>;
+
+  before(async () => {
+    inv = await startInventory(kind, { ...FAST_RETRIES, webhookRetries: '2' });
+    rx = await startReceiver();
+  });
+  after(async () => {
+    await inv.server.close();
+    await rx.close();
+  });
+
+  async function hookAndRule(hook: Record<string, unknown>, rule: Record<string, unknown> = {}) {
+    const w = await inv.api.post('/api/extras/webhooks/', { name: `hook-${Math.random().toString(36).slice(2)}`, payload_url: `${rx.url}/hook`, ...hook });
+    assert.equal(w.status, 201, JSON.stringify(w.body));
+    const r = await inv.api.post('/api/extras/event-rules/', {
+      name: `rule-${Math.random().toString(36).slice(2)}`,
+      object_types: ['dcim.device'],
+      event_types: ['object_created', 'object_updated'],
+      action_object_type: 'extras.webhook',
+      action_object_id: w.body.id,
+      ...rule,
+    });
+    assert.equal(r.status, 201, JSON.stringify(r.body));
+    return { webhook: w.body, rule: r.body };
+  }
+
+  async function cleanup(ids: { webhook: { id: number } }) {
+    await inv.api.delete(`/api/extras/webhooks/${ids.webhook.id}/`);
+  }
+
+  it('sends the default body byte for byte with both signatures', async () => {
+    const h = await hookAndRule({ secret: 's3cret', additional_headers: 'X-Foo: Bar' });
+    const before = rx.received.length;
+    const ev = deviceEvent({ data: { id: 1, name: 'café ☃', n: 1.5, tags: [{ slug: 'a' }] } as any });
+    await emit(inv.deps, [ev]);
+    await rx.waitFor(before + 1);
+    const got = rx.received[before]!;
+    const expected = pythonJsonDumps(
+      parsePythonJson(
+        JSON.stringify({ event: 'created', timestamp: ev.timestamp, model: 'device', username: 'admin', request_id: ev.requestId, data: ev.data, snapshots: ev.snapshots }),
+      ),
+    );
+    assert.equal(got.body.toString('utf8'), expected);
+    assert.ok(got.body.toString().includes('"caf\\u00e9 \\u2603"'));
+    assert.equal(got.method, 'POST');
+    assert.equal(got.url, '/hook');
+    assert.equal(got.headers['content-type'], 'application/json');
+    assert.equal(got.headers['x-foo'], 'Bar');
+    assert.equal(got.headers['x-hook-signature'], createHmac('sha512', 's3cret').update(got.body).digest('hex'));
+    const id = got.headers['webhook-id'] as string;
+    const ts = got.headers['webhook-timestamp'] as string;
+    assert.match(id, /^msg_[0-9a-f]{32}$/);
+    assert.ok(Math.abs(Number(ts) - Date.now() / 1000) < 30);
+    const sig = createHmac('sha256', 's3cret').update(`${id}.${ts}.`).update(got.body).digest('base64');
+    assert.equal(got.headers['webhook-signature'], `v1,${sig}`);
+    const task = await until(async () => {
+      const l = await inv.api.get(`/api/core/background-tasks/?webhook=${h.webhook.id}`);
+      return l.body.results[0]?.status === 'successful' && l.body.results[0];
+    });
+    const detail = await inv.api.get(`/api/core/background-tasks/${task.id}/`);
+    assert.equal(detail.status, 200);
+    assert.equal(detail.body.attempt_log.length, 1);
+    assert.equal(detail.body.attempt_log[0].response_status, 200);
+    assert.equal(detail.body.attempt_log[0].request.headers['X-Hook-Signature'], '********');
+    assert.equal(detail.body.kwargs.data.name, 'café ☃');
+    await cleanup(h);
+  });
+
+  it('retries with backoff, records each failure, then fails; manual requeue succeeds', async () => {
+    const h = await hookAndRule({ payload_url: `${rx.url}/flaky` });
+    let fail = true;
+    rx.setResponder((r, res) => {
+      if (r.url === '/flaky' && fail) res.writeHead(503).end('down for maintenance');
+      else res.writeHead(200).end('ok');
+    });
+    const before = rx.received.length;
+    await emit(inv.deps, [deviceEvent()]);
+    const failed = await until(async () => {
+      const l = await inv.api.get(`/api/core/background-tasks/?webhook=${h.webhook.id}&status=failed`);
+      return l.body.results[0];
+    }, 15_000, 'failed task');
+    const flaky = rx.received.slice(before).filter((r) => r.url === '/flaky');
+    assert.equal(flaky.length, 3, 'first try + 2 retries');
+    assert.equal(new Set(flaky.map((r) => r.headers['webhook-id'])).size, 1, 'webhook-id stable across retries');
+    assert.ok(flaky[1]!.at - flaky[0]!.at >= 90, 'first retry after ~100 ms');
+    assert.ok(flaky[2]!.at - flaky[1]!.at >= 190, 'second retry after ~200 ms');
+    const detail = await inv.api.get(`/api/core/background-tasks/${failed.id}/`);
+    assert.equal(detail.body.attempt_log.length, 3);
+    assert.match(detail.body.exc_info, /Status 503 returned with content 'down for maintenance'/);
+    assert.equal(detail.body.attempt_log[0].response_body, 'down for maintenance');
+
+    fail = false;
+    const rq = await inv.api.post(`/api/core/background-tasks/${failed.id}/requeue/`);
+    assert.equal(rq.status, 200);
+    await until(async () => (await inv.api.get(`/api/core/background-tasks/${failed.id}/`)).body.status === 'successful', 10_000, 'requeued success');
+    const again = await inv.api.post(`/api/core/background-tasks/${failed.id}/requeue/`);
+    assert.equal(again.status, 400);
+    rx.setResponder((_r, res) => res.writeHead(200).end('ok'));
+    await cleanup(h);
+  });
+
+  it('treats redirects as failures and does not follow them', async () => {
+    const h = await hookAndRule({ payload_url: `${rx.url}/redirect`, max_retries: 0 });
+    rx.setResponder((r, res) => {
+      if (r.url === '/redirect') res.writeHead(302, { location: '/elsewhere' }).end();
+      else res.writeHead(200).end('ok');
+    });
+    const before = rx.received.length;
+    await emit(inv.deps, [deviceEvent()]);
+    const t = await until(async () => (await inv.api.get(`/api/core/background-tasks/?webhook=${h.webhook.id}&status=failed`)).body.results[0], 10_000);
+    assert.equal(t.last_response_status, 302);
+    assert.ok(!rx.received.slice(before).some((r) => r.url === '/elsewhere'));
+    rx.setResponder((_r, res) => res.writeHead(200).end('ok'));
+    await cleanup(h);
+  });
+
+  it('times out a hanging receiver per the webhook timeout', async () => {
+    const h = await hookAndRule({ payload_url: `${rx.url}/hang`, timeout: 1, max_retries: 0 });
+    rx.setResponder((r, res) => {
+      if (r.url !== '/hang') res.writeHead(200).end('ok');
+      else setTimeout(() => res.writeHead(200).end('late'), 3000);
+    });
+    const t0 = Date.now();
+    await emit(inv.deps, [deviceEvent()]);
+    const t = await until(async () => (await inv.api.get(`/api/core/background-tasks/?webhook=${h.webhook.id}&status=failed`)).body.results[0], 10_000);
+    assert.match(t.last_error, /timed out after 1 seconds/);
+    assert.ok(Date.now() - t0 < 2900);
+    rx.setResponder((_r, res) => res.writeHead(200).end('ok'));
+    await cleanup(h);
+  });
+
+  it('refuses link-local and metadata destinations', async () => {
+    const h = await hookAndRule({ payload_url: 'http://169.254.169.254/latest/meta-data/', max_retries: 0 });
+    await emit(inv.deps, [deviceEvent()]);
+    const t = await until(async () => (await inv.api.get(`/api/core/background-tasks/?webhook=${h.webhook.id}&status=failed`)).body.results[0], 10_000);
+    assert.match(t.last_error, /Destination refused: 169\.254\.169\.254 .*link-local or cloud metadata/);
+    await cleanup(h);
+  });
+
+  it('sends nothing for a rolled-back change (outbox atomicity)', async () => {
+    const h = await hookAndRule({ payload_url: `${rx.url}/atomic` });
+    const before = rx.received.length;
+    const { enqueueObjectEvents } = await import('../../src/events/index.ts');
+    await assert.rejects(
+      inv.deps.storage.db.transaction().execute(async (trx) => {
+        await enqueueObjectEvents(trx, inv.deps, [deviceEvent()]);
+        throw new Error('request failed after the change');
+      }),
+    );
+    inv.deps.queue.wake();
+    await emit(inv.deps, [deviceEvent({ event: 'deleted' })]); // not matched by the rule: proves the worker ran
+    await new Promise((r) => setTimeout(r, 500));
+    assert.equal(rx.received.slice(before).filter((r) => r.url === '/atomic').length, 0);
+    const l = await inv.api.get(`/api/core/background-tasks/?webhook=${h.webhook.id}`);
+    assert.equal(l.body.count, 0);
+    await cleanup(h);
+  });
+
+  it('stops a scheduled task and deletes tasks', async () => {
+    const h = await hookAndRule({ payload_url: `${rx.url}/stop`, max_retries: 5 });
+    rx.setResponder((r, res) => (r.url === '/stop' ? res.writeHead(500).end('no') : res.writeHead(200).end('ok')));
+    await emit(inv.deps, [deviceEvent()]);
+    const t = await until(async () => (await inv.api.get(`/api/core/background-tasks/?webhook=${h.webhook.id}&status=scheduled`)).body.results[0], 10_000);
+    const s = await inv.api.post(`/api/core/background-tasks/${t.id}/stop/`);
+    assert.equal(s.status, 200);
+    assert.equal(s.body.status, 'stopped');
+    const del = await inv.api.delete(`/api/core/background-tasks/${t.id}/`);
+    assert.equal(del.status, 204);
+    assert.equal((await inv.api.get(`/api/core/background-tasks/${t.id}/`)).status, 404);
+    rx.setResponder((_r, res) => res.writeHead(200).end('ok'));
+    await cleanup(h);
+  });
+});

@@ -1,0 +1,34 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { parsePythonJson, pythonJsonDumps } from '../../src/events/python-json.ts';
+
+function python(text: string): string | undefined {
+  const r = spawnSync('python3', ['-c', 'import json,sys; print(json.dumps(json.load(sys.stdin)))'], { input: text, encoding: 'utf8' });
+  if (r.error || r.status !== 0) return undefined;
+  return r.stdout.replace(/\n$/, '');
+}
+
+const cases = [
+  '{"a": 1, "b": 1.0, "c": 1e16, "d": 1e15, "e": 0.0001, "f": 0.00001, "g": -0.0, "h": 123456789012345678901234567890}',
+  '{"u": "caf\u00e9 \u2603 \ud83d\ude00 \\ud800 lone", "ctl": "\\u0000\\u001f\\u007f\\t\\n\\r\\b\\f/\\\\\\""}',
+  '{"2": "int-like key first in JS", "1": [1, [2, {"x": null}], true, false], "z": {}, "y": []}',
+  '[1.5, 2.25e-7, 1.7976931348623157e308, 5e-324, 3.141592653589793, 100.0, 1e22, 12345678.9]',
+  '{"dup": 1, "other": 2, "dup": 3}',
+  '"plain"',
+  '{"nested": {"deep": {"deeper": [{"k": "v\u00ff"}]}}}',
+];
+
+describe('pythonJsonDumps', () => {
+  const hasPython = python('1') === '1';
+  for (const text of cases) {
+    it(`matches python json.dumps byte for byte: ${text.slice(0, 40)}`, { skip: !hasPython && 'python3 not available' }, () => {
+      assert.equal(pythonJsonDumps(parsePythonJson(text)), python(text));
+    });
+  }
+
+  it('formats plain JS values like Python would', () => {
+    assert.equal(pythonJsonDumps({ a: 'é', b: [1, 2.5], c: null, d: { e: true } }), '{"a": "\\u00e9", "b": [1, 2.5], "c": null, "d": {"e": true}}');
+    assert.equal(pythonJsonDumps('😀'), '"\\ud83d\\ude00"');
+  });
+});
