@@ -174,7 +174,7 @@ function customFields(v: unknown, existing: Row | null): Record<string, unknown>
  * DRF-style validation of one object's input: unknown keys ignored, every
  * field's problems collected as `{"field": ["message"]}`.
  */
-export async function validateInput(ctx: ReadCtx, m: ModelDef, data: unknown, existing: Row | null, partial: boolean): Promise<{ ok: true; value: Validated } | { ok: false; errors: Errors }> {
+export async function validateInput(ctx: ReadCtx, m: ModelDef, data: unknown, existing: Row | null, partial: boolean): Promise<{ ok: true; value: Validated } | { ok: false; errors: Errors; values?: Row }> {
   if (data === null || typeof data !== 'object' || Array.isArray(data)) {
     return { ok: false, errors: { non_field_errors: [`Invalid data. Expected a dictionary, but got ${pyType(data)}.`] } };
   }
@@ -214,7 +214,7 @@ export async function validateInput(ctx: ReadCtx, m: ModelDef, data: unknown, ex
     }
   }
   if (Object.keys(errors).length === 0) m.clean?.(values, existing, errors);
-  return Object.keys(errors).length ? { ok: false, errors } : { ok: true, value: out };
+  return Object.keys(errors).length ? { ok: false, errors, values } : { ok: true, value: out };
 }
 
 export { FieldProblem };

@@ -11,12 +11,12 @@ export function readCtxOf(w: WriteContext): ReadCtx {
   return { db: w.trx, dialect: w.dialect, base: '' };
 }
 
-function label(m: ModelDef, name: string): string {
+function label(_m: ModelDef, name: string): string {
   return name.replace(/_/g, ' ');
 }
 
 /** DRF's uniqueness validators, run against the merged (existing + new) values. */
-export async function uniquenessErrors(w: WriteContext, m: ModelDef, values: Row, existing: Row | null, errors: Errors): Promise<void> {
+export async function uniquenessErrors(w: WriteContext, m: ModelDef, values: Row, existing: Row | null, errors: Errors, fieldOnly = false): Promise<void> {
   const merged: Row = { ...(existing ?? {}), ...values };
   const others = (q: any) => (existing ? q.where('id', '!=', existing.id) : q);
   for (const f of m.fields) {
@@ -24,6 +24,8 @@ export async function uniquenessErrors(w: WriteContext, m: ModelDef, values: Row
     const hit = await others(w.trx.selectFrom(m.table).select('id').where(f.column, '=', merged[f.column])).executeTakeFirst();
     if (hit) (errors[f.name] ??= []).push(`${m.verboseName} with this ${label(m, f.name)} already exists.`);
   }
+  // DRF runs UniqueValidator with the field, but unique-together and relation checks only on fully valid data.
+  if (fieldOnly) return;
   for (const set of m.uniqueTogether ?? []) {
     const fields = set.map((n) => m.fields.find((f) => f.name === n)!);
     if (!fields.some((f) => f.column in values)) continue;

@@ -38,10 +38,22 @@ function translateDbError(err: unknown): never {
   throw err;
 }
 
+/** Field-level unique errors for the fields that did validate, merged in field order as DRF reports them. */
+async function withUniqueFieldErrors(w: WriteContext, m: ModelDef, errors: Errors, values: Record<string, unknown> | undefined, existing: Record<string, unknown> | null): Promise<Errors> {
+  if (!values) return errors;
+  const valid = Object.fromEntries(Object.entries(values).filter(([col]) => !errors[m.fields.find((f) => f.column === col)?.name ?? col]));
+  const unique: Errors = {};
+  await uniquenessErrors(w, m, valid, existing as any, unique, true);
+  if (!Object.keys(unique).length) return errors;
+  const merged: Errors = {};
+  for (const f of m.fields) if (errors[f.name] || unique[f.name]) merged[f.name] = errors[f.name] ?? unique[f.name]!;
+  return { ...merged, ...errors };
+}
+
 async function createOne(w: WriteContext, m: ModelDef, data: unknown): Promise<{ id?: number; errors?: Errors }> {
   const ctx = readCtxOf(w);
   const v = await validateInput(ctx, m, data, null, false);
-  if (!v.ok) return { errors: v.errors };
+  if (!v.ok) return { errors: await withUniqueFieldErrors(w, m, v.errors, v.values, null) };
   const errors: Errors = {};
   await uniquenessErrors(w, m, v.value.values, null, errors);
   if (Object.keys(errors).length) return { errors };
@@ -53,7 +65,7 @@ async function updateOne(w: WriteContext, m: ModelDef, id: number, data: unknown
   const existing = await fetchRow(ctx, m, id);
   if (!existing) throw notFound();
   const v = await validateInput(ctx, m, data, existing, partial);
-  if (!v.ok) return { errors: v.errors };
+  if (!v.ok) return { errors: await withUniqueFieldErrors(w, m, v.errors, v.values, existing) };
   const errors: Errors = {};
   await uniquenessErrors(w, m, v.value.values, existing, errors);
   if (Object.keys(errors).length) return { errors };
