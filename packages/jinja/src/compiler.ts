@@ -7,7 +7,7 @@ import { TemplateRuntimeError, TemplateSyntaxError, pyError } from './errors.js'
 import { callValue } from './runtime/call.js';
 import { escapeHtml } from './runtime/escape.js';
 import { STR_METHODS, LIST_METHODS, SEQ_METHODS, DICT_METHODS } from './runtime/methods.js';
-import { Frame, LoopContext, Macro, Namespace, type MacroDef } from './runtime/objects.js';
+import { Frame, LoopContext, Macro, Namespace, PyRange, type MacroDef } from './runtime/objects.js';
 import * as ops from './runtime/ops.js';
 import { pyStr } from './runtime/repr.js';
 import type { RenderState } from './runtime/state.js';
@@ -121,7 +121,23 @@ export function toOutput(r: RenderState, v: unknown): string {
 }
 
 export class Compiler {
+  /**
+   * Inside if/elif/else and conditional expressions Jinja2 reports unknown filters/tests
+   * only when they are executed ("soft" frames); everywhere else at compile time.
+   */
+  private soft = false;
+
   constructor(private readonly env: CompileEnv) {}
+
+  private withSoft<T>(soft: boolean, fn: () => T): T {
+    const saved = this.soft;
+    this.soft = soft;
+    try {
+      return fn();
+    } finally {
+      this.soft = saved;
+    }
+  }
 
   compileTemplate(body: Stmt[]): Compiled {
     const scope = new Scope(null);
@@ -163,7 +179,7 @@ export class Compiler {
     const stores = new Set<string>();
     collectStores(stmts, stores);
     for (const n of stores) scope.declare(n);
-    return { scope, body: () => this.block(stmts, scope) };
+    return { scope, body: () => this.withSoft(false, () => this.block(stmts, scope)) };
   }
 
   private stmt(s: Stmt, scope: Scope): Ex {
@@ -185,9 +201,11 @@ export class Compiler {
         };
       }
       case 'If': {
-        const test = this.expr(s.test, scope);
-        const body = this.block(s.body, scope);
-        const else_ = this.block(s.else_, scope);
+        const [test, body, else_] = this.withSoft(true, () => [
+          this.expr(s.test, scope),
+          this.block(s.body, scope),
+          this.block(s.else_, scope),
+        ] as const);
         return (r, f) => {
           if (truthy(test(r, f))) body(r, f);
           else else_(r, f);
@@ -301,7 +319,7 @@ export class Compiler {
   private macroDef(name: string, params: string[], defaults: Expr[], body: Stmt[], scope: Scope): MacroDef {
     const special = ['varargs', 'kwargs', 'caller'].filter((n) => !params.includes(n) && references(body, n));
     const { scope: inner, body: mk } = this.childScope(body, scope, [...params, ...special]);
-    const defaultEvs = defaults.map((d) => this.expr(d, inner));
+    const defaultEvs = this.withSoft(false, () => defaults.map((d) => this.expr(d, inner)));
     const bodyEx = mk();
     return {
       name,
@@ -325,7 +343,7 @@ export class Compiler {
     if (usesLoop) pre.push('loop');
     const { scope: inner, body } = this.childScope(s.body, scope, pre);
     const store = this.assignTarget(s.target, inner);
-    const test = s.test ? this.expr(s.test, inner) : null;
+    const test = s.test ? this.withSoft(false, () => this.expr(s.test!, inner)) : null;
     const bodyEx = body();
     const tpl = inner.template();
     const loopSlot = usesLoop ? inner.names.get('loop')! : -1;
@@ -504,6 +522,10 @@ export class Compiler {
           return (r, f) => {
             const o = obj(r, f);
             if (o instanceof Undefined) o.fail();
+            if (o instanceof PyRange) {
+              const [b, en, st] = ops.sliceIndices(o.length, start ? start(r, f) : null, stop ? stop(r, f) : null, step ? step(r, f) : null);
+              return new PyRange(o.start + b * o.step, o.start + en * o.step, o.step * st);
+            }
             const res = ops.sliceSeq(r, o, start ? start(r, f) : null, stop ? stop(r, f) : null, step ? step(r, f) : null);
             return res === MISSING ? new Undefined('slice', o) : res;
           };
@@ -592,10 +614,12 @@ export class Compiler {
         };
       }
       case 'CondExpr': {
-        const test = this.expr(e.test, scope);
-        const a = this.expr(e.expr1, scope);
+        const [test, a, b] = this.withSoft(true, () => [
+          this.expr(e.test, scope),
+          this.expr(e.expr1, scope),
+          e.expr2 ? this.expr(e.expr2, scope) : null,
+        ] as const);
         const line = e.line;
-        const b = e.expr2 ? this.expr(e.expr2, scope) : null;
         return (r, f) => {
           if (truthy(test(r, f))) return a(r, f);
           if (b) return b(r, f);
@@ -673,9 +697,16 @@ export class Compiler {
     };
   }
 
+  /** Missing filter/test: compile error, or in a soft frame an error when executed. */
+  private missing(kind: 'filter' | 'test', name: string, line: number): FilterFn {
+    if (!this.soft) throw new TemplateSyntaxError(`No ${kind} named '${name}'.`, line);
+    return () => {
+      throw new TemplateRuntimeError(`No ${kind} named '${name}' found.`);
+    };
+  }
+
   private filter(e: FilterExpr, scope: Scope): Ev {
-    const fn = this.env.filters.get(e.name);
-    if (!fn) throw new TemplateSyntaxError(`No filter named '${e.name}'.`, e.line);
+    const fn = this.env.filters.get(e.name) ?? this.missing('filter', e.name, e.line);
     const value = e.node ? this.expr(e.node, scope) : () => null;
     const argsEv = this.args(e, scope);
     return (r, f) => {
@@ -691,8 +722,7 @@ export class Compiler {
     const chain: FilterExpr[] = [];
     for (let cur: Expr | null = e; cur && cur.k === 'Filter'; cur = cur.node) chain.unshift(cur);
     const steps = chain.map((c) => {
-      const fn = this.env.filters.get(c.name);
-      if (!fn) throw new TemplateSyntaxError(`No filter named '${c.name}'.`, c.line);
+      const fn = this.env.filters.get(c.name) ?? this.missing('filter', c.name, c.line);
       return [fn, this.args(c, scope)] as const;
     });
     return (r, f, v) => {
@@ -706,8 +736,7 @@ export class Compiler {
   }
 
   private test(e: Extract<Expr, { k: 'Test' }>, scope: Scope): Ev {
-    const fn = this.env.tests.get(e.name);
-    if (!fn) throw new TemplateSyntaxError(`No test named '${e.name}'.`, e.line);
+    const fn = (this.env.tests.get(e.name) ?? this.missing('test', e.name, e.line)) as TestFn;
     const value = this.expr(e.node, scope);
     const argsEv = this.args(e, scope);
     return (r, f) => {

@@ -42,6 +42,7 @@ export class Parser {
   /** Stack of end-tag sets we are inside, for "Jinja was looking for" messages. */
   private endTokenStack: string[][] = [];
   private tagStack: string[] = [];
+  private readonly blockNames = new Set<string>();
 
   constructor(private readonly toks: Token[]) {}
 
@@ -284,6 +285,7 @@ export class Parser {
     while (!this.isOp(')')) {
       if (params.length) this.expectOp(',');
       const name = this.parseAssignTarget({ nameOnly: true }) as { name: string };
+      if (params.includes(name.name)) this.fail(`duplicate argument '${name.name}' in function definition`);
       if (this.skipOp('=')) defaults.push(this.parseExpression());
       else if (defaults.length) this.fail('non-default argument follows default argument');
       params.push(name.name);
@@ -320,6 +322,8 @@ export class Parser {
   private parseBlock(): Stmt {
     const line = this.next().line;
     const name = this.expectName().v as string;
+    if (this.blockNames.has(name)) this.fail(`block '${name}' defined twice`, line);
+    this.blockNames.add(name);
     const scoped = this.skipName('scoped');
     this.skipName('required');
     if (this.isOp('-')) this.fail('Block names in Jinja have to be valid Python identifiers and may not contain hyphens, use an underscore instead.');

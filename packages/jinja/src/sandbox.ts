@@ -8,7 +8,7 @@
 // own properties checked with Object.hasOwn.
 
 import { intOf, strIndex } from './runtime/ops.js';
-import { Macro } from './runtime/objects.js';
+import { Macro, PyRange } from './runtime/objects.js';
 import {
   DICT_METHODS,
   FLOAT_METHODS,
@@ -124,6 +124,13 @@ export function itemLookup(obj: unknown, key: unknown): unknown {
     } catch {
       return MISSING; // unhashable key: TypeError, swallowed like the sandbox does
     }
+  }
+  if (obj instanceof PyRange) {
+    const i = intOf(key);
+    if (i === null) return MISSING;
+    let n = Number(i);
+    if (n < 0) n += obj.length;
+    return n >= 0 && n < obj.length ? obj.start + n * obj.step : MISSING;
   }
   if (typeof obj === 'string' || obj instanceof Markup) {
     const i = intOf(key);

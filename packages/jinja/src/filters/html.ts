@@ -52,31 +52,60 @@ export function pformat(v: unknown): string {
   return pyRepr(v);
 }
 
-const URL_TRAIL = /^([(<]|&lt;)*(.*?)([.,)>\n]|&gt;)*$/s;
+const HTTP_RE =
+  /^((https?:\/\/|www\.)(([\p{L}\p{N}_%-]+\.)+)?([a-z]{2,63}|xn--[\p{L}\p{N}_%]{2,59})|([\p{L}\p{N}_%-]{2,63}\.)+(com|net|int|edu|gov|org|info|mil)|(https?:\/\/)((([\d]{1,3})(\.[\d]{1,3}){3})|(\[([\da-f]{0,4}:){2}([\da-f]{0,4}:?){1,6}\])))(?::[\d]{1,5})?(?:[/?#]\S*)?$/iu;
+const EMAIL_RE = /^\S+@[\p{L}\p{N}_][\p{L}\p{N}_.-]*\.[\p{L}\p{N}_]+$/u;
 
-/** jinja2.utils.urlize, the common cases: http(s)://, www., bare domains ending in .com/.net/.org, emails. */
-function urlize(text: string, trimLimit: number | null, rel: string, target: string | null): string {
-  const words = text.split(/(\s+)/);
+function count(s: string, sub: string): number {
+  return s.split(sub).length - 1;
+}
+
+/** jinja2.utils.urlize */
+function urlize(text: string, trimLimit: number | null, rel: string, target: string | null, extraSchemes: string[] | null): string {
+  const trim = (x: string) => (trimLimit !== null && x.length > trimLimit ? `${x.slice(0, trimLimit)}${x.length >= 3 ? '...' : ''}` : x);
+  const words = escapeHtml(text).split(/(\s+)/u);
   const relAttr = rel ? ` rel="${escapeHtml(rel)}"` : '';
   const targetAttr = target ? ` target="${escapeHtml(target)}"` : '';
-  const trim = (x: string) => (trimLimit !== null && x.length > trimLimit ? x.slice(0, trimLimit) + '...' : x);
-  return words
-    .map((word, i) => {
-      if (i % 2 === 1) return word;
-      const m = URL_TRAIL.exec(escapeHtml(word));
-      if (!m) return escapeHtml(word);
-      let [, head = '', middle, tail = ''] = m;
-      head = m[0].slice(0, m[0].length - middle.length - (tail?.length ?? 0));
-      const tailPart = m[0].slice(head.length + middle.length);
-      if (/^https?:\/\//.test(middle)) middle = `<a href="${middle}"${relAttr}${targetAttr}>${trim(middle)}</a>`;
-      else if (middle.startsWith('www.') || (!middle.includes('@') && !middle.startsWith('http') && /^[a-zA-Z0-9]/.test(middle) && /\.(com|net|org)$/.test(middle)))
-        middle = `<a href="https://${middle}"${relAttr}${targetAttr}>${trim(middle)}</a>`;
-      else if (/^mailto:/.test(middle)) middle = `<a href="${middle}">${middle.slice(7)}</a>`;
-      else if (/^[^@\s]+@[^@\s]+\.[^@\s]+$/.test(middle) && !middle.includes(':') && /^[\w.+-]+@[\w-]+(\.[\w-]+)+$/.test(middle))
-        middle = `<a href="mailto:${middle}">${middle}</a>`;
-      return head + middle + tailPart;
-    })
-    .join('');
+  for (let i = 0; i < words.length; i += 2) {
+    let head = '';
+    let middle = words[i];
+    let tail = '';
+    const hm = /^([(<]|&lt;)+/.exec(middle);
+    if (hm) {
+      head = hm[0];
+      middle = middle.slice(hm[0].length);
+    }
+    if (/([)>.,\n]|&gt;)$/.test(middle)) {
+      const tm = /([)>.,\n]|&gt;)+$/.exec(middle);
+      if (tm) {
+        tail = tm[0];
+        middle = middle.slice(0, tm.index);
+      }
+    }
+    for (const [sc, ec] of [['(', ')'], ['<', '>'], ['&lt;', '&gt;']]) {
+      const sCount = count(middle, sc);
+      if (sCount <= count(middle, ec)) continue;
+      for (let k = 0; k < Math.min(sCount, count(tail, ec)); k++) {
+        const endIndex = tail.indexOf(ec) + ec.length;
+        middle += tail.slice(0, endIndex);
+        tail = tail.slice(endIndex);
+      }
+    }
+    if (HTTP_RE.test(middle)) {
+      if (middle.startsWith('https://') || middle.startsWith('http://'))
+        middle = `<a href="${middle}"${relAttr}${targetAttr}>${trim(middle)}</a>`;
+      else middle = `<a href="https://${middle}"${relAttr}${targetAttr}>${trim(middle)}</a>`;
+    } else if (middle.startsWith('mailto:') && EMAIL_RE.test(middle.slice(7))) {
+      middle = `<a href="${middle}">${middle.slice(7)}</a>`;
+    } else if (middle.includes('@') && !middle.startsWith('www.') && !middle.includes(':') && EMAIL_RE.test(middle)) {
+      middle = `<a href="mailto:${middle}">${middle}</a>`;
+    } else if (extraSchemes) {
+      for (const scheme of extraSchemes)
+        if (middle !== scheme && middle.startsWith(scheme)) middle = `<a href="${middle}"${relAttr}${targetAttr}>${middle}</a>`;
+    }
+    words[i] = head + middle + tail;
+  }
+  return words.join('');
 }
 
 export const htmlFilters: Record<string, FilterFn> = {
@@ -106,14 +135,16 @@ export const htmlFilters: Record<string, FilterFn> = {
   },
   pprint: (r, v) => pformat(v),
   urlize: (r, v, a, kw) => {
-    const [trimLimit, nofollow, target, rel] = bindArgs('urlize', a, kw, ['trim_url_limit', 'nofollow', 'target', 'rel', 'extra_schemes']);
+    const [trimLimit, nofollow, target, rel, extra] = bindArgs('urlize', a, kw, ['trim_url_limit', 'nofollow', 'target', 'rel', 'extra_schemes']);
     const rels = new Set(softStr(dflt(rel, null) ?? '').split(/\s+/).filter(Boolean));
     if (truthy(dflt(nofollow, false))) rels.add('nofollow');
     rels.add('noopener');
     const relStr = Array.from(rels).sort().join(' ');
     const tl = dflt(trimLimit, null);
     const tg = dflt(target, null);
-    return new Markup(urlize(softStr(v), tl === null ? null : Number(tl), relStr, tg === null ? null : softStr(tg)));
+    const ex = dflt(extra, null);
+    const schemes = ex === null ? null : toList(ex).map(softStr);
+    return new Markup(urlize(softStr(v), tl === null ? null : Number(tl), relStr, tg === null ? null : softStr(tg), schemes));
   },
   default: (r, v, a, kw) => {
     const [dv, boolean] = bindArgs('default', a, kw, ['default_value', 'boolean']);

@@ -62,7 +62,7 @@ function floatToInt(x: number): number | bigint {
 
 /** Python round(x, n) for floats: round-half-even on the exact binary value. */
 export function roundHalfEven(x: number, n: number): number {
-  if (!Number.isFinite(x)) return x;
+  if (!Number.isFinite(x) || x === 0) return x;
   if (n > 300) return x;
   if (n < 0) {
     const p = 10 ** -n;
@@ -99,6 +99,7 @@ export const numberFilters: Record<string, FilterFn> = {
   int: (r, v, a, kw) => {
     const [d, baseA] = bindArgs('int', a, kw, ['default', 'base']);
     const def = dflt(d, 0);
+    if (v instanceof Undefined) v.fail();
     const base = Number(intOf(dflt(baseA, 10)) ?? 10);
     if (typeof v === 'string' || v instanceof Markup) {
       const s = typeof v === 'string' ? v : v.s;
@@ -115,6 +116,7 @@ export const numberFilters: Record<string, FilterFn> = {
   },
   float: (r, v, a, kw) => {
     const [d] = bindArgs('float', a, kw, ['default']);
+    if (v instanceof Undefined) v.fail();
     const f = toFloat(v);
     return f === null ? dflt(d, new PyFloat(0)) : mkFloat(f);
   },

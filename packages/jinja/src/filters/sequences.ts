@@ -144,12 +144,10 @@ export function makeSequenceFilters(env: FilterLookup): Record<string, FilterFn>
     count: (r, v) => pyLen(v),
     list: (r, v) => list(r, v).slice(),
     first: (r, v) => {
-      if (v instanceof Undefined) v.fail();
       const items = toList(v);
       return items.length ? items[0] : new Undefined(MISSING, MISSING, 'No first item, sequence was empty.');
     },
     last: (r, v) => {
-      if (v instanceof Undefined) v.fail();
       if (v instanceof PyIterator) throw pyError('TypeError', `'${v.typeName}' object is not reversible`);
       const items = toList(v);
       return items.length ? items[items.length - 1] : new Undefined(MISSING, MISSING, 'No last item, sequence was empty.');
@@ -174,6 +172,7 @@ export function makeSequenceFilters(env: FilterLookup): Record<string, FilterFn>
       if (byv === 'key') pos = 0;
       else if (byv === 'value') pos = 1;
       else filterArgError('You can only sort by either "key" or "value"');
+      if (v instanceof Undefined) v.fail();
       if (!isDict(v)) throw pyError('AttributeError', `'${typeName(v)}' object has no attribute 'items'`);
       const items = dictKeys(v).map((k) => markTuple([k, dictGet(v, k)]));
       const lower = !truthy(dflt(cs, false));
@@ -215,14 +214,21 @@ export function makeSequenceFilters(env: FilterLookup): Record<string, FilterFn>
     batch: (r, v, a, kw) => {
       const [lc, fill] = bindArgs('batch', a, kw, ['linecount', 'fill_with'], 1);
       const n = Number(intOf(lc) ?? NaN);
-      if (!(n > 0)) throw pyError('ValueError', 'range() arg 3 must not be zero');
+      if (Number.isNaN(n)) throw pyError('TypeError', "'linecount' must be an integer");
       const items = list(r, v);
       const out: unknown[][] = [];
-      for (let i = 0; i < items.length; i += n) out.push(items.slice(i, i + n));
-      const fw = dflt(fill, null);
-      if (fw !== null && out.length && out[out.length - 1].length < n) {
-        const lastB = out[out.length - 1];
-        while (lastB.length < n) lastB.push(fw);
+      let tmp: unknown[] = [];
+      for (const item of items) {
+        if (tmp.length === n) {
+          out.push(tmp);
+          tmp = [];
+        }
+        tmp.push(item);
+      }
+      if (tmp.length) {
+        const fw = dflt(fill, null);
+        if (fw !== null) while (tmp.length < n) tmp.push(fw);
+        out.push(tmp);
       }
       return gen(out);
     },
@@ -297,6 +303,7 @@ function multiOrSingle(attribute: unknown, lower: boolean): (x: unknown) => unkn
 
 import { pyAttr, UNSAFE } from '../sandbox.js';
 function attrOnly(v: unknown, name: string): unknown {
+  if (v instanceof Undefined && !name.startsWith('__')) v.fail();
   const a = pyAttr(v, name);
   if (a === UNSAFE) return new Undefined(name, v, `access to attribute '${name}' of '${typeName(v)}' object is unsafe.`, true);
   if (a !== MISSING) return a;

@@ -6,8 +6,17 @@ import { floatRepr } from '../runtime/repr.js';
 export function fixed(x: number, prec: number): string {
   if (!Number.isFinite(x)) return nonFinite(x);
   if (Math.abs(x) < 1e21 && prec <= 100) {
-    const s = x.toFixed(prec);
-    return Object.is(x, -0) || (x < 0 && !s.startsWith('-')) ? '-' + s : s;
+    const a = Math.abs(x);
+    let s = a.toFixed(prec);
+    if (prec + 25 <= 100) {
+      // toFixed breaks exact ties upwards; CPython rounds half to even
+      const ext = a.toFixed(prec + 25);
+      if (ext.endsWith('5' + '0'.repeat(24))) {
+        const truncated = ext.slice(0, ext.length - 25).replace(/\.$/, '');
+        if (Number(truncated[truncated.length - 1]) % 2 === 0) s = truncated;
+      }
+    }
+    return x < 0 || Object.is(x, -0) ? '-' + s : s;
   }
   // toFixed switches to exponent form past 1e21: the integer part is exact in BigInt
   const ip = BigInt(Math.trunc(x)).toString();

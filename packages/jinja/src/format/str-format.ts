@@ -12,11 +12,21 @@ export interface FieldAccess {
   getitem(obj: unknown, key: unknown): unknown;
 }
 
-export function strFormat(fmt: string, args: unknown[], kw: KwMap | Dict, access: FieldAccess, depth = 0): string {
+interface Numbering {
+  auto: number;
+  manual: boolean;
+}
+
+export function strFormat(
+  fmt: string,
+  args: unknown[],
+  kw: KwMap | Dict,
+  access: FieldAccess,
+  depth = 0,
+  num: Numbering = { auto: 0, manual: false },
+): string {
   if (depth > 2) throw pyError('ValueError', 'Max string recursion exceeded');
   let out = '';
-  let auto = 0;
-  let manual = false;
   let i = 0;
   const n = fmt.length;
   while (i < n) {
@@ -73,18 +83,17 @@ export function strFormat(fmt: string, args: unknown[], kw: KwMap | Dict, access
       if (rest !== '' && !rest.startsWith(':')) throw pyError('ValueError', "expected ':' after conversion specifier");
     }
     let spec = rest.startsWith(':') ? rest.slice(1) : '';
-    if (spec.includes('{')) spec = strFormat(spec, args, kw, access, depth + 1);
 
     // resolve the field name
     const m = /^([^.[]*)(.*)$/s.exec(fieldName)!;
     let first = m[1];
     let value: unknown;
     if (first === '') {
-      if (manual) throw pyError('ValueError', 'cannot switch from manual field specification to automatic field numbering');
-      first = String(auto++);
+      if (num.manual) throw pyError('ValueError', 'cannot switch from manual field specification to automatic field numbering');
+      first = String(num.auto++);
     } else if (/^\d+$/.test(first)) {
-      if (auto > 0) throw pyError('ValueError', 'cannot switch from automatic field numbering to manual field specification');
-      manual = true;
+      if (num.auto > 0) throw pyError('ValueError', 'cannot switch from automatic field numbering to manual field specification');
+      num.manual = true;
     }
     if (/^\d+$/.test(first)) {
       const idx = Number(first);
@@ -114,6 +123,7 @@ export function strFormat(fmt: string, args: unknown[], kw: KwMap | Dict, access
     }
     if (conv === 'r' || conv === 'a') value = pyRepr(value);
     else if (conv === 's') value = pyStr(value);
+    if (spec.includes('{')) spec = strFormat(spec, args, kw, access, depth + 1, num);
     out += formatValue(value, spec);
   }
   return out;

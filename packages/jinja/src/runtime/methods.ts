@@ -611,7 +611,7 @@ export const DICT_METHODS = new Map<string, Method>([
     'copy',
     (r, d: Dict) => {
       const m = new Map<unknown, unknown>();
-      for (const k of dictKeys(d)) m.set(k, dictGet(d, k));
+      for (const k of dictKeys(d)) dictSet(m, k, dictGet(d, k));
       return m;
     },
   ],

@@ -143,6 +143,7 @@ export class Macro extends PyCallable {
           c = kwl.get('caller');
           kwl.delete('caller');
         }
+        if (c === null) c = new Undefined('caller', MISSING, 'No caller defined');
         frame.vals[d.callerSlot] = c;
       }
       if (d.kwargsSlot >= 0) {

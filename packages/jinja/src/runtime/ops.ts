@@ -8,6 +8,7 @@ import {
   DictView,
   Markup,
   PyFloat,
+  PyIterator,
   PyObject,
   Undefined,
   dictGet,
@@ -396,6 +397,7 @@ export function contains(container: unknown, item: unknown): boolean {
     return container.toArray().some((x) => eq(x, item));
   }
   if (container instanceof Undefined) return false;
+  if (container instanceof PyIterator) return container.take().some((x) => eq(x, item));
   if (container instanceof PyObject) {
     const items = container.pyIter();
     if (items) return items.some((x) => eq(x, item));

@@ -291,8 +291,18 @@ export function hashKey(k: unknown): unknown {
   return k;
 }
 
+/**
+ * Map dicts store values under hashKey(key) so that 1, 1.0 and True collide like in Python;
+ * the key object first inserted is remembered here when it differs from its hash form.
+ */
+const ORIGINAL_KEYS = new WeakMap<Map<unknown, unknown>, Map<unknown, unknown>>();
+
 export function dictKeys(d: Dict): unknown[] {
-  if (d instanceof Map) return Array.from(d.keys());
+  if (d instanceof Map) {
+    const orig = ORIGINAL_KEYS.get(d);
+    if (!orig) return Array.from(d.keys());
+    return Array.from(d.keys(), (k) => (orig.has(k) ? orig.get(k) : k));
+  }
   const order = (d as Record<symbol, unknown>)[KEY_ORDER] as string[] | undefined;
   const keys = Object.keys(d);
   if (!order) return keys;
@@ -305,7 +315,7 @@ export function dictSize(d: Dict): number {
   return d instanceof Map ? d.size : Object.keys(d).length;
 }
 export function dictHas(d: Dict, k: unknown): boolean {
-  if (d instanceof Map) return d.has(k) || (hashKey(k) !== k && d.has(hashKey(k)));
+  if (d instanceof Map) return d.has(typeof k === 'string' ? k : hashKey(k));
   if (typeof k === 'string') return Object.hasOwn(d, k);
   if (k instanceof Markup) return Object.hasOwn(d, k.s);
   return false;
@@ -313,17 +323,9 @@ export function dictHas(d: Dict, k: unknown): boolean {
 /** Returns MISSING when the key is absent. */
 export function dictGet(d: Dict, k: unknown): unknown {
   if (d instanceof Map) {
-    if (Array.isArray(k)) {
-      const hk = hashKey(k);
-      for (const [ek, ev] of d) if (Array.isArray(ek) && hashKey(ek) === hk) return ev === undefined ? null : ev;
-      return MISSING;
-    }
-    let v = d.get(k);
-    if (v === undefined && !d.has(k)) {
-      const hk = hashKey(k);
-      if (hk === k || !d.has(hk)) return MISSING;
-      v = d.get(hk);
-    }
+    const hk = typeof k === 'string' ? k : hashKey(k);
+    const v = d.get(hk);
+    if (v === undefined && !d.has(hk)) return MISSING;
     return v === undefined ? null : v;
   }
   const key = typeof k === 'string' ? k : k instanceof Markup ? k.s : null;
@@ -336,14 +338,12 @@ export function dictGet(d: Dict, k: unknown): unknown {
 }
 export function dictSet(d: Dict, k: unknown, v: unknown): void {
   if (d instanceof Map) {
-    if (d.has(k)) return void d.set(k, v);
-    const hk = hashKey(k);
-    if (Array.isArray(k)) {
-      // tuples compare by value: reuse the stored key object
-      for (const existing of d.keys()) if (Array.isArray(existing) && hashKey(existing) === hk) return void d.set(existing, v);
-      return void d.set(k, v);
+    const hk = typeof k === 'string' ? k : hashKey(k);
+    if (!d.has(hk) && hk !== k) {
+      let orig = ORIGINAL_KEYS.get(d);
+      if (!orig) ORIGINAL_KEYS.set(d, (orig = new Map()));
+      orig.set(hk, k);
     }
-    if (typeof k === 'boolean') return void d.set(d.has(hk) ? hk : k, v);
     d.set(hk, v);
     return;
   }
@@ -352,7 +352,11 @@ export function dictSet(d: Dict, k: unknown, v: unknown): void {
   Object.defineProperty(d, key, { value: v, writable: true, enumerable: true, configurable: true });
 }
 export function dictDelete(d: Dict, k: unknown): boolean {
-  if (d instanceof Map) return d.delete(k) || d.delete(hashKey(k));
+  if (d instanceof Map) {
+    const hk = typeof k === 'string' ? k : hashKey(k);
+    ORIGINAL_KEYS.get(d)?.delete(hk);
+    return d.delete(hk);
+  }
   if (typeof k === 'string' && Object.hasOwn(d, k)) return delete d[k];
   return false;
 }
