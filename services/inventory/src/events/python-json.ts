@@ -63,13 +63,14 @@ function dumpNumber(n: number): string {
   return pythonFloatRepr(n);
 }
 
-export function pythonJsonDumps(value: unknown): string {
+/** json.dumps(value), or json.dumps(value, indent=n) (then items end with ',' and nest on new lines). */
+export function pythonJsonDumps(value: unknown, indent?: number): string {
   const parts: string[] = [];
-  write(value, parts, new Set());
+  write(value, parts, new Set(), indent, 0);
   return parts.join('');
 }
 
-function write(v: unknown, out: string[], seen: Set<object>): void {
+function write(v: unknown, out: string[], seen: Set<object>, indent?: number, level = 0): void {
   if (v === null || v === undefined) return void out.push('null');
   switch (typeof v) {
     case 'string':
@@ -90,22 +91,31 @@ function write(v: unknown, out: string[], seen: Set<object>): void {
   if (v instanceof Date) return void out.push(pythonJsonString(v.toISOString()));
   if (seen.has(v as object)) throw new TypeError('Circular reference detected');
   seen.add(v as object);
+  const nl = indent === undefined ? '' : '\n' + ' '.repeat(indent * (level + 1));
+  const sep = indent === undefined ? ', ' : ',' + nl;
+  const close = indent === undefined ? '' : '\n' + ' '.repeat(indent * level);
   if (Array.isArray(v)) {
-    out.push('[');
-    v.forEach((item, i) => {
-      if (i) out.push(', ');
-      write(item, out, seen);
-    });
-    out.push(']');
+    if (v.length === 0) out.push('[]');
+    else {
+      out.push('[', nl);
+      v.forEach((item, i) => {
+        if (i) out.push(sep);
+        write(item, out, seen, indent, level + 1);
+      });
+      out.push(close, ']');
+    }
   } else {
     const entries = v instanceof PyDict ? v.entries : Object.entries(v as Record<string, unknown>).filter(([, x]) => x !== undefined);
-    out.push('{');
-    entries.forEach(([k, item], i) => {
-      if (i) out.push(', ');
-      out.push(pythonJsonString(k), ': ');
-      write(item, out, seen);
-    });
-    out.push('}');
+    if (entries.length === 0) out.push('{}');
+    else {
+      out.push('{', nl);
+      entries.forEach(([k, item], i) => {
+        if (i) out.push(sep);
+        out.push(pythonJsonString(k), ': ');
+        write(item, out, seen, indent, level + 1);
+      });
+      out.push(close, '}');
+    }
   }
   seen.delete(v as object);
 }
@@ -121,7 +131,11 @@ export function parsePythonJson(text: string): unknown {
     while (i < text.length && ' \t\n\r'.includes(text[i]!)) i++;
   };
   const fail = (msg: string): never => {
-    throw new SyntaxError(`${msg} at position ${i}`);
+    // Python's wording: "Expecting value: line 1 column 1 (char 0)".
+    const before = text.slice(0, i);
+    const line = before.split('\n').length;
+    const col = i - (before.lastIndexOf('\n') + 1) + 1;
+    throw new SyntaxError(`${msg}: line ${line} column ${col} (char ${i})`);
   };
   const value = (): unknown => {
     ws();

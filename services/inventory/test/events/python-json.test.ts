@@ -32,3 +32,15 @@ describe('pythonJsonDumps', () => {
     assert.equal(pythonJsonDumps('😀'), '"\\ud83d\\ude00"');
   });
 });
+
+describe('pythonJsonDumps with indent', () => {
+  const py = (text: string) => {
+    const r = spawnSync('python3', ['-c', 'import json,sys; print(json.dumps(json.load(sys.stdin), indent=4))'], { input: text, encoding: 'utf8' });
+    return r.status === 0 ? r.stdout.replace(/\n$/, '') : undefined;
+  };
+  for (const text of ['{"foo": "bar", "n": [1, 2], "e": {}, "l": [], "d": {"x": [{"y": 1.0}]}, "u": "\u00e9"}', '[]', '"x"', '3']) {
+    it(`matches json.dumps(indent=4): ${text.slice(0, 30)}`, { skip: py('1') !== '1' && 'python3 not available' }, () => {
+      assert.equal(pythonJsonDumps(parsePythonJson(text), 4), py(text));
+    });
+  }
+});
