@@ -16,6 +16,20 @@ export interface ServiceConfig {
   flags: Record<string, string | boolean | undefined>;
 }
 
+/** `--flag value` → `--flag=value`: parseArgs without declared options would read the value as a positional. */
+function joinFlagValues(argv: string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    const next = argv[i + 1];
+    if (a.startsWith('--') && !a.includes('=') && next !== undefined && !next.startsWith('--')) {
+      out.push(`${a}=${next}`);
+      i++;
+    } else out.push(a);
+  }
+  return out;
+}
+
 function camel(s: string): string {
   return s.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
 }
@@ -26,7 +40,7 @@ function camel(s: string): string {
  * DATABASE_URL, LOG_LEVEL) and then to the service defaults.
  */
 export function loadConfig(name: string, defaults: { port: number }, argv = process.argv.slice(2), env = process.env): ServiceConfig {
-  const { values } = parseArgs({ args: argv, strict: false, allowPositionals: true });
+  const { values } = parseArgs({ args: joinFlagValues(argv), strict: false, allowPositionals: true });
   const flags: Record<string, string | boolean | undefined> = {};
   for (const [k, v] of Object.entries(values)) flags[camel(k)] = v as string | boolean | undefined;
   const str = (v: unknown) => (typeof v === 'string' ? v : undefined);
