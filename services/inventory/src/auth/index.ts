@@ -28,6 +28,8 @@ const cache = new WeakMap<FastifyRequest, Promise<Resolved>>();
 export function presentedKey(req: FastifyRequest): string | undefined {
   const h = req.headers.authorization;
   if (typeof h !== 'string') return undefined;
+  // Another scheme (Basic, …) is "no credentials" for DRF's TokenAuthentication; a bare or split keyword is a bad header.
+  if (!/^(?:Token|Bearer)(\s|$)/i.test(h)) return undefined;
   const m = /^(?:Token|Bearer)\s+(\S+)\s*$/i.exec(h);
   return m ? m[1] : '';
 }
@@ -37,7 +39,7 @@ export function createAuth(storage: Storage): Auth {
     let p = cache.get(req);
     if (!p) {
       const key = presentedKey(req);
-      p = key === undefined ? Promise.resolve({ principal: null }) : key === '' ? Promise.resolve({ principal: null, reason: 'Invalid token header' }) : principalForKey(storage, key.slice(0, 512));
+      p = key === undefined ? Promise.resolve({ principal: null }) : key === '' ? Promise.resolve({ principal: null, reason: 'Invalid token header. No credentials provided.' }) : principalForKey(storage, key.slice(0, 512));
       cache.set(req, p);
     }
     return p;

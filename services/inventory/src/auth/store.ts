@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Storage } from '@svc/storage';
-import { hashTokenKey, newTokenKey } from './keys.ts';
+import { hashTokenKey, newTokenKey, validTokenKey } from './keys.ts';
 import type { Principal } from './principal.ts';
 
 export interface UserRow {
@@ -60,6 +60,7 @@ export async function principalForKey(storage: Storage, key: string): Promise<{ 
  */
 export async function ensureAdminToken(storage: Storage, key: string | undefined): Promise<string | undefined> {
   const d = storage.dialect;
+  if (key !== undefined && !validTokenKey(key)) throw new Error('the admin token must be 8 to 256 printable characters without spaces');
   return storage.db.transaction().execute(async (trx: Kysely<any>) => {
     if (key) {
       const exists = await trx.selectFrom('users_token').select('id').where('key_hash', '=', hashTokenKey(key)).executeTakeFirst();
