@@ -1,4 +1,5 @@
 import type { InventoryDeps } from '../deps.ts';
+import * as tasks from '../events/tasks.ts';
 
 /** Statuses of a webhook delivery task, in the order the queue table shows them. */
 export const TASK_STATUSES = ['queued', 'scheduled', 'sent', 'successful', 'failed', 'stopped'] as const;
@@ -85,17 +86,75 @@ export interface TaskSource {
   delete(id: string): Promise<ActionResult>;
 }
 
-class NotWired extends Error {
-  statusCode = 503;
-  constructor() {
-    super('Background task data is not available: the task domain (src/events/tasks.ts) is not wired in yet.');
-  }
-}
-
-// Interim until Part B's task domain lands; replaced by the adapter over src/events/tasks.ts.
-export function createTaskSource(_deps: InventoryDeps): TaskSource {
-  const fail = async (): Promise<never> => {
-    throw new NotWired();
+/** Adapter over Part B's task domain; the UI's view types stay independent of its row shapes. */
+export function createTaskSource(deps: InventoryDeps): TaskSource {
+  const row = (t: tasks.TaskRow, durationMs: number | null = null): TaskRow => ({
+    id: t.id,
+    status: t.status,
+    queue: t.queue,
+    callable: t.callable,
+    event: t.event,
+    objectType: t.objectType,
+    objectId: t.objectId,
+    webhookId: t.webhookId,
+    webhookName: t.webhookName,
+    eventRuleId: t.eventRuleId,
+    eventRuleName: t.eventRuleName,
+    attemptCount: t.attemptCount,
+    lastResponseStatus: t.lastResponseStatus,
+    lastDurationMs: durationMs,
+    createdAt: t.createdAt,
+    enqueuedAt: t.enqueuedAt,
+    endedAt: t.endedAt,
+  });
+  return {
+    async queues() {
+      return (await tasks.queueCounts(deps)).map((q) => ({ name: q.name, counts: { ...q.counts } }));
+    },
+    async list(f) {
+      const status = f.status === undefined ? undefined : tasks.normaliseStatus(f.status);
+      if (status === null) return { items: [], total: 0 };
+      const { count, items } = await tasks.listTasks(deps, { status, queue: f.queue, webhookId: f.webhookId, limit: f.limit, offset: f.offset });
+      if (f.webhookId === undefined) return { items: items.map((t) => row(t)), total: count };
+      // The Deliveries tab shows each task's last duration, which only the attempt log has.
+      const detailed = await Promise.all(items.map((t) => tasks.getTask(deps, t.id)));
+      return {
+        items: items.map((t, i) => {
+          const last = detailed[i]?.attempts.at(-1);
+          return row(t, last ? Math.round(last.durationMs) : null);
+        }),
+        total: count,
+      };
+    },
+    async get(id) {
+      const t = await tasks.getTask(deps, id);
+      if (!t) return null;
+      const last = t.attempts.at(-1);
+      return {
+        ...row(t, last ? Math.round(last.durationMs) : null),
+        messageId: t.messageId,
+        nextAttemptAt: t.nextAttemptAt,
+        maxAttempts: null,
+        timeoutSeconds: null,
+        arguments: t.arguments,
+        renderedRequest: last ? last.request : null,
+        attempts: t.attempts.map((a) => ({
+          number: a.number,
+          outcome: a.outcome === 'success' ? 'successful' : 'failed',
+          startedAt: a.startedAt,
+          durationMs: Math.round(a.durationMs * 10) / 10,
+          request: a.request,
+          responseStatus: a.responseStatus,
+          responseBody: a.responseBody,
+          error: a.error,
+        })),
+        errorLog: t.errorLog,
+        canRequeue: t.canRequeue,
+        canStop: t.canStop,
+      };
+    },
+    requeue: (id) => tasks.requeueTask(deps, id),
+    stop: (id) => tasks.stopTask(deps, id),
+    delete: (id) => tasks.deleteTask(deps, id),
   };
-  return { queues: fail, list: fail, get: fail, requeue: fail, stop: fail, delete: fail };
 }
