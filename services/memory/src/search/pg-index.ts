@@ -33,10 +33,10 @@ export class PgIndex implements IndexBackend {
     this.name = 'pg-tsvector';
   }
 
-  /** Which vector layout the migration chose (read once). */
-  vectorMode(): Promise<VectorMode> {
+  /** Which vector layout the migration chose (read once; through the caller's transaction when in one). */
+  vectorMode(executor: Kysely<any> = this.#db): Promise<VectorMode> {
     this.#mode ??= sql<{ value: string }>`select value from search_settings where key = 'vector_mode'`
-      .execute(this.#db)
+      .execute(executor)
       .then((r) => (r.rows[0]?.value === 'pgvector' ? 'pgvector' : 'array'))
       .catch((err) => {
         this.#mode = undefined;
@@ -46,7 +46,7 @@ export class PgIndex implements IndexBackend {
   }
 
   async index(trx: Kysely<any>, doc: IndexedDoc, body: string, vector: Float32Array): Promise<void> {
-    const mode = await this.vectorMode();
+    const mode = await this.vectorMode(trx);
     await sql`insert into search_docs (doc_id, collection_id, body, embedding)
       values (${doc.id}, ${doc.collection_id}, to_tsvector('simple', ${body}), ${vectorParam(mode, vector)})
       on conflict (doc_id) do update set collection_id = excluded.collection_id, body = excluded.body, embedding = excluded.embedding`.execute(trx);
