@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import formbody from '@fastify/formbody';
 import { ADMIN_CSS } from './style.ts';
 import { SESSION_COOKIE, SessionStore, csrfMatches, readCookie } from './session.ts';
-import { sendError, uiState } from './context.ts';
+import { authed, sendError, uiState } from './context.ts';
 import { formString, type FormBody } from './forms.ts';
 import { createBackend, type UiBackend, type UiDeps } from './backend.ts';
 import { registerLoginRoutes } from './pages/login.ts';
@@ -80,7 +80,7 @@ async function uiPlugin(app: FastifyInstance, backend: UiBackend, sessions: Sess
 
   app.setNotFoundHandler((req, reply) => sendError(req, reply, 404, 'Not found', 'There is no page at this address.'));
 
-  app.get('/', { schema: { hide: true } }, async (_req, reply) => reply.redirect('/ui/background-queues/'));
+  app.get('/', { schema: { hide: true } }, async (req, reply) => reply.redirect(authed(req).viewer.isSuperuser ? '/ui/background-queues/' : '/ui/webhooks/'));
   app.get('/static/admin.css', { schema: { hide: true }, config: { uiPublic: true } }, async (_req, reply) =>
     reply.type('text/css; charset=utf-8').header('cache-control', 'public, max-age=3600').send(ADMIN_CSS),
   );

@@ -3,6 +3,9 @@ import type { Flash } from './session.ts';
 
 export interface Viewer {
   username: string;
+  /** May see System → Background Tasks and deliveries (superusers, as NetBox). */
+  isSuperuser: boolean;
+  /** May change webhooks, event rules and tasks: a superuser with a write-enabled token (what the API demands). */
   isAdmin: boolean;
 }
 
@@ -22,10 +25,10 @@ export function page(o: PageOptions): string {
   <a class="brand" href="/ui/">Inventory admin</a>
   <a href="/ui/webhooks/" class="${o.section === 'webhooks' ? 'active' : ''}">Webhooks</a>
   <a href="/ui/event-rules/" class="${o.section === 'event-rules' ? 'active' : ''}">Event rules</a>
-  <span class="menu-group">System</span>
-  <a href="/ui/background-queues/" class="${o.section === 'tasks' ? 'active' : ''}">Background Tasks</a>
+  ${o.viewer.isSuperuser ? html`<span class="menu-group">System</span>
+  <a href="/ui/background-queues/" class="${o.section === 'tasks' ? 'active' : ''}">Background Tasks</a>` : ''}
   <span class="spacer"></span>
-  <span class="who" data-testid="who">${o.viewer.username}${o.viewer.isAdmin ? ' (admin)' : ''}</span>
+  <span class="who" data-testid="who">${o.viewer.username}${o.viewer.isAdmin ? ' (admin)' : o.viewer.isSuperuser ? ' (admin, read-only token)' : ''}</span>
   <form method="post" action="/ui/logout" class="inline">${csrfField(o.csrfToken)}<button type="submit" class="link">Log out</button></form>
 </nav>`
     : html`<nav><a class="brand" href="/ui/">Inventory admin</a></nav>`;

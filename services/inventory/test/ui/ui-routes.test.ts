@@ -1,10 +1,11 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { forEachStorage, startTestServer, type TestServer } from '@svc/testkit';
+import { client, forEachStorage, startTestServer, type TestServer } from '@svc/testkit';
 import { buildApp } from '../../src/app.ts';
 import { escapeHtml, html } from '../../src/ui/html.ts';
 import { safeNext } from '../../src/ui/pages/login.ts';
 import { uiClient } from './ui-client.ts';
+import { startReceiver } from './receiver.ts';
 
 const ADMIN = 'ui-admin-token-0123456789abcdef0123456789';
 
@@ -107,4 +108,112 @@ forEachStorage('admin UI routes', (storage) => {
     r = await c.get('/ui/background-queues/');
     assert.notEqual(r.status, 303);
   });
+
+  it('escapes hostile names everywhere they are shown', async () => {
+    const api = client(srv.url, { authorization: `Token ${ADMIN}` });
+    const receiver = await startReceiver();
+    try {
+      const evil = `<script>alert("x")</script><img src=x onerror=alert(1)>'"`;
+      const wh = await api.post('/api/extras/webhooks/', { name: `hook ${evil}`, payload_url: `${receiver.url}/x`, description: evil, max_retries: 0 });
+      assert.equal(wh.status, 201, wh.text);
+      const rule = await api.post('/api/extras/event-rules/', { name: `rule ${evil}`, object_types: ['dcim.site'], event_types: ['object_created'], action_object_type: 'extras.webhook', action_object_id: wh.body.id, description: evil, action_data: { note: evil } });
+      assert.equal(rule.status, 201, rule.text);
+      const site = await api.post('/api/dcim/sites/', { name: `site ${evil}`.slice(0, 100), slug: 'evil-site', description: evil });
+      assert.equal(site.status, 201, site.text);
+
+      const c = uiClient(srv.url);
+      await c.login(ADMIN);
+      let taskId: string | undefined;
+      for (let i = 0; i < 60 && !taskId; i++) {
+        const list = await c.get(`/ui/webhooks/${wh.body.id}/deliveries/`);
+        taskId = /data-task="(\d+)"/.exec(list.text)?.[1];
+        if (!taskId) await new Promise((r) => setTimeout(r, 100));
+      }
+      assert.ok(taskId, 'the site change produced a delivery');
+      const pages = ['/ui/webhooks/', `/ui/webhooks/${wh.body.id}/`, `/ui/webhooks/${wh.body.id}/edit`, `/ui/webhooks/${wh.body.id}/deliveries/`, '/ui/event-rules/', `/ui/event-rules/${rule.body.id}/`, `/ui/event-rules/${rule.body.id}/edit`, `/ui/background-tasks/${taskId}/`];
+      for (const path of pages) {
+        const r = await c.get(path);
+        assert.equal(r.status, 200, path);
+        assert.ok(!r.text.includes('<script>') && !r.text.includes('<img src=x'), `raw markup leaked on ${path}`);
+        assert.ok(r.text.includes('&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;'), `escaped name shown on ${path}`);
+      }
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('shows template and condition errors next to the fields and keeps the input', async () => {
+    const c = uiClient(srv.url);
+    await c.login(ADMIN);
+    let page = await c.get('/ui/webhooks/add');
+    let r = await c.post('/ui/webhooks/add', { csrf_token: c.csrfOf(page.text), name: 'broken', payload_url: 'http://127.0.0.1:9/{{ data.name', http_method: 'POST', http_content_type: 'application/json', body_template: '{% for x in %}', timeout: 'soon' });
+    assert.equal(r.status, 400);
+    assert.match(r.text, /data-field="timeout">[\s\S]*?<ul class="errors"><li>Enter a whole number\.<\/li>/);
+    page = r;
+    r = await c.post('/ui/webhooks/add', { csrf_token: c.csrfOf(page.text), name: 'broken', payload_url: 'http://127.0.0.1:9/{{ data.name', http_method: 'POST', http_content_type: 'application/json', body_template: '{% for x in %}' });
+    assert.equal(r.status, 400);
+    assert.match(r.text, /data-field="payload_url">[\s\S]*?<ul class="errors"><li>[^<]+<\/li>/);
+    assert.match(r.text, /data-field="body_template">[\s\S]*?<ul class="errors"><li>[^<]*line 1[^<]*<\/li>/i);
+    assert.match(r.text, /<textarea id="f-body_template" name="body_template" rows="8" spellcheck="false">\{% for x in %\}<\/textarea>/);
+
+    page = await c.get('/ui/event-rules/add');
+    r = await c.post('/ui/event-rules/add', { csrf_token: c.csrfOf(page.text), name: 'bad rule', object_types: ['dcim.device'], event_types: ['object_created'], conditions: '{"attr": "name"}', action_object_id: '', action_data: '[1]' });
+    assert.equal(r.status, 400);
+    assert.match(r.text, /data-field="action_object_id">[\s\S]*?Select a webhook\./);
+    assert.match(r.text, /data-field="action_data">[\s\S]*?must be a JSON object/);
+  });
+
+  it('lets non-admins look but not change, and hides background tasks from them', async () => {
+    const api = client(srv.url, { authorization: `Token ${ADMIN}` });
+    const user = await api.post('/api/users/users/', { username: 'viewer', can_write: true });
+    assert.equal(user.status, 201, user.text);
+    const tok = await api.post('/api/users/tokens/', { user: user.body.id, key: 'viewer-token-0123456789' });
+    assert.equal(tok.status, 201, tok.text);
+    const c = uiClient(srv.url);
+    const login = await c.login('viewer-token-0123456789');
+    assert.equal(login.status, 303);
+    let r = await c.get('/ui/');
+    assert.equal(r.location, '/ui/webhooks/');
+    r = await c.get('/ui/webhooks/');
+    assert.equal(r.status, 200);
+    assert.ok(!r.text.includes('Add a webhook'));
+    assert.ok(!r.text.includes('Background Tasks'));
+    for (const path of ['/ui/webhooks/add', '/ui/event-rules/add', '/ui/background-queues/', '/ui/background-tasks/1/', '/ui/webhooks/1/deliveries/']) {
+      r = await c.get(path);
+      assert.equal(r.status, 403, path);
+    }
+    const csrf = c.csrfOf((await c.get('/ui/webhooks/')).text);
+    r = await c.post('/ui/webhooks/add', { csrf_token: csrf, name: 'nope', payload_url: 'http://127.0.0.1:9/' });
+    assert.equal(r.status, 403);
+    r = await c.post('/ui/background-tasks/1/delete', { csrf_token: csrf });
+    assert.equal(r.status, 403);
+    const list = await api.get('/api/extras/webhooks/?name=nope');
+    assert.equal(list.body.count, 0);
+  });
+
+  it('answers unknown pages and ids with HTML 404s, and task actions report their outcome', async () => {
+    const c = uiClient(srv.url);
+    await c.login(ADMIN);
+    for (const path of ['/ui/nowhere', '/ui/webhooks/999999/', '/ui/webhooks/abc/', '/ui/event-rules/0/', '/ui/background-tasks/999999/', '/ui/background-queues/default/bogus/']) {
+      const r = await c.get(path);
+      assert.equal(r.status, 404, path);
+      assert.match(r.headers.get('content-type')!, /text\/html/, path);
+    }
+    const page = await c.get('/ui/background-queues/');
+    const csrf = c.csrfOf(page.text);
+    let r = await c.post('/ui/background-tasks/999999/requeue', { csrf_token: csrf });
+    assert.equal(r.status, 404);
+    // A successful task can be neither requeued nor stopped, and can be deleted.
+    const list = await c.get('/ui/background-queues/default/successful/');
+    const id = /data-task="(\d+)"/.exec(list.text)?.[1];
+    assert.ok(id, 'an earlier test left a successful task');
+    r = await c.post(`/ui/background-tasks/${id}/stop`, { csrf_token: csrf });
+    assert.equal(r.status, 303);
+    assert.match((await c.get(r.location!)).text, /flash-error[^>]*>Failed to stop job/);
+    r = await c.post(`/ui/background-tasks/${id}/delete`, { csrf_token: csrf });
+    assert.equal(r.location, '/ui/background-queues/');
+    assert.match((await c.get(r.location!)).text, /has been deleted/);
+    assert.equal((await c.get(`/ui/background-tasks/${id}/`)).status, 404);
+  });
 });
+

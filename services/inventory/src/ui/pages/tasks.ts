@@ -87,6 +87,13 @@ ${t.attempts.length === 0 ? html`<p class="muted">No attempts yet.</p>` : t.atte
 }
 
 export function registerTaskRoutes(app: FastifyInstance, backend: UiBackend): void {
+  // As NetBox (and /api/core/background-tasks/): background tasks are for superusers only.
+  app.addHook('preHandler', async (req, reply) => {
+    const url = req.routeOptions.url ?? '';
+    if (!url.startsWith('/ui/background-')) return;
+    if (!authed(req).viewer.isSuperuser) return sendError(req, reply, 403, 'Forbidden', 'Only administrators may see background tasks.');
+  });
+
   app.get('/background-queues/', async (req, reply) => {
     const queues = await backend.tasks.queues();
     const body = html`<table class="list" data-testid="queues">

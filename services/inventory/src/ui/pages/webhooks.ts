@@ -138,8 +138,8 @@ ${textInput({ name: 'max_retries', label: 'Automatic retries', value: f.max_retr
 </form>`;
 }
 
-function tabs(id: number, active: 'webhook' | 'deliveries'): SafeHtml {
-  return html`<div class="tabs"><a href="/ui/webhooks/${id}/" class="${active === 'webhook' ? 'active' : ''}">Webhook</a><a href="/ui/webhooks/${id}/deliveries/" class="${active === 'deliveries' ? 'active' : ''}" data-testid="deliveries-tab">Deliveries</a></div>`;
+function tabs(id: number, active: 'webhook' | 'deliveries', showDeliveries: boolean): SafeHtml {
+  return html`<div class="tabs"><a href="/ui/webhooks/${id}/" class="${active === 'webhook' ? 'active' : ''}">Webhook</a>${showDeliveries ? html`<a href="/ui/webhooks/${id}/deliveries/" class="${active === 'deliveries' ? 'active' : ''}" data-testid="deliveries-tab">Deliveries</a>` : ''}</div>`;
 }
 
 export function registerWebhookRoutes(app: FastifyInstance, backend: UiBackend): void {
@@ -201,7 +201,7 @@ ${pager('/ui/webhooks/', r.body.count ?? rows.length, limit, offset)}`;
     const w = await load(req, reply, id);
     if (!w) return reply;
     const row = (label: string, value: unknown, code = false) => html`<tr><th>${label}</th><td>${code ? html`<pre>${value === null || value === undefined || value === '' ? '—' : String(value)}</pre>` : value === null || value === undefined || value === '' ? '—' : String(value)}</td></tr>`;
-    const body = html`${tabs(id!, 'webhook')}
+    const body = html`${tabs(id!, 'webhook', viewer.isSuperuser)}
 ${viewer.isAdmin ? html`<div class="actions"><a class="button" href="/ui/webhooks/${id!}/edit" data-testid="edit-webhook">Edit</a>
 <form method="post" action="/ui/webhooks/${id!}/delete" class="inline">${csrfField(session.csrfToken)}<button class="danger" type="submit">Delete</button></form></div>` : ''}
 <table class="kv" data-testid="webhook-detail">
@@ -261,12 +261,13 @@ ${row('Created', formatTime(w.created))}${row('Last updated', formatTime(w.last_
   });
 
   app.get('/webhooks/:id/deliveries/', async (req, reply) => {
+    if (!authed(req).viewer.isSuperuser) return sendError(req, reply, 403, 'Forbidden', 'Only administrators may see deliveries.');
     const id = parseId((req.params as any).id);
     const w = await load(req, reply, id);
     if (!w) return reply;
     const { limit, offset } = pageParams(req.query);
     const { items, total } = await backend.tasks.list({ webhookId: id!, limit, offset });
-    const body = html`${tabs(id!, 'deliveries')}
+    const body = html`${tabs(id!, 'deliveries', true)}
 <table class="list" data-testid="deliveries">
 <thead><tr><th>ID</th><th>Status</th><th>Event</th><th>Object</th><th>Rule</th><th>Attempts</th><th>Response</th><th>Duration</th><th>Created</th><th>Ended</th></tr></thead>
 <tbody>${items.length === 0 ? html`<tr><td colspan="10" class="muted">No deliveries yet.</td></tr>` : items.map(
