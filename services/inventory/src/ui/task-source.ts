@@ -7,7 +7,8 @@ export const TASK_STATUSES = ['queued', 'scheduled', 'sent', 'successful', 'fail
 export interface QueueStats {
   name: string;
   counts: Record<string, number>;
-  workers?: number | null;
+  /** Where this queue's workers run, as far as this process knows. */
+  workers: string;
 }
 
 export interface TaskRow {
@@ -51,8 +52,6 @@ export interface TaskAttempt {
 export interface TaskDetail extends TaskRow {
   messageId: string | null;
   nextAttemptAt: unknown;
-  maxAttempts: number | null;
-  timeoutSeconds: number | null;
   /** The event context the webhook was rendered from (event, data, snapshots, username, …). */
   arguments: Record<string, unknown>;
   renderedRequest: RenderedRequest | null;
@@ -109,7 +108,8 @@ export function createTaskSource(deps: InventoryDeps): TaskSource {
   });
   return {
     async queues() {
-      return (await tasks.queueCounts(deps)).map((q) => ({ name: q.name, counts: { ...q.counts } }));
+      const workers = deps.config.runWorkers ? 'in this process (and any worker processes)' : 'separate worker processes';
+      return (await tasks.queueCounts(deps)).map((q) => ({ name: q.name, counts: { ...q.counts }, workers }));
     },
     async list(f) {
       const status = f.status === undefined ? undefined : tasks.normaliseStatus(f.status);
@@ -134,8 +134,6 @@ export function createTaskSource(deps: InventoryDeps): TaskSource {
         ...row(t, last ? Math.round(last.durationMs) : null),
         messageId: t.messageId,
         nextAttemptAt: t.nextAttemptAt,
-        maxAttempts: null,
-        timeoutSeconds: null,
         arguments: t.arguments,
         renderedRequest: last ? last.request : null,
         attempts: t.attempts.map((a) => ({

@@ -5,24 +5,23 @@ import { authed, flash, parseId, redirectTo, sendError, sendPage } from '../cont
 import { checkbox, checkboxGroup, errorList, formCheckbox, formList, formString, parseJsonField, select, splitApiErrors, textArea, textInput, type FieldErrors, type FormBody } from '../forms.ts';
 import type { UiBackend } from '../backend.ts';
 import { pager, pageParams } from './paging.ts';
+import { EVENT_OBJECT_TYPES, EVENT_TYPES } from '../../events/rules.ts';
 
-/** Object types whose changes fire event rules (the inventory's models). */
-export const OBJECT_TYPES = [
-  { value: 'dcim.site', label: 'DCIM > Site' },
-  { value: 'dcim.manufacturer', label: 'DCIM > Manufacturer' },
-  { value: 'dcim.devicetype', label: 'DCIM > Device type' },
-  { value: 'dcim.devicerole', label: 'DCIM > Device role' },
-  { value: 'dcim.device', label: 'DCIM > Device' },
-  { value: 'dcim.interface', label: 'DCIM > Interface' },
-  { value: 'ipam.ipaddress', label: 'IPAM > IP address' },
-  { value: 'extras.tag', label: 'Extras > Tag' },
-];
+const OBJECT_TYPE_LABELS: Record<string, string> = {
+  'dcim.site': 'DCIM > Site',
+  'dcim.manufacturer': 'DCIM > Manufacturer',
+  'dcim.devicetype': 'DCIM > Device type',
+  'dcim.devicerole': 'DCIM > Device role',
+  'dcim.device': 'DCIM > Device',
+  'dcim.interface': 'DCIM > Interface',
+  'ipam.ipaddress': 'IPAM > IP address',
+  'extras.tag': 'Extras > Tag',
+};
 
-const EVENT_TYPES = [
-  { value: 'object_created', label: 'Object created' },
-  { value: 'object_updated', label: 'Object updated' },
-  { value: 'object_deleted', label: 'Object deleted' },
-];
+/** The models the event pipeline supports (its list, so a new model shows up here too). */
+const OBJECT_TYPES = EVENT_OBJECT_TYPES.map((t) => ({ value: t as string, label: OBJECT_TYPE_LABELS[t] ?? t }));
+
+const EVENT_TYPE_OPTIONS = EVENT_TYPES.map((t) => ({ value: t as string, label: t.replace('object_', 'Object ') }));
 
 const FIELDS = ['name', 'description', 'object_types', 'event_types', 'enabled', 'conditions', 'action_type', 'action_object_type', 'action_object_id', 'action_data'] as const;
 const MAX_JSON_CHARS = 64 * 1024;
@@ -116,7 +115,7 @@ ${o.general.length ? html`<div class="flash flash-error" role="alert" data-testi
 ${textInput({ name: 'name', label: 'Name', value: f.name, errors: e, required: true, maxLength: 150, help: 'Rules are evaluated in name order.' })}
 ${textInput({ name: 'description', label: 'Description', value: f.description, errors: e, maxLength: 200 })}
 ${select({ name: 'object_types', label: 'Object types', value: f.object_types, errors: e, options: objectTypes, multiple: true, required: true })}
-${checkboxGroup({ name: 'event_types', label: 'Event types', values: f.event_types, errors: e, options: EVENT_TYPES, required: true })}
+${checkboxGroup({ name: 'event_types', label: 'Event types', values: f.event_types, errors: e, options: EVENT_TYPE_OPTIONS, required: true })}
 ${checkbox({ name: 'enabled', label: 'Enabled', checked: f.enabled, errors: e })}
 ${textArea({ name: 'conditions', label: 'Conditions', value: f.conditions, errors: e, rows: 6, help: 'JSON, NetBox\'s conditions language, e.g. {"and": [{"attr": "status.value", "value": "active"}]}. Blank: always matches.' })}
 ${select({ name: 'action_object_id', label: 'Webhook', value: f.action_object_id, errors: e, options: o.webhooks, blank: '— select a webhook —', required: true })}

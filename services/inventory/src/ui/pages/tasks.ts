@@ -64,8 +64,7 @@ ${kv([
     ['Enqueued', formatTime(t.enqueuedAt)],
     ['Ended', formatTime(t.endedAt)],
     ['Next attempt', t.status === 'scheduled' || t.status === 'queued' ? formatTime(t.nextAttemptAt) : null],
-    ['Attempts', `${t.attemptCount}${t.maxAttempts ? ` of ${t.maxAttempts}` : ''}`],
-    ['Timeout', t.timeoutSeconds ? `${t.timeoutSeconds} s` : null],
+    ['Attempts', String(t.attemptCount)],
     ['webhook-id', t.messageId],
   ])}
 <h2>Arguments</h2>
@@ -79,7 +78,7 @@ ${kv([
     ['Timestamp', args.timestamp === undefined ? null : String(args.timestamp)],
   ])}
 <details><summary>Event context (data and snapshots)</summary><pre data-testid="task-arguments">${prettyJson(args)}</pre></details>
-${t.renderedRequest ? html`<h2>Rendered request</h2><pre data-testid="rendered-request">${t.renderedRequest.method} ${t.renderedRequest.url}\n${Object.entries(t.renderedRequest.headers ?? {}).map(([k, v]) => `${k}: ${v}`).join('\n')}\n\n${t.renderedRequest.body ?? ''}</pre>` : ''}
+${t.renderedRequest ? html`<h2>Rendered request <span class="muted">(last attempt, secrets masked)</span></h2><pre data-testid="rendered-request">${t.renderedRequest.method} ${t.renderedRequest.url}\n${Object.entries(t.renderedRequest.headers ?? {}).map(([k, v]) => `${k}: ${v}`).join('\n')}\n\n${t.renderedRequest.body ?? ''}</pre>` : ''}
 <h2>Error log</h2>
 ${t.errorLog ? html`<pre class="error-log" data-testid="error-log">${t.errorLog}</pre>` : html`<p class="muted" data-testid="error-log-empty">No errors.</p>`}
 <h2>Attempts</h2>
@@ -101,7 +100,7 @@ export function registerTaskRoutes(app: FastifyInstance, backend: UiBackend): vo
 <tbody>${queues.map(
       (q) => html`<tr data-queue="${q.name}"><td>${q.name}</td>${TASK_STATUSES.map(
         (s) => html`<td class="count" data-status="${s}"><a href="/ui/background-queues/${urlPart(q.name)}/${s}/">${q.counts[s] ?? 0}</a></td>`,
-      )}<td>${q.workers ?? '—'}</td></tr>`,
+      )}<td>${q.workers}</td></tr>`,
     )}</tbody></table>`;
     return sendPage(req, reply, { title: 'Background Queues', section: 'tasks', body });
   });
