@@ -215,5 +215,54 @@ forEachStorage('admin UI routes', (storage) => {
     assert.match((await c.get(r.location!)).text, /has been deleted/);
     assert.equal((await c.get(`/ui/background-tasks/${id}/`)).status, 404);
   });
+
+  it('stops a task waiting for its next try, then retries it to success', async () => {
+    const api = client(srv.url, { authorization: `Token ${ADMIN}` });
+    const receiver = await startReceiver();
+    try {
+      receiver.setFailing(true);
+      const wh = await api.post('/api/extras/webhooks/', { name: 'retrying hook', payload_url: `${receiver.url}/tags`, max_retries: 3 });
+      assert.equal(wh.status, 201, wh.text);
+      const rule = await api.post('/api/extras/event-rules/', { name: 'tags', object_types: ['extras.tag'], event_types: ['object_created'], action_object_type: 'extras.webhook', action_object_id: wh.body.id });
+      assert.equal(rule.status, 201, rule.text);
+      assert.equal((await api.post('/api/extras/tags/', { name: 'Red', slug: 'red' })).status, 201);
+
+      const c = uiClient(srv.url);
+      await c.login(ADMIN);
+      let id: string | undefined;
+      for (let i = 0; i < 100 && !id; i++) {
+        const list = await c.get('/ui/background-queues/default/scheduled/');
+        id = /data-task="(\d+)"/.exec(list.text)?.[1];
+        if (!id) await new Promise((r) => setTimeout(r, 100));
+      }
+      assert.ok(id, 'the failed first try leaves the task scheduled for a retry');
+      let detail = await c.get(`/ui/background-tasks/${id}/`);
+      assert.match(detail.text, /data-testid="task-stop"/);
+      assert.doesNotMatch(detail.text, /data-testid="task-requeue"/);
+      assert.match(detail.text, /data-testid="error-log">\[attempt 1 at [^\]]+\] [^<]*500/);
+
+      let r = await c.post(`/ui/background-tasks/${id}/stop`, { csrf_token: c.csrfOf(detail.text) });
+      assert.equal(r.status, 303);
+      detail = await c.get(r.location!);
+      assert.match(detail.text, /has been stopped/);
+      assert.match(detail.text, /data-status="stopped"/);
+      assert.match(detail.text, /data-testid="task-requeue"/);
+      assert.doesNotMatch(detail.text, /data-testid="task-stop"/);
+
+      receiver.setFailing(false);
+      r = await c.post(`/ui/background-tasks/${id}/requeue`, { csrf_token: c.csrfOf(detail.text) });
+      assert.match((await c.get(r.location!)).text, /has been re-enqueued/);
+      let status = '';
+      for (let i = 0; i < 100 && status !== 'successful'; i++) {
+        status = /<th>Status<\/th><td><span class="badge [^"]+" data-status="(\w+)"/.exec((await c.get(`/ui/background-tasks/${id}/`)).text)?.[1] ?? '';
+        if (status !== 'successful') await new Promise((res) => setTimeout(res, 100));
+      }
+      assert.equal(status, 'successful');
+      const queues = await c.get('/ui/background-queues/');
+      assert.match(queues.text, /data-status="stopped"><a href="\/ui\/background-queues\/default\/stopped\/">0<\/a>/);
+    } finally {
+      await receiver.close();
+    }
+  });
 });
 
