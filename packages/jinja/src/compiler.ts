@@ -87,6 +87,16 @@ function targetNames(t: Expr, out: Set<string>): void {
   else if (t.k === 'Tuple') for (const i of t.items) targetNames(i, out);
 }
 
+/** Does the subtree contain a node of one of these kinds? */
+function containsKind(nodes: unknown, kinds: string[]): boolean {
+  if (Array.isArray(nodes)) return nodes.some((n) => containsKind(n, kinds));
+  if (!nodes || typeof nodes !== 'object') return false;
+  const n = nodes as { k?: string };
+  if (n.k && kinds.includes(n.k)) return true;
+  for (const [key, v] of Object.entries(n)) if (key !== 'k' && key !== 'line' && v && typeof v === 'object' && containsKind(v, kinds)) return true;
+  return false;
+}
+
 /** Does the subtree reference `name` (not descending into nested macros)? */
 function references(nodes: unknown, name: string): boolean {
   if (Array.isArray(nodes)) return nodes.some((n) => references(n, name));
@@ -111,6 +121,16 @@ function ctxLookup(r: RenderState, name: string): unknown {
   const g = r.globals;
   if (g.has(name)) return g.get(name);
   return new Undefined(name);
+}
+
+/** Shared empty argument pair: builtin filters never mutate their args array. */
+const NO_ARGS: [unknown[], KwMap] = [[], null];
+
+// Plain loops instead of Array#map: no per-call closure allocation on the hot path.
+function evalAll(evs: Ev[], r: RenderState, f: Frame): unknown[] {
+  const out = new Array(evs.length);
+  for (let i = 0; i < evs.length; i++) out[i] = evs[i](r, f);
+  return out;
 }
 
 export function toOutput(r: RenderState, v: unknown): string {
@@ -347,6 +367,9 @@ export class Compiler {
     const bodyEx = body();
     const tpl = inner.template();
     const loopSlot = usesLoop ? inner.names.get('loop')! : -1;
+    // A fresh frame per iteration only matters when the body assigns names or creates closures
+    // (set/macro/call blocks); otherwise every slot is overwritten each iteration and one frame is enough.
+    const reuseFrame = inner.names.size === pre.length && !containsKind(s.body, ['CallBlock', 'Macro', 'Assign', 'AssignBlock']);
     const { scope: elseScope, body: elseBody } = this.childScope(s.else_, scope);
     const elseEx = s.else_.length ? elseBody() : null;
     const elseTpl = elseScope.template();
@@ -367,9 +390,10 @@ export class Compiler {
       const n = items.length;
       if (n === 0) return false;
       const loop = usesLoop ? new LoopContext(items, depth0, recursive ? recurse(f) : null) : null;
+      const shared = reuseFrame ? new Frame(tpl.slice(), f) : null;
       for (let i = 0; i < n; i++) {
         r.loopTick();
-        const fr = new Frame(tpl.slice(), f);
+        const fr = shared ?? new Frame(tpl.slice(), f);
         store(r, fr, items[i]);
         if (loop) {
           loop.index0 = i;
@@ -485,11 +509,11 @@ export class Compiler {
         throw new TemplateSyntaxError('namespace reference is only valid as an assignment target', e.line);
       case 'List': {
         const items = e.items.map((i) => this.expr(i, scope));
-        return (r, f) => items.map((i) => i(r, f));
+        return (r, f) => evalAll(items, r, f);
       }
       case 'Tuple': {
         const items = e.items.map((i) => this.expr(i, scope));
-        return (r, f) => markTuple(items.map((i) => i(r, f)));
+        return (r, f) => markTuple(evalAll(items, r, f));
       }
       case 'Dict': {
         const pairs = e.pairs.map(([k, v]) => [this.expr(k, scope), this.expr(v, scope)] as const);
@@ -502,12 +526,20 @@ export class Compiler {
       case 'Getattr': {
         const obj = this.expr(e.obj, scope);
         const attr = e.attr;
+        if (DICT_METHODS.has(attr)) return (r, f) => getattr(obj(r, f), attr);
         return (r, f) => {
           const o = obj(r, f);
-          // hot path: own data of a plain object whose key is not also a dict method
-          if (isPlainObject(o) && Object.hasOwn(o, attr) && !DICT_METHODS.has(attr)) {
-            const v = o[attr];
-            return v === undefined ? null : v;
+          // hot paths: own data of a plain object; loop.*
+          if (typeof o === 'object' && o !== null) {
+            if (isPlainObject(o)) {
+              if (Object.hasOwn(o, attr)) {
+                const v = (o as Record<string, unknown>)[attr];
+                return v === undefined ? null : v;
+              }
+            } else if (o instanceof LoopContext) {
+              const v = o.pyGetAttr(attr);
+              if (v !== MISSING) return v;
+            }
           }
           return getattr(o, attr);
         };
@@ -640,11 +672,15 @@ export class Compiler {
     const dyn = a.dynArgs ? this.expr(a.dynArgs, scope) : null;
     const dynKw = a.dynKwargs ? this.expr(a.dynKwargs, scope) : null;
     if (!dyn && !dynKw && kws.length === 0) {
-      if (pos.length === 0) return () => [[], null];
-      return (r, f) => [pos.map((p) => p(r, f)), null];
+      if (pos.length === 0) return () => NO_ARGS;
+      if (pos.length === 1) {
+        const p0 = pos[0];
+        return (r, f) => [[p0(r, f)], null];
+      }
+      return (r, f) => [evalAll(pos, r, f), null];
     }
     return (r, f) => {
-      const args = pos.map((p) => p(r, f));
+      const args = evalAll(pos, r, f);
       if (dyn) for (const x of toList(dyn(r, f))) args.push(x);
       let kw: KwMap = null;
       if (kws.length || dynKw) {
@@ -708,6 +744,21 @@ export class Compiler {
   private filter(e: FilterExpr, scope: Scope): Ev {
     const fn = this.env.filters.get(e.name) ?? this.missing('filter', e.name, e.line);
     const value = e.node ? this.expr(e.node, scope) : () => null;
+    if (!e.dynArgs && !e.dynKwargs && e.kwargs.length === 0) {
+      const pos = e.args.map((x) => this.expr(x, scope));
+      if (pos.length === 0)
+        return (r, f) => {
+          const v = value(r, f);
+          r.tick();
+          return fn(r, v, NO_ARGS[0], null);
+        };
+      return (r, f) => {
+        const v = value(r, f);
+        const args = evalAll(pos, r, f);
+        r.tick();
+        return fn(r, v, args, null);
+      };
+    }
     const argsEv = this.args(e, scope);
     return (r, f) => {
       const v = value(r, f);

@@ -18,10 +18,12 @@ import type { FilterFn } from '../compiler.js';
 import { cmp } from '../runtime/ops.js';
 
 const ESCAPABLE = /[\\"\x00-\x1f\u007f-\uffff]/g;
+const NEEDS_JSON_ESCAPE = /[\\"\x00-\x1f\u007f-\uffff]/;
 const SHORT: Record<string, string> = { '\\': '\\\\', '"': '\\"', '\n': '\\n', '\r': '\\r', '\t': '\\t', '\b': '\\b', '\f': '\\f' };
 
 /** json.dumps string encoding with ensure_ascii=True. */
 export function jsonString(s: string): string {
+  if (!NEEDS_JSON_ESCAPE.test(s)) return '"' + s + '"';
   return '"' + s.replace(ESCAPABLE, (c) => SHORT[c] ?? '\\u' + c.charCodeAt(0).toString(16).padStart(4, '0')) + '"';
 }
 
@@ -44,59 +46,63 @@ function keyString(k: unknown): string {
 }
 
 export function dumps(r: RenderState, v: unknown, indent: string | null): string {
-  const stack: unknown[] = [];
-  const itemSep = indent === null ? ', ' : ',';
-  const enc = (x: unknown, level: number): string => {
-    switch (typeof x) {
-      case 'string':
-        return jsonString(x);
-      case 'boolean':
-        return x ? 'true' : 'false';
-      case 'number':
-        return Number.isInteger(x) ? (Number.isSafeInteger(x) ? String(x) : BigInt(x).toString()) : floatJson(x);
-      case 'bigint':
-        return x.toString();
-      case 'undefined':
-        return 'null';
-    }
-    if (x === null) return 'null';
-    if (x instanceof PyFloat) return floatJson(x.v);
-    if (x instanceof Markup) return jsonString(x.s);
-    const isArr = Array.isArray(x);
-    if (isArr || isDict(x)) {
-      if (stack.includes(x)) throw pyError('ValueError', 'Circular reference detected');
-      stack.push(x);
-      r.tick(1);
-      try {
-        const nl = indent === null ? '' : '\n' + indent.repeat(level + 1);
-        const close = indent === null ? '' : '\n' + indent.repeat(level);
-        if (isArr) {
-          const arr = x as unknown[];
-          if (!arr.length) return '[]';
-          return '[' + nl + arr.map((i) => enc(i, level + 1)).join(itemSep + nl) + close + ']';
-        }
-        const d = x as Parameters<typeof dictKeys>[0];
-        const keys = dictKeys(d);
-        if (!keys.length) return '{}';
-        const sorted = keys.slice().sort((a, b) => cmp(a, b));
-        return (
-          '{' +
-          nl +
-          sorted.map((k) => jsonString(keyString(k)) + ': ' + enc(dictGet(d, k), level + 1)).join(itemSep + nl) +
-          close +
-          '}'
-        );
-      } finally {
-        stack.pop();
+  return encode(r, v, 0, indent, []);
+}
+
+// A module-level recursive function (no per-call closures: tsx wraps named closures in __name()).
+function encode(r: RenderState, x: unknown, level: number, indent: string | null, stack: unknown[]): string {
+  switch (typeof x) {
+    case 'string':
+      return jsonString(x);
+    case 'boolean':
+      return x ? 'true' : 'false';
+    case 'number':
+      return Number.isInteger(x) ? (Number.isSafeInteger(x) ? String(x) : BigInt(x).toString()) : floatJson(x);
+    case 'bigint':
+      return x.toString();
+    case 'undefined':
+      return 'null';
+  }
+  if (x === null) return 'null';
+  if (x instanceof PyFloat) return floatJson(x.v);
+  if (x instanceof Markup) return jsonString(x.s);
+  const isArr = Array.isArray(x);
+  if (isArr || isDict(x)) {
+    if (stack.includes(x)) throw pyError('ValueError', 'Circular reference detected');
+    stack.push(x);
+    r.tick(1);
+    const nl = indent === null ? '' : '\n' + indent.repeat(level + 1);
+    const sep = indent === null ? ', ' : ',' + nl;
+    let out: string;
+    if (isArr) {
+      const arr = x as unknown[];
+      if (!arr.length) out = '[]';
+      else {
+        out = '[' + nl;
+        for (let i = 0; i < arr.length; i++) out += (i ? sep : '') + encode(r, arr[i], level + 1, indent, stack);
+        out += (indent === null ? '' : '\n' + indent.repeat(level)) + ']';
+      }
+    } else {
+      const d = x as Parameters<typeof dictKeys>[0];
+      const keys = dictKeys(d);
+      if (!keys.length) out = '{}';
+      else {
+        if (keys.length > 1) keys.sort(cmp);
+        out = '{' + nl;
+        for (let i = 0; i < keys.length; i++)
+          out += (i ? sep : '') + jsonString(keyString(keys[i])) + ': ' + encode(r, dictGet(d, keys[i]), level + 1, indent, stack);
+        out += (indent === null ? '' : '\n' + indent.repeat(level)) + '}';
       }
     }
-    if (x instanceof DictView) return enc(x.toArray(), level);
-    throw pyError('TypeError', `Object of type ${typeName(x)} is not JSON serializable`);
-  };
-  return enc(v, 0);
+    stack.pop();
+    return out;
+  }
+  if (x instanceof DictView) return encode(r, x.toArray(), level, indent, stack);
+  throw pyError('TypeError', `Object of type ${typeName(x)} is not JSON serializable`);
 }
 
 const HTML_UNSAFE = /[<>&']/g;
+const HTML_UNSAFE_TEST = /[<>&']/;
 const HTML_MAP: Record<string, string> = { '<': '\\u003c', '>': '\\u003e', '&': '\\u0026', "'": '\\u0027' };
 
 export const tojson: FilterFn = (r, v, a, kw) => {
@@ -111,7 +117,8 @@ export const tojson: FilterFn = (r, v, a, kw) => {
       indent = ' '.repeat(Math.max(0, Number(n)));
     }
   }
-  const out = dumps(r, v, indent).replace(HTML_UNSAFE, (c) => HTML_MAP[c]);
+  let out = dumps(r, v, indent);
+  if (HTML_UNSAFE_TEST.test(out)) out = out.replace(HTML_UNSAFE, (c) => HTML_MAP[c]);
   r.checkSize(out.length);
   return new Markup(out);
 };

@@ -8,7 +8,8 @@ export function fixed(x: number, prec: number): string {
   if (Math.abs(x) < 1e21 && prec <= 100) {
     const a = Math.abs(x);
     let s = a.toFixed(prec);
-    if (prec + 25 <= 100) {
+    // cheap pre-check: an exact tie scales to exactly k + 0.5 (the product of a dyadic tie is exact)
+    if (prec + 25 <= 100 && Math.abs((a * 10 ** prec) % 1) === 0.5) {
       // toFixed breaks exact ties upwards; CPython rounds half to even
       const ext = a.toFixed(prec + 25);
       if (ext.endsWith('5' + '0'.repeat(24))) {

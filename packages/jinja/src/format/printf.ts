@@ -9,6 +9,40 @@ import { expo, fixed, general, nonFinite } from './numfmt.js';
 
 const SPEC = /%(?:\(([^)]*)\))?([#0\- +]*)(\*|\d+)?(?:\.(\*|\d*))?[hlL]?([diouxXeEfFgGcrsa%])?/g;
 
+interface Spec {
+  lit: string; // literal text before the specifier
+  key: string | undefined;
+  flags: string;
+  width: string | undefined;
+  prec: string | undefined;
+  type: string | undefined;
+}
+interface Parsed {
+  specs: Spec[];
+  tail: string;
+}
+
+// Format strings are few and reused across renders: parse each once.
+const cache = new Map<string, Parsed>();
+const CACHE_MAX = 500;
+
+function parse(s: string): Parsed {
+  let p = cache.get(s);
+  if (p) return p;
+  const specs: Spec[] = [];
+  let last = 0;
+  SPEC.lastIndex = 0;
+  let m: RegExpExecArray | null;
+  while ((m = SPEC.exec(s))) {
+    specs.push({ lit: s.slice(last, m.index), key: m[1], flags: m[2], width: m[3], prec: m[4], type: m[5] });
+    last = SPEC.lastIndex;
+  }
+  p = { specs, tail: s.slice(last) };
+  if (cache.size >= CACHE_MAX) cache.clear();
+  cache.set(s, p);
+  return p;
+}
+
 export function printfFormat(r: RenderState, fmt: string | Markup, argv: unknown): string | Markup {
   const isMarkup = fmt instanceof Markup;
   const s = isMarkup ? fmt.s : fmt;
@@ -16,19 +50,11 @@ export function printfFormat(r: RenderState, fmt: string | Markup, argv: unknown
   const args: unknown[] = tuple ? (argv as unknown[]) : [argv];
   const mapping = !tuple && isDict(argv) ? argv : null;
   let ai = 0;
-  let usedMapping = false;
-  const nextArg = (): unknown => {
-    if (ai >= args.length) throw pyError('TypeError', 'not enough arguments for format string');
-    return args[ai++];
-  };
   let out = '';
-  let last = 0;
-  SPEC.lastIndex = 0;
-  let m: RegExpExecArray | null;
-  while ((m = SPEC.exec(s))) {
-    out += s.slice(last, m.index);
-    last = SPEC.lastIndex;
-    const [, key, flags, widthS, precS, type] = m;
+  const parsed = parse(s);
+  for (const sp of parsed.specs) {
+    out += sp.lit;
+    const { key, flags, width: widthS, prec: precS, type } = sp;
     if (type === undefined) throw pyError('ValueError', `incomplete format`);
     if (type === '%' && key === undefined && !flags && widthS === undefined && precS === undefined) {
       out += '%';
@@ -37,19 +63,18 @@ export function printfFormat(r: RenderState, fmt: string | Markup, argv: unknown
     let value: unknown;
     let width = 0;
     let prec: number | null = null;
-    if (widthS === '*') width = Number(nextArg());
+    if (widthS === '*') width = Number(args[ai >= args.length ? notEnough() : ai++]);
     else if (widthS) width = Number(widthS);
-    if (precS === '*') prec = Number(nextArg());
+    if (precS === '*') prec = Number(args[ai >= args.length ? notEnough() : ai++]);
     else if (precS !== undefined) prec = precS === '' ? 0 : Number(precS);
     if (key !== undefined) {
       if (!mapping) throw pyError('TypeError', 'format requires a mapping');
-      usedMapping = true;
       const v = dictGet(mapping, key);
       if (v === MISSING) throw pyError('KeyError', `'${key}'`);
       value = v;
     } else if (type === '%') {
       value = null;
-    } else value = nextArg();
+    } else value = args[ai >= args.length ? notEnough() : ai++];
     let left = flags.includes('-');
     if (width < 0) {
       left = true;
@@ -60,7 +85,7 @@ export function printfFormat(r: RenderState, fmt: string | Markup, argv: unknown
     if (body.length < width) {
       const numeric = 'diouxXeEfFgG'.includes(type);
       if (left) body = body + ' '.repeat(width - body.length);
-      else if (flags.includes('0') && numeric && !/^-?[a-z]/i.test(body.replace(/^[+ -]/, '')) ) {
+      else if (flags.includes('0') && numeric && !/^-?[a-z]/i.test(body.replace(/^[+ -]/, ''))) {
         const signMatch = /^([+ -]|0[xXob]|[+ -]0[xXob])?/.exec(body)!;
         const pre = signMatch[0] ?? '';
         body = pre + '0'.repeat(width - body.length) + body.slice(pre.length);
@@ -69,12 +94,13 @@ export function printfFormat(r: RenderState, fmt: string | Markup, argv: unknown
     r.checkSize(out.length + body.length);
     out += body;
   }
-  out += s.slice(last);
+  out += parsed.tail;
   if (!mapping && ai < args.length) throw pyError('TypeError', 'not all arguments converted during string formatting');
-  if (mapping && !usedMapping && !tuple && ai === 0 && args.length === 1) {
-    // '%s' % {} uses the dict as the single argument; a dict with no specifiers is fine too
-  }
   return isMarkup ? new Markup(out) : out;
+}
+
+function notEnough(): never {
+  throw pyError('TypeError', 'not enough arguments for format string');
 }
 
 function numArg(v: unknown, type: string): number | bigint {
@@ -127,7 +153,7 @@ function convert(v: unknown, type: string, flags: string, prec: number | null): 
         n = Math.trunc(n);
       }
       const neg = n < 0;
-      let digits = (neg ? -BigInt(n) : BigInt(n)).toString();
+      let digits = typeof n === 'number' && Number.isSafeInteger(n) ? String(neg ? -n : n) : (neg ? -BigInt(n) : BigInt(n)).toString();
       if (prec !== null && digits.length < prec) digits = '0'.repeat(prec - digits.length) + digits;
       return signed(digits, neg, flags);
     }

@@ -20,6 +20,12 @@ export function floatRepr(x: number): string {
   if (x === Infinity) return 'inf';
   if (x === -Infinity) return '-inf';
   if (x === 0) return Object.is(x, -0) ? '-0.0' : '0.0';
+  const ax = x < 0 ? -x : x;
+  if (ax >= 1e-4 && ax < 1e16) {
+    // JS and CPython both print the shortest round-trip digits; in this range JS uses positional notation too
+    const s = String(x);
+    return s.includes('.') ? s : s + '.0';
+  }
   const e = x.toExponential(); // shortest digits, e.g. "-1.2345e-7"
   const m = /^(-?)(\d)(?:\.(\d+))?e([+-]\d+)$/.exec(e)!;
   const sign = m[1];
