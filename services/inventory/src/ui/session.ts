@@ -22,7 +22,8 @@ export interface Flash {
 
 export const SESSION_COOKIE = 'inventory_ui_session';
 const IDLE_MS = 12 * 60 * 60 * 1000;
-const MAX_SESSIONS = 10_000;
+export const MAX_SESSIONS = 10_000;
+const ANONYMOUS_IDLE_MS = 60 * 60 * 1000;
 const ID_PATTERN = /^[A-Za-z0-9_-]{43}$/;
 
 function newSecret(): string {
@@ -69,14 +70,22 @@ export class SessionStore {
 
   private evict(): void {
     if (this.sessions.size < MAX_SESSIONS) return;
-    const cutoff = this.now() - IDLE_MS;
-    for (const [id, s] of this.sessions) if (s.lastSeen < cutoff) this.sessions.delete(id);
-    // Still full: drop the least recently created (Map keeps insertion order).
-    while (this.sessions.size >= MAX_SESSIONS) {
-      const first = this.sessions.keys().next().value;
-      if (first === undefined) break;
-      this.sessions.delete(first);
+    const t = this.now();
+    for (const [id, s] of this.sessions) {
+      if (t - s.lastSeen > IDLE_MS || (!s.apiToken && t - s.lastSeen > ANONYMOUS_IDLE_MS)) this.sessions.delete(id);
     }
+    // Still full (someone is opening login pages in bulk): drop anonymous sessions first, oldest first,
+    // so a flood of login-page visits cannot log real users out.
+    for (const anonymousOnly of [true, false]) {
+      for (const [id, s] of this.sessions) {
+        if (this.sessions.size < MAX_SESSIONS) return;
+        if (!anonymousOnly || !s.apiToken) this.sessions.delete(id);
+      }
+    }
+  }
+
+  get size(): number {
+    return this.sessions.size;
   }
 }
 

@@ -4,6 +4,7 @@ import { client, forEachStorage, startTestServer, type TestServer } from '@svc/t
 import { buildApp } from '../../src/app.ts';
 import { escapeHtml, html } from '../../src/ui/html.ts';
 import { safeNext } from '../../src/ui/pages/login.ts';
+import { MAX_SESSIONS, SessionStore } from '../../src/ui/session.ts';
 import { uiClient } from './ui-client.ts';
 import { startReceiver } from './receiver.ts';
 
@@ -17,6 +18,18 @@ describe('admin UI html helpers', () => {
     assert.equal(out, `<td title="${escapeHtml(hostile)}">${escapeHtml(hostile)}</td>`);
     assert.equal(escapeHtml(`&<>"'\`=`), '&amp;&lt;&gt;&quot;&#39;&#96;&#61;');
     assert.equal(html`${[html`<b>${'<i>'}</b>`, 'x&y']}`.value, '<b>&lt;i&gt;</b>x&amp;y');
+  });
+
+  it('keeps logged-in sessions when anonymous ones flood the store, and expires idle ones', () => {
+    let now = 1_000_000;
+    const store = new SessionStore(() => now);
+    const user = store.rotate(store.create(), 'token');
+    for (let i = 0; i < MAX_SESSIONS + 50; i++) store.create();
+    assert.ok(store.size <= MAX_SESSIONS);
+    assert.equal(store.get(user.id)?.apiToken, 'token');
+    assert.equal(store.get('not-a-session-id'), undefined);
+    now += 13 * 60 * 60 * 1000;
+    assert.equal(store.get(user.id), undefined, 'idle for more than 12 hours');
   });
 
   it('only accepts same-site UI paths after login', () => {
