@@ -85,17 +85,25 @@ export class DeliveryWorker {
     return !!c;
   }
 
-  /** Drains every due delivery; returns how many attempts were made. */
+  /**
+   * Drains every due delivery; returns how many attempts were made. Two
+   * claim/send/record loops overlap so the network and the database commit
+   * of one batch do not wait for each other.
+   */
   async drain(): Promise<number> {
-    let total = 0;
-    for (;;) {
-      const batch = await this.#claim();
-      if (batch.length === 0) return total;
-      total += batch.length;
-      const webhooks = await this.#webhooks(batch);
-      const records = await mapLimit(batch, this.settings.concurrency, (d) => this.#attempt(d, webhooks.get(d.webhook_id ?? -1)));
-      await this.#record(records);
-    }
+    const loop = async () => {
+      let total = 0;
+      for (;;) {
+        const batch = await this.#claim();
+        if (batch.length === 0) return total;
+        total += batch.length;
+        const webhooks = await this.#webhooks(batch);
+        const records = await mapLimit(batch, this.settings.concurrency, (d) => this.#attempt(d, webhooks.get(d.webhook_id ?? -1)));
+        await this.#record(records);
+      }
+    };
+    const counts = await Promise.all([loop(), loop()]);
+    return counts[0]! + counts[1]!;
   }
 
   /** Claimers on this host whose process is gone: their claims are released at once instead of after the lease. */
@@ -228,12 +236,19 @@ export class DeliveryWorker {
     const now = Date.now();
     await storage.db.transaction().execute(async (trx) => {
       const attempts: Record<string, unknown>[] = [];
+      // Successes (the common case) are recorded with one statement per status code.
+      const ok = new Map<number, number[]>();
       for (const r of records) {
-        let status: 'successful' | 'failed' | 'scheduled';
+        if (r.success) {
+          const list = ok.get(r.status!) ?? [];
+          list.push(r.deliveryId);
+          ok.set(r.status!, list);
+          continue;
+        }
+        let status: 'failed' | 'scheduled';
         let next = now;
         const tries = r.attempt - r.retryBase; // tries since enqueue or the last manual requeue, this one included
-        if (r.success) status = 'successful';
-        else if (!r.permanent && tries <= r.maxRetries) {
+        if (!r.permanent && tries <= r.maxRetries) {
           status = 'scheduled';
           next = now + retryDelayMs(this.settings, tries);
         } else status = 'failed';
@@ -255,6 +270,19 @@ export class DeliveryWorker {
         if (status === 'scheduled' && Number(changed.numUpdatedRows) > 0) {
           await queue.add(DELIVER_TASK, {}, { jobKey: `inventory.deliver:retry:${r.deliveryId}`, runAt: new Date(next), maxAttempts: 25 }, trx);
         }
+      }
+      for (const [code, ids] of ok) {
+        for (let i = 0; i < ids.length; i += 500) {
+          await trx
+            .updateTable('events_delivery')
+            .set({ status: 'successful', ended_at: now, claimed_by: null, claim_expires_at: null, last_status_code: code, last_error: null })
+            .where('id', 'in', ids.slice(i, i + 500))
+            .where('status', '=', 'sent')
+            .where('claimed_by', '=', this.workerId)
+            .execute();
+        }
+      }
+      for (const r of records) {
         attempts.push({
           delivery_id: r.deliveryId,
           attempt: r.attempt,

@@ -73,16 +73,35 @@ export class DestinationGuard {
     return undefined;
   }
 
-  /** Resolves the host and returns the first permitted address (refusing if none is). */
+  #dns = new Map<string, { at: number; addrs: Array<{ address: string; family: 4 | 6 }> }>();
+  #verdicts = new Map<string, string | undefined>();
+
+  #check(address: string): string | undefined {
+    if (this.#verdicts.has(address)) return this.#verdicts.get(address);
+    const why = this.refusal(address);
+    if (this.#verdicts.size > 10_000) this.#verdicts.clear();
+    this.#verdicts.set(address, why);
+    return why;
+  }
+
+  /** Resolves the host (answers cached for 5 s) and returns the first permitted address (refusing if none is). */
   async resolve(hostname: string): Promise<{ address: string; family: 4 | 6 }> {
     const host = hostname.startsWith('[') && hostname.endsWith(']') ? hostname.slice(1, -1) : hostname;
     const literal = net.isIP(host);
-    const candidates = literal
-      ? [{ address: host, family: literal as 4 | 6 }]
-      : ((await dns.lookup(host, { all: true, verbatim: true })) as Array<{ address: string; family: 4 | 6 }>);
+    let candidates: Array<{ address: string; family: 4 | 6 }>;
+    if (literal) candidates = [{ address: host, family: literal as 4 | 6 }];
+    else {
+      const hit = this.#dns.get(host);
+      if (hit && Date.now() - hit.at < 5000) candidates = hit.addrs;
+      else {
+        candidates = (await dns.lookup(host, { all: true, verbatim: true })) as Array<{ address: string; family: 4 | 6 }>;
+        if (this.#dns.size > 1000) this.#dns.clear();
+        this.#dns.set(host, { at: Date.now(), addrs: candidates });
+      }
+    }
     const reasons: string[] = [];
     for (const c of candidates) {
-      const why = this.refusal(c.address);
+      const why = this.#check(c.address);
       if (!why) return c;
       reasons.push(why);
     }

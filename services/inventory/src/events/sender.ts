@@ -75,16 +75,34 @@ export class HttpSender {
     if (url.protocol !== 'http:' && url.protocol !== 'https:') {
       return done({ error: `Error forming HTTP request: unsupported URL scheme ${url.protocol}` });
     }
-    const timeout = AbortSignal.timeout(r.timeoutMs);
-    const signal = r.signal ? AbortSignal.any([timeout, r.signal]) : timeout;
+    // One timer for the whole exchange (DNS, connect, request, response); cheaper than AbortSignal.timeout per request.
+    let timedOut = false;
+    let abortReq: ((why: string) => void) | undefined;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      abortReq?.(`Request to ${r.url} timed out after ${r.timeoutMs / 1000} seconds`);
+    }, r.timeoutMs);
+    const onStop = () => abortReq?.(`Request to ${r.url} was stopped`);
+    r.signal?.addEventListener('abort', onStop, { once: true });
+    const cleanup = () => {
+      clearTimeout(timer);
+      r.signal?.removeEventListener('abort', onStop);
+    };
     let target: { address: string; family: 4 | 6 };
     try {
       target = await Promise.race([
         this.guard.resolve(url.hostname),
-        new Promise<never>((_, rej) => signal.addEventListener('abort', () => rej(signal.reason), { once: true })),
+        new Promise<never>((_, rej) => {
+          abortReq = (why) => rej(new Error(why));
+        }),
       ]);
     } catch (err) {
-      return done({ error: describeError(err, r, signal) });
+      cleanup();
+      return done({ error: (err as Error).message });
+    }
+    if (timedOut || r.signal?.aborted) {
+      cleanup();
+      return done({ error: timedOut ? `Request to ${r.url} timed out after ${r.timeoutMs / 1000} seconds` : `Request to ${r.url} was stopped` });
     }
     const lookup: LookupFunction = (_host, opts, cb) => {
       if ((opts as { all?: boolean }).all) (cb as any)(null, [{ address: target.address, family: target.family }]);
@@ -106,13 +124,13 @@ export class HttpSender {
       const finish = (o: Omit<SendOutcome, 'durationMs'>) => {
         if (settled) return;
         settled = true;
-        signal.removeEventListener('abort', onAbort);
+        cleanup();
         resolve(done(o));
       };
-      let req: http.ClientRequest;
-      const onAbort = () => {
+      let req: http.ClientRequest | undefined;
+      abortReq = (why) => {
         req?.destroy();
-        finish({ error: describeError(signal.reason, r, signal) });
+        finish({ error: why });
       };
       try {
         req = (isHttps ? https : http).request(
@@ -149,19 +167,13 @@ export class HttpSender {
         finish({ error: `Error forming HTTP request: ${(err as Error).message}` });
         return;
       }
-      signal.addEventListener('abort', onAbort, { once: true });
-      req.on('error', (err) => finish({ error: describeError(err, r, signal) }));
+      req.on('error', (err) => finish({ error: describeError(err) }));
       req.end(r.body);
     });
   }
 }
 
-function describeError(err: unknown, r: OutgoingRequest, signal: AbortSignal): string {
-  if (signal.aborted) {
-    const reason = signal.reason as { name?: string } | undefined;
-    if (reason?.name === 'TimeoutError') return `Request to ${r.url} timed out after ${r.timeoutMs / 1000} seconds`;
-    return `Request to ${r.url} was stopped`;
-  }
+function describeError(err: unknown): string {
   const e = err as { code?: string; message?: string };
   return `${e?.code ? e.code + ': ' : ''}${e?.message ?? String(err)}`;
 }

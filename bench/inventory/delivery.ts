@@ -1,0 +1,200 @@
+/**
+ * Webhook delivery benchmark (SQLite, local receiver).
+ *
+ *   node --import tsx bench/inventory/delivery.ts [--deliveries 20000] [--rate 500] [--seconds 10]
+ *
+ * 1. Plain client: posts the same bodies to the same receiver with a keep-alive
+ *    pool (the ceiling for this machine and receiver).
+ * 2. Delivery throughput: a backlog of committed deliveries drained by the
+ *    in-process worker (claim in batches, render, sign, send, record each
+ *    attempt), reported as deliveries/s and as a ratio to (1).
+ * 3. Latency: device changes through the REST API at a fixed rate; time from
+ *    the API response to the webhook's arrival at the receiver.
+ */
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import type { AddressInfo } from 'node:net';
+import { buildApp } from '../../services/inventory/src/app.ts';
+import type { ObjectEvent } from '../../services/inventory/src/changes/types.ts';
+import type { InventoryDeps } from '../../services/inventory/src/deps.ts';
+import { enqueueObjectEvents } from '../../services/inventory/src/events/index.ts';
+import { pythonJsonDumps } from '../../services/inventory/src/events/python-json.ts';
+
+const { values } = parseArgs({
+  options: { deliveries: { type: 'string', default: '20000' }, rate: { type: 'string', default: '500' }, seconds: { type: 'string', default: '10' } },
+});
+const N = Number(values.deliveries);
+const RATE = Number(values.rate);
+const SECONDS = Number(values.seconds);
+const TOKEN = 'bench-admin-token-0123456789abcdef';
+
+function pct(xs: number[], p: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? NaN;
+}
+
+// The receiver: counts requests, remembers arrival time per request_id.
+let received = 0;
+const arrivals = new Map<string, number>();
+const receiver = http.createServer((req, res) => {
+  const chunks: Buffer[] = [];
+  req.on('data', (c: Buffer) => chunks.push(c));
+  req.on('end', () => {
+    received++;
+    if (req.url === '/latency') {
+      const body = JSON.parse(Buffer.concat(chunks).toString());
+      arrivals.set(body.request_id, performance.now());
+    }
+    res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
+  });
+});
+receiver.keepAliveTimeout = 60_000;
+await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+const rxPort = (receiver.address() as AddressInfo).port;
+
+function deviceEvent(i: number): ObjectEvent {
+  return {
+    event: 'updated',
+    objectType: 'dcim.device',
+    model: 'device',
+    objectId: i,
+    data: {
+      id: i, url: `/api/dcim/devices/${i}/`, display: `device-${i}`, name: `device-${i}`,
+      site: { id: 1, url: '/api/dcim/sites/1/', display: 'AMS1', name: 'AMS1', slug: 'ams1' },
+      status: { value: 'active', label: 'Active' }, serial: `SN${i}`, description: 'bench', comments: '', tags: [], custom_fields: {},
+      created: '2026-11-21T08:00:00Z', last_updated: '2026-11-21T08:00:00Z',
+    },
+    snapshots: { prechange: { name: `device-${i}`, status: 'planned' }, postchange: { name: `device-${i}`, status: 'active' } },
+    username: 'admin',
+    requestId: `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`,
+    timestamp: '2026-11-21T08:00:00.123456+00:00',
+  };
+}
+
+// 1. Plain HTTP client baseline.
+async function plainClient(count: number, concurrency: number): Promise<number> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
+  const body = Buffer.from(pythonJsonDumps({ event: 'updated', ...deviceEvent(1) }));
+  let next = 0;
+  const t0 = performance.now();
+  const one = () =>
+    new Promise<void>((resolve, reject) => {
+      const req = http.request({ host: '127.0.0.1', port: rxPort, path: '/plain', method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': body.length } }, (res) => {
+        res.resume();
+        res.on('end', resolve);
+      });
+      req.on('error', reject);
+      req.end(body);
+    });
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next++ < count) await one();
+    }),
+  );
+  agent.destroy();
+  return count / ((performance.now() - t0) / 1000);
+}
+
+async function withApp<T>(runWorkers: boolean, fn: (app: Awaited<ReturnType<typeof buildApp>>, deps: InventoryDeps, url: string) => Promise<T>): Promise<T> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'inv-bench-'));
+  const app = await buildApp({ port: 0, host: '127.0.0.1', dataDir, pgSchema: 'bench', logLevel: 'silent', runWorkers, flags: { adminToken: TOKEN } });
+  const url = await app.listen({ port: 0, host: '127.0.0.1' });
+  try {
+    return await fn(app, app.inventoryDeps, url);
+  } finally {
+    await app.close();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+async function api(url: string, method: string, p: string, body?: unknown) {
+  const r = await fetch(url + p, { method, headers: { authorization: `Token ${TOKEN}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+  const text = await r.text();
+  if (r.status >= 300) throw new Error(`${method} ${p}: ${r.status} ${text}`);
+  return { status: r.status, body: text ? JSON.parse(text) : undefined, headers: r.headers };
+}
+
+async function hook(url: string, rxPath: string) {
+  const w = await api(url, 'POST', '/api/extras/webhooks/', { name: `bench${rxPath.replace('/', '-')}`, payload_url: `http://127.0.0.1:${rxPort}${rxPath}`, secret: 'bench-secret' });
+  await api(url, 'POST', '/api/extras/event-rules/', {
+    name: `bench${rxPath.replace('/', '-')}`, object_types: ['dcim.device'], event_types: ['object_created', 'object_updated'],
+    action_object_type: 'extras.webhook', action_object_id: w.body.id,
+  });
+}
+
+console.log(`machine: ${os.cpus().length} CPUs, node ${process.version}; SQLite (synchronous=FULL)`);
+await plainClient(2000, 64); // warm-up
+const plainRate = await plainClient(N, 64);
+console.log(`plain HTTP client:        ${plainRate.toFixed(0)} requests/s (${N} POSTs, 64 concurrent, keep-alive)`);
+
+// 2. Delivery throughput: commit a backlog with workers stopped, then drain it.
+const deliveryRate = await withApp(false, async (_app, deps, url) => {
+  await hook(url, '/throughput');
+  for (let i = 0; i < N; i += 1000) {
+    const events = Array.from({ length: Math.min(1000, N - i) }, (_, k) => deviceEvent(i + k + 1));
+    await deps.storage.db.transaction().execute((trx) => enqueueObjectEvents(trx, deps, events));
+  }
+  const start = received;
+  const t0 = performance.now();
+  await deps.queue.start();
+  while (received - start < N) await new Promise((r) => setTimeout(r, 5));
+  const secs = (performance.now() - t0) / 1000;
+  // Wait until every outcome is recorded too.
+  for (;;) {
+    const r = await deps.storage.db.selectFrom('events_delivery').select((eb) => eb.fn.countAll().as('n')).where('status', '=', 'successful').executeTakeFirst();
+    if (Number(r?.n) >= N) break;
+    await new Promise((res) => setTimeout(res, 20));
+  }
+  const recorded = (performance.now() - t0) / 1000;
+  console.log(`webhook deliveries:       ${(N / secs).toFixed(0)} deliveries/s (${N} in ${secs.toFixed(2)} s; all outcomes recorded after ${recorded.toFixed(2)} s)`);
+  return N / recorded;
+});
+console.log(`delivery/plain ratio:     ${(deliveryRate / plainRate).toFixed(2)} (using the time until every attempt was recorded)`);
+
+// 3. Latency at a fixed change rate through the REST API.
+await withApp(true, async (_app, _deps, url) => {
+  await hook(url, '/latency');
+  const site = (await api(url, 'POST', '/api/dcim/sites/', { name: 'S', slug: 's' })).body;
+  const mfr = (await api(url, 'POST', '/api/dcim/manufacturers/', { name: 'M', slug: 'm' })).body;
+  const type = (await api(url, 'POST', '/api/dcim/device-types/', { manufacturer: mfr.id, model: 'T', slug: 't' })).body;
+  const role = (await api(url, 'POST', '/api/dcim/device-roles/', { name: 'R', slug: 'r' })).body;
+  const devices: number[] = [];
+  for (let i = 0; i < 50; i++) devices.push((await api(url, 'POST', '/api/dcim/devices/', { name: `d${i}`, site: site.id, device_type: type.id, role: role.id })).body.id);
+  await new Promise((r) => setTimeout(r, 500));
+  arrivals.clear();
+  const responses = new Map<string, number>();
+  const total = RATE * SECONDS;
+  const interval = 1000 / RATE;
+  const t0 = performance.now();
+  const inflight: Promise<void>[] = [];
+  let apiErrors = 0;
+  for (let i = 0; i < total; i++) {
+    const due = t0 + i * interval;
+    const wait = due - performance.now();
+    if (wait > 1) await new Promise((r) => setTimeout(r, wait));
+    inflight.push(
+      api(url, 'PATCH', `/api/dcim/devices/${devices[i % devices.length]}/`, { description: `change ${i}` }).then(
+        (r) => void responses.set(r.headers.get('x-request-id')!, performance.now()),
+        (err) => {
+          if (apiErrors++ < 3) console.error(String(err).slice(0, 300), (err as { cause?: unknown }).cause);
+        },
+      ),
+    );
+  }
+  await Promise.all(inflight);
+  const achieved = total / ((performance.now() - t0) / 1000);
+  const end = performance.now() + 10_000;
+  while (arrivals.size < responses.size && performance.now() < end) await new Promise((r) => setTimeout(r, 20));
+  const lat = [...responses].filter(([id]) => arrivals.has(id)).map(([id, t]) => arrivals.get(id)! - t);
+  console.log(
+    `latency @ ${RATE} changes/s:  achieved ${achieved.toFixed(0)} changes/s, ${responses.size} changes, ${lat.length} delivered, ${apiErrors} API errors; ` +
+      `API response → receiver arrival p50 ${pct(lat, 50).toFixed(1)} ms, p95 ${pct(lat, 95).toFixed(1)} ms, p99 ${pct(lat, 99).toFixed(1)} ms, max ${Math.max(...lat).toFixed(1)} ms ` +
+      `(negative: the webhook arrived before the client had read the API response)`,
+  );
+});
+
+receiver.closeAllConnections();
+receiver.close();
