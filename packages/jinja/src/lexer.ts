@@ -184,7 +184,7 @@ export function tokenize(source: string, opts: LexOptions): Token[] {
           if (src[q] === '\\') q++;
           q++;
         }
-        if (q >= n) fail('unexpected end of string', p);
+        if (q >= n) fail(`unexpected char '${c}' at ${p}`, p);
         const raw = src.slice(p + 1, q);
         countLines(p, q);
         toks.push({ t: 'string', v: decodeEscapes(raw, tokLine), line: tokLine });
@@ -249,7 +249,8 @@ export function tokenize(source: string, opts: LexOptions): Token[] {
     lineStarting = src[p - 1] === '\n';
     pos = p;
   }
-  toks.push({ t: 'eof', v: null, line });
+  // Jinja2 reports end-of-template errors on the line where the last token started
+  toks.push({ t: 'eof', v: null, line: toks.length ? toks[toks.length - 1].line : 1 });
   return toks;
 
   function skipWsCount(q: number): number {

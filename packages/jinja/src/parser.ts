@@ -140,7 +140,7 @@ export class Parser {
     let msg = name === null ? 'Unexpected end of template.' : `Encountered unknown tag ${q(name)}.`;
     if (expected) {
       const list = expected.map((e) => q(e));
-      const words = list.length > 1 ? `${list.slice(0, -1).join(', ')} or ${list[list.length - 1]}` : list[0];
+      const words = list.join(' or ');
       msg += ` Jinja was looking for the following tags: ${words}.`;
       const inner = this.tagStack[this.tagStack.length - 1];
       if (inner) msg += ` The innermost block that needs to be closed is ${q(inner)}.`;
@@ -358,14 +358,14 @@ export class Parser {
 
   private checkAssignable(t: Expr): void {
     if (t.k === 'Name') {
-      if (['true', 'false', 'none', 'True', 'False', 'None'].includes(t.name)) this.fail(`can't assign to ${q('Const')}`, t.line);
+      if (['true', 'false', 'none', 'True', 'False', 'None'].includes(t.name)) this.fail(`can't assign to ${q('const')}`, t.line);
       return;
     }
     if (t.k === 'Tuple') {
       for (const item of t.items) this.checkAssignable(item);
       return;
     }
-    this.fail(`can't assign to ${q(t.k)}`, t.line);
+    this.fail(`can't assign to ${q(t.k.toLowerCase())}`, t.line);
   }
 
   // ---------- expressions ----------
