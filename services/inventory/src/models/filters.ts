@@ -52,7 +52,7 @@ function parseDate(v: string): string | undefined {
   return Number.isNaN(d.getTime()) ? undefined : d.toISOString();
 }
 
-function inList(column: Cond | ReturnType<typeof sql.ref>, vals: unknown[]): Cond {
+function inList(column: Cond | ReturnType<typeof sql.ref> | RawBuilder<unknown>, vals: unknown[]): Cond {
   if (vals.length === 0) return sql`1 = 0`;
   return sql`${column} in (${sql.join(vals)})`;
 }
@@ -60,13 +60,15 @@ function inList(column: Cond | ReturnType<typeof sql.ref>, vals: unknown[]): Con
 const NUMERIC_LOOKUPS: Record<string, string> = { gt: '>', gte: '>=', lt: '<', lte: '<=' };
 
 function numericFilters(table: string, column: string, name: string, q: Query, errors: Errors, conds: Cond[]): void {
+  // Compared as bigint: a 32-bit column would make PostgreSQL reject a large parameter instead of matching nothing.
+  const c = column === 'id' ? col(table, column) : sql`cast(${col(table, column)} as bigint)`;
   const exact = parseNumbers(values(q, name), name, errors);
-  if (exact?.length) conds.push(inList(col(table, column), exact));
+  if (exact?.length) conds.push(inList(c, exact));
   const neg = parseNumbers(values(q, `${name}__n`), `${name}__n`, errors);
-  if (neg?.length) conds.push(sql`not ${inList(col(table, column), neg)}`);
+  if (neg?.length) conds.push(sql`not ${inList(c, neg)}`);
   for (const [lookup, op] of Object.entries(NUMERIC_LOOKUPS)) {
     const vals = parseNumbers(values(q, `${name}__${lookup}`), `${name}__${lookup}`, errors);
-    for (const n of vals ?? []) conds.push(sql`${col(table, column)} ${sql.raw(op)} ${n}`);
+    for (const n of vals ?? []) conds.push(sql`${c} ${sql.raw(op)} ${n}`);
   }
 }
 

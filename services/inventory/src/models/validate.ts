@@ -96,8 +96,19 @@ export async function resolveRelated(ctx: ReadCtx, target: ModelDef, v: unknown)
     for (const [k, val] of entries) {
       const f = k === 'id' ? ({ column: 'id', kind: 'integer' } as FieldDef) : target.fields.find((x) => x.name === k);
       if (!f || f.kind === 'fk') fail(notFound);
-      if (val === null) q = q.where(f!.column, 'is', null);
-      else if (typeof val === 'string' || (typeof val === 'number' && Number.isFinite(val))) q = q.where(f!.column, '=', f!.kind === 'integer' ? Number(val) : String(val));
+      if (val === null) {
+        q = q.where(f!.column, 'is', null);
+        continue;
+      }
+      // Compare with a value of the column's type: PostgreSQL refuses 'abc' for a bigint.
+      if (f!.kind === 'integer' || f!.kind === 'decimal') {
+        const n = typeof val === 'number' ? val : typeof val === 'string' && /^-?\d{1,15}(\.\d+)?$/.test(val.trim()) ? Number(val) : NaN;
+        if (!Number.isFinite(n) || Math.abs(n) > Number.MAX_SAFE_INTEGER || (f!.kind === 'integer' && !Number.isInteger(n))) fail(notFound);
+        q = q.where(f!.column, '=', n);
+      } else if (f!.kind === 'boolean') {
+        if (typeof val !== 'boolean') fail(notFound);
+        q = q.where(f!.column, '=', ctx.dialect.bool(val as boolean));
+      } else if (typeof val === 'string' || (typeof val === 'number' && Number.isFinite(val))) q = q.where(f!.column, '=', String(val));
       else fail(notFound);
     }
     const rows = await q.limit(2).execute();
