@@ -87,7 +87,26 @@ export class SqliteQueue implements JobQueue {
     if (this.#started) return;
     this.#started = true;
     this.#stopping = false;
+    this.#releaseDeadLocalLocks();
     this.#schedule(0);
+  }
+
+  /** Jobs held by a process of this host that no longer exists are free now, not after the lease (a restarted worker resumes at once). */
+  #releaseDeadLocalLocks(): void {
+    const raw = this.#storage.sqlite!;
+    const host = os.hostname();
+    const holders = raw.prepare('select distinct locked_by from jobs where locked_at is not null').all() as Array<{ locked_by: string | null }>;
+    for (const { locked_by } of holders) {
+      const [h, pid] = String(locked_by ?? '').split(':');
+      if (h !== host || !pid || Number(pid) === process.pid) continue;
+      try {
+        process.kill(Number(pid), 0);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'ESRCH') {
+          raw.prepare('update jobs set locked_at = null, locked_by = null where locked_by = ?').run(locked_by);
+        }
+      }
+    }
   }
 
   wake(): void {
