@@ -67,8 +67,7 @@ export class DeliveryWorker {
   readonly engine: TemplateEngine;
   readonly sender: HttpSender;
   #inFlight = new Map<number, AbortController>();
-  #deadCheckAt = 0;
-  #deadClaimers: string[] = [];
+  #staleCheckAt = 0;
 
   constructor(
     private readonly deps: InventoryDeps,
@@ -108,12 +107,9 @@ export class DeliveryWorker {
 
   /** Claimers on this host whose process is gone: their claims are released at once instead of after the lease. */
   async #deadLocalClaimers(): Promise<string[]> {
-    const now = Date.now();
-    if (now - this.#deadCheckAt < 1000) return this.#deadClaimers;
-    this.#deadCheckAt = now;
     const rows = await this.deps.storage.db.selectFrom('events_delivery').select('claimed_by').distinct().where('status', '=', 'sent').execute();
     const host = os.hostname();
-    this.#deadClaimers = rows
+    return rows
       .map((r) => String(r.claimed_by ?? ''))
       .filter((c) => {
         const [h, pid] = c.split(':');
@@ -125,24 +121,43 @@ export class DeliveryWorker {
           return (err as NodeJS.ErrnoException).code === 'ESRCH';
         }
       });
-    return this.#deadClaimers;
   }
 
+  /**
+   * Claims up to a batch of due deliveries: queued ones first (FIFO), then
+   * scheduled retries whose time has come, then (checked at most once a
+   * second) deliveries whose claimer died or whose lease ran out. Each
+   * select walks an index; on PostgreSQL rows locked by another worker's
+   * claim are skipped.
+   */
   async #claim(): Promise<Claimed[]> {
     const { storage } = this.deps;
     const now = Date.now();
-    const dead = await this.#deadLocalClaimers();
+    const limit = this.settings.batchSize;
+    const lock = sql.raw(storage.dialect.kind === 'postgres' ? 'for update skip locked' : '');
+    const checkStale = now - this.#staleCheckAt >= 1000;
+    if (checkStale) this.#staleCheckAt = now;
+    const dead = checkStale ? await this.#deadLocalClaimers() : [];
     const defaultTimeout = this.settings.defaultTimeoutMs;
     const margin = this.settings.leaseMarginMs;
     return storage.db.transaction().execute(async (trx) => {
-      const due = sql`select id from events_delivery
-        where (status in ('queued', 'scheduled') and next_attempt_at <= ${now})
-           or (status = 'sent' and (claim_expires_at < ${now}${dead.length ? sql` or claimed_by in (${sql.join(dead)})` : sql``}))
-        order by next_attempt_at, id limit ${this.settings.batchSize} ${sql.raw(storage.dialect.kind === 'postgres' ? 'for update skip locked' : '')}`;
+      const ids: number[] = [];
+      const pick = async (q: ReturnType<typeof sql<{ id: number }>>) => {
+        for (const r of (await q.execute(trx)).rows) ids.push(Number(r.id));
+      };
+      await pick(sql<{ id: number }>`select id from events_delivery where status = 'queued' order by id limit ${limit} ${lock}`);
+      if (ids.length < limit) {
+        await pick(sql<{ id: number }>`select id from events_delivery where status = 'scheduled' and next_attempt_at <= ${now} order by next_attempt_at limit ${limit - ids.length} ${lock}`);
+      }
+      if (checkStale && ids.length < limit) {
+        await pick(sql<{ id: number }>`select id from events_delivery where status = 'sent'
+          and (claim_expires_at < ${now}${dead.length ? sql` or claimed_by in (${sql.join(dead)})` : sql``}) order by id limit ${limit - ids.length} ${lock}`);
+      }
+      if (ids.length === 0) return [];
       const r = await sql<Claimed & { claim_expires_at: number }>`update events_delivery set
           status = 'sent', claimed_by = ${this.workerId}, started_at = ${now}, attempts = attempts + 1,
           claim_expires_at = cast(${now + margin} as bigint) + coalesce((select w.timeout * 1000 from extras_webhook w where w.id = events_delivery.webhook_id), cast(${defaultTimeout} as bigint))
-        where id in (${due})
+        where id in (${sql.join(ids)})
         returning id, message_id, webhook_id, webhook_name, object_type, event, context, attempts, retry_base, claim_expires_at`.execute(trx);
       if (r.rows.length) {
         // If this process dies mid-batch, a job at the lease's end re-drains what it held.

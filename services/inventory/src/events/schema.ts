@@ -49,4 +49,11 @@ export const eventMigrations: Migration[] = [
       ]);
     },
   },
+  {
+    // The claim picks queued rows in id order and stale claims by status; both want their own index.
+    name: '101_delivery_claim_indexes',
+    async up(db) {
+      await exec(db, [`create index events_delivery_status_id on events_delivery (status, id)`]);
+    },
+  },
 ];
