@@ -9,6 +9,7 @@ export interface QueueStats {
   counts: Record<string, number>;
   /** Where this queue's workers run, as far as this process knows. */
   workers: string;
+  oldestQueuedAt: string | null;
 }
 
 export interface TaskRow {
@@ -83,6 +84,8 @@ export interface TaskSource {
   requeue(id: string): Promise<ActionResult>;
   stop(id: string): Promise<ActionResult>;
   delete(id: string): Promise<ActionResult>;
+  /** The UI's status for RQ's names (started → sent, finished → successful, …), or null. */
+  normaliseStatus(status: string): string | null;
 }
 
 /** Adapter over Part B's task domain; the UI's view types stay independent of its row shapes. */
@@ -109,7 +112,7 @@ export function createTaskSource(deps: InventoryDeps): TaskSource {
   return {
     async queues() {
       const workers = deps.config.runWorkers ? 'in this process (and any worker processes)' : 'separate worker processes';
-      return (await tasks.queueCounts(deps)).map((q) => ({ name: q.name, counts: { ...q.counts }, workers }));
+      return (await tasks.queueCounts(deps)).map((q) => ({ name: q.name, counts: { ...q.counts }, workers, oldestQueuedAt: q.oldestQueuedAt }));
     },
     async list(f) {
       const status = f.status === undefined ? undefined : tasks.normaliseStatus(f.status);
@@ -151,6 +154,7 @@ export function createTaskSource(deps: InventoryDeps): TaskSource {
         canStop: t.canStop,
       };
     },
+    normaliseStatus: (s) => tasks.normaliseStatus(s) ?? null,
     requeue: (id) => tasks.requeueTask(deps, id),
     stop: (id) => tasks.stopTask(deps, id),
     delete: (id) => tasks.deleteTask(deps, id),

@@ -212,6 +212,8 @@ forEachStorage('admin UI routes', (storage) => {
       assert.equal(r.status, 404, path);
       assert.match(r.headers.get('content-type')!, /text\/html/, path);
     }
+    const started = await c.get('/ui/background-queues/default/started/');
+    assert.equal(started.location, '/ui/background-queues/default/sent/', "RQ's status names lead to ours");
     const page = await c.get('/ui/background-queues/');
     const csrf = c.csrfOf(page.text);
     let r = await c.post('/ui/background-tasks/999999/requeue', { csrf_token: csrf });

@@ -96,18 +96,24 @@ export function registerTaskRoutes(app: FastifyInstance, backend: UiBackend): vo
   app.get('/background-queues/', async (req, reply) => {
     const queues = await backend.tasks.queues();
     const body = html`<table class="list" data-testid="queues">
-<thead><tr><th>Name</th>${TASK_STATUSES.map((s) => html`<th>${STATUS_TITLES[s]}</th>`)}<th>Workers</th></tr></thead>
+<thead><tr><th>Name</th>${TASK_STATUSES.map((s) => html`<th>${STATUS_TITLES[s]}</th>`)}<th>Oldest queued</th><th>Workers</th></tr></thead>
 <tbody>${queues.map(
       (q) => html`<tr data-queue="${q.name}"><td>${q.name}</td>${TASK_STATUSES.map(
         (s) => html`<td class="count" data-status="${s}"><a href="/ui/background-queues/${urlPart(q.name)}/${s}/">${q.counts[s] ?? 0}</a></td>`,
-      )}<td>${q.workers}</td></tr>`,
+      )}<td>${formatTime(q.oldestQueuedAt)}</td><td>${q.workers}</td></tr>`,
     )}</tbody></table>`;
     return sendPage(req, reply, { title: 'Background Queues', section: 'tasks', body });
   });
 
   app.get('/background-queues/:queue/:status/', async (req, reply) => {
     const { queue, status } = req.params as { queue: string; status: string };
-    if (!QUEUE_NAME.test(queue) || !(TASK_STATUSES as readonly string[]).includes(status)) return sendError(req, reply, 404, 'Not found', 'No such queue or task status.');
+    if (!QUEUE_NAME.test(queue)) return sendError(req, reply, 404, 'Not found', 'No such queue.');
+    if (!(TASK_STATUSES as readonly string[]).includes(status)) {
+      // NetBox's (RQ's) names for the same lists lead to ours.
+      const known = status.length <= 20 ? backend.tasks.normaliseStatus(status) : null;
+      if (known) return reply.redirect(`/ui/background-queues/${urlPart(queue)}/${known}/`);
+      return sendError(req, reply, 404, 'Not found', 'No such task status.');
+    }
     const { limit, offset } = pageParams(req.query);
     const { items, total } = await backend.tasks.list({ queue, status, limit, offset });
     const body = html`<p><a href="/ui/background-queues/">« Background Queues</a></p>${taskTable(items)}${pager(`/ui/background-queues/${urlPart(queue)}/${urlPart(status)}/`, total, limit, offset)}`;
