@@ -97,7 +97,7 @@ export const stringFilters: Record<string, FilterFn> = {
       const m = new Map<unknown, unknown>();
       for (const [k, x] of kw) m.set(k, x);
       arg = m;
-    } else arg = markTuple(a.slice());
+    } else return printfFormat(r, v instanceof Markup ? v : softStr(v), a, true);
     return printfFormat(r, v instanceof Markup ? v : softStr(v), arg);
   },
   wordwrap: (r, v, a, kw) => {

@@ -9,6 +9,7 @@ import { getitem } from '../sandbox.js';
 
 export function softStr(v: unknown): string {
   if (typeof v === 'string') return v;
+  if (typeof v === 'boolean') return v ? 'True' : 'False';
   if (v instanceof Markup) return v.s;
   return pyStr(v);
 }

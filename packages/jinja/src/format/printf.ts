@@ -43,10 +43,11 @@ function parse(s: string): Parsed {
   return p;
 }
 
-export function printfFormat(r: RenderState, fmt: string | Markup, argv: unknown): string | Markup {
+/** `fmt % argv`; `argvIsTuple` lets callers pass an argument array without tagging it. */
+export function printfFormat(r: RenderState, fmt: string | Markup, argv: unknown, argvIsTuple = false): string | Markup {
   const isMarkup = fmt instanceof Markup;
   const s = isMarkup ? fmt.s : fmt;
-  const tuple = isTuple(argv);
+  const tuple = argvIsTuple || isTuple(argv);
   const args: unknown[] = tuple ? (argv as unknown[]) : [argv];
   const mapping = !tuple && isDict(argv) ? argv : null;
   let ai = 0;
