@@ -35,6 +35,8 @@ export const fastApiErrorStyle: ErrorStyle = {
     return { statusCode: 422, body: { detail: collectErrors(req, err) } };
   },
   invalidBody(err, req) {
+    // FastAPI routes before it reads the body: an unknown path is a 404 whatever the body.
+    if (req.is404) return fastApiErrorStyle.notFound(req, false);
     // FastAPI reads an empty body as no body: a "missing" error next to any path/query errors.
     if (err.code === 'FST_ERR_CTP_EMPTY_JSON_BODY') {
       (req as { body?: unknown }).body = undefined;

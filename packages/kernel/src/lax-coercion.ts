@@ -16,12 +16,13 @@ export function canonicalUuid(value: string): string | undefined {
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
 }
 
-type Kind = 'boolean' | 'uuid';
+type Kind = 'boolean' | 'uuid' | 'integer';
 
 function kindOf(schema: any): Kind | undefined {
   if (!schema || typeof schema !== 'object') return undefined;
   if (schema.type === 'boolean' || (Array.isArray(schema.type) && schema.type.includes('boolean'))) return 'boolean';
   if (schema.format === 'uuid') return 'uuid';
+  if (schema.type === 'integer') return 'integer';
   for (const alt of schema.anyOf ?? schema.oneOf ?? []) {
     const k = kindOf(alt);
     if (k) return k;
@@ -53,6 +54,11 @@ function normalise(target: Record<string, unknown> | undefined, fields: Array<[s
       continue;
     }
     if (typeof v !== 'string') continue;
+    if (kind === 'integer') {
+      // pydantic parses only decimal digits; Ajv would also take "1e3", "0x10" or "1e309" (Infinity).
+      if (!json && !/^\s*[+-]?\d+\s*$/.test(v)) target[name] = 'NaN';
+      continue;
+    }
     if (kind === 'boolean') {
       const l = v.toLowerCase();
       if (TRUE.has(l)) target[name] = json ? true : 'true';

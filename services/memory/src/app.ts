@@ -62,8 +62,26 @@ export async function buildApp(base: ServiceConfig): Promise<FastifyInstance> {
       laxCoercion: true,
       bodyLimit: 2 * 1024 * 1024,
       health: async () => ({ storage: storage.dialect.kind, queue_depth: await queue.depth() }),
+      fastify: {
+        // Router-level failures (e.g. invalid percent-encoding in the path) answer in the service's error shape.
+        frameworkErrors: (err, _req, reply: any) => {
+          const status = err.statusCode && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : 400;
+          const detail = err.code === 'FST_ERR_BAD_URL' ? 'Invalid percent-encoding in URL' : err.message;
+          reply.code(status).type('application/json').send(JSON.stringify({ detail }));
+        },
+      },
     });
     installValidators(app);
+    // FastAPI treats an empty JSON body as no body (a "missing" error only where a body is expected).
+    app.removeContentTypeParser('application/json');
+    app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, text, done) => {
+      if (text === '') return done(null, undefined);
+      try {
+        done(null, JSON.parse(text as string));
+      } catch (err) {
+        done(err as Error, undefined);
+      }
+    });
     if (config.apiKeys?.length) app.addHook('onRequest', apiKeyHook(config.apiKeys));
     app.addHook('preHandler', inputGuard);
 

@@ -61,6 +61,12 @@ forEachStorage('memory sessions, messages and metamessages', (storage) => {
       { type: 'int_parsing', loc: ['query', 'page'], msg: 'Input should be a valid integer, unable to parse string as an integer', input: 'x' },
       { type: 'less_than_equal', loc: ['query', 'size'], msg: 'Input should be less than or equal to 100', input: '101', ctx: { le: 100 } },
     ]);
+    for (const bad of ['1e3', '0x10', '1e309', '1.5']) {
+      r = await s.http.get(`${S}?page=${bad}`);
+      assert.deepEqual(r.body.detail, [
+        { type: 'int_parsing', loc: ['query', 'page'], msg: 'Input should be a valid integer, unable to parse string as an integer', input: bad },
+      ]);
+    }
     r = await s.http.get(`${S}?size=0`);
     assert.equal(r.body.detail[0].type, 'greater_than_equal');
   });
