@@ -304,6 +304,10 @@ export function decodeEscapes(raw: string, line: number): string {
       while (j < i + 3 && raw[j] >= '0' && raw[j] <= '7') j++;
       out += String.fromCodePoint(parseInt(raw.slice(i, j), 8));
       i = j - 1;
+    } else if (e === 'N') {
+      // \N{NAME} needs the Unicode name database; only the malformed form is diagnosed precisely
+      if (raw[i + 1] !== '{' || !raw.includes('}', i)) throw new TemplateSyntaxError('malformed \\N character escape', line);
+      throw new TemplateSyntaxError('\\N{...} named character escapes are not supported', line);
     } else if (e === 'x' || e === 'u' || e === 'U') {
       const len = e === 'x' ? 2 : e === 'u' ? 4 : 8;
       const hex = raw.slice(i + 1, i + 1 + len);

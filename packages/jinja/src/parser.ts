@@ -291,6 +291,9 @@ export class Parser {
       params.push(name.name);
     }
     this.expectOp(')');
+    const ci = params.indexOf('caller');
+    if (ci >= 0 && ci < params.length - defaults.length)
+      this.fail('When defining macros or call blocks the special "caller" argument must be omitted or be given a default.');
     return { params, defaults };
   }
 
