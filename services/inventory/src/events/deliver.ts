@@ -140,31 +140,33 @@ export class DeliveryWorker {
     const dead = checkStale ? await this.#deadLocalClaimers() : [];
     const defaultTimeout = this.settings.defaultTimeoutMs;
     const margin = this.settings.leaseMarginMs;
+    // Every statement writes, so a SQLite transaction takes the write lock at its first statement
+    // (a deferred read-then-write transaction could fail with SQLITE_BUSY when another process commits).
     return storage.db.transaction().execute(async (trx) => {
-      const ids: number[] = [];
-      const pick = async (q: ReturnType<typeof sql<{ id: number }>>) => {
-        for (const r of (await q.execute(trx)).rows) ids.push(Number(r.id));
+      const claimed: Array<Claimed & { claim_expires_at: number }> = [];
+      const claim = async (due: ReturnType<typeof sql>) => {
+        const r = await sql<Claimed & { claim_expires_at: number }>`update events_delivery set
+            status = 'sent', claimed_by = ${this.workerId}, started_at = ${now}, attempts = attempts + 1,
+            claim_expires_at = cast(${now + margin} as bigint) + coalesce((select w.timeout * 1000 from extras_webhook w where w.id = events_delivery.webhook_id), cast(${defaultTimeout} as bigint))
+          where id in (${due})
+          returning id, message_id, webhook_id, webhook_name, object_type, event, context, attempts, retry_base, claim_expires_at`.execute(trx);
+        claimed.push(...r.rows);
       };
-      await pick(sql<{ id: number }>`select id from events_delivery where status = 'queued' order by id limit ${limit} ${lock}`);
-      if (ids.length < limit) {
-        await pick(sql<{ id: number }>`select id from events_delivery where status = 'scheduled' and next_attempt_at <= ${now} order by next_attempt_at limit ${limit - ids.length} ${lock}`);
+      await claim(sql`select id from events_delivery where status = 'queued' order by id limit ${limit} ${lock}`);
+      if (claimed.length < limit) {
+        await claim(sql`select id from events_delivery where status = 'scheduled' and next_attempt_at <= ${now} order by next_attempt_at limit ${limit - claimed.length} ${lock}`);
       }
-      if (checkStale && ids.length < limit) {
-        await pick(sql<{ id: number }>`select id from events_delivery where status = 'sent'
-          and (claim_expires_at < ${now}${dead.length ? sql` or claimed_by in (${sql.join(dead)})` : sql``}) order by id limit ${limit - ids.length} ${lock}`);
+      if (checkStale && claimed.length < limit) {
+        await claim(sql`select id from events_delivery where status = 'sent'
+          and (claim_expires_at < ${now}${dead.length ? sql` or claimed_by in (${sql.join(dead)})` : sql``}) order by id limit ${limit - claimed.length} ${lock}`);
       }
-      if (ids.length === 0) return [];
-      const r = await sql<Claimed & { claim_expires_at: number }>`update events_delivery set
-          status = 'sent', claimed_by = ${this.workerId}, started_at = ${now}, attempts = attempts + 1,
-          claim_expires_at = cast(${now + margin} as bigint) + coalesce((select w.timeout * 1000 from extras_webhook w where w.id = events_delivery.webhook_id), cast(${defaultTimeout} as bigint))
-        where id in (${sql.join(ids)})
-        returning id, message_id, webhook_id, webhook_name, object_type, event, context, attempts, retry_base, claim_expires_at`.execute(trx);
-      if (r.rows.length) {
+      if (claimed.length) {
         // If this process dies mid-batch, a job at the lease's end re-drains what it held.
-        const until = Math.max(...r.rows.map((x) => Number(x.claim_expires_at)));
+        const until = Math.max(...claimed.map((x) => Number(x.claim_expires_at)));
         await this.deps.queue.add(DELIVER_TASK, {}, { jobKey: RECOVER_KEY, runAt: new Date(until + 1000), maxAttempts: 25 }, trx);
       }
-      return r.rows.map((x) => ({ ...x, id: Number(x.id), webhook_id: x.webhook_id === null ? null : Number(x.webhook_id), attempts: Number(x.attempts), retry_base: Number(x.retry_base) }));
+      claimed.sort((x, y) => Number(x.id) - Number(y.id));
+      return claimed.map((x) => ({ ...x, id: Number(x.id), webhook_id: x.webhook_id === null ? null : Number(x.webhook_id), attempts: Number(x.attempts), retry_base: Number(x.retry_base) }));
     });
   }
 
