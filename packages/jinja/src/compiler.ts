@@ -171,7 +171,19 @@ export class Compiler {
   // ---------- statements ----------
 
   private block(stmts: Stmt[], scope: Scope): Ex {
-    const parts = stmts.map((s) => this.stmt(s, scope));
+    // Runs of text and {{ }} become one closure that builds the piece and writes once.
+    const parts: Ex[] = [];
+    for (let i = 0; i < stmts.length; ) {
+      let j = i;
+      while (j < stmts.length && (stmts[j].k === 'Data' || stmts[j].k === 'Output')) j++;
+      if (j - i >= 2) {
+        parts.push(this.outputRun(stmts.slice(i, j) as Extract<Stmt, { k: 'Data' | 'Output' }>[], scope));
+        i = j;
+      } else {
+        parts.push(this.stmt(stmts[i], scope));
+        i++;
+      }
+    }
     // merge adjacent constant writes? keep simple: specialise small bodies
     switch (parts.length) {
       case 0:
@@ -190,6 +202,40 @@ export class Compiler {
           for (let i = 0; i < parts.length; i++) parts[i](r, f);
         };
     }
+  }
+
+  private outputRun(run: Extract<Stmt, { k: 'Data' | 'Output' }>[], scope: Scope): Ex {
+    const texts: (string | null)[] = [];
+    const evs: (Ev | null)[] = [];
+    for (const s of run) {
+      if (s.k === 'Data') {
+        texts.push(s.text);
+        evs.push(null);
+      } else if (s.node.k === 'Const' && typeof s.node.value === 'string') {
+        texts.push(s.node.value);
+        evs.push(null);
+      } else {
+        texts.push(null);
+        evs.push(this.expr(s.node, scope));
+      }
+    }
+    const n = texts.length;
+    return (r, f) => {
+      let out = '';
+      const esc = r.autoescape;
+      for (let i = 0; i < n; i++) {
+        const t = texts[i];
+        if (t !== null) {
+          // constant {{ 'x' }} is escaped under autoescape, template text never is
+          out += esc && run[i].k === 'Output' ? escapeHtml(t) : t;
+          continue;
+        }
+        const v = evs[i]!(r, f);
+        out += typeof v === 'string' && !esc ? v : toOutput(r, v);
+        if (out.length > r.limits.maxOutputSize) r.outputExceeded();
+      }
+      r.write(out);
+    };
   }
 
   /** A body run in a fresh child scope; returns the compiled body and a factory for its frames. */
