@@ -32,6 +32,17 @@ export function ignoreCase(v: unknown): unknown {
 /** jinja2.filters.make_attrgetter */
 export function attrGetter(attribute: unknown, lower = false, dflt: unknown = null): (item: unknown) => unknown {
   const ps = parts(attribute);
+  if (ps.length === 1 && typeof ps[0] === 'string' && !lower && (dflt === null || dflt === MISSING)) {
+    // common case attribute='name': one own-key read on plain objects
+    const key = ps[0];
+    return (item) => {
+      if (item !== null && typeof item === 'object' && Object.getPrototypeOf(item) === Object.prototype && Object.hasOwn(item, key)) {
+        const v = (item as Record<string, unknown>)[key];
+        return v === undefined ? null : v;
+      }
+      return getitem(item, key);
+    };
+  }
   return (item) => {
     for (const p of ps) {
       item = getitem(item, p);

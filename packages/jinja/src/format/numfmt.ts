@@ -3,13 +3,15 @@
 
 import { floatRepr } from '../runtime/repr.js';
 
+const POW10 = Array.from({ length: 23 }, (_, i) => 10 ** i);
+
 export function fixed(x: number, prec: number): string {
   if (!Number.isFinite(x)) return nonFinite(x);
   if (Math.abs(x) < 1e21 && prec <= 100) {
     const a = Math.abs(x);
     let s = a.toFixed(prec);
     // cheap pre-check: an exact tie scales to exactly k + 0.5 (the product of a dyadic tie is exact)
-    if (prec + 25 <= 100 && Math.abs((a * 10 ** prec) % 1) === 0.5) {
+    if (prec + 25 <= 100 && Math.abs((a * (prec < POW10.length ? POW10[prec] : 10 ** prec)) % 1) === 0.5) {
       // toFixed breaks exact ties upwards; CPython rounds half to even
       const ext = a.toFixed(prec + 25);
       if (ext.endsWith('5' + '0'.repeat(24))) {
