@@ -21,7 +21,7 @@ export async function writeChangelog(trx: Kysely<any>, d: SqlDialect, author: Ch
     action: c.action,
     changed_object_type: c.objectType,
     changed_object_id: c.objectId,
-    object_repr: c.objectRepr.slice(0, 200),
+    object_repr: (c.objectRepr ?? String(c.objectId)).slice(0, 200),
     prechange_data: c.prechange === null ? null : d.json(c.prechange),
     postchange_data: c.postchange === null ? null : d.json(c.postchange),
   }));

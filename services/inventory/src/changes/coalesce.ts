@@ -4,7 +4,8 @@ export interface RecordedChange {
   objectType: string;
   model: string;
   objectId: number;
-  objectRepr: string;
+  /** str(obj); filled from the final representation at flush time when the writer did not set it. */
+  objectRepr?: string;
   prechange: Record<string, unknown> | null;
   postchange: Record<string, unknown> | null;
   /** REST representation frozen before a delete (the row is gone afterwards). */

@@ -18,6 +18,8 @@ export interface WriteContext {
   /** One clock reading per request: created/last_updated and the changelog agree. */
   now: Date;
   changes: RecordedChange[];
+  /** Final REST representations (relative URLs) of the changed objects, by `type:id`, filled when the request's changes are flushed. */
+  representations: Map<string, Record<string, unknown>>;
 }
 
 export interface ChangeSink {
@@ -36,7 +38,7 @@ export interface ChangeSink {
 export async function runWrite<T>(sink: ChangeSink, req: FastifyRequest, principal: Principal, fn: (w: WriteContext) => Promise<T>): Promise<T> {
   const { storage } = sink.deps;
   const result = await storage.db.transaction().execute(async (trx) => {
-    const w: WriteContext = { trx, dialect: storage.dialect, principal, requestId: String(req.id), now: new Date(), changes: [] };
+    const w: WriteContext = { trx, dialect: storage.dialect, principal, requestId: String(req.id), now: new Date(), changes: [], representations: new Map() };
     const out = await fn(w);
     await flushChanges(sink, w);
     return out;
@@ -47,11 +49,19 @@ export async function runWrite<T>(sink: ChangeSink, req: FastifyRequest, princip
 
 async function flushChanges(sink: ChangeSink, w: WriteContext): Promise<void> {
   if (w.changes.length === 0) return;
+  const pending = coalesce(w.changes);
+  // One representation per surviving object serves the changelog's object_repr, the event data and the response.
+  for (const p of pending) {
+    if (p.event === 'deleted') continue;
+    const data = await sink.representation(w.trx, p.objectType, p.objectId);
+    if (data) w.representations.set(`${p.objectType}:${p.objectId}`, data);
+  }
+  for (const c of w.changes) c.objectRepr ??= String(w.representations.get(`${c.objectType}:${c.objectId}`)?.display ?? c.objectId);
   await writeChangelog(w.trx, w.dialect, { userId: w.principal.userId, username: w.principal.username, requestId: w.requestId }, w.now, w.changes);
   const timestamp = pythonIsoNow();
   const events: ObjectEvent[] = [];
-  for (const p of coalesce(w.changes)) {
-    const data = p.event === 'deleted' ? p.deletedData : await sink.representation(w.trx, p.objectType, p.objectId);
+  for (const p of pending) {
+    const data = p.event === 'deleted' ? p.deletedData : w.representations.get(`${p.objectType}:${p.objectId}`);
     if (!data) continue;
     events.push({
       event: p.event,

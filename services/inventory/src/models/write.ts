@@ -65,11 +65,6 @@ function toDb(w: WriteContext, values: Row): Row {
   return out;
 }
 
-async function recordRepr(w: WriteContext, m: ModelDef, row: Row): Promise<string> {
-  const [r] = await represent(readCtxOf(w), m, [row], true);
-  return String(r?.display ?? row.id);
-}
-
 /** Inserts a validated object and records its change. */
 export async function createObject(w: WriteContext, m: ModelDef, v: Validated): Promise<number> {
   const now = w.dialect.timestamp(w.now);
@@ -88,7 +83,6 @@ export async function createObject(w: WriteContext, m: ModelDef, v: Validated): 
     objectType: m.objectType,
     model: m.key,
     objectId: id,
-    objectRepr: await recordRepr(w, m, after),
     prechange: null,
     postchange: await snapshot(readCtxOf(w), m, after),
   });
@@ -109,7 +103,6 @@ export async function updateObject(w: WriteContext, m: ModelDef, existing: Row, 
     objectType: m.objectType,
     model: m.key,
     objectId: existing.id,
-    objectRepr: await recordRepr(w, m, after),
     prechange: before,
     postchange: await snapshot(ctx, m, after),
   });

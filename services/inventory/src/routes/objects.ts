@@ -17,6 +17,15 @@ import { createObject, deleteObject, readCtxOf, uniquenessErrors, updateObject }
 
 const MAX_BULK = 1000;
 
+/** A relative-URL representation (as computed for events) with the request's absolute base, as the API returns it. */
+function absoluteUrls(v: unknown, base: string): any {
+  if (Array.isArray(v)) return v.map((x) => absoluteUrls(x, base));
+  if (v === null || typeof v !== 'object') return v;
+  const out: Record<string, unknown> = {};
+  for (const [k, x] of Object.entries(v)) out[k] = k === 'url' && typeof x === 'string' && x.startsWith('/api/') ? base + x : absoluteUrls(x, base);
+  return out;
+}
+
 function readCtx(sink: ChangeSink, req: FastifyRequest): ReadCtx {
   return { db: sink.deps.storage.db, dialect: sink.deps.storage.dialect, base: baseUrl(req) };
 }
@@ -78,12 +87,26 @@ export function registerModelRoutes(app: FastifyInstance, sink: ChangeSink, m: M
   const list = `/api/${m.app}/${m.path}/`;
   const detail = `${list}:id/`;
   const tags = [`${m.app}`];
-  const write = <T>(req: FastifyRequest, fn: (w: WriteContext) => Promise<T>) =>
-    authenticate(req).then((p) => runWrite(sink, req, p!, fn).catch(translateDbError));
+  const write = async <T>(req: FastifyRequest, fn: (w: WriteContext) => Promise<T>): Promise<[T, WriteContext]> => {
+    const p = (await authenticate(req))!;
+    let ctx: WriteContext | undefined;
+    const out = await runWrite(sink, req, p, (w) => {
+      ctx = w;
+      return fn(w);
+    }).catch(translateDbError);
+    return [out, ctx!];
+  };
 
-  const show = async (req: FastifyRequest, ids: number[]) => {
-    const rows = await fetchRowsByIds(readCtx(sink, req), m, ids);
-    return represent(readCtx(sink, req), m, ids.map((id) => rows.get(id)!).filter(Boolean));
+  /** Representations for the response: those the write already computed (re-based to absolute URLs), else read afresh. */
+  const show = async (req: FastifyRequest, ids: number[], known?: Map<string, Record<string, unknown>>) => {
+    const base = baseUrl(req);
+    const missing = ids.filter((id) => !known?.has(`${m.objectType}:${id}`));
+    const rows = missing.length ? await fetchRowsByIds(readCtx(sink, req), m, missing) : new Map();
+    const fresh = new Map((await represent(readCtx(sink, req), m, missing.map((id) => rows.get(id)!).filter(Boolean))).map((r) => [r.id as number, r]));
+    return ids.map((id) => {
+      const k = known?.get(`${m.objectType}:${id}`);
+      return k ? absoluteUrls(k, base) : fresh.get(id);
+    }).filter(Boolean);
   };
 
   app.get(list, { preHandler: requireRead, schema: { tags, summary: `List ${m.verboseName}s`, querystring: listQuerySchema(m) } }, async (req) => {
@@ -111,7 +134,7 @@ export function registerModelRoutes(app: FastifyInstance, sink: ChangeSink, m: M
       const body = req.body ?? {};
       const bulk = Array.isArray(body);
       const items = bulk ? asList(body) : [body];
-      const ids = await write(req, async (w) => {
+      const [ids, done] = await write(req, async (w) => {
         const out: number[] = [];
         const errors: Errors[] = [];
         for (const item of items) {
@@ -122,7 +145,7 @@ export function registerModelRoutes(app: FastifyInstance, sink: ChangeSink, m: M
         if (errors.some((e) => Object.keys(e).length)) throw validationError(bulk ? errors : errors[0]!);
         return out;
       });
-      const shown = await show(req, ids);
+      const shown = await show(req, ids, done.representations);
       reply.code(201);
       return bulk ? shown : shown[0];
     },
@@ -137,11 +160,11 @@ export function registerModelRoutes(app: FastifyInstance, sink: ChangeSink, m: M
       schema: { tags, summary: `${partial ? 'Partially update' : 'Update'} a ${m.verboseName}`, params: idParams, body: writableSchema(m, partial) },
       handler: async (req) => {
         const id = objectId(req.params);
-        await write(req, async (w) => {
+        const [, done] = await write(req, async (w) => {
           const r = await updateOne(w, m, id, req.body ?? {}, partial);
           if (r.errors) throw validationError(r.errors);
         });
-        return (await show(req, [id]))[0];
+        return (await show(req, [id], done.representations))[0];
       },
     });
     app.route({
@@ -155,7 +178,7 @@ export function registerModelRoutes(app: FastifyInstance, sink: ChangeSink, m: M
       },
       handler: async (req) => {
         const items = asList(req.body);
-        const ids = await write(req, async (w) => {
+        const [ids, done] = await write(req, async (w) => {
           const out: number[] = [];
           const errors: Errors[] = [];
           for (const item of items) {
@@ -175,7 +198,7 @@ export function registerModelRoutes(app: FastifyInstance, sink: ChangeSink, m: M
           if (errors.some((e) => Object.keys(e).length)) throw validationError(errors);
           return out;
         });
-        return show(req, [...new Set(ids)]);
+        return show(req, [...new Set(ids)], done.representations);
       },
     });
   }
