@@ -34,13 +34,18 @@ export async function principalForKey(storage: Storage, key: string): Promise<{ 
   const row = await storage.db
     .selectFrom('users_token as t')
     .innerJoin('users_user as u', 'u.id', 't.user_id')
-    .select(['t.id as token_id', 't.expires', 't.write_enabled', 'u.id as user_id', 'u.username', 'u.is_superuser', 'u.can_write', 'u.is_active'])
+    .select(['t.id as token_id', 't.expires', 't.last_used', 't.write_enabled', 'u.id as user_id', 'u.username', 'u.is_superuser', 'u.can_write', 'u.is_active'])
     .where('t.key_hash', '=', hashTokenKey(key))
     .executeTakeFirst();
   if (!row) return { principal: null, reason: 'Invalid token' };
   const d = storage.dialect;
   if (row.expires && new Date(d.readTimestamp(row.expires)).getTime() < Date.now()) return { principal: null, reason: 'Token expired' };
   if (!d.readBool(row.is_active)) return { principal: null, reason: 'User inactive' };
+  // As NetBox: record use at most once a minute, so reads do not turn into writes.
+  const now = Date.now();
+  if (!row.last_used || new Date(d.readTimestamp(row.last_used)).getTime() < now - 60_000) {
+    await storage.db.updateTable('users_token').set({ last_used: d.timestamp(new Date(now)) }).where('id', '=', row.token_id).execute();
+  }
   return {
     principal: {
       userId: Number(row.user_id),

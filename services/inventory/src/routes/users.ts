@@ -2,8 +2,8 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { sql } from 'kysely';
 import { Type } from 'typebox';
 import { authenticate, requireAdmin } from '../auth/index.ts';
-import { hashPassword, hashTokenKey, newTokenKey, validTokenKey } from '../auth/keys.ts';
-import { notFound, validationError } from '../api/errors.ts';
+import { checkPassword, hashPassword, hashTokenKey, newTokenKey, validTokenKey } from '../auth/keys.ts';
+import { forbidden, notFound, validationError } from '../api/errors.ts';
 import { baseUrl, pageOf, paginated } from '../api/pagination.ts';
 import { objectId } from '../api/params.ts';
 import type { InventoryDeps } from '../deps.ts';
@@ -273,6 +273,37 @@ export async function userRoutes(app: FastifyInstance, deps: InventoryDeps): Pro
     reply.code(201);
     return tokenRepr(deps, base(req), row, (await tokenUsers([row])).get(userId), key);
   });
+
+  // NetBox's token provisioning: a user trades username and password for a new token (no token needed).
+  app.post(
+    '/api/users/tokens/provision/',
+    {
+      schema: {
+        tags,
+        summary: 'Create a token for yourself with username and password',
+        body: Type.Object({ username: Type.String(), password: Type.String(), write_enabled: Type.Optional(Type.Boolean()), description: Type.Optional(Type.String()) }),
+      },
+    },
+    async (req, reply) => {
+      const body = dictBody(req.body);
+      const errors: Errors = {};
+      for (const k of ['username', 'password']) if (typeof body[k] !== 'string' || body[k] === '') errors[k] = ['This field is required.'];
+      const writeEnabled = bool(body.write_enabled, 'write_enabled', errors) ?? true;
+      const description = str(body.description, 'description', 200, errors) ?? '';
+      if (Object.keys(errors).length) throw validationError(errors);
+      const user = await db.selectFrom('users_user').selectAll().where('username', '=', String(body.username).slice(0, 150)).executeTakeFirst();
+      if (!user || !d.readBool(user.is_active) || !checkPassword(String(body.password).slice(0, 128), user.password_hash)) throw forbidden('Invalid username/password');
+      const key = newTokenKey();
+      const row = await db
+        .insertInto('users_token')
+        .values({ user_id: user.id, key_hash: hashTokenKey(key), key_prefix: key.slice(-4), created: d.timestamp(new Date()), write_enabled: d.bool(writeEnabled), description })
+        .returningAll()
+        .executeTakeFirstOrThrow();
+      await db.updateTable('users_user').set({ last_login: d.timestamp(new Date()) }).where('id', '=', user.id).execute();
+      reply.code(201);
+      return tokenRepr(deps, base(req), row, user, key);
+    },
+  );
 
   app.patch('/api/users/tokens/:id/', { preHandler: requireAdmin, schema: { tags, summary: 'Update an API token', params: Type.Object({ id: Type.Integer() }), body: Type.Partial(tokenBody) } }, async (req) => {
     const id = objectId(req.params);

@@ -88,6 +88,23 @@ forEachStorage('inventory API: authentication and permissions', (storage) => {
     assert.deepEqual((await api.as('my-own-key-1234567890').get('/api/dcim/sites/')).body, { detail: 'Invalid token' });
   });
 
+  it('provisions a token from username and password, and records token use', async () => {
+    await api.http.post('/api/users/users/', { username: 'prov', password: 's3cret', can_write: true });
+    let r = await api.anon.post('/api/users/tokens/provision/', { username: 'prov', password: 'wrong' });
+    assert.deepEqual([r.status, r.body], [403, { detail: 'Invalid username/password' }]);
+    r = await api.anon.post('/api/users/tokens/provision/', { username: 'prov' });
+    assert.deepEqual([r.status, r.body], [400, { password: ['This field is required.'] }]);
+    r = await api.anon.post('/api/users/tokens/provision/', { username: 'prov', password: 's3cret', write_enabled: false });
+    assert.equal(r.status, 201);
+    assert.equal(r.body.user.username, 'prov');
+    assert.equal(r.body.last_used, null);
+    const h = api.as(r.body.key);
+    assert.equal((await h.get('/api/dcim/sites/')).status, 200);
+    assert.equal((await h.post('/api/dcim/sites/', { name: 'p', slug: 'p' })).status, 403);
+    const t = await api.http.get(`/api/users/tokens/${r.body.id}/`);
+    assert.match(t.body.last_used, /^\d{4}-/);
+  });
+
   it('refuses expired tokens and inactive users', async () => {
     const u = (await api.http.post('/api/users/users/', { username: 'temp', can_write: true })).body;
     const t = (await api.http.post('/api/users/tokens/', { user: u.id, expires: '2001-01-01T00:00:00Z' })).body;
