@@ -57,7 +57,9 @@ async function flushChanges(sink: ChangeSink, w: WriteContext): Promise<void> {
     if (data) w.representations.set(`${p.objectType}:${p.objectId}`, data);
   }
   for (const c of w.changes) c.objectRepr ??= String(w.representations.get(`${c.objectType}:${c.objectId}`)?.display ?? c.objectId);
-  await writeChangelog(w.trx, w.dialect, { userId: w.principal.userId, username: w.principal.username, requestId: w.requestId }, w.now, w.changes);
+  // CHANGELOG_SKIP_EMPTY_CHANGES (NetBox's default): an update that changed nothing leaves no changelog row, but still fires its event.
+  const logged = w.changes.filter((c) => c.action !== 'update' || JSON.stringify(c.prechange) !== JSON.stringify(c.postchange));
+  await writeChangelog(w.trx, w.dialect, { userId: w.principal.userId, username: w.principal.username, requestId: w.requestId }, w.now, logged);
   const timestamp = pythonIsoNow();
   const events: ObjectEvent[] = [];
   for (const p of pending) {

@@ -106,6 +106,13 @@ forEachStorage('inventory API: bulk operations, change log and events', (storage
     assert.deepEqual((upd.data as any).status, { value: 'retired', label: 'Retired' });
     assert.equal((await changes(`request_id=${bulk.headers.get('x-request-id')}`)).count, 2);
 
+    // An update that changes nothing leaves no changelog row but still fires "updated" (NetBox's CHANGELOG_SKIP_EMPTY_CHANGES).
+    api.events.length = 0;
+    const same = await h.patch(`/api/dcim/sites/${r.body.id}/`, { description: 'x' });
+    assert.equal(same.status, 200);
+    assert.equal((await changes(`request_id=${same.headers.get('x-request-id')}`)).count, 0);
+    assert.deepEqual(api.events[0]!.map((e) => e.event), ['updated']);
+
     // A client-sent UUID becomes the request id.
     const mine = '5f0e1f7a-3c3b-4e55-9d53-0b5c0f3c1a11';
     const r2 = await h.patch(`/api/dcim/sites/${r.body.id}/`, { description: 'y' }, { 'x-request-id': mine });
