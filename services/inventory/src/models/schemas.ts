@@ -63,3 +63,76 @@ export function listQuerySchema(m: ModelDef) {
 }
 
 export const idParams = Type.Object({ id: Type.Integer({ minimum: 1 }) });
+
+const nullable = (s: TSchema) => Type.Union([s, Type.Null()]);
+const choiceOut = (f: FieldDef) => Type.Object({ value: Type.Union(f.choices!.map((c) => Type.Literal(c.value))), label: Type.String() });
+
+function outField(f: FieldDef, brief: (key: string) => TSchema): TSchema {
+  let s: TSchema;
+  switch (f.kind) {
+    case 'fk':
+      s = brief(f.fk!);
+      break;
+    case 'choice':
+      s = choiceOut(f);
+      break;
+    case 'integer':
+      s = Type.Integer();
+      break;
+    case 'decimal':
+      s = Type.Number();
+      break;
+    case 'boolean':
+      s = Type.Boolean();
+      break;
+    default:
+      s = Type.String();
+  }
+  return f.nullable ? nullable(s) : s;
+}
+
+/** Response schemas for the OpenAPI document only (the routes serialise with JSON.stringify). */
+export function responseSchemas(models: ModelDef[]) {
+  const byKey = new Map(models.map((m) => [m.key, m]));
+  const briefCache = new Map<string, TSchema>();
+  const brief = (key: string): TSchema => {
+    const cached = briefCache.get(key);
+    if (cached) return cached;
+    const m = byKey.get(key)!;
+    const props: Record<string, TSchema> = { id: Type.Integer(), url: Type.String({ format: 'uri' }), display: Type.String() };
+    for (const name of m.brief) {
+      if (name === 'family') props.family = Type.Object({ value: Type.Integer(), label: Type.String() });
+      else props[name] = outField(m.fields.find((f) => f.name === name)!, brief);
+    }
+    const s = Type.Object(props, { title: `Brief${m.title}` });
+    briefCache.set(key, s);
+    return s;
+  };
+  const nestedTag = Type.Object({ id: Type.Integer(), url: Type.String(), display: Type.String(), name: Type.String(), slug: Type.String(), color: Type.String() });
+  const full = (m: ModelDef): TSchema => {
+    const props: Record<string, TSchema> = { id: Type.Integer(), url: Type.String({ format: 'uri' }), display: Type.String() };
+    if (m.key === 'ipaddress') props.family = Type.Object({ value: Type.Integer(), label: Type.String() });
+    for (const f of m.fields) props[f.name] = outField(f, brief);
+    for (const name of Object.keys(m.extraRefs ?? {})) props[name] = nullable(brief(m.extraRefs![name]!.model));
+    if (m.taggable) {
+      props.tags = Type.Array(nestedTag);
+      props.custom_fields = Type.Record(Type.String(), Type.Unknown());
+    }
+    if (m.key === 'tag') {
+      props.object_types = Type.Array(Type.String());
+      props.tagged_items = Type.Integer();
+    }
+    props.created = Type.String({ format: 'date-time' });
+    props.last_updated = Type.String({ format: 'date-time' });
+    return Type.Object(props, { title: m.title });
+  };
+  return { brief, full };
+}
+
+export const errorBody = Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Array(Type.Record(Type.String(), Type.Unknown()))], {
+  description: 'DRF error: {"field": ["message"]}, {"non_field_errors": [...]}, {"detail": "..."}, or one such object per item of a bulk request',
+});
+
+export function pageOf(item: TSchema) {
+  return Type.Object({ count: Type.Integer(), next: nullable(Type.String({ format: 'uri' })), previous: nullable(Type.String({ format: 'uri' })), results: Type.Array(item) });
+}

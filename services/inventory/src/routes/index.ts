@@ -25,6 +25,8 @@ export interface CoreRouteOptions {
  */
 export async function coreRoutes(app: FastifyInstance, opts: CoreRouteOptions): Promise<void> {
   app.setValidatorCompiler(() => () => true);
+  // Response schemas document the API; output is plain JSON.stringify so no field is ever dropped by a schema.
+  app.setSerializerCompiler(() => (data) => JSON.stringify(data));
   installJsonBodyParser(app);
   const { deps } = opts;
   const sink: ChangeSink = {

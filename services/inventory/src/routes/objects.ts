@@ -10,7 +10,8 @@ import type { Query } from '../models/filters.ts';
 import { listRows } from '../models/list.ts';
 import { fetchRow, fetchRowsByIds, type ReadCtx } from '../models/read.ts';
 import { represent } from '../models/represent.ts';
-import { idParams, listQuerySchema, writableSchema } from '../models/schemas.ts';
+import { MODELS } from '../models/registry.ts';
+import { errorBody, idParams, listQuerySchema, pageOf as pageSchema, responseSchemas, writableSchema } from '../models/schemas.ts';
 import type { ModelDef } from '../models/types.ts';
 import { validateInput, type Errors } from '../models/validate.ts';
 import { createObject, deleteObject, readCtxOf, uniquenessErrors, updateObject } from '../models/write.ts';
@@ -87,6 +88,9 @@ export function registerModelRoutes(app: FastifyInstance, sink: ChangeSink, m: M
   const list = `/api/${m.app}/${m.path}/`;
   const detail = `${list}:id/`;
   const tags = [`${m.app}`];
+  const out = responseSchemas(MODELS);
+  const one = Type.Union([out.full(m), out.brief(m.key)]);
+  const errors4xx = { 400: errorBody, 403: errorBody, 404: errorBody };
   const write = async <T>(req: FastifyRequest, fn: (w: WriteContext) => Promise<T>): Promise<[T, WriteContext]> => {
     const p = (await authenticate(req))!;
     let ctx: WriteContext | undefined;
@@ -109,7 +113,7 @@ export function registerModelRoutes(app: FastifyInstance, sink: ChangeSink, m: M
     }).filter(Boolean);
   };
 
-  app.get(list, { preHandler: requireRead, schema: { tags, summary: `List ${m.verboseName}s`, querystring: listQuerySchema(m) } }, async (req) => {
+  app.get(list, { preHandler: requireRead, schema: { tags, summary: `List ${m.verboseName}s`, querystring: listQuerySchema(m), response: { 200: pageSchema(one), ...errors4xx } } }, async (req) => {
     const q = req.query as Query;
     const page = pageOf(q);
     const ctx = readCtx(sink, req);
@@ -118,7 +122,7 @@ export function registerModelRoutes(app: FastifyInstance, sink: ChangeSink, m: M
     return paginated(req, page, count, results);
   });
 
-  app.get(detail, { preHandler: requireRead, schema: { tags, summary: `Get a ${m.verboseName}`, params: idParams } }, async (req) => {
+  app.get(detail, { preHandler: requireRead, schema: { tags, summary: `Get a ${m.verboseName}`, params: idParams, response: { 200: one, ...errors4xx } } }, async (req) => {
     const id = objectId(req.params);
     const ctx = readCtx(sink, req);
     const row = await fetchRow(ctx, m, id);
@@ -129,7 +133,7 @@ export function registerModelRoutes(app: FastifyInstance, sink: ChangeSink, m: M
 
   app.post(
     list,
-    { preHandler: requireWrite, schema: { tags, summary: `Create one ${m.verboseName} or a list of them`, body: Type.Union([writableSchema(m, false), Type.Array(writableSchema(m, false))]) } },
+    { preHandler: requireWrite, schema: { tags, summary: `Create one ${m.verboseName} or a list of them`, body: Type.Union([writableSchema(m, false), Type.Array(writableSchema(m, false))]), response: { 201: Type.Union([out.full(m), Type.Array(out.full(m))]), ...errors4xx } } },
     async (req, reply) => {
       const body = req.body ?? {};
       const bulk = Array.isArray(body);
@@ -157,7 +161,7 @@ export function registerModelRoutes(app: FastifyInstance, sink: ChangeSink, m: M
       method,
       url: detail,
       preHandler: requireWrite,
-      schema: { tags, summary: `${partial ? 'Partially update' : 'Update'} a ${m.verboseName}`, params: idParams, body: writableSchema(m, partial) },
+      schema: { tags, summary: `${partial ? 'Partially update' : 'Update'} a ${m.verboseName}`, params: idParams, body: writableSchema(m, partial), response: { 200: out.full(m), ...errors4xx } },
       handler: async (req) => {
         const id = objectId(req.params);
         const [, done] = await write(req, async (w) => {
@@ -175,6 +179,7 @@ export function registerModelRoutes(app: FastifyInstance, sink: ChangeSink, m: M
         tags,
         summary: `Bulk ${partial ? 'partial ' : ''}update of ${m.verboseName}s (a list with ids)`,
         body: Type.Array(Type.Intersect([Type.Object({ id: Type.Integer({ minimum: 1 }) }), writableSchema(m, true)])),
+        response: { 200: Type.Array(out.full(m)), ...errors4xx },
       },
       handler: async (req) => {
         const items = asList(req.body);
