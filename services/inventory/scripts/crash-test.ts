@@ -1,0 +1,165 @@
+/**
+ * Crash test: N device changes through the REST API while a separate worker
+ * process (src/worker-main.ts, as `npm run inventory:worker`) is killed with
+ * SIGKILL several times and restarted. Asserts every committed change reached
+ * the receiver at least once; duplicates are counted by webhook-id.
+ *
+ *   node --import tsx services/inventory/scripts/crash-test.ts [N=10000] [--kills 5] [--per-request 50]
+ *
+ * Exit code 0 when nothing was lost.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import type { AddressInfo } from 'node:net';
+import { buildApp } from '../src/app.ts';
+
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: { kills: { type: 'string', default: '5' }, 'per-request': { type: 'string', default: '50' }, 'database-url': { type: 'string' } },
+});
+const N = Number(positionals[0] ?? 10_000);
+const KILLS = Number(values.kills);
+const PER_REQUEST = Number(values['per-request']);
+const TOKEN = 'crash-test-admin-token-0123456789';
+const here = path.dirname(new URL(import.meta.url).pathname);
+const serviceDir = path.resolve(here, '..');
+const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'inv-crash-'));
+const log = (s: string) => process.stdout.write(`[crash-test] ${s}\n`);
+
+// Receiver: counts deliveries per device name and per webhook-id.
+const byName = new Map<string, number>();
+const byWebhookId = new Map<string, number>();
+let requests = 0;
+const receiver = http.createServer((req, res) => {
+  const chunks: Buffer[] = [];
+  req.on('data', (c: Buffer) => chunks.push(c));
+  req.on('end', () => {
+    requests++;
+    const id = String(req.headers['webhook-id']);
+    byWebhookId.set(id, (byWebhookId.get(id) ?? 0) + 1);
+    try {
+      const name = JSON.parse(Buffer.concat(chunks).toString()).data.name as string;
+      byName.set(name, (byName.get(name) ?? 0) + 1);
+    } catch {
+      /* counted as a request only */
+    }
+    res.writeHead(200).end('ok');
+  });
+});
+await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+const rxPort = (receiver.address() as AddressInfo).port;
+
+// API in this process without workers; deliveries are only made by the worker process.
+const app = await buildApp({
+  port: 0, host: '127.0.0.1', dataDir, pgSchema: `crash_${process.pid}`, databaseUrl: values['database-url'], logLevel: 'silent', runWorkers: false, flags: { adminToken: TOKEN },
+});
+const url = await app.listen({ port: 0, host: '127.0.0.1' });
+const agent = new http.Agent({ keepAlive: true, maxSockets: 8 });
+function api(method: string, p: string, body?: unknown): Promise<{ status: number; body: any }> {
+  const data = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
+  const u = new URL(url + p);
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      { host: u.hostname, port: u.port, path: u.pathname, method, agent, headers: { authorization: `Token ${TOKEN}`, 'content-type': 'application/json', ...(data ? { 'content-length': data.length } : {}) } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const t = Buffer.concat(chunks).toString();
+          resolve({ status: res.statusCode ?? 0, body: t ? JSON.parse(t) : undefined });
+        });
+      },
+    );
+    req.on('error', reject);
+    req.end(data);
+  });
+}
+
+const must = async (method: string, p: string, body?: unknown) => {
+  const r = await api(method, p, body);
+  if (r.status >= 300) throw new Error(`${method} ${p}: ${r.status} ${JSON.stringify(r.body).slice(0, 300)}`);
+  return r.body;
+};
+const site = await must('POST', '/api/dcim/sites/', { name: 'Crash', slug: 'crash' });
+const mfr = await must('POST', '/api/dcim/manufacturers/', { name: 'Acme', slug: 'acme' });
+const type = await must('POST', '/api/dcim/device-types/', { manufacturer: mfr.id, model: 'X', slug: 'x' });
+const role = await must('POST', '/api/dcim/device-roles/', { name: 'R', slug: 'r' });
+// A short request timeout keeps the lease of a killed worker's claims short too.
+const hook = await must('POST', '/api/extras/webhooks/', { name: 'crash', payload_url: `http://127.0.0.1:${rxPort}/crash`, timeout: 5 });
+await must('POST', '/api/extras/event-rules/', { name: 'crash', object_types: ['dcim.device'], event_types: ['object_created'], action_object_type: 'extras.webhook', action_object_id: hook.id });
+
+// The worker process, restarted after each SIGKILL.
+let worker: ChildProcess | undefined;
+let starts = 0;
+function startWorker(): ChildProcess {
+  starts++;
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/worker-main.ts', '--data-dir', dataDir, ...(values['database-url'] ? ['--database-url', values['database-url'], '--pg-schema', `crash_${process.pid}`] : [])], {
+    cwd: serviceDir,
+    stdio: ['ignore', 'ignore', 'inherit'],
+    env: { ...process.env, LOG_LEVEL: 'error', INVENTORY_WEBHOOK_LEASE_MARGIN_MS: '1000' },
+  });
+  child.once('exit', (code, signal) => {
+    if (signal !== 'SIGKILL' && signal !== 'SIGTERM' && code !== 0) log(`worker exited unexpectedly (code ${code}, signal ${signal})`);
+  });
+  return child;
+}
+const exited = (c: ChildProcess) => (c.exitCode !== null || c.signalCode !== null ? Promise.resolve() : new Promise((res) => c.once('exit', res)));
+worker = startWorker();
+
+const t0 = performance.now();
+const committed: string[] = [];
+let apiFailures = 0;
+let killed = 0;
+const killEvery = Math.max(1, Math.floor(N / PER_REQUEST / (KILLS + 1)));
+let req = 0;
+const producers = Array.from({ length: 4 }, async () => {
+  for (;;) {
+    const i = req++;
+    if (i * PER_REQUEST >= N) return;
+    const items = Array.from({ length: Math.min(PER_REQUEST, N - i * PER_REQUEST) }, (_, k) => ({
+      name: `dev-${i * PER_REQUEST + k}`, site: site.id, device_type: type.id, role: role.id,
+    }));
+    const r = await api('POST', '/api/dcim/devices/', items);
+    if (process.env.CRASH_DEBUG) log(`request ${i}: ${r.status}`);
+    if (r.status === 201) committed.push(...items.map((x) => x.name));
+    else apiFailures++;
+    if (i > 0 && i % killEvery === 0 && killed < KILLS) {
+      killed++;
+      const w = worker!;
+      w.kill('SIGKILL');
+      await exited(w);
+      await new Promise((res) => setTimeout(res, 100 + Math.random() * 400));
+      worker = startWorker();
+    }
+  }
+});
+await Promise.all(producers);
+const produced = (performance.now() - t0) / 1000;
+log(`${committed.length} changes committed in ${produced.toFixed(1)} s (${apiFailures} failed requests); worker SIGKILLed ${killed} times`);
+
+const deadline = Date.now() + 180_000;
+const missing = () => committed.filter((n) => !byName.has(n)).length;
+while (missing() > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+const total = (performance.now() - t0) / 1000;
+const lost = missing();
+const dupIds = [...byWebhookId.values()].filter((c) => c > 1);
+const extra = dupIds.reduce((a, c) => a + c - 1, 0);
+log(`delivered ${committed.length - lost}/${committed.length} changes in ${total.toFixed(1)} s, lost ${lost}; receiver requests ${requests}; duplicates: ${dupIds.length} webhook-ids sent more than once (${extra} extra requests)`);
+
+worker?.kill('SIGTERM');
+if (worker) await exited(worker);
+await app.close();
+agent.destroy();
+receiver.closeAllConnections();
+receiver.close();
+fs.rmSync(dataDir, { recursive: true, force: true });
+if (lost > 0 || apiFailures > 0) {
+  log('FAILED');
+  process.exit(1);
+}
+log('OK');
+process.exit(0);

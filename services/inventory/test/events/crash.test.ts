@@ -1,0 +1,18 @@
+import { it } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+
+const root = path.resolve(import.meta.dirname, '../..');
+
+// The crash test at CI size: a separate worker process is SIGKILLed three times during 500 changes.
+it('no committed change is lost when the worker process is killed (crash-test, 500 changes)', { timeout: 120_000 }, async () => {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/crash-test.ts', '500', '--kills', '3', '--per-request', '10'], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+  child.stderr.on('data', (c: Buffer) => (out += c.toString()));
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+  assert.equal(code, 0, out);
+  assert.match(out, /500 changes committed .* worker SIGKILLed 3 times/);
+  assert.match(out, /delivered 500\/500 changes .* lost 0/);
+});
