@@ -2,7 +2,6 @@ import { after, before, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { cleanupConfig, client, forEachStorage, testConfig } from '@svc/testkit';
 import { buildApp } from '../../src/app.ts';
@@ -166,36 +165,39 @@ it('reads INVENTORY_ADMIN_TOKEN when --admin-token is absent', () => {
   assert.equal(inventoryConfig({ ...base, flags: { adminToken: 'flag-wins-1' } }, { INVENTORY_ADMIN_TOKEN: 'from-env-123' }).adminToken, 'flag-wins-1');
 });
 
-it('main.ts prints a generated admin token once on first start', async () => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'inventory-main-'));
-  const root = path.resolve(import.meta.dirname, '../..');
-  const run = () =>
-    new Promise<string>((resolve, reject) => {
-      const env = { ...process.env, LOG_LEVEL: 'silent', INVENTORY_ADMIN_TOKEN: '' };
-      const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', '--port', '0', '--data-dir', dir, '--no-workers'], { cwd: root, env });
-      let out = '';
-      const timer = setTimeout(() => {
-        child.kill('SIGKILL');
-        reject(new Error(`main.ts did not start: ${out}`));
-      }, 30_000);
-      child.stdout.on('data', (b) => {
-        out += b;
-        if (/listening on/.test(out) && (/API token/.test(out) || out.split('\n').length > 1)) {
-          setTimeout(() => child.kill('SIGTERM'), 200);
-        }
+forEachStorage('inventory main.ts', (storage) => {
+  it('prints a generated admin token once on first start', async () => {
+    const cfg = testConfig('inventory', storage);
+    const root = path.resolve(import.meta.dirname, '../..');
+    const args = ['--import', 'tsx', 'src/main.ts', '--port', '0', '--data-dir', cfg.dataDir, '--no-workers'];
+    if (cfg.databaseUrl) args.push('--database-url', cfg.databaseUrl, '--pg-schema', cfg.pgSchema);
+    const run = () =>
+      new Promise<string>((resolve, reject) => {
+        const env = { ...process.env, LOG_LEVEL: 'silent', INVENTORY_ADMIN_TOKEN: '', DATABASE_URL: '' };
+        const child = spawn(process.execPath, args, { cwd: root, env });
+        let out = '';
+        const timer = setTimeout(() => {
+          child.kill('SIGKILL');
+          reject(new Error(`main.ts did not start: ${out}`));
+        }, 30_000);
+        child.stdout.on('data', (b) => {
+          out += b;
+          if (/listening on/.test(out)) setTimeout(() => child.kill('SIGTERM'), 300);
+        });
+        child.on('exit', () => {
+          clearTimeout(timer);
+          resolve(out);
+        });
       });
-      child.on('exit', () => {
-        clearTimeout(timer);
-        resolve(out);
-      });
-    });
-  try {
-    const first = await run();
-    assert.match(first, /inventory listening on http:\/\/127\.0\.0\.1:\d+/);
-    assert.match(first, /Created superuser "admin" with API token \(shown only now\): [0-9a-f]{40}/);
-    const second = await run();
-    assert.doesNotMatch(second, /API token/);
-  } finally {
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
+    try {
+      const first = await run();
+      assert.match(first, /inventory listening on http:\/\/127\.0\.0\.1:\d+/);
+      assert.match(first, /Created superuser "admin" with API token \(shown only now\): [0-9a-f]{40}/);
+      const second = await run();
+      assert.match(second, /listening on/);
+      assert.doesNotMatch(second, /API token/);
+    } finally {
+      await cleanupConfig(cfg);
+    }
+  });
 });
