@@ -4,7 +4,7 @@ import type { FieldDef, ModelDef } from './types.ts';
 const name = (max = 100, extra: Partial<FieldDef> = {}): FieldDef => ({ name: 'name', column: 'name', kind: 'char', required: true, maxLength: max, filter: true, ...extra });
 const slug = (extra: Partial<FieldDef> = {}): FieldDef => ({ name: 'slug', column: 'slug', kind: 'slug', required: true, maxLength: 100, filter: true, ...extra });
 const description: FieldDef = { name: 'description', column: 'description', kind: 'char', blank: true, maxLength: 200, default: '', filter: true };
-const comments: FieldDef = { name: 'comments', column: 'comments', kind: 'text', blank: true, default: '' };
+const comments: FieldDef = { name: 'comments', column: 'comments', kind: 'text', blank: true, maxLength: 100_000, default: '' };
 
 export const site: ModelDef = {
   key: 'site',

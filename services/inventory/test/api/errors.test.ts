@@ -51,6 +51,8 @@ forEachStorage('inventory API: DRF error shapes', (storage) => {
     assert.deepEqual(await post('/api/dcim/sites/', { name: 'T', slug: 't', tags: [{ slug: 'missing' }, true] }), {
       tags: ["Related object not found using the provided attributes: {'slug': 'missing'}"],
     });
+    assert.deepEqual(await post('/api/dcim/sites/', { name: 'big', slug: 'big', comments: 'x'.repeat(100_001) }), { comments: ['Ensure this field has no more than 100000 characters.'] });
+    assert.deepEqual(await post('/api/dcim/sites/', { name: 'big', slug: 'big', custom_fields: { blob: 'x'.repeat(40_000) } }), { custom_fields: ['Custom field data may not exceed 32768 bytes.'] });
     assert.deepEqual(await post('/api/ipam/ip-addresses/', { address: '1.2.3.4/24', dns_name: 'bad name' }), {
       dns_name: ['Only alphanumeric characters, asterisks, hyphens, periods, and underscores are allowed in DNS names'],
     });
