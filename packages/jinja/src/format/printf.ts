@@ -96,7 +96,9 @@ export function printfFormat(r: RenderState, fmt: string | Markup, argv: unknown
     out += body;
   }
   out += parsed.tail;
-  if (!mapping && ai < args.length) throw pyError('TypeError', 'not all arguments converted during string formatting');
+  // CPython skips this check for any non-tuple argument with __getitem__ (dicts and lists)
+  if (!mapping && !(!tuple && Array.isArray(argv)) && ai < args.length)
+    throw pyError('TypeError', 'not all arguments converted during string formatting');
   return isMarkup ? new Markup(out) : out;
 }
 
