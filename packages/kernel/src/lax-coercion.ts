@@ -5,7 +5,10 @@ const TRUE = new Set(['1', 't', 'true', 'y', 'yes', 'on']);
 const FALSE = new Set(['0', 'f', 'false', 'n', 'no', 'off']);
 
 /** pydantic accepts hyphenated, 32-hex "simple", `urn:uuid:` and braced UUIDs; we store the canonical form. */
+const CANONICAL = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
 export function canonicalUuid(value: string): string | undefined {
+  if (CANONICAL.test(value)) return value;
   let v = value.trim();
   if (/^urn:uuid:/i.test(v)) v = v.slice(9);
   if (v.startsWith('{') && v.endsWith('}')) v = v.slice(1, -1);

@@ -128,3 +128,54 @@ export async function updateMessage(ctx: Ctx, appId: string, userId: string, ses
   await ctx.storage.db.updateTable('messages').set({ metadata: ctx.storage.dialect.json(input.metadata) }).where('id', '=', messageId).execute();
   return messageToJson({ ...r, metadata: input.metadata });
 }
+
+/**
+ * Stores many messages of one session in one transaction (bulk import, and
+ * the RSS benchmark). Same rules as createMessage: scoped session lookup,
+ * and derivation jobs for user messages in the same transaction.
+ */
+export async function createMessagesBatch(ctx: Ctx, appId: string, userId: string, sessionId: string, inputs: MessageInput[]) {
+  const { storage } = ctx;
+  const d = storage.dialect;
+  const now = new Date();
+  const rows = inputs.map((input) => ({
+    id: newId(),
+    session_id: sessionId,
+    is_user: d.bool(input.is_user),
+    content: input.content,
+    metadata: d.json(input.metadata ?? {}),
+    created_at: d.timestamp(now),
+    seq: nextSeq(),
+  }));
+  const anyUser = inputs.some((i) => i.is_user);
+  if (!anyUser && storage.sqlite) {
+    await withRaw(storage, (raw) => {
+      const s = stmts(raw);
+      if (!s.session.get(sessionId, userId, appId)) throw notFound(D.session);
+      raw.transaction(() => {
+        for (const r of rows) s.insert.run(r.id, r.session_id, r.is_user, r.content, r.metadata, r.created_at, r.seq);
+      })();
+    });
+  } else {
+    await storage.db.transaction().execute(async (trx) => {
+      const session = await findSession(trx, appId, userId, sessionId);
+      if (!session) throw notFound(D.session);
+      // Bounded statement size: PostgreSQL allows 65535 parameters per statement.
+      for (let i = 0; i < rows.length; i += 500) await trx.insertInto('messages').values(rows.slice(i, i + 500)).execute();
+      const meta = readJson(session.metadata);
+      for (let i = 0; i < rows.length; i++) {
+        if (inputs[i]!.is_user) await enqueueDerivation(trx, ctx.queue, { id: rows[i]!.id, session_id: sessionId, content: inputs[i]!.content, is_user: true }, meta);
+      }
+    });
+    if (anyUser) ctx.queue.wake();
+  }
+  return rows.map((r, i) => ({
+    content: r.content,
+    is_user: inputs[i]!.is_user,
+    session_id: sessionId,
+    id: r.id,
+    h_metadata: inputs[i]!.metadata ?? {},
+    metadata: inputs[i]!.metadata ?? {},
+    created_at: formatTimestamp(now),
+  }));
+}

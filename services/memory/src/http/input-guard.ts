@@ -14,7 +14,10 @@ interface Problem {
   ctx?: Record<string, unknown>;
 }
 
+const SUSPECT = /[\u0000\uD800-\uDFFF]/;
+
 function checkString(s: string, loc: Array<string | number>): Problem | undefined {
+  if (!SUSPECT.test(s)) return undefined;
   // PostgreSQL text and jsonb cannot hold NUL or unpaired surrogates; refuse them on every storage alike.
   if (s.includes('\u0000')) return { loc, type: 'string_unicode', msg: 'Input should be a valid string, NUL characters are not allowed', input: s };
   if (LONE_SURROGATE.test(s)) return { loc, type: 'string_unicode', msg: 'Input should be a valid string, unable to parse raw data as a unicode string', input: s };

@@ -1,0 +1,168 @@
+/**
+ * Message create and message list (page of 50) throughput of the memory
+ * service on SQLite at 64 connections, each as a ratio to a bare Fastify +
+ * better-sqlite3 endpoint doing the same insert/select, measured in the same
+ * run. Servers run in child processes, autocannon in this one; rounds
+ * alternate service and baseline, and the medians are reported.
+ *
+ *   npx tsx bench/memory/messages.ts [--rounds 3] [--duration 5] [--connections 64]
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+
+const { values: args } = parseArgs({
+  options: {
+    serve: { type: 'string' },
+    dir: { type: 'string' },
+    rounds: { type: 'string', default: '3' },
+    duration: { type: 'string', default: '5' },
+    connections: { type: 'string', default: '64' },
+    seed: { type: 'string', default: '1000' },
+  },
+  strict: false,
+});
+
+const META = { source: 'bench', n: 1 };
+
+// ---------------------------------------------------------------- child: servers
+
+async function serveService(dir: string) {
+  process.env.LOG_REQUESTS = '0';
+  const { buildApp } = await import('../../services/memory/src/app.ts');
+  const app = await buildApp({
+    port: 0, host: '127.0.0.1', dataDir: dir, pgSchema: 'memory', logLevel: 'warn', runWorkers: true, flags: {},
+  });
+  const address = await app.listen({ port: 0, host: '127.0.0.1' });
+  const post = async (p: string, body: unknown) => {
+    const r = await fetch(address + p, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    if (r.status !== 200) throw new Error(`${p}: ${r.status} ${await r.text()}`);
+    return (await r.json()) as any;
+  };
+  const a = await post('/apps', { name: `bench-${randomUUID()}` });
+  const u = await post(`/apps/${a.id}/users`, { name: 'bench' });
+  const S = `/apps/${a.id}/users/${u.id}/sessions`;
+  const write = await post(S, { location_id: 'bench' });
+  const read = await post(S, { location_id: 'bench' });
+  for (let i = 0; i < Number(args.seed); i++) await post(`${S}/${read.id}/messages`, { content: `seed message ${i}`, is_user: false, metadata: META });
+  return { address, create: `${S}/${write.id}/messages`, list: `${S}/${read.id}/messages?size=50` };
+}
+
+async function serveBaseline(dir: string) {
+  const Fastify = (await import('fastify')).default;
+  const BetterSqlite3 = (await import('better-sqlite3')).default;
+  const db = new BetterSqlite3(path.join(dir, 'baseline.sqlite'));
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = NORMAL');
+  db.exec(`create table messages (id text primary key, session_id text not null, is_user integer not null, content text not null,
+    metadata text not null, created_at text not null, seq integer not null);
+    create index messages_list on messages (session_id, created_at, seq);`);
+  const insert = db.prepare('insert into messages (id, session_id, is_user, content, metadata, created_at, seq) values (?, ?, ?, ?, ?, ?, ?)');
+  const count = db.prepare('select count(*) as n from messages where session_id = ?');
+  const page = db.prepare('select * from messages where session_id = ? order by created_at, seq limit ? offset ?');
+  let seq = 0;
+  const app = Fastify({ logger: false });
+  app.post('/sessions/:sid/messages', async (req: any) => {
+    const b = req.body;
+    const row = { id: randomUUID(), created_at: new Date().toISOString(), metadata: b.metadata ?? {} };
+    insert.run(row.id, req.params.sid, b.is_user ? 1 : 0, b.content, JSON.stringify(row.metadata), row.created_at, ++seq);
+    return { content: b.content, is_user: !!b.is_user, session_id: req.params.sid, id: row.id, metadata: row.metadata, created_at: row.created_at };
+  });
+  app.get('/sessions/:sid/messages', async (req: any) => {
+    const size = Number(req.query.size ?? 50);
+    const p = Number(req.query.page ?? 1);
+    const total = (count.get(req.params.sid) as any).n as number;
+    const items = (page.all(req.params.sid, size, (p - 1) * size) as any[]).map((r) => ({ ...r, is_user: r.is_user === 1, metadata: JSON.parse(r.metadata) }));
+    return { items, total, page: p, size, pages: Math.ceil(total / size) };
+  });
+  const address = await app.listen({ port: 0, host: '127.0.0.1' });
+  const read = randomUUID();
+  for (let i = 0; i < Number(args.seed); i++) insert.run(randomUUID(), read, 0, `seed message ${i}`, JSON.stringify(META), new Date().toISOString(), ++seq);
+  return { address, create: `/sessions/${randomUUID()}/messages`, list: `/sessions/${read}/messages?size=50` };
+}
+
+
+// ---------------------------------------------------------------- parent: load
+
+interface Target {
+  child: ChildProcess;
+  address: string;
+  create: string;
+  list: string;
+}
+
+async function start(kind: 'service' | 'baseline', dir: string): Promise<Target> {
+  const child = fork(import.meta.filename, ['--serve', kind, '--dir', dir, '--seed', String(args.seed)], {
+    execArgv: ['--import', 'tsx'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const info = await new Promise<any>((resolve, reject) => {
+    child.once('message', resolve);
+    child.once('exit', (code) => reject(new Error(`${kind} exited with ${code}`)));
+  });
+  return { child, ...info };
+}
+
+async function load(url: string, method: 'GET' | 'POST'): Promise<number> {
+  const specifier = 'autocannon'; // untyped package
+  const autocannon = (await import(specifier)).default;
+  const body = JSON.stringify({ content: 'hello from the benchmark, a message of modest size', is_user: false, metadata: META });
+  const result = await autocannon({
+    url,
+    method,
+    connections: Number(args.connections),
+    duration: Number(args.duration),
+    headers: method === 'POST' ? { 'content-type': 'application/json' } : {},
+    body: method === 'POST' ? body : undefined,
+  });
+  const bad = result.non2xx + result.errors + result.timeouts;
+  if (bad > 0) throw new Error(`${method} ${url}: ${result.non2xx} non-2xx, ${result.errors} errors, ${result.timeouts} timeouts`);
+  return result.requests.average;
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+async function main() {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'memory-bench-'));
+  fs.mkdirSync(path.join(root, 'service'));
+  fs.mkdirSync(path.join(root, 'baseline'));
+  const service = await start('service', path.join(root, 'service'));
+  const baseline = await start('baseline', path.join(root, 'baseline'));
+  const rounds = Number(args.rounds);
+  const r: Record<string, number[]> = { svcCreate: [], baseCreate: [], svcList: [], baseList: [] };
+  try {
+    // Warm-up: JIT, page cache, prepared statements.
+    await load(service.address + service.create, 'POST');
+    await load(baseline.address + baseline.create, 'POST');
+    for (let i = 0; i < rounds; i++) {
+      r.svcCreate!.push(await load(service.address + service.create, 'POST'));
+      r.baseCreate!.push(await load(baseline.address + baseline.create, 'POST'));
+      r.svcList!.push(await load(service.address + service.list, 'GET'));
+      r.baseList!.push(await load(baseline.address + baseline.list, 'GET'));
+      const f = (x: number[]) => x[x.length - 1]!.toFixed(0);
+      console.log(`round ${i + 1}: create ${f(r.svcCreate!)} vs ${f(r.baseCreate!)} req/s; list ${f(r.svcList!)} vs ${f(r.baseList!)} req/s`);
+    }
+  } finally {
+    service.child.send('stop');
+    baseline.child.send('stop');
+  }
+  const ratio = (a: number[], b: number[]) => median(a.map((x, i) => x / b[i]!));
+  console.log(`\nmemory service vs bare Fastify + better-sqlite3 (SQLite, ${args.connections} connections, ${rounds} rounds × ${args.duration}s, medians)`);
+  console.log(`message create: ${median(r.svcCreate!).toFixed(0)} req/s vs ${median(r.baseCreate!).toFixed(0)} req/s  ratio ${ratio(r.svcCreate!, r.baseCreate!).toFixed(2)}  (goal ≥ 0.70)`);
+  console.log(`message list  : ${median(r.svcList!).toFixed(0)} req/s vs ${median(r.baseList!).toFixed(0)} req/s  ratio ${ratio(r.svcList!, r.baseList!).toFixed(2)}  (goal ≥ 0.70)`);
+  fs.rmSync(root, { recursive: true, force: true });
+}
+
+if (args.serve) {
+  const dir = String(args.dir);
+  const info = args.serve === 'service' ? await serveService(dir) : await serveBaseline(dir);
+  process.send!(info);
+  process.on('message', (m) => {
+    if (m === 'stop') process.exit(0);
+  });
+} else {
+  await main();
+}
