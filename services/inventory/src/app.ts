@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { createHttpServer, type ServiceConfig } from '@svc/kernel';
 import { migrate, openStorage } from '@svc/storage';
-import { createQueue } from '@svc/queue';
+import { createQueue, type JobQueue } from '@svc/queue';
 import { netboxErrorStyle } from './api/errors.ts';
 import { createAuth } from './auth/index.ts';
 import { ensureAdminToken } from './auth/store.ts';
@@ -45,6 +45,8 @@ export async function buildApp(cfg: ServiceConfig, opts: BuildOptions = {}): Pro
   try {
     await migrate(storage.db, storage.dialect, [...coreMigrations, ...eventMigrations]);
     const generated = await ensureAdminToken(storage, config.adminToken);
+    // The queue exists only after the server (its tasks log through app.log); /health reads it once it does.
+    let queue: JobQueue | undefined;
     app = await createHttpServer({
       name: 'inventory',
       title: 'Inventory API',
@@ -52,6 +54,7 @@ export async function buildApp(cfg: ServiceConfig, opts: BuildOptions = {}): Pro
       description: 'NetBox-compatible inventory with event rules and outgoing webhooks',
       logLevel: config.logLevel,
       errorStyle: netboxErrorStyle,
+      health: async () => ({ storage: storage.dialect.kind, queue_depth: queue ? await queue.depth() : null }),
       fastify: {
         // request_id is a UUID as NetBox's; a client-sent UUID is kept so callers can correlate.
         genReqId: (req) => {
@@ -67,6 +70,7 @@ export async function buildApp(cfg: ServiceConfig, opts: BuildOptions = {}): Pro
       onError: (err, task, ctx) => app!.log.warn({ err, task, jobId: ctx.jobId, attempt: ctx.attempt }, 'background task failed'),
     });
     app.decorate('inventoryAuth', auth);
+    queue = deps.queue;
     app.decorate('inventoryDeps', deps);
     app.decorate('generatedAdminToken', generated);
 
