@@ -86,7 +86,9 @@ function deviceEvent(i: number): ObjectEvent {
 // 1. Plain HTTP client baseline.
 async function plainClient(count: number, concurrency: number): Promise<number> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
-  const body = Buffer.from(pythonJsonDumps({ event: 'updated', ...deviceEvent(1) }));
+  // The same default body a delivery of deviceEvent(1) sends.
+  const e = deviceEvent(1);
+  const body = Buffer.from(pythonJsonDumps({ event: e.event, timestamp: e.timestamp, model: e.model, username: e.username, request_id: e.requestId, data: e.data, snapshots: e.snapshots }));
   let next = 0;
   const t0 = performance.now();
   const one = () =>

@@ -1,7 +1,7 @@
 import os from 'node:os';
-import { sql, type Kysely } from 'kysely';
+import { sql } from 'kysely';
 import type { InventoryDeps } from '../deps.ts';
-import { DELIVER_TASK, DRAIN_NOW_KEY } from './enqueue.ts';
+import { DELIVER_TASK } from './enqueue.ts';
 import { DestinationGuard } from './guard.ts';
 import { HeaderSet, parseHeaderLines } from './headers.ts';
 import { parsePythonJson, pythonJsonDumps } from './python-json.ts';
@@ -347,4 +347,3 @@ async function mapLimit<T, R>(items: T[], limit: number, fn: (t: T) => Promise<R
   return out;
 }
 
-export { DRAIN_NOW_KEY };
