@@ -34,6 +34,16 @@ export function nonFinite(x: number): string {
 export function expo(x: number, prec: number, upper = false, alt = false): string {
   if (!Number.isFinite(x)) return upper ? nonFinite(x).toUpperCase() : nonFinite(x);
   let s = x.toExponential(Math.min(prec, 100));
+  if (prec + 25 <= 100 && x !== 0) {
+    // toExponential breaks exact ties away from zero; CPython rounds half to even
+    const ext = Math.abs(x).toExponential(prec + 25);
+    const mm = /^(\d)(?:\.(\d+))?e([+-]\d+)$/.exec(ext)!;
+    const digits = mm[1] + (mm[2] ?? '');
+    if (digits.slice(prec + 1) === '5' + '0'.repeat(24) && Number(digits[prec]) % 2 === 0) {
+      const kept = digits.slice(0, prec + 1);
+      s = (x < 0 ? '-' : '') + kept[0] + (prec > 0 ? '.' + kept.slice(1) : '') + 'e' + (Number(mm[3]) >= 0 ? '+' : '-') + Math.abs(Number(mm[3]));
+    }
+  }
   if (Object.is(x, -0)) s = '-' + s;
   const m = /^(-?[\d.]+)e([+-])(\d+)$/.exec(s)!;
   let mant = m[1];
@@ -50,11 +60,12 @@ export function general(x: number, prec: number, upper = false, alt = false): st
     const z = alt ? '0.' + '0'.repeat(prec - 1) : '0';
     return Object.is(x, -0) ? '-' + z : z;
   }
-  const exp = Number(/e([+-]\d+)$/.exec(x.toExponential(prec - 1))![1]);
+  const exp = Number(/e([+-]\d+)$/.exec(expo(x, prec - 1))![1]);
   let out: string;
   if (exp >= -4 && exp < prec) {
     out = fixed(x, prec - 1 - exp);
     if (!alt && out.includes('.')) out = out.replace(/\.?0+$/, '');
+    if (alt && !out.includes('.')) out += '.';
   } else {
     out = expo(x, prec - 1, upper, alt);
     if (!alt) out = out.replace(/\.?0+(?=[eE])/, '');
@@ -63,13 +74,19 @@ export function general(x: number, prec: number, upper = false, alt = false): st
 }
 
 /** repr-style formatting used by str.format with no type but a precision. */
-export function reprLike(x: number, prec: number | null): string {
+export function reprLike(x: number, prec: number | null, alt = false): string {
+  if (alt) {
+    // alternate form: like 'g' keeping zeros, but at least one digit after the point
+    const out = general(x, prec ?? 17, false, true);
+    return prec === null ? floatRepr(x) : out;
+  }
   if (prec === null) return floatRepr(x);
   if (!Number.isFinite(x)) return nonFinite(x);
   if (prec === 0) prec = 1;
   if (x === 0) return Object.is(x, -0) ? '-0.0' : '0.0';
-  const exp = Number(/e([+-]\d+)$/.exec(x.toExponential(prec - 1))![1]);
-  if (exp >= -4 && exp < prec) {
+  const exp = Number(/e([+-]\d+)$/.exec(expo(x, prec - 1))![1]);
+  // repr-style: scientific once exp >= p - 1 (unlike 'g', which waits for exp >= p)
+  if (exp >= -4 && exp < prec - 1) {
     let out = fixed(x, Math.max(prec - 1 - exp, 0));
     if (out.includes('.')) out = out.replace(/0+$/, '');
     if (out.endsWith('.')) out += '0';

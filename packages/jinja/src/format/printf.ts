@@ -1,6 +1,6 @@
 // Python's `str % args` (printf-style) formatting.
 
-import { pyError } from '../errors.js';
+import { LimitExceededError, pyError } from '../errors.js';
 import { escapeHtml } from '../runtime/escape.js';
 import { pyRepr, pyStr } from '../runtime/repr.js';
 import type { RenderState } from '../runtime/state.js';
@@ -143,8 +143,9 @@ function convert(v: unknown, type: string, flags: string, prec: number | null): 
         if (Array.from(s).length !== 1) throw pyError('TypeError', '%c requires int or char');
         return s;
       }
+      if (v instanceof PyFloat || (typeof v === 'number' && !Number.isInteger(v))) throw pyError('TypeError', '%c requires int or char');
       const n = numArg(v, 'c');
-      if (typeof n === 'number' && !Number.isInteger(n)) throw pyError('TypeError', '%c requires int or char');
+      if (Number(n) < 0 || Number(n) > 0x10ffff) throw new LimitExceededError('range', '%c arg not in range(0x110000)');
       return String.fromCodePoint(Number(n));
     }
     case 'd':
@@ -163,8 +164,9 @@ function convert(v: unknown, type: string, flags: string, prec: number | null): 
     case 'o':
     case 'x':
     case 'X': {
+      if (v instanceof PyFloat || (typeof v === 'number' && !Number.isInteger(v)))
+        throw pyError('TypeError', `%${type} format: an integer is required, not float`);
       const n = numArg(v, type);
-      if (typeof n === 'number' && !Number.isInteger(n)) throw pyError('TypeError', `%${type} format: an integer is required, not float`);
       const b = BigInt(n);
       const neg = b < 0n;
       let digits = (neg ? -b : b).toString(type === 'o' ? 8 : 16);

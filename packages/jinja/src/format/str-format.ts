@@ -141,15 +141,22 @@ export function formatValue(v: unknown, spec: string): string {
   let [, fill, align, sign, , alt, zero, widthS, grouping, precS, type] = m;
   const width = widthS ? Number(widthS) : 0;
   const prec = precS !== undefined ? Number(precS) : null;
-  if (zero && !align) {
+  if (zero) {
+    // '0' means fill with zeros (unless a fill is given) and sign-aware padding (unless aligned)
+    if (!align) align = '=';
     fill = fill ?? '0';
-    align = '=';
   }
   fill = fill ?? ' ';
+  if (grouping) {
+    const t = type ?? '';
+    const ok = grouping === ',' ? 'deEfFgG%'.includes(t) || t === '' : 'bdoxXeEfFgG%'.includes(t) || t === '';
+    if (!ok) throw pyError('ValueError', `Cannot specify '${grouping}' with '${t}'.`);
+  }
   if (v instanceof Undefined) throw pyError('TypeError', 'unsupported format string passed to Undefined.__format__');
   if (typeof v === 'string' || v instanceof Markup) {
     if (type && type !== 's') throw pyError('ValueError', `Unknown format code '${type}' for object of type 'str'`);
     if (sign) throw pyError('ValueError', 'Sign not allowed in string format specifier');
+    if (alt) throw pyError('ValueError', 'Alternate form (#) not allowed in string format specifier');
     if (align === '=') throw pyError('ValueError', "'=' alignment not allowed in string format specifier");
     let s = typeof v === 'string' ? v : v.s;
     if (prec !== null) s = Array.from(s).slice(0, prec).join('');
@@ -185,6 +192,8 @@ export function formatValue(v: unknown, spec: string): string {
         if (alt) prefix = '0X';
         break;
       case 'c':
+        if (sign) throw pyError('ValueError', "Sign not allowed with integer format specifier 'c'");
+        if (alt) throw pyError('ValueError', "Alternate form (#) not allowed with integer format specifier 'c'");
         body = String.fromCodePoint(Number(a));
         break;
       case 'd':
@@ -217,12 +226,14 @@ export function formatValue(v: unknown, spec: string): string {
         case 'G':
         case 'n':
           body = general(a, p, type === 'G', !!alt);
+          if (alt && !/[.eEn]/.test(body.replace(/inf|nan/i, 'n'))) body += '.';
+          else if (alt && !body.includes('.') && /[eE]/.test(body)) body = body.replace(/([eE])/, '.$1');
           break;
         case '%':
-          body = fixed(a * 100, p) + '%';
+          body = fixed(a * 100, p) + (alt && p === 0 ? '.' : '') + '%';
           break;
         default:
-          body = prec === null ? reprLike(a, null) : reprLike(a, prec);
+          body = prec === null ? reprLike(a, null) : reprLike(a, prec, !!alt);
       }
     if (type === 'F' || type === 'E' || type === 'G') body = body.toUpperCase();
     if (grouping && Number.isFinite(a)) {
@@ -232,6 +243,18 @@ export function formatValue(v: unknown, spec: string): string {
     if (Number.isNaN(x)) negative = false;
   }
   const signStr = negative ? '-' : sign === '+' ? '+' : sign === ' ' ? ' ' : '';
+  if (grouping && fill === '0' && align === '=' && /^\d/.test(body)) {
+    // zero padding is grouped too: '{:012,f}'.format(1e-5) == '0,000.000010'
+    const m = /^([\d,_]+)(.*)$/s.exec(body)!;
+    let digits = m[1].replace(/[,_]/g, '');
+    const every = 'bxXo'.includes(type ?? 'd') ? 4 : 3;
+    let grouped = group(digits, grouping, every);
+    while (signStr.length + prefix.length + grouped.length + m[2].length < width) {
+      digits = '0' + digits;
+      grouped = group(digits, grouping, every);
+    }
+    body = grouped + m[2];
+  }
   return pad(body, signStr + prefix, fill, align ?? '>', width);
 }
 
