@@ -94,6 +94,30 @@ forEachStorage('memory /query hybrid search', (kind) => {
     assert.deepEqual((await http.get(`${coll.path}/query?query=x&filter=${q('{"group":"none"}')}`)).body, []);
   });
 
+  it('filters with PostgreSQL containment semantics (types, numbers, nesting)', async () => {
+    const c = await newCollection(http, user.C, 'typed');
+    const docs = [
+      ['one', { flag: true, n: 1, s: '1' }],
+      ['two', { flag: 1, n: 1.0, tags: ['a', 'b'], nested: { x: 1, y: 2 } }],
+      ['three', { flag: 'true', n: 2, tags: 'a', nested: { x: 1 } }],
+      ['four', { flag: null, 'odd key"': 'v' }],
+    ] as const;
+    for (const [content, metadata] of docs) await addDocument(http, c.path, content, metadata);
+    const match = async (f: unknown) =>
+      ((await http.get(`${c.path}/query?query=${q('one two three four')}&top_k=10&filter=${q(JSON.stringify(f))}`)).body as any[]).map((d) => d.content).sort();
+    assert.deepEqual(await match({ flag: true }), ['one']);
+    assert.deepEqual(await match({ flag: 1 }), ['two']);
+    assert.deepEqual(await match({ flag: 'true' }), ['three']);
+    assert.deepEqual(await match({ flag: null }), ['four']);
+    assert.deepEqual(await match({ n: 1 }), ['one', 'two']);
+    assert.deepEqual(await match({ s: 1 }), []);
+    assert.deepEqual(await match({ tags: ['b'] }), ['two']);
+    assert.deepEqual(await match({ tags: 'a' }), ['three']);
+    assert.deepEqual(await match({ nested: { x: 1 } }), ['three', 'two']);
+    assert.deepEqual(await match({ 'odd key"': 'v' }), ['four']);
+    assert.deepEqual(await match({ n: 1, flag: true }), ['one']);
+  });
+
   it('is scoped to the collection of the user in the path', async () => {
     const missing = '00000000-0000-4000-8000-000000000000';
     assert.deepEqual((await http.get(`${user.C}/${missing}/query?query=dog`)).body, []);
