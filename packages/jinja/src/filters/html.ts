@@ -115,7 +115,14 @@ export const htmlFilters: Record<string, FilterFn> = {
   safe: (r, v) => (v instanceof Markup ? v : new Markup(softStr(v))),
   urlencode: (r, v) => {
     if (typeof v === 'string' || v instanceof Markup || !isIterable(v) || v instanceof Undefined) return urlQuote(v, false);
-    const pairs = isDict(v) ? dictKeys(v).map((k) => [k, dictGet(v, k)]) : toList(v).map((p) => toList(p));
+    const pairs = isDict(v)
+      ? dictKeys(v).map((k) => [k, dictGet(v, k)])
+      : toList(v).map((p) => {
+          const kv = toList(p);
+          if (kv.length < 2) throw pyError('ValueError', `not enough values to unpack (expected 2, got ${kv.length})`);
+          if (kv.length > 2) throw pyError('ValueError', 'too many values to unpack (expected 2)');
+          return kv;
+        });
     return pairs.map(([k, x]) => `${urlQuote(k, true)}=${urlQuote(x, true)}`).join('&');
   },
   xmlattr: (r, v, a, kw) => {

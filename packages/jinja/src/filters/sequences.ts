@@ -96,6 +96,8 @@ function mapFilter(r: RenderState, env: FilterLookup, v: unknown, args: unknown[
   );
 }
 
+const UNDEFINED_KEY = Symbol('undefined');
+
 function uniqueItems(r: RenderState, items: unknown[], caseSensitive: boolean, attribute: unknown): unknown[] {
   const g = attrGetter(attribute, !caseSensitive);
   const seen = new Set<unknown>();
@@ -105,7 +107,8 @@ function uniqueItems(r: RenderState, items: unknown[], caseSensitive: boolean, a
     const k = g(x);
     let key: unknown;
     try {
-      key = hashKey(k);
+      // all Undefined objects hash and compare equal in Jinja2
+      key = k instanceof Undefined ? UNDEFINED_KEY : hashKey(k);
     } catch {
       throw pyError('TypeError', `unhashable type: '${typeName(k)}'`);
     }
@@ -286,8 +289,15 @@ export function makeSequenceFilters(env: FilterLookup): Record<string, FilterFn>
     rejectattr: (r, v, a, kw) => selectOrReject(r, env, v, a, kw, true, (b) => !b),
     random: (r, v) => {
       const items = toList(v);
-      if (!items.length) throw pyError('IndexError', 'Cannot choose from an empty sequence');
-      return items[Math.floor(Math.random() * items.length)];
+      if (!items.length) return new Undefined(MISSING, MISSING, 'No random item, sequence was empty.');
+      const i = Math.floor(Math.random() * items.length);
+      if (isDict(v)) {
+        // random.choice indexes the mapping with an int
+        const x = dictGet(v, i);
+        if (x === MISSING) throw pyError('KeyError', String(i));
+        return x;
+      }
+      return items[i];
     },
     attr: (r, v, a) => {
       // python getattr only (no item fallback), with the sandbox check
@@ -296,9 +306,9 @@ export function makeSequenceFilters(env: FilterLookup): Record<string, FilterFn>
   };
 }
 
+/** The sort filter always keys on a list (make_multi_attrgetter), so equal Undefined keys never get compared. */
 function multiOrSingle(attribute: unknown, lower: boolean): (x: unknown) => unknown {
-  if (typeof attribute === 'string' && attribute.includes(',')) return multiAttrGetter(attribute, lower);
-  return attrGetter(attribute, lower);
+  return multiAttrGetter(attribute, lower);
 }
 
 import { pyAttr, UNSAFE } from '../sandbox.js';

@@ -6,12 +6,20 @@ import { pyCapitalize, pyReplace, pyStrip, pySplit, splitlines, isPyWs, pyTitle 
 import { intOf } from '../runtime/ops.js';
 import { printfFormat } from '../format/printf.js';
 import type { FilterFn } from '../compiler.js';
-import { Markup, MISSING, isDict, markTuple, strLen, truthy } from '../runtime/values.js';
+import { Markup, MISSING, Undefined, isDict, markTuple, pyLen, strLen, truthy, typeName } from '../runtime/values.js';
 import { sameKind, softStr } from './util.js';
 
 void pyTitle;
 
 const TITLE_SPLIT = /([-\s({[<]+)/u;
+
+/** Filters that call str methods on their input fail for non-strings, as in Python. */
+function strOnly(v: unknown, method: string): string {
+  if (typeof v === 'string') return v;
+  if (v instanceof Markup) return v.s;
+  if (v instanceof Undefined) v.fail();
+  throw pyError('AttributeError', `'${typeName(v)}' object has no attribute '${method}'`);
+}
 
 function intArg(v: unknown, name: string): number {
   const i = intOf(v);
@@ -59,8 +67,14 @@ export const stringFilters: Record<string, FilterFn> = {
   },
   truncate: (r, v, a, kw) => {
     const [length, killwords, end, leeway] = bindArgs('truncate', a, kw, ['length', 'killwords', 'end', 'leeway']);
-    const s = softStr(v);
     const L = intArg(dflt(length, 255), 'length');
+    if (typeof v !== 'string' && !(v instanceof Markup)) {
+      // Jinja2 measures and slices the object itself: short containers come back unchanged
+      const lw0 = intArg(dflt(leeway, null) ?? 5, 'leeway');
+      if (pyLen(v) <= L + lw0) return v;
+      throw pyError('AttributeError', `'${typeName(v)}' object has no attribute 'rsplit'`);
+    }
+    const s = softStr(v);
     const e = softStr(dflt(end, '...'));
     const lw = intArg(dflt(leeway, null) ?? 5, 'leeway');
     if (L < e.length) throw pyError('AssertionError', `expected length >= ${e.length}, got ${L}`);
@@ -77,7 +91,7 @@ export const stringFilters: Record<string, FilterFn> = {
     const [width, first, blank] = bindArgs('indent', a, kw, ['width', 'first', 'blank']);
     const w = dflt(width, 4);
     const ind = typeof w === 'string' ? w : w instanceof Markup ? w.s : ' '.repeat(intArg(w, 'width'));
-    let s = softStr(v) + '\n';
+    let s = strOnly(v, 'splitlines') + '\n';
     let rv: string;
     const lines = splitlines(s, false);
     if (truthy(dflt(blank, false))) rv = lines.join('\n' + ind);
@@ -109,7 +123,7 @@ export const stringFilters: Record<string, FilterFn> = {
     ]);
     const w = intArg(dflt(width, 79), 'width');
     const ws = softStr(dflt(wrapstring, null) ?? '\n');
-    const out = splitlines(softStr(v), false)
+    const out = splitlines(strOnly(v, 'splitlines'), false)
       .map((line) => textwrap(line, w, truthy(dflt(breakLong, true)), truthy(dflt(breakHyph, true))).join(ws))
       .join(ws);
     r.checkSize(out.length);
