@@ -22,6 +22,8 @@ export interface StorageOptions {
   onSqliteOpen?: (db: BetterSqlite3.Database) => void;
   /** `synchronous` pragma: FULL for data that must survive power loss. */
   sqliteSynchronous?: 'NORMAL' | 'FULL';
+  /** Reuse prepared statements for repeated SQL (Kysely prepares every query afresh); the number kept. Off when unset. */
+  sqliteStatementCache?: number;
   pgPoolSize?: number;
 }
 
@@ -56,13 +58,40 @@ function openSqlite(opts: StorageOptions): Storage {
   raw.pragma('busy_timeout = 5000');
   registerSqliteFunctions(raw);
   opts.onSqliteOpen?.(raw);
-  const db = new Kysely<any>({ dialect: new SqliteDialect({ database: raw }) });
+  const database = opts.sqliteStatementCache ? cachingStatements(raw, opts.sqliteStatementCache) : raw;
+  const db = new Kysely<any>({ dialect: new SqliteDialect({ database }) });
   return {
     dialect: sqliteDialect,
     db,
     sqlite: raw,
     async close() {
       await db.destroy();
+    },
+  };
+}
+
+/**
+ * The handle Kysely's SqliteDialect sees, with an LRU of prepared statements.
+ * Safe because Kysely runs each statement to completion (all/run) on its one
+ * connection before the next; better-sqlite3 re-prepares after schema changes.
+ */
+function cachingStatements(raw: BetterSqlite3.Database, max: number) {
+  const cache = new Map<string, BetterSqlite3.Statement>();
+  return {
+    prepare(source: string): BetterSqlite3.Statement {
+      let stmt = cache.get(source);
+      if (stmt) {
+        cache.delete(source);
+      } else {
+        stmt = raw.prepare(source);
+        if (cache.size >= max) cache.delete(cache.keys().next().value!);
+      }
+      cache.set(source, stmt);
+      return stmt;
+    },
+    close(): void {
+      cache.clear();
+      raw.close();
     },
   };
 }
