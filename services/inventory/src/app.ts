@@ -40,6 +40,7 @@ export async function buildApp(cfg: ServiceConfig, opts: BuildOptions = {}): Pro
     sqliteFile: 'inventory.sqlite',
     pgSchema: config.pgSchema,
     sqliteSynchronous: 'FULL',
+    sqliteStatementCache: 500,
   });
   let app: Awaited<ReturnType<typeof createHttpServer>> | undefined;
   try {
