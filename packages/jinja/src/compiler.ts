@@ -45,9 +45,24 @@ export interface Compiled {
   frameTemplate: unknown[];
 }
 
+/**
+ * Initial slot value for a name stored in a scope before anything in that scope read it:
+ * Jinja2 starts such variables as undefined (instead of looking them up in the context),
+ * which nested loops and macros observe when they read the name before the assignment.
+ */
+export const UNDEF_INIT: unique symbol = Symbol('undefinedInit');
+
 class Scope {
   readonly names = new Map<string, number>();
+  /** Names read in this scope (directly, not in nested scopes). */
+  readonly loads = new Set<string>();
+  readonly undefInit = new Set<string>();
   constructor(readonly parent: Scope | null) {}
+  /** Does this scope or an enclosing one know the name (store or load)? */
+  hasRef(name: string): boolean {
+    for (let s: Scope | null = this; s; s = s.parent) if (s.names.has(name) || s.loads.has(name)) return true;
+    return false;
+  }
   declare(name: string): number {
     let s = this.names.get(name);
     if (s === undefined) {
@@ -57,8 +72,84 @@ class Scope {
     return s;
   }
   template(): unknown[] {
-    return new Array(this.names.size).fill(MISSING);
+    const t = new Array(this.names.size).fill(MISSING);
+    for (const n of this.undefInit) {
+      const slot = this.names.get(n);
+      if (slot !== undefined) t[slot] = UNDEF_INIT;
+    }
+    return t;
   }
+
+  /** Sequential analysis of the scope's own statements, as Jinja2's symbol tracking does it. */
+  analyze(stmts: Stmt[], stores: Set<string>): void {
+    const stored = new Set<string>();
+    const loadedFirst = new Set<string>();
+    const load = (e: unknown) => exprLoads(e, (n) => {
+      this.loads.add(n);
+      if (!stored.has(n)) loadedFirst.add(n);
+    });
+    const store = (t: Expr) => {
+      const out = new Set<string>();
+      targetNames(t, out);
+      for (const n of out) stored.add(n);
+      if (t.k === 'NSRef') load({ k: 'Name', name: t.name });
+    };
+    const walk = (list: Stmt[]) => {
+      for (const s of list) {
+        switch (s.k) {
+          case 'Output':
+            load(s.node);
+            break;
+          case 'If':
+            load(s.test);
+            walk(s.body);
+            walk(s.else_);
+            break;
+          case 'Autoescape':
+            load(s.value);
+            walk(s.body);
+            break;
+          case 'For':
+            load(s.iter);
+            break;
+          case 'Assign':
+            load(s.node);
+            store(s.target);
+            break;
+          case 'AssignBlock':
+            store(s.target);
+            break;
+          case 'With':
+            load(s.values);
+            break;
+          case 'CallBlock':
+            load(s.call);
+            break;
+          case 'Macro':
+            stored.add(s.name);
+            break;
+        }
+      }
+    };
+    walk(stmts);
+    const parent = this.parent;
+    for (const n of stores) if (!loadedFirst.has(n) && !(parent && parent.hasRef(n))) this.undefInit.add(n);
+  }
+}
+
+/** Names read by an expression subtree. */
+function exprLoads(e: unknown, cb: (name: string) => void): void {
+  if (Array.isArray(e)) {
+    for (const x of e) exprLoads(x, cb);
+    return;
+  }
+  if (!e || typeof e !== 'object') return;
+  const n = e as { k?: string; name?: string };
+  if (n.k === 'Name' && typeof n.name === 'string') {
+    cb(n.name);
+    return;
+  }
+  for (const [key, v] of Object.entries(n)) if (key !== 'k' && key !== 'line' && v && typeof v === 'object') exprLoads(v, cb);
 }
 
 /** Names assigned directly in a scope (if/autoescape bodies share their parent's scope). */
@@ -164,6 +255,7 @@ export class Compiler {
     const stores = new Set<string>();
     collectStores(body, stores);
     for (const n of stores) scope.declare(n);
+    scope.analyze(body, stores);
     const root = this.block(body, scope);
     return { root, frameTemplate: scope.template() };
   }
@@ -245,6 +337,8 @@ export class Compiler {
     const stores = new Set<string>();
     collectStores(stmts, stores);
     for (const n of stores) scope.declare(n);
+    for (const n of pre) stores.delete(n);
+    scope.analyze(stmts, stores);
     return { scope, body: () => this.withSoft(false, () => this.block(stmts, scope)) };
   }
 
@@ -516,12 +610,12 @@ export class Compiler {
       if (depth === 0)
         return (r, f) => {
           const v = f.vals[slot];
-          return v !== MISSING ? v : ctxLookup(r, name);
+          return v === MISSING ? ctxLookup(r, name) : v === UNDEF_INIT ? new Undefined(name) : v;
         };
       if (depth === 1)
         return (r, f) => {
           const v = f.parent!.vals[slot];
-          return v !== MISSING ? v : ctxLookup(r, name);
+          return v === MISSING ? ctxLookup(r, name) : v === UNDEF_INIT ? new Undefined(name) : v;
         };
     }
     return (r, f) => {
@@ -533,7 +627,7 @@ export class Compiler {
           at++;
         }
         const v = fr.vals[slot];
-        if (v !== MISSING) return v;
+        if (v !== MISSING) return v === UNDEF_INIT ? new Undefined(name) : v;
       }
       return ctxLookup(r, name);
     };

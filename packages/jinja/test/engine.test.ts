@@ -222,3 +222,15 @@ test('runtime errors: undefined, security, limits are all TemplateRuntimeError',
   assert.throws(() => r('{{ "x" * 11 }}', {}, small), LimitExceededError);
   assert.equal(r('{{ "x" * 10 }}', {}, small), 'xxxxxxxxxx');
 });
+
+test('scoping quirks of Jinja2: names assigned later in a scope start undefined for nested scopes', () => {
+  const ctx = { x: 'X' };
+  cases([
+    ['{{ x }}{% set x = 1 %}{{ x }}', 'X1', ctx],
+    ['{% for i in [1] %}{{ x }}{% endfor %}{% set x = 1 %}', '', ctx],
+    ['{% if true %}{{ x }}{% endif %}{% set x = 1 %}', 'X', ctx],
+    ['{% for i in [1, 2] %}{{ x }}{% set x = i %}{% endfor %}{{ x }}', 'XXX', ctx],
+    ['{% macro m() %}{{ x }}{% endmacro %}{{ m() }}{% set x = 1 %}{{ m() }}', '1', ctx],
+    ['{{ x }}{% for i in [1] %}{{ x }}{% endfor %}{% set x = 1 %}', 'XX', ctx],
+  ]);
+});
