@@ -1,5 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import type { Migration, SqlDialect } from '@svc/storage';
+import { naturalize } from './models/values.ts';
 
 /** Change-logged columns every inventory object has. */
 function common(d: SqlDialect): string {
@@ -66,6 +67,17 @@ export const coreMigrations: Migration[] = [
         `create index object_changes_request on object_changes (request_id)`,
         `create index object_changes_time on object_changes (time)`,
       ]);
+    },
+  },
+  {
+    name: '003_natural_names',
+    async up(db) {
+      // NetBox orders sites, devices and interfaces by a naturalised copy of the name.
+      for (const table of ['dcim_site', 'dcim_device', 'dcim_interface']) {
+        await sql.raw(`alter table ${table} add column _name varchar(100)`).execute(db);
+        const rows = await db.selectFrom(table).select(['id', 'name']).execute();
+        for (const r of rows) await db.updateTable(table).set({ _name: naturalize(r.name) }).where('id', '=', r.id).execute();
+      }
     },
   },
 ];

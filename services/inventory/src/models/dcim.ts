@@ -8,6 +8,7 @@ const comments: FieldDef = { name: 'comments', column: 'comments', kind: 'text',
 
 export const site: ModelDef = {
   key: 'site',
+  naturalName: true,
   app: 'dcim',
   path: 'sites',
   table: 'dcim_site',
@@ -96,6 +97,7 @@ export const deviceRole: ModelDef = {
 
 export const device: ModelDef = {
   key: 'device',
+  naturalName: true,
   app: 'dcim',
   path: 'devices',
   table: 'dcim_device',
@@ -137,6 +139,7 @@ export const device: ModelDef = {
 
 export const iface: ModelDef = {
   key: 'interface',
+  naturalName: true,
   app: 'dcim',
   path: 'interfaces',
   table: 'dcim_interface',

@@ -7,6 +7,7 @@ import type { ModelDef, Row } from './types.ts';
 
 function orderColumn(m: ModelDef, name: string): string | undefined {
   if (name === 'id' || name === 'created' || name === 'last_updated') return name;
+  if (name === 'name' && m.naturalName) return '_name';
   return m.fields.find((f) => f.name === name)?.column;
 }
 

@@ -69,6 +69,8 @@ export interface ModelDef {
   brief: string[];
   /** Objects of this model carry tags and custom fields. */
   taggable: boolean;
+  /** `name` sorts naturally ("eth2" before "eth10") through a `_name` column, as NetBox's NaturalOrderingField. */
+  naturalName?: boolean;
   /** FK fields whose briefs display() needs. */
   displayNeeds?: string[];
   display(row: Row, refs: Refs): string;

@@ -64,3 +64,13 @@ export function normaliseMac(input: string): string | undefined {
 export function djangoIso(iso: string): string {
   return iso.replace(/\.000Z$/, 'Z');
 }
+
+/** NetBox's naturalize(): digit runs left-padded to 8 places, so text order is natural order. */
+export function naturalize(value: string | null, maxLength = 100): string | null {
+  if (!value) return value;
+  return value
+    .split(/(\d+)/)
+    .map((seg) => (/^\d+$/.test(seg) ? seg.padStart(8, '0') : seg))
+    .join('')
+    .slice(0, maxLength);
+}

@@ -5,6 +5,7 @@ import { model } from './registry.ts';
 import { represent, snapshot } from './represent.ts';
 import type { ModelDef, Row } from './types.ts';
 import type { Errors, Validated } from './validate.ts';
+import { naturalize } from './values.ts';
 import { resolveRelated, FieldProblem } from './validate.ts';
 
 export function readCtxOf(w: WriteContext): ReadCtx {
@@ -59,9 +60,10 @@ async function setTags(w: WriteContext, m: ModelDef, id: number, tagIds: number[
   }
 }
 
-function toDb(w: WriteContext, values: Row): Row {
+function toDb(w: WriteContext, m: ModelDef, values: Row): Row {
   const out: Row = {};
   for (const [k, v] of Object.entries(values)) out[k] = typeof v === 'boolean' ? w.dialect.bool(v) : v;
+  if (m.naturalName && 'name' in values) out._name = naturalize(values.name);
   return out;
 }
 
@@ -69,7 +71,7 @@ function toDb(w: WriteContext, values: Row): Row {
 export async function createObject(w: WriteContext, m: ModelDef, v: Validated): Promise<number> {
   const now = w.dialect.timestamp(w.now);
   const row = {
-    ...toDb(w, v.values),
+    ...toDb(w, m, v.values),
     ...(m.taggable ? { custom_fields: w.dialect.json(v.customFields ?? {}) } : { custom_fields: w.dialect.json({}) }),
     created: now,
     last_updated: now,
@@ -93,7 +95,7 @@ export async function createObject(w: WriteContext, m: ModelDef, v: Validated): 
 export async function updateObject(w: WriteContext, m: ModelDef, existing: Row, v: Validated): Promise<void> {
   const ctx = readCtxOf(w);
   const before = await snapshot(ctx, m, existing);
-  const set: Row = { ...toDb(w, v.values), last_updated: w.dialect.timestamp(w.now) };
+  const set: Row = { ...toDb(w, m, v.values), last_updated: w.dialect.timestamp(w.now) };
   if (m.taggable && v.customFields) set.custom_fields = w.dialect.json(v.customFields);
   await w.trx.updateTable(m.table).set(set).where('id', '=', existing.id).execute();
   if (m.taggable && v.tags) await setTags(w, m, existing.id, v.tags);

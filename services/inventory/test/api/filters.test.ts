@@ -91,6 +91,17 @@ forEachStorage('inventory API: filters, ordering and pagination', (storage) => {
     assert.deepEqual((await names('status=planned&ordering=-id')), ['dev03', 'dev02', 'dev01', 'dev00']);
   });
 
+  it('orders names naturally, as NetBox', async () => {
+    const h = api.http;
+    const dev = ids.dev05;
+    for (const n of ['eth10', 'eth2', 'eth1', 'eth3/1', 'eth3/10', 'eth3/9']) assert.equal((await h.post('/api/dcim/interfaces/', { device: dev, name: n, type: 'virtual' })).status, 201);
+    const r = await h.get(`/api/dcim/interfaces/?device_id=${dev}`);
+    assert.deepEqual(r.body.results.map((i: any) => i.name), ['eth1', 'eth2', 'eth3/1', 'eth3/9', 'eth3/10', 'eth10']);
+    const d = await h.get(`/api/dcim/interfaces/?device_id=${dev}&ordering=-name`);
+    assert.equal(d.body.results[0].name, 'eth10');
+    await h.delete('/api/dcim/interfaces/', r.body.results.map((i: any) => ({ id: i.id })));
+  });
+
   it('reports invalid filter values as django-filter does', async () => {
     let r = await api.http.get('/api/dcim/devices/?site_id=99999');
     assert.equal(r.status, 400);
