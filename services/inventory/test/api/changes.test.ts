@@ -175,4 +175,16 @@ forEachStorage('inventory API: bulk operations, change log and events', (storage
     r = await h.delete('/api/dcim/manufacturers/', [{ nope: 1 }]);
     assert.deepEqual(r.body, [{ id: ['This field is required.'] }]);
   });
+
+  it('keeps concurrent writers consistent: one winner for a unique name, never a 5xx', async () => {
+    const results = await Promise.all(Array.from({ length: 12 }, () => api.http.post('/api/dcim/manufacturers/', { name: 'Racy', slug: 'racy' })));
+    const statuses = results.map((r) => r.status).sort();
+    assert.equal(statuses.filter((s) => s === 201).length, 1, JSON.stringify(results.map((r) => [r.status, r.body])));
+    assert.ok(statuses.every((s) => s === 201 || s === 400));
+    for (const r of results.filter((x) => x.status === 400)) assert.ok(r.body.name || r.body.non_field_errors, JSON.stringify(r.body));
+    const many = await Promise.all(Array.from({ length: 20 }, (_, i) => api.http.post('/api/dcim/sites/', { name: `Par${i}`, slug: `par${i}` })));
+    assert.ok(many.every((r) => r.status === 201));
+    assert.equal((await api.http.get('/api/dcim/sites/?name__isw=Par&limit=0')).body.count, 20);
+    assert.equal((await changes('changed_object_type=dcim.site&action=create&limit=0')).results.filter((c: any) => c.object_repr.startsWith('Par')).length, 20);
+  });
 });
