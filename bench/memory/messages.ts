@@ -5,7 +5,10 @@
  * run. Servers run in child processes, autocannon in this one; rounds
  * alternate service and baseline, and the medians are reported.
  *
- *   npx tsx bench/memory/messages.ts [--rounds 3] [--duration 5] [--connections 64]
+ *   npx tsx bench/memory/messages.ts [--rounds 5] [--duration 3] [--connections 64]
+ *
+ * Besides throughput it reports requests per CPU-second of each server
+ * process, which stays meaningful when other work shares the machine.
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -18,8 +21,8 @@ const { values: args } = parseArgs({
   options: {
     serve: { type: 'string' },
     dir: { type: 'string' },
-    rounds: { type: 'string', default: '3' },
-    duration: { type: 'string', default: '5' },
+    rounds: { type: 'string', default: '5' },
+    duration: { type: 'string', default: '3' },
     connections: { type: 'string', default: '64' },
     seed: { type: 'string', default: '1000' },
   },
@@ -106,24 +109,49 @@ async function start(kind: 'service' | 'baseline', dir: string): Promise<Target>
   return { child, ...info };
 }
 
-async function load(url: string, method: 'GET' | 'POST'): Promise<number> {
+/** CPU time (µs) the child has used so far: requests per CPU-second is robust to other load on the machine. */
+function cpuOf(t: Target): Promise<number> {
+  return new Promise((resolve) => {
+    const on = (m: any) => {
+      if (m && typeof m.cpu === 'number') {
+        t.child.off('message', on);
+        resolve(m.cpu);
+      }
+    };
+    t.child.on('message', on);
+    t.child.send('cpu');
+  });
+}
+
+interface Measure {
+  rps: number;
+  /** Requests per CPU-second of the server process. */
+  perCpu: number;
+}
+
+function median(xs: number[]): number {
+  return [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+}
+
+async function load(t: Target, which: 'create' | 'list'): Promise<Measure> {
   const specifier = 'autocannon'; // untyped package
   const autocannon = (await import(specifier)).default;
+  const method = which === 'create' ? 'POST' : 'GET';
   const body = JSON.stringify({ content: 'hello from the benchmark, a message of modest size', is_user: false, metadata: META });
+  const cpu0 = await cpuOf(t);
   const result = await autocannon({
-    url,
+    url: t.address + (which === 'create' ? t.create : t.list),
     method,
     connections: Number(args.connections),
     duration: Number(args.duration),
     headers: method === 'POST' ? { 'content-type': 'application/json' } : {},
     body: method === 'POST' ? body : undefined,
   });
+  const cpu = (await cpuOf(t)) - cpu0;
   const bad = result.non2xx + result.errors + result.timeouts;
-  if (bad > 0) throw new Error(`${method} ${url}: ${result.non2xx} non-2xx, ${result.errors} errors, ${result.timeouts} timeouts`);
-  return result.requests.average;
+  if (bad > 0) throw new Error(`${method} ${which}: ${result.non2xx} non-2xx, ${result.errors} errors, ${result.timeouts} timeouts`);
+  return { rps: result.requests.average, perCpu: result.requests.total / (cpu / 1e6) };
 }
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 async function main() {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'memory-bench-'));
@@ -132,27 +160,36 @@ async function main() {
   const service = await start('service', path.join(root, 'service'));
   const baseline = await start('baseline', path.join(root, 'baseline'));
   const rounds = Number(args.rounds);
-  const r: Record<string, number[]> = { svcCreate: [], baseCreate: [], svcList: [], baseList: [] };
+  const m: Record<string, Measure[]> = { svcCreate: [], baseCreate: [], svcList: [], baseList: [] };
   try {
     // Warm-up: JIT, page cache, prepared statements.
-    await load(service.address + service.create, 'POST');
-    await load(baseline.address + baseline.create, 'POST');
+    await load(service, 'create');
+    await load(baseline, 'create');
+    await load(service, 'list');
+    await load(baseline, 'list');
     for (let i = 0; i < rounds; i++) {
-      r.svcCreate!.push(await load(service.address + service.create, 'POST'));
-      r.baseCreate!.push(await load(baseline.address + baseline.create, 'POST'));
-      r.svcList!.push(await load(service.address + service.list, 'GET'));
-      r.baseList!.push(await load(baseline.address + baseline.list, 'GET'));
-      const f = (x: number[]) => x[x.length - 1]!.toFixed(0);
-      console.log(`round ${i + 1}: create ${f(r.svcCreate!)} vs ${f(r.baseCreate!)} req/s; list ${f(r.svcList!)} vs ${f(r.baseList!)} req/s`);
+      // Alternate who goes first, so drifting load on the machine favours neither.
+      const pairs: Array<[string, Target, 'create' | 'list']> =
+        i % 2 === 0
+          ? [['svcCreate', service, 'create'], ['baseCreate', baseline, 'create'], ['baseList', baseline, 'list'], ['svcList', service, 'list']]
+          : [['baseCreate', baseline, 'create'], ['svcCreate', service, 'create'], ['svcList', service, 'list'], ['baseList', baseline, 'list']];
+      for (const [key, target, which] of pairs) m[key]!.push(await load(target, which));
+      const f = (k: string) => m[k]![m[k]!.length - 1]!.rps.toFixed(0);
+      console.log(`round ${i + 1}: create ${f('svcCreate')} vs ${f('baseCreate')} req/s; list ${f('svcList')} vs ${f('baseList')} req/s`);
     }
   } finally {
     service.child.send('stop');
     baseline.child.send('stop');
   }
-  const ratio = (a: number[], b: number[]) => median(a.map((x, i) => x / b[i]!));
+  const ratio = (a: Measure[], b: Measure[], k: keyof Measure) => median(a.map((x, i) => x[k] / b[i]![k]));
+  const rps = (a: Measure[]) => median(a.map((x) => x.rps)).toFixed(0);
   console.log(`\nmemory service vs bare Fastify + better-sqlite3 (SQLite, ${args.connections} connections, ${rounds} rounds × ${args.duration}s, medians)`);
-  console.log(`message create: ${median(r.svcCreate!).toFixed(0)} req/s vs ${median(r.baseCreate!).toFixed(0)} req/s  ratio ${ratio(r.svcCreate!, r.baseCreate!).toFixed(2)}  (goal ≥ 0.70)`);
-  console.log(`message list  : ${median(r.svcList!).toFixed(0)} req/s vs ${median(r.baseList!).toFixed(0)} req/s  ratio ${ratio(r.svcList!, r.baseList!).toFixed(2)}  (goal ≥ 0.70)`);
+  for (const [label, svc, base] of [['message create', m.svcCreate!, m.baseCreate!], ['message list  ', m.svcList!, m.baseList!]] as const) {
+    console.log(
+      `${label}: ${rps(svc)} vs ${rps(base)} req/s  throughput ratio ${ratio(svc, base, 'rps').toFixed(2)}` +
+        `  | per server CPU-second ${median(svc.map((x) => x.perCpu)).toFixed(0)} vs ${median(base.map((x) => x.perCpu)).toFixed(0)}  ratio ${ratio(svc, base, 'perCpu').toFixed(2)}  (goal ≥ 0.70)`,
+    );
+  }
   fs.rmSync(root, { recursive: true, force: true });
 }
 
@@ -162,6 +199,10 @@ if (args.serve) {
   process.send!(info);
   process.on('message', (m) => {
     if (m === 'stop') process.exit(0);
+    if (m === 'cpu') {
+      const u = process.cpuUsage();
+      process.send!({ cpu: u.user + u.system });
+    }
   });
 } else {
   await main();
