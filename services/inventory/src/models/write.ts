@@ -72,7 +72,7 @@ export async function createObject(w: WriteContext, m: ModelDef, v: Validated): 
   const now = w.dialect.timestamp(w.now);
   const row = {
     ...toDb(w, m, v.values),
-    ...(m.taggable ? { custom_fields: w.dialect.json(v.customFields ?? {}) } : { custom_fields: w.dialect.json({}) }),
+    custom_fields: w.dialect.json(v.customFields ?? {}),
     created: now,
     last_updated: now,
   };
