@@ -33,9 +33,9 @@ export function makeTests(lookup: { filters: Map<string, unknown>; tests: Map<st
     number: (r, v) => typeof v === 'number' || typeof v === 'bigint' || typeof v === 'boolean' || v instanceof PyFloat,
     string: (r, v) => typeof v === 'string' || v instanceof Markup,
     mapping: (r, v) => isDict(v),
-    sequence: (r, v) => typeof v === 'string' || v instanceof Markup || Array.isArray(v) || isDict(v),
+    sequence: (r, v) => typeof v === 'string' || v instanceof Markup || Array.isArray(v) || isDict(v) || v instanceof Undefined,
     iterable: (r, v) => isIterable(v),
-    callable: (r, v) => isCallable(v) || v instanceof Macro,
+    callable: (r, v) => isCallable(v) || v instanceof Macro || v instanceof Undefined, // Undefined defines __call__
     lower: (r, v) => {
       const s = softStr(v);
       return /[\p{Lu}\p{Ll}\p{Lt}]/u.test(s) && !/[\p{Lu}\p{Lt}]/u.test(s);

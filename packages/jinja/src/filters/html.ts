@@ -127,6 +127,7 @@ export const htmlFilters: Record<string, FilterFn> = {
   },
   xmlattr: (r, v, a, kw) => {
     const [autospace] = bindArgs('xmlattr', a, kw, ['autospace']);
+    if (v instanceof Undefined) v.fail();
     if (!isDict(v)) throw pyError('AttributeError', 'xmlattr requires a mapping');
     const items: string[] = [];
     for (const k of dictKeys(v)) {

@@ -144,6 +144,7 @@ export const numberFilters: Record<string, FilterFn> = {
   filesizeformat: (r, v, a, kw) => {
     const [binary] = bindArgs('filesizeformat', a, kw, ['binary']);
     const bin = dflt(binary, false) ? true : false;
+    if (v instanceof Undefined) v.fail();
     const f = toFloat(v);
     if (f === null) throw pyError('ValueError', `could not convert string to float: '${String(v)}'`);
     const base = bin ? 1024 : 1000;

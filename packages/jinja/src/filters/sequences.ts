@@ -69,12 +69,13 @@ function selectOrReject(
     const rest = args.slice(off + 1);
     test = (x) => fn(r, x, rest, kw);
   } else test = (x) => truthy(x);
-  const items = list(r, v);
+  // Jinja2 guards with `if value:`, so falsy inputs (None, '') select nothing
+  const items = truthy(v) ? list(r, v) : [];
   return gen(items.filter((x) => modfunc(test(getter(x)))));
 }
 
 function mapFilter(r: RenderState, env: FilterLookup, v: unknown, args: unknown[], kw: KwMap): PyIterator {
-  const items = list(r, v);
+  const items = truthy(v) ? list(r, v) : [];
   if (!args.length && kw && kw.has('attribute')) {
     const attribute = kw.get('attribute');
     const d = kw.has('default') ? kw.get('default') : null;
