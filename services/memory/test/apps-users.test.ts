@@ -78,6 +78,7 @@ forEachStorage('memory apps and users', (storage) => {
     assert.equal(f.total, 1);
 
     assert.deepEqual(await ok(s.http.get(`/apps/${a.id}/users/u2`)), users[1]);
+    assert.deepEqual(await ok(s.http.get(`/apps/${a.id}/users/${users[1].id}`)), users[1], 'a UUID-shaped name falls back to the id');
     const upd = await ok(s.http.put(`/apps/${a.id}/users/${users[1].id}`, { name: 'u2b', metadata: { z: true } }));
     assert.deepEqual([upd.name, upd.metadata, upd.h_metadata], ['u2b', { z: true }, { z: true }]);
     assert.equal((await ok(s.http.get(`/apps/${a.id}/users/u2b`))).id, users[1].id);

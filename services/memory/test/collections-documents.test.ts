@@ -27,6 +27,7 @@ forEachStorage('memory collections and documents', (storage) => {
     assert.deepEqual(list.items.map((c: any) => c.name), ['uno', 'one']);
     assert.deepEqual((await ok(s.http.get(`${C}?reverse=true&filter=${q({ k: 1 })}`))).items.map((c: any) => c.id), [c1.id]);
     assert.deepEqual(await ok(s.http.get(`${C}/uno`)), renamed);
+    assert.deepEqual(await ok(s.http.get(`${C}/${c1.id}`)), renamed, 'a UUID-shaped name falls back to the id');
     r = await s.http.put(`${C}/${c2.id}`, { name: 'uno' });
     assert.deepEqual([r.status, r.body], [406, EXISTS]);
     r = await s.http.put(`${C}/${c2.id}`, { name: 'honcho' });

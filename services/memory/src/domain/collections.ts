@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import { canonicalUuid } from '@svc/kernel';
 import type { Ctx } from './context.ts';
 import { conflict, D, notFound } from './errors.ts';
 import { listPage, pageOf, type Paging } from './paging.ts';
@@ -45,8 +46,10 @@ export async function createCollection(ctx: Ctx, appId: string, userId: string, 
   return collectionToJson(row);
 }
 
+/** By name; a UUID-shaped name that is no collection's name also finds the collection with that id. */
 export async function getCollectionByName(ctx: Ctx, appId: string, userId: string, name: string) {
-  const r = await ctx.storage.db
+  const db = ctx.storage.db;
+  let r = await db
     .selectFrom('collections')
     .innerJoin('users', 'users.id', 'collections.user_id')
     .selectAll('collections')
@@ -54,6 +57,8 @@ export async function getCollectionByName(ctx: Ctx, appId: string, userId: strin
     .where('collections.user_id', '=', userId)
     .where('users.app_id', '=', appId)
     .executeTakeFirst();
+  const id = r ? undefined : canonicalUuid(name);
+  if (id) r = await findCollection(db, appId, userId, id);
   if (!r) throw notFound(D.collection);
   return collectionToJson(r);
 }

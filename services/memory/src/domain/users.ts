@@ -1,3 +1,4 @@
+import { canonicalUuid } from '@svc/kernel';
 import type { Ctx } from './context.ts';
 import { conflict, D, notFound } from './errors.ts';
 import { listPage, type Paging } from './paging.ts';
@@ -30,8 +31,12 @@ export function listUsers(ctx: Ctx, appId: string, p: Paging) {
   return listPage(ctx.storage.db, ctx.storage.dialect, 'users', (qb) => qb.where('users.app_id', '=', appId), p, userToJson);
 }
 
+/** By name; a UUID-shaped name that is no user's name also finds the user with that id (later Honcho's GET by id). */
 export async function getUserByName(ctx: Ctx, appId: string, name: string) {
-  const r = await ctx.storage.db.selectFrom('users').selectAll().where('app_id', '=', appId).where('name', '=', name).executeTakeFirst();
+  const db = ctx.storage.db;
+  let r = await db.selectFrom('users').selectAll().where('app_id', '=', appId).where('name', '=', name).executeTakeFirst();
+  const id = r ? undefined : canonicalUuid(name);
+  if (id) r = await db.selectFrom('users').selectAll().where('app_id', '=', appId).where('id', '=', id).executeTakeFirst();
   if (!r) throw notFound(D.user);
   return userToJson(r);
 }
