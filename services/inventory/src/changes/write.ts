@@ -24,8 +24,8 @@ export interface WriteContext {
 
 export interface ChangeSink {
   deps: InventoryDeps;
-  /** REST representation for event data (relative URLs), read inside the transaction. */
-  representation(trx: Kysely<any>, objectType: string, id: number): Promise<Record<string, unknown> | null>;
+  /** REST representations for event data (relative URLs) of objects of one type, read inside the transaction, by id. */
+  representations(trx: Kysely<any>, objectType: string, ids: number[]): Promise<Map<number, Record<string, unknown>>>;
   /** Test hook: sees the coalesced events of every committed-or-not request. */
   onObjectEvents?: (events: ObjectEvent[]) => void;
 }
@@ -51,10 +51,10 @@ async function flushChanges(sink: ChangeSink, w: WriteContext): Promise<void> {
   if (w.changes.length === 0) return;
   const pending = coalesce(w.changes);
   // One representation per surviving object serves the changelog's object_repr, the event data and the response.
-  for (const p of pending) {
-    if (p.event === 'deleted') continue;
-    const data = await sink.representation(w.trx, p.objectType, p.objectId);
-    if (data) w.representations.set(`${p.objectType}:${p.objectId}`, data);
+  const byType = new Map<string, number[]>();
+  for (const p of pending) if (p.event !== 'deleted') byType.set(p.objectType, [...(byType.get(p.objectType) ?? []), p.objectId]);
+  for (const [objectType, ids] of byType) {
+    for (const [id, data] of await sink.representations(w.trx, objectType, ids)) w.representations.set(`${objectType}:${id}`, data);
   }
   for (const c of w.changes) c.objectRepr ??= String(w.representations.get(`${c.objectType}:${c.objectId}`)?.display ?? c.objectId);
   // CHANGELOG_SKIP_EMPTY_CHANGES (NetBox's default): an update that changed nothing leaves no changelog row, but still fires its event.

@@ -6,7 +6,8 @@ import type { ObjectEvent } from '../changes/types.ts';
 import type { ChangeSink } from '../changes/write.ts';
 import type { InventoryDeps } from '../deps.ts';
 import { MODELS, modelForObjectType } from '../models/registry.ts';
-import { representOne } from '../models/represent.ts';
+import { fetchRowsByIds } from '../models/read.ts';
+import { represent } from '../models/represent.ts';
 import { objectChangeRoutes } from './core-object-changes.ts';
 import { dcimRoutes } from './dcim.ts';
 import { tagRoutes } from './extras-tags.ts';
@@ -32,9 +33,12 @@ export async function coreRoutes(app: FastifyInstance, opts: CoreRouteOptions): 
   const sink: ChangeSink = {
     deps,
     onObjectEvents: opts.onObjectEvents,
-    async representation(trx, objectType, id) {
+    async representations(trx, objectType, ids) {
       const m = modelForObjectType(objectType);
-      return m ? representOne({ db: trx, dialect: deps.storage.dialect, base: '' }, m, id) : null;
+      if (!m) return new Map();
+      const ctx = { db: trx, dialect: deps.storage.dialect, base: '' };
+      const rows = [...(await fetchRowsByIds(ctx, m, ids)).values()];
+      return new Map((await represent(ctx, m, rows)).map((r) => [r.id as number, r]));
     },
   };
 
