@@ -38,7 +38,7 @@ export interface Search {
 
 /** Candidates taken from each ranking before fusion: enough that a document ranked well by either list survives. */
 export function candidatesFor(topK: number): number {
-  return Math.max(10, topK * 2);
+  return Math.max(10, topK + 5);
 }
 
 /** The embedding settings from the service config, falling back to MEMORY_EMBEDDING_* in the environment. */

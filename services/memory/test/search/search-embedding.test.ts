@@ -12,6 +12,7 @@ import {
   openAiEndpoint,
 } from '../../src/search/embedding.ts';
 import { reciprocalRankFusion } from '../../src/search/rrf.ts';
+import { simhash } from '../../src/search/simhash.ts';
 import { indexBody, queryTerms, stem } from '../../src/search/text.ts';
 import { extractFacts } from '../../src/deriver/extract.ts';
 import { factKey } from '../../src/deriver/facts.ts';
@@ -74,6 +75,24 @@ describe('text analysis and query building', () => {
     assert.equal(tsQuery(['cat', 'dog']), "'cat' | 'dog'");
     // Terms come from queryTerms: letters and digits only.
     assert.deepEqual(queryTerms('"a" OR b* NEAR(c) \'; drop'), ['b', 'near', 'c', 'drop']);
+  });
+});
+
+describe('SimHash codes', () => {
+  const hamming = (a: Buffer, b: Buffer) => {
+    let d = 0;
+    for (let i = 0; i < a.length; i++) for (let x = a[i]! ^ b[i]!; x; x &= x - 1) d++;
+    return d;
+  };
+  it('are 384 bits, deterministic, and closer for closer vectors', () => {
+    const q = localEmbedding('lighthouse keeper');
+    const near = localEmbedding('The lighthouse keeper painted the staircase');
+    const far = localEmbedding('quarterly budget report for finance');
+    assert.equal(simhash(q).length, 48);
+    assert.deepEqual(simhash(q), simhash(localEmbedding('lighthouse keeper')));
+    assert.ok(hamming(simhash(q), simhash(near)) < hamming(simhash(q), simhash(far)) - 30);
+    // Bits track the angle: ~ (1 - cos θ-ish) · 384 / 2 for unrelated vectors.
+    assert.ok(Math.abs(hamming(simhash(q), simhash(far)) - 192) < 50);
   });
 });
 
