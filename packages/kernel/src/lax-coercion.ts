@@ -5,6 +5,15 @@ const TRUE = new Set(['1', 't', 'true', 'y', 'yes', 'on']);
 const FALSE = new Set(['0', 'f', 'false', 'n', 'no', 'off']);
 
 /** pydantic accepts hyphenated, 32-hex "simple", `urn:uuid:` and braced UUIDs; we store the canonical form. */
+/** pydantic's lax boolean for a JSON value (true/false, 0/1, "yes"/"off"/…), or undefined when it is not one. */
+export function parseLaxBoolean(v: unknown): boolean | undefined {
+  if (typeof v === 'boolean') return v;
+  if (v === 0 || v === 1) return v === 1;
+  if (typeof v !== 'string') return undefined;
+  const l = v.toLowerCase();
+  return TRUE.has(l) ? true : FALSE.has(l) ? false : undefined;
+}
+
 const CANONICAL = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 export function canonicalUuid(value: string): string | undefined {

@@ -121,6 +121,14 @@ forEachStorage('memory sessions, messages and metamessages', (storage) => {
     r = await s.http.put(`${U}sessions/${session.id}/messages/${MISSING}`, { metadata: {} });
     assert.deepEqual([r.status, r.body], [404, { detail: 'Session not found' }]);
 
+    const batch = await ok(s.http.post(`${M}/batch`, { messages: [{ content: 'b1', is_user: 'yes' }, { content: 'b2', is_user: 0, metadata: { b: 2 } }] }));
+    assert.deepEqual(batch.map((m: any) => [m.content, m.is_user, m.metadata]), [['b1', true, {}], ['b2', false, { b: 2 }]]);
+    assert.deepEqual((await ok(s.http.get(`${M}?reverse=true&size=2`))).items.map((m: any) => m.id), [batch[1].id, batch[0].id]);
+    r = await s.http.post(`${M}/batch`, { messages: [] });
+    assert.equal(r.body.detail[0].type, 'too_short');
+    r = await s.http.post(`${M}/batch`, { messages: [{ content: 'x', is_user: 'maybe' }] });
+    assert.deepEqual(r.body.detail[0].loc, ['body', 'messages', 0, 'is_user']);
+
     // Messages in a soft-deleted session still work (the server never blocked them).
     await ok(s.http.delete(`${S}/${session.id}`));
     await ok(s.http.post(M, { content: 'after', is_user: false }));
