@@ -4,6 +4,8 @@
 
 import type { CallArgs, Expr, FilterExpr, Stmt } from './ast.js';
 import { TemplateRuntimeError, TemplateSyntaxError, pyError } from './errors.js';
+import { stringFilters } from './filters/strings.js';
+import { printfFormat } from './format/printf.js';
 import { callValue } from './runtime/call.js';
 import { escapeHtml } from './runtime/escape.js';
 import { STR_METHODS, LIST_METHODS, SEQ_METHODS, DICT_METHODS } from './runtime/methods.js';
@@ -886,6 +888,23 @@ export class Compiler {
     const value = e.node ? this.expr(e.node, scope) : () => null;
     if (!e.dynArgs && !e.dynKwargs && e.kwargs.length === 0) {
       const pos = e.args.map((x) => this.expr(x, scope));
+      if (fn === stringFilters.format && e.node?.k === 'Const' && typeof e.node.value === 'string' && pos.length > 0) {
+        // '%.1f'|format(x): the builtin with a constant format string is printf on the arguments
+        const fmt = e.node.value;
+        if (pos.length === 1) {
+          const p0 = pos[0];
+          return (r, f) => {
+            const args = [p0(r, f)];
+            r.tick();
+            return printfFormat(r, fmt, args, true);
+          };
+        }
+        return (r, f) => {
+          const args = evalAll(pos, r, f);
+          r.tick();
+          return printfFormat(r, fmt, args, true);
+        };
+      }
       if (pos.length === 0)
         return (r, f) => {
           const v = value(r, f);

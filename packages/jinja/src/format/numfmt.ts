@@ -3,20 +3,22 @@
 
 import { floatRepr } from '../runtime/repr.js';
 
-const POW10 = Array.from({ length: 23 }, (_, i) => 10 ** i);
+const POW2 = Array.from({ length: 102 }, (_, i) => 2 ** i);
 
 export function fixed(x: number, prec: number): string {
   if (!Number.isFinite(x)) return nonFinite(x);
   if (Math.abs(x) < 1e21 && prec <= 100) {
     const a = Math.abs(x);
     let s = a.toFixed(prec);
-    // cheap pre-check: an exact tie scales to exactly k + 0.5 (the product of a dyadic tie is exact)
-    if (prec + 25 <= 100 && Math.abs((a * (prec < POW10.length ? POW10[prec] : 10 ** prec)) % 1) === 0.5) {
-      // toFixed breaks exact ties upwards; CPython rounds half to even
-      const ext = a.toFixed(prec + 25);
-      if (ext.endsWith('5' + '0'.repeat(24))) {
-        const truncated = ext.slice(0, ext.length - 25).replace(/\.$/, '');
-        if (Number(truncated[truncated.length - 1]) % 2 === 0) s = truncated;
+    // toFixed rounds the exact binary value but breaks exact ties upwards; CPython rounds half
+    // to even. a * 10**prec is a tie exactly when a has prec + 1 fractional bits (10 = 2 * 5, 5 odd),
+    // which multiplying by powers of two tests without rounding error.
+    if (prec < 100) {
+      const scaled = a * POW2[prec + 1];
+      if (Number.isInteger(scaled) && !Number.isInteger(scaled / 2)) {
+        const ext = a.toFixed(prec + 1); // exact: ends in the tie digit 5
+        const down = ext.slice(0, ext.length - 1).replace(/\.$/, '');
+        if (Number(down[down.length - 1]) % 2 === 0) s = down;
       }
     }
     return x < 0 || Object.is(x, -0) ? '-' + s : s;
@@ -24,6 +26,16 @@ export function fixed(x: number, prec: number): string {
   // toFixed switches to exponent form past 1e21: the integer part is exact in BigInt
   const ip = BigInt(Math.trunc(x)).toString();
   return prec > 0 ? `${ip}.${'0'.repeat(prec)}` : ip;
+}
+
+const ZEROS = Array.from({ length: 101 }, (_, p) => (p ? '.' + '0'.repeat(p) : ''));
+
+/** Python's '%.{prec}f' % x for a number (sign included, prec <= 100). */
+export function fixedNumber(x: number, prec: number): string {
+  // integer-valued below 2**53: String() prints every digit exactly (beyond, it prints the shortest repr)
+  if (Number.isInteger(x) && x <= 9007199254740992 && x >= -9007199254740992) return (x < 0 || Object.is(x, -0) ? '-' + String(-x) : String(x)) + ZEROS[prec];
+  if (!Number.isFinite(x)) return Number.isNaN(x) ? 'nan' : x > 0 ? 'inf' : '-inf';
+  return fixed(x, prec);
 }
 
 export function nonFinite(x: number): string {

@@ -5,7 +5,7 @@ import { escapeHtml } from '../runtime/escape.js';
 import { pyRepr, pyStr } from '../runtime/repr.js';
 import type { RenderState } from '../runtime/state.js';
 import { Markup, MISSING, PyFloat, Undefined, dictGet, isDict, isTuple, typeName } from '../runtime/values.js';
-import { expo, fixed, general, nonFinite } from './numfmt.js';
+import { expo, fixed, fixedNumber, general, nonFinite } from './numfmt.js';
 
 const SPEC = /%(?:\(([^)]*)\))?([#0\- +]*)(\*|\d+)?(?:\.(\*|\d*))?[hlL]?([diouxXeEfFgGcrsa%])?/g;
 
@@ -16,6 +16,8 @@ interface Spec {
   width: string | undefined;
   prec: string | undefined;
   type: string | undefined;
+  /** Precision of a bare `%f`/`%.Nf` (no key, flags or width), else -1: formatted by fixedNumber. */
+  fastF: number;
 }
 interface Parsed {
   specs: Spec[];
@@ -34,7 +36,10 @@ function parse(s: string): Parsed {
   SPEC.lastIndex = 0;
   let m: RegExpExecArray | null;
   while ((m = SPEC.exec(s))) {
-    specs.push({ lit: s.slice(last, m.index), key: m[1], flags: m[2], width: m[3], prec: m[4], type: m[5] });
+    const [, key, flags, width, prec, type] = m;
+    const bareF = type === 'f' && key === undefined && !flags && width === undefined && prec !== '*';
+    const fastF = bareF ? (prec === undefined ? 6 : prec === '' ? 0 : Number(prec)) : -1;
+    specs.push({ lit: s.slice(last, m.index), key, flags, width, prec, type, fastF: fastF <= 100 ? fastF : -1 });
     last = SPEC.lastIndex;
   }
   p = { specs, tail: s.slice(last) };
@@ -55,6 +60,18 @@ export function printfFormat(r: RenderState, fmt: string | Markup, argv: unknown
   const parsed = parse(s);
   for (const sp of parsed.specs) {
     out += sp.lit;
+    if (sp.fastF >= 0 && ai < args.length) {
+      // hot path: '%.1f' % number (same text as convert() below)
+      const v = args[ai];
+      const x = typeof v === 'number' ? v : v instanceof PyFloat ? v.v : NaN;
+      if (x === x) {
+        ai++;
+        const body = fixedNumber(x, sp.fastF);
+        r.checkSize(out.length + body.length);
+        out += body;
+        continue;
+      }
+    }
     const { key, flags, width: widthS, prec: precS, type } = sp;
     if (type === undefined) throw pyError('ValueError', `incomplete format`);
     if (type === '%' && key === undefined && !flags && widthS === undefined && precS === undefined) {
