@@ -226,6 +226,33 @@ function evalAll(evs: Ev[], r: RenderState, f: Frame): unknown[] {
   return out;
 }
 
+/** `obj.attr`, with the hot cases inline: own data of a plain object; loop.*. */
+function attrOf(o: unknown, attr: string): unknown {
+  if (typeof o === 'object' && o !== null) {
+    if (isPlainObject(o)) {
+      if (Object.hasOwn(o, attr)) {
+        const v = (o as Record<string, unknown>)[attr];
+        return v === undefined ? null : v;
+      }
+    } else if (o instanceof LoopContext) {
+      const v = o.pyGetAttr(attr);
+      if (v !== MISSING) return v;
+    }
+  }
+  return getattr(o, attr);
+}
+
+/** The plain `loop.*` values, read without the attribute switch. */
+const LOOP_GETTERS = new Map<string, (l: LoopContext) => unknown>([
+  ['index', (l) => l.index0 + 1],
+  ['index0', (l) => l.index0],
+  ['first', (l) => l.index0 === 0],
+  ['last', (l) => l.index0 === l.items.length - 1],
+  ['length', (l) => l.items.length],
+  ['revindex', (l) => l.items.length - l.index0],
+  ['revindex0', (l) => l.items.length - l.index0 - 1],
+]);
+
 export function toOutput(r: RenderState, v: unknown): string {
   if (typeof v === 'string') return r.autoescape ? escapeHtml(v) : v;
   if (v instanceof Markup) return v.s;
@@ -635,6 +662,14 @@ export class Compiler {
     };
   }
 
+  /** Slot of a name that resolves only to the innermost scope, else -1. */
+  private localSlot(name: string, scope: Scope): number {
+    const slot = scope.names.get(name);
+    if (slot === undefined) return -1;
+    for (let s = scope.parent; s; s = s.parent) if (s.names.has(name)) return -1;
+    return slot;
+  }
+
   expr(e: Expr, scope: Scope): Ev {
     switch (e.k) {
       case 'Const': {
@@ -666,25 +701,26 @@ export class Compiler {
         };
       }
       case 'Getattr': {
-        const obj = this.expr(e.obj, scope);
         const attr = e.attr;
-        if (DICT_METHODS.has(attr)) return (r, f) => getattr(obj(r, f), attr);
-        return (r, f) => {
-          const o = obj(r, f);
-          // hot paths: own data of a plain object; loop.*
-          if (typeof o === 'object' && o !== null) {
-            if (isPlainObject(o)) {
-              if (Object.hasOwn(o, attr)) {
-                const v = (o as Record<string, unknown>)[attr];
-                return v === undefined ? null : v;
-              }
-            } else if (o instanceof LoopContext) {
-              const v = o.pyGetAttr(attr);
-              if (v !== MISSING) return v;
-            }
-          }
-          return getattr(o, attr);
-        };
+        if (DICT_METHODS.has(attr)) {
+          const obj = this.expr(e.obj, scope);
+          return (r, f) => getattr(obj(r, f), attr);
+        }
+        const obj = this.expr(e.obj, scope);
+        const loopGet = e.obj.k === 'Name' && e.obj.name === 'loop' ? LOOP_GETTERS.get(attr) : undefined;
+        if (loopGet)
+          return (r, f) => {
+            const o = obj(r, f);
+            return o instanceof LoopContext ? loopGet(o) : attrOf(o, attr);
+          };
+        const slot = e.obj.k === 'Name' ? this.localSlot(e.obj.name, scope) : -1;
+        if (slot >= 0)
+          // `item.attr` on a loop variable / local: read the slot directly (one closure call less)
+          return (r, f) => {
+            const o = f.vals[slot];
+            return attrOf(o === MISSING || o === UNDEF_INIT ? obj(r, f) : o, attr);
+          };
+        return (r, f) => attrOf(obj(r, f), attr);
       }
       case 'Getitem': {
         const obj = this.expr(e.obj, scope);

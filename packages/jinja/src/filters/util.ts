@@ -19,9 +19,20 @@ export function sameKind(input: unknown, out: string): string | Markup {
   return input instanceof Markup ? new Markup(out) : out;
 }
 
+// attribute= strings repeat across renders: split each once (results are never mutated)
+const partsCache = new Map<string, unknown[]>();
+
 function parts(attribute: unknown): unknown[] {
   if (attribute === null || attribute === undefined || attribute === MISSING) return [];
-  if (typeof attribute === 'string') return attribute.split('.').map((p) => (/^\d+$/.test(p) ? Number(p) : p));
+  if (typeof attribute === 'string') {
+    let ps = partsCache.get(attribute);
+    if (ps === undefined) {
+      ps = attribute.split('.').map((p) => (/^\d+$/.test(p) ? Number(p) : p));
+      if (partsCache.size >= 500) partsCache.clear();
+      partsCache.set(attribute, ps);
+    }
+    return ps;
+  }
   return [attribute];
 }
 
