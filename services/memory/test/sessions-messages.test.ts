@@ -134,6 +134,21 @@ forEachStorage('memory sessions, messages and metamessages', (storage) => {
     await ok(s.http.post(M, { content: 'after', is_user: false }));
   });
 
+  it('keeps every concurrent message (user messages enqueue derivation in their transaction)', async () => {
+    const { S, session } = await fixture(s.http);
+    const M = `${S}/${session.id}/messages`;
+    const sent = await Promise.all(
+      Array.from({ length: 120 }, (_, i) => ok(s.http.post(M, { content: `I like item ${i}`, is_user: i % 3 === 0, metadata: { i } }))),
+    );
+    const page1 = await ok(s.http.get(`${M}?size=100`));
+    const page2 = await ok(s.http.get(`${M}?size=100&page=2`));
+    const listed = [...page1.items, ...page2.items];
+    assert.equal(page1.total, 120);
+    assert.deepEqual(new Set(listed.map((m: any) => m.id)), new Set(sent.map((m) => m.id)));
+    const keys = listed.map((m: any) => m.created_at);
+    assert.deepEqual(keys, [...keys].sort(), 'listed in created_at order');
+  });
+
   it('answers the reference errors for messages and keeps sessions apart', async () => {
     const one = await fixture(s.http);
     const two = await fixture(s.http);
