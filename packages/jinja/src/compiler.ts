@@ -5,7 +5,7 @@
 import type { CallArgs, Expr, FilterExpr, Stmt } from './ast.js';
 import { TemplateRuntimeError, TemplateSyntaxError, pyError } from './errors.js';
 import { stringFilters } from './filters/strings.js';
-import { printfFormat } from './format/printf.js';
+import { compilePrintf } from './format/printf.js';
 import { callValue } from './runtime/call.js';
 import { escapeHtml } from './runtime/escape.js';
 import { STR_METHODS, LIST_METHODS, SEQ_METHODS, DICT_METHODS } from './runtime/methods.js';
@@ -341,14 +341,16 @@ export class Compiler {
       }
     }
     const n = texts.length;
+    // constant {{ 'x' }} is escaped under autoescape, template text never is
+    const escConst = run.map((s, i) => (texts[i] !== null && s.k === 'Output' ? escapeHtml(texts[i]!) : texts[i]));
     return (r, f) => {
       let out = '';
       const esc = r.autoescape;
+      const consts = esc ? escConst : texts;
       for (let i = 0; i < n; i++) {
-        const t = texts[i];
+        const t = consts[i];
         if (t !== null) {
-          // constant {{ 'x' }} is escaped under autoescape, template text never is
-          out += esc && run[i].k === 'Output' ? escapeHtml(t) : t;
+          out += t;
           continue;
         }
         const v = evs[i]!(r, f);
@@ -926,19 +928,19 @@ export class Compiler {
       const pos = e.args.map((x) => this.expr(x, scope));
       if (fn === stringFilters.format && e.node?.k === 'Const' && typeof e.node.value === 'string' && pos.length > 0) {
         // '%.1f'|format(x): the builtin with a constant format string is printf on the arguments
-        const fmt = e.node.value;
+        const fmt = compilePrintf(e.node.value);
         if (pos.length === 1) {
           const p0 = pos[0];
           return (r, f) => {
             const args = [p0(r, f)];
             r.tick();
-            return printfFormat(r, fmt, args, true);
+            return fmt(r, args);
           };
         }
         return (r, f) => {
           const args = evalAll(pos, r, f);
           r.tick();
-          return printfFormat(r, fmt, args, true);
+          return fmt(r, args);
         };
       }
       if (pos.length === 0)

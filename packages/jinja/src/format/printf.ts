@@ -51,13 +51,21 @@ function parse(s: string): Parsed {
 /** `fmt % argv`; `argvIsTuple` lets callers pass an argument array without tagging it. */
 export function printfFormat(r: RenderState, fmt: string | Markup, argv: unknown, argvIsTuple = false): string | Markup {
   const isMarkup = fmt instanceof Markup;
-  const s = isMarkup ? fmt.s : fmt;
+  return formatParsed(r, parse(isMarkup ? fmt.s : fmt), isMarkup, argv, argvIsTuple);
+}
+
+/** A constant format string parsed ahead: `(r, args) => fmt % tuple(args)`. */
+export function compilePrintf(fmt: string): (r: RenderState, args: unknown[]) => string {
+  const parsed = parse(fmt);
+  return (r, args) => formatParsed(r, parsed, false, args, true) as string;
+}
+
+function formatParsed(r: RenderState, parsed: Parsed, isMarkup: boolean, argv: unknown, argvIsTuple: boolean): string | Markup {
   const tuple = argvIsTuple || isTuple(argv);
   const args: unknown[] = tuple ? (argv as unknown[]) : [argv];
   const mapping = !tuple && isDict(argv) ? argv : null;
   let ai = 0;
   let out = '';
-  const parsed = parse(s);
   for (const sp of parsed.specs) {
     out += sp.lit;
     if (sp.fastF >= 0 && ai < args.length) {
