@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import * as sqliteVec from 'sqlite-vec';
-import { createHttpServer, fastApiErrorStyle, type App, type ServiceConfig } from '@svc/kernel';
+import { createHttpServer, type App, type ServiceConfig } from '@svc/kernel';
 import { migrate, openStorage, type Storage } from '@svc/storage';
 import { createQueue } from '@svc/queue';
 import { memoryConfig } from './config.ts';
@@ -11,6 +11,7 @@ import { deriverTasks } from './deriver/index.ts';
 import { installValidators } from './http/validators.ts';
 import { inputGuard } from './http/input-guard.ts';
 import { apiKeyHook } from './http/auth.ts';
+import { memoryErrorStyle } from './http/error-order.ts';
 import { appRoutes } from './routes/apps.ts';
 import { userRoutes } from './routes/users.ts';
 import { sessionRoutes } from './routes/sessions.ts';
@@ -58,7 +59,7 @@ export async function buildApp(base: ServiceConfig): Promise<FastifyInstance> {
       description: 'Apps, users, sessions, messages, metamessages, collections and documents (Honcho v0.0.5 compatible).',
       version: VERSION,
       logLevel: config.logLevel,
-      errorStyle: fastApiErrorStyle,
+      errorStyle: memoryErrorStyle,
       laxCoercion: true,
       bodyLimit: 2 * 1024 * 1024,
       health: async () => ({ storage: storage.dialect.kind, queue_depth: await queue.depth() }),

@@ -56,6 +56,8 @@ forEachStorage('memory sessions, messages and metamessages', (storage) => {
     assert.deepEqual(r.body.detail, [
       { type: 'greater_than_equal', loc: ['query', 'page'], msg: 'Input should be greater than or equal to 1', input: '0', ctx: { ge: 1 } },
     ]);
+    r = await s.http.get(`${S}?is_active=maybe&size=101&page=x`);
+    assert.deepEqual(r.body.detail.map((d: any) => d.loc[1]), ['page', 'size', 'is_active'], 'paging (a dependency in FastAPI) is validated first');
     r = await s.http.get(`${S}?size=101&page=x`);
     assert.deepEqual(r.body.detail, [
       { type: 'int_parsing', loc: ['query', 'page'], msg: 'Input should be a valid integer, unable to parse string as an integer', input: 'x' },
