@@ -831,15 +831,15 @@ export class Compiler {
           this.expr(e.expr1, scope),
           e.expr2 ? this.expr(e.expr2, scope) : null,
         ] as const);
-        const line = e.line;
+        if (b)
+          return (r, f) => {
+            if (truthy(test(r, f))) return a(r, f);
+            return b(r, f);
+          };
+        const hint = `the inline if-expression on line ${e.line} evaluated to false and no else section was defined.`;
         return (r, f) => {
           if (truthy(test(r, f))) return a(r, f);
-          if (b) return b(r, f);
-          return new Undefined(
-            MISSING,
-            MISSING,
-            `the inline if-expression on line ${line} evaluated to false and no else section was defined.`,
-          );
+          return new Undefined(MISSING, MISSING, hint);
         };
       }
     }
