@@ -46,7 +46,7 @@ export const fastApiErrorStyle: ErrorStyle = {
     return {
       statusCode: 422,
       body: {
-        detail: [{ type: 'json_invalid', loc: ['body', pos ? Number(pos[1]) : 0], msg: 'JSON decode error', input: {}, ctx: { error: 'Expecting value' } }],
+        detail: [{ type: 'json_invalid', loc: ['body', pos ? Number(pos[1]) : 0], msg: 'JSON decode error', input: {}, ctx: { error: pythonJsonError(err.message) } }],
       },
     };
   },
@@ -79,4 +79,15 @@ function collectErrors(req: FastifyRequest, err?: FastifyError): ValidationEntry
     if (errors?.length) detail.push(...toFastApiErrors(errors, where, partData(req, part), part === 'querystring' ? rawQuery(req) : undefined));
   }
   return detail;
+}
+
+/** Python's json.JSONDecodeError wording for V8's JSON.parse messages (FastAPI puts it in ctx.error). */
+function pythonJsonError(message: string): string {
+  if (/property name/i.test(message)) return 'Expecting property name enclosed in double quotes';
+  if (/after property name/i.test(message)) return "Expecting ':' delimiter";
+  if (/Expected ',' or/i.test(message)) return "Expecting ',' delimiter";
+  if (/non-whitespace character after JSON/i.test(message)) return 'Extra data';
+  if (/Unterminated string/i.test(message)) return 'Unterminated string starting at';
+  if (/control character/i.test(message)) return 'Invalid control character at';
+  return 'Expecting value';
 }

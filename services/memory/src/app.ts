@@ -83,7 +83,9 @@ export async function buildApp(base: ServiceConfig): Promise<FastifyInstance> {
       try {
         done(null, JSON.parse(text as string));
       } catch (err) {
-        done(err as Error, undefined);
+        // Truncated input has no position in V8's message; Python reports the end of the text.
+        const msg = (err as Error).message;
+        done(/position \d+/.test(msg) ? (err as Error) : new SyntaxError(`${msg} at position ${(text as string).length}`), undefined);
       }
     });
     if (config.apiKeys?.length) app.addHook('onRequest', apiKeyHook(config.apiKeys));

@@ -49,9 +49,13 @@ forEachStorage('memory validation errors (FastAPI shape)', (storage) => {
     ]);
     r = await s.http.post('/apps', '{"name": ');
     assert.equal(r.status, 422);
-    assert.equal(r.body.detail[0].type, 'json_invalid');
-    assert.equal(r.body.detail[0].loc[0], 'body');
-    assert.equal(r.body.detail[0].msg, 'JSON decode error');
+    assert.deepEqual(r.body.detail, [{ type: 'json_invalid', loc: ['body', 9], msg: 'JSON decode error', input: {}, ctx: { error: 'Expecting value' } }]);
+    r = await s.http.post('/apps', '{bad');
+    assert.deepEqual(r.body.detail, [
+      { type: 'json_invalid', loc: ['body', 1], msg: 'JSON decode error', input: {}, ctx: { error: 'Expecting property name enclosed in double quotes' } },
+    ]);
+    r = await s.http.post('/apps', '{"name": "a"} x');
+    assert.equal(r.body.detail[0].ctx.error, 'Extra data');
     r = await s.http.post('/apps', { name: 5 });
     assert.deepEqual(r.body.detail, [{ type: 'string_type', loc: ['body', 'name'], msg: 'Input should be a valid string', input: 5 }]);
     r = await s.http.post('/apps', { name: 'ok', metadata: 'x' });
