@@ -5,7 +5,7 @@
 import type { CallArgs, Expr, FilterExpr, Stmt } from './ast.js';
 import { TemplateRuntimeError, TemplateSyntaxError, pyError } from './errors.js';
 import { stringFilters } from './filters/strings.js';
-import { compilePrintf } from './format/printf.js';
+import { compilePrintf, compilePrintf1 } from './format/printf.js';
 import { callValue } from './runtime/call.js';
 import { escapeHtml } from './runtime/escape.js';
 import { STR_METHODS, LIST_METHODS, SEQ_METHODS, DICT_METHODS } from './runtime/methods.js';
@@ -534,6 +534,7 @@ export class Compiler {
     if (usesLoop) pre.push('loop');
     const { scope: inner, body } = this.childScope(s.body, scope, pre);
     const store = this.assignTarget(s.target, inner);
+    const targetSlot = s.target.k === 'Name' ? inner.names.get(s.target.name)! : -1;
     const test = s.test ? this.withSoft(false, () => this.expr(s.test!, inner)) : null;
     const bodyEx = body();
     const tpl = inner.template();
@@ -565,7 +566,8 @@ export class Compiler {
       for (let i = 0; i < n; i++) {
         r.loopTick();
         const fr = shared ?? new Frame(tpl.slice(), f);
-        store(r, fr, items[i]);
+        if (targetSlot >= 0) fr.vals[targetSlot] = items[i];
+        else store(r, fr, items[i]);
         if (loop) {
           loop.index0 = i;
           fr.vals[loopSlot] = loop;
@@ -928,15 +930,16 @@ export class Compiler {
       const pos = e.args.map((x) => this.expr(x, scope));
       if (fn === stringFilters.format && e.node?.k === 'Const' && typeof e.node.value === 'string' && pos.length > 0) {
         // '%.1f'|format(x): the builtin with a constant format string is printf on the arguments
-        const fmt = compilePrintf(e.node.value);
         if (pos.length === 1) {
+          const fmt1 = compilePrintf1(e.node.value);
           const p0 = pos[0];
           return (r, f) => {
-            const args = [p0(r, f)];
+            const x = p0(r, f);
             r.tick();
-            return fmt(r, args);
+            return fmt1(r, x);
           };
         }
+        const fmt = compilePrintf(e.node.value);
         return (r, f) => {
           const args = evalAll(pos, r, f);
           r.tick();

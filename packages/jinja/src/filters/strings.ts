@@ -29,7 +29,7 @@ function intArg(v: unknown, name: string): number {
 
 export const stringFilters: Record<string, FilterFn> = {
   upper: (r, v) => sameKind(v, softStr(v).toUpperCase()),
-  lower: (r, v) => sameKind(v, softStr(v).toLowerCase()),
+  lower: (r, v) => (typeof v === 'boolean' ? (v ? 'true' : 'false') : sameKind(v, softStr(v).toLowerCase())),
   capitalize: (r, v) => sameKind(v, pyCapitalize(softStr(v))),
   title: (r, v) =>
     sameKind(

@@ -60,6 +60,25 @@ export function compilePrintf(fmt: string): (r: RenderState, args: unknown[]) =>
   return (r, args) => formatParsed(r, parsed, false, args, true) as string;
 }
 
+/** A constant format string applied to one argument: `(r, x) => fmt % (x,)`. */
+export function compilePrintf1(fmt: string): (r: RenderState, x: unknown) => string {
+  const parsed = parse(fmt);
+  const sp = parsed.specs.length === 1 ? parsed.specs[0] : null;
+  if (sp && sp.fastF >= 0) {
+    // one bare '%.Nf': the formatting loop reduced to its hot path
+    const { lit, fastF } = sp;
+    const tail = parsed.tail;
+    return (r, x) => {
+      const n = typeof x === 'number' ? x : x instanceof PyFloat ? x.v : NaN;
+      if (n !== n) return formatParsed(r, parsed, false, [x], true) as string;
+      const body = fixedNumber(n, fastF);
+      r.checkSize(lit.length + body.length);
+      return lit + body + tail;
+    };
+  }
+  return (r, x) => formatParsed(r, parsed, false, [x], true) as string;
+}
+
 function formatParsed(r: RenderState, parsed: Parsed, isMarkup: boolean, argv: unknown, argvIsTuple: boolean): string | Markup {
   const tuple = argvIsTuple || isTuple(argv);
   const args: unknown[] = tuple ? (argv as unknown[]) : [argv];

@@ -27,6 +27,7 @@ export const DEFAULT_LIMITS: Limits = {
 };
 
 const CLOCK_EVERY = 4096;
+const NO_GLOBALS: Map<string, unknown> = new Map();
 
 export class RenderState {
   out = '';
@@ -37,7 +38,7 @@ export class RenderState {
   depth = 0;
   /** Render context (host data): plain object or Map. */
   ctx: Record<string, unknown> | Map<string, unknown> | null = null;
-  globals: Map<string, unknown> = new Map();
+  globals: Map<string, unknown> = NO_GLOBALS;
   autoescape = false;
   private clock = CLOCK_EVERY;
   private deadline: number;
