@@ -16,7 +16,7 @@ it('sqliteStatementCache reuses statements and survives schema changes and evict
     await sql`alter table t add column w text`.execute(st.db);
     assert.deepEqual(Object.keys((await q())[0]!), ['id', 'v', 'w']);
     // More distinct statements than the cache holds.
-    for (let i = 0; i < 5; i++) assert.equal((await st.db.selectFrom('t').select('v').where('id', '=', i + 1).where(sql.raw(`${i} = ${i}`)).execute())[0]!.v, `v${i}`);
+    for (let i = 0; i < 5; i++) assert.equal((await st.db.selectFrom('t').select('v').where('id', '=', i + 1).where(sql.raw<boolean>(`${i} = ${i}`)).execute())[0]!.v, `v${i}`);
     assert.equal((await q()).length, 5);
     await st.db.transaction().execute(async (trx) => {
       await trx.deleteFrom('t').where('id', '=', 1).execute();
