@@ -8,7 +8,7 @@ import { tokenize } from './lexer.js';
 import { parse } from './parser.js';
 import { Frame } from './runtime/objects.js';
 import { DEFAULT_LIMITS, RenderState, type Limits } from './runtime/state.js';
-import { Kwargs, type KwMap } from './runtime/values.js';
+import { Kwargs, forgetPlainObject, type KwMap } from './runtime/values.js';
 import { makeTests } from './tests.js';
 
 export interface EnvironmentOptions {
@@ -98,6 +98,8 @@ export class Template {
       this.compiled.root(r, new Frame(this.compiled.frameTemplate.slice(), null));
     } catch (err) {
       throw normalizeError(err);
+    } finally {
+      forgetPlainObject();
     }
     return r.out;
   }

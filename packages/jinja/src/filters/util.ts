@@ -4,7 +4,7 @@ import { pyError } from '../errors.js';
 import { cmp } from '../runtime/ops.js';
 import { pyStr } from '../runtime/repr.js';
 import type { RenderState } from '../runtime/state.js';
-import { Markup, MISSING, Undefined } from '../runtime/values.js';
+import { Markup, MISSING, Undefined, isPlainObject } from '../runtime/values.js';
 import { getitem } from '../sandbox.js';
 
 export function softStr(v: unknown): string {
@@ -47,7 +47,7 @@ export function attrGetter(attribute: unknown, lower = false, dflt: unknown = nu
     // common case attribute='name': one own-key read on plain objects
     const key = ps[0];
     return (item) => {
-      if (item !== null && typeof item === 'object' && Object.getPrototypeOf(item) === Object.prototype && Object.hasOwn(item, key)) {
+      if (isPlainObject(item) && Object.hasOwn(item, key)) {
         const v = (item as Record<string, unknown>)[key];
         return v === undefined ? null : v;
       }

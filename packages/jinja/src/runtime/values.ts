@@ -181,10 +181,24 @@ export type Dict = Map<unknown, unknown> | Record<string, unknown>;
 
 // ---- type predicates ----
 
+// The object that last passed isPlainObject: templates read several attributes of the same
+// object in a row (`item.a`, `item.b`), and only host code could change its prototype meanwhile.
+// Cleared after every render so no host object is retained.
+let lastPlain: object | null = null;
+
 export function isPlainObject(v: unknown): v is Record<string, unknown> {
+  if (v === lastPlain) return v !== null;
   if (v === null || typeof v !== 'object') return false;
   const p = Object.getPrototypeOf(v);
-  return p === Object.prototype || p === null;
+  if (p === Object.prototype || p === null) {
+    lastPlain = v;
+    return true;
+  }
+  return false;
+}
+
+export function forgetPlainObject(): void {
+  lastPlain = null;
 }
 export function isDict(v: unknown): v is Dict {
   return v instanceof Map || isPlainObject(v);
