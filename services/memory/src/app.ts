@@ -12,6 +12,7 @@ import { installValidators } from './http/validators.ts';
 import { inputGuard } from './http/input-guard.ts';
 import { apiKeyHook } from './http/auth.ts';
 import { memoryErrorStyle } from './http/error-order.ts';
+import { installSlashRedirect } from './http/trailing-slash.ts';
 import { appRoutes } from './routes/apps.ts';
 import { userRoutes } from './routes/users.ts';
 import { sessionRoutes } from './routes/sessions.ts';
@@ -73,6 +74,7 @@ export async function buildApp(base: ServiceConfig): Promise<FastifyInstance> {
       },
     });
     installValidators(app);
+    installSlashRedirect(app);
     // Responses are built to the schemas exactly; V8's JSON.stringify beats a schema-compiled
     // serializer here (free-form metadata, measured ~2x on a page of 50 messages).
     app.setSerializerCompiler(() => (data) => JSON.stringify(data));

@@ -86,6 +86,10 @@ forEachStorage('memory validation errors (FastAPI shape)', (storage) => {
     assert.deepEqual([r.status, r.body], [404, { detail: 'Not Found' }]);
     r = await s.http.delete(`/apps/${MISSING}`);
     assert.deepEqual([r.status, r.body], [405, { detail: 'Method Not Allowed' }]);
+    const redirect = await fetch(`${s.url}/apps/${MISSING}/?x=1`, { redirect: 'manual' });
+    assert.deepEqual([redirect.status, redirect.headers.get('location')], [307, `/apps/${MISSING}?x=1`], 'trailing slash: 307 as Starlette');
+    r = await s.http.get('/nope/');
+    assert.equal(r.status, 404);
     r = await s.http.get('/health', { 'x-request-id': 'req-42' });
     assert.equal(r.status, 200);
     assert.equal(r.body.status, 'ok');
