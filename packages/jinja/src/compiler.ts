@@ -326,36 +326,36 @@ export class Compiler {
   }
 
   private outputRun(run: Extract<Stmt, { k: 'Data' | 'Output' }>[], scope: Scope): Ex {
-    const texts: (string | null)[] = [];
-    const evs: (Ev | null)[] = [];
+    // Constant pieces are merged: the run becomes text, expr, text, expr, ..., text.
+    // Constant {{ 'x' }} is escaped under autoescape, template text never is: two text tables.
+    const plain: string[] = [''];
+    const escaped: string[] = [''];
+    const evs: Ev[] = [];
     for (const s of run) {
+      const last = plain.length - 1;
       if (s.k === 'Data') {
-        texts.push(s.text);
-        evs.push(null);
+        plain[last] += s.text;
+        escaped[last] += s.text;
       } else if (s.node.k === 'Const' && typeof s.node.value === 'string') {
-        texts.push(s.node.value);
-        evs.push(null);
+        plain[last] += s.node.value;
+        escaped[last] += escapeHtml(s.node.value);
       } else {
-        texts.push(null);
         evs.push(this.expr(s.node, scope));
+        plain.push('');
+        escaped.push('');
       }
     }
-    const n = texts.length;
-    // constant {{ 'x' }} is escaped under autoescape, template text never is
-    const escConst = run.map((s, i) => (texts[i] !== null && s.k === 'Output' ? escapeHtml(texts[i]!) : texts[i]));
+    const n = evs.length;
     return (r, f) => {
-      let out = '';
       const esc = r.autoescape;
-      const consts = esc ? escConst : texts;
+      const texts = esc ? escaped : plain;
+      const max = r.limits.maxOutputSize;
+      let out = texts[0];
       for (let i = 0; i < n; i++) {
-        const t = consts[i];
-        if (t !== null) {
-          out += t;
-          continue;
-        }
-        const v = evs[i]!(r, f);
+        const v = evs[i](r, f);
         out += typeof v === 'string' && !esc ? v : toOutput(r, v);
-        if (out.length > r.limits.maxOutputSize) r.outputExceeded();
+        if (out.length > max) r.outputExceeded();
+        out += texts[i + 1];
       }
       r.write(out);
     };
