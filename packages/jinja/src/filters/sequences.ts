@@ -71,7 +71,9 @@ function selectOrReject(
   } else test = (x) => truthy(x);
   // Jinja2 guards with `if value:`, so falsy inputs (None, '') select nothing
   const items = truthy(v) ? list(r, v) : [];
-  return gen(items.filter((x) => modfunc(test(getter(x)))));
+  const kept: unknown[] = [];
+  for (let i = 0; i < items.length; i++) if (modfunc(test(getter(items[i])))) kept.push(items[i]);
+  return gen(kept);
 }
 
 function mapFilter(r: RenderState, env: FilterLookup, v: unknown, args: unknown[], kw: KwMap): PyIterator {
