@@ -55,7 +55,7 @@ const rxPort = (receiver.address() as AddressInfo).port;
 
 // API in this process without workers; deliveries are only made by the worker process.
 const app = await buildApp({
-  port: 0, host: '127.0.0.1', dataDir, pgSchema: `crash_${process.pid}`, databaseUrl: values['database-url'], logLevel: 'silent', runWorkers: false, flags: { adminToken: TOKEN },
+  port: 0, host: '127.0.0.1', dataDir, pgSchema: `crash_${process.pid}`, databaseUrl: values['database-url'], logLevel: process.env.CRASH_API_LOG ?? 'silent', runWorkers: false, flags: { adminToken: TOKEN },
 });
 const url = await app.listen({ port: 0, host: '127.0.0.1' });
 const agent = new http.Agent({ keepAlive: true, maxSockets: 8 });
@@ -95,12 +95,17 @@ await must('POST', '/api/extras/event-rules/', { name: 'crash', object_types: ['
 // The worker process, restarted after each SIGKILL.
 let worker: ChildProcess | undefined;
 let starts = 0;
+let workerUpAt = 0;
 function startWorker(): ChildProcess {
   starts++;
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/worker-main.ts', '--data-dir', dataDir, ...(values['database-url'] ? ['--database-url', values['database-url'], '--pg-schema', `crash_${process.pid}`] : [])], {
     cwd: serviceDir,
-    stdio: ['ignore', 'ignore', 'inherit'],
-    env: { ...process.env, LOG_LEVEL: 'error', INVENTORY_WEBHOOK_LEASE_MARGIN_MS: '1000' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: { ...process.env, LOG_LEVEL: process.env.CRASH_WORKER_LOG ?? 'error', INVENTORY_WEBHOOK_LEASE_MARGIN_MS: '1000' },
+  });
+  child.stdout!.on('data', (c: Buffer) => {
+    if (c.toString().includes('worker started')) workerUpAt = performance.now();
+    if (process.env.CRASH_WORKER_LOG) process.stdout.write(c);
   });
   child.once('exit', (code, signal) => {
     if (signal !== 'SIGKILL' && signal !== 'SIGTERM' && code !== 0) log(`worker exited unexpectedly (code ${code}, signal ${signal})`);
@@ -112,9 +117,9 @@ worker = startWorker();
 
 const t0 = performance.now();
 const committed: string[] = [];
+const missing = () => committed.filter((n) => !byName.has(n)).length;
 let apiFailures = 0;
 let killed = 0;
-const killEvery = Math.max(1, Math.floor(N / PER_REQUEST / (KILLS + 1)));
 let req = 0;
 const producers = Array.from({ length: 4 }, async () => {
   for (;;) {
@@ -126,28 +131,51 @@ const producers = Array.from({ length: 4 }, async () => {
     const r = await api('POST', '/api/dcim/devices/', items);
     if (process.env.CRASH_DEBUG) log(`request ${i}: ${r.status}`);
     if (r.status === 201) committed.push(...items.map((x) => x.name));
-    else apiFailures++;
-    if (i > 0 && i % killEvery === 0 && killed < KILLS) {
-      killed++;
-      const w = worker!;
-      w.kill('SIGKILL');
-      await exited(w);
-      await new Promise((res) => setTimeout(res, 100 + Math.random() * 400));
-      worker = startWorker();
-    }
+    else if (apiFailures++ < 3) log(`API request failed: ${r.status} ${JSON.stringify(r.body).slice(0, 300)}`);
   }
 });
+// The killer: SIGKILLs the worker at a random moment 0.3–1.5 s after it reports ready (so mostly mid-batch), then restarts it.
+let producing = true;
+const killer = (async () => {
+  while (killed < KILLS) {
+    const upAt = workerUpAt;
+    if (!upAt) {
+      await new Promise((r) => setTimeout(r, 20));
+      continue;
+    }
+    await new Promise((r) => setTimeout(r, 300 + Math.random() * 1200));
+    if (!producing && missing() === 0) break;
+    const w = worker!;
+    workerUpAt = 0;
+    w.kill('SIGKILL');
+    await exited(w);
+    killed++;
+    worker = startWorker();
+  }
+})();
 await Promise.all(producers);
+producing = false;
 const produced = (performance.now() - t0) / 1000;
-log(`${committed.length} changes committed in ${produced.toFixed(1)} s (${apiFailures} failed requests); worker SIGKILLed ${killed} times`);
+log(`${committed.length} changes committed in ${produced.toFixed(1)} s; worker SIGKILLed ${killed} times so far` +
+  (apiFailures ? `; ${apiFailures} API requests failed and were rolled back (not counted as changes)` : ''));
 
-const deadline = Date.now() + 180_000;
-const missing = () => committed.filter((n) => !byName.has(n)).length;
+const deadline = Date.now() + Number(process.env.CRASH_DEADLINE_MS ?? 180_000);
 while (missing() > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+await killer;
+if (missing() > 0) {
+  const db = app.inventoryDeps.storage.db;
+  const counts = await db.selectFrom('events_delivery').select(['status', (eb) => eb.fn.countAll().as('n')]).groupBy('status').execute();
+  log(`worker pid ${worker?.pid} exitCode ${worker?.exitCode} up ${workerUpAt ? 'yes' : 'no'}`);
+  log(`undelivered; delivery states: ${JSON.stringify(counts)}`);
+  const claims = await db.selectFrom('events_delivery').select(['claimed_by', 'claim_expires_at', (eb) => eb.fn.countAll().as('n')]).where('status', '=', 'sent').groupBy(['claimed_by', 'claim_expires_at']).execute();
+  log(`claims: ${JSON.stringify(claims)} now ${Date.now()}`);
+  if (app.inventoryDeps.storage.sqlite) log(`jobs: ${JSON.stringify(app.inventoryDeps.storage.sqlite.prepare('select id, task, job_key, run_at, attempts, locked_by, last_error from jobs').all())}`);
+}
 const total = (performance.now() - t0) / 1000;
 const lost = missing();
 const dupIds = [...byWebhookId.values()].filter((c) => c > 1);
 const extra = dupIds.reduce((a, c) => a + c - 1, 0);
+log(`worker SIGKILLed ${killed} times in total (${starts} starts)`);
 log(`delivered ${committed.length - lost}/${committed.length} changes in ${total.toFixed(1)} s, lost ${lost}; receiver requests ${requests}; duplicates: ${dupIds.length} webhook-ids sent more than once (${extra} extra requests)`);
 
 worker?.kill('SIGTERM');
@@ -157,7 +185,7 @@ agent.destroy();
 receiver.closeAllConnections();
 receiver.close();
 fs.rmSync(dataDir, { recursive: true, force: true });
-if (lost > 0 || apiFailures > 0) {
+if (lost > 0 || committed.length === 0) {
   log('FAILED');
   process.exit(1);
 }

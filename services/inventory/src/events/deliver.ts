@@ -68,6 +68,7 @@ export class DeliveryWorker {
   readonly sender: HttpSender;
   #inFlight = new Map<number, AbortController>();
   #staleCheckAt = 0;
+  #staleFound = false;
 
   constructor(
     private readonly deps: InventoryDeps,
@@ -97,8 +98,12 @@ export class DeliveryWorker {
         if (batch.length === 0) return total;
         total += batch.length;
         const webhooks = await this.#webhooks(batch);
-        const records = await mapLimit(batch, this.settings.concurrency, (d) => this.#attempt(d, webhooks.get(d.webhook_id ?? -1)));
-        await this.#record(records);
+        // Outcomes are recorded per chunk of concurrent sends: if the process dies, at most one chunk per
+        // loop was sent without being recorded (and is sent again); claimed rows not yet sent are simply sent later.
+        for (let i = 0; i < batch.length; i += this.settings.concurrency) {
+          const chunk = batch.slice(i, i + this.settings.concurrency);
+          await this.#record(await Promise.all(chunk.map((d) => this.#attempt(d, webhooks.get(d.webhook_id ?? -1)))));
+        }
       }
     };
     const counts = await Promise.all([loop(), loop()]);
@@ -135,7 +140,8 @@ export class DeliveryWorker {
     const now = Date.now();
     const limit = this.settings.batchSize;
     const lock = sql.raw(storage.dialect.kind === 'postgres' ? 'for update skip locked' : '');
-    const checkStale = now - this.#staleCheckAt >= 1000;
+    // Stale claims are looked for at most once a second, but continuously while some are being found.
+    const checkStale = this.#staleFound || now - this.#staleCheckAt >= 1000;
     if (checkStale) this.#staleCheckAt = now;
     const dead = checkStale ? await this.#deadLocalClaimers() : [];
     const defaultTimeout = this.settings.defaultTimeoutMs;
@@ -157,8 +163,10 @@ export class DeliveryWorker {
         await claim(sql`select id from events_delivery where status = 'scheduled' and next_attempt_at <= ${now} order by next_attempt_at limit ${limit - claimed.length} ${lock}`);
       }
       if (checkStale && claimed.length < limit) {
+        const before = claimed.length;
         await claim(sql`select id from events_delivery where status = 'sent'
           and (claim_expires_at < ${now}${dead.length ? sql` or claimed_by in (${sql.join(dead)})` : sql``}) order by id limit ${limit - claimed.length} ${lock}`);
+        this.#staleFound = claimed.length > before;
       }
       if (claimed.length) {
         // If this process dies mid-batch, a job at the lease's end re-drains what it held.
@@ -333,17 +341,3 @@ function errText(err: unknown): string {
   const e = err as { name?: string; message?: string };
   return e?.name && e.name !== 'Error' ? `${e.name}: ${e.message}` : String(e?.message ?? err);
 }
-
-async function mapLimit<T, R>(items: T[], limit: number, fn: (t: T) => Promise<R>): Promise<R[]> {
-  const out = new Array<R>(items.length);
-  let next = 0;
-  const run = async () => {
-    while (next < items.length) {
-      const i = next++;
-      out[i] = await fn(items[i]!);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, run));
-  return out;
-}
-
