@@ -26,8 +26,11 @@ deps.queue = await createQueue(storage, {
   onError: (err, task, ctx) => log.warn({ err, task, jobId: ctx.jobId, attempt: ctx.attempt }, 'background task failed'),
 });
 await deps.queue.start();
+// The SQLite queue's poll timer is unref'd (so an API process can exit); a worker process has nothing else keeping it alive.
+const keepAlive = setInterval(() => {}, 1 << 30);
 process.stdout.write(`inventory worker started [storage: ${storage.dialect.kind}]\n`);
 onShutdown(async () => {
+  clearInterval(keepAlive);
   await deps.queue.stop();
   await storage.close();
 });
