@@ -28,13 +28,13 @@ export async function createDocument(ctx: Ctx, appId: string, userId: string, co
   return documentToJson(row);
 }
 
-async function findDocument(ctx: Ctx, db: Ctx['storage']['db'], appId: string, userId: string, collectionId: string, documentId: string) {
+async function findDocument(db: Ctx['storage']['db'], appId: string, userId: string, collectionId: string, documentId: string) {
   if (!(await findCollection(db, appId, userId, collectionId))) return undefined;
   return db.selectFrom('documents').selectAll().where('id', '=', documentId).where('collection_id', '=', collectionId).executeTakeFirst();
 }
 
 export async function getDocument(ctx: Ctx, appId: string, userId: string, collectionId: string, documentId: string) {
-  const r = await findDocument(ctx, ctx.storage.db, appId, userId, collectionId, documentId);
+  const r = await findDocument(ctx.storage.db, appId, userId, collectionId, documentId);
   if (!r) throw notFound(D.document);
   return documentToJson(r);
 }
@@ -53,7 +53,7 @@ export async function updateDocument(
   if (!hasContent && !hasMeta) throw badRequest(D.documentBothNone);
   const { db, dialect: d } = ctx.storage;
   return db.transaction().execute(async (trx) => {
-    const r = await findDocument(ctx, trx, appId, userId, collectionId, documentId);
+    const r = await findDocument(trx, appId, userId, collectionId, documentId);
     if (!r) throw notFound(D.document);
     const set: Record<string, unknown> = {};
     if (hasContent) {
@@ -70,7 +70,7 @@ export async function updateDocument(
 
 export async function deleteDocument(ctx: Ctx, appId: string, userId: string, collectionId: string, documentId: string) {
   await ctx.storage.db.transaction().execute(async (trx) => {
-    const r = await findDocument(ctx, trx, appId, userId, collectionId, documentId);
+    const r = await findDocument(trx, appId, userId, collectionId, documentId);
     if (!r) throw notFound(D.document);
     await ctx.search.removeDocuments(trx, [documentId]);
     await trx.deleteFrom('documents').where('id', '=', documentId).execute();

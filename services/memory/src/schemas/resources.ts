@@ -92,5 +92,3 @@ export const DocumentUpdate = Type.Object(
   { content: Type.Optional(nullable(Content)), metadata: OptionalMetadata },
   { title: 'DocumentUpdate' },
 );
-
-export type Meta = Record<string, unknown>;
