@@ -101,12 +101,13 @@ function encode(r: RenderState, x: unknown, level: number, indent: string | null
   throw pyError('TypeError', `Object of type ${typeName(x)} is not JSON serializable`);
 }
 
+const NO_INDENT: unknown[] = [null];
 const HTML_UNSAFE = /[<>&']/g;
 const HTML_UNSAFE_TEST = /[<>&']/;
 const HTML_MAP: Record<string, string> = { '<': '\\u003c', '>': '\\u003e', '&': '\\u0026', "'": '\\u0027' };
 
 export const tojson: FilterFn = (r, v, a, kw) => {
-  const [ind] = bindArgs('tojson', a, kw, ['indent']);
+  const [ind] = a.length === 0 && kw === null ? NO_INDENT : bindArgs('tojson', a, kw, ['indent']);
   const indArg = dflt(ind, null);
   let indent: string | null = null;
   if (indArg !== null) {

@@ -152,6 +152,8 @@ function zeroDiv(msg = 'division by zero'): never {
 }
 
 export function truediv(a: unknown, b: unknown): unknown {
+  // int/float operands held as JS numbers: IEEE division is Python's correctly rounded result
+  if (typeof a === 'number' && typeof b === 'number' && b !== 0) return mkFloat(a / b);
   if (isNum(a) && isNum(b)) {
     const y = num(b);
     if (y === 0) zeroDiv();
