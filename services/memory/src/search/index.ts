@@ -49,7 +49,7 @@ export function embeddingSettings(config: Partial<MemoryConfig> | undefined): Em
 
 export function createBackend(storage: Storage): IndexBackend {
   // The one place where the storages differ for search: the whole index layout does.
-  return storage.sqlite ? new SqliteIndex(storage.sqlite) : new PgIndex(storage.db);
+  return storage.sqlite ? new SqliteIndex(storage.sqlite, storage.db) : new PgIndex(storage.db);
 }
 
 const instances = new WeakMap<Storage, Search>();

@@ -4,9 +4,8 @@ import { INDEX_DIMS } from './embedding.ts';
 
 /**
  * SQLite: `search_docs` maps documents to integer keys and keeps the float
- * vector; `search_fts` (FTS5, contentless) holds the stems with the
- * collection as an extra token column so a MATCH is scoped by the index
- * itself; `search_vec` (sqlite-vec vec0 over 384-bit SimHash codes, partitioned by
+ * vector; `search_fts` (FTS5, contentless) holds the stems, prefixed per
+ * collection so a MATCH is scoped by the index itself; `search_vec` (sqlite-vec vec0 over 384-bit SimHash codes, partitioned by
  * collection) only holds collections large enough to need it
  * (`search_vec_collections`), since each partition costs a 1024-vector chunk.
  */
@@ -19,7 +18,7 @@ async function upSqlite(db: Kysely<any>): Promise<void> {
       embedding blob not null
     )`,
     sql`create index search_docs_collection on search_docs (collection_id)`,
-    sql.raw(`create virtual table search_fts using fts5(body, coll, content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 0')`),
+    sql.raw(`create virtual table search_fts using fts5(body, content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 0')`),
     // Document frequencies of terms, to keep only the informative ones in a query.
     sql.raw(`create virtual table search_fts_vocab using fts5vocab(search_fts, 'row')`),
     sql.raw(`create virtual table search_vec using vec0(collection_id text partition key, embedding bit[${INDEX_DIMS}])`),

@@ -71,7 +71,7 @@ describe('text analysis and query building', () => {
   });
 
   it('quotes every term so FTS5 and tsquery syntax in input is inert', () => {
-    assert.equal(ftsQuery('0a1b2c3d-0000-4000-8000-000000000000', ['cat', 'dog']), 'coll : "c0a1b2c3d000040008000000000000000" AND body : ("cat" OR "dog")');
+    assert.equal(ftsQuery('0a1b2c3d-0000-4000-8000-000000000000', ['cat', 'dog']), '"k0a1b2c3d00004000cat" OR "k0a1b2c3d00004000dog"');
     assert.equal(tsQuery(['cat', 'dog']), "'cat' | 'dog'");
     // Terms come from queryTerms: letters and digits only.
     assert.deepEqual(queryTerms('"a" OR b* NEAR(c) \'; drop'), ['b', 'near', 'c', 'drop']);
