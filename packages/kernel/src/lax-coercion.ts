@@ -66,6 +66,11 @@ function normalise(target: Record<string, unknown> | undefined, fields: Array<[s
       continue;
     }
     if (typeof v !== 'string') continue;
+    if (!json && v === '' && kind !== 'integer') {
+      // FastAPI validates `?flag=` as the empty string (an error for bool/UUID); Ajv would coerce it to null.
+      target[name] = 'invalid-empty-value';
+      continue;
+    }
     if (kind === 'integer') {
       // pydantic parses only decimal digits; Ajv would also take "1e3", "0x10" or "1e309" (Infinity).
       if (!json && !/^\s*[+-]?\d+\s*$/.test(v)) target[name] = 'NaN';

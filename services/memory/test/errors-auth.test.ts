@@ -77,6 +77,10 @@ forEachStorage('memory validation errors (FastAPI shape)', (storage) => {
     r = await s.http.post(M, { content: 'x', is_user: null });
     assert.deepEqual(r.body.detail, [{ type: 'bool_type', loc: ['body', 'is_user'], msg: 'Input should be a valid boolean', input: null }]);
     assert.equal((await ok(s.http.get(`${S.toUpperCase().replace('/APPS/', '/apps/').replace('/USERS/', '/users/').replace('/SESSIONS', '/sessions')}/${session.id}/messages?reverse=YES`))).total, 8);
+    r = await s.http.get(`${M}?reverse=`);
+    assert.deepEqual(r.body.detail, [{ type: 'bool_parsing', loc: ['query', 'reverse'], msg: 'Input should be a valid boolean, unable to interpret input', input: '' }]);
+    r = await s.http.get(`${S}/${session.id}/metamessages?message_id=`);
+    assert.deepEqual(r.body.detail.map((d: any) => [d.type, d.input]), [['uuid_parsing', '']]);
     r = await s.http.get(`${M}?reverse=2`);
     assert.deepEqual(r.body.detail, [{ type: 'bool_parsing', loc: ['query', 'reverse'], msg: 'Input should be a valid boolean, unable to interpret input', input: '2' }]);
   });
