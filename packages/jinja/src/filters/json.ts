@@ -23,7 +23,18 @@ const SHORT: Record<string, string> = { '\\': '\\\\', '"': '\\"', '\n': '\\n', '
 
 /** json.dumps string encoding with ensure_ascii=True. */
 export function jsonString(s: string): string {
-  if (!NEEDS_JSON_ESCAPE.test(s)) return '"' + s + '"';
+  if (s.length <= 64) {
+    // short strings (keys, names): a char scan is cheaper than entering the regexp engine
+    let plain = true;
+    for (let i = 0; i < s.length; i++) {
+      const c = s.charCodeAt(i);
+      if (c < 0x20 || c === 0x22 || c === 0x5c || c >= 0x7f) {
+        plain = false;
+        break;
+      }
+    }
+    if (plain) return '"' + s + '"';
+  } else if (!NEEDS_JSON_ESCAPE.test(s)) return '"' + s + '"';
   return '"' + s.replace(ESCAPABLE, (c) => SHORT[c] ?? '\\u' + c.charCodeAt(0).toString(16).padStart(4, '0')) + '"';
 }
 
