@@ -50,7 +50,16 @@ export async function buildApp(base: ServiceConfig): Promise<FastifyInstance> {
   try {
     // The deriver's handlers receive deps; the queue is filled in once it exists.
     const deps = { storage, config } as MemoryDeps;
-    const queue = await createQueue(storage, { tasks: deriverTasks(deps) });
+    // Job failures go to the app's log once it exists (the queue is created first).
+    let log: { warn(obj: object, msg: string): void } | undefined;
+    const queue = await createQueue(storage, {
+      tasks: deriverTasks(deps),
+      onError: (err, task, job) => {
+        const info = { err, task, job_id: job.jobId, attempt: job.attempt, max_attempts: job.maxAttempts };
+        if (log) log.warn(info, 'job failed');
+        else process.stderr.write(`job ${task} failed: ${err}\n`);
+      },
+    });
     deps.queue = queue;
     const ctx: Ctx = { storage, queue, search: createSearch({ storage, config }) };
 
@@ -73,6 +82,7 @@ export async function buildApp(base: ServiceConfig): Promise<FastifyInstance> {
         },
       },
     });
+    log = app.log;
     installValidators(app);
     installSlashRedirect(app);
     // Responses are built to the schemas exactly; V8's JSON.stringify beats a schema-compiled
