@@ -4,7 +4,7 @@
  * SIGKILL several times and restarted. Asserts every committed change reached
  * the receiver at least once; duplicates are counted by webhook-id.
  *
- *   node --import tsx services/inventory/scripts/crash-test.ts [N=10000] [--kills 5] [--per-request 50]
+ *   node --import tsx services/inventory/scripts/crash-test.ts [N=10000] [--kills 5] [--per-request 50] [--duration 0]
  *
  * Exit code 0 when nothing was lost.
  */
@@ -19,11 +19,18 @@ import { buildApp } from '../src/app.ts';
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
-  options: { kills: { type: 'string', default: '5' }, 'per-request': { type: 'string', default: '50' }, 'database-url': { type: 'string' } },
+  options: {
+    kills: { type: 'string', default: '5' },
+    'per-request': { type: 'string', default: '50' },
+    // Spread the changes over at least this many seconds (so small runs still see the worker die mid-stream).
+    duration: { type: 'string', default: '0' },
+    'database-url': { type: 'string' },
+  },
 });
 const N = Number(positionals[0] ?? 10_000);
 const KILLS = Number(values.kills);
 const PER_REQUEST = Number(values['per-request']);
+const DURATION_MS = Number(values.duration) * 1000;
 const TOKEN = 'crash-test-admin-token-0123456789';
 const here = path.dirname(new URL(import.meta.url).pathname);
 const serviceDir = path.resolve(here, '..');
@@ -125,6 +132,8 @@ const producers = Array.from({ length: 4 }, async () => {
   for (;;) {
     const i = req++;
     if (i * PER_REQUEST >= N) return;
+    const due = t0 + (i * DURATION_MS) / Math.ceil(N / PER_REQUEST);
+    if (due > performance.now()) await new Promise((r) => setTimeout(r, due - performance.now()));
     const items = Array.from({ length: Math.min(PER_REQUEST, N - i * PER_REQUEST) }, (_, k) => ({
       name: `dev-${i * PER_REQUEST + k}`, site: site.id, device_type: type.id, role: role.id,
     }));

@@ -1,5 +1,5 @@
 import os from 'node:os';
-import { sql } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import type { InventoryDeps } from '../deps.ts';
 import { DELIVER_TASK } from './enqueue.ts';
 import { DestinationGuard } from './guard.ts';
@@ -86,24 +86,25 @@ export class DeliveryWorker {
   }
 
   /**
-   * Drains every due delivery; returns how many attempts were made. Two
-   * claim/send/record loops overlap so the network and the database commit
-   * of one batch do not wait for each other.
+   * Drains every due delivery; returns how many attempts were made. Each
+   * cycle is one transaction that records the previous chunk's outcomes and
+   * claims the next chunk, so a worker waits for the database once per chunk
+   * (the API shares SQLite's single connection). Two loops overlap so the
+   * network and the database do not wait for each other. If the process
+   * dies, at most one chunk per loop was sent without being recorded (and is
+   * sent again, same webhook-id); claimed rows not yet sent are sent later.
    */
   async drain(): Promise<number> {
     const loop = async () => {
       let total = 0;
+      let pending: AttemptRecord[] = [];
       for (;;) {
-        const batch = await this.#claim();
+        const batch = await this.#claim(pending);
+        pending = [];
         if (batch.length === 0) return total;
         total += batch.length;
         const webhooks = await this.#webhooks(batch);
-        // Outcomes are recorded per chunk of concurrent sends: if the process dies, at most one chunk per
-        // loop was sent without being recorded (and is sent again); claimed rows not yet sent are simply sent later.
-        for (let i = 0; i < batch.length; i += this.settings.concurrency) {
-          const chunk = batch.slice(i, i + this.settings.concurrency);
-          await this.#record(await Promise.all(chunk.map((d) => this.#attempt(d, webhooks.get(d.webhook_id ?? -1)))));
-        }
+        pending = await Promise.all(batch.map((d) => this.#attempt(d, webhooks.get(d.webhook_id ?? -1))));
       }
     };
     const counts = await Promise.all([loop(), loop()]);
@@ -135,20 +136,21 @@ export class DeliveryWorker {
    * select walks an index; on PostgreSQL rows locked by another worker's
    * claim are skipped.
    */
-  async #claim(): Promise<Claimed[]> {
+  async #claim(toRecord: AttemptRecord[]): Promise<Claimed[]> {
     const { storage } = this.deps;
-    const now = Date.now();
-    const limit = this.settings.batchSize;
+    const limit = Math.min(this.settings.batchSize, this.settings.concurrency);
     const lock = sql.raw(storage.dialect.kind === 'postgres' ? 'for update skip locked' : '');
     // Stale claims are looked for at most once a second, but continuously while some are being found.
-    const checkStale = this.#staleFound || now - this.#staleCheckAt >= 1000;
-    if (checkStale) this.#staleCheckAt = now;
+    const checkStale = this.#staleFound || Date.now() - this.#staleCheckAt >= 1000;
+    if (checkStale) this.#staleCheckAt = Date.now();
     const dead = checkStale ? await this.#deadLocalClaimers() : [];
+    const now = Date.now();
     const defaultTimeout = this.settings.defaultTimeoutMs;
     const margin = this.settings.leaseMarginMs;
     // Every statement writes, so a SQLite transaction takes the write lock at its first statement
     // (a deferred read-then-write transaction could fail with SQLITE_BUSY when another process commits).
     return storage.db.transaction().execute(async (trx) => {
+      if (toRecord.length) await this.#record(trx, toRecord);
       const claimed: Array<Claimed & { claim_expires_at: number }> = [];
       const claim = async (due: ReturnType<typeof sql>) => {
         const r = await sql<Claimed & { claim_expires_at: number }>`update events_delivery set
@@ -255,11 +257,12 @@ export class DeliveryWorker {
     }
   }
 
-  async #record(records: AttemptRecord[]): Promise<void> {
+  /** Writes outcomes, retry schedules and attempt rows (inside the caller's transaction). */
+  async #record(trx: Kysely<any>, records: AttemptRecord[]): Promise<void> {
     const { storage, queue } = this.deps;
     const d = storage.dialect;
     const now = Date.now();
-    await storage.db.transaction().execute(async (trx) => {
+    {
       const attempts: Record<string, unknown>[] = [];
       // Successes (the common case) are recorded with one statement per status code.
       const ok = new Map<number, number[]>();
@@ -329,7 +332,7 @@ export class DeliveryWorker {
       const live = new Set((await trx.selectFrom('events_delivery').select('id').where('id', 'in', ids).execute()).map((x) => Number(x.id)));
       const keep = attempts.filter((a) => live.has(a.delivery_id as number));
       for (let i = 0; i < keep.length; i += 100) await trx.insertInto('events_delivery_attempt').values(keep.slice(i, i + 100)).execute();
-    });
+    }
   }
 
   close(): void {

@@ -14,7 +14,7 @@ export interface DeliverySettings {
   retryJitter: number;
   /** Extra time past the request timeout before a claimed delivery is presumed abandoned. */
   leaseMarginMs: number;
-  /** Deliveries claimed per batch and sent concurrently. */
+  /** Deliveries claimed per cycle of a loop (capped by concurrency) and sent concurrently. */
   batchSize: number;
   concurrency: number;
   allow: Cidr[];
@@ -50,7 +50,7 @@ export function deliverySettings(cfg?: Pick<InventoryConfig, 'flags'>, env: Node
     retryMaxMs: num(pick('webhookRetryMaxMs', 'INVENTORY_WEBHOOK_RETRY_MAX_MS'), 6 * 3_600_000, 0, 30 * 86_400_000, 'INVENTORY_WEBHOOK_RETRY_MAX_MS'),
     retryJitter: num(pick('webhookRetryJitter', 'INVENTORY_WEBHOOK_RETRY_JITTER'), 0.2, 0, 1, 'INVENTORY_WEBHOOK_RETRY_JITTER'),
     leaseMarginMs: num(pick('webhookLeaseMarginMs', 'INVENTORY_WEBHOOK_LEASE_MARGIN_MS'), 30_000, 0, 3_600_000, 'INVENTORY_WEBHOOK_LEASE_MARGIN_MS'),
-    batchSize: num(pick('webhookBatch', 'INVENTORY_WEBHOOK_BATCH'), 256, 1, 10_000, 'INVENTORY_WEBHOOK_BATCH'),
+    batchSize: num(pick('webhookBatch', 'INVENTORY_WEBHOOK_BATCH'), 64, 1, 10_000, 'INVENTORY_WEBHOOK_BATCH'),
     concurrency: num(pick('webhookConcurrency', 'INVENTORY_WEBHOOK_CONCURRENCY'), 64, 1, 1000, 'INVENTORY_WEBHOOK_CONCURRENCY'),
     allow: parseCidrList(list(pick('webhookAllow', 'INVENTORY_WEBHOOK_ALLOW')), 'INVENTORY_WEBHOOK_ALLOW'),
     deny: parseCidrList(list(pick('webhookDeny', 'INVENTORY_WEBHOOK_DENY')), 'INVENTORY_WEBHOOK_DENY'),
