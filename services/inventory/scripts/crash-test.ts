@@ -15,6 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import type { AddressInfo } from 'node:net';
+import { dropPgSchema } from '@svc/storage';
 import { buildApp } from '../src/app.ts';
 
 const { values, positionals } = parseArgs({
@@ -194,6 +195,10 @@ agent.destroy();
 receiver.closeAllConnections();
 receiver.close();
 fs.rmSync(dataDir, { recursive: true, force: true });
+if (values['database-url']) {
+  await dropPgSchema(values['database-url'], `crash_${process.pid}`);
+  await dropPgSchema(values['database-url'], `crash_${process.pid}_worker`);
+}
 if (lost > 0 || committed.length === 0) {
   log('FAILED');
   process.exit(1);
