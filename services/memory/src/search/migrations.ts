@@ -1,6 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import type { Migration, SqlDialect } from '@svc/storage';
 import { INDEX_DIMS } from './embedding.ts';
+import { CODE_BITS } from './simhash.ts';
 
 /**
  * SQLite: `search_docs` maps documents to integer keys and keeps the float
@@ -31,7 +32,7 @@ async function upSqlite(db: Kysely<any>): Promise<void> {
 /**
  * PostgreSQL: one table with a tsvector (GIN) and the vector. With pgvector
  * the vector is `vector(384)` under an HNSW cosine index; without it a
- * `float4[]` ranked by an exact dot product (vectors are unit length).
+ * `float4[]` (exact dot product; vectors are unit length) plus a SimHash code.
  */
 async function upPostgres(db: Kysely<any>): Promise<void> {
   const available = await sql`select 1 from pg_available_extensions where name = 'vector'`.execute(db);
@@ -48,12 +49,16 @@ async function upPostgres(db: Kysely<any>): Promise<void> {
     }
   }
   const vecType = pgvector ? sql.raw(`vector(${INDEX_DIMS})`) : sql.raw('float4[]');
+  // Without pgvector, a SimHash code (bit_count of XOR = Hamming distance) picks
+  // candidates cheaply; an exact dot product over float4[] then ranks them.
+  const code = pgvector ? sql`` : sql.raw(`, code bit(${CODE_BITS}) not null`);
   await sql`create table search_docs (
     doc_id text primary key,
     collection_id text not null,
     body tsvector not null,
     embedding ${vecType} not null,
     seq bigserial not null
+    ${code}
   )`.execute(db);
   await sql`create index search_docs_collection on search_docs (collection_id, seq)`.execute(db);
   await sql`create index search_docs_body on search_docs using gin (body)`.execute(db);

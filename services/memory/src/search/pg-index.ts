@@ -1,5 +1,6 @@
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import { isNoFilter, type Hit, type IndexBackend, type IndexedDoc } from './backend.ts';
+import { CODE_BITS, simhash } from './simhash.ts';
 
 export type VectorMode = 'pgvector' | 'array';
 
@@ -13,6 +14,22 @@ function vectorParam(mode: VectorMode, v: Float32Array): RawBuilder<unknown> {
   return sql`${Array.from(v)}::float4[]`;
 }
 
+/** A SimHash code as a PostgreSQL bit-string literal (bit i of the code is character i). */
+export function codeLiteral(v: Float32Array): string {
+  const code = simhash(v);
+  let out = '';
+  for (let b = 0; b < CODE_BITS; b++) out += (code[b >> 3]! >> (b & 7)) & 1 ? '1' : '0';
+  return out;
+}
+
+/**
+ * Without pgvector, the exact dot product in SQL costs ~45 µs per row
+ * (measured: 470 ms for 10k documents), so collections are first cut to this
+ * many candidates by SimHash Hamming distance (~1 µs per row), then ranked
+ * exactly; smaller collections are ranked exactly throughout.
+ */
+const EXACT_RERANK = 200;
+
 function filterClause(filter: unknown): RawBuilder<unknown> {
   if (isNoFilter(filter)) return sql``;
   return sql`and exists (select 1 from documents d where d.id = s.doc_id and d.metadata @> ${JSON.stringify(filter)}::jsonb)`;
@@ -20,8 +37,8 @@ function filterClause(filter: unknown): RawBuilder<unknown> {
 
 /**
  * tsvector + GIN for text; pgvector's HNSW (`<=>`) when the extension was
- * available at migration time, else an exact dot product over a float4[]
- * column (vectors are unit length, so that is cosine similarity).
+ * available at migration time, else SimHash candidates ranked by an exact dot
+ * product over a float4[] column (vectors are unit length: cosine).
  */
 export class PgIndex implements IndexBackend {
   readonly name: string;
@@ -47,9 +64,15 @@ export class PgIndex implements IndexBackend {
 
   async index(trx: Kysely<any>, doc: IndexedDoc, body: string, vector: Float32Array): Promise<void> {
     const mode = await this.vectorMode(trx);
-    await sql`insert into search_docs (doc_id, collection_id, body, embedding)
-      values (${doc.id}, ${doc.collection_id}, to_tsvector('simple', ${body}), ${vectorParam(mode, vector)})
-      on conflict (doc_id) do update set collection_id = excluded.collection_id, body = excluded.body, embedding = excluded.embedding`.execute(trx);
+    if (mode === 'pgvector') {
+      await sql`insert into search_docs (doc_id, collection_id, body, embedding)
+        values (${doc.id}, ${doc.collection_id}, to_tsvector('simple', ${body}), ${vectorParam(mode, vector)})
+        on conflict (doc_id) do update set collection_id = excluded.collection_id, body = excluded.body, embedding = excluded.embedding`.execute(trx);
+    } else {
+      await sql`insert into search_docs (doc_id, collection_id, body, embedding, code)
+        values (${doc.id}, ${doc.collection_id}, to_tsvector('simple', ${body}), ${vectorParam(mode, vector)}, ${codeLiteral(vector)}::bit(${sql.raw(String(CODE_BITS))}))
+        on conflict (doc_id) do update set collection_id = excluded.collection_id, body = excluded.body, embedding = excluded.embedding, code = excluded.code`.execute(trx);
+    }
   }
 
   async remove(trx: Kysely<any>, ids: string[]): Promise<void> {
@@ -74,11 +97,17 @@ export class PgIndex implements IndexBackend {
     const v = vectorParam(mode, vector);
     let rows: Array<{ key: string; ord: number }>;
     if (mode === 'array') {
+      const code = sql`${codeLiteral(vector)}::bit(${sql.raw(String(CODE_BITS))})`;
       rows = (
         await sql<{ key: string; ord: number }>`
-        select s.doc_id as key, s.seq as ord from search_docs s
-        where s.collection_id = ${collectionId} ${filterClause(filter)}
-        order by (select sum(a * b) from unnest(s.embedding, ${v}) as t(a, b)) desc nulls last, s.seq
+        with c as (
+          select s.doc_id, s.seq, s.embedding from search_docs s
+          where s.collection_id = ${collectionId} ${filterClause(filter)}
+          order by bit_count(s.code # ${code}), s.seq
+          limit ${Math.max(EXACT_RERANK, limit + 10)}
+        )
+        select c.doc_id as key, c.seq as ord from c
+        order by (select sum(a * b) from unnest(c.embedding, ${v}) as t(a, b)) desc nulls last, c.seq
         limit ${limit}`.execute(this.#db)
       ).rows;
     } else {
