@@ -138,8 +138,9 @@ const producers = Array.from({ length: 4 }, async () => {
     const items = Array.from({ length: Math.min(PER_REQUEST, N - i * PER_REQUEST) }, (_, k) => ({
       name: `dev-${i * PER_REQUEST + k}`, site: site.id, device_type: type.id, role: role.id,
     }));
+    const sent = performance.now();
     const r = await api('POST', '/api/dcim/devices/', items);
-    if (process.env.CRASH_DEBUG) log(`request ${i}: ${r.status}`);
+    if (process.env.CRASH_DEBUG) log(`request ${i}: ${r.status} in ${(performance.now() - sent).toFixed(0)} ms`);
     if (r.status === 201) committed.push(...items.map((x) => x.name));
     else if (apiFailures++ < 3) log(`API request failed: ${r.status} ${JSON.stringify(r.body).slice(0, 300)}`);
   }
