@@ -73,3 +73,42 @@ export async function withValidation<T>(fn: () => Promise<T>): Promise<T> {
 export function noContent(reply: FastifyReply): FastifyReply {
   return reply.code(204).send();
 }
+
+/**
+ * NetBox bulk operations on a list URL: the body is a list, every item is
+ * processed in one transaction, and any failure rolls all back with the
+ * per-item errors as a list (`[{}, {"name": ["…"]}]`).
+ */
+export async function bulk<T>(items: unknown, fn: (item: Record<string, unknown>, index: number) => Promise<T>): Promise<T[]> {
+  if (!Array.isArray(items) || items.length === 0) throw new HttpError(400, { non_field_errors: ['Expected a non-empty list of items.'] });
+  if (items.length > 1000) throw new HttpError(400, { non_field_errors: ['At most 1000 items per request.'] });
+  const out: T[] = [];
+  const errors: unknown[] = [];
+  let failed = false;
+  for (const [i, item] of items.entries()) {
+    if (typeof item !== 'object' || item === null || Array.isArray(item)) {
+      errors.push({ non_field_errors: ['Invalid data. Expected a dictionary.'] });
+      failed = true;
+      continue;
+    }
+    try {
+      out.push(await fn(item as Record<string, unknown>, i));
+      errors.push({});
+    } catch (err) {
+      if (err instanceof ValidationFailed) errors.push(err.errors);
+      else if (err instanceof HttpError && err.statusCode === 400) errors.push(err.body);
+      else throw err;
+      failed = true;
+    }
+  }
+  if (failed) throw new HttpError(400, errors);
+  return out;
+}
+
+/** The `id` of a bulk update/delete item. */
+export function bulkId(item: Record<string, unknown>): number {
+  const id = item.id;
+  if (typeof id === 'number' && Number.isSafeInteger(id) && id > 0) return id;
+  if (typeof id === 'string' && /^\d{1,15}$/.test(id)) return Number(id);
+  throw new HttpError(400, { id: [id === undefined ? 'This field is required.' : 'A valid integer is required.'] });
+}

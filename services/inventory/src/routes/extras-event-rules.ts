@@ -1,7 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { requireAdmin, requireRead } from '../auth/index.ts';
 import type { InventoryDeps } from '../deps.ts';
-import { noContent, notFound, pageParams, paginated, pathId, queryIds, queryList, withValidation } from '../events/rest.ts';
+import { bulk, bulkId, noContent, notFound, pageParams, paginated, pathId, queryIds, queryList, withValidation } from '../events/rest.ts';
+import { ValidationFailed } from '../events/validate.ts';
 import { createRule, getRule, listRules, serializeRule, updateRule, validateRule, type EventRuleRow } from '../events/rules.ts';
 
 /** `/api/extras/event-rules/`: which changes send which webhook; listed in name order (the evaluation order). */
@@ -43,8 +44,43 @@ export async function eventRuleRoutes(app: FastifyInstance, deps: InventoryDeps)
   });
 
   app.post('/api/extras/event-rules/', { preHandler: requireAdmin }, async (req, reply) => {
+    if (Array.isArray(req.body)) {
+      const rows = await db.transaction().execute((trx) => bulk(req.body, async (item) => createRule(trx, d, await validateRule(trx, item, undefined, false))));
+      return reply.code(201).send(await withWebhooks(rows));
+    }
     const r = await withValidation(async () => createRule(db, d, await validateRule(db, req.body, undefined, false)));
     return reply.code(201).send((await withWebhooks([r]))[0]);
+  });
+
+  // Bulk update and delete on the list URL: [{"id": 1, …}, …].
+  for (const method of ['PUT', 'PATCH'] as const) {
+    app.route({
+      method,
+      url: '/api/extras/event-rules/',
+      preHandler: requireAdmin,
+      handler: async (req) => {
+        const rows = await db.transaction().execute((trx) =>
+          bulk(req.body, async (item) => {
+            const id = bulkId(item);
+            const current = await getRule(trx, d, id);
+            if (!current) throw new ValidationFailed({ id: [`Event rule with id ${id} does not exist.`] });
+            const { id: _id, ...fields } = item;
+            return updateRule(trx, d, id, await validateRule(trx, fields, current, method === 'PATCH'));
+          }),
+        );
+        return withWebhooks(rows);
+      },
+    });
+  }
+  app.delete('/api/extras/event-rules/', { preHandler: requireAdmin }, async (req, reply) => {
+    await db.transaction().execute((trx) =>
+      bulk(req.body, async (item) => {
+        const id = bulkId(item);
+        if (!(await getRule(trx, d, id))) throw new ValidationFailed({ id: [`Event rule with id ${id} does not exist.`] });
+        await trx.deleteFrom('extras_eventrule').where('id', '=', id).execute();
+      }),
+    );
+    return noContent(reply);
   });
 
   for (const method of ['PUT', 'PATCH'] as const) {

@@ -2,7 +2,8 @@ import type { FastifyInstance } from 'fastify';
 import { requireAdmin, requireRead } from '../auth/index.ts';
 import type { InventoryDeps } from '../deps.ts';
 import { ensureWorker } from '../events/registry.ts';
-import { noContent, notFound, pageParams, paginated, pathId, queryIds, queryList, withValidation } from '../events/rest.ts';
+import { bulk, bulkId, noContent, notFound, pageParams, paginated, pathId, queryIds, queryList, withValidation } from '../events/rest.ts';
+import { ValidationFailed } from '../events/validate.ts';
 import { createWebhook, deleteWebhook, getWebhook, listWebhooks, serializeWebhook, updateWebhook, validateWebhook } from '../events/webhooks.ts';
 
 /** `/api/extras/webhooks/`: reads for any authenticated caller, writes for administrators (templates are code). */
@@ -26,8 +27,43 @@ export async function webhookRoutes(app: FastifyInstance, deps: InventoryDeps): 
   });
 
   app.post('/api/extras/webhooks/', { preHandler: requireAdmin }, async (req, reply) => {
+    if (Array.isArray(req.body)) {
+      const rows = await db.transaction().execute((trx) => bulk(req.body, async (item) => createWebhook(trx, d, validateWebhook(item, undefined, false, engine()))));
+      return reply.code(201).send(rows.map(serializeWebhook));
+    }
     const w = await withValidation(async () => createWebhook(db, d, validateWebhook(req.body, undefined, false, engine())));
     return reply.code(201).send(serializeWebhook(w));
+  });
+
+  // Bulk update and delete on the list URL: [{"id": 1, …}, …].
+  for (const method of ['PUT', 'PATCH'] as const) {
+    app.route({
+      method,
+      url: '/api/extras/webhooks/',
+      preHandler: requireAdmin,
+      handler: async (req) => {
+        const rows = await db.transaction().execute((trx) =>
+          bulk(req.body, async (item) => {
+            const id = bulkId(item);
+            const current = await getWebhook(trx, d, id);
+            if (!current) throw new ValidationFailed({ id: [`Webhook with id ${id} does not exist.`] });
+            const { id: _id, ...fields } = item;
+            return updateWebhook(trx, d, id, validateWebhook(fields, current, method === 'PATCH', engine()));
+          }),
+        );
+        return rows.map(serializeWebhook);
+      },
+    });
+  }
+  app.delete('/api/extras/webhooks/', { preHandler: requireAdmin }, async (req, reply) => {
+    await db.transaction().execute((trx) =>
+      bulk(req.body, async (item) => {
+        const id = bulkId(item);
+        if (!(await getWebhook(trx, d, id))) throw new ValidationFailed({ id: [`Webhook with id ${id} does not exist.`] });
+        await deleteWebhook(trx, id);
+      }),
+    );
+    return noContent(reply);
   });
 
   for (const method of ['PUT', 'PATCH'] as const) {

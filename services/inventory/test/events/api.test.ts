@@ -127,6 +127,35 @@ forEachStorage('webhooks and event rules API', (kind) => {
     assert.deepEqual(tasks.results.map((t: { event_rule: { name: string } }) => t.event_rule.name).sort(), ['m1-active', 'm2-tagged']);
   });
 
+  it('supports NetBox bulk create, update and delete on the list URLs (all or nothing)', async () => {
+    const bad = await inv.api.post('/api/extras/webhooks/', [
+      { name: 'bulk-a', payload_url: 'http://a.example/' },
+      { name: 'bulk-b', payload_url: 'ftp://b.example/' },
+    ]);
+    assert.equal(bad.status, 400);
+    assert.deepEqual(bad.body[0], {});
+    assert.ok(bad.body[1].payload_url);
+    assert.equal((await inv.api.get('/api/extras/webhooks/?name=bulk-a')).body.count, 0, 'rolled back');
+    const ok = await inv.api.post('/api/extras/webhooks/', [
+      { name: 'bulk-a', payload_url: 'http://a.example/' },
+      { name: 'bulk-b', payload_url: 'http://b.example/', secret: 'x' },
+    ]);
+    assert.equal(ok.status, 201);
+    assert.equal(ok.body.length, 2);
+    const ids = ok.body.map((w: { id: number }) => w.id);
+    const patched = await inv.api.patch('/api/extras/webhooks/', ids.map((id: number) => ({ id, description: 'bulk' })));
+    assert.equal(patched.status, 200);
+    assert.deepEqual(patched.body.map((w: { description: string }) => w.description), ['bulk', 'bulk']);
+    const rules = await inv.api.post('/api/extras/event-rules/', ids.map((id: number, i: number) => ({ name: `bulk-rule-${i}`, object_types: ['dcim.site'], event_types: ['object_created'], action_object_type: 'extras.webhook', action_object_id: id })));
+    assert.equal(rules.status, 201);
+    assert.equal((await inv.api.patch('/api/extras/event-rules/', [{ id: rules.body[0].id, enabled: false }, { id: 999999, enabled: false }])).status, 400);
+    assert.equal((await inv.api.get(`/api/extras/event-rules/${rules.body[0].id}/`)).body.enabled, true);
+    assert.equal((await inv.api.delete('/api/extras/event-rules/', rules.body.map((r: { id: number }) => ({ id: r.id })))).status, 204);
+    assert.equal((await inv.api.delete('/api/extras/webhooks/', [{ id: ids[0] }, {}])).status, 400);
+    assert.equal((await inv.api.delete('/api/extras/webhooks/', ids.map((id: number) => ({ id })))).status, 204);
+    assert.equal((await inv.api.get('/api/extras/webhooks/?name=bulk-a')).body.count, 0);
+  });
+
   it('reports queue counts and task lists per status', async () => {
     const q = await inv.api.get('/api/core/background-queues/');
     assert.equal(q.status, 200);
