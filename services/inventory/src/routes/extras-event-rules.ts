@@ -3,6 +3,7 @@ import { requireAdmin, requireRead } from '../auth/index.ts';
 import type { InventoryDeps } from '../deps.ts';
 import { bulk, bulkId, noContent, notFound, pageParams, paginated, pathId, queryIds, queryList, withValidation } from '../events/rest.ts';
 import { ValidationFailed } from '../events/validate.ts';
+import { logChange, ruleSnapshot } from '../events/changelog.ts';
 import { createRule, getRule, listRules, serializeRule, updateRule, validateRule, type EventRuleRow } from '../events/rules.ts';
 
 /** `/api/extras/event-rules/`: which changes send which webhook; listed in name order (the evaluation order). */
@@ -10,6 +11,7 @@ export async function eventRuleRoutes(app: FastifyInstance, deps: InventoryDeps)
   const { db } = deps.storage;
   const d = deps.storage.dialect;
   const NAME = 'EventRule';
+  const snap = (r: EventRuleRow) => ({ id: r.id, name: r.name, snap: ruleSnapshot(r) });
 
   async function withWebhooks(rules: EventRuleRow[]) {
     const ids = [...new Set(rules.map((r) => r.action_object_id).filter((x): x is number => x !== null))];
@@ -45,10 +47,20 @@ export async function eventRuleRoutes(app: FastifyInstance, deps: InventoryDeps)
 
   app.post('/api/extras/event-rules/', { preHandler: requireAdmin }, async (req, reply) => {
     if (Array.isArray(req.body)) {
-      const rows = await db.transaction().execute((trx) => bulk(req.body, async (item) => createRule(trx, d, await validateRule(trx, item, undefined, false))));
+      const rows = await db.transaction().execute((trx) => bulk(req.body, async (item) => {
+          const r = await createRule(trx, d, await validateRule(trx, item, undefined, false));
+          await logChange(trx, d, req, 'create', 'eventrule', null, snap(r));
+          return r;
+        }));
       return reply.code(201).send(await withWebhooks(rows));
     }
-    const r = await withValidation(async () => createRule(db, d, await validateRule(db, req.body, undefined, false)));
+    const r = await withValidation(() =>
+      db.transaction().execute(async (trx) => {
+        const r = await createRule(trx, d, await validateRule(trx, req.body, undefined, false));
+        await logChange(trx, d, req, 'create', 'eventrule', null, snap(r));
+        return r;
+      }),
+    );
     return reply.code(201).send((await withWebhooks([r]))[0]);
   });
 
@@ -65,7 +77,9 @@ export async function eventRuleRoutes(app: FastifyInstance, deps: InventoryDeps)
             const current = await getRule(trx, d, id);
             if (!current) throw new ValidationFailed({ id: [`Event rule with id ${id} does not exist.`] });
             const { id: _id, ...fields } = item;
-            return updateRule(trx, d, id, await validateRule(trx, fields, current, method === 'PATCH'));
+            const r = await updateRule(trx, d, id, await validateRule(trx, fields, current, method === 'PATCH'));
+            await logChange(trx, d, req, 'update', 'eventrule', snap(current), snap(r));
+            return r;
           }),
         );
         return withWebhooks(rows);
@@ -76,8 +90,10 @@ export async function eventRuleRoutes(app: FastifyInstance, deps: InventoryDeps)
     await db.transaction().execute((trx) =>
       bulk(req.body, async (item) => {
         const id = bulkId(item);
-        if (!(await getRule(trx, d, id))) throw new ValidationFailed({ id: [`Event rule with id ${id} does not exist.`] });
+        const current = await getRule(trx, d, id);
+        if (!current) throw new ValidationFailed({ id: [`Event rule with id ${id} does not exist.`] });
         await trx.deleteFrom('extras_eventrule').where('id', '=', id).execute();
+        await logChange(trx, d, req, 'delete', 'eventrule', snap(current), null);
       }),
     );
     return noContent(reply);
@@ -92,7 +108,13 @@ export async function eventRuleRoutes(app: FastifyInstance, deps: InventoryDeps)
         const id = pathId(req, NAME);
         const current = await getRule(db, d, id);
         if (!current) throw notFound(NAME);
-        const r = await withValidation(async () => updateRule(db, d, id, await validateRule(db, req.body, current, method === 'PATCH')));
+        const r = await withValidation(() =>
+          db.transaction().execute(async (trx) => {
+            const r = await updateRule(trx, d, id, await validateRule(trx, req.body, current, method === 'PATCH'));
+            await logChange(trx, d, req, 'update', 'eventrule', snap(current), snap(r));
+            return r;
+          }),
+        );
         return (await withWebhooks([r]))[0];
       },
     });
@@ -100,8 +122,12 @@ export async function eventRuleRoutes(app: FastifyInstance, deps: InventoryDeps)
 
   app.delete('/api/extras/event-rules/:id/', { preHandler: requireAdmin }, async (req, reply) => {
     const id = pathId(req, NAME);
-    if (!(await getRule(db, d, id))) throw notFound(NAME);
-    await db.deleteFrom('extras_eventrule').where('id', '=', id).execute();
+    const current = await getRule(db, d, id);
+    if (!current) throw notFound(NAME);
+    await db.transaction().execute(async (trx) => {
+      await trx.deleteFrom('extras_eventrule').where('id', '=', id).execute();
+      await logChange(trx, d, req, 'delete', 'eventrule', snap(current), null);
+    });
     return noContent(reply);
   });
 }

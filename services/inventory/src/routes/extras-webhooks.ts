@@ -4,6 +4,11 @@ import type { InventoryDeps } from '../deps.ts';
 import { ensureWorker } from '../events/registry.ts';
 import { bulk, bulkId, noContent, notFound, pageParams, paginated, pathId, queryIds, queryList, withValidation } from '../events/rest.ts';
 import { ValidationFailed } from '../events/validate.ts';
+import { logChange, ruleSnapshot, webhookSnapshot } from '../events/changelog.ts';
+import { readRule } from '../events/rules.ts';
+import type { Kysely } from 'kysely';
+import type { FastifyRequest } from 'fastify';
+import type { WebhookRow } from '../events/webhooks.ts';
 import { createWebhook, deleteWebhook, getWebhook, listWebhooks, serializeWebhook, updateWebhook, validateWebhook } from '../events/webhooks.ts';
 
 /** `/api/extras/webhooks/`: reads for any authenticated caller, writes for administrators (templates are code). */
@@ -12,6 +17,14 @@ export async function webhookRoutes(app: FastifyInstance, deps: InventoryDeps): 
   const d = deps.storage.dialect;
   const engine = () => ensureWorker(deps).engine;
   const NAME = 'Webhook';
+  const snap = (w: WebhookRow) => ({ id: w.id, name: w.name, snap: webhookSnapshot(w) });
+  /** Deletes a webhook and the event rules calling it, each change-logged. */
+  const remove = async (trx: Kysely<any>, req: FastifyRequest, current: WebhookRow) => {
+    const rules = await trx.selectFrom('extras_eventrule').selectAll().where('action_object_type', '=', 'extras.webhook').where('action_object_id', '=', current.id).execute();
+    for (const r of rules.map((x) => readRule(x, d))) await logChange(trx, d, req, 'delete', 'eventrule', { id: r.id, name: r.name, snap: ruleSnapshot(r) }, null);
+    await deleteWebhook(trx, current.id);
+    await logChange(trx, d, req, 'delete', 'webhook', snap(current), null);
+  };
 
   app.get('/api/extras/webhooks/', { preHandler: requireRead }, async (req) => {
     const page = pageParams(req);
@@ -28,10 +41,20 @@ export async function webhookRoutes(app: FastifyInstance, deps: InventoryDeps): 
 
   app.post('/api/extras/webhooks/', { preHandler: requireAdmin }, async (req, reply) => {
     if (Array.isArray(req.body)) {
-      const rows = await db.transaction().execute((trx) => bulk(req.body, async (item) => createWebhook(trx, d, validateWebhook(item, undefined, false, engine()))));
+      const rows = await db.transaction().execute((trx) => bulk(req.body, async (item) => {
+          const w = await createWebhook(trx, d, validateWebhook(item, undefined, false, engine()));
+          await logChange(trx, d, req, 'create', 'webhook', null, snap(w));
+          return w;
+        }));
       return reply.code(201).send(rows.map(serializeWebhook));
     }
-    const w = await withValidation(async () => createWebhook(db, d, validateWebhook(req.body, undefined, false, engine())));
+    const w = await withValidation(() =>
+      db.transaction().execute(async (trx) => {
+        const w = await createWebhook(trx, d, validateWebhook(req.body, undefined, false, engine()));
+        await logChange(trx, d, req, 'create', 'webhook', null, snap(w));
+        return w;
+      }),
+    );
     return reply.code(201).send(serializeWebhook(w));
   });
 
@@ -48,7 +71,9 @@ export async function webhookRoutes(app: FastifyInstance, deps: InventoryDeps): 
             const current = await getWebhook(trx, d, id);
             if (!current) throw new ValidationFailed({ id: [`Webhook with id ${id} does not exist.`] });
             const { id: _id, ...fields } = item;
-            return updateWebhook(trx, d, id, validateWebhook(fields, current, method === 'PATCH', engine()));
+            const w = await updateWebhook(trx, d, id, validateWebhook(fields, current, method === 'PATCH', engine()));
+            await logChange(trx, d, req, 'update', 'webhook', snap(current), snap(w));
+            return w;
           }),
         );
         return rows.map(serializeWebhook);
@@ -59,8 +84,9 @@ export async function webhookRoutes(app: FastifyInstance, deps: InventoryDeps): 
     await db.transaction().execute((trx) =>
       bulk(req.body, async (item) => {
         const id = bulkId(item);
-        if (!(await getWebhook(trx, d, id))) throw new ValidationFailed({ id: [`Webhook with id ${id} does not exist.`] });
-        await deleteWebhook(trx, id);
+        const current = await getWebhook(trx, d, id);
+        if (!current) throw new ValidationFailed({ id: [`Webhook with id ${id} does not exist.`] });
+        await remove(trx, req, current);
       }),
     );
     return noContent(reply);
@@ -75,7 +101,13 @@ export async function webhookRoutes(app: FastifyInstance, deps: InventoryDeps): 
         const id = pathId(req, NAME);
         const current = await getWebhook(db, d, id);
         if (!current) throw notFound(NAME);
-        const w = await withValidation(async () => updateWebhook(db, d, id, validateWebhook(req.body, current, method === 'PATCH', engine())));
+        const w = await withValidation(() =>
+          db.transaction().execute(async (trx) => {
+            const w = await updateWebhook(trx, d, id, validateWebhook(req.body, current, method === 'PATCH', engine()));
+            await logChange(trx, d, req, 'update', 'webhook', snap(current), snap(w));
+            return w;
+          }),
+        );
         return serializeWebhook(w);
       },
     });
@@ -83,8 +115,9 @@ export async function webhookRoutes(app: FastifyInstance, deps: InventoryDeps): 
 
   app.delete('/api/extras/webhooks/:id/', { preHandler: requireAdmin }, async (req, reply) => {
     const id = pathId(req, NAME);
-    if (!(await getWebhook(db, d, id))) throw notFound(NAME);
-    await db.transaction().execute((trx) => deleteWebhook(trx, id));
+    const current = await getWebhook(db, d, id);
+    if (!current) throw notFound(NAME);
+    await db.transaction().execute((trx) => remove(trx, req, current));
     return noContent(reply);
   });
 }

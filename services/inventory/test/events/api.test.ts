@@ -156,6 +156,21 @@ forEachStorage('webhooks and event rules API', (kind) => {
     assert.equal((await inv.api.get('/api/extras/webhooks/?name=bulk-a')).body.count, 0);
   });
 
+  it('change-logs webhook and event-rule writes with the secret masked', async () => {
+    const w = await inv.api.post('/api/extras/webhooks/', { name: 'logged', payload_url: 'http://log.example/', secret: 'very-secret-value' });
+    const r = await inv.api.post('/api/extras/event-rules/', { name: 'logged', object_types: ['dcim.site'], event_types: ['object_created'], action_object_type: 'extras.webhook', action_object_id: w.body.id });
+    await inv.api.patch(`/api/extras/webhooks/${w.body.id}/`, { description: 'changed' });
+    await inv.api.delete(`/api/extras/webhooks/${w.body.id}/`);
+    const log = await inv.api.get(`/api/core/object-changes/?changed_object_type=extras.webhook&changed_object_id=${w.body.id}`);
+    assert.equal(log.status, 200);
+    assert.deepEqual(log.body.results.map((c: { action: { value: string } }) => c.action.value).sort(), ['create', 'delete', 'update']);
+    assert.ok(!log.text.includes('very-secret-value'), 'secret never in the change log');
+    assert.ok(log.text.includes('********'));
+    const rl = await inv.api.get(`/api/core/object-changes/?changed_object_type=extras.eventrule&changed_object_id=${r.body.id}`);
+    assert.deepEqual(rl.body.results.map((c: { action: { value: string } }) => c.action.value).sort(), ['create', 'delete'], 'cascade delete logged');
+    assert.equal((await inv.api.get(`/api/extras/event-rules/${r.body.id}/`)).status, 404);
+  });
+
   it('reports queue counts and task lists per status', async () => {
     const q = await inv.api.get('/api/core/background-queues/');
     assert.equal(q.status, 200);
