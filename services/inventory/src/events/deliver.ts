@@ -52,6 +52,27 @@ export function maskHeaders(headers: Array<[string, string]>): Array<[string, st
   return headers.map(([k, v]) => [k, SECRET_HEADER.test(k) ? maskValue(v) : v]);
 }
 
+/** Credentials in a URL (user:password@, ?token=…) are masked in the attempt log too. */
+export function maskUrl(raw: string): string {
+  try {
+    const u = new URL(raw);
+    let changed = false;
+    if (u.password) {
+      u.password = '********';
+      changed = true;
+    }
+    for (const k of [...u.searchParams.keys()]) {
+      if (SECRET_HEADER.test(k) || /^(key|api_key|access_token|auth|sig)$/i.test(k)) {
+        u.searchParams.set(k, '********');
+        changed = true;
+      }
+    }
+    return changed ? u.toString() : raw;
+  } catch {
+    return raw;
+  }
+}
+
 function maskValue(v: string): string {
   const scheme = /^(Bearer|Token|Basic)\s+/i.exec(v);
   return scheme ? `${scheme[0]}********` : '********';
@@ -289,7 +310,7 @@ export class DeliveryWorker {
             claimed_by: null,
             claim_expires_at: null,
             last_status_code: r.status ?? null,
-            last_error: r.error ?? null,
+            last_error: r.error && r.url ? r.error.split(r.url).join(maskUrl(r.url)) : (r.error ?? null),
           })
           .where('id', '=', r.deliveryId)
           .where('status', '=', 'sent')
@@ -318,12 +339,12 @@ export class DeliveryWorker {
           started_at: r.startedAt,
           duration_ms: Math.round(r.durationMs * 1000) / 1000,
           request_method: r.method,
-          request_url: r.url.slice(0, 8192),
+          request_url: maskUrl(r.url).slice(0, 8192),
           request_headers: JSON.stringify(maskHeaders(r.headers)),
           request_body: r.body.length > 65_536 ? r.body.slice(0, 65_536) + '…(truncated)' : r.body,
           response_status: r.status ?? null,
           response_body: r.responseBody ?? null,
-          error: r.error ?? null,
+          error: r.error && r.url ? r.error.split(r.url).join(maskUrl(r.url)) : (r.error ?? null),
           success: d.bool(r.success),
         });
       }

@@ -104,3 +104,16 @@ forEachStorage('webhook templates', (kind) => {
     assert.ok(badHdr.body.additional_headers);
   });
 });
+
+describe('attempt log masking', () => {
+  it('masks credentials in headers and URLs', async () => {
+    const { maskHeaders, maskUrl } = await import('../../src/events/deliver.ts');
+    assert.deepEqual(maskHeaders([['Authorization', 'Bearer abc'], ['X-Api-Key', 'k'], ['X-Plain', 'v']]), [
+      ['Authorization', 'Bearer ********'],
+      ['X-Api-Key', '********'],
+      ['X-Plain', 'v'],
+    ]);
+    assert.equal(maskUrl('https://bot:pw@hooks.example/x?token=abc&a=1'), 'https://bot:********@hooks.example/x?token=********&a=1');
+    assert.equal(maskUrl('http://example.com/plain?a=1'), 'http://example.com/plain?a=1');
+  });
+});
