@@ -40,6 +40,8 @@ export interface AttemptRecord {
   success: boolean;
   /** The webhook is gone: retrying cannot help. */
   permanent?: boolean;
+  /** The receiver asked to wait this long (Retry-After). */
+  retryAfterMs?: number;
   maxRetries: number;
   /** Attempts made before the last manual requeue (they do not count against the retries). */
   retryBase: number;
@@ -272,7 +274,7 @@ export class DeliveryWorker {
       if (!error && !success) {
         error = `Status ${out.status} returned with content '${(out.body ?? '').slice(0, 500)}', webhook FAILED to process.`;
       }
-      return { ...base, durationMs: out.durationMs, method, url, headers: headers.entries(), body, status: out.status, responseBody: out.body, error, success };
+      return { ...base, durationMs: out.durationMs, method, url, headers: headers.entries(), body, status: out.status, responseBody: out.body, error, success, retryAfterMs: out.retryAfterMs };
     } finally {
       this.#inFlight.delete(d.id);
     }
@@ -299,7 +301,8 @@ export class DeliveryWorker {
         const tries = r.attempt - r.retryBase; // tries since enqueue or the last manual requeue, this one included
         if (!r.permanent && tries <= r.maxRetries) {
           status = 'scheduled';
-          next = now + retryDelayMs(this.settings, tries);
+          // A receiver's Retry-After (429/503) lengthens the wait, up to the longest configured delay.
+          next = now + Math.max(retryDelayMs(this.settings, tries), Math.min(r.retryAfterMs ?? 0, this.settings.retryMaxMs));
         } else status = 'failed';
         const changed = await trx
           .updateTable('events_delivery')

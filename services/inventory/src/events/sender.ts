@@ -19,6 +19,8 @@ export interface SendOutcome {
   status?: number;
   /** First 2 KB of the response body. */
   body?: string;
+  /** The response's Retry-After, in milliseconds from now. */
+  retryAfterMs?: number;
   error?: string;
   durationMs: number;
 }
@@ -157,7 +159,7 @@ export class HttpSender {
               }
               if (read > MAX_READ) res.destroy();
             });
-            const end = () => finish({ status: res.statusCode, body: Buffer.concat(chunks).toString('utf8') });
+            const end = () => finish({ status: res.statusCode, body: Buffer.concat(chunks).toString('utf8'), retryAfterMs: parseRetryAfter(res.headers['retry-after']) });
             res.on('end', end);
             res.on('close', end);
             res.on('error', end);
@@ -176,4 +178,12 @@ export class HttpSender {
 function describeError(err: unknown): string {
   const e = err as { code?: string; message?: string };
   return `${e?.code ? e.code + ': ' : ''}${e?.message ?? String(err)}`;
+}
+
+/** Retry-After as seconds or an HTTP date. */
+export function parseRetryAfter(v: string | undefined): number | undefined {
+  if (!v) return undefined;
+  if (/^\d{1,9}$/.test(v.trim())) return Number(v.trim()) * 1000;
+  const t = Date.parse(v);
+  return Number.isNaN(t) ? undefined : Math.max(0, t - Date.now());
 }

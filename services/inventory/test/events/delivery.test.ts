@@ -108,6 +108,25 @@ forEachStorage('webhook delivery', (kind) => {
     await cleanup(h);
   });
 
+  it('honours Retry-After when scheduling the next try', async () => {
+    const h = await hookAndRule({ payload_url: `${rx.url}/throttled`, max_retries: 1 });
+    let first = true;
+    rx.setResponder((r, res) => {
+      if (r.url === '/throttled' && first) {
+        first = false;
+        res.writeHead(429, { 'retry-after': '1' }).end('slow down');
+      } else res.writeHead(200).end('ok');
+    });
+    const before = rx.received.length;
+    await emit(inv.deps, [deviceEvent()]);
+    await until(async () => (await inv.api.get(`/api/core/background-tasks/?webhook=${h.webhook.id}&status=successful`)).body.results[0], 10_000);
+    const hits = rx.received.slice(before).filter((r) => r.url === '/throttled');
+    assert.equal(hits.length, 2);
+    assert.ok(hits[1]!.at - hits[0]!.at >= 950, `waited ${hits[1]!.at - hits[0]!.at} ms`);
+    rx.setResponder((_r, res) => res.writeHead(200).end('ok'));
+    await cleanup(h);
+  });
+
   it('treats redirects as failures and does not follow them', async () => {
     const h = await hookAndRule({ payload_url: `${rx.url}/redirect`, max_retries: 0 });
     rx.setResponder((r, res) => {
