@@ -4,6 +4,7 @@ import { readBool, readJson } from '../domain/values.ts';
 import { createLlm, llmSettings, type LlmClient } from '../chat/llm.ts';
 import { checkDuplicateFactsPrompt, deriveFactsPrompt, parseNumberedList } from '../chat/prompts.ts';
 import { createSearch, type MemoryDeps } from '../search/index.ts';
+import { REINDEX_TASK, reindexTask } from '../search/reindex.ts';
 import { extractFacts } from './extract.ts';
 import { formatConversation, honchoCollectionId, loadMessage, novelFacts, recentMessages, storeFacts } from './facts.ts';
 
@@ -54,9 +55,11 @@ async function llmCandidates(llm: LlmClient, deps: MemoryDeps, sessionId: string
   return parseNumberedList(await llm.complete([{ role: 'user', content: deriveFactsPrompt(conversation) }]));
 }
 
+/** The memory service's background tasks: fact derivation, and re-embedding after a provider change. */
 export function deriverTasks(deps: MemoryDeps): Record<string, TaskHandler> {
   const mutex = new KeyedMutex();
   return {
+    [REINDEX_TASK]: reindexTask(deps),
     [DERIVE_TASK]: async (payload: { message_id?: unknown; session_id?: unknown }) => {
       if (typeof payload?.message_id !== 'string' || typeof payload?.session_id !== 'string') return;
       const { storage } = deps;

@@ -8,6 +8,7 @@ import { CONTENT_MAX, FILTER_MAX } from '../schemas/common.ts';
 import { Document } from '../schemas/resources.ts';
 import { C, CollectionParams } from '../schemas/params.ts';
 import { createSearch, MAX_TOP_K, type MemoryDeps } from '../search/index.ts';
+import { checkEmbeddingProvider } from '../search/reindex.ts';
 import { op } from './common.ts';
 
 const QueryParams = Type.Object({
@@ -24,6 +25,7 @@ const QueryParams = Type.Object({
 export async function queryRoutes(fastify: FastifyInstance, deps: MemoryDeps): Promise<void> {
   const app = fastify as unknown as App;
   const search = createSearch(deps);
+  await checkEmbeddingProvider(deps);
   app.get(
     `${C}/:collection_id/query`,
     {
