@@ -21,6 +21,8 @@ export interface ErrorStyle {
   invalidBody(err: FastifyError, req: FastifyRequest): ErrorReply;
   notFound(req: FastifyRequest, methodNotAllowed: boolean): ErrorReply;
   internal(req: FastifyRequest): ErrorReply;
+  /** A transient storage conflict (lock, deadlock, serialisation) escaped a handler: 503, the client should retry. Defaults to `{"detail": …}`. */
+  unavailable?(req: FastifyRequest): ErrorReply;
 }
 
 function rawQuery(req: FastifyRequest): Record<string, string> {

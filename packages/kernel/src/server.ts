@@ -3,6 +3,7 @@ import Fastify, { LogController, type FastifyError, type FastifyInstance, type F
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
+import { isTransientStorageError } from '@svc/storage/transient';
 import { HttpError } from './http-error.ts';
 import type { ErrorStyle } from './error-style.ts';
 import { addLaxCoercion } from './lax-coercion.ts';
@@ -27,6 +28,8 @@ export interface HttpServerOptions {
   fastify?: Partial<FastifyServerOptions>;
   openapiComponents?: Record<string, unknown>;
 }
+
+export const STORAGE_BUSY = 'The service is busy (database locked); retry the request.';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -109,6 +112,12 @@ export async function createHttpServer(opts: HttpServerOptions): Promise<App> {
     if (status >= 400 && status < 500) {
       // Framework-level client errors (media type, body too large, …) keep their status.
       return reply.code(status).type('application/json').send(JSON.stringify({ detail: err.message }));
+    }
+    if (isTransientStorageError(err)) {
+      // Lock contention, not a bug: the request was rolled back and may simply be sent again.
+      req.log.warn({ err }, 'storage busy; answered 503');
+      reply.header('Retry-After', '1');
+      return send(reply, opts.errorStyle.unavailable?.(req) ?? { statusCode: 503, body: { detail: STORAGE_BUSY } });
     }
     req.log.error({ err }, 'unhandled error');
     return send(reply, opts.errorStyle.internal(req));

@@ -1,7 +1,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Type } from 'typebox';
-import { createHttpServer, detailError, fastApiErrorStyle, type App } from '@svc/kernel';
+import { createHttpServer, detailError, fastApiErrorStyle, STORAGE_BUSY, type App } from '@svc/kernel';
 import { client } from '@svc/testkit';
 
 describe('kernel http server', () => {
@@ -22,6 +22,9 @@ describe('kernel http server', () => {
     );
     app.get('/missing', async () => {
       throw detailError(404, 'Thing not found');
+    });
+    app.get('/storage-error/:code', async (req) => {
+      throw Object.assign(new Error('database is locked'), { code: (req.params as { code: string }).code });
     });
     app.get('/crash', async () => {
       throw new Error('boom');
@@ -74,6 +77,22 @@ describe('kernel http server', () => {
     r = await http.get('/crash');
     assert.equal(r.status, 500);
     assert.equal(r.text, 'Internal Server Error');
+  });
+
+  it('answers 503 with Retry-After for transient storage lock errors, 500 for other storage errors', async () => {
+    for (const code of ['SQLITE_BUSY', 'SQLITE_BUSY_SNAPSHOT', 'SQLITE_LOCKED', '40001', '40P01', '55P03']) {
+      const r = await http.get(`/storage-error/${code}`);
+      assert.equal(r.status, 503, code);
+      assert.equal(r.headers.get('retry-after'), '1');
+      assert.match(r.headers.get('content-type')!, /^application\/json/);
+      assert.deepEqual(r.body, { detail: STORAGE_BUSY });
+    }
+    for (const code of ['SQLITE_CONSTRAINT_UNIQUE', '23505', 'SQLITE_BUSYX']) {
+      const r = await http.get(`/storage-error/${code}`);
+      assert.equal(r.status, 500, code);
+      assert.equal(r.headers.get('retry-after'), null);
+      assert.equal(r.text, 'Internal Server Error');
+    }
   });
 
   it('echoes or creates request ids', async () => {

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import pg from 'pg';
-import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
+import { CompiledQuery, Kysely, PostgresDialect, SqliteDialect, SqliteDriver, sql, type DatabaseConnection, type Driver, type SqliteDialectConfig } from 'kysely';
 import { postgresDialect, sqliteDialect, type SqlDialect } from './dialect.ts';
 import { registerSqliteFunctions } from './sqlite-functions.ts';
 
@@ -59,7 +59,7 @@ function openSqlite(opts: StorageOptions): Storage {
   registerSqliteFunctions(raw);
   opts.onSqliteOpen?.(raw);
   const database = opts.sqliteStatementCache ? cachingStatements(raw, opts.sqliteStatementCache) : raw;
-  const db = new Kysely<any>({ dialect: new SqliteDialect({ database }) });
+  const db = new Kysely<any>({ dialect: new ImmediateSqliteDialect({ database }) });
   return {
     dialect: sqliteDialect,
     db,
@@ -68,6 +68,32 @@ function openSqlite(opts: StorageOptions): Storage {
       await db.destroy();
     },
   };
+}
+
+/**
+ * Kysely opens SQLite transactions with a plain (deferred) BEGIN: the first
+ * SELECT takes a read snapshot and the first write must then upgrade it to
+ * the write lock. In WAL mode SQLite does not call the busy handler for that
+ * upgrade (waiting could not help a stale snapshot), so when another process
+ * (a separate delivery worker) holds or has just used the write lock, the
+ * statement fails at once with SQLITE_BUSY despite busy_timeout. BEGIN
+ * IMMEDIATE takes the write lock up front, where busy_timeout does apply.
+ */
+class ImmediateSqliteDriver extends SqliteDriver {
+  override async beginTransaction(connection: DatabaseConnection): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw('begin immediate'));
+  }
+}
+
+class ImmediateSqliteDialect extends SqliteDialect {
+  readonly #config: SqliteDialectConfig;
+  constructor(config: SqliteDialectConfig) {
+    super(config);
+    this.#config = config;
+  }
+  override createDriver(): Driver {
+    return new ImmediateSqliteDriver(this.#config);
+  }
 }
 
 /**

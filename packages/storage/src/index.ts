@@ -2,3 +2,4 @@ export * from './dialect.ts';
 export * from './database.ts';
 export * from './migrations.ts';
 export { jsonContains } from './json-contains.ts';
+export { isTransientStorageError } from './transient.ts';
