@@ -14,10 +14,14 @@ const ALIASES: Record<string, TaskStatus> = { started: 'sent', finished: 'succes
 export const QUEUE_NAME = 'default';
 export const CALLABLE = 'extras.webhooks.send_webhook';
 
+export function isTaskStatus(s: string): s is TaskStatus {
+  return (TASK_STATUSES as readonly string[]).includes(s);
+}
+
 export function normaliseStatus(s: string | undefined): TaskStatus | undefined | null {
   if (s === undefined || s === '') return undefined;
   const v = ALIASES[s] ?? s;
-  return (TASK_STATUSES as readonly string[]).includes(v) ? (v as TaskStatus) : null;
+  return isTaskStatus(v) ? v : null;
 }
 
 export interface TaskRow {
@@ -229,7 +233,7 @@ export async function queueCounts(deps: InventoryDeps): Promise<QueueStats[]> {
   const counts = Object.fromEntries(TASK_STATUSES.map((s) => [s, 0])) as Record<TaskStatus, number>;
   let oldest: string | null = null;
   for (const r of rows) {
-    if ((TASK_STATUSES as readonly string[]).includes(r.status)) counts[r.status as TaskStatus] = Number(r.n);
+    if (isTaskStatus(r.status)) counts[r.status] = Number(r.n);
     if (r.status === 'queued') oldest = iso(r.oldest);
   }
   return [{ name: QUEUE_NAME, counts, oldestQueuedAt: oldest }];

@@ -3,13 +3,13 @@ import { html, prettyJson, urlPart, type SafeHtml } from '../html.ts';
 import { csrfField, formatTime, statusBadge } from '../layout.ts';
 import { authed, flash, redirectTo, sendError, sendPage } from '../context.ts';
 import type { UiBackend } from '../backend.ts';
-import { TASK_STATUSES, type TaskAttempt, type TaskDetail, type TaskRow } from '../task-source.ts';
+import { TASK_STATUSES, isTaskStatus, normaliseStatus, type TaskAttempt, type TaskStatus, type RecordedRequest, type TaskDetail, type TaskRow } from '../../events/tasks.ts';
 import { pager, pageParams } from './paging.ts';
 
 const TASK_ID = /^[A-Za-z0-9_-]{1,64}$/;
 const QUEUE_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
 
-const STATUS_TITLES: Record<string, string> = {
+const STATUS_TITLES: Record<TaskStatus, string> = {
   queued: 'Queued',
   scheduled: 'Scheduled',
   sent: 'Sent',
@@ -30,16 +30,20 @@ function kv(rows: [string, SafeHtml | string | number | null | undefined][]): Sa
   return html`<table class="kv">${rows.map(([k, v]) => html`<tr><th>${k}</th><td>${v === null || v === undefined || v === '' ? '—' : v}</td></tr>`)}</table>`;
 }
 
+function requestText(req: RecordedRequest): string {
+  return `${req.method} ${req.url}\n${Object.entries(req.headers).map(([k, v]) => `${k}: ${v}`).join('\n')}\n\n${req.body}`;
+}
+
 function attemptBlock(a: TaskAttempt): SafeHtml {
-  const req = a.request;
-  const headerText = req?.headers ? Object.entries(req.headers).map(([k, v]) => `${k}: ${v}`).join('\n') : '';
+  // Badged with the task statuses' words, so an attempt reads like the task it belongs to.
+  const outcome = a.outcome === 'success' ? 'successful' : 'failed';
   return html`<div class="attempt" data-testid="attempt" data-attempt="${a.number}">
-<h3>Attempt ${a.number} ${a.outcome ? statusBadge(a.outcome) : ''}</h3>
+<h3>Attempt ${a.number} ${statusBadge(outcome)}</h3>
 ${kv([
     ['Started', formatTime(a.startedAt)],
-    ['Duration', a.durationMs === null || a.durationMs === undefined ? null : `${a.durationMs} ms`],
-    ['Response status', a.responseStatus === null || a.responseStatus === undefined ? null : String(a.responseStatus)],
-    ['Request', req ? html`<pre data-testid="attempt-request">${req.method} ${req.url}\n${headerText}\n\n${req.body ?? ''}</pre>` : null],
+    ['Duration', `${Math.round(a.durationMs * 10) / 10} ms`],
+    ['Response status', a.responseStatus === null ? null : String(a.responseStatus)],
+    ['Request', html`<pre data-testid="attempt-request">${requestText(a.request)}</pre>`],
     ['Response body', a.responseBody ? html`<pre data-testid="attempt-response">${a.responseBody}</pre>` : null],
     ['Error', a.error ? html`<pre class="error-log" data-testid="attempt-error">${a.error}</pre>` : null],
   ])}
@@ -48,6 +52,7 @@ ${kv([
 
 function taskDetail(t: TaskDetail, csrf: string, isAdmin: boolean): SafeHtml {
   const args = t.arguments;
+  const rendered = t.attempts.at(-1)?.request;
   const id = urlPart(t.id);
   const button = (action: string, label: string, cls = '') =>
     html`<form method="post" action="/ui/background-tasks/${id}/${action}" class="inline">${csrfField(csrf)}<button type="submit" class="${cls}" data-testid="task-${action}">${label}</button></form>`;
@@ -78,7 +83,7 @@ ${kv([
     ['Timestamp', args.timestamp === undefined ? null : String(args.timestamp)],
   ])}
 <details><summary>Event context (data and snapshots)</summary><pre data-testid="task-arguments">${prettyJson(args)}</pre></details>
-${t.renderedRequest ? html`<h2>Rendered request <span class="muted">(last attempt, secrets masked)</span></h2><pre data-testid="rendered-request">${t.renderedRequest.method} ${t.renderedRequest.url}\n${Object.entries(t.renderedRequest.headers ?? {}).map(([k, v]) => `${k}: ${v}`).join('\n')}\n\n${t.renderedRequest.body ?? ''}</pre>` : ''}
+${rendered ? html`<h2>Rendered request <span class="muted">(last attempt, secrets masked)</span></h2><pre data-testid="rendered-request">${requestText(rendered)}</pre>` : ''}
 <h2>Error log</h2>
 ${t.errorLog ? html`<pre class="error-log" data-testid="error-log">${t.errorLog}</pre>` : html`<p class="muted" data-testid="error-log-empty">No errors.</p>`}
 <h2>Attempts</h2>
@@ -108,9 +113,9 @@ export function registerTaskRoutes(app: FastifyInstance, backend: UiBackend): vo
   app.get('/background-queues/:queue/:status/', async (req, reply) => {
     const { queue, status } = req.params as { queue: string; status: string };
     if (!QUEUE_NAME.test(queue)) return sendError(req, reply, 404, 'Not found', 'No such queue.');
-    if (!(TASK_STATUSES as readonly string[]).includes(status)) {
+    if (!isTaskStatus(status)) {
       // NetBox's (RQ's) names for the same lists lead to ours.
-      const known = status.length <= 20 ? backend.tasks.normaliseStatus(status) : null;
+      const known = status.length <= 20 ? normaliseStatus(status) : null;
       if (known) return reply.redirect(`/ui/background-queues/${urlPart(queue)}/${known}/`);
       return sendError(req, reply, 404, 'Not found', 'No such task status.');
     }
