@@ -4,9 +4,9 @@ import { csrfField, formatTime, statusBadge } from '../layout.ts';
 import { authed, flash, parseId, redirectTo, sendError, sendPage } from '../context.ts';
 import { checkbox, errorList, formCheckbox, formString, select, splitApiErrors, textArea, textInput, type FieldErrors, type FormBody } from '../forms.ts';
 import type { UiBackend } from '../backend.ts';
+import { HTTP_METHODS } from '../../events/webhooks.ts';
 import { pager, pageParams } from './paging.ts';
 
-const HTTP_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
 const FIELDS = ['name', 'description', 'payload_url', 'http_method', 'http_content_type', 'additional_headers', 'body_template', 'secret', 'ssl_verification', 'ca_file_path', 'timeout', 'max_retries'] as const;
 
 interface WebhookForm {
