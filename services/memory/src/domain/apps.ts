@@ -1,6 +1,6 @@
 import type { Ctx } from './context.ts';
-import { conflict, D, notFound } from './errors.ts';
-import { formatTimestamp, isUniqueViolation, newId, nextSeq, readJson, type Meta } from './values.ts';
+import { conflictOnUnique, D, notFound } from './errors.ts';
+import { formatTimestamp, newId, nextSeq, readJson, type Meta } from './values.ts';
 
 export function appToJson(r: any) {
   const m = readJson(r.metadata);
@@ -10,12 +10,7 @@ export function appToJson(r: any) {
 export async function createApp(ctx: Ctx, input: { name: string; metadata?: Meta | null }) {
   const { db, dialect: d } = ctx.storage;
   const row = { id: newId(), name: input.name, metadata: d.json(input.metadata ?? {}), created_at: d.timestamp(new Date()), seq: nextSeq() };
-  try {
-    await db.insertInto('apps').values(row).execute();
-  } catch (err) {
-    if (isUniqueViolation(err)) throw conflict(D.appExists);
-    throw err;
-  }
+  await conflictOnUnique(D.appExists, () => db.insertInto('apps').values(row).execute());
   return appToJson(row);
 }
 
@@ -50,13 +45,8 @@ export async function updateApp(ctx: Ctx, id: string, input: { name?: string | n
   if (input.name !== undefined && input.name !== null) set.name = input.name;
   if (input.metadata !== undefined && input.metadata !== null) set.metadata = d.json(input.metadata);
   if (Object.keys(set).length) {
-    try {
-      const r = await db.updateTable('apps').set(set).where('id', '=', id).executeTakeFirst();
-      if (Number(r.numUpdatedRows) === 0) throw notFound(D.app);
-    } catch (err) {
-      if (isUniqueViolation(err)) throw conflict(D.appExists);
-      throw err;
-    }
+    const r = await conflictOnUnique(D.appExists, () => db.updateTable('apps').set(set).where('id', '=', id).executeTakeFirst());
+    if (Number(r.numUpdatedRows) === 0) throw notFound(D.app);
   }
   return getApp(ctx, id);
 }

@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import { canonicalUuid } from '@svc/kernel';
 import type { Ctx } from './context.ts';
-import { conflict, D, notFound } from './errors.ts';
+import { conflict, conflictOnUnique, D, notFound } from './errors.ts';
 import { listPage, pageOf, type Paging } from './paging.ts';
 import { userInApp } from './users.ts';
 import { formatTimestamp, isForeignKeyViolation, isUniqueViolation, newId, nextSeq, readJson, type Meta } from './values.ts';
@@ -71,12 +71,7 @@ export async function updateCollection(ctx: Ctx, appId: string, userId: string, 
   if (!r) throw conflict(D.collectionExists);
   const set: Record<string, unknown> = { name: input.name };
   if (input.metadata !== undefined && input.metadata !== null) set.metadata = d.json(input.metadata);
-  try {
-    await db.updateTable('collections').set(set).where('id', '=', collectionId).execute();
-  } catch (err) {
-    if (isUniqueViolation(err)) throw conflict(D.collectionExists);
-    throw err;
-  }
+  await conflictOnUnique(D.collectionExists, () => db.updateTable('collections').set(set).where('id', '=', collectionId).execute());
   return collectionToJson({ ...r, ...set, metadata: input.metadata ?? r.metadata });
 }
 

@@ -1,8 +1,8 @@
 import { canonicalUuid } from '@svc/kernel';
 import type { Ctx } from './context.ts';
-import { conflict, D, notFound } from './errors.ts';
+import { conflictOnUnique, D, notFound } from './errors.ts';
 import { listPage, type Paging } from './paging.ts';
-import { formatTimestamp, isUniqueViolation, newId, nextSeq, readJson, type Meta } from './values.ts';
+import { formatTimestamp, newId, nextSeq, readJson, type Meta } from './values.ts';
 
 /** The reference's User has no `name` (added in v0.0.8); we send it as a harmless extra. */
 export function userToJson(r: any) {
@@ -18,12 +18,7 @@ export async function createUser(ctx: Ctx, appId: string, input: { name: string;
   const { db, dialect: d } = ctx.storage;
   if (!(await appExists(ctx, appId))) throw notFound(D.app);
   const row = { id: newId(), app_id: appId, name: input.name, metadata: d.json(input.metadata ?? {}), created_at: d.timestamp(new Date()), seq: nextSeq() };
-  try {
-    await db.insertInto('users').values(row).execute();
-  } catch (err) {
-    if (isUniqueViolation(err)) throw conflict(D.userExists);
-    throw err;
-  }
+  await conflictOnUnique(D.userExists, () => db.insertInto('users').values(row).execute());
   return userToJson(row);
 }
 
@@ -65,13 +60,10 @@ export async function updateUser(ctx: Ctx, appId: string, userId: string, input:
   if (input.name !== undefined && input.name !== null) set.name = input.name;
   if (input.metadata !== undefined && input.metadata !== null) set.metadata = d.json(input.metadata);
   if (Object.keys(set).length) {
-    try {
-      const r = await db.updateTable('users').set(set).where('id', '=', userId).where('app_id', '=', appId).executeTakeFirst();
-      if (Number(r.numUpdatedRows) === 0) throw notFound(D.user);
-    } catch (err) {
-      if (isUniqueViolation(err)) throw conflict(D.userExists);
-      throw err;
-    }
+    const r = await conflictOnUnique(D.userExists, () =>
+      db.updateTable('users').set(set).where('id', '=', userId).where('app_id', '=', appId).executeTakeFirst(),
+    );
+    if (Number(r.numUpdatedRows) === 0) throw notFound(D.user);
   }
   return getUser(ctx, appId, userId);
 }
