@@ -3,7 +3,7 @@ import { canonicalUuid } from '@svc/kernel';
 import type { Ctx } from './context.ts';
 import { conflict, conflictOnUnique, D, notFound } from './errors.ts';
 import { listPage, pageOf, type Paging } from './paging.ts';
-import { userInApp } from './users.ts';
+import { userInApp, userOwnedRows } from './users.ts';
 import { formatTimestamp, isForeignKeyViolation, isUniqueViolation, newId, nextSeq, readJson, type Meta } from './values.ts';
 
 /** The deriver's collection of facts about the user; clients may not create or take the name. */
@@ -16,14 +16,7 @@ export function collectionToJson(r: any) {
 
 /** The collection row when it belongs to the user of the app, else undefined. */
 export async function findCollection(db: Kysely<any>, appId: string, userId: string, collectionId: string): Promise<any | undefined> {
-  return db
-    .selectFrom('collections')
-    .innerJoin('users', 'users.id', 'collections.user_id')
-    .selectAll('collections')
-    .where('collections.id', '=', collectionId)
-    .where('collections.user_id', '=', userId)
-    .where('users.app_id', '=', appId)
-    .executeTakeFirst();
+  return userOwnedRows(db, 'collections', appId, userId).where('collections.id', '=', collectionId).executeTakeFirst();
 }
 
 export async function listCollections(ctx: Ctx, appId: string, userId: string, p: Paging) {
@@ -49,14 +42,7 @@ export async function createCollection(ctx: Ctx, appId: string, userId: string, 
 /** By name; a UUID-shaped name that is no collection's name also finds the collection with that id. */
 export async function getCollectionByName(ctx: Ctx, appId: string, userId: string, name: string) {
   const db = ctx.storage.db;
-  let r = await db
-    .selectFrom('collections')
-    .innerJoin('users', 'users.id', 'collections.user_id')
-    .selectAll('collections')
-    .where('collections.name', '=', name)
-    .where('collections.user_id', '=', userId)
-    .where('users.app_id', '=', appId)
-    .executeTakeFirst();
+  let r = await userOwnedRows(db, 'collections', appId, userId).where('collections.name', '=', name).executeTakeFirst();
   const id = r ? undefined : canonicalUuid(name);
   if (id) r = await findCollection(db, appId, userId, id);
   if (!r) throw notFound(D.collection);

@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import type { Ctx } from './context.ts';
 import { badRequest, D, notFound } from './errors.ts';
 import { listPage, pageOf, type Paging } from './paging.ts';
-import { userInApp } from './users.ts';
+import { userInApp, userOwnedRows } from './users.ts';
 import { formatTimestamp, newId, nextSeq, readBool, readJson, type Meta } from './values.ts';
 
 export function sessionToJson(r: any) {
@@ -20,14 +20,7 @@ export function sessionToJson(r: any) {
 
 /** The session row when it belongs to the user of the app, else undefined. */
 export async function findSession(db: Kysely<any>, appId: string, userId: string, sessionId: string): Promise<any | undefined> {
-  return db
-    .selectFrom('sessions')
-    .innerJoin('users', 'users.id', 'sessions.user_id')
-    .selectAll('sessions')
-    .where('sessions.id', '=', sessionId)
-    .where('sessions.user_id', '=', userId)
-    .where('users.app_id', '=', appId)
-    .executeTakeFirst();
+  return userOwnedRows(db, 'sessions', appId, userId).where('sessions.id', '=', sessionId).executeTakeFirst();
 }
 
 export async function requireSession(db: Kysely<any>, appId: string, userId: string, sessionId: string): Promise<any> {

@@ -1,3 +1,4 @@
+import type { Kysely } from 'kysely';
 import { canonicalUuid } from '@svc/kernel';
 import type { Ctx } from './context.ts';
 import { conflictOnUnique, D, notFound } from './errors.ts';
@@ -71,4 +72,14 @@ export async function updateUser(ctx: Ctx, appId: string, userId: string, input:
 /** Whether `userId` is a user of `appId` (every lookup below a user is scoped through this). */
 export async function userInApp(ctx: Ctx, appId: string, userId: string): Promise<boolean> {
   return !!(await ctx.storage.db.selectFrom('users').select('id').where('id', '=', userId).where('app_id', '=', appId).executeTakeFirst());
+}
+
+/** The rows of `table` (which has a user_id) that belong to the user of the app; callers narrow it to one row. */
+export function userOwnedRows(db: Kysely<any>, table: 'sessions' | 'collections', appId: string, userId: string) {
+  return db
+    .selectFrom(table)
+    .innerJoin('users', 'users.id', `${table}.user_id`)
+    .selectAll(table)
+    .where(`${table}.user_id`, '=', userId)
+    .where('users.app_id', '=', appId);
 }
