@@ -12,6 +12,7 @@ import type { InventoryDeps } from './deps.ts';
 import { coreMigrations } from './migrations.ts';
 import { coreRoutes } from './routes/index.ts';
 import { deliveryTasks, eventMigrations, eventRoutes } from './events/index.ts';
+import { quiesceWorker } from './events/registry.ts';
 import { uiRoutes } from './ui/index.ts';
 
 const VERSION = '0.1.0';
@@ -80,6 +81,7 @@ export async function buildApp(cfg: ServiceConfig, opts: BuildOptions = {}): Pro
     await app.register(uiRoutes as any, deps);
 
     app.addHook('onClose', async () => {
+      await quiesceWorker(deps);
       await deps.queue.stop();
       await storage.close();
     });

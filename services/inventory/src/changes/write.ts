@@ -4,6 +4,7 @@ import type { SqlDialect } from '@svc/storage';
 import type { Principal } from '../auth/index.ts';
 import type { InventoryDeps } from '../deps.ts';
 import { enqueueObjectEvents } from '../events/index.ts';
+import { wakeDelivery } from '../events/registry.ts';
 import { coalesce, type RecordedChange } from './coalesce.ts';
 import { writeChangelog } from './changelog.ts';
 import { pythonIsoNow } from './time.ts';
@@ -43,7 +44,7 @@ export async function runWrite<T>(sink: ChangeSink, req: FastifyRequest, princip
     await flushChanges(sink, w);
     return out;
   });
-  sink.deps.queue.wake();
+  wakeDelivery(sink.deps);
   return result;
 }
 

@@ -92,6 +92,10 @@ export class DeliveryWorker {
   #inFlight = new Map<number, AbortController>();
   #staleCheckAt = 0;
   #staleFound = false;
+  #draining: Promise<number> | undefined;
+  #again = false;
+  #loops = 0;
+  #closed = false;
 
   constructor(
     private readonly deps: InventoryDeps,
@@ -116,22 +120,62 @@ export class DeliveryWorker {
    * network and the database do not wait for each other. If the process
    * dies, at most one chunk per loop was sent without being recorded (and is
    * sent again, same webhook-id); claimed rows not yet sent are sent later.
+   *
+   * One drain runs per process at a time: a call while one runs joins it and
+   * makes its loops claim once more before they stop, so new work is picked
+   * up without a second set of loops competing for the same connection.
    */
-  async drain(): Promise<number> {
-    const loop = async () => {
-      let total = 0;
-      let pending: AttemptRecord[] = [];
+  drain(): Promise<number> {
+    if (this.#draining) {
+      this.#again = true;
+      return this.#draining;
+    }
+    this.#again = false;
+    this.#loops = 2;
+    const p = Promise.all([this.#loop(), this.#loop()]).then(([a, b]) => a + b);
+    this.#draining = p;
+    return p;
+  }
+
+  /**
+   * Starts (or extends) a drain right after a write committed, without the
+   * queue's job round trip (claim and delete: two more commits before the
+   * first send). The committed queue job remains the durable trigger: if this
+   * drain fails or the process dies, the job drains later.
+   */
+  kick(): void {
+    if (this.#closed) return;
+    this.drain().catch((err) => this.deps.log.warn({ err }, 'delivery drain failed; the queued job retries it'));
+  }
+
+  /** No more kicks; resolves once the running drain (if any) has finished. */
+  async quiesce(): Promise<void> {
+    this.#closed = true;
+    await this.#draining?.catch(() => {});
+  }
+
+  async #loop(): Promise<number> {
+    let total = 0;
+    let pending: AttemptRecord[] = [];
+    try {
       for (;;) {
         const batch = await this.#claim(pending);
         pending = [];
-        if (batch.length === 0) return total;
+        if (batch.length === 0) {
+          // Decided synchronously with the flag check, so a join after this starts a fresh drain instead of being missed.
+          if (this.#again) {
+            this.#again = false;
+            continue;
+          }
+          return total;
+        }
         total += batch.length;
         const webhooks = await this.#webhooks(batch);
         pending = await Promise.all(batch.map((d) => this.#attempt(d, webhooks.get(d.webhook_id ?? -1))));
       }
-    };
-    const counts = await Promise.all([loop(), loop()]);
-    return counts[0]! + counts[1]!;
+    } finally {
+      if (--this.#loops === 0) this.#draining = undefined;
+    }
   }
 
   /** Claimers on this host whose process is gone: their claims are released at once instead of after the lease. */

@@ -18,7 +18,25 @@ export function ensureWorker(deps: InventoryDeps): DeliveryWorker {
   return w;
 }
 
-export function closeWorker(deps: InventoryDeps): void {
-  workers.get(deps)?.close();
+export async function closeWorker(deps: InventoryDeps): Promise<void> {
+  const w = workers.get(deps);
+  if (!w) return;
+  await w.quiesce();
+  w.close();
   workers.delete(deps);
+}
+
+/**
+ * After a commit that queued deliveries: with in-process workers, drain at
+ * once; otherwise (or before the worker exists) the queue's wake-up.
+ */
+export function wakeDelivery(deps: InventoryDeps): void {
+  const w = deps.config.runWorkers ? workers.get(deps) : undefined;
+  if (w) w.kick();
+  else deps.queue.wake();
+}
+
+/** Stops kicked drains and waits for the running one (before the queue stops and storage closes). */
+export async function quiesceWorker(deps: InventoryDeps): Promise<void> {
+  await workers.get(deps)?.quiesce();
 }
