@@ -1,4 +1,5 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Kysely } from 'kysely';
 import { requireAdmin, requireRead } from '../auth/index.ts';
 import type { InventoryDeps } from '../deps.ts';
 import { bulk, bulkId, noContent, notFound, pageParams, paginated, pathId, queryIds, queryList, withValidation } from '../events/rest.ts';
@@ -12,6 +13,27 @@ export async function eventRuleRoutes(app: FastifyInstance, deps: InventoryDeps)
   const d = deps.storage.dialect;
   const NAME = 'EventRule';
   const snap = (r: EventRuleRow) => ({ id: r.id, name: r.name, snap: ruleSnapshot(r) });
+  const create = async (trx: Kysely<any>, req: FastifyRequest, body: unknown) => {
+    const r = await createRule(trx, d, await validateRule(trx, body, undefined, false));
+    await logChange(trx, d, req, 'create', 'eventrule', null, snap(r));
+    return r;
+  };
+  const update = async (trx: Kysely<any>, req: FastifyRequest, current: EventRuleRow, body: unknown, partial: boolean) => {
+    const r = await updateRule(trx, d, current.id, await validateRule(trx, body, current, partial));
+    await logChange(trx, d, req, 'update', 'eventrule', snap(current), snap(r));
+    return r;
+  };
+  const remove = async (trx: Kysely<any>, req: FastifyRequest, current: EventRuleRow) => {
+    await trx.deleteFrom('extras_eventrule').where('id', '=', current.id).execute();
+    await logChange(trx, d, req, 'delete', 'eventrule', snap(current), null);
+  };
+  /** The rule a bulk item's id names; a missing one is that item's validation error. */
+  const bulkTarget = async (trx: Kysely<any>, item: Record<string, unknown>) => {
+    const id = bulkId(item);
+    const current = await getRule(trx, d, id);
+    if (!current) throw new ValidationFailed({ id: [`Event rule with id ${id} does not exist.`] });
+    return current;
+  };
 
   async function withWebhooks(rules: EventRuleRow[]) {
     const ids = [...new Set(rules.map((r) => r.action_object_id).filter((x): x is number => x !== null))];
@@ -47,20 +69,10 @@ export async function eventRuleRoutes(app: FastifyInstance, deps: InventoryDeps)
 
   app.post('/api/extras/event-rules/', { preHandler: requireAdmin }, async (req, reply) => {
     if (Array.isArray(req.body)) {
-      const rows = await db.transaction().execute((trx) => bulk(req.body, async (item) => {
-          const r = await createRule(trx, d, await validateRule(trx, item, undefined, false));
-          await logChange(trx, d, req, 'create', 'eventrule', null, snap(r));
-          return r;
-        }));
+      const rows = await db.transaction().execute((trx) => bulk(req.body, (item) => create(trx, req, item)));
       return reply.code(201).send(await withWebhooks(rows));
     }
-    const r = await withValidation(() =>
-      db.transaction().execute(async (trx) => {
-        const r = await createRule(trx, d, await validateRule(trx, req.body, undefined, false));
-        await logChange(trx, d, req, 'create', 'eventrule', null, snap(r));
-        return r;
-      }),
-    );
+    const r = await withValidation(() => db.transaction().execute((trx) => create(trx, req, req.body)));
     return reply.code(201).send((await withWebhooks([r]))[0]);
   });
 
@@ -73,13 +85,9 @@ export async function eventRuleRoutes(app: FastifyInstance, deps: InventoryDeps)
       handler: async (req) => {
         const rows = await db.transaction().execute((trx) =>
           bulk(req.body, async (item) => {
-            const id = bulkId(item);
-            const current = await getRule(trx, d, id);
-            if (!current) throw new ValidationFailed({ id: [`Event rule with id ${id} does not exist.`] });
+            const current = await bulkTarget(trx, item);
             const { id: _id, ...fields } = item;
-            const r = await updateRule(trx, d, id, await validateRule(trx, fields, current, method === 'PATCH'));
-            await logChange(trx, d, req, 'update', 'eventrule', snap(current), snap(r));
-            return r;
+            return update(trx, req, current, fields, method === 'PATCH');
           }),
         );
         return withWebhooks(rows);
@@ -87,15 +95,7 @@ export async function eventRuleRoutes(app: FastifyInstance, deps: InventoryDeps)
     });
   }
   app.delete('/api/extras/event-rules/', { preHandler: requireAdmin }, async (req, reply) => {
-    await db.transaction().execute((trx) =>
-      bulk(req.body, async (item) => {
-        const id = bulkId(item);
-        const current = await getRule(trx, d, id);
-        if (!current) throw new ValidationFailed({ id: [`Event rule with id ${id} does not exist.`] });
-        await trx.deleteFrom('extras_eventrule').where('id', '=', id).execute();
-        await logChange(trx, d, req, 'delete', 'eventrule', snap(current), null);
-      }),
-    );
+    await db.transaction().execute((trx) => bulk(req.body, async (item) => remove(trx, req, await bulkTarget(trx, item))));
     return noContent(reply);
   });
 
@@ -108,13 +108,7 @@ export async function eventRuleRoutes(app: FastifyInstance, deps: InventoryDeps)
         const id = pathId(req, NAME);
         const current = await getRule(db, d, id);
         if (!current) throw notFound(NAME);
-        const r = await withValidation(() =>
-          db.transaction().execute(async (trx) => {
-            const r = await updateRule(trx, d, id, await validateRule(trx, req.body, current, method === 'PATCH'));
-            await logChange(trx, d, req, 'update', 'eventrule', snap(current), snap(r));
-            return r;
-          }),
-        );
+        const r = await withValidation(() => db.transaction().execute((trx) => update(trx, req, current, req.body, method === 'PATCH')));
         return (await withWebhooks([r]))[0];
       },
     });
@@ -124,10 +118,7 @@ export async function eventRuleRoutes(app: FastifyInstance, deps: InventoryDeps)
     const id = pathId(req, NAME);
     const current = await getRule(db, d, id);
     if (!current) throw notFound(NAME);
-    await db.transaction().execute(async (trx) => {
-      await trx.deleteFrom('extras_eventrule').where('id', '=', id).execute();
-      await logChange(trx, d, req, 'delete', 'eventrule', snap(current), null);
-    });
+    await db.transaction().execute((trx) => remove(trx, req, current));
     return noContent(reply);
   });
 }

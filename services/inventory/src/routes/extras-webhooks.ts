@@ -25,6 +25,23 @@ export async function webhookRoutes(app: FastifyInstance, deps: InventoryDeps): 
     await deleteWebhook(trx, current.id);
     await logChange(trx, d, req, 'delete', 'webhook', snap(current), null);
   };
+  const create = async (trx: Kysely<any>, req: FastifyRequest, body: unknown) => {
+    const w = await createWebhook(trx, d, validateWebhook(body, undefined, false, engine()));
+    await logChange(trx, d, req, 'create', 'webhook', null, snap(w));
+    return w;
+  };
+  const update = async (trx: Kysely<any>, req: FastifyRequest, current: WebhookRow, body: unknown, partial: boolean) => {
+    const w = await updateWebhook(trx, d, current.id, validateWebhook(body, current, partial, engine()));
+    await logChange(trx, d, req, 'update', 'webhook', snap(current), snap(w));
+    return w;
+  };
+  /** The webhook a bulk item's id names; a missing one is that item's validation error. */
+  const bulkTarget = async (trx: Kysely<any>, item: Record<string, unknown>) => {
+    const id = bulkId(item);
+    const current = await getWebhook(trx, d, id);
+    if (!current) throw new ValidationFailed({ id: [`Webhook with id ${id} does not exist.`] });
+    return current;
+  };
 
   app.get('/api/extras/webhooks/', { preHandler: requireRead }, async (req) => {
     const page = pageParams(req);
@@ -41,20 +58,10 @@ export async function webhookRoutes(app: FastifyInstance, deps: InventoryDeps): 
 
   app.post('/api/extras/webhooks/', { preHandler: requireAdmin }, async (req, reply) => {
     if (Array.isArray(req.body)) {
-      const rows = await db.transaction().execute((trx) => bulk(req.body, async (item) => {
-          const w = await createWebhook(trx, d, validateWebhook(item, undefined, false, engine()));
-          await logChange(trx, d, req, 'create', 'webhook', null, snap(w));
-          return w;
-        }));
+      const rows = await db.transaction().execute((trx) => bulk(req.body, (item) => create(trx, req, item)));
       return reply.code(201).send(rows.map(serializeWebhook));
     }
-    const w = await withValidation(() =>
-      db.transaction().execute(async (trx) => {
-        const w = await createWebhook(trx, d, validateWebhook(req.body, undefined, false, engine()));
-        await logChange(trx, d, req, 'create', 'webhook', null, snap(w));
-        return w;
-      }),
-    );
+    const w = await withValidation(() => db.transaction().execute((trx) => create(trx, req, req.body)));
     return reply.code(201).send(serializeWebhook(w));
   });
 
@@ -67,13 +74,9 @@ export async function webhookRoutes(app: FastifyInstance, deps: InventoryDeps): 
       handler: async (req) => {
         const rows = await db.transaction().execute((trx) =>
           bulk(req.body, async (item) => {
-            const id = bulkId(item);
-            const current = await getWebhook(trx, d, id);
-            if (!current) throw new ValidationFailed({ id: [`Webhook with id ${id} does not exist.`] });
+            const current = await bulkTarget(trx, item);
             const { id: _id, ...fields } = item;
-            const w = await updateWebhook(trx, d, id, validateWebhook(fields, current, method === 'PATCH', engine()));
-            await logChange(trx, d, req, 'update', 'webhook', snap(current), snap(w));
-            return w;
+            return update(trx, req, current, fields, method === 'PATCH');
           }),
         );
         return rows.map(serializeWebhook);
@@ -81,14 +84,7 @@ export async function webhookRoutes(app: FastifyInstance, deps: InventoryDeps): 
     });
   }
   app.delete('/api/extras/webhooks/', { preHandler: requireAdmin }, async (req, reply) => {
-    await db.transaction().execute((trx) =>
-      bulk(req.body, async (item) => {
-        const id = bulkId(item);
-        const current = await getWebhook(trx, d, id);
-        if (!current) throw new ValidationFailed({ id: [`Webhook with id ${id} does not exist.`] });
-        await remove(trx, req, current);
-      }),
-    );
+    await db.transaction().execute((trx) => bulk(req.body, async (item) => remove(trx, req, await bulkTarget(trx, item))));
     return noContent(reply);
   });
 
@@ -101,13 +97,7 @@ export async function webhookRoutes(app: FastifyInstance, deps: InventoryDeps): 
         const id = pathId(req, NAME);
         const current = await getWebhook(db, d, id);
         if (!current) throw notFound(NAME);
-        const w = await withValidation(() =>
-          db.transaction().execute(async (trx) => {
-            const w = await updateWebhook(trx, d, id, validateWebhook(req.body, current, method === 'PATCH', engine()));
-            await logChange(trx, d, req, 'update', 'webhook', snap(current), snap(w));
-            return w;
-          }),
-        );
+        const w = await withValidation(() => db.transaction().execute((trx) => update(trx, req, current, req.body, method === 'PATCH')));
         return serializeWebhook(w);
       },
     });
