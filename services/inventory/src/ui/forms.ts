@@ -1,4 +1,5 @@
 import { html, type SafeHtml } from './html.ts';
+import type { UiBackend } from './backend.ts';
 
 /** Field name → messages, as NetBox's REST API reports them (`{"field": ["message"]}`). */
 export type FieldErrors = Record<string, string[]>;
@@ -42,6 +43,26 @@ export function splitApiErrors(body: unknown, knownFields: readonly string[]): {
   }
   if (Object.keys(fields).length === 0 && general.length === 0) general.push('The request was rejected.');
   return { fields, general };
+}
+
+/**
+ * Sends a form that passed the page's own checks to the REST API. Answers the
+ * saved object, or the form's errors with the API's rejection merged in.
+ */
+export async function submitToApi(
+  backend: UiBackend,
+  token: string,
+  method: 'POST' | 'PATCH',
+  url: string,
+  checked: { payload: unknown; errors: FieldErrors },
+  knownFields: readonly string[],
+): Promise<{ saved?: any; errors: FieldErrors; general: string[] }> {
+  const { payload, errors } = checked;
+  if (Object.keys(errors).length > 0) return { errors, general: [] };
+  const r = await backend.api(token, method, url, payload);
+  if (r.status === 200 || (method === 'POST' && r.status === 201)) return { saved: r.body, errors, general: [] };
+  const split = splitApiErrors(r.body, knownFields);
+  return { errors: { ...errors, ...split.fields }, general: split.general };
 }
 
 function flattenMessages(value: unknown): string[] {

@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { html, prettyJson, urlPart, type SafeHtml } from '../html.ts';
 import { csrfField, formatTime } from '../layout.ts';
 import { authed, flash, parseId, redirectTo, sendError, sendPage } from '../context.ts';
-import { checkbox, checkboxGroup, errorList, formCheckbox, formList, formString, parseJsonField, select, splitApiErrors, textArea, textInput, type FieldErrors, type FormBody } from '../forms.ts';
+import { checkbox, checkboxGroup, errorList, formCheckbox, formList, formString, parseJsonField, select, splitApiErrors, submitToApi, textArea, textInput, type FieldErrors, type FormBody } from '../forms.ts';
 import type { UiBackend } from '../backend.ts';
 import { pager, pageParams } from './paging.ts';
 import { EVENT_OBJECT_TYPES, EVENT_TYPES } from '../../events/rules.ts';
@@ -172,17 +172,10 @@ ${pager('/ui/event-rules/', r.body.count ?? rows.length, limit, offset)}`;
     const { viewer, session, apiToken } = authed(req);
     if (!viewer.isAdmin) return sendError(req, reply, 403, 'Forbidden', 'Only administrators may create event rules.');
     const form = formFromBody((req.body ?? {}) as FormBody);
-    const { payload, errors } = payloadOf(form);
-    let general: string[] = [];
-    if (Object.keys(errors).length === 0) {
-      const r = await backend.api(apiToken, 'POST', '/api/extras/event-rules/', payload);
-      if (r.status === 201 || r.status === 200) {
-        flash(req, 'success', `Created event rule ${r.body.name}.`);
-        return redirectTo(reply, `/ui/event-rules/${urlPart(r.body.id)}/`);
-      }
-      const split = splitApiErrors(r.body, FIELDS);
-      Object.assign(errors, split.fields);
-      general = split.general;
+    const { saved, errors, general } = await submitToApi(backend, apiToken, 'POST', '/api/extras/event-rules/', payloadOf(form), FIELDS);
+    if (saved) {
+      flash(req, 'success', `Created event rule ${saved.name}.`);
+      return redirectTo(reply, `/ui/event-rules/${urlPart(saved.id)}/`);
     }
     const webhooks = await webhookOptions(apiToken);
     return sendPage(req, reply, { title: 'Add an event rule', section: 'event-rules', body: ruleForm({ action: '/ui/event-rules/add', csrf: session.csrfToken, form, errors, general, webhooks, editing: false, cancel: '/ui/event-rules/' }) }, 400);
@@ -224,17 +217,10 @@ ${row('Created', formatTime(rule.created))}${row('Last updated', formatTime(rule
     const rule = await load(req, reply, id);
     if (!rule) return reply;
     const form = formFromBody((req.body ?? {}) as FormBody);
-    const { payload, errors } = payloadOf(form);
-    let general: string[] = [];
-    if (Object.keys(errors).length === 0) {
-      const r = await backend.api(apiToken, 'PATCH', `/api/extras/event-rules/${id}/`, payload);
-      if (r.status === 200) {
-        flash(req, 'success', `Saved event rule ${r.body.name}.`);
-        return redirectTo(reply, `/ui/event-rules/${id}/`);
-      }
-      const split = splitApiErrors(r.body, FIELDS);
-      Object.assign(errors, split.fields);
-      general = split.general;
+    const { saved, errors, general } = await submitToApi(backend, apiToken, 'PATCH', `/api/extras/event-rules/${id}/`, payloadOf(form), FIELDS);
+    if (saved) {
+      flash(req, 'success', `Saved event rule ${saved.name}.`);
+      return redirectTo(reply, `/ui/event-rules/${id}/`);
     }
     const webhooks = await webhookOptions(apiToken);
     return sendPage(req, reply, { title: `Edit event rule ${rule.name}`, section: 'event-rules', body: ruleForm({ action: `/ui/event-rules/${id}/edit`, csrf: session.csrfToken, form, errors, general, webhooks, editing: true, cancel: `/ui/event-rules/${id}/` }) }, 400);

@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { html, urlPart, type SafeHtml } from '../html.ts';
 import { csrfField, formatTime, statusBadge } from '../layout.ts';
 import { authed, flash, parseId, redirectTo, sendError, sendPage } from '../context.ts';
-import { checkbox, errorList, formCheckbox, formString, select, splitApiErrors, textArea, textInput, type FieldErrors, type FormBody } from '../forms.ts';
+import { checkbox, errorList, formCheckbox, formString, select, splitApiErrors, submitToApi, textArea, textInput, type FieldErrors, type FormBody } from '../forms.ts';
 import type { UiBackend } from '../backend.ts';
 import { HTTP_METHODS } from '../../events/webhooks.ts';
 import { pager, pageParams } from './paging.ts';
@@ -180,17 +180,10 @@ ${pager('/ui/webhooks/', r.body.count ?? rows.length, limit, offset)}`;
     const { viewer, session, apiToken } = authed(req);
     if (!viewer.isAdmin) return sendError(req, reply, 403, 'Forbidden', 'Only administrators may create webhooks.');
     const form = formFromBody((req.body ?? {}) as FormBody);
-    const { payload, errors } = payloadOf(form, false);
-    let general: string[] = [];
-    if (Object.keys(errors).length === 0) {
-      const r = await backend.api(apiToken, 'POST', '/api/extras/webhooks/', payload);
-      if (r.status === 201 || r.status === 200) {
-        flash(req, 'success', `Created webhook ${r.body.name}.`);
-        return redirectTo(reply, `/ui/webhooks/${urlPart(r.body.id)}/`);
-      }
-      const split = splitApiErrors(r.body, FIELDS);
-      Object.assign(errors, split.fields);
-      general = split.general;
+    const { saved, errors, general } = await submitToApi(backend, apiToken, 'POST', '/api/extras/webhooks/', payloadOf(form, false), FIELDS);
+    if (saved) {
+      flash(req, 'success', `Created webhook ${saved.name}.`);
+      return redirectTo(reply, `/ui/webhooks/${urlPart(saved.id)}/`);
     }
     return sendPage(req, reply, { title: 'Add a webhook', section: 'webhooks', body: webhookForm({ action: '/ui/webhooks/add', csrf: session.csrfToken, form, errors, general, editing: false, hasSecret: false, cancel: '/ui/webhooks/' }) }, 400);
   });
@@ -230,17 +223,10 @@ ${row('Created', formatTime(w.created))}${row('Last updated', formatTime(w.last_
     const w = await load(req, reply, id);
     if (!w) return reply;
     const form = formFromBody((req.body ?? {}) as FormBody);
-    const { payload, errors } = payloadOf(form, true);
-    let general: string[] = [];
-    if (Object.keys(errors).length === 0) {
-      const r = await backend.api(apiToken, 'PATCH', `/api/extras/webhooks/${id}/`, payload);
-      if (r.status === 200) {
-        flash(req, 'success', `Saved webhook ${r.body.name}.`);
-        return redirectTo(reply, `/ui/webhooks/${id}/`);
-      }
-      const split = splitApiErrors(r.body, FIELDS);
-      Object.assign(errors, split.fields);
-      general = split.general;
+    const { saved, errors, general } = await submitToApi(backend, apiToken, 'PATCH', `/api/extras/webhooks/${id}/`, payloadOf(form, true), FIELDS);
+    if (saved) {
+      flash(req, 'success', `Saved webhook ${saved.name}.`);
+      return redirectTo(reply, `/ui/webhooks/${id}/`);
     }
     return sendPage(req, reply, { title: `Edit webhook ${w.name}`, section: 'webhooks', body: webhookForm({ action: `/ui/webhooks/${id}/edit`, csrf: session.csrfToken, form, errors, general, editing: true, hasSecret: hasSecret(w), cancel: `/ui/webhooks/${id}/` }) }, 400);
   });
