@@ -12,6 +12,20 @@ import { createTemplateEngine, type TemplateEngine } from './templates.ts';
 import { readWebhook, type WebhookRow } from './webhooks.ts';
 
 const RECOVER_KEY = 'inventory.deliver:recover';
+/** Drain loops per process: two overlap network and database; joins add up to two more for work arriving mid-batch. */
+const MAX_LOOPS = 4;
+
+interface DrainRun {
+  promise: Promise<number>;
+  resolve(n: number): void;
+  reject(err: unknown): void;
+  total: number;
+  error: unknown;
+  /** Loops still claiming; started/ended settle the promise once every loop's result is in. */
+  loops: number;
+  started: number;
+  ended: number;
+}
 
 interface Claimed {
   id: number;
@@ -92,9 +106,8 @@ export class DeliveryWorker {
   #inFlight = new Map<number, AbortController>();
   #staleCheckAt = 0;
   #staleFound = false;
-  #draining: Promise<number> | undefined;
+  #run: DrainRun | undefined;
   #again = false;
-  #loops = 0;
   #closed = false;
 
   constructor(
@@ -121,20 +134,26 @@ export class DeliveryWorker {
    * dies, at most one chunk per loop was sent without being recorded (and is
    * sent again, same webhook-id); claimed rows not yet sent are sent later.
    *
-   * One drain runs per process at a time: a call while one runs joins it and
-   * makes its loops claim once more before they stop, so new work is picked
-   * up without a second set of loops competing for the same connection.
+   * One drain runs per process at a time: a call while one runs joins it,
+   * adding a loop (up to four) that claims the new work at once, or else
+   * making the running loops claim once more before they stop.
    */
   drain(): Promise<number> {
-    if (this.#draining) {
+    let run = this.#run;
+    if (!run) {
+      let resolve!: (n: number) => void;
+      let reject!: (e: unknown) => void;
+      const promise = new Promise<number>((res, rej) => ((resolve = res), (reject = rej)));
+      run = this.#run = { promise, resolve, reject, total: 0, error: undefined, loops: 0, started: 0, ended: 0 };
+      this.#again = false;
+      this.#startLoop(run);
+      this.#startLoop(run);
+    } else if (run.loops < MAX_LOOPS) {
+      this.#startLoop(run);
+    } else {
       this.#again = true;
-      return this.#draining;
     }
-    this.#again = false;
-    this.#loops = 2;
-    const p = Promise.all([this.#loop(), this.#loop()]).then(([a, b]) => a + b);
-    this.#draining = p;
-    return p;
+    return run.promise;
   }
 
   /**
@@ -151,30 +170,48 @@ export class DeliveryWorker {
   /** No more kicks; resolves once the running drain (if any) has finished. */
   async quiesce(): Promise<void> {
     this.#closed = true;
-    await this.#draining?.catch(() => {});
+    await this.#run?.promise.catch(() => {});
   }
 
-  async #loop(): Promise<number> {
+  #startLoop(run: DrainRun): void {
+    run.loops++;
+    run.started++;
+    this.#loop(run).then(
+      (n) => void (run.total += n),
+      (err) => void (run.error ??= err),
+    ).finally(() => {
+      if (++run.ended < run.started) return;
+      if (run.error !== undefined) run.reject(run.error);
+      else run.resolve(run.total);
+    });
+  }
+
+  async #loop(run: DrainRun): Promise<number> {
     let total = 0;
     let pending: AttemptRecord[] = [];
+    // A loop leaves the run in the same tick as it decides to stop, so a join after that starts a new run instead of being missed.
+    const leave = () => {
+      if (--run.loops === 0 && this.#run === run) this.#run = undefined;
+    };
     try {
       for (;;) {
         const batch = await this.#claim(pending);
         pending = [];
         if (batch.length === 0) {
-          // Decided synchronously with the flag check, so a join after this starts a fresh drain instead of being missed.
           if (this.#again) {
             this.#again = false;
             continue;
           }
+          leave();
           return total;
         }
         total += batch.length;
         const webhooks = await this.#webhooks(batch);
         pending = await Promise.all(batch.map((d) => this.#attempt(d, webhooks.get(d.webhook_id ?? -1))));
       }
-    } finally {
-      if (--this.#loops === 0) this.#draining = undefined;
+    } catch (err) {
+      leave();
+      throw err;
     }
   }
 
