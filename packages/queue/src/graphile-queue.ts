@@ -37,6 +37,7 @@ export class GraphileQueue implements JobQueue {
       run_at => ${opts.runAt ?? null}::timestamptz,
       max_attempts => ${opts.maxAttempts ?? 25}::int,
       job_key => ${opts.jobKey ?? null}::text,
+      queue_name => ${opts.queueName ?? null}::text,
       priority => ${opts.priority ?? 0}::int
     )`.execute(db);
   }

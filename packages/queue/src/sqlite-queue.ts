@@ -50,29 +50,34 @@ export class SqliteQueue implements JobQueue {
       attempts integer not null default 0,
       max_attempts integer not null default 25,
       job_key text unique,
+      queue_name text,
       locked_at integer,
       locked_by text,
       last_error text,
       created_at integer not null
     )`.execute(db);
+    // Files created before named queues existed get the column added.
+    const cols = await sql<{ name: string }>`select name from pragma_table_info('jobs')`.execute(db);
+    if (!cols.rows.some((c) => c.name === 'queue_name')) await sql`alter table jobs add column queue_name text`.execute(db);
     await sql`create index if not exists jobs_ready on jobs (priority, run_at) where attempts < max_attempts`.execute(db);
+    await sql`create index if not exists jobs_queue_name on jobs (queue_name, locked_at) where queue_name is not null`.execute(db);
   }
 
   async add(task: string, payload: unknown, opts: AddJobOptions = {}, executor?: Kysely<any>): Promise<void> {
     const db = executor ?? this.#storage.db;
     const now = Date.now();
     const runAt = opts.runAt ? opts.runAt.getTime() : now;
-    const values = [task, JSON.stringify(payload ?? null), opts.priority ?? 0, runAt, opts.maxAttempts ?? 25, opts.jobKey ?? null, now];
+    const values = [task, JSON.stringify(payload ?? null), opts.priority ?? 0, runAt, opts.maxAttempts ?? 25, opts.jobKey ?? null, opts.queueName ?? null, now];
     if (opts.jobKey) {
       // As graphile-worker: a running job gives up its key, so this add makes a new job instead of being lost.
       await sql`update jobs set job_key = null where job_key = ${opts.jobKey} and locked_at is not null`.execute(db);
-      await sql`insert into jobs (task, payload, priority, run_at, max_attempts, job_key, created_at)
+      await sql`insert into jobs (task, payload, priority, run_at, max_attempts, job_key, queue_name, created_at)
         values (${sql.join(values)})
         on conflict (job_key) do update set payload = excluded.payload, run_at = excluded.run_at,
           attempts = 0, max_attempts = excluded.max_attempts, last_error = null
         where jobs.locked_at is null`.execute(db);
     } else {
-      await sql`insert into jobs (task, payload, priority, run_at, max_attempts, job_key, created_at)
+      await sql`insert into jobs (task, payload, priority, run_at, max_attempts, job_key, queue_name, created_at)
         values (${sql.join(values)})`.execute(db);
     }
     if (!executor) this.wake();
@@ -138,10 +143,13 @@ export class SqliteQueue implements JobQueue {
         `update jobs set locked_at = ?, locked_by = ?, attempts = attempts + 1
          where id = (select id from jobs
                      where attempts < max_attempts and run_at <= ? and (locked_at is null or locked_at < ?)
+                       and (queue_name is null or not exists (
+                         select 1 from jobs running
+                         where running.queue_name = jobs.queue_name and running.id <> jobs.id and running.locked_at >= ?))
                      order by priority, run_at, id limit 1)
          returning id, task, payload, attempts, max_attempts`,
       )
-      .get(now, this.#workerId, now, now - LEASE_MS) as JobRow | undefined;
+      .get(now, this.#workerId, now, now - LEASE_MS, now - LEASE_MS) as JobRow | undefined;
   }
 
   #fill(): void {

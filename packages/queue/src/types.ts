@@ -15,6 +15,12 @@ export interface AddJobOptions {
   maxAttempts?: number;
   /** Jobs with the same key replace each other while pending. */
   jobKey?: string;
+  /**
+   * Jobs with the same queue name run one at a time, oldest first, across all
+   * worker processes (graphile-worker's named queues). For work whose outcome
+   * depends on the jobs before it.
+   */
+  queueName?: string;
   priority?: number;
 }
 

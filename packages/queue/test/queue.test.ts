@@ -11,12 +11,19 @@ forEachStorage('job queue', (kind) => {
   const cfg = testConfig('queue', kind);
   const seen: Array<{ n: number; attempt: number }> = [];
   let failOnce = true;
+  const events: string[] = [];
 
   before(async () => {
     storage = await openStorage({ databaseUrl: cfg.databaseUrl, dataDir: cfg.dataDir, sqliteFile: 'q.sqlite', pgSchema: cfg.pgSchema });
     queue = await createQueue(storage, {
       pollIntervalMs: 50,
+      concurrency: 4,
       tasks: {
+        serial: async (p: { n: number }) => {
+          events.push(`start ${p.n}`);
+          await new Promise((r) => setTimeout(r, 30));
+          events.push(`end ${p.n}`);
+        },
         record: async (p: { n: number }, ctx) => {
           seen.push({ n: p.n, attempt: ctx.attempt });
         },
@@ -77,5 +84,14 @@ forEachStorage('job queue', (kind) => {
     await queue.add('flaky', {}, { maxAttempts: 3 });
     await waitFor(() => seen.some((s) => s.n === -1), 15_000);
     assert.equal(seen.find((s) => s.n === -1)!.attempt, 2);
+  });
+
+  it('runs jobs of one named queue one at a time, in order', { timeout: 20_000 }, async () => {
+    await storage.db.transaction().execute(async (trx) => {
+      for (let n = 1; n <= 4; n++) await queue.add('serial', { n }, { queueName: 'user-1' }, trx);
+    });
+    queue.wake();
+    await waitFor(() => events.length === 8, 15_000);
+    assert.deepEqual(events, ['start 1', 'end 1', 'start 2', 'end 2', 'start 3', 'end 3', 'start 4', 'end 4']);
   });
 });

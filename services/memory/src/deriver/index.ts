@@ -24,11 +24,18 @@ export function derivationDisabled(sessionMetadata: unknown): boolean {
 export async function enqueueDerivation(
   trx: Kysely<any>,
   queue: JobQueue,
-  msg: { id: string; session_id: string; content: string; is_user: boolean },
+  msg: { id: string; session_id: string; user_id: string; content: string; is_user: boolean },
   sessionMetadata: Record<string, unknown>,
 ): Promise<void> {
   if (!msg.is_user || derivationDisabled(sessionMetadata)) return;
-  await queue.add(DERIVE_TASK, { message_id: msg.id, session_id: msg.session_id }, { jobKey: `derive:${msg.id}`, maxAttempts: 5 }, trx);
+  // One named queue per user: derivations run in message order across all worker
+  // processes, so deduplication always compares against the facts of earlier messages.
+  await queue.add(
+    DERIVE_TASK,
+    { message_id: msg.id, session_id: msg.session_id },
+    { jobKey: `derive:${msg.id}`, queueName: `derive:${msg.user_id}`, maxAttempts: 5 },
+    trx,
+  );
 }
 
 /** Serialises derivations per user inside this process, so two messages cannot both add the same fact. */

@@ -80,7 +80,7 @@ export async function createMessage(ctx: Ctx, appId: string, userId: string, ses
     if (!session) throw notFound(D.session);
     await trx.insertInto('messages').values(row).execute();
     if (input.is_user) {
-      await enqueueDerivation(trx, ctx.queue, { id: row.id, session_id: sessionId, content: input.content, is_user: true }, readJson(session.metadata));
+      await enqueueDerivation(trx, ctx.queue, { id: row.id, session_id: sessionId, user_id: userId, content: input.content, is_user: true }, readJson(session.metadata));
     }
   });
   if (input.is_user) ctx.queue.wake();
@@ -164,7 +164,7 @@ export async function createMessagesBatch(ctx: Ctx, appId: string, userId: strin
       for (let i = 0; i < rows.length; i += 500) await trx.insertInto('messages').values(rows.slice(i, i + 500)).execute();
       const meta = readJson(session.metadata);
       for (let i = 0; i < rows.length; i++) {
-        if (inputs[i]!.is_user) await enqueueDerivation(trx, ctx.queue, { id: rows[i]!.id, session_id: sessionId, content: inputs[i]!.content, is_user: true }, meta);
+        if (inputs[i]!.is_user) await enqueueDerivation(trx, ctx.queue, { id: rows[i]!.id, session_id: sessionId, user_id: userId, content: inputs[i]!.content, is_user: true }, meta);
       }
     });
     if (anyUser) ctx.queue.wake();
