@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { createHttpServer, type ServiceConfig } from '@svc/kernel';
-import { migrate, openStorage } from '@svc/storage';
 import { createQueue, type JobQueue } from '@svc/queue';
 import { netboxErrorStyle } from './api/errors.ts';
 import { createAuth } from './auth/index.ts';
@@ -9,9 +8,9 @@ import { ensureAdminToken } from './auth/store.ts';
 import type { ObjectEvent } from './changes/types.ts';
 import { inventoryConfig } from './config.ts';
 import type { InventoryDeps } from './deps.ts';
-import { coreMigrations } from './migrations.ts';
+import { openInventoryStorage } from './storage.ts';
 import { coreRoutes } from './routes/index.ts';
-import { deliveryTasks, eventMigrations, eventRoutes } from './events/index.ts';
+import { deliveryTasks, eventRoutes } from './events/index.ts';
 import { quiesceWorker } from './events/registry.ts';
 import { uiRoutes } from './ui/index.ts';
 
@@ -35,17 +34,9 @@ declare module 'fastify' {
 /** The inventory service: NetBox-style REST API, change log, event rules and webhooks, admin UI. */
 export async function buildApp(cfg: ServiceConfig, opts: BuildOptions = {}): Promise<FastifyInstance> {
   const config = inventoryConfig(cfg);
-  const storage = await openStorage({
-    databaseUrl: config.databaseUrl,
-    dataDir: config.dataDir,
-    sqliteFile: 'inventory.sqlite',
-    pgSchema: config.pgSchema,
-    sqliteSynchronous: 'FULL',
-    sqliteStatementCache: 500,
-  });
+  const storage = await openInventoryStorage(config);
   let app: Awaited<ReturnType<typeof createHttpServer>> | undefined;
   try {
-    await migrate(storage.db, storage.dialect, [...coreMigrations, ...eventMigrations]);
     const generated = await ensureAdminToken(storage, config.adminToken);
     // The queue exists only after the server (its tasks log through app.log); /health reads it once it does.
     let queue: JobQueue | undefined;

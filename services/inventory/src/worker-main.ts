@@ -1,25 +1,17 @@
 import { loadConfig, onShutdown } from '@svc/kernel';
-import { migrate, openStorage } from '@svc/storage';
 import { createQueue } from '@svc/queue';
 import pino from 'pino';
 import type { FastifyBaseLogger } from 'fastify';
 import { createAuth } from './auth/index.ts';
 import { inventoryConfig } from './config.ts';
 import type { InventoryDeps } from './deps.ts';
-import { coreMigrations } from './migrations.ts';
-import { deliveryTasks, eventMigrations } from './events/index.ts';
+import { openInventoryStorage } from './storage.ts';
+import { deliveryTasks } from './events/index.ts';
 
 /** A delivery worker without the HTTP API: `npm run inventory:worker` (same --data-dir / --database-url). */
 const config = inventoryConfig(loadConfig('inventory', { port: 8080 }));
 const log: FastifyBaseLogger = pino({ level: config.logLevel, base: { service: 'inventory-worker' } });
-const storage = await openStorage({
-  databaseUrl: config.databaseUrl,
-  dataDir: config.dataDir,
-  sqliteFile: 'inventory.sqlite',
-  pgSchema: config.pgSchema,
-  sqliteSynchronous: 'FULL',
-});
-await migrate(storage.db, storage.dialect, [...coreMigrations, ...eventMigrations]);
+const storage = await openInventoryStorage(config);
 const deps = { storage, config, auth: createAuth(storage), log } as InventoryDeps;
 deps.queue = await createQueue(storage, {
   tasks: deliveryTasks(deps),
