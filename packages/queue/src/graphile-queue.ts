@@ -1,8 +1,15 @@
 import { sql, type Kysely } from 'kysely';
-import { run, runMigrations, type Runner, type TaskList } from 'graphile-worker';
+import { EventEmitter } from 'node:events';
+import { run, runMigrations, type Runner, type TaskList, type WorkerEvents } from 'graphile-worker';
 import type { Storage } from '@svc/storage';
 import { quoteIdent } from '@svc/storage';
 import type { AddJobOptions, JobQueue, QueueOptions } from './types.ts';
+import type pg from 'pg';
+import { LIVENESS_LOCK_CLASS, PoolLiveness, releaseDeadPoolsSql } from './pool-liveness.ts';
+
+/** Locks younger than this are never treated as orphaned (a new pool takes its liveness lock within milliseconds). */
+const DEAD_LOCK_GRACE_MS = 2000;
+export const DEFAULT_DEAD_WORKER_CHECK_MS = 2000;
 
 /**
  * graphile-worker on the service's PostgreSQL database: workers in any number
@@ -16,6 +23,8 @@ export class GraphileQueue implements JobQueue {
   #schema: string;
   #runner: Runner | undefined;
   #stopped = false;
+  #liveness: PoolLiveness | undefined;
+  #sweep: NodeJS.Timeout | undefined;
 
   constructor(storage: Storage, opts: QueueOptions) {
     if (!storage.pgPool) throw new Error('GraphileQueue needs PostgreSQL storage');
@@ -26,15 +35,45 @@ export class GraphileQueue implements JobQueue {
 
   async ensureSchema(): Promise<void> {
     await runMigrations({ pgPool: this.#storage.pgPool!, schema: this.#schema, logger: quietLogger() });
+    // The dead-worker sweep looks up locked jobs; without this it reads the whole table.
+    // Another process may be creating it at the same moment: either one wins.
+    const s = quoteIdent(this.#schema);
+    await this.#storage.pgPool!.query(`create index if not exists svc_jobs_locked_by on ${s}._private_jobs (locked_by) where locked_by is not null`).catch(() => {});
+  }
+
+  /**
+   * Unlocks the jobs held by worker pools whose process is gone (killed,
+   * crashed, lost its connection), so that live workers take them now rather
+   * than after graphile-worker's 4-hour lock timeout. Runs when workers start
+   * and every `deadWorkerCheckMs`; callable by hand. Every worker process on
+   * the schema must be a GraphileQueue: a pool without a liveness lock counts
+   * as dead. Returns how many jobs became available.
+   */
+  async releaseDeadWorkers(): Promise<number> {
+    const s = quoteIdent(this.#schema);
+    const pool = this.#storage.pgPool!;
+    const r = await pool.query<{ ids: string[]; jobs: number }>({
+      name: `svc_release_dead_workers/${this.#schema}`,
+      text: releaseDeadPoolsSql(s),
+      values: [LIVENESS_LOCK_CLASS, DEAD_LOCK_GRACE_MS],
+    });
+    const { ids = [], jobs = 0 } = r.rows[0] ?? {};
+    // Idle workers of every process wait for a NOTIFY (or their next poll): tell them.
+    if (ids.length > 0) await pool.query(`select pg_notify('jobs:insert', $1)`, [JSON.stringify({ count: Math.max(1, jobs) })]);
+    return jobs;
   }
 
   async add(task: string, payload: unknown, opts: AddJobOptions = {}, executor?: Kysely<any>): Promise<void> {
     const db = executor ?? this.#storage.db;
+    // graphile-worker orders by (priority, run_at) only, and its default run_at is now(), the
+    // same for every job of a transaction: their order would then follow the rows' physical
+    // position, which changes when a row is updated (a job released from a dead worker would
+    // fall behind the jobs queued after it). clock_timestamp() keeps the order of the adds.
     const fn = sql.raw(`${quoteIdent(this.#schema)}.add_job`);
     await sql`select ${fn}(
       identifier => ${task}::text,
       payload => ${JSON.stringify(payload ?? null)}::json,
-      run_at => ${opts.runAt ?? null}::timestamptz,
+      run_at => coalesce(${opts.runAt ?? null}::timestamptz, clock_timestamp()),
       max_attempts => ${opts.maxAttempts ?? 25}::int,
       job_key => ${opts.jobKey ?? null}::text,
       queue_name => ${opts.queueName ?? null}::text,
@@ -63,8 +102,22 @@ export class GraphileQueue implements JobQueue {
         }
       };
     }
+    const checkMs = this.#opts.deadWorkerCheckMs ?? DEFAULT_DEAD_WORKER_CHECK_MS;
+    const events: WorkerEvents = new EventEmitter();
+    if (checkMs > 0 && !this.#liveness) {
+      const pool = this.#storage.pgPool!;
+      const liveness = new PoolLiveness((pool as unknown as { options: pg.ClientConfig }).options, (err) =>
+        this.#opts.onError?.(err, '(worker liveness)', { jobId: '', attempt: 0, maxAttempts: 0 }),
+      );
+      await liveness.open();
+      this.#liveness = liveness;
+    }
+    // Emitted synchronously when the pool is built, before its workers ask for jobs.
+    events.on('pool:create', ({ workerPool }) => this.#liveness?.hold(workerPool.id));
+    events.on('pool:release', ({ workerPool }) => this.#liveness?.release(workerPool.id));
     const runner = await run({
       pgPool: this.#storage.pgPool!,
+      events,
       schema: this.#schema,
       concurrency: this.#opts.concurrency ?? 4,
       pollInterval: this.#opts.pollIntervalMs ?? 2000,
@@ -73,6 +126,15 @@ export class GraphileQueue implements JobQueue {
       logger: quietLogger(),
     });
     this.#runner = runner;
+    if (checkMs > 0 && !this.#sweep) {
+      const sweep = () => {
+        if (this.#stopped) return;
+        this.releaseDeadWorkers().catch((err) => this.#opts.onError?.(err, '(release dead workers)', { jobId: '', attempt: 0, maxAttempts: 0 }));
+      };
+      sweep();
+      this.#sweep = setInterval(sweep, checkMs);
+      this.#sweep.unref();
+    }
     // graphile-worker's "worker:migrate" NOTIFY is database-wide: installing the
     // worker schema of another service (or test) in the same database makes
     // every running worker shut down and set process.exitCode = 57. Our schema
@@ -96,12 +158,18 @@ export class GraphileQueue implements JobQueue {
 
   async stop(): Promise<void> {
     this.#stopped = true;
+    if (this.#sweep) clearInterval(this.#sweep);
+    this.#sweep = undefined;
     const r = this.#runner;
     this.#runner = undefined;
     // The runner stops itself when its worker pool exits; stopping it again is not an error.
     if (r) await r.stop().catch((err: unknown) => {
       if (!/already stopped/i.test(String((err as Error)?.message))) throw err;
     });
+    // After the runner: its pools have returned their jobs by now.
+    const l = this.#liveness;
+    this.#liveness = undefined;
+    await l?.close();
   }
 }
 

@@ -32,6 +32,7 @@ export class SqliteQueue implements JobQueue {
   #started = false;
   #stopping = false;
   #timer: NodeJS.Timeout | undefined;
+  #sweep: NodeJS.Timeout | undefined;
   #idle: Array<() => void> = [];
 
   constructor(storage: Storage, opts: QueueOptions) {
@@ -61,6 +62,7 @@ export class SqliteQueue implements JobQueue {
     if (!cols.rows.some((c) => c.name === 'queue_name')) await sql`alter table jobs add column queue_name text`.execute(db);
     await sql`create index if not exists jobs_ready on jobs (priority, run_at) where attempts < max_attempts`.execute(db);
     await sql`create index if not exists jobs_queue_name on jobs (queue_name, locked_at) where queue_name is not null`.execute(db);
+    await sql`create index if not exists jobs_locked_by on jobs (locked_by) where locked_at is not null`.execute(db);
   }
 
   async add(task: string, payload: unknown, opts: AddJobOptions = {}, executor?: Kysely<any>): Promise<void> {
@@ -92,15 +94,34 @@ export class SqliteQueue implements JobQueue {
     if (this.#started) return;
     this.#started = true;
     this.#stopping = false;
-    this.#releaseDeadLocalLocks();
+    const checkMs = this.#opts.deadWorkerCheckMs ?? 2000;
+    if (checkMs > 0) {
+      this.#sweepDeadWorkers();
+      this.#sweep = setInterval(() => this.#sweepDeadWorkers(), checkMs);
+      this.#sweep.unref();
+    }
     this.#schedule(0);
   }
 
+  async releaseDeadWorkers(): Promise<number> {
+    return this.#releaseDeadLocalLocks();
+  }
+
+  #sweepDeadWorkers(): void {
+    try {
+      if (this.#releaseDeadLocalLocks() > 0) this.wake();
+    } catch (err) {
+      // SQLITE_BUSY from another process: the next sweep tries again.
+      this.#opts.onError?.(err, '(release dead workers)', { jobId: '', attempt: 0, maxAttempts: 0 });
+    }
+  }
+
   /** Jobs held by a process of this host that no longer exists are free now, not after the lease (a restarted worker resumes at once). */
-  #releaseDeadLocalLocks(): void {
+  #releaseDeadLocalLocks(): number {
     const raw = this.#storage.sqlite!;
     const host = os.hostname();
     const holders = raw.prepare('select distinct locked_by from jobs where locked_at is not null').all() as Array<{ locked_by: string | null }>;
+    let released = 0;
     for (const { locked_by } of holders) {
       const [h, pid] = String(locked_by ?? '').split(':');
       if (h !== host || !pid || Number(pid) === process.pid) continue;
@@ -108,10 +129,11 @@ export class SqliteQueue implements JobQueue {
         process.kill(Number(pid), 0);
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code === 'ESRCH') {
-          raw.prepare('update jobs set locked_at = null, locked_by = null where locked_by = ?').run(locked_by);
+          released += raw.prepare('update jobs set locked_at = null, locked_by = null where locked_by = ?').run(locked_by).changes;
         }
       }
     }
+    return released;
   }
 
   wake(): void {
@@ -120,6 +142,8 @@ export class SqliteQueue implements JobQueue {
 
   async stop(): Promise<void> {
     this.#stopping = true;
+    if (this.#sweep) clearInterval(this.#sweep);
+    this.#sweep = undefined;
     if (this.#timer) clearTimeout(this.#timer);
     this.#timer = undefined;
     if (this.#running > 0) await new Promise<void>((resolve) => this.#idle.push(resolve));

@@ -39,6 +39,12 @@ export interface JobQueue {
   wake(): void;
   /** Jobs that are not permanently failed (pending, scheduled or running). */
   depth(): Promise<number>;
+  /**
+   * Makes the jobs of worker processes that are gone (killed, crashed)
+   * available again; returns how many. Started workers do this on start and
+   * every `deadWorkerCheckMs` by themselves.
+   */
+  releaseDeadWorkers?(): Promise<number>;
 }
 
 export interface QueueOptions {
@@ -46,6 +52,14 @@ export interface QueueOptions {
   concurrency?: number;
   /** Milliseconds between polls when idle (SQLite) or graphile-worker's pollInterval. */
   pollIntervalMs?: number;
+  /**
+   * How often (ms) started workers look for jobs held by dead worker
+   * processes and release them; default 2000, 0 turns it off. On PostgreSQL
+   * every worker process of the schema must then use this package (liveness
+   * is an advisory lock per graphile-worker pool); on SQLite, holders are
+   * processes of this host that no longer exist (others wait for the lease).
+   */
+  deadWorkerCheckMs?: number;
   /** PostgreSQL schema for graphile-worker's tables. */
   graphileSchema?: string;
   onError?: (err: unknown, task: string, ctx: JobContext) => void;
