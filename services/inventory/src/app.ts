@@ -3,6 +3,8 @@ import type { FastifyInstance } from 'fastify';
 import { createHttpServer, type ServiceConfig } from '@svc/kernel';
 import { createQueue, type JobQueue } from '@svc/queue';
 import { netboxErrorStyle } from './api/errors.ts';
+import { inputGuard } from './api/input-guard.ts';
+import { installJsonBodyParser } from './api/json-body.ts';
 import { createAuth } from './auth/index.ts';
 import { ensureAdminToken } from './auth/store.ts';
 import type { ObjectEvent } from './changes/types.ts';
@@ -55,6 +57,13 @@ export async function buildApp(cfg: ServiceConfig, opts: BuildOptions = {}): Pro
           return typeof h === 'string' && UUID.test(h) ? h.toLowerCase() : randomUUID();
         },
       },
+    });
+    installJsonBodyParser(app);
+    // Every API route refuses input no storage can keep (NUL, lone surrogates, absurd nesting) after its own auth check.
+    app.addHook('onRoute', (route) => {
+      if (!route.url.startsWith('/api/')) return;
+      const own = route.preHandler === undefined ? [] : Array.isArray(route.preHandler) ? route.preHandler : [route.preHandler];
+      route.preHandler = [...own, inputGuard];
     });
     const auth = createAuth(storage);
     const deps = { storage, config, auth, log: app.log } as InventoryDeps;

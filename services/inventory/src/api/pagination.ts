@@ -8,17 +8,24 @@ export interface Page {
   offset: number;
 }
 
-function positiveInt(v: unknown, fallback: number): number {
+/** Offsets beyond this match nothing anyway; larger ones would overflow the databases' 64-bit OFFSET. */
+export const MAX_OFFSET = 1e15;
+
+/** DRF's _positive_int: a non-negative integer, else the default; a huge one is capped instead of overflowing SQL. */
+function positiveInt(v: unknown, fallback: number, cap: number): number {
   const s = Array.isArray(v) ? v[v.length - 1] : v;
-  if (typeof s !== 'string' || !/^\d{1,9}$/.test(s.trim())) return fallback;
-  return Number(s);
+  if (typeof s !== 'string') return fallback;
+  const t = s.trim();
+  if (!/^\+?\d{1,1000}$/.test(t)) return fallback;
+  const digits = t.replace(/^\+?0*/, '');
+  return digits.length > 15 ? cap : Math.min(Number(digits || '0'), cap);
 }
 
 /** NetBox's OptionalLimitOffsetPagination: limit=0 means "as many as allowed", over-large limits are capped. */
 export function pageOf(query: Record<string, unknown>): Page {
-  let limit = positiveInt(query.limit, DEFAULT_PAGE_SIZE);
+  let limit = positiveInt(query.limit, DEFAULT_PAGE_SIZE, Number.MAX_SAFE_INTEGER);
   if (limit === 0 || limit > MAX_PAGE_SIZE) limit = MAX_PAGE_SIZE;
-  return { limit, offset: positiveInt(query.offset, 0) };
+  return { limit, offset: positiveInt(query.offset, 0, MAX_OFFSET) };
 }
 
 /** `http://host:port` of the request, for absolute URLs as DRF's build_absolute_uri. */

@@ -1,19 +1,11 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { HttpError } from '@svc/kernel';
+import { pageOf } from '../api/pagination.ts';
 import { ValidationFailed } from './validate.ts';
 
-/** NetBox pagination: limit (default 50, max 1000) / offset, absolute next/previous links. */
+/** NetBox pagination: limit (default 50, max 1000) / offset; huge numbers are capped, not passed to SQL. */
 export function pageParams(req: FastifyRequest): { limit: number; offset: number } {
-  const q = req.query as Record<string, unknown>;
-  const num = (v: unknown, dflt: number) => {
-    const s = Array.isArray(v) ? v[0] : v;
-    if (s === undefined || s === '') return dflt;
-    const n = Number(s);
-    return Number.isInteger(n) && n >= 0 ? n : dflt;
-  };
-  let limit = num(q.limit, 50);
-  if (limit === 0 || limit > 1000) limit = 1000;
-  return { limit, offset: num(q.offset, 0) };
+  return pageOf(req.query as Record<string, unknown>);
 }
 
 export function paginated<T>(req: FastifyRequest, count: number, results: T[], page: { limit: number; offset: number }) {

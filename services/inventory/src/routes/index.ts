@@ -1,5 +1,4 @@
 import type { FastifyInstance } from 'fastify';
-import { installJsonBodyParser } from '../api/json-body.ts';
 import { baseUrl } from '../api/pagination.ts';
 import { requireRead } from '../auth/index.ts';
 import type { ObjectEvent } from '../changes/types.ts';
@@ -28,7 +27,6 @@ export async function coreRoutes(app: FastifyInstance, opts: CoreRouteOptions): 
   app.setValidatorCompiler(() => () => true);
   // Response schemas document the API; output is plain JSON.stringify so no field is ever dropped by a schema.
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));
-  installJsonBodyParser(app);
   const { deps } = opts;
   const sink: ChangeSink = {
     deps,
