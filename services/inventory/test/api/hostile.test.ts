@@ -1,34 +1,9 @@
 import { after, before, it } from 'node:test';
 import assert from 'node:assert/strict';
-import http from 'node:http';
 import { forEachStorage } from '@svc/testkit';
-import { ADMIN_TOKEN, seedBasics, startApi, type Api } from './helpers.ts';
+import { rawRequest, seedBasics, startApi, type Api } from './helpers.ts';
 
-/** A raw request: bodies as exact bytes (invalid UTF-8 cannot go through fetch's string body). */
-function raw(base: string, method: string, path: string, body?: Buffer | string, headers: Record<string, string> = {}): Promise<{ status: number; body: any; text: string }> {
-  const u = new URL(base);
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      { host: u.hostname, port: u.port, method, path, headers: { authorization: `Token ${ADMIN_TOKEN}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers } },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => {
-          const text = Buffer.concat(chunks).toString('utf8');
-          let parsed: any;
-          try {
-            parsed = text ? JSON.parse(text) : undefined;
-          } catch {
-            parsed = text;
-          }
-          resolve({ status: res.statusCode!, body: parsed, text });
-        });
-      },
-    );
-    req.on('error', reject);
-    req.end(body);
-  });
-}
+const raw = rawRequest;
 
 const deep = (n: number, open: string, close: string, inner = '1') => open.repeat(n) + inner + close.repeat(n);
 
