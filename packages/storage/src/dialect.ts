@@ -35,6 +35,12 @@ export interface SqlDialect {
   readTimestamp(value: unknown): string;
   /** Parameter value for a timestamp column. */
   timestamp(value: Date | string): unknown;
+  /**
+   * Row lock for a read-modify-write inside a transaction: `FOR UPDATE` on
+   * PostgreSQL; unchanged on SQLite, whose write transactions (BEGIN
+   * IMMEDIATE) are already serialised.
+   */
+  forUpdate<Q extends { forUpdate(): Q }>(query: Q): Q;
 }
 
 function toIso(value: unknown): string {
@@ -64,6 +70,7 @@ export const sqliteDialect: SqlDialect = {
   jsonText: (column, key) => sql<string | null>`json_extract(${sql.ref(column)}, ${'$."' + key.replace(/"/g, '""') + '"'})`,
   readTimestamp: toIso,
   timestamp: (v) => (v instanceof Date ? v.toISOString() : toIso(v)),
+  forUpdate: (q) => q,
 };
 
 export const postgresDialect: SqlDialect = {
@@ -81,4 +88,5 @@ export const postgresDialect: SqlDialect = {
   jsonText: (column, key) => sql<string | null>`${sql.ref(column)} ->> ${key}`,
   readTimestamp: toIso,
   timestamp: (v) => (v instanceof Date ? v : new Date(v)),
+  forUpdate: (q) => q.forUpdate(),
 };

@@ -4,6 +4,7 @@ import type { SqlDialect } from '@svc/storage';
 import type { Principal } from '../auth/index.ts';
 import type { InventoryDeps } from '../deps.ts';
 import { enqueueObjectEvents } from '../events/index.ts';
+import { writeTransaction } from '../storage.ts';
 import { wakeDelivery } from '../events/registry.ts';
 import { coalesce, type RecordedChange } from './coalesce.ts';
 import { writeChangelog } from './changelog.ts';
@@ -34,11 +35,12 @@ export interface ChangeSink {
 /**
  * Runs one write request in one transaction: the domain changes, their
  * changelog rows and the outbox (B's enqueueObjectEvents) commit or roll back
- * together.
+ * together. A transaction that lost a unique-key race or deadlocked runs
+ * again, so a concurrent clash answers as a sequential one.
  */
 export async function runWrite<T>(sink: ChangeSink, req: FastifyRequest, principal: Principal, fn: (w: WriteContext) => Promise<T>): Promise<T> {
   const { storage } = sink.deps;
-  const result = await storage.db.transaction().execute(async (trx) => {
+  const result = await writeTransaction(storage, async (trx) => {
     const w: WriteContext = { trx, dialect: storage.dialect, principal, requestId: String(req.id), now: new Date(), changes: [], representations: new Map() };
     const out = await fn(w);
     await flushChanges(sink, w);

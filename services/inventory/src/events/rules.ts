@@ -190,8 +190,10 @@ export async function updateRule(db: Kysely<any>, d: SqlDialect, id: number, v: 
   return readRule(r, d);
 }
 
-export async function getRule(db: Kysely<any>, d: SqlDialect, id: number): Promise<EventRuleRow | undefined> {
-  const r = await db.selectFrom('extras_eventrule').selectAll().where('id', '=', id).executeTakeFirst();
+/** `lock`: for a read-modify-write inside a transaction (row lock until it ends). */
+export async function getRule(db: Kysely<any>, d: SqlDialect, id: number, lock = false): Promise<EventRuleRow | undefined> {
+  const q = db.selectFrom('extras_eventrule').selectAll().where('id', '=', id);
+  const r = await (lock ? d.forUpdate(q) : q).executeTakeFirst();
   return r ? readRule(r, d) : undefined;
 }
 

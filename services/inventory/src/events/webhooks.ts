@@ -156,8 +156,10 @@ export function validateWebhook(input: unknown, current: WebhookRow | undefined,
   return v;
 }
 
-export async function getWebhook(db: Kysely<any>, d: SqlDialect, id: number): Promise<WebhookRow | undefined> {
-  const r = await db.selectFrom('extras_webhook').selectAll().where('id', '=', id).executeTakeFirst();
+/** `lock`: for a read-modify-write inside a transaction (row lock until it ends). */
+export async function getWebhook(db: Kysely<any>, d: SqlDialect, id: number, lock = false): Promise<WebhookRow | undefined> {
+  const q = db.selectFrom('extras_webhook').selectAll().where('id', '=', id);
+  const r = await (lock ? d.forUpdate(q) : q).executeTakeFirst();
   return r ? readWebhook(r, d) : undefined;
 }
 

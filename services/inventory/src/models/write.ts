@@ -1,6 +1,6 @@
 import type { WriteContext } from '../changes/write.ts';
 import { conflict } from '../api/errors.ts';
-import { fetchRow, fetchRowsByIds, type ReadCtx } from './read.ts';
+import { chunks, fetchRow, fetchRowsByIds, normaliseRow, type ReadCtx } from './read.ts';
 import { model } from './registry.ts';
 import { represent, snapshot } from './represent.ts';
 import type { ModelDef, Row } from './types.ts';
@@ -12,6 +12,31 @@ export function readCtxOf(w: WriteContext): ReadCtx {
   return { db: w.trx, dialect: w.dialect, base: '' };
 }
 
+/**
+ * Objects read for a read-modify-write, locked until the request's
+ * transaction ends (SELECT … FOR UPDATE on PostgreSQL; SQLite's write
+ * transaction already excludes other writers). A concurrent writer of the
+ * same object waits, then reads what this one committed, so updates are never
+ * lost and each change-log record's prechange is the previous postchange.
+ */
+export async function lockRows(w: WriteContext, m: ModelDef, ids: number[]): Promise<Map<number, Row>> {
+  const out = new Map<number, Row>();
+  // Ascending id order: two requests locking overlapping sets cannot deadlock on each other.
+  const unique = [...new Set(ids)].sort((a, b) => a - b);
+  for (const part of chunks(unique)) {
+    if (!part.length) continue;
+    const rows = await w.dialect.forUpdate(w.trx.selectFrom(m.table).selectAll().where('id', 'in', part).orderBy('id')).execute();
+    for (const r of rows) out.set(Number(r.id), normaliseRow(w.dialect, m, r));
+  }
+  // The request's clock starts once it holds its first lock, so change-log times follow the order the locks were granted.
+  if (w.changes.length === 0) w.now = new Date();
+  return out;
+}
+
+export async function lockRow(w: WriteContext, m: ModelDef, id: number): Promise<Row | undefined> {
+  return (await lockRows(w, m, [id])).get(id);
+}
+
 function label(_m: ModelDef, name: string): string {
   return name.replace(/_/g, ' ');
 }
@@ -20,10 +45,17 @@ function label(_m: ModelDef, name: string): string {
 export async function uniquenessErrors(w: WriteContext, m: ModelDef, values: Row, existing: Row | null, errors: Errors, fieldOnly = false): Promise<void> {
   const merged: Row = { ...(existing ?? {}), ...values };
   const others = (q: any) => (existing ? q.where('id', '!=', existing.id) : q);
-  for (const f of m.fields) {
-    if (!f.unique || !(f.column in values) || merged[f.column] === null) continue;
-    const hit = await others(w.trx.selectFrom(m.table).select('id').where(f.column, '=', merged[f.column])).executeTakeFirst();
-    if (hit) (errors[f.name] ??= []).push(`${m.verboseName} with this ${label(m, f.name)} already exists.`);
+  // One statement for all unique fields: it sees one snapshot, so a concurrent writer's row is reported on every field it clashes on, as a sequential clash would be.
+  const unique = m.fields.filter((f) => f.unique && f.column in values && merged[f.column] !== null);
+  if (unique.length) {
+    const q = w.trx
+      .selectFrom(m.table)
+      .select(['id', ...unique.map((f) => f.column)])
+      .where((eb: any) => eb.or(unique.map((f) => eb(f.column, '=', merged[f.column]))));
+    const hits = await others(q).limit(unique.length * 2).execute();
+    for (const f of unique) {
+      if (hits.some((h: Row) => String(h[f.column]) === String(merged[f.column]))) (errors[f.name] ??= []).push(`${m.verboseName} with this ${label(m, f.name)} already exists.`);
+    }
   }
   // DRF runs UniqueValidator with the field, but unique-together and relation checks only on fully valid data.
   if (fieldOnly) return;
@@ -127,7 +159,7 @@ export async function deleteObject(w: WriteContext, m: ModelDef, existing: Row):
     let q = w.trx.selectFrom(child.table).select('id').where(c.column, '=', existing.id);
     if (c.typeColumn) q = q.where(c.typeColumn, '=', m.objectType);
     const ids = (await q.execute()).map((r) => Number(r.id));
-    for (const row of (await fetchRowsByIds(ctx, child, ids)).values()) await deleteObject(w, child, row);
+    for (const row of (await lockRows(w, child, ids)).values()) await deleteObject(w, child, row);
   }
   const before = await snapshot(ctx, m, existing);
   const [data] = await represent(ctx, m, [existing]);

@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Kysely } from 'kysely';
 import { requireAdmin, requireRead } from '../auth/index.ts';
 import type { InventoryDeps } from '../deps.ts';
+import { writeTransaction } from '../storage.ts';
 import { bulk, bulkId, noContent, notFound, pageParams, paginated, pathId, queryIds, queryList, withValidation } from '../events/rest.ts';
 import { ValidationFailed } from '../events/validate.ts';
 import { logChange, ruleSnapshot } from '../events/changelog.ts';
@@ -30,7 +31,7 @@ export async function eventRuleRoutes(app: FastifyInstance, deps: InventoryDeps)
   /** The rule a bulk item's id names; a missing one is that item's validation error. */
   const bulkTarget = async (trx: Kysely<any>, item: Record<string, unknown>) => {
     const id = bulkId(item);
-    const current = await getRule(trx, d, id);
+    const current = await getRule(trx, d, id, true);
     if (!current) throw new ValidationFailed({ id: [`Event rule with id ${id} does not exist.`] });
     return current;
   };
@@ -69,10 +70,10 @@ export async function eventRuleRoutes(app: FastifyInstance, deps: InventoryDeps)
 
   app.post('/api/extras/event-rules/', { preHandler: requireAdmin }, async (req, reply) => {
     if (Array.isArray(req.body)) {
-      const rows = await db.transaction().execute((trx) => bulk(req.body, (item) => create(trx, req, item)));
+      const rows = await writeTransaction(deps.storage, (trx) => bulk(req.body, (item) => create(trx, req, item)));
       return reply.code(201).send(await withWebhooks(rows));
     }
-    const r = await withValidation(() => db.transaction().execute((trx) => create(trx, req, req.body)));
+    const r = await withValidation(() => writeTransaction(deps.storage, (trx) => create(trx, req, req.body)));
     return reply.code(201).send((await withWebhooks([r]))[0]);
   });
 
@@ -83,7 +84,7 @@ export async function eventRuleRoutes(app: FastifyInstance, deps: InventoryDeps)
       url: '/api/extras/event-rules/',
       preHandler: requireAdmin,
       handler: async (req) => {
-        const rows = await db.transaction().execute((trx) =>
+        const rows = await writeTransaction(deps.storage, (trx) =>
           bulk(req.body, async (item) => {
             const current = await bulkTarget(trx, item);
             const { id: _id, ...fields } = item;
@@ -95,7 +96,7 @@ export async function eventRuleRoutes(app: FastifyInstance, deps: InventoryDeps)
     });
   }
   app.delete('/api/extras/event-rules/', { preHandler: requireAdmin }, async (req, reply) => {
-    await db.transaction().execute((trx) => bulk(req.body, async (item) => remove(trx, req, await bulkTarget(trx, item))));
+    await writeTransaction(deps.storage, (trx) => bulk(req.body, async (item) => remove(trx, req, await bulkTarget(trx, item))));
     return noContent(reply);
   });
 
@@ -106,9 +107,11 @@ export async function eventRuleRoutes(app: FastifyInstance, deps: InventoryDeps)
       preHandler: requireAdmin,
       handler: async (req) => {
         const id = pathId(req, NAME);
-        const current = await getRule(db, d, id);
-        if (!current) throw notFound(NAME);
-        const r = await withValidation(() => db.transaction().execute((trx) => update(trx, req, current, req.body, method === 'PATCH')));
+        const r = await withValidation(() => writeTransaction(deps.storage, async (trx) => {
+          const current = await getRule(trx, d, id, true);
+          if (!current) throw notFound(NAME);
+          return update(trx, req, current, req.body, method === 'PATCH');
+        }));
         return (await withWebhooks([r]))[0];
       },
     });
@@ -116,9 +119,11 @@ export async function eventRuleRoutes(app: FastifyInstance, deps: InventoryDeps)
 
   app.delete('/api/extras/event-rules/:id/', { preHandler: requireAdmin }, async (req, reply) => {
     const id = pathId(req, NAME);
-    const current = await getRule(db, d, id);
-    if (!current) throw notFound(NAME);
-    await db.transaction().execute((trx) => remove(trx, req, current));
+    await writeTransaction(deps.storage, async (trx) => {
+      const current = await getRule(trx, d, id, true);
+      if (!current) throw notFound(NAME);
+      await remove(trx, req, current);
+    });
     return noContent(reply);
   });
 }

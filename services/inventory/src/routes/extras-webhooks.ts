@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { requireAdmin, requireRead } from '../auth/index.ts';
 import type { InventoryDeps } from '../deps.ts';
+import { writeTransaction } from '../storage.ts';
 import { ensureWorker } from '../events/registry.ts';
 import { bulk, bulkId, noContent, notFound, pageParams, paginated, pathId, queryIds, queryList, withValidation } from '../events/rest.ts';
 import { ValidationFailed } from '../events/validate.ts';
@@ -38,7 +39,7 @@ export async function webhookRoutes(app: FastifyInstance, deps: InventoryDeps): 
   /** The webhook a bulk item's id names; a missing one is that item's validation error. */
   const bulkTarget = async (trx: Kysely<any>, item: Record<string, unknown>) => {
     const id = bulkId(item);
-    const current = await getWebhook(trx, d, id);
+    const current = await getWebhook(trx, d, id, true);
     if (!current) throw new ValidationFailed({ id: [`Webhook with id ${id} does not exist.`] });
     return current;
   };
@@ -58,10 +59,10 @@ export async function webhookRoutes(app: FastifyInstance, deps: InventoryDeps): 
 
   app.post('/api/extras/webhooks/', { preHandler: requireAdmin }, async (req, reply) => {
     if (Array.isArray(req.body)) {
-      const rows = await db.transaction().execute((trx) => bulk(req.body, (item) => create(trx, req, item)));
+      const rows = await writeTransaction(deps.storage, (trx) => bulk(req.body, (item) => create(trx, req, item)));
       return reply.code(201).send(rows.map(serializeWebhook));
     }
-    const w = await withValidation(() => db.transaction().execute((trx) => create(trx, req, req.body)));
+    const w = await withValidation(() => writeTransaction(deps.storage, (trx) => create(trx, req, req.body)));
     return reply.code(201).send(serializeWebhook(w));
   });
 
@@ -72,7 +73,7 @@ export async function webhookRoutes(app: FastifyInstance, deps: InventoryDeps): 
       url: '/api/extras/webhooks/',
       preHandler: requireAdmin,
       handler: async (req) => {
-        const rows = await db.transaction().execute((trx) =>
+        const rows = await writeTransaction(deps.storage, (trx) =>
           bulk(req.body, async (item) => {
             const current = await bulkTarget(trx, item);
             const { id: _id, ...fields } = item;
@@ -84,7 +85,7 @@ export async function webhookRoutes(app: FastifyInstance, deps: InventoryDeps): 
     });
   }
   app.delete('/api/extras/webhooks/', { preHandler: requireAdmin }, async (req, reply) => {
-    await db.transaction().execute((trx) => bulk(req.body, async (item) => remove(trx, req, await bulkTarget(trx, item))));
+    await writeTransaction(deps.storage, (trx) => bulk(req.body, async (item) => remove(trx, req, await bulkTarget(trx, item))));
     return noContent(reply);
   });
 
@@ -95,9 +96,11 @@ export async function webhookRoutes(app: FastifyInstance, deps: InventoryDeps): 
       preHandler: requireAdmin,
       handler: async (req) => {
         const id = pathId(req, NAME);
-        const current = await getWebhook(db, d, id);
-        if (!current) throw notFound(NAME);
-        const w = await withValidation(() => db.transaction().execute((trx) => update(trx, req, current, req.body, method === 'PATCH')));
+        const w = await withValidation(() => writeTransaction(deps.storage, async (trx) => {
+          const current = await getWebhook(trx, d, id, true);
+          if (!current) throw notFound(NAME);
+          return update(trx, req, current, req.body, method === 'PATCH');
+        }));
         return serializeWebhook(w);
       },
     });
@@ -105,9 +108,11 @@ export async function webhookRoutes(app: FastifyInstance, deps: InventoryDeps): 
 
   app.delete('/api/extras/webhooks/:id/', { preHandler: requireAdmin }, async (req, reply) => {
     const id = pathId(req, NAME);
-    const current = await getWebhook(db, d, id);
-    if (!current) throw notFound(NAME);
-    await db.transaction().execute((trx) => remove(trx, req, current));
+    await writeTransaction(deps.storage, async (trx) => {
+      const current = await getWebhook(trx, d, id, true);
+      if (!current) throw notFound(NAME);
+      await remove(trx, req, current);
+    });
     return noContent(reply);
   });
 }

@@ -14,7 +14,7 @@ import { MODELS } from '../models/registry.ts';
 import { errorBody, idParams, listQuerySchema, pageOf as pageSchema, responseSchemas, writableSchema } from '../models/schemas.ts';
 import type { ModelDef } from '../models/types.ts';
 import { validateInput, type Errors } from '../models/validate.ts';
-import { createObject, deleteObject, readCtxOf, uniquenessErrors, updateObject } from '../models/write.ts';
+import { createObject, deleteObject, lockRow, readCtxOf, uniquenessErrors, updateObject } from '../models/write.ts';
 
 const MAX_BULK = 1000;
 
@@ -72,7 +72,7 @@ async function createOne(w: WriteContext, m: ModelDef, data: unknown): Promise<{
 
 async function updateOne(w: WriteContext, m: ModelDef, id: number, data: unknown, partial: boolean): Promise<{ errors?: Errors }> {
   const ctx = readCtxOf(w);
-  const existing = await fetchRow(ctx, m, id);
+  const existing = await lockRow(w, m, id);
   if (!existing) throw notFound();
   const v = await validateInput(ctx, m, data, existing, partial);
   if (!v.ok) return { errors: await withUniqueFieldErrors(w, m, v.errors, v.values, existing) };
@@ -211,7 +211,7 @@ export function registerModelRoutes(app: FastifyInstance, sink: ChangeSink, m: M
   app.delete(detail, { preHandler: requireWrite, schema: { tags, summary: `Delete a ${m.verboseName}`, params: idParams } }, async (req, reply) => {
     const id = objectId(req.params);
     await write(req, async (w) => {
-      const row = await fetchRow(readCtxOf(w), m, id);
+      const row = await lockRow(w, m, id);
       if (!row) throw notFound();
       await deleteObject(w, m, row);
     });
@@ -234,7 +234,7 @@ export function registerModelRoutes(app: FastifyInstance, sink: ChangeSink, m: M
       await write(req, async (w) => {
         for (const id of ids) {
           // Cascades may already have removed a listed object.
-          const row = await fetchRow(readCtxOf(w), m, id);
+          const row = await lockRow(w, m, id);
           if (row) await deleteObject(w, m, row);
         }
       });

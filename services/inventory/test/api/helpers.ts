@@ -1,5 +1,7 @@
+import { spawn, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
-import { client, startTestServer, type StorageKind, type TestServer } from '@svc/testkit';
+import path from 'node:path';
+import { cleanupConfig, client, startTestServer, testConfig, type StorageKind, type TestServer } from '@svc/testkit';
 import { buildApp } from '../../src/app.ts';
 import type { ObjectEvent } from '../../src/changes/types.ts';
 
@@ -71,4 +73,65 @@ export function rawRequest(base: string, method: string, path: string, body?: Bu
     req.on('error', reject);
     req.end(body);
   });
+}
+
+export interface ApiProcess {
+  url: string;
+  http: ReturnType<typeof client>;
+  child: ChildProcess;
+}
+
+/**
+ * `n` API processes (src/main.ts, as `npm run inventory` starts them) on one
+ * database: one SQLite file or one PostgreSQL schema. The first migrates
+ * before the others start. `close()` stops them and removes the database.
+ */
+export async function startApiProcesses(storage: StorageKind, n: number, opts: { workers?: boolean; env?: Record<string, string> } = {}) {
+  const cfg = testConfig('invproc', storage);
+  const serviceDir = path.resolve(import.meta.dirname, '../..');
+  const procs: ApiProcess[] = [];
+  const startOne = () =>
+    new Promise<ApiProcess>((resolve, reject) => {
+      const args = ['--import', 'tsx', 'src/main.ts', '--port', '0', '--host', '127.0.0.1', '--data-dir', cfg.dataDir, '--admin-token', ADMIN_TOKEN];
+      if (cfg.databaseUrl) args.push('--database-url', cfg.databaseUrl, '--pg-schema', cfg.pgSchema);
+      if (!opts.workers) args.push('--no-workers');
+      const child = spawn(process.execPath, args, { cwd: serviceDir, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LOG_LEVEL: 'error', ...opts.env } });
+      let out = '';
+      const onData = (c: Buffer) => {
+        out += c.toString();
+        const m = /listening on (http:\/\/[\d.]+:\d+)/.exec(out);
+        if (m) {
+          child.stdout!.off('data', onData);
+          child.stdout!.resume();
+          resolve({ url: m[1]!, child, http: client(m[1]!, { authorization: `Token ${ADMIN_TOKEN}` }) });
+        }
+      };
+      child.stdout!.on('data', onData);
+      child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
+      child.once('exit', (code) => reject(new Error(`API process exited (${code}) before listening: ${out}`)));
+    });
+  try {
+    for (let i = 0; i < n; i++) procs.push(await startOne());
+  } catch (err) {
+    for (const p of procs) p.child.kill('SIGKILL');
+    await cleanupConfig(cfg);
+    throw err;
+  }
+  return {
+    procs,
+    cfg,
+    async close() {
+      await Promise.all(
+        procs.map(
+          (p) =>
+            new Promise<void>((resolve) => {
+              if (p.child.exitCode !== null || p.child.signalCode !== null) return resolve();
+              p.child.once('exit', () => resolve());
+              p.child.kill('SIGTERM');
+            }),
+        ),
+      );
+      await cleanupConfig(cfg);
+    },
+  };
 }
