@@ -1,0 +1,118 @@
+import fs from 'node:fs';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import websocket from '@fastify/websocket';
+import { createHttpServer, type ServiceConfig } from '@svc/kernel';
+import { migrate, openStorage, type Storage } from '@svc/storage';
+import { workflowConfig, type WorkflowConfig } from './config.ts';
+import { workflowMigrations } from './db/index.ts';
+import { getPrompt } from './domain/prompts.ts';
+import { Executor } from './engine/executor.ts';
+import { NodeRegistry } from './engine/registry.ts';
+import { apiKeyGuard, corsHook, originGuard } from './http/access.ts';
+import { workflowErrorStyle } from './http/errors.ts';
+import { installJsonParser } from './http/json-body.ts';
+import type { NodeDefinition } from './nodes/api.ts';
+import { builtinNodes } from './nodes/index.ts';
+import { loadPacks } from './nodes/loader.ts';
+import { PromptRunner } from './runtime/prompt-runner.ts';
+import type { RouteCtx } from './routes/context.ts';
+import { jobRoutes } from './routes/jobs.ts';
+import { promptRoutes } from './routes/prompt.ts';
+import { queueRoutes } from './routes/queue.ts';
+import { features, SERVICE_VERSION, systemRoutes } from './routes/system.ts';
+import { wsRoutes } from './routes/ws.ts';
+import { WsHub } from './ws/hub.ts';
+
+export async function openWorkflowStorage(cfg: ServiceConfig): Promise<Storage> {
+  const storage = await openStorage({ databaseUrl: cfg.databaseUrl, dataDir: cfg.dataDir, sqliteFile: 'workflow.sqlite', pgSchema: cfg.pgSchema });
+  try {
+    await migrate(storage.db, storage.dialect, workflowMigrations);
+  } catch (err) {
+    await storage.close();
+    throw err;
+  }
+  return storage;
+}
+
+/** Built-in nodes, the test pack when enabled, and the packs under custom_nodes. */
+export async function buildRegistry(config: WorkflowConfig, log: { warn(o: object, m: string): void; info(o: object, m: string): void }): Promise<NodeRegistry> {
+  const registry = new NodeRegistry();
+  for (const def of builtinNodes({ input: config.dirs.input, output: config.dirs.output, temp: config.dirs.temp, models: config.dirs.models })) registry.add(def);
+  if (config.enableTestNodes) {
+    const { testingPackNodes } = await import('./nodes/testing-pack/index.ts');
+    for (const def of testingPackNodes as NodeDefinition[]) registry.add(def);
+  }
+  const reports = await loadPacks(config.dirs.customNodes, (def) => registry.add(def));
+  for (const r of reports) {
+    if (r.error) log.warn({ pack: r.pack, error: r.error, loaded: r.nodes }, 'node pack failed to load');
+    else log.info({ pack: r.pack, nodes: r.nodes.length }, 'node pack loaded');
+  }
+  registry.freeze();
+  return registry;
+}
+
+/** The workflow execution service (local runtime): prompts, queue, jobs, history, nodes and the WebSocket. */
+export async function buildApp(base: ServiceConfig): Promise<FastifyInstance> {
+  const config = workflowConfig(base);
+  for (const d of Object.values(config.dirs)) fs.mkdirSync(d, { recursive: true });
+  const storage = await openWorkflowStorage(config);
+  try {
+    const app = (await createHttpServer({
+      name: 'workflow',
+      title: 'Workflow Execution Service',
+      description: `Prompts (node graphs) queued, validated and executed, with progress over WebSocket (${config.runtime} runtime). Every route is served at its bare path and under /api.`,
+      version: SERVICE_VERSION,
+      logLevel: config.logLevel,
+      errorStyle: workflowErrorStyle,
+      bodyLimit: config.maxUploadSize + 1024 * 1024,
+      health: async () => ({ storage: storage.dialect.kind, runtime: config.runtime, queue_remaining: runner.queueRemaining() }),
+    })) as unknown as FastifyInstance;
+    app.setSerializerCompiler(() => (data) => JSON.stringify(data));
+    installJsonParser(app);
+    await app.register(websocket, { options: { maxPayload: 1024 * 1024 } });
+    if (config.apiKey) app.addHook('onRequest', apiKeyGuard(config.apiKey));
+    if (config.corsOrigin) app.addHook('onRequest', corsHook(config.corsOrigin));
+    else app.addHook('onRequest', originGuard);
+
+    const registry = await buildRegistry(config, app.log);
+    const executor = new Executor(registry, config.cache);
+    const hub = new WsHub();
+    const runner = new PromptRunner({
+      storage,
+      executor,
+      hub,
+      dirs: { input: config.dirs.input, output: config.dirs.output, temp: config.dirs.temp, models: config.dirs.models },
+      maxHistory: config.maxHistory,
+      log: app.log,
+    });
+
+    const userOf = (req: FastifyRequest): string => {
+      if (!config.multiUser) return '';
+      const h = req.headers['comfy-user'];
+      return typeof h === 'string' && /^[\w.-]{1,100}$/.test(h) ? h : 'default';
+    };
+    const ctx: RouteCtx = {
+      owner: userOf,
+      scope: (req) => (config.multiUser ? userOf(req) : undefined),
+      storageDb: () => storage.db,
+      ownsPrompt: async (req, id) => !config.multiUser || (await getPrompt(storage.db, id, userOf(req))) !== null,
+    };
+
+    promptRoutes(app, ctx, runner);
+    queueRoutes(app, ctx, runner);
+    jobRoutes(app, ctx, runner);
+    systemRoutes(app, registry, { maxUploadSize: config.maxUploadSize });
+    wsRoutes(app, ctx, hub, runner, features(config.maxUploadSize));
+
+    app.addHook('onClose', async () => {
+      await runner.stop();
+      hub.closeAll();
+      await storage.close();
+    });
+    if (config.runWorkers) await runner.start();
+    return app;
+  } catch (err) {
+    await storage.close();
+    throw err;
+  }
+}

@@ -1,0 +1,3 @@
+import { promptsMigration } from './migrations/001_prompts.ts';
+
+export const workflowMigrations = [promptsMigration];

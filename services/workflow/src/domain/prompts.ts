@@ -1,0 +1,283 @@
+import { sql, type Kysely } from 'kysely';
+import type { Storage } from '@svc/storage';
+
+export type JobStatus = 'pending' | 'in_progress' | 'completed' | 'failed' | 'cancelled';
+export const JOB_STATUSES: JobStatus[] = ['pending', 'in_progress', 'completed', 'failed', 'cancelled'];
+export const FINISHED: JobStatus[] = ['completed', 'failed', 'cancelled'];
+
+/** A prompt row, JSON decoded. */
+export interface PromptRecord {
+  id: string;
+  owner: string;
+  number: number;
+  status: JobStatus;
+  prompt: Record<string, any>;
+  extraData: Record<string, any>;
+  sensitive: Record<string, unknown> | null;
+  outputsToExecute: string[];
+  workflowId: string | null;
+  createTime: number;
+  startTime: number | null;
+  endTime: number | null;
+  outputs: Record<string, Record<string, unknown[]>> | null;
+  meta: Record<string, unknown> | null;
+  statusMessages: Array<[string, Record<string, unknown>]> | null;
+}
+
+export interface NewPrompt {
+  id: string;
+  owner: string;
+  number: number;
+  prompt: Record<string, unknown>;
+  extraData: Record<string, unknown>;
+  sensitive: Record<string, unknown>;
+  outputsToExecute: string[];
+  workflowId: string | null;
+  createTime: number;
+}
+
+const SAFE_TEXT = /^[\x20-\x7e]{1,200}$/;
+
+/** Text columns hold only printable ASCII ids: anything else is kept in the JSON alone. */
+export function safeColumnText(v: unknown): string | null {
+  return typeof v === 'string' && SAFE_TEXT.test(v) ? v : null;
+}
+
+function parse<T>(v: unknown): T {
+  return (typeof v === 'string' ? JSON.parse(v) : v) as T;
+}
+
+function num(v: unknown): number | null {
+  return v === null || v === undefined ? null : Number(v);
+}
+
+export function decode(row: Record<string, unknown>): PromptRecord {
+  return {
+    id: row.id as string,
+    owner: row.owner as string,
+    number: Number(row.number),
+    status: row.status as JobStatus,
+    prompt: parse(row.prompt),
+    extraData: parse(row.extra_data),
+    sensitive: row.sensitive ? parse(row.sensitive) : null,
+    outputsToExecute: parse(row.outputs_to_execute),
+    workflowId: (row.workflow_id as string | null) ?? null,
+    createTime: Number(row.create_time),
+    startTime: num(row.start_time),
+    endTime: num(row.end_time),
+    outputs: row.outputs ? parse(row.outputs) : null,
+    meta: row.meta ? parse(row.meta) : null,
+    statusMessages: row.status_messages ? parse(row.status_messages) : null,
+  };
+}
+
+/** Thrown when a client-chosen prompt id is already taken. */
+export class DuplicatePromptId extends Error {}
+
+function isUniqueViolation(err: unknown): boolean {
+  const e = err as { code?: string; message?: string };
+  return e?.code === '23505' || e?.code === 'SQLITE_CONSTRAINT_PRIMARYKEY' || /UNIQUE constraint failed/.test(e?.message ?? '');
+}
+
+export async function insertPrompt(db: Kysely<any>, p: NewPrompt): Promise<void> {
+  try {
+    await db
+      .insertInto('prompts')
+      .values({
+        id: p.id,
+        owner: p.owner,
+        number: p.number,
+        status: 'pending',
+        prompt: JSON.stringify(p.prompt),
+        extra_data: JSON.stringify(p.extraData),
+        sensitive: Object.keys(p.sensitive).length ? JSON.stringify(p.sensitive) : null,
+        outputs_to_execute: JSON.stringify(p.outputsToExecute),
+        workflow_id: p.workflowId,
+        create_time: p.createTime,
+      })
+      .execute();
+  } catch (err) {
+    if (isUniqueViolation(err)) throw new DuplicatePromptId(p.id);
+    throw err;
+  }
+}
+
+/**
+ * Takes the next pending prompt (lowest number, then id) for this worker.
+ * One statement: SQLite runs it atomically, PostgreSQL skips rows another
+ * worker is claiming.
+ */
+export async function claimNext(storage: Storage, worker: string, now: number): Promise<PromptRecord | null> {
+  const lock = storage.dialect.kind === 'postgres' ? sql` for update skip locked` : sql``;
+  const r = await sql<Record<string, unknown>>`
+    update prompts set status = 'in_progress', worker = ${worker}, start_time = ${now}
+    where id = (select id from prompts where status = 'pending' order by number, id limit 1${lock})
+      and status = 'pending'
+    returning *`.execute(storage.db);
+  return r.rows[0] ? decode(r.rows[0]) : null;
+}
+
+export interface Completion {
+  status: JobStatus;
+  endTime: number;
+  outputs: Record<string, unknown>;
+  meta: Record<string, unknown>;
+  messages: Array<[string, Record<string, unknown>]>;
+}
+
+/** Records a prompt's end; the sensitive extra data is dropped with it. */
+export async function completePrompt(db: Kysely<any>, id: string, c: Completion): Promise<void> {
+  await db
+    .updateTable('prompts')
+    .set({
+      status: c.status,
+      end_time: c.endTime,
+      outputs: JSON.stringify(c.outputs),
+      meta: JSON.stringify(c.meta),
+      status_messages: JSON.stringify(c.messages),
+      sensitive: null,
+      worker: null,
+    })
+    .where('id', '=', id)
+    .execute();
+}
+
+export async function getPrompt(db: Kysely<any>, id: string, owner?: string): Promise<PromptRecord | null> {
+  let q = db.selectFrom('prompts').selectAll().where('id', '=', id);
+  if (owner !== undefined) q = q.where('owner', '=', owner);
+  const row = await q.executeTakeFirst();
+  return row ? decode(row) : null;
+}
+
+/** Pending prompts in run order, and running ones. */
+export async function queueState(db: Kysely<any>, owner?: string): Promise<{ running: PromptRecord[]; pending: PromptRecord[] }> {
+  let q = db.selectFrom('prompts').selectAll().where('status', 'in', ['pending', 'in_progress']);
+  if (owner !== undefined) q = q.where('owner', '=', owner);
+  const rows = (await q.orderBy('number').orderBy('id').execute()).map(decode);
+  return { running: rows.filter((r) => r.status === 'in_progress'), pending: rows.filter((r) => r.status === 'pending') };
+}
+
+export async function pendingCount(db: Kysely<any>, owner?: string): Promise<number> {
+  let q = db.selectFrom('prompts').select((eb) => eb.fn.countAll<number>().as('n')).where('status', 'in', ['pending', 'in_progress']);
+  if (owner !== undefined) q = q.where('owner', '=', owner);
+  return Number((await q.executeTakeFirstOrThrow()).n);
+}
+
+/** Removes pending prompts (all, or the given ids); running ones are untouched. Returns the removed ids. */
+export async function deletePending(db: Kysely<any>, ids: string[] | 'all', owner?: string): Promise<string[]> {
+  let q = db.deleteFrom('prompts').where('status', '=', 'pending');
+  if (ids !== 'all') {
+    if (ids.length === 0) return [];
+    q = q.where('id', 'in', ids);
+  }
+  if (owner !== undefined) q = q.where('owner', '=', owner);
+  return (await q.returning('id').execute()).map((r) => r.id as string);
+}
+
+/** Removes finished prompts (all, or the given ids). */
+export async function deleteHistory(db: Kysely<any>, ids: string[] | 'all', owner?: string): Promise<number> {
+  let q = db.deleteFrom('prompts').where('status', 'in', FINISHED);
+  if (ids !== 'all') {
+    if (ids.length === 0) return 0;
+    q = q.where('id', 'in', ids);
+  }
+  if (owner !== undefined) q = q.where('owner', '=', owner);
+  const r = await q.executeTakeFirst();
+  return Number(r.numDeletedRows);
+}
+
+/** Finished prompts in completion order (oldest first), the last `limit` after skipping `offset` from the start. */
+export async function listHistory(db: Kysely<any>, opts: { owner?: string; limit: number; offset?: number }): Promise<PromptRecord[]> {
+  let q = db.selectFrom('prompts').selectAll().where('status', 'in', FINISHED);
+  if (opts.owner !== undefined) q = q.where('owner', '=', opts.owner);
+  if (opts.offset !== undefined) {
+    return (await q.orderBy('end_time').orderBy('id').limit(opts.limit).offset(opts.offset).execute()).map(decode);
+  }
+  // Without an offset the reference returns the newest max_items, oldest first.
+  const rows = await q.orderBy('end_time', 'desc').orderBy('id', 'desc').limit(opts.limit).execute();
+  return rows.reverse().map(decode);
+}
+
+export async function finishedCount(db: Kysely<any>): Promise<number> {
+  const r = await db.selectFrom('prompts').select((eb) => eb.fn.countAll<number>().as('n')).where('status', 'in', FINISHED).executeTakeFirstOrThrow();
+  return Number(r.n);
+}
+
+/** Deletes the oldest finished prompts beyond `keep`. */
+export async function trimHistory(db: Kysely<any>, keep: number): Promise<number> {
+  const total = await finishedCount(db);
+  if (total <= keep) return 0;
+  const victims = await db
+    .selectFrom('prompts')
+    .select('id')
+    .where('status', 'in', FINISHED)
+    .orderBy('end_time')
+    .orderBy('id')
+    .limit(total - keep)
+    .execute();
+  if (victims.length === 0) return 0;
+  await db.deleteFrom('prompts').where('id', 'in', victims.map((v) => v.id as string)).execute();
+  return victims.length;
+}
+
+export interface JobQuery {
+  owner?: string;
+  statuses?: JobStatus[];
+  workflowId?: string;
+  sortBy: 'created_at' | 'execution_duration';
+  sortOrder: 'asc' | 'desc';
+  limit?: number;
+  offset: number;
+}
+
+export async function listJobs(db: Kysely<any>, q: JobQuery): Promise<{ rows: PromptRecord[]; total: number }> {
+  let base = db.selectFrom('prompts');
+  if (q.owner !== undefined) base = base.where('owner', '=', q.owner);
+  if (q.statuses) base = base.where('status', 'in', q.statuses);
+  if (q.workflowId !== undefined) base = base.where('workflow_id', '=', q.workflowId);
+  const total = Number((await base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
+  let sel = base.selectAll();
+  const dir = q.sortOrder;
+  if (q.sortBy === 'execution_duration') sel = sel.orderBy(sql`coalesce(end_time - start_time, -1)`, dir);
+  sel = sel.orderBy('create_time', dir).orderBy('id', dir);
+  if (q.limit !== undefined) sel = sel.limit(q.limit);
+  if (q.offset > 0) sel = q.limit === undefined ? sel.limit(Number.MAX_SAFE_INTEGER).offset(q.offset) : sel.offset(q.offset);
+  return { rows: (await sel.execute()).map(decode), total };
+}
+
+/**
+ * Prompts left running by a process that died: they are reported failed,
+ * never silently re-run. `workers` limits it to the given claimants.
+ */
+export async function failOrphans(db: Kysely<any>, now: number, exceptWorker?: string): Promise<string[]> {
+  let q = db.selectFrom('prompts').select(['id', 'status_messages']).where('status', '=', 'in_progress');
+  if (exceptWorker) q = q.where((eb) => eb.or([eb('worker', 'is', null), eb('worker', '!=', exceptWorker)]));
+  const rows = await q.execute();
+  for (const r of rows) {
+    const messages: Array<[string, Record<string, unknown>]> = [
+      [
+        'execution_error',
+        {
+          prompt_id: r.id,
+          node_id: null,
+          node_type: null,
+          executed: [],
+          exception_message: 'The server stopped while this prompt was running; it was not re-run.',
+          exception_type: 'ServerRestart',
+          traceback: [],
+          current_inputs: {},
+          current_outputs: [],
+          timestamp: now,
+        },
+      ],
+    ];
+    await completePrompt(db, r.id as string, { status: 'failed', endTime: now, outputs: {}, meta: {}, messages });
+  }
+  return rows.map((r) => r.id as string);
+}
+
+/** The largest |number| used so far, so a restarted server keeps counting up. */
+export async function maxNumber(db: Kysely<any>): Promise<number> {
+  const r = await db.selectFrom('prompts').select((eb) => eb.fn.max<number>(sql`abs(number)`).as('m')).executeTakeFirst();
+  return Number(r?.m ?? 0) || 0;
+}

@@ -1,0 +1,651 @@
+import { setImmediate as yieldToLoop } from 'node:timers/promises';
+import {
+  ExecutionBlocker,
+  GraphBuilder,
+  InterruptError,
+  isLink,
+  type GraphSpec,
+  type NodeContext,
+  type NodeEnv,
+  type NodeReturn,
+} from '../nodes/api.ts';
+import { OutputCache, type CacheEntry, type CachePolicy } from './cache.ts';
+import { DynamicPrompt, ExecutionList } from './graph.ts';
+import { ProgressRegistry } from './progress.ts';
+import type { NodeClass, NodeRegistry } from './registry.ts';
+import { Signatures } from './signature.ts';
+import type { PromptGraph } from './validate.ts';
+
+/** Where a run's messages go (the runtime routes them to the prompt's WebSocket client). */
+export interface ExecutionSink {
+  send(type: string, data: Record<string, unknown>, broadcast?: boolean): void;
+  /** A node's progress; a sink may keep only the latest per node. */
+  progress(data: { value: number; max: number; prompt_id: string; node: string }): void;
+  /** The progress map changed; a sink may coalesce and read `snapshot()` when it sends. */
+  progressState(registry: ProgressRegistry): void;
+  preview(image: Buffer, format: 'png' | 'jpeg', meta: Record<string, unknown>): void;
+}
+
+/** Set by POST /interrupt; checked between nodes and by `checkInterrupt()` inside long ones. */
+export class InterruptSignal {
+  private readonly controller = new AbortController();
+  get interrupted(): boolean {
+    return this.controller.signal.aborted;
+  }
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+  interrupt(): void {
+    if (!this.interrupted) this.controller.abort(new InterruptError());
+  }
+}
+
+export interface PromptRun {
+  promptId: string;
+  prompt: PromptGraph;
+  /** Output node ids to execute (validation's good outputs). */
+  outputs: string[];
+  /** extra_data with the sensitive keys put back (never stored with history). */
+  extraData: Record<string, unknown>;
+  sink: ExecutionSink;
+  interrupt: InterruptSignal;
+  env: Omit<NodeEnv, 'prompt' | 'extraData'>;
+}
+
+export interface NodeMeta {
+  node_id: string;
+  display_node: string;
+  parent_node: string | null;
+  real_node_id: string;
+}
+
+export interface RunResult {
+  status: 'success' | 'error';
+  interrupted: boolean;
+  /** The history's status messages: execution_start, execution_cached and the ending message, with timestamps. */
+  messages: Array<[string, Record<string, unknown>]>;
+  outputs: Record<string, Record<string, unknown[]>>;
+  meta: Record<string, NodeMeta>;
+  /** Nodes that ran (not cached) in this prompt. */
+  executed: string[];
+}
+
+interface UiEntry {
+  meta: NodeMeta;
+  output: Record<string, unknown[]>;
+}
+
+type Outcome = { kind: 'success' } | { kind: 'pending' } | { kind: 'failure'; details: Record<string, unknown>; interrupted: boolean };
+
+type Settled = { ok: true; value: unknown } | { ok: false; error: unknown };
+
+const PENDING_MARK = Symbol('pending');
+const YIELD_EVERY_MS = 10;
+
+/** Python's traceback.format_tb shape from a JS stack. */
+function traceback(err: unknown): string[] {
+  const stack = err instanceof Error && typeof err.stack === 'string' ? err.stack.split('\n').slice(1) : [];
+  return stack.slice(0, 50).map((line) => {
+    const m = /at (?:(.+?) \()?(.+?):(\d+):\d+\)?$/.exec(line.trim());
+    return m ? `  File "${m[2]}", line ${m[3]}, in ${m[1] ?? '<module>'}\n` : `  ${line.trim()}\n`;
+  });
+}
+
+function exceptionType(err: unknown): string {
+  if (err instanceof Error) return (err as { pyType?: string }).pyType ?? err.name ?? 'Error';
+  return 'Exception';
+}
+
+function exceptionMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** The reference's format_value: plain values as they are, anything else as text. */
+function formatValue(v: unknown): unknown {
+  if (v === null || v === undefined) return null;
+  if (typeof v === 'number' || typeof v === 'string' || typeof v === 'boolean') return typeof v === 'string' && v.length > 10_000 ? v.slice(0, 10_000) : v;
+  if (v instanceof ExecutionBlocker) return 'ExecutionBlocker';
+  if (typeof (v as { describe?: unknown }).describe === 'function') return String((v as { describe(): string }).describe());
+  try {
+    const s = JSON.stringify(v);
+    if (s !== undefined && s.length <= 10_000 && Object.getPrototypeOf(v) === Object.prototype) return v;
+    if (s !== undefined && s.length <= 10_000 && Array.isArray(v)) return v;
+  } catch {
+    /* not JSON */
+  }
+  return Object.prototype.toString.call(v);
+}
+
+function isThenable(v: unknown): v is PromiseLike<unknown> {
+  return typeof v === 'object' && v !== null && typeof (v as { then?: unknown }).then === 'function';
+}
+
+async function settleNow(p: PromiseLike<unknown>): Promise<Settled | typeof PENDING_MARK> {
+  try {
+    const v = await Promise.race([p, Promise.resolve(PENDING_MARK)]);
+    return v === PENDING_MARK ? PENDING_MARK : { ok: true, value: v };
+  } catch (error) {
+    return { ok: false, error };
+  }
+}
+
+/** One call's return turned into the reference's (graph, result) / result shape. */
+interface Normalised {
+  result: unknown[];
+  ui?: Record<string, unknown[]>;
+  expand?: GraphSpec;
+}
+
+function normalise(r: unknown, cls: NodeClass): Normalised {
+  const n = cls.outputTypes.length;
+  const blockerTuple = (b: ExecutionBlocker) => Array.from({ length: n }, () => b);
+  if (r instanceof ExecutionBlocker) return { result: blockerTuple(r) };
+  if (Array.isArray(r)) return { result: r };
+  if (r && typeof r === 'object') {
+    const o = r as { result?: unknown; ui?: Record<string, unknown[]>; expand?: GraphSpec };
+    const result = o.result instanceof ExecutionBlocker ? blockerTuple(o.result) : Array.isArray(o.result) ? o.result : [];
+    return { result, ui: o.ui, expand: o.expand };
+  }
+  return { result: [] };
+}
+
+/** merge_result_data: per output slot, collect the calls' values (or concatenate for OUTPUT_IS_LIST). */
+function mergeResults(results: unknown[][], cls: NodeClass): unknown[][] {
+  if (results.length === 0) return [];
+  const width = results[0]!.length;
+  const out: unknown[][] = [];
+  for (let i = 0; i < width; i++) {
+    if (cls.outputIsList[i]) {
+      const value: unknown[] = [];
+      for (const o of results) {
+        const v = o[i];
+        if (v instanceof ExecutionBlocker) value.push(v);
+        else if (Array.isArray(v)) for (const x of v) value.push(x);
+        else value.push(v);
+      }
+      out.push(value);
+    } else out.push(results.map((o) => o[i]));
+  }
+  return out;
+}
+
+function mergeUi(uis: Array<Record<string, unknown[]>>): Record<string, unknown[]> {
+  if (uis.length === 0) return {};
+  const out: Record<string, unknown[]> = {};
+  for (const k of Object.keys(uis[0]!)) out[k] = uis.flatMap((u) => (Array.isArray(u[k]) ? u[k]! : u[k] === undefined ? [] : [u[k]]));
+  return out;
+}
+
+class DuplicateNodeError extends Error {
+  constructor(id: string) {
+    super(`Attempt to add duplicate node ${id}. Ensure node ids are unique and deterministic or use graph_utils.GraphBuilder.`);
+    this.name = 'DuplicateNodeError';
+    (this as { pyType?: string }).pyType = 'comfy_execution.graph_utils.DuplicateNodeError';
+  }
+}
+
+/** State of one prompt's run. */
+class Run {
+  readonly dyn: DynamicPrompt;
+  readonly progress: ProgressRegistry;
+  readonly sigs: Signatures;
+  readonly list: ExecutionList;
+  readonly values = new Map<string, CacheEntry>();
+  readonly ui = new Map<string, UiEntry>();
+  readonly executed = new Set<string>();
+  readonly messages: Array<[string, Record<string, unknown>]> = [];
+  readonly pendingAsync = new Map<string, Array<Promise<Settled>>>();
+  readonly pendingSubgraph = new Map<string, { parts: Array<[boolean, unknown[]]>; children: string[] }>();
+  readonly lazyRequested = new Map<string, Set<string>>();
+  readonly env: NodeEnv;
+  currentOutputs: string[] = [];
+
+  constructor(
+    readonly spec: PromptRun,
+    readonly registry: NodeRegistry,
+    readonly cache: OutputCache,
+  ) {
+    this.dyn = new DynamicPrompt(spec.prompt);
+    this.progress = new ProgressRegistry(spec.promptId, this.dyn);
+    this.sigs = new Signatures(this.dyn, registry, (id) => this.isChanged(id));
+    this.list = new ExecutionList(this.dyn, registry, (id) => this.available(id));
+    this.env = { ...spec.env, prompt: spec.prompt, extraData: spec.extraData };
+  }
+
+  addMessage(type: string, data: Record<string, unknown>, broadcast = false): void {
+    const d = { ...data, timestamp: Date.now() };
+    this.messages.push([type, d]);
+    this.spec.sink.send(type, d, broadcast);
+  }
+
+  /** IS_CHANGED with constant inputs only; an exception counts as "always changed". */
+  isChanged(id: string): unknown {
+    const node = this.dyn.getNode(id);
+    const cls = this.registry.get(node.class_type);
+    if (!cls?.def.isChanged) return undefined;
+    const consts: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(node.inputs ?? {})) if (!isLink(v)) consts[k] = v;
+    try {
+      return cls.def.isChanged(consts);
+    } catch {
+      return NaN;
+    }
+  }
+
+  /** Whether a node's outputs are at hand: computed in this run, or found in the cache (then pinned for the run). */
+  available(id: string): boolean {
+    if (this.values.has(id)) return true;
+    if (!this.dyn.hasNode(id)) return false;
+    const hit = this.cache.get(this.sigs.of(id));
+    if (!hit) return false;
+    this.values.set(id, hit);
+    return true;
+  }
+
+  meta(id: string): NodeMeta {
+    return { node_id: id, display_node: this.dyn.displayNodeId(id), parent_node: this.dyn.parentNodeId(id), real_node_id: this.dyn.realNodeId(id) };
+  }
+
+  context(id: string, listIndex: number): NodeContext {
+    const { interrupt, sink, promptId } = { interrupt: this.spec.interrupt, sink: this.spec.sink, promptId: this.spec.promptId };
+    const progress = this.progress;
+    const dyn = this.dyn;
+    return {
+      nodeId: id,
+      promptId,
+      listIndex,
+      env: this.env,
+      signal: interrupt.signal,
+      checkInterrupt() {
+        if (interrupt.interrupted) throw new InterruptError();
+      },
+      progress(value: number, max: number) {
+        progress.update(id, value, max);
+        sink.progress({ value, max, prompt_id: promptId, node: id });
+        sink.progressState(progress);
+      },
+      preview(image: Buffer, format: 'png' | 'jpeg') {
+        sink.preview(image, format, {
+          node_id: id,
+          prompt_id: promptId,
+          display_node_id: dyn.displayNodeId(id),
+          parent_node_id: dyn.parentNodeId(id),
+          real_node_id: dyn.realNodeId(id),
+        });
+      },
+    };
+  }
+
+  /** get_input_data: links resolved to upstream output lists, constants wrapped in one-item lists, hidden inputs filled. */
+  inputData(id: string, cls: NodeClass): { data: Record<string, unknown[]>; missing: Set<string> } {
+    const node = this.dyn.getNode(id);
+    const data: Record<string, unknown[]> = {};
+    const missing = new Set<string>();
+    const requested = this.lazyRequested.get(id);
+    for (const [name, v] of Object.entries(node.inputs ?? {})) {
+      const info = cls.inputInfo(name);
+      if (isLink(v) && !info?.options.rawLink) {
+        const lazyPending = info?.options.lazy && !requested?.has(name);
+        const entry = lazyPending ? undefined : this.available(v[0]) ? this.values.get(v[0]) : undefined;
+        const slot = entry?.outputs[v[1]];
+        if (!slot) {
+          missing.add(name);
+          data[name] = [null];
+        } else data[name] = slot;
+      } else if (info) data[name] = [v];
+    }
+    for (const [name, kind] of Object.entries(cls.def.inputs.hidden ?? {})) {
+      const x = this.spec.extraData;
+      if (kind === 'PROMPT') data[name] = [this.spec.prompt];
+      else if (kind === 'DYNPROMPT') data[name] = [this.dyn];
+      else if (kind === 'EXTRA_PNGINFO') data[name] = [x.extra_pnginfo ?? null];
+      else if (kind === 'UNIQUE_ID') data[name] = [id];
+      else if (kind === 'AUTH_TOKEN_COMFY_ORG') data[name] = [x.auth_token_comfy_org ?? null];
+      else if (kind === 'API_KEY_COMFY_ORG') data[name] = [x.api_key_comfy_org ?? null];
+    }
+    return { data, missing };
+  }
+
+  /** _map_node_over_list: one call per list index (shorter lists repeat their last item), or one call with whole lists. */
+  mapOverList(
+    id: string,
+    cls: NodeClass,
+    data: Record<string, unknown[]>,
+    fn: (args: Record<string, unknown>, ctx: NodeContext) => unknown,
+    blockCb?: (b: ExecutionBlocker) => ExecutionBlocker,
+    expanding = false,
+  ): unknown[] {
+    const results: unknown[] = [];
+    const call = (args: Record<string, unknown>, index: number, wholeLists: boolean) => {
+      if (this.spec.interrupt.interrupted) throw new InterruptError();
+      let block: ExecutionBlocker | undefined;
+      for (const v of Object.values(args)) {
+        if (wholeLists && Array.isArray(v)) block = v.find((e) => e instanceof ExecutionBlocker) as ExecutionBlocker | undefined;
+        else if (v instanceof ExecutionBlocker) block = v;
+        if (block) break;
+      }
+      if (block) {
+        results.push(blockCb ? blockCb(block) : block);
+        return;
+      }
+      if (expanding) GraphBuilder.setDefaultPrefix(id, index);
+      results.push(fn(args, this.context(id, index)));
+    };
+    const lists = Object.values(data);
+    const maxLen = lists.reduce((m, l) => Math.max(m, l.length), 0);
+    if (cls.def.inputIsList) call(data, 0, true);
+    else if (maxLen === 0) call({}, 0, false);
+    else {
+      for (let i = 0; i < maxLen; i++) {
+        const args: Record<string, unknown> = {};
+        for (const [k, l] of Object.entries(data)) args[k] = l.length > i ? l[i] : l[l.length - 1];
+        call(args, i, false);
+      }
+    }
+    return results;
+  }
+
+  failure(id: string, err: unknown, inputs?: Record<string, unknown[]>): Outcome {
+    const real = this.dyn.realNodeId(id);
+    this.progress.error(id);
+    this.spec.sink.progressState(this.progress);
+    if (err instanceof InterruptError || this.spec.interrupt.interrupted) return { kind: 'failure', interrupted: true, details: { node_id: real } };
+    const currentInputs: Record<string, unknown[]> = {};
+    for (const [k, l] of Object.entries(inputs ?? {})) currentInputs[k] = l.map(formatValue);
+    return {
+      kind: 'failure',
+      interrupted: false,
+      details: {
+        node_id: real,
+        exception_message: `${exceptionMessage(err)}\n`,
+        exception_type: exceptionType(err),
+        traceback: traceback(err),
+        current_inputs: currentInputs,
+      },
+    };
+  }
+
+  async executeNode(id: string): Promise<Outcome> {
+    const node = this.dyn.getNode(id);
+    const cls = this.registry.get(node.class_type)!;
+    const sink = this.spec.sink;
+    const promptId = this.spec.promptId;
+    const display = this.dyn.displayNodeId(id);
+
+    if (this.values.has(id) && !this.pendingAsync.has(id) && !this.pendingSubgraph.has(id)) {
+      const cached = this.values.get(id)!;
+      const ui = cached.ui as unknown as UiEntry | undefined;
+      sink.send('executed', { node: id, display_node: display, output: ui?.output ?? null, prompt_id: promptId });
+      if (ui) this.ui.set(id, ui);
+      this.progress.finish(id);
+      sink.progressState(this.progress);
+      return { kind: 'success' };
+    }
+
+    let inputs: Record<string, unknown[]> | undefined;
+    try {
+      let output: unknown[][];
+      let uiOut: Record<string, unknown[]> = {};
+      let expansions: Array<[GraphSpec | undefined, unknown[]]> | undefined;
+      const asyncResults = this.pendingAsync.get(id);
+      const subgraph = this.pendingSubgraph.get(id);
+      let children: string[] | undefined;
+      if (asyncResults) {
+        this.pendingAsync.delete(id);
+        const settled = await Promise.all(asyncResults);
+        const values = settled.map((s) => {
+          if (!s.ok) throw s.error;
+          return s.value;
+        });
+        ({ output, ui: uiOut, expansions } = this.fromReturns(values, cls));
+      } else if (subgraph) {
+        this.pendingSubgraph.delete(id);
+        children = subgraph.children;
+        const resolved: unknown[][] = [];
+        for (const [isSub, result] of subgraph.parts) {
+          if (!isSub) {
+            resolved.push(result);
+            continue;
+          }
+          const out: unknown[] = [];
+          for (const r of result) {
+            if (isLink(r)) {
+              this.available(r[0]);
+              for (const o of this.values.get(r[0])?.outputs[r[1]] ?? []) out.push(o);
+            } else out.push(r);
+          }
+          resolved.push(out);
+        }
+        output = mergeResults(resolved, cls);
+      } else {
+        this.progress.start(id);
+        sink.progressState(this.progress);
+        const { data, missing } = this.inputData(id, cls);
+        inputs = data;
+        sink.send('executing', { node: id, display_node: display, prompt_id: promptId });
+        if (cls.def.checkLazyStatus) {
+          const lazyFn = cls.def.checkLazyStatus.bind(cls.def);
+          const raw = this.mapOverList(id, cls, data, (args, ctx) => lazyFn(args, ctx));
+          const needed = new Set<string>();
+          for (const r of raw) {
+            const names = isThenable(r) ? await r : r;
+            if (Array.isArray(names)) for (const n of names) if (typeof n === 'string' && (!(n in data) || missing.has(n))) needed.add(n);
+          }
+          // Ask once per input: an input that stays unavailable after it was requested must not re-stage forever.
+          let req = this.lazyRequested.get(id);
+          let fresh = false;
+          for (const n of needed) {
+            if (req?.has(n) || !isLink(node.inputs?.[n])) continue;
+            if (!req) this.lazyRequested.set(id, (req = new Set()));
+            req.add(n);
+            this.list.makeInputStrongLink(id, n);
+            fresh = true;
+          }
+          if (fresh) return { kind: 'pending' };
+        }
+        const blockCb = (b: ExecutionBlocker): ExecutionBlocker => {
+          if (b.message === null) return b;
+          sink.send('execution_error', {
+            prompt_id: promptId,
+            node_id: id,
+            node_type: node.class_type,
+            executed: [...this.executed],
+            exception_message: `Execution Blocked: ${b.message}`,
+            exception_type: 'ExecutionBlocked',
+            traceback: [],
+            current_inputs: [],
+            current_outputs: [],
+          });
+          return new ExecutionBlocker(null);
+        };
+        const exec = cls.def.execute.bind(cls.def);
+        const raw = this.mapOverList(id, cls, data, (args, ctx) => exec(args as Record<string, any>, ctx), blockCb, true);
+        if (raw.some(isThenable)) {
+          const now = await Promise.all(raw.map((r) => (isThenable(r) ? settleNow(r) : ({ ok: true, value: r } as Settled))));
+          if (now.some((s) => s === PENDING_MARK)) {
+            const settled: Array<Promise<Settled>> = raw.map((r) =>
+              isThenable(r)
+                ? Promise.resolve(r).then(
+                    (value): Settled => ({ ok: true, value }),
+                    (error): Settled => ({ ok: false, error }),
+                  )
+                : Promise.resolve({ ok: true, value: r } as Settled),
+            );
+            this.pendingAsync.set(id, settled);
+            const unblock = this.list.addExternalBlock(id);
+            void Promise.all(settled).then(unblock);
+            return { kind: 'pending' };
+          }
+          const values = (now as Settled[]).map((s) => {
+            if (!s.ok) throw s.error;
+            return s.value;
+          });
+          ({ output, ui: uiOut, expansions } = this.fromReturns(values, cls));
+        } else ({ output, ui: uiOut, expansions } = this.fromReturns(raw, cls));
+      }
+
+      if (Object.keys(uiOut).length > 0) {
+        this.ui.set(id, { meta: this.meta(id), output: uiOut });
+        sink.send('executed', { node: id, display_node: display, output: uiOut, prompt_id: promptId });
+      }
+      if (expansions) return this.expand(id, expansions);
+
+      const entry: CacheEntry = { outputs: output, ui: this.ui.get(id) as unknown as Record<string, unknown[]> | undefined };
+      if (children) entry.children = children.map((c) => this.sigs.of(c));
+      this.values.set(id, entry);
+      this.cache.set(this.sigs.of(id), entry);
+    } catch (err) {
+      return this.failure(id, err, inputs);
+    }
+    this.progress.finish(id);
+    sink.progressState(this.progress);
+    this.executed.add(id);
+    return { kind: 'success' };
+  }
+
+  /** get_output_from_returns. */
+  private fromReturns(values: unknown[], cls: NodeClass): { output: unknown[][]; ui: Record<string, unknown[]>; expansions?: Array<[GraphSpec | undefined, unknown[]]> } {
+    const results: unknown[][] = [];
+    const uis: Array<Record<string, unknown[]>> = [];
+    const sub: Array<[GraphSpec | undefined, unknown[]]> = [];
+    let hasSubgraph = false;
+    for (const v of values) {
+      const n = normalise(v as NodeReturn, cls);
+      if (n.ui && typeof n.ui === 'object') uis.push(n.ui);
+      if (n.expand) {
+        hasSubgraph = true;
+        sub.push([n.expand, n.result]);
+      } else {
+        results.push(n.result);
+        sub.push([undefined, n.result]);
+      }
+    }
+    return { output: hasSubgraph ? [] : mergeResults(results, cls), ui: mergeUi(uis), expansions: hasSubgraph ? sub : undefined };
+  }
+
+  private expand(id: string, parts: Array<[GraphSpec | undefined, unknown[]]>): Outcome {
+    const newIds: string[] = [];
+    const newOutputs: string[] = [];
+    const links: Array<[string, number]> = [];
+    const cached: Array<[boolean, unknown[]]> = [];
+    for (const [graph, result] of parts) {
+      if (!graph) {
+        cached.push([false, result]);
+        continue;
+      }
+      for (const nid of Object.keys(graph)) if (this.dyn.hasNode(nid)) throw new DuplicateNodeError(nid);
+      for (const [nid, info] of Object.entries(graph)) {
+        const cls = this.registry.get(info.class_type);
+        if (!cls) throw Object.assign(new Error(`Node '${info.class_type}' not found`), { pyType: 'KeyError' });
+        newIds.push(nid);
+        this.dyn.addEphemeral(nid, { class_type: info.class_type, inputs: { ...(info.inputs ?? {}) } }, id, info.override_display_id ?? id);
+        if (cls.isOutput) newOutputs.push(nid);
+      }
+      for (const r of result) if (isLink(r)) links.push(r);
+      cached.push([true, result]);
+    }
+    for (const nid of newOutputs) this.list.addNode(nid);
+    for (const [from] of links) this.list.addStrongLink(from, id);
+    this.pendingSubgraph.set(id, { parts: cached, children: newIds });
+    return { kind: 'pending' };
+  }
+}
+
+/**
+ * Runs validated prompts one at a time against a cache that lives across
+ * prompts. Knows nothing of HTTP or storage: messages go to the run's sink.
+ */
+export class Executor {
+  readonly cache: OutputCache;
+
+  constructor(
+    readonly registry: NodeRegistry,
+    policy: CachePolicy = { kind: 'classic' },
+  ) {
+    this.cache = new OutputCache(policy);
+  }
+
+  /** POST /free with free_memory: drop every cached output. */
+  freeMemory(): void {
+    this.cache.clear();
+  }
+
+  async run(spec: PromptRun): Promise<RunResult> {
+    const run = new Run(spec, this.registry, this.cache);
+    const { promptId, prompt } = spec;
+    run.addMessage('execution_start', { prompt_id: promptId });
+    const ids = Object.keys(prompt);
+    this.cache.beginPrompt(ids.map((id) => run.sigs.of(id)));
+    const cachedNodes = ids.filter((id) => run.available(id));
+    run.currentOutputs = cachedNodes;
+    run.addMessage('execution_cached', { nodes: cachedNodes, prompt_id: promptId });
+
+    let failed: Extract<Outcome, { kind: 'failure' }> | undefined;
+    try {
+      for (const o of spec.outputs) run.list.addNode(o);
+      let lastYield = performance.now();
+      while (!run.list.isEmpty()) {
+        const id = await run.list.stage();
+        if (id === null) {
+          const cycle = run.list.nodesInCycle();
+          let blamed = cycle[0] ?? spec.outputs[0]!;
+          for (const c of cycle) {
+            const d = run.dyn.displayNodeId(c);
+            if (d !== c) {
+              blamed = d;
+              break;
+            }
+          }
+          failed = {
+            kind: 'failure',
+            interrupted: false,
+            details: { node_id: blamed, exception_message: 'Dependency cycle detected', exception_type: 'graph.DependencyCycleError', traceback: [], current_inputs: [] },
+          };
+          break;
+        }
+        const outcome = await run.executeNode(id);
+        if (outcome.kind === 'failure') {
+          failed = outcome;
+          break;
+        }
+        if (outcome.kind === 'pending') run.list.unstage();
+        else run.list.complete();
+        if (performance.now() - lastYield > YIELD_EVERY_MS) {
+          // Long prompts of quick nodes still let the API (and POST /interrupt) in.
+          await yieldToLoop();
+          lastYield = performance.now();
+        }
+      }
+    } catch (err) {
+      failed = run.failure(run.list.staged ?? spec.outputs[0]!, err) as Extract<Outcome, { kind: 'failure' }>;
+    }
+
+    if (failed) {
+      const nodeId = failed.details.node_id as string;
+      const nodeType = Object.hasOwn(prompt, nodeId) ? prompt[nodeId]!.class_type : run.dyn.hasNode(nodeId) ? run.dyn.getNode(nodeId).class_type : null;
+      if (failed.interrupted) {
+        run.addMessage('execution_interrupted', { prompt_id: promptId, node_id: nodeId, node_type: nodeType, executed: [...run.executed] }, true);
+      } else {
+        run.addMessage('execution_error', {
+          prompt_id: promptId,
+          node_id: nodeId,
+          node_type: nodeType,
+          executed: [...run.executed],
+          exception_message: failed.details.exception_message,
+          exception_type: failed.details.exception_type,
+          traceback: failed.details.traceback,
+          current_inputs: failed.details.current_inputs,
+          current_outputs: run.currentOutputs,
+        });
+      }
+    } else run.addMessage('execution_success', { prompt_id: promptId });
+
+    const outputs: RunResult['outputs'] = {};
+    const meta: RunResult['meta'] = {};
+    for (const [id, u] of run.ui) {
+      outputs[id] = u.output;
+      meta[id] = u.meta;
+    }
+    return { status: failed ? 'error' : 'success', interrupted: failed?.interrupted === true, messages: run.messages, outputs, meta, executed: [...run.executed] };
+  }
+}

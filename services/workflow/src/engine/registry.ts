@@ -1,0 +1,164 @@
+import { createHash } from 'node:crypto';
+import type { InputOptions, NodeDefinition } from '../nodes/api.ts';
+
+export type InputCategory = 'required' | 'optional' | 'hidden';
+
+export interface InputInfo {
+  /** The declared type: a name such as INT, or the list of combo choices. */
+  type: string | unknown[];
+  category: InputCategory;
+  options: InputOptions;
+}
+
+/** A node class as the engine uses it: its definition plus lookups computed once. */
+export interface NodeClass {
+  readonly def: NodeDefinition;
+  readonly outputTypes: string[];
+  readonly outputIsList: boolean[];
+  readonly isOutput: boolean;
+  readonly isAsync: boolean;
+  readonly hasUniqueIdHidden: boolean;
+  /** required then optional, in declaration order. */
+  readonly validInputs: string[];
+  inputInfo(name: string): InputInfo | undefined;
+  readonly lazyInputs: ReadonlySet<string>;
+}
+
+function makeClass(def: NodeDefinition): NodeClass {
+  const infos = new Map<string, InputInfo>();
+  for (const category of ['required', 'optional'] as const) {
+    for (const [name, spec] of Object.entries(def.inputs[category] ?? {})) {
+      infos.set(name, { type: spec[0], category, options: spec[1] ?? {} });
+    }
+  }
+  for (const [name, kind] of Object.entries(def.inputs.hidden ?? {})) {
+    if (!infos.has(name)) infos.set(name, { type: kind, category: 'hidden', options: {} });
+  }
+  const outputTypes = def.outputs ?? [];
+  const lazy = new Set<string>();
+  for (const [name, info] of infos) if (info.options.lazy) lazy.add(name);
+  return {
+    def,
+    outputTypes,
+    outputIsList: def.outputIsList ?? outputTypes.map(() => false),
+    isOutput: def.outputNode === true,
+    isAsync: def.isAsync ?? def.execute.constructor.name === 'AsyncFunction',
+    hasUniqueIdHidden: Object.values(def.inputs.hidden ?? {}).includes('UNIQUE_ID'),
+    validInputs: [...Object.keys(def.inputs.required ?? {}), ...Object.keys(def.inputs.optional ?? {})],
+    inputInfo: (name) => infos.get(name),
+    lazyInputs: lazy,
+  };
+}
+
+/** The object_info entry of one node (the reference's NodeInfo, V3 style: every key present). */
+export function nodeInfo(def: NodeDefinition): Record<string, unknown> {
+  const input: Record<string, unknown> = {};
+  const order: Record<string, string[]> = {};
+  const inputs = def.dynamicInputs?.() ?? def.inputs;
+  for (const category of ['required', 'optional'] as const) {
+    const specs = inputs[category];
+    if (!specs) continue;
+    input[category] = Object.fromEntries(Object.entries(specs).map(([k, s]) => [k, s[1] === undefined ? [s[0]] : [s[0], s[1]]]));
+    order[category] = Object.keys(specs);
+  }
+  if (inputs.hidden) {
+    input.hidden = { ...inputs.hidden };
+    order.hidden = Object.keys(inputs.hidden);
+  }
+  const outputs = def.outputs ?? [];
+  const info: Record<string, unknown> = {
+    input,
+    input_order: order,
+    is_input_list: def.inputIsList === true,
+    output: outputs,
+    output_is_list: def.outputIsList ?? outputs.map(() => false),
+    output_name: def.outputNames ?? outputs,
+    name: def.name,
+    display_name: def.displayName ?? def.name,
+    description: def.description ?? '',
+    python_module: def.pythonModule ?? 'nodes',
+    category: def.category ?? 'sd',
+    output_node: def.outputNode === true,
+    has_intermediate_output: def.hasIntermediateOutput === true,
+    deprecated: def.deprecated === true,
+    experimental: def.experimental === true,
+    dev_only: def.devOnly === true,
+    api_node: def.apiNode === true,
+    search_aliases: def.searchAliases ?? [],
+    essentials_category: def.essentialsCategory ?? null,
+  };
+  if (def.outputTooltips) info.output_tooltips = def.outputTooltips;
+  return info;
+}
+
+/** Pre-rendered JSON bytes with a strong ETag, for routes that serve them as-is. */
+export interface Rendered {
+  body: Buffer;
+  etag: string;
+}
+
+export function render(value: unknown): Rendered {
+  const body = Buffer.from(JSON.stringify(value));
+  return { body, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"` };
+}
+
+/**
+ * Every node class the service can run. Frozen after start: object_info is
+ * rendered once, and its bytes and ETag served from memory.
+ */
+export class NodeRegistry {
+  private readonly classes = new Map<string, NodeClass>();
+  private objectInfo?: Rendered;
+  private readonly perClass = new Map<string, Rendered>();
+
+  add(def: NodeDefinition): void {
+    if (this.objectInfo) throw new Error('registry is frozen');
+    if (this.classes.has(def?.name)) throw new Error(`duplicate node class ${def.name}`);
+    if (!def || typeof def.name !== 'string' || typeof def.execute !== 'function') throw new Error('a node definition needs a name and an execute function');
+    if (this.classes.has(def.name)) throw new Error(`duplicate node class ${def.name}`);
+    this.classes.set(def.name, makeClass(def));
+  }
+
+  has(name: string): boolean {
+    return this.classes.has(name);
+  }
+
+  get(name: string): NodeClass | undefined {
+    return typeof name === 'string' ? this.classes.get(name) : undefined;
+  }
+
+  names(): string[] {
+    return [...this.classes.keys()];
+  }
+
+  /** Files that dynamic inputs list have changed: render object_info again on the next request. */
+  invalidate(): void {
+    if (!this.objectInfo) return;
+    if (![...this.classes.values()].some((c) => c.def.dynamicInputs)) return;
+    this.stale = true;
+  }
+
+  private stale = false;
+
+  /** Renders object_info (all classes and one per class) and forbids further additions. */
+  freeze(): void {
+    this.stale = false;
+    const all: Record<string, unknown> = {};
+    for (const [name, cls] of this.classes) {
+      const info = nodeInfo(cls.def);
+      all[name] = info;
+      this.perClass.set(name, render({ [name]: info }));
+    }
+    this.objectInfo = render(all);
+  }
+
+  objectInfoRendered(): Rendered {
+    if (!this.objectInfo || this.stale) this.freeze();
+    return this.objectInfo!;
+  }
+
+  classRendered(name: string): Rendered | undefined {
+    if (!this.objectInfo || this.stale) this.freeze();
+    return this.perClass.get(name);
+  }
+}

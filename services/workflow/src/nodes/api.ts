@@ -1,0 +1,211 @@
+/**
+ * The node API: what a node pack module exports and what a node's functions
+ * receive. Packs under `<data-dir>/custom_nodes/<pack>/index.{ts,js,mjs}`
+ * export `nodes: NodeDefinition[]` (or a default export of the same).
+ */
+
+/** Options of one input, as the reference's INPUT_TYPES second tuple element. */
+export interface InputOptions {
+  default?: unknown;
+  min?: number;
+  max?: number;
+  step?: number;
+  round?: number | false;
+  multiline?: boolean;
+  /** The input is evaluated only when `checkLazyStatus` asks for it. */
+  lazy?: boolean;
+  /** Pass the link itself (`[node_id, slot]`) instead of its value. */
+  rawLink?: boolean;
+  forceInput?: boolean;
+  tooltip?: string;
+  /** COMBO written the schema way: `['COMBO', {options: [...]}]`. */
+  options?: unknown[];
+  multiselect?: boolean;
+  [key: string]: unknown;
+}
+
+/** `[type, options]`: type is INT, FLOAT, STRING, BOOLEAN, COMBO, any custom type name, `*`, or a list of combo choices. */
+export type InputSpec = [type: string | unknown[], options?: InputOptions];
+
+export type HiddenKind = 'PROMPT' | 'UNIQUE_ID' | 'EXTRA_PNGINFO' | 'DYNPROMPT' | 'AUTH_TOKEN_COMFY_ORG' | 'API_KEY_COMFY_ORG';
+
+export interface NodeInputs {
+  required?: Record<string, InputSpec>;
+  optional?: Record<string, InputSpec>;
+  hidden?: Record<string, HiddenKind>;
+}
+
+/** A graph a node expands into: `{id: {class_type, inputs, override_display_id?}}`; inputs may link to `[id, slot]`. */
+export type GraphSpec = Record<string, { class_type: string; inputs: Record<string, unknown>; override_display_id?: string }>;
+
+/** What a node's `execute` may return: the outputs tuple, or an object with result/ui/expand. */
+export type NodeReturn =
+  | unknown[]
+  | ExecutionBlocker
+  | { result?: unknown[] | ExecutionBlocker; ui?: Record<string, unknown[]>; expand?: GraphSpec };
+
+export interface NodeContext {
+  /** The node's id in the (possibly expanded) prompt. */
+  readonly nodeId: string;
+  readonly promptId: string;
+  /** Index of this call when the node is mapped over lists (0 otherwise). */
+  readonly listIndex: number;
+  /** Throws the interrupt error when the prompt was interrupted; call it inside long loops. */
+  checkInterrupt(): void;
+  /** Reports progress (`progress` / `progress_state` messages, coalesced per client). */
+  progress(value: number, max: number): void;
+  /** Sends a preview image (binary WebSocket frame) to the prompt's client. */
+  preview(image: Buffer, format: 'png' | 'jpeg'): void;
+  /** Services the runtime lends to nodes (file folders, image codecs …). */
+  readonly env: NodeEnv;
+  /** An AbortSignal that fires on interrupt, for async work. */
+  readonly signal: AbortSignal;
+}
+
+/** What the runtime gives nodes: folders for files, and the prompt's metadata. */
+export interface NodeEnv {
+  /** `<data-dir>/input`, `output`, `temp`. */
+  readonly dirs: { input: string; output: string; temp: string; models: string };
+  /** Original prompt (API format), for nodes that embed it in files. */
+  readonly prompt: Record<string, unknown>;
+  readonly extraData: Record<string, unknown>;
+  /** Called for every file an output node writes, so the runtime can index it (assets). */
+  fileWritten?(info: { filename: string; subfolder: string; type: 'output' | 'temp' | 'input' }): Promise<Record<string, unknown> | void>;
+}
+
+export interface NodeDefinition {
+  /** The class_type, unique across packs. */
+  name: string;
+  displayName?: string;
+  description?: string;
+  /** Default "sd", as the reference. */
+  category?: string;
+  /** Reported in object_info as python_module; defaults to "nodes" for built-ins and "custom_nodes.<pack>" for packs. */
+  pythonModule?: string;
+  inputs: NodeInputs;
+  /** Inputs as object_info shows them when they depend on files (combo lists of input images …); re-read when the runtime invalidates object_info. */
+  dynamicInputs?(): NodeInputs;
+  /** RETURN_TYPES. */
+  outputs?: string[];
+  /** RETURN_NAMES; default the types. */
+  outputNames?: string[];
+  outputIsList?: boolean[];
+  outputTooltips?: string[];
+  outputNode?: boolean;
+  /** INPUT_IS_LIST: called once with whole lists. */
+  inputIsList?: boolean;
+  /** NOT_IDEMPOTENT: the node id is part of its cache key. */
+  notIdempotent?: boolean;
+  deprecated?: boolean;
+  experimental?: boolean;
+  apiNode?: boolean;
+  devOnly?: boolean;
+  /** object_info `essentials_category`: the key is always emitted (null when unset). */
+  essentialsCategory?: string | null;
+  searchAliases?: string[];
+  hasIntermediateOutput?: boolean;
+  /** Runs the node. Returning a Promise makes it an async node: other ready nodes run meanwhile. */
+  execute(inputs: Record<string, any>, ctx: NodeContext): NodeReturn | Promise<NodeReturn>;
+  /** Marks the node async for the scheduler's pick order before it has run (detected for `async` functions). */
+  isAsync?: boolean;
+  /** Names of lazy inputs still needed (called with unevaluated lazies as null/undefined). */
+  checkLazyStatus?(inputs: Record<string, any>, ctx: NodeContext): string[] | Promise<string[]>;
+  /**
+   * VALIDATE_INPUTS: called at validation with constant inputs (linked inputs are null).
+   * Inputs it names skip the built-in min/max/list checks ('*' = all, like **kwargs);
+   * naming 'input_types' receives `{input: received_type}`. Return true, false or a message.
+   */
+  validateInputs?: { inputs: string[] | '*'; fn(inputs: Record<string, any>): boolean | string | Promise<boolean | string> };
+  /** IS_CHANGED: its value joins the cache key; NaN means always re-run. Called with constant inputs only. */
+  isChanged?(inputs: Record<string, any>): unknown;
+}
+
+/** A value that blocks every node downstream of it; with a message, the first blocked output reports it as an error. */
+export class ExecutionBlocker {
+  constructor(readonly message: string | null) {}
+}
+
+/** Raised by `checkInterrupt` and by the engine between nodes after an interrupt. */
+export class InterruptError extends Error {
+  constructor() {
+    super('Processing interrupted');
+    this.name = 'InterruptProcessingException';
+  }
+}
+
+/**
+ * Builds an expansion graph with ids unique to the expanding node's call
+ * (the reference's GraphBuilder: `{prefix}{id}`, prefix `"{node}.{call}.{n}."`).
+ */
+export class GraphBuilder {
+  private static defaultPrefix = '';
+  private static counter = 0;
+  readonly prefix: string;
+  private readonly nodes = new Map<string, GraphNode>();
+  private idCounter = 1;
+
+  constructor(prefix?: string) {
+    this.prefix = prefix ?? GraphBuilder.allocPrefix();
+  }
+
+  /** Set by the engine before each call of an expanding node. */
+  static setDefaultPrefix(nodeId: string, callIndex: number): void {
+    GraphBuilder.defaultPrefix = `${nodeId}.${callIndex}.`;
+    GraphBuilder.counter = 0;
+  }
+
+  private static allocPrefix(): string {
+    return `${GraphBuilder.defaultPrefix}${GraphBuilder.counter++}.`;
+  }
+
+  node(classType: string, id?: string, inputs: Record<string, unknown> = {}): GraphNode {
+    const nodeId = this.prefix + (id ?? String(this.idCounter++));
+    const existing = this.nodes.get(nodeId);
+    if (existing) return existing;
+    const n = new GraphNode(nodeId, classType, { ...inputs });
+    this.nodes.set(nodeId, n);
+    return n;
+  }
+
+  lookup(id: string): GraphNode | undefined {
+    return this.nodes.get(this.prefix + id);
+  }
+
+  finalize(): GraphSpec {
+    const out: GraphSpec = {};
+    for (const [id, n] of this.nodes) out[id] = n.serialize();
+    return out;
+  }
+}
+
+export class GraphNode {
+  overrideDisplayId?: string;
+  constructor(
+    readonly id: string,
+    readonly classType: string,
+    readonly inputs: Record<string, unknown>,
+  ) {}
+  /** A link to output `slot` of this node. */
+  out(slot: number): [string, number] {
+    return [this.id, slot];
+  }
+  setInput(name: string, value: unknown): this {
+    if (value === undefined) delete this.inputs[name];
+    else this.inputs[name] = value instanceof GraphNode ? value.out(0) : value;
+    return this;
+  }
+  setOverrideDisplayId(id: string): this {
+    this.overrideDisplayId = id;
+    return this;
+  }
+  serialize(): GraphSpec[string] {
+    const s: GraphSpec[string] = { class_type: this.classType, inputs: this.inputs };
+    if (this.overrideDisplayId !== undefined) s.override_display_id = this.overrideDisplayId;
+    return s;
+  }
+}
+
+/** `is_link`: a 2-item list whose first item is a string and second a number. */
+export function isLink(v: unknown): v is [string, number] {
+  return Array.isArray(v) && v.length === 2 && typeof v[0] === 'string' && typeof v[1] === 'number';
+}

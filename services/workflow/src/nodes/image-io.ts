@@ -1,0 +1,250 @@
+import { createHash, randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import sharp from 'sharp';
+import { addTextChunks, asciiJson } from '../files/png.ts';
+import { parseAnnotated, safeJoin, safeRelative, UnsafePathError } from '../files/paths.ts';
+import type { NodeContext, NodeDefinition, NodeEnv } from './api.ts';
+import { checkSize, Frame, ImageBatch, MaskBatch, MaskPlane, MAX_BATCH, MAX_IMAGE_SIDE } from './image-types.ts';
+
+const IMAGE_EXT = /\.(png|jpe?g|webp|gif|bmp|tiff?|avif)$/i;
+
+/** Image files directly in the input folder and its subfolders, as LoadImage's combo lists them. */
+export function listInputImages(inputDir: string): string[] {
+  const out: string[] = [];
+  const walk = (dir: string, rel: string, depth: number) => {
+    let entries: fs.Dirent[];
+    try {
+      entries = fs.readdirSync(dir, { withFileTypes: true });
+    } catch {
+      return;
+    }
+    for (const e of entries) {
+      const r = rel ? `${rel}/${e.name}` : e.name;
+      if (e.isFile() && IMAGE_EXT.test(e.name)) out.push(r);
+      else if (e.isDirectory() && depth < 8 && !e.name.startsWith('.')) walk(path.join(dir, e.name), r, depth + 1);
+    }
+  };
+  walk(inputDir, '', 0);
+  return out.sort();
+}
+
+/** Resolves an image name as LoadImage takes it (`sub/name.png`, `name.png [output]`). */
+export function imagePath(dirs: NodeEnv['dirs'], name: string): string {
+  const { name: rel, type } = parseAnnotated(name, 'input');
+  return safeRelative(dirs[type], rel);
+}
+
+function existingImage(dirs: NodeEnv['dirs'], name: unknown): string | undefined {
+  if (typeof name !== 'string') return undefined;
+  try {
+    const file = imagePath(dirs, name);
+    return fs.statSync(file).isFile() ? file : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export async function decodeImage(file: string | Buffer): Promise<{ image: ImageBatch; mask: MaskBatch }> {
+  const meta = await sharp(file, { limitInputPixels: MAX_IMAGE_SIDE * MAX_IMAGE_SIDE, animated: true }).metadata();
+  const pages = Math.min(meta.pages ?? 1, MAX_BATCH);
+  const width = meta.width!;
+  const height = meta.pageHeight ?? meta.height!;
+  checkSize(width, height, pages);
+  const frames: Frame[] = [];
+  const planes: MaskPlane[] = [];
+  for (let p = 0; p < pages; p++) {
+    const { data, info } = await sharp(file, { page: p, limitInputPixels: MAX_IMAGE_SIDE * MAX_IMAGE_SIDE })
+      .rotate()
+      .ensureAlpha()
+      .raw()
+      .toBuffer({ resolveWithObject: true });
+    const rgb = Buffer.alloc(info.width * info.height * 3);
+    const mask = new Float32Array(info.width * info.height);
+    for (let i = 0, j = 0, k = 0; i < data.length; i += 4, j += 3, k++) {
+      rgb[j] = data[i]!;
+      rgb[j + 1] = data[i + 1]!;
+      rgb[j + 2] = data[i + 2]!;
+      mask[k] = meta.hasAlpha ? 1 - data[i + 3]! / 255 : 0;
+    }
+    // Frames of another size than the first are dropped, as the reference does.
+    if (frames.length > 0 && (info.width !== frames[0]!.width || info.height !== frames[0]!.height)) continue;
+    frames.push(new Frame(info.width, info.height, 3, rgb));
+    planes.push(meta.hasAlpha ? new MaskPlane(info.width, info.height, mask) : new MaskPlane(64, 64, new Float32Array(64 * 64)));
+  }
+  return { image: new ImageBatch(frames), mask: new MaskBatch(planes) };
+}
+
+export async function encodePng(frame: Frame, compressionLevel = 4): Promise<Buffer> {
+  return sharp(frame.data, { raw: { width: frame.width, height: frame.height, channels: frame.channels } }).png({ compressionLevel }).toBuffer();
+}
+
+function pad2(n: number): string {
+  return String(n).padStart(2, '0');
+}
+
+/** folder_paths.get_save_image_path: %vars%, subfolder from the prefix, next free counter for that prefix. */
+export function saveImagePath(prefix: string, outputDir: string, width: number, height: number) {
+  if (prefix.includes('%')) {
+    const now = new Date();
+    prefix = prefix
+      .replaceAll('%width%', String(width))
+      .replaceAll('%height%', String(height))
+      .replaceAll('%year%', String(now.getFullYear()))
+      .replaceAll('%month%', pad2(now.getMonth() + 1))
+      .replaceAll('%day%', pad2(now.getDate()))
+      .replaceAll('%hour%', pad2(now.getHours()))
+      .replaceAll('%minute%', pad2(now.getMinutes()))
+      .replaceAll('%second%', pad2(now.getSeconds()));
+  }
+  const norm = path.posix.normalize(prefix.replaceAll('\\', '/'));
+  const subfolder = path.posix.dirname(norm) === '.' ? '' : path.posix.dirname(norm);
+  const filename = path.posix.basename(norm);
+  let folder: string;
+  try {
+    folder = safeJoin(outputDir, subfolder, filename === '' ? 'x' : filename);
+  } catch (err) {
+    if (err instanceof UnsafePathError) throw new Error('**** ERROR: Saving image outside the output folder is not allowed.');
+    throw err;
+  }
+  folder = path.dirname(folder);
+  fs.mkdirSync(folder, { recursive: true });
+  let counter = 1;
+  const lower = filename.toLowerCase();
+  for (const f of fs.readdirSync(folder)) {
+    if (f.slice(0, filename.length).toLowerCase() !== lower || f[filename.length] !== '_') continue;
+    const digits = Number.parseInt(f.slice(filename.length + 1).split('_')[0]!, 10);
+    if (Number.isFinite(digits) && digits + 1 > counter) counter = digits + 1;
+  }
+  return { folder, filename, counter, subfolder };
+}
+
+/** Writes a batch as PNG files with the prompt and extra_pnginfo in tEXt chunks; never overwrites. */
+async function saveBatch(
+  images: ImageBatch,
+  prefix: string,
+  type: 'output' | 'temp',
+  ctx: NodeContext,
+  hidden: { prompt?: unknown; extra_pnginfo?: unknown },
+  compressionLevel: number,
+): Promise<Array<Record<string, unknown>>> {
+  const dir = ctx.env.dirs[type];
+  const { folder, filename, subfolder } = saveImagePath(prefix, dir, images.width, images.height);
+  let { counter } = saveImagePath(prefix, dir, images.width, images.height);
+  const results: Array<Record<string, unknown>> = [];
+  const texts: Array<[string, string]> = [];
+  if (hidden.prompt !== undefined && hidden.prompt !== null) texts.push(['prompt', asciiJson(hidden.prompt)]);
+  if (hidden.extra_pnginfo && typeof hidden.extra_pnginfo === 'object') {
+    for (const [k, v] of Object.entries(hidden.extra_pnginfo as Record<string, unknown>)) texts.push([k, asciiJson(v)]);
+  }
+  for (let batch = 0; batch < images.frames.length; batch++) {
+    ctx.checkInterrupt();
+    const png = addTextChunks(await encodePng(images.frames[batch]!, compressionLevel), texts);
+    const base = filename.replaceAll('%batch_num%', String(batch));
+    // 'wx' makes two writers that computed the same counter take the next one instead of overwriting.
+    for (;;) {
+      const file = `${base}_${String(counter).padStart(5, '0')}_.png`;
+      try {
+        fs.writeFileSync(path.join(folder, file), png, { flag: 'wx' });
+        const item: Record<string, unknown> = { filename: file, subfolder, type };
+        const extra = await ctx.env.fileWritten?.({ filename: file, subfolder, type });
+        if (extra) Object.assign(item, extra);
+        results.push(item);
+        counter++;
+        break;
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+        counter++;
+      }
+    }
+  }
+  return results;
+}
+
+export function imageIoNodes(dirs: NodeEnv['dirs']): NodeDefinition[] {
+  return [
+    {
+      name: 'EmptyImage',
+      displayName: 'EmptyImage',
+      category: 'image',
+      inputs: {
+        required: {
+          width: ['INT', { default: 512, min: 1, max: MAX_IMAGE_SIDE, step: 1 }],
+          height: ['INT', { default: 512, min: 1, max: MAX_IMAGE_SIDE, step: 1 }],
+          batch_size: ['INT', { default: 1, min: 1, max: MAX_BATCH }],
+          color: ['INT', { default: 0, min: 0, max: 0xffffff, step: 1, display: 'color' }],
+        },
+      },
+      outputs: ['IMAGE'],
+      execute: ({ width, height, batch_size, color }) => {
+        checkSize(width, height, batch_size);
+        const px = Buffer.alloc(width * height * 3);
+        const r = (color >> 16) & 0xff;
+        const g = (color >> 8) & 0xff;
+        const b = color & 0xff;
+        for (let i = 0; i < px.length; i += 3) {
+          px[i] = r;
+          px[i + 1] = g;
+          px[i + 2] = b;
+        }
+        const frames = Array.from({ length: batch_size }, () => new Frame(width, height, 3, px));
+        return [new ImageBatch(frames)];
+      },
+    },
+    {
+      name: 'LoadImage',
+      displayName: 'Load Image',
+      category: 'image',
+      inputs: { required: { image: [[], { image_upload: true }] } },
+      dynamicInputs: () => ({ required: { image: [listInputImages(dirs.input), { image_upload: true }] } }),
+      outputs: ['IMAGE', 'MASK'],
+      validateInputs: {
+        inputs: ['image'],
+        fn: ({ image }) => (existingImage(dirs, image) ? true : `Invalid image file: ${image}`),
+      },
+      isChanged: ({ image }) => {
+        const file = existingImage(dirs, image);
+        return file ? createHash('sha256').update(fs.readFileSync(file)).digest('hex') : NaN;
+      },
+      execute: async ({ image }) => {
+        const file = existingImage(dirs, image);
+        if (!file) throw Object.assign(new Error(`Invalid image file: ${image}`), { pyType: 'FileNotFoundError' });
+        const { image: img, mask } = await decodeImage(file);
+        return [img, mask];
+      },
+    },
+    {
+      name: 'SaveImage',
+      displayName: 'Save Image',
+      description: 'Saves the input images to your output directory.',
+      category: 'image',
+      inputs: {
+        required: {
+          images: ['IMAGE', { tooltip: 'The images to save.' }],
+          filename_prefix: ['STRING', { default: 'ComfyUI', tooltip: 'The prefix for the file to save. This may include formatting information such as %date:yyyy-MM-dd% or %Empty Latent Image.width% to include values from nodes.' }],
+        },
+        hidden: { prompt: 'PROMPT', extra_pnginfo: 'EXTRA_PNGINFO' },
+      },
+      outputs: [],
+      outputNode: true,
+      essentialsCategory: 'Basics',
+      execute: async ({ images, filename_prefix, prompt, extra_pnginfo }, ctx) => ({
+        ui: { images: await saveBatch(images as ImageBatch, String(filename_prefix), 'output', ctx, { prompt, extra_pnginfo }, 4) },
+      }),
+    },
+    {
+      name: 'PreviewImage',
+      displayName: 'Preview Image',
+      description: 'Saves the input images to your temp directory.',
+      category: 'image',
+      inputs: { required: { images: ['IMAGE'] }, hidden: { prompt: 'PROMPT', extra_pnginfo: 'EXTRA_PNGINFO' } },
+      outputs: [],
+      outputNode: true,
+      execute: async ({ images, prompt, extra_pnginfo }, ctx) => {
+        const suffix = Array.from(randomBytes(5), (b) => 'abcdefghijklmnopqrstupvxyz'[b % 26]).join('');
+        return { ui: { images: await saveBatch(images as ImageBatch, `ComfyUI_temp_${suffix}`, 'temp', ctx, { prompt, extra_pnginfo }, 1) } };
+      },
+    },
+  ];
+}
+

@@ -1,0 +1,11 @@
+import type { NodeDefinition, NodeEnv } from './api.ts';
+import { imageIoNodes } from './image-io.ts';
+import { mathNodes } from './math-expression.ts';
+import { previewAnyNodes } from './preview-any.ts';
+import { primitiveNodes } from './primitives.ts';
+import { stringNodes } from './strings.ts';
+
+/** Every built-in node family. */
+export function builtinNodes(dirs: NodeEnv['dirs']): NodeDefinition[] {
+  return [...primitiveNodes, ...stringNodes, ...mathNodes, ...previewAnyNodes, ...imageIoNodes(dirs)];
+}

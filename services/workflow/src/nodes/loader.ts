@@ -1,0 +1,53 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import type { NodeDefinition } from './api.ts';
+
+export interface PackReport {
+  pack: string;
+  nodes: string[];
+  error?: string;
+}
+
+const ENTRY = ['index.ts', 'index.mts', 'index.js', 'index.mjs'];
+
+function entryOf(dir: string, name: string): string | undefined {
+  const p = path.join(dir, name);
+  const st = fs.statSync(p, { throwIfNoEntry: false });
+  if (!st) return undefined;
+  if (st.isDirectory()) {
+    for (const e of ENTRY) if (fs.existsSync(path.join(p, e))) return path.join(p, e);
+    return undefined;
+  }
+  return /\.(m?js|m?ts)$/.test(name) ? p : undefined;
+}
+
+/**
+ * Loads node packs from `<data-dir>/custom_nodes/*` (a folder with an index
+ * module, or a single module). A pack exports `nodes: NodeDefinition[]` (or a
+ * default export of them). A pack that fails to load is reported, never fatal.
+ */
+export async function loadPacks(dir: string, add: (def: NodeDefinition, pack: string) => void): Promise<PackReport[]> {
+  if (!fs.existsSync(dir)) return [];
+  const reports: PackReport[] = [];
+  for (const name of fs.readdirSync(dir).sort()) {
+    if (name.startsWith('.') || name.endsWith('.disabled') || name === '__pycache__') continue;
+    const entry = entryOf(dir, name);
+    if (!entry) continue;
+    const pack = name.replace(/\.(m?js|m?ts)$/, '');
+    const report: PackReport = { pack, nodes: [] };
+    try {
+      const mod = await import(pathToFileURL(entry).href);
+      const defs: unknown = mod.nodes ?? mod.default;
+      if (!Array.isArray(defs)) throw new Error('the pack exports no `nodes` array');
+      for (const def of defs as NodeDefinition[]) {
+        add({ ...def, pythonModule: def.pythonModule ?? `custom_nodes.${pack}` }, pack);
+        report.nodes.push(def.name);
+      }
+    } catch (err) {
+      report.error = err instanceof Error ? err.message : String(err);
+    }
+    reports.push(report);
+  }
+  return reports;
+}

@@ -1,0 +1,37 @@
+import type { FastifyInstance } from 'fastify';
+import { HttpError } from '@svc/kernel';
+import { PromptRejected, type PromptRunner } from '../runtime/prompt-runner.ts';
+import { PromptInfo, PromptRequest, PromptResponse } from '../schemas/prompt.ts';
+import { dual } from './common.ts';
+import type { RouteCtx } from './context.ts';
+
+export function promptRoutes(app: FastifyInstance, ctx: RouteCtx, runner: PromptRunner): void {
+  dual(app, 'GET', '/prompt', { operationId: 'getPromptInfo', tags: ['prompt'], response: { 200: PromptInfo } }, () => ({
+    exec_info: { queue_remaining: runner.queueRemaining() },
+  }));
+
+  dual(
+    app,
+    'POST',
+    '/prompt',
+    { operationId: 'executePrompt', tags: ['prompt'], body: PromptRequest, response: { 200: PromptResponse } },
+    async (req, reply) => {
+      const body = req.body;
+      if (body === undefined || body === null || typeof body !== 'object' || Array.isArray(body)) {
+        throw new HttpError(400, { error: { type: 'no_prompt', message: 'No prompt provided', details: 'No prompt provided', extra_info: {} }, node_errors: {} });
+      }
+      try {
+        const usage = req.headers['comfy-usage-source'];
+        const r = await runner.submit({ body: body as Record<string, unknown>, owner: ctx.owner(req), usageSource: typeof usage === 'string' ? usage : undefined });
+        // The prompt's first WebSocket message waits until this answer is on the wire.
+        reply.raw.once('finish', () => runner.releaseGate(r.prompt_id));
+        reply.raw.once('close', () => runner.releaseGate(r.prompt_id));
+        return r;
+      } catch (err) {
+        if (err instanceof PromptRejected) throw new HttpError(400, err.body);
+        throw err;
+      }
+    },
+    { validate: false },
+  );
+}

@@ -1,0 +1,64 @@
+import os from 'node:os';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Rendered } from '../engine/registry.ts';
+import type { NodeRegistry } from '../engine/registry.ts';
+import { dual } from './common.ts';
+
+export const SERVICE_VERSION = '0.1.0';
+
+/** Serves pre-rendered JSON with its ETag; a matching If-None-Match (any tag of the list, weak or strong) gets 304. */
+export function sendRendered(req: FastifyRequest, reply: FastifyReply, r: Rendered, cacheControl = 'no-cache'): FastifyReply {
+  reply.header('ETag', r.etag).header('Cache-Control', cacheControl);
+  const inm = req.headers['if-none-match'];
+  if (typeof inm === 'string') {
+    const strip = (t: string) => t.trim().replace(/^W\//, '');
+    const tags = inm.split(',').map(strip);
+    if (tags.includes('*') || tags.includes(strip(r.etag))) return reply.code(304).send();
+  }
+  return reply.type('application/json').send(r.body);
+}
+
+export function features(maxUploadSize: number): Record<string, unknown> {
+  return {
+    supports_preview_metadata: true,
+    max_upload_size: maxUploadSize,
+    extension: { manager: { supports_v4: true } },
+    node_replacements: true,
+    assets: false,
+  };
+}
+
+export function systemRoutes(app: FastifyInstance, registry: NodeRegistry, opts: { maxUploadSize: number }): void {
+  dual(app, 'GET', '/object_info', { operationId: 'getObjectInfo', tags: ['node'] }, (req, reply) => sendRendered(req, reply, registry.objectInfoRendered()));
+
+  dual(app, 'GET', '/object_info/:node_class', { operationId: 'getObjectInfoByClass', tags: ['node'] }, (req, reply) => {
+    const r = registry.classRendered((req.params as { node_class: string }).node_class);
+    if (!r) return reply.code(404).type('application/json').send('{}');
+    return sendRendered(req, reply, r);
+  });
+
+  dual(app, 'GET', '/system_stats', { operationId: 'getSystemStats', tags: ['system'] }, () => {
+    const total = os.totalmem();
+    const free = os.freemem();
+    return {
+      system: {
+        os: process.platform,
+        ram_total: total,
+        ram_free: free,
+        comfyui_version: SERVICE_VERSION,
+        required_frontend_version: null,
+        installed_templates_version: null,
+        required_templates_version: null,
+        comfy_package_versions: [],
+        python_version: `Node.js ${process.version}`,
+        pytorch_version: 'none (CPU, sharp)',
+        embedded_python: false,
+        deploy_environment: 'local',
+        argv: process.argv.slice(1),
+      },
+      devices: [{ name: 'cpu', type: 'cpu', index: null, vram_total: total, vram_free: free, torch_vram_total: 0, torch_vram_free: 0 }],
+    };
+  });
+
+  dual(app, 'GET', '/features', { operationId: 'getFeatures', tags: ['system'] }, () => features(opts.maxUploadSize));
+}

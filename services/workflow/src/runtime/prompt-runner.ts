@@ -1,0 +1,330 @@
+import { randomUUID } from 'node:crypto';
+import os from 'node:os';
+import type { Storage } from '@svc/storage';
+import { Executor, InterruptSignal, type ExecutionSink } from '../engine/executor.ts';
+import type { ProgressRegistry } from '../engine/progress.ts';
+import { validatePrompt, type PromptError } from '../engine/validate.ts';
+import type { NodeEnv } from '../nodes/api.ts';
+import {
+  claimNext,
+  completePrompt,
+  deletePending,
+  DuplicatePromptId,
+  failOrphans,
+  finishedCount,
+  insertPrompt,
+  maxNumber,
+  pendingCount,
+  safeColumnText,
+  trimHistory,
+  type JobStatus,
+  type PromptRecord,
+} from '../domain/prompts.ts';
+import { previewFrame, type WsHub } from '../ws/hub.ts';
+
+/** Keys of extra_data that are secrets: kept out of the stored queue item and history (the reference's sixth tuple element). */
+export const SENSITIVE_KEYS = ['auth_token_comfy_org', 'api_key_comfy_org'];
+
+const UUID_CANONICAL = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/** A refused prompt: the 400 body `{error, node_errors}`. */
+export class PromptRejected extends Error {
+  constructor(readonly body: { error: PromptError; node_errors: Record<string, unknown> }) {
+    super(body.error.message);
+  }
+}
+
+function reject(type: string, message: string, details = message): never {
+  throw new PromptRejected({ error: { type, message, details, extra_info: {} }, node_errors: {} });
+}
+
+export interface RunnerOptions {
+  storage: Storage;
+  executor: Executor;
+  hub: WsHub;
+  dirs: NodeEnv['dirs'];
+  maxHistory: number;
+  log: { info(o: object, m: string): void; warn(o: object, m: string): void; error(o: object, m: string): void };
+  /** Called with every file an output node writes (assets index them). */
+  fileWritten?: NodeEnv['fileWritten'];
+}
+
+export interface SubmitRequest {
+  body: Record<string, unknown>;
+  owner: string;
+  usageSource?: string;
+}
+
+interface Current {
+  record: PromptRecord;
+  interrupt: InterruptSignal;
+  clientId: string | null;
+  lastNode: string | null;
+}
+
+/**
+ * The local runtime's prompt worker: validates and stores prompts, runs them
+ * one at a time in priority order, and turns engine events into WebSocket
+ * messages. Queue and history live in the database, so they survive a
+ * restart; a prompt that was running when the process died is reported
+ * failed on the next start, never re-run.
+ */
+export class PromptRunner {
+  readonly workerId = `${os.hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  private counter = 0;
+  private remaining = 0;
+  private finished = 0;
+  private current: Current | null = null;
+  private readonly gates = new Map<string, { promise: Promise<void>; release: () => void }>();
+  private wake: (() => void) | null = null;
+  private stopped = true;
+  private loopDone: Promise<void> = Promise.resolve();
+  private pendingFree = false;
+
+  constructor(private readonly o: RunnerOptions) {}
+
+  async start(): Promise<void> {
+    const db = this.o.storage.db;
+    const orphans = await failOrphans(db, Date.now());
+    if (orphans.length) this.o.log.warn({ prompts: orphans }, 'prompts that were running when the server stopped are marked failed');
+    this.counter = Math.floor(await maxNumber(db)) + 1;
+    this.remaining = await pendingCount(db);
+    this.finished = await finishedCount(db);
+    if (this.finished > this.o.maxHistory) this.finished -= await trimHistory(db, this.o.maxHistory);
+    this.stopped = false;
+    this.loopDone = this.loop();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.current?.interrupt.interrupt();
+    this.wake?.();
+    await this.loopDone;
+  }
+
+  queueRemaining(): number {
+    return this.remaining;
+  }
+
+  /** The prompt now running and its last node (for a socket that connects mid-run). */
+  running(): { promptId: string; clientId: string | null; lastNode: string | null } | null {
+    return this.current ? { promptId: this.current.record.id, clientId: this.current.clientId, lastNode: this.current.lastNode } : null;
+  }
+
+  statusMessage(sid?: string): Record<string, unknown> {
+    const data: Record<string, unknown> = { status: { exec_info: { queue_remaining: this.remaining } } };
+    if (sid !== undefined) data.sid = sid;
+    return data;
+  }
+
+  broadcastStatus(): void {
+    this.o.hub.sendCoalesced(null, 'status', () => JSON.stringify({ type: 'status', data: this.statusMessage() }));
+  }
+
+  /** POST /prompt: validates and queues; throws PromptRejected with the 400 body. */
+  async submit(req: SubmitRequest): Promise<{ prompt_id: string; number: number; node_errors: Record<string, unknown> }> {
+    const body = req.body;
+    if (!('prompt' in body)) reject('no_prompt', 'No prompt provided');
+    let promptId: string;
+    const given = body.prompt_id;
+    if (given === undefined || given === null) promptId = randomUUID();
+    else if (typeof given === 'string' && UUID_CANONICAL.test(given)) promptId = given;
+    else reject('invalid_prompt_id', 'Invalid prompt_id', `prompt_id must be a canonical lowercase UUID string, got ${JSON.stringify(given)?.slice(0, 100)}`);
+
+    let number: number;
+    if ('number' in body && body.number !== null && body.number !== undefined) {
+      number = typeof body.number === 'number' ? body.number : typeof body.number === 'string' ? Number(body.number) : NaN;
+      if (!Number.isFinite(number)) reject('invalid_prompt', 'Invalid number', 'number must be a finite number');
+    } else {
+      number = this.counter++;
+      if (body.front === true || body.front === 'true' || body.front === 1) number = -number;
+    }
+
+    const extra = body.extra_data;
+    if (extra !== undefined && extra !== null && (typeof extra !== 'object' || Array.isArray(extra))) reject('invalid_prompt', 'Invalid extra_data', 'extra_data must be an object');
+    const extraData: Record<string, unknown> = { ...((extra as Record<string, unknown>) ?? {}) };
+    if ('client_id' in body) extraData.client_id = body.client_id;
+    if (req.usageSource !== undefined) extraData.comfy_usage_source = req.usageSource;
+
+    const v = await validatePrompt(this.o.executor.registry, body.prompt, body.partial_execution_targets);
+    if (!v.ok) throw new PromptRejected({ error: v.error!, node_errors: v.nodeErrors });
+
+    const sensitive: Record<string, unknown> = {};
+    for (const k of SENSITIVE_KEYS) {
+      if (k in extraData) {
+        sensitive[k] = extraData[k];
+        delete extraData[k];
+      }
+    }
+    extraData.create_time = Date.now();
+    const workflowId = safeColumnText((extraData.extra_pnginfo as { workflow?: { id?: unknown } } | undefined)?.workflow?.id);
+    this.openGate(promptId);
+    try {
+      await insertPrompt(this.o.storage.db, {
+        id: promptId,
+        owner: req.owner,
+        number,
+        prompt: body.prompt as Record<string, unknown>,
+        extraData,
+        sensitive,
+        outputsToExecute: v.outputs,
+        workflowId,
+        createTime: extraData.create_time as number,
+      });
+    } catch (err) {
+      this.releaseGate(promptId);
+      if (err instanceof DuplicatePromptId) reject('invalid_prompt_id', 'Prompt id already exists', `A prompt with id ${promptId} already exists`);
+      throw err;
+    }
+    this.remaining++;
+    this.broadcastStatus();
+    this.wake?.();
+    return { prompt_id: promptId, number, node_errors: v.nodeErrors };
+  }
+
+  /** Until the POST /prompt response is written, the prompt's first message waits (clients subscribe after the answer). */
+  private openGate(id: string): void {
+    let release!: () => void;
+    const promise = new Promise<void>((r) => (release = r));
+    this.gates.set(id, { promise, release });
+  }
+
+  releaseGate(id: string): void {
+    const g = this.gates.get(id);
+    if (!g) return;
+    this.gates.delete(id);
+    g.release();
+  }
+
+  private async waitGate(id: string): Promise<void> {
+    const g = this.gates.get(id);
+    if (!g) return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([g.promise, new Promise<void>((r) => (timer = setTimeout(r, 5_000)))]);
+    clearTimeout(timer);
+    this.gates.delete(id);
+  }
+
+  /** POST /interrupt: the running prompt (or only the named one, when it is the one running). */
+  interrupt(promptId?: string): boolean {
+    const c = this.current;
+    if (!c) return false;
+    if (promptId !== undefined && c.record.id !== promptId) return false;
+    c.interrupt.interrupt();
+    return true;
+  }
+
+  /** POST /free: free_memory empties the output cache (after the running prompt, as the reference). */
+  free(opts: { freeMemory: boolean; unloadModels: boolean }): void {
+    if (!opts.freeMemory && !opts.unloadModels) return;
+    if (this.current) this.pendingFree = true;
+    else this.o.executor.freeMemory();
+  }
+
+  async deletePending(ids: string[] | 'all', owner?: string): Promise<void> {
+    const removed = await deletePending(this.o.storage.db, ids, owner);
+    for (const id of removed) this.releaseGate(id);
+    if (removed.length) {
+      this.remaining = Math.max(0, this.remaining - removed.length);
+      this.broadcastStatus();
+    }
+  }
+
+  /** History rows were removed by a client. */
+  historyRemoved(n: number): void {
+    this.finished = Math.max(0, this.finished - n);
+  }
+
+  private async loop(): Promise<void> {
+    while (!this.stopped) {
+      let record: PromptRecord | null = null;
+      try {
+        record = await claimNext(this.o.storage, this.workerId, Date.now());
+      } catch (err) {
+        this.o.log.error({ err }, 'claiming the next prompt failed');
+      }
+      if (!record) {
+        await new Promise<void>((resolve) => {
+          const t = setTimeout(resolve, this.o.storage.dialect.kind === 'postgres' ? 500 : 2_000);
+          this.wake = () => {
+            clearTimeout(t);
+            resolve();
+          };
+        });
+        this.wake = null;
+        continue;
+      }
+      try {
+        await this.runOne(record);
+      } catch (err) {
+        this.o.log.error({ err, prompt_id: record.id }, 'prompt failed outside the engine');
+      }
+      if (this.pendingFree) {
+        this.pendingFree = false;
+        this.o.executor.freeMemory();
+      }
+    }
+  }
+
+  private sink(c: Current): ExecutionSink {
+    const hub = this.o.hub;
+    const client = c.clientId;
+    return {
+      send: (type, data, broadcast) => {
+        if (type === 'executing') c.lastNode = (data.display_node as string) ?? (data.node as string);
+        if (broadcast) hub.send(type, data, null);
+        else if (client !== null) hub.send(type, data, client);
+      },
+      progress: (data) => {
+        if (client === null) return;
+        const text = JSON.stringify({ type: 'progress', data });
+        hub.sendCoalesced(client, `progress:${data.prompt_id}:${data.node}`, () => text);
+      },
+      progressState: (reg: ProgressRegistry) => {
+        if (client === null) return;
+        hub.sendCoalesced(client, `progress_state:${reg.promptId}`, () => JSON.stringify({ type: 'progress_state', data: reg.snapshot() }));
+      },
+      preview: (image, format, meta) => {
+        if (client === null) return;
+        const withMeta = hub.features(client).supports_preview_metadata === true;
+        hub.sendBinary(client, previewFrame(image, format, withMeta ? meta : null));
+      },
+    };
+  }
+
+  private async runOne(record: PromptRecord): Promise<void> {
+    const clientId = typeof record.extraData.client_id === 'string' ? record.extraData.client_id : null;
+    const current: Current = { record, interrupt: new InterruptSignal(), clientId, lastNode: null };
+    this.current = current;
+    this.broadcastStatus();
+    await this.waitGate(record.id);
+    let status: JobStatus = 'failed';
+    let result: Awaited<ReturnType<Executor['run']>> | undefined;
+    try {
+      result = await this.o.executor.run({
+        promptId: record.id,
+        prompt: record.prompt,
+        outputs: record.outputsToExecute,
+        extraData: { ...record.extraData, ...(record.sensitive ?? {}) },
+        sink: this.sink(current),
+        interrupt: current.interrupt,
+        env: { dirs: this.o.dirs, fileWritten: this.o.fileWritten },
+      });
+      status = result.status === 'success' ? 'completed' : result.interrupted ? 'cancelled' : 'failed';
+    } finally {
+      const now = Date.now();
+      await completePrompt(this.o.storage.db, record.id, {
+        status,
+        endTime: now,
+        outputs: result?.outputs ?? {},
+        meta: result?.meta ?? {},
+        messages: result?.messages ?? [],
+      });
+      this.current = null;
+      this.remaining = Math.max(0, this.remaining - 1);
+      if (clientId !== null) this.o.hub.send('executing', { node: null, prompt_id: record.id }, clientId);
+      this.broadcastStatus();
+      if (++this.finished > this.o.maxHistory) this.finished -= await trimHistory(this.o.storage.db, this.o.maxHistory);
+    }
+  }
+}
