@@ -3,6 +3,7 @@ import type { Storage } from '@svc/storage';
 import { forbidden, NOT_AUTHENTICATED } from '../api/errors.ts';
 import { mayWrite, type Principal } from './principal.ts';
 import { principalForKey } from './store.ts';
+import { LoginThrottle, type LoginThrottleSettings } from './throttle.ts';
 
 export type { Principal } from './principal.ts';
 export { mayWrite } from './principal.ts';
@@ -14,6 +15,8 @@ export interface Auth {
   verifyToken(key: string): Promise<Principal | null>;
   /** The principal plus why presented credentials were refused, to tell "none" from "bad". */
   resolve(req: FastifyRequest): Promise<Resolved>;
+  /** Budget of unauthenticated credential checks per client address and username. */
+  throttle: LoginThrottle;
 }
 
 export interface Resolved {
@@ -34,7 +37,7 @@ export function presentedKey(req: FastifyRequest): string | undefined {
   return m ? m[1] : '';
 }
 
-export function createAuth(storage: Storage): Auth {
+export function createAuth(storage: Storage, throttle?: LoginThrottleSettings): Auth {
   const resolve = (req: FastifyRequest): Promise<Resolved> => {
     let p = cache.get(req);
     if (!p) {
@@ -46,6 +49,7 @@ export function createAuth(storage: Storage): Auth {
   };
   return {
     resolve,
+    throttle: new LoginThrottle(throttle),
     async authenticate(req) {
       return (await resolve(req)).principal;
     },

@@ -1,4 +1,4 @@
-import { createHash, randomBytes, scryptSync, timingSafeEqual } from 'node:crypto';
+import { createHash, randomBytes, scrypt, scryptSync, timingSafeEqual } from 'node:crypto';
 
 /** A new API token key: 40 hex characters, as NetBox's. */
 export function newTokenKey(): string {
@@ -15,15 +15,29 @@ export function validTokenKey(key: string): boolean {
   return key.length >= 8 && key.length <= 256 && /^[\x21-\x7e]+$/.test(key);
 }
 
-export function hashPassword(password: string): string {
-  const salt = randomBytes(16);
-  return `scrypt$${salt.toString('hex')}$${scryptSync(password, salt, 32).toString('hex')}`;
+const KEY_LENGTH = 32;
+
+function scryptAsync(password: string, salt: Buffer): Promise<Buffer> {
+  // libuv's thread pool: a hash never blocks the event loop.
+  return new Promise((resolve, reject) => scrypt(password, salt, KEY_LENGTH, (err, key) => (err ? reject(err) : resolve(key))));
 }
 
-export function checkPassword(password: string, stored: string | null): boolean {
-  if (!stored) return false;
-  const [scheme, salt, hash] = stored.split('$');
-  if (scheme !== 'scrypt' || !salt || !hash) return false;
-  const got = scryptSync(password, Buffer.from(salt, 'hex'), 32);
-  return timingSafeEqual(got, Buffer.from(hash, 'hex'));
+export async function hashPassword(password: string): Promise<string> {
+  const salt = randomBytes(16);
+  return `scrypt$${salt.toString('hex')}$${(await scryptAsync(password, salt)).toString('hex')}`;
+}
+
+// A real hash of a random password: checking against it costs what checking a real user's password costs.
+const DUMMY = `scrypt$${randomBytes(16).toString('hex')}$${scryptSync(randomBytes(16).toString('hex'), randomBytes(16), KEY_LENGTH).toString('hex')}`;
+
+/**
+ * Whether `password` matches `stored`. Without a usable stored hash (unknown
+ * user, no password set) the same work is done against a dummy hash, so the
+ * answer time does not tell which usernames exist.
+ */
+export async function checkPassword(password: string, stored: string | null | undefined): Promise<boolean> {
+  const usable = typeof stored === 'string' && /^scrypt\$[0-9a-f]{32}\$[0-9a-f]{64}$/.test(stored);
+  const [, salt, hash] = (usable ? stored : DUMMY).split('$') as [string, string, string];
+  const got = await scryptAsync(password, Buffer.from(salt, 'hex'));
+  return timingSafeEqual(got, Buffer.from(hash, 'hex')) && usable;
 }

@@ -3,7 +3,9 @@ import { sql } from 'kysely';
 import { Type } from 'typebox';
 import { authenticate, requireAdmin } from '../auth/index.ts';
 import { checkPassword, hashPassword, hashTokenKey, newTokenKey, validTokenKey } from '../auth/keys.ts';
+import { HttpError } from '@svc/kernel';
 import { forbidden, notFound, validationError } from '../api/errors.ts';
+import { throttledDetail } from '../auth/throttle.ts';
 import { baseUrl, pageOf, paginated } from '../api/pagination.ts';
 import { objectId } from '../api/params.ts';
 import type { InventoryDeps } from '../deps.ts';
@@ -128,7 +130,7 @@ export async function userRoutes(app: FastifyInstance, deps: InventoryDeps): Pro
     if (typeof values.email === 'string' && values.email !== '' && !/^[^@\s]+@[^@\s]+$/.test(values.email)) errors.email = ['Enter a valid email address.'];
     if (body.password !== undefined) {
       const p = str(body.password, 'password', 128, errors, false);
-      if (p !== undefined) values.password_hash = hashPassword(p);
+      if (p !== undefined) values.password_hash = await hashPassword(p);
     }
     for (const k of ['is_superuser', 'can_write', 'is_active']) {
       const b = bool(body[k], k, errors);
@@ -291,8 +293,13 @@ export async function userRoutes(app: FastifyInstance, deps: InventoryDeps): Pro
       const writeEnabled = bool(body.write_enabled, 'write_enabled', errors) ?? true;
       const description = str(body.description, 'description', 200, errors) ?? '';
       if (Object.keys(errors).length) throw validationError(errors);
-      const user = await db.selectFrom('users_user').selectAll().where('username', '=', String(body.username).slice(0, 150)).executeTakeFirst();
-      if (!user || !d.readBool(user.is_active) || !checkPassword(String(body.password).slice(0, 128), user.password_hash)) throw forbidden('Invalid username/password');
+      const username = String(body.username).slice(0, 150);
+      const wait = deps.auth.throttle.attempt(req.ip, username);
+      if (wait > 0) throw new HttpError(429, { detail: throttledDetail(wait) }, { 'Retry-After': String(wait) });
+      const user = await db.selectFrom('users_user').selectAll().where('username', '=', username).executeTakeFirst();
+      // The hash is checked whatever the user (a dummy one when unknown), so the time taken does not reveal who exists.
+      const matches = await checkPassword(String(body.password).slice(0, 128), user?.password_hash);
+      if (!user || !d.readBool(user.is_active) || !matches) throw forbidden('Invalid username/password');
       const key = newTokenKey();
       const row = await db
         .insertInto('users_token')

@@ -19,10 +19,13 @@ export interface UiBackend {
   verifyToken(key: string): Promise<Viewer | null>;
   api(token: string, method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE', url: string, body?: unknown): Promise<ApiResult>;
   tasks: TaskSource;
+  /** Counts a login attempt from a client address; seconds to wait when over budget, else 0. */
+  throttleLogin?(address: string): number;
 }
 
 export function createBackend(app: FastifyInstance, deps: UiDeps): UiBackend {
   return {
+    throttleLogin: (address) => deps.auth.throttle.attempt(address),
     async verifyToken(key) {
       const p = await deps.auth.verifyToken(key);
       // Admin pages act through the API, which wants a superuser with a write-enabled token.

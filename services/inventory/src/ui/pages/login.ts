@@ -34,6 +34,12 @@ export function registerLoginRoutes(app: FastifyInstance, sessions: SessionStore
     const token = formString(body, 'token').trim();
     const session = state.session!; // the CSRF guard rejected requests without one
     const errors: string[] = [];
+    // Guessing tokens is throttled per client address, as token provisioning is.
+    const wait = backend.throttleLogin?.(req.ip) ?? 0;
+    if (wait > 0) {
+      reply.header('Retry-After', String(wait));
+      return sendPage(req, reply, { title: 'Log in', body: loginForm(session.csrfToken, next, [`Too many login attempts. Try again in ${wait} seconds.`]) }, 429);
+    }
     if (!token) errors.push('Enter an API token.');
     else if (token.length > MAX_TOKEN_LENGTH) errors.push('Invalid token.');
     const viewer = errors.length === 0 ? await backend.verifyToken(token) : null;
