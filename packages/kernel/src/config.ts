@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { httpTimeoutsFrom, type HttpTimeouts } from './http-timeouts.ts';
 
 export interface ServiceConfig {
   port: number;
@@ -14,6 +15,8 @@ export interface ServiceConfig {
   runWorkers: boolean;
   /** Service-specific flags, as given on the command line (`--admin-token x` → adminToken). */
   flags: Record<string, string | boolean | undefined>;
+  /** Slow-client limits of the HTTP server (flags or HTTP_*_TIMEOUT_MS); runService applies them. */
+  httpTimeouts?: HttpTimeouts;
 }
 
 /** `--flag value` → `--flag=value`: parseArgs without declared options would read the value as a positional. */
@@ -55,5 +58,6 @@ export function loadConfig(name: string, defaults: { port: number }, argv = proc
     logLevel: str(flags.logLevel) ?? env.LOG_LEVEL ?? 'info',
     runWorkers: flags.noWorkers !== true && env.RUN_WORKERS !== '0',
     flags,
+    httpTimeouts: httpTimeoutsFrom(flags, env),
   };
 }

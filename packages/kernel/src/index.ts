@@ -5,3 +5,4 @@ export * from './fastapi-validation.ts';
 export * from './lax-coercion.ts';
 export * from './config.ts';
 export * from './run.ts';
+export * from './http-timeouts.ts';

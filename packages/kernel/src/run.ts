@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { ServiceConfig } from './config.ts';
+import { applyHttpTimeouts, httpTimeoutsFrom } from './http-timeouts.ts';
 
 /**
  * Starts a built app on the configured port, prints its URL, and closes it
@@ -8,6 +9,7 @@ import type { ServiceConfig } from './config.ts';
  */
 export async function runService(name: string, cfg: ServiceConfig, build: (cfg: ServiceConfig) => Promise<FastifyInstance>): Promise<FastifyInstance> {
   const app = await build(cfg);
+  applyHttpTimeouts(app.server, cfg.httpTimeouts ?? httpTimeoutsFrom(cfg.flags));
   const address = await app.listen({ port: cfg.port, host: cfg.host });
   const storage = cfg.databaseUrl ? 'postgresql' : `sqlite (${cfg.dataDir})`;
   process.stdout.write(`${name} listening on ${address}  [storage: ${storage}; docs: ${address}/docs]\n`);

@@ -5,6 +5,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import { isTransientStorageError } from '@svc/storage/transient';
 import { HttpError } from './http-error.ts';
+import { applyHttpTimeouts, httpTimeoutsFrom, type HttpTimeouts } from './http-timeouts.ts';
 import type { ErrorStyle } from './error-style.ts';
 import { addLaxCoercion } from './lax-coercion.ts';
 import { MethodIndex } from './method-index.ts';
@@ -27,6 +28,8 @@ export interface HttpServerOptions {
   /** Extra Fastify options (e.g. a custom querystring parser). */
   fastify?: Partial<FastifyServerOptions>;
   openapiComponents?: Record<string, unknown>;
+  /** Slow-client limits; by default from the env (HTTP_*_TIMEOUT_MS). runService applies the command line's on top. */
+  timeouts?: HttpTimeouts;
 }
 
 export const STORAGE_BUSY = 'The service is busy (database locked); retry the request.';
@@ -54,6 +57,8 @@ export async function createHttpServer(opts: HttpServerOptions): Promise<App> {
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: 2048 },
     ...opts.fastify,
   }).withTypeProvider<TypeBoxTypeProvider>();
+  // Fastify disables Node's request time-out by default: a client trickling a body would hold its socket for ever.
+  applyHttpTimeouts(app.server, opts.timeouts ?? httpTimeoutsFrom({}));
 
   const methods = new MethodIndex();
   app.addHook('onRoute', (route) => {
