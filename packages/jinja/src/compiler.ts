@@ -786,11 +786,16 @@ export class Compiler {
         const parts = e.nodes.map((n) => this.expr(n, scope));
         return (r, f) => {
           let s = '';
+          let longest = 0;
           for (const p of parts) {
             const v = p(r, f);
-            s += typeof v === 'string' ? v : pyStr(v);
+            const t = typeof v === 'string' ? v : pyStr(v);
+            if (t.length > longest) longest = t.length;
+            s += t;
           }
           r.checkSize(s.length);
+          // V8 joins strings as ropes: the new memory is what was added to the longest part
+          r.grow(s.length - longest);
           return s;
         };
       }
@@ -901,9 +906,15 @@ export class Compiler {
       return (r, f) => {
         const o = obj(r, f);
         const [args, kw] = withCaller(r, f);
-        if (typeof o === 'string' && strM) return strM(r, o, args, kw);
-        if (dictM && (o instanceof Map || isPlainObject(o))) return dictM(r, o, args, kw);
-        if (listM && Array.isArray(o) && (!isTuple(o) || SEQ_METHODS.has(attr))) return listM(r, o, args, kw);
+        if (typeof o === 'string' && strM) {
+          r.work(o);
+          return r.made(o, strM(r, o, args, kw));
+        }
+        if (dictM && (o instanceof Map || isPlainObject(o))) return r.made(o, dictM(r, o, args, kw));
+        if (listM && Array.isArray(o) && (!isTuple(o) || SEQ_METHODS.has(attr))) {
+          r.work(o);
+          return r.made(o, listM(r, o, args, kw));
+        }
         return callValue(r, getattr(o, attr), args, kw);
       };
     }
@@ -936,27 +947,29 @@ export class Compiler {
           return (r, f) => {
             const x = p0(r, f);
             r.tick();
-            return fmt1(r, x);
+            return r.made(x, fmt1(r, x));
           };
         }
         const fmt = compilePrintf(e.node.value);
         return (r, f) => {
           const args = evalAll(pos, r, f);
           r.tick();
-          return fmt(r, args);
+          return r.made(args, fmt(r, args));
         };
       }
       if (pos.length === 0)
         return (r, f) => {
           const v = value(r, f);
           r.tick();
-          return fn(r, v, NO_ARGS[0], null);
+          r.work(v);
+          return r.made(v, fn(r, v, NO_ARGS[0], null));
         };
       return (r, f) => {
         const v = value(r, f);
         const args = evalAll(pos, r, f);
         r.tick();
-        return fn(r, v, args, null);
+        r.work(v);
+        return r.made(v, fn(r, v, args, null));
       };
     }
     const argsEv = this.args(e, scope);
@@ -964,7 +977,8 @@ export class Compiler {
       const v = value(r, f);
       const [args, kw] = argsEv(r, f);
       r.tick();
-      return fn(r, v, args, kw);
+      r.work(v);
+      return r.made(v, fn(r, v, args, kw));
     };
   }
 
@@ -980,7 +994,8 @@ export class Compiler {
       for (const [fn, argsEv] of steps) {
         const [args, kw] = argsEv(r, f);
         r.tick();
-        v = fn(r, v, args, kw);
+        r.work(v);
+        v = r.made(v, fn(r, v, args, kw));
       }
       return v;
     };

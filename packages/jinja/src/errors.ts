@@ -29,7 +29,7 @@ export class UndefinedError extends TemplateRuntimeError {}
 /** The sandbox refused an attribute or callable. */
 export class SecurityError extends TemplateRuntimeError {}
 
-export type LimitKind = 'fuel' | 'loop' | 'output' | 'recursion' | 'range' | 'size' | 'time';
+export type LimitKind = 'fuel' | 'loop' | 'output' | 'recursion' | 'range' | 'size' | 'time' | 'memory';
 
 /** A configured bound was hit (Python raises OverflowError/RecursionError/MemoryError here). */
 export class LimitExceededError extends TemplateRuntimeError {

@@ -2,6 +2,7 @@
 // (`-`/`+` markers, trim_blocks, lstrip_blocks) and newline normalisation.
 
 import { TemplateSyntaxError } from './errors.js';
+import { MAX_INT_BITS, MAX_STR_DIGITS, tooManyDigits } from './runtime/bigint.js';
 
 export type TokType =
   | 'data'
@@ -197,6 +198,7 @@ export function tokenize(source: string, opts: LexOptions): Token[] {
         let nm = INT_PREFIXED.exec(src);
         if (nm) {
           const txt = nm[0].replace(/_/g, '');
+          if ((txt.length - 2) * 4 > MAX_INT_BITS) throw new TemplateSyntaxError(`integer literal too large (${txt.length - 2} digits)`, line);
           const big = BigInt(txt);
           toks.push({ t: 'int', v: normInt(big), line });
           p += nm[0].length;
@@ -210,7 +212,10 @@ export function tokenize(source: string, opts: LexOptions): Token[] {
         if (!isFloat) {
           // after a dot (`foo.0.1`) only the integer part belongs to this token
           txt = /^\d(?:_?\d)*/.exec(txt)![0];
-          toks.push({ t: 'int', v: normInt(BigInt(txt.replace(/_/g, ''))), line });
+          const digits = txt.replace(/_/g, '');
+          // Jinja2 parses literals with int(…, 0): Python 3.11+ refuses more than 4,300 decimal digits
+          if (digits.length > MAX_STR_DIGITS) throw new TemplateSyntaxError(tooManyDigits(digits.length).message, line);
+          toks.push({ t: 'int', v: normInt(BigInt(digits)), line });
         } else {
           toks.push({ t: 'float', v: Number(txt.replace(/_/g, '')), line });
         }

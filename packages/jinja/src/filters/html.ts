@@ -114,6 +114,7 @@ export const htmlFilters: Record<string, FilterFn> = {
   forceescape: (r, v) => new Markup(escapeHtml(softStr(v))),
   safe: (r, v) => (v instanceof Markup ? v : new Markup(softStr(v))),
   urlencode: (r, v) => {
+    if (typeof v === 'string' || v instanceof Markup) r.cost(softStr(v).length, 220);
     if (typeof v === 'string' || v instanceof Markup || !isIterable(v) || v instanceof Undefined) return urlQuote(v, false);
     const pairs = isDict(v)
       ? dictKeys(v).map((k) => [k, dictGet(v, k)])
@@ -152,7 +153,9 @@ export const htmlFilters: Record<string, FilterFn> = {
     const tg = dflt(target, null);
     const ex = dflt(extra, null);
     const schemes = ex === null ? null : toList(ex).map(softStr);
-    return new Markup(urlize(softStr(v), tl === null ? null : Number(tl), relStr, tg === null ? null : softStr(tg), schemes));
+    const text = softStr(v);
+    r.cost(text.length, 300);
+    return new Markup(urlize(text, tl === null ? null : Number(tl), relStr, tg === null ? null : softStr(tg), schemes));
   },
   default: (r, v, a, kw) => {
     const [dv, boolean] = bindArgs('default', a, kw, ['default_value', 'boolean']);

@@ -1,5 +1,6 @@
 // tojson: Python json.dumps(sort_keys=True) followed by HTML-safe escaping of < > & '.
 
+import { bigDecimal } from '../runtime/bigint.js';
 import { pyError } from '../errors.js';
 import { bindArgs, dflt } from '../runtime/args.js';
 import { intOf } from '../runtime/ops.js';
@@ -50,7 +51,7 @@ function keyString(k: unknown): string {
   if (k instanceof Markup) return k.s;
   if (typeof k === 'boolean') return k ? 'true' : 'false';
   if (k === null || k === undefined) return 'null';
-  if (typeof k === 'bigint') return k.toString();
+  if (typeof k === 'bigint') return bigDecimal(k);
   if (typeof k === 'number') return Number.isInteger(k) ? String(k) : floatJson(k);
   if (k instanceof PyFloat) return floatJson(k.v);
   throw pyError('TypeError', `keys must be str, int, float, bool or None, not ${typeName(k)}`);
@@ -70,7 +71,7 @@ function encode(r: RenderState, x: unknown, level: number, indent: string | null
     case 'number':
       return Number.isInteger(x) ? (Number.isSafeInteger(x) ? String(x) : BigInt(x).toString()) : floatJson(x);
     case 'bigint':
-      return x.toString();
+      return bigDecimal(x);
     case 'undefined':
       return 'null';
   }

@@ -116,6 +116,8 @@ function uniqueItems(r: RenderState, items: unknown[], caseSensitive: boolean, a
       throw pyError('TypeError', `unhashable type: '${typeName(k)}'`);
     }
     if (typeof key === 'object' && key !== null) {
+      // unhashable-by-identity keys (tuples) are compared one by one: quadratic, so charged as such
+      r.tick(seenList.length);
       if (seenList.some((s) => eq(s, k))) continue;
       seenList.push(k);
     } else {
@@ -159,6 +161,7 @@ export function makeSequenceFilters(env: FilterLookup): Record<string, FilterFn>
       return items.length ? items[items.length - 1] : new Undefined(MISSING, MISSING, 'No last item, sequence was empty.');
     },
     reverse: (r, v) => {
+      if (typeof v === 'string' || v instanceof Markup) r.cost(softStr(v).length, 80);
       if (typeof v === 'string') return Array.from(v).reverse().join('');
       if (v instanceof Markup) return new Markup(Array.from(v.s).reverse().join(''));
       const items = list(r, v).slice().reverse();
@@ -233,7 +236,12 @@ export function makeSequenceFilters(env: FilterLookup): Record<string, FilterFn>
       }
       if (tmp.length) {
         const fw = dflt(fill, null);
-        if (fw !== null) while (tmp.length < n) tmp.push(fw);
+        if (fw !== null && tmp.length < n) {
+          // batch(10**9, fill_with=x) would build a list of a billion fillers
+          r.checkSize(n);
+          r.grow((n - tmp.length) * 8);
+          while (tmp.length < n) tmp.push(fw);
+        }
         out.push(tmp);
       }
       return gen(out);

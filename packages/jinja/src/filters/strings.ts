@@ -6,12 +6,25 @@ import { pyCapitalize, pyReplace, pyStrip, pySplit, splitlines, isPyWs, pyTitle 
 import { intOf } from '../runtime/ops.js';
 import { printfFormat } from '../format/printf.js';
 import type { FilterFn } from '../compiler.js';
+import type { RenderState } from '../runtime/state.js';
 import { Markup, MISSING, Undefined, isDict, markTuple, pyLen, strLen, truthy, typeName } from '../runtime/values.js';
 import { sameKind, softStr } from './util.js';
 
 void pyTitle;
 
 const TITLE_SPLIT = /([-\s({[<]+)/u;
+
+/** Charges the measured cost of a slow filter on `s` before it runs (see RenderState.cost). */
+function charged(r: RenderState, s: string, nsPerChar: number): string {
+  r.cost(s.length, nsPerChar);
+  return s;
+}
+
+function countLines(s: string): number {
+  let n = 1;
+  for (let i = s.indexOf('\n'); i >= 0; i = s.indexOf('\n', i + 1)) n++;
+  return n;
+}
 
 /** Filters that call str methods on their input fail for non-strings, as in Python. */
 function strOnly(v: unknown, method: string): string {
@@ -30,11 +43,11 @@ function intArg(v: unknown, name: string): number {
 export const stringFilters: Record<string, FilterFn> = {
   upper: (r, v) => sameKind(v, softStr(v).toUpperCase()),
   lower: (r, v) => (typeof v === 'boolean' ? (v ? 'true' : 'false') : sameKind(v, softStr(v).toLowerCase())),
-  capitalize: (r, v) => sameKind(v, pyCapitalize(softStr(v))),
+  capitalize: (r, v) => sameKind(v, pyCapitalize(charged(r, softStr(v), 80))),
   title: (r, v) =>
     sameKind(
       v,
-      softStr(v)
+      charged(r, softStr(v), 250)
         .split(TITLE_SPLIT)
         .filter((p) => p)
         .map((p) => {
@@ -61,7 +74,7 @@ export const stringFilters: Record<string, FilterFn> = {
   replace: (r, v, a, kw) => {
     const [old, nw, count] = bindArgs('replace', a, kw, ['old', 'new', 'count'], 2);
     const c = count === MISSING || count === null ? -1 : intArg(count, 'count');
-    const out = pyReplace(softStr(v), softStr(old), softStr(nw), c);
+    const out = pyReplace(softStr(v), softStr(old), softStr(nw), c, r);
     r.checkSize(out.length);
     return sameKind(v, out);
   },
@@ -79,6 +92,7 @@ export const stringFilters: Record<string, FilterFn> = {
     const lw = intArg(dflt(leeway, null) ?? 5, 'leeway');
     if (L < e.length) throw pyError('AssertionError', `expected length >= ${e.length}, got ${L}`);
     if (lw < 0) throw pyError('AssertionError', `expected leeway >= 0, got ${lw}`);
+    r.cost(s.length, 90);
     const chars = Array.from(s);
     if (chars.length <= L + lw) return s;
     const head = chars.slice(0, L - e.length).join('');
@@ -86,12 +100,15 @@ export const stringFilters: Record<string, FilterFn> = {
     const i = head.lastIndexOf(' ');
     return (i >= 0 ? head.slice(0, i) : head) + e;
   },
-  wordcount: (r, v) => (softStr(v).match(/[\p{L}\p{N}_]+/gu) ?? []).length,
+  wordcount: (r, v) => (charged(r, softStr(v), 50).match(/[\p{L}\p{N}_]+/gu) ?? []).length,
   indent: (r, v, a, kw) => {
     const [width, first, blank] = bindArgs('indent', a, kw, ['width', 'first', 'blank']);
     const w = dflt(width, 4);
+    if (typeof w !== 'string' && !(w instanceof Markup)) r.checkSize(intArg(w, 'width'));
     const ind = typeof w === 'string' ? w : w instanceof Markup ? w.s : ' '.repeat(intArg(w, 'width'));
     let s = strOnly(v, 'splitlines') + '\n';
+    // every line may get the indent: refuse before building it
+    if (ind.length > 0) r.checkSize(s.length + ind.length * countLines(s));
     let rv: string;
     const lines = splitlines(s, false);
     if (truthy(dflt(blank, false))) rv = lines.join('\n' + ind);
@@ -123,14 +140,17 @@ export const stringFilters: Record<string, FilterFn> = {
     ]);
     const w = intArg(dflt(width, 79), 'width');
     const ws = softStr(dflt(wrapstring, null) ?? '\n');
-    const out = splitlines(strOnly(v, 'splitlines'), false)
-      .map((line) => textwrap(line, w, truthy(dflt(breakLong, true)), truthy(dflt(breakHyph, true))).join(ws))
+    const text = charged(r, strOnly(v, 'splitlines'), 300);
+    // the output has at most one wrapstring per character (width 1): bound it before wrapping
+    if (ws.length > 1) r.checkSize(text.length * (1 + ws.length));
+    const out = splitlines(text, false)
+      .map((line) => textwrap(line, w, truthy(dflt(breakLong, true)), truthy(dflt(breakHyph, true)), r).join(ws))
       .join(ws);
     r.checkSize(out.length);
     return out;
   },
   string: (r, v) => (v instanceof Markup ? v : softStr(v)),
-  striptags: (r, v) => stripTags(softStr(v)),
+  striptags: (r, v) => stripTags(charged(r, softStr(v), 60)),
   split_words: (r, v) => pySplit(softStr(v), null, -1),
 };
 delete stringFilters.split_words;
@@ -158,7 +178,7 @@ function unescapeEntities(s: string): string {
  * textwrap.TextWrapper(width, expand_tabs=False, replace_whitespace=False, drop_whitespace=True).wrap(line)
  * — chunking on whitespace and, optionally, after hyphens inside words.
  */
-export function textwrap(text: string, width: number, breakLong: boolean, breakHyphens: boolean): string[] {
+export function textwrap(text: string, width: number, breakLong: boolean, breakHyphens: boolean, r?: RenderState): string[] {
   const chunks: string[] = [];
   const re = /(\s+)|([^\s]+)/gu;
   let m: RegExpExecArray | null;
@@ -173,6 +193,7 @@ export function textwrap(text: string, width: number, breakLong: boolean, breakH
   const lines: string[] = [];
   chunks.reverse();
   while (chunks.length) {
+    r?.tick();
     const cur: string[] = [];
     let curLen = 0;
     if (width <= 0) throw pyError('ValueError', `invalid width ${width} (must be > 0)`);
@@ -191,8 +212,10 @@ export function textwrap(text: string, width: number, breakLong: boolean, breakH
         const chunk = Array.from(chunks.pop()!);
         cur.push(chunk.slice(0, spaceLeft).join(''));
         curLen += spaceLeft;
-        const rest = chunk.slice(spaceLeft).join('');
-        if (rest) chunks.push(rest);
+        // the rest would be cut `width` characters per line: cut it all now (once, not once per line)
+        const pieces: string[] = [];
+        for (let i = spaceLeft; i < chunk.length; i += width) pieces.push(chunk.slice(i, i + width).join(''));
+        for (let i = pieces.length - 1; i >= 0; i--) chunks.push(pieces[i]);
       } else if (!cur.length) {
         cur.push(chunks.pop()!);
       }

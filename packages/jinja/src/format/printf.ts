@@ -1,5 +1,6 @@
 // Python's `str % args` (printf-style) formatting.
 
+import { bigDecimal } from '../runtime/bigint.js';
 import { LimitExceededError, pyError } from '../errors.js';
 import { escapeHtml } from '../runtime/escape.js';
 import { pyRepr, pyStr } from '../runtime/repr.js';
@@ -125,6 +126,9 @@ function formatParsed(r: RenderState, parsed: Parsed, isMarkup: boolean, argv: u
       left = true;
       width = -width;
     }
+    // padding and numeric precision are built before the result's size is checked: bound them first
+    if (width > 0) r.checkSize(width);
+    if (prec !== null && prec > 0 && type !== 's' && type !== 'r' && type !== 'a') r.checkSize(prec);
     let body = convert(value, type, flags, prec);
     if (isMarkup && (type === 's' || type === 'r' || type === 'a') && !(value instanceof Markup)) body = escapeHtml(body);
     if (body.length < width) {
@@ -201,7 +205,7 @@ function convert(v: unknown, type: string, flags: string, prec: number | null): 
         n = Math.trunc(n);
       }
       const neg = n < 0;
-      let digits = typeof n === 'number' && Number.isSafeInteger(n) ? String(neg ? -n : n) : (neg ? -BigInt(n) : BigInt(n)).toString();
+      let digits = typeof n === 'number' && Number.isSafeInteger(n) ? String(neg ? -n : n) : bigDecimal(neg ? -BigInt(n) : BigInt(n));
       if (prec !== null && digits.length < prec) digits = '0'.repeat(prec - digits.length) + digits;
       return signed(digits, neg, flags);
     }

@@ -2,7 +2,8 @@
 // (`{0.attr}`, `{0[key]}`) go through the sandbox's getattr/getitem, so
 // `'{0.__class__}'.format(x)` is refused exactly like in a template.
 
-import { pyError } from '../errors.js';
+import { bigDecimal } from '../runtime/bigint.js';
+import { LimitExceededError, pyError } from '../errors.js';
 import { pyRepr, pyStr } from '../runtime/repr.js';
 import { Markup, MISSING, PyFloat, Undefined, dictGet, typeName, type Dict, type KwMap } from '../runtime/values.js';
 import { expo, fixed, general, group, nonFinite, reprLike } from './numfmt.js';
@@ -129,6 +130,9 @@ export function strFormat(
   return out;
 }
 
+/** Largest width/precision of one format field (the engine's default largest value). */
+const MAX_FIELD = 10_000_000;
+
 const SPEC_RE = /^(?:([\s\S])?([<>=^]))?([+\- ])?(z)?(#)?(0)?(\d+)?([,_])?(?:\.(\d+))?([bcdeEfFgGnosxX%])?$/;
 
 /** format(value, spec) */
@@ -141,6 +145,9 @@ export function formatValue(v: unknown, spec: string): string {
   let [, fill, align, sign, , alt, zero, widthS, grouping, precS, type] = m;
   const width = widthS ? Number(widthS) : 0;
   const prec = precS !== undefined ? Number(precS) : null;
+  // padding and numeric precision are built before the result's size is checked: bound them first
+  if (width > MAX_FIELD || (prec !== null && prec > MAX_FIELD && type !== 's' && type !== undefined))
+    throw new LimitExceededError('size', `format field of ${Math.max(width, prec ?? 0)} characters exceeds the limit of ${MAX_FIELD}`);
   if (zero) {
     // '0' means fill with zeros (unless a fill is given) and sign-aware padding (unless aligned)
     if (!align) align = '=';
@@ -198,7 +205,7 @@ export function formatValue(v: unknown, spec: string): string {
         break;
       case 'd':
       case 'n':
-        body = a.toString();
+        body = bigDecimal(a);
         break;
       default:
         throw pyError('ValueError', `Unknown format code '${type}' for object of type 'int'`);

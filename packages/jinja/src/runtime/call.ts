@@ -6,6 +6,10 @@ import { LoopContext } from './objects.js';
 import type { RenderState } from './state.js';
 
 export function callValue(r: RenderState, fn: unknown, args: unknown[], kw: KwMap): unknown {
+  if (fn instanceof BoundMethod) {
+    r.work(fn.self);
+    return r.made(fn.self, fn.call(r, args, kw));
+  }
   if (fn instanceof PyCallable) return fn.call(r, args, kw);
   if (typeof fn === 'function') {
     // host-provided function (context value or global): plain call, no `this`

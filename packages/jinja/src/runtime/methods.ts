@@ -20,6 +20,7 @@ import {
   isTuple,
   markTuple,
   mkFloat,
+  strLen,
   toList,
   typeName,
   type Dict,
@@ -209,9 +210,15 @@ export const STR_METHODS = new Map<string, Method>([
   ['upper', (r, s) => sval(s).toUpperCase()],
   ['lower', (r, s) => sval(s).toLowerCase()],
   ['casefold', (r, s) => sval(s).toLowerCase()],
-  ['title', (r, s) => pyTitle(sval(s))],
-  ['capitalize', (r, s) => pyCapitalize(sval(s))],
-  ['swapcase', (r, s) => Array.from(sval(s), (c) => (c === c.toUpperCase() ? c.toLowerCase() : c.toUpperCase())).join('')],
+  ['title', (r, s) => (r.cost(sval(s).length, 250), pyTitle(sval(s)))],
+  ['capitalize', (r, s) => (r.cost(sval(s).length, 80), pyCapitalize(sval(s)))],
+  [
+    'swapcase',
+    (r, s) => {
+      r.cost(sval(s).length, 350);
+      return Array.from(sval(s), (c) => (c === c.toUpperCase() ? c.toLowerCase() : c.toUpperCase())).join('');
+    },
+  ],
   ['strip', (r, s, a) => pyStrip(sval(s), a[0], true, true)],
   ['lstrip', (r, s, a) => pyStrip(sval(s), a[0], true, false)],
   ['rstrip', (r, s, a) => pyStrip(sval(s), a[0], false, true)],
@@ -239,7 +246,7 @@ export const STR_METHODS = new Map<string, Method>([
       const old = strArg(a[0], 'replace');
       const nw = strArg(a[1], 'replace');
       const count = a.length > 2 ? intArg(a[2]) : -1;
-      return checked(r, pyReplace(str, old, nw, count));
+      return checked(r, pyReplace(str, old, nw, count, r));
     },
   ],
   [
@@ -382,6 +389,11 @@ export const STR_METHODS = new Map<string, Method>([
     'expandtabs',
     (r, s, a) => {
       const size = a.length ? intArg(a[0]) : 8;
+      const str = sval(s);
+      let tabs = 0;
+      for (let i = str.indexOf('\t'); i >= 0; i = str.indexOf('\t', i + 1)) tabs++;
+      r.checkSize(str.length + tabs * Math.max(0, size));
+      r.cost(str.length, 200);
       let col = 0;
       let out = '';
       for (const c of sval(s)) {
@@ -424,7 +436,15 @@ export const STR_METHODS = new Map<string, Method>([
   ['encode', () => { throw pyError('TypeError', 'bytes are not supported'); }],
 ]);
 
-export function pyReplace(s: string, old: string, nw: string, count: number): string {
+export function pyReplace(s: string, old: string, nw: string, count: number, r?: RenderState): string {
+  if (r) {
+    // the result's size is known before building it: refuse a bomb without allocating it
+    let hits = old === '' ? strLen(s) + 1 : 0;
+    if (old !== '' && nw.length > old.length) for (let i = s.indexOf(old); i >= 0 && (count < 0 || hits < count); i = s.indexOf(old, i + old.length)) hits++;
+    if (count >= 0 && hits > count) hits = count;
+    r.checkSize(s.length + hits * Math.max(0, nw.length - old.length));
+    if (old === '') r.cost(s.length, 140);
+  }
   if (count < 0) {
     if (old === '') {
       const chars = Array.from(s);
@@ -466,6 +486,7 @@ export const LIST_METHODS = new Map<string, Method>([
     'append',
     (r, l: unknown[], a) => {
       r.checkSize(l.length + 1);
+      r.grow(8);
       l.push(a[0]);
       return null;
     },
@@ -473,9 +494,11 @@ export const LIST_METHODS = new Map<string, Method>([
   [
     'extend',
     (r, l: unknown[], a) => {
-      const items = toList(a[0]);
+      // l.extend(l) extends by a snapshot, as Python (iterating the growing list itself never ends)
+      const items = a[0] === l ? l.slice() : toList(a[0]);
       r.checkSize(l.length + items.length);
-      for (const x of items) l.push(x);
+      r.grow(items.length * 8);
+      for (let i = 0; i < items.length; i++) l.push(items[i]);
       return null;
     },
   ],
@@ -483,6 +506,9 @@ export const LIST_METHODS = new Map<string, Method>([
     'insert',
     (r, l: unknown[], a) => {
       r.checkSize(l.length + 1);
+      r.grow(8);
+      // splice moves every later item
+      r.tick(l.length >>> 7);
       l.splice(listIndex(l, intArg(a[0])), 0, a[1]);
       return null;
     },
@@ -579,6 +605,7 @@ export const DICT_METHODS = new Map<string, Method>([
       const v = dictGet(d, a[0]);
       if (v !== MISSING) return v;
       const dv = a.length > 1 ? a[1] : null;
+      r.grow(16);
       dictSet(d, a[0], dv);
       return dv;
     },
@@ -588,15 +615,22 @@ export const DICT_METHODS = new Map<string, Method>([
     (r, d: Dict, a, kw) => {
       if (a.length) {
         const src = a[0];
-        if (isDict(src)) for (const k of dictKeys(src)) dictSet(d, k, dictGet(src, k));
-        else
+        if (isDict(src)) {
+          const keys = dictKeys(src);
+          r.grow(keys.length * 16);
+          for (const k of keys) dictSet(d, k, dictGet(src, k));
+        } else
           for (const pair of toList(src)) {
+            r.grow(16);
             const kv = toList(pair);
             if (kv.length !== 2) throw pyError('ValueError', 'dictionary update sequence element has wrong length');
             dictSet(d, kv[0], kv[1]);
           }
       }
-      if (kw) for (const [k, v] of kw) dictSet(d, k, v);
+      if (kw) {
+        r.grow(kw.size * 16);
+        for (const [k, v] of kw) dictSet(d, k, v);
+      }
       return null;
     },
   ],

@@ -29,8 +29,8 @@ import {
 
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 const MIN_SAFE = BigInt(Number.MIN_SAFE_INTEGER);
-/** Bits an integer may grow to before we call it a bomb. */
-const MAX_INT_BITS = 100_000;
+import { MAX_INT_BITS } from './bigint.js';
+export { MAX_INT_BITS };
 
 export function normBig(b: bigint): number | bigint {
   return b <= MAX_SAFE && b >= MIN_SAFE ? Number(b) : b;
@@ -77,6 +77,8 @@ export function add(r: RenderState, a: unknown, b: unknown): unknown {
   }
   if (typeof a === 'string' && typeof b === 'string') {
     r.checkSize(a.length + b.length);
+    // a rope: the new memory is the shorter side
+    r.grow(a.length < b.length ? a.length : b.length);
     return a + b;
   }
   if (isNum(a) && isNum(b)) {
@@ -85,12 +87,14 @@ export function add(r: RenderState, a: unknown, b: unknown): unknown {
   }
   if ((typeof a === 'string' || a instanceof Markup) && (typeof b === 'string' || b instanceof Markup)) {
     r.checkSize(sval(a).length + sval(b).length);
+    r.grow(Math.min(sval(a).length, sval(b).length));
     if (a instanceof Markup) return new Markup(a.s + (b instanceof Markup ? b.s : escapeHtml(b as string)));
     return new Markup(escapeHtml(a as string) + (b as Markup).s);
   }
   if (Array.isArray(a) && Array.isArray(b)) {
     if (isTuple(a) !== isTuple(b)) throw pyError('TypeError', `can only concatenate ${typeName(a)} (not "${typeName(b)}") to ${typeName(a)}`);
     r.checkSize(a.length + b.length);
+    r.grow((a.length + b.length) * 8);
     const out = a.concat(b);
     return isTuple(a) ? markTuple(out) : out;
   }
@@ -118,11 +122,13 @@ function repeat(r: RenderState, seq: unknown, n: number | bigint): unknown {
     const s = sval(seq);
     if (s.length === 0 || count === 0) return seq instanceof Markup ? new Markup('') : '';
     r.checkSize(s.length * count);
+    r.grow(s.length * count);
     return seq instanceof Markup ? new Markup(s.repeat(count)) : s.repeat(count);
   }
   const arr = seq as unknown[];
   if (arr.length === 0 || count === 0) return isTuple(arr) ? markTuple([]) : [];
   r.checkSize(arr.length * count);
+  r.grow(arr.length * count * 8);
   const out: unknown[] = [];
   for (let i = 0; i < count; i++) for (const x of arr) out.push(x);
   return isTuple(arr) ? markTuple(out) : out;

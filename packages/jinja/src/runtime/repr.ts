@@ -1,5 +1,6 @@
 // str() and repr() with CPython's output rules.
 
+import { bigDecimal } from './bigint.js';
 import {
   DictView,
   Markup,
@@ -48,7 +49,7 @@ function expForm(sign: string, digits: string, exp: number): string {
 }
 
 export function intStr(v: number | bigint): string {
-  if (typeof v === 'bigint') return v.toString();
+  if (typeof v === 'bigint') return bigDecimal(v);
   return Number.isSafeInteger(v) ? String(v) : BigInt(v).toString();
 }
 
@@ -62,7 +63,7 @@ export function pyStr(v: unknown): string {
     case 'boolean':
       return v ? 'True' : 'False';
     case 'bigint':
-      return v.toString();
+      return bigDecimal(v);
     case 'undefined':
       return 'None';
   }
