@@ -17,10 +17,13 @@ export interface Api {
   close(): Promise<void>;
 }
 
-export async function startApi(storage: StorageKind): Promise<Api> {
+/** Webhooks in tests may only reach this machine, whatever a test (or the fuzzer) saves as a payload URL. */
+export const LOOPBACK_ONLY = { webhookAllow: '127.0.0.0/8,::1/128' };
+
+export async function startApi(storage: StorageKind, flags: Record<string, string> = {}): Promise<Api> {
   const events: ObjectEvent[][] = [];
   const server = await startTestServer('inventory', storage, (cfg) => buildApp(cfg, { onObjectEvents: (e) => events.push(e) }), {
-    flags: { adminToken: ADMIN_TOKEN },
+    flags: { adminToken: ADMIN_TOKEN, ...LOOPBACK_ONLY, ...flags },
   });
   return {
     server,
@@ -92,7 +95,7 @@ export async function startApiProcesses(storage: StorageKind, n: number, opts: {
   const procs: ApiProcess[] = [];
   const startOne = () =>
     new Promise<ApiProcess>((resolve, reject) => {
-      const args = ['--import', 'tsx', 'src/main.ts', '--port', '0', '--host', '127.0.0.1', '--data-dir', cfg.dataDir, '--admin-token', ADMIN_TOKEN];
+      const args = ['--import', 'tsx', 'src/main.ts', '--port', '0', '--host', '127.0.0.1', '--data-dir', cfg.dataDir, '--admin-token', ADMIN_TOKEN, '--webhook-allow', LOOPBACK_ONLY.webhookAllow];
       if (cfg.databaseUrl) args.push('--database-url', cfg.databaseUrl, '--pg-schema', cfg.pgSchema);
       if (!opts.workers) args.push('--no-workers');
       const child = spawn(process.execPath, args, { cwd: serviceDir, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LOG_LEVEL: 'error', ...opts.env } });

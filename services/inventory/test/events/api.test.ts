@@ -22,7 +22,7 @@ forEachStorage('webhooks and event rules API', (kind) => {
   });
 
   it('creates a webhook with NetBox defaults; the secret is write-only', async () => {
-    const r = await inv.api.post('/api/extras/webhooks/', { name: 'w1', payload_url: 'http://example.com/hook', secret: 'top-secret' });
+    const r = await inv.api.post('/api/extras/webhooks/', { name: 'w1', payload_url: 'http://127.0.0.1:9/hook', secret: 'top-secret' });
     assert.equal(r.status, 201);
     assert.equal(r.body.http_method, 'POST');
     assert.equal(r.body.http_content_type, 'application/json');
@@ -41,15 +41,15 @@ forEachStorage('webhooks and event rules API', (kind) => {
 
   it('validates webhook fields with NetBox error shapes', async () => {
     const cases: Array<[Record<string, unknown>, string]> = [
-      [{ payload_url: 'http://x/' }, 'name'],
-      [{ name: 'w1', payload_url: 'http://x/' }, 'name'],
+      [{ payload_url: 'http://127.0.0.1:9/' }, 'name'],
+      [{ name: 'w1', payload_url: 'http://127.0.0.1:9/' }, 'name'],
       [{ name: 'n', payload_url: 'ftp://x/' }, 'payload_url'],
       [{ name: 'n', payload_url: 'file:///{{ x }}' }, 'payload_url'],
-      [{ name: 'n', payload_url: 'http://x/', http_method: 'TRACE' }, 'http_method'],
-      [{ name: 'n', payload_url: 'http://x/', ssl_verification: false, ca_file_path: '/etc/ca.pem' }, 'ca_file_path'],
-      [{ name: 'n', payload_url: 'http://x/', timeout: 0 }, 'timeout'],
-      [{ name: 'n', payload_url: 'http://x/', max_retries: -1 }, 'max_retries'],
-      [{ name: 'x'.repeat(151), payload_url: 'http://x/' }, 'name'],
+      [{ name: 'n', payload_url: 'http://127.0.0.1:9/', http_method: 'TRACE' }, 'http_method'],
+      [{ name: 'n', payload_url: 'http://127.0.0.1:9/', ssl_verification: false, ca_file_path: '/etc/ca.pem' }, 'ca_file_path'],
+      [{ name: 'n', payload_url: 'http://127.0.0.1:9/', timeout: 0 }, 'timeout'],
+      [{ name: 'n', payload_url: 'http://127.0.0.1:9/', max_retries: -1 }, 'max_retries'],
+      [{ name: 'x'.repeat(151), payload_url: 'http://127.0.0.1:9/' }, 'name'],
     ];
     for (const [body, field] of cases) {
       const r = await inv.api.post('/api/extras/webhooks/', body);
@@ -64,7 +64,7 @@ forEachStorage('webhooks and event rules API', (kind) => {
 
   it('only administrators may write webhooks and rules', async () => {
     assert.equal((await writer.get('/api/extras/webhooks/')).status, 200);
-    const r = await writer.post('/api/extras/webhooks/', { name: 'nope', payload_url: 'http://x/' });
+    const r = await writer.post('/api/extras/webhooks/', { name: 'nope', payload_url: 'http://127.0.0.1:9/' });
     assert.equal(r.status, 403);
     assert.deepEqual(r.body, { detail: 'You do not have permission to perform this action.' });
     assert.equal((await writer.post('/api/extras/event-rules/', { name: 'nope' })).status, 403);
@@ -129,7 +129,7 @@ forEachStorage('webhooks and event rules API', (kind) => {
 
   it('supports NetBox bulk create, update and delete on the list URLs (all or nothing)', async () => {
     const bad = await inv.api.post('/api/extras/webhooks/', [
-      { name: 'bulk-a', payload_url: 'http://a.example/' },
+      { name: 'bulk-a', payload_url: 'http://127.0.0.1:9/a' },
       { name: 'bulk-b', payload_url: 'ftp://b.example/' },
     ]);
     assert.equal(bad.status, 400);
@@ -137,8 +137,8 @@ forEachStorage('webhooks and event rules API', (kind) => {
     assert.ok(bad.body[1].payload_url);
     assert.equal((await inv.api.get('/api/extras/webhooks/?name=bulk-a')).body.count, 0, 'rolled back');
     const ok = await inv.api.post('/api/extras/webhooks/', [
-      { name: 'bulk-a', payload_url: 'http://a.example/' },
-      { name: 'bulk-b', payload_url: 'http://b.example/', secret: 'x' },
+      { name: 'bulk-a', payload_url: 'http://127.0.0.1:9/a' },
+      { name: 'bulk-b', payload_url: 'http://127.0.0.1:9/b', secret: 'x' },
     ]);
     assert.equal(ok.status, 201);
     assert.equal(ok.body.length, 2);
@@ -157,7 +157,7 @@ forEachStorage('webhooks and event rules API', (kind) => {
   });
 
   it('change-logs webhook and event-rule writes with the secret masked', async () => {
-    const w = await inv.api.post('/api/extras/webhooks/', { name: 'logged', payload_url: 'http://log.example/', secret: 'very-secret-value' });
+    const w = await inv.api.post('/api/extras/webhooks/', { name: 'logged', payload_url: 'http://127.0.0.1:9/log', secret: 'very-secret-value' });
     const r = await inv.api.post('/api/extras/event-rules/', { name: 'logged', object_types: ['dcim.site'], event_types: ['object_created'], action_object_type: 'extras.webhook', action_object_id: w.body.id });
     await inv.api.patch(`/api/extras/webhooks/${w.body.id}/`, { description: 'changed' });
     await inv.api.delete(`/api/extras/webhooks/${w.body.id}/`);

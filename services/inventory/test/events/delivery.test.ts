@@ -157,12 +157,24 @@ forEachStorage('webhook delivery', (kind) => {
     await cleanup(h);
   });
 
-  it('refuses link-local and metadata destinations', async () => {
-    const h = await hookAndRule({ payload_url: 'http://169.254.169.254/latest/meta-data/', max_retries: 0 });
-    await emit(inv.deps, [deviceEvent()]);
-    const t = await until(async () => (await inv.api.get(`/api/core/background-tasks/?webhook=${h.webhook.id}&status=failed`)).body.results[0], 10_000);
-    assert.match(t.last_error, /Destination refused: 169\.254\.169\.254 .*link-local or cloud metadata/);
-    await cleanup(h);
+  it('refuses destinations its guard denies, and sends them nothing', async () => {
+    // The guard denies loopback here, and the destination is a loopback listener that must receive nothing:
+    // no test ever points a webhook off this machine (link-local and metadata addresses are covered by transport.test.ts).
+    for (const flags of [{ webhookDeny: '127.0.0.0/8,::1/128' }, { webhookAllow: '10.0.0.0/8' }]) {
+      const guarded = await startInventory(kind, { ...FAST_RETRIES, ...flags });
+      const listener = await startReceiver();
+      try {
+        const w = await guarded.api.post('/api/extras/webhooks/', { name: 'guarded', payload_url: `${listener.url}/guarded`, max_retries: 0 });
+        await guarded.api.post('/api/extras/event-rules/', { name: 'guarded', object_types: ['dcim.device'], event_types: ['object_created'], action_object_type: 'extras.webhook', action_object_id: w.body.id });
+        await emit(guarded.deps, [deviceEvent()]);
+        const t = await until(async () => (await guarded.api.get(`/api/core/background-tasks/?webhook=${w.body.id}&status=failed`)).body.results[0], 10_000);
+        assert.match(t.last_error, flags.webhookDeny ? /Destination refused: 127\.0\.0\.1 .*INVENTORY_WEBHOOK_DENY/ : /Destination refused: 127\.0\.0\.1 .*not in INVENTORY_WEBHOOK_ALLOW/);
+        assert.equal(listener.received.length, 0);
+      } finally {
+        await guarded.server.close();
+        await listener.close();
+      }
+    }
   });
 
   it('sends nothing for a rolled-back change (outbox atomicity)', async () => {

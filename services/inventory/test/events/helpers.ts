@@ -65,7 +65,9 @@ export async function startReceiver() {
 export const FAST_RETRIES = { webhookRetryBaseMs: '100', webhookRetryFactor: '2', webhookRetryJitter: '0' };
 
 export async function startInventory(kind: StorageKind, flags: Record<string, string> = {}) {
-  const server: TestServer = await startTestServer('invev', kind, (cfg) => buildApp(cfg), { flags: { adminToken: ADMIN_TOKEN, ...flags } });
+  // Loopback only unless a test sets its own guard lists: no test may send a webhook off this machine.
+  const guard = flags.webhookAllow || flags.webhookDeny ? {} : { webhookAllow: '127.0.0.0/8,::1/128' };
+  const server: TestServer = await startTestServer('invev', kind, (cfg) => buildApp(cfg), { flags: { adminToken: ADMIN_TOKEN, ...guard, ...flags } });
   const api = client(server.url, { authorization: `Token ${ADMIN_TOKEN}` });
   const deps = (server.app as unknown as { inventoryDeps: InventoryDeps }).inventoryDeps;
   return { server, api, deps };

@@ -93,13 +93,13 @@ forEachStorage('webhook templates', (kind) => {
   });
 
   it('refuses templates with syntax errors, naming the line', async () => {
-    const bad = await inv.api.post('/api/extras/webhooks/', { name: 'bad', payload_url: 'http://example.com/', body_template: '{"a": 1}\n{% for x in %}' });
+    const bad = await inv.api.post('/api/extras/webhooks/', { name: 'bad', payload_url: 'http://127.0.0.1:9/', body_template: '{"a": 1}\n{% for x in %}' });
     assert.equal(bad.status, 400);
     assert.match(bad.body.body_template[0], /line 2/);
-    const badUrl = await inv.api.post('/api/extras/webhooks/', { name: 'bad2', payload_url: 'http://x/{{ data.id ' });
+    const badUrl = await inv.api.post('/api/extras/webhooks/', { name: 'bad2', payload_url: 'http://127.0.0.1:9/{{ data.id ' });
     assert.equal(badUrl.status, 400);
     assert.ok(badUrl.body.payload_url);
-    const badHdr = await inv.api.post('/api/extras/webhooks/', { name: 'bad3', payload_url: 'http://x/', additional_headers: 'X: {{ a | nosuchfilter }}' });
+    const badHdr = await inv.api.post('/api/extras/webhooks/', { name: 'bad3', payload_url: 'http://127.0.0.1:9/', additional_headers: 'X: {{ a | nosuchfilter }}' });
     assert.equal(badHdr.status, 400);
     assert.ok(badHdr.body.additional_headers);
   });
