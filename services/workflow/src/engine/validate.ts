@@ -173,9 +173,11 @@ export async function validatePrompt(registry: NodeRegistry, prompt: unknown, pa
       continue;
     }
     failures.push([o, reasons]);
-    // Nodes downstream of a failing node are invalid without errors of their own: only the causes are reported.
-    for (const [id, r] of validated) {
-      if (r.valid || r.errors.length === 0) continue;
+    // Nodes downstream of a failing node are invalid without errors of their own: only the causes are
+    // reported, each with the outputs that depend on it (the reference lists every failing output seen so far).
+    for (const id of ancestors(graph, o)) {
+      const r = validated.get(id);
+      if (!r || r.valid || r.errors.length === 0) continue;
       nodeErrors[id] ??= { errors: r.errors, dependent_outputs: [], class_type: graph[id]!.class_type };
       nodeErrors[id]!.dependent_outputs.push(o);
     }
@@ -191,6 +193,22 @@ export async function validatePrompt(registry: NodeRegistry, prompt: unknown, pa
     };
   }
   return { ok: true, outputs: good, nodeErrors };
+}
+
+/** The node and every node it links to, without recursion. */
+function ancestors(graph: PromptGraph, root: string): string[] {
+  const seen = new Set<string>([root]);
+  const stack = [root];
+  while (stack.length > 0) {
+    const id = stack.pop()!;
+    for (const v of Object.values(inputsOf(graph[id]!))) {
+      if (Array.isArray(v) && v.length === 2 && typeof v[0] === 'string' && isObject(graph[v[0]]) && !seen.has(v[0])) {
+        seen.add(v[0]);
+        stack.push(v[0]);
+      }
+    }
+  }
+  return [...seen];
 }
 
 function fail(error: PromptError): ValidationResult {

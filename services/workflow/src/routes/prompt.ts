@@ -23,9 +23,11 @@ export function promptRoutes(app: FastifyInstance, ctx: RouteCtx, runner: Prompt
       try {
         const usage = req.headers['comfy-usage-source'];
         const r = await runner.submit({ body: body as Record<string, unknown>, owner: ctx.owner(req), usageSource: typeof usage === 'string' ? usage : undefined });
-        // The prompt's first WebSocket message waits until this answer is on the wire.
-        reply.raw.once('finish', () => runner.releaseGate(r.prompt_id));
-        reply.raw.once('close', () => runner.releaseGate(r.prompt_id));
+        // The prompt's first WebSocket message waits until this answer is on the wire, plus two loop
+        // turns, so a client that reads the answer before it listens is listening by then.
+        const release = () => setImmediate(() => setImmediate(() => runner.releaseGate(r.prompt_id)));
+        reply.raw.once('finish', release);
+        reply.raw.once('close', release);
         return r;
       } catch (err) {
         if (err instanceof PromptRejected) throw new HttpError(400, err.body);

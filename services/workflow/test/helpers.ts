@@ -1,0 +1,145 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import WebSocket from 'ws';
+import { client, startTestServer, type StorageKind, type TestServer } from '@svc/testkit';
+import type { ServiceConfig } from '@svc/kernel';
+import { buildApp } from '../src/app.ts';
+
+export type Msg = { type: string; data: any };
+
+const FIXTURES = path.join(import.meta.dirname, 'fixtures');
+
+/** Starts the service with a fresh data dir; `packs` are fixture modules copied into custom_nodes first. */
+export async function startWorkflow(
+  storage: StorageKind,
+  flags: Record<string, string | boolean> = {},
+  opts: { packs?: string[]; overrides?: Partial<ServiceConfig> } = {},
+): Promise<TestServer & { http: ReturnType<typeof client> }> {
+  const build = (cfg: ServiceConfig) => {
+    for (const p of opts.packs ?? []) {
+      fs.mkdirSync(path.join(cfg.dataDir, 'custom_nodes'), { recursive: true });
+      fs.copyFileSync(path.join(FIXTURES, p), path.join(cfg.dataDir, 'custom_nodes', p));
+    }
+    return buildApp(cfg);
+  };
+  const srv = await startTestServer('workflow', storage, build, { flags, ...opts.overrides });
+  return Object.assign(srv, { http: client(srv.url) });
+}
+
+/** The gate of the TestGate node (fixtures/gate-pack.mjs), shared through globalThis with the server in this process. */
+function gateOf(name: string): { p: Promise<void>; release: () => void; entered: boolean; enteredWaiters: Array<() => void> } {
+  const gates: Map<string, any> = ((globalThis as any).__wfGates ??= new Map());
+  let g = gates.get(name);
+  if (!g) {
+    let release!: () => void;
+    const p = new Promise<void>((r) => (release = r));
+    g = { p, release, entered: false, enteredWaiters: [] };
+    gates.set(name, g);
+  }
+  return g;
+}
+
+export function releaseGate(name: string): void {
+  gateOf(name).release();
+}
+
+/** Resolves once a TestGate node with this name has started waiting. */
+export function gateEntered(name: string): Promise<void> {
+  const g = gateOf(name);
+  return g.entered ? Promise.resolve() : new Promise((r) => g.enteredWaiters.push(r));
+}
+
+export function gatePrompt(name: string): Record<string, unknown> {
+  return { g: { class_type: 'TestGate', inputs: { name } } };
+}
+
+/** A WebSocket client that records every message; waits are on conditions, never on time. */
+export class WsClient {
+  readonly messages: Msg[] = [];
+  readonly binary: Buffer[] = [];
+  private waiters: Array<() => void> = [];
+  readonly ws: WebSocket;
+  readonly opened: Promise<void>;
+  closed = false;
+
+  constructor(url: string, clientId?: string, opts: { listen?: boolean; headers?: Record<string, string> } = {}) {
+    const wsUrl = url.replace(/^http/, 'ws') + '/ws' + (clientId !== undefined ? `?clientId=${encodeURIComponent(clientId)}` : '');
+    this.ws = new WebSocket(wsUrl, { headers: opts.headers });
+    this.opened = new Promise((resolve, reject) => {
+      this.ws.once('open', () => resolve());
+      this.ws.once('error', reject);
+    });
+    this.ws.on('close', () => {
+      this.closed = true;
+      this.notify();
+    });
+    if (opts.listen !== false) this.listen();
+  }
+
+  /** Starts recording (an SDK that subscribes only after POST /prompt answered calls this late). */
+  listen(): void {
+    this.ws.on('message', (data, isBinary) => {
+      if (isBinary) this.binary.push(data as Buffer);
+      else this.messages.push(JSON.parse(String(data)));
+      this.notify();
+    });
+  }
+
+  private notify(): void {
+    const w = this.waiters;
+    this.waiters = [];
+    for (const f of w) f();
+  }
+
+  /** Waits until `pred` holds over the recorded messages (the test runner's timeout bounds it). */
+  async until<T>(pred: (msgs: Msg[]) => T | undefined | false): Promise<T> {
+    for (;;) {
+      const r = pred(this.messages);
+      if (r) return r;
+      if (this.closed) throw new Error(`socket closed before the condition held; got ${JSON.stringify(this.messages.map((m) => m.type))}`);
+      await new Promise<void>((resolve) => this.waiters.push(resolve));
+    }
+  }
+
+  /** Messages of one prompt, from execution_start up to its final `executing` with node null. */
+  async promptDone(promptId: string): Promise<Msg[]> {
+    await this.until((ms) => ms.some((m) => m.type === 'executing' && m.data.node === null && m.data.prompt_id === promptId));
+    return this.messages.filter((m) => m.data?.prompt_id === promptId);
+  }
+
+  send(obj: unknown): void {
+    this.ws.send(JSON.stringify(obj));
+  }
+
+  close(): void {
+    this.ws.terminate();
+  }
+}
+
+/** Polls the job until it is finished (for tests that do not hold a socket). */
+export async function waitJob(http: ReturnType<typeof client>, id: string): Promise<any> {
+  for (;;) {
+    const r = await http.get(`/api/jobs/${id}`);
+    if (r.status === 200 && ['completed', 'failed', 'cancelled'].includes(r.body.status)) return r.body;
+    await new Promise((res) => setImmediate(res));
+  }
+}
+
+/** A prompt of primitives and a PreviewAny output. */
+export function textPrompt(value: string): Record<string, unknown> {
+  return {
+    '1': { class_type: 'PrimitiveString', inputs: { value } },
+    '2': { class_type: 'PreviewAny', inputs: { source: ['1', 0] } },
+  };
+}
+
+/** A chain of n nodes ending in an output. */
+export function chainPrompt(n: number, seed = 'x'): Record<string, unknown> {
+  const p: Record<string, any> = { '0': { class_type: 'PrimitiveString', inputs: { value: seed } } };
+  for (let i = 1; i < n; i++) p[String(i)] = { class_type: 'StringLength', inputs: { string: [String(i - 1), 0] } };
+  for (let i = 1; i < n; i++) {
+    p[String(i)] = i % 2 === 1 ? { class_type: 'StringConcatenate', inputs: { string_a: [String(i - 1), 0], string_b: '', delimiter: '' } } : { class_type: 'StringTrim', inputs: { string: [String(i - 1), 0], mode: 'Both' } };
+  }
+  p.out = { class_type: 'PreviewAny', inputs: { source: [String(n - 1), 0] } };
+  return p;
+}
