@@ -143,6 +143,8 @@ export async function completePrompt(db: Kysely<any>, id: string, c: Completion)
 }
 
 export async function getPrompt(db: Kysely<any>, id: string, owner?: string): Promise<PromptRecord | null> {
+  // An id no row can have (NUL, lone surrogates, too long) is simply not found, on either database.
+  if (safeColumnText(id) === null) return null;
   let q = db.selectFrom('prompts').selectAll().where('id', '=', id);
   if (owner !== undefined) q = q.where('owner', '=', owner);
   const row = await q.executeTakeFirst();
@@ -167,6 +169,7 @@ export async function pendingCount(db: Kysely<any>, owner?: string): Promise<num
 export async function deletePending(db: Kysely<any>, ids: string[] | 'all', owner?: string): Promise<string[]> {
   let q = db.deleteFrom('prompts').where('status', '=', 'pending');
   if (ids !== 'all') {
+    ids = ids.filter((id) => safeColumnText(id) !== null);
     if (ids.length === 0) return [];
     q = q.where('id', 'in', ids);
   }
@@ -178,6 +181,7 @@ export async function deletePending(db: Kysely<any>, ids: string[] | 'all', owne
 export async function deleteHistory(db: Kysely<any>, ids: string[] | 'all', owner?: string): Promise<number> {
   let q = db.deleteFrom('prompts').where('status', 'in', FINISHED);
   if (ids !== 'all') {
+    ids = ids.filter((id) => safeColumnText(id) !== null);
     if (ids.length === 0) return 0;
     q = q.where('id', 'in', ids);
   }

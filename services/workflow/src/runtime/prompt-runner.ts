@@ -25,6 +25,9 @@ import { previewFrame, type WsHub } from '../ws/hub.ts';
 /** Keys of extra_data that are secrets: kept out of the stored queue item and history (the reference's sixth tuple element). */
 export const SENSITIVE_KEYS = ['auth_token_comfy_org', 'api_key_comfy_org'];
 
+/** Bounds validation and execution state per prompt; ten times the largest graphs the engine is measured on. */
+export const MAX_PROMPT_NODES = 100_000;
+
 const UUID_CANONICAL = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /** A refused prompt: the 400 body `{error, node_errors}`. */
@@ -146,6 +149,9 @@ export class PromptRunner {
     if ('client_id' in body) extraData.client_id = body.client_id;
     if (req.usageSource !== undefined) extraData.comfy_usage_source = req.usageSource;
 
+    if (body.prompt && typeof body.prompt === 'object' && Object.keys(body.prompt).length > MAX_PROMPT_NODES) {
+      reject('invalid_prompt', 'Prompt too large', `A prompt may have at most ${MAX_PROMPT_NODES} nodes`);
+    }
     const v = await validatePrompt(this.o.executor.registry, body.prompt, body.partial_execution_targets);
     if (!v.ok) throw new PromptRejected({ error: v.error!, node_errors: v.nodeErrors });
 
