@@ -3,12 +3,11 @@ import { sql, type Kysely } from 'kysely';
 import type { InventoryDeps } from '../deps.ts';
 import { DELIVER_TASK } from './enqueue.ts';
 import { DestinationGuard } from './guard.ts';
-import { HeaderSet, parseHeaderLines } from './headers.ts';
-import { parsePythonJson, pythonJsonDumps } from './python-json.ts';
 import { HttpSender } from './sender.ts';
 import { retryDelayMs, type DeliverySettings } from './settings.ts';
 import { hookSignature, standardWebhookSignature } from './signatures.ts';
-import { createTemplateEngine, type TemplateEngine } from './templates.ts';
+import { IsolatedTemplates } from './templates.ts';
+import { renderRequest } from './request.ts';
 import { readWebhook, type WebhookRow } from './webhooks.ts';
 
 const RECOVER_KEY = 'inventory.deliver:recover';
@@ -101,7 +100,7 @@ function maskValue(v: string): string {
  */
 export class DeliveryWorker {
   readonly workerId = `${os.hostname()}:${process.pid}:${Math.random().toString(36).slice(2, 8)}`;
-  readonly engine: TemplateEngine;
+  readonly engine: IsolatedTemplates;
   readonly sender: HttpSender;
   #inFlight = new Map<number, AbortController>();
   #staleCheckAt = 0;
@@ -114,7 +113,11 @@ export class DeliveryWorker {
     private readonly deps: InventoryDeps,
     readonly settings: DeliverySettings,
   ) {
-    this.engine = createTemplateEngine(settings.jinjaEnvParams);
+    this.engine = new IsolatedTemplates(settings.jinjaEnvParams, {
+      workers: settings.renderWorkers,
+      heapMb: settings.renderHeapMb,
+      hardTimeoutMs: settings.renderHardTimeoutMs,
+    });
     this.sender = new HttpSender(new DestinationGuard({ allow: settings.allow, deny: settings.deny }));
   }
 
@@ -300,34 +303,19 @@ export class DeliveryWorker {
     if (!w) {
       return { ...base, durationMs: 0, method: '', url: '', headers: [], body: '', error: `Webhook ${d.webhook_name} no longer exists.`, permanent: true };
     }
-    let method = w.http_method;
-    let url = '';
-    let body = '';
-    const headers = new HeaderSet();
+    const method = w.http_method;
+    let rendered;
     try {
-      const ctx = JSON.parse(d.context) as Record<string, unknown>;
-      headers.set('Content-Type', w.http_content_type);
-      if (w.additional_headers) {
-        let rendered: string;
-        try {
-          rendered = this.engine.render(w.additional_headers, ctx, 'headers');
-        } catch (err) {
-          throw new Error(`Error parsing HTTP headers for webhook ${w.name}: ${errText(err)}`);
-        }
-        for (const [k, v] of parseHeaderLines(rendered)) headers.set(k, v);
-      }
-      try {
-        body = w.body_template ? this.engine.render(w.body_template, ctx, 'other') : pythonJsonDumps(parsePythonJson(d.context));
-      } catch (err) {
-        throw new Error(`Error rendering request body for webhook ${w.name}: ${errText(err)}`);
-      }
-      try {
-        url = this.engine.render(w.payload_url, ctx, 'other');
-      } catch (err) {
-        throw new Error(`Error rendering payload URL for webhook ${w.name}: ${errText(err)}`);
-      }
+      // rendered in a worker thread, never on this one
+      rendered = await renderRequest(this.engine, w, d.context);
     } catch (err) {
-      return { ...base, durationMs: Date.now() - startedAt, method, url, headers: headers.entries(), body, error: (err as Error).message };
+      return { ...base, durationMs: Date.now() - startedAt, method, url: '', headers: [], body: '', error: (err as Error).message };
+    }
+    const { url, body, headers } = rendered;
+    if (rendered.error) {
+      // A render that killed its worker thread (heap or hard time limit) would do so again: fail at once.
+      const permanent = rendered.error.killedWorker;
+      return { ...base, durationMs: Date.now() - startedAt, method, url, headers: headers.entries(), body, error: rendered.error.message, ...(permanent ? { permanent } : {}) };
     }
     const bytes = Buffer.from(body, 'utf8');
     const ts = Math.floor(Date.now() / 1000);
@@ -442,10 +430,6 @@ export class DeliveryWorker {
 
   close(): void {
     this.sender.close();
+    void this.engine.close();
   }
-}
-
-function errText(err: unknown): string {
-  const e = err as { name?: string; message?: string };
-  return e?.name && e.name !== 'Error' ? `${e.name}: ${e.message}` : String(e?.message ?? err);
 }

@@ -1,4 +1,5 @@
 import type { InventoryConfig } from '../config.ts';
+import { defaultPoolSize } from '@svc/jinja';
 import { parseCidrList, type Cidr } from './guard.ts';
 
 /** Delivery settings (env, or the same names as --flags in camelCase on the command line). */
@@ -21,6 +22,10 @@ export interface DeliverySettings {
   deny: Cidr[];
   /** Glob patterns of environment variables templates may read with `| env`. */
   jinjaEnvParams: string[];
+  /** Template render worker threads, their heap limit (MB) and hard time limit per render (ms). */
+  renderWorkers: number;
+  renderHeapMb: number;
+  renderHardTimeoutMs: number;
 }
 
 function num(v: unknown, dflt: number, min: number, max: number, name: string): number {
@@ -55,6 +60,9 @@ export function deliverySettings(cfg?: Pick<InventoryConfig, 'flags'>, env: Node
     allow: parseCidrList(list(pick('webhookAllow', 'INVENTORY_WEBHOOK_ALLOW')), 'INVENTORY_WEBHOOK_ALLOW'),
     deny: parseCidrList(list(pick('webhookDeny', 'INVENTORY_WEBHOOK_DENY')), 'INVENTORY_WEBHOOK_DENY'),
     jinjaEnvParams: list(pick('jinjaEnvParams', 'INVENTORY_JINJA_ENV_PARAMS')),
+    renderWorkers: num(pick('renderWorkers', 'INVENTORY_RENDER_WORKERS'), defaultPoolSize(), 1, 64, 'INVENTORY_RENDER_WORKERS'),
+    renderHeapMb: num(pick('renderHeapMb', 'INVENTORY_RENDER_HEAP_MB'), 256, 16, 16_384, 'INVENTORY_RENDER_HEAP_MB'),
+    renderHardTimeoutMs: num(pick('renderHardTimeoutMs', 'INVENTORY_RENDER_HARD_TIMEOUT_MS'), 5000, 100, 600_000, 'INVENTORY_RENDER_HARD_TIMEOUT_MS'),
   };
 }
 

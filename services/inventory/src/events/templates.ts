@@ -1,3 +1,5 @@
+import { RenderPool, type RenderError, type RenderResult } from '@svc/jinja';
+
 // Loaded dynamically so the service still starts (and says why templates fail) while the engine package is incomplete.
 type JinjaModule = {
   Environment: new (opts: Record<string, unknown>) => {
@@ -112,4 +114,95 @@ export function createTemplateEngine(envParams: string[]): TemplateEngine {
       return compile(source, kind).render(ctx);
     },
   };
+}
+
+/** One rendered template: its text, or why it failed (the engine's error, or a worker the render killed). */
+export type Rendered = RenderResult;
+
+export interface RenderLimits {
+  /** Render worker threads. */
+  workers: number;
+  /** Heap limit of each render worker (MB). */
+  heapMb: number;
+  /** A render still running after this long stops its worker. */
+  hardTimeoutMs: number;
+}
+
+/**
+ * Webhook templates rendered and compiled off the API's thread, in a RenderPool of worker threads
+ * with a heap limit and a hard time limit: a hostile template fails its own delivery (or its save)
+ * with an error and never blocks, slows or kills the process. Text without template syntax is
+ * handled here without a round trip.
+ */
+export class IsolatedTemplates {
+  readonly pool: RenderPool;
+
+  constructor(envParams: string[], limits: RenderLimits) {
+    this.pool = new RenderPool({
+      setup: new URL('./render-setup.ts', import.meta.url).href,
+      setupData: { envParams },
+      size: limits.workers,
+      heapMb: limits.heapMb,
+      hardTimeoutMs: limits.hardTimeoutMs,
+    });
+  }
+
+  /** Outcomes of recent checks, so a check repeated inside a write transaction does not wait for a worker. */
+  #checked = new Map<string, Promise<TemplateCompileError | null>>();
+
+  /** Throws TemplateCompileError (with the line) for syntax errors and unknown filters. */
+  async check(source: string, kind: 'headers' | 'other'): Promise<void> {
+    if (!isTemplate(source)) return;
+    const key = `${kind}\0${source}`;
+    let p = this.#checked.get(key);
+    if (!p) {
+      p = this.pool.check(kind, source).then((err) =>
+        err ? new TemplateCompileError(err.lineno !== undefined ? `${err.message} (line ${err.lineno})` : renderErrorText(err), err.lineno) : null,
+      );
+      p.catch(() => this.#checked.delete(key));
+      if (this.#checked.size >= 200) this.#checked.delete(this.#checked.keys().next().value as string);
+      this.#checked.set(key, p);
+    }
+    const err = await p;
+    if (err) throw err;
+  }
+
+  /** Renders several templates against one event context (its stored JSON text), in one worker round trip. */
+  async render(items: Array<{ source: string; kind: 'headers' | 'other' }>, contextJson: string): Promise<Rendered[]> {
+    const out: Rendered[] = new Array(items.length);
+    const jobs: Array<{ env: string; source: string }> = [];
+    const where: number[] = [];
+    items.forEach((it, i) => {
+      if (isTemplate(it.source)) {
+        jobs.push({ env: it.kind, source: it.source });
+        where.push(i);
+      } else out[i] = { ok: true, out: plainText(it.source) };
+    });
+    if (jobs.length) {
+      const results = await this.pool.render(jobs, contextJson);
+      results.forEach((r, j) => (out[where[j]!] = r));
+    }
+    return out;
+  }
+
+  /** Starts the worker threads ahead of the first render. */
+  warm(): void {
+    this.pool.warm();
+  }
+
+  close(): Promise<void> {
+    return this.pool.close();
+  }
+}
+
+/** Text without template syntax renders to itself, with Jinja's newline normalisation and its one dropped trailing newline. */
+function plainText(source: string): string {
+  const t = source.replace(/\r\n?/g, '\n');
+  return t.endsWith('\n') ? t.slice(0, -1) : t;
+}
+
+/** `ValueError: Exceeds the limit …`, `UndefinedError: 'x' is undefined`, as Python prints an exception. */
+export function renderErrorText(e: RenderError): string {
+  const name = e.pyClass ?? e.name;
+  return name && name !== 'Error' ? `${name}: ${e.message}` : e.message;
 }

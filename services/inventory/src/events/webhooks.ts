@@ -2,7 +2,12 @@ import { sql, type Kysely } from 'kysely';
 import type { SqlDialect } from '@svc/storage';
 import { djangoIso } from '../models/values.ts';
 import { Fields, ValidationFailed } from './validate.ts';
-import { TemplateCompileError, type TemplateEngine } from './templates.ts';
+import { TemplateCompileError } from './templates.ts';
+
+/** Compiles a template where it cannot hurt the API (a render worker thread); throws TemplateCompileError. */
+export interface TemplateChecker {
+  check(source: string, kind: 'headers' | 'other'): Promise<void>;
+}
 
 export const HTTP_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
 
@@ -80,14 +85,14 @@ export function serializeWebhook(w: WebhookRow) {
 const TEMPLATE_MARK = /\{\{|\{%|\{#/;
 
 /** NetBox 4.6.8 Webhook.clean() for payload_url: templates compiled, literal URLs http(s) with a host. */
-function checkPayloadUrl(f: Fields, url: string, engine: TemplateEngine): void {
+async function checkPayloadUrl(f: Fields, url: string, engine: TemplateChecker): Promise<void> {
   if (TEMPLATE_MARK.test(url)) {
     const scheme = /^\s*([A-Za-z][A-Za-z0-9+.-]*):/.exec(url);
     if (scheme && !TEMPLATE_MARK.test(scheme[0]) && !['http', 'https'].includes(scheme[1]!.toLowerCase())) {
       f.add('payload_url', `Unsupported URL scheme "${scheme[1]}": only http and https are allowed.`);
       return;
     }
-    checkTemplate(f, 'payload_url', url, engine, 'other');
+    await checkTemplate(f, 'payload_url', url, engine, 'other');
     return;
   }
   let u: URL | undefined;
@@ -99,19 +104,37 @@ function checkPayloadUrl(f: Fields, url: string, engine: TemplateEngine): void {
   if (!u || !['http:', 'https:'].includes(u.protocol) || !u.host) f.add('payload_url', 'Enter a valid URL (http or https, with a host).');
 }
 
-function checkTemplate(f: Fields, field: string, source: string, engine: TemplateEngine, kind: 'headers' | 'other'): void {
+async function checkTemplate(f: Fields, field: string, source: string, engine: TemplateChecker, kind: 'headers' | 'other'): Promise<void> {
   try {
-    engine.check(source, kind);
+    await engine.check(source, kind);
   } catch (err) {
     if (err instanceof TemplateCompileError) f.add(field, `Invalid template: ${err.message}`);
     else f.add(field, `Invalid template: ${(err as Error).message}`);
   }
 }
 
+/**
+ * Compiles the templates of a webhook body (or of each item of a bulk body) ahead of the write
+ * transaction, so the checks inside it are answered from the checker's cache instead of holding
+ * the database's write lock while a render worker is busy.
+ */
+export async function precheckTemplates(body: unknown, engine: TemplateChecker): Promise<void> {
+  const items = Array.isArray(body) ? body.slice(0, 1000) : [body];
+  const checks: Promise<void>[] = [];
+  for (const it of items) {
+    if (typeof it !== 'object' || it === null) continue;
+    const o = it as Record<string, unknown>;
+    if (typeof o.payload_url === 'string' && o.payload_url.length <= 500) checks.push(engine.check(o.payload_url, 'other'));
+    if (typeof o.additional_headers === 'string' && o.additional_headers.length <= 65_536) checks.push(engine.check(o.additional_headers, 'headers'));
+    if (typeof o.body_template === 'string' && o.body_template.length <= 1_048_576) checks.push(engine.check(o.body_template, 'other'));
+  }
+  await Promise.all(checks.map((c) => c.catch(() => {})));
+}
+
 export type WebhookValues = Partial<Omit<WebhookRow, 'id' | 'created' | 'last_updated'>>;
 
 /** Validates a create (partial=false), PUT (partial=false) or PATCH body against the current row. */
-export function validateWebhook(input: unknown, current: WebhookRow | undefined, partial: boolean, engine: TemplateEngine): WebhookValues {
+export async function validateWebhook(input: unknown, current: WebhookRow | undefined, partial: boolean, engine: TemplateChecker): Promise<WebhookValues> {
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {
     throw new ValidationFailed({ non_field_errors: ['Invalid data. Expected a dictionary, but got ' + (Array.isArray(input) ? 'list' : typeof input) + '.'] });
   }
@@ -124,19 +147,19 @@ export function validateWebhook(input: unknown, current: WebhookRow | undefined,
   set('description', f.str('description', { max: 200, blank: true }) ?? undefined);
   const url = f.str('payload_url', { required: true, max: 500 });
   if (typeof url === 'string') {
-    checkPayloadUrl(f, url, engine);
+    await checkPayloadUrl(f, url, engine);
     v.payload_url = url;
   }
   set('http_method', f.choice('http_method', HTTP_METHODS));
   set('http_content_type', f.str('http_content_type', { max: 100 }) ?? undefined);
   const headers = f.str('additional_headers', { blank: true, max: 65_536 });
   if (typeof headers === 'string') {
-    checkTemplate(f, 'additional_headers', headers, engine, 'headers');
+    await checkTemplate(f, 'additional_headers', headers, engine, 'headers');
     v.additional_headers = headers;
   }
   const body = f.str('body_template', { blank: true, max: 1_048_576 });
   if (typeof body === 'string') {
-    checkTemplate(f, 'body_template', body, engine, 'other');
+    await checkTemplate(f, 'body_template', body, engine, 'other');
     v.body_template = body;
   }
   set('secret', f.str('secret', { blank: true, max: 255 }) ?? undefined);

@@ -3,6 +3,8 @@ import { requireAdmin, requireRead } from '../auth/index.ts';
 import type { InventoryDeps } from '../deps.ts';
 import { writeTransaction } from '../storage.ts';
 import { ensureWorker } from '../events/registry.ts';
+import { maskHeaders, maskUrl } from '../events/deliver.ts';
+import { renderRequest } from '../events/request.ts';
 import { bulk, bulkId, noContent, notFound, pageParams, paginated, pathId, queryIds, queryList, withValidation } from '../events/rest.ts';
 import { ValidationFailed } from '../events/validate.ts';
 import { logChange, ruleSnapshot, webhookSnapshot } from '../events/changelog.ts';
@@ -10,7 +12,21 @@ import { readRule } from '../events/rules.ts';
 import type { Kysely } from 'kysely';
 import type { FastifyRequest } from 'fastify';
 import type { WebhookRow } from '../events/webhooks.ts';
-import { createWebhook, deleteWebhook, getWebhook, listWebhooks, serializeWebhook, updateWebhook, validateWebhook } from '../events/webhooks.ts';
+import { createWebhook, deleteWebhook, getWebhook, listWebhooks, precheckTemplates, serializeWebhook, updateWebhook, validateWebhook } from '../events/webhooks.ts';
+
+/** The context a preview renders when the caller sends none: a device created by the caller. */
+function sampleContext(username: string, requestId: string) {
+  const data = { id: 1, url: '/api/dcim/devices/1/', display: 'device1', name: 'device1', status: { value: 'active', label: 'Active' }, tags: [], custom_fields: {} };
+  return {
+    event: 'created',
+    timestamp: new Date().toISOString().replace('Z', '000+00:00'),
+    model: 'device',
+    username,
+    request_id: requestId,
+    data,
+    snapshots: { prechange: null, postchange: { name: 'device1', status: 'active', tags: [], custom_fields: {} } },
+  };
+}
 
 /** `/api/extras/webhooks/`: reads for any authenticated caller, writes for administrators (templates are code). */
 export async function webhookRoutes(app: FastifyInstance, deps: InventoryDeps): Promise<void> {
@@ -27,12 +43,12 @@ export async function webhookRoutes(app: FastifyInstance, deps: InventoryDeps): 
     await logChange(trx, d, req, 'delete', 'webhook', snap(current), null);
   };
   const create = async (trx: Kysely<any>, req: FastifyRequest, body: unknown) => {
-    const w = await createWebhook(trx, d, validateWebhook(body, undefined, false, engine()));
+    const w = await createWebhook(trx, d, await validateWebhook(body, undefined, false, engine()));
     await logChange(trx, d, req, 'create', 'webhook', null, snap(w));
     return w;
   };
   const update = async (trx: Kysely<any>, req: FastifyRequest, current: WebhookRow, body: unknown, partial: boolean) => {
-    const w = await updateWebhook(trx, d, current.id, validateWebhook(body, current, partial, engine()));
+    const w = await updateWebhook(trx, d, current.id, await validateWebhook(body, current, partial, engine()));
     await logChange(trx, d, req, 'update', 'webhook', snap(current), snap(w));
     return w;
   };
@@ -58,6 +74,8 @@ export async function webhookRoutes(app: FastifyInstance, deps: InventoryDeps): 
   });
 
   app.post('/api/extras/webhooks/', { preHandler: requireAdmin }, async (req, reply) => {
+    // templates compile in a worker thread before the write transaction, not while holding its lock
+    await precheckTemplates(req.body, engine());
     if (Array.isArray(req.body)) {
       const rows = await writeTransaction(deps.storage, (trx) => bulk(req.body, (item) => create(trx, req, item)));
       return reply.code(201).send(rows.map(serializeWebhook));
@@ -73,6 +91,7 @@ export async function webhookRoutes(app: FastifyInstance, deps: InventoryDeps): 
       url: '/api/extras/webhooks/',
       preHandler: requireAdmin,
       handler: async (req) => {
+        await precheckTemplates(req.body, engine());
         const rows = await writeTransaction(deps.storage, (trx) =>
           bulk(req.body, async (item) => {
             const current = await bulkTarget(trx, item);
@@ -96,6 +115,7 @@ export async function webhookRoutes(app: FastifyInstance, deps: InventoryDeps): 
       preHandler: requireAdmin,
       handler: async (req) => {
         const id = pathId(req, NAME);
+        await precheckTemplates(req.body, engine());
         const w = await withValidation(() => writeTransaction(deps.storage, async (trx) => {
           const current = await getWebhook(trx, d, id, true);
           if (!current) throw notFound(NAME);
@@ -105,6 +125,25 @@ export async function webhookRoutes(app: FastifyInstance, deps: InventoryDeps): 
       },
     });
   }
+
+  /**
+   * Template preview: renders the webhook's URL, headers and body for a context (the body's
+   * `context`, else a sample event) exactly as a delivery would — in a render worker thread — and
+   * returns them (credentials masked as in attempt logs). A failing template is a 400 on its field.
+   */
+  app.post('/api/extras/webhooks/:id/preview/', { preHandler: requireAdmin }, async (req) => {
+    const id = pathId(req, NAME);
+    const w = await getWebhook(db, d, id);
+    if (!w) throw notFound(NAME);
+    const body = (req.body ?? {}) as Record<string, unknown>;
+    if (typeof body !== 'object' || Array.isArray(body)) throw new ValidationFailed({ non_field_errors: ['Invalid data. Expected a dictionary.'] });
+    const who = await deps.auth.authenticate(req);
+    const ctx = body.context === undefined ? sampleContext(who?.username ?? 'admin', String(req.id)) : body.context;
+    if (typeof ctx !== 'object' || ctx === null || Array.isArray(ctx)) throw new ValidationFailed({ context: ['Expected a dictionary of items.'] });
+    const r = await renderRequest(engine(), w, JSON.stringify(ctx));
+    if (r.error) throw new ValidationFailed({ [r.error.field]: [r.error.message] });
+    return { method: w.http_method, url: maskUrl(r.url), headers: Object.fromEntries(maskHeaders(r.headers.entries())), body: r.body };
+  });
 
   app.delete('/api/extras/webhooks/:id/', { preHandler: requireAdmin }, async (req, reply) => {
     const id = pathId(req, NAME);
