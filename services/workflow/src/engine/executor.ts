@@ -13,7 +13,7 @@ import { OutputCache, type CacheEntry, type CachePolicy } from './cache.ts';
 import { DynamicPrompt, ExecutionList } from './graph.ts';
 import { ProgressRegistry } from './progress.ts';
 import type { NodeClass, NodeRegistry } from './registry.ts';
-import { Signatures } from './signature.ts';
+import { SignatureTable, Signatures } from './signature.ts';
 import type { PromptGraph } from './validate.ts';
 
 /** Where a run's messages go (the runtime routes them to the prompt's WebSocket client). */
@@ -184,6 +184,43 @@ class DuplicateNodeError extends Error {
   }
 }
 
+/** What a node's functions receive; methods on the prototype so a call allocates one small object. */
+class NodeCtx implements NodeContext {
+  constructor(
+    private readonly run: Run,
+    readonly nodeId: string,
+    readonly listIndex: number,
+  ) {}
+  get promptId(): string {
+    return this.run.spec.promptId;
+  }
+  get env(): NodeEnv {
+    return this.run.env;
+  }
+  get signal(): AbortSignal {
+    return this.run.spec.interrupt.signal;
+  }
+  checkInterrupt(): void {
+    if (this.run.spec.interrupt.interrupted) throw new InterruptError();
+  }
+  progress(value: number, max: number): void {
+    const run = this.run;
+    run.progress.update(this.nodeId, value, max);
+    run.spec.sink.progress({ value, max, prompt_id: run.spec.promptId, node: this.nodeId });
+    run.spec.sink.progressState(run.progress);
+  }
+  preview(image: Buffer, format: 'png' | 'jpeg'): void {
+    const { dyn, spec } = this.run;
+    spec.sink.preview(image, format, {
+      node_id: this.nodeId,
+      prompt_id: spec.promptId,
+      display_node_id: dyn.displayNodeId(this.nodeId),
+      parent_node_id: dyn.parentNodeId(this.nodeId),
+      real_node_id: dyn.realNodeId(this.nodeId),
+    });
+  }
+}
+
 /** State of one prompt's run. */
 class Run {
   readonly dyn: DynamicPrompt;
@@ -204,10 +241,11 @@ class Run {
     readonly spec: PromptRun,
     readonly registry: NodeRegistry,
     readonly cache: OutputCache,
+    table: SignatureTable,
   ) {
     this.dyn = new DynamicPrompt(spec.prompt);
     this.progress = new ProgressRegistry(spec.promptId, this.dyn);
-    this.sigs = new Signatures(this.dyn, registry, (id) => this.isChanged(id));
+    this.sigs = new Signatures(this.dyn, registry, table, (id) => this.isChanged(id));
     this.list = new ExecutionList(this.dyn, registry, (id) => this.available(id));
     this.env = { ...spec.env, prompt: spec.prompt, extraData: spec.extraData };
   }
@@ -247,33 +285,7 @@ class Run {
   }
 
   context(id: string, listIndex: number): NodeContext {
-    const { interrupt, sink, promptId } = { interrupt: this.spec.interrupt, sink: this.spec.sink, promptId: this.spec.promptId };
-    const progress = this.progress;
-    const dyn = this.dyn;
-    return {
-      nodeId: id,
-      promptId,
-      listIndex,
-      env: this.env,
-      signal: interrupt.signal,
-      checkInterrupt() {
-        if (interrupt.interrupted) throw new InterruptError();
-      },
-      progress(value: number, max: number) {
-        progress.update(id, value, max);
-        sink.progress({ value, max, prompt_id: promptId, node: id });
-        sink.progressState(progress);
-      },
-      preview(image: Buffer, format: 'png' | 'jpeg') {
-        sink.preview(image, format, {
-          node_id: id,
-          prompt_id: promptId,
-          display_node_id: dyn.displayNodeId(id),
-          parent_node_id: dyn.parentNodeId(id),
-          real_node_id: dyn.realNodeId(id),
-        });
-      },
-    };
+    return new NodeCtx(this, id, listIndex);
   }
 
   /** get_input_data: links resolved to upstream output lists, constants wrapped in one-item lists, hidden inputs filled. */
@@ -557,6 +569,7 @@ class Run {
  */
 export class Executor {
   readonly cache: OutputCache;
+  private readonly table = new SignatureTable();
 
   constructor(
     readonly registry: NodeRegistry,
@@ -568,10 +581,13 @@ export class Executor {
   /** POST /free with free_memory: drop every cached output. */
   freeMemory(): void {
     this.cache.clear();
+    this.table.clear();
   }
 
   async run(spec: PromptRun): Promise<RunResult> {
-    const run = new Run(spec, this.registry, this.cache);
+    // Cache entries are keyed by interned signatures: both go together when the table is full.
+    if (this.table.full) this.freeMemory();
+    const run = new Run(spec, this.registry, this.cache, this.table);
     const { promptId, prompt } = spec;
     run.addMessage('execution_start', { prompt_id: promptId });
     const ids = Object.keys(prompt);

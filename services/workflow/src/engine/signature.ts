@@ -1,4 +1,4 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { isLink } from '../nodes/api.ts';
 import type { DynamicPrompt } from './graph.ts';
 import type { NodeRegistry } from './registry.ts';
@@ -12,11 +12,46 @@ export function stableStringify(v: unknown): string {
 }
 
 /**
+ * Interns node signatures: a signature's text names its linked ancestors by
+ * their interned numbers, so every text stays short however deep the graph,
+ * and equal numbers mean exactly equal subgraphs (no hash, so no collision
+ * can make one user's graph hit another's cache entry). Shared by all
+ * prompts of an executor; cleared with the cache when it grows too large.
+ */
+export class SignatureTable {
+  private readonly ids = new Map<string, string>();
+  private next = 0;
+
+  constructor(readonly maxEntries = 2_000_000) {}
+
+  intern(text: string): string {
+    let id = this.ids.get(text);
+    if (id === undefined) {
+      id = `s${(this.next++).toString(36)}`;
+      this.ids.set(text, id);
+    }
+    return id;
+  }
+
+  get size(): number {
+    return this.ids.size;
+  }
+
+  get full(): boolean {
+    return this.ids.size >= this.maxEntries;
+  }
+
+  clear(): void {
+    this.ids.clear();
+  }
+}
+
+/**
  * Cache keys from what a node computes, not where it sits: class, IS_CHANGED
- * value, constant inputs and the keys of linked ancestors (Merkle style), so
- * identical subgraphs anywhere share one entry. Node ids enter only for
- * NOT_IDEMPOTENT classes and classes with a UNIQUE_ID input. Each key is
- * computed once per prompt, iteratively.
+ * value, constant inputs and the keys of linked ancestors, so identical
+ * subgraphs anywhere share one entry. Node ids enter only for NOT_IDEMPOTENT
+ * classes and classes with a UNIQUE_ID input. Each key is computed once per
+ * prompt, iteratively.
  */
 export class Signatures {
   private readonly memo = new Map<string, string>();
@@ -24,6 +59,7 @@ export class Signatures {
   constructor(
     private readonly dyn: DynamicPrompt,
     private readonly registry: NodeRegistry,
+    private readonly table: SignatureTable,
     private readonly isChanged: (id: string) => unknown,
   ) {}
 
@@ -43,7 +79,8 @@ export class Signatures {
       if (!entered.has(id)) {
         entered.add(id);
         let waiting = false;
-        for (const v of Object.values(inputs)) {
+        for (const k in inputs) {
+          const v = inputs[k];
           if (isLink(v) && !this.memo.has(v[0]) && this.dyn.hasNode(v[0])) {
             if (entered.has(v[0])) continue; // a cycle: the link is keyed by id below
             stack.push(v[0]);
@@ -60,25 +97,24 @@ export class Signatures {
 
   private compute(id: string, classType: string, inputs: Record<string, unknown>): string {
     const cls = this.registry.get(classType);
-    const changed = this.isChanged(id);
+    const changed = cls?.def.isChanged ? this.isChanged(id) : undefined;
     // NaN never equals itself: the node always runs.
     if (typeof changed === 'number' && Number.isNaN(changed)) return `nan:${randomUUID()}`;
-    const h = createHash('sha256');
-    h.update(classType);
-    h.update('\0');
-    h.update(changed === undefined ? '' : stableStringify(changed));
-    h.update('\0');
-    if (cls?.def.notIdempotent || cls?.hasUniqueIdHidden) h.update(id);
-    for (const name of Object.keys(inputs).sort()) {
+    let text = JSON.stringify(classType);
+    if (changed !== undefined) text += `|${stableStringify(changed)}`;
+    if (cls?.def.notIdempotent || cls?.hasUniqueIdHidden) text += `|#${JSON.stringify(id)}`;
+    const names = Object.keys(inputs);
+    if (names.length > 1) names.sort();
+    for (const name of names) {
       const v = inputs[name];
-      h.update('\0');
-      h.update(name);
-      h.update('=');
+      text += `|${JSON.stringify(name)}=`;
       if (isLink(v)) {
         const src = this.memo.get(v[0]);
-        h.update(src !== undefined ? `@${src}:${v[1]}` : `#${v[0]}:${v[1]}`);
-      } else h.update(stableStringify(v));
+        text += src !== undefined ? `@${src}:${v[1]}` : `#${JSON.stringify(v[0])}:${v[1]}`;
+      } else if (typeof v === 'number' || typeof v === 'boolean' || v === null) text += String(v);
+      else if (typeof v === 'string') text += JSON.stringify(v);
+      else text += stableStringify(v);
     }
-    return h.digest('base64url');
+    return this.table.intern(text);
   }
 }
