@@ -1,7 +1,8 @@
 import { sql, type Kysely } from 'kysely';
 import type { Migration, SqlDialect } from '@svc/storage';
 import { INDEX_DIMS } from './embedding.ts';
-import { CODE_BITS } from './simhash.ts';
+import { CODE_BITS, simhash } from './simhash.ts';
+import { bufferToVector } from './embedding.ts';
 
 /**
  * SQLite: `search_docs` maps documents to integer keys and keeps the float
@@ -67,12 +68,32 @@ async function upPostgres(db: Kysely<any>): Promise<void> {
   await sql`insert into search_settings (key, value) values ('vector_mode', ${pgvector ? 'pgvector' : 'array'})`.execute(db);
 }
 
+/**
+ * SQLite: the vector stage moves from sqlite-vec's bit KNN to an in-memory
+ * SimHash index per large collection (see code-index.ts). Codes are stored
+ * with the documents so a process builds that index without re-hashing, and
+ * `search_log` tells every process which documents changed since it looked.
+ */
+async function upSqliteCodes(db: Kysely<any>): Promise<void> {
+  await sql`alter table search_docs add column code blob`.execute(db);
+  const rows = await sql<{ id: number; embedding: Buffer }>`select id, embedding from search_docs`.execute(db);
+  for (const r of rows.rows) await sql`update search_docs set code = ${simhash(bufferToVector(r.embedding))} where id = ${r.id}`.execute(db);
+  await sql`create table search_log (seq integer primary key autoincrement, collection_id text not null, key integer not null)`.execute(db);
+  await sql.raw('drop table if exists search_vec').execute(db);
+}
+
 export const searchMigrations: Migration[] = [
   {
     name: '500_search',
     async up(db: Kysely<any>, dialect: SqlDialect) {
       if (dialect.kind === 'sqlite') await upSqlite(db);
       else await upPostgres(db);
+    },
+  },
+  {
+    name: '501_search_codes',
+    async up(db: Kysely<any>, dialect: SqlDialect) {
+      if (dialect.kind === 'sqlite') await upSqliteCodes(db);
     },
   },
 ];

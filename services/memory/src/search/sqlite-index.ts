@@ -3,23 +3,31 @@ import type { Kysely } from 'kysely';
 import { isNoFilter, type Hit, type IndexBackend, type IndexedDoc } from './backend.ts';
 import { bufferToVector, dot, vectorToBuffer } from './embedding.ts';
 import { simhash } from './simhash.ts';
+import { CodeIndex, metadataPairs, pairTerm } from './code-index.ts';
 
 /**
  * Collections with at least this many documents are ranked through the
- * binary-quantised sqlite-vec index (then re-ranked exactly); smaller ones by
- * an exact scan, which is faster than vec0 there and costs no 1024-slot chunk.
+ * in-memory SimHash index (then re-ranked exactly); smaller ones by an exact
+ * scan of their stored vectors, which is fast at that size.
  */
 export const VEC_MIN_DOCS = 1024;
 
 /**
- * SimHash (Hamming) candidates fetched beyond the wanted vector hits before
- * exact re-ranking. vec0's KNN costs ~0.1 ms per unit of k on 100k vectors,
- * so this is a latency/recall trade-off (bench: recall@10 vs exact).
+ * SimHash (Hamming) candidates re-ranked exactly per query. Measured on the
+ * 100,000-document benchmark corpus (bench/memory/vector-options.ts):
+ * recall@10 82.7% at 100 candidates, 93.5% at 300, 97.7% at 1,000.
  */
-const EXTRA_CANDIDATES = 10;
-const MIN_CANDIDATES = 20;
-/** vec0 rejects k above 4096. */
-const MAX_CANDIDATES = 4096;
+export function codeCandidates(limit: number): number {
+  return Math.max(1000, limit * 20);
+}
+/** Of those, the best by their in-memory int8 vectors that are re-ranked with the stored floats. */
+export function rerankCount(limit: number): number {
+  return Math.max(40, limit * 4);
+}
+/** A filter whose rarest indexed entry matches at most this many documents is ranked by an exact scan of those. */
+export const EXACT_FILTER_MAX = 4000;
+/** Log entries kept for other processes' in-memory indexes to catch up from. */
+const LOG_KEEP = 100_000;
 /** Cap on full-text rows examined when a metadata filter is applied after the MATCH. */
 const FILTERED_FTS_SCAN = 20_000;
 /**
@@ -64,6 +72,10 @@ export class SqliteIndex implements IndexBackend {
   #raw: BetterSqlite3.Database;
   #db: Kysely<any>;
   #s: Record<string, Stmt> | undefined;
+  /** In-memory SimHash indexes of the large collections this process has queried. */
+  #codes = new Map<string, CodeIndex>();
+  /** Last search_log entry applied to #codes. */
+  #logSeq = 0;
 
   constructor(raw: BetterSqlite3.Database, db: Kysely<any>) {
     this.#raw = raw;
@@ -92,15 +104,27 @@ export class SqliteIndex implements IndexBackend {
       deleteDoc: p('delete from search_docs where id = ?'),
       insertFts: p('insert into search_fts (rowid, body) values (?, ?)'),
       deleteFts: p('delete from search_fts where rowid = ?'),
-      insertVec: p('insert into search_vec (rowid, collection_id, embedding) values (?, ?, vec_bit(?))'),
-      deleteVec: p('delete from search_vec where rowid = ?'),
+      setCode: p('update search_docs set code = ? where id = ?'),
+      log: p('insert into search_log (collection_id, key) values (?, ?)'),
+      pruneLog: p('delete from search_log where seq <= (select max(seq) from search_log) - ?'),
+      logSince: p('select seq, collection_id, key from search_log where seq > ? order by seq limit ?'),
+      // Separate subqueries: SQLite answers a lone min() or max() from the index, but scans for both at once.
+      logBounds: p('select (select min(seq) from search_log) as lo, (select max(seq) from search_log) as hi'),
+      cacheRow: p('select s.collection_id, s.code, s.embedding, d.metadata from search_docs s cross join documents d on d.id = s.doc_id where s.id = ?'),
+      cacheRows: p('select s.id, s.code, s.embedding, d.metadata from search_docs s cross join documents d on d.id = s.doc_id where s.collection_id = ?'),
+      vectorsMatching: p(
+        'select s.id, s.embedding from json_each(?) j cross join search_docs s on s.id = j.value cross join documents d on d.id = s.doc_id where json_contains(d.metadata, ?)',
+      ),
+      keysMatching: p(
+        'select s.id from json_each(?) j cross join search_docs s on s.id = j.value cross join documents d on d.id = s.doc_id where json_contains(d.metadata, ?)',
+      ),
       isLarge: p('select 1 from search_vec_collections where collection_id = ?'),
       countDocs: p('select count(*) as n from search_docs where collection_id = ?'),
       markLarge: p('insert or ignore into search_vec_collections (collection_id) values (?)'),
       collectionVectors: p('select id, embedding from search_docs where collection_id = ?'),
       fts: p('select rowid as id from search_fts where search_fts match ? order by bm25(search_fts) limit ?'),
-      knn: p('select rowid as id from search_vec where embedding match vec_bit(?) and k = ? and collection_id = ?'),
-      vectorsByKey: p('select id, embedding from search_docs where id in (select value from json_each(?))'),
+      // CROSS JOIN: one primary-key lookup per key (an IN list of ~1,000 made the planner scan the table).
+      vectorsByKey: p('select s.id, s.embedding from json_each(?) j cross join search_docs s on s.id = j.value'),
       // CROSS JOIN pins the loop order: look the few keys up, never scan the collection's documents.
       fetch: p(
         'select d.*, s.id as _key from search_docs s cross join documents d on d.id = s.doc_id where s.id in (select value from json_each(?)) and d.collection_id = ?',
@@ -114,37 +138,78 @@ export class SqliteIndex implements IndexBackend {
     // Same connection as the caller's Kysely transaction, so these writes commit or roll back with it.
     const s = this.#stmts;
     const blob = vectorToBuffer(vector);
+    const code = simhash(vector);
     const existing = s.findKey!.get(doc.id) as { id: number; collection_id: string } | undefined;
     let key: number;
     if (existing) {
       key = existing.id;
       s.updateDoc!.run(doc.collection_id, blob, key);
+      s.setCode!.run(code, key);
       s.deleteFts!.run(key);
-      s.deleteVec!.run(BigInt(key));
+      if (existing.collection_id !== doc.collection_id) this.#logChange(existing.collection_id, key);
     } else {
       key = Number(s.insertDoc!.run(doc.id, doc.collection_id, blob).lastInsertRowid);
+      s.setCode!.run(code, key);
     }
     s.insertFts!.run(key, scopedBody(doc.collection_id, body));
     if (s.isLarge!.get(doc.collection_id)) {
-      s.insertVec!.run(BigInt(key), doc.collection_id, simhash(vector));
+      this.#logChange(doc.collection_id, key);
     } else if ((s.countDocs!.get(doc.collection_id) as { n: number }).n >= VEC_MIN_DOCS) {
-      // The collection just became large: move all of it into vec0 at once.
-      for (const r of s.collectionVectors!.all(doc.collection_id) as Array<{ id: number; embedding: Buffer }>) {
-        s.insertVec!.run(BigInt(r.id), doc.collection_id, simhash(bufferToVector(r.embedding)));
-      }
       s.markLarge!.run(doc.collection_id);
     }
+  }
+
+  /** Tells every process's in-memory index (through the log, in the writer's transaction) that a document changed. */
+  #logChange(collectionId: string, key: number): void {
+    const s = this.#stmts;
+    const seq = Number(s.log!.run(collectionId, key).lastInsertRowid);
+    if (seq % 4096 === 0) s.pruneLog!.run(LOG_KEEP);
   }
 
   async remove(_trx: Kysely<any>, ids: string[]): Promise<void> {
     const s = this.#stmts;
     for (const id of ids) {
-      const existing = s.findKey!.get(id) as { id: number } | undefined;
+      const existing = s.findKey!.get(id) as { id: number; collection_id: string } | undefined;
       if (!existing) continue;
       s.deleteFts!.run(existing.id);
-      s.deleteVec!.run(BigInt(existing.id));
       s.deleteDoc!.run(existing.id);
+      if (s.isLarge!.get(existing.collection_id)) this.#logChange(existing.collection_id, existing.id);
     }
+  }
+
+  /**
+   * The collection's in-memory SimHash index, brought up to date with every
+   * committed write (of any process) through search_log; built from the
+   * stored codes on first use.
+   */
+  #codeIndex(collectionId: string): CodeIndex {
+    const s = this.#stmts;
+    const bounds = s.logBounds!.get() as { lo: number | null; hi: number | null };
+    const hi = Number(bounds.hi ?? 0);
+    if (this.#codes.size > 0 && hi > this.#logSeq) {
+      const behind = hi - this.#logSeq;
+      // Too far behind (or the entries needed were pruned): rebuilding is cheaper than replaying.
+      if (behind > 20_000 || Number(bounds.lo ?? 0) > this.#logSeq + 1) this.#codes.clear();
+      else {
+        for (const e of s.logSince!.all(this.#logSeq, behind) as Array<{ seq: number; collection_id: string; key: number }>) {
+          const idx = this.#codes.get(e.collection_id);
+          if (!idx) continue;
+          const r = s.cacheRow!.get(e.key) as { collection_id: string; code: Buffer; embedding: Buffer; metadata: string } | undefined;
+          if (!r || r.collection_id !== e.collection_id) idx.remove(e.key);
+          else idx.upsert(e.key, r.code, bufferToVector(r.embedding), metadataPairs(JSON.parse(r.metadata)));
+        }
+      }
+    }
+    this.#logSeq = Math.max(this.#logSeq, hi);
+    let idx = this.#codes.get(collectionId);
+    if (!idx) {
+      idx = new CodeIndex();
+      for (const r of s.cacheRows!.iterate(collectionId) as Iterable<{ id: number; code: Buffer; embedding: Buffer; metadata: string }>) {
+        idx.upsert(r.id, r.code, bufferToVector(r.embedding), metadataPairs(JSON.parse(r.metadata)));
+      }
+      this.#codes.set(collectionId, idx);
+    }
+    return idx;
   }
 
   /**
@@ -182,15 +247,58 @@ export class SqliteIndex implements IndexBackend {
     if (isNoFilter(filter)) {
       return (s.fts!.all(match, limit) as Array<{ id: number }>).map((r) => ({ key: r.id, order: r.id }));
     }
-    const allowed = new Set(this.#filtered(collectionId, filter, false).map((r) => r.id));
-    const hits: Hit[] = [];
-    if (allowed.size === 0) return hits;
-    for (const r of s.fts!.iterate(match, FILTERED_FTS_SCAN) as Iterable<{ id: number }>) {
-      if (!allowed.has(r.id)) continue;
-      hits.push({ key: r.id, order: r.id });
-      if (hits.length >= limit) break;
+    if (!isObject(filter)) return [];
+    if (!s.isLarge!.get(collectionId)) {
+      const allowed = new Set(this.#filtered(collectionId, filter, false).map((r) => r.id));
+      const hits: Hit[] = [];
+      if (allowed.size === 0) return hits;
+      for (const r of s.fts!.iterate(match, FILTERED_FTS_SCAN) as Iterable<{ id: number }>) {
+        if (!allowed.has(r.id)) continue;
+        hits.push({ key: r.id, order: r.id });
+        if (hits.length >= limit) break;
+      }
+      return hits;
     }
+    // Large collection: the metadata index rejects most non-matching rows in
+    // memory; the exact containment check runs on growing batches of the rest.
+    const allow = this.#allowFn(this.#codeIndex(collectionId), filter);
+    if (allow === false) return [];
+    const hits: Hit[] = [];
+    let batch: number[] = [];
+    let want = limit * 2;
+    const flush = () => {
+      const ok = new Set((s.keysMatching!.all(JSON.stringify(batch), JSON.stringify(filter)) as Array<{ id: number }>).map((r) => r.id));
+      for (const k of batch) if (ok.has(k) && hits.length < limit) hits.push({ key: k, order: k });
+      batch = [];
+      want *= 4;
+    };
+    for (const r of s.fts!.iterate(match, FILTERED_FTS_SCAN) as Iterable<{ id: number }>) {
+      if (allow && !allow(r.id)) continue;
+      batch.push(r.id);
+      if (batch.length >= want) {
+        flush();
+        if (hits.length >= limit) break;
+      }
+    }
+    if (batch.length && hits.length < limit) flush();
     return hits;
+  }
+
+  /**
+   * A membership test from the metadata index for the filter's top-level
+   * scalar entries (a necessary condition of containment), undefined when the
+   * filter has none, false when some entry matches no document.
+   */
+  #allowFn(idx: CodeIndex, filter: Record<string, unknown>): ((key: number) => boolean) | undefined | false {
+    const sets = filterTerms(filter).map((t) => idx.posting(t));
+    if (sets.length === 0) return undefined;
+    sets.sort((a, b) => a.size - b.size);
+    if (sets[0]!.size === 0) return false;
+    if (sets.length === 1) {
+      const only = sets[0]!;
+      return (k) => only.has(k);
+    }
+    return (k) => sets.every((set) => set.has(k));
   }
 
   async vectorRanking(collectionId: string, vector: Float32Array, limit: number, filter: unknown): Promise<Hit[]> {
@@ -200,16 +308,43 @@ export class SqliteIndex implements IndexBackend {
 
   #vectorRanking(collectionId: string, vector: Float32Array, limit: number, filter: unknown): Hit[] {
     const s = this.#stmts;
-    let rows: Array<{ id: number; embedding: Buffer }>;
-    if (!isNoFilter(filter)) {
-      // Filter first, then rank exactly: the filtered set may be anywhere in the KNN order.
-      rows = this.#filtered(collectionId, filter, true) as typeof rows;
-    } else if (s.isLarge!.get(collectionId)) {
-      const k = Math.min(MAX_CANDIDATES, Math.max(MIN_CANDIDATES, limit + EXTRA_CANDIDATES));
-      const keys = (s.knn!.all(simhash(vector), k, collectionId) as Array<{ id: number }>).map((r) => r.id);
-      rows = s.vectorsByKey!.all(JSON.stringify(keys)) as typeof rows;
-    } else {
-      rows = s.collectionVectors!.all(collectionId) as typeof rows;
+    const filtered = !isNoFilter(filter);
+    if (filtered && !isObject(filter)) return [];
+    if (!s.isLarge!.get(collectionId)) {
+      const rows = (filtered ? this.#filtered(collectionId, filter, true) : s.collectionVectors!.all(collectionId)) as VecRow[];
+      return topByCosine(rows, vector, limit);
+    }
+    const idx = this.#codeIndex(collectionId);
+    const code = simhash(vector);
+    if (!filtered) {
+      const keys = idx.search(code, vector, codeCandidates(limit), rerankCount(limit));
+      return topByCosine(s.vectorsByKey!.all(JSON.stringify(keys)) as VecRow[], vector, limit);
+    }
+    const f = filter as Record<string, unknown>;
+    const fj = JSON.stringify(f);
+    const sets = filterTerms(f).map((t) => idx.posting(t));
+    sets.sort((a, b) => a.size - b.size);
+    const rarest = sets[0];
+    // Every entry of the filter is a top-level scalar: the metadata index answers it exactly.
+    const exactlyIndexed = rarest !== undefined && sets.length === Object.keys(f).length;
+    if (rarest && rarest.size <= EXACT_FILTER_MAX) {
+      // Selective filter: rank every matching document (int8 pre-rank, then exact).
+      if (rarest.size === 0) return [];
+      let keys = [...rarest].filter((k) => sets.every((set) => set.has(k)));
+      if (!exactlyIndexed) keys = (s.keysMatching!.all(JSON.stringify(keys), fj) as Array<{ id: number }>).map((r) => r.id);
+      const best = idx.rank(idx.rowsOf(keys), vector, rerankCount(limit));
+      return topByCosine(s.vectorsMatching!.all(JSON.stringify(best), fj) as VecRow[], vector, limit);
+    }
+    // Broad filter: the SimHash scan skips rows the metadata index rules out,
+    // then the exact check and re-rank; over-fetch when the index cannot see
+    // the whole filter (nested values). Falls back to the exact plan if that
+    // leaves too few.
+    const allow = rarest ? (k: number) => sets.every((set) => set.has(k)) : undefined;
+    const over = exactlyIndexed ? 1 : 4;
+    const keys = idx.search(code, vector, codeCandidates(limit) * over, rerankCount(limit) * over, allow);
+    const rows = s.vectorsMatching!.all(JSON.stringify(keys), fj) as VecRow[];
+    if (rows.length < limit && keys.length < idx.count) {
+      return topByCosine(this.#filtered(collectionId, filter, true) as VecRow[], vector, limit);
     }
     return topByCosine(rows, vector, limit);
   }
@@ -270,6 +405,22 @@ export function nativePrefilter(filter: unknown): { sql: string; params: unknown
     }
   }
   return { sql: parts.map((p) => ` and ${p}`).join(''), params };
+}
+
+type VecRow = { id: number; embedding: Uint8Array };
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** Index terms of the filter's top-level scalar entries (each a necessary condition of containment). */
+function filterTerms(filter: Record<string, unknown>): string[] {
+  const out: string[] = [];
+  for (const [k, v] of Object.entries(filter)) {
+    const t = pairTerm(k, v);
+    if (t !== undefined) out.push(t);
+  }
+  return out;
 }
 
 /** Exact cosine (dot product of unit vectors), best first, insertion order on ties. */

@@ -1,0 +1,223 @@
+import { INDEX_DIMS } from './embedding.ts';
+import { CODE_BITS } from './simhash.ts';
+import { hammingKernel, type HammingKernel } from './hamming-wasm.ts';
+
+const CODE_BYTES = CODE_BITS / 8;
+/**
+ * WebAssembly memory layout for a capacity of `cap` rows: the query code at
+ * 0, the int16 query at 64, then codes, int8 vectors, distances (u16), the
+ * candidate rows (i32) and their dot products (i32), each `cap` long.
+ */
+const Q16_AT = 64;
+const CODES_AT = 1024;
+const v8At = (cap: number) => CODES_AT + cap * CODE_BYTES;
+const distAt = (cap: number) => v8At(cap) + cap * INDEX_DIMS;
+const rowsAt = (cap: number) => distAt(cap) + cap * 2;
+const dotsAt = (cap: number) => rowsAt(cap) + cap * 4;
+const bytesFor = (cap: number) => dotsAt(cap) + cap * 4;
+
+if (CODE_BITS !== 384) throw new Error('the Hamming kernel is written for 384-bit codes');
+
+/** Top-level `key = scalar` entries of a metadata object as index terms (only values that compare exactly). */
+export function metadataPairs(meta: unknown): string[] {
+  if (!meta || typeof meta !== 'object' || Array.isArray(meta)) return [];
+  const out: string[] = [];
+  for (const [k, v] of Object.entries(meta as Record<string, unknown>)) {
+    const p = pairTerm(k, v);
+    if (p !== undefined) out.push(p);
+  }
+  return out;
+}
+
+/**
+ * The index term of one `key: value` entry, or undefined when the value is
+ * not a scalar that compares by its JSON text (numbers compare numerically
+ * in PostgreSQL containment, so only finite doubles, in JS's canonical form).
+ */
+export function pairTerm(key: string, v: unknown): string | undefined {
+  if (typeof v === 'number') return Number.isFinite(v) && Math.abs(v) <= Number.MAX_SAFE_INTEGER * 2 ** 10 ? JSON.stringify([key, v]) : undefined;
+  if (typeof v === 'string' || typeof v === 'boolean' || v === null) return JSON.stringify([key, v]);
+  return undefined;
+}
+
+/**
+ * One collection's SimHash codes in memory, with an inverted index of its
+ * documents' top-level metadata entries. Scanning 100,000 codes by Hamming
+ * distance takes well under a millisecond in WebAssembly SIMD (sqlite-vec's
+ * bit KNN costs ~0.3 ms per unit of k, too much for the ~1,000 candidates a
+ * 95% recall needs).
+ */
+export class CodeIndex {
+  keys = new Int32Array(1024);
+  #cap = 1024;
+  #kernel: HammingKernel = hammingKernel(pagesFor(1024));
+  /** Byte view of the kernel's memory (renewed when it grows). */
+  #mem = new Uint8Array(this.#kernel.memory.buffer);
+  /** Per-row scale of the int8 copies of the vectors (value ≈ v8 × scale), which re-rank candidates without reading the stored floats. */
+  scales = new Float32Array(1024);
+  size = 0;
+  #row = new Map<number, number>();
+  #pairsOf = new Map<number, string[]>();
+  #postings = new Map<string, Set<number>>();
+
+  get count(): number {
+    return this.size;
+  }
+
+  has(key: number): boolean {
+    return this.#row.has(key);
+  }
+
+  upsert(key: number, code: Uint8Array, vector: Float32Array, pairs: string[]): void {
+    let r = this.#row.get(key);
+    if (r === undefined) {
+      if (this.size === this.keys.length) this.#grow();
+      r = this.size++;
+      this.#row.set(key, r);
+      this.keys[r] = key;
+    }
+    this.#mem.set(code.subarray(0, CODE_BYTES), CODES_AT + r * CODE_BYTES);
+    let max = 0;
+    for (let j = 0; j < INDEX_DIMS; j++) max = Math.max(max, Math.abs(vector[j]!));
+    const scale = max > 0 ? max / 127 : 1;
+    this.scales[r] = scale;
+    const v8 = new Int8Array(this.#kernel.memory.buffer, v8At(this.#cap) + r * INDEX_DIMS, INDEX_DIMS);
+    for (let j = 0; j < INDEX_DIMS; j++) v8[j] = Math.round(vector[j]! / scale);
+    this.#unindex(key);
+    if (pairs.length) {
+      this.#pairsOf.set(key, pairs);
+      for (const p of pairs) {
+        let s = this.#postings.get(p);
+        if (!s) this.#postings.set(p, (s = new Set()));
+        s.add(key);
+      }
+    }
+  }
+
+  remove(key: number): void {
+    const r = this.#row.get(key);
+    if (r === undefined) return;
+    this.#unindex(key);
+    this.#row.delete(key);
+    const last = --this.size;
+    if (r !== last) {
+      const moved = this.keys[last]!;
+      this.keys[r] = moved;
+      this.#mem.copyWithin(CODES_AT + r * CODE_BYTES, CODES_AT + last * CODE_BYTES, CODES_AT + (last + 1) * CODE_BYTES);
+      const v = v8At(this.#cap);
+      this.#mem.copyWithin(v + r * INDEX_DIMS, v + last * INDEX_DIMS, v + (last + 1) * INDEX_DIMS);
+      this.scales[r] = this.scales[last]!;
+      this.#row.set(moved, r);
+    }
+  }
+
+  #unindex(key: number): void {
+    const old = this.#pairsOf.get(key);
+    if (!old) return;
+    this.#pairsOf.delete(key);
+    for (const p of old) {
+      const s = this.#postings.get(p);
+      s?.delete(key);
+      if (s && s.size === 0) this.#postings.delete(p);
+    }
+  }
+
+  #grow(): void {
+    const keys = new Int32Array(this.keys.length * 2);
+    keys.set(this.keys);
+    const old = this.#cap;
+    this.#cap *= 2;
+    const pages = pagesFor(this.#cap) - this.#kernel.memory.buffer.byteLength / 65536;
+    if (pages > 0) this.#kernel.memory.grow(pages);
+    this.#mem = new Uint8Array(this.#kernel.memory.buffer);
+    // Codes stay at CODES_AT; the int8 vectors move up behind the larger code area.
+    this.#mem.copyWithin(v8At(this.#cap), v8At(old), v8At(old) + this.size * INDEX_DIMS);
+    const scales = new Float32Array(this.scales.length * 2);
+    scales.set(this.scales);
+    this.keys = keys;
+    this.scales = scales;
+  }
+
+  /** Keys of the documents with this metadata entry (empty when none). */
+  posting(term: string): ReadonlySet<number> {
+    return this.#postings.get(term) ?? EMPTY;
+  }
+
+  /**
+   * The keys of the `keep` best of the `want` rows nearest to `code` by
+   * Hamming distance, ranked by their int8 vectors' dot product with `q`
+   * (the caller re-ranks those exactly).
+   */
+  search(code: Uint8Array, q: Float32Array, want: number, keep: number, allow?: (key: number) => boolean): number[] {
+    return this.rank(this.nearest(code, want, allow), q, keep);
+  }
+
+  /** Rows of the given keys (unknown keys skipped). */
+  rowsOf(keys: Iterable<number>): number[] {
+    const out: number[] = [];
+    for (const k of keys) {
+      const r = this.#row.get(k);
+      if (r !== undefined) out.push(r);
+    }
+    return out;
+  }
+
+  /** The keys of the `keep` best rows by their int8 vectors' dot product with `q`. */
+  rank(rows: number[], q: Float32Array, keep: number): number[] {
+    const m = rows.length;
+    const buf = this.#kernel.memory.buffer;
+    let max = 0;
+    for (let j = 0; j < INDEX_DIMS; j++) max = Math.max(max, Math.abs(q[j]!));
+    const qs = max > 0 ? 32767 / max : 1;
+    const q16 = new Int16Array(buf, Q16_AT, INDEX_DIMS);
+    for (let j = 0; j < INDEX_DIMS; j++) q16[j] = Math.round(q[j]! * qs);
+    // The candidate and result areas hold `cap` entries; rank longer lists in slices.
+    const scored = new Float64Array(m);
+    for (let from = 0; from < m; from += this.#cap) {
+      const part = rows.slice(from, from + this.#cap);
+      new Int32Array(buf, rowsAt(this.#cap), part.length).set(part);
+      this.#kernel.dot8(v8At(this.#cap), rowsAt(this.#cap), part.length, Q16_AT, dotsAt(this.#cap));
+      const dots = new Int32Array(buf, dotsAt(this.#cap), part.length);
+      for (let i = 0; i < part.length; i++) scored[from + i] = dots[i]! * this.scales[part[i]!]!;
+    }
+    const order = Array.from(rows.keys()).sort((a, b) => scored[b]! - scored[a]! || a - b);
+    return order.slice(0, keep).map((i) => this.keys[rows[i]!]!);
+  }
+
+  /**
+   * The rows of the `want` codes nearest to `code` by Hamming distance (all
+   * ties at the cut-off included), among keys allowed by `allow` when given.
+   * A counting selection over the 0..CODE_BITS distances: linear, no sort.
+   */
+  nearest(code: Uint8Array, want: number, allow?: (key: number) => boolean): number[] {
+    const n = this.size;
+    const outAt = distAt(this.#cap);
+    this.#mem.set(code.subarray(0, CODE_BYTES), 0);
+    this.#kernel.hamming(CODES_AT, n, 0, outAt);
+    const dist = new Uint16Array(this.#kernel.memory.buffer, outAt, n);
+    const hist = new Uint32Array(CODE_BITS + 2);
+    if (allow) {
+      for (let i = 0; i < n; i++) {
+        if (allow(this.keys[i]!)) hist[dist[i]!]!++;
+        else dist[i] = CODE_BITS + 1;
+      }
+    } else {
+      for (let i = 0; i < n; i++) hist[dist[i]!]!++;
+    }
+    let cut = 0;
+    for (let acc = 0; cut <= CODE_BITS; cut++) {
+      acc += hist[cut]!;
+      if (acc >= want) break;
+    }
+    const out: number[] = [];
+    for (let i = 0; i < n; i++) if (dist[i]! <= cut) out.push(i);
+    return out;
+  }
+}
+
+/** 64 KiB pages of the layout for `cap` rows. */
+function pagesFor(cap: number): number {
+  return Math.ceil(bytesFor(cap) / 65536);
+}
+
+const EMPTY: ReadonlySet<number> = new Set();
