@@ -5,6 +5,8 @@
  * InvalidCondition, which the caller turns into "rule skipped".
  */
 
+import { compilePyRegex, RegexSyntaxError, type PyRegex } from './pyregex.ts';
+
 export class ConditionError extends Error {}
 export class InvalidCondition extends Error {}
 
@@ -24,7 +26,7 @@ interface Condition {
   value: unknown;
   op: Op;
   negate: boolean;
-  regex?: RegExp;
+  regex?: PyRegex;
 }
 interface ConditionSet {
   kind: 'set';
@@ -108,36 +110,13 @@ function compileCondition(raw: unknown, budget: { nodes: number }): Condition {
   return cond;
 }
 
-/**
- * Python `re` syntax mapped onto a JavaScript RegExp that only matches at the
- * start (re.match). Constructs with no JS equivalent are refused on save.
- */
-export function compilePythonRegex(pattern: string): RegExp {
-  if (pattern.length > 1000) throw new ConditionError('Regular expression is too long (at most 1000 characters).');
-  let flags = 'y';
-  let src = pattern;
-  const inline = /^\(\?([aiLmsux]+)\)/.exec(src);
-  if (inline) {
-    src = src.slice(inline[0].length);
-    for (const f of inline[1]!) {
-      if (f === 'i' || f === 'm' || f === 's') flags += flags.includes(f) ? '' : f;
-      else if (f === 'x' || f === 'L') throw new ConditionError(`Unsupported regular expression flag: (?${f})`);
-    }
-  }
-  src = src
-    .replace(/\(\?P<([A-Za-z_]\w*)>/g, '(?<$1>')
-    .replace(/\(\?P=([A-Za-z_]\w*)\)/g, '\\k<$1>')
-    .replace(/\\A/g, '^')
-    .replace(/\\Z/g, '$(?![\\s\\S])');
-  if (/\(\?[aiLmsux-]+[:)]/.test(src)) throw new ConditionError('Inline flags are only supported at the start of the expression.');
+/** Python `re` syntax on RE2 (linear time); constructs RE2 cannot run are refused on save. */
+export function compilePythonRegex(pattern: string): PyRegex {
   try {
-    return new RegExp(src, flags + 'u');
-  } catch {
-    try {
-      return new RegExp(src, flags);
-    } catch (err) {
-      throw new ConditionError(`Invalid regular expression: ${(err as Error).message}`);
-    }
+    return compilePyRegex(pattern);
+  } catch (err) {
+    if (err instanceof RegexSyntaxError) throw new ConditionError(err.message);
+    throw err;
   }
 }
 
@@ -217,8 +196,12 @@ function evalCondition(c: Condition, data: unknown): boolean {
       break;
     case 'regex':
       if (typeof v !== 'string') throw new InvalidCondition(`Invalid data type at '${c.attr}' for 'regex' evaluation: expected string or bytes-like object, got '${pyType(v)}'`);
-      c.regex!.lastIndex = 0;
-      result = c.regex!.test(v);
+      try {
+        result = c.regex!.matchStart(v);
+      } catch (err) {
+        // too long a text for the pattern: the rule is skipped like any evaluation error (fail closed)
+        throw new InvalidCondition(`Invalid data at '${c.attr}' for 'regex' evaluation: ${(err as Error).message}`);
+      }
       break;
   }
   return c.negate ? !result : result;
