@@ -57,3 +57,38 @@ forEachStorage('memory filter = PostgreSQL containment', (storage) => {
     }
   });
 });
+
+forEachStorage('memory filter with text no storage can hold', (storage) => {
+  const s = useServer(storage);
+
+  it('answers 422 naming the filter for an escaped NUL or lone surrogate, on every list and /query', async () => {
+    const f = await fixture(s.http);
+    const m = await ok(s.http.post(`${f.S}/${f.session.id}/messages`, { content: 'hi', is_user: false }));
+    await ok(s.http.post(`${f.S}/${f.session.id}/metamessages`, { message_id: m.id, metamessage_type: 't', content: 'c' }));
+    const c = await ok(s.http.post(f.C, { name: 'c' }));
+    await ok(s.http.post(`${f.C}/${c.id}/documents`, { content: 'tea', metadata: { a: 'x' } }));
+    const lists = [
+      `/apps/${f.app.id}/users`,
+      f.S,
+      `${f.S}/${f.session.id}/messages`,
+      `${f.S}/${f.session.id}/metamessages`,
+      f.C,
+      `${f.C}/${c.id}/documents`,
+      `${f.C}/${c.id}/query?query=tea`,
+    ];
+    const filters = ['{"a\\u0000":1}', '{"a":"x\\u0000"}', '{"\\ud800":1}', '{"a":"\\udc00"}', '{"a":{"b":["\\ud800"]}}', '["\\u0000"]'];
+    for (const url of lists) {
+      for (const filter of filters) {
+        const sep = url.includes('?') ? '&' : '?';
+        const r = await s.http.get(`${url}${sep}filter=${encodeURIComponent(filter)}`);
+        assert.equal(r.status, 422, `${url} ${filter}: ${r.text}`);
+        assert.deepEqual(r.body.detail[0].loc, ['query', 'filter']);
+        assert.equal(r.body.detail[0].type, 'value_error');
+        assert.equal(r.body.detail[0].input, filter);
+      }
+      // The same filter without the bad character is fine.
+      const sep = url.includes('?') ? '&' : '?';
+      assert.equal((await s.http.get(`${url}${sep}filter=${encodeURIComponent('{"a":"x"}')}`)).status, 200, url);
+    }
+  });
+});

@@ -45,6 +45,22 @@ const hostileStrings = fc.constantFrom(
   'sessions',
 );
 const anyString = fc.oneof(fc.string(), fc.string({ unit: 'binary', maxLength: 20 }), hostileStrings);
+/**
+ * JSON text whose keys or string values, once parsed, hold what PostgreSQL's
+ * jsonb refuses: escaped NULs and lone surrogates (JSON.stringify escapes them,
+ * so the query string itself is plain ASCII), at any depth.
+ */
+const unstorable = fc.constantFrom('\u0000', 'a\u0000b', '\ud800', '\udc00', 'x\udbff', '\udfff\ud800');
+const unstorableJson = fc
+  .oneof(
+    fc.tuple(unstorable, fc.jsonValue({ maxDepth: 1 })).map(([k, v]) => ({ [k]: v })),
+    fc.tuple(fc.string({ maxLength: 5 }), unstorable).map(([k, v]) => ({ [k]: v })),
+    fc.tuple(fc.string({ maxLength: 5 }), unstorable).map(([k, v]) => ({ [k]: { n: [1, v] } })),
+    fc.tuple(unstorable, fc.string({ maxLength: 5 })).map(([k, v]) => ({ a: { [k]: v } })),
+    unstorable.map((v) => [v]),
+    unstorable,
+  )
+  .map((v) => JSON.stringify(v));
 const jsonish = fc.oneof(fc.jsonValue({ maxDepth: 3 }), fc.constant(undefined));
 
 function valueFor(schema: any, ids: Record<string, string[]>, name: string): fc.Arbitrary<unknown> {
@@ -54,7 +70,7 @@ function valueFor(schema: any, ids: Record<string, string[]>, name: string): fc.
   switch (schema.type) {
     case 'string':
       if (schema.format === 'uuid') return fc.oneof({ weight: 4, arbitrary: known?.length ? fc.constantFrom(...known) : fc.uuid() }, fc.uuid(), anyString);
-      if (name === 'filter') return fc.oneof(fc.jsonValue({ maxDepth: 3 }).map((v) => JSON.stringify(v)), anyString);
+      if (name === 'filter') return fc.oneof(fc.jsonValue({ maxDepth: 3 }).map((v) => JSON.stringify(v)), unstorableJson, anyString);
       if (known?.length) return fc.oneof({ weight: 3, arbitrary: fc.constantFrom(...known) }, anyString);
       return fc.oneof({ weight: 3, arbitrary: fc.string({ minLength: 1, maxLength: 30 }) }, anyString);
     case 'integer':

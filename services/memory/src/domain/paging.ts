@@ -2,6 +2,7 @@ import type { Kysely, SelectQueryBuilder } from 'kysely';
 import type { SqlDialect } from '@svc/storage';
 import type { ListQuery } from '../schemas/common.ts';
 import { invalid } from './errors.ts';
+import { findUnstorableText } from './values.ts';
 
 export interface Paging {
   page: number;
@@ -41,6 +42,13 @@ export function parseFilter(raw: string | null | undefined): unknown {
   }
   if (depth(value, MAX_FILTER_DEPTH + 1) > MAX_FILTER_DEPTH) {
     const reason = `nesting deeper than ${MAX_FILTER_DEPTH} levels`;
+    throw invalid(['query', 'filter'], 'value_error', `Value error, ${reason}`, raw, { error: reason });
+  }
+  // An escaped NUL or lone surrogate (\u0000, \ud800) is plain ASCII in the query string; once
+  // parsed, PostgreSQL's jsonb refuses it. No stored metadata can hold one, so say so on every storage.
+  const bad = findUnstorableText(value);
+  if (bad) {
+    const reason = bad.why === 'nul' ? 'filter contains a NUL character (\\u0000)' : 'filter contains an unpaired surrogate';
     throw invalid(['query', 'filter'], 'value_error', `Value error, ${reason}`, raw, { error: reason });
   }
   return value === null ? undefined : value;

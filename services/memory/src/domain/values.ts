@@ -56,3 +56,39 @@ export function isForeignKeyViolation(err: unknown): boolean {
   const code = (err as { code?: unknown })?.code;
   return code === '23503' || code === 'SQLITE_CONSTRAINT_FOREIGNKEY';
 }
+
+const SUSPECT = /[\u0000\uD800-\uDFFF]/;
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/**
+ * Why PostgreSQL text/jsonb cannot hold this string (NUL, or an unpaired
+ * surrogate), or undefined when it can. Such text is refused on every
+ * storage alike, so no stored value contains it.
+ */
+export function unstorableText(s: string): 'nul' | 'surrogate' | undefined {
+  if (!SUSPECT.test(s)) return undefined;
+  if (s.includes('\u0000')) return 'nul';
+  if (LONE_SURROGATE.test(s)) return 'surrogate';
+  return undefined;
+}
+
+/** The first key or string value in a JSON value that unstorableText refuses. */
+export function findUnstorableText(v: unknown): { text: string; why: 'nul' | 'surrogate' } | undefined {
+  if (typeof v === 'string') {
+    const why = unstorableText(v);
+    return why ? { text: v, why } : undefined;
+  }
+  if (v === null || typeof v !== 'object') return undefined;
+  if (Array.isArray(v)) {
+    for (const x of v) {
+      const f = findUnstorableText(x);
+      if (f) return f;
+    }
+    return undefined;
+  }
+  for (const [k, x] of Object.entries(v)) {
+    const f = findUnstorableText(k) ?? findUnstorableText(x);
+    if (f) return f;
+  }
+  return undefined;
+}

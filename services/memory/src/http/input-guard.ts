@@ -1,10 +1,9 @@
 import type { FastifyRequest } from 'fastify';
 import { HttpError } from '@svc/kernel';
+import { unstorableText } from '../domain/values.ts';
 
 /** Deeper JSON than this is refused: serialisation, containment checks and jsonb all recurse. */
 export const MAX_JSON_DEPTH = 64;
-
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 interface Problem {
   loc: Array<string | number>;
@@ -14,13 +13,11 @@ interface Problem {
   ctx?: Record<string, unknown>;
 }
 
-const SUSPECT = /[\u0000\uD800-\uDFFF]/;
-
 function checkString(s: string, loc: Array<string | number>): Problem | undefined {
-  if (!SUSPECT.test(s)) return undefined;
   // PostgreSQL text and jsonb cannot hold NUL or unpaired surrogates; refuse them on every storage alike.
-  if (s.includes('\u0000')) return { loc, type: 'string_unicode', msg: 'Input should be a valid string, NUL characters are not allowed', input: s };
-  if (LONE_SURROGATE.test(s)) return { loc, type: 'string_unicode', msg: 'Input should be a valid string, unable to parse raw data as a unicode string', input: s };
+  const why = unstorableText(s);
+  if (why === 'nul') return { loc, type: 'string_unicode', msg: 'Input should be a valid string, NUL characters are not allowed', input: s };
+  if (why === 'surrogate') return { loc, type: 'string_unicode', msg: 'Input should be a valid string, unable to parse raw data as a unicode string', input: s };
   return undefined;
 }
 
