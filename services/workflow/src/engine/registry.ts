@@ -28,7 +28,8 @@ function makeClass(def: NodeDefinition): NodeClass {
   const infos = new Map<string, InputInfo>();
   for (const category of ['required', 'optional'] as const) {
     for (const [name, spec] of Object.entries(def.inputs[category] ?? {})) {
-      infos.set(name, { type: spec[0], category, options: spec[1] ?? {} });
+      // get_input_info looks in required first: a name declared in both stays required.
+      if (!infos.has(name)) infos.set(name, { type: spec[0], category, options: spec[1] ?? {} });
     }
   }
   for (const [name, kind] of Object.entries(def.inputs.hidden ?? {})) {
@@ -44,7 +45,7 @@ function makeClass(def: NodeDefinition): NodeClass {
     isOutput: def.outputNode === true,
     isAsync: def.isAsync ?? def.execute.constructor.name === 'AsyncFunction',
     hasUniqueIdHidden: Object.values(def.inputs.hidden ?? {}).includes('UNIQUE_ID'),
-    validInputs: [...Object.keys(def.inputs.required ?? {}), ...Object.keys(def.inputs.optional ?? {})],
+    validInputs: [...new Set([...Object.keys(def.inputs.required ?? {}), ...Object.keys(def.inputs.optional ?? {})])],
     inputInfo: (name) => infos.get(name),
     lazyInputs: lazy,
   };
