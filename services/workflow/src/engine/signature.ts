@@ -11,6 +11,28 @@ export function stableStringify(v: unknown): string {
   return `{${keys.map((k) => `${JSON.stringify(k)}:${stableStringify((v as Record<string, unknown>)[k])}`).join(',')}}`;
 }
 
+/** Whether a value is JSON-like data (plain objects, arrays, primitives), checked without recursion. */
+export function isPlainData(root: unknown): boolean {
+  const stack: unknown[] = [root];
+  while (stack.length > 0) {
+    const v = stack.pop();
+    if (v === null || typeof v === 'string' || typeof v === 'boolean') continue;
+    if (typeof v === 'number') {
+      if (!Number.isFinite(v)) return false;
+      continue;
+    }
+    if (typeof v !== 'object') return false;
+    if (Array.isArray(v)) {
+      for (const x of v) stack.push(x);
+      continue;
+    }
+    const proto = Object.getPrototypeOf(v);
+    if (proto !== Object.prototype && proto !== null) return false;
+    for (const k in v as Record<string, unknown>) stack.push((v as Record<string, unknown>)[k]);
+  }
+  return true;
+}
+
 /**
  * Interns node signatures: a signature's text names its linked ancestors by
  * their interned numbers, so every text stays short however deep the graph,
@@ -113,7 +135,10 @@ export class Signatures {
         text += src !== undefined ? `@${src}:${v[1]}` : `#${JSON.stringify(v[0])}:${v[1]}`;
       } else if (typeof v === 'number' || typeof v === 'boolean' || v === null) text += String(v);
       else if (typeof v === 'string') text += JSON.stringify(v);
-      else text += stableStringify(v);
+      else if (isPlainData(v)) text += stableStringify(v);
+      // The reference's to_hashable turns objects it cannot hash (tensors, node values an expansion
+      // embeds as constants) into a value equal to nothing: such a node never hits the cache.
+      else return `u:${randomUUID()}`;
     }
     return this.table.intern(text);
   }
