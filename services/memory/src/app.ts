@@ -11,6 +11,7 @@ import { deriverTasks } from './deriver/index.ts';
 import { installValidators } from './http/validators.ts';
 import { inputGuard } from './http/input-guard.ts';
 import { apiKeyHook } from './http/auth.ts';
+import { rateLimitHook, type RateLimit } from './http/rate-limit.ts';
 import { memoryErrorStyle } from './http/error-order.ts';
 import { installSlashRedirect } from './http/trailing-slash.ts';
 import { appRoutes } from './routes/apps.ts';
@@ -100,6 +101,8 @@ export async function buildApp(base: ServiceConfig): Promise<FastifyInstance> {
         done(/position \d+/.test(msg) ? (err as Error) : new SyntaxError(`${msg} at position ${(text as string).length}`), undefined);
       }
     });
+    // Counted before authentication, as slowapi did: refused keys use up the client's budget too.
+    if (config.rateLimit) app.addHook('onRequest', rateLimitHook(config.rateLimit as RateLimit));
     if (config.apiKeys?.length) app.addHook('onRequest', apiKeyHook(config.apiKeys));
     app.addHook('preHandler', inputGuard);
 

@@ -1,4 +1,5 @@
 import type { ServiceConfig } from '@svc/kernel';
+import { parseRateLimit, type RateLimit } from './http/rate-limit.ts';
 
 /**
  * The memory service's configuration: the shared ServiceConfig plus the
@@ -7,6 +8,8 @@ import type { ServiceConfig } from '@svc/kernel';
 export interface MemoryConfig extends ServiceConfig {
   /** Bearer keys accepted when API-key auth is on; undefined/empty means the Authorization header is ignored. */
   apiKeys?: string[];
+  /** Per-client request limit (`--rate-limit 100/minute` or MEMORY_RATE_LIMIT); off when unset. */
+  rateLimit?: RateLimit | string;
   embedding: Record<string, unknown>;
   llm: Record<string, unknown>;
 }
@@ -23,7 +26,14 @@ export function memoryConfig(cfg: ServiceConfig, env: NodeJS.ProcessEnv = proces
   return {
     ...cfg,
     apiKeys: base.apiKeys ?? list(cfg.flags.apiKeys) ?? list(env.MEMORY_API_KEYS),
+    rateLimit: rateLimitFrom(base.rateLimit ?? cfg.flags.rateLimit ?? env.MEMORY_RATE_LIMIT),
     embedding: base.embedding ?? {},
     llm: base.llm ?? {},
   };
+}
+
+function rateLimitFrom(v: unknown): RateLimit | undefined {
+  if (v === undefined || v === null || v === '' || v === false || v === 'off' || v === '0') return undefined;
+  if (typeof v === 'object') return v as RateLimit;
+  return parseRateLimit(String(v));
 }
