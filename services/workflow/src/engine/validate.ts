@@ -102,9 +102,11 @@ interface NodeResult {
 
 interface Frame {
   id: string;
-  /** Link sources still to validate before this node's own checks. */
-  deps: string[];
+  /** Link sources still to validate before this node's own checks, with the input that links each (null until read). */
+  deps: Array<[source: string, input: string]> | null;
   next: number;
+  /** The node and input that led here (absent for the output being validated). */
+  via?: { parent: string; input: string };
 }
 
 /**
@@ -244,51 +246,90 @@ function customInputs(cls: NodeClass): { names: Set<string>; all: boolean } {
   return v.inputs === '*' ? { names: new Set(), all: true } : { names: new Set(v.inputs), all: false };
 }
 
-/** Validates `root` and everything it links to, children before parents, without recursion. */
+/** exception_during_inner_validation: an exception while validating a node that another node links to is recorded on that node. */
+function innerValidationError(graph: PromptGraph, registry: NodeRegistry, via: { parent: string; input: string }, err: unknown): PromptError {
+  const ex = err instanceof ValidationException ? err : new ValidationException('Exception', String((err as Error)?.message ?? err));
+  const parent = graph[via.parent]!;
+  const info = registry.get(parent.class_type)?.inputInfo(via.input);
+  return {
+    type: 'exception_during_inner_validation',
+    message: 'Exception when validating inner node',
+    details: ex.message,
+    extra_info: {
+      input_name: via.input,
+      input_config: info ? [info.type, info.options] : null,
+      exception_message: ex.message,
+      exception_type: ex.pyType,
+      traceback: [],
+      linked_node: inputsOf(parent)[via.input],
+    },
+  };
+}
+
+/**
+ * Validates `root` and everything it links to, children before parents,
+ * without recursion. An exception while validating a linked node marks that
+ * node (exception_during_inner_validation); one in the root itself is left
+ * to the caller (exception_during_validation). A cycle is reported on the
+ * node it returns to, with the path, and leaves every node on it invalid.
+ */
 async function validateFrom(registry: NodeRegistry, graph: PromptGraph, root: string, validated: Map<string, NodeResult>): Promise<NodeResult> {
   const done = validated.get(root);
   if (done) return done;
-  const onStack = new Set<string>();
+  const onStack = new Map<string, number>();
   const cycleErrors = new Map<string, PromptError[]>();
-  const stack: Frame[] = [{ id: root, deps: depsOf(registry, graph, root), next: 0 }];
-  onStack.add(root);
+  const onCycle = new Set<string>();
+  const stack: Frame[] = [{ id: root, deps: null, next: 0 }];
+  onStack.set(root, 0);
   while (stack.length > 0) {
     const frame = stack[stack.length - 1]!;
-    if (frame.next < frame.deps.length) {
-      const dep = frame.deps[frame.next++]!;
-      if (validated.has(dep)) continue;
-      if (onStack.has(dep)) {
-        const errs = cycleErrors.get(frame.id) ?? [];
-        errs.push({
-          type: 'dependency_cycle',
-          message: 'Dependency cycle detected',
-          details: `Node '#${frame.id}' depends on '#${dep}', which depends on '#${frame.id}'`,
-          extra_info: { node_id: frame.id, linked_node: dep },
-        });
-        cycleErrors.set(frame.id, errs);
+    try {
+      frame.deps ??= depsOf(registry, graph, frame.id);
+      if (frame.next < frame.deps.length) {
+        const [dep, input] = frame.deps[frame.next++]!;
+        if (validated.has(dep)) continue;
+        const at = onStack.get(dep);
+        if (at !== undefined) {
+          const path = stack.slice(at).map((f) => f.id);
+          for (const id of path) onCycle.add(id);
+          path.push(dep);
+          const errs = cycleErrors.get(dep) ?? [];
+          errs.push({
+            type: 'dependency_cycle',
+            message: 'Dependency cycle detected',
+            details: path.map((id) => `${id} (${pyStr(graph[id]!.class_type)})`).join(' -> '),
+            extra_info: { node_id: dep, linked_node: frame.id },
+          });
+          cycleErrors.set(dep, errs);
+          continue;
+        }
+        onStack.set(dep, stack.length);
+        stack.push({ id: dep, deps: null, next: 0, via: { parent: frame.id, input } });
         continue;
       }
-      onStack.add(dep);
-      stack.push({ id: dep, deps: depsOf(registry, graph, dep), next: 0 });
-      continue;
+      const result = await checkNode(registry, graph, frame.id, validated);
+      stack.pop();
+      onStack.delete(frame.id);
+      const cyc = cycleErrors.get(frame.id);
+      if (cyc || onCycle.has(frame.id)) validated.set(frame.id, { valid: false, errors: [...result.errors, ...(cyc ?? [])] });
+      else validated.set(frame.id, result);
+    } catch (err) {
+      if (!frame.via) throw err;
+      stack.pop();
+      onStack.delete(frame.id);
+      validated.set(frame.id, { valid: false, errors: [innerValidationError(graph, registry, frame.via, err)] });
     }
-    stack.pop();
-    onStack.delete(frame.id);
-    const result = await checkNode(registry, graph, frame.id, validated);
-    const cyc = cycleErrors.get(frame.id);
-    if (cyc) validated.set(frame.id, { valid: false, errors: [...result.errors, ...cyc] });
-    else validated.set(frame.id, result);
   }
   return validated.get(root)!;
 }
 
 /** Link sources the reference recurses into: well-formed links whose type matches. */
-function depsOf(registry: NodeRegistry, graph: PromptGraph, id: string): string[] {
+function depsOf(registry: NodeRegistry, graph: PromptGraph, id: string): Array<[string, string]> {
   const node = graph[id]!;
   const cls = registry.get(node.class_type)!;
   const inputs = inputsOf(node);
   const custom = customInputs(cls);
-  const deps: string[] = [];
+  const deps: Array<[string, string]> = [];
   for (const name of cls.validInputs) {
     if (!(name in inputs)) continue;
     const val = inputs[name];
@@ -296,7 +337,7 @@ function depsOf(registry: NodeRegistry, graph: PromptGraph, id: string): string[
     const src = linkSource(graph, registry, val);
     const received = returnTypeAt(src, val[1]);
     if (!custom.names.has('input_types') && !typesMatch(received, cls.inputInfo(name)!.type)) continue;
-    deps.push(val[0] as string);
+    deps.push([val[0] as string, name]);
   }
   return deps;
 }
