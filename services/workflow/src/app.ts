@@ -24,7 +24,7 @@ import { wsRoutes } from './routes/ws.ts';
 import { WsHub } from './ws/hub.ts';
 
 export async function openWorkflowStorage(cfg: ServiceConfig): Promise<Storage> {
-  const storage = await openStorage({ databaseUrl: cfg.databaseUrl, dataDir: cfg.dataDir, sqliteFile: 'workflow.sqlite', pgSchema: cfg.pgSchema });
+  const storage = await openStorage({ databaseUrl: cfg.databaseUrl, dataDir: cfg.dataDir, sqliteFile: 'workflow.sqlite', pgSchema: cfg.pgSchema, sqliteStatementCache: 128 });
   try {
     await migrate(storage.db, storage.dialect, workflowMigrations);
   } catch (err) {

@@ -50,7 +50,7 @@ forEachStorage('workflow prompts', (storage) => {
     const r = await srv.http.post('/prompt', {
       prompt: {
         1: { class_type: 'EmptyImage', inputs: { width: 0, height: 'tall', batch_size: 99999, color: 0 } },
-        2: { class_type: 'SaveImage', inputs: { images: ['1', 0] } },
+        2: { class_type: 'SaveImage', inputs: { images: ['1', 0], filename_prefix: 'v' } },
         3: { class_type: 'CaseConverter', inputs: { string: 'a', mode: 'shout' } },
         4: { class_type: 'PreviewAny', inputs: { source: ['3', 0] } },
         5: { class_type: 'StringLength', inputs: { string: ['1', 0] } },

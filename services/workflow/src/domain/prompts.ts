@@ -107,14 +107,26 @@ export async function insertPrompt(db: Kysely<any>, p: NewPrompt): Promise<void>
  * One statement: SQLite runs it atomically, PostgreSQL skips rows another
  * worker is claiming.
  */
-export async function claimNext(storage: Storage, worker: string, now: number): Promise<PromptRecord | null> {
+export async function claimNext(storage: Storage, worker: string, now: number, db: Kysely<any> = storage.db): Promise<PromptRecord | null> {
   const lock = storage.dialect.kind === 'postgres' ? sql` for update skip locked` : sql``;
   const r = await sql<Record<string, unknown>>`
     update prompts set status = 'in_progress', worker = ${worker}, start_time = ${now}
     where id = (select id from prompts where status = 'pending' order by number, id limit 1${lock})
       and status = 'pending'
-    returning *`.execute(storage.db);
+    returning *`.execute(db);
   return r.rows[0] ? decode(r.rows[0]) : null;
+}
+
+/** Records a prompt's end and takes the next one in the same transaction: one commit per prompt instead of two. */
+export async function completeAndClaimNext(storage: Storage, id: string, c: Completion, worker: string | null): Promise<PromptRecord | null> {
+  if (worker === null) {
+    await completePrompt(storage.db, id, c);
+    return null;
+  }
+  return storage.db.transaction().execute(async (trx) => {
+    await completePrompt(trx, id, c);
+    return claimNext(storage, worker, Date.now(), trx);
+  });
 }
 
 export interface Completion {

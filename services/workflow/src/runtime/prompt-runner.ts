@@ -7,7 +7,7 @@ import { validatePrompt, type PromptError } from '../engine/validate.ts';
 import type { NodeEnv } from '../nodes/api.ts';
 import {
   claimNext,
-  completePrompt,
+  completeAndClaimNext,
   deletePending,
   DuplicatePromptId,
   failOrphans,
@@ -63,6 +63,8 @@ interface Current {
   interrupt: InterruptSignal;
   clientId: string | null;
   lastNode: string | null;
+  /** Messages waiting for the POST answer (null once released). */
+  held: Array<() => void> | null;
 }
 
 /**
@@ -242,12 +244,14 @@ export class PromptRunner {
   }
 
   private async loop(): Promise<void> {
+    let record: PromptRecord | null = null;
     while (!this.stopped) {
-      let record: PromptRecord | null = null;
-      try {
-        record = await claimNext(this.o.storage, this.workerId, Date.now());
-      } catch (err) {
-        this.o.log.error({ err }, 'claiming the next prompt failed');
+      if (!record) {
+        try {
+          record = await claimNext(this.o.storage, this.workerId, Date.now());
+        } catch (err) {
+          this.o.log.error({ err }, 'claiming the next prompt failed');
+        }
       }
       if (!record) {
         await new Promise<void>((resolve) => {
@@ -260,10 +264,12 @@ export class PromptRunner {
         this.wake = null;
         continue;
       }
+      const running: PromptRecord = record;
       try {
-        await this.runOne(record);
+        record = await this.runOne(running);
       } catch (err) {
-        this.o.log.error({ err, prompt_id: record.id }, 'prompt failed outside the engine');
+        this.o.log.error({ err, prompt_id: running.id }, 'prompt failed outside the engine');
+        record = null;
       }
       if (this.pendingFree) {
         this.pendingFree = false;
@@ -272,65 +278,76 @@ export class PromptRunner {
     }
   }
 
-  private sink(c: Current): ExecutionSink {
+  /**
+   * The run's messages. The prompt runs at once, but until its POST answer is
+   * on the wire its messages are held (in order), then released together.
+   */
+  private sink(c: Current, held: Array<() => void> | null): ExecutionSink & { out(f: () => void): void } {
     const hub = this.o.hub;
     const client = c.clientId;
+    const out = (f: () => void) => (c.held ? c.held.push(f) : f());
+    c.held = held;
     return {
+      out,
       send: (type, data, broadcast) => {
         if (type === 'executing') c.lastNode = (data.display_node as string) ?? (data.node as string);
-        if (broadcast) hub.send(type, data, null);
-        else if (client !== null) hub.send(type, data, client);
+        if (broadcast) out(() => hub.send(type, data, null));
+        else if (client !== null) out(() => hub.send(type, data, client));
       },
       progress: (data) => {
         if (client === null) return;
         const text = JSON.stringify({ type: 'progress', data });
-        hub.sendCoalesced(client, `progress:${data.prompt_id}:${data.node}`, () => text);
+        out(() => hub.sendCoalesced(client, `progress:${data.prompt_id}:${data.node}`, () => text));
       },
       progressState: (reg: ProgressRegistry) => {
         if (client === null) return;
-        hub.sendCoalesced(client, `progress_state:${reg.promptId}`, () => JSON.stringify({ type: 'progress_state', data: reg.snapshot() }));
+        out(() => hub.sendCoalesced(client, `progress_state:${reg.promptId}`, () => JSON.stringify({ type: 'progress_state', data: reg.snapshot() })));
       },
       preview: (image, format, meta) => {
         if (client === null) return;
         const withMeta = hub.features(client).supports_preview_metadata === true;
-        hub.sendBinary(client, previewFrame(image, format, withMeta ? meta : null));
+        out(() => hub.sendBinary(client, previewFrame(image, format, withMeta ? meta : null)));
       },
     };
   }
 
-  private async runOne(record: PromptRecord): Promise<void> {
+  /** Runs one prompt, records its end and returns the next claimed prompt (or null). */
+  private async runOne(record: PromptRecord): Promise<PromptRecord | null> {
     const clientId = typeof record.extraData.client_id === 'string' ? record.extraData.client_id : null;
-    const current: Current = { record, interrupt: new InterruptSignal(), clientId, lastNode: null };
+    const current: Current = { record, interrupt: new InterruptSignal(), clientId, lastNode: null, held: null };
     this.current = current;
-    this.broadcastStatus();
-    await this.waitGate(record.id);
+    const gate = this.gates.get(record.id);
+    const sink = this.sink(current, gate ? [] : null);
+    if (gate) {
+      void this.waitGate(record.id).then(() => {
+        const held = current.held ?? [];
+        current.held = null;
+        for (const f of held) f();
+      });
+    }
     let status: JobStatus = 'failed';
     let result: Awaited<ReturnType<Executor['run']>> | undefined;
+    let next: PromptRecord | null = null;
     try {
       result = await this.o.executor.run({
         promptId: record.id,
         prompt: record.prompt,
         outputs: record.outputsToExecute,
         extraData: { ...record.extraData, ...(record.sensitive ?? {}) },
-        sink: this.sink(current),
+        sink,
         interrupt: current.interrupt,
         env: { dirs: this.o.dirs, fileWritten: this.o.fileWritten },
       });
       status = result.status === 'success' ? 'completed' : result.interrupted ? 'cancelled' : 'failed';
     } finally {
-      const now = Date.now();
-      await completePrompt(this.o.storage.db, record.id, {
-        status,
-        endTime: now,
-        outputs: result?.outputs ?? {},
-        meta: result?.meta ?? {},
-        messages: result?.messages ?? [],
-      });
+      const completion = { status, endTime: Date.now(), outputs: result?.outputs ?? {}, meta: result?.meta ?? {}, messages: result?.messages ?? [] };
+      next = await completeAndClaimNext(this.o.storage, record.id, completion, this.stopped ? null : this.workerId);
       this.current = null;
       this.remaining = Math.max(0, this.remaining - 1);
-      if (clientId !== null) this.o.hub.send('executing', { node: null, prompt_id: record.id }, clientId);
-      this.broadcastStatus();
+      if (clientId !== null) sink.out(() => this.o.hub.send('executing', { node: null, prompt_id: record.id }, clientId));
+      sink.out(() => this.broadcastStatus());
       if (++this.finished > this.o.maxHistory) this.finished -= await trimHistory(this.o.storage.db, this.o.maxHistory);
     }
+    return next;
   }
 }

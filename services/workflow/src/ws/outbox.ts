@@ -55,7 +55,19 @@ export class Outbox {
     this.byKey.clear();
   }
 
+  private corked = false;
+
   private pump(): void {
+    // Frames queued in one turn of the loop leave in one write (one syscall, not one per message).
+    const raw = (this.ws as unknown as { _socket?: { cork(): void; uncork(): void } })._socket;
+    if (raw && !this.corked && this.head < this.queue.length) {
+      this.corked = true;
+      raw.cork();
+      process.nextTick(() => {
+        this.corked = false;
+        raw.uncork();
+      });
+    }
     while (this.head < this.queue.length && this.inflight < MAX_INFLIGHT && this.ws.bufferedAmount < MAX_BUFFERED) {
       if (this.ws.readyState !== 1) return;
       const item = this.queue[this.head++]!;
