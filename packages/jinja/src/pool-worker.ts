@@ -2,14 +2,25 @@
 // time, and marks the message it is working on in shared memory so that, if the thread dies (heap
 // limit) or is stopped (hard time limit), the pool knows which message did it.
 
+import os from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import { Environment, type Template } from './environment.js';
 import { TemplateSyntaxError } from './errors.js';
 import { parseJsonPreservingFloats } from './json.js';
 import type { PoolRequest, PoolResponse, RenderError, RenderResult, SetupModule } from './pool.js';
 
-const data = workerData as { setup?: string; setupData?: unknown; status: Int32Array };
+const data = workerData as { setup?: string; setupData?: unknown; status: Int32Array; nice: number };
 const port = parentPort!;
+
+// On Linux a nice value belongs to one thread: this render thread yields the CPU to the caller's
+// (the API's) thread when both want it, so a long render cannot slow the API on a busy machine.
+if (data.nice > 0) {
+  try {
+    os.setPriority(0, data.nice);
+  } catch {
+    /* not permitted here: renders still run, at normal priority */
+  }
+}
 
 async function environments(): Promise<Record<string, Environment>> {
   if (!data.setup) return { default: new Environment() };

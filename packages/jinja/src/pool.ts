@@ -26,6 +26,8 @@ export interface RenderPoolOptions {
   hardTimeoutMs?: number;
   /** Worker deaths a message may cause before it fails (default 2). */
   maxStrikes?: number;
+  /** Nice value of the render threads (Linux: per thread), so the caller's thread gets the CPU first (default 10; 0 = unchanged). */
+  nice?: number;
 }
 
 export interface RenderJob {
@@ -168,7 +170,7 @@ export class RenderPool {
   #spawn(): Slot {
     const status = new Int32Array(new SharedArrayBuffer(4));
     const worker = new Worker(BOOT, {
-      workerData: { entry: ENTRY, setup: this.opts.setup, setupData: this.opts.setupData, status },
+      workerData: { entry: ENTRY, setup: this.opts.setup, setupData: this.opts.setupData, status, nice: this.opts.nice ?? 10 },
       resourceLimits: { maxOldGenerationSizeMb: this.heapMb, maxYoungGenerationSizeMb: Math.min(64, Math.max(8, this.heapMb >> 3)), stackSizeMb: 4 },
       // `env` filters read the variables as they are when rendering, as Python's os.environ
       env: SHARE_ENV,

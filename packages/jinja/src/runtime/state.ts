@@ -31,7 +31,7 @@ export const DEFAULT_LIMITS: Limits = {
   maxRecursionDepth: 100,
   maxOutputSize: 10_000_000,
   timeoutMs: 1_000,
-  maxMemory: 100_000_000,
+  maxMemory: 32_000_000,
 };
 
 /** Size of a value in the units of `maxMemory` (0 for scalars and host objects). */

@@ -131,7 +131,7 @@ export async function webhookRoutes(app: FastifyInstance, deps: InventoryDeps): 
    * `context`, else a sample event) exactly as a delivery would — in a render worker thread — and
    * returns them (credentials masked as in attempt logs). A failing template is a 400 on its field.
    */
-  app.post('/api/extras/webhooks/:id/preview/', { preHandler: requireAdmin }, async (req) => {
+  app.post('/api/extras/webhooks/:id/preview/', { preHandler: requireAdmin }, async (req) => withValidation(async () => {
     const id = pathId(req, NAME);
     const w = await getWebhook(db, d, id);
     if (!w) throw notFound(NAME);
@@ -143,7 +143,7 @@ export async function webhookRoutes(app: FastifyInstance, deps: InventoryDeps): 
     const r = await renderRequest(engine(), w, JSON.stringify(ctx));
     if (r.error) throw new ValidationFailed({ [r.error.field]: [r.error.message] });
     return { method: w.http_method, url: maskUrl(r.url), headers: Object.fromEntries(maskHeaders(r.headers.entries())), body: r.body };
-  });
+  }));
 
   app.delete('/api/extras/webhooks/:id/', { preHandler: requireAdmin }, async (req, reply) => {
     const id = pathId(req, NAME);
