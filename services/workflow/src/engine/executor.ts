@@ -293,12 +293,11 @@ class Run {
     const node = this.dyn.getNode(id);
     const data: Record<string, unknown[]> = {};
     const missing = new Set<string>();
-    const requested = this.lazyRequested.get(id);
     for (const [name, v] of Object.entries(node.inputs ?? {})) {
       const info = cls.inputInfo(name);
       if (isLink(v) && !info?.options.rawLink) {
-        const lazyPending = info?.options.lazy && !requested?.has(name);
-        const entry = lazyPending ? undefined : this.available(v[0]) ? this.values.get(v[0]) : undefined;
+        // As the reference's get_input_data: a lazy input whose source is already at hand is passed even unrequested.
+        const entry = this.available(v[0]) ? this.values.get(v[0]) : undefined;
         const slot = entry?.outputs[v[1]];
         if (!slot) {
           missing.add(name);
@@ -389,6 +388,7 @@ class Run {
       const ui = cached.ui as unknown as UiEntry | undefined;
       sink.send('executed', { node: id, display_node: display, output: ui?.output ?? null, prompt_id: promptId });
       if (ui) this.ui.set(id, ui);
+      if (cached.children) this.collectChildUi(cached.children);
       this.progress.finish(id);
       sink.progressState(this.progress);
       return { kind: 'success' };
@@ -513,6 +513,22 @@ class Run {
     sink.progressState(this.progress);
     this.executed.add(id);
     return { kind: 'success' };
+  }
+
+  /** An expansion served from the cache still reports the UI outputs of the nodes it had expanded into (the reference's subcaches). */
+  private collectChildUi(keys: string[]): void {
+    const stack = [...keys];
+    const seen = new Set<string>();
+    while (stack.length > 0) {
+      const key = stack.pop()!;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      const entry = this.cache.get(key);
+      if (!entry) continue;
+      const ui = entry.ui as unknown as UiEntry | undefined;
+      if (ui && !this.ui.has(ui.meta.node_id)) this.ui.set(ui.meta.node_id, ui);
+      if (entry.children) stack.push(...entry.children);
+    }
   }
 
   /** get_output_from_returns. */

@@ -129,6 +129,8 @@ export class ExecutionList {
       this.blockCount.set(id, 0);
       this.blocking.set(id, new Set());
       this.markReady(id);
+      // A cached output node only reports its cached result: its ancestors need not run.
+      if (id === root && this.isAvailable(id)) continue;
       const node = this.dyn.getNode(id);
       const cls = this.registry.get(node.class_type);
       for (const [name, value] of Object.entries(node.inputs ?? {})) {
