@@ -171,7 +171,7 @@ forEachStorage('engine: test_execution', (storage) => {
           assert.equal(e.status, 400, `${cls} ← ${stubType}`);
           const types = Object.values(e.body.node_errors).flatMap((ne: any) => ne.errors.map((x: any) => x.type));
           assert.ok(types.includes(errType), `${cls} ← ${stubType}: ${JSON.stringify(e.body.node_errors)}`);
-          if (cls === 'TestCustomValidation2') assert.equal(e.body.node_errors[v.id].errors[0].details, 'input_types - Invalid type of input1: INT');
+          if (cls === 'TestCustomValidation2') assert.equal(e.body.node_errors[v.id].errors[0].details, 'input1 - Invalid type of input1: INT');
           if (cls === 'TestCustomValidation3') assert.equal(e.body.node_errors[v.id].errors[0].details, 'input_types - Invalid type of input1: INT (expected IMAGE,FLOAT)');
         }
       });
