@@ -652,6 +652,9 @@ export class Executor {
       failed = run.failure(run.list.staged ?? spec.outputs[0]!, err) as Extract<Outcome, { kind: 'failure' }>;
     }
 
+    // A failed prompt is over (the reference's asyncio.run cancels its tasks): async nodes still in flight are told to stop.
+    if (failed && run.pendingAsync.size > 0) spec.interrupt.interrupt();
+
     if (failed) {
       const nodeId = failed.details.node_id as string;
       const nodeType = Object.hasOwn(prompt, nodeId) ? prompt[nodeId]!.class_type : run.dyn.hasNode(nodeId) ? run.dyn.getNode(nodeId).class_type : null;
