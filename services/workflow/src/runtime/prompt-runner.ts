@@ -282,11 +282,24 @@ export class PromptRunner {
    * The run's messages. The prompt runs at once, but until its POST answer is
    * on the wire its messages are held (in order), then released together.
    */
-  private sink(c: Current, held: Array<() => void> | null): ExecutionSink & { out(f: () => void): void } {
+  private sink(c: Current, held: Array<() => void> | null): ExecutionSink & { out(f: () => void, key?: string): void } {
     const hub = this.o.hub;
     const client = c.clientId;
-    const out = (f: () => void) => (c.held ? c.held.push(f) : f());
     c.held = held;
+    // While held, a coalescible message replaces its held predecessor, so holding stays bounded.
+    const heldKeys = new Map<string, number>();
+    const out = (f: () => void, key?: string) => {
+      if (!c.held) return f();
+      if (key !== undefined) {
+        const at = heldKeys.get(key);
+        if (at !== undefined) {
+          c.held[at] = f;
+          return;
+        }
+        heldKeys.set(key, c.held.length);
+      }
+      c.held.push(f);
+    };
     return {
       out,
       send: (type, data, broadcast) => {
@@ -297,11 +310,13 @@ export class PromptRunner {
       progress: (data) => {
         if (client === null) return;
         const text = JSON.stringify({ type: 'progress', data });
-        out(() => hub.sendCoalesced(client, `progress:${data.prompt_id}:${data.node}`, () => text));
+        const key = `progress:${data.prompt_id}:${data.node}`;
+        out(() => hub.sendCoalesced(client, key, () => text), key);
       },
       progressState: (reg: ProgressRegistry) => {
         if (client === null) return;
-        out(() => hub.sendCoalesced(client, `progress_state:${reg.promptId}`, () => JSON.stringify({ type: 'progress_state', data: reg.snapshot() })));
+        const key = `progress_state:${reg.promptId}`;
+        out(() => hub.sendCoalesced(client, key, () => JSON.stringify({ type: 'progress_state', data: reg.snapshot() })), key);
       },
       preview: (image, format, meta) => {
         if (client === null) return;
