@@ -35,36 +35,39 @@ export function isPlainData(root: unknown): boolean {
 
 /**
  * Interns node signatures: a signature's text names its linked ancestors by
- * their interned numbers, so every text stays short however deep the graph,
- * and equal numbers mean exactly equal subgraphs (no hash, so no collision
- * can make one user's graph hit another's cache entry). Shared by all
- * prompts of an executor; cleared with the cache when it grows too large.
+ * their interned ids, so every text stays short however deep the graph, and
+ * equal ids mean exactly equal subgraphs (no hash, so no collision can make
+ * one user's graph hit another's cache entry). Two generations bound the
+ * memory: when the current one is full it becomes the previous one and the
+ * older is dropped. Ids are never reused, so a dropped text that comes back
+ * gets a new id: a cache miss at worst, never a wrong hit.
  */
 export class SignatureTable {
-  private readonly ids = new Map<string, string>();
+  private current = new Map<string, string>();
+  private previous = new Map<string, string>();
   private next = 0;
 
-  constructor(readonly maxEntries = 2_000_000) {}
+  constructor(readonly generationSize = 50_000) {}
 
   intern(text: string): string {
-    let id = this.ids.get(text);
-    if (id === undefined) {
-      id = `s${(this.next++).toString(36)}`;
-      this.ids.set(text, id);
+    let id = this.current.get(text);
+    if (id !== undefined) return id;
+    id = this.previous.get(text) ?? `s${(this.next++).toString(36)}`;
+    if (this.current.size >= this.generationSize) {
+      this.previous = this.current;
+      this.current = new Map();
     }
+    this.current.set(text, id);
     return id;
   }
 
   get size(): number {
-    return this.ids.size;
-  }
-
-  get full(): boolean {
-    return this.ids.size >= this.maxEntries;
+    return this.current.size + this.previous.size;
   }
 
   clear(): void {
-    this.ids.clear();
+    this.current.clear();
+    this.previous.clear();
   }
 }
 
@@ -77,12 +80,16 @@ export class SignatureTable {
  */
 export class Signatures {
   private readonly memo = new Map<string, string>();
+  /** Lazy inputs left out of a node's key because earlier runs showed the node does not evaluate them. */
+  readonly excluded = new Map<string, Set<string>>();
 
   constructor(
     private readonly dyn: DynamicPrompt,
     private readonly registry: NodeRegistry,
     private readonly table: SignatureTable,
     private readonly isChanged: (id: string) => unknown,
+    /** True when a previous run of this node finished without evaluating this lazy input. */
+    private readonly lazyUnused: (id: string, input: string) => boolean = () => false,
   ) {}
 
   of(root: string): string {
@@ -130,7 +137,13 @@ export class Signatures {
     for (const name of names) {
       const v = inputs[name];
       text += `|${JSON.stringify(name)}=`;
-      if (isLink(v)) {
+      if (isLink(v) && cls !== undefined && cls.lazyInputs.has(name) && this.lazyUnused(id, name)) {
+        // The reference's lazy-input evidence: churn behind a lazy input the node never evaluates does not change its key.
+        text += '~';
+        let set = this.excluded.get(id);
+        if (!set) this.excluded.set(id, (set = new Set()));
+        set.add(name);
+      } else if (isLink(v)) {
         const src = this.memo.get(v[0]);
         text += src !== undefined ? `@${src}:${v[1]}` : `#${JSON.stringify(v[0])}:${v[1]}`;
       } else if (typeof v === 'number' || typeof v === 'boolean' || v === null) text += String(v);
