@@ -50,7 +50,7 @@ export function workflowConfig(base: ServiceConfig, env = process.env): Workflow
     corsOrigin: cors === true ? '*' : str(cors),
     multiUser: f.multiUser === true,
     maxHistory: positiveInt(str(f.maxHistory) ?? env.WORKFLOW_MAX_HISTORY, 'max-history', 10_000),
-    cache: parseCachePolicy(cacheFlag),
+    cache: { ...parseCachePolicy(cacheFlag), noSubgraphCaching: f.disableSubgraphCaching === true },
     enableTestNodes: f.enableTestNodes === true || env.WORKFLOW_TEST_NODES === '1',
     maxUploadSize: positiveInt(str(f.maxUploadSize) ?? env.WORKFLOW_MAX_UPLOAD_MB, 'max-upload-size', 100) * 1024 * 1024,
   };

@@ -6,7 +6,10 @@ export interface CacheEntry {
   children?: string[];
 }
 
-export type CachePolicy = { kind: 'classic' } | { kind: 'lru'; size: number } | { kind: 'none' };
+export type CachePolicy = ({ kind: 'classic' } | { kind: 'lru'; size: number } | { kind: 'none' }) & {
+  /** `--disable-subgraph-caching`: nodes inside a UI subgraph ("12:5") whose value stays inside it are not kept. */
+  noSubgraphCaching?: boolean;
+};
 
 /** Parses `classic`, `none` or `lru:<n>` (the reference's --cache-classic / --cache-none / --cache-lru N). */
 export function parseCachePolicy(text: string | undefined): CachePolicy {

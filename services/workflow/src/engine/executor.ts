@@ -176,6 +176,35 @@ function mergeUi(uis: Array<Record<string, unknown[]>>): Record<string, unknown[
   return out;
 }
 
+/**
+ * Nodes kept out of the output cache: those the prompt marks `no_cache`, and with
+ * --disable-subgraph-caching the nodes inside a UI subgraph (flattened ids "12:5")
+ * whose value never leaves it. Output nodes and nodes feeding anything outside
+ * their subgraph stay cached, so an unchanged re-queue still runs nothing.
+ */
+function noCacheNodes(prompt: PromptGraph, registry: NodeRegistry, subgraphInternals: boolean): Set<string> {
+  const out = new Set<string>();
+  for (const id in prompt) if ((prompt[id] as { no_cache?: unknown }).no_cache === true) out.add(id);
+  if (!subgraphInternals) return out;
+  const leaves = new Map<string, boolean>();
+  for (const id in prompt) {
+    for (const k in prompt[id]!.inputs ?? {}) {
+      const v = prompt[id]!.inputs[k];
+      if (!isLink(v) || !v[0].includes(':')) continue;
+      const src = v[0];
+      const inside = src.slice(0, src.lastIndexOf(':') + 1);
+      if (!id.startsWith(inside)) leaves.set(src, true);
+      else if (!leaves.has(src)) leaves.set(src, false);
+    }
+  }
+  for (const id in prompt) {
+    if (!id.includes(':') || leaves.get(id) === true) continue;
+    if (registry.get(prompt[id]!.class_type)?.isOutput) continue;
+    out.add(id);
+  }
+  return out;
+}
+
 class DuplicateNodeError extends Error {
   constructor(id: string) {
     super(`Attempt to add duplicate node ${id}. Ensure node ids are unique and deterministic or use graph_utils.GraphBuilder.`);
@@ -235,6 +264,10 @@ class Run {
   readonly pendingSubgraph = new Map<string, { parts: Array<[boolean, unknown[]]>; children: string[] }>();
   readonly lazyRequested = new Map<string, Set<string>>();
   readonly env: NodeEnv;
+  /** Nodes whose outputs stay out of the cache (`no_cache`, subgraph internals). */
+  readonly noCache: ReadonlySet<string>;
+  /** Nodes that evaluated a lazy input their key had left out: their result is not cached under that key. */
+  readonly lazyKeyBroken = new Set<string>();
   currentOutputs: string[] = [];
 
   constructor(
@@ -242,10 +275,12 @@ class Run {
     readonly registry: NodeRegistry,
     readonly cache: OutputCache,
     table: SignatureTable,
+    readonly lazyEvidence: Map<string, boolean>,
   ) {
     this.dyn = new DynamicPrompt(spec.prompt);
     this.progress = new ProgressRegistry(spec.promptId, this.dyn);
-    this.sigs = new Signatures(this.dyn, registry, table, (id) => this.isChanged(id));
+    this.sigs = new Signatures(this.dyn, registry, table, (id) => this.isChanged(id), (id, input) => lazyEvidence.get(`${id}\0${input}`) === false);
+    this.noCache = noCacheNodes(spec.prompt, registry, cache.policy.noSubgraphCaching === true);
     this.list = new ExecutionList(this.dyn, registry, (id) => this.available(id));
     this.env = { ...spec.env, prompt: spec.prompt, extraData: spec.extraData };
   }
@@ -273,7 +308,7 @@ class Run {
   /** Whether a node's outputs are at hand: computed in this run, or found in the cache (then pinned for the run). */
   available(id: string): boolean {
     if (this.values.has(id)) return true;
-    if (!this.dyn.hasNode(id)) return false;
+    if (!this.dyn.hasNode(id) || this.noCache.has(id)) return false;
     const hit = this.cache.get(this.sigs.of(id));
     if (!hit) return false;
     this.values.set(id, hit);
@@ -383,7 +418,8 @@ class Run {
     const promptId = this.spec.promptId;
     const display = this.dyn.displayNodeId(id);
 
-    if (this.values.has(id) && !this.pendingAsync.has(id) && !this.pendingSubgraph.has(id)) {
+    // The reference looks the node up by signature here too: an equal node computed earlier in this run is a hit.
+    if (!this.pendingAsync.has(id) && !this.pendingSubgraph.has(id) && this.available(id)) {
       const cached = this.values.get(id)!;
       const ui = cached.ui as unknown as UiEntry | undefined;
       sink.send('executed', { node: id, display_node: display, output: ui?.output ?? null, prompt_id: promptId });
@@ -454,6 +490,7 @@ class Run {
             fresh = true;
           }
           if (fresh) return { kind: 'pending' };
+          this.recordLazyEvidence(id, cls, node.inputs ?? {}, missing);
         }
         const blockCb = (b: ExecutionBlocker): ExecutionBlocker => {
           if (b.message === null) return b;
@@ -505,7 +542,7 @@ class Run {
       const entry: CacheEntry = { outputs: output, ui: this.ui.get(id) as unknown as Record<string, unknown[]> | undefined };
       if (children) entry.children = children.map((c) => this.sigs.of(c));
       this.values.set(id, entry);
-      this.cache.set(this.sigs.of(id), entry);
+      if (!this.noCache.has(id) && !this.lazyKeyBroken.has(id)) this.cache.set(this.sigs.of(id), entry);
     } catch (err) {
       return this.failure(id, err, inputs);
     }
@@ -513,6 +550,22 @@ class Run {
     sink.progressState(this.progress);
     this.executed.add(id);
     return { kind: 'success' };
+  }
+
+  /**
+   * record_lazy_evidence: whether the node ran with each linked lazy input evaluated. Once seen
+   * evaluated it stays so (a later run may find the value cached and not ask for it again).
+   */
+  private recordLazyEvidence(id: string, cls: NodeClass, inputs: Record<string, unknown>, missing: ReadonlySet<string>): void {
+    const excluded = this.sigs.excluded.get(id);
+    for (const name of cls.lazyInputs) {
+      if (!isLink(inputs[name])) continue;
+      const key = `${id}\0${name}`;
+      if (!missing.has(name)) {
+        this.lazyEvidence.set(key, true);
+        if (excluded?.has(name)) this.lazyKeyBroken.add(id);
+      } else if (!this.lazyEvidence.has(key)) this.lazyEvidence.set(key, false);
+    }
   }
 
   /** An expansion served from the cache still reports the UI outputs of the nodes it had expanded into (the reference's subcaches). */
@@ -586,6 +639,8 @@ class Run {
 export class Executor {
   readonly cache: OutputCache;
   private readonly table = new SignatureTable();
+  /** `${node}\0${input}` → whether the node's last runs evaluated that lazy input (kept with the cache). */
+  private readonly lazyEvidence = new Map<string, boolean>();
 
   constructor(
     readonly registry: NodeRegistry,
@@ -598,12 +653,11 @@ export class Executor {
   freeMemory(): void {
     this.cache.clear();
     this.table.clear();
+    this.lazyEvidence.clear();
   }
 
   async run(spec: PromptRun): Promise<RunResult> {
-    // Cache entries are keyed by interned signatures: both go together when the table is full.
-    if (this.table.full) this.freeMemory();
-    const run = new Run(spec, this.registry, this.cache, this.table);
+    const run = new Run(spec, this.registry, this.cache, this.table, this.lazyEvidence);
     const { promptId, prompt } = spec;
     run.addMessage('execution_start', { prompt_id: promptId });
     const ids = Object.keys(prompt);
