@@ -7,6 +7,7 @@
  * route answers and pushes one WebSocket message per request.
  *
  *   npx tsx bench/workflow/throughput.ts [--prompts 2000] [--inflight 8] [--rounds 3]
+ *   npx tsx bench/workflow/throughput.ts --rss 100000   # RSS of the service every tenth of N finished prompts
  *
  * Also reports start-up time to the first 200, /object_info latency and the
  * idle RSS of the service.
@@ -19,7 +20,7 @@ import { parseArgs } from 'node:util';
 import WebSocket from 'ws';
 
 const { values: args } = parseArgs({
-  options: { serve: { type: 'string' }, dir: { type: 'string' }, prompts: { type: 'string', default: '2000' }, inflight: { type: 'string', default: '8' }, rounds: { type: 'string', default: '3' } },
+  options: { rss: { type: 'string' }, serve: { type: 'string' }, dir: { type: 'string' }, prompts: { type: 'string', default: '2000' }, inflight: { type: 'string', default: '8' }, rounds: { type: 'string', default: '3' } },
   strict: false,
 });
 
@@ -54,7 +55,28 @@ async function serveBaseline() {
 
 if (args.serve === 'service') await serveService(args.dir as string);
 else if (args.serve === 'baseline') await serveBaseline();
+else if (args.rss) await rssRun(Number(args.rss));
 else await main();
+
+async function rssRun(total: number) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'wf-bench-'));
+  const s = await start('service', dir);
+  const step = Math.max(1, Math.floor(total / 10));
+  const samples: string[] = [`0: ${(await rssMiB(s.child.pid!)).toFixed(0)} MiB`];
+  let done = 0;
+  const t0 = performance.now();
+  while (done < total) {
+    const n = Math.min(step, total - done);
+    await drive(s.url, n, Number(args.inflight));
+    done += n;
+    samples.push(`${done}: ${(await rssMiB(s.child.pid!)).toFixed(0)} MiB`);
+    console.log(samples.at(-1), `(${(done / ((performance.now() - t0) / 1000)).toFixed(0)} prompts/s)`);
+  }
+  console.log(`RSS over ${total} finished prompts (history bound 10,000): ${samples.join(', ')}`);
+  s.child.kill('SIGTERM');
+  await new Promise((res) => s.child.once('exit', res));
+  fs.rmSync(dir, { recursive: true, force: true });
+}
 
 function prompt10(i: number): Record<string, unknown> {
   const p: Record<string, unknown> = { '0': { class_type: 'PrimitiveString', inputs: { value: `v${i}` } } };

@@ -36,7 +36,7 @@ export function jobRoutes(app: FastifyInstance, ctx: RouteCtx, runner: PromptRun
       const wf = q.workflow_id;
       if (wf !== undefined && typeof wf !== 'string') throw jsonError(400, 'Invalid workflow_id');
       // An id no column can hold matches nothing.
-      if (typeof wf === 'string' && !SAFE_ID.test(wf)) return { jobs: [], pagination: { offset, limit: limit ?? null, total: 0, has_more: false } };
+      if (typeof wf === 'string' && !SAFE_ID.test(wf)) return { jobs: [], pagination: { offset, limit: limit ?? 0, total: 0, has_more: false } };
       const { rows, total } = await listJobs(ctx.storageDb(), {
         owner: ctx.scope(req),
         statuses,
@@ -46,7 +46,8 @@ export function jobRoutes(app: FastifyInstance, ctx: RouteCtx, runner: PromptRun
         limit: limit === undefined ? undefined : Math.min(limit, MAX_PAGE),
         offset,
       });
-      return { jobs: rows.map(jobEntry), pagination: { offset, limit: limit ?? null, total, has_more: offset + rows.length < total } };
+      // The frontend's zod schema needs a number: without a limit, the page is everything from offset on.
+      return { jobs: rows.map(jobEntry), pagination: { offset, limit: limit ?? rows.length, total, has_more: offset + rows.length < total } };
     },
     { validate: false },
   );

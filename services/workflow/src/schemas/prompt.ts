@@ -68,7 +68,7 @@ export const JobEntry = Type.Object(
 export const JobsList = Type.Object(
   {
     jobs: Type.Array(JobEntry),
-    pagination: Type.Object({ offset: Type.Integer(), limit: Type.Union([Type.Integer(), Type.Null()]), total: Type.Integer(), has_more: Type.Boolean() }),
+    pagination: Type.Object({ offset: Type.Integer(), limit: Type.Integer(), total: Type.Integer(), has_more: Type.Boolean() }),
   },
   { title: 'JobsListResponse' },
 );
