@@ -48,8 +48,11 @@ export interface RunnerOptions {
   dirs: NodeEnv['dirs'];
   maxHistory: number;
   log: { info(o: object, m: string): void; warn(o: object, m: string): void; error(o: object, m: string): void };
-  /** Called with every file an output node writes (assets index them). */
-  fileWritten?: NodeEnv['fileWritten'];
+  /**
+   * Called with every file an output node writes, with the job that wrote it
+   * (assets index them); what it returns joins the file's output entry.
+   */
+  fileWritten?: (info: Parameters<NonNullable<NodeEnv['fileWritten']>>[0], job: { promptId: string; owner: string }) => Promise<Record<string, unknown> | void>;
 }
 
 export interface SubmitRequest {
@@ -326,6 +329,13 @@ export class PromptRunner {
     };
   }
 
+  private fileWrittenFor(record: PromptRecord): NodeEnv['fileWritten'] {
+    const hook = this.o.fileWritten;
+    if (!hook) return undefined;
+    const job = { promptId: record.id, owner: record.owner };
+    return (info) => hook(info, job);
+  }
+
   /** Runs one prompt, records its end and returns the next claimed prompt (or null). */
   private async runOne(record: PromptRecord): Promise<PromptRecord | null> {
     const clientId = typeof record.extraData.client_id === 'string' ? record.extraData.client_id : null;
@@ -351,7 +361,7 @@ export class PromptRunner {
         extraData: { ...record.extraData, ...(record.sensitive ?? {}) },
         sink,
         interrupt: current.interrupt,
-        env: { dirs: this.o.dirs, fileWritten: this.o.fileWritten },
+        env: { dirs: this.o.dirs, fileWritten: this.fileWrittenFor(record) },
       });
       status = result.status === 'success' ? 'completed' : result.interrupted ? 'cancelled' : 'failed';
     } finally {
