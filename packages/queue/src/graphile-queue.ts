@@ -1,4 +1,4 @@
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely, type RawBuilder } from 'kysely';
 import { EventEmitter } from 'node:events';
 import { run, runMigrations, type Runner, type TaskList, type WorkerEvents } from 'graphile-worker';
 import type { Storage } from '@svc/storage';
@@ -64,13 +64,21 @@ export class GraphileQueue implements JobQueue {
   }
 
   async add(task: string, payload: unknown, opts: AddJobOptions = {}, executor?: Kysely<any>): Promise<void> {
-    const db = executor ?? this.#storage.db;
+    await sql`select ${this.addSql(task, payload, opts)}`.execute(executor ?? this.#storage.db);
+  }
+
+  /**
+   * The add_job call as an SQL expression, for a caller that enqueues inside
+   * one statement of its own (e.g. in a CTE, to write a row and its job in a
+   * single round trip). Evaluates to the job row.
+   */
+  addSql(task: string, payload: unknown, opts: AddJobOptions = {}): RawBuilder<unknown> {
     // graphile-worker orders by (priority, run_at) only, and its default run_at is now(), the
     // same for every job of a transaction: their order would then follow the rows' physical
     // position, which changes when a row is updated (a job released from a dead worker would
     // fall behind the jobs queued after it). clock_timestamp() keeps the order of the adds.
     const fn = sql.raw(`${quoteIdent(this.#schema)}.add_job`);
-    await sql`select ${fn}(
+    return sql`${fn}(
       identifier => ${task}::text,
       payload => ${JSON.stringify(payload ?? null)}::json,
       run_at => coalesce(${opts.runAt ?? null}::timestamptz, clock_timestamp()),
@@ -78,7 +86,7 @@ export class GraphileQueue implements JobQueue {
       job_key => ${opts.jobKey ?? null}::text,
       queue_name => ${opts.queueName ?? null}::text,
       priority => ${opts.priority ?? 0}::int
-    )`.execute(db);
+    )`;
   }
 
   async depth(): Promise<number> {

@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import type { Kysely, RawBuilder } from 'kysely';
 
 export interface JobContext {
   jobId: string;
@@ -31,6 +31,11 @@ export interface JobQueue {
    * enqueue atomic with the caller's own writes (outbox semantics).
    */
   add(task: string, payload: unknown, opts?: AddJobOptions, executor?: Kysely<any>): Promise<void>;
+  /**
+   * PostgreSQL only: the enqueue as an SQL expression to embed in a
+   * statement of the caller's (one round trip for a row and its job).
+   */
+  addSql?(task: string, payload: unknown, opts?: AddJobOptions): RawBuilder<unknown>;
   /** Starts the workers of this process (no-op when already started). */
   start(): Promise<void>;
   /** Stops taking jobs and waits for running jobs to finish. */

@@ -4,6 +4,7 @@ import { badRequest, D, notFound } from './errors.ts';
 import { listPage, offsetOf, pageOf, type Page, type Paging } from './paging.ts';
 import { findSession, requireSession } from './sessions.ts';
 import { preparedCache, withRaw } from './sqlite-fast.ts';
+import { createMessagePg, listMessagesPg } from './pg-fast.ts';
 import { formatTimestamp, newId, nextSeq, readBool, readJson, type Meta } from './values.ts';
 
 export function messageToJson(r: any) {
@@ -75,6 +76,11 @@ export async function createMessage(ctx: Ctx, appId: string, userId: string, ses
       return json;
     });
   }
+  if (storage.pgPool) {
+    const created = await createMessagePg(storage, ctx.queue, { appId, userId, sessionId }, row as any);
+    if (!created) throw notFound(D.session);
+    return json;
+  }
   await storage.db.transaction().execute(async (trx) => {
     const session = await findSession(trx, appId, userId, sessionId);
     if (!session) throw notFound(D.session);
@@ -104,6 +110,12 @@ export async function listMessages(ctx: Ctx, appId: string, userId: string, sess
           : (p.reverse ? s.pageDescFiltered : s.pageAscFiltered).all(sessionId, f, p.size, offset);
       return pageOf(rows.map(messageToJson), total, p);
     });
+  }
+  const offset = offsetOf(p);
+  if (storage.pgPool && offset !== undefined) {
+    const r = await listMessagesPg(storage, { appId, userId, sessionId }, { size: p.size, offset, reverse: p.reverse, filter: p.filter === undefined ? undefined : JSON.stringify(p.filter) });
+    if (!r.found) throw notFound(D.session);
+    return pageOf(r.rows.map(messageToJson), r.total, p);
   }
   await requireSession(storage.db, appId, userId, sessionId);
   return listPage(storage.db, storage.dialect, 'messages', (qb) => qb.where('messages.session_id', '=', sessionId), p, messageToJson);

@@ -1,5 +1,5 @@
 import { INDEX_DIMS } from './embedding.ts';
-import { CODE_BITS } from './simhash.ts';
+import { CODE_BITS, simhash } from './simhash.ts';
 import { hammingKernel, type HammingKernel } from './hamming-wasm.ts';
 
 const CODE_BYTES = CODE_BITS / 8;
@@ -40,6 +40,33 @@ export function pairTerm(key: string, v: unknown): string | undefined {
   return undefined;
 }
 
+/** Bytes of packVector(): code, scale (float32 LE), int8 vector. */
+export const PACKED_BYTES = CODE_BYTES + 4 + INDEX_DIMS;
+
+/**
+ * A vector's compact form for the in-memory index: its SimHash code, then
+ * the int8 quantisation of the vector (value ≈ int8 × scale) with its scale.
+ */
+export function packVector(vector: Float32Array, code: Uint8Array = simhash(vector)): Buffer {
+  const out = Buffer.alloc(PACKED_BYTES);
+  out.set(code.subarray(0, CODE_BYTES), 0);
+  let max = 0;
+  for (let j = 0; j < INDEX_DIMS; j++) max = Math.max(max, Math.abs(vector[j]!));
+  const scale = max > 0 ? max / 127 : 1;
+  out.writeFloatLE(scale, CODE_BYTES);
+  for (let j = 0; j < INDEX_DIMS; j++) out.writeInt8(Math.round(vector[j]! / scale), CODE_BYTES + 4 + j);
+  return out;
+}
+
+/** Dot product of a packVector() form with a float vector (approximate: int8). */
+export function packedDot(packed: Uint8Array, q: Float32Array): number {
+  const scale = new DataView(packed.buffer, packed.byteOffset + CODE_BYTES, 4).getFloat32(0, true);
+  const v = new Int8Array(packed.buffer, packed.byteOffset + CODE_BYTES + 4, INDEX_DIMS);
+  let d = 0;
+  for (let j = 0; j < INDEX_DIMS; j++) d += v[j]! * q[j]!;
+  return d * scale;
+}
+
 /**
  * One collection's SimHash codes in memory, with an inverted index of its
  * documents' top-level metadata entries. Scanning 100,000 codes by Hamming
@@ -69,6 +96,11 @@ export class CodeIndex {
   }
 
   upsert(key: number, code: Uint8Array, vector: Float32Array, pairs: string[]): void {
+    this.upsertPacked(key, packVector(vector, code), pairs);
+  }
+
+  /** Adds or replaces a row from its packVector() form. */
+  upsertPacked(key: number, packed: Uint8Array, pairs: string[]): void {
     let r = this.#row.get(key);
     if (r === undefined) {
       if (this.size === this.keys.length) this.#grow();
@@ -76,13 +108,9 @@ export class CodeIndex {
       this.#row.set(key, r);
       this.keys[r] = key;
     }
-    this.#mem.set(code.subarray(0, CODE_BYTES), CODES_AT + r * CODE_BYTES);
-    let max = 0;
-    for (let j = 0; j < INDEX_DIMS; j++) max = Math.max(max, Math.abs(vector[j]!));
-    const scale = max > 0 ? max / 127 : 1;
-    this.scales[r] = scale;
-    const v8 = new Int8Array(this.#kernel.memory.buffer, v8At(this.#cap) + r * INDEX_DIMS, INDEX_DIMS);
-    for (let j = 0; j < INDEX_DIMS; j++) v8[j] = Math.round(vector[j]! / scale);
+    this.#mem.set(packed.subarray(0, CODE_BYTES), CODES_AT + r * CODE_BYTES);
+    this.scales[r] = new DataView(packed.buffer, packed.byteOffset + CODE_BYTES, 4).getFloat32(0, true);
+    this.#mem.set(packed.subarray(CODE_BYTES + 4, PACKED_BYTES), v8At(this.#cap) + r * INDEX_DIMS);
     this.#unindex(key);
     if (pairs.length) {
       this.#pairsOf.set(key, pairs);

@@ -3,6 +3,7 @@ import type { Migration, SqlDialect } from '@svc/storage';
 import { INDEX_DIMS } from './embedding.ts';
 import { CODE_BITS, simhash } from './simhash.ts';
 import { bufferToVector } from './embedding.ts';
+import { packVector } from './code-index.ts';
 
 /**
  * SQLite: `search_docs` maps documents to integer keys and keeps the float
@@ -82,6 +83,30 @@ async function upSqliteCodes(db: Kysely<any>): Promise<void> {
   await sql.raw('drop table if exists search_vec').execute(db);
 }
 
+/**
+ * PostgreSQL: a GIN index on document metadata for selective filters; and,
+ * without pgvector, the same in-memory SimHash index as SQLite, fed by each
+ * document's packed code + int8 vector and by `search_log` (with the writing
+ * transaction's id, so readers never skip a change committed out of order).
+ */
+async function upPostgresCodes(db: Kysely<any>): Promise<void> {
+  await sql`create index if not exists documents_metadata on documents using gin (metadata jsonb_path_ops)`.execute(db);
+  const mode = await sql<{ value: string }>`select value from search_settings where key = 'vector_mode'`.execute(db);
+  if (mode.rows[0]?.value === 'pgvector') return;
+  await sql`alter table search_docs add column packed bytea`.execute(db);
+  const rows = await sql<{ seq: number; embedding: number[] }>`select seq, embedding from search_docs`.execute(db);
+  for (const r of rows.rows) await sql`update search_docs set packed = ${packVector(Float32Array.from(r.embedding))} where seq = ${r.seq}`.execute(db);
+  await sql`create unique index search_docs_seq on search_docs (seq)`.execute(db);
+  await sql`create table search_log (
+    seq bigserial primary key,
+    collection_id text not null,
+    key bigint not null,
+    xid xid8 not null default pg_current_xact_id()
+  )`.execute(db);
+  await sql`create index search_log_xid on search_log (xid)`.execute(db);
+  await sql`create table search_large (collection_id text primary key)`.execute(db);
+}
+
 export const searchMigrations: Migration[] = [
   {
     name: '500_search',
@@ -94,6 +119,12 @@ export const searchMigrations: Migration[] = [
     name: '501_search_codes',
     async up(db: Kysely<any>, dialect: SqlDialect) {
       if (dialect.kind === 'sqlite') await upSqliteCodes(db);
+    },
+  },
+  {
+    name: '502_search_codes_pg',
+    async up(db: Kysely<any>, dialect: SqlDialect) {
+      if (dialect.kind === 'postgres') await upPostgresCodes(db);
     },
   },
 ];

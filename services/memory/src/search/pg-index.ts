@@ -1,6 +1,9 @@
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import { isNoFilter, type Hit, type IndexBackend, type IndexedDoc } from './backend.ts';
 import { CODE_BITS, simhash } from './simhash.ts';
+import { packedDot, packVector, pairTerm } from './code-index.ts';
+import { PgCodeCache } from './pg-codes.ts';
+import { codeCandidates, EXACT_FILTER_MAX, rerankCount, VEC_MIN_DOCS } from './sqlite-index.ts';
 
 export type VectorMode = 'pgvector' | 'array';
 
@@ -22,13 +25,10 @@ export function codeLiteral(v: Float32Array): string {
   return out;
 }
 
-/**
- * Without pgvector, the exact dot product in SQL costs ~45 µs per row
- * (measured: 470 ms for 10k documents), so collections are first cut to this
- * many candidates by SimHash Hamming distance (~1 µs per row), then ranked
- * exactly; smaller collections are ranked exactly throughout.
- */
-const EXACT_RERANK = 200;
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
 
 function filterClause(filter: unknown): RawBuilder<unknown> {
   if (isNoFilter(filter)) return sql``;
@@ -44,9 +44,13 @@ export class PgIndex implements IndexBackend {
   readonly name: string;
   #db: Kysely<any>;
   #mode: Promise<VectorMode> | undefined;
+  #codes: PgCodeCache;
+  /** Collections known to be large (they never become small again). */
+  #large = new Set<string>();
 
   constructor(db: Kysely<any>) {
     this.#db = db;
+    this.#codes = new PgCodeCache(db);
     this.name = 'pg-tsvector';
   }
 
@@ -69,15 +73,34 @@ export class PgIndex implements IndexBackend {
         values (${doc.id}, ${doc.collection_id}, to_tsvector('simple', ${body}), ${vectorParam(mode, vector)})
         on conflict (doc_id) do update set collection_id = excluded.collection_id, body = excluded.body, embedding = excluded.embedding`.execute(trx);
     } else {
-      await sql`insert into search_docs (doc_id, collection_id, body, embedding, code)
-        values (${doc.id}, ${doc.collection_id}, to_tsvector('simple', ${body}), ${vectorParam(mode, vector)}, ${codeLiteral(vector)}::bit(${sql.raw(String(CODE_BITS))}))
-        on conflict (doc_id) do update set collection_id = excluded.collection_id, body = excluded.body, embedding = excluded.embedding, code = excluded.code`.execute(trx);
+      // One round trip: the row, the large-collection mark, and the change log entry
+      // that keeps other processes' in-memory indexes current (see pg-codes.ts).
+      const c = doc.collection_id;
+      await sql`with up as (
+          insert into search_docs (doc_id, collection_id, body, embedding, code, packed)
+          values (${doc.id}, ${c}, to_tsvector('simple', ${body}), ${vectorParam(mode, vector)}, ${codeLiteral(vector)}::bit(${sql.raw(String(CODE_BITS))}), ${packVector(vector)})
+          on conflict (doc_id) do update set collection_id = excluded.collection_id, body = excluded.body, embedding = excluded.embedding,
+            code = excluded.code, packed = excluded.packed
+          returning seq
+        ), mark as (
+          insert into search_large (collection_id)
+          select ${c} where not exists (select 1 from search_large where collection_id = ${c})
+            and (select count(*) from (select 1 from search_docs where collection_id = ${c} limit ${VEC_MIN_DOCS - 1}) x) >= ${VEC_MIN_DOCS - 1}
+          on conflict do nothing
+        )
+        insert into search_log (collection_id, key) select ${c}, seq from up where exists (select 1 from search_large where collection_id = ${c})`.execute(trx);
     }
   }
 
   async remove(trx: Kysely<any>, ids: string[]): Promise<void> {
     if (ids.length === 0) return;
-    await sql`delete from search_docs where doc_id = any(${ids}::text[])`.execute(trx);
+    if ((await this.vectorMode(trx)) === 'pgvector') {
+      await sql`delete from search_docs where doc_id = any(${ids}::text[])`.execute(trx);
+      return;
+    }
+    await sql`with d as (delete from search_docs where doc_id = any(${ids}::text[]) returning seq, collection_id)
+      insert into search_log (collection_id, key)
+      select d.collection_id, d.seq from d where exists (select 1 from search_large l where l.collection_id = d.collection_id)`.execute(trx);
   }
 
   async textRanking(collectionId: string, terms: string[], limit: number, filter: unknown): Promise<Hit[]> {
@@ -97,19 +120,7 @@ export class PgIndex implements IndexBackend {
     const v = vectorParam(mode, vector);
     let rows: Array<{ key: string; ord: number }>;
     if (mode === 'array') {
-      const code = sql`${codeLiteral(vector)}::bit(${sql.raw(String(CODE_BITS))})`;
-      rows = (
-        await sql<{ key: string; ord: number }>`
-        with c as (
-          select s.doc_id, s.seq, s.embedding from search_docs s
-          where s.collection_id = ${collectionId} ${filterClause(filter)}
-          order by bit_count(s.code # ${code}), s.seq
-          limit ${Math.max(EXACT_RERANK, limit + 10)}
-        )
-        select c.doc_id as key, c.seq as ord from c
-        order by (select sum(a * b) from unnest(c.embedding, ${v}) as t(a, b)) desc nulls last, c.seq
-        limit ${limit}`.execute(this.#db)
-      ).rows;
+      return this.#codeRanking(collectionId, vector, limit, filter);
     } else {
       rows = isNoFilter(filter) ? await this.#hnsw(collectionId, v, limit) : [];
       // HNSW filters by collection after the graph search, so a small collection in a
@@ -125,6 +136,98 @@ export class PgIndex implements IndexBackend {
       }
     }
     return rows.map((x) => ({ key: x.key, order: Number(x.ord) }));
+  }
+
+  async #isLarge(collectionId: string): Promise<boolean> {
+    if (this.#large.has(collectionId)) return true;
+    const r = await sql`select 1 from search_large where collection_id = ${collectionId}`.execute(this.#db);
+    if (r.rows.length > 0) this.#large.add(collectionId);
+    return r.rows.length > 0;
+  }
+
+  /**
+   * Without pgvector: the same plans as SQLite. Large collections through the
+   * in-memory SimHash index (and its metadata postings); small ones by the
+   * packed int8 vectors of all their (filtered) rows. Both end with an exact
+   * re-rank of the best few by their stored float vectors.
+   */
+  async #codeRanking(collectionId: string, vector: Float32Array, limit: number, filter: unknown): Promise<Hit[]> {
+    const filtered = !isNoFilter(filter);
+    if (filtered && !isObject(filter)) return [];
+    const fj = filtered ? JSON.stringify(filter) : undefined;
+    if (!(await this.#isLarge(collectionId))) {
+      const rows = (
+        await sql<{ key: number; packed: Buffer }>`select s.seq as key, s.packed from search_docs s
+          where s.collection_id = ${collectionId} ${filterClause(filter)}`.execute(this.#db)
+      ).rows;
+      const best = rows
+        .map((r) => ({ key: Number(r.key), score: packedDot(r.packed, vector) }))
+        .sort((a, b) => b.score - a.score || a.key - b.key)
+        .slice(0, rerankCount(limit))
+        .map((r) => r.key);
+      return this.#exact(best, vector, limit);
+    }
+    const idx = await this.#codes.get(collectionId);
+    const code = simhash(vector);
+    if (!filtered) return this.#exact(idx.search(code, vector, codeCandidates(limit), rerankCount(limit)), vector, limit);
+    const f = filter as Record<string, unknown>;
+    const sets = Object.entries(f)
+      .map(([k, v]) => pairTerm(k, v))
+      .filter((t): t is string => t !== undefined)
+      .map((t) => idx.posting(t));
+    sets.sort((a, b) => a.size - b.size);
+    const rarest = sets[0];
+    const exactlyIndexed = rarest !== undefined && sets.length === Object.keys(f).length;
+    if (rarest && rarest.size <= EXACT_FILTER_MAX) {
+      if (rarest.size === 0) return [];
+      let keys = [...rarest].filter((k) => sets.every((set) => set.has(k)));
+      if (!exactlyIndexed) keys = await this.#matching(keys, fj!);
+      return this.#exact(idx.rank(idx.rowsOf(keys), vector, rerankCount(limit)), vector, limit, fj);
+    }
+    const allow = rarest ? (k: number) => sets.every((set) => set.has(k)) : undefined;
+    const over = exactlyIndexed ? 1 : 4;
+    const keys = idx.search(code, vector, codeCandidates(limit) * over, rerankCount(limit) * over, allow);
+    const hits = await this.#exact(keys, vector, limit, fj);
+    if (hits.length < limit && keys.length < idx.count) {
+      // The index could not see the filter and too few candidates passed it: rank every match.
+      const rows = (
+        await sql<{ key: number; packed: Buffer }>`select s.seq as key, s.packed from search_docs s
+          where s.collection_id = ${collectionId} ${filterClause(filter)}`.execute(this.#db)
+      ).rows;
+      const best = rows
+        .map((r) => ({ key: Number(r.key), score: packedDot(r.packed, vector) }))
+        .sort((a, b) => b.score - a.score || a.key - b.key)
+        .slice(0, rerankCount(limit))
+        .map((r) => r.key);
+      return this.#exact(best, vector, limit);
+    }
+    return hits;
+  }
+
+  async #matching(keys: number[], fj: string): Promise<number[]> {
+    const r = await sql<{ key: number }>`select s.seq as key from search_docs s join documents d on d.id = s.doc_id
+      where s.seq = any(${keys}::bigint[]) and d.metadata @> ${fj}::jsonb`.execute(this.#db);
+    return r.rows.map((x) => Number(x.key));
+  }
+
+  /** Exact cosine of the given documents (seq keys), optionally only those matching the filter; best `limit`. */
+  async #exact(keys: number[], vector: Float32Array, limit: number, fj?: string): Promise<Hit[]> {
+    if (keys.length === 0) return [];
+    const match = fj === undefined ? sql`` : sql`and exists (select 1 from documents d where d.id = s.doc_id and d.metadata @> ${fj}::jsonb)`;
+    const rows = (
+      await sql<{ doc_id: string; seq: number; embedding: number[] }>`select s.doc_id, s.seq, s.embedding from search_docs s
+        where s.seq = any(${keys}::bigint[]) ${match}`.execute(this.#db)
+    ).rows;
+    return rows
+      .map((r) => {
+        let d = 0;
+        const e = r.embedding;
+        for (let j = 0; j < e.length; j++) d += e[j]! * vector[j]!;
+        return { key: r.doc_id, order: Number(r.seq), score: d };
+      })
+      .sort((a, b) => b.score - a.score || a.order - b.order)
+      .slice(0, limit)
+      .map(({ key, order }) => ({ key, order }));
   }
 
   async #hnsw(collectionId: string, v: RawBuilder<unknown>, limit: number): Promise<Array<{ key: string; ord: number }>> {

@@ -1,0 +1,87 @@
+import { sql, type Kysely } from 'kysely';
+import { CodeIndex, metadataPairs } from './code-index.ts';
+
+interface LogEntry {
+  seq: number;
+  collection_id: string;
+  key: number;
+}
+
+/**
+ * The in-memory SimHash indexes of large collections on PostgreSQL (without
+ * pgvector), kept current with the writes of every process through
+ * `search_log`. PostgreSQL commits out of sequence order, so an entry with a
+ * lower seq can appear after a higher one was read: each read therefore also
+ * takes again every entry written by a transaction that was still running at
+ * the previous read (xid ≥ that snapshot's xmin). Replaying is idempotent.
+ */
+export class PgCodeCache {
+  #db: Kysely<any>;
+  #codes = new Map<string, CodeIndex>();
+  #lastSeq = 0;
+  #lastXmin = '0';
+  #queue: Promise<void> = Promise.resolve();
+
+  constructor(db: Kysely<any>) {
+    this.#db = db;
+  }
+
+  /**
+   * The collection's index, current as of now. Catching up and loading run
+   * one at a time: a load racing a catch-up could otherwise miss a change
+   * that the catch-up marked as seen before the collection was loaded.
+   */
+  get(collectionId: string): Promise<CodeIndex> {
+    const run = this.#queue.then(async () => {
+      await this.#apply();
+      return this.#codes.get(collectionId) ?? (await this.#load(collectionId));
+    });
+    this.#queue = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    return run;
+  }
+
+  async #apply(): Promise<void> {
+    const b = (await sql<{ xmin: string; hi: number | null }>`
+      select pg_snapshot_xmin(pg_current_snapshot())::text as xmin, (select max(seq) from search_log) as hi`.execute(this.#db)).rows[0]!;
+    if (this.#codes.size > 0) {
+      const entries = (
+        await sql<LogEntry>`select seq, collection_id, key from search_log
+          where seq > ${this.#lastSeq} or xid >= ${this.#lastXmin}::xid8 order by seq limit 20001`.execute(this.#db)
+      ).rows;
+      if (entries.length > 20_000) this.#codes.clear();
+      else {
+        const keys = [...new Set(entries.filter((e) => this.#codes.has(e.collection_id)).map((e) => Number(e.key)))];
+        if (keys.length > 0) {
+          const rows = (
+            await sql<{ key: number; collection_id: string; packed: Buffer; metadata: unknown }>`
+            select s.seq as key, s.collection_id, s.packed, d.metadata from search_docs s join documents d on d.id = s.doc_id
+            where s.seq = any(${keys}::bigint[])`.execute(this.#db)
+          ).rows;
+          const found = new Map(rows.map((r) => [Number(r.key), r]));
+          for (const e of entries) {
+            const idx = this.#codes.get(e.collection_id);
+            if (!idx) continue;
+            const r = found.get(Number(e.key));
+            if (!r || r.collection_id !== e.collection_id) idx.remove(Number(e.key));
+            else idx.upsertPacked(Number(e.key), r.packed, metadataPairs(r.metadata));
+          }
+        }
+      }
+    }
+    this.#lastSeq = Math.max(this.#lastSeq, Number(b.hi ?? 0));
+    this.#lastXmin = b.xmin;
+  }
+
+  async #load(collectionId: string): Promise<CodeIndex> {
+    const idx = new CodeIndex();
+    const rows = await sql<{ key: number; packed: Buffer; metadata: unknown }>`
+      select s.seq as key, s.packed, d.metadata from search_docs s join documents d on d.id = s.doc_id
+      where s.collection_id = ${collectionId}`.execute(this.#db);
+    for (const r of rows.rows) idx.upsertPacked(Number(r.key), r.packed, metadataPairs(r.metadata));
+    this.#codes.set(collectionId, idx);
+    return idx;
+  }
+}
