@@ -12,7 +12,7 @@ let probe: Promise<boolean> | undefined;
 export function postgresAvailable(): Promise<boolean> {
   probe ??= (async () => {
     if (process.env.TEST_POSTGRES === '0') return false;
-    const c = new pg.Client({ connectionString: TEST_DATABASE_URL, connectionTimeoutMillis: 2000 });
+    const c = new pg.Client({ connectionString: TEST_DATABASE_URL, connectionTimeoutMillis: 15_000 });
     try {
       await c.connect();
       await c.query('select 1');
