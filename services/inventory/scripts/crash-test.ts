@@ -6,6 +6,9 @@
  *
  *   node --import tsx services/inventory/scripts/crash-test.ts [N=10000] [--kills 5] [--per-request 50] [--duration 0]
  *
+ * The worker is killed after it has delivered a share of the changes (not on a timer), so every run kills
+ * it --kills times whatever the machine's speed; the time until deliveries resume after each kill is reported.
+ *
  * Exit code 0 when nothing was lost.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -96,7 +99,7 @@ const site = await must('POST', '/api/dcim/sites/', { name: 'Crash', slug: 'cras
 const mfr = await must('POST', '/api/dcim/manufacturers/', { name: 'Acme', slug: 'acme' });
 const type = await must('POST', '/api/dcim/device-types/', { manufacturer: mfr.id, model: 'X', slug: 'x' });
 const role = await must('POST', '/api/dcim/device-roles/', { name: 'R', slug: 'r' });
-// A short request timeout keeps the lease of a killed worker's claims short too.
+// A short request timeout bounds how long a send to a stalled receiver can hold a claim.
 const hook = await must('POST', '/api/extras/webhooks/', { name: 'crash', payload_url: `http://127.0.0.1:${rxPort}/crash`, timeout: 5 });
 await must('POST', '/api/extras/event-rules/', { name: 'crash', object_types: ['dcim.device'], event_types: ['object_created'], action_object_type: 'extras.webhook', action_object_id: hook.id });
 
@@ -109,7 +112,7 @@ function startWorker(): ChildProcess {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/worker-main.ts', '--data-dir', dataDir, ...(values['database-url'] ? ['--database-url', values['database-url'], '--pg-schema', `crash_${process.pid}`] : [])], {
     cwd: serviceDir,
     stdio: ['ignore', 'pipe', 'inherit'],
-    env: { ...process.env, LOG_LEVEL: process.env.CRASH_WORKER_LOG ?? 'error', INVENTORY_WEBHOOK_LEASE_MARGIN_MS: '1000' },
+    env: { ...process.env, LOG_LEVEL: process.env.CRASH_WORKER_LOG ?? 'error', INVENTORY_WEBHOOK_LEASE_MS: process.env.INVENTORY_WEBHOOK_LEASE_MS ?? '3000' },
   });
   child.stdout!.on('data', (c: Buffer) => {
     if (c.toString().includes('worker started')) workerUpAt = performance.now();
@@ -145,23 +148,34 @@ const producers = Array.from({ length: 4 }, async () => {
     else if (apiFailures++ < 3) log(`API request failed: ${r.status} ${JSON.stringify(r.body).slice(0, 300)}`);
   }
 });
-// The killer: SIGKILLs the worker at a random moment 0.3–1.5 s after it reports ready (so mostly mid-batch), then restarts it.
+// The killer: SIGKILLs the worker once it has made progress (a random 50–100 % of an even share of the
+// deliveries since it came up, so mostly mid-batch), then restarts it. Kills follow deliveries, not the
+// clock, so a slow or loaded machine kills as often as a fast one.
 let producing = true;
+const share = Math.max(5, Math.floor(N / (KILLS + 1) / 2));
+const resumeMs: number[] = [];
 const killer = (async () => {
   while (killed < KILLS) {
-    const upAt = workerUpAt;
-    if (!upAt) {
+    if (!workerUpAt) {
       await new Promise((r) => setTimeout(r, 20));
       continue;
     }
-    await new Promise((r) => setTimeout(r, 300 + Math.random() * 1200));
-    if (!producing && missing() === 0) break;
+    const target = requests + Math.ceil(share * (0.5 + Math.random() / 2));
+    while (requests < target && !(!producing && missing() === 0)) await new Promise((r) => setTimeout(r, 5));
+    if (requests < target) break;
     const w = worker!;
     workerUpAt = 0;
     w.kill('SIGKILL');
     await exited(w);
     killed++;
+    const killedAt = performance.now();
+    const seen = requests;
     worker = startWorker();
+    // How long until deliveries flow again (only measurable while work remains).
+    void (async () => {
+      while (requests === seen && (producing || missing() > 0)) await new Promise((r) => setTimeout(r, 5));
+      if (requests > seen) resumeMs.push(performance.now() - killedAt);
+    })();
   }
 })();
 await Promise.all(producers);
@@ -187,6 +201,7 @@ const lost = missing();
 const dupIds = [...byWebhookId.values()].filter((c) => c > 1);
 const extra = dupIds.reduce((a, c) => a + c - 1, 0);
 log(`worker SIGKILLed ${killed} times in total (${starts} starts)`);
+if (resumeMs.length) log(`deliveries resumed after a kill in ${resumeMs.map((x) => (x / 1000).toFixed(1)).join(', ')} s (restart included; max ${(Math.max(...resumeMs) / 1000).toFixed(1)} s)`);
 log(`delivered ${committed.length - lost}/${committed.length} changes in ${total.toFixed(1)} s, lost ${lost}; receiver requests ${requests}; duplicates: ${dupIds.length} webhook-ids sent more than once (${extra} extra requests)`);
 
 worker?.kill('SIGTERM');

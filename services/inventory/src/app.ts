@@ -13,7 +13,7 @@ import type { InventoryDeps } from './deps.ts';
 import { openInventoryStorage } from './storage.ts';
 import { coreRoutes } from './routes/index.ts';
 import { deliveryTasks, eventRoutes } from './events/index.ts';
-import { quiesceWorker } from './events/registry.ts';
+import { ensureWorker, quiesceWorker } from './events/registry.ts';
 import { uiRoutes } from './ui/index.ts';
 
 const VERSION = '0.1.0';
@@ -85,7 +85,11 @@ export async function buildApp(cfg: ServiceConfig, opts: BuildOptions = {}): Pro
       await deps.queue.stop();
       await storage.close();
     });
-    if (config.runWorkers) await deps.queue.start();
+    if (config.runWorkers) {
+      await deps.queue.start();
+      // Claims left by a worker that died on this host are taken over at once, without waiting for a queued job.
+      ensureWorker(deps).kick();
+    }
     return app;
   } catch (err) {
     if (app) await app.close().catch(() => {});

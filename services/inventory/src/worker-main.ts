@@ -7,6 +7,7 @@ import { inventoryConfig } from './config.ts';
 import type { InventoryDeps } from './deps.ts';
 import { openInventoryStorage } from './storage.ts';
 import { deliveryTasks } from './events/index.ts';
+import { closeWorker, ensureWorker } from './events/registry.ts';
 
 /** A delivery worker without the HTTP API: `npm run inventory:worker` (same --data-dir / --database-url). */
 const config = inventoryConfig(loadConfig('inventory', { port: 8080 }));
@@ -18,11 +19,14 @@ deps.queue = await createQueue(storage, {
   onError: (err, task, ctx) => log.warn({ err, task, jobId: ctx.jobId, attempt: ctx.attempt }, 'background task failed'),
 });
 await deps.queue.start();
+// Claims left by a worker that died on this host are taken over at once, without waiting for a queued job.
+ensureWorker(deps).kick();
 // The SQLite queue's poll timer is unref'd (so an API process can exit); a worker process has nothing else keeping it alive.
 const keepAlive = setInterval(() => {}, 1 << 30);
 process.stdout.write(`inventory worker started [storage: ${storage.dialect.kind}]\n`);
 onShutdown(async () => {
   clearInterval(keepAlive);
+  await closeWorker(deps);
   await deps.queue.stop();
   await storage.close();
 });

@@ -108,6 +108,8 @@ export class DeliveryWorker {
   #run: DrainRun | undefined;
   #again = false;
   #closed = false;
+  #beating = false;
+  #beat: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly deps: InventoryDeps,
@@ -119,6 +121,36 @@ export class DeliveryWorker {
       hardTimeoutMs: settings.renderHardTimeoutMs,
     });
     this.sender = new HttpSender(new DestinationGuard({ allow: settings.allow, deny: settings.deny }));
+  }
+
+  async #scheduleRecovery(trx: Kysely<any>, now: number): Promise<void> {
+    await this.deps.queue.add(DELIVER_TASK, {}, { jobKey: RECOVER_KEY, runAt: new Date(now + this.settings.leaseMs + 1000), maxAttempts: 25 }, trx);
+  }
+
+  /**
+   * Renews the leases of the claims this worker holds (while a drain runs),
+   * so a send may take longer than the lease, while a claimer that died or
+   * froze loses its claims one lease after its last heartbeat.
+   */
+  async #heartbeat(): Promise<void> {
+    if (this.#beating) return;
+    this.#beating = true;
+    try {
+      const now = Date.now();
+      await this.deps.storage.db.transaction().execute(async (trx) => {
+        const r = await trx
+          .updateTable('events_delivery')
+          .set({ claim_expires_at: now + this.settings.leaseMs })
+          .where('status', '=', 'sent')
+          .where('claimed_by', '=', this.workerId)
+          .executeTakeFirst();
+        if (Number(r.numUpdatedRows) > 0) await this.#scheduleRecovery(trx, now);
+      });
+    } catch (err) {
+      this.deps.log.warn({ err }, 'delivery lease heartbeat failed');
+    } finally {
+      this.#beating = false;
+    }
   }
 
   /** Aborts an in-flight send in this process (stop). */
@@ -149,6 +181,16 @@ export class DeliveryWorker {
       const promise = new Promise<number>((res, rej) => ((resolve = res), (reject = rej)));
       run = this.#run = { promise, resolve, reject, total: 0, error: undefined, loops: 0, started: 0, ended: 0 };
       this.#again = false;
+      this.#beat ??= setInterval(() => void this.#heartbeat(), Math.max(100, Math.floor(this.settings.leaseMs / 3)));
+      this.#beat.unref();
+      const current = run;
+      const stopBeat = () => {
+        if (this.#run === undefined || this.#run === current) {
+          clearInterval(this.#beat);
+          this.#beat = undefined;
+        }
+      };
+      promise.then(stopBeat, stopBeat);
       this.#startLoop(run);
       this.#startLoop(run);
     } else if (run.loops < MAX_LOOPS) {
@@ -252,8 +294,7 @@ export class DeliveryWorker {
     if (checkStale) this.#staleCheckAt = Date.now();
     const dead = checkStale ? await this.#deadLocalClaimers() : [];
     const now = Date.now();
-    const defaultTimeout = this.settings.defaultTimeoutMs;
-    const margin = this.settings.leaseMarginMs;
+    const lease = this.settings.leaseMs;
     // Every statement writes, so a SQLite transaction takes the write lock at its first statement
     // (a deferred read-then-write transaction could fail with SQLITE_BUSY when another process commits).
     return storage.db.transaction().execute(async (trx) => {
@@ -262,7 +303,7 @@ export class DeliveryWorker {
       const claim = async (due: ReturnType<typeof sql>) => {
         const r = await sql<Claimed & { claim_expires_at: number }>`update events_delivery set
             status = 'sent', claimed_by = ${this.workerId}, started_at = ${now}, attempts = attempts + 1,
-            claim_expires_at = cast(${now + margin} as bigint) + coalesce((select w.timeout * 1000 from extras_webhook w where w.id = events_delivery.webhook_id), cast(${defaultTimeout} as bigint))
+            claim_expires_at = ${now + lease}
           where id in (${due})
           returning id, message_id, webhook_id, webhook_name, object_type, event, context, attempts, retry_base, claim_expires_at`.execute(trx);
         claimed.push(...r.rows);
@@ -277,11 +318,8 @@ export class DeliveryWorker {
           and (claim_expires_at < ${now}${dead.length ? sql` or claimed_by in (${sql.join(dead)})` : sql``}) order by id limit ${limit - claimed.length} ${lock}`);
         this.#staleFound = claimed.length > before;
       }
-      if (claimed.length) {
-        // If this process dies mid-batch, a job at the lease's end re-drains what it held.
-        const until = Math.max(...claimed.map((x) => Number(x.claim_expires_at)));
-        await this.deps.queue.add(DELIVER_TASK, {}, { jobKey: RECOVER_KEY, runAt: new Date(until + 1000), maxAttempts: 25 }, trx);
-      }
+      // If this process dies mid-batch, a job at the lease's end re-drains what it held (heartbeats push it on).
+      if (claimed.length) await this.#scheduleRecovery(trx, now);
       claimed.sort((x, y) => Number(x.id) - Number(y.id));
       return claimed.map((x) => ({ ...x, id: Number(x.id), webhook_id: x.webhook_id === null ? null : Number(x.webhook_id), attempts: Number(x.attempts), retry_base: Number(x.retry_base) }));
     });
@@ -429,7 +467,10 @@ export class DeliveryWorker {
   }
 
   close(): void {
+    clearInterval(this.#beat);
+    this.#beat = undefined;
     this.sender.close();
     void this.engine.close();
   }
 }
+

@@ -13,8 +13,12 @@ export interface DeliverySettings {
   retryMaxMs: number;
   /** Fraction of each delay randomised (0.2 → ±20 %). */
   retryJitter: number;
-  /** Extra time past the request timeout before a claimed delivery is presumed abandoned. */
-  leaseMarginMs: number;
+  /**
+   * How long a claim is held without a heartbeat: a worker renews the claims it
+   * holds every third of this while it sends, so a claimer that died or froze
+   * loses them (and another worker re-sends) within about this long.
+   */
+  leaseMs: number;
   /** Deliveries claimed per cycle of a loop (capped by concurrency) and sent concurrently. */
   batchSize: number;
   concurrency: number;
@@ -54,7 +58,7 @@ export function deliverySettings(cfg?: Pick<InventoryConfig, 'flags'>, env: Node
     retryFactor: num(pick('webhookRetryFactor', 'INVENTORY_WEBHOOK_RETRY_FACTOR'), 3, 1, 100, 'INVENTORY_WEBHOOK_RETRY_FACTOR'),
     retryMaxMs: num(pick('webhookRetryMaxMs', 'INVENTORY_WEBHOOK_RETRY_MAX_MS'), 6 * 3_600_000, 0, 30 * 86_400_000, 'INVENTORY_WEBHOOK_RETRY_MAX_MS'),
     retryJitter: num(pick('webhookRetryJitter', 'INVENTORY_WEBHOOK_RETRY_JITTER'), 0.2, 0, 1, 'INVENTORY_WEBHOOK_RETRY_JITTER'),
-    leaseMarginMs: num(pick('webhookLeaseMarginMs', 'INVENTORY_WEBHOOK_LEASE_MARGIN_MS'), 30_000, 0, 3_600_000, 'INVENTORY_WEBHOOK_LEASE_MARGIN_MS'),
+    leaseMs: num(pick('webhookLeaseMs', 'INVENTORY_WEBHOOK_LEASE_MS'), 10_000, 300, 3_600_000, 'INVENTORY_WEBHOOK_LEASE_MS'),
     batchSize: num(pick('webhookBatch', 'INVENTORY_WEBHOOK_BATCH'), 64, 1, 10_000, 'INVENTORY_WEBHOOK_BATCH'),
     concurrency: num(pick('webhookConcurrency', 'INVENTORY_WEBHOOK_CONCURRENCY'), 64, 1, 1000, 'INVENTORY_WEBHOOK_CONCURRENCY'),
     allow: parseCidrList(list(pick('webhookAllow', 'INVENTORY_WEBHOOK_ALLOW')), 'INVENTORY_WEBHOOK_ALLOW'),

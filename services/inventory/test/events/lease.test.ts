@@ -1,0 +1,131 @@
+import { after, before, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import type http from 'node:http';
+import path from 'node:path';
+import { client, forEachStorage, startTestServer, type TestServer } from '@svc/testkit';
+import { buildApp } from '../../src/app.ts';
+import type { InventoryDeps } from '../../src/deps.ts';
+import { ADMIN_TOKEN, deviceEvent, emit, startReceiver, until } from './helpers.ts';
+
+const serviceDir = path.resolve(import.meta.dirname, '../..');
+const LEASE_MS = 1500;
+
+/** A delivery worker process (`npm run inventory:worker`) on the test server's database. */
+function startWorker(server: TestServer): Promise<ChildProcess> {
+  const cfg = server.cfg;
+  const args = ['--import', 'tsx', 'src/worker-main.ts', '--data-dir', cfg.dataDir, '--webhook-allow', '127.0.0.0/8,::1/128'];
+  if (cfg.databaseUrl) args.push('--database-url', cfg.databaseUrl, '--pg-schema', cfg.pgSchema);
+  const child = spawn(process.execPath, args, { cwd: serviceDir, stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, LOG_LEVEL: 'error', INVENTORY_WEBHOOK_LEASE_MS: String(LEASE_MS), INVENTORY_WEBHOOK_RETRY_BASE_MS: '200', INVENTORY_WEBHOOK_RETRY_JITTER: '0' } });
+  return new Promise((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (c: Buffer) => {
+      out += c.toString();
+      if (out.includes('worker started')) resolve(child);
+    });
+    child.once('exit', (code) => reject(new Error(`worker exited (${code}): ${out}`)));
+  });
+}
+
+const stopped = (c: ChildProcess) => (c.exitCode !== null || c.signalCode !== null ? Promise.resolve() : new Promise<void>((r) => c.once('exit', () => r())));
+
+/**
+ * Claims carry a short lease renewed by a heartbeat while the claimer sends:
+ * a claimer that dies or freezes loses its deliveries to another worker within
+ * seconds, while a send that outlasts the lease is not sent twice.
+ */
+forEachStorage('delivery leases and heartbeats across worker processes', (kind) => {
+  let server: TestServer;
+  let deps: InventoryDeps;
+  let api: ReturnType<typeof client>;
+  let rx: Awaited<ReturnType<typeof startReceiver>>;
+  const workers: ChildProcess[] = [];
+  const held: http.ServerResponse[] = [];
+  let hold = false;
+
+  before(async () => {
+    rx = await startReceiver();
+    rx.setResponder((_r, res) => (hold ? held.push(res) : res.writeHead(200).end('ok')));
+    // The API without workers: deliveries are made only by the worker processes.
+    server = await startTestServer('invlease', kind, (cfg) => buildApp(cfg), { runWorkers: false, flags: { adminToken: ADMIN_TOKEN, webhookAllow: '127.0.0.0/8,::1/128' } });
+    deps = (server.app as unknown as { inventoryDeps: InventoryDeps }).inventoryDeps;
+    api = client(server.url, { authorization: `Token ${ADMIN_TOKEN}` });
+  });
+  after(async () => {
+    for (const w of workers) {
+      w.kill('SIGKILL');
+      await stopped(w);
+    }
+    for (const res of held.splice(0)) res.destroy();
+    await server.close();
+    await rx.close();
+  });
+
+  async function hookAndRule(name: string, timeout = 30) {
+    // A retry or two (200 ms apart) absorbs a keep-alive socket the receiver closed just as it was reused.
+    const w = await api.post('/api/extras/webhooks/', { name, payload_url: `${rx.url}/${name}`, timeout, max_retries: 2 });
+    assert.equal(w.status, 201, w.text);
+    await api.post('/api/extras/event-rules/', { name, object_types: ['dcim.device'], event_types: ['object_created'], action_object_type: 'extras.webhook', action_object_id: w.body.id });
+    return w.body.id as number;
+  }
+  const claimers = async () => (await deps.storage.db.selectFrom('events_delivery').select('claimed_by').distinct().where('status', '=', 'sent').execute()).map((r) => String(r.claimed_by));
+  const pidOf = (claimer: string) => Number(claimer.split(':')[1]);
+  const successful = async (hook: number) => (await api.get(`/api/core/background-tasks/?webhook=${hook}&status=successful&limit=1`)).body.count as number;
+
+  for (const [how, signal] of [
+    ['killed', 'SIGKILL'],
+    ['frozen (alive but silent, as a partitioned host)', 'SIGSTOP'],
+  ] as const) {
+    // SQLite is one host's file: a frozen process there could hold the write lock, and a dead one is found by its pid.
+    it(`another worker re-sends within seconds the deliveries of a claimer that was ${how}`, { timeout: 90_000, skip: signal === 'SIGSTOP' && kind === 'sqlite' && 'PostgreSQL only' }, async () => {
+      while (workers.filter((w) => w.exitCode === null && w.signalCode === null).length < 2) workers.push(await startWorker(server));
+      const hook = await hookAndRule(`lease-${signal}`);
+      hold = true;
+      const N = 6;
+      await emit(deps, Array.from({ length: N }, () => deviceEvent()));
+      const [claimer] = await until(async () => {
+        const c = await claimers();
+        return c.length > 0 && rx.received.some((r) => r.url === `/lease-${signal}`) && c;
+      }, 30_000, 'a worker to claim and send');
+      const victim = workers.find((w) => w.pid === pidOf(claimer!))!;
+      assert.ok(victim, `claimer ${claimer} is one of the worker processes`);
+      process.kill(victim.pid!, signal);
+      const t0 = performance.now();
+      hold = false;
+      for (const res of held.splice(0)) res.writeHead(200).end('ok');
+      await until(async () => (await successful(hook)) === N, 30_000, 'all deliveries re-sent and recorded by the other worker').catch(async (err) => {
+        const rows = await deps.storage.db.selectFrom('events_delivery').select(['id', 'status', 'claimed_by', 'attempts', 'last_error']).where('webhook_id', '=', hook).execute();
+        throw new Error(`${(err as Error).message}; now ${Date.now()} victim ${claimer}; deliveries ${JSON.stringify(rows)}`);
+      });
+      const resumedMs = performance.now() - t0;
+      // Before leases had heartbeats, a claim lasted the request time-out plus 30 s (46 s in the issue's run).
+      assert.ok(resumedMs < LEASE_MS * 8, `took ${resumedMs.toFixed(0)} ms with a ${LEASE_MS} ms lease`);
+      const by = await deps.storage.db
+        .selectFrom('events_delivery_attempt as a')
+        .innerJoin('events_delivery as d', 'd.id', 'a.delivery_id')
+        .select('a.worker')
+        .distinct()
+        .where('d.webhook_id', '=', hook)
+        .where('a.success', '=', deps.storage.dialect.bool(true) as any)
+        .execute();
+      assert.ok(!by.some((r) => String(r.worker) === claimer), 'the re-sends were recorded by the surviving worker');
+      victim.kill('SIGKILL');
+      await stopped(victim);
+    });
+  }
+
+  it('a send that outlasts the lease is not sent twice (the claimer renews it)', { timeout: 90_000 }, async () => {
+    while (workers.filter((w) => w.exitCode === null && w.signalCode === null).length < 2) workers.push(await startWorker(server));
+    const hook = await hookAndRule('slow');
+    rx.setResponder((r, res) => {
+      if (r.url === '/slow') setTimeout(() => res.writeHead(200).end('ok'), LEASE_MS * 3);
+      else if (hold) held.push(res);
+      else res.writeHead(200).end('ok');
+    });
+    await emit(deps, [deviceEvent(), deviceEvent()]);
+    await until(async () => (await successful(hook)) === 2, 60_000, 'both slow deliveries recorded');
+    const ids = rx.received.filter((r) => r.url === '/slow').map((r) => r.headers['webhook-id']);
+    assert.equal(ids.length, 2, `sent ${ids.length} times: ${ids.join(', ')}`);
+    assert.equal(new Set(ids).size, 2);
+  });
+});
