@@ -1,11 +1,14 @@
 import fs from 'node:fs';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import multipart from '@fastify/multipart';
 import websocket from '@fastify/websocket';
 import { createHttpServer, type ServiceConfig } from '@svc/kernel';
 import { migrate, openStorage, type Storage } from '@svc/storage';
 import { workflowConfig, type WorkflowConfig } from './config.ts';
 import { workflowMigrations } from './db/index.ts';
+import { ModelFolders } from './domain/models.ts';
 import { getPrompt } from './domain/prompts.ts';
+import { UserManager } from './domain/users.ts';
 import { Executor } from './engine/executor.ts';
 import { NodeRegistry } from './engine/registry.ts';
 import { apiKeyGuard, corsHook, originGuard } from './http/access.ts';
@@ -16,10 +19,16 @@ import { builtinNodes } from './nodes/index.ts';
 import { loadPacks } from './nodes/loader.ts';
 import { PromptRunner } from './runtime/prompt-runner.ts';
 import type { RouteCtx } from './routes/context.ts';
+import { fileRoutes } from './routes/files.ts';
+import { frontendRoutes } from './routes/frontend.ts';
 import { jobRoutes } from './routes/jobs.ts';
+import { modelRoutes } from './routes/models.ts';
 import { promptRoutes } from './routes/prompt.ts';
 import { queueRoutes } from './routes/queue.ts';
+import { settingsRoutes } from './routes/settings.ts';
 import { features, SERVICE_VERSION, systemRoutes } from './routes/system.ts';
+import { userdataRoutes } from './routes/userdata.ts';
+import { userRoutes } from './routes/users.ts';
 import { wsRoutes } from './routes/ws.ts';
 import { WsHub } from './ws/hub.ts';
 
@@ -70,6 +79,7 @@ export async function buildApp(base: ServiceConfig): Promise<FastifyInstance> {
     app.setSerializerCompiler(() => (data) => JSON.stringify(data));
     installJsonParser(app);
     await app.register(websocket, { options: { maxPayload: 1024 * 1024 } });
+    await app.register(multipart, { limits: { fileSize: config.maxUploadSize } });
     if (config.apiKey) app.addHook('onRequest', apiKeyGuard(config.apiKey));
     if (config.corsOrigin) app.addHook('onRequest', corsHook(config.corsOrigin));
     else app.addHook('onRequest', originGuard);
@@ -103,6 +113,14 @@ export async function buildApp(base: ServiceConfig): Promise<FastifyInstance> {
     jobRoutes(app, ctx, runner);
     systemRoutes(app, registry, { maxUploadSize: config.maxUploadSize });
     wsRoutes(app, ctx, hub, runner, features(config.maxUploadSize));
+    const models = new ModelFolders(config.dirs.models, config.dirs.customNodes);
+    const users = new UserManager(config.dirs.user, config.multiUser);
+    fileRoutes(app, ctx, { dirs: config.dirs, models, maxUploadSize: config.maxUploadSize, multiUser: config.multiUser, onInputChanged: () => registry.invalidate() });
+    userRoutes(app, users);
+    settingsRoutes(app, users);
+    userdataRoutes(app, users, { maxUploadSize: config.maxUploadSize });
+    modelRoutes(app, models);
+    frontendRoutes(app, ctx, { dirs: config.dirs, customNodesDir: config.dirs.customNodes, models, multiUser: config.multiUser, frontEndRoot: config.flags.frontEndRoot as string | undefined, templatesRoot: config.flags.templatesRoot as string | undefined, hub });
 
     app.addHook('onClose', async () => {
       await runner.stop();

@@ -1,6 +1,13 @@
 import fs from 'node:fs';
 import path from 'node:path';
 
+/**
+ * The one place where names from requests become paths on disk. Every route
+ * and node that touches a file goes through safeJoin/safeRelative, so the
+ * rules (no `..`, no absolute or Windows paths, no NUL or control characters,
+ * no symlink leading out) are written once.
+ */
+
 export type FolderType = 'input' | 'output' | 'temp';
 
 /** A name that reached the disk layer unsafe: the routes answer 400 or 403 for it. */
@@ -15,11 +22,28 @@ export class UnsafePathError extends Error {
   }
 }
 
-/** Refuses what no file name may contain: NUL, lone surrogates and control characters. */
+/** Longest name one path component may have (bytes, as Linux counts) and longest relative path. */
+const MAX_COMPONENT_BYTES = 255;
+const MAX_PATH_CHARS = 2048;
+
+/** Refuses what no file name may contain: NUL, lone surrogates, control characters, over-long names. */
 function checkChars(s: string, what: string): void {
   if (/[\u0000-\u001f\u007f]/.test(s) || /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/.test(s)) {
     throw new UnsafePathError(`Invalid ${what}`, 400);
   }
+  if (s.length > MAX_PATH_CHARS) throw new UnsafePathError(`Invalid ${what}: too long`, 400);
+  for (const part of s.split('/')) {
+    if (Buffer.byteLength(part) > MAX_COMPONENT_BYTES) throw new UnsafePathError(`Invalid ${what}: a name is longer than ${MAX_COMPONENT_BYTES} bytes`, 400);
+  }
+}
+
+/** `C:/x`, `C:\x`, `\\server\share`: absolute on Windows, refused everywhere so no client can mean one. */
+function windowsAbsolute(s: string): boolean {
+  return /^[A-Za-z]:[\\/]/.test(s) || s.startsWith('\\\\');
+}
+
+function escapes(rel: string): boolean {
+  return rel.includes('\\') || path.isAbsolute(rel) || windowsAbsolute(rel) || rel.split('/').includes('..');
 }
 
 /**
@@ -32,7 +56,7 @@ export function safeJoin(base: string, subfolder: string, filename: string): str
   checkChars(subfolder, 'subfolder');
   checkChars(filename, 'filename');
   if (filename.includes('/') || filename.includes('\\') || filename === '..' || filename === '.') throw new UnsafePathError('Invalid filename', 400);
-  if (subfolder.includes('\\') || path.isAbsolute(subfolder) || subfolder.split('/').includes('..')) throw new UnsafePathError('Invalid subfolder', 403);
+  if (escapes(subfolder)) throw new UnsafePathError('Invalid subfolder', 403);
   const full = path.resolve(base, subfolder, filename);
   const root = path.resolve(base);
   if (full !== root && !full.startsWith(root + path.sep)) throw new UnsafePathError('Path escapes its folder', 403);
@@ -43,7 +67,7 @@ export function safeJoin(base: string, subfolder: string, filename: string): str
 /** Like safeJoin for a relative path that may hold subfolders (userdata files, annotated image names). */
 export function safeRelative(base: string, rel: string): string {
   checkChars(rel, 'path');
-  if (rel.includes('\\') || path.isAbsolute(rel) || rel.split('/').some((p) => p === '..')) throw new UnsafePathError('Invalid path', 403);
+  if (escapes(rel)) throw new UnsafePathError('Invalid path', 403);
   const root = path.resolve(base);
   const full = path.resolve(root, rel);
   if (full !== root && !full.startsWith(root + path.sep)) throw new UnsafePathError('Path escapes its folder', 403);
@@ -51,7 +75,20 @@ export function safeRelative(base: string, rel: string): string {
   return full;
 }
 
-function checkRealPath(root: string, full: string): void {
+/** A folder name below a base (a user id, a model folder): one component, nothing that climbs. */
+export function safeChild(base: string, name: string): string {
+  checkChars(name, 'name');
+  if (name === '' || name === '.' || name === '..' || name.includes('/') || name.includes('\\') || windowsAbsolute(name)) throw new UnsafePathError('Invalid name', 403);
+  return safeRelative(base, name);
+}
+
+/**
+ * Proves that `full` (below `root`) resolves inside the root's real path: the
+ * deepest existing ancestor is resolved with every symlink followed, and a
+ * dangling symlink on the way (it would be followed by a later write) is
+ * refused as well.
+ */
+export function checkRealPath(root: string, full: string): void {
   let realRoot: string;
   try {
     realRoot = fs.realpathSync(root);
@@ -66,10 +103,22 @@ function checkRealPath(root: string, full: string): void {
       return;
     } catch (err) {
       if (err instanceof UnsafePathError) throw err;
+      if (fs.lstatSync(probe, { throwIfNoEntry: false })?.isSymbolicLink()) throw new UnsafePathError('Path escapes its folder', 403);
       const parent = path.dirname(probe);
       if (parent === probe || probe === root) return;
       probe = parent;
     }
+  }
+}
+
+/** Whether a path found while walking a folder (maybe through a symlink) really lies inside `root`. */
+export function insideReal(root: string, p: string): boolean {
+  try {
+    const realRoot = fs.realpathSync(root);
+    const real = fs.realpathSync(p);
+    return real === realRoot || real.startsWith(realRoot + path.sep);
+  } catch {
+    return false;
   }
 }
 
@@ -78,3 +127,20 @@ export function parseAnnotated(name: string, defaultType: FolderType): { name: s
   const m = /^(.*) \[(input|output|temp)\]$/.exec(name);
   return m ? { name: m[1]!, type: m[2] as FolderType } : { name, type: defaultType };
 }
+
+/**
+ * Python's urllib.parse.unquote: the reference decodes names that still hold
+ * `%` once more after the router did. Valid `%XX` runs become UTF-8 text
+ * (invalid bytes as U+FFFD); anything else stays as it is. The result is
+ * checked like any other name, so double encoding reaches the same refusals.
+ */
+export function pyUnquote(s: string): string {
+  if (!s.includes('%')) return s;
+  return s.replace(/(?:%[0-9A-Fa-f]{2})+/g, (run) => {
+    const bytes = Buffer.from(run.replace(/%/g, ''), 'hex');
+    return new TextDecoder('utf-8').decode(bytes);
+  });
+}
+
+/** O_NOFOLLOW on the last component: a symlink swapped in after the checks is never written through. */
+export const WRITE_FLAGS = fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_TRUNC | fs.constants.O_NOFOLLOW;

@@ -1,0 +1,131 @@
+import { createHash, randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import sharp from 'sharp';
+import { addTextChunks, readTextChunks } from '../files/png.ts';
+
+/** An upload's bytes as they arrived (a list of chunks: a 2 MB image is never copied into one buffer twice). */
+export interface UploadBody {
+  chunks: Buffer[];
+  size: number;
+  sha256: string;
+}
+
+/** Where an upload landed and whether it reused an existing file. */
+export interface PlacedFile {
+  name: string;
+  path: string;
+  reused: boolean;
+}
+
+async function sameContent(file: string, body: UploadBody): Promise<boolean> {
+  const st = await fs.promises.stat(file).catch(() => undefined);
+  if (!st?.isFile() || st.size !== body.size) return false;
+  const h = createHash('sha256');
+  for await (const chunk of fs.createReadStream(file)) h.update(chunk as Buffer);
+  return h.digest('hex') === body.sha256;
+}
+
+/** `name (1).ext`: Python's splitext, so `.bashrc` has no extension and `a.tar.gz` keeps `.gz`. */
+function numbered(name: string, i: number): string {
+  const ext = path.extname(name);
+  return `${name.slice(0, name.length - ext.length)} (${i})${ext}`;
+}
+
+async function writeTemp(folder: string, data: Buffer[] | Buffer): Promise<string> {
+  const tmp = path.join(folder, `.upload-${randomBytes(8).toString('hex')}.tmp`);
+  const fh = await fs.promises.open(tmp, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW, 0o644);
+  try {
+    await fh.writev(Array.isArray(data) ? data : [data]);
+  } finally {
+    await fh.close();
+  }
+  return tmp;
+}
+
+/**
+ * Puts an upload at `folder/name` as the reference does: with overwrite the
+ * file is replaced; without, a file of that name with the same bytes is
+ * reused and one with other bytes moves the upload to `name (1).ext`, `name
+ * (2).ext`, … The bytes go to a hidden temporary file first and appear under
+ * their name in one step (rename, or link when the name must still be free),
+ * so a reader never sees half a file and two uploads racing for one name
+ * never overwrite each other. `content` is what is written when it differs
+ * from what is compared (the mask route writes the composite, compares the
+ * mask, as the reference).
+ */
+export async function placeUpload(folder: string, name: string, body: UploadBody, overwrite: boolean, content?: () => Promise<Buffer>): Promise<PlacedFile> {
+  await fs.promises.mkdir(folder, { recursive: true });
+  if (overwrite) {
+    const tmp = await writeTemp(folder, content ? await content() : body.chunks);
+    const target = path.join(folder, name);
+    try {
+      await fs.promises.rename(tmp, target);
+    } catch (err) {
+      await fs.promises.rm(tmp, { force: true });
+      throw err;
+    }
+    return { name, path: target, reused: false };
+  }
+  let tmp: string | undefined;
+  try {
+    for (let i = 0; i < 100_000; i++) {
+      const candidate = i === 0 ? name : numbered(name, i);
+      const target = path.join(folder, candidate);
+      if (await sameContent(target, body)) return { name: candidate, path: target, reused: true };
+      if (fs.existsSync(target) || fs.lstatSync(target, { throwIfNoEntry: false })) continue;
+      tmp ??= await writeTemp(folder, content ? await content() : body.chunks);
+      try {
+        await fs.promises.link(tmp, target);
+        return { name: candidate, path: target, reused: false };
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+        // Another upload took the name between the check and the link: compare with what it wrote.
+        if (await sameContent(target, body)) return { name: candidate, path: target, reused: true };
+      }
+    }
+    throw new Error('no free file name');
+  } finally {
+    if (tmp) await fs.promises.rm(tmp, { force: true });
+  }
+}
+
+export class MaskError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * POST /upload/mask: the original image with its alpha channel replaced by
+ * the mask's alpha (an opaque mask everywhere when it has none), saved as PNG
+ * at compression 4 with the original's text chunks.
+ */
+export async function compositeMask(originalFile: string, mask: Buffer): Promise<Buffer> {
+  const original = await fs.promises.readFile(originalFile);
+  let orig: { data: Buffer; info: { width: number; height: number } };
+  let alpha: { data: Buffer; info: { width: number; height: number } };
+  try {
+    orig = await sharp(original, { limitInputPixels: 16384 * 16384 }).ensureAlpha().raw().toBuffer({ resolveWithObject: true });
+  } catch {
+    throw new MaskError(400, 'The original image cannot be read as an image');
+  }
+  try {
+    alpha = await sharp(mask, { limitInputPixels: 16384 * 16384 }).ensureAlpha().extractChannel(3).raw().toBuffer({ resolveWithObject: true });
+  } catch {
+    throw new MaskError(400, 'The mask cannot be read as an image');
+  }
+  if (orig.info.width !== alpha.info.width || orig.info.height !== alpha.info.height) {
+    throw new MaskError(400, `The mask is ${alpha.info.width}x${alpha.info.height}, the original ${orig.info.width}x${orig.info.height}: sizes must match`);
+  }
+  const px = orig.data;
+  const a = alpha.data;
+  for (let i = 0, j = 3; i < a.length; i++, j += 4) px[j] = a[i]!;
+  const png = await sharp(px, { raw: { width: orig.info.width, height: orig.info.height, channels: 4 } }).png({ compressionLevel: 4 }).toBuffer();
+  let texts: Array<[string, string]> = [];
+  if (original.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]))) texts = Object.entries(readTextChunks(original));
+  return addTextChunks(png, texts);
+}

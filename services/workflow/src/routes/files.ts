@@ -1,0 +1,340 @@
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import send from '@fastify/send';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { compositeMask, MaskError, placeUpload, type UploadBody } from '../domain/uploads.ts';
+import { mayViewOutput } from '../domain/output-owners.ts';
+import { channelImage, contentDisposition, previewImage, safeContentType, ViewError } from '../domain/view.ts';
+import { readSafetensorsMetadata } from '../domain/models.ts';
+import { parseAnnotated, safeJoin, type FolderType, UnsafePathError } from '../files/paths.ts';
+import type { ModelFolders } from '../domain/models.ts';
+import { dual } from './common.ts';
+import type { RouteCtx } from './context.ts';
+import { queryString, sendError } from './replies.ts';
+
+const FOLDER_TYPES = new Set<FolderType>(['input', 'output', 'temp']);
+
+/** A file an upload route stored (what the assets hook receives). */
+export interface StoredUpload {
+  type: FolderType;
+  subfolder: string;
+  name: string;
+  /** Absolute path of the stored file. */
+  path: string;
+  size: number;
+  mimeType: string;
+  /** The same bytes were already there under this name and were kept. */
+  reused: boolean;
+}
+
+export interface FileRoutesOptions {
+  dirs: Record<FolderType, string>;
+  models: ModelFolders;
+  maxUploadSize: number;
+  multiUser: boolean;
+  /** A file landed in the input folder: LoadImage's choices (object_info) must be listed again. */
+  onInputChanged?: () => void;
+  /**
+   * Assets hook: extra fields for the upload answer (the reference adds
+   * `asset` when assets are enabled). Called once the file is stored.
+   */
+  uploadAnswerExtras?: (file: StoredUpload, req: FastifyRequest) => Promise<Record<string, unknown> | undefined>;
+  /** Assets hook: the stored file a `blake3:<hash>` name in /view stands for. */
+  resolveHashName?: (name: string, req: FastifyRequest) => Promise<{ path: string; filename: string } | undefined>;
+}
+
+class Refusal extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+interface UploadForm {
+  image?: { filename: string; mimetype: string; body: UploadBody };
+  fields: Record<string, string>;
+}
+
+/** Reads a multipart upload: the `image` file into memory (bounded by max_upload_size), the first value of each other field. */
+async function readForm(req: FastifyRequest, maxUploadSize: number): Promise<UploadForm> {
+  if (!req.isMultipart()) throw new Refusal(400, 'Expected a multipart/form-data body with an image field');
+  const form: UploadForm = { fields: {} };
+  try {
+    const parts = req.parts({ preservePath: true, limits: { fileSize: maxUploadSize, files: 8, fields: 32, parts: 40, fieldSize: 1024 * 1024, headerPairs: 100 } });
+    for await (const part of parts) {
+      if (part.type === 'file') {
+        if (part.fieldname !== 'image' || form.image) {
+          part.file.resume();
+          continue;
+        }
+        const chunks: Buffer[] = [];
+        const hash = createHash('sha256');
+        let size = 0;
+        for await (const chunk of part.file) {
+          chunks.push(chunk as Buffer);
+          hash.update(chunk as Buffer);
+          size += (chunk as Buffer).length;
+        }
+        if (part.file.truncated) throw new Refusal(413, tooLarge(maxUploadSize));
+        form.image = { filename: part.filename, mimetype: part.mimetype, body: { chunks, size, sha256: hash.digest('hex') } };
+      } else if (!(part.fieldname in form.fields)) {
+        form.fields[part.fieldname] = typeof part.value === 'string' ? part.value : String(part.value);
+      }
+    }
+  } catch (err) {
+    if (err instanceof Refusal) throw err;
+    const e = err as { code?: string; statusCode?: number; message?: string };
+    if (e.code === 'FST_REQ_FILE_TOO_LARGE') throw new Refusal(413, tooLarge(maxUploadSize));
+    if (e.statusCode && e.statusCode >= 400 && e.statusCode < 500) throw new Refusal(e.statusCode, `Invalid multipart body: ${e.message}`);
+    if (e.message && /multipart|boundary|Unexpected end|terminated early|Malformed/i.test(e.message)) throw new Refusal(400, `Invalid multipart body: ${e.message}`);
+    throw err;
+  }
+  return form;
+}
+
+function tooLarge(limit: number): string {
+  return `File too large: the upload limit (max_upload_size) is ${limit} bytes`;
+}
+
+/**
+ * Files: POST /upload/image, POST /upload/mask (deprecated), GET /view and
+ * GET /view_metadata/{folder}. Every name goes through files/paths.ts; the
+ * statuses are the reference's (upload traversal 400; /view: a name with `..`
+ * or a leading `/` 400, a subfolder that leaves its folder 403).
+ */
+export function fileRoutes(app: FastifyInstance, ctx: RouteCtx, opts: FileRoutesOptions): void {
+  const guard = (fn: (req: FastifyRequest, reply: FastifyReply) => Promise<unknown>) => async (req: FastifyRequest, reply: FastifyReply) => {
+    try {
+      return await fn(req, reply);
+    } catch (err) {
+      if (err instanceof Refusal || err instanceof ViewError || err instanceof MaskError) return sendError(reply, err.status, err.message);
+      if (err instanceof UnsafePathError) return sendError(reply, err.status, err.message);
+      throw err;
+    }
+  };
+
+  /** The upload's target folder and name, refused (400) when any part could leave its folder. */
+  const target = (form: UploadForm): { type: FolderType; subfolder: string; folder: string; name: string } => {
+    const image = form.image;
+    if (!image) throw new Refusal(400, 'No image: the form needs a file in the "image" field');
+    const name = image.filename;
+    if (!name) throw new Refusal(400, 'The image has no file name');
+    const rawType = form.fields.type || 'input';
+    if (!FOLDER_TYPES.has(rawType as FolderType)) throw new Refusal(400, `Invalid type "${rawType}": expected input, temp or output`);
+    const type = rawType as FolderType;
+    const subfolder = form.fields.subfolder ?? '';
+    let file: string;
+    try {
+      file = safeJoin(opts.dirs[type], path.posix.normalize(subfolder || '.') === '.' ? '' : subfolder, name);
+    } catch (err) {
+      if (err instanceof UnsafePathError) throw new Refusal(400, `${err.message}: uploads stay inside the ${type} folder`);
+      throw err;
+    }
+    return { type, subfolder, folder: path.dirname(file), name };
+  };
+
+  const answer = async (req: FastifyRequest, reply: FastifyReply, t: ReturnType<typeof target>, placed: { name: string; path: string; reused: boolean }, form: UploadForm) => {
+    if (t.type === 'input' && !placed.reused) opts.onInputChanged?.();
+    const body: Record<string, unknown> = { name: placed.name, subfolder: t.subfolder, type: t.type };
+    if (opts.uploadAnswerExtras) {
+      const st = await fs.promises.stat(placed.path);
+      const extra = await opts.uploadAnswerExtras(
+        { type: t.type, subfolder: t.subfolder, name: placed.name, path: placed.path, size: st.size, mimeType: form.image!.mimetype, reused: placed.reused },
+        req,
+      );
+      if (extra) Object.assign(body, extra);
+    }
+    return reply.type('application/json').send(JSON.stringify(body));
+  };
+
+  const tooBig = (req: FastifyRequest): boolean => {
+    const len = Number(req.headers['content-length']);
+    // The multipart envelope adds a little; anything beyond the limit plus room for the fields cannot hold an allowed file.
+    return Number.isFinite(len) && len > opts.maxUploadSize + 2 * 1024 * 1024;
+  };
+
+  const multipartDoc = (required: string[], extra: Record<string, unknown> = {}) => ({
+    consumes: ['multipart/form-data'],
+    body: {
+      type: 'object',
+      required,
+      properties: {
+        image: { type: 'string', format: 'binary', description: 'The file' },
+        type: { type: 'string', enum: ['input', 'temp', 'output'], default: 'input' },
+        overwrite: { type: 'string', description: '"true" or "1" replaces an existing file' },
+        subfolder: { type: 'string' },
+        ...extra,
+      },
+    },
+  });
+
+  dual(
+    app,
+    'POST',
+    '/upload/image',
+    { operationId: 'uploadImage', tags: ['upload'], ...multipartDoc(['image']) } as any,
+    guard(async (req, reply) => {
+      if (tooBig(req)) throw new Refusal(413, tooLarge(opts.maxUploadSize));
+      const form = await readForm(req, opts.maxUploadSize);
+      const t = target(form);
+      const overwrite = form.fields.overwrite === 'true' || form.fields.overwrite === '1';
+      const placed = await placeUpload(t.folder, t.name, form.image!.body, overwrite);
+      return answer(req, reply, t, placed, form);
+    }),
+    { validate: false },
+  );
+
+  dual(
+    app,
+    'POST',
+    '/upload/mask',
+    {
+      operationId: 'uploadMask',
+      tags: ['upload'],
+      deprecated: true,
+      description: 'Deprecated: composite the mask onto the image client side and upload the result with POST /api/upload/image (uploadImage). Still functional.',
+      ...multipartDoc(['image', 'original_ref'], { original_ref: { type: 'string', description: 'JSON {filename, subfolder?, type? (default output)}' } }),
+    } as any,
+    guard(async (req, reply) => {
+      if (tooBig(req)) throw new Refusal(413, tooLarge(opts.maxUploadSize));
+      const form = await readForm(req, opts.maxUploadSize);
+      const t = target(form);
+      let ref: unknown;
+      try {
+        ref = JSON.parse(form.fields.original_ref ?? '');
+      } catch {
+        throw new Refusal(400, 'original_ref must be a JSON object with a filename');
+      }
+      if (!ref || typeof ref !== 'object' || Array.isArray(ref) || typeof (ref as any).filename !== 'string') throw new Refusal(400, 'original_ref must be a JSON object with a filename');
+      const r = ref as { filename: string; subfolder?: unknown; type?: unknown };
+      const original = resolveViewFile(r.filename, typeof r.type === 'string' ? r.type : 'output', typeof r.subfolder === 'string' ? r.subfolder : undefined);
+      const st = await fs.promises.stat(original.path).catch(() => undefined);
+      if (!st?.isFile()) throw new Refusal(404, 'original_ref: the original image does not exist');
+      if (opts.multiUser && original.type !== 'input' && !(await mayViewOutput(ctx.storageDb(), ctx.owner(req), { filename: original.filename, subfolder: original.subfolder, type: original.type }))) {
+        throw new Refusal(404, 'original_ref: the original image does not exist');
+      }
+      const mask = Buffer.concat(form.image!.body.chunks);
+      const composite = await compositeMask(original.path, mask);
+      const overwrite = form.fields.overwrite === 'true' || form.fields.overwrite === '1';
+      const placed = await placeUpload(t.folder, t.name, form.image!.body, overwrite, async () => composite);
+      return answer(req, reply, t, placed, form);
+    }),
+    { validate: false },
+  );
+
+  /** The reference's /view name rules, with the stricter ones of files/paths.ts on top. */
+  const resolveViewFile = (rawName: string, rawType: string, subfolder: string | undefined) => {
+    const { name, type: annotated } = parseAnnotated(rawName, 'output');
+    const isAnnotated = name !== rawName;
+    if (!name) throw new Refusal(400, 'Invalid filename');
+    if (name.startsWith('/') || name.includes('..')) throw new Refusal(400, 'Invalid filename');
+    const type = isAnnotated ? annotated : rawType;
+    if (!FOLDER_TYPES.has(type as FolderType)) throw new Refusal(400, `Invalid type "${type}": expected input, output or temp`);
+    // The reference serves the base name of what it is given.
+    const filename = name.slice(name.lastIndexOf('/') + 1);
+    if (!filename) throw new Refusal(400, 'Invalid filename');
+    const sub = subfolder ?? '';
+    let file: string;
+    try {
+      file = safeJoin(opts.dirs[type as FolderType], sub, filename);
+    } catch (err) {
+      if (err instanceof UnsafePathError) throw new Refusal(err.message.startsWith('Invalid filename') || err.message.startsWith('Invalid path') ? 400 : err.status, err.message);
+      throw err;
+    }
+    return { path: file, type: type as FolderType, filename, subfolder: sub };
+  };
+
+  dual(
+    app,
+    'GET',
+    '/view',
+    {
+      operationId: 'viewFile',
+      tags: ['view'],
+      querystring: {
+        type: 'object',
+        required: ['filename'],
+        properties: {
+          filename: { type: 'string' },
+          type: { type: 'string', enum: ['input', 'output', 'temp'], default: 'output' },
+          subfolder: { type: 'string' },
+          preview: { type: 'string' },
+          channel: { type: 'string', enum: ['rgba', 'rgb', 'a'] },
+        },
+      },
+    },
+    guard(async (req, reply) => {
+      const q = req.query;
+      const rawName = queryString(q, 'filename');
+      if (rawName === undefined) return sendError(reply, 404, 'File not found: no filename given');
+      let file: string;
+      let filename: string;
+      let ownerCheck: { filename: string; subfolder: string; type: FolderType } | undefined;
+      if (/^blake3:/i.test(rawName) && opts.resolveHashName) {
+        const hit = await opts.resolveHashName(rawName, req);
+        if (!hit) return sendError(reply, 404, 'File not found');
+        file = hit.path;
+        filename = hit.filename;
+      } else {
+        const v = resolveViewFile(rawName, queryString(q, 'type') ?? 'output', queryString(q, 'subfolder'));
+        file = v.path;
+        filename = v.filename;
+        if (opts.multiUser && v.type !== 'input') ownerCheck = v;
+      }
+      const st = await fs.promises.stat(file).catch(() => undefined);
+      if (!st?.isFile()) return sendError(reply, 404, 'File not found');
+      if (ownerCheck && !(await mayViewOutput(ctx.storageDb(), ctx.owner(req), ownerCheck))) return sendError(reply, 404, 'File not found');
+
+      const disposition = contentDisposition(filename);
+      const preview = queryString(q, 'preview');
+      const channel = queryString(q, 'channel') ?? 'rgba';
+      if (preview !== undefined) {
+        const out = await previewImage(file, preview, channel);
+        return reply.header('Content-Disposition', disposition).header('Cache-Control', 'no-cache').type(out.type).send(out.body);
+      }
+      if (channel === 'rgb' || channel === 'a') {
+        const png = await channelImage(file, channel);
+        return reply.header('Content-Disposition', disposition).header('Cache-Control', 'no-cache').type('image/png').send(png);
+      }
+      const r = await send(req.raw, '/' + encodeURIComponent(path.basename(file)), { root: path.dirname(file), dotfiles: 'allow', index: false, cacheControl: false });
+      if (r.type !== 'file') {
+        r.stream.destroy?.();
+        return sendError(reply, r.statusCode >= 400 ? r.statusCode : 404, 'File not found');
+      }
+      const headers = r.headers;
+      headers['Content-Type'] = safeContentType(headers['Content-Type'] ?? headers['content-type']);
+      delete headers['content-type'];
+      headers['Content-Disposition'] = disposition;
+      headers['Cache-Control'] = 'no-cache';
+      headers['X-Content-Type-Options'] = 'nosniff';
+      return reply.code(r.statusCode).headers(headers).send(r.stream);
+    }),
+    { validate: false },
+  );
+
+  dual(
+    app,
+    'GET',
+    '/view_metadata/:folder_name',
+    {
+      operationId: 'viewMetadata',
+      tags: ['view'],
+      params: { type: 'object', properties: { folder_name: { type: 'string' } } },
+      querystring: { type: 'object', required: ['filename'], properties: { filename: { type: 'string' } } },
+    },
+    guard(async (req, reply) => {
+      const folder = (req.params as { folder_name: string }).folder_name;
+      const filename = queryString(req.query, 'filename');
+      if (!filename || !filename.endsWith('.safetensors')) return sendError(reply, 404, 'Not found: filename must name a .safetensors file');
+      const file = opts.models.fullPath(folder, filename);
+      if (!file) return sendError(reply, 404, 'Model file not found');
+      const meta = await readSafetensorsMetadata(file);
+      if (meta === undefined) return sendError(reply, 404, 'The file has no safetensors metadata');
+      return reply.type('application/json').send(JSON.stringify(meta));
+    }),
+    { validate: false },
+  );
+}

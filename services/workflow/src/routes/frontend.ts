@@ -1,0 +1,194 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import send from '@fastify/send';
+import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify';
+import { FrontendAssets } from '../domain/frontend.ts';
+import { LogBuffer, captureLogger } from '../domain/logs.ts';
+import type { ModelFolders } from '../domain/models.ts';
+import { hiddenOutputs } from '../domain/output-owners.ts';
+import { checkRealPath, type FolderType, UnsafePathError } from '../files/paths.ts';
+import type { WsHub } from '../ws/hub.ts';
+import { dual, type Handler, type RouteDoc } from './common.ts';
+import type { RouteCtx } from './context.ts';
+import { sendError } from './replies.ts';
+
+export interface FrontendOptions {
+  dirs: Record<FolderType, string>;
+  customNodesDir: string;
+  models: ModelFolders;
+  multiUser: boolean;
+  /** `--front-end-root <dir>`: a web frontend build served at `/`. */
+  frontEndRoot?: string;
+  /** Where `/templates/*` (the workflow templates index and files) is served from. */
+  templatesRoot?: string;
+  hub: WsHub;
+}
+
+const IMAGE_PATH = /\.(jpe?g|png|ppm|bmp|pgm|tiff?|webp)$/i;
+
+/** The reference's cache middleware: scripts, styles and index*.json revalidate; images are kept a day. */
+function cacheHeader(urlPath: string): string | undefined {
+  const last = urlPath.slice(urlPath.lastIndexOf('/') + 1);
+  if (urlPath.endsWith('.js') || urlPath.endsWith('.css') || (last.startsWith('index') && last.endsWith('.json'))) return 'no-cache';
+  if (IMAGE_PATH.test(urlPath)) return 'public, max-age=86400';
+  return undefined;
+}
+
+/**
+ * Serves one file below `root` (dot files refused, links leaving the root
+ * refused); answers through the not-found handler when there is none.
+ */
+async function serveStatic(req: FastifyRequest, reply: FastifyReply, root: string, rel: string, extraHeaders: Record<string, string> = {}): Promise<unknown> {
+  const clean = rel.split('/').filter((p) => p !== '').join('/');
+  let file: string;
+  try {
+    if (clean.split('/').some((p) => p === '..' || p.startsWith('.')) || clean.includes('\\') || clean.includes('\0')) return reply.callNotFound();
+    file = path.join(root, clean);
+    checkRealPath(root, file);
+  } catch (err) {
+    if (err instanceof UnsafePathError) return reply.callNotFound();
+    throw err;
+  }
+  const st = fs.statSync(file, { throwIfNoEntry: false });
+  if (!st?.isFile()) return reply.callNotFound();
+  const r = await send(req.raw, '/' + clean.split('/').map(encodeURIComponent).join('/'), { root, dotfiles: 'deny', index: false, cacheControl: false });
+  if (r.type !== 'file') {
+    r.stream.destroy?.();
+    return reply.callNotFound();
+  }
+  const headers: Record<string, string> = { ...r.headers, ...extraHeaders };
+  const cache = cacheHeader(req.url.split('?')[0]!);
+  if (cache) headers['Cache-Control'] = cache;
+  return reply.code(r.statusCode).headers(headers).send(r.stream);
+}
+
+/** A route at its bare path only (the reference mounts /internal as a sub-application, without the /api twin). */
+function bare(app: FastifyInstance, method: HTTPMethods, url: string, schema: RouteDoc, handler: Handler): void {
+  app.route({ method, url, schema, validatorCompiler: () => () => true, handler });
+}
+
+/**
+ * Routes the reference's web frontend calls besides the API proper:
+ * extensions, translations, templates, subgraph blueprints, node
+ * replacements, the internal log/folder routes, and, with
+ * `--front-end-root`, the frontend build itself at `/`.
+ */
+export function frontendRoutes(app: FastifyInstance, ctx: RouteCtx, opts: FrontendOptions): void {
+  const assets = new FrontendAssets(opts.customNodesDir, opts.frontEndRoot);
+  const logs = new LogBuffer();
+  logs.sink = {
+    connected: (id) => opts.hub.get(id) !== undefined,
+    send: (id, data) => opts.hub.send('logs', data, id),
+  };
+  captureLogger(app.log, logs);
+
+  dual(app, 'GET', '/extensions', { operationId: 'getExtensions', tags: ['extensions'] }, () => assets.extensions());
+  dual(app, 'GET', '/i18n', { operationId: 'getI18n', tags: ['extensions'] }, () => assets.i18n());
+  dual(app, 'GET', '/workflow_templates', { operationId: 'getWorkflowTemplates', tags: ['extensions'] }, () => assets.workflowTemplates());
+  dual(app, 'GET', '/global_subgraphs', { operationId: 'getGlobalSubgraphs', tags: ['subgraph'] }, () => assets.subgraphs());
+  dual(
+    app,
+    'GET',
+    '/global_subgraphs/:id',
+    { operationId: 'getGlobalSubgraph', tags: ['subgraph'], params: { type: 'object', properties: { id: { type: 'string' } } } },
+    (req, reply) => {
+      const entry = assets.subgraph((req.params as { id: string }).id);
+      if (!entry) return sendError(reply, 404, 'Subgraph not found');
+      return entry;
+    },
+    { validate: false },
+  );
+  dual(app, 'GET', '/node_replacements', { operationId: 'getNodeReplacements', tags: ['node'] }, () => ({}));
+
+  // Scripts of node packs, as the reference's static route per pack; the frontend build's own extensions otherwise.
+  app.get('/extensions/:pack/*', { schema: { hide: true } }, async (req, reply) => {
+    const p = req.params as { pack: string; '*': string };
+    const web = assets.webDir(p.pack);
+    if (web) return serveStatic(req, reply, web, p['*']);
+    if (opts.frontEndRoot) return serveStatic(req, reply, opts.frontEndRoot, `extensions/${p.pack}/${p['*']}`);
+    return reply.callNotFound();
+  });
+  app.get('/api/workflow_templates/:pack/*', { schema: { hide: true } }, async (req, reply) => {
+    const p = req.params as { pack: string; '*': string };
+    const hit = assets.templateFile(p.pack, p['*']);
+    if (!hit) return reply.callNotFound();
+    return serveStatic(req, reply, hit.root, hit.rel);
+  });
+
+  // The workflow templates: an empty index when none are installed, so the frontend shows none instead of failing.
+  app.get('/templates/*', { schema: { hide: true } }, async (req, reply) => {
+    const rel = (req.params as { '*': string })['*'];
+    const root = opts.templatesRoot;
+    if (root && fs.existsSync(path.join(root, rel.split('/').filter(Boolean).join('/')))) return serveStatic(req, reply, root, rel);
+    if (rel === 'index.json') return reply.header('Cache-Control', 'no-cache').type('application/json').send('[]');
+    return reply.callNotFound();
+  });
+
+  bare(app, 'GET', '/internal/logs', { operationId: 'getInternalLogs', tags: ['internal'] } as RouteDoc, (_req, reply) =>
+    reply.type('application/json').send(JSON.stringify(logs.all().map((l) => `${l.t} - ${l.m}`).join(''))),
+  );
+  bare(app, 'GET', '/internal/logs/raw', { operationId: 'getInternalLogsRaw', tags: ['internal'] } as RouteDoc, () => logs.rawView());
+  bare(
+    app,
+    'PATCH',
+    '/internal/logs/subscribe',
+    {
+      operationId: 'subscribeToLogs',
+      tags: ['internal'],
+      body: { type: 'object', required: ['clientId', 'enabled'], properties: { clientId: { type: 'string' }, enabled: { type: 'boolean' } } },
+    } as RouteDoc,
+    (req, reply) => {
+      const b = req.body as Record<string, unknown> | undefined;
+      if (!b || typeof b !== 'object' || Array.isArray(b) || typeof b.clientId !== 'string' || b.clientId === '' || b.clientId.length > 256) {
+        return sendError(reply, 400, 'clientId (string) and enabled (boolean) are required');
+      }
+      if (typeof b.enabled !== 'boolean') return sendError(reply, 400, 'clientId (string) and enabled (boolean) are required');
+      logs.subscribe(b.clientId, b.enabled);
+      return reply.code(200).send();
+    },
+  );
+  bare(app, 'GET', '/internal/folder_paths', { operationId: 'getInternalFolderPaths', tags: ['internal'] } as RouteDoc, () => {
+    const out: Record<string, string[]> = {};
+    for (const [name, f] of opts.models.folders()) out[name] = f.paths;
+    return out;
+  });
+  bare(
+    app,
+    'GET',
+    '/internal/files/:directory_type',
+    { operationId: 'getInternalFiles', tags: ['internal'], params: { type: 'object', properties: { directory_type: { type: 'string' } } } } as RouteDoc,
+    async (req, reply) => {
+      const type = (req.params as { directory_type: string }).directory_type;
+      if (type !== 'output' && type !== 'input' && type !== 'temp') return sendError(reply, 400, 'Invalid directory type');
+      const dir = opts.dirs[type];
+      const entries: Array<{ name: string; mtime: number }> = [];
+      for (const e of await fs.promises.readdir(dir, { withFileTypes: true }).catch(() => [])) {
+        const st = await fs.promises.stat(path.join(dir, e.name)).catch(() => undefined);
+        if (st?.isFile() && (!e.isSymbolicLink() || (await insideRoot(dir, path.join(dir, e.name))))) entries.push({ name: e.name, mtime: st.mtimeMs });
+      }
+      let names = entries.sort((a, b) => b.mtime - a.mtime).map((e) => e.name);
+      if (opts.multiUser && type !== 'input') {
+        const hidden = await hiddenOutputs(ctx.storageDb(), ctx.owner(req));
+        names = names.filter((n) => !hidden.has(`${type}//${n}`));
+      }
+      return names;
+    },
+  );
+
+  if (opts.frontEndRoot) {
+    const root = path.resolve(opts.frontEndRoot);
+    app.get('/', { schema: { hide: true } }, (req, reply) =>
+      serveStatic(req, reply, root, 'index.html', { 'Cache-Control': 'no-cache', Pragma: 'no-cache', Expires: '0' }),
+    );
+    app.get('/*', { schema: { hide: true } }, (req, reply) => serveStatic(req, reply, root, (req.params as { '*': string })['*']));
+  }
+}
+
+async function insideRoot(root: string, p: string): Promise<boolean> {
+  try {
+    checkRealPath(root, p);
+    return true;
+  } catch {
+    return false;
+  }
+}
