@@ -292,7 +292,7 @@ export function fileRoutes(app: FastifyInstance, ctx: RouteCtx, opts: FileRoutes
       const preview = queryString(q, 'preview');
       const channel = queryString(q, 'channel') ?? 'rgba';
       if (preview !== undefined) {
-        const out = await previewImage(file, preview, channel);
+        const out = await previewImage(file, preview, queryString(q, 'channel') ?? '');
         return reply.header('Content-Disposition', disposition).header('Cache-Control', 'no-cache').type(out.type).send(out.body);
       }
       if (channel === 'rgb' || channel === 'a') {
@@ -305,7 +305,7 @@ export function fileRoutes(app: FastifyInstance, ctx: RouteCtx, opts: FileRoutes
         return sendError(reply, r.statusCode >= 400 ? r.statusCode : 404, 'File not found');
       }
       const headers = r.headers;
-      headers['Content-Type'] = safeContentType(headers['Content-Type'] ?? headers['content-type']);
+      if (r.statusCode !== 304) headers['Content-Type'] = safeContentType(headers['Content-Type'] ?? headers['content-type']);
       delete headers['content-type'];
       headers['Content-Disposition'] = disposition;
       headers['Cache-Control'] = 'no-cache';
