@@ -75,6 +75,27 @@ export async function decodeImage(file: string | Buffer): Promise<{ image: Image
   return { image: new ImageBatch(frames), mask: new MaskBatch(planes) };
 }
 
+/**
+ * LoadImageMask: one channel of the first frame as a mask (the image is read
+ * as RGBA, so an image without alpha gives an all-zero mask of its size).
+ */
+export async function decodeMaskChannel(file: string | Buffer, channel: number): Promise<MaskBatch> {
+  const meta = await sharp(file, { limitInputPixels: MAX_IMAGE_SIDE * MAX_IMAGE_SIDE }).metadata();
+  checkSize(meta.width!, meta.pageHeight ?? meta.height!);
+  const { data, info } = await sharp(file, { limitInputPixels: MAX_IMAGE_SIDE * MAX_IMAGE_SIDE })
+    .rotate()
+    .ensureAlpha()
+    .raw()
+    .toBuffer({ resolveWithObject: true });
+  const n = info.width * info.height;
+  const mask = new Float32Array(n);
+  for (let i = 0; i < n; i++) {
+    const v = data[i * 4 + channel]! / 255;
+    mask[i] = channel === 3 ? 1 - v : v;
+  }
+  return new MaskBatch([new MaskPlane(info.width, info.height, mask)]);
+}
+
 export async function encodePng(frame: Frame, compressionLevel = 4): Promise<Buffer> {
   return sharp(frame.data, { raw: { width: frame.width, height: frame.height, channels: frame.channels } }).png({ compressionLevel }).toBuffer();
 }
@@ -120,7 +141,7 @@ export function saveImagePath(prefix: string, outputDir: string, width: number, 
 }
 
 /** Writes a batch as PNG files with the prompt and extra_pnginfo in tEXt chunks; never overwrites. */
-async function saveBatch(
+export async function saveBatch(
   images: ImageBatch,
   prefix: string,
   type: 'output' | 'temp',
@@ -195,6 +216,8 @@ export function imageIoNodes(dirs: NodeEnv['dirs']): NodeDefinition[] {
       name: 'LoadImage',
       displayName: 'Load Image',
       category: 'image',
+      essentialsCategory: 'Basics',
+      searchAliases: ['load image', 'open image', 'import image', 'image input', 'upload image', 'read image', 'image loader'],
       inputs: { required: { image: [[], { image_upload: true }] } },
       dynamicInputs: () => ({ required: { image: [listInputImages(dirs.input), { image_upload: true }] } }),
       outputs: ['IMAGE', 'MASK'],
@@ -214,10 +237,33 @@ export function imageIoNodes(dirs: NodeEnv['dirs']): NodeDefinition[] {
       },
     },
     {
+      name: 'LoadImageMask',
+      displayName: 'Load Image (as Mask)',
+      category: 'mask',
+      searchAliases: ['import mask', 'alpha mask', 'channel mask'],
+      inputs: { required: { image: [[], { image_upload: true }], channel: [['alpha', 'red', 'green', 'blue']] } },
+      dynamicInputs: () => ({ required: { image: [listInputImages(dirs.input), { image_upload: true }], channel: [['alpha', 'red', 'green', 'blue']] } }),
+      outputs: ['MASK'],
+      validateInputs: {
+        inputs: ['image'],
+        fn: ({ image }) => (existingImage(dirs, image) ? true : `Invalid image file: ${image}`),
+      },
+      isChanged: ({ image }) => {
+        const file = existingImage(dirs, image);
+        return file ? createHash('sha256').update(fs.readFileSync(file)).digest('hex') : NaN;
+      },
+      execute: async ({ image, channel }) => {
+        const file = existingImage(dirs, image);
+        if (!file) throw Object.assign(new Error(`Invalid image file: ${image}`), { pyType: 'FileNotFoundError' });
+        return [await decodeMaskChannel(file, ['red', 'green', 'blue', 'alpha'].indexOf(channel))];
+      },
+    },
+    {
       name: 'SaveImage',
       displayName: 'Save Image',
-      description: 'Saves the input images to your output directory.',
+      description: 'Saves the input images to your ComfyUI output directory.',
       category: 'image',
+      searchAliases: ['save', 'save image', 'export image', 'output image', 'write image', 'download'],
       inputs: {
         required: {
           images: ['IMAGE', { tooltip: 'The images to save.' }],
@@ -235,8 +281,11 @@ export function imageIoNodes(dirs: NodeEnv['dirs']): NodeDefinition[] {
     {
       name: 'PreviewImage',
       displayName: 'Preview Image',
-      description: 'Saves the input images to your temp directory.',
+      // PreviewImage subclasses SaveImage in the reference and inherits its description and essentials category.
+      description: 'Saves the input images to your ComfyUI output directory.',
       category: 'image',
+      essentialsCategory: 'Basics',
+      searchAliases: ['preview', 'preview image', 'show image', 'view image', 'display image', 'image viewer'],
       inputs: { required: { images: ['IMAGE'] }, hidden: { prompt: 'PROMPT', extra_pnginfo: 'EXTRA_PNGINFO' } },
       outputs: [],
       outputNode: true,

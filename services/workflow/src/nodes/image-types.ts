@@ -76,3 +76,82 @@ export function checkSize(width: number, height: number, batch = 1): void {
     throw new RangeError(`image of ${batch}×${width}×${height} pixels exceeds the limit of ${MAX_IMAGE_PIXELS} pixels`);
   }
 }
+
+/** The reference's MAX_RESOLUTION (nodes.py): the largest side an INT size input accepts. */
+export const MAX_RESOLUTION = MAX_IMAGE_SIDE;
+
+/** A zeroed frame after checking its size against the limits. */
+export function newFrame(width: number, height: number, channels: 3 | 4, batch = 1): Frame {
+  checkSize(width, height, batch);
+  return new Frame(width, height, channels, Buffer.alloc(width * height * channels));
+}
+
+/** A zeroed mask plane after checking its size against the limits. */
+export function newPlane(width: number, height: number, batch = 1): MaskPlane {
+  checkSize(width, height, batch);
+  return new MaskPlane(width, height, new Float32Array(width * height));
+}
+
+/** Float 0..1 → byte, rounding to nearest (the reference keeps floats; a byte is the nearest of its 256 levels). */
+export function toByte(v: number): number {
+  return v <= 0 ? 0 : v >= 1 ? 255 : Math.round(v * 255);
+}
+
+/** Float already on the 0..255 scale → byte. */
+export function clampByte(v: number): number {
+  return v <= 0 ? 0 : v >= 255 ? 255 : Math.round(v);
+}
+
+/** A frame with 3 or 4 channels: drops alpha, or adds an opaque one (the reference pads with 1.0). */
+export function withChannels(f: Frame, channels: 3 | 4): Frame {
+  if (f.channels === channels) return f;
+  const n = f.width * f.height;
+  const out = Buffer.alloc(n * channels);
+  if (channels === 3) {
+    for (let i = 0, j = 0; i < n; i++, j += 4) {
+      out[i * 3] = f.data[j]!;
+      out[i * 3 + 1] = f.data[j + 1]!;
+      out[i * 3 + 2] = f.data[j + 2]!;
+    }
+  } else {
+    for (let i = 0, j = 0; i < n; i++, j += 3) {
+      out[i * 4] = f.data[j]!;
+      out[i * 4 + 1] = f.data[j + 1]!;
+      out[i * 4 + 2] = f.data[j + 2]!;
+      out[i * 4 + 3] = 255;
+    }
+  }
+  return new Frame(f.width, f.height, channels, out);
+}
+
+/** comfy.utils.repeat_to_batch_size: the first `n` items, cycling through them when there are fewer. */
+export function repeatToBatch<T>(items: readonly T[], n: number): T[] {
+  if (items.length === n) return [...items];
+  if (items.length > n) return items.slice(0, n);
+  return Array.from({ length: n }, (_, i) => items[i % items.length]!);
+}
+
+/** The planes of a mask batch, which must all have one size (a tensor [B,H,W]). */
+export function maskPlanes(m: MaskBatch): MaskPlane[] {
+  if (m.planes.length === 0) throw new Error('a mask batch needs at least one mask');
+  return m.planes;
+}
+
+/**
+ * node_helpers.image_alpha_fix: brings two images to the same channel count.
+ * The reference pads the destination when the *source* has fewer channels
+ * (giving it a fifth channel); the source gains the opaque alpha instead.
+ */
+export function alphaFix(dst: ImageBatch, src: ImageBatch): [ImageBatch, ImageBatch] {
+  const dc = dst.frames[0]!.channels;
+  const sc = src.frames[0]!.channels;
+  if (dc === sc) return [dst, src];
+  if (dc < sc) return [dst, new ImageBatch(src.frames.map((f) => withChannels(f, dc)))];
+  return [dst, new ImageBatch(src.frames.map((f) => withChannels(f, sc === 3 ? 4 : sc)))];
+}
+
+/** Python's round(): halves go to the even neighbour. */
+export function pyRound(x: number): number {
+  const r = Math.round(x);
+  return Math.abs(x % 1) === 0.5 && r % 2 !== 0 ? r - 1 : r;
+}

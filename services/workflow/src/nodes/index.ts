@@ -1,5 +1,9 @@
 import type { NodeDefinition, NodeEnv } from './api.ts';
+import { compositingNodes } from './compositing.ts';
+import { imageFilterNodes } from './image-filters.ts';
 import { imageIoNodes } from './image-io.ts';
+import { imageTransformNodes } from './image-transform.ts';
+import { maskNodes } from './masks.ts';
 import { mathNodes } from './math-expression.ts';
 import { previewAnyNodes } from './preview-any.ts';
 import { primitiveNodes } from './primitives.ts';
@@ -7,5 +11,15 @@ import { stringNodes } from './strings.ts';
 
 /** Every built-in node family. */
 export function builtinNodes(dirs: NodeEnv['dirs']): NodeDefinition[] {
-  return [...primitiveNodes, ...stringNodes, ...mathNodes, ...previewAnyNodes, ...imageIoNodes(dirs)];
+  return [
+    ...primitiveNodes,
+    ...stringNodes,
+    ...mathNodes,
+    ...previewAnyNodes,
+    ...imageIoNodes(dirs),
+    ...imageTransformNodes,
+    ...imageFilterNodes,
+    ...maskNodes,
+    ...compositingNodes,
+  ];
 }

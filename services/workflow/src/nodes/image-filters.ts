@@ -1,0 +1,366 @@
+import sharp from 'sharp';
+import type { NodeContext, NodeDefinition } from './api.ts';
+import { alphaFix, checkSize, clampByte, Frame, ImageBatch, toByte } from './image-types.ts';
+import { resizeFrame } from './resample.ts';
+import { combo, IMAGE_IN, v3 } from './schema.ts';
+
+const POST = { category: 'image/postprocessing' };
+
+/** Index into 0..n-1 reflected at the edges without repeating them (torch's 'reflect' padding). */
+function reflect(i: number, n: number): number {
+  if (n === 1) return 0;
+  const period = 2 * (n - 1);
+  i = ((i % period) + period) % period;
+  return i < n ? i : period - i;
+}
+
+/** The reference's gaussian_kernel, one axis: samples of exp(-x²/2σ²) on linspace(-1, 1, size), normalised. */
+export function gaussianKernel1d(size: number, sigma: number): Float64Array {
+  const k = new Float64Array(size);
+  let sum = 0;
+  for (let i = 0; i < size; i++) {
+    const x = size === 1 ? -1 : -1 + (2 * i) / (size - 1);
+    k[i] = Math.exp(-(x * x) / (2 * sigma * sigma));
+    sum += k[i]!;
+  }
+  for (let i = 0; i < size; i++) k[i]! /= sum;
+  return k;
+}
+
+/** Separable convolution with reflect padding, in float (values stay on the 0..255 scale). */
+function convolveSeparable(f: Frame, k: Float64Array, ctx: NodeContext): Float32Array {
+  const { width: w, height: h, channels: c, data } = f;
+  const r = (k.length - 1) / 2;
+  const xs = Int32Array.from({ length: w + 2 * r }, (_, i) => reflect(i - r, w) * c);
+  const ys = Int32Array.from({ length: h + 2 * r }, (_, i) => reflect(i - r, h));
+  const tmp = new Float32Array(w * h * c);
+  for (let y = 0; y < h; y++) {
+    const row = y * w * c;
+    for (let x = 0; x < w; x++) {
+      const o = row + x * c;
+      for (let t = 0; t < k.length; t++) {
+        const wt = k[t]!;
+        const s = row + xs[x + t]!;
+        for (let ch = 0; ch < c; ch++) tmp[o + ch]! += wt * data[s + ch]!;
+      }
+    }
+    if ((y & 127) === 127) ctx.checkInterrupt();
+  }
+  const out = new Float32Array(w * h * c);
+  const rowLen = w * c;
+  for (let y = 0; y < h; y++) {
+    const o = y * rowLen;
+    for (let t = 0; t < k.length; t++) {
+      const wt = k[t]!;
+      const s = ys[y + t]! * rowLen;
+      for (let i = 0; i < rowLen; i++) out[o + i]! += wt * tmp[s + i]!;
+    }
+    if ((y & 127) === 127) ctx.checkInterrupt();
+  }
+  return out;
+}
+
+/** Largest kernel side run as one libvips convolution (its cost grows with the square of the side). */
+const SHARP_KERNEL_MAX = 11;
+
+/**
+ * A 2-D convolution with reflect padding through libvips (sharp.convolve):
+ * the frame is padded here (libvips extends edges by copying them, torch
+ * reflects), convolved in float with +0.5 so the byte cast rounds, and the
+ * padding cut off again. Only for RGB frames: sharp premultiplies alpha.
+ */
+async function convolveSharp(f: Frame, kernel2d: number[], size: number): Promise<Buffer> {
+  const r = (size - 1) / 2;
+  const pw = f.width + 2 * r;
+  const ph = f.height + 2 * r;
+  const c = f.channels;
+  const padded = Buffer.alloc(pw * ph * c);
+  for (let y = 0; y < ph; y++) {
+    const sy = reflect(y - r, f.height);
+    const dst = y * pw * c;
+    f.data.copy(padded, dst + r * c, sy * f.width * c, (sy + 1) * f.width * c);
+    for (let x = 0; x < r; x++) {
+      const lx = reflect(x - r, f.width);
+      const rx = reflect(f.width + x, f.width);
+      f.data.copy(padded, dst + x * c, (sy * f.width + lx) * c, (sy * f.width + lx + 1) * c);
+      f.data.copy(padded, dst + (r + f.width + x) * c, (sy * f.width + rx) * c, (sy * f.width + rx + 1) * c);
+    }
+  }
+  const out = await sharp(padded, { raw: { width: pw, height: ph, channels: c } })
+    .convolve({ width: size, height: size, kernel: kernel2d, scale: 1, offset: 0.5 })
+    .raw()
+    .toBuffer();
+  const res = Buffer.alloc(f.width * f.height * c);
+  for (let y = 0; y < f.height; y++) out.copy(res, y * f.width * c, ((y + r) * pw + r) * c, ((y + r) * pw + r + f.width) * c);
+  return res;
+}
+
+function outer(k: Float64Array): number[] {
+  const out: number[] = [];
+  for (let i = 0; i < k.length; i++) for (let j = 0; j < k.length; j++) out.push(k[i]! * k[j]!);
+  return out;
+}
+
+export async function blurFrame(f: Frame, radius: number, sigma: number, ctx: NodeContext): Promise<Frame> {
+  const size = radius * 2 + 1;
+  const k = gaussianKernel1d(size, sigma);
+  if (f.channels === 3 && size <= SHARP_KERNEL_MAX) return new Frame(f.width, f.height, 3, await convolveSharp(f, outer(k), size));
+  const out = convolveSeparable(f, k, ctx);
+  const data = Buffer.alloc(out.length);
+  for (let i = 0; i < out.length; i++) data[i] = clampByte(out[i]!);
+  return new Frame(f.width, f.height, f.channels, data);
+}
+
+/** The reference's sharpen kernel: -10·alpha·gaussian, centre raised so it sums to 1; i.e. (1+a)·x − a·blur(x). */
+export async function sharpenFrame(f: Frame, radius: number, sigma: number, alpha: number, ctx: NodeContext): Promise<Frame> {
+  const size = radius * 2 + 1;
+  const k = gaussianKernel1d(size, sigma);
+  const a = alpha * 10;
+  if (f.channels === 3 && size <= SHARP_KERNEL_MAX) {
+    const k2 = outer(k).map((v) => -a * v);
+    const centre = (size * size - 1) / 2;
+    k2[centre] = k2[centre]! + 1 + a;
+    return new Frame(f.width, f.height, 3, await convolveSharp(f, k2, size));
+  }
+  const blurred = convolveSeparable(f, k, ctx);
+  const data = Buffer.alloc(blurred.length);
+  for (let i = 0; i < blurred.length; i++) data[i] = clampByte((1 + a) * f.data[i]! - a * blurred[i]!);
+  return new Frame(f.width, f.height, f.channels, data);
+}
+
+type BlendMode = 'normal' | 'multiply' | 'screen' | 'overlay' | 'soft_light' | 'difference';
+const BLEND_MODES: BlendMode[] = ['normal', 'multiply', 'screen', 'overlay', 'soft_light', 'difference'];
+
+function blendValue(a: number, b: number, mode: BlendMode): number {
+  switch (mode) {
+    case 'normal':
+      return b;
+    case 'multiply':
+      return a * b;
+    case 'screen':
+      return 1 - (1 - a) * (1 - b);
+    case 'overlay':
+      return a <= 0.5 ? 2 * a * b : 1 - 2 * (1 - a) * (1 - b);
+    case 'soft_light': {
+      const g = a <= 0.25 ? ((16 * a - 12) * a + 4) * a : Math.sqrt(a);
+      return b <= 0.5 ? a - (1 - 2 * b) * a * (1 - a) : a + (2 * b - 1) * (g - a);
+    }
+    case 'difference':
+      return a - b;
+  }
+}
+
+/** Two batches combined item by item; a batch of one broadcasts, as tensors do. */
+export function broadcastPairs(b1: number, b2: number): number {
+  if (b1 === b2 || b2 === 1 || b1 === 1) return Math.max(b1, b2);
+  throw Object.assign(new Error(`The size of tensor a (${b1}) must match the size of tensor b (${b2}) at non-singleton dimension 0`), { pyType: 'RuntimeError' });
+}
+
+async function blend(image1: ImageBatch, image2: ImageBatch, factor: number, mode: BlendMode, ctx: NodeContext): Promise<ImageBatch> {
+  [image1, image2] = alphaFix(image1, image2);
+  const f1 = image1.frames[0]!;
+  let frames2 = image2.frames;
+  const f2 = frames2[0]!;
+  if (f1.width !== f2.width || f1.height !== f2.height || image1.frames.length !== frames2.length) {
+    frames2 = await Promise.all(frames2.map((f) => resizeFrame(f, f1.width, f1.height, 'bicubic', 'center', () => ctx.checkInterrupt())));
+  }
+  const n = broadcastPairs(image1.frames.length, frames2.length);
+  checkSize(f1.width, f1.height, n);
+  const lut = new Float64Array(256).map((_, i) => i / 255);
+  const out: Frame[] = [];
+  for (let b = 0; b < n; b++) {
+    ctx.checkInterrupt();
+    const a = image1.frames[Math.min(b, image1.frames.length - 1)]!.data;
+    const c = frames2[Math.min(b, frames2.length - 1)]!.data;
+    const data = Buffer.alloc(a.length);
+    for (let i = 0; i < a.length; i++) {
+      const x = lut[a[i]!]!;
+      data[i] = toByte(x * (1 - factor) + blendValue(x, lut[c[i]!]!, mode) * factor);
+    }
+    out.push(new Frame(f1.width, f1.height, f1.channels, data));
+  }
+  return new ImageBatch(out);
+}
+
+/** normalized_bayer_matrix(n) of the reference, as rows. */
+function bayerMatrix(n: number): number[][] {
+  if (n === 0) return [[0]];
+  const q = 4 ** n;
+  const m = bayerMatrix(n - 1).map((row) => row.map((v) => v * q));
+  const size = m.length;
+  const out: number[][] = Array.from({ length: size * 2 }, () => new Array(size * 2).fill(0));
+  for (let y = 0; y < size; y++) {
+    for (let x = 0; x < size; x++) {
+      out[y]![x] = (m[y]![x]! - 1.5) / q;
+      out[y]![x + size] = (m[y]![x]! + 0.5) / q;
+      out[y + size]![x] = (m[y]![x]! + 1.5) / q;
+      out[y + size]![x + size] = (m[y]![x]! - 0.5) / q;
+    }
+  }
+  return out;
+}
+
+async function paletteQuantize(f: Frame, colors: number, dither: number): Promise<Buffer> {
+  const png = await sharp(f.data, { raw: { width: f.width, height: f.height, channels: 3 } })
+    .png({ palette: true, colors, dither, effort: 10 })
+    .toBuffer();
+  return sharp(png).removeAlpha().toColourspace('srgb').raw().toBuffer();
+}
+
+/**
+ * PIL's quantize builds the palette by median cut; libimagequant (sharp's
+ * palette PNG) picks its own palette, so colours can differ by a few levels
+ * while the count limit and the dithering modes match the reference.
+ */
+async function quantizeFrame(f: Frame, colors: number, dither: string, ctx: NodeContext): Promise<Frame> {
+  const rgb = f.channels === 3 ? f : new Frame(f.width, f.height, 3, Buffer.from(f.data.filter((_, i) => i % 4 !== 3)));
+  const n = rgb.width * rgb.height;
+  if (colors === 1) {
+    // One colour: the mean, as a one-box median cut gives.
+    const sum = [0, 0, 0];
+    for (let i = 0; i < n * 3; i++) sum[i % 3]! += rgb.data[i]!;
+    const mean = sum.map((s) => Math.round(s / n));
+    const data = Buffer.alloc(n * 3);
+    for (let i = 0; i < n * 3; i++) data[i] = mean[i % 3]!;
+    return new Frame(rgb.width, rgb.height, 3, data);
+  }
+  if (!dither.startsWith('bayer')) return new Frame(rgb.width, rgb.height, 3, await paletteQuantize(rgb, colors, dither === 'floyd-steinberg' ? 1 : 0));
+  // Bayer: the undithered palette, a tiled threshold matrix added, then the nearest palette colour.
+  const base = await paletteQuantize(rgb, colors, 0);
+  const palette = [...new Set(Array.from({ length: n }, (_, i) => (base[i * 3]! << 16) | (base[i * 3 + 1]! << 8) | base[i * 3 + 2]!))];
+  const order = Number(dither.split('-').at(-1));
+  const m = bayerMatrix(Math.log2(order));
+  const spread = (2 * 256) / palette.length;
+  const data = Buffer.alloc(n * 3);
+  const cache = new Map<number, number>();
+  for (let y = 0; y < rgb.height; y++) {
+    if ((y & 63) === 63) ctx.checkInterrupt();
+    for (let x = 0; x < rgb.width; x++) {
+      const i = (y * rgb.width + x) * 3;
+      const t = spread * m[y % order]![x % order]! + 0.5;
+      const r = Math.trunc(Math.min(255, Math.max(0, rgb.data[i]! + t)));
+      const g = Math.trunc(Math.min(255, Math.max(0, rgb.data[i + 1]! + t)));
+      const b = Math.trunc(Math.min(255, Math.max(0, rgb.data[i + 2]! + t)));
+      const key = (r << 16) | (g << 8) | b;
+      let best = cache.get(key);
+      if (best === undefined) {
+        let bestD = Infinity;
+        for (const p of palette) {
+          const d = (r - (p >> 16)) ** 2 + (g - ((p >> 8) & 255)) ** 2 + (b - (p & 255)) ** 2;
+          if (d < bestD) {
+            bestD = d;
+            best = p;
+          }
+        }
+        cache.set(key, best!);
+      }
+      data[i] = best! >> 16;
+      data[i + 1] = (best! >> 8) & 255;
+      data[i + 2] = best! & 255;
+    }
+  }
+  return new Frame(rgb.width, rgb.height, 3, data);
+}
+
+export const imageFilterNodes: NodeDefinition[] = [
+  {
+    name: 'ImageInvert',
+    displayName: 'Invert Image',
+    category: 'image',
+    essentialsCategory: 'Image Tools',
+    searchAliases: ['reverse colors'],
+    inputs: { required: { image: ['IMAGE'] } },
+    outputs: ['IMAGE'],
+    execute: ({ image }) => [
+      new ImageBatch(
+        (image as ImageBatch).frames.map((f) => {
+          const data = Buffer.alloc(f.data.length);
+          for (let i = 0; i < data.length; i++) data[i] = 255 - f.data[i]!;
+          return new Frame(f.width, f.height, f.channels, data);
+        }),
+      ),
+    ],
+  },
+  ...v3('comfy_extras.nodes_post_processing', [
+  {
+    ...POST,
+    name: 'ImageBlend',
+    displayName: 'Image Blend',
+    essentialsCategory: 'Image Tools',
+    inputs: {
+      required: {
+        image1: IMAGE_IN,
+        image2: IMAGE_IN,
+        blend_factor: ['FLOAT', { default: 0.5, min: 0.0, max: 1.0, step: 0.01 }],
+        blend_mode: combo(BLEND_MODES),
+      },
+    },
+    outputs: ['IMAGE'],
+    execute: async ({ image1, image2, blend_factor, blend_mode }, ctx) => [await blend(image1, image2, blend_factor, blend_mode, ctx)],
+  },
+  {
+    ...POST,
+    name: 'ImageBlur',
+    displayName: 'Image Blur',
+    inputs: {
+      required: {
+        image: IMAGE_IN,
+        blur_radius: ['INT', { default: 1, min: 1, max: 31, step: 1 }],
+        sigma: ['FLOAT', { default: 1.0, min: 0.1, max: 10.0, step: 0.1 }],
+      },
+    },
+    outputs: ['IMAGE'],
+    execute: async ({ image, blur_radius, sigma }, ctx) => {
+      if (blur_radius === 0) return [image];
+      const frames: Frame[] = [];
+      for (const f of (image as ImageBatch).frames) {
+        ctx.checkInterrupt();
+        frames.push(await blurFrame(f, blur_radius, sigma, ctx));
+      }
+      return [new ImageBatch(frames)];
+    },
+  },
+  {
+    ...POST,
+    name: 'ImageQuantize',
+    inputs: {
+      required: {
+        image: IMAGE_IN,
+        colors: ['INT', { default: 256, min: 1, max: 256, step: 1 }],
+        dither: combo(['none', 'floyd-steinberg', 'bayer-2', 'bayer-4', 'bayer-8', 'bayer-16']),
+      },
+    },
+    outputs: ['IMAGE'],
+    execute: async ({ image, colors, dither }, ctx) => {
+      const frames: Frame[] = [];
+      for (const f of (image as ImageBatch).frames) {
+        ctx.checkInterrupt();
+        frames.push(await quantizeFrame(f, colors, dither, ctx));
+      }
+      return [new ImageBatch(frames)];
+    },
+  },
+  {
+    ...POST,
+    name: 'ImageSharpen',
+    inputs: {
+      required: {
+        image: IMAGE_IN,
+        sharpen_radius: ['INT', { default: 1, min: 1, max: 31, step: 1, advanced: true }],
+        sigma: ['FLOAT', { default: 1.0, min: 0.1, max: 10.0, step: 0.01, advanced: true }],
+        alpha: ['FLOAT', { default: 1.0, min: 0.0, max: 5.0, step: 0.01, advanced: true }],
+      },
+    },
+    outputs: ['IMAGE'],
+    execute: async ({ image, sharpen_radius, sigma, alpha }, ctx) => {
+      if (sharpen_radius === 0) return [image];
+      const frames: Frame[] = [];
+      for (const f of (image as ImageBatch).frames) {
+        ctx.checkInterrupt();
+        frames.push(await sharpenFrame(f, sharpen_radius, sigma, alpha, ctx));
+      }
+      return [new ImageBatch(frames)];
+    },
+  },
+]),
+];

@@ -1,0 +1,339 @@
+import { randomBytes } from 'node:crypto';
+import type { NodeContext, NodeDefinition } from './api.ts';
+import { saveBatch } from './image-io.ts';
+import { checkSize, Frame, ImageBatch, MaskBatch, MaskPlane, maskPlanes, MAX_RESOLUTION, newPlane, toByte } from './image-types.ts';
+import { cropPlane } from './resample.ts';
+import { combo, IMAGE_IN, MASK_IN, v3 } from './schema.ts';
+
+function mapPlanes(mask: MaskBatch, fn: (p: MaskPlane) => MaskPlane, ctx: NodeContext): MaskBatch {
+  return new MaskBatch(
+    maskPlanes(mask).map((p) => {
+      ctx.checkInterrupt();
+      return fn(p);
+    }),
+  );
+}
+
+function mapValues(p: MaskPlane, fn: (v: number) => number): MaskPlane {
+  const out = new Float32Array(p.data.length);
+  for (let i = 0; i < out.length; i++) out[i] = fn(p.data[i]!);
+  return new MaskPlane(p.width, p.height, out);
+}
+
+/** MASK → IMAGE: each plane becomes a grey RGB frame. */
+export function maskToImage(mask: MaskBatch): ImageBatch {
+  return new ImageBatch(
+    maskPlanes(mask).map((p) => {
+      const data = Buffer.alloc(p.data.length * 3);
+      for (let i = 0; i < p.data.length; i++) data[i * 3] = data[i * 3 + 1] = data[i * 3 + 2] = toByte(p.data[i]!);
+      return new Frame(p.width, p.height, 3, data);
+    }),
+  );
+}
+
+/** torch.round(): halves go to the even neighbour, so 0.5 rounds to 0. */
+function roundsToTrue(v: number): boolean {
+  const r = Math.round(v);
+  return (Math.abs(v % 1) === 0.5 && r % 2 !== 0 ? r - 1 : r) !== 0;
+}
+
+function composite(destination: MaskBatch, source: MaskBatch, x: number, y: number, op: string): MaskBatch {
+  const dst = maskPlanes(destination);
+  const src = maskPlanes(source);
+  if (src.length !== dst.length && src.length !== 1 && dst.length !== 1) {
+    throw Object.assign(new Error(`The size of tensor a (${dst.length}) must match the size of tensor b (${src.length}) at non-singleton dimension 0`), { pyType: 'RuntimeError' });
+  }
+  const n = Math.max(dst.length, src.length);
+  const { width: dw, height: dh } = dst[0]!;
+  const { width: sw, height: sh } = src[0]!;
+  checkSize(dw, dh, n);
+  const right = Math.min(x + sw, dw);
+  const bottom = Math.min(y + sh, dh);
+  const out: MaskPlane[] = [];
+  for (let b = 0; b < n; b++) {
+    const d = dst[Math.min(b, dst.length - 1)]!;
+    const s = src[Math.min(b, src.length - 1)]!;
+    const o = Float32Array.from(d.data);
+    for (let yy = y; yy < bottom; yy++) {
+      for (let xx = x; xx < right; xx++) {
+        const a = o[yy * dw + xx]!;
+        const v = s.data[(yy - y) * sw + (xx - x)]!;
+        let r: number;
+        if (op === 'multiply') r = a * v;
+        else if (op === 'add') r = a + v;
+        else if (op === 'subtract') r = a - v;
+        else {
+          const p = roundsToTrue(a);
+          const q = roundsToTrue(v);
+          r = Number(op === 'and' ? p && q : op === 'or' ? p || q : p !== q);
+        }
+        o[yy * dw + xx] = r;
+      }
+    }
+    for (let i = 0; i < o.length; i++) o[i] = Math.min(1, Math.max(0, o[i]!));
+    out.push(new MaskPlane(dw, dh, o));
+  }
+  return new MaskBatch(out);
+}
+
+/**
+ * FeatherMask: edges fade linearly over the given widths. The reference
+ * indexes the right and bottom edges with `-x`, so its first step scales
+ * column/row 0 instead of the last one; here the fade starts at the edge it
+ * names (the outermost column/row gets 1/width).
+ */
+function feather(p: MaskPlane, left: number, top: number, right: number, bottom: number): MaskPlane {
+  const { width: w, height: h } = p;
+  const o = Float32Array.from(p.data);
+  left = Math.min(left, w);
+  right = Math.min(right, w);
+  top = Math.min(top, h);
+  bottom = Math.min(bottom, h);
+  const col = (x: number, rate: number) => {
+    for (let y = 0; y < h; y++) o[y * w + x]! *= rate;
+  };
+  const row = (y: number, rate: number) => {
+    for (let x = 0; x < w; x++) o[y * w + x]! *= rate;
+  };
+  for (let x = 0; x < left; x++) col(x, (x + 1) / left);
+  for (let x = 0; x < right; x++) col(w - 1 - x, (x + 1) / right);
+  for (let y = 0; y < top; y++) row(y, (y + 1) / top);
+  for (let y = 0; y < bottom; y++) row(h - 1 - y, (y + 1) / bottom);
+  return new MaskPlane(w, h, o);
+}
+
+/** Sliding max (or min) over a window of radius r along one line; samples outside the line are ignored. */
+function slide(src: Float32Array, start: number, stride: number, len: number, r: number, max: boolean, out: Float32Array, g: Float32Array, hbuf: Float32Array): void {
+  // van Herk / Gil-Werman: block-wise prefix and suffix extrema give any window in O(1).
+  const k = 2 * r + 1;
+  const pick = max ? Math.max : Math.min;
+  const fill = max ? -Infinity : Infinity;
+  const total = len + 2 * r;
+  for (let i = 0; i < total; i++) {
+    const j = i - r;
+    const v = j >= 0 && j < len ? src[start + j * stride]! : fill;
+    g[i] = i % k === 0 ? v : pick(g[i - 1]!, v);
+  }
+  for (let i = total - 1; i >= 0; i--) {
+    const j = i - r;
+    const v = j >= 0 && j < len ? src[start + j * stride]! : fill;
+    hbuf[i] = i === total - 1 || (i + 1) % k === 0 ? v : pick(hbuf[i + 1]!, v);
+  }
+  for (let j = 0; j < len; j++) out[start + j * stride] = pick(hbuf[j]!, g[j + 2 * r]!);
+}
+
+/**
+ * GrowMask: |expand| rounds of grey dilation (erosion when negative) with a
+ * 3×3 footprint, square or cross (tapered corners). Square rounds compose to
+ * one (2n+1)² window, done separably in O(pixels); cross rounds run one by
+ * one, at most width+height of them (after that nothing changes), each
+ * checking for interrupts.
+ */
+function grow(p: MaskPlane, expand: number, tapered: boolean, ctx: NodeContext): MaskPlane {
+  const { width: w, height: h } = p;
+  const max = expand > 0;
+  const n = Math.min(Math.abs(expand), w + h);
+  if (n === 0) return p;
+  if (!tapered) {
+    const r = Math.min(n, Math.max(w, h));
+    const a = Float32Array.from(p.data);
+    const b = new Float32Array(a.length);
+    const g = new Float32Array(Math.max(w, h) + 2 * r);
+    const hb = new Float32Array(g.length);
+    for (let y = 0; y < h; y++) slide(a, y * w, 1, w, r, max, b, g, hb);
+    ctx.checkInterrupt();
+    for (let x = 0; x < w; x++) slide(b, x, w, h, r, max, a, g, hb);
+    return new MaskPlane(w, h, a);
+  }
+  let cur = Float32Array.from(p.data);
+  let next = new Float32Array(cur.length);
+  const pick = max ? Math.max : Math.min;
+  for (let it = 0; it < n; it++) {
+    ctx.checkInterrupt();
+    for (let y = 0; y < h; y++) {
+      for (let x = 0; x < w; x++) {
+        const i = y * w + x;
+        let v = cur[i]!;
+        if (x > 0) v = pick(v, cur[i - 1]!);
+        if (x < w - 1) v = pick(v, cur[i + 1]!);
+        if (y > 0) v = pick(v, cur[i - w]!);
+        if (y < h - 1) v = pick(v, cur[i + w]!);
+        next[i] = v;
+      }
+    }
+    [cur, next] = [next, cur];
+  }
+  return new MaskPlane(w, h, cur);
+}
+
+const CHANNELS = ['red', 'green', 'blue', 'alpha'];
+
+export const maskNodes: NodeDefinition[] = v3('comfy_extras.nodes_mask', [
+  {
+    name: 'MaskToImage',
+    displayName: 'Convert Mask to Image',
+    category: 'mask',
+    searchAliases: ['convert mask'],
+    inputs: { required: { mask: MASK_IN } },
+    outputs: ['IMAGE'],
+    execute: ({ mask }) => [maskToImage(mask)],
+  },
+  {
+    name: 'ImageToMask',
+    displayName: 'Convert Image to Mask',
+    category: 'mask',
+    searchAliases: ['extract channel', 'channel to mask'],
+    inputs: { required: { image: IMAGE_IN, channel: combo(CHANNELS) } },
+    outputs: ['MASK'],
+    execute: ({ image, channel }) => {
+      const c = CHANNELS.indexOf(channel);
+      return [
+        new MaskBatch(
+          (image as ImageBatch).frames.map((f) => {
+            const n = f.width * f.height;
+            const out = new Float32Array(n);
+            // Alpha of an RGB image is opaque (the reference raises an IndexError there).
+            if (c >= f.channels) out.fill(1);
+            else for (let i = 0; i < n; i++) out[i] = f.data[i * f.channels + c]! / 255;
+            return new MaskPlane(f.width, f.height, out);
+          }),
+        ),
+      ];
+    },
+  },
+  {
+    name: 'ImageColorToMask',
+    category: 'mask',
+    searchAliases: ['color keying', 'chroma key'],
+    inputs: { required: { image: IMAGE_IN, color: ['INT', { default: 0, min: 0, max: 0xffffff, step: 1, display: 'number' }] } },
+    outputs: ['MASK'],
+    execute: ({ image, color }) => [
+      new MaskBatch(
+        (image as ImageBatch).frames.map((f) => {
+          const n = f.width * f.height;
+          const out = new Float32Array(n);
+          const c = f.channels;
+          for (let i = 0; i < n; i++) out[i] = ((f.data[i * c]! << 16) | (f.data[i * c + 1]! << 8) | f.data[i * c + 2]!) === color ? 1 : 0;
+          return new MaskPlane(f.width, f.height, out);
+        }),
+      ),
+    ],
+  },
+  {
+    name: 'SolidMask',
+    category: 'mask',
+    inputs: {
+      required: {
+        value: ['FLOAT', { default: 1.0, min: 0.0, max: 1.0, step: 0.01 }],
+        width: ['INT', { default: 512, min: 1, max: MAX_RESOLUTION, step: 1 }],
+        height: ['INT', { default: 512, min: 1, max: MAX_RESOLUTION, step: 1 }],
+      },
+    },
+    outputs: ['MASK'],
+    execute: ({ value, width, height }) => {
+      const p = newPlane(width, height);
+      p.data.fill(value);
+      return [new MaskBatch([p])];
+    },
+  },
+  {
+    name: 'InvertMask',
+    category: 'mask',
+    searchAliases: ['reverse mask', 'flip mask'],
+    inputs: { required: { mask: MASK_IN } },
+    outputs: ['MASK'],
+    execute: ({ mask }, ctx) => [mapPlanes(mask, (p) => mapValues(p, (v) => 1 - v), ctx)],
+  },
+  {
+    name: 'CropMask',
+    category: 'mask',
+    searchAliases: ['cut mask', 'extract mask region', 'mask slice'],
+    inputs: {
+      required: {
+        mask: MASK_IN,
+        x: ['INT', { default: 0, min: 0, max: MAX_RESOLUTION, step: 1 }],
+        y: ['INT', { default: 0, min: 0, max: MAX_RESOLUTION, step: 1 }],
+        width: ['INT', { default: 512, min: 1, max: MAX_RESOLUTION, step: 1 }],
+        height: ['INT', { default: 512, min: 1, max: MAX_RESOLUTION, step: 1 }],
+      },
+    },
+    outputs: ['MASK'],
+    execute: ({ mask, x, y, width, height }, ctx) => {
+      const first = maskPlanes(mask)[0]!;
+      const w = Math.min(width, first.width - x);
+      const h = Math.min(height, first.height - y);
+      // The reference slices to an empty tensor here, which fails later in whatever node receives it.
+      if (w <= 0 || h <= 0) throw Object.assign(new Error(`crop at (${x}, ${y}) is outside the ${first.width}x${first.height} mask`), { pyType: 'ValueError' });
+      return [mapPlanes(mask, (p) => cropPlane(p, x, y, w, h), ctx)];
+    },
+  },
+  {
+    name: 'MaskComposite',
+    category: 'mask',
+    searchAliases: ['combine masks', 'blend masks', 'layer masks'],
+    inputs: {
+      required: {
+        destination: MASK_IN,
+        source: MASK_IN,
+        x: ['INT', { default: 0, min: 0, max: MAX_RESOLUTION, step: 1 }],
+        y: ['INT', { default: 0, min: 0, max: MAX_RESOLUTION, step: 1 }],
+        operation: combo(['multiply', 'add', 'subtract', 'and', 'or', 'xor']),
+      },
+    },
+    outputs: ['MASK'],
+    execute: ({ destination, source, x, y, operation }) => [composite(destination, source, x, y, operation)],
+  },
+  {
+    name: 'FeatherMask',
+    category: 'mask',
+    searchAliases: ['soft edge mask', 'blur mask edges', 'gradient mask edge'],
+    inputs: {
+      required: {
+        mask: MASK_IN,
+        left: ['INT', { default: 0, min: 0, max: MAX_RESOLUTION, step: 1 }],
+        top: ['INT', { default: 0, min: 0, max: MAX_RESOLUTION, step: 1 }],
+        right: ['INT', { default: 0, min: 0, max: MAX_RESOLUTION, step: 1 }],
+        bottom: ['INT', { default: 0, min: 0, max: MAX_RESOLUTION, step: 1 }],
+      },
+    },
+    outputs: ['MASK'],
+    execute: ({ mask, left, top, right, bottom }, ctx) => [mapPlanes(mask, (p) => feather(p, left, top, right, bottom), ctx)],
+  },
+  {
+    name: 'GrowMask',
+    displayName: 'Grow Mask',
+    category: 'mask',
+    searchAliases: ['expand mask', 'shrink mask'],
+    inputs: {
+      required: {
+        mask: MASK_IN,
+        expand: ['INT', { default: 0, min: -MAX_RESOLUTION, max: MAX_RESOLUTION, step: 1 }],
+        tapered_corners: ['BOOLEAN', { default: true, advanced: true }],
+      },
+    },
+    outputs: ['MASK'],
+    execute: ({ mask, expand, tapered_corners }, ctx) => [mapPlanes(mask, (p) => grow(p, expand, tapered_corners, ctx), ctx)],
+  },
+  {
+    name: 'ThresholdMask',
+    category: 'mask',
+    searchAliases: ['binary mask'],
+    inputs: { required: { mask: MASK_IN, value: ['FLOAT', { default: 0.5, min: 0.0, max: 1.0, step: 0.01 }] } },
+    outputs: ['MASK'],
+    execute: ({ mask, value }, ctx) => [mapPlanes(mask, (p) => mapValues(p, (v) => (v > value ? 1 : 0)), ctx)],
+  },
+  {
+    name: 'MaskPreview',
+    displayName: 'Preview Mask',
+    description: 'Saves the input images to your ComfyUI output directory.',
+    category: 'mask',
+    searchAliases: ['show mask', 'view mask', 'inspect mask', 'debug mask'],
+    inputs: { required: { mask: MASK_IN }, hidden: { prompt: 'PROMPT', extra_pnginfo: 'EXTRA_PNGINFO' } },
+    outputs: [],
+    outputNode: true,
+    execute: async ({ mask, prompt, extra_pnginfo }, ctx) => {
+      const suffix = Array.from(randomBytes(5), (b) => 'abcdefghijklmnopqrstupvxyz'[b % 26]).join('');
+      return { ui: { images: await saveBatch(maskToImage(mask), `ComfyUI_temp_${suffix}`, 'temp', ctx, { prompt, extra_pnginfo }, 4) } };
+    },
+  },
+]);
