@@ -3,14 +3,12 @@ import path from 'node:path';
 import send from '@fastify/send';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { fileInfo, listFiles, listTree } from '../domain/userdata.ts';
+import { safeContentType } from '../domain/view.ts';
 import { UnknownUserError, type UserManager } from '../domain/users.ts';
 import { pyUnquote, UnsafePathError, WRITE_FLAGS } from '../files/paths.ts';
 import { dual } from './common.ts';
 import { queryFlag, queryString, sendText } from './replies.ts';
 import { comfyUserHeader } from './users.ts';
-
-/** Content types a browser would run or style with: served as a download, never rendered on the service's origin. */
-const ACTIVE_TYPES = new Set(['text/html', 'text/html-sandboxed', 'application/xhtml+xml', 'text/javascript', 'application/javascript', 'text/css', 'image/svg+xml']);
 
 /** Thrown by the resolvers below to end a request with the reference's text answer. */
 class Answer extends Error {
@@ -157,8 +155,9 @@ export function userdataRoutes(app: FastifyInstance, users: UserManager, opts: U
       const r = await send(req.raw, '/' + encodeURIComponent(path.basename(file)), { root: path.dirname(file), dotfiles: 'allow', index: false, acceptRanges: true, cacheControl: false });
       if (r.type === 'error') throw new Answer(r.statusCode === 404 ? 404 : r.statusCode, `${r.statusCode}: ${r.metadata.error.message}`);
       const headers = r.headers as Record<string, string>;
-      const type = String(headers['content-type'] ?? '').split(';')[0]!.trim();
-      if (ACTIVE_TYPES.has(type)) headers['content-type'] = 'application/octet-stream';
+      if (r.statusCode !== 304) headers['Content-Type'] = safeContentType(headers['Content-Type'] ?? headers['content-type']);
+      delete headers['content-type'];
+      headers['X-Content-Type-Options'] = 'nosniff';
       return reply.code(r.statusCode).headers(headers).send(r.stream);
     }),
     { validate: false },
