@@ -1,13 +1,23 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
-import pg from 'pg';
+import type pg from 'pg';
 import { CompiledQuery, Kysely, PostgresDialect, SqliteDialect, SqliteDriver, sql, type DatabaseConnection, type Driver, type SqliteDialectConfig } from 'kysely';
 import { postgresDialect, sqliteDialect, type SqlDialect } from './dialect.ts';
 import { registerSqliteFunctions } from './sqlite-functions.ts';
 
-// int8 (bigserial ids, counts) as JS numbers: our ids stay far below 2^53.
-pg.types.setTypeParser(20, (v) => Number.parseInt(v, 10));
+let pgModule: Promise<typeof pg> | undefined;
+
+/** The pg driver, loaded on first use: a service on SQLite never pays its memory. */
+export function loadPg(): Promise<typeof pg> {
+  pgModule ??= import('pg').then((m) => {
+    const driver = (m.default ?? m) as typeof pg;
+    // int8 (bigserial ids, counts) as JS numbers: our ids stay far below 2^53.
+    driver.types.setTypeParser(20, (v) => Number.parseInt(v, 10));
+    return driver;
+  });
+  return pgModule;
+}
 
 export interface StorageOptions {
   /** `postgres://…` selects PostgreSQL; anything else means the embedded SQLite file. */
@@ -127,6 +137,7 @@ export function quoteIdent(name: string): string {
 }
 
 async function openPostgres(url: string, opts: StorageOptions): Promise<Storage> {
+  const pg = await loadPg();
   const schema = opts.pgSchema;
   // Create the schema with a short-lived client so the pool's search_path is valid from the start.
   const admin = new pg.Client({ connectionString: url });
@@ -159,6 +170,7 @@ async function openPostgres(url: string, opts: StorageOptions): Promise<Storage>
 
 /** Drops a PostgreSQL schema and everything in it (tests use a schema per server). */
 export async function dropPgSchema(url: string, schema: string): Promise<void> {
+  const pg = await loadPg();
   const c = new pg.Client({ connectionString: url });
   await c.connect();
   try {
