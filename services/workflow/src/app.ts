@@ -15,6 +15,7 @@ import { apiKeyGuard, corsHook, originGuard } from './http/access.ts';
 import { workflowErrorStyle } from './http/errors.ts';
 import { installJsonParser } from './http/json-body.ts';
 import type { NodeDefinition } from './nodes/api.ts';
+import { apiNodes, openaiConfig } from './nodes/api-nodes.ts';
 import { builtinNodes } from './nodes/index.ts';
 import { loadPacks } from './nodes/loader.ts';
 import { PromptRunner } from './runtime/prompt-runner.ts';
@@ -47,6 +48,7 @@ export async function openWorkflowStorage(cfg: ServiceConfig): Promise<Storage> 
 export async function buildRegistry(config: WorkflowConfig, log: { warn(o: object, m: string): void; info(o: object, m: string): void }): Promise<NodeRegistry> {
   const registry = new NodeRegistry();
   for (const def of builtinNodes({ input: config.dirs.input, output: config.dirs.output, temp: config.dirs.temp, models: config.dirs.models })) registry.add(def);
+  for (const def of apiNodes(openaiConfig(config.flags))) registry.add(def);
   if (config.enableTestNodes) {
     const { testingPackNodes } = await import('./nodes/testing-pack/index.ts');
     for (const def of testingPackNodes as NodeDefinition[]) registry.add(def);

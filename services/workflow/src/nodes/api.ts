@@ -21,6 +21,13 @@ export interface InputOptions {
   /** COMBO written the schema way: `['COMBO', {options: [...]}]`. */
   options?: unknown[];
   multiselect?: boolean;
+  /**
+   * A secret such as an API key: when a prompt is queued, the runtime moves the
+   * value out of the stored prompt (queue, history, jobs, saved files show
+   * `[redacted]`) and the node reads it back with `secretInputOf` (secret-inputs.ts).
+   * A link into a secret input is refused.
+   */
+  secret?: boolean;
   [key: string]: unknown;
 }
 

@@ -21,9 +21,10 @@ import {
   type PromptRecord,
 } from '../domain/prompts.ts';
 import { previewFrame, type WsHub } from '../ws/hub.ts';
+import { extractSecretInputs, NODE_SECRETS_KEY, scrubSecrets } from './secrets.ts';
 
 /** Keys of extra_data that are secrets: kept out of the stored queue item and history (the reference's sixth tuple element). */
-export const SENSITIVE_KEYS = ['auth_token_comfy_org', 'api_key_comfy_org'];
+export const SENSITIVE_KEYS = ['auth_token_comfy_org', 'api_key_comfy_org', 'openai_api_key'];
 
 /** Bounds validation and execution state per prompt; ten times the largest graphs the engine is measured on. */
 export const MAX_PROMPT_NODES = 100_000;
@@ -39,6 +40,21 @@ export class PromptRejected extends Error {
 
 function reject(type: string, message: string, details = message): never {
   throw new PromptRejected({ error: { type, message, details, extra_info: {} }, node_errors: {} });
+}
+
+/** A secret input fed by a link: its value would sit, unredacted, in the other node's stored inputs. */
+function linkedSecretError(linked: Array<{ nodeId: string; input: string; classType: string }>): PromptRejected['body'] {
+  const nodeErrors: Record<string, { errors: unknown[]; dependent_outputs: string[]; class_type: string }> = {};
+  for (const l of linked) {
+    const e = (nodeErrors[l.nodeId] ??= { errors: [], dependent_outputs: [], class_type: l.classType });
+    e.errors.push({
+      type: 'secret_input_linked',
+      message: 'Secret input cannot be linked',
+      details: `${l.input}: type the key into this node (or send extra_data.openai_api_key), so it can be kept out of history`,
+      extra_info: { input_name: l.input },
+    });
+  }
+  return { error: { type: 'prompt_outputs_failed_validation', message: 'Prompt outputs failed validation', details: '', extra_info: {} }, node_errors: nodeErrors };
 }
 
 export interface RunnerOptions {
@@ -160,13 +176,21 @@ export class PromptRunner {
     const v = await validatePrompt(this.o.executor.registry, body.prompt, body.partial_execution_targets);
     if (!v.ok) throw new PromptRejected({ error: v.error!, node_errors: v.nodeErrors });
 
+    // Secret node inputs (API keys) leave the stored prompt; their values and every copy of them too.
+    const secret = extractSecretInputs(this.o.executor.registry, body.prompt);
+    if (secret.linked.length) throw new PromptRejected(linkedSecretError(secret.linked));
     const sensitive: Record<string, unknown> = {};
+    delete extraData[NODE_SECRETS_KEY];
     for (const k of SENSITIVE_KEYS) {
       if (k in extraData) {
         sensitive[k] = extraData[k];
         delete extraData[k];
       }
     }
+    const secretValues = Object.values(secret.secrets).flatMap((m) => Object.values(m));
+    if (Object.keys(secret.secrets).length) sensitive[NODE_SECRETS_KEY] = secret.secrets;
+    for (const v of Object.values(sensitive)) if (typeof v === 'string') secretValues.push(v);
+    if (secretValues.length) scrubSecrets([secret.prompt, extraData], secretValues);
     extraData.create_time = Date.now();
     const workflowId = safeColumnText((extraData.extra_pnginfo as { workflow?: { id?: unknown } } | undefined)?.workflow?.id);
     this.openGate(promptId);
@@ -175,7 +199,7 @@ export class PromptRunner {
         id: promptId,
         owner: req.owner,
         number,
-        prompt: body.prompt as Record<string, unknown>,
+        prompt: secret.prompt,
         extraData,
         sensitive,
         outputsToExecute: v.outputs,
