@@ -1,6 +1,6 @@
 import sharp from 'sharp';
 import type { NodeContext, NodeDefinition } from './api.ts';
-import { alphaFix, checkSize, clampByte, Frame, ImageBatch, toByte } from './image-types.ts';
+import { alphaFix, checkSize, clampByte, Frame, ImageBatch, toByte, withChannels } from './image-types.ts';
 import { resizeFrame } from './resample.ts';
 import { combo, IMAGE_IN, v3 } from './schema.ts';
 
@@ -66,7 +66,7 @@ const SHARP_KERNEL_MAX = 11;
 /**
  * A 2-D convolution with reflect padding through libvips (sharp.convolve):
  * the frame is padded here (libvips extends edges by copying them, torch
- * reflects), convolved in float with +0.5 so the byte cast rounds, and the
+ * reflects), convolved in float and rounded to bytes, and the
  * padding cut off again. Only for RGB frames: sharp premultiplies alpha.
  */
 async function convolveSharp(f: Frame, kernel2d: number[], size: number): Promise<Buffer> {
@@ -87,7 +87,9 @@ async function convolveSharp(f: Frame, kernel2d: number[], size: number): Promis
     }
   }
   const out = await sharp(padded, { raw: { width: pw, height: ph, channels: c } })
-    .convolve({ width: size, height: size, kernel: kernel2d, scale: 1, offset: 0.5 })
+    .convolve({ width: size, height: size, kernel: kernel2d, scale: 1 })
+    // The convolution stays in float until the final cast, which truncates: +0.5 makes it round.
+    .linear(1, 0.5)
     .raw()
     .toBuffer();
   const res = Buffer.alloc(f.width * f.height * c);
@@ -200,66 +202,141 @@ function bayerMatrix(n: number): number[][] {
   return out;
 }
 
-async function paletteQuantize(f: Frame, colors: number, dither: number): Promise<Buffer> {
-  const png = await sharp(f.data, { raw: { width: f.width, height: f.height, channels: 3 } })
-    .png({ palette: true, colors, dither, effort: 10 })
-    .toBuffer();
-  return sharp(png).removeAlpha().toColourspace('srgb').raw().toBuffer();
+/**
+ * Median cut as PIL's quantize() does it for RGB images: boxes of the colour
+ * histogram are split at the median of their widest channel, the most
+ * populous box first, and each box's palette entry is its mean colour. An
+ * image with no more colours than asked keeps them exactly.
+ */
+export function medianCut(data: Buffer, colors: number): number[] {
+  const hist = new Map<number, number>();
+  for (let i = 0; i < data.length; i += 3) {
+    const key = (data[i]! << 16) | (data[i + 1]! << 8) | data[i + 2]!;
+    hist.set(key, (hist.get(key) ?? 0) + 1);
+  }
+  type Box = { keys: number[]; count: number };
+  const boxes: Box[] = [{ keys: [...hist.keys()], count: data.length / 3 }];
+  const chan = (k: number, c: number) => (k >> (16 - 8 * c)) & 255;
+  while (boxes.length < colors) {
+    let pick = -1;
+    for (let i = 0; i < boxes.length; i++) if (boxes[i]!.keys.length > 1 && (pick < 0 || boxes[i]!.count > boxes[pick]!.count)) pick = i;
+    if (pick < 0) break;
+    const box = boxes[pick]!;
+    let axis = 0;
+    let widest = -1;
+    for (let c = 0; c < 3; c++) {
+      let lo = 255;
+      let hi = 0;
+      for (const k of box.keys) {
+        const v = chan(k, c);
+        if (v < lo) lo = v;
+        if (v > hi) hi = v;
+      }
+      if (hi - lo > widest) {
+        widest = hi - lo;
+        axis = c;
+      }
+    }
+    box.keys.sort((a, b) => chan(a, axis) - chan(b, axis));
+    let acc = 0;
+    let cut = 1;
+    for (let i = 0; i < box.keys.length - 1; i++) {
+      acc += hist.get(box.keys[i]!)!;
+      cut = i + 1;
+      if (acc * 2 >= box.count) break;
+    }
+    const left = box.keys.slice(0, cut);
+    const right = box.keys.slice(cut);
+    const lc = left.reduce((s, k) => s + hist.get(k)!, 0);
+    boxes.splice(pick, 1, { keys: left, count: lc }, { keys: right, count: box.count - lc });
+  }
+  return boxes.map((b) => {
+    const sum = [0, 0, 0];
+    for (const k of b.keys) for (let c = 0; c < 3; c++) sum[c]! += chan(k, c) * hist.get(k)!;
+    const [r, g, bl] = sum.map((v) => Math.round(v / b.count));
+    return (r! << 16) | (g! << 8) | bl!;
+  });
 }
 
-/**
- * PIL's quantize builds the palette by median cut; libimagequant (sharp's
- * palette PNG) picks its own palette, so colours can differ by a few levels
- * while the count limit and the dithering modes match the reference.
- */
-async function quantizeFrame(f: Frame, colors: number, dither: string, ctx: NodeContext): Promise<Frame> {
-  const rgb = f.channels === 3 ? f : new Frame(f.width, f.height, 3, Buffer.from(f.data.filter((_, i) => i % 4 !== 3)));
-  const n = rgb.width * rgb.height;
-  if (colors === 1) {
-    // One colour: the mean, as a one-box median cut gives.
-    const sum = [0, 0, 0];
-    for (let i = 0; i < n * 3; i++) sum[i % 3]! += rgb.data[i]!;
-    const mean = sum.map((s) => Math.round(s / n));
-    const data = Buffer.alloc(n * 3);
-    for (let i = 0; i < n * 3; i++) data[i] = mean[i % 3]!;
-    return new Frame(rgb.width, rgb.height, 3, data);
-  }
-  if (!dither.startsWith('bayer')) return new Frame(rgb.width, rgb.height, 3, await paletteQuantize(rgb, colors, dither === 'floyd-steinberg' ? 1 : 0));
-  // Bayer: the undithered palette, a tiled threshold matrix added, then the nearest palette colour.
-  const base = await paletteQuantize(rgb, colors, 0);
-  const palette = [...new Set(Array.from({ length: n }, (_, i) => (base[i * 3]! << 16) | (base[i * 3 + 1]! << 8) | base[i * 3 + 2]!))];
-  const order = Number(dither.split('-').at(-1));
-  const m = bayerMatrix(Math.log2(order));
-  const spread = (2 * 256) / palette.length;
-  const data = Buffer.alloc(n * 3);
-  const cache = new Map<number, number>();
-  for (let y = 0; y < rgb.height; y++) {
-    if ((y & 63) === 63) ctx.checkInterrupt();
-    for (let x = 0; x < rgb.width; x++) {
-      const i = (y * rgb.width + x) * 3;
-      const t = spread * m[y % order]![x % order]! + 0.5;
-      const r = Math.trunc(Math.min(255, Math.max(0, rgb.data[i]! + t)));
-      const g = Math.trunc(Math.min(255, Math.max(0, rgb.data[i + 1]! + t)));
-      const b = Math.trunc(Math.min(255, Math.max(0, rgb.data[i + 2]! + t)));
-      const key = (r << 16) | (g << 8) | b;
-      let best = cache.get(key);
-      if (best === undefined) {
-        let bestD = Infinity;
-        for (const p of palette) {
-          const d = (r - (p >> 16)) ** 2 + (g - ((p >> 8) & 255)) ** 2 + (b - (p & 255)) ** 2;
-          if (d < bestD) {
-            bestD = d;
-            best = p;
-          }
-        }
-        cache.set(key, best!);
-      }
-      data[i] = best! >> 16;
-      data[i + 1] = (best! >> 8) & 255;
-      data[i + 2] = best! & 255;
+function nearestColour(palette: number[], r: number, g: number, b: number): number {
+  let best = palette[0]!;
+  let bestD = Infinity;
+  for (const p of palette) {
+    const d = (r - (p >> 16)) ** 2 + (g - ((p >> 8) & 255)) ** 2 + (b - (p & 255)) ** 2;
+    if (d < bestD) {
+      bestD = d;
+      best = p;
     }
   }
-  return new Frame(rgb.width, rgb.height, 3, data);
+  return best;
+}
+
+/** ImageQuantize: a median-cut palette, then no dithering, Floyd–Steinberg error diffusion, or an ordered Bayer threshold (the reference's matrix and spread). */
+async function quantizeFrame(f: Frame, colors: number, dither: string, ctx: NodeContext): Promise<Frame> {
+  const rgb = f.channels === 3 ? f : withChannels(f, 3);
+  const { width: w, height: h } = rgb;
+  const palette = medianCut(rgb.data, colors);
+  const data = Buffer.alloc(w * h * 3);
+  const put = (i: number, p: number) => {
+    data[i] = p >> 16;
+    data[i + 1] = (p >> 8) & 255;
+    data[i + 2] = p & 255;
+  };
+  if (dither === 'floyd-steinberg') {
+    const err = new Float32Array(w * h * 3);
+    for (let i = 0; i < err.length; i++) err[i] = rgb.data[i]!;
+    for (let y = 0; y < h; y++) {
+      if ((y & 63) === 63) ctx.checkInterrupt();
+      for (let x = 0; x < w; x++) {
+        const i = (y * w + x) * 3;
+        const r = clampByte(err[i]!);
+        const g = clampByte(err[i + 1]!);
+        const b = clampByte(err[i + 2]!);
+        const p = nearestColour(palette, r, g, b);
+        put(i, p);
+        const e = [r - (p >> 16), g - ((p >> 8) & 255), b - (p & 255)];
+        const spread = (dx: number, dy: number, wt: number) => {
+          const xx = x + dx;
+          const yy = y + dy;
+          if (xx < 0 || xx >= w || yy >= h) return;
+          const j = (yy * w + xx) * 3;
+          for (let c = 0; c < 3; c++) err[j + c]! += (e[c]! * wt) / 16;
+        };
+        spread(1, 0, 7);
+        spread(-1, 1, 3);
+        spread(0, 1, 5);
+        spread(1, 1, 1);
+      }
+    }
+    return new Frame(w, h, 3, data);
+  }
+  const bayer = dither.startsWith('bayer') ? Number(dither.split('-').at(-1)) : 0;
+  const m = bayer ? bayerMatrix(Math.log2(bayer)) : [[0]];
+  const spread = (2 * 256) / palette.length;
+  const cache = new Map<number, number>();
+  for (let y = 0; y < h; y++) {
+    if ((y & 63) === 63) ctx.checkInterrupt();
+    for (let x = 0; x < w; x++) {
+      const i = (y * w + x) * 3;
+      let r = rgb.data[i]!;
+      let g = rgb.data[i + 1]!;
+      let b = rgb.data[i + 2]!;
+      if (bayer) {
+        const t = spread * m[y % bayer]![x % bayer]! + 0.5;
+        r = Math.trunc(Math.min(255, Math.max(0, r + t)));
+        g = Math.trunc(Math.min(255, Math.max(0, g + t)));
+        b = Math.trunc(Math.min(255, Math.max(0, b + t)));
+      }
+      const key = (r << 16) | (g << 8) | b;
+      let p = cache.get(key);
+      if (p === undefined) {
+        p = nearestColour(palette, r, g, b);
+        cache.set(key, p);
+      }
+      put(i, p);
+    }
+  }
+  return new Frame(w, h, 3, data);
 }
 
 export const imageFilterNodes: NodeDefinition[] = [
