@@ -14,12 +14,14 @@ import { NodeRegistry } from './engine/registry.ts';
 import { apiKeyGuard, corsHook, originGuard } from './http/access.ts';
 import { workflowErrorStyle } from './http/errors.ts';
 import { installJsonParser } from './http/json-body.ts';
+import { identityConfig } from './identity/config.ts';
 import type { NodeDefinition } from './nodes/api.ts';
 import { apiNodes, openaiConfig } from './nodes/api-nodes.ts';
 import { builtinNodes } from './nodes/index.ts';
 import { loadPacks } from './nodes/loader.ts';
 import { PromptRunner } from './runtime/prompt-runner.ts';
 import type { RouteCtx } from './routes/context.ts';
+import { installCloud } from './routes/cloud.ts';
 import { fileRoutes } from './routes/files.ts';
 import { frontendRoutes } from './routes/frontend.ts';
 import { jobRoutes } from './routes/jobs.ts';
@@ -85,6 +87,8 @@ export async function buildApp(base: ServiceConfig): Promise<FastifyInstance> {
     if (config.apiKey) app.addHook('onRequest', apiKeyGuard(config.apiKey));
     if (config.corsOrigin) app.addHook('onRequest', corsHook(config.corsOrigin));
     else app.addHook('onRequest', originGuard);
+    // Hosted runtime: identity, its routes and the authentication hook, before every shared route.
+    const cloud = config.runtime === 'cloud' ? await installCloud(app, () => storage.db, identityConfig(config.flags)) : undefined;
 
     const registry = await buildRegistry(config, app.log);
     const executor = new Executor(registry, config.cache);
@@ -103,7 +107,7 @@ export async function buildApp(base: ServiceConfig): Promise<FastifyInstance> {
       const h = req.headers['comfy-user'];
       return typeof h === 'string' && /^[\w.-]{1,100}$/.test(h) ? h : 'default';
     };
-    const ctx: RouteCtx = {
+    const ctx: RouteCtx = cloud?.ctx ?? {
       owner: userOf,
       scope: (req) => (config.multiUser ? userOf(req) : undefined),
       storageDb: () => storage.db,

@@ -1,0 +1,92 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Kysely } from 'kysely';
+import { getPrompt } from '../domain/prompts.ts';
+import type { IdentityConfig } from '../identity/config.ts';
+import { Identity } from '../identity/index.ts';
+import { authRoutes } from './auth.ts';
+import { cloudSchemas, type AuthMode } from './cloud-common.ts';
+import type { RouteCtx } from './context.ts';
+import { oauthRoutes } from './oauth.ts';
+import { cloudUserRoutes } from './users-cloud.ts';
+import { workspaceRoutes } from './workspaces.ts';
+
+/** Routes every caller reaches without credentials (besides those declared `public` by the cloud routes). */
+const PUBLIC_URLS = new Set(['/health', '/openapi.json', '/docs', '/docs/*', '/docs/json', '/docs/yaml', '/docs/static/*']);
+/** The web page itself (it logs in); its data comes through authenticated routes. */
+const PUBLIC_GET_URLS = new Set(['/', '/*']);
+/** Local-runtime conveniences that would show one tenant the server's internals or other tenants' traces. */
+const LOCAL_ONLY: Array<[string, string]> = [
+  ['GET', '/internal/logs'],
+  ['GET', '/internal/logs/raw'],
+  ['GET', '/internal/folder_paths'],
+  ['POST', '/users'],
+  ['POST', '/api/users'],
+];
+const WS_URLS = new Set(['/ws', '/api/ws']);
+/** No workspace id has this form, so a request without a principal sees nothing. */
+const NOBODY = '~anonymous~';
+
+function authFailure(id: Identity, req: FastifyRequest, reply: FastifyReply, error: 'missing' | 'invalid' | 'csrf' | 'workspace' | 'scope') {
+  const meta = `resource_metadata="${id.baseUrl(req)}/.well-known/oauth-protected-resource"`;
+  const send = (status: number, code: string, message: string, www?: string) => {
+    if (www) reply.header('WWW-Authenticate', www);
+    return reply.code(status).type('application/json').send(JSON.stringify({ error: message, code, details: {} }));
+  };
+  switch (error) {
+    case 'missing':
+      return send(401, 'unauthorized', 'Authentication required: send a Bearer access token or API key, or the session cookie', `Bearer ${meta}`);
+    case 'invalid':
+      return send(401, 'invalid_token', 'The access token, API key or session is invalid, expired or revoked', `Bearer error="invalid_token", ${meta}`);
+    case 'csrf':
+      return send(403, 'csrf_failed', 'Cookie-authenticated writes need the X-CSRF-Token header (and WebSockets a same-origin page)');
+    case 'workspace':
+      return send(403, 'workspace_forbidden', 'This credential cannot act in the workspace named by X-Workspace-Id');
+    case 'scope':
+      return send(403, 'insufficient_scope', 'The token lacks the workflow:write scope', `Bearer error="insufficient_scope", scope="workflow:write", ${meta}`);
+  }
+}
+
+/**
+ * The hosted runtime on top of the shared routes: the identity provider, an
+ * onRequest hook that authenticates every non-public route (and sets the
+ * caller's workspace, which RouteCtx then uses as the owner of every stored
+ * row), and the cloud-only routes. Call before the shared routes are added.
+ */
+export async function installCloud(app: FastifyInstance, db: () => Kysely<any>, cfg: IdentityConfig): Promise<{ identity: Identity; ctx: RouteCtx }> {
+  const identity = new Identity(db, cfg);
+  for (const s of Object.values(cloudSchemas)) app.addSchema(s);
+  const localOnly = new Set(LOCAL_ONLY.map(([m, u]) => `${m} ${u}`));
+
+  app.addHook('onRequest', async (req, reply) => {
+    const url = req.routeOptions.url;
+    if (url === undefined || PUBLIC_URLS.has(url) || url.startsWith('/docs')) return;
+    if (localOnly.has(`${req.method} ${url}`)) return reply.code(404).type('text/plain; charset=utf-8').send('404: Not Found');
+    if (req.method === 'GET' && PUBLIC_GET_URLS.has(url)) return;
+    const config = req.routeOptions.config as { auth?: AuthMode; csrfExempt?: boolean };
+    const mode = config.auth ?? 'required';
+    const ws = WS_URLS.has(url);
+    const out = await identity.authenticate(req, { allowQueryToken: ws, csrfExempt: config.csrfExempt === true, websocket: ws });
+    if ('principal' in out) {
+      req.principal = out.principal;
+      return;
+    }
+    if (mode !== 'required') return;
+    return authFailure(identity, req, reply, out.error);
+  });
+
+  authRoutes(app, identity);
+  await oauthRoutes(app, identity);
+  workspaceRoutes(app, identity);
+  cloudUserRoutes(app, identity);
+
+  const owner = (req: FastifyRequest) => req.principal?.workspaceId ?? NOBODY;
+  const ctx: RouteCtx = {
+    owner,
+    scope: owner,
+    storageDb: db,
+    ownsPrompt: async (req, id) => (await getPrompt(db(), id, owner(req))) !== null,
+  };
+  identity.start();
+  app.addHook('onClose', async () => identity.stop());
+  return { identity, ctx };
+}
