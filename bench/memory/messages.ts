@@ -1,11 +1,13 @@
 /**
  * Message create and message list (page of 50) throughput of the memory
- * service on SQLite at 64 connections, each as a ratio to a bare Fastify +
- * better-sqlite3 endpoint doing the same insert/select, measured in the same
- * run. Servers run in child processes, autocannon in this one; rounds
+ * service at 64 connections, each as a ratio to a bare Fastify endpoint doing
+ * the same insert/select on the same storage (better-sqlite3, or with
+ * DATABASE_URL a pg pool of the same size on PostgreSQL), measured in the
+ * same run. Servers run in child processes, autocannon in this one; rounds
  * alternate service and baseline, and the medians are reported.
  *
  *   npx tsx bench/memory/messages.ts [--rounds 5] [--duration 3] [--connections 64]
+ *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/test npx tsx bench/memory/messages.ts
  *
  * Besides throughput it reports requests per CPU-second of each server
  * process, which stays meaningful when other work shares the machine.
@@ -30,6 +32,9 @@ const { values: args } = parseArgs({
 });
 
 const META = { source: 'bench', n: 1 };
+const DATABASE_URL = process.env.DATABASE_URL;
+/** Schemas of this run on PostgreSQL (the children inherit the parent's pid through --dir's name). */
+const schemaFor = (dir: string, kind: string) => `bench_msgs_${kind}_${path.basename(path.dirname(dir)).replace(/[^a-z0-9]/gi, '').toLowerCase()}`;
 
 // ---------------------------------------------------------------- child: servers
 
@@ -37,7 +42,7 @@ async function serveService(dir: string) {
   process.env.LOG_REQUESTS = '0';
   const { buildApp } = await import('../../services/memory/src/app.ts');
   const app = await buildApp({
-    port: 0, host: '127.0.0.1', dataDir: dir, pgSchema: 'memory', logLevel: 'warn', runWorkers: true, flags: {},
+    port: 0, host: '127.0.0.1', dataDir: dir, databaseUrl: DATABASE_URL, pgSchema: schemaFor(dir, 'svc'), logLevel: 'warn', runWorkers: true, flags: {},
   });
   const address = await app.listen({ port: 0, host: '127.0.0.1' });
   const post = async (p: string, body: unknown) => {
@@ -54,7 +59,53 @@ async function serveService(dir: string) {
   return { address, create: `${S}/${write.id}/messages`, list: `${S}/${read.id}/messages?size=50` };
 }
 
+/** The PostgreSQL baseline: the same table and index, one INSERT per create, COUNT + SELECT per list. */
+async function serveBaselinePg(dir: string) {
+  const Fastify = (await import('fastify')).default;
+  const pg = (await import('pg')).default;
+  const schema = schemaFor(dir, 'base');
+  const admin = new pg.Client({ connectionString: DATABASE_URL });
+  await admin.connect();
+  await admin.query(`drop schema if exists ${schema} cascade; create schema ${schema}`);
+  await admin.end();
+  const pool = new pg.Pool({ connectionString: DATABASE_URL, max: 10, options: `-c search_path=${schema}` });
+  await pool.query(`create table messages (id text primary key, session_id text not null, is_user boolean not null, content text not null,
+    metadata jsonb not null, created_at timestamptz not null, seq bigint not null);
+    create index messages_list on messages (session_id, created_at, seq);`);
+  const insert = 'insert into messages (id, session_id, is_user, content, metadata, created_at, seq) values ($1, $2, $3, $4, $5, $6, $7)';
+  let seq = 0;
+  const app = Fastify({ logger: false });
+  app.post('/sessions/:sid/messages', async (req: any) => {
+    const b = req.body;
+    const row = { id: randomUUID(), created_at: new Date(), metadata: b.metadata ?? {} };
+    await pool.query({ name: 'ins', text: insert, values: [row.id, req.params.sid, !!b.is_user, b.content, JSON.stringify(row.metadata), row.created_at, ++seq] });
+    return { content: b.content, is_user: !!b.is_user, session_id: req.params.sid, id: row.id, metadata: row.metadata, created_at: row.created_at.toISOString() };
+  });
+  app.get('/sessions/:sid/messages', async (req: any) => {
+    const size = Number(req.query.size ?? 50);
+    const p = Number(req.query.page ?? 1);
+    const total = Number((await pool.query({ name: 'count', text: 'select count(*) as n from messages where session_id = $1', values: [req.params.sid] })).rows[0].n);
+    const r = await pool.query({ name: 'page', text: 'select * from messages where session_id = $1 order by created_at, seq limit $2 offset $3', values: [req.params.sid, size, (p - 1) * size] });
+    const items = r.rows.map((x: any) => ({ ...x, created_at: x.created_at.toISOString() }));
+    return { items, total, page: p, size, pages: Math.ceil(total / size) };
+  });
+  const address = await app.listen({ port: 0, host: '127.0.0.1' });
+  const read = randomUUID();
+  for (let i = 0; i < Number(args.seed); i++) await pool.query(insert, [randomUUID(), read, false, `seed message ${i}`, JSON.stringify(META), new Date(), ++seq]);
+  return { address, create: `/sessions/${randomUUID()}/messages`, list: `/sessions/${read}/messages?size=50` };
+}
+
+async function dropSchemas(dir: string) {
+  if (!DATABASE_URL) return;
+  const pg = (await import('pg')).default;
+  const c = new pg.Client({ connectionString: DATABASE_URL });
+  await c.connect();
+  for (const k of ['svc', 'base']) await c.query(`drop schema if exists ${schemaFor(dir, k)} cascade; drop schema if exists ${schemaFor(dir, k)}_worker cascade`);
+  await c.end();
+}
+
 async function serveBaseline(dir: string) {
+  if (DATABASE_URL) return serveBaselinePg(dir);
   const Fastify = (await import('fastify')).default;
   const BetterSqlite3 = (await import('better-sqlite3')).default;
   const db = new BetterSqlite3(path.join(dir, 'baseline.sqlite'));
@@ -183,13 +234,15 @@ async function main() {
   }
   const ratio = (a: Measure[], b: Measure[], k: keyof Measure) => median(a.map((x, i) => x[k] / b[i]![k]));
   const rps = (a: Measure[]) => median(a.map((x) => x.rps)).toFixed(0);
-  console.log(`\nmemory service vs bare Fastify + better-sqlite3 (SQLite, ${args.connections} connections, ${rounds} rounds × ${args.duration}s, medians)`);
+  const storage = DATABASE_URL ? 'PostgreSQL: bare Fastify + pg' : 'SQLite: bare Fastify + better-sqlite3';
+  console.log(`\nmemory service vs ${storage} (${args.connections} connections, ${rounds} rounds × ${args.duration}s, medians)`);
   for (const [label, svc, base] of [['message create', m.svcCreate!, m.baseCreate!], ['message list  ', m.svcList!, m.baseList!]] as const) {
     console.log(
       `${label}: ${rps(svc)} vs ${rps(base)} req/s  throughput ratio ${ratio(svc, base, 'rps').toFixed(2)}` +
         `  | per server CPU-second ${median(svc.map((x) => x.perCpu)).toFixed(0)} vs ${median(base.map((x) => x.perCpu)).toFixed(0)}  ratio ${ratio(svc, base, 'perCpu').toFixed(2)}  (goal ≥ 0.70)`,
     );
   }
+  await dropSchemas(path.join(root, 'service'));
   fs.rmSync(root, { recursive: true, force: true });
 }
 

@@ -26,6 +26,15 @@ export function codeLiteral(v: Float32Array): string {
 }
 
 
+/**
+ * HNSW candidate list size. On the local embedding, pgvector 0.8.7's HNSW
+ * (m 16, ef_construction 64) over 10,000 documents reached recall@10 83% at
+ * ef_search 40, 90% at 100, 95% at 200, 97% at 400 and 99% at 800.
+ */
+export function hnswEfSearch(limit: number): number {
+  return Math.min(1000, Math.max(400, limit * 8));
+}
+
 function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
@@ -47,6 +56,10 @@ export class PgIndex implements IndexBackend {
   #codes: PgCodeCache;
   /** Collections known to be large (they never become small again). */
   #large = new Set<string>();
+  /** Whether pgvector has hnsw.iterative_scan (≥ 0.8); unknown until first tried. */
+  #iterative: boolean | undefined;
+  /** Filters matching at most this many documents are ranked exactly (tests lower it to reach the other plan). */
+  exactFilterMax = EXACT_FILTER_MAX;
 
   constructor(db: Kysely<any>) {
     this.#db = db;
@@ -121,19 +134,39 @@ export class PgIndex implements IndexBackend {
     let rows: Array<{ key: string; ord: number }>;
     if (mode === 'array') {
       return this.#codeRanking(collectionId, vector, limit, filter);
+    } else if (isNoFilter(filter)) {
+      rows = await this.#hnsw(collectionId, v, limit);
+    } else if (!isObject(filter)) {
+      return [];
     } else {
-      rows = isNoFilter(filter) ? await this.#hnsw(collectionId, v, limit) : [];
-      // HNSW filters by collection after the graph search, so a small collection in a
-      // large table can come back short; an exact scan of the collection is then cheap.
-      if (rows.length < limit) {
-        rows = (
-          await sql<{ key: string; ord: number }>`
-          with c as materialized (
-            select s.doc_id, s.seq, s.embedding from search_docs s where s.collection_id = ${collectionId} ${filterClause(filter)}
-          )
-          select doc_id as key, seq as ord from c order by embedding <=> ${v}, seq limit ${limit}`.execute(this.#db)
-        ).rows;
-      }
+      // Selective filter: the GIN index on document metadata finds the few
+      // matches, ranked exactly. Broad filter: HNSW with iterative scan, the
+      // filter checked on each candidate.
+      const fj = JSON.stringify(filter);
+      const n = await sql<{ n: number }>`select count(*)::int as n from (
+          select 1 from documents d where d.collection_id = ${collectionId} and d.metadata @> ${fj}::jsonb limit ${this.exactFilterMax + 1}) x`.execute(this.#db);
+      const matches = Number(n.rows[0]?.n ?? 0);
+      if (matches === 0) return [];
+      rows =
+        matches <= this.exactFilterMax
+          ? (
+              await sql<{ key: string; ord: number }>`select s.doc_id as key, s.seq as ord
+                from documents d join search_docs s on s.doc_id = d.id
+                where d.collection_id = ${collectionId} and d.metadata @> ${fj}::jsonb
+                order by s.embedding <=> ${v}, s.seq limit ${limit}`.execute(this.#db)
+            ).rows
+          : await this.#hnsw(collectionId, v, limit, fj);
+    }
+    // HNSW filters after the graph search, so a small collection in a large
+    // table can come back short; an exact scan of the collection is then cheap.
+    if (rows.length < limit) {
+      rows = (
+        await sql<{ key: string; ord: number }>`
+        with c as materialized (
+          select s.doc_id, s.seq, s.embedding from search_docs s where s.collection_id = ${collectionId} ${filterClause(filter)}
+        )
+        select doc_id as key, seq as ord from c order by embedding <=> ${v}, seq limit ${limit}`.execute(this.#db)
+      ).rows;
     }
     return rows.map((x) => ({ key: x.key, order: Number(x.ord) }));
   }
@@ -230,14 +263,29 @@ export class PgIndex implements IndexBackend {
       .map(({ key, order }) => ({ key, order }));
   }
 
-  async #hnsw(collectionId: string, v: RawBuilder<unknown>, limit: number): Promise<Array<{ key: string; ord: number }>> {
+  async #hnsw(collectionId: string, v: RawBuilder<unknown>, limit: number, filterJson?: string): Promise<Array<{ key: string; ord: number }>> {
+    const match = filterJson === undefined ? sql`` : sql`and exists (select 1 from documents d where d.id = s.doc_id and d.metadata @> ${filterJson}::jsonb)`;
     return this.#db.transaction().execute(async (trx) => {
-      await sql.raw(`set local hnsw.ef_search = ${Math.min(1000, Math.max(40, limit))}`).execute(trx);
+      await sql.raw(`set local hnsw.ef_search = ${hnswEfSearch(limit)}`).execute(trx);
+      // pgvector ≥ 0.8: keep walking the graph until enough rows pass the filters (collection, metadata).
+      if (this.#iterative !== false) {
+        await sql`savepoint iterative`.execute(trx);
+        try {
+          await sql.raw(`set local hnsw.iterative_scan = relaxed_order`).execute(trx);
+          await sql`release savepoint iterative`.execute(trx);
+          this.#iterative = true;
+        } catch {
+          await sql`rollback to savepoint iterative`.execute(trx);
+          this.#iterative = false;
+        }
+      }
       const r = await sql<{ key: string; ord: number }>`
-        select s.doc_id as key, s.seq as ord from search_docs s
-        where s.collection_id = ${collectionId}
-        order by s.embedding <=> ${v}
-        limit ${limit}`.execute(trx);
+        select key, ord from (
+          select s.doc_id as key, s.seq as ord, s.embedding <=> ${v} as dist from search_docs s
+          where s.collection_id = ${collectionId} ${match}
+          order by s.embedding <=> ${v}
+          limit ${limit}) t
+        order by dist, ord`.execute(trx);
       return r.rows;
     });
   }

@@ -110,6 +110,25 @@ describe('search on PGlite with pgvector', { timeout: 120_000 }, () => {
     assert.equal((await env.search.query(SMALL, 'soup', 2)).length, 2);
   });
 
+  it('ranks a filtered query exactly (selective) or through HNSW with an iterative scan (broad), as the exact mode does', async () => {
+    const [v] = await env.search.embedder.embed(['amber cedar fjord']);
+    const pgv = env.search.backend as PgIndex;
+    const top = async (e: Env, filter: unknown) => {
+      const hits = await e.search.backend.vectorRanking(BIG, v!, 5, filter);
+      return (await e.search.backend.fetch(BIG, hits.map((h) => h.key))).map((r) => r.content as string);
+    };
+    for (const filter of [{ even: true }, { n: 42 }, { even: false, n: 7 }]) {
+      const want = await top(exact, filter);
+      pgv.exactFilterMax = 4000; // 151 matches: the exact plan
+      assert.deepEqual(await top(env, filter), want, JSON.stringify(filter));
+      pgv.exactFilterMax = 0; // the HNSW plan
+      assert.deepEqual(await top(env, filter), want, JSON.stringify(filter));
+    }
+    pgv.exactFilterMax = 4000;
+    assert.deepEqual(await top(env, { n: 'none' }), []);
+    assert.deepEqual(await top(env, ['x']), []);
+  });
+
   it('applies the metadata filter before ranking and follows deletes', async () => {
     const r = await env.search.query(BIG, 'lighthouse', 50, { even: false });
     assert.equal(r.length, 50);
