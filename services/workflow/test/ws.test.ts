@@ -56,6 +56,23 @@ forEachStorage('workflow WebSocket delivery', (storage) => {
     ws.close();
   });
 
+  test('a 3,000-node prompt with a listening client sends progress_state a bounded number of times', async () => {
+    const id = `big-${randomUUID()}`;
+    const ws = new WsClient(srv.url, id);
+    await ws.opened;
+    const p: Record<string, any> = { '0': { class_type: 'PrimitiveString', inputs: { value: id } } };
+    for (let i = 1; i < 3000; i++) p[String(i)] = { class_type: 'StringTrim', inputs: { string: [String(i - 1), 0], mode: 'Both' } };
+    p.out = { class_type: 'PreviewAny', inputs: { source: ['2999', 0] } };
+    const r = await srv.http.post('/prompt', { prompt: p, client_id: id });
+    const msgs = await ws.promptDone(r.body.prompt_id);
+    assert.equal(msgs.filter((m) => m.type === 'executing' && m.data.node !== null).length, 3001);
+    const states = msgs.filter((m) => m.type === 'progress_state');
+    assert.ok(states.length >= 1 && states.length < 300, `got ${states.length} progress_state messages`);
+    assert.equal(Object.keys(states.at(-1)!.data.nodes).length, 3001);
+    assert.ok(Object.values<any>(states.at(-1)!.data.nodes).every((n) => n.state === 'finished'));
+    ws.close();
+  });
+
   test('a socket that stops reading never stalls execution', async () => {
     const id = `slow-${randomUUID()}`;
     const ws = new WsClient(srv.url, id);

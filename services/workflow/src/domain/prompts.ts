@@ -79,26 +79,80 @@ function isUniqueViolation(err: unknown): boolean {
   return e?.code === '23505' || e?.code === 'SQLITE_CONSTRAINT_PRIMARYKEY' || /UNIQUE constraint failed/.test(e?.message ?? '');
 }
 
+function row(p: NewPrompt): Record<string, unknown> {
+  return {
+    id: p.id,
+    owner: p.owner,
+    number: p.number,
+    status: 'pending',
+    prompt: JSON.stringify(p.prompt),
+    extra_data: JSON.stringify(p.extraData),
+    sensitive: Object.keys(p.sensitive).length ? JSON.stringify(p.sensitive) : null,
+    outputs_to_execute: JSON.stringify(p.outputsToExecute),
+    workflow_id: p.workflowId,
+    create_time: p.createTime,
+  };
+}
+
 export async function insertPrompt(db: Kysely<any>, p: NewPrompt): Promise<void> {
   try {
-    await db
-      .insertInto('prompts')
-      .values({
-        id: p.id,
-        owner: p.owner,
-        number: p.number,
-        status: 'pending',
-        prompt: JSON.stringify(p.prompt),
-        extra_data: JSON.stringify(p.extraData),
-        sensitive: Object.keys(p.sensitive).length ? JSON.stringify(p.sensitive) : null,
-        outputs_to_execute: JSON.stringify(p.outputsToExecute),
-        workflow_id: p.workflowId,
-        create_time: p.createTime,
-      })
-      .execute();
+    await db.insertInto('prompts').values(row(p)).execute();
   } catch (err) {
     if (isUniqueViolation(err)) throw new DuplicatePromptId(p.id);
     throw err;
+  }
+}
+
+const MAX_BATCH = 200;
+
+/**
+ * Group commit for POST /prompt: prompts that arrive in the same turn of
+ * the event loop are inserted in one transaction, so concurrent clients
+ * share one commit. Each caller still resolves only after its row is
+ * committed; a taken id fails only its own caller.
+ */
+export class PromptInserter {
+  private pending: Array<{ p: NewPrompt; resolve: () => void; reject: (e: unknown) => void }> = [];
+  private scheduled = false;
+
+  constructor(private readonly db: Kysely<any>) {}
+
+  insert(p: NewPrompt): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.pending.push({ p, resolve, reject });
+      if (!this.scheduled) {
+        this.scheduled = true;
+        setImmediate(() => void this.flush());
+      }
+    });
+  }
+
+  private async flush(): Promise<void> {
+    const batch = this.pending.splice(0, MAX_BATCH);
+    if (this.pending.length > 0) setImmediate(() => void this.flush());
+    else this.scheduled = false;
+    const seen = new Set<string>();
+    const unique = batch.filter((b) => {
+      if (seen.has(b.p.id)) {
+        b.reject(new DuplicatePromptId(b.p.id));
+        return false;
+      }
+      seen.add(b.p.id);
+      return true;
+    });
+    if (unique.length === 0) return;
+    try {
+      const inserted = await this.db
+        .insertInto('prompts')
+        .values(unique.map((b) => row(b.p)))
+        .onConflict((oc) => oc.column('id').doNothing())
+        .returning('id')
+        .execute();
+      const ok = new Set(inserted.map((r) => r.id as string));
+      for (const b of unique) (ok.has(b.p.id) ? b.resolve() : b.reject(new DuplicatePromptId(b.p.id)));
+    } catch (err) {
+      for (const b of unique) b.reject(err);
+    }
   }
 }
 

@@ -12,7 +12,7 @@ import {
   DuplicatePromptId,
   failOrphans,
   finishedCount,
-  insertPrompt,
+  PromptInserter,
   maxNumber,
   pendingCount,
   safeColumnText,
@@ -30,6 +30,47 @@ export const SENSITIVE_KEYS = ['auth_token_comfy_org', 'api_key_comfy_org', 'ope
 export const MAX_PROMPT_NODES = 100_000;
 
 const UUID_CANONICAL = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/**
+ * Progress messages of one run: each key (a node's `progress`, the prompt's
+ * `progress_state`) is sent at most once per `gapMs`, with the latest value,
+ * and never in the middle of a synchronous burst. `progress_state` carries
+ * every started node, so sending it per node start and finish (as the
+ * reference does) is quadratic in the size of the graph.
+ */
+class ProgressThrottle {
+  private readonly pending = new Map<string, { fn: () => void; timer: NodeJS.Timeout }>();
+  private readonly last = new Map<string, number>();
+
+  constructor(private readonly gapMs = 25) {}
+
+  run(key: string, fn: () => void): void {
+    const p = this.pending.get(key);
+    if (p) {
+      p.fn = fn;
+      return;
+    }
+    const wait = Math.max(0, (this.last.get(key) ?? 0) + this.gapMs - Date.now());
+    const entry = {
+      fn,
+      timer: setTimeout(() => {
+        this.pending.delete(key);
+        this.last.set(key, Date.now());
+        entry.fn();
+      }, wait),
+    };
+    this.pending.set(key, entry);
+  }
+
+  /** Sends what is pending now (before the run's last message). */
+  flush(): void {
+    for (const [key, p] of this.pending) {
+      clearTimeout(p.timer);
+      this.pending.delete(key);
+      p.fn();
+    }
+  }
+}
 
 /** A refused prompt: the 400 body `{error, node_errors}`. */
 export class PromptRejected extends Error {
@@ -104,8 +145,11 @@ export class PromptRunner {
   private stopped = true;
   private loopDone: Promise<void> = Promise.resolve();
   private pendingFree = false;
+  private readonly inserter: PromptInserter;
 
-  constructor(private readonly o: RunnerOptions) {}
+  constructor(private readonly o: RunnerOptions) {
+    this.inserter = new PromptInserter(o.storage.db);
+  }
 
   async start(): Promise<void> {
     const db = this.o.storage.db;
@@ -131,8 +175,8 @@ export class PromptRunner {
   }
 
   /** The prompt now running and its last node (for a socket that connects mid-run). */
-  running(): { promptId: string; clientId: string | null; lastNode: string | null } | null {
-    return this.current ? { promptId: this.current.record.id, clientId: this.current.clientId, lastNode: this.current.lastNode } : null;
+  running(): { promptId: string; clientId: string | null; lastNode: string | null; owner: string } | null {
+    return this.current ? { promptId: this.current.record.id, clientId: this.current.clientId, lastNode: this.current.lastNode, owner: this.current.record.owner } : null;
   }
 
   statusMessage(sid?: string): Record<string, unknown> {
@@ -195,7 +239,7 @@ export class PromptRunner {
     const workflowId = safeColumnText((extraData.extra_pnginfo as { workflow?: { id?: unknown } } | undefined)?.workflow?.id);
     this.openGate(promptId);
     try {
-      await insertPrompt(this.o.storage.db, {
+      await this.inserter.insert({
         id: promptId,
         owner: req.owner,
         number,
@@ -309,9 +353,10 @@ export class PromptRunner {
    * The run's messages. The prompt runs at once, but until its POST answer is
    * on the wire its messages are held (in order), then released together.
    */
-  private sink(c: Current, held: Array<() => void> | null): ExecutionSink & { out(f: () => void, key?: string): void } {
+  private sink(c: Current, held: Array<() => void> | null, throttle: ProgressThrottle): ExecutionSink & { out(f: () => void, key?: string): void } {
     const hub = this.o.hub;
     const client = c.clientId;
+    const owner = c.record.owner;
     c.held = held;
     // While held, a coalescible message replaces its held predecessor, so holding stays bounded.
     const heldKeys = new Map<string, number>();
@@ -331,24 +376,24 @@ export class PromptRunner {
       out,
       send: (type, data, broadcast) => {
         if (type === 'executing') c.lastNode = (data.display_node as string) ?? (data.node as string);
-        if (broadcast) out(() => hub.send(type, data, null));
-        else if (client !== null) out(() => hub.send(type, data, client));
+        if (broadcast) out(() => hub.send(type, data, null, owner));
+        else if (client !== null) out(() => hub.send(type, data, client, owner));
       },
       progress: (data) => {
         if (client === null) return;
         const text = JSON.stringify({ type: 'progress', data });
         const key = `progress:${data.prompt_id}:${data.node}`;
-        out(() => hub.sendCoalesced(client, key, () => text), key);
+        throttle.run(key, () => out(() => hub.sendCoalesced(client, key, () => text, owner), key));
       },
       progressState: (reg: ProgressRegistry) => {
         if (client === null) return;
         const key = `progress_state:${reg.promptId}`;
-        out(() => hub.sendCoalesced(client, key, () => JSON.stringify({ type: 'progress_state', data: reg.snapshot() })), key);
+        throttle.run(key, () => out(() => hub.sendCoalesced(client, key, () => JSON.stringify({ type: 'progress_state', data: reg.snapshot() }), owner), key));
       },
       preview: (image, format, meta) => {
         if (client === null) return;
-        const withMeta = hub.features(client).supports_preview_metadata === true;
-        out(() => hub.sendBinary(client, previewFrame(image, format, withMeta ? meta : null)));
+        const withMeta = hub.features(client, owner).supports_preview_metadata === true;
+        out(() => hub.sendBinary(client, previewFrame(image, format, withMeta ? meta : null), owner));
       },
     };
   }
@@ -366,7 +411,8 @@ export class PromptRunner {
     const current: Current = { record, interrupt: new InterruptSignal(), clientId, lastNode: null, held: null };
     this.current = current;
     const gate = this.gates.get(record.id);
-    const sink = this.sink(current, gate ? [] : null);
+    const throttle = new ProgressThrottle();
+    const sink = this.sink(current, gate ? [] : null, throttle);
     if (gate) {
       void this.waitGate(record.id).then(() => {
         const held = current.held ?? [];
@@ -393,7 +439,8 @@ export class PromptRunner {
       next = await completeAndClaimNext(this.o.storage, record.id, completion, this.stopped ? null : this.workerId);
       this.current = null;
       this.remaining = Math.max(0, this.remaining - 1);
-      if (clientId !== null) sink.out(() => this.o.hub.send('executing', { node: null, prompt_id: record.id }, clientId));
+      throttle.flush();
+      if (clientId !== null) sink.out(() => this.o.hub.send('executing', { node: null, prompt_id: record.id }, clientId, record.owner));
       sink.out(() => this.broadcastStatus());
       if (++this.finished > this.o.maxHistory) this.finished -= await trimHistory(this.o.storage.db, this.o.maxHistory);
     }
