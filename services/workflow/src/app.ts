@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import path from 'node:path';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import multipart from '@fastify/multipart';
 import websocket from '@fastify/websocket';
@@ -8,6 +9,8 @@ import { workflowConfig, type WorkflowConfig } from './config.ts';
 import { workflowMigrations } from './db/index.ts';
 import { ModelFolders } from './domain/models.ts';
 import { getPrompt } from './domain/prompts.ts';
+import { AssetSeeder } from './domain/assets/seeder.ts';
+import { AssetService } from './domain/assets/service.ts';
 import { UserManager } from './domain/users.ts';
 import { Executor } from './engine/executor.ts';
 import { NodeRegistry } from './engine/registry.ts';
@@ -20,6 +23,7 @@ import { apiNodes, openaiConfig } from './nodes/api-nodes.ts';
 import { builtinNodes } from './nodes/index.ts';
 import { loadPacks } from './nodes/loader.ts';
 import { PromptRunner } from './runtime/prompt-runner.ts';
+import { assetRoutes } from './routes/assets.ts';
 import type { RouteCtx } from './routes/context.ts';
 import { installCloud } from './routes/cloud.ts';
 import { fileRoutes } from './routes/files.ts';
@@ -93,6 +97,10 @@ export async function buildApp(base: ServiceConfig): Promise<FastifyInstance> {
     const registry = await buildRegistry(config, app.log);
     const executor = new Executor(registry, config.cache);
     const hub = new WsHub();
+    // Assets are on unless --disable-assets: every file a job saves becomes one, its id in the `executed` entry.
+    const assets = config.flags.disableAssets === true || process.env.WORKFLOW_DISABLE_ASSETS === '1'
+      ? undefined
+      : new AssetService(storage, { input: config.dirs.input, output: config.dirs.output, temp: config.dirs.temp, models: config.dirs.models, blobs: path.join(config.dataDir, 'assets', 'blobs') }, app.log);
     const runner = new PromptRunner({
       storage,
       executor,
@@ -100,6 +108,16 @@ export async function buildApp(base: ServiceConfig): Promise<FastifyInstance> {
       dirs: { input: config.dirs.input, output: config.dirs.output, temp: config.dirs.temp, models: config.dirs.models },
       maxHistory: config.maxHistory,
       log: app.log,
+      fileWritten: assets
+        ? async (file, job) => {
+            try {
+              const r = await assets.registerFile({ ...file, owner: job.owner, jobId: job.promptId });
+              return r ? { id: r.row.id } : undefined;
+            } catch (err) {
+              app.log.warn({ err, file }, 'output file could not be registered as an asset');
+            }
+          }
+        : undefined,
     });
 
     const userOf = (req: FastifyRequest): string => {
@@ -117,8 +135,9 @@ export async function buildApp(base: ServiceConfig): Promise<FastifyInstance> {
     promptRoutes(app, ctx, runner);
     queueRoutes(app, ctx, runner);
     jobRoutes(app, ctx, runner);
-    systemRoutes(app, registry, { maxUploadSize: config.maxUploadSize });
-    wsRoutes(app, ctx, hub, runner, features(config.maxUploadSize));
+    systemRoutes(app, registry, { maxUploadSize: config.maxUploadSize, assets: assets !== undefined });
+    assetRoutes(app, ctx, { service: assets, seeder: assets && new AssetSeeder(assets), maxUploadSize: config.maxUploadSize });
+    wsRoutes(app, ctx, hub, runner, features(config.maxUploadSize, assets !== undefined));
     const models = new ModelFolders(config.dirs.models, config.dirs.customNodes);
     const users = new UserManager(config.dirs.user, config.multiUser);
     fileRoutes(app, ctx, { dirs: config.dirs, models, maxUploadSize: config.maxUploadSize, multiUser: config.multiUser, onInputChanged: () => registry.invalidate() });

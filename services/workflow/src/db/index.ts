@@ -1,4 +1,5 @@
 import { promptsMigration } from './migrations/001_prompts.ts';
+import { assetsMigration } from './migrations/002_assets.ts';
 import { identityMigration } from './migrations/003_identity.ts';
 
-export const workflowMigrations = [promptsMigration, identityMigration];
+export const workflowMigrations = [promptsMigration, assetsMigration, identityMigration];

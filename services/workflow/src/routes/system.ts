@@ -18,17 +18,17 @@ export function sendRendered(req: FastifyRequest, reply: FastifyReply, r: Render
   return reply.type('application/json').send(r.body);
 }
 
-export function features(maxUploadSize: number): Record<string, unknown> {
+export function features(maxUploadSize: number, assets = false): Record<string, unknown> {
   return {
     supports_preview_metadata: true,
     max_upload_size: maxUploadSize,
     extension: { manager: { supports_v4: true } },
     node_replacements: true,
-    assets: false,
+    assets,
   };
 }
 
-export function systemRoutes(app: FastifyInstance, registry: NodeRegistry, opts: { maxUploadSize: number }): void {
+export function systemRoutes(app: FastifyInstance, registry: NodeRegistry, opts: { maxUploadSize: number; assets?: boolean }): void {
   dual(app, 'GET', '/object_info', { operationId: 'getObjectInfo', tags: ['node'] }, (req, reply) => sendRendered(req, reply, registry.objectInfoRendered()));
 
   dual(app, 'GET', '/object_info/:node_class', { operationId: 'getObjectInfoByClass', tags: ['node'] }, (req, reply) => {
@@ -60,5 +60,5 @@ export function systemRoutes(app: FastifyInstance, registry: NodeRegistry, opts:
     };
   });
 
-  dual(app, 'GET', '/features', { operationId: 'getFeatures', tags: ['system'] }, () => features(opts.maxUploadSize));
+  dual(app, 'GET', '/features', { operationId: 'getFeatures', tags: ['system'] }, () => features(opts.maxUploadSize, opts.assets === true));
 }

@@ -1,0 +1,334 @@
+import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
+import type { SqlDialect } from '@svc/storage';
+
+/** Plain queries over the asset tables; callers decide visibility and answer shapes. */
+
+export interface AssetRow {
+  id: string;
+  owner: string;
+  name: string;
+  hash: string | null;
+  size: number;
+  mime_type: string | null;
+  user_metadata: Record<string, unknown>;
+  metadata: Record<string, unknown>;
+  preview_id: string | null;
+  job_id: string | null;
+  file_path: string | null;
+  missing: boolean;
+  created_at: number;
+  updated_at: number;
+  last_access_time: number;
+}
+
+export interface ContentRow {
+  hash: string;
+  size: number;
+  mime_type: string | null;
+  path: string;
+}
+
+type Db = Kysely<any> | Transaction<any>;
+
+export function readAsset(d: SqlDialect, r: any): AssetRow {
+  return {
+    id: r.id,
+    owner: r.owner,
+    name: r.name,
+    hash: r.hash ?? null,
+    size: Number(r.size),
+    mime_type: r.mime_type ?? null,
+    user_metadata: d.parseJson<Record<string, unknown>>(r.user_metadata) ?? {},
+    metadata: JSON.parse(r.metadata) ?? {},
+    preview_id: r.preview_id ?? null,
+    job_id: r.job_id ?? null,
+    file_path: r.file_path ?? null,
+    missing: Number(r.missing) === 1,
+    created_at: Number(r.created_at),
+    updated_at: Number(r.updated_at),
+    last_access_time: Number(r.last_access_time),
+  };
+}
+
+function ownerIn(owners: readonly string[], col = 'a.owner'): RawBuilder<unknown> {
+  return owners.length === 1 ? sql`${sql.ref(col)} = ${owners[0]}` : sql`${sql.ref(col)} in (${sql.join(owners)})`;
+}
+
+export async function getContent(db: Db, hash: string): Promise<ContentRow | undefined> {
+  const r = await db.selectFrom('asset_contents').select(['hash', 'size', 'mime_type', 'path']).where('hash', '=', hash).executeTakeFirst();
+  return r ? { hash: r.hash, size: Number(r.size), mime_type: r.mime_type ?? null, path: r.path } : undefined;
+}
+
+/** Records a content; a concurrent writer of the same hash leaves one row. */
+export async function putContent(db: Db, c: ContentRow, now: number): Promise<void> {
+  await db
+    .insertInto('asset_contents')
+    .values({ hash: c.hash, size: c.size, mime_type: c.mime_type, path: c.path, created_at: now })
+    .onConflict((oc) => oc.column('hash').doNothing())
+    .execute();
+}
+
+export async function setContentPath(db: Db, hash: string, logical: string): Promise<void> {
+  await db.updateTable('asset_contents').set({ path: logical }).where('hash', '=', hash).execute();
+}
+
+export interface NewAsset {
+  id: string;
+  owner: string;
+  name: string;
+  hash: string;
+  size: number;
+  mimeType: string;
+  userMetadata: Record<string, unknown>;
+  metadata: Record<string, unknown>;
+  previewId: string | null;
+  jobId: string | null;
+  filePath: string | null;
+  dedupKey: string | null;
+  now: number;
+  tags: string[];
+}
+
+/** Inserts a reference and its tags; false when its id, file path or dedup key is already taken. */
+export async function insertAsset(db: Kysely<any>, d: SqlDialect, a: NewAsset): Promise<boolean> {
+  return db.transaction().execute(async (tx) => {
+    const r = await tx
+      .insertInto('assets')
+      .values({
+        id: a.id,
+        owner: a.owner,
+        name: a.name,
+        hash: a.hash,
+        size: a.size,
+        mime_type: a.mimeType,
+        user_metadata: d.json(a.userMetadata),
+        metadata: JSON.stringify(a.metadata),
+        preview_id: a.previewId,
+        job_id: a.jobId,
+        file_path: a.filePath,
+        dedup_key: a.dedupKey,
+        missing: 0,
+        created_at: a.now,
+        updated_at: a.now,
+        last_access_time: a.now,
+      })
+      .onConflict((oc) => oc.doNothing())
+      .executeTakeFirst();
+    if (Number(r.numInsertedOrUpdatedRows ?? 0) === 0) return false;
+    await insertTags(tx, a.id, a.owner, a.tags, a.now);
+    return true;
+  });
+}
+
+async function insertTags(db: Db, id: string, owner: string, tags: string[], now: number): Promise<void> {
+  if (tags.length === 0) return;
+  await db
+    .insertInto('asset_tags')
+    .values(tags.map((tag, i) => ({ asset_id: id, tag, owner, added_at: now * 1000 + i })))
+    .onConflict((oc) => oc.columns(['asset_id', 'tag']).doNothing())
+    .execute();
+}
+
+export async function getAsset(db: Db, d: SqlDialect, id: string): Promise<AssetRow | undefined> {
+  const r = await db.selectFrom('assets').selectAll().where('id', '=', id).executeTakeFirst();
+  return r ? readAsset(d, r) : undefined;
+}
+
+export async function getByDedup(db: Db, d: SqlDialect, owner: string, key: string): Promise<AssetRow | undefined> {
+  const r = await db.selectFrom('assets').selectAll().where('owner', '=', owner).where('dedup_key', '=', key).executeTakeFirst();
+  return r ? readAsset(d, r) : undefined;
+}
+
+export async function getByFilePath(db: Db, d: SqlDialect, logical: string): Promise<AssetRow | undefined> {
+  const r = await db.selectFrom('assets').selectAll().where('file_path', '=', logical).executeTakeFirst();
+  return r ? readAsset(d, r) : undefined;
+}
+
+export async function tagsOf(db: Db, ids: string[]): Promise<Map<string, string[]>> {
+  const out = new Map<string, string[]>(ids.map((id) => [id, []]));
+  if (ids.length === 0) return out;
+  const rows = await db.selectFrom('asset_tags').select(['asset_id', 'tag']).where('asset_id', 'in', ids).orderBy('asset_id').orderBy('added_at').orderBy('tag').execute();
+  for (const r of rows) out.get(r.asset_id)?.push(r.tag);
+  return out;
+}
+
+export interface AssetFilter {
+  owners: readonly string[];
+  includeTags: string[];
+  excludeTags: string[];
+  nameContains?: string;
+  metadataFilter?: Record<string, unknown>;
+  /** Exact content hash (`asset_hash` in the query). */
+  hash?: string;
+}
+
+function likeEscape(s: string): string {
+  return s.replace(/[\\%_]/g, (c) => '\\' + c);
+}
+
+/** The where clause of a filtered listing (table alias `a`). */
+function filterSql(d: SqlDialect, f: AssetFilter): RawBuilder<unknown> {
+  const conds: RawBuilder<unknown>[] = [ownerIn(f.owners), sql`a.missing = 0`];
+  for (const tag of f.includeTags) conds.push(sql`exists (select 1 from asset_tags t where t.asset_id = a.id and t.tag = ${tag})`);
+  if (f.excludeTags.length > 0) conds.push(sql`not exists (select 1 from asset_tags t where t.asset_id = a.id and t.tag in (${sql.join(f.excludeTags)}))`);
+  if (f.hash) conds.push(sql`a.hash = ${f.hash}`);
+  if (f.nameContains) conds.push(sql`lower(a.name) like ${'%' + likeEscape(f.nameContains.toLowerCase()) + '%'} escape '\\'`);
+  for (const [key, want] of Object.entries(f.metadataFilter ?? {})) {
+    const one = (v: unknown): RawBuilder<unknown> => (v === null ? sql`${d.jsonText('a.user_metadata', key)} is null` : d.jsonContains('a.user_metadata', { [key]: v }));
+    if (Array.isArray(want)) conds.push(want.length === 0 ? sql`1 = 0` : sql`(${sql.join(want.map(one), sql` or `)})`);
+    else conds.push(one(want));
+  }
+  return sql.join(conds, sql` and `);
+}
+
+export type SortColumn = 'created_at' | 'updated_at' | 'name' | 'size' | 'last_access_time';
+
+export interface PageQuery {
+  sort: SortColumn;
+  order: 'asc' | 'desc';
+  limit: number;
+  offset: number;
+  after?: { value: string | number; id: string };
+}
+
+/** One page (limit + 1 rows fetched, to know whether another follows) and the filter's total. */
+export async function listAssets(db: Kysely<any>, d: SqlDialect, f: AssetFilter, p: PageQuery, withTotal = true): Promise<{ rows: AssetRow[]; more: boolean; total: number }> {
+  const where = filterSql(d, f);
+  const col = sql.ref(`a.${p.sort}`);
+  const dir = sql.raw(p.order);
+  const cmp = sql.raw(p.order === 'asc' ? '>' : '<');
+  const keyset = p.after ? sql` and (${col}, a.id) ${cmp} (${p.after.value}, ${p.after.id})` : sql``;
+  const offset = p.after ? 0 : p.offset;
+  const page = sql`select a.* from assets a where ${where}${keyset} order by ${col} ${dir}, a.id ${dir} limit ${p.limit + 1} offset ${offset}`.execute(db);
+  const total = withTotal ? sql<{ n: number }>`select count(*) as n from assets a where ${where}`.execute(db) : undefined;
+  const [rows, count] = await Promise.all([page, total]);
+  const all = rows.rows.map((r) => readAsset(d, r));
+  return { rows: all.slice(0, p.limit), more: all.length > p.limit, total: count ? Number(count.rows[0]!.n) : 0 };
+}
+
+export interface Changes {
+  name?: string;
+  userMetadata?: Record<string, unknown>;
+  previewId?: string | null;
+  mimeType?: string;
+}
+
+export async function updateAsset(db: Db, d: SqlDialect, id: string, c: Changes, now: number): Promise<void> {
+  const set: Record<string, unknown> = { updated_at: now };
+  if (c.name !== undefined) set.name = c.name;
+  if (c.userMetadata !== undefined) set.user_metadata = d.json(c.userMetadata);
+  if (c.previewId !== undefined) set.preview_id = c.previewId;
+  if (c.mimeType !== undefined) set.mime_type = c.mimeType;
+  await db.updateTable('assets').set(set).where('id', '=', id).execute();
+}
+
+export async function touch(db: Db, id: string, now: number): Promise<void> {
+  await db.updateTable('assets').set({ last_access_time: now }).where('id', '=', id).execute();
+}
+
+/** Deletes a reference; returns how many references still hold its content. */
+export async function deleteAsset(db: Kysely<any>, id: string, hash: string | null): Promise<number> {
+  return db.transaction().execute(async (tx) => {
+    await tx.deleteFrom('asset_tags').where('asset_id', '=', id).execute();
+    await tx.deleteFrom('assets').where('id', '=', id).execute();
+    await tx.updateTable('assets').set({ preview_id: null }).where('preview_id', '=', id).execute();
+    if (!hash) return 0;
+    const r = await tx.selectFrom('assets').select(sql<number>`count(*)`.as('n')).where('hash', '=', hash).executeTakeFirstOrThrow();
+    return Number(r.n);
+  });
+}
+
+/** Removes a content row when no reference holds it any more (checked in the same transaction). */
+export async function deleteContentIfOrphan(db: Kysely<any>, hash: string): Promise<ContentRow | undefined> {
+  return db.transaction().execute(async (tx) => {
+    const c = await getContent(tx, hash);
+    if (!c) return undefined;
+    const r = await tx.selectFrom('assets').select(sql<number>`count(*)`.as('n')).where('hash', '=', hash).executeTakeFirstOrThrow();
+    if (Number(r.n) > 0) return undefined;
+    await tx.deleteFrom('asset_contents').where('hash', '=', hash).execute();
+    return c;
+  });
+}
+
+export async function addTags(db: Kysely<any>, id: string, owner: string, tags: string[], now: number): Promise<{ added: string[]; already: string[]; total: number }> {
+  return db.transaction().execute(async (tx) => {
+    const have = new Set((await tx.selectFrom('asset_tags').select('tag').where('asset_id', '=', id).execute()).map((r) => r.tag as string));
+    const added = tags.filter((t) => !have.has(t));
+    const already = tags.filter((t) => have.has(t));
+    await insertTags(tx, id, owner, added, now);
+    if (added.length > 0) await tx.updateTable('assets').set({ updated_at: now }).where('id', '=', id).execute();
+    return { added, already, total: have.size + added.length };
+  });
+}
+
+export async function removeTags(db: Kysely<any>, id: string, tags: string[], now: number): Promise<{ removed: string[]; notPresent: string[]; total: number }> {
+  return db.transaction().execute(async (tx) => {
+    const have = new Set((await tx.selectFrom('asset_tags').select('tag').where('asset_id', '=', id).execute()).map((r) => r.tag as string));
+    const removed = tags.filter((t) => have.has(t));
+    const notPresent = tags.filter((t) => !have.has(t));
+    if (removed.length > 0) {
+      await tx.deleteFrom('asset_tags').where('asset_id', '=', id).where('tag', 'in', removed).execute();
+      await tx.updateTable('assets').set({ updated_at: now }).where('id', '=', id).execute();
+    }
+    return { removed, notPresent, total: have.size - removed.length };
+  });
+}
+
+export interface TagQuery {
+  owners: readonly string[];
+  search?: string;
+  prefix?: string;
+  order: 'count_desc' | 'name_asc';
+  limit: number;
+  offset: number;
+}
+
+export async function listTags(db: Kysely<any>, q: TagQuery): Promise<{ tags: Array<{ name: string; count: number }>; total: number }> {
+  const conds: RawBuilder<unknown>[] = [ownerIn(q.owners), sql`a.missing = 0`];
+  if (q.search) conds.push(sql`lower(t.tag) like ${'%' + likeEscape(q.search.toLowerCase()) + '%'} escape '\\'`);
+  if (q.prefix) conds.push(sql`t.tag like ${likeEscape(q.prefix.toLowerCase()) + '%'} escape '\\'`);
+  const where = sql.join(conds, sql` and `);
+  const order = q.order === 'name_asc' ? sql`t.tag asc` : sql`count(*) desc, t.tag asc`;
+  const [rows, total] = await Promise.all([
+    sql<{ tag: string; n: number }>`select t.tag as tag, count(*) as n from asset_tags t join assets a on a.id = t.asset_id where ${where} group by t.tag order by ${order} limit ${q.limit} offset ${q.offset}`.execute(db),
+    sql<{ n: number }>`select count(distinct t.tag) as n from asset_tags t join assets a on a.id = t.asset_id where ${where}`.execute(db),
+  ]);
+  return { tags: rows.rows.map((r) => ({ name: r.tag, count: Number(r.n) })), total: Number(total.rows[0]!.n) };
+}
+
+/** Counts of the other tags carried by the assets a filter selects (the tags that would narrow it further). */
+export async function tagHistogram(db: Kysely<any>, d: SqlDialect, f: AssetFilter, limit: number): Promise<Record<string, number>> {
+  const where = filterSql(d, f);
+  const skip = f.includeTags.length > 0 ? sql` and t.tag not in (${sql.join(f.includeTags)})` : sql``;
+  const rows = await sql<{ tag: string; n: number }>`select t.tag as tag, count(*) as n from asset_tags t join assets a on a.id = t.asset_id where ${where}${skip} group by t.tag order by count(*) desc, t.tag asc limit ${limit}`.execute(db);
+  const out: Record<string, number> = {};
+  for (const r of rows.rows) out[r.tag] = Number(r.n);
+  return out;
+}
+
+/** Whether one of these owners has a live reference to the content. */
+export async function ownerHasHash(db: Db, owners: readonly string[], hash: string): Promise<boolean> {
+  const r = await sql<{ id: string }>`select a.id from assets a where a.hash = ${hash} and ${ownerIn(owners)} and a.missing = 0 limit 1`.execute(db);
+  return r.rows.length > 0;
+}
+
+export async function allFilePaths(db: Kysely<any>): Promise<Array<{ id: string; file_path: string; size: number; missing: boolean }>> {
+  const rows = await db.selectFrom('assets').select(['id', 'file_path', 'size', 'missing']).where('file_path', 'is not', null).execute();
+  return rows.map((r) => ({ id: r.id, file_path: r.file_path, size: Number(r.size), missing: Number(r.missing) === 1 }));
+}
+
+export async function setMissing(db: Db, ids: string[], missing: boolean, now: number): Promise<void> {
+  for (let i = 0; i < ids.length; i += 500) {
+    await db.updateTable('assets').set({ missing: missing ? 1 : 0, updated_at: now }).where('id', 'in', ids.slice(i, i + 500)).execute();
+  }
+}
+
+/** Re-points a file's reference at new content (the file was replaced under its name). */
+export async function replaceFileContent(db: Db, d: SqlDialect, id: string, c: { hash: string; size: number; mimeType: string; metadata: Record<string, unknown>; jobId: string | null }, now: number): Promise<void> {
+  await db
+    .updateTable('assets')
+    .set({ hash: c.hash, size: c.size, mime_type: c.mimeType, metadata: JSON.stringify(c.metadata), job_id: c.jobId, missing: 0, updated_at: now })
+    .where('id', '=', id)
+    .execute();
+  void d;
+}

@@ -1,0 +1,365 @@
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Storage } from '@svc/storage';
+import { fileHolds, hashFile, imageMetadata, mimeFor, readHead, resolveLogical, storeBlob, type AssetDirs } from './content.ts';
+import { AssetError } from './errors.ts';
+import * as repo from './repo.ts';
+import type { AssetRow } from './repo.ts';
+
+/**
+ * Who is asking: `owner` writes, `owners` are read. Single-user: both ''.
+ * Multi-user: the user's own assets plus the shared ones (owner '': input
+ * files, seeded folders), which are read-only to users.
+ */
+export interface Viewer {
+  owner: string;
+  owners: readonly string[];
+}
+
+export interface UploadSpec {
+  tmp: string;
+  hash: string;
+  size: number;
+  clientName?: string;
+  declaredMime?: string;
+  name?: string;
+  tags: string[];
+  userMetadata: Record<string, unknown>;
+  mimeType?: string;
+  previewId?: string;
+  id?: string;
+}
+
+export interface Created {
+  row: AssetRow;
+  tags: string[];
+  created: boolean;
+}
+
+function iso(ms: number): string {
+  return new Date(ms).toISOString();
+}
+
+export class AssetService {
+  readonly db;
+  readonly d;
+
+  constructor(
+    readonly storage: Storage,
+    readonly dirs: AssetDirs,
+    private readonly log: { warn(o: object, m: string): void },
+  ) {
+    this.db = storage.db;
+    this.d = storage.dialect;
+  }
+
+  // ---- reading ----
+
+  /** The reference visible to the viewer, or ASSET_NOT_FOUND (someone else's asset is not found either). */
+  async visible(viewer: Viewer, id: string): Promise<AssetRow> {
+    const row = await repo.getAsset(this.db, this.d, id);
+    if (!row || !viewer.owners.includes(row.owner)) throw new AssetError(404, 'ASSET_NOT_FOUND', `AssetReference ${id} not found`, { id });
+    return row;
+  }
+
+  /** A reference the viewer may change: its own (a shared one is 403 in multi-user mode). */
+  async writable(viewer: Viewer, id: string): Promise<AssetRow> {
+    const row = await this.visible(viewer, id);
+    if (row.owner !== viewer.owner) throw new AssetError(403, 'FORBIDDEN', `AssetReference ${id} is shared and read-only`, { id });
+    return row;
+  }
+
+  async tagsOf(ids: string[]): Promise<Map<string, string[]>> {
+    return repo.tagsOf(this.db, ids);
+  }
+
+  /** The reference's Asset object (deprecated asset_hash and prompt_id carry hash and job_id). */
+  present(row: AssetRow, tags: string[], preview?: AssetRow): Record<string, unknown> {
+    const out: Record<string, unknown> = {
+      id: row.id,
+      name: row.name,
+      hash: row.hash,
+      asset_hash: row.hash,
+      size: row.size,
+      mime_type: row.mime_type ?? 'application/octet-stream',
+      tags,
+      user_metadata: row.user_metadata,
+      metadata: row.metadata,
+    };
+    const url = this.viewUrl(preview ?? row);
+    if (url) out.preview_url = url;
+    if (row.preview_id) out.preview_id = row.preview_id;
+    out.job_id = row.job_id;
+    out.prompt_id = row.job_id;
+    if (row.file_path) {
+      out.file_path = row.file_path;
+      out.display_name = row.file_path.slice(row.file_path.indexOf('/') + 1);
+    }
+    out.created_at = iso(row.created_at);
+    out.updated_at = iso(row.updated_at);
+    out.last_access_time = iso(row.last_access_time);
+    out.is_immutable = false;
+    return out;
+  }
+
+  /** Files in input/output are shown through /view; other images through their content route. */
+  private viewUrl(row: AssetRow): string | undefined {
+    if (row.file_path) {
+      const [root, ...rest] = row.file_path.split('/');
+      if (root === 'input' || root === 'output') {
+        const filename = rest.pop()!;
+        let url = `/api/view?type=${root}&filename=${encodeURIComponent(filename)}`;
+        if (rest.length > 0) url += `&subfolder=${encodeURIComponent(rest.join('/'))}`;
+        return url;
+      }
+    }
+    if (row.mime_type?.startsWith('image/')) return `/api/assets/${row.id}/content?disposition=inline`;
+    return undefined;
+  }
+
+  /** Asset objects for rows, with their tags and preview rows loaded in two queries. */
+  async presentMany(rows: AssetRow[]): Promise<Record<string, unknown>[]> {
+    const tags = await repo.tagsOf(this.db, rows.map((r) => r.id));
+    const previewIds = [...new Set(rows.map((r) => r.preview_id).filter((x): x is string => !!x))];
+    const previews = new Map<string, AssetRow>();
+    for (const id of previewIds) {
+      const p = await repo.getAsset(this.db, this.d, id);
+      if (p) previews.set(id, p);
+    }
+    return rows.map((r) => this.present(r, tags.get(r.id) ?? [], r.preview_id ? previews.get(r.preview_id) : undefined));
+  }
+
+  async presentOne(row: AssetRow): Promise<Record<string, unknown>> {
+    return (await this.presentMany([row]))[0]!;
+  }
+
+  // ---- creating ----
+
+  private async checkPreview(viewer: Viewer, previewId: string | undefined | null): Promise<string | null> {
+    if (!previewId) return null;
+    const p = await repo.getAsset(this.db, this.d, previewId);
+    if (!p || !viewer.owners.includes(p.owner)) throw new AssetError(404, 'ASSET_NOT_FOUND', `Preview asset ${previewId} not found`, { preview_id: previewId });
+    return p.id;
+  }
+
+  /** A client-chosen id already in use: the same owner gets its asset back (idempotent retry), anyone else a conflict. */
+  private async existingById(viewer: Viewer, id: string): Promise<Created | undefined> {
+    const row = await repo.getAsset(this.db, this.d, id);
+    if (!row) return undefined;
+    if (row.owner !== viewer.owner) throw new AssetError(409, 'ID_CONFLICT', `Asset id ${id} is already in use`, { id });
+    return { row, tags: (await repo.tagsOf(this.db, [id])).get(id) ?? [], created: false };
+  }
+
+  /**
+   * Registers uploaded bytes (already hashed into a temporary file). The
+   * bytes are stored once per hash; an upload of the same bytes under the
+   * same name by the same owner returns the existing asset (created_new
+   * false), as does a retry with the same client id.
+   */
+  async upload(viewer: Viewer, u: UploadSpec): Promise<Created> {
+    try {
+      if (u.id) {
+        const again = await this.existingById(viewer, u.id);
+        if (again) return again;
+      }
+      const head = await readHead(u.tmp);
+      const mime = u.mimeType ?? mimeFor(u.clientName || u.name, head, u.declaredMime);
+      const metadata = (await imageMetadata(u.tmp, mime)) ?? {};
+      const now = Date.now();
+      let content = await repo.getContent(this.db, u.hash);
+      if (!content || !(await fileHolds(this.dirs, content.path, content.size))) {
+        const logical = await storeBlob(this.dirs, u.tmp, u.hash);
+        if (!content) await repo.putContent(this.db, { hash: u.hash, size: u.size, mime_type: mime, path: logical }, now);
+        else await repo.setContentPath(this.db, u.hash, logical);
+        content = await repo.getContent(this.db, u.hash);
+      }
+      const name = u.name || u.clientName || u.hash.slice('blake3:'.length);
+      return await this.createReference(viewer, {
+        id: u.id,
+        name,
+        hash: u.hash,
+        size: u.size,
+        mimeType: mime,
+        metadata,
+        tags: u.tags,
+        userMetadata: u.userMetadata,
+        previewId: u.previewId,
+      });
+    } finally {
+      await fs.promises.rm(u.tmp, { force: true });
+    }
+  }
+
+  /** A new reference to content already stored, without its bytes being sent again. */
+  async fromHash(viewer: Viewer, spec: { hash: string; name: string; tags: string[]; userMetadata: Record<string, unknown>; mimeType?: string; previewId?: string; id?: string }): Promise<Created> {
+    if (spec.id) {
+      const again = await this.existingById(viewer, spec.id);
+      if (again) return again;
+    }
+    const content = await repo.getContent(this.db, spec.hash);
+    if (!content || !(await repo.ownerHasHash(this.db, viewer.owners, spec.hash))) {
+      throw new AssetError(404, 'ASSET_NOT_FOUND', `Asset content ${spec.hash} does not exist`, { hash: spec.hash });
+    }
+    const sibling = await sql1(this, spec.hash, viewer);
+    return this.createReference(viewer, {
+      id: spec.id,
+      name: spec.name,
+      hash: spec.hash,
+      size: content.size,
+      mimeType: spec.mimeType ?? content.mime_type ?? 'application/octet-stream',
+      metadata: sibling?.metadata.kind === 'image' ? { kind: 'image', width: sibling.metadata.width, height: sibling.metadata.height } : {},
+      tags: spec.tags,
+      userMetadata: spec.userMetadata,
+      previewId: spec.previewId,
+    });
+  }
+
+  private async createReference(
+    viewer: Viewer,
+    s: { id?: string; name: string; hash: string; size: number; mimeType: string; metadata: Record<string, unknown>; tags: string[]; userMetadata: Record<string, unknown>; previewId?: string },
+  ): Promise<Created> {
+    const previewId = await this.checkPreview(viewer, s.previewId);
+    const dedupKey = s.id ? null : `${s.hash}:${s.name}`;
+    const id = s.id ?? randomUUID();
+    const inserted = await repo.insertAsset(this.db, this.d, {
+      id,
+      owner: viewer.owner,
+      name: s.name,
+      hash: s.hash,
+      size: s.size,
+      mimeType: s.mimeType,
+      userMetadata: s.userMetadata,
+      metadata: s.metadata,
+      previewId,
+      jobId: null,
+      filePath: null,
+      dedupKey,
+      now: Date.now(),
+      tags: s.tags,
+    });
+    if (inserted) {
+      const row = (await repo.getAsset(this.db, this.d, id))!;
+      return { row, tags: (await repo.tagsOf(this.db, [id])).get(id) ?? [], created: true };
+    }
+    // Lost a race: the same client id, or the same owner's same bytes under the same name.
+    const row = s.id ? await repo.getAsset(this.db, this.d, s.id) : await repo.getByDedup(this.db, this.d, viewer.owner, dedupKey!);
+    if (!row) throw new AssetError(409, 'ID_CONFLICT', 'The asset could not be created; retry.', {});
+    if (row.owner !== viewer.owner) throw new AssetError(409, 'ID_CONFLICT', `Asset id ${row.id} is already in use`, { id: row.id });
+    return { row, tags: (await repo.tagsOf(this.db, [row.id])).get(row.id) ?? [], created: false };
+  }
+
+  /**
+   * A file in one of the service's folders (a job's output, an upload)
+   * becomes an asset, keyed by its path: writing the same path again points
+   * its asset at the new content. Temp files are not assets. Input files are
+   * shared (owner ''), as the input folder is.
+   */
+  async registerFile(f: { type: 'input' | 'output' | 'temp' | 'models'; subfolder: string; filename: string; owner: string; jobId?: string | null; tags?: string[] }): Promise<Created | undefined> {
+    if (f.type === 'temp') return undefined;
+    const rel = f.subfolder ? `${f.subfolder.replace(/^\/+|\/+$/g, '')}/${f.filename}` : f.filename;
+    const logical = `${f.type}/${rel}`;
+    const file = resolveLogical(this.dirs, logical);
+    if (!file) return undefined;
+    const { hash, size } = await hashFile(file);
+    const mime = mimeFor(f.filename, await readHead(file));
+    const metadata = (await imageMetadata(file, mime)) ?? {};
+    const owner = f.type === 'output' ? f.owner : '';
+    const now = Date.now();
+    const content = await repo.getContent(this.db, hash);
+    if (!content) await repo.putContent(this.db, { hash, size, mime_type: mime, path: logical }, now);
+    else if (!(await fileHolds(this.dirs, content.path, content.size))) await repo.setContentPath(this.db, hash, logical);
+    const jobId = f.jobId ?? null;
+    const existing = await repo.getByFilePath(this.db, this.d, logical);
+    if (existing) {
+      if (existing.hash !== hash || existing.missing || (jobId && existing.job_id !== jobId)) {
+        await repo.replaceFileContent(this.db, this.d, existing.id, { hash, size, mimeType: mime, metadata, jobId: jobId ?? existing.job_id }, now);
+      }
+      const row = (await repo.getAsset(this.db, this.d, existing.id))!;
+      return { row, tags: (await repo.tagsOf(this.db, [row.id])).get(row.id) ?? [], created: false };
+    }
+    const id = randomUUID();
+    const tags = [...new Set([f.type, ...(f.tags ?? [])])];
+    const inserted = await repo.insertAsset(this.db, this.d, {
+      id,
+      owner,
+      name: f.filename,
+      hash,
+      size,
+      mimeType: mime,
+      userMetadata: { filename: rel },
+      metadata,
+      previewId: null,
+      jobId,
+      filePath: logical,
+      dedupKey: null,
+      now,
+      tags,
+    });
+    const row = inserted ? await repo.getAsset(this.db, this.d, id) : await repo.getByFilePath(this.db, this.d, logical);
+    if (!row) return undefined;
+    return { row, tags: (await repo.tagsOf(this.db, [row.id])).get(row.id) ?? [], created: inserted };
+  }
+
+  // ---- changing ----
+
+  async update(viewer: Viewer, id: string, c: { name?: string; userMetadata?: Record<string, unknown>; previewId?: string | null; mimeType?: string }): Promise<AssetRow> {
+    await this.writable(viewer, id);
+    const previewId = c.previewId === undefined ? undefined : await this.checkPreview(viewer, c.previewId);
+    await repo.updateAsset(this.db, this.d, id, { name: c.name, userMetadata: c.userMetadata, previewId, mimeType: c.mimeType }, Date.now());
+    return (await repo.getAsset(this.db, this.d, id))!;
+  }
+
+  /** Deletes the reference; with deleteContent, also the bytes once no reference holds them. */
+  async delete(viewer: Viewer, id: string, deleteContent: boolean): Promise<void> {
+    const row = await this.writable(viewer, id);
+    const remaining = await repo.deleteAsset(this.db, id, row.hash);
+    if (!deleteContent || !row.hash || remaining > 0) return;
+    const content = await repo.deleteContentIfOrphan(this.db, row.hash);
+    if (!content) return;
+    for (const logical of new Set([content.path, row.file_path])) {
+      const file = logical ? await fileHolds(this.dirs, logical, content.size) : undefined;
+      if (file) await fs.promises.rm(file, { force: true }).catch((err) => this.log.warn({ err, file }, 'asset content file could not be removed'));
+    }
+  }
+
+  async addTags(viewer: Viewer, id: string, tags: string[]) {
+    const row = await this.writable(viewer, id);
+    return repo.addTags(this.db, id, row.owner, tags, Date.now());
+  }
+
+  async removeTags(viewer: Viewer, id: string, tags: string[]) {
+    await this.writable(viewer, id);
+    return repo.removeTags(this.db, id, tags, Date.now());
+  }
+
+  // ---- content ----
+
+  /** Where the asset's bytes are: its own file when it still holds them, else the stored content. */
+  async contentFile(viewer: Viewer, id: string): Promise<{ row: AssetRow; file: string }> {
+    const row = await this.visible(viewer, id);
+    const content = row.hash ? await repo.getContent(this.db, row.hash) : undefined;
+    const file = (await fileHolds(this.dirs, row.file_path, row.size)) ?? (content ? await fileHolds(this.dirs, content.path, content.size) : undefined);
+    if (!file) throw new AssetError(404, 'FILE_NOT_FOUND', 'Underlying file not found on disk.', { id });
+    await repo.touch(this.db, id, Date.now());
+    return { row, file };
+  }
+
+  async hashExists(viewer: Viewer, hash: string): Promise<boolean> {
+    return repo.ownerHasHash(this.db, viewer.owners, hash);
+  }
+
+  /** For /view?filename=blake3:<hex>: the file holding content the viewer has an asset of. */
+  async fileForHash(viewer: Viewer, hash: string): Promise<{ path: string; filename: string } | undefined> {
+    if (!(await repo.ownerHasHash(this.db, viewer.owners, hash))) return undefined;
+    const content = await repo.getContent(this.db, hash);
+    const file = content ? await fileHolds(this.dirs, content.path, content.size) : undefined;
+    return file ? { path: file, filename: path.basename(content!.path) } : undefined;
+  }
+}
+
+/** A sibling reference of the same content, for dimensions a from-hash reference cannot read from bytes it never saw. */
+async function sql1(s: AssetService, hash: string, viewer: Viewer): Promise<AssetRow | undefined> {
+  const r = await s.db.selectFrom('assets').selectAll().where('hash', '=', hash).where('owner', 'in', [...viewer.owners]).limit(1).executeTakeFirst();
+  return r ? repo.readAsset(s.d, r) : undefined;
+}
