@@ -53,7 +53,8 @@ export async function uploadRawName(url: string, route: string, file: Buffer, fi
   for (const [k, v] of Object.entries(fields)) {
     parts.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${k}"\r\n\r\n${v}\r\n`));
   }
-  const quoted = filename.replace(/"/g, '%22').replace(/\r|\n/g, '');
+  // A quoted-string: backslash and quote escaped, so the service sees exactly `filename`.
+  const quoted = filename.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\r|\n/g, '');
   parts.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="image"; filename="${quoted}"\r\nContent-Type: image/png\r\n\r\n`, 'utf8'));
   parts.push(file, Buffer.from(`\r\n--${boundary}--\r\n`));
   const r = await fetch(url + route, { method: 'POST', body: Buffer.concat(parts), headers: { 'content-type': `multipart/form-data; boundary=${boundary}` } });

@@ -65,7 +65,9 @@ function scripts(root: string, dir: string): string[] {
   return out;
 }
 
-function readJson(file: string): unknown {
+/** A JSON file below `root` (never one a link leads out of `root` to). */
+function readJson(root: string, file: string): unknown {
+  if (!insideReal(root, file)) return undefined;
   try {
     const st = fs.statSync(file);
     if (!st.isFile() || st.size > MAX_JSON_BYTES) return undefined;
@@ -130,10 +132,10 @@ export class FrontendAssets {
       const locales = path.join(this.customNodesDir, pack, 'locales');
       for (const lang of dirs(locales)) {
         let t: Record<string, unknown> = {};
-        const main = readJson(path.join(locales, lang, 'main.json'));
+        const main = readJson(this.customNodesDir, path.join(locales, lang, 'main.json'));
         if (isObject(main)) t = { ...main };
         for (const key of LOCALE_EXTRA) {
-          const v = readJson(path.join(locales, lang, `${key}.json`));
+          const v = readJson(this.customNodesDir, path.join(locales, lang, `${key}.json`));
           if (isObject(v) && Object.keys(v).length > 0) Object.defineProperty(t, key, { value: v, enumerable: true, writable: true, configurable: true });
         }
         const cur = Object.hasOwn(out, lang) && isObject(out[lang]) ? (out[lang] as Record<string, unknown>) : {};
@@ -161,7 +163,11 @@ export class FrontendAssets {
     if (!dirs(this.customNodesDir).includes(pack)) return undefined;
     for (const folder of EXAMPLE_FOLDERS) {
       const root = path.join(this.customNodesDir, pack, folder);
-      if (fs.statSync(path.join(root, rel), { throwIfNoEntry: false })?.isFile()) return { root, rel };
+      try {
+        if (fs.statSync(path.join(root, rel), { throwIfNoEntry: false })?.isFile()) return { root, rel };
+      } catch {
+        return undefined; // a name the file system refuses (NUL, too long) names no template
+      }
     }
     return undefined;
   }

@@ -55,7 +55,14 @@ async function writeTemp(folder: string, data: Buffer[] | Buffer): Promise<strin
  * mask, as the reference).
  */
 export async function placeUpload(folder: string, name: string, body: UploadBody, overwrite: boolean, content?: () => Promise<Buffer>): Promise<PlacedFile> {
-  await fs.promises.mkdir(folder, { recursive: true });
+  try {
+    await fs.promises.mkdir(folder, { recursive: true });
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'EEXIST' || code === 'ENOTDIR') throw new UploadError(400, 'Invalid subfolder: a file has that name');
+    throw err;
+  }
+  if (fs.statSync(path.join(folder, name), { throwIfNoEntry: false })?.isDirectory() && overwrite) throw new UploadError(400, 'Invalid filename: a folder has that name');
   if (overwrite) {
     const tmp = await writeTemp(folder, content ? await content() : body.chunks);
     const target = path.join(folder, name);
@@ -87,6 +94,16 @@ export async function placeUpload(folder: string, name: string, body: UploadBody
     throw new Error('no free file name');
   } finally {
     if (tmp) await fs.promises.rm(tmp, { force: true });
+  }
+}
+
+/** An upload refused for what is on disk (a file where a folder is needed …): a 400 with this message. */
+export class UploadError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
   }
 }
 

@@ -103,7 +103,13 @@ export function checkRealPath(root: string, full: string): void {
       return;
     } catch (err) {
       if (err instanceof UnsafePathError) throw err;
-      if (fs.lstatSync(probe, { throwIfNoEntry: false })?.isSymbolicLink()) throw new UnsafePathError('Path escapes its folder', 403);
+      let isLink = false;
+      try {
+        isLink = fs.lstatSync(probe).isSymbolicLink();
+      } catch {
+        /* missing, or below a file (ENOTDIR): nothing to follow here */
+      }
+      if (isLink) throw new UnsafePathError('Path escapes its folder', 403);
       const parent = path.dirname(probe);
       if (parent === probe || probe === root) return;
       probe = parent;

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import send from '@fastify/send';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { compositeMask, MaskError, placeUpload, type UploadBody } from '../domain/uploads.ts';
+import { compositeMask, MaskError, placeUpload, UploadError, type UploadBody } from '../domain/uploads.ts';
 import { mayViewOutput } from '../domain/output-owners.ts';
 import { channelImage, contentDisposition, previewImage, safeContentType, ViewError } from '../domain/view.ts';
 import { readSafetensorsMetadata } from '../domain/models.ts';
@@ -110,7 +110,7 @@ export function fileRoutes(app: FastifyInstance, ctx: RouteCtx, opts: FileRoutes
     try {
       return await fn(req, reply);
     } catch (err) {
-      if (err instanceof Refusal || err instanceof ViewError || err instanceof MaskError) return sendError(reply, err.status, err.message);
+      if (err instanceof Refusal || err instanceof ViewError || err instanceof MaskError || err instanceof UploadError) return sendError(reply, err.status, err.message);
       if (err instanceof UnsafePathError) return sendError(reply, err.status, err.message);
       throw err;
     }

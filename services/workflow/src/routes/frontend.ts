@@ -6,7 +6,7 @@ import { FrontendAssets } from '../domain/frontend.ts';
 import { LogBuffer, captureLogger } from '../domain/logs.ts';
 import type { ModelFolders } from '../domain/models.ts';
 import { hiddenOutputs } from '../domain/output-owners.ts';
-import { checkRealPath, type FolderType, UnsafePathError } from '../files/paths.ts';
+import { checkRealPath, type FolderType } from '../files/paths.ts';
 import type { WsHub } from '../ws/hub.ts';
 import { dual, type Handler, type RouteDoc } from './common.ts';
 import type { RouteCtx } from './context.ts';
@@ -34,6 +34,20 @@ function cacheHeader(urlPath: string): string | undefined {
   return undefined;
 }
 
+/** stat that answers undefined for any name the file system refuses (too long, NUL, below a file …). */
+function statQuiet(p: string): fs.Stats | undefined {
+  try {
+    return fs.statSync(p, { throwIfNoEntry: false });
+  } catch {
+    return undefined;
+  }
+}
+
+/** The plain 404 of unknown paths (callNotFound would see the HEAD twin of these wildcard routes and answer 405). */
+function notFound(reply: FastifyReply): FastifyReply {
+  return reply.code(404).type('text/plain; charset=utf-8').send('404: Not Found');
+}
+
 /**
  * Serves one file below `root` (dot files refused, links leaving the root
  * refused); answers through the not-found handler when there is none.
@@ -42,19 +56,17 @@ async function serveStatic(req: FastifyRequest, reply: FastifyReply, root: strin
   const clean = rel.split('/').filter((p) => p !== '').join('/');
   let file: string;
   try {
-    if (clean.split('/').some((p) => p === '..' || p.startsWith('.')) || clean.includes('\\') || clean.includes('\0')) return reply.callNotFound();
+    if (clean.split('/').some((p) => p === '..' || p.startsWith('.')) || clean.includes('\\') || clean.includes('\0')) return notFound(reply);
     file = path.join(root, clean);
     checkRealPath(root, file);
-  } catch (err) {
-    if (err instanceof UnsafePathError) return reply.callNotFound();
-    throw err;
+  } catch {
+    return notFound(reply);
   }
-  const st = fs.statSync(file, { throwIfNoEntry: false });
-  if (!st?.isFile()) return reply.callNotFound();
+  if (!statQuiet(file)?.isFile()) return notFound(reply);
   const r = await send(req.raw, '/' + clean.split('/').map(encodeURIComponent).join('/'), { root, dotfiles: 'deny', index: false, cacheControl: false });
   if (r.type !== 'file') {
     r.stream.destroy?.();
-    return reply.callNotFound();
+    return notFound(reply);
   }
   const headers: Record<string, string> = { ...r.headers, ...extraHeaders };
   const cache = cacheHeader(req.url.split('?')[0]!);
@@ -106,12 +118,12 @@ export function frontendRoutes(app: FastifyInstance, ctx: RouteCtx, opts: Fronte
     const web = assets.webDir(p.pack);
     if (web) return serveStatic(req, reply, web, p['*']);
     if (opts.frontEndRoot) return serveStatic(req, reply, opts.frontEndRoot, `extensions/${p.pack}/${p['*']}`);
-    return reply.callNotFound();
+    return notFound(reply);
   });
   app.get('/api/workflow_templates/:pack/*', { schema: { hide: true } }, async (req, reply) => {
     const p = req.params as { pack: string; '*': string };
     const hit = assets.templateFile(p.pack, p['*']);
-    if (!hit) return reply.callNotFound();
+    if (!hit) return notFound(reply);
     return serveStatic(req, reply, hit.root, hit.rel);
   });
 
@@ -119,9 +131,9 @@ export function frontendRoutes(app: FastifyInstance, ctx: RouteCtx, opts: Fronte
   app.get('/templates/*', { schema: { hide: true } }, async (req, reply) => {
     const rel = (req.params as { '*': string })['*'];
     const root = opts.templatesRoot;
-    if (root && fs.existsSync(path.join(root, rel.split('/').filter(Boolean).join('/')))) return serveStatic(req, reply, root, rel);
+    if (root && statQuiet(path.join(root, rel.split('/').filter(Boolean).join('/')))) return serveStatic(req, reply, root, rel);
     if (rel === 'index.json') return reply.header('Cache-Control', 'no-cache').type('application/json').send('[]');
-    return reply.callNotFound();
+    return notFound(reply);
   });
 
   bare(app, 'GET', '/internal/logs', { operationId: 'getInternalLogs', tags: ['internal'] } as RouteDoc, (_req, reply) =>

@@ -235,8 +235,8 @@ export function userdataRoutes(app: FastifyInstance, users: UserManager, opts: U
         if (dst?.isDirectory()) throw new Answer(400, 'Invalid destination: a folder has this name');
         const root = rootOf(userOf(req));
         if (sst.isDirectory() && (dest + path.sep).startsWith(source + path.sep)) throw new Answer(400, 'Invalid destination: inside the source folder');
-        await fs.promises.mkdir(path.dirname(dest), { recursive: true });
         try {
+          await fs.promises.mkdir(path.dirname(dest), { recursive: true });
           if (!overwrite) {
             // link + unlink: the destination appears only if it still does not exist.
             if (sst.isFile()) {
@@ -248,7 +248,7 @@ export function userdataRoutes(app: FastifyInstance, users: UserManager, opts: U
           const code = (err as NodeJS.ErrnoException).code;
           if (code === 'EEXIST') throw new Answer(409, 'File already exists');
           if (code === 'ENOENT') throw new Answer(404, '404: Not Found');
-          if (code === 'ENOTDIR' || code === 'EISDIR' || code === 'ENOTEMPTY' || code === 'EINVAL') throw new Answer(400, 'Invalid destination');
+          if (code === 'ENOTDIR' || code === 'EISDIR' || code === 'ENOTEMPTY' || code === 'EINVAL' || code === 'EEXIST') throw new Answer(400, 'Invalid destination');
           if (code === 'EXDEV') {
             await fs.promises.cp(source, dest, { recursive: true, errorOnExist: !overwrite, force: overwrite });
             await fs.promises.rm(source, { recursive: true });
