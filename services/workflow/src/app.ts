@@ -96,7 +96,7 @@ export async function buildApp(base: ServiceConfig): Promise<FastifyInstance> {
 
     const registry = await buildRegistry(config, app.log);
     const executor = new Executor(registry, config.cache);
-    const hub = new WsHub();
+    const hub = new WsHub({ isolateOwners: config.runtime === 'cloud' });
     // Assets are on unless --disable-assets: every file a job saves becomes one, its id in the `executed` entry.
     const assets = config.flags.disableAssets === true || process.env.WORKFLOW_DISABLE_ASSETS === '1'
       ? undefined

@@ -1,5 +1,10 @@
 import { loadConfig, runService } from '@svc/kernel';
-import { buildApp } from './app.ts';
+import { buildApp, openWorkflowStorage } from './app.ts';
 
 const cfg = loadConfig('workflow', { port: 8188 });
-await runService('workflow', cfg, buildApp);
+if (process.argv[2] === 'create-user') {
+  const { createUserCommand } = await import('./identity/cli.ts');
+  process.exitCode = await createUserCommand(cfg, openWorkflowStorage);
+} else {
+  await runService('workflow', cfg, buildApp);
+}

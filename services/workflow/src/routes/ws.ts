@@ -12,9 +12,9 @@ export function wsRoutes(app: FastifyInstance, ctx: RouteCtx, hub: WsHub, runner
     const q = req.query as Record<string, unknown>;
     const requested = typeof q.clientId === 'string' && q.clientId !== '' ? q.clientId : undefined;
     const client = hub.connect(socket, requested, ctx.owner(req), (c) => {
-      hub.send('status', runner.statusMessage(c.clientId), c.clientId);
+      hub.send('status', runner.statusMessage(c.clientId), c.clientId, c.owner);
       const running = runner.running();
-      if (running && running.clientId === c.clientId) hub.send('executing', { node: running.lastNode }, c.clientId);
+      if (running && running.clientId === c.clientId && running.owner === c.owner) hub.send('executing', { node: running.lastNode }, c.clientId, c.owner);
     });
     let first = true;
     socket.on('message', (data, isBinary) => {
@@ -27,7 +27,7 @@ export function wsRoutes(app: FastifyInstance, ctx: RouteCtx, hub: WsHub, runner
         const msg = JSON.parse(buf.toString('utf8'));
         if (msg && msg.type === 'feature_flags' && msg.data && typeof msg.data === 'object' && !Array.isArray(msg.data)) {
           Object.assign(client.features, msg.data);
-          hub.send('feature_flags', serverFeatures, client.clientId);
+          hub.send('feature_flags', serverFeatures, client.clientId, client.owner);
         }
       } catch {
         /* not JSON: ignored, as the reference does */

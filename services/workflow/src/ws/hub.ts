@@ -36,6 +36,25 @@ export const BINARY_PREVIEW_IMAGE_WITH_METADATA = 4;
 export class WsHub {
   private readonly clients = new Map<string, Client>();
   private readonly parked = new Map<string, Parked>();
+  /**
+   * Hosted runtime: sockets are keyed by (owner, client id), so a tenant that
+   * reuses another tenant's client id gets a socket of its own and never
+   * their messages, and broadcasts reach only the owner's sockets.
+   */
+  private readonly isolate: boolean;
+
+  constructor(opts: { isolateOwners?: boolean } = {}) {
+    this.isolate = opts.isolateOwners === true;
+  }
+
+  private key(clientId: string, owner: string | undefined): string {
+    return this.isolate ? `${owner ?? ''}\u0001${clientId}` : clientId;
+  }
+
+  /** A broadcast of one owner's prompt reaches every socket, as the reference does, unless owners are isolated. */
+  private mayReceive(c: Client, owner: string | undefined): boolean {
+    return owner === undefined || !this.isolate || c.owner === owner;
+  }
 
   get size(): number {
     return this.clients.size;
@@ -44,55 +63,56 @@ export class WsHub {
   /** Registers a socket; a second socket with the same client id replaces the first. */
   connect(ws: WebSocket, requestedId: string | undefined, owner: string, onFirst: (c: ClientInfo) => void): ClientInfo {
     const clientId = requestedId && requestedId.length <= 256 ? requestedId : randomUUID().replaceAll('-', '');
-    const old = this.clients.get(clientId);
+    const key = this.key(clientId, owner);
+    const old = this.clients.get(key);
     if (old) {
       old.outbox.close();
       old.ws.close(1000, 'replaced by a new connection');
     }
     const client: Client = { clientId, ws, outbox: new Outbox(ws), features: {}, owner };
-    this.clients.set(clientId, client);
+    this.clients.set(key, client);
     ws.on('close', () => {
-      if (this.clients.get(clientId) === client) this.clients.delete(clientId);
+      if (this.clients.get(key) === client) this.clients.delete(key);
       client.outbox.close();
     });
     onFirst(client);
-    const parked = this.parked.get(clientId);
+    const parked = this.parked.get(key);
     if (parked) {
-      this.parked.delete(clientId);
+      this.parked.delete(key);
       if (parked.expires > Date.now()) for (const f of parked.frames) client.outbox.push(f);
     }
     return client;
   }
 
-  get(clientId: string): ClientInfo | undefined {
-    return this.clients.get(clientId);
+  get(clientId: string, owner?: string): ClientInfo | undefined {
+    return this.clients.get(this.key(clientId, owner));
   }
 
-  /** Sends a JSON message to one client, or to all (of `owner`, when given) with `clientId` null. */
+  /** Sends a JSON message to one client, or to all (of `owner` when isolated) with `clientId` null. */
   send(type: string, data: unknown, clientId: string | null, owner?: string): void {
     const text = JSON.stringify({ type, data });
     if (clientId === null) {
-      for (const c of this.clients.values()) if (owner === undefined || c.owner === owner) c.outbox.push({ data: text });
+      for (const c of this.clients.values()) if (this.mayReceive(c, owner)) c.outbox.push({ data: text });
       return;
     }
-    this.deliver(clientId, { data: text });
+    this.deliver(this.key(clientId, owner), { data: text });
   }
 
   /** A message that may replace its queued predecessor with the same key; built when sent. */
   sendCoalesced(clientId: string | null, key: string, build: () => string, owner?: string): void {
     if (clientId === null) {
-      for (const c of this.clients.values()) if (owner === undefined || c.owner === owner) c.outbox.push({ key, build });
+      for (const c of this.clients.values()) if (this.mayReceive(c, owner)) c.outbox.push({ key, build });
       return;
     }
-    this.deliver(clientId, { key, build });
+    this.deliver(this.key(clientId, owner), { key, build });
   }
 
-  sendBinary(clientId: string, frame: Buffer): void {
-    this.deliver(clientId, { data: frame });
+  sendBinary(clientId: string, frame: Buffer, owner?: string): void {
+    this.deliver(this.key(clientId, owner), { data: frame });
   }
 
-  features(clientId: string): Record<string, unknown> {
-    return this.clients.get(clientId)?.features ?? {};
+  features(clientId: string, owner?: string): Record<string, unknown> {
+    return this.clients.get(this.key(clientId, owner))?.features ?? {};
   }
 
   private deliver(clientId: string, frame: Parked['frames'][number]): void {
