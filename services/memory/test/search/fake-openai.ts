@@ -20,6 +20,8 @@ export interface FakeOpenAi {
   answer: (prompt: string) => string;
   /** When set, every request fails with this HTTP status. */
   failWith: number | undefined;
+  /** While set, chat requests wait for it before answering (a model that is slow mid-job). */
+  gate: Promise<void> | undefined;
   /** Vector length returned by /v1/embeddings (folded by the provider when not 384). */
   dims: number;
   close(): Promise<void>;
@@ -38,13 +40,14 @@ export async function startFakeOpenAi(): Promise<FakeOpenAi> {
     requests: [],
     answer: () => 'None',
     failWith: undefined,
+    gate: undefined,
     dims: 1536,
     close: async () => {},
   };
   const server = http.createServer((req, res) => {
     let raw = '';
     req.on('data', (c) => (raw += c));
-    req.on('end', () => {
+    req.on('end', async () => {
       let body: any;
       try {
         body = JSON.parse(raw);
@@ -53,6 +56,7 @@ export async function startFakeOpenAi(): Promise<FakeOpenAi> {
         return;
       }
       fake.requests.push({ path: req.url ?? '', auth: req.headers.authorization, body });
+      if (req.url === '/v1/chat/completions' && fake.gate) await fake.gate;
       if (fake.failWith) {
         res.writeHead(fake.failWith, { 'content-type': 'application/json' }).end('{"error":{"message":"down"}}');
         return;
