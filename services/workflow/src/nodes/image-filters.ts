@@ -64,37 +64,40 @@ function convolveSeparable(f: Frame, k: Float64Array, ctx: NodeContext): Float32
 const SHARP_KERNEL_MAX = 11;
 
 /**
- * A 2-D convolution with reflect padding through libvips (sharp.convolve):
- * the frame is padded here (libvips extends edges by copying them, torch
- * reflects), convolved in float and rounded to bytes, and the
- * padding cut off again. Only for RGB frames: sharp premultiplies alpha.
+ * A 2-D convolution through libvips (sharp.convolve), in float and rounded
+ * to bytes. libvips extends edges by copying them where torch reflects, so
+ * the outermost `r` rows and columns are recomputed here with reflection;
+ * the interior needs no padded copy. Only for RGB frames: sharp premultiplies
+ * alpha.
  */
 async function convolveSharp(f: Frame, kernel2d: number[], size: number): Promise<Buffer> {
   const r = (size - 1) / 2;
-  const pw = f.width + 2 * r;
-  const ph = f.height + 2 * r;
-  const c = f.channels;
-  const padded = Buffer.alloc(pw * ph * c);
-  for (let y = 0; y < ph; y++) {
-    const sy = reflect(y - r, f.height);
-    const dst = y * pw * c;
-    f.data.copy(padded, dst + r * c, sy * f.width * c, (sy + 1) * f.width * c);
-    for (let x = 0; x < r; x++) {
-      const lx = reflect(x - r, f.width);
-      const rx = reflect(f.width + x, f.width);
-      f.data.copy(padded, dst + x * c, (sy * f.width + lx) * c, (sy * f.width + lx + 1) * c);
-      f.data.copy(padded, dst + (r + f.width + x) * c, (sy * f.width + rx) * c, (sy * f.width + rx + 1) * c);
-    }
-  }
-  const out = await sharp(padded, { raw: { width: pw, height: ph, channels: c } })
+  const { width: w, height: h, channels: c, data } = f;
+  const out = await sharp(data, { raw: { width: w, height: h, channels: c } })
     .convolve({ width: size, height: size, kernel: kernel2d, scale: 1 })
     // The convolution stays in float until the final cast, which truncates: +0.5 makes it round.
     .linear(1, 0.5)
     .raw()
     .toBuffer();
-  const res = Buffer.alloc(f.width * f.height * c);
-  for (let y = 0; y < f.height; y++) out.copy(res, y * f.width * c, ((y + r) * pw + r) * c, ((y + r) * pw + r + f.width) * c);
-  return res;
+  const fix = (x: number, y: number) => {
+    for (let ch = 0; ch < c; ch++) {
+      let acc = 0;
+      for (let ky = 0; ky < size; ky++) {
+        const sy = reflect(y + ky - r, h);
+        for (let kx = 0; kx < size; kx++) acc += kernel2d[ky * size + kx]! * data[(sy * w + reflect(x + kx - r, w)) * c + ch]!;
+      }
+      out[(y * w + x) * c + ch] = clampByte(acc);
+    }
+  };
+  for (let y = 0; y < h; y++) {
+    if (y < r || y >= h - r) for (let x = 0; x < w; x++) fix(x, y);
+    else
+      for (let x = 0; x < Math.min(r, w); x++) {
+        fix(x, y);
+        if (w - 1 - x >= r) fix(w - 1 - x, y);
+      }
+  }
+  return out;
 }
 
 function outer(k: Float64Array): number[] {

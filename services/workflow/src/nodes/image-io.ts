@@ -54,23 +54,28 @@ export async function decodeImage(file: string | Buffer): Promise<{ image: Image
   const frames: Frame[] = [];
   const planes: MaskPlane[] = [];
   for (let p = 0; p < pages; p++) {
-    const { data, info } = await sharp(file, { page: p, limitInputPixels: MAX_IMAGE_SIDE * MAX_IMAGE_SIDE })
-      .rotate()
-      .ensureAlpha()
-      .raw()
-      .toBuffer({ resolveWithObject: true });
+    const pipeline = sharp(file, { page: p, limitInputPixels: MAX_IMAGE_SIDE * MAX_IMAGE_SIDE }).rotate();
+    // Without alpha, libvips hands over RGB directly (no per-pixel split) and the mask is the reference's 64x64 zeros.
+    if (!meta.hasAlpha) {
+      const { data, info } = await pipeline.removeAlpha().raw().toBuffer({ resolveWithObject: true });
+      if (frames.length > 0 && (info.width !== frames[0]!.width || info.height !== frames[0]!.height)) continue;
+      frames.push(new Frame(info.width, info.height, 3, data));
+      planes.push(new MaskPlane(64, 64, new Float32Array(64 * 64)));
+      continue;
+    }
+    const { data, info } = await pipeline.ensureAlpha().raw().toBuffer({ resolveWithObject: true });
+    // Frames of another size than the first are dropped, as the reference does.
+    if (frames.length > 0 && (info.width !== frames[0]!.width || info.height !== frames[0]!.height)) continue;
     const rgb = Buffer.alloc(info.width * info.height * 3);
     const mask = new Float32Array(info.width * info.height);
     for (let i = 0, j = 0, k = 0; i < data.length; i += 4, j += 3, k++) {
       rgb[j] = data[i]!;
       rgb[j + 1] = data[i + 1]!;
       rgb[j + 2] = data[i + 2]!;
-      mask[k] = meta.hasAlpha ? 1 - data[i + 3]! / 255 : 0;
+      mask[k] = 1 - data[i + 3]! / 255;
     }
-    // Frames of another size than the first are dropped, as the reference does.
-    if (frames.length > 0 && (info.width !== frames[0]!.width || info.height !== frames[0]!.height)) continue;
     frames.push(new Frame(info.width, info.height, 3, rgb));
-    planes.push(meta.hasAlpha ? new MaskPlane(info.width, info.height, mask) : new MaskPlane(64, 64, new Float32Array(64 * 64)));
+    planes.push(new MaskPlane(info.width, info.height, mask));
   }
   return { image: new ImageBatch(frames), mask: new MaskBatch(planes) };
 }
