@@ -36,6 +36,7 @@ import { settingsRoutes } from './routes/settings.ts';
 import { features, SERVICE_VERSION, systemRoutes } from './routes/system.ts';
 import { userdataRoutes } from './routes/userdata.ts';
 import { userRoutes } from './routes/users.ts';
+import { webPageRoutes } from './routes/web-page.ts';
 import { wsRoutes } from './routes/ws.ts';
 import { WsHub } from './ws/hub.ts';
 
@@ -146,6 +147,8 @@ export async function buildApp(base: ServiceConfig): Promise<FastifyInstance> {
     userdataRoutes(app, users, { maxUploadSize: config.maxUploadSize });
     modelRoutes(app, models);
     frontendRoutes(app, ctx, { dirs: config.dirs, customNodesDir: config.dirs.customNodes, models, multiUser: config.multiUser, frontEndRoot: config.flags.frontEndRoot as string | undefined, templatesRoot: config.flags.templatesRoot as string | undefined, hub });
+    // Without a frontend build, the built-in page is served at /.
+    if (!config.flags.frontEndRoot) webPageRoutes(app);
 
     app.addHook('onClose', async () => {
       await runner.stop();
