@@ -14,6 +14,7 @@ import sharp from 'sharp';
 import { forEachStorage } from '@svc/testkit';
 import { readTextChunks } from '../src/files/png.ts';
 import { normalizeBaseUrl, openaiConfig } from '../src/nodes/api-nodes.ts';
+import { redactArgv } from '../src/routes/system.ts';
 import { extractSecretInputs, scrubSecrets } from '../src/runtime/secrets.ts';
 import { startWorkflow, waitJob } from './helpers.ts';
 
@@ -476,4 +477,11 @@ test('extractSecretInputs copies only what it changes', () => {
   assert.equal(prompt.a.inputs.key, 'k1', 'the request body is not changed');
   assert.equal(r.prompt.b, prompt.b);
   assert.deepEqual(r.linked, [{ nodeId: 'c', input: 'key', classType: 'S' }]);
+});
+
+test('system_stats argv hides the values of secret flags', () => {
+  assert.deepEqual(
+    redactArgv(['main.ts', '--port', '8188', '--openai-api-key', 'sk-1', '--api-key=abc', '--openai-base-url', 'http://127.0.0.1:1/v1', '--auth-token', '--x']),
+    ['main.ts', '--port', '8188', '--openai-api-key', '[redacted]', '--api-key=[redacted]', '--openai-base-url', 'http://127.0.0.1:1/v1', '--auth-token', '--x'],
+  );
 });

@@ -18,6 +18,23 @@ export function sendRendered(req: FastifyRequest, reply: FastifyReply, r: Render
   return reply.type('application/json').send(r.body);
 }
 
+const SECRET_FLAG = /^--?[\w-]*(key|token|secret|password)[\w-]*$/i;
+
+/** The command line as system_stats shows it, without the values of flags that hold secrets (--api-key, --openai-api-key …). */
+export function redactArgv(argv: string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    const eq = a.indexOf('=');
+    if (eq > 0 && SECRET_FLAG.test(a.slice(0, eq))) out.push(`${a.slice(0, eq)}=[redacted]`);
+    else if (SECRET_FLAG.test(a) && i + 1 < argv.length && !argv[i + 1]!.startsWith('--')) {
+      out.push(a, '[redacted]');
+      i++;
+    } else out.push(a);
+  }
+  return out;
+}
+
 export function features(maxUploadSize: number, assets = false): Record<string, unknown> {
   return {
     supports_preview_metadata: true,
@@ -54,7 +71,7 @@ export function systemRoutes(app: FastifyInstance, registry: NodeRegistry, opts:
         pytorch_version: 'none (CPU, sharp)',
         embedded_python: false,
         deploy_environment: 'local',
-        argv: process.argv.slice(1),
+        argv: redactArgv(process.argv.slice(1)),
       },
       devices: [{ name: 'cpu', type: 'cpu', index: null, vram_total: total, vram_free: free, torch_vram_total: 0, torch_vram_free: 0 }],
     };

@@ -51,6 +51,14 @@ async function queueFromPage(page: Page, prompt: unknown): Promise<string> {
   return clickQueue(page);
 }
 
+/** What the page showed when a step failed (the explanation is usually there). */
+async function said(page: Page, problems: string[]): Promise<string> {
+  const parts = await Promise.all(
+    ['#conn', '#prompt-result', '#running', '#queue-list', '#jobs', '#upload-result'].map(async (sel) => `${sel}: ${((await page.textContent(sel).catch(() => '')) ?? '').replace(/\s+/g, ' ').slice(0, 600)}`),
+  );
+  return [...parts, `problems: ${JSON.stringify(problems)}`].join('\n# ');
+}
+
 describe('workflow built-in page in a browser', { skip }, () => {
   forEachStorage('page', (storage) => {
     let srv: Srv;
@@ -65,7 +73,7 @@ describe('workflow built-in page in a browser', { skip }, () => {
       guarded = await startWorkflow(storage, { apiKey: API_KEY });
       userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'workflow-ui-chromium-'));
       ctx = await chromium.launchPersistentContext(userDataDir, { executablePath: CHROMIUM, headless: true, args: LAUNCH_ARGS, viewport: { width: 1360, height: 900 } });
-      ctx.setDefaultTimeout(15_000);
+      ctx.setDefaultTimeout(30_000);
       page = await ctx.newPage();
       page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
       // Refused requests are checked by status below; the console's copy of them is not a page problem.
@@ -78,6 +86,17 @@ describe('workflow built-in page in a browser', { skip }, () => {
       });
       page.on('requestfailed', (r) => problems.push(`request failed: ${r.url()} ${r.failure()?.errorText}`));
     });
+
+    /** A test whose failure also prints what the page showed. */
+    const step = (name: string, fn: () => Promise<void>) =>
+      test(name, async () => {
+        try {
+          await fn();
+        } catch (err) {
+          console.log(`# browser at ${page.url()}:\n# ${await said(page, problems)}`);
+          throw err;
+        }
+      });
 
     after(async () => {
       await ctx?.close();
@@ -97,7 +116,7 @@ describe('workflow built-in page in a browser', { skip }, () => {
       assert.equal((await fetch(`${srv.url}/web/missing.js`)).status, 404);
     });
 
-    test('queue a prompt from the page: it finishes with a thumbnail served by /view', async () => {
+    step('queue a prompt from the page: it finishes with a thumbnail served by /view', async () => {
       await page.goto(`${srv.url}/`);
       await page.waitForSelector('#conn[data-state=connected]');
       await page.selectOption('#example', 'solid');
@@ -112,7 +131,7 @@ describe('workflow built-in page in a browser', { skip }, () => {
       assert.match((await page.getAttribute(`${card} .thumbs a`, 'href')) ?? '', /filename=web_00001_\.png&type=output&subfolder=$/);
     });
 
-    test('running progress over the WebSocket; delete from the queue; interrupt', async () => {
+    step('running progress over the WebSocket; delete from the queue; interrupt', async () => {
       const first = await queueFromPage(page, { g: { class_type: 'TestStepGate', inputs: { name: `${storage}-ui-1` } } });
       await gateEntered(`${storage}-ui-1`);
       await page.waitForSelector(`#running[data-state=running][data-prompt-id="${first}"]`);
@@ -143,7 +162,7 @@ describe('workflow built-in page in a browser', { skip }, () => {
       assert.equal(await page.textContent(`.job[data-job-id="${third}"] pre.text`), `released ${storage}-ui-3`);
     });
 
-    test('upload an image from the page and use it in a prompt', async () => {
+    step('upload an image from the page and use it in a prompt', async () => {
       const png = await sharp({ create: { width: 6, height: 4, channels: 3, background: { r: 200, g: 40, b: 90 } } }).png().toBuffer();
       await page.setInputFiles('#upload-file', { name: 'pic.png', mimeType: 'image/png', buffer: png });
       await page.fill('#upload-subfolder', 'web');
@@ -164,7 +183,7 @@ describe('workflow built-in page in a browser', { skip }, () => {
       assert.deepEqual([info.width, info.height, data[0], data[1], data[2]], [6, 4, 200, 40, 90]);
     });
 
-    test('errors are shown; server text is never run as HTML', async () => {
+    step('errors are shown; server text is never run as HTML', async () => {
       await page.fill('#prompt-text', '{"1": ');
       await page.click('#queue-btn');
       assert.match((await page.textContent('#prompt-result [role=alert]')) ?? '', /Not valid JSON/);
