@@ -14,14 +14,16 @@ const services = [
   { name: 'inventory', port: 8080 },
 ].filter((s) => fs.existsSync(path.join(root, 'services', s.name, 'src', 'main.ts')));
 
+/** Services run from an esbuild bundle (scripts/run-service.mjs): faster start, no tsx loader thread. */
+const bundled = new Set(['workflow']);
+
 const children: ChildProcess[] = [];
 for (const s of services) {
   const dataDir = path.join(root, 'data', s.name);
-  const child = spawn(
-    process.execPath,
-    ['--import', 'tsx', path.join(root, 'services', s.name, 'src', 'main.ts'), '--port', String(s.port), '--data-dir', dataDir],
-    { stdio: 'inherit', cwd: root, env: process.env },
-  );
+  const entry = bundled.has(s.name)
+    ? [path.join(root, 'scripts', 'run-service.mjs'), s.name]
+    : ['--import', 'tsx', path.join(root, 'services', s.name, 'src', 'main.ts')];
+  const child = spawn(process.execPath, [...entry, '--port', String(s.port), '--data-dir', dataDir], { stdio: 'inherit', cwd: root, env: process.env });
   child.on('exit', (code, signal) => {
     if (!stopping) console.error(`${s.name} exited (${signal ?? code})`);
   });
