@@ -47,6 +47,8 @@ export class Grants {
   constructor(
     private readonly db: () => Kysely<any>,
     private readonly refreshTtlMs: number,
+    /** Told of every revocation, so caches of family state can drop it at once. */
+    private readonly onRevoke: (familyId: string) => void = () => {},
   ) {}
 
   async createFamily(f: { userId: string; workspaceId: string; clientId: string | null; scope: string; kind: 'login' | 'oauth' }): Promise<Family> {
@@ -61,6 +63,7 @@ export class Grants {
 
   async revokeFamily(id: string, reason: string): Promise<void> {
     await this.db().updateTable('id_families').set({ revoked_at: Date.now(), revoked_reason: reason }).where('id', '=', id).where('revoked_at', 'is', null).execute();
+    this.onRevoke(id);
   }
 
   async issueRefresh(familyId: string): Promise<string> {

@@ -90,7 +90,7 @@ export class Identity {
     readonly cfg: IdentityConfig,
   ) {
     this.store = new IdentityStore(db);
-    this.grants = new Grants(db, cfg.refreshTtlMs);
+    this.grants = new Grants(db, cfg.refreshTtlMs, (fid) => this.families.delete(fid));
     this.clients = new OAuthClients(db);
     this.keys = new SigningKeys(db, { rotateMs: cfg.keyRotateMs, maxTokenMs: cfg.accessTtlSec * 1000 });
     this.tokens = new AccessTokens(this.keys, cfg.publicUrl ?? 'urn:workflow', cfg.accessTtlSec);

@@ -54,6 +54,8 @@ function authFailure(id: Identity, req: FastifyRequest, reply: FastifyReply, err
  */
 export async function installCloud(app: FastifyInstance, db: () => Kysely<any>, cfg: IdentityConfig): Promise<{ identity: Identity; ctx: RouteCtx }> {
   const identity = new Identity(db, cfg);
+  // Operators and tests reach key rotation and the caches through the app.
+  app.decorate('identity', identity);
   for (const s of Object.values(cloudSchemas)) app.addSchema(s);
   const localOnly = new Set(LOCAL_ONLY.map(([m, u]) => `${m} ${u}`));
 
