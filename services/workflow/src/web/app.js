@@ -99,8 +99,10 @@ $('#example').addEventListener('change', (e) => {
 
 // ---------------------------------------------------------------- queueing
 
-/** Prompts queued from this page, so the running panel can name node classes. */
+/** Prompts seen in the queue or queued here, so the running panel can name node classes. */
 const knownPrompts = new Map();
+/** Prompts queued from this page: their progress comes over this page's socket. */
+const mine = new Set();
 
 function showResult(box, kind, title, lines = []) {
   box.replaceChildren();
@@ -139,6 +141,7 @@ async function queuePrompt() {
     const r = await api('/prompt', { method: 'POST', json: body });
     if (r.ok) {
       knownPrompts.set(r.body.prompt_id, prompt);
+      mine.add(r.body.prompt_id);
       const warn = promptErrorLines({ node_errors: r.body.node_errors });
       showResult(box, warn.length ? 'error' : 'ok', `Queued ${r.body.prompt_id} (#${r.body.number})`, warn);
       box.firstChild.dataset.promptId = r.body.prompt_id;
@@ -203,7 +206,7 @@ $('#upload-form').addEventListener('submit', async (e) => {
 
 // ---------------------------------------------------------------- running
 
-const running = { promptId: null, node: null, states: {}, value: 0, max: 1 };
+const running = { promptId: null, node: null, states: {}, value: 0, max: 1, external: null };
 
 function classOf(promptId, node) {
   const p = knownPrompts.get(promptId);
@@ -215,10 +218,11 @@ function renderRunning() {
   const box = $('#running');
   const label = $('#running-label');
   if (!running.promptId) {
-    box.dataset.state = 'idle';
-    label.textContent = 'Nothing is running.';
+    box.dataset.state = running.external ? 'external' : 'idle';
+    // A prompt queued by another client: its progress messages go to that client only.
+    label.textContent = running.external ? `${running.external.slice(0, 8)}… is running (queued by another client)` : 'Nothing is running.';
     label.className = 'muted';
-    $('#interrupt-btn').disabled = true;
+    $('#interrupt-btn').disabled = !running.external;
     $('#progress').value = 0;
     $('#node-states').replaceChildren();
     return;
@@ -251,7 +255,8 @@ function endRun(promptId) {
 }
 
 $('#interrupt-btn').addEventListener('click', async () => {
-  await api('/interrupt', { method: 'POST', json: running.promptId ? { prompt_id: running.promptId } : {} });
+  const id = running.promptId ?? running.external;
+  await api('/interrupt', { method: 'POST', json: id ? { prompt_id: id } : {} });
 });
 
 function onMessage(type, data) {
@@ -386,6 +391,9 @@ function renderQueue(q) {
     });
     items.push(el('li', { 'data-prompt-id': t[1], 'data-state': 'pending' }, el('span', { class: 'tag', text: `#${t[0]}` }), el('span', { class: 'id', text: t[1] }), el('span', { class: 'spacer' }), del));
   }
+  const top = q.queue_running?.[0]?.[1] ?? null;
+  running.external = top !== null && !mine.has(top) && top !== running.promptId ? top : null;
+  renderRunning();
   if (!items.length) items.push(el('li', { class: 'muted', text: 'Empty.' }));
   $('#queue-list').replaceChildren(...items);
   $('#queue-remaining').textContent = String((q.queue_running?.length ?? 0) + (q.queue_pending?.length ?? 0));

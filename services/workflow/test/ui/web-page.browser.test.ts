@@ -162,6 +162,17 @@ describe('workflow built-in page in a browser', { skip }, () => {
       assert.equal(await page.textContent(`.job[data-job-id="${third}"] pre.text`), `released ${storage}-ui-3`);
     });
 
+    step('a prompt another client queued shows as running and can be interrupted', async () => {
+      const r = await srv.http.post('/api/prompt', { prompt: { g: { class_type: 'TestStepGate', inputs: { name: `${storage}-ui-ext` } } }, client_id: 'someone-else' });
+      assert.equal(r.status, 200, r.text);
+      await gateEntered(`${storage}-ui-ext`);
+      await page.waitForSelector('#running[data-state=external]');
+      assert.match((await page.textContent('#running-label')) ?? '', /queued by another client/);
+      await page.click('#interrupt-btn');
+      await page.waitForSelector(`.job[data-job-id="${r.body.prompt_id}"][data-status=cancelled]`);
+      await page.waitForSelector('#running[data-state=idle]');
+    });
+
     step('upload an image from the page and use it in a prompt', async () => {
       const png = await sharp({ create: { width: 6, height: 4, channels: 3, background: { r: 200, g: 40, b: 90 } } }).png().toBuffer();
       await page.setInputFiles('#upload-file', { name: 'pic.png', mimeType: 'image/png', buffer: png });
