@@ -27,6 +27,22 @@ function entryOf(dir: string, name: string): string | undefined {
  * module, or a single module). A pack exports `nodes: NodeDefinition[]` (or a
  * default export of them). A pack that fails to load is reported, never fatal.
  */
+/**
+ * Imports a pack module. A TypeScript pack under plain node (the service runs
+ * from its bundle) is compiled with esbuild into `.build/` beside it first.
+ */
+async function importPack(entry: string): Promise<Record<string, unknown>> {
+  try {
+    return await import(pathToFileURL(entry).href);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ERR_UNKNOWN_FILE_EXTENSION' || !/\.m?ts$/.test(entry)) throw err;
+    const { build } = await import('esbuild');
+    const out = path.join(path.dirname(entry), '.build', `${path.basename(entry).replace(/\.m?ts$/, '')}.mjs`);
+    await build({ entryPoints: [entry], bundle: true, packages: 'external', platform: 'node', format: 'esm', outfile: out, logLevel: 'silent' });
+    return import(pathToFileURL(out).href);
+  }
+}
+
 export async function loadPacks(dir: string, add: (def: NodeDefinition, pack: string) => void): Promise<PackReport[]> {
   if (!fs.existsSync(dir)) return [];
   const reports: PackReport[] = [];
@@ -37,7 +53,7 @@ export async function loadPacks(dir: string, add: (def: NodeDefinition, pack: st
     const pack = name.replace(/\.(m?js|m?ts)$/, '');
     const report: PackReport = { pack, nodes: [] };
     try {
-      const mod = await import(pathToFileURL(entry).href);
+      const mod = await importPack(entry);
       const defs: unknown = mod.nodes ?? mod.default;
       if (!Array.isArray(defs)) throw new Error('the pack exports no `nodes` array');
       for (const def of defs as NodeDefinition[]) {
