@@ -316,6 +316,11 @@ forEachStorage('workflow files: multi-user outputs', (storage) => {
     assert.equal((await getBytes(url, {})).status, 404);
     assert.ok((await srv.http.get('/internal/files/output', { 'comfy-user': alice })).body.includes(img.filename));
     assert.ok(!(await srv.http.get('/internal/files/output', { 'comfy-user': bob })).body.includes(img.filename));
+    // bob cannot replace alice's output by uploading over it
+    const over = await upload(srv.url, '/upload/image', await png(8, 8, [0, 0, 0, 255]), img.filename, { type: 'output', subfolder: img.subfolder, overwrite: 'true' }, { 'comfy-user': bob });
+    assert.equal(over.status, 403);
+    assert.ok(over.body.error);
+    assert.equal((await getBytes(url, { 'comfy-user': alice })).status, 200);
     // files no job produced stay shared
     fs.writeFileSync(path.join(srv.cfg.dataDir, 'output', 'shared.txt'), 'x');
     assert.equal((await getBytes(`${srv.url}/view?filename=shared.txt`, { 'comfy-user': bob })).status, 200);

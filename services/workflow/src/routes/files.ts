@@ -136,6 +136,15 @@ export function fileRoutes(app: FastifyInstance, ctx: RouteCtx, opts: FileRoutes
     return { type, subfolder, folder: path.dirname(file), name };
   };
 
+  /** Multi-user: an upload never replaces a file another user's job produced. */
+  const guardOthersOutput = async (req: FastifyRequest, t: ReturnType<typeof target>, overwrite: boolean) => {
+    if (!opts.multiUser || !overwrite || t.type === 'input') return;
+    if (!fs.existsSync(path.join(t.folder, t.name))) return;
+    if (!(await mayViewOutput(ctx.storageDb(), ctx.owner(req), { filename: t.name, subfolder: t.subfolder, type: t.type }))) {
+      throw new Refusal(403, "The file belongs to another user's job and cannot be overwritten");
+    }
+  };
+
   const answer = async (req: FastifyRequest, reply: FastifyReply, t: ReturnType<typeof target>, placed: { name: string; path: string; reused: boolean }, form: UploadForm) => {
     if (t.type === 'input' && !placed.reused) opts.onInputChanged?.();
     const body: Record<string, unknown> = { name: placed.name, subfolder: t.subfolder, type: t.type };
@@ -181,6 +190,7 @@ export function fileRoutes(app: FastifyInstance, ctx: RouteCtx, opts: FileRoutes
       const form = await readForm(req, opts.maxUploadSize);
       const t = target(form);
       const overwrite = form.fields.overwrite === 'true' || form.fields.overwrite === '1';
+      await guardOthersOutput(req, t, overwrite);
       const placed = await placeUpload(t.folder, t.name, form.image!.body, overwrite);
       return answer(req, reply, t, placed, form);
     }),
@@ -219,6 +229,7 @@ export function fileRoutes(app: FastifyInstance, ctx: RouteCtx, opts: FileRoutes
       const mask = Buffer.concat(form.image!.body.chunks);
       const composite = await compositeMask(original.path, mask);
       const overwrite = form.fields.overwrite === 'true' || form.fields.overwrite === '1';
+      await guardOthersOutput(req, t, overwrite);
       const placed = await placeUpload(t.folder, t.name, form.image!.body, overwrite, async () => composite);
       return answer(req, reply, t, placed, form);
     }),
