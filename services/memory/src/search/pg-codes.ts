@@ -44,30 +44,33 @@ export class PgCodeCache {
   }
 
   async #apply(): Promise<void> {
-    const b = (await sql<{ xmin: string; hi: number | null }>`
-      select pg_snapshot_xmin(pg_current_snapshot())::text as xmin, (select max(seq) from search_log) as hi`.execute(this.#db)).rows[0]!;
-    if (this.#codes.size > 0) {
-      const entries = (
-        await sql<LogEntry>`select seq, collection_id, key from search_log
-          where seq > ${this.#lastSeq} or xid >= ${this.#lastXmin}::xid8 order by seq limit 20001`.execute(this.#db)
-      ).rows;
-      if (entries.length > 20_000) this.#codes.clear();
-      else {
-        const keys = [...new Set(entries.filter((e) => this.#codes.has(e.collection_id)).map((e) => Number(e.key)))];
-        if (keys.length > 0) {
-          const rows = (
-            await sql<{ key: number; collection_id: string; packed: Buffer; metadata: unknown }>`
-            select s.seq as key, s.collection_id, s.packed, d.metadata from search_docs s join documents d on d.id = s.doc_id
-            where s.seq = any(${keys}::bigint[])`.execute(this.#db)
-          ).rows;
-          const found = new Map(rows.map((r) => [Number(r.key), r]));
-          for (const e of entries) {
-            const idx = this.#codes.get(e.collection_id);
-            if (!idx) continue;
-            const r = found.get(Number(e.key));
-            if (!r || r.collection_id !== e.collection_id) idx.remove(Number(e.key));
-            else idx.upsertPacked(Number(e.key), r.packed, metadataPairs(r.metadata));
-          }
+    // One round trip when nothing changed: the snapshot bounds and any new entries together.
+    const b = (
+      await sql<{ xmin: string; hi: number | null; entries: LogEntry[] | null }>`
+      select pg_snapshot_xmin(pg_current_snapshot())::text as xmin, (select max(seq) from search_log) as hi,
+        case when ${this.#codes.size > 0} then (
+          select json_agg(e order by e.seq) from (
+            select seq, collection_id, key from search_log where seq > ${this.#lastSeq} or xid >= ${this.#lastXmin}::xid8
+            order by seq limit 20001) e)
+        end as entries`.execute(this.#db)
+    ).rows[0]!;
+    const entries = b.entries ?? [];
+    if (entries.length > 20_000) this.#codes.clear();
+    else if (entries.length > 0) {
+      const keys = [...new Set(entries.filter((e) => this.#codes.has(e.collection_id)).map((e) => Number(e.key)))];
+      if (keys.length > 0) {
+        const rows = (
+          await sql<{ key: number; collection_id: string; packed: Buffer; metadata: unknown }>`
+          select s.seq as key, s.collection_id, s.packed, d.metadata from search_docs s join documents d on d.id = s.doc_id
+          where s.seq = any(${keys}::bigint[])`.execute(this.#db)
+        ).rows;
+        const found = new Map(rows.map((r) => [Number(r.key), r]));
+        for (const e of entries) {
+          const idx = this.#codes.get(e.collection_id);
+          if (!idx) continue;
+          const r = found.get(Number(e.key));
+          if (!r || r.collection_id !== e.collection_id) idx.remove(Number(e.key));
+          else idx.upsertPacked(Number(e.key), r.packed, metadataPairs(r.metadata));
         }
       }
     }

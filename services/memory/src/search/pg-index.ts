@@ -7,6 +7,9 @@ import { codeCandidates, EXACT_FILTER_MAX, rerankCount, VEC_MIN_DOCS } from './s
 
 export type VectorMode = 'pgvector' | 'array';
 
+/** Largest summed document fraction of the terms one full-text query keeps (≈ 5,000 postings per 100,000 documents, as on SQLite). */
+const TERM_FREQUENCY_BUDGET = 0.05;
+
 /** `'a' | 'b'` for to_tsquery: stems are letters/digits only, so quoting each is safe. */
 export function tsQuery(terms: string[]): string {
   return terms.map((t) => `'${t.replace(/'/g, '')}'`).join(' | ');
@@ -58,6 +61,8 @@ export class PgIndex implements IndexBackend {
   #large = new Set<string>();
   /** Whether pgvector has hnsw.iterative_scan (≥ 0.8); unknown until first tried. */
   #iterative: boolean | undefined;
+  /** Term frequencies from pg_stats, re-read at most once a minute. */
+  #freq: { at: number; map: Promise<Map<string, number>> } | undefined;
   /** Filters matching at most this many documents are ranked exactly (tests lower it to reach the other plan). */
   exactFilterMax = EXACT_FILTER_MAX;
 
@@ -116,8 +121,10 @@ export class PgIndex implements IndexBackend {
       select d.collection_id, d.seq from d where exists (select 1 from search_large l where l.collection_id = d.collection_id)`.execute(trx);
   }
 
-  async textRanking(collectionId: string, terms: string[], limit: number, filter: unknown): Promise<Hit[]> {
-    if (terms.length === 0 || limit <= 0) return [];
+  async textRanking(collectionId: string, allTerms: string[], limit: number, filter: unknown): Promise<Hit[]> {
+    if (allTerms.length === 0 || limit <= 0) return [];
+    const terms = await this.#selectTerms(allTerms);
+    if (terms.length === 0) return [];
     const q = tsQuery(terms);
     const r = await sql<{ key: string; ord: number }>`
       select s.doc_id as key, s.seq as ord from search_docs s
@@ -125,6 +132,46 @@ export class PgIndex implements IndexBackend {
       order by ts_rank(s.body, to_tsquery('simple', ${q})) desc, s.seq
       limit ${limit}`.execute(this.#db);
     return r.rows.map((x) => ({ key: x.key, order: Number(x.ord) }));
+  }
+
+  /**
+   * As on SQLite: ts_rank is computed for every matching row before LIMIT, so
+   * a query's cost is the document frequency of its terms. Keep the rarer
+   * terms, up to TERM_FREQUENCY_BUDGET of the documents in total, using the
+   * planner's statistics of the tsvector column (most common elements and
+   * their frequencies, refreshed by ANALYZE); a term not among them is rarer
+   * than all that are. Common terms carry little IDF, and the vector stage
+   * still sees them.
+   */
+  async #selectTerms(terms: string[]): Promise<string[]> {
+    const freq = await this.#termFrequencies();
+    const withF = terms.map((t) => ({ t, f: freq.get(t) ?? 0 })).sort((a, b) => a.f - b.f);
+    const kept: string[] = [];
+    let total = 0;
+    for (const x of withF) {
+      if (kept.length > 0 && total + x.f > TERM_FREQUENCY_BUDGET) break;
+      kept.push(x.t);
+      total += x.f;
+    }
+    return kept;
+  }
+
+  #termFrequencies(): Promise<Map<string, number>> {
+    const now = Date.now();
+    if (this.#freq && now - this.#freq.at < 60_000) return this.#freq.map;
+    const map = sql<{ elems: string[] | string | null; freqs: number[] | null }>`
+      select most_common_elems::text::text[] as elems, most_common_elem_freqs as freqs from pg_stats
+      where schemaname = current_schema() and tablename = 'search_docs' and attname = 'body'`
+      .execute(this.#db)
+      .then((r) => {
+        const m = new Map<string, number>();
+        const row = r.rows[0];
+        if (row?.elems && row.freqs && Array.isArray(row.elems)) row.elems.forEach((e, i) => m.set(e, Number(row.freqs![i])));
+        return m;
+      })
+      .catch(() => new Map<string, number>());
+    this.#freq = { at: now, map };
+    return map;
   }
 
   async vectorRanking(collectionId: string, vector: Float32Array, limit: number, filter: unknown): Promise<Hit[]> {
