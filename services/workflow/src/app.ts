@@ -147,8 +147,8 @@ export async function buildApp(base: ServiceConfig): Promise<FastifyInstance> {
     userdataRoutes(app, users, { maxUploadSize: config.maxUploadSize });
     modelRoutes(app, models);
     frontendRoutes(app, ctx, { dirs: config.dirs, customNodesDir: config.dirs.customNodes, models, multiUser: config.multiUser, frontEndRoot: config.flags.frontEndRoot as string | undefined, templatesRoot: config.flags.templatesRoot as string | undefined, hub });
-    // Without a frontend build, the built-in page is served at /.
-    if (!config.flags.frontEndRoot) webPageRoutes(app);
+    // Without a frontend build, the local runtime serves its built-in page at /.
+    if (!config.flags.frontEndRoot && config.runtime === 'local') webPageRoutes(app);
 
     app.addHook('onClose', async () => {
       await runner.stop();
