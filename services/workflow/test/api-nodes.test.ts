@@ -160,7 +160,7 @@ forEachStorage('workflow OpenAI-compatible API nodes', (storage) => {
       openaiChatModel: 'test-chat',
       openaiImageModel: 'test-image',
     }, { overrides: { logLevel: 'warn' } });
-    tight = await startWorkflow(storage, { openaiBaseUrl: fake.url, openaiApiKey: CFG_KEY, openaiTimeout: '0.4', openaiMaxResponseMb: '0.05', openaiMaxRetries: '0' });
+    tight = await startWorkflow(storage, { openaiBaseUrl: fake.url, openaiApiKey: CFG_KEY, openaiTimeout: '3', openaiMaxResponseMb: '0.05', openaiMaxRetries: '0' });
     bare = await startWorkflow(storage, {});
   });
   after(async () => {
@@ -429,7 +429,7 @@ forEachStorage('workflow OpenAI-compatible API nodes', (storage) => {
     fake.reset(() => {});
     const slow = await waitJob(tight.http, (await tight.http.post('/prompt', { prompt: chatPrompt('slow') })).body.prompt_id);
     assert.equal(slow.status, 'failed');
-    assert.match(slow.execution_error.exception_message, /did not answer \/chat\/completions within 0.4 s/);
+    assert.match(slow.execution_error.exception_message, /did not answer \/chat\/completions within 3 s/);
     await fake.until(() => fake.seen[0]!.closed);
 
     const big = 'x'.repeat(200 * 1024);
