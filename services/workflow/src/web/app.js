@@ -421,6 +421,7 @@ function jobCard(job, detail) {
     el('header', {}, el('span', { class: 'status', text: job.status }), el('span', { class: 'id', text: job.id, title: job.id })),
     el('div', { class: 'when', text: [timeText(job.create_time), job.execution_end_time && job.execution_start_time ? `${((job.execution_end_time - job.execution_start_time) / 1000).toFixed(2)} s` : ''].filter(Boolean).join(' · ') }),
   );
+  if (job.status === 'cancelled') card.append(el('div', { class: 'when', text: 'Interrupted.' }));
   if (job.execution_error) card.append(el('div', { class: 'error', text: `${job.execution_error.exception_type ?? 'Error'}: ${String(job.execution_error.exception_message ?? '').trim()}` }));
   const images = [];
   const texts = [];

@@ -142,6 +142,8 @@ describe('workflow built-in page in a browser', { skip }, () => {
       assert.match((await page.textContent('#running-label')) ?? '', /node g \(TestStepGate\)/);
       await page.waitForSelector('#node-states .chip[data-node=g][data-state=running]');
       await thumbnailsLoaded(page, '#live-preview');
+      const shot = process.env.WORKFLOW_UI_SCREENSHOT;
+      if (shot && storage === 'sqlite') await page.screenshot({ path: shot.replace(/\.png$/, '') + '.running.png' });
 
       const second = await queueFromPage(page, { g: { class_type: 'TestStepGate', inputs: { name: `${storage}-ui-2` } } });
       const pendingRow = `#queue-list li[data-state=pending][data-prompt-id="${second}"]`;
