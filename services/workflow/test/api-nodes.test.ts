@@ -125,6 +125,10 @@ test('base URLs are checked and normalised; flags and env configure the nodes', 
   assert.throws(() => normalizeBaseUrl('not a url'), /not a URL/);
   const c = openaiConfig({ openaiBaseUrl: 'http://127.0.0.1:1/v1/' }, { WORKFLOW_OPENAI_API_KEY: 'k', WORKFLOW_OPENAI_TIMEOUT: '1.5', WORKFLOW_OPENAI_MAX_RESPONSE_MB: '0.5' });
   assert.deepEqual([c.baseUrl, c.apiKey, c.timeoutMs, c.maxResponseBytes, c.maxRetries], ['http://127.0.0.1:1/v1', 'k', 1500, 512 * 1024, 2]);
+  assert.equal(c.apiNodeFlag, true);
+  assert.equal(openaiConfig({ openaiApiNodeFlag: 'false' }, {}).apiNodeFlag, false);
+  assert.equal(openaiConfig({}, { WORKFLOW_OPENAI_API_NODE_FLAG: '0' }).apiNodeFlag, false);
+  assert.throws(() => openaiConfig({ openaiApiNodeFlag: 'maybe' }, {}), /--openai-api-node-flag/);
   assert.throws(() => openaiConfig({ openaiTimeout: '-1' }, {}), /--openai-timeout/);
   assert.throws(() => openaiConfig({ openaiMaxRetries: '1.5' }, {}), /--openai-max-retries/);
 });
@@ -161,7 +165,7 @@ forEachStorage('workflow OpenAI-compatible API nodes', (storage) => {
       openaiImageModel: 'test-image',
     }, { overrides: { logLevel: 'warn' } });
     tight = await startWorkflow(storage, { openaiBaseUrl: fake.url, openaiApiKey: CFG_KEY, openaiTimeout: '3', openaiMaxResponseMb: '0.05', openaiMaxRetries: '0' });
-    bare = await startWorkflow(storage, {});
+    bare = await startWorkflow(storage, { openaiApiNodeFlag: 'false' });
   });
   after(async () => {
     await srv?.close();
@@ -423,6 +427,10 @@ forEachStorage('workflow OpenAI-compatible API nodes', (storage) => {
     assert.equal(j.status, 'failed');
     assert.match(j.execution_error.exception_message, /No OpenAI-compatible endpoint is configured: start the server with --openai-base-url/);
     assert.equal(fake.seen.length, 0);
+    // --openai-api-node-flag false: plain nodes for frontends that gate API nodes behind a sign-in.
+    const info = (await bare.http.get('/object_info/OpenAICompatibleChat')).body.OpenAICompatibleChat;
+    assert.equal(info.api_node, false);
+    assert.equal(info.category, 'api node/text/OpenAI-compatible');
   });
 
   test('time-out and size cap: a slow or oversized answer is a node error', async () => {

@@ -34,6 +34,12 @@ export interface OpenAIConfig {
   maxResponseBytes: number;
   /** Retries of 429 / 5xx / connection failures (never of 4xx). */
   maxRetries: number;
+  /**
+   * `api_node` in object_info (default true, as the reference's API nodes).
+   * Recent reference frontends replace the Run button with a comfy.org sign-in
+   * when a graph holds API nodes; false lets such a frontend run them.
+   */
+  apiNodeFlag: boolean;
 }
 
 /** The `extra_data` key that carries a per-prompt key (kept out of stored history like the reference's sensitive keys). */
@@ -64,6 +70,13 @@ function positive(raw: string | undefined, name: string, fallback: number, opts:
   return n;
 }
 
+function bool(raw: string | boolean | undefined, name: string, fallback: boolean): boolean {
+  if (raw === undefined || raw === '') return fallback;
+  if (raw === true || raw === 'true' || raw === '1') return true;
+  if (raw === 'false' || raw === '0') return false;
+  throw new Error(`${name} must be true or false, got ${raw}`);
+}
+
 /** `--openai-*` flags first, then `WORKFLOW_OPENAI_*` variables. */
 export function openaiConfig(flags: Record<string, string | boolean | undefined>, env: NodeJS.ProcessEnv = process.env): OpenAIConfig {
   const base = str(flags.openaiBaseUrl) ?? str(env.WORKFLOW_OPENAI_BASE_URL);
@@ -81,6 +94,7 @@ export function openaiConfig(flags: Record<string, string | boolean | undefined>
     timeoutMs: positive(str(flags.openaiTimeout) ?? str(env.WORKFLOW_OPENAI_TIMEOUT), '--openai-timeout', 300) * 1000,
     maxResponseBytes: Math.floor(positive(str(flags.openaiMaxResponseMb) ?? str(env.WORKFLOW_OPENAI_MAX_RESPONSE_MB), '--openai-max-response-mb', 64) * 1024 * 1024),
     maxRetries: positive(str(flags.openaiMaxRetries) ?? str(env.WORKFLOW_OPENAI_MAX_RETRIES), '--openai-max-retries', 2, { integer: true, zero: true }),
+    apiNodeFlag: bool(flags.openaiApiNodeFlag ?? env.WORKFLOW_OPENAI_API_NODE_FLAG, '--openai-api-node-flag', true),
   };
 }
 
@@ -309,7 +323,7 @@ export function apiNodes(cfg: OpenAIConfig): NodeDefinition[] {
       description: 'Generates text with an OpenAI-compatible chat completions endpoint (POST {base}/chat/completions).',
       category: 'api node/text/OpenAI-compatible',
       pythonModule: 'comfy_api_nodes.nodes_openai_compatible',
-      apiNode: true,
+      apiNode: cfg.apiNodeFlag,
       inputs: {
         required: {
           prompt: ['STRING', { default: '', multiline: true, tooltip: 'The user message.' }],
@@ -352,7 +366,7 @@ export function apiNodes(cfg: OpenAIConfig): NodeDefinition[] {
       description: 'Generates images with an OpenAI-compatible images endpoint (POST {base}/images/generations, b64_json answers).',
       category: 'api node/image/OpenAI-compatible',
       pythonModule: 'comfy_api_nodes.nodes_openai_compatible',
-      apiNode: true,
+      apiNode: cfg.apiNodeFlag,
       inputs: {
         required: {
           prompt: ['STRING', { default: '', multiline: true, tooltip: 'What to draw.' }],
