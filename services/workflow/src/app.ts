@@ -140,13 +140,13 @@ export async function buildApp(base: ServiceConfig): Promise<FastifyInstance> {
     assetRoutes(app, ctx, { service: assets, seeder: assets && new AssetSeeder(assets), maxUploadSize: config.maxUploadSize });
     wsRoutes(app, ctx, hub, runner, features(config.maxUploadSize, assets !== undefined));
     const models = new ModelFolders(config.dirs.models, config.dirs.customNodes);
-    const users = new UserManager(config.dirs.user, config.multiUser);
-    fileRoutes(app, ctx, { dirs: config.dirs, models, maxUploadSize: config.maxUploadSize, multiUser: config.multiUser, onInputChanged: () => registry.invalidate() });
+    const users = cloud?.userManager(config.dirs.user) ?? new UserManager(config.dirs.user, config.multiUser);
+    fileRoutes(app, ctx, { dirs: config.dirs, models, maxUploadSize: config.maxUploadSize, multiUser: config.multiUser || cloud !== undefined, onInputChanged: () => registry.invalidate() });
     userRoutes(app, users);
     settingsRoutes(app, users);
     userdataRoutes(app, users, { maxUploadSize: config.maxUploadSize });
     modelRoutes(app, models);
-    frontendRoutes(app, ctx, { dirs: config.dirs, customNodesDir: config.dirs.customNodes, models, multiUser: config.multiUser, frontEndRoot: config.flags.frontEndRoot as string | undefined, templatesRoot: config.flags.templatesRoot as string | undefined, hub });
+    frontendRoutes(app, ctx, { dirs: config.dirs, customNodesDir: config.dirs.customNodes, models, multiUser: config.multiUser || cloud !== undefined, frontEndRoot: config.flags.frontEndRoot as string | undefined, templatesRoot: config.flags.templatesRoot as string | undefined, hub });
     // Without a frontend build, the local runtime serves its built-in page at /.
     if (!config.flags.frontEndRoot && config.runtime === 'local') webPageRoutes(app);
 

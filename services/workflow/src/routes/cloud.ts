@@ -2,7 +2,9 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Kysely } from 'kysely';
 import { getPrompt } from '../domain/prompts.ts';
 import type { IdentityConfig } from '../identity/config.ts';
+import type { UserManager } from '../domain/users.ts';
 import { Identity } from '../identity/index.ts';
+import { WorkspaceUserManager } from '../identity/workspace-users.ts';
 import { authRoutes } from './auth.ts';
 import { cloudSchemas, type AuthMode } from './cloud-common.ts';
 import type { RouteCtx } from './context.ts';
@@ -18,9 +20,16 @@ const PUBLIC_GET_URLS = new Set(['/', '/*']);
 const LOCAL_ONLY: Array<[string, string]> = [
   ['GET', '/internal/logs'],
   ['GET', '/internal/logs/raw'],
+  ['PATCH', '/internal/logs/subscribe'],
   ['GET', '/internal/folder_paths'],
+  // Lists the shared input folder (other tenants' uploads).
+  ['GET', '/internal/files/:directory_type'],
   ['POST', '/users'],
-  ['POST', '/api/users'],
+  // Operator tasks: seeding registers every file on disk as a shared asset.
+  ['POST', '/assets/seed'],
+  ['GET', '/assets/seed/status'],
+  ['POST', '/assets/seed/cancel'],
+  ['POST', '/assets/prune'],
 ];
 const WS_URLS = new Set(['/ws', '/api/ws']);
 /** No workspace id has this form, so a request without a principal sees nothing. */
@@ -52,7 +61,7 @@ function authFailure(id: Identity, req: FastifyRequest, reply: FastifyReply, err
  * caller's workspace, which RouteCtx then uses as the owner of every stored
  * row), and the cloud-only routes. Call before the shared routes are added.
  */
-export async function installCloud(app: FastifyInstance, db: () => Kysely<any>, cfg: IdentityConfig): Promise<{ identity: Identity; ctx: RouteCtx }> {
+export async function installCloud(app: FastifyInstance, db: () => Kysely<any>, cfg: IdentityConfig): Promise<{ identity: Identity; ctx: RouteCtx; userManager(dir: string): UserManager }> {
   const identity = new Identity(db, cfg);
   // Operators and tests reach key rotation and the caches through the app.
   app.decorate('identity', identity);
@@ -62,16 +71,22 @@ export async function installCloud(app: FastifyInstance, db: () => Kysely<any>, 
   app.addHook('onRequest', async (req, reply) => {
     const url = req.routeOptions.url;
     if (url === undefined || PUBLIC_URLS.has(url) || url.startsWith('/docs')) return;
-    if (localOnly.has(`${req.method} ${url}`)) return reply.code(404).type('text/plain; charset=utf-8').send('404: Not Found');
-    if (req.method === 'GET' && PUBLIC_GET_URLS.has(url)) return;
+    if (localOnly.has(`${req.method} ${url.replace(/^\/api\//, '/')}`)) return reply.code(404).type('text/plain; charset=utf-8').send('404: Not Found');
+    if (req.method === 'GET' && PUBLIC_GET_URLS.has(url)) {
+      delete req.headers['comfy-user'];
+      return;
+    }
     const config = req.routeOptions.config as { auth?: AuthMode; csrfExempt?: boolean };
     const mode = config.auth ?? 'required';
     const ws = WS_URLS.has(url);
     const out = await identity.authenticate(req, { allowQueryToken: ws, csrfExempt: config.csrfExempt === true, websocket: ws });
     if ('principal' in out) {
       req.principal = out.principal;
+      // The shared settings/userdata routes pick their folder from Comfy-User: it becomes the workspace.
+      req.headers['comfy-user'] = out.principal.workspaceId;
       return;
     }
+    delete req.headers['comfy-user'];
     if (mode !== 'required') return;
     return authFailure(identity, req, reply, out.error);
   });
@@ -90,5 +105,5 @@ export async function installCloud(app: FastifyInstance, db: () => Kysely<any>, 
   };
   identity.start();
   app.addHook('onClose', async () => identity.stop());
-  return { identity, ctx };
+  return { identity, ctx, userManager: (dir) => new WorkspaceUserManager(dir) };
 }
