@@ -91,7 +91,8 @@ function multipartBody(file: Buffer, fields: Record<string, string>): { body: Bu
 }
 
 async function load(opts: { url: string; method?: 'GET' | 'POST'; body?: Buffer; headers?: Record<string, string> }): Promise<{ rps: number; p50: number; errors: number }> {
-  const { default: autocannon } = await import('autocannon');
+  // autocannon ships no type declarations.
+  const { default: autocannon } = (await import('autocannon' as string)) as { default: (o: object) => Promise<any> };
   const r = await autocannon({
     url: opts.url,
     method: opts.method ?? 'GET',

@@ -33,7 +33,7 @@ export async function upload(
   fileField = 'image',
 ): Promise<Upload> {
   const form = new FormData();
-  if (file) form.append(fileField, new Blob([file], { type: 'image/png' }), filename);
+  if (file) form.append(fileField, new Blob([new Uint8Array(file)], { type: 'image/png' }), filename);
   for (const [k, v] of Object.entries(fields)) form.append(k, v);
   const r = await fetch(url + route, { method: 'POST', body: form, headers });
   const text = await r.text();
@@ -57,7 +57,7 @@ export async function uploadRawName(url: string, route: string, file: Buffer, fi
   const quoted = filename.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\r|\n/g, '');
   parts.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="image"; filename="${quoted}"\r\nContent-Type: image/png\r\n\r\n`, 'utf8'));
   parts.push(file, Buffer.from(`\r\n--${boundary}--\r\n`));
-  const r = await fetch(url + route, { method: 'POST', body: Buffer.concat(parts), headers: { 'content-type': `multipart/form-data; boundary=${boundary}` } });
+  const r = await fetch(url + route, { method: 'POST', body: new Uint8Array(Buffer.concat(parts)), headers: { 'content-type': `multipart/form-data; boundary=${boundary}` } });
   const text = await r.text();
   let body: any = text;
   try {

@@ -255,7 +255,7 @@ forEachStorage('workflow files', (storage) => {
   test('multipart parts with prototype names and too many files are refused with an error body', async () => {
     const form = new FormData();
     form.append('__proto__', 'x');
-    form.append('image', new Blob([red]), 'p.png');
+    form.append('image', new Blob([new Uint8Array(red)]), 'p.png');
     const r = await fetch(`${srv.url}/upload/image`, { method: 'POST', body: form });
     assert.equal(r.status, 400);
     assert.ok((await r.json()).error);

@@ -7,7 +7,7 @@ import { getBytes } from './files-helpers.ts';
 import { startWorkflow, textPrompt, waitJob } from './helpers.ts';
 
 async function raw(url: string, method: string, body?: Buffer | string, headers: Record<string, string> = {}) {
-  const r = await fetch(url, { method, body, headers });
+  const r = await fetch(url, { method, body: typeof body === 'string' || body === undefined ? body : new Uint8Array(body), headers });
   const text = await r.text();
   let json: any;
   try {
@@ -257,7 +257,7 @@ forEachStorage('workflow multi-user', (storage) => {
     assert.deepEqual((await srv.http.get('/settings', { 'comfy-user': alice })).body, { theme: 'dark' });
     assert.deepEqual((await srv.http.get('/settings/theme', { 'comfy-user': bob })).body, 'light');
     assert.ok(fs.existsSync(path.join(srv.cfg.dataDir, 'user', alice, 'comfy.settings.json')));
-    for (const h of [{}, { 'comfy-user': 'mallory' }, { 'comfy-user': '../default' }]) {
+    for (const h of [{}, { 'comfy-user': 'mallory' }, { 'comfy-user': '../default' }] as Array<Record<string, string>>) {
       let r = await srv.http.get('/settings', h);
       assert.equal(r.status, 401, JSON.stringify(h));
       r = await srv.http.post('/settings/x', 1, h);
