@@ -45,7 +45,7 @@ async function res(r: Response): Promise<Res> {
 /** POST /api/assets as a browser's FormData: the file in `file`, the rest as text fields (tags may repeat). */
 async function uploadAsset(srv: Srv, file: Buffer | undefined, filename: string, fields: Record<string, string | string[]> = {}, headers: Record<string, string> = {}): Promise<Res> {
   const form = new FormData();
-  if (file) form.append('file', new Blob([file], { type: 'application/octet-stream' }), filename);
+  if (file) form.append('file', new Blob([new Uint8Array(file)], { type: 'application/octet-stream' }), filename);
   for (const [k, v] of Object.entries(fields)) for (const x of Array.isArray(v) ? v : [v]) form.append(k, x);
   return res(await fetch(`${srv.url}/api/assets`, { method: 'POST', body: form, headers }));
 }

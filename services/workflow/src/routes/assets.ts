@@ -7,7 +7,7 @@ import { isTransientStorageError } from '@svc/storage';
 import { Blake3Stream, canonicalHash, cleanMime, tempUploadPath } from '../domain/assets/content.ts';
 import { CURSOR_SORTS, decodeCursor, encodeCursor, type CursorSort } from '../domain/assets/cursor.ts';
 import { AssetError, checkJsonValue, checkText, isPlainObject } from '../domain/assets/errors.ts';
-import { listAssets, listTags, tagHistogram, type AssetFilter, type SortColumn } from '../domain/assets/repo.ts';
+import { listTags, tagHistogram, type AssetFilter, type SortColumn } from '../domain/assets/repo.ts';
 import { AssetSeeder, pruneMissing, SEED_ROOTS, type SeedRoot } from '../domain/assets/seeder.ts';
 import type { AssetService, Viewer } from '../domain/assets/service.ts';
 import { assetSchemas as S } from '../schemas/assets.ts';
@@ -204,7 +204,7 @@ export function assetRoutes(app: FastifyInstance, ctx: RouteCtx, opts: AssetRout
       if (order !== 'asc' && order !== 'desc') throw badQuery('order must be asc or desc', 'order');
       const afterRaw = scalar(q, 'after', 1 << 20);
       const after = afterRaw !== undefined && afterRaw !== '' ? decodeCursor(afterRaw, sort, order) : undefined;
-      const page = await listAssets(svc.db, svc.d, filter, { sort: sort as SortColumn, order, limit, offset, after });
+      const page = await svc.listPage(filter, { sort: sort as SortColumn, order, limit, offset, after });
       const last = page.rows[page.rows.length - 1];
       const nextCursor = page.more && last && CURSOR_SORTS.has(sort) ? encodeCursor(sort as CursorSort, order, (last as any)[sort], last.id) : undefined;
       const body: Record<string, unknown> = {

@@ -5,9 +5,13 @@ import type { Migration, SqlDialect } from '@svc/storage';
  * Content-addressed assets. `asset_contents` holds one row per distinct
  * content (`blake3:<hex>`) and where its bytes live; `assets` are the named
  * references users see (several may share one content), owner-scoped;
- * `asset_tags` their tags. Size and MIME type are copied onto the reference
+ * `asset_tags` their tags (with the owner and missing flag of their asset,
+ * so a tag's live count is one index range). Size and MIME type are copied onto the reference
  * so every list sort has its own (owner, missing, key, id) index and a page
  * is one index range scan. Times are epoch milliseconds.
+ * `asset_generations` counts the writes to each owner's assets: list totals
+ * are cached under it, so a walk over many pages counts its rows once, and
+ * a write by any process changes the key.
  */
 export const assetsMigration: Migration = {
   name: '002_assets',
@@ -51,10 +55,12 @@ export const assetsMigration: Migration = {
         asset_id text not null,
         tag text not null,
         owner text not null,
+        missing integer not null default 0,
         added_at bigint not null,
         primary key (asset_id, tag)
       )`,
-      sql`create index asset_tags_by_tag on asset_tags (owner, tag, asset_id)`,
+      sql`create index asset_tags_by_tag on asset_tags (owner, tag, missing, asset_id)`,
+      sql`create table asset_generations (owner text primary key, gen bigint not null)`,
     ];
     for (const s of stmts) await s.execute(db);
   },

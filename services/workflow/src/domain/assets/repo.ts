@@ -54,6 +54,29 @@ function ownerIn(owners: readonly string[], col = 'a.owner'): RawBuilder<unknown
   return owners.length === 1 ? sql`${sql.ref(col)} = ${owners[0]}` : sql`${sql.ref(col)} in (${sql.join(owners)})`;
 }
 
+/** Marks a change to these owners' assets (see asset_generations). */
+async function bump(db: Db, owners: Iterable<string>): Promise<void> {
+  for (const owner of new Set(owners)) {
+    await db
+      .insertInto('asset_generations')
+      .values({ owner, gen: 1 })
+      .onConflict((oc) => oc.column('owner').doUpdateSet({ gen: sql`asset_generations.gen + 1` }))
+      .execute();
+  }
+}
+
+async function bumpById(db: Db, ids: string[]): Promise<void> {
+  if (ids.length === 0) return;
+  await sql`update asset_generations set gen = gen + 1 where owner in (select owner from assets where id in (${sql.join(ids)}))`.execute(db);
+}
+
+/** The write generations of these owners, as one cache key part. */
+export async function generations(db: Db, owners: readonly string[]): Promise<string> {
+  const rows = await db.selectFrom('asset_generations').select(['owner', 'gen']).where('owner', 'in', [...owners]).execute();
+  const by = new Map(rows.map((r) => [r.owner as string, Number(r.gen)]));
+  return owners.map((o) => by.get(o) ?? 0).join(',');
+}
+
 export async function getContent(db: Db, hash: string): Promise<ContentRow | undefined> {
   const r = await db.selectFrom('asset_contents').select(['hash', 'size', 'mime_type', 'path']).where('hash', '=', hash).executeTakeFirst();
   return r ? { hash: r.hash, size: Number(r.size), mime_type: r.mime_type ?? null, path: r.path } : undefined;
@@ -116,6 +139,7 @@ export async function insertAsset(db: Kysely<any>, d: SqlDialect, a: NewAsset): 
       .executeTakeFirst();
     if (Number(r.numInsertedOrUpdatedRows ?? 0) === 0) return false;
     await insertTags(tx, a.id, a.owner, a.tags, a.now);
+    await bump(tx, [a.owner]);
     return true;
   });
 }
@@ -200,10 +224,29 @@ export async function listAssets(db: Kysely<any>, d: SqlDialect, f: AssetFilter,
   const keyset = p.after ? sql` and (${col}, a.id) ${cmp} (${p.after.value}, ${p.after.id})` : sql``;
   const offset = p.after ? 0 : p.offset;
   const page = sql`select a.* from assets a where ${where}${keyset} order by ${col} ${dir}, a.id ${dir} limit ${p.limit + 1} offset ${offset}`.execute(db);
-  const total = withTotal ? sql<{ n: number }>`select count(*) as n from assets a where ${where}`.execute(db) : undefined;
+  const total = withTotal ? countAssets(db, d, f) : undefined;
   const [rows, count] = await Promise.all([page, total]);
   const all = rows.rows.map((r) => readAsset(d, r));
-  return { rows: all.slice(0, p.limit), more: all.length > p.limit, total: count ? Number(count.rows[0]!.n) : 0 };
+  return { rows: all.slice(0, p.limit), more: all.length > p.limit, total: count ?? 0 };
+}
+
+/**
+ * Rows a filter selects. With tags to include, counting starts from the
+ * rarest side: the tag's postings (one index range) joined to their assets,
+ * rather than every asset probed for the tag.
+ */
+export async function countAssets(db: Kysely<any>, d: SqlDialect, f: AssetFilter): Promise<number> {
+  if (f.includeTags.length === 1 && f.excludeTags.length === 0 && !f.nameContains && !f.metadataFilter && !f.hash) {
+    const r = await sql<{ n: number }>`select count(*) as n from asset_tags p where ${ownerIn(f.owners, 'p.owner')} and p.tag = ${f.includeTags[0]} and p.missing = 0`.execute(db);
+    return Number(r.rows[0]!.n);
+  }
+  if (f.includeTags.length > 0) {
+    const [first, ...rest] = f.includeTags;
+    const r = await sql<{ n: number }>`select count(*) as n from asset_tags p join assets a on a.id = p.asset_id where ${ownerIn(f.owners, 'p.owner')} and p.tag = ${first} and ${filterSql(d, { ...f, includeTags: rest })}`.execute(db);
+    return Number(r.rows[0]!.n);
+  }
+  const r = await sql<{ n: number }>`select count(*) as n from assets a where ${filterSql(d, f)}`.execute(db);
+  return Number(r.rows[0]!.n);
 }
 
 export interface Changes {
@@ -213,13 +256,16 @@ export interface Changes {
   mimeType?: string;
 }
 
-export async function updateAsset(db: Db, d: SqlDialect, id: string, c: Changes, now: number): Promise<void> {
+export async function updateAsset(db: Kysely<any>, d: SqlDialect, id: string, c: Changes, now: number): Promise<void> {
   const set: Record<string, unknown> = { updated_at: now };
   if (c.name !== undefined) set.name = c.name;
   if (c.userMetadata !== undefined) set.user_metadata = d.json(c.userMetadata);
   if (c.previewId !== undefined) set.preview_id = c.previewId;
   if (c.mimeType !== undefined) set.mime_type = c.mimeType;
-  await db.updateTable('assets').set(set).where('id', '=', id).execute();
+  await db.transaction().execute(async (tx) => {
+    await tx.updateTable('assets').set(set).where('id', '=', id).execute();
+    await bumpById(tx, [id]);
+  });
 }
 
 export async function touch(db: Db, id: string, now: number): Promise<void> {
@@ -229,6 +275,7 @@ export async function touch(db: Db, id: string, now: number): Promise<void> {
 /** Deletes a reference; returns how many references still hold its content. */
 export async function deleteAsset(db: Kysely<any>, id: string, hash: string | null): Promise<number> {
   return db.transaction().execute(async (tx) => {
+    await bumpById(tx, [id]);
     await tx.deleteFrom('asset_tags').where('asset_id', '=', id).execute();
     await tx.deleteFrom('assets').where('id', '=', id).execute();
     await tx.updateTable('assets').set({ preview_id: null }).where('preview_id', '=', id).execute();
@@ -256,7 +303,10 @@ export async function addTags(db: Kysely<any>, id: string, owner: string, tags: 
     const added = tags.filter((t) => !have.has(t));
     const already = tags.filter((t) => have.has(t));
     await insertTags(tx, id, owner, added, now);
-    if (added.length > 0) await tx.updateTable('assets').set({ updated_at: now }).where('id', '=', id).execute();
+    if (added.length > 0) {
+      await tx.updateTable('assets').set({ updated_at: now }).where('id', '=', id).execute();
+      await bump(tx, [owner]);
+    }
     return { added, already, total: have.size + added.length };
   });
 }
@@ -269,6 +319,7 @@ export async function removeTags(db: Kysely<any>, id: string, tags: string[], no
     if (removed.length > 0) {
       await tx.deleteFrom('asset_tags').where('asset_id', '=', id).where('tag', 'in', removed).execute();
       await tx.updateTable('assets').set({ updated_at: now }).where('id', '=', id).execute();
+      await bumpById(tx, [id]);
     }
     return { removed, notPresent, total: have.size - removed.length };
   });
@@ -320,6 +371,8 @@ export async function allFilePaths(db: Kysely<any>): Promise<Array<{ id: string;
 export async function setMissing(db: Db, ids: string[], missing: boolean, now: number): Promise<void> {
   for (let i = 0; i < ids.length; i += 500) {
     await db.updateTable('assets').set({ missing: missing ? 1 : 0, updated_at: now }).where('id', 'in', ids.slice(i, i + 500)).execute();
+    await db.updateTable('asset_tags').set({ missing: missing ? 1 : 0 }).where('asset_id', 'in', ids.slice(i, i + 500)).execute();
+    await bumpById(db, ids.slice(i, i + 500));
   }
 }
 
@@ -330,5 +383,45 @@ export async function replaceFileContent(db: Db, d: SqlDialect, id: string, c: {
     .set({ hash: c.hash, size: c.size, mime_type: c.mimeType, metadata: JSON.stringify(c.metadata), job_id: c.jobId, missing: 0, updated_at: now })
     .where('id', '=', id)
     .execute();
+  await db.updateTable('asset_tags').set({ missing: 0 }).where('asset_id', '=', id).execute();
+  await bumpById(db, [id]);
   void d;
+}
+
+/** Many references at once (imports, benchmarks): one transaction, multi-row inserts; rows whose keys are taken are skipped. */
+export async function insertAssetsBulk(db: Kysely<any>, d: SqlDialect, rows: NewAsset[]): Promise<void> {
+  await db.transaction().execute(async (tx) => {
+    for (let i = 0; i < rows.length; i += 500) {
+      const chunk = rows.slice(i, i + 500);
+      await tx
+        .insertInto('assets')
+        .values(
+          chunk.map((a) => ({
+            id: a.id,
+            owner: a.owner,
+            name: a.name,
+            hash: a.hash,
+            size: a.size,
+            mime_type: a.mimeType,
+            user_metadata: d.json(a.userMetadata),
+            metadata: JSON.stringify(a.metadata),
+            preview_id: a.previewId,
+            job_id: a.jobId,
+            file_path: a.filePath,
+            dedup_key: a.dedupKey,
+            missing: 0,
+            created_at: a.now,
+            updated_at: a.now,
+            last_access_time: a.now,
+          })),
+        )
+        .onConflict((oc) => oc.doNothing())
+        .execute();
+      const tags = chunk.flatMap((a) => a.tags.map((tag, j) => ({ asset_id: a.id, tag, owner: a.owner, added_at: a.now * 1000 + j })));
+      for (let j = 0; j < tags.length; j += 1000) {
+        await tx.insertInto('asset_tags').values(tags.slice(j, j + 1000)).onConflict((oc) => oc.columns(['asset_id', 'tag']).doNothing()).execute();
+      }
+    }
+    await bump(tx, rows.map((r) => r.owner));
+  });
 }

@@ -41,9 +41,13 @@ function iso(ms: number): string {
   return new Date(ms).toISOString();
 }
 
+const TOTALS_CACHED = 512;
+
 export class AssetService {
   readonly db;
   readonly d;
+  /** List totals by (owners' write generations, filter): a cursor walk counts once, any write moves the key. */
+  private totals = new Map<string, number>();
 
   constructor(
     readonly storage: Storage,
@@ -132,6 +136,17 @@ export class AssetService {
 
   async presentOne(row: AssetRow): Promise<Record<string, unknown>> {
     return (await this.presentMany([row]))[0]!;
+  }
+
+  /** One page of a filtered listing and the filter's total (cached while the owners' assets are unchanged). */
+  async listPage(f: repo.AssetFilter, p: repo.PageQuery): Promise<{ rows: AssetRow[]; more: boolean; total: number }> {
+    const key = `${await repo.generations(this.db, f.owners)}|${JSON.stringify([f.owners, f.includeTags, f.excludeTags, f.nameContains ?? null, f.metadataFilter ?? null, f.hash ?? null])}`;
+    const cached = this.totals.get(key);
+    const page = await repo.listAssets(this.db, this.d, f, p, cached === undefined);
+    if (cached !== undefined) return { ...page, total: cached };
+    if (this.totals.size >= TOTALS_CACHED) this.totals.delete(this.totals.keys().next().value!);
+    this.totals.set(key, page.total);
+    return page;
   }
 
   // ---- creating ----
