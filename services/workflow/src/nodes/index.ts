@@ -7,6 +7,7 @@ import { maskNodes } from './masks.ts';
 import { mathNodes } from './math-expression.ts';
 import { previewAnyNodes } from './preview-any.ts';
 import { primitiveNodes } from './primitives.ts';
+import { regexNodes } from './regex.ts';
 import { stringNodes } from './strings.ts';
 
 /** Every built-in node family. */
@@ -14,6 +15,7 @@ export function builtinNodes(dirs: NodeEnv['dirs']): NodeDefinition[] {
   return [
     ...primitiveNodes,
     ...stringNodes,
+    ...regexNodes,
     ...mathNodes,
     ...previewAnyNodes,
     ...imageIoNodes(dirs),
