@@ -52,6 +52,6 @@ export function identityConfig(f: Flags, env: NodeJS.ProcessEnv = process.env): 
       .filter(Boolean),
     loginUrl: s(f.oauthLoginUrl) ?? env.WORKFLOW_OAUTH_LOGIN_URL ?? '/login',
     hashConcurrency: Math.floor(num(f.passwordHashConcurrency, 'password-hash-concurrency', 2)),
-    hashQueue: Math.floor(num(f.passwordHashQueue, 'password-hash-queue', 64)),
+    hashQueue: Math.floor(num(f.passwordHashQueue, 'password-hash-queue', 4)),
   };
 }

@@ -33,7 +33,8 @@ export class PasswordHasher {
 
   constructor(
     readonly concurrency = 2,
-    readonly maxQueue = 64,
+    /** Small on purpose: a queued login waits (maxQueue / concurrency + 1) hash times, which must stay well under 250 ms. */
+    readonly maxQueue = 4,
   ) {}
 
   private async slot<T>(fn: () => Promise<T>): Promise<T> {
