@@ -8,7 +8,20 @@ import { addTextChunks, readTextChunks } from '../files/png.ts';
 export interface UploadBody {
   chunks: Buffer[];
   size: number;
-  sha256: string;
+}
+
+const digests = new WeakMap<UploadBody, string>();
+
+/** SHA-256 of the upload, computed only when a same-named file of the same size must be compared. */
+function digestOf(body: UploadBody): string {
+  let d = digests.get(body);
+  if (d === undefined) {
+    const h = createHash('sha256');
+    for (const c of body.chunks) h.update(c);
+    d = h.digest('hex');
+    digests.set(body, d);
+  }
+  return d;
 }
 
 /** Where an upload landed and whether it reused an existing file. */
@@ -23,7 +36,7 @@ async function sameContent(file: string, body: UploadBody): Promise<boolean> {
   if (!st?.isFile() || st.size !== body.size) return false;
   const h = createHash('sha256');
   for await (const chunk of fs.createReadStream(file)) h.update(chunk as Buffer);
-  return h.digest('hex') === body.sha256;
+  return h.digest('hex') === digestOf(body);
 }
 
 /** `name (1).ext`: Python's splitext, so `.bashrc` has no extension and `a.tar.gz` keeps `.gz`. */

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import send from '@fastify/send';
@@ -71,15 +70,13 @@ async function readForm(req: FastifyRequest, maxUploadSize: number): Promise<Upl
           continue;
         }
         const chunks: Buffer[] = [];
-        const hash = createHash('sha256');
         let size = 0;
         for await (const chunk of part.file) {
           chunks.push(chunk as Buffer);
-          hash.update(chunk as Buffer);
           size += (chunk as Buffer).length;
         }
         if (part.file.truncated) throw new Refusal(413, tooLarge(maxUploadSize));
-        form.image = { filename: part.filename, mimetype: part.mimetype, body: { chunks, size, sha256: hash.digest('hex') } };
+        form.image = { filename: part.filename, mimetype: part.mimetype, body: { chunks, size } };
       } else if (!(part.fieldname in form.fields)) {
         form.fields[part.fieldname] = typeof part.value === 'string' ? part.value : String(part.value);
       }
