@@ -155,6 +155,10 @@ async function main() {
   await stop(svc.child);
   await stop(base.child);
   fs.rmSync(dir, { recursive: true, force: true });
+  if (process.env.DATABASE_URL) {
+    const { dropPgSchema } = await import('@svc/storage');
+    await dropPgSchema(process.env.DATABASE_URL, `bench_assets_${svc.child.pid}`);
+  }
 }
 
 function median(xs: number[]): number {

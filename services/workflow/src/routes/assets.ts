@@ -208,7 +208,7 @@ export function assetRoutes(app: FastifyInstance, ctx: RouteCtx, opts: AssetRout
       const last = page.rows[page.rows.length - 1];
       const nextCursor = page.more && last && CURSOR_SORTS.has(sort) ? encodeCursor(sort as CursorSort, order, (last as any)[sort], last.id) : undefined;
       const body: Record<string, unknown> = {
-        assets: await svc.presentMany(page.rows),
+        assets: await svc.presentMany(page.rows, page.tags),
         total: page.total,
         has_more: after ? nextCursor !== undefined : offset + page.rows.length < page.total,
       };

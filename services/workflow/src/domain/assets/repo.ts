@@ -216,18 +216,30 @@ export interface PageQuery {
 }
 
 /** One page (limit + 1 rows fetched, to know whether another follows) and the filter's total. */
-export async function listAssets(db: Kysely<any>, d: SqlDialect, f: AssetFilter, p: PageQuery, withTotal = true): Promise<{ rows: AssetRow[]; more: boolean; total: number }> {
+export async function listAssets(db: Kysely<any>, d: SqlDialect, f: AssetFilter, p: PageQuery, withTotal = true): Promise<{ rows: AssetRow[]; tags: Map<string, string[]>; more: boolean; total: number }> {
   const where = filterSql(d, f);
   const col = sql.ref(`a.${p.sort}`);
   const dir = sql.raw(p.order);
   const cmp = sql.raw(p.order === 'asc' ? '>' : '<');
   const keyset = p.after ? sql` and (${col}, a.id) ${cmp} (${p.after.value}, ${p.after.id})` : sql``;
   const offset = p.after ? 0 : p.offset;
-  const page = sql`select a.* from assets a where ${where}${keyset} order by ${col} ${dir}, a.id ${dir} limit ${p.limit + 1} offset ${offset}`.execute(db);
+  // The page and its tags in one round trip: the page's rows, each repeated per tag.
+  const page = sql`select a.*, t.tag as tag_name_ from (select a.* from assets a where ${where}${keyset} order by ${col} ${dir}, a.id ${dir} limit ${p.limit + 1} offset ${offset}) a
+    left join asset_tags t on t.asset_id = a.id order by ${col} ${dir}, a.id ${dir}, t.added_at, t.tag`.execute(db);
   const total = withTotal ? countAssets(db, d, f) : undefined;
-  const [rows, count] = await Promise.all([page, total]);
-  const all = rows.rows.map((r) => readAsset(d, r));
-  return { rows: all.slice(0, p.limit), more: all.length > p.limit, total: count ?? 0 };
+  const [res, count] = await Promise.all([page, total]);
+  const all: AssetRow[] = [];
+  const tags = new Map<string, string[]>();
+  for (const r of res.rows as any[]) {
+    let list = tags.get(r.id);
+    if (!list) {
+      list = [];
+      tags.set(r.id, list);
+      all.push(readAsset(d, r));
+    }
+    if (r.tag_name_ != null) list.push(r.tag_name_);
+  }
+  return { rows: all.slice(0, p.limit), tags, more: all.length > p.limit, total: count ?? 0 };
 }
 
 /**

@@ -123,8 +123,8 @@ export class AssetService {
   }
 
   /** Asset objects for rows, with their tags and preview rows loaded in two queries. */
-  async presentMany(rows: AssetRow[]): Promise<Record<string, unknown>[]> {
-    const tags = await repo.tagsOf(this.db, rows.map((r) => r.id));
+  async presentMany(rows: AssetRow[], known?: Map<string, string[]>): Promise<Record<string, unknown>[]> {
+    const tags = known ?? (await repo.tagsOf(this.db, rows.map((r) => r.id)));
     const previewIds = [...new Set(rows.map((r) => r.preview_id).filter((x): x is string => !!x))];
     const previews = new Map<string, AssetRow>();
     for (const id of previewIds) {
@@ -139,14 +139,18 @@ export class AssetService {
   }
 
   /** One page of a filtered listing and the filter's total (cached while the owners' assets are unchanged). */
-  async listPage(f: repo.AssetFilter, p: repo.PageQuery): Promise<{ rows: AssetRow[]; more: boolean; total: number }> {
-    const key = `${await repo.generations(this.db, f.owners)}|${JSON.stringify([f.owners, f.includeTags, f.excludeTags, f.nameContains ?? null, f.metadataFilter ?? null, f.hash ?? null])}`;
-    const cached = this.totals.get(key);
-    const page = await repo.listAssets(this.db, this.d, f, p, cached === undefined);
-    if (cached !== undefined) return { ...page, total: cached };
-    if (this.totals.size >= TOTALS_CACHED) this.totals.delete(this.totals.keys().next().value!);
-    this.totals.set(key, page.total);
-    return page;
+  async listPage(f: repo.AssetFilter, p: repo.PageQuery): Promise<{ rows: AssetRow[]; tags: Map<string, string[]>; more: boolean; total: number }> {
+    const filterKey = JSON.stringify([f.owners, f.includeTags, f.excludeTags, f.nameContains ?? null, f.metadataFilter ?? null, f.hash ?? null]);
+    // The page is read while the generation is; a write between them only costs the next request a recount.
+    const [gens, page] = await Promise.all([repo.generations(this.db, f.owners), repo.listAssets(this.db, this.d, f, p, false)]);
+    const key = `${gens}|${filterKey}`;
+    let total = this.totals.get(key);
+    if (total === undefined) {
+      total = await repo.countAssets(this.db, this.d, f);
+      if (this.totals.size >= TOTALS_CACHED) this.totals.delete(this.totals.keys().next().value!);
+      this.totals.set(key, total);
+    }
+    return { ...page, total };
   }
 
   // ---- creating ----
