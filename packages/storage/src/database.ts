@@ -46,7 +46,21 @@ export interface Storage {
   readonly pgPool?: pg.Pool;
   readonly pgSchema?: string;
   readonly databaseUrl?: string;
+  /**
+   * A write transaction whose commit does not wait for the disk: a crash or
+   * power loss may undo the last such commits (never half of one, and never
+   * one that a later durable commit followed). For bookkeeping that is safe to
+   * repeat, such as delivery outcomes under at-least-once delivery: SQLite
+   * commits it with synchronous=NORMAL, PostgreSQL with synchronous_commit=off.
+   * Every other transaction keeps the configured durability.
+   */
+  relaxedTransaction?<T>(fn: (trx: Kysely<any>) => Promise<T>): Promise<T>;
   close(): Promise<void>;
+}
+
+/** `storage.relaxedTransaction`, or an ordinary transaction for a storage without one. */
+export function relaxedTransaction<T>(storage: Storage, fn: (trx: Kysely<any>) => Promise<T>): Promise<T> {
+  return storage.relaxedTransaction ? storage.relaxedTransaction(fn) : storage.db.transaction().execute(fn);
 }
 
 export function isPostgresUrl(url: string | undefined): url is string {
@@ -70,10 +84,22 @@ function openSqlite(opts: StorageOptions): Storage {
   opts.onSqliteOpen?.(raw);
   const database = opts.sqliteStatementCache ? cachingStatements(raw, opts.sqliteStatementCache) : raw;
   const db = new Kysely<any>({ dialect: new ImmediateSqliteDialect({ database }) });
+  const durable = sql.raw(`pragma synchronous = ${opts.sqliteSynchronous ?? 'NORMAL'}`);
   return {
     dialect: sqliteDialect,
     db,
     sqlite: raw,
+    // SQLite fixes a commit's durability before BEGIN, per connection: relax it for this transaction and restore it
+    // while the connection is still held, so no other statement ever runs with it relaxed.
+    relaxedTransaction: (fn) =>
+      db.connection().execute(async (conn) => {
+        await sql`pragma synchronous = NORMAL`.execute(conn);
+        try {
+          return await conn.transaction().execute(fn);
+        } finally {
+          await durable.execute(conn);
+        }
+      }),
     async close() {
       await db.destroy();
     },
@@ -159,6 +185,11 @@ async function openPostgres(url: string, opts: StorageOptions): Promise<Storage>
   return {
     dialect: postgresDialect,
     db,
+    relaxedTransaction: (fn) =>
+      db.transaction().execute(async (trx) => {
+        await sql`set local synchronous_commit to off`.execute(trx);
+        return fn(trx);
+      }),
     pgPool: pool,
     pgSchema: schema,
     databaseUrl: url,
