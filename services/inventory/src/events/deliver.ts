@@ -1,5 +1,6 @@
 import os from 'node:os';
 import { sql, type Kysely } from 'kysely';
+import { relaxedTransaction } from '@svc/storage';
 import type { InventoryDeps } from '../deps.ts';
 import { DELIVER_TASK } from './enqueue.ts';
 import { DestinationGuard } from './guard.ts';
@@ -110,6 +111,8 @@ export class DeliveryWorker {
   #closed = false;
   #beating = false;
   #beat: NodeJS.Timeout | undefined;
+  /** When this worker's committed recovery job runs (ms). */
+  #recoveryAt = 0;
 
   constructor(
     private readonly deps: InventoryDeps,
@@ -123,8 +126,24 @@ export class DeliveryWorker {
     this.sender = new HttpSender(new DestinationGuard({ allow: settings.allow, deny: settings.deny }));
   }
 
-  async #scheduleRecovery(trx: Kysely<any>, now: number): Promise<void> {
-    await this.deps.queue.add(DELIVER_TASK, {}, { jobKey: RECOVER_KEY, runAt: new Date(now + this.settings.leaseMs + 1000), maxAttempts: 25 }, trx);
+  /**
+   * This worker's recovery job: if the process dies, it fires shortly after the
+   * claims' lease ends and a live worker re-drains them. One job key per worker
+   * (another worker must not move it), placed half a lease beyond the claim's
+   * lease end so the claims of the next half lease need no new job; the
+   * heartbeat pushes it on while claims are held. `force` re-adds it regardless.
+   */
+  async #scheduleRecovery(trx: Kysely<any>, now: number, force = false): Promise<number> {
+    const lease = this.settings.leaseMs;
+    if (!force && this.#recoveryAt >= now + lease + 1000) return 0;
+    const at = now + Math.ceil(lease * 1.5) + 1000;
+    await this.deps.queue.add(DELIVER_TASK, {}, { jobKey: `${RECOVER_KEY}:${this.workerId}`, runAt: new Date(at), maxAttempts: 25 }, trx);
+    return at;
+  }
+
+  /** The caller's transaction committed the recovery job scheduled for `at`. */
+  #recoveryCommitted(at: number): void {
+    if (at > this.#recoveryAt) this.#recoveryAt = at;
   }
 
   /**
@@ -137,15 +156,16 @@ export class DeliveryWorker {
     this.#beating = true;
     try {
       const now = Date.now();
-      await this.deps.storage.db.transaction().execute(async (trx) => {
+      const at = await relaxedTransaction(this.deps.storage, async (trx) => {
         const r = await trx
           .updateTable('events_delivery')
           .set({ claim_expires_at: now + this.settings.leaseMs })
           .where('status', '=', 'sent')
           .where('claimed_by', '=', this.workerId)
           .executeTakeFirst();
-        if (Number(r.numUpdatedRows) > 0) await this.#scheduleRecovery(trx, now);
+        return Number(r.numUpdatedRows) > 0 ? this.#scheduleRecovery(trx, now, true) : 0;
       });
+      this.#recoveryCommitted(at);
     } catch (err) {
       this.deps.log.warn({ err }, 'delivery lease heartbeat failed');
     } finally {
@@ -297,7 +317,10 @@ export class DeliveryWorker {
     const lease = this.settings.leaseMs;
     // Every statement writes, so a SQLite transaction takes the write lock at its first statement
     // (a deferred read-then-write transaction could fail with SQLITE_BUSY when another process commits).
-    return storage.db.transaction().execute(async (trx) => {
+    let recoveryAt = 0;
+    // Claims and outcomes are bookkeeping that is safe to repeat (at-least-once): their commits do not wait for the disk.
+    // A crash or power loss may undo the last ones; the deliveries are then sent again, with the same webhook-id.
+    const claimedRows = await relaxedTransaction(storage, async (trx) => {
       if (toRecord.length) await this.#record(trx, toRecord);
       const claimed: Array<Claimed & { claim_expires_at: number }> = [];
       const claim = async (due: ReturnType<typeof sql>) => {
@@ -319,10 +342,12 @@ export class DeliveryWorker {
         this.#staleFound = claimed.length > before;
       }
       // If this process dies mid-batch, a job at the lease's end re-drains what it held (heartbeats push it on).
-      if (claimed.length) await this.#scheduleRecovery(trx, now);
+      if (claimed.length) recoveryAt = await this.#scheduleRecovery(trx, now);
       claimed.sort((x, y) => Number(x.id) - Number(y.id));
       return claimed.map((x) => ({ ...x, id: Number(x.id), webhook_id: x.webhook_id === null ? null : Number(x.webhook_id), attempts: Number(x.attempts), retry_base: Number(x.retry_base) }));
     });
+    this.#recoveryCommitted(recoveryAt);
+    return claimedRows;
   }
 
   async #webhooks(batch: Claimed[]): Promise<Map<number, WebhookRow>> {
@@ -430,15 +455,19 @@ export class DeliveryWorker {
           await queue.add(DELIVER_TASK, {}, { jobKey: `inventory.deliver:retry:${r.deliveryId}`, runAt: new Date(next), maxAttempts: 25 }, trx);
         }
       }
+      // Deliveries known to exist (a row was just updated): their attempts need no existence check.
+      const live = new Set<number>();
       for (const [code, ids] of ok) {
         for (let i = 0; i < ids.length; i += 500) {
-          await trx
+          const updated = await trx
             .updateTable('events_delivery')
             .set({ status: 'successful', ended_at: now, claimed_by: null, claim_expires_at: null, last_status_code: code, last_error: null })
             .where('id', 'in', ids.slice(i, i + 500))
             .where('status', '=', 'sent')
             .where('claimed_by', '=', this.workerId)
+            .returning('id')
             .execute();
+          for (const u of updated) live.add(Number(u.id));
         }
       }
       for (const r of records) {
@@ -459,8 +488,8 @@ export class DeliveryWorker {
         });
       }
       // A delivery deleted while in flight keeps no attempt rows.
-      const ids = attempts.map((a) => a.delivery_id as number);
-      const live = new Set((await trx.selectFrom('events_delivery').select('id').where('id', 'in', ids).execute()).map((x) => Number(x.id)));
+      const unknown = attempts.map((a) => a.delivery_id as number).filter((id) => !live.has(id));
+      if (unknown.length) for (const x of await trx.selectFrom('events_delivery').select('id').where('id', 'in', unknown).execute()) live.add(Number(x.id));
       const keep = attempts.filter((a) => live.has(a.delivery_id as number));
       for (let i = 0; i < keep.length; i += 100) await trx.insertInto('events_delivery_attempt').values(keep.slice(i, i + 100)).execute();
     }

@@ -3,6 +3,7 @@ import type { Kysely } from 'kysely';
 import type { ObjectEvent } from '../changes/types.ts';
 import type { InventoryDeps } from '../deps.ts';
 import { evaluateConditions, InvalidCondition } from './conditions.ts';
+import { pythonJsonDumps } from './python-json.ts';
 import { compiledFor, readRule, type EventRuleRow } from './rules.ts';
 
 export const DELIVER_TASK = 'inventory.deliver_webhooks';
@@ -72,7 +73,8 @@ export async function enqueueObjectEvents(trx: Kysely<any>, deps: InventoryDeps,
         object_id: e.objectId,
         event: e.event,
         request_id: e.requestId,
-        context: JSON.stringify(buildContext(e, rule)),
+        // Stored as json.dumps prints it: valid JSON for every reader, and the default body as it is.
+        context: pythonJsonDumps(buildContext(e, rule)),
         status: 'queued',
         attempts: 0,
         retry_base: 0,

@@ -58,9 +58,24 @@ export function pythonJsonString(s: string): string {
   return out + s.slice(start) + '"';
 }
 
+/**
+ * A plain JS number as json.dumps(json.loads(JSON.stringify(n))) prints it: integers up to 1e21 in
+ * digits (JSON.stringify's form, read back as a Python int), other values as Python floats, and
+ * NaN/Infinity as null (what JSON.stringify makes of them).
+ */
 function dumpNumber(n: number): string {
-  if (Number.isInteger(n) && Math.abs(n) <= Number.MAX_SAFE_INTEGER) return Object.is(n, -0) ? '0' : String(n);
+  if (!Number.isFinite(n)) return 'null';
+  if (Number.isInteger(n) && Math.abs(n) < 1e21) return Object.is(n, -0) ? '0' : String(n);
   return pythonFloatRepr(n);
+}
+
+/**
+ * The default webhook body (json.dumps of the event context) for a context stored as text. Contexts
+ * are stored already in that form (so the body costs nothing to build at send time); rows stored
+ * by earlier versions as JSON.stringify text are converted.
+ */
+export function defaultBody(contextText: string): string {
+  return contextText.startsWith('{"event": ') ? contextText : pythonJsonDumps(parsePythonJson(contextText));
 }
 
 /** json.dumps(value), or json.dumps(value, indent=n) (then items end with ',' and nest on new lines). */

@@ -1,5 +1,5 @@
 import { HeaderSet, parseHeaderLines } from './headers.ts';
-import { parsePythonJson, pythonJsonDumps } from './python-json.ts';
+import { defaultBody } from './python-json.ts';
 import { renderErrorText, type IsolatedTemplates, type Rendered } from './templates.ts';
 import type { WebhookRow } from './webhooks.ts';
 
@@ -42,7 +42,7 @@ export async function renderRequest(engine: IsolatedTemplates, w: WebhookRow, co
       const rendered = text(headersR, 'additional_headers', `Error parsing HTTP headers for webhook ${w.name}`);
       for (const [k, v] of parseHeaderLines(rendered)) out.headers.set(k, v);
     }
-    out.body = bodyR ? text(bodyR, 'body_template', `Error rendering request body for webhook ${w.name}`) : pythonJsonDumps(parsePythonJson(contextJson));
+    out.body = bodyR ? text(bodyR, 'body_template', `Error rendering request body for webhook ${w.name}`) : defaultBody(contextJson);
     out.url = text(urlR!, 'payload_url', `Error rendering payload URL for webhook ${w.name}`);
   } catch (err) {
     if (!(err instanceof RenderFailed)) throw err;

@@ -149,7 +149,7 @@ forEachStorage('inventory API: hostile input is a 400 in DRF shape, never a 5xx'
     const hook = (await api.http.post('/api/extras/webhooks/', { name: 'gone', payload_url: 'http://127.0.0.1:9/' })).body;
     const dev = (await api.http.post('/api/dcim/devices/', { name: 'gone', site: b.site.id, device_type: b.type.id, role: b.role.id })).body;
     for (const path of [`/api/extras/tags/${tag.id}/`, `/api/extras/webhooks/${hook.id}/`, `/api/dcim/devices/${dev.id}/`]) {
-      for (const headers of [{ 'content-type': 'application/json' }, { 'content-type': 'application/json', 'content-length': '0' }]) {
+      for (const headers of [{ 'content-type': 'application/json' }, { 'content-type': 'application/json', 'content-length': '0' }] as Array<Record<string, string>>) {
         const r = await raw(api.server.url, 'DELETE', path, undefined, headers);
         assert.ok(r.status === 204 || r.status === 404, `${path} ${JSON.stringify(headers)} → ${r.status} ${r.text}`);
       }

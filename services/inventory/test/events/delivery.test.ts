@@ -160,7 +160,7 @@ forEachStorage('webhook delivery', (kind) => {
   it('refuses destinations its guard denies, and sends them nothing', async () => {
     // The guard denies loopback here, and the destination is a loopback listener that must receive nothing:
     // no test ever points a webhook off this machine (link-local and metadata addresses are covered by transport.test.ts).
-    for (const flags of [{ webhookDeny: '127.0.0.0/8,::1/128' }, { webhookAllow: '10.0.0.0/8' }]) {
+    for (const flags of [{ webhookDeny: '127.0.0.0/8,::1/128' }, { webhookAllow: '10.0.0.0/8' }] as Array<Record<string, string>>) {
       const guarded = await startInventory(kind, { ...FAST_RETRIES, ...flags });
       const listener = await startReceiver();
       try {

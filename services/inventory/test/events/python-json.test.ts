@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { parsePythonJson, pythonJsonDumps } from '../../src/events/python-json.ts';
+import { defaultBody, parsePythonJson, pythonJsonDumps } from '../../src/events/python-json.ts';
 
 function python(text: string): string | undefined {
   const r = spawnSync('python3', ['-c', 'import json,sys; print(json.dumps(json.load(sys.stdin)))'], { input: text, encoding: 'utf8' });
@@ -41,6 +41,24 @@ describe('pythonJsonDumps with indent', () => {
   for (const text of ['{"foo": "bar", "n": [1, 2], "e": {}, "l": [], "d": {"x": [{"y": 1.0}]}, "u": "\u00e9"}', '[]', '"x"', '3']) {
     it(`matches json.dumps(indent=4): ${text.slice(0, 30)}`, { skip: py('1') !== '1' && 'python3 not available' }, () => {
       assert.equal(pythonJsonDumps(parsePythonJson(text), 4), py(text));
+    });
+  }
+});
+
+describe('stored contexts', () => {
+  // Contexts are stored as json.dumps text at enqueue (the default body, ready to send); it must equal what the
+  // send path made of the JSON.stringify text stored before.
+  const samples: unknown[] = [
+    { event: 'created', data: { id: 1, u_height: 1.5, big: 2 ** 53 + 2, huge: 1e21, tiny: 5e-7, neg: -0, name: 'café ☃ 😀', nested: [{ a: null, b: [true, false] }] } },
+    { event: 'updated', data: { x: undefined, y: [undefined, 1], z: 0.1 + 0.2, w: 100, v: -12.5e10 }, snapshots: { prechange: null, postchange: { tags: [] } } },
+  ];
+  for (const [i, s] of samples.entries()) {
+    it(`json.dumps of the context object equals the old parse-and-dump of its JSON text (${i})`, () => {
+      const old = pythonJsonDumps(parsePythonJson(JSON.stringify(s)));
+      assert.equal(pythonJsonDumps(s), old);
+      assert.equal(defaultBody(pythonJsonDumps(s)), old, 'stored dumps text is the body as it is');
+      assert.equal(defaultBody(JSON.stringify(s)), old, 'legacy JSON.stringify text is converted');
+      assert.deepEqual(JSON.parse(pythonJsonDumps(s)), JSON.parse(JSON.stringify(s)), 'every JSON reader sees the same context');
     });
   }
 });
