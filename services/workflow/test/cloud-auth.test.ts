@@ -308,6 +308,49 @@ forEachStorage('hosted runtime: accounts, tokens, sessions', (storage) => {
     assert.ok(isCloudError(r.body, 'workspace_forbidden'));
   });
 
+  test('hostile input on every cloud route: NUL, lone surrogates, huge numbers, deep JSON, wrong types → 4xx, never 500', async () => {
+    const u = await signupUser(srv.url, 'hostile');
+    const doc = (await anon.get('/openapi.json')).body;
+    // Already percent-encoded: NUL, invalid UTF-8 (an encoded lone surrogate), a literal %00, a long number, empty.
+    const values = ['%00', 'a%00b', '%ED%A0%80', 'x%ED%BF%BFy', '%2500', '9'.repeat(400), ''];
+    const bodies: unknown[] = [
+      { email: 'a\u0000@b.test', password: 'p\u0000assword1', name: '\ud800', description: '\u0000', message: '\udc00', role: '\u0000', display_name: '\ud800x', avatar_url: 'http://a\u0000', rating: 1e308, context: { a: '\u0000' }, redirect_uris: ['http://127.0.0.1/\u0000'], application_type: 'native', client_name: '\ud800', grant_type: 'refresh_token', refresh_token: '\u0000', oauth_request_id: '\u0000', csrf_token: '\u0000', decision: 'allow', workspace_id: '\u0000' },
+      { name: 1e400, description: [], rating: -1, email: 5, password: {}, redirect_uris: 'x', application_type: 5 },
+      JSON.parse('['.repeat(500) + ']'.repeat(500)),
+      null,
+      'plain string',
+    ];
+    let calls = 0;
+    for (const [path, item] of Object.entries<any>(doc.paths)) {
+      for (const method of Object.keys(item)) {
+        if (!item[method]['x-runtime']) continue;
+        const M = method.toUpperCase();
+        for (const v of values) {
+          const url = path.replace(/\{[^}]+\}/g, v);
+          const r = await u.http.request(M, url + (path === '/oauth/authorize' ? `?client_id=${v}&oauth_request_id=${v}` : ''), M === 'GET' || M === 'DELETE' ? undefined : bodies[0], { 'x-workspace-id': v === '' ? u.workspaceId : v });
+          calls++;
+          assert.ok(r.status < 500, `${M} ${url}: ${r.status} ${r.text.slice(0, 200)}`);
+        }
+        if (M !== 'GET' && M !== 'DELETE') {
+          for (const b of bodies) {
+            const r = await u.http.request(M, path.replace(/\{[^}]+\}/g, 'x'), b);
+            calls++;
+            assert.ok(r.status < 500, `${M} ${path} ${JSON.stringify(b)?.slice(0, 80)}: ${r.status} ${r.text.slice(0, 200)}`);
+          }
+        }
+      }
+    }
+    for (const q of ['client_id=\u0000', 'state=%00&client_id=x', 'response_type=code&client_id=dyn_x&redirect_uri=%00&state=%00']) {
+      const r = await u.http.get(`/oauth/authorize?${q}`);
+      assert.ok(r.status < 500, q);
+    }
+    const tok = await anon.post('/oauth/token', 'grant_type=refresh_token&client_id=%00&refresh_token=%00', { 'content-type': 'application/x-www-form-urlencoded' });
+    assert.equal(tok.status, 400);
+    assert.ok(calls > 100);
+    // The user and the service are still fine.
+    assert.equal((await u.http.get('/api/user')).status, 200);
+  });
+
   test('the JWKS lists the signing key; after rotation the old key stays published and its tokens keep working', async () => {
     const u = await signupUser(srv.url, 'rotate');
     const before = (await anon.get('/.well-known/jwks.json')).body.keys;

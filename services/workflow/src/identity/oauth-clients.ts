@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import { newId, randomToken, sha256 } from './secrets.ts';
+import { storable } from './store.ts';
 
 export interface ClientRow {
   client_id: string;
@@ -121,7 +122,7 @@ export class OAuthClients {
 
   /** Clients are insert-only, so a found one is cached for good (bounded). */
   async get(clientId: unknown): Promise<ClientRow | null> {
-    if (typeof clientId !== 'string' || clientId.length > 200) return null;
+    if (!storable(clientId, 200)) return null;
     const hit = this.cache.get(clientId);
     if (hit) return hit;
     const r = await this.db().selectFrom('id_oauth_clients').selectAll().where('client_id', '=', clientId).executeTakeFirst();

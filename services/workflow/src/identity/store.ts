@@ -38,11 +38,17 @@ export function isUniqueViolation(err: unknown): boolean {
   return e?.code === '23505' || (typeof e?.code === 'string' && e.code.startsWith('SQLITE_CONSTRAINT'));
 }
 
+/** Whether a client-supplied key can be a query parameter on both databases (PostgreSQL refuses NUL; nothing we store is longer). */
+export function storable(v: unknown, max = 500): v is string {
+  return typeof v === 'string' && v.length <= max && !v.includes('\u0000') && !LONE_SURROGATE_RE.test(v);
+}
+
 export function normEmail(email: string): string {
   return email.trim().normalize('NFC').toLowerCase();
 }
 
 const EMAIL = /^[^\s@\u0000-\u001f\u007f]{1,64}@[^\s@\u0000-\u001f\u007f]+\.[^\s@\u0000-\u001f\u007f]+$/;
+const LONE_SURROGATE_RE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
 export function emailProblem(e: unknown): string | null {
@@ -79,10 +85,12 @@ export class IdentityStore {
   // ---- users
 
   async userById(id: string): Promise<UserRow | null> {
+    if (!storable(id)) return null;
     return ((await this.db().selectFrom('id_users').selectAll().where('id', '=', id).executeTakeFirst()) as UserRow | undefined) ?? null;
   }
 
   async userByEmail(email: string): Promise<UserRow | null> {
+    if (!storable(email)) return null;
     return ((await this.db().selectFrom('id_users').selectAll().where('email_norm', '=', normEmail(email)).executeTakeFirst()) as UserRow | undefined) ?? null;
   }
 
@@ -113,6 +121,7 @@ export class IdentityStore {
   // ---- workspaces and members
 
   async membership(userId: string, workspaceId: string): Promise<Membership | null> {
+    if (!storable(userId) || !storable(workspaceId)) return null;
     const r = await this.db()
       .selectFrom('id_members as m')
       .innerJoin('id_workspaces as w', 'w.id', 'm.workspace_id')
@@ -142,6 +151,7 @@ export class IdentityStore {
   }
 
   async workspaceAlive(id: string): Promise<boolean> {
+    if (!storable(id)) return false;
     return !!(await this.db().selectFrom('id_workspaces').select('id').where('id', '=', id).where('deleted_at', 'is', null).executeTakeFirst());
   }
 
@@ -182,6 +192,7 @@ export class IdentityStore {
   }
 
   async member(workspaceId: string, userId: string) {
+    if (!storable(userId)) return null;
     const r = await this.db()
       .selectFrom('id_members as m')
       .innerJoin('id_users as u', 'u.id', 'm.user_id')
@@ -228,6 +239,7 @@ export class IdentityStore {
   }
 
   async revokeInvite(workspaceId: string, id: string): Promise<boolean> {
+    if (!storable(id)) return false;
     const r = await this.db().updateTable('id_invites').set({ status: 'revoked' }).where('workspace_id', '=', workspaceId).where('id', '=', id).where('status', '=', 'pending').executeTakeFirst();
     return Number(r.numUpdatedRows) > 0;
   }
@@ -265,6 +277,7 @@ export class IdentityStore {
   }
 
   async apiKey(workspaceId: string, id: string) {
+    if (!storable(id)) return null;
     return (await this.db().selectFrom('id_api_keys').selectAll().where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst()) ?? null;
   }
 
@@ -280,6 +293,7 @@ export class IdentityStore {
   }
 
   async deleteMemberApiKeys(workspaceId: string, userId: string): Promise<string[]> {
+    if (!storable(userId)) return [];
     const rows = await this.db().selectFrom('id_api_keys').select('key_hash').where('workspace_id', '=', workspaceId).where('user_id', '=', userId).execute();
     if (rows.length) await this.db().deleteFrom('id_api_keys').where('workspace_id', '=', workspaceId).where('user_id', '=', userId).execute();
     return rows.map((r) => r.key_hash as string);

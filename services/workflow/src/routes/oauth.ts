@@ -4,6 +4,7 @@ import { exchangeCode, grantScopes, refresh } from '../identity/flows.ts';
 import { SCOPES, type Identity } from '../identity/index.ts';
 import { RegistrationError, validateRegistration } from '../identity/oauth-clients.ts';
 import { sameString, sha256 } from '../identity/secrets.ts';
+import { storable } from '../identity/store.ts';
 import { limit } from './auth.ts';
 import { cloudRoute, errors, objectBody } from './cloud-common.ts';
 
@@ -125,7 +126,7 @@ export async function oauthRoutes(app: FastifyInstance, id: Identity): Promise<v
       if (!client) throw cloudError(400, 'invalid_client', 'Unknown client_id');
       if (q.redirect_uri === undefined || !client.redirect_uris.includes(q.redirect_uri)) throw cloudError(400, 'invalid_redirect_uri', 'redirect_uri does not match a registered redirect URI exactly');
       if (!q.state) throw cloudError(400, 'invalid_request', 'state is required');
-      if (q.state.length > 1000) throw cloudError(400, 'invalid_request', 'state is too long');
+      if (!storable(q.state, 1000)) throw cloudError(400, 'invalid_request', 'state is too long or contains invalid characters');
       const fail = (error: string, description: string) => reply.code(302).header('Location', withParams(q.redirect_uri!, { error, error_description: description, state: q.state!, iss: id.baseUrl(req) })).send();
       if (q.response_type !== 'code') return fail('unsupported_response_type', 'response_type must be code');
       if (!q.code_challenge) return fail('invalid_request', 'code_challenge is required (PKCE)');
