@@ -24,6 +24,7 @@ import { builtinNodes } from './nodes/index.ts';
 import { loadPacks } from './nodes/loader.ts';
 import { PromptRunner } from './runtime/prompt-runner.ts';
 import { assetRoutes } from './routes/assets.ts';
+import { assetFileHooks } from './routes/asset-hooks.ts';
 import type { RouteCtx } from './routes/context.ts';
 import { installCloud } from './routes/cloud.ts';
 import { fileRoutes } from './routes/files.ts';
@@ -141,7 +142,7 @@ export async function buildApp(base: ServiceConfig): Promise<FastifyInstance> {
     wsRoutes(app, ctx, hub, runner, features(config.maxUploadSize, assets !== undefined));
     const models = new ModelFolders(config.dirs.models, config.dirs.customNodes);
     const users = cloud?.userManager(config.dirs.user) ?? new UserManager(config.dirs.user, config.multiUser);
-    fileRoutes(app, ctx, { dirs: config.dirs, models, maxUploadSize: config.maxUploadSize, multiUser: config.multiUser || cloud !== undefined, onInputChanged: () => registry.invalidate() });
+    fileRoutes(app, ctx, { dirs: config.dirs, models, maxUploadSize: config.maxUploadSize, multiUser: config.multiUser || cloud !== undefined, onInputChanged: () => registry.invalidate(), ...(assets ? assetFileHooks(assets, ctx, app.log) : {}) });
     userRoutes(app, users);
     settingsRoutes(app, users);
     userdataRoutes(app, users, { maxUploadSize: config.maxUploadSize });

@@ -501,6 +501,44 @@ forEachStorage('workflow assets: job outputs, isolation, concurrency, seeding', 
     }
   });
 
+  test('/upload/image answers the asset; /view serves blake3:<hash> names', async () => {
+    const srv = await startWorkflow(storage);
+    try {
+      const img = await solidPng(5, 4, [9, 8, 7]);
+      const h = await hashOf(img);
+      const form = new FormData();
+      form.append('image', new Blob([new Uint8Array(img)], { type: 'image/png' }), 'up.png');
+      form.append('subfolder', 'sub');
+      const r = await res(await fetch(`${srv.url}/api/upload/image`, { method: 'POST', body: form }));
+      assert.equal(r.status, 200, r.text);
+      assert.equal(r.body.name, 'up.png');
+      const a = r.body.asset;
+      assert.match(a.id, UUID);
+      assert.equal(a.name, 'up.png');
+      assert.equal(a.asset_hash, h);
+      assert.equal(a.size, img.length);
+      assert.equal(a.mime_type, 'image/png');
+      assert.deepEqual(a.tags, ['input']);
+      const got = await call(srv, 'GET', `/api/assets/${a.id}`);
+      assert.equal(got.body.file_path, 'input/sub/up.png');
+      assert.deepEqual(got.body.metadata, { kind: 'image', width: 5, height: 4 });
+      const view = await fetch(`${srv.url}/api/view?filename=${encodeURIComponent(h)}`);
+      assert.equal(view.status, 200);
+      assert.deepEqual(Buffer.from(await view.arrayBuffer()), img);
+      const unknown = await fetch(`${srv.url}/api/view?filename=blake3:${'0'.repeat(64)}`);
+      await unknown.arrayBuffer();
+      assert.equal(unknown.status, 404);
+      // The same file uploaded again is the same asset.
+      const form2 = new FormData();
+      form2.append('image', new Blob([new Uint8Array(img)], { type: 'image/png' }), 'up.png');
+      form2.append('subfolder', 'sub');
+      const again = await res(await fetch(`${srv.url}/api/upload/image`, { method: 'POST', body: form2 }));
+      assert.equal(again.body.asset.id, a.id);
+    } finally {
+      await srv.close();
+    }
+  });
+
   test('--disable-assets: every asset route is 503 SERVICE_DISABLED, outputs carry no id', async () => {
     const srv = await startWorkflow(storage, { disableAssets: true });
     try {
