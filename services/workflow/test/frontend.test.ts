@@ -28,6 +28,7 @@ forEachStorage('workflow frontend support', (storage) => {
     templates = fs.mkdtempSync(path.join(os.tmpdir(), 'wf-tpl-'));
     write(path.join(frontend, 'index.html'), '<!doctype html><title>ComfyUI</title>');
     write(path.join(frontend, 'static', 'index-abc.js'), 'export const x = 1;');
+    write(path.join(frontend, 'assets', 'index-Bx1.js'), 'export const bundle = 1;');
     write(path.join(frontend, 'static', 'style.css'), 'body{}');
     write(path.join(frontend, 'static', 'logo.png'), await png(1, 1, [1, 1, 1, 255]));
     write(path.join(frontend, 'extensions', 'core', 'widgets.js'), '// core');
@@ -112,6 +113,11 @@ forEachStorage('workflow frontend support', (storage) => {
     assert.equal(r.status, 200);
     assert.match(r.headers.get('content-type')!, /javascript/);
     assert.equal(r.headers.get('cache-control'), 'no-cache');
+    // the build's bundles under /assets/ (the assets API lives under /api/assets)
+    r = await getBytes(`${srv.url}/assets/index-Bx1.js`);
+    assert.equal(r.status, 200);
+    assert.equal(r.body.toString(), 'export const bundle = 1;');
+    assert.equal((await srv.http.get('/api/assets')).status === 404, false);
     r = await getBytes(`${srv.url}/static/logo.png`);
     assert.equal(r.headers.get('cache-control'), 'public, max-age=86400');
     r = await getBytes(`${srv.url}/static/style.css`);

@@ -193,6 +193,20 @@ export function frontendRoutes(app: FastifyInstance, ctx: RouteCtx, opts: Fronte
       serveStatic(req, reply, root, 'index.html', { 'Cache-Control': 'no-cache', Pragma: 'no-cache', Expires: '0' }),
     );
     app.get('/*', { schema: { hide: true } }, (req, reply) => serveStatic(req, reply, root, (req.params as { '*': string })['*']));
+    // The build keeps its bundles in /assets/; the reference serves its assets API only under /api, so a
+    // bare /assets/<file> that the build has is the build's, whatever API route shares the bare prefix.
+    app.addHook('onRequest', async (req, reply) => {
+      if ((req.method !== 'GET' && req.method !== 'HEAD') || !req.url.startsWith('/assets/')) return;
+      let rel: string;
+      try {
+        rel = decodeURIComponent(req.url.slice(1).split('?')[0]!);
+      } catch {
+        return;
+      }
+      if (rel.includes('\0') || rel.split('/').includes('..') || !statQuiet(path.join(root, rel))?.isFile()) return;
+      await serveStatic(req, reply, root, rel);
+      return reply;
+    });
   }
 }
 
