@@ -69,8 +69,14 @@ export class UserManager {
   userId(header: string | string[] | undefined): string {
     let user = DEFAULT_USER;
     if (this.multiUser && typeof header === 'string') user = header;
+    // Another process on this data dir may have added the user since this one read users.json.
+    if (!Object.hasOwn(this.users, user) && this.multiUser) this.reload();
     if (!Object.hasOwn(this.users, user)) throw new UnknownUserError(user);
     return user;
+  }
+
+  private reload(): void {
+    for (const [id, name] of Object.entries(this.readUsersFile())) if (!Object.hasOwn(this.users, id)) this.users[id] = name;
   }
 
   /** `user/<id>`: the folder every path of this user is kept under. */
@@ -86,6 +92,7 @@ export class UserManager {
   /** POST /users: the id is the name made path-safe plus a UUID; the same name twice is refused. */
   addUser(username: unknown): string {
     if (typeof username !== 'string') throw new UserInputError('username not provided');
+    if (this.multiUser) this.reload();
     if (Object.values(this.users).includes(username)) throw new UserInputError('Duplicate username.');
     const name = username.trim();
     if (!name) throw new UserInputError('username not provided');
