@@ -398,7 +398,10 @@ export function assetRoutes(app: FastifyInstance, ctx: RouteCtx, opts: AssetRout
       const valid = SEED_ROOTS.filter((r) => roots.includes(r));
       if (valid.length === 0) throw badBody('No valid roots specified', 'roots');
       const wait = ['true', '1', 'yes'].includes((scalar(req.query as Query, 'wait') ?? '').toLowerCase());
-      if (!seeder.start(valid as SeedRoot[])) return reply.code(409).send({ status: 'already_running' });
+      if (!seeder.start(valid as SeedRoot[])) {
+        // The reference's body, with the local error object beside it so every 4xx carries one.
+        return reply.code(409).send({ status: 'already_running', ...new AssetError(409, 'SCAN_IN_PROGRESS', 'An asset scan is already running.').body() });
+      }
       if (!wait) return reply.code(202).send({ status: 'started' });
       await seeder.wait();
       const s = seeder.getStatus();
@@ -410,7 +413,7 @@ export function assetRoutes(app: FastifyInstance, ctx: RouteCtx, opts: AssetRout
     dual(scope, 'POST', '/assets/seed/cancel', S.cancelAssetSeed, on(async (_req, reply) => reply.send({ status: opts.seeder!.cancel() ? 'cancelling' : 'idle' })), { validate: false });
 
     dual(scope, 'POST', '/assets/prune', S.pruneAssets, on(async (_req, reply, svc) => {
-      if (opts.seeder!.isRunning()) return reply.code(409).send({ status: 'scan_running', marked: 0 });
+      if (opts.seeder!.isRunning()) return reply.code(409).send({ status: 'scan_running', marked: 0, ...new AssetError(409, 'SCAN_IN_PROGRESS', 'An asset scan is running; prune after it ends.').body() });
       return reply.send({ status: 'completed', marked: await pruneMissing(svc) });
     }), { validate: false });
   });
