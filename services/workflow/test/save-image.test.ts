@@ -32,10 +32,14 @@ forEachStorage('workflow SaveImage and packs', (storage) => {
     const r1 = await srv.http.post('/prompt', { prompt, extra_data: { extra_pnginfo: { workflow } } });
     const j1 = await waitJob(srv.http, r1.body.prompt_id);
     assert.equal(j1.status, 'completed', JSON.stringify(j1.execution_error));
-    assert.deepEqual(j1.outputs['2'].images, [
-      { filename: 'Pic_00001_.png', subfolder: 'sub/dir', type: 'output' },
-      { filename: 'Pic_00002_.png', subfolder: 'sub/dir', type: 'output' },
-    ]);
+    // With assets on, each saved file also carries its asset id.
+    assert.deepEqual(
+      j1.outputs['2'].images.map(({ id: _id, ...rest }: Record<string, unknown>) => rest),
+      [
+        { filename: 'Pic_00001_.png', subfolder: 'sub/dir', type: 'output' },
+        { filename: 'Pic_00002_.png', subfolder: 'sub/dir', type: 'output' },
+      ],
+    );
     // The same prompt again is cached (no new files); another prefix counts on its own.
     const r2 = await srv.http.post('/prompt', { prompt: { ...prompt, 2: { class_type: 'SaveImage', inputs: { images: ['1', 0], filename_prefix: 'sub/dir/Other' } } } });
     const j2 = await waitJob(srv.http, r2.body.prompt_id);
