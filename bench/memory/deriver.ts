@@ -58,7 +58,7 @@ try {
   for (;;) {
     const depth = (await json(base, 'GET', '/health')).queue_depth as number;
     if (depth === 0) break;
-    await new Promise((r) => setTimeout(r, 50));
+    await new Promise((r) => setTimeout(r, 200));
   }
   const seconds = (performance.now() - t0) / 1000;
 

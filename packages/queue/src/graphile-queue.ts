@@ -1,4 +1,5 @@
 import { sql, type Kysely, type RawBuilder } from 'kysely';
+import { createHash } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { run, runMigrations, type Runner, type TaskList, type WorkerEvents } from 'graphile-worker';
 import type { Storage } from '@svc/storage';
@@ -53,7 +54,8 @@ export class GraphileQueue implements JobQueue {
     const s = quoteIdent(this.#schema);
     const pool = this.#storage.pgPool!;
     const r = await pool.query<{ ids: string[]; jobs: number }>({
-      name: `svc_release_dead_workers/${this.#schema}`,
+      // Prepared per connection; the name (≤ 63 bytes) must differ per schema sharing a pool.
+      name: `svc_release_dead_workers_${createHash('sha1').update(this.#schema).digest('hex').slice(0, 16)}`,
       text: releaseDeadPoolsSql(s),
       values: [LIVENESS_LOCK_CLASS, DEAD_LOCK_GRACE_MS],
     });

@@ -70,7 +70,9 @@ export class PoolLiveness {
   }
 
   async #lock(client: pg.Client, id: string): Promise<void> {
-    await client.query('select pg_advisory_lock($1::int4, hashtext($2::text))', [LIVENESS_LOCK_CLASS, id]);
+    // try: never wait. Should another pool's id hash to the same key (2^-32), that pool's lock
+    // keeps this one's jobs looking alive too, which is only the old behaviour for them.
+    await client.query('select pg_try_advisory_lock($1::int4, hashtext($2::text))', [LIVENESS_LOCK_CLASS, id]);
   }
 
   /** Marks a pool as alive (call as soon as the pool exists, before it takes jobs). */

@@ -33,6 +33,8 @@ export async function openMemoryStorage(cfg: ServiceConfig): Promise<Storage> {
     dataDir: cfg.dataDir,
     sqliteFile: 'memory.sqlite',
     pgSchema: cfg.pgSchema,
+    // Room for the deriver's workers (see workerConcurrency) beside the API's requests.
+    pgPoolSize: 20,
     onSqliteOpen: (db) => sqliteVec.load(db),
   });
   try {
@@ -55,6 +57,7 @@ export async function buildApp(base: ServiceConfig): Promise<FastifyInstance> {
     let log: { warn(obj: object, msg: string): void } | undefined;
     const queue = await createQueue(storage, {
       tasks: deriverTasks(deps),
+      concurrency: config.workerConcurrency ?? (storage.dialect.kind === 'postgres' ? 16 : 4),
       onError: (err, task, job) => {
         const info = { err, task, job_id: job.jobId, attempt: job.attempt, max_attempts: job.maxAttempts };
         if (log) log.warn(info, 'job failed');

@@ -8,6 +8,12 @@ import { parseRateLimit, type RateLimit } from './http/rate-limit.ts';
 export interface MemoryConfig extends ServiceConfig {
   /** Bearer keys accepted when API-key auth is on; undefined/empty means the Authorization header is ignored. */
   apiKeys?: string[];
+  /**
+   * Deriver jobs run at once per process (`--worker-concurrency` or
+   * MEMORY_WORKER_CONCURRENCY). Default 4 on SQLite (the work is CPU in this
+   * process); 16 on PostgreSQL, where a job mostly waits on round trips.
+   */
+  workerConcurrency?: number;
   /** Per-client request limit (`--rate-limit 100/minute` or MEMORY_RATE_LIMIT); off when unset. */
   rateLimit?: RateLimit | string;
   embedding: Record<string, unknown>;
@@ -26,6 +32,7 @@ export function memoryConfig(cfg: ServiceConfig, env: NodeJS.ProcessEnv = proces
   return {
     ...cfg,
     apiKeys: base.apiKeys ?? list(cfg.flags.apiKeys) ?? list(env.MEMORY_API_KEYS),
+    workerConcurrency: base.workerConcurrency ?? positiveInt(cfg.flags.workerConcurrency ?? env.MEMORY_WORKER_CONCURRENCY),
     rateLimit: rateLimitFrom(base.rateLimit ?? cfg.flags.rateLimit ?? env.MEMORY_RATE_LIMIT),
     embedding: base.embedding ?? {},
     llm: base.llm ?? {},
@@ -36,4 +43,11 @@ function rateLimitFrom(v: unknown): RateLimit | undefined {
   if (v === undefined || v === null || v === '' || v === false || v === 'off' || v === '0') return undefined;
   if (typeof v === 'object') return v as RateLimit;
   return parseRateLimit(String(v));
+}
+
+function positiveInt(v: unknown): number | undefined {
+  if (typeof v !== 'string' || v === '') return undefined;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 1 || n > 256) throw new Error(`invalid worker concurrency "${v}" (an integer 1..256)`);
+  return n;
 }

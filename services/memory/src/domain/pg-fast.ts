@@ -13,6 +13,16 @@ import { DERIVE_TASK } from '../deriver/index.ts';
 const SESSION = sql`select s.id, s.metadata from sessions s join users u on u.id = s.user_id
   where s.id = ${sql.raw('$1')} and s.user_id = ${sql.raw('$2')} and u.app_id = ${sql.raw('$3')}`;
 
+/** Statement texts, compiled once per storage: building and compiling the query on every request is CPU spent for nothing. */
+const texts = new WeakMap<Storage, Map<string, string>>();
+function textOf(storage: Storage, name: string, build: () => string): string {
+  let m = texts.get(storage);
+  if (!m) texts.set(storage, (m = new Map()));
+  let t = m.get(name);
+  if (t === undefined) m.set(name, (t = build()));
+  return t;
+}
+
 async function run<R>(storage: Storage, name: string, text: string, values: unknown[]): Promise<R[]> {
   const r = await storage.pgPool!.query({ name, text, values });
   return r.rows as R[];
@@ -36,20 +46,24 @@ interface Row {
 export async function createMessagePg(storage: Storage, queue: JobQueue, ids: { appId: string; userId: string; sessionId: string }, row: Row): Promise<boolean> {
   const base = [ids.sessionId, ids.userId, ids.appId, row.id, row.is_user, row.content, row.metadata, row.created_at, row.seq];
   if (!row.is_user || !queue.addSql) {
-    const text = sql`with s as (${SESSION}),
+    const text = textOf(storage, 'create', () =>
+      sql`with s as (${SESSION}),
       ins as (insert into messages (id, session_id, is_user, content, metadata, created_at, seq)
         select $4, s.id, $5, $6, $7::jsonb, $8, $9 from s returning id)
-      select count(*)::int as n from ins`.compile(storage.db).sql;
+      select count(*)::int as n from ins`.compile(storage.db).sql);
     const [r] = await run<{ n: number }>(storage, 'memory_message_create', text, base);
     return r!.n === 1;
   }
   // The job's payload and names are parameters ($10..$12) so the statement text never changes.
-  const job = queue.addSql(DERIVE_TASK, null, { maxAttempts: 5 }).compile(storage.db);
-  const text = sql`with s as (${SESSION}),
+  const addSql = queue.addSql.bind(queue);
+  const text = textOf(storage, 'create_user', () => {
+    const job = addSql(DERIVE_TASK, null, { maxAttempts: 5 }).compile(storage.db);
+    return sql`with s as (${SESSION}),
     ins as (insert into messages (id, session_id, is_user, content, metadata, created_at, seq)
       select $4, s.id, $5, $6, $7::jsonb, $8, $9 from s returning id),
     job as (select ${sql.raw(jobCall(job.sql))} from ins, s where (s.metadata -> 'deriver_disabled') is distinct from 'true'::jsonb)
     select (select count(*) from ins)::int as n, (select count(*) from job)::int as jobs`.compile(storage.db).sql;
+  });
   const payload = JSON.stringify({ message_id: row.id, session_id: ids.sessionId });
   const [r] = await run<{ n: number }>(storage, 'memory_message_create_user', text, [...base, payload, `derive:${row.id}`, `derive:${ids.userId}`]);
   return r!.n === 1;
@@ -76,13 +90,15 @@ export async function listMessagesPg(
   ids: { appId: string; userId: string; sessionId: string },
   page: { size: number; offset: number; reverse: boolean; filter?: string },
 ): Promise<{ found: boolean; total: number; rows: Row[] }> {
-  const dir = page.reverse ? sql.raw('desc') : sql.raw('asc');
-  const text = sql`with s as (${SESSION}),
+  const name = page.reverse ? 'memory_message_list_desc' : 'memory_message_list';
+  const text = textOf(storage, name, () => {
+    const dir = page.reverse ? sql.raw('desc') : sql.raw('asc');
+    return sql`with s as (${SESSION}),
     m as (select m.* from messages m where m.session_id = (select id from s) and ($6::jsonb is null or m.metadata @> $6::jsonb)),
     t as (select count(*)::int as n from m)
     select (select count(*) from s)::int as found, t.n as total, p.*
     from t left join lateral (select * from m order by created_at ${dir}, seq ${dir} limit $4 offset $5) p on true`.compile(storage.db).sql;
-  const name = page.reverse ? 'memory_message_list_desc' : 'memory_message_list';
+  });
   const rows = await run<Row & { found: number; total: number }>(storage, name, text, [
     ids.sessionId,
     ids.userId,

@@ -86,6 +86,9 @@ export class CodeIndex {
   #row = new Map<number, number>();
   #pairsOf = new Map<number, string[]>();
   #postings = new Map<string, Set<number>>();
+  /** Bumped by every change; cached row masks of older versions are stale. */
+  #version = 0;
+  #masks = new Map<string, { version: number; mask: Uint8Array }>();
 
   get count(): number {
     return this.size;
@@ -101,6 +104,7 @@ export class CodeIndex {
 
   /** Adds or replaces a row from its packVector() form. */
   upsertPacked(key: number, packed: Uint8Array, pairs: string[]): void {
+    this.#version++;
     let r = this.#row.get(key);
     if (r === undefined) {
       if (this.size === this.keys.length) this.#grow();
@@ -125,6 +129,7 @@ export class CodeIndex {
   remove(key: number): void {
     const r = this.#row.get(key);
     if (r === undefined) return;
+    this.#version++;
     this.#unindex(key);
     this.#row.delete(key);
     const last = --this.size;
@@ -176,8 +181,27 @@ export class CodeIndex {
    * Hamming distance, ranked by their int8 vectors' dot product with `q`
    * (the caller re-ranks those exactly).
    */
-  search(code: Uint8Array, q: Float32Array, want: number, keep: number, allow?: (key: number) => boolean): number[] {
+  search(code: Uint8Array, q: Float32Array, want: number, keep: number, allow?: Uint8Array): number[] {
     return this.rank(this.nearest(code, want, allow), q, keep);
+  }
+
+  /**
+   * Row mask (1 = the document has every one of these metadata entries),
+   * cached until the next change: a broad filter then costs one byte read
+   * per row in the scan instead of set lookups.
+   */
+  maskFor(terms: string[]): Uint8Array {
+    const id = JSON.stringify([...terms].sort());
+    const hit = this.#masks.get(id);
+    if (hit && hit.version === this.#version) return hit.mask;
+    const sets = terms.map((t) => this.posting(t)).sort((a, b) => a.size - b.size);
+    const mask = new Uint8Array(this.size);
+    for (const k of sets[0] ?? []) {
+      if (sets.every((set) => set.has(k))) mask[this.#row.get(k)!] = 1;
+    }
+    if (this.#masks.size >= 16) this.#masks.delete(this.#masks.keys().next().value!);
+    this.#masks.set(id, { version: this.#version, mask });
+    return mask;
   }
 
   /** Rows of the given keys (unknown keys skipped). */
@@ -214,10 +238,10 @@ export class CodeIndex {
 
   /**
    * The rows of the `want` codes nearest to `code` by Hamming distance (all
-   * ties at the cut-off included), among keys allowed by `allow` when given.
+   * ties at the cut-off included), among rows whose `allow` mask byte is 1 when given.
    * A counting selection over the 0..CODE_BITS distances: linear, no sort.
    */
-  nearest(code: Uint8Array, want: number, allow?: (key: number) => boolean): number[] {
+  nearest(code: Uint8Array, want: number, allow?: Uint8Array): number[] {
     const n = this.size;
     const outAt = distAt(this.#cap);
     this.#mem.set(code.subarray(0, CODE_BYTES), 0);
@@ -226,7 +250,7 @@ export class CodeIndex {
     const hist = new Uint32Array(CODE_BITS + 2);
     if (allow) {
       for (let i = 0; i < n; i++) {
-        if (allow(this.keys[i]!)) hist[dist[i]!]!++;
+        if (allow[i]) hist[dist[i]!]!++;
         else dist[i] = CODE_BITS + 1;
       }
     } else {

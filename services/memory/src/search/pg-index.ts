@@ -59,6 +59,8 @@ export class PgIndex implements IndexBackend {
   #codes: PgCodeCache;
   /** Collections known to be large (they never become small again). */
   #large = new Set<string>();
+  /** When collections were last seen small. */
+  #small = new Map<string, number>();
   /** Whether pgvector has hnsw.iterative_scan (≥ 0.8); unknown until first tried. */
   #iterative: boolean | undefined;
   /** Term frequencies from pg_stats, re-read at most once a minute. */
@@ -218,10 +220,24 @@ export class PgIndex implements IndexBackend {
     return rows.map((x) => ({ key: x.key, order: Number(x.ord) }));
   }
 
+  /**
+   * Whether the collection has reached VEC_MIN_DOCS. Either answer gives
+   * correct results (the small plan ranks every row), so "small" may be a
+   * few seconds stale; "large" never changes back.
+   */
   async #isLarge(collectionId: string): Promise<boolean> {
     if (this.#large.has(collectionId)) return true;
+    const now = Date.now();
+    const small = this.#small.get(collectionId);
+    if (small !== undefined && now - small < 5000) return false;
     const r = await sql`select 1 from search_large where collection_id = ${collectionId}`.execute(this.#db);
-    if (r.rows.length > 0) this.#large.add(collectionId);
+    if (r.rows.length > 0) {
+      this.#large.add(collectionId);
+      this.#small.delete(collectionId);
+    } else {
+      if (this.#small.size > 10_000) this.#small.clear();
+      this.#small.set(collectionId, now);
+    }
     return r.rows.length > 0;
   }
 
@@ -251,10 +267,10 @@ export class PgIndex implements IndexBackend {
     const code = simhash(vector);
     if (!filtered) return this.#exact(idx.search(code, vector, codeCandidates(limit), rerankCount(limit)), vector, limit);
     const f = filter as Record<string, unknown>;
-    const sets = Object.entries(f)
+    const terms = Object.entries(f)
       .map(([k, v]) => pairTerm(k, v))
-      .filter((t): t is string => t !== undefined)
-      .map((t) => idx.posting(t));
+      .filter((t): t is string => t !== undefined);
+    const sets = terms.map((t) => idx.posting(t));
     sets.sort((a, b) => a.size - b.size);
     const rarest = sets[0];
     const exactlyIndexed = rarest !== undefined && sets.length === Object.keys(f).length;
@@ -264,7 +280,7 @@ export class PgIndex implements IndexBackend {
       if (!exactlyIndexed) keys = await this.#matching(keys, fj!);
       return this.#exact(idx.rank(idx.rowsOf(keys), vector, rerankCount(limit)), vector, limit, fj);
     }
-    const allow = rarest ? (k: number) => sets.every((set) => set.has(k)) : undefined;
+    const allow = rarest ? idx.maskFor(terms) : undefined;
     const over = exactlyIndexed ? 1 : 4;
     const keys = idx.search(code, vector, codeCandidates(limit) * over, rerankCount(limit) * over, allow);
     const hits = await this.#exact(keys, vector, limit, fj);

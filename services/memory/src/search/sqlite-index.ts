@@ -123,6 +123,7 @@ export class SqliteIndex implements IndexBackend {
       markLarge: p('insert or ignore into search_vec_collections (collection_id) values (?)'),
       collectionVectors: p('select id, embedding from search_docs where collection_id = ?'),
       fts: p('select rowid as id from search_fts where search_fts match ? order by bm25(search_fts) limit ?'),
+      ftsIds: p('select rowid from search_fts where search_fts match ? order by bm25(search_fts) limit ?').pluck(),
       // CROSS JOIN: one primary-key lookup per key (an IN list of ~1,000 made the planner scan the table).
       vectorsByKey: p('select s.id, s.embedding from json_each(?) j cross join search_docs s on s.id = j.value'),
       // CROSS JOIN pins the loop order: look the few keys up, never scan the collection's documents.
@@ -272,9 +273,10 @@ export class SqliteIndex implements IndexBackend {
       batch = [];
       want *= 4;
     };
-    for (const r of s.fts!.iterate(match, FILTERED_FTS_SCAN) as Iterable<{ id: number }>) {
-      if (allow && !allow(r.id)) continue;
-      batch.push(r.id);
+    // Read the ranked ids first: better-sqlite3 runs no other statement while an iterator is open.
+    for (const id of s.ftsIds!.all(match, FILTERED_FTS_SCAN) as number[]) {
+      if (allow && !allow(id)) continue;
+      batch.push(id);
       if (batch.length >= want) {
         flush();
         if (hits.length >= limit) break;
@@ -339,7 +341,7 @@ export class SqliteIndex implements IndexBackend {
     // then the exact check and re-rank; over-fetch when the index cannot see
     // the whole filter (nested values). Falls back to the exact plan if that
     // leaves too few.
-    const allow = rarest ? (k: number) => sets.every((set) => set.has(k)) : undefined;
+    const allow = rarest ? idx.maskFor(filterTerms(f)) : undefined;
     const over = exactlyIndexed ? 1 : 4;
     const keys = idx.search(code, vector, codeCandidates(limit) * over, rerankCount(limit) * over, allow);
     const rows = s.vectorsMatching!.all(JSON.stringify(keys), fj) as VecRow[];
