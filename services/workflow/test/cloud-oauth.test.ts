@@ -311,6 +311,43 @@ forEachStorage('hosted runtime: OAuth 2.1 authorization server', (storage) => {
     assert.equal(r.body.error, 'invalid_grant');
   });
 
+  test('a third-party token cannot manage identity: no sessions, consent, API keys, invites, roles or profile; an API key cannot consent', async () => {
+    const u = await signupUser(srv.url, 'thirdparty');
+    const cid = await register(anon);
+    const p = pkce();
+    const k = await code(u, cid, p.challenge);
+    const t = (await tokenRequest(anon, { grant_type: 'authorization_code', client_id: cid, code: k, redirect_uri: REDIRECT, code_verifier: p.verifier })).body;
+    const api = bearer(srv.url, t.access_token);
+    assert.equal((await api.get('/api/jobs')).status, 200);
+    let r = await api.post('/api/auth/session');
+    assert.equal(r.status, 400);
+    assert.ok(isCloudError(r.body, 'invalid_token'));
+    for (const [m, path, body] of [
+      ['POST', '/api/workspace/api-keys', { name: 'x' }],
+      ['POST', '/api/workspaces', { name: 'x' }],
+      ['PATCH', `/api/workspaces/${u.workspaceId}`, { name: 'x' }],
+      ['POST', '/api/workspace/invites', { email: 'x@example.test' }],
+      ['PATCH', `/api/workspace/members/${u.id}`, { role: 'member' }],
+      ['PUT', '/api/user', { display_name: 'x' }],
+      ['POST', '/oauth/authorize', { oauth_request_id: 'x', csrf_token: 'x', decision: 'allow', workspace_id: u.workspaceId }],
+    ] as const) {
+      r = await api.request(m, path, body);
+      assert.equal(r.status, 403, `${m} ${path}`);
+      assert.ok(isCloudError(r.body, 'forbidden'), `${m} ${path}`);
+    }
+    // GET /oauth/authorize with a third-party token or an API key: treated as not logged in.
+    const q = new URLSearchParams({ response_type: 'code', client_id: cid, redirect_uri: REDIRECT, state: 's', code_challenge: p.challenge, code_challenge_method: 'S256' });
+    const key = (await u.http.post('/api/workspace/api-keys', { name: 'k' })).body.key;
+    for (const h of [{ authorization: `Bearer ${t.access_token}` }, { 'x-api-key': key }]) {
+      const res = await fetch(`${srv.url}/oauth/authorize?${q}`, { redirect: 'manual', headers: h });
+      assert.equal(res.status, 302);
+      assert.match(res.headers.get('location')!, /^\/login\?oauth_request_id=/);
+    }
+    const c = await challenge(u, cid, p.challenge);
+    r = await client(srv.url, { 'x-api-key': key }).post('/oauth/authorize', { oauth_request_id: c.oauth_request_id, csrf_token: c.csrf_token, decision: 'allow', workspace_id: u.workspaceId });
+    assert.equal(r.status, 403);
+  });
+
   test('end to end with oauth4webapi (as an MCP client or CLI): discover, register, authorize with PKCE, consent, exchange, call, refresh, reuse detection', async () => {
     const u = await signupUser(srv.url, 'e2e');
     const issuer = new URL(srv.url);

@@ -130,6 +130,7 @@ export function authRoutes(app: FastifyInstance, id: Identity): void {
       const auth = await id.authenticate(req, { allowCookie: false });
       if ('error' in auth) throw cloudError(400, 'invalid_token', 'The bearer token is invalid or expired');
       const p = auth.principal;
+      if (p.clientId) throw cloudError(400, 'invalid_token', "A third-party client's token cannot create a session");
       const s = await id.grants.createSession({ userId: p.userId, workspaceId: p.workspaceId, familyId: p.familyId ?? null }, id.cfg.sessionTtlMs);
       const maxAge = Math.floor(id.cfg.sessionTtlMs / 1000);
       reply.header('Set-Cookie', [cookie(req, SESSION_COOKIE, s.token, maxAge, true), cookie(req, CSRF_COOKIE, s.csrf, maxAge, false)]);

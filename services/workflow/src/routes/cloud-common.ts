@@ -25,7 +25,7 @@ const errorRef = { $ref: 'CloudError#' };
  * checked by the handlers (CloudError or RFC shapes), so the schema is
  * documentation.
  */
-export function cloudRoute(app: FastifyInstance, method: HTTPMethods, url: string, doc: CloudDoc, handler: Handler, auth: AuthMode = 'required', extra: { csrfExempt?: boolean } = {}): void {
+export function cloudRoute(app: FastifyInstance, method: HTTPMethods, url: string, doc: CloudDoc, handler: Handler, auth: AuthMode = 'required', extra: { csrfExempt?: boolean; firstParty?: boolean } = {}): void {
   const response = { ...(doc.response ?? {}) } as Record<string, unknown>;
   if (auth === 'required' && !response[401]) response[401] = { description: 'Unauthorized', ...errorRef };
   app.route({

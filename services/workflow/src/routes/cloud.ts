@@ -76,7 +76,7 @@ export async function installCloud(app: FastifyInstance, db: () => Kysely<any>, 
       delete req.headers['comfy-user'];
       return;
     }
-    const config = req.routeOptions.config as { auth?: AuthMode; csrfExempt?: boolean };
+    const config = req.routeOptions.config as { auth?: AuthMode; csrfExempt?: boolean; firstParty?: boolean };
     const mode = config.auth ?? 'required';
     const ws = WS_URLS.has(url);
     const out = await identity.authenticate(req, { allowQueryToken: ws, csrfExempt: config.csrfExempt === true, websocket: ws });
@@ -84,6 +84,10 @@ export async function installCloud(app: FastifyInstance, db: () => Kysely<any>, 
       req.principal = out.principal;
       // The shared settings/userdata routes pick their folder from Comfy-User: it becomes the workspace.
       req.headers['comfy-user'] = out.principal.workspaceId;
+      // Identity management (members, invites, keys, consent, sessions) is the user's own, not a third-party client's.
+      if (config.firstParty && out.principal.clientId) {
+        return reply.code(403).type('application/json').send(JSON.stringify({ error: 'Third-party OAuth clients cannot manage accounts, workspaces or credentials', code: 'forbidden', details: {} }));
+      }
       return;
     }
     delete req.headers['comfy-user'];

@@ -35,6 +35,12 @@ function parseForm(text: string): Record<string, string> | 'repeated' {
   return out;
 }
 
+/** Consent needs the user: a login token or session, not an API key or another OAuth client's token. */
+function firstParty(req: FastifyRequest): boolean {
+  const p = req.principal;
+  return !!p && p.via !== 'api_key' && !p.clientId;
+}
+
 /** The OAuth 2.1 authorization server: metadata, authorize (consent), token, dynamic registration. */
 export async function oauthRoutes(app: FastifyInstance, id: Identity): Promise<void> {
   const metaCache = 'public, max-age=300';
@@ -118,7 +124,7 @@ export async function oauthRoutes(app: FastifyInstance, id: Identity): Promise<v
         if (!row) throw cloudError(400, 'invalid_request', 'Unknown authorization request');
         if (row.consumed_at !== null) throw cloudError(400, 'invalid_request', 'The authorization request was already used');
         if (Number(row.expires_at) <= Date.now()) throw cloudError(400, 'invalid_request', 'The authorization request expired');
-        if (!req.principal) return toLogin(reply, row.id);
+        if (!firstParty(req)) return toLogin(reply, row.id);
         const csrf = await id.clients.refreshCsrf(row.id);
         return challenge(req, row.id, csrf, row.client_id, row.scope);
       }
@@ -137,7 +143,7 @@ export async function oauthRoutes(app: FastifyInstance, id: Identity): Promise<v
       const base = id.baseUrl(req);
       if (q.resource !== undefined && q.resource.replace(/\/+$/, '') !== base) return fail('invalid_target', 'unknown resource');
       const { id: requestId, csrf } = await id.clients.createRequest({ client_id: client.client_id, redirect_uri: q.redirect_uri, scope, state: q.state, code_challenge: q.code_challenge, resource: q.resource ?? null }, id.cfg.requestTtlMs);
-      if (!req.principal) return toLogin(reply, requestId);
+      if (!firstParty(req)) return toLogin(reply, requestId);
       return challenge(req, requestId, csrf, client.client_id, scope);
     },
     'optional',
@@ -159,6 +165,7 @@ export async function oauthRoutes(app: FastifyInstance, id: Identity): Promise<v
     async (req, reply) => {
       reply.header('Cache-Control', 'no-store');
       const p = req.principal!;
+      if (!firstParty(req)) throw cloudError(403, 'forbidden', 'Consent is given by the user (login token or session), not by an API key or another client');
       const b = objectBody(req);
       for (const k of ['oauth_request_id', 'csrf_token', 'workspace_id'] as const) if (typeof b[k] !== 'string' || b[k] === '') throw cloudError(400, 'invalid_request', `${k} is required`);
       if (b.decision !== 'allow' && b.decision !== 'deny') throw cloudError(400, 'invalid_request', 'decision must be allow or deny');
@@ -177,7 +184,7 @@ export async function oauthRoutes(app: FastifyInstance, id: Identity): Promise<v
     },
     'required',
     // The per-request csrf_token in the body is this endpoint's CSRF protection.
-    { csrfExempt: true },
+    { csrfExempt: true, firstParty: true },
   );
 
   await app.register(async (child) => {

@@ -50,6 +50,8 @@ export function cloudUserRoutes(app: FastifyInstance, id: Identity): void {
       if (Object.keys(patch).length) await id.store.updateUser(p.userId, patch);
       return userView(await me(p.userId));
     },
+    'required',
+    { firstParty: true },
   );
 
   cloudRoute(

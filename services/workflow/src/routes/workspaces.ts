@@ -40,7 +40,7 @@ export function workspaceRoutes(app: FastifyInstance, id: Identity): void {
     const name = nameOf(objectBody(req).name);
     const w = await id.store.createWorkspace(p.userId, name);
     return reply.code(201).send(workspaceView(w, 1, 'owner'));
-  });
+  }, 'required', { firstParty: true });
 
   cloudRoute(app, 'GET', '/api/workspaces/:id', { operationId: 'getWorkspace', summary: 'Get a workspace by ID', tags: ['workspace'], description: 'Returns details of a workspace the user is a member of (404 for any other).', params: idParam('id'), response: { 200: ref('Workspace'), ...errors(403, 404) } }, async (req) => view(await memberOf(req, (req.params as { id: string }).id)));
 
@@ -53,7 +53,7 @@ export function workspaceRoutes(app: FastifyInstance, id: Identity): void {
       id.forgetWorkspace(m.id);
     }
     return view((await id.membership(principal(req).userId, m.id))!);
-  });
+  }, 'required', { firstParty: true });
 
   cloudRoute(app, 'DELETE', '/api/workspaces/:id', { operationId: 'deleteWorkspace', summary: 'Delete a workspace', tags: ['workspace'], description: 'Soft-deletes a workspace (its API keys and pending invites are revoked, tokens bound to it stop working). Requires owner role. Personal workspaces cannot be deleted.', params: idParam('id'), response: { 204: { description: 'Workspace deleted' }, ...errors(403, 404) } }, async (req, reply) => {
     const m = await memberOf(req, (req.params as { id: string }).id);
@@ -62,7 +62,7 @@ export function workspaceRoutes(app: FastifyInstance, id: Identity): void {
     await id.store.softDeleteWorkspace(m.id);
     id.forgetWorkspace(m.id);
     return noContent(reply);
-  });
+  }, 'required', { firstParty: true });
 
   // ---- members of the current workspace
 
@@ -79,7 +79,7 @@ export function workspaceRoutes(app: FastifyInstance, id: Identity): void {
     await id.store.setRole(p.workspaceId, target.user_id as string, role);
     id.forgetWorkspace(p.workspaceId);
     return { ...target, role };
-  });
+  }, 'required', { firstParty: true });
 
   cloudRoute(app, 'DELETE', '/api/workspace/members/:userId', { operationId: 'removeWorkspaceMember', summary: 'Remove a member from the workspace', tags: ['workspace'], description: 'Removes a member from the current workspace and revokes the API keys they created in it. Requires admin role (only the owner removes admins; nobody removes the owner; leave with POST /api/workspace/leave).', params: idParam('userId'), response: { 204: { description: 'Member removed' }, ...errors(403, 404) } }, async (req, reply) => {
     const p = principal(req);
@@ -94,7 +94,7 @@ export function workspaceRoutes(app: FastifyInstance, id: Identity): void {
     id.forgetApiKeys(hashes);
     id.forgetWorkspace(p.workspaceId);
     return noContent(reply);
-  });
+  }, 'required', { firstParty: true });
 
   cloudRoute(app, 'POST', '/api/workspace/leave', { operationId: 'leaveWorkspace', summary: 'Leave the current workspace', tags: ['workspace'], description: 'Removes the authenticated user from the current workspace (not the personal one; the owner deletes the workspace instead).', response: { 204: { description: 'Left workspace' }, ...errors(403) } }, async (req, reply) => {
     const p = principal(req);
@@ -105,7 +105,7 @@ export function workspaceRoutes(app: FastifyInstance, id: Identity): void {
     id.forgetApiKeys(hashes);
     id.forgetWorkspace(p.workspaceId);
     return noContent(reply);
-  });
+  }, 'required', { firstParty: true });
 
   // ---- invites
 
@@ -130,14 +130,14 @@ export function workspaceRoutes(app: FastifyInstance, id: Identity): void {
     if (await id.store.pendingInviteFor(p.workspaceId, email)) throw cloudError(409, 'invite_exists', 'A pending invite for that email already exists');
     const { token, invite } = await id.store.createInvite(p.workspaceId, email, role, p.userId, id.cfg.inviteTtlMs);
     return reply.code(201).send({ ...invite, token });
-  });
+  }, 'required', { firstParty: true });
 
   cloudRoute(app, 'DELETE', '/api/workspace/invites/:inviteId', { operationId: 'deleteWorkspaceInvite', summary: 'Cancel a workspace invite', tags: ['workspace'], description: 'Cancels a pending workspace invitation. Requires admin role.', params: idParam('inviteId'), response: { 204: { description: 'Invite cancelled' }, ...errors(403, 404) } }, async (req, reply) => {
     const p = principal(req);
     needRole(p, 'admin', 'Cancelling invites');
     if (!(await id.store.revokeInvite(p.workspaceId, (req.params as { inviteId: string }).inviteId))) throw cloudError(404, 'not_found', 'Invite not found');
     return noContent(reply);
-  });
+  }, 'required', { firstParty: true });
 
   cloudRoute(app, 'POST', '/api/invites/:token/accept', { operationId: 'acceptInvite', summary: 'Accept a workspace invitation', tags: ['workspace'], description: "Accepts a workspace invitation using the invite token. The authenticated user (whose email must be the invite's) is added to the workspace with the invited role.", params: idParam('token'), response: { 200: ref('Workspace', 'Invite accepted'), ...errors(400, 404) } }, async (req) => {
     const p = principal(req);
@@ -155,7 +155,7 @@ export function workspaceRoutes(app: FastifyInstance, id: Identity): void {
     const m = await id.membership(p.userId, inv.workspace_id as string);
     if (!m) throw cloudError(404, 'not_found', 'Invite not found');
     return view(m);
-  });
+  }, 'required', { firstParty: true });
 
   // ---- API keys
 
@@ -175,7 +175,7 @@ export function workspaceRoutes(app: FastifyInstance, id: Identity): void {
     if (e) badRequest(e);
     const { key, row } = await id.store.createApiKey(p.workspaceId, p.userId, (b.name as string).trim(), typeof b.description === 'string' ? b.description : '');
     return reply.code(201).send({ id: row.id, name: row.name, description: row.description, key, prefix: row.prefix, created_at: new Date(row.created_at).toISOString() });
-  });
+  }, 'required', { firstParty: true });
 
   cloudRoute(app, 'DELETE', '/api/workspace/api-keys/:id', { operationId: 'deleteWorkspaceApiKey', summary: 'Delete a workspace API key', tags: ['workspace'], description: 'Revokes and deletes a workspace API key (its creator, or an admin).', params: idParam('id'), response: { 204: { description: 'API key deleted' }, ...errors(403, 404) } }, async (req, reply) => {
     const p = principal(req);
@@ -186,7 +186,7 @@ export function workspaceRoutes(app: FastifyInstance, id: Identity): void {
     if (hash) id.forgetApiKeys([hash]);
     id.keyUses.delete(row.id as string);
     return noContent(reply);
-  });
+  }, 'required', { firstParty: true });
 
   cloudRoute(app, 'GET', '/api/workspace/members/:user_id/api-keys', { operationId: 'listMemberApiKeys', summary: 'List API keys for a workspace member', tags: ['workspace'], description: 'Returns the API keys belonging to a specific workspace member. Requires admin role.', params: idParam('user_id'), response: { 200: arrayOf('WorkspaceApiKey'), ...errors(403, 404) } }, async (req) => {
     const p = principal(req);
@@ -202,5 +202,5 @@ export function workspaceRoutes(app: FastifyInstance, id: Identity): void {
     const hashes = await id.store.deleteMemberApiKeys(p.workspaceId, (req.params as { user_id: string }).user_id);
     id.forgetApiKeys(hashes);
     return { revoked_count: hashes.length };
-  });
+  }, 'required', { firstParty: true });
 }
