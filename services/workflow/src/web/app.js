@@ -4,10 +4,24 @@
 
 const $ = (sel) => document.querySelector(sel);
 
-/** `?token=` (the service's --api-key) is kept for the session and sent with every request. */
+/**
+ * `?token=` (the service's --api-key) and `?user=` (the Comfy-User of --multi-user) are kept
+ * for the session. Requests carry them as headers, so they stay out of URLs (and request
+ * logs); only the socket and links opened in a new tab, which cannot send headers, put the
+ * token in the URL.
+ */
 const params = new URLSearchParams(location.search);
 const token = params.get('token') ?? sessionStorage.getItem('wf-token');
 if (params.has('token')) sessionStorage.setItem('wf-token', token);
+const user = params.get('user') ?? sessionStorage.getItem('wf-user');
+if (params.has('user')) sessionStorage.setItem('wf-user', user);
+
+function authHeaders() {
+  const h = {};
+  if (token) h.authorization = `Bearer ${token}`;
+  if (user) h['comfy-user'] = user;
+  return h;
+}
 
 function newId() {
   if (crypto.randomUUID) return crypto.randomUUID();
@@ -21,15 +35,15 @@ const clientId = sessionStorage.getItem('wf-client-id') ?? newId();
 sessionStorage.setItem('wf-client-id', clientId);
 
 /** Relative to the page, so the service also works behind a proxy under a sub-path. */
-function apiUrl(path, query = {}) {
+function apiUrl(path, query = {}, withToken = false) {
   const u = new URL(`api${path}`, location.href);
   for (const [k, v] of Object.entries(query)) if (v !== undefined && v !== null) u.searchParams.set(k, v);
-  if (token) u.searchParams.set('token', token);
+  if (withToken && token) u.searchParams.set('token', token);
   return u.toString();
 }
 
 async function api(path, opts = {}) {
-  const headers = { ...(opts.headers ?? {}) };
+  const headers = { ...authHeaders(), ...(opts.headers ?? {}) };
   if (opts.json !== undefined) headers['content-type'] = 'application/json';
   const res = await fetch(apiUrl(path, opts.query), { method: opts.method ?? 'GET', headers, body: opts.json !== undefined ? JSON.stringify(opts.json) : opts.body });
   const text = await res.text();
@@ -56,13 +70,43 @@ function el(tag, attrs = {}, ...children) {
   return e;
 }
 
-function viewUrl(item, preview = true) {
-  return apiUrl('/view', { filename: item.filename, type: item.type ?? 'output', subfolder: item.subfolder ?? '', preview: preview ? 'webp;75' : undefined });
+function viewUrl(item, preview = true, withToken = false) {
+  return apiUrl('/view', { filename: item.filename, type: item.type ?? 'output', subfolder: item.subfolder ?? '', preview: preview ? 'webp;75' : undefined }, withToken);
+}
+
+/** Thumbnails loaded with headers become blob URLs, kept (bounded) so a re-render does not fetch them again. */
+const blobs = new Map();
+function loadImage(img, url) {
+  if (!token && !user) {
+    img.src = url;
+    return;
+  }
+  const hit = blobs.get(url);
+  if (hit) {
+    img.src = hit;
+    return;
+  }
+  fetch(url, { headers: authHeaders() })
+    .then((r) => (r.ok ? r.blob() : Promise.reject(new Error(`HTTP ${r.status}`))))
+    .then((b) => {
+      const u = URL.createObjectURL(b);
+      blobs.set(url, u);
+      if (blobs.size > 300) {
+        const [k, v] = blobs.entries().next().value;
+        URL.revokeObjectURL(v);
+        blobs.delete(k);
+      }
+      img.src = u;
+    })
+    .catch(() => {
+      img.alt = `${img.alt} (not available)`;
+    });
 }
 
 function thumb(item) {
-  const img = el('img', { src: viewUrl(item), alt: item.filename, title: `${item.subfolder ? item.subfolder + '/' : ''}${item.filename}`, loading: 'lazy' });
-  return el('a', { href: viewUrl(item, false), target: '_blank', rel: 'noopener' }, img);
+  const img = el('img', { alt: item.filename, title: `${item.subfolder ? item.subfolder + '/' : ''}${item.filename}` });
+  loadImage(img, viewUrl(item));
+  return el('a', { href: viewUrl(item, false, true), target: '_blank', rel: 'noopener' }, img);
 }
 
 function timeText(ms) {
@@ -134,14 +178,16 @@ async function queuePrompt() {
   if (prompt && Array.isArray(prompt.nodes) && Array.isArray(prompt.links)) {
     return showResult(box, 'error', 'This looks like a UI workflow (nodes and links). Export it in API format and paste that.');
   }
-  const body = { prompt, client_id: clientId };
+  // The id is chosen here so the running panel knows the prompt before the answer is read (its messages may come first).
+  const promptId = newId();
+  knownPrompts.set(promptId, prompt);
+  mine.add(promptId);
+  const body = { prompt, client_id: clientId, prompt_id: promptId };
   if ($('#queue-front').checked) body.front = true;
   $('#queue-btn').disabled = true;
   try {
     const r = await api('/prompt', { method: 'POST', json: body });
     if (r.ok) {
-      knownPrompts.set(r.body.prompt_id, prompt);
-      mine.add(r.body.prompt_id);
       const warn = promptErrorLines({ node_errors: r.body.node_errors });
       showResult(box, warn.length ? 'error' : 'ok', `Queued ${r.body.prompt_id} (#${r.body.number})`, warn);
       box.firstChild.dataset.promptId = r.body.prompt_id;

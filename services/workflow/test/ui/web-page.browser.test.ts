@@ -63,6 +63,7 @@ describe('workflow built-in page in a browser', { skip }, () => {
   forEachStorage('page', (storage) => {
     let srv: Srv;
     let guarded: Srv;
+    let multi: Srv;
     let ctx: BrowserContext;
     let userDataDir: string;
     let page: Page;
@@ -71,6 +72,7 @@ describe('workflow built-in page in a browser', { skip }, () => {
     before(async () => {
       srv = await startWorkflow(storage, {}, { packs: ['web-pack.mjs'] });
       guarded = await startWorkflow(storage, { apiKey: API_KEY });
+      multi = await startWorkflow(storage, { multiUser: true });
       userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'workflow-ui-chromium-'));
       ctx = await chromium.launchPersistentContext(userDataDir, { executablePath: CHROMIUM, headless: true, args: LAUNCH_ARGS, viewport: { width: 1360, height: 900 } });
       ctx.setDefaultTimeout(30_000);
@@ -94,6 +96,9 @@ describe('workflow built-in page in a browser', { skip }, () => {
           await fn();
         } catch (err) {
           console.log(`# browser at ${page.url()}:\n# ${await said(page, problems)}`);
+          // Leave nothing running for the next steps.
+          await srv.http.post('/queue', { clear: true }).catch(() => {});
+          await srv.http.post('/interrupt', {}).catch(() => {});
           throw err;
         }
       });
@@ -103,6 +108,7 @@ describe('workflow built-in page in a browser', { skip }, () => {
       if (userDataDir) fs.rmSync(userDataDir, { recursive: true, force: true });
       await srv?.close();
       await guarded?.close();
+      await multi?.close();
     });
 
     test('the page and its files are served with a strict CSP', async () => {
@@ -222,6 +228,12 @@ describe('workflow built-in page in a browser', { skip }, () => {
     test('with --api-key, the page opened with ?token= works', async () => {
       assert.equal((await fetch(`${guarded.url}/`)).status, 401);
       const p = await ctx.newPage();
+      // Requests carry the key as a header; only the page itself, its files and the socket (no headers there) put it in the URL.
+      const inUrl: string[] = [];
+      p.on('request', (r) => {
+        const u = new URL(r.url());
+        if (u.searchParams.has('token') && !['/', '/web/app.js', '/web/style.css', '/ws'].includes(u.pathname)) inUrl.push(u.pathname);
+      });
       try {
         await p.goto(`${guarded.url}/?token=${API_KEY}`);
         await p.waitForSelector('#conn[data-state=connected]');
@@ -229,6 +241,24 @@ describe('workflow built-in page in a browser', { skip }, () => {
         const id = await clickQueue(p);
         await p.waitForSelector(`.job[data-job-id="${id}"][data-status=completed]`);
         await thumbnailsLoaded(p, `.job[data-job-id="${id}"] .thumbs img`);
+        assert.deepEqual(inUrl, []);
+      } finally {
+        await p.close();
+      }
+    });
+
+    test('with --multi-user, the page opened with ?user= acts as that user', async () => {
+      const p = await ctx.newPage();
+      try {
+        await p.goto(`${multi.url}/?user=alice`);
+        await p.waitForSelector('#conn[data-state=connected]');
+        await p.fill('#prompt-text', JSON.stringify({ 1: { class_type: 'EmptyImage', inputs: { width: 8, height: 8, batch_size: 1, color: 0xff00ff } }, 2: { class_type: 'SaveImage', inputs: { images: ['1', 0], filename_prefix: 'alice' } } }));
+        const id = await clickQueue(p);
+        await p.waitForSelector(`.job[data-job-id="${id}"][data-status=completed]`);
+        await thumbnailsLoaded(p, `.job[data-job-id="${id}"] .thumbs img`);
+        const alice = client(multi.url, { 'comfy-user': 'alice' });
+        assert.ok((await alice.get('/api/jobs')).body.jobs.some((j: any) => j.id === id));
+        assert.ok(!(await multi.http.get('/api/jobs')).body.jobs.some((j: any) => j.id === id), 'another user does not see it');
       } finally {
         await p.close();
       }
