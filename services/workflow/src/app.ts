@@ -91,6 +91,10 @@ export async function buildApp(base: ServiceConfig): Promise<FastifyInstance> {
     await app.register(websocket, { options: { maxPayload: 1024 * 1024 } });
     await app.register(multipart, { limits: { fileSize: config.maxUploadSize } });
     if (config.apiKey) app.addHook('onRequest', apiKeyGuard(config.apiKey));
+    else if (config.runtime === 'local' && !/^(127\.|localhost$|::1$|\[::1\]$)/.test(config.host)) {
+      // Open by default only where the reference is safe to leave open: on loopback.
+      app.log.warn({ host: config.host }, 'listening beyond loopback without --api-key: anyone who can reach this address can run prompts and read files');
+    }
     if (config.corsOrigin) app.addHook('onRequest', corsHook(config.corsOrigin));
     else app.addHook('onRequest', originGuard);
     // Hosted runtime: identity, its routes and the authentication hook, before every shared route.
