@@ -126,6 +126,8 @@ test('base URLs are checked and normalised; flags and env configure the nodes', 
   const c = openaiConfig({ openaiBaseUrl: 'http://127.0.0.1:1/v1/' }, { WORKFLOW_OPENAI_API_KEY: 'k', WORKFLOW_OPENAI_TIMEOUT: '1.5', WORKFLOW_OPENAI_MAX_RESPONSE_MB: '0.5' });
   assert.deepEqual([c.baseUrl, c.apiKey, c.timeoutMs, c.maxResponseBytes, c.maxRetries], ['http://127.0.0.1:1/v1', 'k', 1500, 512 * 1024, 2]);
   assert.equal(c.apiNodeFlag, true);
+  const huge = openaiConfig({ openaiTimeout: '1e12', openaiMaxResponseMb: '1e9' }, {});
+  assert.deepEqual([huge.timeoutMs, huge.maxResponseBytes], [86_400_000, 1024 * 1024 * 1024], 'bounded, so timers and buffers stay valid');
   assert.equal(openaiConfig({ openaiApiNodeFlag: 'false' }, {}).apiNodeFlag, false);
   assert.equal(openaiConfig({}, { WORKFLOW_OPENAI_API_NODE_FLAG: '0' }).apiNodeFlag, false);
   assert.throws(() => openaiConfig({ openaiApiNodeFlag: 'maybe' }, {}), /--openai-api-node-flag/);

@@ -91,8 +91,8 @@ export function openaiConfig(flags: Record<string, string | boolean | undefined>
     apiKey: str(flags.openaiApiKey) ?? str(env.WORKFLOW_OPENAI_API_KEY),
     chatModel: str(flags.openaiChatModel) ?? str(env.WORKFLOW_OPENAI_CHAT_MODEL) ?? 'gpt-4o-mini',
     imageModel: str(flags.openaiImageModel) ?? str(env.WORKFLOW_OPENAI_IMAGE_MODEL) ?? 'dall-e-3',
-    timeoutMs: positive(str(flags.openaiTimeout) ?? str(env.WORKFLOW_OPENAI_TIMEOUT), '--openai-timeout', 300) * 1000,
-    maxResponseBytes: Math.floor(positive(str(flags.openaiMaxResponseMb) ?? str(env.WORKFLOW_OPENAI_MAX_RESPONSE_MB), '--openai-max-response-mb', 64) * 1024 * 1024),
+    timeoutMs: Math.round(Math.min(positive(str(flags.openaiTimeout) ?? str(env.WORKFLOW_OPENAI_TIMEOUT), '--openai-timeout', 300), 86_400) * 1000),
+    maxResponseBytes: Math.floor(Math.min(positive(str(flags.openaiMaxResponseMb) ?? str(env.WORKFLOW_OPENAI_MAX_RESPONSE_MB), '--openai-max-response-mb', 64), 1024) * 1024 * 1024),
     maxRetries: positive(str(flags.openaiMaxRetries) ?? str(env.WORKFLOW_OPENAI_MAX_RETRIES), '--openai-max-retries', 2, { integer: true, zero: true }),
     apiNodeFlag: bool(flags.openaiApiNodeFlag ?? env.WORKFLOW_OPENAI_API_NODE_FLAG, '--openai-api-node-flag', true),
   };
