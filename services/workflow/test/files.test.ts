@@ -1,11 +1,17 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { forEachStorage } from '@svc/testkit';
 import { readTextChunks } from '../src/files/png.ts';
 import { getBytes, pixels, png, upload, uploadRawName } from './files-helpers.ts';
 import { startWorkflow, waitJob } from './helpers.ts';
+
+/** The reference's upload answer fields (with assets on, the answer also carries `asset`). */
+function placed(body: any): { name: string; subfolder: string; type: string } {
+  return { name: body?.name, subfolder: body?.subfolder, type: body?.type };
+}
 
 forEachStorage('workflow files', (storage) => {
   let srv: Awaited<ReturnType<typeof startWorkflow>>;
@@ -26,7 +32,7 @@ forEachStorage('workflow files', (storage) => {
     for (const route of ['/upload/image', '/api/upload/image']) {
       const r = await upload(srv.url, route, red, 'first.png');
       assert.equal(r.status, 200, r.text);
-      assert.deepEqual(r.body, { name: 'first.png', subfolder: '', type: 'input' });
+      assert.deepEqual(placed(r.body), { name: 'first.png', subfolder: '', type: 'input' });
     }
     assert.deepEqual(fs.readFileSync(path.join(dataDir, 'input', 'first.png')), red);
     assert.deepEqual(fs.readdirSync(path.join(dataDir, 'input')).filter((f) => f.startsWith('.')), [], 'no temporary file is left behind');
@@ -57,10 +63,10 @@ forEachStorage('workflow files', (storage) => {
 
   test('subfolders are created; temp and output types; bad type, missing image and unsafe names are 400', async () => {
     let r = await upload(srv.url, '/upload/image', red, 'sub.png', { subfolder: 'a/b', type: 'temp' });
-    assert.deepEqual(r.body, { name: 'sub.png', subfolder: 'a/b', type: 'temp' });
+    assert.deepEqual(placed(r.body), { name: 'sub.png', subfolder: 'a/b', type: 'temp' });
     assert.ok(fs.existsSync(path.join(dataDir, 'temp', 'a', 'b', 'sub.png')));
     r = await upload(srv.url, '/upload/image', red, 'o.png', { type: 'output' });
-    assert.deepEqual(r.body, { name: 'o.png', subfolder: '', type: 'output' });
+    assert.deepEqual(placed(r.body), { name: 'o.png', subfolder: '', type: 'output' });
     r = await upload(srv.url, '/upload/image', red, 'x.png', { type: 'models' });
     assert.equal(r.status, 400);
     assert.match(r.body.error, /Invalid type/);
@@ -84,6 +90,22 @@ forEachStorage('workflow files', (storage) => {
     assert.ok((await broken.json()).error);
   });
 
+  test('a large upload is spooled to a temporary file and stored byte for byte; the spool is removed', async () => {
+    const spools = () => new Set(fs.readdirSync(os.tmpdir()).filter((n) => n.startsWith('wf-upload-')));
+    const before = spools();
+    const big = Buffer.alloc(9 * 1024 * 1024 + 123);
+    for (let i = 0; i < big.length; i += 4096) big[i] = i % 251;
+    let r = await upload(srv.url, '/upload/image', big, 'large.bin');
+    assert.equal(r.status, 200, r.text);
+    assert.ok(fs.readFileSync(path.join(dataDir, 'input', 'large.bin')).equals(big));
+    r = await upload(srv.url, '/upload/image', big, 'large.bin');
+    assert.equal(r.body.name, 'large.bin', 'the same large bytes are recognised');
+    big[5] = 1;
+    r = await upload(srv.url, '/upload/image', big, 'large.bin');
+    assert.equal(r.body.name, 'large (1).bin');
+    assert.deepEqual([...spools()].filter((n) => !before.has(n)), []);
+  });
+
   test('an upload to input shows in LoadImage choices of /object_info at once', async () => {
     await upload(srv.url, '/upload/image', red, 'listed-now.png');
     const info = (await srv.http.get('/object_info/LoadImage')).body;
@@ -96,7 +118,7 @@ forEachStorage('workflow files', (storage) => {
     const mask = await png(4, 3, [0, 0, 0, 77]);
     const r = await upload(srv.url, '/upload/mask', mask, 'clipspace-mask.png', { original_ref: JSON.stringify({ filename: 'orig.png', type: 'output' }), subfolder: 'clipspace' });
     assert.equal(r.status, 200, r.text);
-    assert.deepEqual(r.body, { name: 'clipspace-mask.png', subfolder: 'clipspace', type: 'input' });
+    assert.deepEqual(placed(r.body), { name: 'clipspace-mask.png', subfolder: 'clipspace', type: 'input' });
     const saved = fs.readFileSync(path.join(dataDir, 'input', 'clipspace', 'clipspace-mask.png'));
     const px = await pixels(saved);
     assert.equal(px.channels, 4);

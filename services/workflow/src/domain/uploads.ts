@@ -1,27 +1,69 @@
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import sharp from 'sharp';
 import { addTextChunks, readTextChunks } from '../files/png.ts';
 
-/** An upload's bytes as they arrived (a list of chunks: a 2 MB image is never copied into one buffer twice). */
-export interface UploadBody {
-  chunks: Buffer[];
-  size: number;
-}
+/** Uploads larger than this go to a temporary file as they arrive instead of staying in memory. */
+export const SPOOL_MEMORY_LIMIT = 8 * 1024 * 1024;
 
-const digests = new WeakMap<UploadBody, string>();
+/**
+ * An upload's bytes as they arrived: chunks in memory (a 2 MB image is never
+ * copied into one buffer twice), or, past SPOOL_MEMORY_LIMIT, a temporary
+ * file, so concurrent large uploads cannot exhaust the service's memory.
+ */
+export class UploadBody {
+  chunks: Buffer[] = [];
+  size = 0;
+  /** The temporary file holding the bytes once they outgrew memory. */
+  file?: string;
+  private fh?: fs.promises.FileHandle;
+  private spoolDir?: string;
+  private digest?: string;
 
-/** SHA-256 of the upload, computed only when a same-named file of the same size must be compared. */
-function digestOf(body: UploadBody): string {
-  let d = digests.get(body);
-  if (d === undefined) {
-    const h = createHash('sha256');
-    for (const c of body.chunks) h.update(c);
-    d = h.digest('hex');
-    digests.set(body, d);
+  async push(chunk: Buffer): Promise<void> {
+    this.size += chunk.length;
+    if (this.fh) {
+      await this.fh.write(chunk);
+      return;
+    }
+    this.chunks.push(chunk);
+    if (this.size > SPOOL_MEMORY_LIMIT) {
+      this.spoolDir = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'wf-upload-'));
+      this.file = path.join(this.spoolDir, 'body');
+      this.fh = await fs.promises.open(this.file, 'wx', 0o600);
+      await this.fh.writev(this.chunks);
+      this.chunks = [];
+    }
   }
-  return d;
+
+  /** Ends writing (call once the part is read). */
+  async finish(): Promise<void> {
+    await this.fh?.close();
+    this.fh = undefined;
+  }
+
+  /** Removes the temporary file, if any. */
+  async dispose(): Promise<void> {
+    await this.finish().catch(() => undefined);
+    if (this.spoolDir) await fs.promises.rm(this.spoolDir, { recursive: true, force: true });
+  }
+
+  async buffer(): Promise<Buffer> {
+    return this.file ? fs.promises.readFile(this.file) : Buffer.concat(this.chunks);
+  }
+
+  /** SHA-256 of the upload, computed only when a same-named file of the same size must be compared. */
+  async sha256(): Promise<string> {
+    if (this.digest === undefined) {
+      const h = createHash('sha256');
+      if (this.file) for await (const c of fs.createReadStream(this.file)) h.update(c as Buffer);
+      else for (const c of this.chunks) h.update(c);
+      this.digest = h.digest('hex');
+    }
+    return this.digest;
+  }
 }
 
 /** Where an upload landed and whether it reused an existing file. */
@@ -36,7 +78,7 @@ async function sameContent(file: string, body: UploadBody): Promise<boolean> {
   if (!st?.isFile() || st.size !== body.size) return false;
   const h = createHash('sha256');
   for await (const chunk of fs.createReadStream(file)) h.update(chunk as Buffer);
-  return h.digest('hex') === digestOf(body);
+  return h.digest('hex') === (await body.sha256());
 }
 
 /** `name (1).ext`: Python's splitext, so `.bashrc` has no extension and `a.tar.gz` keeps `.gz`. */
@@ -45,11 +87,15 @@ function numbered(name: string, i: number): string {
   return `${name.slice(0, name.length - ext.length)} (${i})${ext}`;
 }
 
-async function writeTemp(folder: string, data: Buffer[] | Buffer): Promise<string> {
+async function writeTemp(folder: string, data: Buffer[] | Buffer | UploadBody): Promise<string> {
   const tmp = path.join(folder, `.upload-${randomBytes(8).toString('hex')}.tmp`);
+  if (data instanceof UploadBody && data.file) {
+    await fs.promises.copyFile(data.file, tmp, fs.constants.COPYFILE_EXCL);
+    return tmp;
+  }
   const fh = await fs.promises.open(tmp, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW, 0o644);
   try {
-    await fh.writev(Array.isArray(data) ? data : [data]);
+    await fh.writev(data instanceof UploadBody ? data.chunks : Array.isArray(data) ? data : [data]);
   } finally {
     await fh.close();
   }
@@ -77,7 +123,7 @@ export async function placeUpload(folder: string, name: string, body: UploadBody
   }
   if (fs.statSync(path.join(folder, name), { throwIfNoEntry: false })?.isDirectory() && overwrite) throw new UploadError(400, 'Invalid filename: a folder has that name');
   if (overwrite) {
-    const tmp = await writeTemp(folder, content ? await content() : body.chunks);
+    const tmp = await writeTemp(folder, content ? await content() : body);
     const target = path.join(folder, name);
     try {
       await fs.promises.rename(tmp, target);
@@ -94,7 +140,7 @@ export async function placeUpload(folder: string, name: string, body: UploadBody
       const target = path.join(folder, candidate);
       if (await sameContent(target, body)) return { name: candidate, path: target, reused: true };
       if (fs.existsSync(target) || fs.lstatSync(target, { throwIfNoEntry: false })) continue;
-      tmp ??= await writeTemp(folder, content ? await content() : body.chunks);
+      tmp ??= await writeTemp(folder, content ? await content() : body);
       try {
         await fs.promises.link(tmp, target);
         return { name: candidate, path: target, reused: false };

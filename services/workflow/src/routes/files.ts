@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import send from '@fastify/send';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { compositeMask, MaskError, placeUpload, UploadError, type UploadBody } from '../domain/uploads.ts';
+import { compositeMask, MaskError, placeUpload, UploadBody, UploadError, type PlacedFile } from '../domain/uploads.ts';
 import { mayViewOutput } from '../domain/output-owners.ts';
 import { channelImage, contentDisposition, previewImage, safeContentType, ViewError } from '../domain/view.ts';
 import { readSafetensorsMetadata } from '../domain/models.ts';
@@ -69,19 +69,17 @@ async function readForm(req: FastifyRequest, maxUploadSize: number): Promise<Upl
           part.file.resume();
           continue;
         }
-        const chunks: Buffer[] = [];
-        let size = 0;
-        for await (const chunk of part.file) {
-          chunks.push(chunk as Buffer);
-          size += (chunk as Buffer).length;
-        }
+        const body = new UploadBody();
+        form.image = { filename: part.filename, mimetype: part.mimetype, body };
+        for await (const chunk of part.file) await body.push(chunk as Buffer);
+        await body.finish();
         if (part.file.truncated) throw new Refusal(413, tooLarge(maxUploadSize));
-        form.image = { filename: part.filename, mimetype: part.mimetype, body: { chunks, size } };
       } else if (!(part.fieldname in form.fields)) {
         form.fields[part.fieldname] = typeof part.value === 'string' ? part.value : String(part.value);
       }
     }
   } catch (err) {
+    await form.image?.body.dispose();
     if (err instanceof Refusal) throw err;
     const e = err as { code?: string; statusCode?: number; message?: string };
     if (e.code === 'FST_REQ_FILE_TOO_LARGE') throw new Refusal(413, tooLarge(maxUploadSize));
@@ -185,11 +183,17 @@ export function fileRoutes(app: FastifyInstance, ctx: RouteCtx, opts: FileRoutes
     guard(async (req, reply) => {
       if (tooBig(req)) throw new Refusal(413, tooLarge(opts.maxUploadSize));
       const form = await readForm(req, opts.maxUploadSize);
-      const t = target(form);
-      const overwrite = form.fields.overwrite === 'true' || form.fields.overwrite === '1';
-      await guardOthersOutput(req, t, overwrite);
-      const placed = await placeUpload(t.folder, t.name, form.image!.body, overwrite);
-      return answer(req, reply, t, placed, form);
+      let stored: { t: ReturnType<typeof target>; placed: PlacedFile };
+      try {
+        const t = target(form);
+        const overwrite = form.fields.overwrite === 'true' || form.fields.overwrite === '1';
+        await guardOthersOutput(req, t, overwrite);
+        stored = { t, placed: await placeUpload(t.folder, t.name, form.image!.body, overwrite) };
+      } finally {
+        // The spool goes before the answer: a client that saw the answer never finds it.
+        await form.image?.body.dispose();
+      }
+      return answer(req, reply, stored.t, stored.placed, form);
     }),
     { validate: false },
   );
@@ -208,30 +212,39 @@ export function fileRoutes(app: FastifyInstance, ctx: RouteCtx, opts: FileRoutes
     guard(async (req, reply) => {
       if (tooBig(req)) throw new Refusal(413, tooLarge(opts.maxUploadSize));
       const form = await readForm(req, opts.maxUploadSize);
-      const t = target(form);
-      let ref: unknown;
+      let stored: { t: ReturnType<typeof target>; placed: PlacedFile };
       try {
-        ref = JSON.parse(form.fields.original_ref ?? '');
-      } catch {
-        throw new Refusal(400, 'original_ref must be a JSON object with a filename');
+        stored = await maskUpload(req, form);
+      } finally {
+        await form.image?.body.dispose();
       }
-      if (!ref || typeof ref !== 'object' || Array.isArray(ref) || typeof (ref as any).filename !== 'string') throw new Refusal(400, 'original_ref must be a JSON object with a filename');
-      const r = ref as { filename: string; subfolder?: unknown; type?: unknown };
-      const original = resolveViewFile(r.filename, typeof r.type === 'string' ? r.type : 'output', typeof r.subfolder === 'string' ? r.subfolder : undefined);
-      const st = await fs.promises.stat(original.path).catch(() => undefined);
-      if (!st?.isFile()) throw new Refusal(404, 'original_ref: the original image does not exist');
-      if (opts.multiUser && original.type !== 'input' && !(await mayViewOutput(ctx.storageDb(), ctx.owner(req), { filename: original.filename, subfolder: original.subfolder, type: original.type }))) {
-        throw new Refusal(404, 'original_ref: the original image does not exist');
-      }
-      const mask = Buffer.concat(form.image!.body.chunks);
-      const composite = await compositeMask(original.path, mask);
-      const overwrite = form.fields.overwrite === 'true' || form.fields.overwrite === '1';
-      await guardOthersOutput(req, t, overwrite);
-      const placed = await placeUpload(t.folder, t.name, form.image!.body, overwrite, async () => composite);
-      return answer(req, reply, t, placed, form);
+      return answer(req, reply, stored.t, stored.placed, form);
     }),
     { validate: false },
   );
+
+  async function maskUpload(req: FastifyRequest, form: UploadForm) {
+    const t = target(form);
+    let ref: unknown;
+    try {
+      ref = JSON.parse(form.fields.original_ref ?? '');
+    } catch {
+      throw new Refusal(400, 'original_ref must be a JSON object with a filename');
+    }
+    if (!ref || typeof ref !== 'object' || Array.isArray(ref) || typeof (ref as any).filename !== 'string') throw new Refusal(400, 'original_ref must be a JSON object with a filename');
+    const r = ref as { filename: string; subfolder?: unknown; type?: unknown };
+    const original = resolveViewFile(r.filename, typeof r.type === 'string' ? r.type : 'output', typeof r.subfolder === 'string' ? r.subfolder : undefined);
+    const st = await fs.promises.stat(original.path).catch(() => undefined);
+    if (!st?.isFile()) throw new Refusal(404, 'original_ref: the original image does not exist');
+    if (opts.multiUser && original.type !== 'input' && !(await mayViewOutput(ctx.storageDb(), ctx.owner(req), { filename: original.filename, subfolder: original.subfolder, type: original.type }))) {
+      throw new Refusal(404, 'original_ref: the original image does not exist');
+    }
+    const mask = await form.image!.body.buffer();
+    const composite = await compositeMask(original.path, mask);
+    const overwrite = form.fields.overwrite === 'true' || form.fields.overwrite === '1';
+    await guardOthersOutput(req, t, overwrite);
+    return { t, placed: await placeUpload(t.folder, t.name, form.image!.body, overwrite, async () => composite) };
+  }
 
   /** The reference's /view name rules, with the stricter ones of files/paths.ts on top. */
   const resolveViewFile = (rawName: string, rawType: string, subfolder: string | undefined) => {
