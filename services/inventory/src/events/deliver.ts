@@ -64,8 +64,31 @@ export interface AttemptRecord {
 const SECRET_HEADER = /^(authorization|proxy-authorization|cookie|x-hook-signature|webhook-signature|x-api-key|api-key|x-auth-token)$|token|secret|password|signature|apikey/i;
 
 /** Header values that carry credentials are masked in the attempt log. */
+const secretName = new Map<string, boolean>();
+
 export function maskHeaders(headers: Array<[string, string]>): Array<[string, string]> {
-  return headers.map(([k, v]) => [k, SECRET_HEADER.test(k) ? maskValue(v) : v]);
+  return headers.map(([k, v]) => {
+    // Header names repeat from delivery to delivery: the name test is remembered (bounded).
+    let secret = secretName.get(k);
+    if (secret === undefined) {
+      secret = SECRET_HEADER.test(k);
+      if (secretName.size < 1000) secretName.set(k, secret);
+    }
+    return [k, secret ? maskValue(v) : v];
+  });
+}
+
+const maskedUrls = new Map<string, string>();
+
+/** maskUrl for the attempt log, remembered per URL (a webhook's URL repeats for every delivery). */
+function maskUrlCached(raw: string): string {
+  let m = maskedUrls.get(raw);
+  if (m === undefined) {
+    m = maskUrl(raw);
+    if (maskedUrls.size >= 1000) maskedUrls.delete(maskedUrls.keys().next().value!);
+    maskedUrls.set(raw, m);
+  }
+  return m;
 }
 
 /** Credentials in a URL (user:password@, ?token=…) are masked in the attempt log too. */
@@ -390,11 +413,12 @@ export class DeliveryWorker {
     }
     const ctrl = new AbortController();
     this.#inFlight.set(d.id, ctrl);
+    const sent = headers.entries();
     try {
       const out = await this.sender.send({
         method,
         url,
-        headers: headers.entries(),
+        headers: sent,
         body: bytes,
         timeoutMs: w.timeout ? w.timeout * 1000 : this.settings.defaultTimeoutMs,
         sslVerification: w.ssl_verification,
@@ -406,7 +430,7 @@ export class DeliveryWorker {
       if (!error && !success) {
         error = `Status ${out.status} returned with content '${(out.body ?? '').slice(0, 500)}', webhook FAILED to process.`;
       }
-      return { ...base, durationMs: out.durationMs, method, url, headers: headers.entries(), body, status: out.status, responseBody: out.body, error, success, retryAfterMs: out.retryAfterMs };
+      return { ...base, durationMs: out.durationMs, method, url, headers: sent, body, status: out.status, responseBody: out.body, error, success, retryAfterMs: out.retryAfterMs };
     } finally {
       this.#inFlight.delete(d.id);
     }
@@ -445,7 +469,7 @@ export class DeliveryWorker {
             claimed_by: null,
             claim_expires_at: null,
             last_status_code: r.status ?? null,
-            last_error: r.error && r.url ? r.error.split(r.url).join(maskUrl(r.url)) : (r.error ?? null),
+            last_error: r.error && r.url ? r.error.split(r.url).join(maskUrlCached(r.url)) : (r.error ?? null),
           })
           .where('id', '=', r.deliveryId)
           .where('status', '=', 'sent')
@@ -478,12 +502,12 @@ export class DeliveryWorker {
           started_at: r.startedAt,
           duration_ms: Math.round(r.durationMs * 1000) / 1000,
           request_method: r.method,
-          request_url: maskUrl(r.url).slice(0, 8192),
+          request_url: maskUrlCached(r.url).slice(0, 8192),
           request_headers: JSON.stringify(maskHeaders(r.headers)),
           request_body: r.body.length > 65_536 ? r.body.slice(0, 65_536) + '…(truncated)' : r.body,
           response_status: r.status ?? null,
           response_body: r.responseBody ?? null,
-          error: r.error && r.url ? r.error.split(r.url).join(maskUrl(r.url)) : (r.error ?? null),
+          error: r.error && r.url ? r.error.split(r.url).join(maskUrlCached(r.url)) : (r.error ?? null),
           success: d.bool(r.success),
         });
       }
