@@ -47,7 +47,7 @@ export class SignatureTable {
   private previous = new Map<string, string>();
   private next = 0;
 
-  constructor(readonly generationSize = 50_000) {}
+  constructor(readonly generationSize = 20_000) {}
 
   intern(text: string): string {
     let id = this.current.get(text);
