@@ -56,4 +56,11 @@ export const eventMigrations: Migration[] = [
       await exec(db, [`create index events_delivery_status_id on events_delivery (status, id)`]);
     },
   },
+  {
+    // Only scheduled retries are looked up by due time: a partial index is not rewritten on every other status change.
+    name: '102_delivery_due_partial_index',
+    async up(db) {
+      await exec(db, [`drop index events_delivery_due`, `create index events_delivery_due on events_delivery (next_attempt_at) where status = 'scheduled'`]);
+    },
+  },
 ];
