@@ -33,7 +33,27 @@ async function serve(runtime: string, dir: string) {
   const app = await buildApp({ port: 0, host: '127.0.0.1', dataDir: dir, databaseUrl: process.env.DATABASE_URL, pgSchema: `bench_wfc_${runtime}_${process.pid}`, logLevel: 'warn', runWorkers: true, flags });
   const address = await app.listen({ port: 0, host: '127.0.0.1' });
   process.on('SIGTERM', () => void app.close().then(() => process.exit(0)));
+  process.on('message', (m) => {
+    if (m === 'cpu') {
+      const u = process.cpuUsage();
+      process.send!({ cpu: u.user + u.system });
+    }
+  });
   process.send!({ address });
+}
+
+/** CPU time (µs) the server process has used so far. */
+function cpuOf(t: Target): Promise<number> {
+  return new Promise((resolve) => {
+    const on = (m: any) => {
+      if (m && typeof m.cpu === 'number') {
+        t.child.off('message', on);
+        resolve(m.cpu);
+      }
+    };
+    t.child.on('message', on);
+    t.child.send('cpu');
+  });
 }
 
 interface Target {
@@ -77,13 +97,16 @@ function median(xs: number[]): number {
   return s[Math.floor(s.length / 2)]!;
 }
 
-async function load(url: string, headers: Record<string, string>): Promise<number> {
+/** Requests per second, and requests per CPU-second of the server (much less sensitive to a noisy machine). */
+async function load(t: Target, path: string, headers: Record<string, string>): Promise<{ rps: number; perCpu: number }> {
   const specifier = 'autocannon'; // untyped package
   const autocannon = (await import(specifier)).default;
-  const r = await autocannon({ url, connections: Number(args.connections), duration: Number(args.duration), headers });
+  const cpu0 = await cpuOf(t);
+  const r = await autocannon({ url: t.address + path, connections: Number(args.connections), duration: Number(args.duration), headers });
+  const cpu = (await cpuOf(t)) - cpu0;
   const bad = r.non2xx + r.errors + r.timeouts;
-  if (bad > 0) throw new Error(`${url}: ${r.non2xx} non-2xx, ${r.errors} errors, ${r.timeouts} timeouts`);
-  return r.requests.average;
+  if (bad > 0) throw new Error(`${path}: ${r.non2xx} non-2xx, ${r.errors} errors, ${r.timeouts} timeouts`);
+  return { rps: r.requests.average, perCpu: r.requests.total / (cpu / 1e6) };
 }
 
 async function main() {
@@ -103,27 +126,35 @@ async function main() {
     await seedJobs(cloud, jwt);
     const path20 = '/api/jobs?limit=20';
     // Warm-up (JIT, statement caches, the token cache).
-    await load(local.address + path20, {});
-    await load(cloud.address + path20, jwt);
-    await load(cloud.address + path20, apiKey);
-    const m = { local: [] as number[], jwt: [] as number[], key: [] as number[] };
+    await load(local, path20, {});
+    await load(cloud, path20, jwt);
+    await load(cloud, path20, apiKey);
+    const m = { local: [] as Array<{ rps: number; perCpu: number }>, jwt: [] as Array<{ rps: number; perCpu: number }>, key: [] as Array<{ rps: number; perCpu: number }> };
     // Rotating order, so a noisy neighbour does not always hit the same contender.
-    const runs: Array<[keyof typeof m, string, Record<string, string>]> = [
-      ['local', local.address, {}],
-      ['jwt', cloud.address, jwt],
-      ['key', cloud.address, apiKey],
+    const runs: Array<[keyof typeof m, Target, Record<string, string>]> = [
+      ['local', local, {}],
+      ['jwt', cloud, jwt],
+      ['key', cloud, apiKey],
     ];
     for (let i = 0; i < Number(args.rounds); i++) {
       for (let j = 0; j < runs.length; j++) {
         const [name, base, h] = runs[(i + j) % runs.length]!;
-        m[name].push(await load(base + path20, h));
+        m[name].push(await load(base, path20, h));
       }
     }
-    const l = median(m.local);
-    console.log(`GET /api/jobs req/s (median of ${args.rounds} rounds, ${args.connections} connections):`);
-    console.log(`  local runtime (no auth)  ${l.toFixed(0)}   rounds ${m.local.map((x) => x.toFixed(0)).join(', ')}`);
-    console.log(`  hosted, JWT              ${median(m.jwt).toFixed(0)}   rounds ${m.jwt.map((x) => x.toFixed(0)).join(', ')}   overhead ratio ${(l / median(m.jwt)).toFixed(3)}  (goal ≤ 1.15)`);
-    console.log(`  hosted, API key          ${median(m.key).toFixed(0)}   rounds ${m.key.map((x) => x.toFixed(0)).join(', ')}   overhead ratio ${(l / median(m.key)).toFixed(3)}  (goal ≤ 1.15)`);
+    const fmt = (xs: number[]) => xs.map((x) => x.toFixed(0)).join(', ');
+    const rps = (k: keyof typeof m) => m[k].map((x) => x.rps);
+    const cpu = (k: keyof typeof m) => m[k].map((x) => x.perCpu);
+    const l = median(rps('local'));
+    const lc = median(cpu('local'));
+    console.log(`GET /api/jobs?limit=20 (median of ${args.rounds} rounds, ${args.connections} connections); overhead ratio = local / hosted (goal ≤ 1.15):`);
+    console.log(`  local runtime (no auth)  ${l.toFixed(0)} req/s [${fmt(rps('local'))}]   ${lc.toFixed(0)} req per CPU-s [${fmt(cpu('local'))}]`);
+    for (const [k, label] of [
+      ['jwt', 'hosted, JWT    '],
+      ['key', 'hosted, API key'],
+    ] as const) {
+      console.log(`  ${label}          ${median(rps(k)).toFixed(0)} req/s [${fmt(rps(k))}] ratio ${(l / median(rps(k))).toFixed(3)}   ${median(cpu(k)).toFixed(0)} req per CPU-s [${fmt(cpu(k))}] ratio ${(lc / median(cpu(k))).toFixed(3)}`);
+    }
 
     // Login latency, sequential.
     const lat: number[] = [];
