@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import type { Storage } from '@svc/storage';
 import { RESERVED_COLLECTION } from '../domain/collections.ts';
-import { isUniqueViolation, newId, nextSeq, readBool } from '../domain/values.ts';
+import { isForeignKeyViolation, isUniqueViolation, newId, nextSeq, readBool } from '../domain/values.ts';
 import { dot } from '../search/embedding.ts';
 import type { Search } from '../search/index.ts';
 import { normalizeText, stem, words } from '../search/text.ts';
@@ -17,6 +17,30 @@ const SIMILAR_EXISTING = 10;
 
 /** The user's reserved "honcho" collection, created on first use (as the reference's chat and deriver do). */
 export async function honchoCollectionId(storage: Storage, userId: string): Promise<string> {
+  let cache = honchoIds.get(storage);
+  if (!cache) honchoIds.set(storage, (cache = new Map()));
+  const known = cache.get(userId);
+  if (known) return known;
+  const id = await findOrCreateHoncho(storage, userId);
+  if (cache.size >= 10_000) cache.clear();
+  cache.set(userId, id);
+  return id;
+}
+
+/**
+ * Collection ids found per user, to save a lookup per derivation. A cached id
+ * whose collection was deleted makes the fact insert fail (foreign key):
+ * storeFacts then forgets it and the job's retry looks it up again.
+ */
+const honchoIds = new WeakMap<Storage, Map<string, string>>();
+
+export function forgetHonchoCollection(storage: Storage, collectionId: string): void {
+  const cache = honchoIds.get(storage);
+  if (!cache) return;
+  for (const [user, id] of cache) if (id === collectionId) cache.delete(user);
+}
+
+async function findOrCreateHoncho(storage: Storage, userId: string): Promise<string> {
   const { db, dialect: d } = storage;
   const find = () => db.selectFrom('collections').select('id').where('user_id', '=', userId).where('name', '=', RESERVED_COLLECTION).executeTakeFirst();
   const found = await find();
@@ -94,13 +118,24 @@ export async function novelFacts(search: Search, collectionId: string, candidate
 export async function storeFacts(storage: Storage, search: Search, collectionId: string, facts: string[], metadata: Record<string, unknown>): Promise<void> {
   if (facts.length === 0) return;
   const d = storage.dialect;
-  await storage.db.transaction().execute(async (trx) => {
-    for (const content of facts) {
-      const row = { id: newId(), collection_id: collectionId, content, metadata: d.json(metadata), created_at: d.timestamp(new Date()), seq: nextSeq() };
-      await trx.insertInto('documents').values(row).execute();
-      await search.indexDocument(trx, { id: row.id, collection_id: collectionId, content, metadata });
+  const rowOf = (content: string) => ({ id: newId(), collection_id: collectionId, content, metadata: d.json(metadata), created_at: d.timestamp(new Date()), seq: nextSeq() });
+  try {
+    if (facts.length === 1) {
+      // The usual case: one statement on PostgreSQL.
+      await search.insertDocument(storage.db, rowOf(facts[0]!));
+      return;
     }
-  });
+    await storage.db.transaction().execute(async (trx) => {
+      for (const content of facts) {
+        const row = rowOf(content);
+        await trx.insertInto('documents').values(row).execute();
+        await search.indexDocument(trx, { id: row.id, collection_id: collectionId, content, metadata });
+      }
+    });
+  } catch (err) {
+    if (isForeignKeyViolation(err)) forgetHonchoCollection(storage, collectionId);
+    throw err;
+  }
 }
 
 /** The message a derivation job is about, with its session's owner and metadata. */

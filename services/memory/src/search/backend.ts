@@ -21,6 +21,11 @@ export interface IndexBackend {
   readonly name: string;
   index(trx: Kysely<any>, doc: IndexedDoc, body: string, vector: Float32Array): Promise<void>;
   remove(trx: Kysely<any>, ids: string[]): Promise<void>;
+  /**
+   * Optional: writes a new `documents` row and indexes it in one statement
+   * (atomic without a transaction; one round trip on PostgreSQL).
+   */
+  insertIndexed?(db: Kysely<any>, row: Record<string, unknown>, body: string, vector: Float32Array): Promise<void>;
   /** Full-text ranking of the collection's documents for the stems `terms`, best first. */
   textRanking(collectionId: string, terms: string[], limit: number, filter: unknown): Promise<Hit[]>;
   /** Nearest documents by cosine similarity, best first. */

@@ -24,6 +24,12 @@ export const MAX_TOP_K = 50;
 export interface Search {
   /** Index/reindex one document; called inside the transaction that wrote the document row. */
   indexDocument(trx: Kysely<any>, doc: { id: string; collection_id: string; content: string; metadata: Record<string, unknown> }): Promise<void>;
+  /**
+   * Writes a new document row and indexes it atomically: one statement where
+   * the backend can (PostgreSQL), else a transaction. Raises what the insert
+   * raises (e.g. a foreign-key error for a collection that is gone).
+   */
+  insertDocument(db: Kysely<any>, row: { id: string; collection_id: string; content: string; metadata: unknown; created_at: unknown; seq: number }): Promise<void>;
   /** Remove documents from the index (document delete, collection delete cascade). */
   removeDocuments(trx: Kysely<any>, ids: string[]): Promise<void>;
   /**
@@ -83,6 +89,14 @@ function buildSearch(embedder: EmbeddingProvider, backend: IndexBackend): Search
     backend,
     async indexDocument(trx, doc) {
       await backend.index(trx, doc, indexBody(doc.content), await embedOne(embedder, doc.content));
+    },
+    async insertDocument(db, row) {
+      const vector = await embedOne(embedder, row.content);
+      if (backend.insertIndexed) return backend.insertIndexed(db, row, indexBody(row.content), vector);
+      await db.transaction().execute(async (trx) => {
+        await trx.insertInto('documents').values(row).execute();
+        await backend.index(trx, { id: row.id, collection_id: row.collection_id, content: row.content }, indexBody(row.content), vector);
+      });
     },
     async removeDocuments(trx, ids) {
       await backend.remove(trx, ids);

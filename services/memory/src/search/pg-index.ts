@@ -112,6 +112,35 @@ export class PgIndex implements IndexBackend {
     }
   }
 
+  async insertIndexed(db: Kysely<any>, row: Record<string, unknown>, body: string, vector: Float32Array): Promise<void> {
+    const mode = await this.vectorMode(db);
+    if (mode === 'pgvector') {
+      await db.transaction().execute(async (trx) => {
+        await trx.insertInto('documents').values(row).execute();
+        await this.index(trx, { id: String(row.id), collection_id: String(row.collection_id), content: String(row.content) }, body, vector);
+      });
+      return;
+    }
+    const c = String(row.collection_id);
+    // The document row, its index row, the large-collection mark and the log entry: one statement.
+    await sql`with doc as (
+        insert into documents (id, collection_id, content, metadata, created_at, seq)
+        values (${row.id}, ${c}, ${row.content}, ${row.metadata}::jsonb, ${row.created_at}, ${row.seq})
+        returning id
+      ), up as (
+        insert into search_docs (doc_id, collection_id, body, embedding, code, packed)
+        select doc.id, ${c}, to_tsvector('simple', ${body}), ${vectorParam(mode, vector)}, ${codeLiteral(vector)}::bit(${sql.raw(String(CODE_BITS))}), ${packVector(vector)}
+        from doc
+        returning seq
+      ), mark as (
+        insert into search_large (collection_id)
+        select ${c} where not exists (select 1 from search_large where collection_id = ${c})
+          and (select count(*) from (select 1 from search_docs where collection_id = ${c} limit ${VEC_MIN_DOCS - 1}) x) >= ${VEC_MIN_DOCS - 1}
+        on conflict do nothing
+      )
+      insert into search_log (collection_id, key) select ${c}, seq from up where exists (select 1 from search_large where collection_id = ${c})`.execute(db);
+  }
+
   async remove(trx: Kysely<any>, ids: string[]): Promise<void> {
     if (ids.length === 0) return;
     if ((await this.vectorMode(trx)) === 'pgvector') {
