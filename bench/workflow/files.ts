@@ -7,8 +7,11 @@
  *     the file) against a bare Fastify process whose @fastify/multipart route
  *     streams the file to disk.
  * Servers run in child processes (the service on SQLite, or PostgreSQL with
- * DATABASE_URL); load comes from autocannon in this process. Rounds
- * alternate service and baseline; medians are reported.
+ * DATABASE_URL); load comes from autocannon in this process. Uploads are
+ * measured with assets on (the default: every upload is also registered as an
+ * asset, hashed with blake3) and off (--disable-assets), so the file route's
+ * own cost and the asset registration's show separately. Rounds rotate the
+ * order of the servers; medians are reported.
  *
  *   npx tsx bench/workflow/files.ts [--duration 5] [--connections 8] [--rounds 3]
  */
@@ -32,10 +35,10 @@ const { values: args } = parseArgs({
 
 const FILE = 'bench-2mb.png';
 
-async function serveService(dir: string) {
+async function serveService(dir: string, assets: boolean) {
   process.env.LOG_REQUESTS = '0';
   const { buildApp } = await import('../../services/workflow/src/app.ts');
-  const app = await buildApp({ port: 0, host: '127.0.0.1', dataDir: dir, databaseUrl: process.env.DATABASE_URL, pgSchema: `bench_wf_files_${process.pid}`, logLevel: 'warn', runWorkers: true, flags: {} });
+  const app = await buildApp({ port: 0, host: '127.0.0.1', dataDir: dir, databaseUrl: process.env.DATABASE_URL, pgSchema: `bench_wf_files_${process.pid}`, logLevel: 'warn', runWorkers: true, flags: assets ? {} : { disableAssets: true } });
   const address = await app.listen({ port: 0, host: '127.0.0.1' });
   process.on('SIGTERM', () => void app.close().then(() => process.exit(0)));
   process.send!({ address });
@@ -62,7 +65,9 @@ async function serveBaseline(dir: string) {
   process.send!({ address });
 }
 
-function start(kind: 'service' | 'baseline', dir: string): Promise<{ child: ChildProcess; url: string }> {
+type Kind = 'service' | 'service-noassets' | 'baseline';
+
+function start(kind: Kind, dir: string): Promise<{ child: ChildProcess; url: string }> {
   const child = fork(import.meta.filename, ['--serve', kind, '--dir', dir], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
   return new Promise((resolve, reject) => {
     child.once('message', (m: any) => resolve({ child, url: m.address }));
@@ -114,23 +119,26 @@ async function main() {
   fs.writeFileSync(path.join(dir, 'input', FILE), png);
   const upload = multipartBody(png, { overwrite: 'true', type: 'input' });
   const rounds = Number(args.rounds);
-  const res: Record<string, { view: number[]; upload: number[]; viewP50: number[]; uploadP50: number[] }> = {
+  const res: Record<Kind, { view: number[]; upload: number[]; viewP50: number[]; uploadP50: number[] }> = {
     service: { view: [], upload: [], viewP50: [], uploadP50: [] },
+    'service-noassets': { view: [], upload: [], viewP50: [], uploadP50: [] },
     baseline: { view: [], upload: [], viewP50: [], uploadP50: [] },
   };
+  const kinds: Kind[] = ['service', 'service-noassets', 'baseline'];
   try {
     for (let round = 0; round < rounds; round++) {
-      const order: Array<'service' | 'baseline'> = round % 2 === 0 ? ['service', 'baseline'] : ['baseline', 'service'];
+      const order = kinds.map((_, i) => kinds[(i + round) % kinds.length]!);
       for (const kind of order) {
         const s = await start(kind, dir);
+        const svc = kind !== 'baseline';
         try {
-          const viewUrl = kind === 'service' ? `${s.url}/view?filename=${FILE}&type=input` : `${s.url}/static/${FILE}`;
+          const viewUrl = svc ? `${s.url}/view?filename=${FILE}&type=input` : `${s.url}/static/${FILE}`;
           const check = await fetch(viewUrl);
           const got = Buffer.from(await check.arrayBuffer());
           if (check.status !== 200 || !got.equals(png)) throw new Error(`${kind}: /view answered ${check.status} with ${got.length} bytes`);
           await load({ url: viewUrl }); // warm-up
           const v = await load({ url: viewUrl });
-          const uploadUrl = kind === 'service' ? `${s.url}/upload/image` : `${s.url}/upload`;
+          const uploadUrl = svc ? `${s.url}/upload/image` : `${s.url}/upload`;
           const u = await load({ url: uploadUrl, method: 'POST', body: upload.body, headers: { 'content-type': upload.contentType } });
           if (v.errors || u.errors) throw new Error(`${kind}: ${v.errors} view and ${u.errors} upload errors`);
           res[kind]!.view.push(v.rps);
@@ -145,13 +153,17 @@ async function main() {
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
-  const s = res.service!;
-  const b = res.baseline!;
+  const s = res.service;
+  const n = res['service-noassets'];
+  const b = res.baseline;
+  const view = [...s.view, ...n.view];
   console.log(`file: ${(png.length / 1024 / 1024).toFixed(2)} MB PNG; ${args.connections} connections, ${args.duration} s per run; medians of ${rounds} rounds; storage ${process.env.DATABASE_URL ? 'postgresql' : 'sqlite'}`);
-  console.log(`GET /view          : ${median(s.view).toFixed(0)} req/s (p50 ${median(s.viewP50)} ms)   bare @fastify/static: ${median(b.view).toFixed(0)} req/s (p50 ${median(b.viewP50)} ms)   ratio ${(median(s.view) / median(b.view)).toFixed(2)}`);
-  console.log(`POST /upload/image : ${median(s.upload).toFixed(0)} req/s (p50 ${median(s.uploadP50)} ms)   bare multipart write: ${median(b.upload).toFixed(0)} req/s (p50 ${median(b.uploadP50)} ms)   ratio ${(median(s.upload) / median(b.upload)).toFixed(2)}`);
+  console.log(`GET /view                      : ${median(view).toFixed(1)} req/s (p50 ${median([...s.viewP50, ...n.viewP50])} ms)   bare @fastify/static: ${median(b.view).toFixed(1)} req/s (p50 ${median(b.viewP50)} ms)   ratio ${(median(view) / median(b.view)).toFixed(2)}`);
+  console.log(`POST /upload/image (assets off): ${median(n.upload).toFixed(1)} req/s (p50 ${median(n.uploadP50)} ms)   bare multipart write: ${median(b.upload).toFixed(1)} req/s (p50 ${median(b.uploadP50)} ms)   ratio ${(median(n.upload) / median(b.upload)).toFixed(2)}`);
+  console.log(`POST /upload/image (assets on) : ${median(s.upload).toFixed(1)} req/s (p50 ${median(s.uploadP50)} ms)   ratio ${(median(s.upload) / median(b.upload)).toFixed(2)} (each upload also hashed with blake3 and registered as an asset)`);
 }
 
-if (args.serve === 'service') await serveService(args.dir as string);
+if (args.serve === 'service') await serveService(args.dir as string, true);
+else if (args.serve === 'service-noassets') await serveService(args.dir as string, false);
 else if (args.serve === 'baseline') await serveBaseline(args.dir as string);
 else await main();
