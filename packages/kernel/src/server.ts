@@ -36,6 +36,13 @@ export const STORAGE_BUSY = 'The service is busy (database locked); retry the re
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
+const SECRET_PARAM = /([?&](?:token|api_key|apikey|key|access_token|password|secret)=)[^&#]*/gi;
+
+/** A URL with the values of credential-like query parameters replaced. */
+export function redactQuery(url: string): string {
+  return url.includes('?') ? url.replace(SECRET_PARAM, '$1[redacted]') : url;
+}
+
 /**
  * A Fastify 5 instance with everything every service shares: TypeBox
  * validation in FastAPI-like lax mode, request ids (X-Request-Id in and out),
@@ -44,7 +51,20 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
  */
 export async function createHttpServer(opts: HttpServerOptions): Promise<App> {
   const app = Fastify({
-    logger: { level: opts.logLevel ?? process.env.LOG_LEVEL ?? 'info', base: { service: opts.name } },
+    logger: {
+      level: opts.logLevel ?? process.env.LOG_LEVEL ?? 'info',
+      base: { service: opts.name },
+      serializers: {
+        // Credentials that clients put in query strings (?token=, ?api_key=) never reach the logs.
+        req: (req: { method?: string; url?: string; host?: string; ip?: string; socket?: { remotePort?: number } }) => ({
+          method: req.method,
+          url: redactQuery(req.url ?? ''),
+          host: req.host,
+          remoteAddress: req.ip,
+          remotePort: req.socket?.remotePort,
+        }),
+      },
+    },
     logController: new LogController({ requestIdLogLabel: 'request_id', disableRequestLogging: process.env.LOG_REQUESTS === '0' }),
     genReqId: (req) => {
       const h = req.headers['x-request-id'];
