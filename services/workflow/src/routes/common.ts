@@ -16,11 +16,11 @@ const noValidation = () => () => true;
  * Registers a route at `/api<path>` (canonical, in the OpenAPI document) and
  * at its bare path (hidden), as the reference serves both.
  */
-export function dual(app: FastifyInstance, method: HTTPMethods, path: string, schema: RouteDoc, handler: Handler, opts: { validate?: boolean } = {}): void {
-  for (const [url, hide] of [
-    [`/api${path}`, false],
-    [path, true],
-  ] as const) {
+export function dual(app: FastifyInstance, method: HTTPMethods, path: string, schema: RouteDoc, handler: Handler, opts: { validate?: boolean; apiOnly?: boolean } = {}): void {
+  const urls: Array<readonly [string, boolean]> = [[`/api${path}`, false]];
+  // The assets API exists only under /api in the reference; its bare twins would shadow a frontend's /assets/* files.
+  if (!opts.apiOnly) urls.push([path, true]);
+  for (const [url, hide] of urls) {
     app.route({
       method,
       url,
