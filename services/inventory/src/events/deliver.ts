@@ -136,6 +136,8 @@ export class DeliveryWorker {
   #beat: NodeJS.Timeout | undefined;
   /** When this worker's committed recovery job runs (ms). */
   #recoveryAt = 0;
+  /** Deliveries this worker has claimed and not yet recorded: renewed by the heartbeat, never re-claimed by itself. */
+  #held = new Set<number>();
 
   constructor(
     private readonly deps: InventoryDeps,
@@ -179,14 +181,21 @@ export class DeliveryWorker {
     this.#beating = true;
     try {
       const now = Date.now();
+      const held = [...this.#held];
+      if (!held.length) return;
       const at = await relaxedTransaction(this.deps.storage, async (trx) => {
-        const r = await trx
-          .updateTable('events_delivery')
-          .set({ claim_expires_at: now + this.settings.leaseMs })
-          .where('status', '=', 'sent')
-          .where('claimed_by', '=', this.workerId)
-          .executeTakeFirst();
-        return Number(r.numUpdatedRows) > 0 ? this.#scheduleRecovery(trx, now, true) : 0;
+        let renewed = 0;
+        for (let i = 0; i < held.length; i += 500) {
+          const r = await trx
+            .updateTable('events_delivery')
+            .set({ claim_expires_at: now + this.settings.leaseMs })
+            .where('id', 'in', held.slice(i, i + 500))
+            .where('status', '=', 'sent')
+            .where('claimed_by', '=', this.workerId)
+            .executeTakeFirst();
+          renewed += Number(r.numUpdatedRows);
+        }
+        return renewed > 0 ? this.#scheduleRecovery(trx, now, true) : 0;
       });
       this.#recoveryCommitted(at);
     } catch (err) {
@@ -281,9 +290,10 @@ export class DeliveryWorker {
     const leave = () => {
       if (--run.loops === 0 && this.#run === run) this.#run = undefined;
     };
+    let batch: Claimed[] = [];
     try {
       for (;;) {
-        const batch = await this.#claim(pending);
+        batch = await this.#claim(pending);
         pending = [];
         if (batch.length === 0) {
           if (this.#again) {
@@ -298,6 +308,9 @@ export class DeliveryWorker {
         pending = await Promise.all(batch.map((d) => this.#attempt(d, webhooks.get(d.webhook_id ?? -1))));
       }
     } catch (err) {
+      // Claims this loop can no longer record are released to the lease: no longer renewed, and reclaimable once it expires.
+      for (const r of pending) this.#held.delete(r.deliveryId);
+      for (const d of batch) this.#held.delete(d.id);
       leave();
       throw err;
     }
@@ -360,8 +373,11 @@ export class DeliveryWorker {
       }
       if (checkStale && claimed.length < limit) {
         const before = claimed.length;
+        // Never this worker's own live claims: it is sending or recording them (under load their lease may lapse before the heartbeat).
+        const held = [...this.#held];
+        const mine = held.length ? sql` and not (claimed_by = ${this.workerId} and id in (${sql.join(held)}))` : sql``;
         await claim(sql`select id from events_delivery where status = 'sent'
-          and (claim_expires_at < ${now}${dead.length ? sql` or claimed_by in (${sql.join(dead)})` : sql``}) order by id limit ${limit - claimed.length} ${lock}`);
+          and (claim_expires_at < ${now}${dead.length ? sql` or claimed_by in (${sql.join(dead)})` : sql``})${mine} order by id limit ${limit - claimed.length} ${lock}`);
         this.#staleFound = claimed.length > before;
       }
       // If this process dies mid-batch, a job at the lease's end re-drains what it held (heartbeats push it on).
@@ -370,6 +386,8 @@ export class DeliveryWorker {
       return claimed.map((x) => ({ ...x, id: Number(x.id), webhook_id: x.webhook_id === null ? null : Number(x.webhook_id), attempts: Number(x.attempts), retry_base: Number(x.retry_base) }));
     });
     this.#recoveryCommitted(recoveryAt);
+    for (const r of toRecord) this.#held.delete(r.deliveryId);
+    for (const c of claimedRows) this.#held.add(c.id);
     return claimedRows;
   }
 
