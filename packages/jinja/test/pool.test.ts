@@ -59,6 +59,10 @@ test('engine limits fail inside the worker without killing it', async () => {
 });
 
 test('a render past the heap limit kills only its worker; it fails after two tries, others succeed', async () => {
+  // A time limit no loaded machine reaches first: this test is about the heap limit.
+  const heapPool = new RenderPool({ setup: new URL('./fixtures/pool-setup.ts', import.meta.url).href, setupData: { greeting: 'hello' }, heapMb: 64, hardTimeoutMs: 120_000 });
+  after(() => heapPool.close());
+  const pool = heapPool;
   const before = pool.deaths;
   const bomb = pool.render([{ env: 'default', source: '{{ 1|hog }}' }], '{}');
   const others = Array.from({ length: 20 }, (_, i) => pool.render([{ env: 'default', source: '{{ n }}' }], JSON.stringify({ n: i })));
