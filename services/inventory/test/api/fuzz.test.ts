@@ -90,7 +90,7 @@ function queryFor(op: Operation) {
 /** The body's bytes: JSON with raw placeholders swapped in, and now and then a byte that is not UTF-8. */
 function encodeBody(body: unknown, corrupt: number): Buffer {
   // Strings are sent as they are (broken JSON, empty bodies); everything else as JSON.
-  let text = typeof body === 'string' ? (RAW[body] ?? body) : JSON.stringify(body);
+  let text = typeof body === 'string' ? (Object.hasOwn(RAW, body) ? RAW[body]! : body) : JSON.stringify(body);
   for (const [k, v] of Object.entries(RAW)) text = text.split(JSON.stringify(k)).join(v);
   const bytes = Buffer.from(text, 'utf8');
   if (corrupt === 0 || bytes.length === 0) return bytes;
@@ -102,7 +102,7 @@ const LONE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uD
 
 /** Whether a generated body holds something no storage can keep (NUL, a lone surrogate, Infinity, 10,000 levels). */
 function unstorable(v: unknown): boolean {
-  if (typeof v === 'string') return LONE.test(v) || (v.startsWith('@@') && v !== '@@HUGE_INT@@' && v in RAW);
+  if (typeof v === 'string') return LONE.test(v) || (v !== '@@HUGE_INT@@' && Object.hasOwn(RAW, v));
   if (typeof v === 'number') return !Number.isFinite(v);
   if (Array.isArray(v)) return v.some(unstorable);
   if (v && typeof v === 'object') return Object.entries(v).some(([k, x]) => LONE.test(k) || unstorable(x));
