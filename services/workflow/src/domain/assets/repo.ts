@@ -112,29 +112,34 @@ export interface NewAsset {
   tags: string[];
 }
 
+/** The assets row of a new asset (single and bulk inserts). */
+function assetRow(d: SqlDialect, a: NewAsset): Record<string, unknown> {
+  return {
+    id: a.id,
+    owner: a.owner,
+    name: a.name,
+    hash: a.hash,
+    size: a.size,
+    mime_type: a.mimeType,
+    user_metadata: d.json(a.userMetadata),
+    metadata: JSON.stringify(a.metadata),
+    preview_id: a.previewId,
+    job_id: a.jobId,
+    file_path: a.filePath,
+    dedup_key: a.dedupKey,
+    missing: 0,
+    created_at: a.now,
+    updated_at: a.now,
+    last_access_time: a.now,
+  };
+}
+
 /** Inserts a reference and its tags; false when its id, file path or dedup key is already taken. */
 export async function insertAsset(db: Kysely<any>, d: SqlDialect, a: NewAsset): Promise<boolean> {
   return db.transaction().execute(async (tx) => {
     const r = await tx
       .insertInto('assets')
-      .values({
-        id: a.id,
-        owner: a.owner,
-        name: a.name,
-        hash: a.hash,
-        size: a.size,
-        mime_type: a.mimeType,
-        user_metadata: d.json(a.userMetadata),
-        metadata: JSON.stringify(a.metadata),
-        preview_id: a.previewId,
-        job_id: a.jobId,
-        file_path: a.filePath,
-        dedup_key: a.dedupKey,
-        missing: 0,
-        created_at: a.now,
-        updated_at: a.now,
-        last_access_time: a.now,
-      })
+      .values(assetRow(d, a))
       .onConflict((oc) => oc.doNothing())
       .executeTakeFirst();
     if (Number(r.numInsertedOrUpdatedRows ?? 0) === 0) return false;
@@ -407,26 +412,7 @@ export async function insertAssetsBulk(db: Kysely<any>, d: SqlDialect, rows: New
       const chunk = rows.slice(i, i + 500);
       await tx
         .insertInto('assets')
-        .values(
-          chunk.map((a) => ({
-            id: a.id,
-            owner: a.owner,
-            name: a.name,
-            hash: a.hash,
-            size: a.size,
-            mime_type: a.mimeType,
-            user_metadata: d.json(a.userMetadata),
-            metadata: JSON.stringify(a.metadata),
-            preview_id: a.previewId,
-            job_id: a.jobId,
-            file_path: a.filePath,
-            dedup_key: a.dedupKey,
-            missing: 0,
-            created_at: a.now,
-            updated_at: a.now,
-            last_access_time: a.now,
-          })),
-        )
+        .values(chunk.map((a) => assetRow(d, a)))
         .onConflict((oc) => oc.doNothing())
         .execute();
       const tags = chunk.flatMap((a) => a.tags.map((tag, j) => ({ asset_id: a.id, tag, owner: a.owner, added_at: a.now * 1000 + j })));
