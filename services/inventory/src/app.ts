@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { createHttpServer, type ServiceConfig } from '@svc/kernel';
 import { createQueue, type JobQueue } from '@svc/queue';
+import { ApiConventions } from './api/conventions.ts';
 import { netboxErrorStyle } from './api/errors.ts';
 import { inputGuard } from './api/input-guard.ts';
 import { installJsonBodyParser } from './api/json-body.ts';
@@ -59,6 +60,8 @@ export async function buildApp(cfg: ServiceConfig, opts: BuildOptions = {}): Pro
       },
     });
     installJsonBodyParser(app);
+    const conventions = new ApiConventions();
+    conventions.install(app);
     // Every API route refuses input no storage can keep (NUL, lone surrogates, absurd nesting) after its own auth check.
     app.addHook('onRoute', (route) => {
       if (!route.url.startsWith('/api/')) return;
@@ -76,9 +79,10 @@ export async function buildApp(cfg: ServiceConfig, opts: BuildOptions = {}): Pro
     app.decorate('inventoryDeps', deps);
     app.decorate('generatedAdminToken', generated);
 
-    await app.register(coreRoutes, { deps, onObjectEvents: opts.onObjectEvents });
+    await app.register(coreRoutes, { deps, conventions, onObjectEvents: opts.onObjectEvents });
     await app.register(eventRoutes as any, deps);
     await app.register(uiRoutes as any, deps);
+    conventions.finish(app);
 
     app.addHook('onClose', async () => {
       await quiesceWorker(deps);

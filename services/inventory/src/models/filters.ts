@@ -4,12 +4,13 @@ import { model } from './registry.ts';
 import type { ExtraFilter, FieldDef, ModelDef } from './types.ts';
 import type { Errors } from './validate.ts';
 import { normaliseMac } from './values.ts';
+import { NETBOX_FILTERS, NETBOX_LOOKUPS } from './netbox-filters.ts';
 
 export type Query = Record<string, string | string[] | undefined>;
 type Cond = RawBuilder<unknown>;
 
 /** Parameters that are not filters. */
-const RESERVED = new Set(['limit', 'offset', 'ordering', 'brief', 'fields', 'format', 'exclude']);
+const RESERVED = new Set(['limit', 'offset', 'ordering', 'brief', 'fields', 'omit', 'format', 'exclude']);
 const MAX_VALUES = 1000;
 
 export function values(q: Query, key: string): string[] {
@@ -32,11 +33,12 @@ function invalidChoice(v: string): string {
   return `Select a valid choice. ${v} is not one of the available choices.`;
 }
 
-function parseNumbers(vals: string[], name: string, errors: Errors): number[] | undefined {
+function parseNumbers(vals: string[], name: string, errors: Errors, decimal = false): number[] | undefined {
   const out: number[] = [];
   for (const v of vals) {
     const t = v.trim();
-    if (!/^-?\d{1,16}$/.test(t) || !Number.isSafeInteger(Number(t))) {
+    const ok = decimal ? /^-?\d{1,12}(\.\d{1,6})?$/.test(t) : /^-?\d{1,16}$/.test(t) && Number.isSafeInteger(Number(t));
+    if (!ok) {
       (errors[name] ??= []).push('Enter a number.');
       return undefined;
     }
@@ -59,15 +61,15 @@ function inList(column: Cond | ReturnType<typeof sql.ref> | RawBuilder<unknown>,
 
 const NUMERIC_LOOKUPS: Record<string, string> = { gt: '>', gte: '>=', lt: '<', lte: '<=' };
 
-function numericFilters(table: string, column: string, name: string, q: Query, errors: Errors, conds: Cond[]): void {
+function numericFilters(table: string, column: string, name: string, q: Query, errors: Errors, conds: Cond[], decimal = false): void {
   // Compared as bigint: a 32-bit column would make PostgreSQL reject a large parameter instead of matching nothing.
-  const c = column === 'id' ? col(table, column) : sql`cast(${col(table, column)} as bigint)`;
-  const exact = parseNumbers(values(q, name), name, errors);
+  const c = column === 'id' ? col(table, column) : decimal ? sql`cast(${col(table, column)} as numeric)` : sql`cast(${col(table, column)} as bigint)`;
+  const exact = parseNumbers(values(q, name), name, errors, decimal);
   if (exact?.length) conds.push(inList(c, exact));
-  const neg = parseNumbers(values(q, `${name}__n`), `${name}__n`, errors);
+  const neg = parseNumbers(values(q, `${name}__n`), `${name}__n`, errors, decimal);
   if (neg?.length) conds.push(sql`not ${inList(c, neg)}`);
   for (const [lookup, op] of Object.entries(NUMERIC_LOOKUPS)) {
-    const vals = parseNumbers(values(q, `${name}__${lookup}`), `${name}__${lookup}`, errors);
+    const vals = parseNumbers(values(q, `${name}__${lookup}`), `${name}__${lookup}`, errors, decimal);
     for (const n of vals ?? []) conds.push(sql`${c} ${sql.raw(op)} ${n}`);
   }
 }
@@ -88,7 +90,9 @@ function stringFilters(table: string, column: string, name: string, q: Query, co
   or(values(q, `${name}__ie`), (v) => v);
   or(values(q, `${name}__nie`), (v) => v, true);
   or(values(q, `${name}__isw`), (v) => `${v}%`);
+  or(values(q, `${name}__nisw`), (v) => `${v}%`, true);
   or(values(q, `${name}__iew`), (v) => `%${v}`);
+  or(values(q, `${name}__niew`), (v) => `%${v}`, true);
   for (const v of values(q, `${name}__empty`)) {
     const b = parseBool(v);
     if (b === true) conds.push(sql`(${col(table, column)} is null or ${col(table, column)} = '')`);
@@ -186,6 +190,8 @@ function fieldFilters(m: ModelDef, f: FieldDef, q: Query, errors: Errors, conds:
     }
     case 'integer':
       return numericFilters(m.table, f.column, name, q, errors, conds);
+    case 'decimal':
+      return numericFilters(m.table, f.column, name, q, errors, conds, true);
     case 'boolean': {
       const v = values(q, name)[0];
       const b = v === undefined ? undefined : parseBool(v);
@@ -228,7 +234,7 @@ const TIME_LOOKUPS: Record<string, string> = { '': '=', __gt: '>', __gte: '>=', 
  * unknown parameters are ignored.
  */
 export async function buildFilters(ctx: ReadCtx, m: ModelDef, q: Query): Promise<{ conds: Cond[]; errors: Errors }> {
-  const errors: Errors = {};
+  const errors: Errors = unsupportedFilters(m, q);
   const conds: Cond[] = [];
   numericFilters(m.table, 'id', 'id', q, errors, conds);
   for (const f of m.fields) if (f.filter) fieldFilters(m, f, q, errors, conds);
@@ -255,6 +261,54 @@ export async function buildFilters(ctx: ReadCtx, m: ModelDef, q: Query): Promise
     }
   }
   return { conds, errors };
+}
+
+const NUMERIC = ['', '__n', '__gt', '__gte', '__lt', '__lte'];
+const STRING = ['', '__n', '__ic', '__nic', '__ie', '__nie', '__isw', '__nisw', '__iew', '__niew', '__empty'];
+const implementedCache = new Map<string, Set<string>>();
+
+/** Every query parameter buildFilters() acts on for a model (kept in step with it). */
+export function implementedFilters(m: ModelDef): Set<string> {
+  const cached = implementedCache.get(m.key);
+  if (cached) return cached;
+  const out = new Set<string>(['q']);
+  const add = (name: string, suffixes: string[]) => suffixes.forEach((s) => out.add(name + s));
+  add('id', NUMERIC);
+  for (const f of m.fields) {
+    if (!f.filter) continue;
+    if (f.kind === 'choice') add(f.name, ['', '__n']);
+    else if (f.kind === 'integer' || f.kind === 'decimal') add(f.name, NUMERIC);
+    else if (f.kind === 'boolean' || f.kind === 'ipaddress') add(f.name, ['']);
+    else add(f.name, STRING);
+  }
+  for (const f of m.extraFilters ?? []) {
+    if (f.kind === 'fk_id' || f.kind === 'fk_slug') add(f.name, ['', '__n']);
+    else if (f.kind === 'int') add(f.name, NUMERIC);
+    else add(f.name, ['']);
+  }
+  if (m.taggable) add('tag', ['', '__n']), out.add('tag_id');
+  for (const t of ['created', 'last_updated']) add(t, ['', '__gt', '__gte', '__lt', '__lte']);
+  implementedCache.set(m.key, out);
+  return out;
+}
+
+/**
+ * Parameters that NetBox would filter on but this service does not implement: a 400 naming each,
+ * never the unfiltered list. Parameters NetBox does not know either are ignored, as NetBox does.
+ */
+export function unsupportedFilters(m: ModelDef, q: Query): Errors {
+  const errors: Errors = {};
+  const known = NETBOX_FILTERS[m.key] ?? [];
+  const implemented = implementedFilters(m);
+  for (const key of Object.keys(q)) {
+    if (RESERVED.has(key) || implemented.has(key)) continue;
+    const cut = key.lastIndexOf('__');
+    const base = cut > 0 ? key.slice(0, cut) : key;
+    const lookup = cut > 0 ? key.slice(cut + 2) : '';
+    const netbox = known.includes(key) || (known.includes(base) && (lookup === '' || NETBOX_LOOKUPS.has(lookup))) || /^cf_/.test(key);
+    if (netbox) errors[key] = [`This NetBox filter is not supported by this service; the request was refused rather than ignored.`];
+  }
+  return errors;
 }
 
 export function isReserved(key: string): boolean {

@@ -29,6 +29,8 @@ export interface FieldDef {
   unique?: boolean;
   /** Exposed as a filter with its name (plus lookups for strings). */
   filter?: boolean;
+  /** OPTIONS label when not derived from the name. */
+  label?: string;
 }
 
 export type Row = Record<string, any>;

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
-import { baseUrl } from '../api/pagination.ts';
-import { requireRead } from '../auth/index.ts';
+import type { ApiConventions } from '../api/conventions.ts';
+import { modelFieldInfo } from '../models/metadata.ts';
 import type { ObjectEvent } from '../changes/types.ts';
 import type { ChangeSink } from '../changes/write.ts';
 import type { InventoryDeps } from '../deps.ts';
@@ -14,8 +14,12 @@ import { ipamRoutes } from './ipam.ts';
 import { statusRoutes } from './status.ts';
 import { userRoutes } from './users.ts';
 
+/** The apps whose roots `/api/` lists (besides `plugins` and `status`). */
+export const API_APPS = ['core', 'dcim', 'extras', 'ipam', 'tenancy', 'users'];
+
 export interface CoreRouteOptions {
   deps: InventoryDeps;
+  conventions: ApiConventions;
   onObjectEvents?: (events: ObjectEvent[]) => void;
 }
 
@@ -40,18 +44,8 @@ export async function coreRoutes(app: FastifyInstance, opts: CoreRouteOptions): 
     },
   };
 
-  app.get('/api/', { preHandler: requireRead, schema: { tags: ['status'], summary: 'API root' } }, async (req) => {
-    const base = baseUrl(req);
-    const apps: Record<string, string> = {};
-    for (const a of ['core', 'dcim', 'extras', 'ipam', 'users']) apps[a] = `${base}/api/${a}/`;
-    return apps;
-  });
-  for (const a of ['dcim', 'ipam', 'extras']) {
-    app.get(`/api/${a}/`, { preHandler: requireRead, schema: { tags: ['status'], summary: `${a} endpoints` } }, async (req) => {
-      const base = baseUrl(req);
-      return Object.fromEntries(MODELS.filter((m) => m.app === a).map((m) => [m.path, `${base}/api/${m.app}/${m.path}/`]));
-    });
-  }
+  opts.conventions.registerRoots(app, API_APPS);
+  for (const m of MODELS) opts.conventions.describe(`/api/${m.app}/${m.path}/`, { name: m.title.replace(/([a-z])([A-Z])/g, '$1 $2').replace(/^IPAddress$/, 'IP Address'), fields: () => modelFieldInfo(m) });
 
   await statusRoutes(app, deps);
   dcimRoutes(app, sink);

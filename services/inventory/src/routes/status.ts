@@ -2,16 +2,27 @@ import type { FastifyInstance } from 'fastify';
 import { requireRead } from '../auth/index.ts';
 import type { InventoryDeps } from '../deps.ts';
 
-/** `/api/status/`: a minimal version of NetBox's. */
+/** The NetBox release whose REST API this service speaks (clients parse `netbox-version` as a version). */
+export const NETBOX_VERSION = '4.3.0';
+const SERVICE_VERSION = '0.1.0';
+
+/**
+ * `/api/status/` in NetBox's shape. The keys NetBox derives from its Python stack are present but
+ * null (there is no Django or Python here); the service names itself in `netbox-full-version` and
+ * in its own extra keys.
+ */
 export async function statusRoutes(app: FastifyInstance, deps: InventoryDeps): Promise<void> {
   app.get('/api/status/', { preHandler: requireRead, schema: { tags: ['status'], summary: 'Service status' } }, async () => ({
-    'netbox-version': '4.3.0-compatible',
-    'inventory-version': '0.1.0',
+    'django-version': null,
+    'installed-apps': {},
+    'netbox-version': NETBOX_VERSION,
+    'netbox-full-version': `${NETBOX_VERSION}-inventory-${SERVICE_VERSION}`,
+    plugins: {},
+    'python-version': null,
+    'rq-workers-running': deps.config.runWorkers ? 1 : 0,
+    'inventory-version': SERVICE_VERSION,
     'node-version': process.versions.node,
     database: deps.storage.dialect.kind,
-    'installed-apps': {},
-    plugins: {},
-    'rq-workers-running': deps.config.runWorkers ? 1 : 0,
     'queue-depth': await deps.queue.depth(),
   }));
 }

@@ -1,0 +1,145 @@
+import { after, before, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { forEachStorage } from '@svc/testkit';
+import { rawRequest, seedBasics, startApi, type Api } from './helpers.ts';
+
+forEachStorage('inventory API: NetBox client conventions', (storage) => {
+  let api: Api;
+  let b: Awaited<ReturnType<typeof seedBasics>>;
+  before(async () => {
+    api = await startApi(storage);
+    b = await seedBasics(api);
+    const r = await api.http.post('/api/dcim/devices/', [
+      { name: 'r1', device_type: b.type.id, role: b.role.id, site: b.site.id },
+      { name: 'r2', device_type: b.type.id, role: b.role.id, site: b.site.id },
+    ]);
+    assert.equal(r.status, 201, JSON.stringify(r.body));
+  });
+  after(() => api.close());
+
+  it('answers API-Version: 4.3 on every /api/ response, errors included', async () => {
+    for (const [method, path, status] of [
+      ['GET', '/api/dcim/devices/', 200],
+      ['GET', '/api/dcim/devices/999999/', 404],
+      ['GET', '/api/nothing-here/', 404],
+      ['PATCH', '/api/status/', 405],
+      ['POST', '/api/dcim/sites/', 400],
+      ['GET', '/api/status/', 200],
+    ] as const) {
+      const r = await api.http.request(method, path, method === 'POST' ? {} : undefined);
+      assert.equal(r.status, status, `${method} ${path}`);
+      assert.equal(r.headers.get('api-version'), '4.3', `${method} ${path}`);
+    }
+    const anon = await api.anon.get('/api/dcim/devices/');
+    assert.equal(anon.status, 403);
+    assert.equal(anon.headers.get('api-version'), '4.3');
+    const [major, minor] = anon.headers.get('api-version')!.split('.').map(Number);
+    assert.ok(major! > 4 || (major === 4 && minor! >= 3));
+  });
+
+  it('serves /api/status/ in NetBox shape', async () => {
+    const r = await api.http.get('/api/status/');
+    assert.equal(r.status, 200);
+    for (const k of ['django-version', 'installed-apps', 'netbox-version', 'netbox-full-version', 'plugins', 'python-version', 'rq-workers-running']) assert.ok(k in r.body, k);
+    assert.match(r.body['netbox-version'], /^4\.3\.\d+$/);
+    assert.match(r.body['netbox-full-version'], /inventory/);
+    assert.deepEqual(r.body.plugins, {});
+    assert.equal(typeof r.body['rq-workers-running'], 'number');
+  });
+
+  it('lists every app root, including status and plugins', async () => {
+    const r = await api.http.get('/api/');
+    const base = api.server.url;
+    for (const a of ['core', 'dcim', 'extras', 'ipam', 'plugins', 'status', 'tenancy', 'users']) assert.equal(r.body[a], `${base}/api/${a}/`, a);
+    for (const a of Object.keys(r.body)) assert.notEqual((await api.http.get(new URL(r.body[a]).pathname)).status, 404, a);
+    const dcim = (await api.http.get('/api/dcim/')).body;
+    assert.equal(dcim.devices, `${base}/api/dcim/devices/`);
+    assert.equal(dcim.sites, `${base}/api/dcim/sites/`);
+    const extras = (await api.http.get('/api/extras/')).body;
+    for (const k of ['tags', 'webhooks', 'event-rules']) assert.equal(extras[k], `${base}/api/extras/${k}/`, k);
+    const core = (await api.http.get('/api/core/')).body;
+    assert.equal(core['object-changes'], `${base}/api/core/object-changes/`);
+    assert.equal(core['background-tasks'], `${base}/api/core/background-tasks/`);
+    assert.deepEqual((await api.http.get('/api/plugins/')).body, {});
+  });
+
+  it('refuses a NetBox filter it does not implement (400 naming it), never the unfiltered list', async () => {
+    let r = await api.http.get('/api/dcim/devices/?tenant=x');
+    assert.equal(r.status, 400);
+    assert.deepEqual(Object.keys(r.body), ['tenant']);
+    r = await api.http.get('/api/dcim/devices/?cluster_id=3&name=r1');
+    assert.equal(r.status, 400);
+    assert.ok(r.body.cluster_id);
+    r = await api.http.get('/api/dcim/devices/?serial__regex=^a');
+    assert.equal(r.status, 400);
+    assert.ok(r.body['serial__regex']);
+    // The dangerous pynetbox idiom: filter(...).delete() reads the list first; it gets a 400, nothing is deleted.
+    r = await api.http.get('/api/dcim/devices/?virtual_chassis_id=1');
+    assert.equal(r.status, 400);
+    assert.equal((await api.http.get('/api/dcim/devices/')).body.count, 2);
+  });
+
+  it('ignores truly unknown parameters and keeps known filters working', async () => {
+    let r = await api.http.get('/api/dcim/devices/?totally_unknown=1&name=r1');
+    assert.equal(r.status, 200);
+    assert.deepEqual(r.body.results.map((d: any) => d.name), ['r1']);
+    r = await api.http.get('/api/dcim/devices/?name__nisw=r1');
+    assert.deepEqual(r.body.results.map((d: any) => d.name), ['r2']);
+    r = await api.http.get('/api/dcim/devices/?name__bogus=x');
+    assert.equal(r.status, 200);
+    assert.equal(r.body.count, 2);
+    r = await api.http.get(`/api/dcim/devices/?site_id=${b.site.id}&status=active&q=r`);
+    assert.equal(r.body.count, 2);
+  });
+
+  it('answers 405 with Allow', async () => {
+    let r = await api.http.request('PATCH', '/api/status/');
+    assert.equal(r.status, 405);
+    assert.equal(r.headers.get('allow'), 'GET, HEAD, OPTIONS');
+    r = await api.http.request('POST', '/api/dcim/devices/1/', {});
+    assert.equal(r.status, 405);
+    assert.equal(r.headers.get('allow'), 'GET, PUT, PATCH, DELETE, HEAD, OPTIONS');
+    r = await api.http.request('PUT', '/api/core/object-changes/');
+    assert.equal(r.status, 405);
+    assert.equal(r.headers.get('allow'), 'GET, HEAD, OPTIONS');
+  });
+
+  it('answers OPTIONS with DRF metadata on list and detail URLs', async () => {
+    let r = await api.http.request('OPTIONS', '/api/dcim/devices/');
+    assert.equal(r.status, 200);
+    assert.equal(r.body.name, 'Device List');
+    assert.deepEqual(Object.keys(r.body).slice(0, 4), ['name', 'description', 'renders', 'parses']);
+    assert.ok(r.body.renders.includes('application/json'));
+    assert.ok(r.body.parses.includes('application/json'));
+    const status = r.body.actions.POST.status;
+    assert.equal(status.required, false);
+    assert.equal(status.read_only, false);
+    assert.equal(status.label, 'Status');
+    assert.ok(status.choices.some((c: any) => c.value === 'active' && c.display_name === 'Active'));
+    assert.equal(r.body.actions.POST.name.max_length, 64);
+    assert.equal(r.body.actions.POST.site.required, true);
+    assert.equal(r.body.actions.POST.id.read_only, true);
+    assert.ok(r.headers.get('allow')!.includes('POST'));
+    r = await api.http.request('OPTIONS', `/api/dcim/devices/${b.site.id}/`);
+    assert.equal(r.body.name, 'Device');
+    assert.ok(r.body.actions.PUT);
+    assert.equal(r.body.actions.POST, undefined);
+    r = await api.http.request('OPTIONS', '/api/ipam/ip-addresses/');
+    assert.ok(r.body.actions.POST.status.choices.length >= 5);
+    r = await api.http.request('OPTIONS', '/api/extras/webhooks/');
+    assert.equal(r.status, 200);
+    assert.equal(r.body.name, 'Webhook List');
+    // A read-only token sees no actions.
+    r = await api.anon.request('OPTIONS', '/api/dcim/devices/');
+    assert.equal(r.status, 403);
+  });
+
+  it('never parses a body on OPTIONS', async () => {
+    let r = await rawRequest(api.server.url, 'OPTIONS', '/api/dcim/devices/', '', { 'content-type': 'application/json' });
+    assert.equal(r.status, 200, r.text);
+    r = await rawRequest(api.server.url, 'OPTIONS', '/api/dcim/sites/', '{not json', { 'content-type': 'application/json' });
+    assert.equal(r.status, 200, r.text);
+    r = await rawRequest(api.server.url, 'OPTIONS', '/api/dcim/sites/', '', { 'content-type': 'text/plain' });
+    assert.equal(r.status, 200, r.text);
+  });
+});
