@@ -1,4 +1,5 @@
 import { Type, type TSchema } from 'typebox';
+import { implementedFilters } from './filters.ts';
 import type { FieldDef, ModelDef } from './types.ts';
 
 /** Request schemas for the OpenAPI document (the handlers validate DRF-style themselves). */
@@ -56,9 +57,10 @@ export function listQuerySchema(m: ModelDef) {
     last_updated__gte: Type.Optional(Type.String({ format: 'date-time' })),
     last_updated__lte: Type.Optional(Type.String({ format: 'date-time' })),
   };
-  if (m.taggable) props.tag = Type.Optional(Type.Array(Type.String()));
-  for (const f of m.fields) if (f.filter) props[f.name] = Type.Optional(Type.Array(f.kind === 'integer' ? Type.Integer() : Type.String()));
-  for (const f of m.extraFilters ?? []) props[f.name] = Type.Optional(Type.Array(f.kind === 'fk_slug' ? Type.String() : Type.Integer()));
+  // Every filter the list implements, lookups included, so clients can read them from the schema.
+  for (const name of implementedFilters(m)) if (!(name in props)) props[name] = Type.Optional(Type.Array(Type.String()));
+  props.fields = Type.Optional(Type.String({ description: 'Comma-separated fields to return' }));
+  props.omit = Type.Optional(Type.String({ description: 'Comma-separated fields to leave out' }));
   return Type.Object(props);
 }
 

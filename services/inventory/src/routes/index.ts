@@ -11,6 +11,7 @@ import { objectChangeRoutes } from './core-object-changes.ts';
 import { dcimRoutes } from './dcim.ts';
 import { tagRoutes } from './extras-tags.ts';
 import { ipamRoutes } from './ipam.ts';
+import { schemaRoutes } from './schema.ts';
 import { statusRoutes } from './status.ts';
 import { userRoutes } from './users.ts';
 
@@ -48,6 +49,7 @@ export async function coreRoutes(app: FastifyInstance, opts: CoreRouteOptions): 
   for (const m of MODELS) opts.conventions.describe(`/api/${m.app}/${m.path}/`, { name: m.title.replace(/([a-z])([A-Z])/g, '$1 $2').replace(/^IPAddress$/, 'IP Address'), fields: () => modelFieldInfo(m) });
 
   await statusRoutes(app, deps);
+  await schemaRoutes(app);
   dcimRoutes(app, sink);
   ipamRoutes(app, sink);
   tagRoutes(app, sink);

@@ -143,3 +143,42 @@ forEachStorage('inventory API: NetBox client conventions', (storage) => {
     assert.equal(r.status, 200, r.text);
   });
 });
+
+forEachStorage('inventory API: /api/schema/', (storage) => {
+  let api: Api;
+  before(async () => {
+    api = await startApi(storage);
+  });
+  after(() => api.close());
+
+  it('serves the OpenAPI document as YAML by default and JSON by format or Accept', async () => {
+    let r = await api.http.get('/api/schema/');
+    assert.equal(r.status, 200);
+    assert.match(r.headers.get('content-type')!, /openapi/);
+    assert.match(r.text, /^openapi: 3\./m);
+    assert.equal(r.headers.get('api-version'), '4.3');
+    r = await api.http.get('/api/schema/?format=json');
+    assert.equal(r.status, 200);
+    assert.match(r.body.openapi, /^3\./);
+    r = await api.http.get('/api/schema/', { accept: 'application/json' });
+    assert.equal(typeof r.body, 'object');
+    assert.ok(r.body.paths['/api/dcim/devices/']);
+    r = await api.http.get('/api/schema/?format=yaml');
+    assert.match(r.text, /^openapi:/m);
+    for (const f of ['xml', 'api', '']) assert.equal((await api.http.get(`/api/schema/?format=${f}`)).status, 404, f);
+  });
+
+  it('names the filters of each list operation', async () => {
+    const doc = (await api.http.get('/api/schema/?format=json')).body;
+    const params = doc.paths['/api/dcim/devices/'].get.parameters.map((p: any) => p.name);
+    for (const n of ['site_id', 'site', 'status', 'name__ic', 'name__n', 'tag', 'q', 'limit', 'offset', 'id__gte', 'created__gte']) assert.ok(params.includes(n), n);
+    const ip = doc.paths['/api/ipam/ip-addresses/'].get.parameters.map((p: any) => p.name);
+    assert.ok(ip.includes('device_id'));
+  });
+
+  it('reaches the docs from /api/schema/swagger-ui/', async () => {
+    const r = await fetch(`${api.server.url}/api/schema/swagger-ui/`);
+    assert.equal(r.status, 200);
+    assert.match(await r.text(), /swagger/i);
+  });
+});
