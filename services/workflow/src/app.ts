@@ -98,7 +98,7 @@ export async function buildApp(base: ServiceConfig): Promise<FastifyInstance> {
     if (config.corsOrigin) app.addHook('onRequest', corsHook(config.corsOrigin));
     else app.addHook('onRequest', originGuard);
     // Hosted runtime: identity, its routes and the authentication hook, before every shared route.
-    const cloud = config.runtime === 'cloud' ? await installCloud(app, () => storage.db, identityConfig(config.flags)) : undefined;
+    const cloud = config.runtime === 'cloud' ? await installCloud(app, () => storage.db, identityConfig(config.flags), { dataDir: config.dataDir, userDir: config.dirs.user, flags: config.flags }) : undefined;
 
     const registry = await buildRegistry(config, app.log);
     const executor = new Executor(registry, config.cache);
@@ -114,6 +114,7 @@ export async function buildApp(base: ServiceConfig): Promise<FastifyInstance> {
       dirs: { input: config.dirs.input, output: config.dirs.output, temp: config.dirs.temp, models: config.dirs.models },
       maxHistory: config.maxHistory,
       log: app.log,
+      readSecret: cloud?.content.readSecret,
       fileWritten: assets
         ? async (file, job) => {
             try {

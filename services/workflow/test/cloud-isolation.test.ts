@@ -21,12 +21,15 @@ interface Victim {
   inviteId: string;
   inviteToken: string;
   gate: string;
+  secretId: string;
 }
 
 const SECRET_TEXT = 'b-secret-text-7f3a';
 const SECRET_SETTING = 'b-setting-value-91c2';
 const SECRET_USERDATA = 'b-secret-userdata-55d1';
 const USERDATA_FILE = 'b-private-workflow.json';
+const SECRET_VALUE = 'b-stored-secret-value-4e8d';
+const SECRET_NAME = 'b-secret-name-c1';
 
 function wsUrl(srv: Srv, token: string, clientId: string): string {
   return `${srv.url.replace(/^http/, 'ws')}/ws?clientId=${clientId}&token=${encodeURIComponent(token)}`;
@@ -60,7 +63,9 @@ async function setupVictim(srv: Srv, gate: string): Promise<Victim> {
   const team = await h.post('/api/workspaces', { name: 'B team' });
   const inv = await bearer(srv.url, user.token).post('/api/workspace/invites', { email: 'someone-b@example.test' }, { 'x-workspace-id': team.body.id });
   assert.equal(inv.status, 201);
-  return { user, done, running, pending, outputFile, assetId, keyId: r.body.id, key: r.body.key, teamId: team.body.id, inviteId: inv.body.id, inviteToken: inv.body.token, gate };
+  const secret = await h.post('/api/secrets', { name: SECRET_NAME, value: SECRET_VALUE });
+  assert.equal(secret.status, 201);
+  return { user, done, running, pending, outputFile, assetId, keyId: r.body.id, key: r.body.key, teamId: team.body.id, inviteId: inv.body.id, inviteToken: inv.body.token, gate, secretId: secret.body.id };
 }
 
 /** B's data is all still there, unchanged. */
@@ -84,6 +89,9 @@ async function victimIntact(srv: Srv, v: Victim): Promise<void> {
   assert.equal((await h.get(`/api/workspaces/${v.teamId}`)).status, 200);
   const invites = await bearer(srv.url, v.user.token).get('/api/workspace/invites', { 'x-workspace-id': v.teamId });
   assert.ok(invites.body.some((i: any) => i.id === v.inviteId));
+  const secret = await h.get(`/api/secrets/${v.secretId}`);
+  assert.equal(secret.body.name, SECRET_NAME);
+  assert.equal(secret.body.last_used_at, undefined, 'nobody used B’s secret');
 }
 
 forEachStorage('hosted runtime: tenant isolation generated from the route table', (storage) => {
@@ -107,13 +115,13 @@ forEachStorage('hosted runtime: tenant isolation generated from the route table'
     const v = victim;
     // A's own settings and user data hold what A wrote (B's ids in hostile bodies and paths): only B's contents count there.
     const secretsOf = (sent: string): string[] =>
-      (/settings|userdata/.test(sent) ? [SECRET_SETTING, SECRET_USERDATA] : [SECRET_TEXT, SECRET_SETTING, SECRET_USERDATA, v.done, v.running, v.pending, v.outputFile, v.assetId, v.keyId, v.key, v.key.slice(0, 12), v.user.email, v.inviteId, v.inviteToken, v.teamId, v.user.workspaceId, USERDATA_FILE])
+      (/settings|userdata/.test(sent) ? [SECRET_SETTING, SECRET_USERDATA] : [SECRET_TEXT, SECRET_SETTING, SECRET_USERDATA, v.done, v.running, v.pending, v.outputFile, v.assetId, v.keyId, v.key, v.key.slice(0, 12), v.user.email, v.inviteId, v.inviteToken, v.teamId, v.user.workspaceId, USERDATA_FILE, SECRET_VALUE, SECRET_NAME, v.secretId])
         .filter((s): s is string => typeof s === 'string')
         .filter((s) => !sent.includes(s) && !sent.includes(encodeURIComponent(s)));
     const candidates: Record<string, string[]> = {
       job_id: [v.done, v.running, v.pending],
       prompt_id: [v.done, v.running, v.pending],
-      id: [v.assetId ?? 'none', 'Secret.Setting', v.teamId, v.user.workspaceId, v.keyId],
+      id: [v.assetId ?? 'none', 'Secret.Setting', v.teamId, v.user.workspaceId, v.keyId, v.secretId],
       file: [USERDATA_FILE],
       dest: ['stolen.json'],
       userId: [v.user.id],

@@ -125,7 +125,7 @@ interface Endpoint {
 }
 
 /** The endpoint and key a node call uses: node inputs first, then the prompt's extra data, then configuration. */
-function resolveEndpoint(cfg: OpenAIConfig, inputs: Record<string, unknown>, ctx: NodeContext): Endpoint {
+async function resolveEndpoint(cfg: OpenAIConfig, inputs: Record<string, unknown>, ctx: NodeContext): Promise<Endpoint> {
   let base = cfg.baseUrl;
   const asked = str(inputs.base_url);
   if (asked !== undefined) {
@@ -141,11 +141,25 @@ function resolveEndpoint(cfg: OpenAIConfig, inputs: Record<string, unknown>, ctx
     base = norm;
   }
   if (base === undefined) throw new EndpointError('No OpenAI-compatible endpoint is configured: start the server with --openai-base-url (or WORKFLOW_OPENAI_BASE_URL)');
-  const nodeKey = secretInputOf(ctx, 'api_key', inputs.api_key);
+  const nodeKey = secretInputOf(ctx, 'api_key', inputs.api_key) ?? (await storedSecret(ctx, str(inputs.api_key_secret)));
   const extraKey = str(ctx.env.extraData[EXTRA_DATA_KEY]);
   // The configured key belongs to the configured endpoint: it is never sent to another one.
   const key = nodeKey ?? extraKey ?? (base === cfg.baseUrl ? cfg.apiKey : undefined);
   return { base, key };
+}
+
+/** The workspace secret a node names, read at execution time (the hosted runtime marks it used). */
+async function storedSecret(ctx: NodeContext, name: string | undefined): Promise<string | undefined> {
+  if (name === undefined) return undefined;
+  if (!ctx.env.secret) throw new EndpointError('api_key_secret names a stored secret, but stored secrets exist only on the hosted runtime (--runtime cloud)');
+  let value: string | undefined;
+  try {
+    value = await ctx.env.secret(name);
+  } catch (err) {
+    throw new EndpointError((err as Error).message);
+  }
+  if (value === undefined) throw new EndpointError(`No secret named "${name.slice(0, 100)}" is stored in this workspace (/api/secrets)`);
+  return value;
 }
 
 function describeStatus(status: number): string {
@@ -313,6 +327,7 @@ const SIZE = /^(auto|\d{1,5}x\d{1,5})$/;
 const endpointInputs: Record<string, InputSpec> = {
   base_url: ['STRING', { default: '', tooltip: 'Another endpoint the server allows (--openai-allowed-base-urls); empty = the configured one.' }],
   api_key: ['STRING', { default: '', secret: true, tooltip: 'Key for the endpoint; empty = extra_data.openai_api_key or the configured key. Kept out of history, jobs and saved files.' }],
+  api_key_secret: ['STRING', { default: '', tooltip: 'Name of a stored workspace secret (hosted runtime, /api/secrets) holding the key; used when api_key is empty.' }],
 };
 
 export function apiNodes(cfg: OpenAIConfig): NodeDefinition[] {
@@ -340,7 +355,7 @@ export function apiNodes(cfg: OpenAIConfig): NodeDefinition[] {
       },
       outputs: ['STRING'],
       execute: async (inputs, ctx) => {
-        const ep = resolveEndpoint(cfg, inputs, ctx);
+        const ep = await resolveEndpoint(cfg, inputs, ctx);
         const prompt = String(inputs.prompt ?? '');
         if (prompt.trim() === '' && !inputs.images) throw new EndpointError('prompt is empty');
         const content: unknown[] = [{ type: 'text', text: prompt }];
@@ -392,7 +407,7 @@ export function apiNodes(cfg: OpenAIConfig): NodeDefinition[] {
         },
       },
       execute: async (inputs, ctx) => {
-        const ep = resolveEndpoint(cfg, inputs, ctx);
+        const ep = await resolveEndpoint(cfg, inputs, ctx);
         const prompt = String(inputs.prompt ?? '');
         if (prompt.trim() === '') throw new EndpointError('prompt is empty');
         const model = str(inputs.model) ?? cfg.imageModel;

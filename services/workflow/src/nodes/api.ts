@@ -78,6 +78,8 @@ export interface NodeEnv {
   readonly extraData: Record<string, unknown>;
   /** Called for every file an output node writes, so the runtime can index it (assets). */
   fileWritten?(info: { filename: string; subfolder: string; type: 'output' | 'temp' | 'input' }): Promise<Record<string, unknown> | void>;
+  /** The prompt's workspace secret with this name (hosted runtime; marks it used); undefined when there is none. */
+  secret?(name: string): Promise<string | undefined>;
 }
 
 export interface NodeDefinition {

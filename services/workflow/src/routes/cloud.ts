@@ -11,6 +11,7 @@ import type { RouteCtx } from './context.ts';
 import { oauthRoutes } from './oauth.ts';
 import { cloudUserRoutes } from './users-cloud.ts';
 import { workspaceRoutes } from './workspaces.ts';
+import { installContent, type CloudContent, type CloudContentOptions } from './cloud-content.ts';
 
 /** Routes every caller reaches without credentials (besides those declared `public` by the cloud routes). */
 const PUBLIC_URLS = new Set(['/health', '/openapi.json', '/docs', '/docs/*', '/docs/json', '/docs/yaml', '/docs/static/*']);
@@ -61,7 +62,7 @@ function authFailure(id: Identity, req: FastifyRequest, reply: FastifyReply, err
  * caller's workspace, which RouteCtx then uses as the owner of every stored
  * row), and the cloud-only routes. Call before the shared routes are added.
  */
-export async function installCloud(app: FastifyInstance, db: () => Kysely<any>, cfg: IdentityConfig): Promise<{ identity: Identity; ctx: RouteCtx; userManager(dir: string): UserManager }> {
+export async function installCloud(app: FastifyInstance, db: () => Kysely<any>, cfg: IdentityConfig, opts: CloudContentOptions = { dataDir: 'data', flags: {} }): Promise<{ identity: Identity; ctx: RouteCtx; userManager(dir: string): UserManager; content: CloudContent }> {
   const identity = new Identity(db, cfg);
   // Operators and tests reach key rotation and the caches through the app.
   app.decorate('identity', identity);
@@ -99,6 +100,7 @@ export async function installCloud(app: FastifyInstance, db: () => Kysely<any>, 
   await oauthRoutes(app, identity);
   workspaceRoutes(app, identity);
   cloudUserRoutes(app, identity);
+  const content = installContent(app, db, opts);
 
   const owner = (req: FastifyRequest) => req.principal?.workspaceId ?? NOBODY;
   const ctx: RouteCtx = {
@@ -109,5 +111,5 @@ export async function installCloud(app: FastifyInstance, db: () => Kysely<any>, 
   };
   identity.start();
   app.addHook('onClose', async () => identity.stop());
-  return { identity, ctx, userManager: (dir) => new WorkspaceUserManager(dir) };
+  return { identity, ctx, userManager: (dir) => new WorkspaceUserManager(dir), content };
 }

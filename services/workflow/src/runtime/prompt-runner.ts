@@ -110,6 +110,8 @@ export interface RunnerOptions {
    * (assets index them); what it returns joins the file's output entry.
    */
   fileWritten?: (info: Parameters<NonNullable<NodeEnv['fileWritten']>>[0], job: { promptId: string; owner: string }) => Promise<Record<string, unknown> | void>;
+  /** A stored secret of the job's workspace, for nodes that ask by name (hosted runtime). */
+  readSecret?: (owner: string, name: string) => Promise<string | undefined>;
 }
 
 export interface SubmitRequest {
@@ -431,7 +433,7 @@ export class PromptRunner {
         extraData: { ...record.extraData, ...(record.sensitive ?? {}) },
         sink,
         interrupt: current.interrupt,
-        env: { dirs: this.o.dirs, fileWritten: this.fileWrittenFor(record) },
+        env: { dirs: this.o.dirs, fileWritten: this.fileWrittenFor(record), secret: this.o.readSecret && ((name: string) => this.o.readSecret!(record.owner, name)) },
       });
       status = result.status === 'success' ? 'completed' : result.interrupted ? 'cancelled' : 'failed';
     } finally {
