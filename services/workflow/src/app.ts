@@ -27,6 +27,7 @@ import { assetRoutes } from './routes/assets.ts';
 import { assetFileHooks } from './routes/asset-hooks.ts';
 import type { RouteCtx } from './routes/context.ts';
 import { installCloud } from './routes/cloud.ts';
+import { CloudOps } from './routes/cloud-ops.ts';
 import { fileRoutes } from './routes/files.ts';
 import { frontendRoutes } from './routes/frontend.ts';
 import { jobRoutes } from './routes/jobs.ts';
@@ -107,6 +108,7 @@ export async function buildApp(base: ServiceConfig): Promise<FastifyInstance> {
     const assets = config.flags.disableAssets === true || process.env.WORKFLOW_DISABLE_ASSETS === '1'
       ? undefined
       : new AssetService(storage, { input: config.dirs.input, output: config.dirs.output, temp: config.dirs.temp, models: config.dirs.models, blobs: path.join(config.dataDir, 'assets', 'blobs') }, app.log);
+    const ops = cloud ? new CloudOps(storage, config) : undefined;
     const runner = new PromptRunner({
       storage,
       executor,
@@ -114,6 +116,7 @@ export async function buildApp(base: ServiceConfig): Promise<FastifyInstance> {
       dirs: { input: config.dirs.input, output: config.dirs.output, temp: config.dirs.temp, models: config.dirs.models },
       maxHistory: config.maxHistory,
       log: app.log,
+      onFinished: ops?.onFinished,
       readSecret: cloud?.content.readSecret,
       fileWritten: assets
         ? async (file, job) => {
@@ -153,6 +156,7 @@ export async function buildApp(base: ServiceConfig): Promise<FastifyInstance> {
     userdataRoutes(app, users, { maxUploadSize: config.maxUploadSize });
     modelRoutes(app, models);
     frontendRoutes(app, ctx, { dirs: config.dirs, customNodesDir: config.dirs.customNodes, models, multiUser: config.multiUser || cloud !== undefined, frontEndRoot: config.flags.frontEndRoot as string | undefined, templatesRoot: config.flags.templatesRoot as string | undefined, hub });
+    if (ops && cloud) ops.routes(app, { ctx, runner, registry, hub, assets, view: cloud.view });
     // Without a frontend build, the local runtime serves its built-in page at /.
     if (!config.flags.frontEndRoot && config.runtime === 'local') webPageRoutes(app);
 

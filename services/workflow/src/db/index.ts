@@ -2,5 +2,6 @@ import { promptsMigration } from './migrations/001_prompts.ts';
 import { assetsMigration } from './migrations/002_assets.ts';
 import { identityMigration } from './migrations/003_identity.ts';
 import { cloudContentMigration } from './migrations/004_cloud_content.ts';
+import { cloudOpsMigration } from './migrations/005_cloud_ops.ts';
 
-export const workflowMigrations = [promptsMigration, assetsMigration, identityMigration, cloudContentMigration];
+export const workflowMigrations = [promptsMigration, assetsMigration, identityMigration, cloudContentMigration, cloudOpsMigration];

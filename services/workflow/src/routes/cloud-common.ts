@@ -15,6 +15,7 @@ export interface CloudDoc {
   body?: Record<string, unknown>;
   response?: Record<string, unknown>;
   consumes?: string[];
+  deprecated?: boolean;
 }
 
 const errorRef = { $ref: 'CloudError#' };
@@ -42,6 +43,7 @@ export function cloudRoute(app: FastifyInstance, method: HTTPMethods, url: strin
       ...(doc.querystring ? { querystring: doc.querystring } : {}),
       ...(doc.body ? { body: doc.body } : {}),
       ...(doc.consumes ? { consumes: doc.consumes } : {}),
+      ...(doc.deprecated ? { deprecated: true } : {}),
       response,
     } as any,
     validatorCompiler: () => () => true,

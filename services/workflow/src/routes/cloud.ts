@@ -6,6 +6,7 @@ import type { UserManager } from '../domain/users.ts';
 import { Identity } from '../identity/index.ts';
 import { WorkspaceUserManager } from '../identity/workspace-users.ts';
 import { authRoutes } from './auth.ts';
+import type { ViewRoute } from './cloud-jobs.ts';
 import { cloudSchemas, type AuthMode } from './cloud-common.ts';
 import type { RouteCtx } from './context.ts';
 import { oauthRoutes } from './oauth.ts';
@@ -62,12 +63,17 @@ function authFailure(id: Identity, req: FastifyRequest, reply: FastifyReply, err
  * caller's workspace, which RouteCtx then uses as the owner of every stored
  * row), and the cloud-only routes. Call before the shared routes are added.
  */
-export async function installCloud(app: FastifyInstance, db: () => Kysely<any>, cfg: IdentityConfig, opts: CloudContentOptions = { dataDir: 'data', flags: {} }): Promise<{ identity: Identity; ctx: RouteCtx; userManager(dir: string): UserManager; content: CloudContent }> {
+export async function installCloud(app: FastifyInstance, db: () => Kysely<any>, cfg: IdentityConfig, opts: CloudContentOptions = { dataDir: 'data', flags: {} }): Promise<{ identity: Identity; ctx: RouteCtx; userManager(dir: string): UserManager; content: CloudContent; view: ViewRoute }> {
   const identity = new Identity(db, cfg);
   // Operators and tests reach key rotation and the caches through the app.
   app.decorate('identity', identity);
   for (const s of Object.values(cloudSchemas)) app.addSchema(s);
   const localOnly = new Set(LOCAL_ONLY.map(([m, u]) => `${m} ${u}`));
+  // GET /api/viewvideo is an alias of /api/view: its handler and query schema, captured as the shared routes are added.
+  const view: ViewRoute = {};
+  app.addHook('onRoute', (r) => {
+    if (r.url === '/api/view' && (r.method === 'GET' || (Array.isArray(r.method) && r.method.includes('GET')))) Object.assign(view, { handler: r.handler, schema: r.schema });
+  });
 
   app.addHook('onRequest', async (req, reply) => {
     const url = req.routeOptions.url;
@@ -111,5 +117,5 @@ export async function installCloud(app: FastifyInstance, db: () => Kysely<any>, 
   };
   identity.start();
   app.addHook('onClose', async () => identity.stop());
-  return { identity, ctx, userManager: (dir) => new WorkspaceUserManager(dir), content };
+  return { identity, ctx, userManager: (dir) => new WorkspaceUserManager(dir), content, view };
 }

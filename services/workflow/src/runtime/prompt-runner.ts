@@ -112,6 +112,8 @@ export interface RunnerOptions {
   fileWritten?: (info: Parameters<NonNullable<NodeEnv['fileWritten']>>[0], job: { promptId: string; owner: string }) => Promise<Record<string, unknown> | void>;
   /** A stored secret of the job's workspace, for nodes that ask by name (hosted runtime). */
   readSecret?: (owner: string, name: string) => Promise<string | undefined>;
+  /** Called once a prompt's end is recorded (the hosted runtime charges its execution time). */
+  onFinished?: (job: { promptId: string; owner: string; status: JobStatus; startTime: number; endTime: number }) => void;
 }
 
 export interface SubmitRequest {
@@ -148,6 +150,8 @@ export class PromptRunner {
   private loopDone: Promise<void> = Promise.resolve();
   private pendingFree = false;
   private readonly inserter: PromptInserter;
+  /** Cancels of prompts claimed but not yet started here: applied when the run starts. */
+  private readonly cancelRequested = new Set<string>();
 
   constructor(private readonly o: RunnerOptions) {
     this.inserter = new PromptInserter(o.storage.db);
@@ -295,6 +299,19 @@ export class PromptRunner {
     return true;
   }
 
+  /** Cloud cancel of a claimed prompt: interrupted now, or as soon as its run starts in this process. */
+  cancelRunning(promptId: string): void {
+    if (this.current?.record.id === promptId) this.current.interrupt.interrupt();
+    else if (this.cancelRequested.size < 10_000) this.cancelRequested.add(promptId);
+  }
+
+  /** A pending prompt was marked cancelled in the database (so no claim can take it). */
+  pendingCancelled(promptId: string): void {
+    this.releaseGate(promptId);
+    this.remaining = Math.max(0, this.remaining - 1);
+    this.broadcastStatus();
+  }
+
   /** POST /free: free_memory empties the output cache (after the running prompt, as the reference). */
   free(opts: { freeMemory: boolean; unloadModels: boolean }): void {
     if (!opts.freeMemory && !opts.unloadModels) return;
@@ -412,6 +429,7 @@ export class PromptRunner {
     const clientId = typeof record.extraData.client_id === 'string' ? record.extraData.client_id : null;
     const current: Current = { record, interrupt: new InterruptSignal(), clientId, lastNode: null, held: null };
     this.current = current;
+    if (this.cancelRequested.delete(record.id)) current.interrupt.interrupt();
     const gate = this.gates.get(record.id);
     const throttle = new ProgressThrottle();
     const sink = this.sink(current, gate ? [] : null, throttle);
@@ -439,6 +457,7 @@ export class PromptRunner {
     } finally {
       const completion = { status, endTime: Date.now(), outputs: result?.outputs ?? {}, meta: result?.meta ?? {}, messages: result?.messages ?? [] };
       next = await completeAndClaimNext(this.o.storage, record.id, completion, this.stopped ? null : this.workerId);
+      this.o.onFinished?.({ promptId: record.id, owner: record.owner, status, startTime: record.startTime ?? completion.endTime, endTime: completion.endTime });
       this.current = null;
       this.remaining = Math.max(0, this.remaining - 1);
       throttle.flush();

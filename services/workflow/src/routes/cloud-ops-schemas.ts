@@ -1,0 +1,37 @@
+/** OpenAPI components of the hosted runtime's operations (jobs, tasks, node packs, cloud assets, billing), referenced by `Name#`. */
+
+const dt = { type: 'string', format: 'date-time' };
+const ndt = { type: ['string', 'null'], format: 'date-time' };
+const obj = { type: 'object', additionalProperties: true };
+
+function schema(id: string, description: string, properties: Record<string, unknown>, required: string[] = []): Record<string, unknown> {
+  return { $id: id, type: 'object', 'x-runtime': ['cloud'], description: `[cloud-only] ${description}`, ...(required.length ? { required } : {}), properties };
+}
+
+const TASK_STATUS = { type: 'string', enum: ['created', 'running', 'completed', 'failed'] };
+
+export const cloudOpsSchemas: Record<string, unknown>[] = [
+  schema('CloudJobStatus', 'Status of a cloud job.', { id: { type: 'string', format: 'uuid' }, status: { type: 'string', enum: ['pending', 'running', 'completed', 'failed', 'cancelled'] }, progress: { type: 'number', minimum: 0, maximum: 1, description: 'Execution progress (0.0 to 1.0)' }, started_at: ndt, completed_at: ndt }, ['id', 'status']),
+  schema('CloudPrompt', 'A cloud-executed prompt record.', { id: { type: 'string', format: 'uuid' }, status: { type: 'string' }, workflow: obj, outputs: obj, created_at: dt, completed_at: ndt }, ['id', 'status']),
+  schema('HistoryV2Entry', 'A single execution history entry in v2 format.', { id: { type: 'string', format: 'uuid' }, status: { type: 'string' }, workflow: obj, outputs: obj, created_at: dt, started_at: ndt, completed_at: ndt, preview_output: obj }, ['id', 'status']),
+  schema('HistoryV2Response', 'Paginated execution history in v2 format.', { items: { type: 'array', items: { $ref: 'HistoryV2Entry#' } }, total: { type: 'integer' }, has_more: { type: 'boolean' } }, ['items', 'total', 'has_more']),
+  schema('CloudLogsResponse', 'Paginated cloud execution logs.', { entries: { type: 'array', items: { type: 'object', properties: { timestamp: dt, level: { type: 'string', enum: ['debug', 'info', 'warn', 'error'] }, message: { type: 'string' }, job_id: { type: 'string', format: 'uuid' } } } }, total: { type: 'integer' }, has_more: { type: 'boolean' } }, ['entries']),
+  schema('TaskEntry', 'Task data for list views.', { id: { type: 'string', format: 'uuid' }, task_name: { type: 'string' }, status: TASK_STATUS, create_time: dt, started_at: dt, completed_at: dt }, ['id', 'task_name', 'status', 'create_time']),
+  schema('TaskResponse', 'Full task details including payload and result.', { id: { type: 'string', format: 'uuid' }, idempotency_key: { type: 'string' }, task_name: { type: 'string' }, payload: obj, status: TASK_STATUS, result: obj, create_time: dt, update_time: dt, started_at: dt, completed_at: dt, error: { type: 'string' } }, ['id', 'idempotency_key', 'task_name', 'payload', 'status', 'create_time', 'update_time']),
+  schema('TasksListResponse', 'Paginated list of background tasks for the authenticated user.', { tasks: { type: 'array', items: { $ref: 'TaskEntry#' } }, pagination: { type: 'object', required: ['offset', 'limit', 'total', 'has_more'], properties: { offset: { type: 'integer' }, limit: { type: 'integer' }, total: { type: 'integer' }, has_more: { type: 'boolean' } } } }, ['tasks', 'pagination']),
+  schema('TaskAccepted', 'An asynchronous operation was accepted; follow it at /api/tasks/{task_id} or over the WebSocket.', { task_id: { type: 'string' }, status: TASK_STATUS, message: { type: 'string' } }, ['task_id', 'status']),
+  schema('CloudNode', 'An installed custom node package in the cloud runtime.', { id: { type: 'string' }, name: { type: 'string' }, version: { type: 'string' }, description: { type: 'string' }, author: { type: 'string' }, repository: { type: 'string', format: 'uri' }, installed_at: dt, enabled: { type: 'boolean' } }, ['id', 'name']),
+  schema('AssetInfo', 'Lightweight asset reference used in workflow publishing payloads.', { id: { type: 'string' }, filename: { type: 'string' }, mime_type: { type: 'string' }, size_bytes: { type: 'integer', format: 'int64' } }, ['id', 'filename']),
+  schema('RemoteAssetMetadata', 'Metadata fetched from a remote asset URL.', { content_type: { type: 'string', description: 'MIME type of the remote file' }, content_length: { type: 'integer', format: 'int64', description: 'Size in bytes' }, filename: { type: 'string', description: 'Suggested filename from Content-Disposition or URL' } }),
+  schema('ImportPublishedAssetsRequest', "Request body for importing published assets into the caller's library.", { published_asset_ids: { type: 'array', items: { type: 'string' } }, share_id: { type: ['string', 'null'] } }, ['published_asset_ids']),
+  schema('ImportPublishedAssetsResponse', "Response after importing published assets. Each returned `AssetInfo.id` is the caller's newly-created private asset ID, not the published asset ID supplied in the request.", { assets: { type: 'array', items: { $ref: 'AssetInfo#' } } }, ['assets']),
+  schema('AssetDownloadRequest', 'A single asset to download to the cloud runtime.', { asset_id: { type: 'string', format: 'uuid' }, target_path: { type: 'string' } }, ['asset_id']),
+  schema('BillingBalance', 'Current credit balance and usage summary.', { credits_remaining: { type: 'integer' }, credits_used: { type: 'integer' }, credits_total: { type: 'integer' } }, ['credits_remaining']),
+  schema('BillingEvent', 'A billing event (charge, credit, refund).', { id: { type: 'string' }, type: { type: 'string', enum: ['charge', 'credit', 'refund', 'topup', 'subscription'] }, amount: { type: 'integer', description: 'Amount in credits' }, description: { type: 'string' }, job_id: { type: ['string', 'null'], format: 'uuid' }, created_at: dt }, ['id', 'type', 'amount', 'created_at']),
+  schema('BillingEventList', 'Paginated list of billing events.', { events: { type: 'array', items: { $ref: 'BillingEvent#' } }, total: { type: 'integer' }, has_more: { type: 'boolean' } }, ['events', 'total', 'has_more']),
+  schema('BillingOp', 'A billing operation record.', { id: { type: 'string' }, status: { type: 'string', enum: ['pending', 'completed', 'failed'] }, type: { type: 'string' }, amount: { type: 'integer' }, created_at: dt, completed_at: ndt }, ['id', 'status']),
+  schema('BillingPlan', 'A subscription plan with pricing details.', { id: { type: 'string' }, name: { type: 'string' }, description: { type: 'string' }, credits_per_month: { type: 'integer' }, price_cents: { type: 'integer' }, currency: { type: 'string', default: 'usd' }, features: { type: 'array', items: { type: 'string' } } }, ['id', 'name']),
+  schema('BillingSubscription', 'Active subscription details.', { id: { type: 'string' }, status: { type: 'string', enum: ['active', 'cancelled', 'past_due', 'trialing'] }, plan_id: { type: 'string' }, plan_name: { type: 'string' }, current_period_start: dt, current_period_end: dt, cancel_at_period_end: { type: 'boolean' } }, ['id', 'status', 'plan_id']),
+  schema('BillingStatus', 'Overall billing and subscription status.', { subscription: { anyOf: [{ $ref: 'BillingSubscription#' }, { type: 'null' }] }, balance: { $ref: 'BillingBalance#' }, has_payment_method: { type: 'boolean' } }),
+  schema('SubscriptionPreview', 'Preview of a subscription change including prorations.', { plan_id: { type: 'string' }, plan_name: { type: 'string' }, amount_due: { type: 'integer' }, proration_amount: { type: 'integer' }, currency: { type: 'string' }, next_billing_date: dt }),
+];
