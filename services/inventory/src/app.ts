@@ -4,6 +4,7 @@ import { createHttpServer, type ServiceConfig } from '@svc/kernel';
 import { createQueue, type JobQueue } from '@svc/queue';
 import { ApiConventions } from './api/conventions.ts';
 import { netboxErrorStyle } from './api/errors.ts';
+import { installResponseShaping } from './api/shape.ts';
 import { inputGuard } from './api/input-guard.ts';
 import { installJsonBodyParser } from './api/json-body.ts';
 import { createAuth } from './auth/index.ts';
@@ -62,6 +63,7 @@ export async function buildApp(cfg: ServiceConfig, opts: BuildOptions = {}): Pro
     installJsonBodyParser(app);
     const conventions = new ApiConventions();
     conventions.install(app);
+    installResponseShaping(app);
     // Every API route refuses input no storage can keep (NUL, lone surrogates, absurd nesting) after its own auth check.
     app.addHook('onRoute', (route) => {
       if (!route.url.startsWith('/api/')) return;

@@ -13,9 +13,13 @@ export function truthy(v: unknown): boolean {
 }
 
 /** `?fields=a,b` (NetBox 4 dynamic fields): keep only those keys. */
-export function selectFields<T extends Record<string, unknown>>(obj: T, fields: unknown): T {
-  const s = Array.isArray(fields) ? fields[fields.length - 1] : fields;
-  if (typeof s !== 'string' || s.trim() === '') return obj;
-  const keep = new Set(s.split(',').map((x) => x.trim()));
-  return Object.fromEntries(Object.entries(obj).filter(([k]) => keep.has(k))) as T;
+export function selectFields<T extends Record<string, unknown>>(obj: T, fields: unknown, omit?: unknown): T {
+  const names = (v: unknown) => {
+    const s = Array.isArray(v) ? v[v.length - 1] : v;
+    return typeof s === 'string' && s.trim() !== '' ? new Set(s.split(',').map((x) => x.trim())) : undefined;
+  };
+  const keep = names(fields);
+  const drop = names(omit);
+  if (!keep && !drop) return obj;
+  return Object.fromEntries(Object.entries(obj).filter(([k]) => (!keep || keep.has(k)) && !drop?.has(k))) as T;
 }

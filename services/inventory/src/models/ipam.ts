@@ -41,6 +41,7 @@ export const ipAddress: ModelDef = {
     return {
       id: out.id,
       url: out.url,
+      display_url: out.display_url,
       display: out.display,
       family: { value: family, label: `IPv${family}` },
       address: out.address,
@@ -48,7 +49,7 @@ export const ipAddress: ModelDef = {
       assigned_object_type: out.assigned_object_type,
       assigned_object_id: out.assigned_object_id,
       assigned_object: refs.assigned_object ?? null,
-      ...Object.fromEntries(Object.entries(out).filter(([k]) => !['id', 'url', 'display', 'address', 'status', 'assigned_object_type', 'assigned_object_id'].includes(k))),
+      ...Object.fromEntries(Object.entries(out).filter(([k]) => !['id', 'url', 'display_url', 'display', 'address', 'status', 'assigned_object_type', 'assigned_object_id'].includes(k))),
     };
   },
   extraFilters: [

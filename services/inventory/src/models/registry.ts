@@ -18,6 +18,11 @@ export function modelForObjectType(objectType: string): ModelDef | undefined {
   return byType.get(objectType);
 }
 
+/** The object's page in NetBox's UI (`/dcim/devices/1/`), as NetBox's `display_url`. */
+export function displayUrl(base: string, m: ModelDef, id: number | string): string {
+  return `${base}/${m.app}/${m.path}/${id}/`;
+}
+
 export function objectUrl(base: string, m: ModelDef, id: number | string): string {
   return `${base}/api/${m.app}/${m.path}/${id}/`;
 }

@@ -1,6 +1,6 @@
 import { choiceLabel } from './choices.ts';
 import { chunks, fetchRowsByIds, type ReadCtx } from './read.ts';
-import { model, objectUrl } from './registry.ts';
+import { displayUrl, model, objectUrl } from './registry.ts';
 import type { FieldDef, ModelDef, Refs, Row } from './types.ts';
 import { djangoIso } from './values.ts';
 
@@ -105,7 +105,7 @@ export async function represent(ctx: ReadCtx, m: ModelDef, rows: Row[], brief = 
   const usage = m.key === 'tag' ? await tagUsage(ctx, ids) : undefined;
   return rows.map((r) => {
     const rr = refs.get(r.id)!;
-    let out: Obj = { id: r.id, url: objectUrl(ctx.base, m, r.id), display: m.display(r, rr) };
+    let out: Obj = { id: r.id, url: objectUrl(ctx.base, m, r.id), display_url: displayUrl(ctx.base, m, r.id), display: m.display(r, rr) };
     for (const f of m.fields) out[f.name] = apiValue(f, r, rr);
     if (m.taggable) {
       out.tags = tags.get(r.id) ?? [];

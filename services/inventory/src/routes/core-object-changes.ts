@@ -33,6 +33,7 @@ async function representChanges(ctx: ReadCtx, rows: Row[]): Promise<Record<strin
     return {
       id,
       url: `${ctx.base}/api/core/object-changes/${id}/`,
+      display_url: `${ctx.base}/core/changelog/${id}/`,
       display: `${r.changed_object_type} ${r.object_repr} ${(ACTION_LABELS[r.action] ?? r.action).toLowerCase()} by ${r.user_name}`,
       time: d.readTimestamp(r.time),
       user: user ? { id: Number(user.id), url: `${ctx.base}/api/users/users/${user.id}/`, display: user.username, username: user.username } : null,

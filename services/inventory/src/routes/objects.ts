@@ -17,13 +17,15 @@ import { validateInput, type Errors } from '../models/validate.ts';
 import { createObject, deleteObject, lockRow, readCtxOf, uniquenessErrors, updateObject } from '../models/write.ts';
 
 const MAX_BULK = 1000;
+/** These routes build absolute URLs and apply ?brief / ?fields themselves (api/shape.ts skips them). */
+const SHAPED = { shaped: true };
 
 /** A relative-URL representation (as computed for events) with the request's absolute base, as the API returns it. */
 function absoluteUrls(v: unknown, base: string): any {
   if (Array.isArray(v)) return v.map((x) => absoluteUrls(x, base));
   if (v === null || typeof v !== 'object') return v;
   const out: Record<string, unknown> = {};
-  for (const [k, x] of Object.entries(v)) out[k] = k === 'url' && typeof x === 'string' && x.startsWith('/api/') ? base + x : absoluteUrls(x, base);
+  for (const [k, x] of Object.entries(v)) out[k] = (k === 'url' || k === 'display_url') && typeof x === 'string' && x.startsWith('/') && !x.startsWith('//') ? base + x : absoluteUrls(x, base);
   return out;
 }
 
@@ -113,22 +115,22 @@ export function registerModelRoutes(app: FastifyInstance, sink: ChangeSink, m: M
     }).filter(Boolean);
   };
 
-  app.get(list, { preHandler: requireRead, schema: { tags, summary: `List ${m.verboseName}s`, querystring: listQuerySchema(m), response: { 200: pageSchema(one), ...errors4xx } } }, async (req) => {
+  app.get(list, { preHandler: requireRead, config: SHAPED, schema: { tags, summary: `List ${m.verboseName}s`, querystring: listQuerySchema(m), response: { 200: pageSchema(one), ...errors4xx } } }, async (req) => {
     const q = req.query as Query;
     const page = pageOf(q);
     const ctx = readCtx(sink, req);
     const { count, rows } = await listRows(ctx, m, q, page);
-    const results = (await represent(ctx, m, rows, truthy(q.brief))).map((r) => selectFields(r, q.fields));
+    const results = (await represent(ctx, m, rows, truthy(q.brief))).map((r) => selectFields(r, q.fields, q.omit));
     return paginated(req, page, count, results);
   });
 
-  app.get(detail, { preHandler: requireRead, schema: { tags, summary: `Get a ${m.verboseName}`, params: idParams, response: { 200: one, ...errors4xx } } }, async (req) => {
+  app.get(detail, { preHandler: requireRead, config: SHAPED, schema: { tags, summary: `Get a ${m.verboseName}`, params: idParams, response: { 200: one, ...errors4xx } } }, async (req) => {
     const id = objectId(req.params);
     const ctx = readCtx(sink, req);
     const row = await fetchRow(ctx, m, id);
     if (!row) throw notFound();
     const q = req.query as Query;
-    return selectFields((await represent(ctx, m, [row], truthy(q.brief)))[0]!, q.fields);
+    return selectFields((await represent(ctx, m, [row], truthy(q.brief)))[0]!, q.fields, q.omit);
   });
 
   app.post(

@@ -21,6 +21,7 @@ function userRepr(deps: InventoryDeps, base: string, u: Row) {
   return {
     id: Number(u.id),
     url: `${base}/api/users/users/${u.id}/`,
+    display_url: `${base}/users/users/${u.id}/`,
     display: u.username,
     username: u.username,
     first_name: u.first_name,
@@ -42,6 +43,7 @@ function tokenRepr(deps: InventoryDeps, base: string, t: Row, user: Row | undefi
   const out: Record<string, unknown> = {
     id: Number(t.id),
     url: `${base}/api/users/tokens/${t.id}/`,
+    display_url: `${base}/users/tokens/${t.id}/`,
     display: `**********${t.key_prefix}`,
     user: user ? { id: Number(user.id), url: `${base}/api/users/users/${user.id}/`, display: user.username, username: user.username } : null,
     created: d.readTimestamp(t.created),

@@ -17,7 +17,7 @@ forEachStorage('inventory API: CRUD and representations', (storage) => {
     let r = await h.post('/api/dcim/sites/', { name: 'Branch', slug: 'branch', status: 'planned', description: 'd', comments: 'c', custom_fields: { rack_count: 3 } });
     assert.equal(r.status, 201);
     const s = r.body;
-    assert.deepEqual(Object.keys(s), ['id', 'url', 'display', 'name', 'slug', 'status', 'description', 'comments', 'tags', 'custom_fields', 'created', 'last_updated']);
+    assert.deepEqual(Object.keys(s), ['id', 'url', 'display_url', 'display', 'name', 'slug', 'status', 'description', 'comments', 'tags', 'custom_fields', 'created', 'last_updated']);
     assert.equal(s.url, `${api.server.url}/api/dcim/sites/${s.id}/`);
     assert.equal(s.display, 'Branch');
     assert.deepEqual(s.status, { value: 'planned', label: 'Planned' });
@@ -68,7 +68,7 @@ forEachStorage('inventory API: CRUD and representations', (storage) => {
     });
     assert.equal(r.status, 201, JSON.stringify(r.body));
     const d = r.body;
-    assert.deepEqual(Object.keys(d), ['id', 'url', 'display', 'name', 'device_type', 'role', 'site', 'status', 'serial', 'description', 'comments', 'tags', 'custom_fields', 'created', 'last_updated']);
+    assert.deepEqual(Object.keys(d), ['id', 'url', 'display_url', 'display', 'name', 'device_type', 'role', 'site', 'status', 'serial', 'description', 'comments', 'tags', 'custom_fields', 'created', 'last_updated']);
     assert.deepEqual(d.site, { id: basics.site.id, url: basics.site.url, display: 'Site', name: 'Site', slug: 'site', description: '' });
     assert.deepEqual(d.device_type, {
       id: basics.type.id,
@@ -162,7 +162,7 @@ forEachStorage('inventory API: CRUD and representations', (storage) => {
     assert.equal(r.body.detail, 'Unable to delete object. 1 dependent objects were found: MX204');
     r = await h.post('/api/extras/tags/', { name: 'Prod', slug: 'prod' });
     assert.equal(r.status, 201);
-    assert.deepEqual(Object.keys(r.body), ['id', 'url', 'display', 'name', 'slug', 'color', 'description', 'object_types', 'tagged_items', 'created', 'last_updated']);
+    assert.deepEqual(Object.keys(r.body), ['id', 'url', 'display_url', 'display', 'name', 'slug', 'color', 'description', 'object_types', 'tagged_items', 'created', 'last_updated']);
   });
 
   it('answers /api/status/ and the API roots', async () => {

@@ -182,3 +182,77 @@ forEachStorage('inventory API: /api/schema/', (storage) => {
     assert.match(await r.text(), /swagger/i);
   });
 });
+
+forEachStorage('inventory API: absolute URLs, ?brief and ?fields everywhere', (storage) => {
+  let api: Api;
+  let b: Awaited<ReturnType<typeof seedBasics>>;
+  let hook: any;
+  let rule: any;
+  before(async () => {
+    api = await startApi(storage);
+    b = await seedBasics(api);
+    hook = (await api.http.post('/api/extras/webhooks/', { name: 'hook', payload_url: 'http://127.0.0.1:9/x' })).body;
+    rule = (await api.http.post('/api/extras/event-rules/', { name: 'rule', object_types: ['dcim.site'], event_types: ['object_created'], action_type: 'webhook', action_object_type: 'extras.webhook', action_object_id: hook.id })).body;
+    assert.ok(rule.id, JSON.stringify(rule));
+  });
+  after(() => api.close());
+
+  const abs = (x: string) => `${api.server.url}${x}`;
+
+  it('gives absolute url and display_url on objects, webhooks, event rules and object changes', async () => {
+    const site = (await api.http.get(`/api/dcim/sites/${b.site.id}/`)).body;
+    assert.equal(site.url, abs(`/api/dcim/sites/${b.site.id}/`));
+    assert.equal(site.display_url, abs(`/dcim/sites/${b.site.id}/`));
+    assert.deepEqual(Object.keys(site).slice(0, 4), ['id', 'url', 'display_url', 'display']);
+    const created = (await api.http.post('/api/dcim/sites/', { name: 'S2', slug: 's2' })).body;
+    assert.equal(created.display_url, abs(`/dcim/sites/${created.id}/`));
+    const ip = (await api.http.post('/api/ipam/ip-addresses/', { address: '10.0.0.1/24' })).body;
+    assert.equal(ip.display_url, abs(`/ipam/ip-addresses/${ip.id}/`));
+    assert.equal(hook.url, abs(`/api/extras/webhooks/${hook.id}/`));
+    assert.equal(hook.display_url, abs(`/extras/webhooks/${hook.id}/`));
+    assert.equal(rule.url, abs(`/api/extras/event-rules/${rule.id}/`));
+    assert.equal(rule.action_object.url, abs(`/api/extras/webhooks/${hook.id}/`));
+    const listed = (await api.http.get('/api/extras/event-rules/')).body.results[0];
+    assert.equal(listed.display_url, abs(`/extras/event-rules/${rule.id}/`));
+    assert.equal(listed.action_object.url, hook.url);
+    const change = (await api.http.get('/api/core/object-changes/?limit=1')).body.results[0];
+    assert.equal(change.url, abs(`/api/core/object-changes/${change.id}/`));
+    assert.equal(change.display_url, abs(`/core/changelog/${change.id}/`));
+    const token = (await api.http.get('/api/users/tokens/')).body.results[0];
+    assert.match(token.url, /^http:\/\/127\.0\.0\.1:\d+\/api\/users\/tokens\/\d+\/$/);
+  });
+
+  it('keeps relative URLs in event data, as NetBox', async () => {
+    const before = api.events.length;
+    await api.http.patch(`/api/dcim/sites/${b.site.id}/`, { description: 'x' });
+    const ev = api.events.slice(before).flat().find((e) => e.objectType === 'dcim.site')!;
+    assert.equal(ev.data.url, `/api/dcim/sites/${b.site.id}/`);
+    assert.equal(ev.data.display_url, `/dcim/sites/${b.site.id}/`);
+  });
+
+  it('answers ?brief and ?fields on webhooks, event rules, tokens, object changes and models', async () => {
+    let r = await api.http.get('/api/extras/webhooks/?brief=true');
+    assert.deepEqual(r.body.results[0], { id: hook.id, url: hook.url, display: 'hook', name: 'hook', description: '' });
+    r = await api.http.get(`/api/extras/webhooks/${hook.id}/?brief=1`);
+    assert.deepEqual(Object.keys(r.body), ['id', 'url', 'display', 'name', 'description']);
+    r = await api.http.get('/api/extras/event-rules/?brief=true');
+    assert.deepEqual(Object.keys(r.body.results[0]), ['id', 'url', 'display', 'name', 'description']);
+    r = await api.http.get('/api/extras/event-rules/?fields=id,name,action_object');
+    assert.deepEqual(Object.keys(r.body.results[0]), ['id', 'name', 'action_object']);
+    r = await api.http.get('/api/users/tokens/?brief=true');
+    assert.deepEqual(Object.keys(r.body.results[0]).sort(), ['description', 'display', 'id', 'url', 'write_enabled']);
+    r = await api.http.get('/api/core/object-changes/?fields=id,action');
+    assert.deepEqual(Object.keys(r.body.results[0]), ['id', 'action']);
+    r = await api.http.get('/api/core/object-changes/?brief=true');
+    assert.deepEqual(Object.keys(r.body.results[0]), ['id', 'url', 'display', 'action']);
+    r = await api.http.get('/api/dcim/devices/?brief=true');
+    assert.equal(r.status, 200);
+    r = await api.http.get(`/api/dcim/sites/${b.site.id}/?fields=id,name`);
+    assert.deepEqual(r.body, { id: b.site.id, name: b.site.name });
+    r = await api.http.get(`/api/dcim/sites/${b.site.id}/?omit=comments,custom_fields`);
+    assert.equal('comments' in r.body, false);
+    assert.equal(r.body.name, b.site.name);
+    r = await api.http.get(`/api/extras/webhooks/?omit=body_template`);
+    assert.equal('body_template' in r.body.results[0], false);
+  });
+});

@@ -27,7 +27,7 @@ forEachStorage('webhooks and event rules API', (kind) => {
     assert.equal(r.body.http_method, 'POST');
     assert.equal(r.body.http_content_type, 'application/json');
     assert.equal(r.body.ssl_verification, true);
-    assert.equal(r.body.url, `/api/extras/webhooks/${r.body.id}/`);
+    assert.equal(r.body.url, `${inv.server.url}/api/extras/webhooks/${r.body.id}/`);
     assert.equal(r.body.display, 'w1');
     assert.equal(r.body.secret_set, true);
     for (const res of [r, await inv.api.get(`/api/extras/webhooks/${r.body.id}/`), await inv.api.get('/api/extras/webhooks/'), await inv.api.patch(`/api/extras/webhooks/${r.body.id}/`, { description: 'd' })]) {
@@ -92,7 +92,7 @@ forEachStorage('webhooks and event rules API', (kind) => {
     }
     const b = await inv.api.post('/api/extras/event-rules/', { ...base, name: 'b-rule', conditions: { and: [{ attr: 'status.value', value: 'active' }] } });
     assert.equal(b.status, 201, JSON.stringify(b.body));
-    assert.deepEqual(b.body.action_object, { id: w.id, url: `/api/extras/webhooks/${w.id}/`, display: 'w1', name: 'w1', description: 'd' });
+    assert.deepEqual(b.body.action_object, { id: w.id, url: `${inv.server.url}/api/extras/webhooks/${w.id}/`, display: 'w1', name: 'w1', description: 'd' });
     assert.equal(b.body.enabled, true);
     assert.equal((await inv.api.post('/api/extras/event-rules/', { ...base, name: 'a-rule' })).status, 201);
     const list = await inv.api.get('/api/extras/event-rules/');
