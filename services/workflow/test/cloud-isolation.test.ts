@@ -22,6 +22,7 @@ interface Victim {
   inviteToken: string;
   gate: string;
   secretId: string;
+  workflowId: string;
 }
 
 const SECRET_TEXT = 'b-secret-text-7f3a';
@@ -30,6 +31,8 @@ const SECRET_USERDATA = 'b-secret-userdata-55d1';
 const USERDATA_FILE = 'b-private-workflow.json';
 const SECRET_VALUE = 'b-stored-secret-value-4e8d';
 const SECRET_NAME = 'b-secret-name-c1';
+const WF_NAME = 'b-private-saved-workflow-9a';
+const WF_CONTENT = 'b-workflow-graph-text-77e0';
 
 function wsUrl(srv: Srv, token: string, clientId: string): string {
   return `${srv.url.replace(/^http/, 'ws')}/ws?clientId=${clientId}&token=${encodeURIComponent(token)}`;
@@ -65,7 +68,9 @@ async function setupVictim(srv: Srv, gate: string): Promise<Victim> {
   assert.equal(inv.status, 201);
   const secret = await h.post('/api/secrets', { name: SECRET_NAME, value: SECRET_VALUE });
   assert.equal(secret.status, 201);
-  return { user, done, running, pending, outputFile, assetId, keyId: r.body.id, key: r.body.key, teamId: team.body.id, inviteId: inv.body.id, inviteToken: inv.body.token, gate, secretId: secret.body.id };
+  const wf = await h.post('/api/workflows', { name: WF_NAME, content: { note: WF_CONTENT } });
+  assert.equal(wf.status, 201);
+  return { user, done, running, pending, outputFile, assetId, keyId: r.body.id, key: r.body.key, teamId: team.body.id, inviteId: inv.body.id, inviteToken: inv.body.token, gate, secretId: secret.body.id, workflowId: wf.body.id };
 }
 
 /** B's data is all still there, unchanged. */
@@ -92,6 +97,10 @@ async function victimIntact(srv: Srv, v: Victim): Promise<void> {
   const secret = await h.get(`/api/secrets/${v.secretId}`);
   assert.equal(secret.body.name, SECRET_NAME);
   assert.equal(secret.body.last_used_at, undefined, 'nobody used B’s secret');
+  const wf = await h.get(`/api/workflows/${v.workflowId}`);
+  assert.equal(wf.body.name, WF_NAME);
+  assert.equal(wf.body.latest_version, 1);
+  assert.equal((await h.get(`/api/workflows/${v.workflowId}/content`)).body.note, WF_CONTENT);
 }
 
 forEachStorage('hosted runtime: tenant isolation generated from the route table', (storage) => {
@@ -115,7 +124,7 @@ forEachStorage('hosted runtime: tenant isolation generated from the route table'
     const v = victim;
     // A's own settings and user data hold what A wrote (B's ids in hostile bodies and paths): only B's contents count there.
     const secretsOf = (sent: string): string[] =>
-      (/settings|userdata/.test(sent) ? [SECRET_SETTING, SECRET_USERDATA] : [SECRET_TEXT, SECRET_SETTING, SECRET_USERDATA, v.done, v.running, v.pending, v.outputFile, v.assetId, v.keyId, v.key, v.key.slice(0, 12), v.user.email, v.inviteId, v.inviteToken, v.teamId, v.user.workspaceId, USERDATA_FILE, SECRET_VALUE, SECRET_NAME, v.secretId])
+      (/settings|userdata/.test(sent) ? [SECRET_SETTING, SECRET_USERDATA] : [SECRET_TEXT, SECRET_SETTING, SECRET_USERDATA, v.done, v.running, v.pending, v.outputFile, v.assetId, v.keyId, v.key, v.key.slice(0, 12), v.user.email, v.inviteId, v.inviteToken, v.teamId, v.user.workspaceId, USERDATA_FILE, SECRET_VALUE, SECRET_NAME, v.secretId, WF_NAME, WF_CONTENT, v.workflowId])
         .filter((s): s is string => typeof s === 'string')
         .filter((s) => !sent.includes(s) && !sent.includes(encodeURIComponent(s)));
     const candidates: Record<string, string[]> = {
@@ -127,9 +136,10 @@ forEachStorage('hosted runtime: tenant isolation generated from the route table'
       userId: [v.user.id],
       user_id: [v.user.id],
       inviteId: [v.inviteId],
+      workflow_id: [v.workflowId],
       token: [v.inviteToken],
     };
-    const hostileBody = { delete: [v.done, v.running, v.pending], clear: true, prompt_id: v.running, id: v.assetId, asset_id: v.assetId, hash: 'x', name: 'x', tags: ['x'], decision: 'deny', workspace_id: v.teamId };
+    const hostileBody = { delete: [v.done, v.running, v.pending], clear: true, prompt_id: v.running, id: v.assetId, asset_id: v.assetId, hash: 'x', name: 'x', tags: ['x'], decision: 'deny', workspace_id: v.teamId, base_version: 1, workflow_json: { stolen: true }, secret_value: 'overwritten' };
     const skip = new Set(['POST /api/auth/session', 'DELETE /api/auth/session', 'POST /api/workspace/leave']);
     let calls = 0;
     for (const [path, item] of Object.entries<any>(doc.paths)) {

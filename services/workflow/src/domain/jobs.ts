@@ -67,7 +67,7 @@ function messageTimes(r: PromptRecord): { start?: number; end?: number; error?: 
 export function jobEntry(r: PromptRecord): Record<string, unknown> {
   const workflowId = r.workflowId ?? (r.extraData?.extra_pnginfo?.workflow?.id as string | undefined);
   if (r.status === 'pending' || r.status === 'in_progress') {
-    return prune({ id: r.id, status: r.status, priority: r.number, create_time: r.createTime, outputs_count: 0, workflow_id: workflowId });
+    return prune({ id: r.id, status: r.status, priority: r.number, create_time: r.createTime, outputs_count: 0, workflow_id: workflowId, workflow_version_id: r.workflowVersionId });
   }
   const t = messageTimes(r);
   const { count, preview } = outputsSummary(r.outputs as Record<string, Record<string, unknown>> | null);
@@ -82,6 +82,7 @@ export function jobEntry(r: PromptRecord): Record<string, unknown> {
     outputs_count: count,
     preview_output: preview,
     workflow_id: workflowId,
+    workflow_version_id: r.workflowVersionId,
   });
 }
 

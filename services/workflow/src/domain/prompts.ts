@@ -16,6 +16,7 @@ export interface PromptRecord {
   sensitive: Record<string, unknown> | null;
   outputsToExecute: string[];
   workflowId: string | null;
+  workflowVersionId: string | null;
   createTime: number;
   startTime: number | null;
   endTime: number | null;
@@ -33,6 +34,7 @@ export interface NewPrompt {
   sensitive: Record<string, unknown>;
   outputsToExecute: string[];
   workflowId: string | null;
+  workflowVersionId?: string | null;
   createTime: number;
 }
 
@@ -62,6 +64,7 @@ export function decode(row: Record<string, unknown>): PromptRecord {
     sensitive: row.sensitive ? parse(row.sensitive) : null,
     outputsToExecute: parse(row.outputs_to_execute),
     workflowId: (row.workflow_id as string | null) ?? null,
+    workflowVersionId: (row.workflow_version_id as string | null) ?? null,
     createTime: Number(row.create_time),
     startTime: num(row.start_time),
     endTime: num(row.end_time),
@@ -90,6 +93,7 @@ function row(p: NewPrompt): Record<string, unknown> {
     sensitive: Object.keys(p.sensitive).length ? JSON.stringify(p.sensitive) : null,
     outputs_to_execute: JSON.stringify(p.outputsToExecute),
     workflow_id: p.workflowId,
+    workflow_version_id: p.workflowVersionId ?? null,
     create_time: p.createTime,
   };
 }
@@ -294,6 +298,7 @@ export interface JobQuery {
   owner?: string;
   statuses?: JobStatus[];
   workflowId?: string;
+  workflowVersionId?: string;
   sortBy: 'created_at' | 'execution_duration';
   sortOrder: 'asc' | 'desc';
   limit?: number;
@@ -305,6 +310,7 @@ export async function listJobs(db: Kysely<any>, q: JobQuery): Promise<{ rows: Pr
   if (q.owner !== undefined) base = base.where('owner', '=', q.owner);
   if (q.statuses) base = base.where('status', 'in', q.statuses);
   if (q.workflowId !== undefined) base = base.where('workflow_id', '=', q.workflowId);
+  if (q.workflowVersionId !== undefined) base = base.where('workflow_version_id', '=', q.workflowVersionId);
   const total = Number((await base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
   let sel = base.selectAll();
   const dir = q.sortOrder;

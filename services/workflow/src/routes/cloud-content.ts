@@ -1,9 +1,15 @@
+import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
+import { HubStore } from '../domain/cloud/hub.ts';
 import { loadSecretKeys, SecretBox } from '../domain/cloud/secret-box.ts';
 import { SecretStore } from '../domain/cloud/secrets.ts';
+import { WorkflowStore } from '../domain/cloud/workflows.ts';
+import type { Identity } from '../identity/index.ts';
 import { storable } from '../identity/store.ts';
+import { WorkspaceUserManager } from '../identity/workspace-users.ts';
 import { secretRoutes } from './secrets.ts';
+import { workflowRoutes } from './workflows.ts';
 
 export interface CloudContentOptions {
   dataDir: string;
@@ -14,16 +20,24 @@ export interface CloudContentOptions {
 
 export interface CloudContent {
   secrets: SecretStore;
+  workflows: WorkflowStore;
+  hub: HubStore;
   /** What a running node of workspace `owner` gets for the secret `name` (marks it used). */
   readSecret(owner: string, name: string): Promise<string | undefined>;
 }
 
 /** The hosted runtime's workspace content: secrets, saved workflows, the hub. */
-export function installContent(app: FastifyInstance, db: () => Kysely<any>, opts: CloudContentOptions): CloudContent {
+export function installContent(app: FastifyInstance, db: () => Kysely<any>, opts: CloudContentOptions, identity: Identity): CloudContent {
   const secrets = new SecretStore(db, new SecretBox(loadSecretKeys(opts.flags, opts.dataDir)));
+  const workflows = new WorkflowStore(db);
+  const hub = new HubStore(db);
+  const users = new WorkspaceUserManager(opts.userDir ?? path.join(opts.dataDir, 'user'));
   secretRoutes(app, secrets);
+  workflowRoutes(app, { workflows, hub, users, baseUrl: (req) => identity.baseUrl(req) });
   return {
     secrets,
+    workflows,
+    hub,
     readSecret: async (owner, name) => (storable(name, 100) ? secrets.reveal(owner, name) : undefined),
   };
 }

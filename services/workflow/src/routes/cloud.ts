@@ -106,7 +106,7 @@ export async function installCloud(app: FastifyInstance, db: () => Kysely<any>, 
   await oauthRoutes(app, identity);
   workspaceRoutes(app, identity);
   cloudUserRoutes(app, identity);
-  const content = installContent(app, db, opts);
+  const content = installContent(app, db, opts, identity);
 
   const owner = (req: FastifyRequest) => req.principal?.workspaceId ?? NOBODY;
   const ctx: RouteCtx = {

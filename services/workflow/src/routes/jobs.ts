@@ -35,12 +35,15 @@ export function jobRoutes(app: FastifyInstance, ctx: RouteCtx, runner: PromptRun
       const offset = intParam(q.offset, 'offset', { min: 0 }) ?? 0;
       const wf = q.workflow_id;
       if (wf !== undefined && typeof wf !== 'string') throw jsonError(400, 'Invalid workflow_id');
+      const wfv = q.workflow_version_id;
+      if (wfv !== undefined && typeof wfv !== 'string') throw jsonError(400, 'Invalid workflow_version_id');
       // An id no column can hold matches nothing.
-      if (typeof wf === 'string' && !SAFE_ID.test(wf)) return { jobs: [], pagination: { offset, limit: limit ?? 0, total: 0, has_more: false } };
+      if ((typeof wf === 'string' && !SAFE_ID.test(wf)) || (typeof wfv === 'string' && !SAFE_ID.test(wfv))) return { jobs: [], pagination: { offset, limit: limit ?? 0, total: 0, has_more: false } };
       const { rows, total } = await listJobs(ctx.storageDb(), {
         owner: ctx.scope(req),
         statuses,
         workflowId: wf,
+        workflowVersionId: wfv,
         sortBy,
         sortOrder,
         limit: limit === undefined ? undefined : Math.min(limit, MAX_PAGE),

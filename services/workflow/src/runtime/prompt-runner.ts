@@ -15,12 +15,12 @@ import {
   PromptInserter,
   maxNumber,
   pendingCount,
-  safeColumnText,
   trimHistory,
   type JobStatus,
   type PromptRecord,
 } from '../domain/prompts.ts';
 import { previewFrame, type WsHub } from '../ws/hub.ts';
+import { workflowLink } from '../domain/cloud/workflow-link.ts';
 import { extractSecretInputs, NODE_SECRETS_KEY, scrubSecrets } from './secrets.ts';
 
 /** Keys of extra_data that are secrets: kept out of the stored queue item and history (the reference's sixth tuple element). */
@@ -242,7 +242,7 @@ export class PromptRunner {
     for (const v of Object.values(sensitive)) if (typeof v === 'string') secretValues.push(v);
     if (secretValues.length) scrubSecrets([secret.prompt, extraData], secretValues);
     extraData.create_time = Date.now();
-    const workflowId = safeColumnText((extraData.extra_pnginfo as { workflow?: { id?: unknown } } | undefined)?.workflow?.id);
+    const { workflowId, workflowVersionId } = workflowLink(body, extraData);
     this.openGate(promptId);
     try {
       await this.inserter.insert({
@@ -254,6 +254,7 @@ export class PromptRunner {
         sensitive,
         outputsToExecute: v.outputs,
         workflowId,
+        workflowVersionId,
         createTime: extraData.create_time as number,
       });
     } catch (err) {

@@ -41,6 +41,7 @@ export const JobsQuery = Type.Object(
   {
     status: Type.Optional(Type.String({ description: 'Comma-separated: pending, in_progress, completed, failed, cancelled' })),
     workflow_id: Type.Optional(Type.String()),
+    workflow_version_id: Type.Optional(Type.String({ description: '[cloud] Jobs of one saved workflow version' })),
     sort_by: Type.Optional(Type.String({ enum: ['created_at', 'execution_duration'] })),
     sort_order: Type.Optional(Type.String({ enum: ['asc', 'desc'] })),
     limit: Type.Optional(Type.Integer({ minimum: 1 })),
