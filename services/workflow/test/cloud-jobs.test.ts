@@ -158,7 +158,7 @@ forEachStorage('hosted runtime: cloud jobs', (storage) => {
     for (const url of [`/api/viewvideo?filename=${file}&type=output`, `/api/viewvideo?filename=${file}`]) {
       const r = await a.http.get(url);
       assert.equal(r.status, 200, url);
-      assert.equal(r.headers['content-type'], view.headers['content-type']);
+      assert.equal(r.headers.get('content-type')!, view.headers.get('content-type')!);
       assert.equal(r.text, view.text);
     }
     assert.equal((await b.http.get(`/api/viewvideo?filename=${file}&type=output`)).status, 404);

@@ -16,6 +16,7 @@ export interface CloudDoc {
   response?: Record<string, unknown>;
   consumes?: string[];
   deprecated?: boolean;
+  headers?: Record<string, unknown>;
 }
 
 const errorRef = { $ref: 'CloudError#' };
@@ -44,6 +45,7 @@ export function cloudRoute(app: FastifyInstance, method: HTTPMethods, url: strin
       ...(doc.body ? { body: doc.body } : {}),
       ...(doc.consumes ? { consumes: doc.consumes } : {}),
       ...(doc.deprecated ? { deprecated: true } : {}),
+      ...(doc.headers ? { headers: doc.headers } : {}),
       response,
     } as any,
     validatorCompiler: () => () => true,

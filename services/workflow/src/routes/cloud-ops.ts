@@ -8,6 +8,7 @@ import type { WsHub } from '../ws/hub.ts';
 import { cloudJobRoutes, type ViewRoute } from './cloud-jobs.ts';
 import { cloudOpsSchemas } from './cloud-ops-schemas.ts';
 import type { RouteCtx } from './context.ts';
+import { experimentNodeRoutes } from './experiment-nodes.ts';
 
 export interface CloudOpsDeps {
   ctx: RouteCtx;
@@ -37,5 +38,6 @@ export class CloudOps {
     for (const s of cloudOpsSchemas) app.addSchema(s);
     const db = () => this.storage.db;
     cloudJobRoutes(app, db, d.runner, d.view);
+    experimentNodeRoutes(app, db, d.registry);
   }
 }

@@ -15,22 +15,25 @@ export function query(req: FastifyRequest): Query {
   return (req.query ?? {}) as Query;
 }
 
+function fail(status: number, message: string, field: string): never {
+  throw cloudError(status, status === 422 ? 'validation_error' : 'invalid_request', message, { field });
+}
+
 /** One string value (a repeated parameter is refused); control characters and lone surrogates are refused too. */
-export function qString(q: Query, name: string, maxLength = 2048): string | undefined {
+export function qString(q: Query, name: string, maxLength = 2048, status = 400): string | undefined {
   const v = q[name];
   if (v === undefined) return undefined;
-  if (typeof v !== 'string') throw cloudError(400, 'invalid_request', `${name} must be given once`, { field: name });
-  if (v.length > maxLength) throw cloudError(400, 'invalid_request', `${name} is longer than ${maxLength} characters`, { field: name });
-  if (!wellFormed(v)) throw cloudError(400, 'invalid_request', `${name} contains control characters or invalid Unicode`, { field: name });
+  if (typeof v !== 'string') fail(status, `${name} must be given once`, name);
+  if (v.length > maxLength) fail(status, `${name} is longer than ${maxLength} characters`, name);
+  if (!wellFormed(v)) fail(status, `${name} contains control characters or invalid Unicode`, name);
   return v;
 }
 
 export function qInt(q: Query, name: string, dflt: number, min: number, max: number, status = 400): number {
-  const v = qString(q, name, 32);
+  const v = qString(q, name, 32, status);
   if (v === undefined || v === '') return dflt;
-  if (!/^\d{1,12}$/.test(v.trim())) throw cloudError(status, 'invalid_request', `${name} must be an integer between ${min} and ${max}`, { field: name });
-  const n = Number(v.trim());
-  if (n < min || n > max) throw cloudError(status, 'invalid_request', `${name} must be an integer between ${min} and ${max}`, { field: name });
+  const n = /^\s*\d{1,13}\s*$/.test(v) ? Number(v.trim()) : NaN;
+  if (!(n >= min && n <= max)) fail(status, `${name} must be an integer between ${min} and ${max}`, name);
   return n;
 }
 
