@@ -23,6 +23,10 @@ interface Victim {
   gate: string;
   secretId: string;
   workflowId: string;
+  shareId: string;
+  uploadId: string;
+  uploadUrl: string;
+  hubUsername: string;
 }
 
 const SECRET_TEXT = 'b-secret-text-7f3a';
@@ -70,7 +74,15 @@ async function setupVictim(srv: Srv, gate: string): Promise<Victim> {
   assert.equal(secret.status, 201);
   const wf = await h.post('/api/workflows', { name: WF_NAME, content: { note: WF_CONTENT } });
   assert.equal(wf.status, 201);
-  return { user, done, running, pending, outputFile, assetId, keyId: r.body.id, key: r.body.key, teamId: team.body.id, inviteId: inv.body.id, inviteToken: inv.body.token, gate, secretId: secret.body.id, workflowId: wf.body.id };
+  // The hub: a profile and a published (public) workflow B alone may unpublish; an upload URL only B holds.
+  const hubUsername = `victim${process.pid % 1000}${Math.random().toString(36).slice(2, 7)}`;
+  assert.equal((await h.post('/api/hub/profiles', { workspace_id: user.workspaceId, username: hubUsername })).status, 201);
+  const pubWf = await h.post('/api/workflows', { name: 'b public', content: { public: true } });
+  const hubPub = await h.post('/api/hub/workflows', { username: hubUsername, name: 'B public', workflow_filename: pubWf.body.id, asset_ids: [] });
+  assert.equal(hubPub.status, 200, hubPub.text);
+  const upload = await h.post('/api/hub/assets/upload-url', { filename: 'b.png', content_type: 'image/png' });
+  assert.equal(upload.status, 200);
+  return { user, done, running, pending, outputFile, assetId, keyId: r.body.id, key: r.body.key, teamId: team.body.id, inviteId: inv.body.id, inviteToken: inv.body.token, gate, secretId: secret.body.id, workflowId: wf.body.id, shareId: hubPub.body.share_id, uploadId: upload.body.upload_id, uploadUrl: upload.body.upload_url, hubUsername };
 }
 
 /** B's data is all still there, unchanged. */
@@ -101,6 +113,12 @@ async function victimIntact(srv: Srv, v: Victim): Promise<void> {
   assert.equal(wf.body.name, WF_NAME);
   assert.equal(wf.body.latest_version, 1);
   assert.equal((await h.get(`/api/workflows/${v.workflowId}/content`)).body.note, WF_CONTENT);
+  const pub = await client(srv.url).get(`/api/hub/workflows/${v.shareId}`);
+  assert.equal(pub.status, 200, 'B’s hub entry is still published');
+  assert.equal(pub.body.name, 'B public');
+  assert.equal((await client(srv.url).get(`/api/hub/profiles/${v.hubUsername}`)).body.username, v.hubUsername);
+  const put = await fetch(v.uploadUrl, { method: 'PUT', body: new Uint8Array([1, 2, 3]), headers: { 'content-type': 'image/png' } });
+  assert.equal(put.status, 200, 'B’s upload URL was not used by anyone else');
 }
 
 forEachStorage('hosted runtime: tenant isolation generated from the route table', (storage) => {
@@ -124,7 +142,7 @@ forEachStorage('hosted runtime: tenant isolation generated from the route table'
     const v = victim;
     // A's own settings and user data hold what A wrote (B's ids in hostile bodies and paths): only B's contents count there.
     const secretsOf = (sent: string): string[] =>
-      (/settings|userdata/.test(sent) ? [SECRET_SETTING, SECRET_USERDATA] : [SECRET_TEXT, SECRET_SETTING, SECRET_USERDATA, v.done, v.running, v.pending, v.outputFile, v.assetId, v.keyId, v.key, v.key.slice(0, 12), v.user.email, v.inviteId, v.inviteToken, v.teamId, v.user.workspaceId, USERDATA_FILE, SECRET_VALUE, SECRET_NAME, v.secretId, WF_NAME, WF_CONTENT, v.workflowId])
+      (/settings|userdata/.test(sent) ? [SECRET_SETTING, SECRET_USERDATA] : [SECRET_TEXT, SECRET_SETTING, SECRET_USERDATA, v.done, v.running, v.pending, v.outputFile, v.assetId, v.keyId, v.key, v.key.slice(0, 12), v.user.email, v.inviteId, v.inviteToken, v.teamId, v.user.workspaceId, USERDATA_FILE, SECRET_VALUE, SECRET_NAME, v.secretId, WF_NAME, WF_CONTENT, v.workflowId, new URL(v.uploadUrl).searchParams.get('token')!])
         .filter((s): s is string => typeof s === 'string')
         .filter((s) => !sent.includes(s) && !sent.includes(encodeURIComponent(s)));
     const candidates: Record<string, string[]> = {
@@ -137,6 +155,9 @@ forEachStorage('hosted runtime: tenant isolation generated from the route table'
       user_id: [v.user.id],
       inviteId: [v.inviteId],
       workflow_id: [v.workflowId],
+      share_id: [v.shareId],
+      upload_id: [v.uploadId],
+      username: [v.hubUsername],
       token: [v.inviteToken],
     };
     const hostileBody = { delete: [v.done, v.running, v.pending], clear: true, prompt_id: v.running, id: v.assetId, asset_id: v.assetId, hash: 'x', name: 'x', tags: ['x'], decision: 'deny', workspace_id: v.teamId, base_version: 1, workflow_json: { stolen: true }, secret_value: 'overwritten' };

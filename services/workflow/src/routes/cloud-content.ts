@@ -1,5 +1,5 @@
 import path from 'node:path';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Kysely } from 'kysely';
 import { HubStore } from '../domain/cloud/hub.ts';
 import { loadSecretKeys, SecretBox } from '../domain/cloud/secret-box.ts';
@@ -8,6 +8,7 @@ import { WorkflowStore } from '../domain/cloud/workflows.ts';
 import type { Identity } from '../identity/index.ts';
 import { storable } from '../identity/store.ts';
 import { WorkspaceUserManager } from '../identity/workspace-users.ts';
+import { hubRoutes } from './hub.ts';
 import { secretRoutes } from './secrets.ts';
 import { workflowRoutes } from './workflows.ts';
 
@@ -33,7 +34,10 @@ export function installContent(app: FastifyInstance, db: () => Kysely<any>, opts
   const hub = new HubStore(db);
   const users = new WorkspaceUserManager(opts.userDir ?? path.join(opts.dataDir, 'user'));
   secretRoutes(app, secrets);
-  workflowRoutes(app, { workflows, hub, users, baseUrl: (req) => identity.baseUrl(req) });
+  const deps = { workflows, hub, users, baseUrl: (req: FastifyRequest) => identity.baseUrl(req) };
+  workflowRoutes(app, deps);
+  const moderation = opts.flags.hubModeration === true || opts.flags.hubModeration === 'true' || process.env.WORKFLOW_HUB_MODERATION === '1';
+  hubRoutes(app, { ...deps, db, identity, assetDir: path.join(opts.dataDir, 'hub-assets'), moderation });
   return {
     secrets,
     workflows,
