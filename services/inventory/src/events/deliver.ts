@@ -4,7 +4,7 @@ import { relaxedTransaction } from '@svc/storage';
 import type { InventoryDeps } from '../deps.ts';
 import { DELIVER_TASK } from './enqueue.ts';
 import { DestinationGuard } from './guard.ts';
-import { HttpSender } from './sender.ts';
+import { HttpSender, Stopper } from './sender.ts';
 import { retryDelayMs, type DeliverySettings } from './settings.ts';
 import { hookSignature, standardWebhookSignature } from './signatures.ts';
 import { IsolatedTemplates } from './templates.ts';
@@ -48,6 +48,8 @@ export interface AttemptRecord {
   url: string;
   headers: Array<[string, string]>;
   body: string;
+  /** The body was the delivery's default body (its context text): the attempt log need not copy it. */
+  defaultBody?: boolean;
   status?: number;
   responseBody?: string;
   error?: string;
@@ -112,6 +114,11 @@ export function maskUrl(raw: string): string {
   }
 }
 
+/** The attempt log keeps the first 64 KB of a request body. */
+export function truncateBody(body: string): string {
+  return body.length > 65_536 ? body.slice(0, 65_536) + '…(truncated)' : body;
+}
+
 function maskValue(v: string): string {
   const scheme = /^(Bearer|Token|Basic)\s+/i.exec(v);
   return scheme ? `${scheme[0]}********` : '********';
@@ -126,7 +133,7 @@ export class DeliveryWorker {
   readonly workerId = `${os.hostname()}:${process.pid}:${Math.random().toString(36).slice(2, 8)}`;
   readonly engine: IsolatedTemplates;
   readonly sender: HttpSender;
-  #inFlight = new Map<number, AbortController>();
+  #inFlight = new Map<number, Stopper>();
   #staleCheckAt = 0;
   #staleFound = false;
   #run: DrainRun | undefined;
@@ -208,7 +215,7 @@ export class DeliveryWorker {
   /** Aborts an in-flight send in this process (stop). */
   abort(deliveryId: number): boolean {
     const c = this.#inFlight.get(deliveryId);
-    c?.abort(new Error('stopped'));
+    c?.stop();
     return !!c;
   }
 
@@ -358,13 +365,13 @@ export class DeliveryWorker {
     // A crash or power loss may undo the last ones; the deliveries are then sent again, with the same webhook-id.
     const claimedRows = await relaxedTransaction(storage, async (trx) => {
       if (toRecord.length) await this.#record(trx, toRecord);
-      const claimed: Array<Claimed & { claim_expires_at: number }> = [];
+      const claimed: Array<Omit<Claimed, 'context'> & { claim_expires_at: number }> = [];
       const claim = async (due: ReturnType<typeof sql>) => {
-        const r = await sql<Claimed & { claim_expires_at: number }>`update events_delivery set
+        const r = await sql<Omit<Claimed, 'context'> & { claim_expires_at: number }>`update events_delivery set
             status = 'sent', claimed_by = ${this.workerId}, started_at = ${now}, attempts = attempts + 1,
             claim_expires_at = ${now + lease}
           where id in (${due})
-          returning id, message_id, webhook_id, webhook_name, object_type, event, context, attempts, retry_base, claim_expires_at`.execute(trx);
+          returning id, message_id, webhook_id, webhook_name, object_type, event, attempts, retry_base, claim_expires_at`.execute(trx);
         claimed.push(...r.rows);
       };
       await claim(sql`select id from events_delivery where status = 'queued' order by id limit ${limit} ${lock}`);
@@ -383,7 +390,15 @@ export class DeliveryWorker {
       // If this process dies mid-batch, a job at the lease's end re-drains what it held (heartbeats push it on).
       if (claimed.length) recoveryAt = await this.#scheduleRecovery(trx, now);
       claimed.sort((x, y) => Number(x.id) - Number(y.id));
-      return claimed.map((x) => ({ ...x, id: Number(x.id), webhook_id: x.webhook_id === null ? null : Number(x.webhook_id), attempts: Number(x.attempts), retry_base: Number(x.retry_base) }));
+      const contexts = new Map<number, string>();
+      if (claimed.length) {
+        const rows = await trx.selectFrom('events_delivery_context').select(['delivery_id', 'context']).where('delivery_id', 'in', claimed.map((x) => x.id)).execute();
+        for (const r of rows) contexts.set(Number(r.delivery_id), r.context);
+      }
+      return claimed.map((x) => {
+        const id = Number(x.id);
+        return { ...x, id, context: contexts.get(id) ?? '{}', webhook_id: x.webhook_id === null ? null : Number(x.webhook_id), attempts: Number(x.attempts), retry_base: Number(x.retry_base) };
+      });
     });
     this.#recoveryCommitted(recoveryAt);
     for (const r of toRecord) this.#held.delete(r.deliveryId);
@@ -429,8 +444,8 @@ export class DeliveryWorker {
       headers.set('webhook-signature', standardWebhookSignature(w.secret, d.message_id, ts, bytes));
       headers.set('X-Hook-Signature', hookSignature(w.secret, bytes));
     }
-    const ctrl = new AbortController();
-    this.#inFlight.set(d.id, ctrl);
+    const stopper = new Stopper();
+    this.#inFlight.set(d.id, stopper);
     const sent = headers.entries();
     try {
       const out = await this.sender.send({
@@ -441,14 +456,14 @@ export class DeliveryWorker {
         timeoutMs: w.timeout ? w.timeout * 1000 : this.settings.defaultTimeoutMs,
         sslVerification: w.ssl_verification,
         caFilePath: w.ca_file_path,
-        signal: ctrl.signal,
+        stopper,
       });
       const success = out.status !== undefined && out.status >= 200 && out.status < 300;
       let error = out.error;
       if (!error && !success) {
         error = `Status ${out.status} returned with content '${(out.body ?? '').slice(0, 500)}', webhook FAILED to process.`;
       }
-      return { ...base, durationMs: out.durationMs, method, url, headers: sent, body, status: out.status, responseBody: out.body, error, success, retryAfterMs: out.retryAfterMs };
+      return { ...base, durationMs: out.durationMs, method, url, headers: sent, body, defaultBody: rendered.defaultBody, status: out.status, responseBody: out.body, error, success, retryAfterMs: out.retryAfterMs };
     } finally {
       this.#inFlight.delete(d.id);
     }
@@ -522,7 +537,8 @@ export class DeliveryWorker {
           request_method: r.method,
           request_url: maskUrlCached(r.url).slice(0, 8192),
           request_headers: JSON.stringify(maskHeaders(r.headers)),
-          request_body: r.body.length > 65_536 ? r.body.slice(0, 65_536) + '…(truncated)' : r.body,
+          request_body: r.defaultBody ? '' : truncateBody(r.body),
+          request_body_default: d.bool(r.defaultBody === true),
           response_status: r.status ?? null,
           response_body: r.responseBody ?? null,
           error: r.error && r.url ? r.error.split(r.url).join(maskUrlCached(r.url)) : (r.error ?? null),

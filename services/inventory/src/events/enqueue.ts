@@ -85,6 +85,18 @@ export async function enqueueObjectEvents(trx: Kysely<any>, deps: InventoryDeps,
     }
   }
   if (rows.length === 0) return;
-  for (let i = 0; i < rows.length; i += 200) await trx.insertInto('events_delivery').values(rows.slice(i, i + 200)).execute();
+  for (let i = 0; i < rows.length; i += 200) {
+    const chunk = rows.slice(i, i + 200);
+    const contexts = new Map<unknown, unknown>();
+    for (const r of chunk) {
+      contexts.set(r.message_id, r.context);
+      delete r.context;
+    }
+    const ids = await trx.insertInto('events_delivery').values(chunk).returning(['id', 'message_id']).execute();
+    await trx
+      .insertInto('events_delivery_context')
+      .values(ids.map((x) => ({ delivery_id: x.id, context: contexts.get(x.message_id) })))
+      .execute();
+  }
   await deps.queue.add(DELIVER_TASK, {}, { jobKey: DRAIN_NOW_KEY, maxAttempts: 25 }, trx);
 }

@@ -18,6 +18,8 @@ export interface RenderedRequest {
   url: string;
   headers: HeaderSet;
   body: string;
+  /** The body is the default one (the stored context text as it is). */
+  defaultBody?: boolean;
   /** Set when a template failed; the fields before it are filled in. */
   error?: RenderFailed;
 }
@@ -42,7 +44,11 @@ export async function renderRequest(engine: IsolatedTemplates, w: WebhookRow, co
       const rendered = text(headersR, 'additional_headers', `Error parsing HTTP headers for webhook ${w.name}`);
       for (const [k, v] of parseHeaderLines(rendered)) out.headers.set(k, v);
     }
-    out.body = bodyR ? text(bodyR, 'body_template', `Error rendering request body for webhook ${w.name}`) : defaultBody(contextJson);
+    if (bodyR) out.body = text(bodyR, 'body_template', `Error rendering request body for webhook ${w.name}`);
+    else {
+      out.body = defaultBody(contextJson);
+      out.defaultBody = true;
+    }
     out.url = text(urlR!, 'payload_url', `Error rendering payload URL for webhook ${w.name}`);
   } catch (err) {
     if (!(err instanceof RenderFailed)) throw err;

@@ -13,7 +13,25 @@ export interface OutgoingRequest {
   sslVerification: boolean;
   caFilePath: string | null;
   signal?: AbortSignal;
+  /** A cheaper stop switch than an AbortSignal (one per delivery attempt): `stop()` ends the request. */
+  stopper?: Stopper;
 }
+
+/** Stops one in-flight send (see OutgoingRequest.stopper). */
+export class Stopper {
+  stopped = false;
+  #listener: { handleEvent(): void } | undefined;
+  stop(): void {
+    if (this.stopped) return;
+    this.stopped = true;
+    this.#listener?.handleEvent();
+  }
+  /** @internal */
+  listen(l: { handleEvent(): void } | undefined): void {
+    this.#listener = l;
+  }
+}
+
 
 export interface SendOutcome {
   status?: number;
@@ -37,6 +55,13 @@ const MAX_READ = 1024 * 1024;
 export class HttpSender {
   #agents = new Map<string, http.Agent>();
   #caCache = new Map<string, Buffer>();
+  /** Parsed webhook URLs (a webhook's URL repeats for each of its deliveries); bounded. */
+  #urls = new Map<string, URL | null>();
+  /**
+   * Addresses the guard approved, per host name, kept for one second: the guard's own answers are
+   * cached for five, so this only saves its asynchronous round trip per request, not a policy check.
+   */
+  #targets = new Map<string, { at: number; target: { address: string; family: 4 | 6 } }>();
 
   constructor(private readonly guard: DestinationGuard) {}
 
@@ -44,7 +69,8 @@ export class HttpSender {
     const key = `${https_}|${verify}|${ca ?? ''}`;
     let a = this.#agents.get(key);
     if (!a) {
-      const opts = { keepAlive: true, maxSockets: 256, maxFreeSockets: 64, scheduling: 'lifo' as const };
+      // As many idle sockets kept as may be busy: a drain's next batch reuses them instead of reconnecting.
+      const opts = { keepAlive: true, maxSockets: 256, maxFreeSockets: 256, scheduling: 'lifo' as const };
       if (https_) {
         let caBuf: Buffer | undefined;
         if (ca) {
@@ -66,76 +92,132 @@ export class HttpSender {
   }
 
   async send(r: OutgoingRequest): Promise<SendOutcome> {
-    const started = performance.now();
-    const done = (o: Omit<SendOutcome, 'durationMs'>): SendOutcome => ({ ...o, durationMs: performance.now() - started });
-    let url: URL;
-    try {
-      url = new URL(r.url);
-    } catch {
-      return done({ error: `Error forming HTTP request: invalid URL ${JSON.stringify(r.url.slice(0, 500))}` });
+    const x = new Exchange(r);
+    let url = this.#urls.get(r.url);
+    if (url === undefined) {
+      try {
+        url = new URL(r.url);
+      } catch {
+        url = null;
+      }
+      if (this.#urls.size >= 1000) this.#urls.delete(this.#urls.keys().next().value!);
+      this.#urls.set(r.url, url);
     }
+    if (url === null) return x.outcome({ error: `Error forming HTTP request: invalid URL ${JSON.stringify(r.url.slice(0, 500))}` });
     if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-      return done({ error: `Error forming HTTP request: unsupported URL scheme ${url.protocol}` });
+      return x.outcome({ error: `Error forming HTTP request: unsupported URL scheme ${url.protocol}` });
     }
-    // One timer for the whole exchange (DNS, connect, request, response); cheaper than AbortSignal.timeout per request.
-    let timedOut = false;
-    let abortReq: ((why: string) => void) | undefined;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      abortReq?.(`Request to ${r.url} timed out after ${r.timeoutMs / 1000} seconds`);
-    }, r.timeoutMs);
-    const onStop = () => abortReq?.(`Request to ${r.url} was stopped`);
-    r.signal?.addEventListener('abort', onStop, { once: true });
-    const cleanup = () => {
-      clearTimeout(timer);
-      r.signal?.removeEventListener('abort', onStop);
-    };
-    let target: { address: string; family: 4 | 6 };
-    try {
-      target = await Promise.race([
-        this.guard.resolve(url.hostname),
-        new Promise<never>((_, rej) => {
-          abortReq = (why) => rej(new Error(why));
-        }),
-      ]);
-    } catch (err) {
-      cleanup();
-      return done({ error: (err as Error).message });
+    x.arm();
+    const known = this.#targets.get(url.hostname);
+    if (known && performance.now() - known.at < 1000) x.target = known.target;
+    else {
+      try {
+        x.target = await Promise.race([this.guard.resolve(url.hostname), x.interrupted()]);
+      } catch (err) {
+        x.disarm();
+        return x.outcome({ error: (err as Error).message });
+      }
+      if (this.#targets.size >= 1000) this.#targets.clear();
+      this.#targets.set(url.hostname, { at: performance.now(), target: x.target });
     }
-    if (timedOut || r.signal?.aborted) {
-      cleanup();
-      return done({ error: timedOut ? `Request to ${r.url} timed out after ${r.timeoutMs / 1000} seconds` : `Request to ${r.url} was stopped` });
+    if (x.timedOut || r.signal?.aborted || r.stopper?.stopped) {
+      x.disarm();
+      return x.outcome({ error: x.timedOut ? x.timeoutText() : `Request to ${r.url} was stopped` });
     }
-    const lookup: LookupFunction = (_host, opts, cb) => {
-      if ((opts as { all?: boolean }).all) (cb as any)(null, [{ address: target.address, family: target.family }]);
-      else cb(null, target.address, target.family);
-    };
     const isHttps = url.protocol === 'https:';
     let agent: http.Agent;
     try {
       agent = this.#agent(isHttps, r.sslVerification, r.caFilePath);
     } catch (err) {
-      return done({ error: `Error reading ca_file_path: ${(err as Error).message}` });
+      x.disarm();
+      return x.outcome({ error: `Error reading ca_file_path: ${(err as Error).message}` });
     }
+    return x.start(url, isHttps, agent);
+  }
+}
+
+/**
+ * One request's state and callbacks. A class rather than closures: the exchange runs once per
+ * delivery, and each closure would cost an allocation (and, under tsx, a keep-names property write).
+ */
+class Exchange {
+  readonly started = performance.now();
+  timedOut = false;
+  target: { address: string; family: 4 | 6 } = { address: '', family: 4 };
+  #timer: NodeJS.Timeout | undefined;
+  #settled = false;
+  #resolve: ((o: SendOutcome) => void) | undefined;
+  #reject: ((e: Error) => void) | undefined;
+  #req: http.ClientRequest | undefined;
+  #res: http.IncomingMessage | undefined;
+  #chunks: Buffer[] = [];
+  #kept = 0;
+  #read = 0;
+
+  constructor(readonly r: OutgoingRequest) {}
+
+  outcome(o: Omit<SendOutcome, 'durationMs'>): SendOutcome {
+    return { ...o, durationMs: performance.now() - this.started };
+  }
+
+  timeoutText(): string {
+    return `Request to ${this.r.url} timed out after ${this.r.timeoutMs / 1000} seconds`;
+  }
+
+  /** One timer for the whole exchange (DNS, connect, request, response); cheaper than AbortSignal.timeout per request. */
+  arm(): void {
+    this.#timer = setTimeout(() => {
+      this.timedOut = true;
+      this.#interrupt(this.timeoutText());
+    }, this.r.timeoutMs);
+    this.r.signal?.addEventListener('abort', this, { once: true });
+    this.r.stopper?.listen(this);
+  }
+
+  /** The stop switch (AbortSignal event or Stopper): ends the exchange. */
+  handleEvent(): void {
+    this.#interrupt(`Request to ${this.r.url} was stopped`);
+  }
+
+  disarm(): void {
+    clearTimeout(this.#timer);
+    this.r.signal?.removeEventListener('abort', this);
+    this.r.stopper?.listen(undefined);
+  }
+
+  /** Rejects when the timer fires or the send is stopped before the request starts (the host lookup). */
+  interrupted(): Promise<never> {
+    return new Promise<never>((_, reject) => void (this.#reject = reject));
+  }
+
+  #interrupt(why: string): void {
+    if (this.#reject) {
+      this.#reject(new Error(why));
+      this.#reject = undefined;
+    }
+    if (this.#resolve) {
+      this.#req?.destroy();
+      this.#finish({ error: why });
+    }
+  }
+
+  #finish(o: Omit<SendOutcome, 'durationMs'>): void {
+    if (this.#settled) return;
+    this.#settled = true;
+    this.disarm();
+    this.#resolve!(this.outcome(o));
+  }
+
+  start(url: URL, isHttps: boolean, agent: http.Agent): Promise<SendOutcome> {
+    const r = this.r;
+    this.#reject = undefined;
     const headers: Record<string, string> = {};
     for (const [k, v] of r.headers) headers[k] = v;
     headers['Content-Length'] = String(r.body.length);
-
     return new Promise<SendOutcome>((resolve) => {
-      let settled = false;
-      const finish = (o: Omit<SendOutcome, 'durationMs'>) => {
-        if (settled) return;
-        settled = true;
-        cleanup();
-        resolve(done(o));
-      };
-      let req: http.ClientRequest | undefined;
-      abortReq = (why) => {
-        req?.destroy();
-        finish({ error: why });
-      };
+      this.#resolve = resolve;
       try {
-        req = (isHttps ? https : http).request(
+        this.#req = (isHttps ? https : http).request(
           {
             protocol: url.protocol,
             hostname: url.hostname.replace(/^\[|\]$/g, ''),
@@ -144,34 +226,47 @@ export class HttpSender {
             method: r.method,
             headers,
             agent,
-            lookup,
+            // Connect to the address the guard approved (only consulted for a new connection).
+            lookup: ((_host: string, opts: { all?: boolean }, cb: (...a: unknown[]) => void) => {
+              const t = this.target;
+              if (opts.all) cb(null, [{ address: t.address, family: t.family }]);
+              else cb(null, t.address, t.family);
+            }) as LookupFunction,
             servername: isHttps && !/^\[|^\d+\.\d+\.\d+\.\d+$/.test(url.hostname) ? url.hostname : undefined,
           },
-          (res) => {
-            const chunks: Buffer[] = [];
-            let kept = 0;
-            let read = 0;
-            res.on('data', (c: Buffer) => {
-              read += c.length;
-              if (kept < EXCERPT) {
-                chunks.push(c.subarray(0, EXCERPT - kept));
-                kept += Math.min(c.length, EXCERPT - kept);
-              }
-              if (read > MAX_READ) res.destroy();
-            });
-            const end = () => finish({ status: res.statusCode, body: Buffer.concat(chunks).toString('utf8'), retryAfterMs: parseRetryAfter(res.headers['retry-after']) });
-            res.on('end', end);
-            res.on('close', end);
-            res.on('error', end);
-          },
+          (res) => this.#response(res),
         );
       } catch (err) {
-        finish({ error: `Error forming HTTP request: ${(err as Error).message}` });
+        this.#finish({ error: `Error forming HTTP request: ${(err as Error).message}` });
         return;
       }
-      req.on('error', (err) => finish({ error: describeError(err) }));
-      req.end(r.body);
+      this.#req.on('error', (err) => this.#finish({ error: describeError(err) }));
+      this.#req.end(r.body);
     });
+  }
+
+  #response(res: http.IncomingMessage): void {
+    this.#res = res;
+    res.on('data', (c: Buffer) => this.#data(c));
+    res.on('end', () => this.#ended());
+    res.on('close', () => this.#ended());
+    res.on('error', () => this.#ended());
+  }
+
+  #data(c: Buffer): void {
+    this.#read += c.length;
+    if (this.#kept < EXCERPT) {
+      this.#chunks.push(c.subarray(0, EXCERPT - this.#kept));
+      this.#kept += Math.min(c.length, EXCERPT - this.#kept);
+    }
+    if (this.#read > MAX_READ) this.#res!.destroy();
+  }
+
+  #ended(): void {
+    if (this.#settled) return;
+    const res = this.#res!;
+    const body = this.#chunks.length === 1 ? this.#chunks[0]!.toString('utf8') : Buffer.concat(this.#chunks).toString('utf8');
+    this.#finish({ status: res.statusCode, body, retryAfterMs: parseRetryAfter(res.headers['retry-after']) });
   }
 }
 

@@ -1,5 +1,7 @@
 import type { InventoryDeps } from '../deps.ts';
 import { DELIVER_TASK, DRAIN_NOW_KEY } from './enqueue.ts';
+import { truncateBody } from './deliver.ts';
+import { defaultBody } from './python-json.ts';
 import { workerFor } from './registry.ts';
 
 /**
@@ -140,6 +142,8 @@ export async function getTask(deps: InventoryDeps, id: string | number): Promise
   const { db } = deps.storage;
   const r = await db.selectFrom('events_delivery').selectAll().where('id', '=', n).executeTakeFirst();
   if (!r) return null;
+  const ctx = await db.selectFrom('events_delivery_context').select('context').where('delivery_id', '=', n).executeTakeFirst();
+  const context = ctx?.context ?? '{}';
   const attempts = (await db.selectFrom('events_delivery_attempt').selectAll().where('delivery_id', '=', n).orderBy('attempt').orderBy('id').execute()).map(
     (a): TaskAttempt => ({
       number: Number(a.attempt),
@@ -147,7 +151,13 @@ export async function getTask(deps: InventoryDeps, id: string | number): Promise
       worker: a.worker,
       startedAt: iso(a.started_at)!,
       durationMs: Number(a.duration_ms),
-      request: { method: a.request_method, url: a.request_url, headers: Object.fromEntries(JSON.parse(a.request_headers)), body: a.request_body },
+      request: {
+        method: a.request_method,
+        url: a.request_url,
+        headers: Object.fromEntries(JSON.parse(a.request_headers)),
+        // An attempt that sent the default body logged a mark, not a copy: the body is the context text.
+        body: deps.storage.dialect.readBool(a.request_body_default) ? truncateBody(defaultBody(context)) : a.request_body,
+      },
       responseStatus: a.response_status === null ? null : Number(a.response_status),
       responseBody: a.response_body,
       error: a.error,
@@ -157,7 +167,7 @@ export async function getTask(deps: InventoryDeps, id: string | number): Promise
   const errors = attempts.filter((a) => a.error).map((a) => `[attempt ${a.number} at ${a.startedAt}] ${a.error}`);
   return {
     ...row,
-    arguments: JSON.parse(r.context),
+    arguments: JSON.parse(context),
     attempts,
     errorLog: errors.length ? errors.join('\n') : null,
     canRequeue: row.status === 'failed' || row.status === 'stopped',
