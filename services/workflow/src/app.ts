@@ -27,7 +27,9 @@ import { assetRoutes } from './routes/assets.ts';
 import { assetFileHooks } from './routes/asset-hooks.ts';
 import type { RouteCtx } from './routes/context.ts';
 import { installCloud } from './routes/cloud.ts';
-import { CloudOps } from './routes/cloud-ops.ts';
+import { CloudOps, cloudOnlyPathsOnLocal } from './routes/cloud-ops.ts';
+import { assetFromUrl } from './domain/cloud/cloud-assets.ts';
+import { outboundConfig } from './domain/cloud/outbound.ts';
 import { fileRoutes } from './routes/files.ts';
 import { frontendRoutes } from './routes/frontend.ts';
 import { jobRoutes } from './routes/jobs.ts';
@@ -146,7 +148,7 @@ export async function buildApp(base: ServiceConfig): Promise<FastifyInstance> {
     queueRoutes(app, ctx, runner);
     jobRoutes(app, ctx, runner);
     systemRoutes(app, registry, { maxUploadSize: config.maxUploadSize, assets: assets !== undefined });
-    assetRoutes(app, ctx, { service: assets, seeder: assets && new AssetSeeder(assets), maxUploadSize: config.maxUploadSize });
+    assetRoutes(app, ctx, { service: assets, seeder: assets && new AssetSeeder(assets), maxUploadSize: config.maxUploadSize, fromUrl: assetFromUrl(outboundConfig(config.flags.outboundAllow), config.maxUploadSize) });
     wsRoutes(app, ctx, hub, runner, features(config.maxUploadSize, assets !== undefined));
     const models = new ModelFolders(config.dirs.models, config.dirs.customNodes);
     const users = cloud?.userManager(config.dirs.user) ?? new UserManager(config.dirs.user, config.multiUser);
@@ -157,6 +159,7 @@ export async function buildApp(base: ServiceConfig): Promise<FastifyInstance> {
     modelRoutes(app, models);
     frontendRoutes(app, ctx, { dirs: config.dirs, customNodesDir: config.dirs.customNodes, models, multiUser: config.multiUser || cloud !== undefined, frontEndRoot: config.flags.frontEndRoot as string | undefined, templatesRoot: config.flags.templatesRoot as string | undefined, hub });
     if (ops && cloud) ops.routes(app, { ctx, runner, registry, hub, assets, view: cloud.view });
+    else cloudOnlyPathsOnLocal(app);
     // Without a frontend build, the local runtime serves its built-in page at /.
     if (!config.flags.frontEndRoot && config.runtime === 'local') webPageRoutes(app);
 

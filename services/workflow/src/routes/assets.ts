@@ -24,6 +24,8 @@ export interface AssetRoutesOptions {
   service?: AssetService;
   seeder?: AssetSeeder;
   maxUploadSize: number;
+  /** A JSON body `{url, …}` on POST /api/assets: the URL is fetched (through the outbound guard) and stored. */
+  fromUrl?: (body: Record<string, unknown>, viewer: Viewer, svc: AssetService) => Promise<{ status: number; body: unknown }>;
 }
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -100,7 +102,12 @@ function parseFilter(q: Query, viewer: Viewer): AssetFilter & { hash?: string } 
     hash = canonicalHash(hashRaw);
     if (!hash) throw badQuery("hash must be like 'blake3:<hex>'", 'asset_hash');
   }
-  return { owners: viewer.owners, includeTags: queryTags(q, 'include_tags'), excludeTags: queryTags(q, 'exclude_tags'), nameContains: nameContains || undefined, metadataFilter, hash };
+  // include_public=false: only the caller's own assets, not the shared ones.
+  let owners = viewer.owners;
+  const pub = scalar(q, 'include_public')?.trim().toLowerCase();
+  if (pub === 'false' || pub === '0' || pub === 'no') owners = [viewer.owner];
+  else if (pub !== undefined && pub !== '' && pub !== 'true' && pub !== '1' && pub !== 'yes') throw badQuery('include_public must be a boolean', 'include_public');
+  return { owners, includeTags: queryTags(q, 'include_tags'), excludeTags: queryTags(q, 'exclude_tags'), nameContains: nameContains || undefined, metadataFilter, hash };
 }
 
 function parseId(req: FastifyRequest): string | undefined {
@@ -223,6 +230,10 @@ export function assetRoutes(app: FastifyInstance, ctx: RouteCtx, opts: AssetRout
 
     apiOnly(scope, 'POST', '/assets', S.createAsset, on(async (req, reply, svc) => {
       const v = viewer(req);
+      if (!req.isMultipart() && opts.fromUrl && isPlainObject(req.body) && 'url' in req.body) {
+        const r = await opts.fromUrl(req.body, v, svc);
+        return reply.code(r.status).type('application/json').send(JSON.stringify(r.body));
+      }
       if (!req.isMultipart()) throw new AssetError(415, 'UNSUPPORTED_MEDIA_TYPE', 'Use multipart/form-data for uploads.');
       const form = await readUpload(req, svc, opts.maxUploadSize);
       try {

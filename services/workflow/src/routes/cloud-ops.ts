@@ -5,10 +5,15 @@ import type { AssetService } from '../domain/assets/service.ts';
 import type { NodeRegistry } from '../engine/registry.ts';
 import type { PromptRunner, RunnerOptions } from '../runtime/prompt-runner.ts';
 import type { WsHub } from '../ws/hub.ts';
+import path from 'node:path';
+import { outboundConfig, type OutboundConfig } from '../domain/cloud/outbound.ts';
+import { TaskRunner } from '../domain/cloud/tasks.ts';
+import { cloudAssetRoutes } from './cloud-assets.ts';
 import { cloudJobRoutes, type ViewRoute } from './cloud-jobs.ts';
 import { cloudOpsSchemas } from './cloud-ops-schemas.ts';
 import type { RouteCtx } from './context.ts';
 import { experimentNodeRoutes } from './experiment-nodes.ts';
+import { taskRoutes } from './tasks.ts';
 
 export interface CloudOpsDeps {
   ctx: RouteCtx;
@@ -26,10 +31,16 @@ export interface CloudOpsDeps {
  * registry and assets exist.
  */
 export class CloudOps {
+  /** Where client-supplied URLs may lead (`--outbound-allow`). */
+  readonly outbound: OutboundConfig;
+
   constructor(
     readonly storage: Storage,
     readonly config: WorkflowConfig,
-  ) {}
+  ) {
+    this.outbound = outboundConfig(config.flags.outboundAllow);
+  }
+
 
   /** The runner's end-of-prompt hook. */
   readonly onFinished: NonNullable<RunnerOptions['onFinished']> = () => {};
@@ -39,5 +50,21 @@ export class CloudOps {
     const db = () => this.storage.db;
     cloudJobRoutes(app, db, d.runner, d.view);
     experimentNodeRoutes(app, db, d.registry);
+    const tasks = new TaskRunner(db, (type, data, owner) => d.hub.send(type, data, null, owner));
+    app.addHook('preClose', async () => tasks.drain());
+    taskRoutes(app, db);
+    cloudAssetRoutes(app, { db, assets: d.assets, tasks, hub: d.hub, outbound: this.outbound, inputDir: this.config.dirs.input, exportsDir: path.join(this.config.dataDir, 'exports') });
+  }
+}
+
+/**
+ * On the local runtime the cloud-only paths are absent (404), but a few sit
+ * where a shared route's parameter would match (POST /api/assets/import
+ * against /api/assets/{id}), which would answer 405: these answer 404 as
+ * every other cloud-only path does, and stay out of the OpenAPI document.
+ */
+export function cloudOnlyPathsOnLocal(app: FastifyInstance): void {
+  for (const p of ['/api/assets/import', '/api/assets/download', '/api/assets/export', '/api/assets/from-workflow']) {
+    app.route({ method: 'POST', url: p, schema: { hide: true }, handler: (_req, reply) => reply.code(404).type('text/plain; charset=utf-8').send('404: Not Found') });
   }
 }
