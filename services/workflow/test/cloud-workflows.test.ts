@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { client, forEachStorage } from '@svc/testkit';
 import { signupUser, startCloud, type Http, type TestUser } from './cloud-helpers.ts';
+import { buildApp } from '../src/app.ts';
 import { startWorkflow, textPrompt, waitJob } from './helpers.ts';
 
 type Srv = Awaited<ReturnType<typeof startCloud>>;
@@ -310,6 +311,43 @@ forEachStorage('hosted runtime: saved workflows and versions', (storage) => {
     assert.equal(r.body.workflow_version_id, w.latest_version_id);
     const stranger = await signupUser(srv.url, 'link2');
     assert.deepEqual((await stranger.http.get(`/api/jobs?workflow_id=${w.id}`)).body.jobs, []);
+  });
+});
+
+forEachStorage('hosted runtime: two API processes on one database race for the same unique keys', (storage) => {
+  test('versions on the same base, a secret name, a hub username, a user data publish: one winner each, nothing lost', async () => {
+    const srv = await startCloud(storage);
+    const second = await buildApp(srv.cfg);
+    try {
+      const url2 = await second.listen({ port: 0, host: '127.0.0.1' });
+      const u = await signupUser(srv.url, 'race');
+      const other = client(url2, { authorization: `Bearer ${u.token}` });
+      const both = [u.http, other];
+      // Each process has seen the credential once (concurrent first uses of a new signing key are the identity's concern, not this test's).
+      assert.equal((await other.get('/api/secrets')).status, 200);
+      const w = (await u.http.post('/api/workflows', { name: 'race', content: GRAPH })).body;
+      const versions = await Promise.all(Array.from({ length: 8 }, (_, i) => both[i % 2]!.post(`/api/workflows/${w.id}/versions`, { base_version: 1, workflow_json: { writer: i } })));
+      assert.deepEqual(versions.map((r) => r.status).filter((s) => s === 201), [201]);
+      assert.ok(versions.every((r) => r.status === 201 || r.status === 409), versions.map((r) => r.text).join());
+      const list = (await other.get(`/api/workflows/${w.id}/versions`)).body;
+      assert.deepEqual(list.versions.map((v: any) => v.version_number), [2, 1]);
+      const secrets = await Promise.all(Array.from({ length: 6 }, (_, i) => both[i % 2]!.post('/api/secrets', { name: 'RACE', value: `v${i}` })));
+      assert.deepEqual(secrets.map((r) => r.status).sort(), [200, 200, 200, 200, 200, 201], secrets.map((r) => r.text).join());
+      assert.equal(new Set(secrets.map((r) => r.body.id)).size, 1);
+      assert.equal((await u.http.get('/api/secrets')).body.length, 1);
+      const v = await signupUser(srv.url, 'race2');
+      const name = `racer${process.pid % 1000}${storage}`;
+      const claims = await Promise.all([u.http.post('/api/hub/profiles', { workspace_id: u.workspaceId, username: name }), client(url2, { authorization: `Bearer ${v.token}` }).post('/api/hub/profiles', { workspace_id: v.workspaceId, username: name.toUpperCase() })]);
+      assert.deepEqual(claims.map((r) => r.status).sort(), [201, 409]);
+      await u.http.post('/api/userdata/workflows%2Frace.json', JSON.stringify(GRAPH));
+      const pubs = await Promise.all(Array.from({ length: 4 }, (_, i) => both[i % 2]!.post('/api/userdata/workflows%2Frace.json/publish')));
+      assert.ok(pubs.every((r) => r.status === 200 || r.status === 409), pubs.map((r) => r.text).join());
+      assert.equal(new Set(pubs.filter((r) => r.status === 200).map((r) => r.body.url.split('/').pop())).size, 1, 'one share id');
+      assert.equal((await u.http.get('/api/workflows?search=race')).body.total, 2, 'one workflow for the file');
+    } finally {
+      await second.close();
+      await srv.close();
+    }
   });
 });
 

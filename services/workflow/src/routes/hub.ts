@@ -386,12 +386,13 @@ export function hubRoutes(app: FastifyInstance, d: HubRouteDeps): void {
     { operationId: 'getHubAsset', summary: 'A hub asset', tags, description: 'The bytes of an uploaded hub file (public, immutable).', params: { type: 'object', required: ['upload_id', 'filename'], properties: { upload_id: { type: 'string' }, filename: { type: 'string' } } }, response: { 200: { description: 'The file' }, ...errors(404) } },
     async (req, reply: FastifyReply) => {
       const up = await hub.upload((req.params as { upload_id: string }).upload_id);
-      if (!up || up.uploaded_at === null) throw cloudError(404, 'not_found', 'Hub asset not found');
+      const st = up && up.uploaded_at !== null ? await fs.promises.stat(fileOf(up.id)).catch(() => null) : null;
+      if (!up || !st?.isFile()) throw cloudError(404, 'not_found', 'Hub asset not found');
       const stream = fs.createReadStream(fileOf(up.id));
       return reply
         .headers({
           'content-type': up.content_type,
-          'content-length': String(up.stored_size),
+          'content-length': String(st.size),
           'x-content-type-options': 'nosniff',
           'content-security-policy': "default-src 'none'; sandbox",
           'cache-control': 'public, max-age=31536000, immutable',

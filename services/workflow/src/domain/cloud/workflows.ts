@@ -224,13 +224,13 @@ export class WorkflowStore {
     }
   }
 
-  /** Gives the workflow a share id (kept if it has one) and a publish time. */
+  /** Gives the workflow a share id (kept if it has one; concurrent publishers agree on the first) and a publish time. */
   async publish(w: WorkflowRow, listed?: boolean): Promise<WorkflowRow> {
-    const shareId = w.share_id ?? newShareId();
-    const set: Record<string, unknown> = { share_id: shareId, publish_time: Date.now() };
+    if (w.share_id === null) await this.db().updateTable('cloud_workflows').set({ share_id: newShareId() }).where('id', '=', w.id).where('share_id', 'is', null).execute();
+    const set: Record<string, unknown> = { publish_time: Date.now() };
     if (listed !== undefined) set.listed = listed ? 1 : 0;
     await this.db().updateTable('cloud_workflows').set(set).where('id', '=', w.id).execute();
-    return { ...w, ...set } as WorkflowRow;
+    return ((await this.getAny(w.id)) ?? { ...w, ...set }) as WorkflowRow;
   }
 
   async setListed(workflowId: string, listed: boolean): Promise<void> {
