@@ -147,9 +147,9 @@ export async function buildApp(base: ServiceConfig): Promise<FastifyInstance> {
     promptRoutes(app, ctx, runner);
     queueRoutes(app, ctx, runner);
     jobRoutes(app, ctx, runner);
-    systemRoutes(app, registry, { maxUploadSize: config.maxUploadSize, assets: assets !== undefined });
+    systemRoutes(app, registry, { maxUploadSize: config.maxUploadSize, assets: assets !== undefined, extraFeatures: ops?.features() });
     assetRoutes(app, ctx, { service: assets, seeder: assets && new AssetSeeder(assets), maxUploadSize: config.maxUploadSize, fromUrl: assetFromUrl(outboundConfig(config.flags.outboundAllow), config.maxUploadSize) });
-    wsRoutes(app, ctx, hub, runner, features(config.maxUploadSize, assets !== undefined));
+    wsRoutes(app, ctx, hub, runner, { ...features(config.maxUploadSize, assets !== undefined), ...ops?.features() });
     const models = new ModelFolders(config.dirs.models, config.dirs.customNodes);
     const users = cloud?.userManager(config.dirs.user) ?? new UserManager(config.dirs.user, config.multiUser);
     fileRoutes(app, ctx, { dirs: config.dirs, models, maxUploadSize: config.maxUploadSize, multiUser: config.multiUser || cloud !== undefined, onInputChanged: () => registry.invalidate(), ...(assets ? assetFileHooks(assets, ctx, app.log) : {}) });

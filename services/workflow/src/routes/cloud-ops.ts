@@ -6,12 +6,14 @@ import type { NodeRegistry } from '../engine/registry.ts';
 import type { PromptRunner, RunnerOptions } from '../runtime/prompt-runner.ts';
 import type { WsHub } from '../ws/hub.ts';
 import path from 'node:path';
+import { Billing, BillingError, billingConfig } from '../domain/cloud/billing.ts';
 import { outboundConfig, type OutboundConfig } from '../domain/cloud/outbound.ts';
 import { TaskRunner } from '../domain/cloud/tasks.ts';
 import { cloudAssetRoutes } from './cloud-assets.ts';
 import { cloudJobRoutes, type ViewRoute } from './cloud-jobs.ts';
 import { cloudOpsSchemas } from './cloud-ops-schemas.ts';
 import type { RouteCtx } from './context.ts';
+import { billingRoutes } from './billing.ts';
 import { experimentNodeRoutes } from './experiment-nodes.ts';
 import { taskRoutes } from './tasks.ts';
 
@@ -33,20 +35,51 @@ export interface CloudOpsDeps {
 export class CloudOps {
   /** Where client-supplied URLs may lead (`--outbound-allow`). */
   readonly outbound: OutboundConfig;
+  readonly billing: Billing;
+  private log: { warn(o: object, m: string): void } = console;
 
   constructor(
     readonly storage: Storage,
     readonly config: WorkflowConfig,
   ) {
     this.outbound = outboundConfig(config.flags.outboundAllow);
+    this.billing = new Billing(() => storage.db, billingConfig(config.flags));
   }
 
+  /** The cloud fields of /api/features (and of the WebSocket's feature_flags). */
+  features(): Record<string, unknown> {
+    return {
+      free_tier_credits: this.billing.cfg.freeTierCredits,
+      max_concurrent_jobs: this.billing.cfg.maxConcurrentJobs,
+      posthog_api_host: null,
+      workflow_templates_version: null,
+      workflow_templates_source: null,
+    };
+  }
 
   /** The runner's end-of-prompt hook. */
-  readonly onFinished: NonNullable<RunnerOptions['onFinished']> = () => {};
+  readonly onFinished: NonNullable<RunnerOptions['onFinished']> = (job) => {
+    // Every job that started is charged by its execution time (a cancelled one for the time it ran).
+    this.billing.chargeJob(job.owner, job.promptId, job.endTime - job.startTime).catch((err) => this.log.warn({ err, prompt_id: job.promptId }, 'the job could not be charged'));
+  };
 
   routes(app: FastifyInstance, d: CloudOpsDeps): void {
     for (const s of cloudOpsSchemas) app.addSchema(s);
+    this.log = app.log;
+    // No credits, no new prompts: POST /prompt answers 402 with the prompt error shape.
+    app.addHook('preHandler', async (req, reply) => {
+      if (req.method !== 'POST' || !req.principal) return;
+      const url = req.routeOptions.url;
+      if (url !== '/api/prompt' && url !== '/prompt') return;
+      try {
+        await this.billing.checkCanRun(req.principal.workspaceId);
+      } catch (err) {
+        if (!(err instanceof BillingError)) throw err;
+        const body = { error: { type: err.code, message: err.message, details: `Credits remaining: ${err.details.credits_remaining}. Top up (POST /api/billing/topup) or subscribe to a plan (POST /api/billing/subscribe).`, extra_info: err.details }, node_errors: {} };
+        return reply.code(402).type('application/json').send(JSON.stringify(body));
+      }
+    });
+    billingRoutes(app, this.billing);
     const db = () => this.storage.db;
     cloudJobRoutes(app, db, d.runner, d.view);
     experimentNodeRoutes(app, db, d.registry);

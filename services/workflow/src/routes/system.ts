@@ -45,7 +45,7 @@ export function features(maxUploadSize: number, assets = false): Record<string, 
   };
 }
 
-export function systemRoutes(app: FastifyInstance, registry: NodeRegistry, opts: { maxUploadSize: number; assets?: boolean }): void {
+export function systemRoutes(app: FastifyInstance, registry: NodeRegistry, opts: { maxUploadSize: number; assets?: boolean; extraFeatures?: Record<string, unknown> }): void {
   dual(app, 'GET', '/object_info', { operationId: 'getObjectInfo', tags: ['node'] }, (req, reply) => sendRendered(req, reply, registry.objectInfoRendered()));
 
   dual(app, 'GET', '/object_info/:node_class', { operationId: 'getObjectInfoByClass', tags: ['node'] }, (req, reply) => {
@@ -77,5 +77,5 @@ export function systemRoutes(app: FastifyInstance, registry: NodeRegistry, opts:
     };
   });
 
-  dual(app, 'GET', '/features', { operationId: 'getFeatures', tags: ['system'] }, () => features(opts.maxUploadSize, opts.assets === true));
+  dual(app, 'GET', '/features', { operationId: 'getFeatures', tags: ['system'] }, () => ({ ...features(opts.maxUploadSize, opts.assets === true), ...opts.extraFeatures }));
 }
