@@ -27,6 +27,9 @@ interface Victim {
   uploadId: string;
   uploadUrl: string;
   hubUsername: string;
+  taskId: string;
+  exportName: string;
+  billingOpId: string;
 }
 
 const SECRET_TEXT = 'b-secret-text-7f3a';
@@ -82,7 +85,18 @@ async function setupVictim(srv: Srv, gate: string): Promise<Victim> {
   assert.equal(hubPub.status, 200, hubPub.text);
   const upload = await h.post('/api/hub/assets/upload-url', { filename: 'b.png', content_type: 'image/png' });
   assert.equal(upload.status, 200);
-  return { user, done, running, pending, outputFile, assetId, keyId: r.body.id, key: r.body.key, teamId: team.body.id, inviteId: inv.body.id, inviteToken: inv.body.token, gate, secretId: secret.body.id, workflowId: wf.body.id, shareId: hubPub.body.share_id, uploadId: upload.body.upload_id, uploadUrl: upload.body.upload_url, hubUsername };
+  // Cloud operations: a finished export (its task and archive) and a paid top-up.
+  const ex = await h.post('/api/assets/export', { asset_ids: [assetId], export_name: 'b-private-export' });
+  assert.equal(ex.status, 202, ex.text);
+  for (;;) {
+    const t = await h.get(`/api/tasks/${ex.body.task_id}`);
+    assert.notEqual(t.body.status, 'failed', t.text);
+    if (t.body.status === 'completed') break;
+    await new Promise((res) => setImmediate(res));
+  }
+  assert.equal((await h.post('/api/billing/topup', { amount: 5 })).status, 200);
+  const billingOpId = (await h.get('/api/billing/events?type=topup')).body.events[0].op_id;
+  return { taskId: ex.body.task_id, exportName: 'b-private-export.zip', billingOpId, user, done, running, pending, outputFile, assetId, keyId: r.body.id, key: r.body.key, teamId: team.body.id, inviteId: inv.body.id, inviteToken: inv.body.token, gate, secretId: secret.body.id, workflowId: wf.body.id, shareId: hubPub.body.share_id, uploadId: upload.body.upload_id, uploadUrl: upload.body.upload_url, hubUsername };
 }
 
 /** B's data is all still there, unchanged. */
@@ -119,6 +133,9 @@ async function victimIntact(srv: Srv, v: Victim): Promise<void> {
   assert.equal((await client(srv.url).get(`/api/hub/profiles/${v.hubUsername}`)).body.username, v.hubUsername);
   const put = await fetch(v.uploadUrl, { method: 'PUT', body: new Uint8Array([1, 2, 3]), headers: { 'content-type': 'image/png' } });
   assert.equal(put.status, 200, 'B’s upload URL was not used by anyone else');
+  assert.equal((await h.get(`/api/tasks/${v.taskId}`)).body.status, 'completed');
+  assert.equal((await h.get(`/api/assets/exports/${v.exportName}`)).status, 200);
+  assert.equal((await h.get(`/api/billing/ops/${v.billingOpId}`)).body.status, 'completed');
 }
 
 forEachStorage('hosted runtime: tenant isolation generated from the route table', (storage) => {
@@ -142,13 +159,15 @@ forEachStorage('hosted runtime: tenant isolation generated from the route table'
     const v = victim;
     // A's own settings and user data hold what A wrote (B's ids in hostile bodies and paths): only B's contents count there.
     const secretsOf = (sent: string): string[] =>
-      (/settings|userdata/.test(sent) ? [SECRET_SETTING, SECRET_USERDATA] : [SECRET_TEXT, SECRET_SETTING, SECRET_USERDATA, v.done, v.running, v.pending, v.outputFile, v.assetId, v.keyId, v.key, v.key.slice(0, 12), v.user.email, v.inviteId, v.inviteToken, v.teamId, v.user.workspaceId, USERDATA_FILE, SECRET_VALUE, SECRET_NAME, v.secretId, WF_NAME, WF_CONTENT, v.workflowId, new URL(v.uploadUrl).searchParams.get('token')!])
+      (/settings|userdata/.test(sent) ? [SECRET_SETTING, SECRET_USERDATA] : [SECRET_TEXT, SECRET_SETTING, SECRET_USERDATA, v.done, v.running, v.pending, v.outputFile, v.assetId, v.keyId, v.key, v.key.slice(0, 12), v.user.email, v.inviteId, v.inviteToken, v.teamId, v.user.workspaceId, USERDATA_FILE, SECRET_VALUE, SECRET_NAME, v.secretId, WF_NAME, WF_CONTENT, v.workflowId, new URL(v.uploadUrl).searchParams.get('token')!, v.taskId, v.billingOpId])
         .filter((s): s is string => typeof s === 'string')
         .filter((s) => !sent.includes(s) && !sent.includes(encodeURIComponent(s)));
     const candidates: Record<string, string[]> = {
       job_id: [v.done, v.running, v.pending],
       prompt_id: [v.done, v.running, v.pending],
-      id: [v.assetId ?? 'none', 'Secret.Setting', v.teamId, v.user.workspaceId, v.keyId, v.secretId],
+      id: [v.assetId ?? 'none', 'Secret.Setting', v.teamId, v.user.workspaceId, v.keyId, v.secretId, v.billingOpId],
+      task_id: [v.taskId],
+      exportName: [v.exportName],
       file: [USERDATA_FILE],
       dest: ['stolen.json'],
       userId: [v.user.id],
