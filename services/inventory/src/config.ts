@@ -7,6 +7,10 @@ export interface InventoryConfig extends ServiceConfig {
   adminToken?: string;
   /** Limits on unauthenticated credential checks (token provisioning, UI login). */
   loginThrottle: LoginThrottleSettings;
+  /** NetBox's ENFORCE_GLOBAL_UNIQUE (`--enforce-global-unique false` / INVENTORY_ENFORCE_GLOBAL_UNIQUE=false to allow duplicates). */
+  enforceGlobalUnique: boolean;
+  /** Most objects one bulk request may create, update or delete (`--max-bulk` / INVENTORY_MAX_BULK; 1000). */
+  maxBulk: number;
 }
 
 function count(v: unknown, dflt: number, name: string): number {
@@ -25,5 +29,8 @@ export function inventoryConfig(cfg: ServiceConfig, env: NodeJS.ProcessEnv = pro
     perUsername: count(pick('loginRatePerUsername', 'INVENTORY_LOGIN_RATE_PER_USERNAME'), DEFAULT_LOGIN_THROTTLE.perUsername, 'INVENTORY_LOGIN_RATE_PER_USERNAME'),
     windowMs: Math.max(1, count(pick('loginRateWindow', 'INVENTORY_LOGIN_RATE_WINDOW'), DEFAULT_LOGIN_THROTTLE.windowMs / 1000, 'INVENTORY_LOGIN_RATE_WINDOW (seconds)')) * 1000,
   };
-  return { ...cfg, adminToken, loginThrottle };
+  const unique = pick('enforceGlobalUnique', 'INVENTORY_ENFORCE_GLOBAL_UNIQUE');
+  const enforceGlobalUnique = unique === undefined || unique === '' ? true : !['false', '0', 'no', 'off'].includes(String(unique).toLowerCase());
+  const maxBulk = Math.max(1, count(pick('maxBulk', 'INVENTORY_MAX_BULK'), 1000, 'INVENTORY_MAX_BULK'));
+  return { ...cfg, adminToken, loginThrottle, enforceGlobalUnique, maxBulk };
 }

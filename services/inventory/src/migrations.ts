@@ -1,5 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import type { Migration, SqlDialect } from '@svc/storage';
+import { hostKey } from './models/ip.ts';
 import { naturalize } from './models/values.ts';
 
 /** Change-logged columns every inventory object has. */
@@ -78,6 +79,101 @@ export const coreMigrations: Migration[] = [
         const rows = await db.selectFrom(table).select(['id', 'name']).execute();
         for (const r of rows) await db.updateTable(table).set({ _name: naturalize(r.name) }).where('id', '=', r.id).execute();
       }
+    },
+  },
+  {
+    name: '004_netbox_objects',
+    async up(db, d) {
+      const c = common(d);
+      const f = d.kind === 'postgres' ? 'false' : '0';
+      const group = (table: string) =>
+        `create table ${table} (id ${d.serialPrimaryKey}, name varchar(100) not null unique, slug varchar(100) not null unique,
+          parent_id bigint references ${table}(id), description varchar(200) not null, comments text not null, ${c})`;
+      await exec(db, [
+        group('tenancy_tenantgroup'),
+        `create table tenancy_tenant (id ${d.serialPrimaryKey}, name varchar(100) not null unique, slug varchar(100) not null unique,
+          group_id bigint references tenancy_tenantgroup(id), description varchar(200) not null, comments text not null, ${c})`,
+        group('dcim_region'),
+        group('dcim_sitegroup'),
+        `create table dcim_platform (id ${d.serialPrimaryKey}, name varchar(100) not null unique, slug varchar(100) not null unique,
+          manufacturer_id bigint references dcim_manufacturer(id), description varchar(200) not null, comments text not null, ${c})`,
+        `create table dcim_location (id ${d.serialPrimaryKey}, name varchar(100) not null, slug varchar(100) not null,
+          site_id bigint not null references dcim_site(id), parent_id bigint references dcim_location(id), status varchar(50) not null,
+          tenant_id bigint references tenancy_tenant(id), facility varchar(50) not null, description varchar(200) not null, comments text not null, ${c})`,
+        `create table dcim_rack (id ${d.serialPrimaryKey}, name varchar(100) not null, _name varchar(100), facility_id varchar(50),
+          site_id bigint not null references dcim_site(id), location_id bigint references dcim_location(id), tenant_id bigint references tenancy_tenant(id),
+          status varchar(50) not null, serial varchar(50) not null, asset_tag varchar(50) unique, form_factor varchar(50), width varchar(10) not null,
+          u_height integer not null, starting_unit integer not null, desc_units ${d.booleanType} not null, airflow varchar(50),
+          description varchar(200) not null, comments text not null, ${c})`,
+        `create index dcim_rack_site on dcim_rack (site_id)`,
+        `create table ipam_vrf (id ${d.serialPrimaryKey}, name varchar(100) not null, rd varchar(21) unique, tenant_id bigint references tenancy_tenant(id),
+          enforce_unique ${d.booleanType} not null, description varchar(200) not null, comments text not null, ${c})`,
+        `create table ipam_vlangroup (id ${d.serialPrimaryKey}, name varchar(100) not null unique, slug varchar(100) not null unique,
+          description varchar(200) not null, comments text not null, ${c})`,
+        `create table ipam_vlan (id ${d.serialPrimaryKey}, site_id bigint references dcim_site(id), group_id bigint references ipam_vlangroup(id),
+          vid integer not null, name varchar(64) not null, tenant_id bigint references tenancy_tenant(id), status varchar(50) not null,
+          description varchar(200) not null, comments text not null, ${c}, unique (group_id, vid), unique (group_id, name))`,
+        `create table ipam_prefix (id ${d.serialPrimaryKey}, prefix varchar(64) not null, family integer not null,
+          _first varchar(32) not null, _last varchar(32) not null, _len integer not null,
+          vrf_id bigint references ipam_vrf(id), site_id bigint references dcim_site(id), tenant_id bigint references tenancy_tenant(id),
+          vlan_id bigint references ipam_vlan(id), status varchar(50) not null, is_pool ${d.booleanType} not null, mark_utilized ${d.booleanType} not null,
+          description varchar(200) not null, comments text not null, ${c})`,
+        `create index ipam_prefix_range on ipam_prefix (family, _first, _last)`,
+        `create table dcim_interface_tagged_vlans (id ${d.serialPrimaryKey},
+          interface_id bigint not null references dcim_interface(id) on delete cascade, vlan_id bigint not null references ipam_vlan(id) on delete cascade,
+          unique (interface_id, vlan_id))`,
+        `create index dcim_interface_tagged_vlans_vlan on dcim_interface_tagged_vlans (vlan_id)`,
+      ]);
+      const add = async (table: string, columns: string[]) => {
+        for (const col of columns) await sql.raw(`alter table ${table} add column ${col}`).execute(db);
+      };
+      await add('dcim_site', [
+        'region_id bigint',
+        'group_id bigint',
+        'tenant_id bigint',
+        `facility varchar(50) not null default ''`,
+        `physical_address varchar(200) not null default ''`,
+        `shipping_address varchar(200) not null default ''`,
+        'latitude numeric(8,6)',
+        'longitude numeric(9,6)',
+      ]);
+      await add('dcim_device', [
+        'platform_id bigint',
+        'tenant_id bigint',
+        'location_id bigint',
+        'rack_id bigint',
+        'position numeric(4,1)',
+        'face varchar(50)',
+        'asset_tag varchar(50)',
+        'airflow varchar(50)',
+        'latitude numeric(8,6)',
+        'longitude numeric(9,6)',
+        'primary_ip4_id bigint',
+        'primary_ip6_id bigint',
+        'oob_ip_id bigint',
+        `local_context_data ${d.jsonType}`,
+      ]);
+      await add('dcim_interface', [
+        `label varchar(64) not null default ''`,
+        `mgmt_only ${d.booleanType} not null default ${f}`,
+        'parent_id bigint',
+        'lag_id bigint',
+        'speed bigint',
+        'duplex varchar(50)',
+        `mark_connected ${d.booleanType} not null default ${f}`,
+        'mode varchar(50)',
+        'untagged_vlan_id bigint',
+      ]);
+      await add('ipam_ipaddress', ['vrf_id bigint', 'tenant_id bigint', 'role varchar(50)', `comments text not null default ''`, '_host varchar(32)']);
+      const ips = await db.selectFrom('ipam_ipaddress').select(['id', 'address']).execute();
+      for (const r of ips) await db.updateTable('ipam_ipaddress').set({ _host: hostKey(r.address) }).where('id', '=', r.id).execute();
+      await exec(db, [
+        `create unique index dcim_device_asset_tag on dcim_device (asset_tag)`,
+        `create index dcim_device_rack on dcim_device (rack_id)`,
+        `create index dcim_device_tenant on dcim_device (tenant_id)`,
+        `create index ipam_ipaddress_host on ipam_ipaddress (family, _host)`,
+        `create index ipam_ipaddress_vrf on ipam_ipaddress (vrf_id)`,
+      ]);
     },
   },
 ];

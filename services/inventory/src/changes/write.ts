@@ -20,6 +20,7 @@ export interface WriteContext {
   /** One clock reading per request: created/last_updated and the changelog agree. */
   now: Date;
   changes: RecordedChange[];
+  settings?: import('../models/read.ts').ModelSettings;
   /** Final REST representations (relative URLs) of the changed objects, by `type:id`, filled when the request's changes are flushed. */
   representations: Map<string, Record<string, unknown>>;
 }
@@ -41,7 +42,7 @@ export interface ChangeSink {
 export async function runWrite<T>(sink: ChangeSink, req: FastifyRequest, principal: Principal, fn: (w: WriteContext) => Promise<T>): Promise<T> {
   const { storage } = sink.deps;
   const result = await writeTransaction(storage, async (trx) => {
-    const w: WriteContext = { trx, dialect: storage.dialect, principal, requestId: String(req.id), now: new Date(), changes: [], representations: new Map() };
+    const w: WriteContext = { trx, dialect: storage.dialect, principal, requestId: String(req.id), now: new Date(), changes: [], representations: new Map(), settings: { enforceGlobalUnique: sink.deps.config.enforceGlobalUnique } };
     const out = await fn(w);
     await flushChanges(sink, w);
     return out;

@@ -1,21 +1,13 @@
 import { sql, type Kysely } from 'kysely';
 import type { SqlDialect } from '@svc/storage';
+import { MODELS } from '../models/registry.ts';
 import { djangoIso } from '../models/values.ts';
 import { compileConditions, ConditionError, type CompiledConditions } from './conditions.ts';
 import { Fields, ValidationFailed } from './validate.ts';
 import { briefWebhook } from './webhooks.ts';
 
 /** Models whose changes can fire event rules. */
-export const EVENT_OBJECT_TYPES = [
-  'dcim.site',
-  'dcim.manufacturer',
-  'dcim.devicetype',
-  'dcim.devicerole',
-  'dcim.device',
-  'dcim.interface',
-  'ipam.ipaddress',
-  'extras.tag',
-] as const;
+export const EVENT_OBJECT_TYPES: readonly string[] = MODELS.map((m) => m.objectType);
 export const EVENT_TYPES = ['object_created', 'object_updated', 'object_deleted'] as const;
 export const ACTION_TYPES = ['webhook'] as const;
 

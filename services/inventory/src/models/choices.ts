@@ -40,3 +40,55 @@ export const INTERFACE_TYPES: Choice[] = [
 export function choiceLabel(choices: Choice[], value: string): string {
   return choices.find((x) => x.value === value)?.label ?? value;
 }
+
+export const LOCATION_STATUS: Choice[] = [c('planned', 'Planned'), c('staging', 'Staging'), c('active', 'Active'), c('decommissioning', 'Decommissioning'), c('retired', 'Retired')];
+
+export const RACK_STATUS: Choice[] = [c('reserved', 'Reserved'), c('available', 'Available'), c('planned', 'Planned'), c('active', 'Active'), c('deprecated', 'Deprecated')];
+
+export const RACK_WIDTH: Choice[] = [c('10', '10 inches'), c('19', '19 inches'), c('21', '21 inches'), c('23', '23 inches')];
+
+export const RACK_FORM_FACTOR: Choice[] = [
+  c('2-post-frame', '2-post frame'),
+  c('4-post-frame', '4-post frame'),
+  c('4-post-cabinet', '4-post cabinet'),
+  c('wall-frame', 'Wall-mounted frame'),
+  c('wall-frame-vertical', 'Wall-mounted frame (vertical)'),
+  c('wall-cabinet', 'Wall-mounted cabinet'),
+  c('wall-cabinet-vertical', 'Wall-mounted cabinet (vertical)'),
+];
+
+export const RACK_AIRFLOW: Choice[] = [c('front-to-rear', 'Front to rear'), c('rear-to-front', 'Rear to front')];
+
+export const DEVICE_AIRFLOW: Choice[] = [
+  c('front-to-rear', 'Front to rear'),
+  c('rear-to-front', 'Rear to front'),
+  c('left-to-right', 'Left to right'),
+  c('right-to-left', 'Right to left'),
+  c('side-to-rear', 'Side to rear'),
+  c('rear-to-side', 'Rear to side'),
+  c('bottom-to-top', 'Bottom to top'),
+  c('top-to-bottom', 'Top to bottom'),
+  c('passive', 'Passive'),
+  c('mixed', 'Mixed'),
+];
+
+export const DEVICE_FACE: Choice[] = [c('front', 'Front'), c('rear', 'Rear')];
+
+export const PREFIX_STATUS: Choice[] = [c('container', 'Container'), c('active', 'Active'), c('reserved', 'Reserved'), c('deprecated', 'Deprecated')];
+
+export const VLAN_STATUS: Choice[] = [c('active', 'Active'), c('reserved', 'Reserved'), c('deprecated', 'Deprecated')];
+
+export const IPADDRESS_ROLE: Choice[] = [
+  c('loopback', 'Loopback'),
+  c('secondary', 'Secondary'),
+  c('anycast', 'Anycast'),
+  c('vip', 'VIP'),
+  c('vrrp', 'VRRP'),
+  c('hsrp', 'HSRP'),
+  c('glbp', 'GLBP'),
+  c('carp', 'CARP'),
+];
+
+export const INTERFACE_DUPLEX: Choice[] = [c('half', 'Half'), c('full', 'Full'), c('auto', 'Auto')];
+
+export const INTERFACE_MODE: Choice[] = [c('access', 'Access'), c('tagged', 'Tagged'), c('tagged-all', 'Tagged (All)'), c('q-in-q', 'Q-in-Q (802.1ad)')];

@@ -1,5 +1,7 @@
-import { DEVICE_STATUS, INTERFACE_TYPES, SITE_STATUS } from './choices.ts';
+import { DEVICE_AIRFLOW, DEVICE_FACE, DEVICE_STATUS, INTERFACE_DUPLEX, INTERFACE_MODE, INTERFACE_TYPES, LOCATION_STATUS, RACK_AIRFLOW, RACK_FORM_FACTOR, RACK_STATUS, RACK_WIDTH, SITE_STATUS } from './choices.ts';
+import { commentsField, descriptionField, nameField, nestedGroup, ref, refFilters, slugField, tenancyFilters } from './tenancy.ts';
 import type { FieldDef, ModelDef } from './types.ts';
+import { checkDevice, checkInterface, deviceRepresent } from './device-rules.ts';
 
 const name = (max = 100, extra: Partial<FieldDef> = {}): FieldDef => ({ name: 'name', column: 'name', kind: 'char', required: true, maxLength: max, filter: true, ...extra });
 const slug = (extra: Partial<FieldDef> = {}): FieldDef => ({ name: 'slug', column: 'slug', kind: 'slug', required: true, maxLength: 100, filter: true, ...extra });
@@ -19,15 +21,168 @@ export const site: ModelDef = {
     name(100, { unique: true }),
     slug({ unique: true }),
     { name: 'status', column: 'status', kind: 'choice', choices: SITE_STATUS, default: 'active', filter: true },
+    ref('region', 'region'),
+    ref('group', 'sitegroup'),
+    ref('tenant', 'tenant'),
+    { name: 'facility', column: 'facility', kind: 'char', blank: true, maxLength: 50, default: '', filter: true },
+    { name: 'physical_address', column: 'physical_address', kind: 'char', blank: true, maxLength: 200, default: '' },
+    { name: 'shipping_address', column: 'shipping_address', kind: 'char', blank: true, maxLength: 200, default: '' },
+    { name: 'latitude', column: 'latitude', kind: 'decimal', nullable: true, default: null, min: -90, max: 90, places: 6, filter: true },
+    { name: 'longitude', column: 'longitude', kind: 'decimal', nullable: true, default: null, min: -180, max: 180, places: 6, filter: true },
     description,
     comments,
   ],
   ordering: ['name'],
-  search: ['name', 'slug', 'description', 'comments'],
+  search: ['name', 'slug', 'facility', 'description', 'comments', 'physical_address', 'shipping_address'],
   brief: ['name', 'slug', 'description'],
   taggable: true,
   display: (r) => r.name,
-  protectedBy: [{ model: 'device', column: 'site_id' }],
+  extraFilters: [...refFilters('region', 'region'), ...refFilters('group', 'sitegroup'), ...tenancyFilters],
+  protectedBy: [{ model: 'device', column: 'site_id' }, { model: 'rack', column: 'site_id' }, { model: 'location', column: 'site_id' }],
+  setNull: [{ model: 'prefix', column: 'site_id' }, { model: 'vlan', column: 'site_id' }],
+  unmodelled: { time_zone: null, asns: [] },
+  counts: {
+    circuit_count: null,
+    device_count: { model: 'device', column: 'site_id' },
+    prefix_count: { model: 'prefix', column: 'site_id' },
+    rack_count: { model: 'rack', column: 'site_id' },
+    virtualmachine_count: null,
+    vlan_count: { model: 'vlan', column: 'site_id' },
+  },
+};
+
+export const region = nestedGroup('region', 'dcim', 'regions', 'dcim_region', 'Region', 'region', {
+  counts: { site_count: { model: 'site', column: 'region_id' }, prefix_count: null },
+  setNull: [{ model: 'site', column: 'region_id' }],
+});
+
+export const siteGroup = nestedGroup('sitegroup', 'dcim', 'site-groups', 'dcim_sitegroup', 'SiteGroup', 'site group', {
+  counts: { site_count: { model: 'site', column: 'group_id' }, prefix_count: null },
+  setNull: [{ model: 'site', column: 'group_id' }],
+});
+
+export const location: ModelDef = {
+  key: 'location',
+  app: 'dcim',
+  path: 'locations',
+  table: 'dcim_location',
+  objectType: 'dcim.location',
+  verboseName: 'location',
+  title: 'Location',
+  fields: [
+    nameField(100),
+    slugField(),
+    { name: 'site', column: 'site_id', kind: 'fk', fk: 'site', required: true },
+    ref('parent', 'location'),
+    { name: 'status', column: 'status', kind: 'choice', choices: LOCATION_STATUS, default: 'active', filter: true },
+    ref('tenant', 'tenant'),
+    { name: 'facility', column: 'facility', kind: 'char', blank: true, maxLength: 50, default: '', filter: true },
+    descriptionField,
+    commentsField,
+  ],
+  uniqueTogether: [
+    ['site', 'parent', 'name'],
+    ['site', 'parent', 'slug'],
+  ],
+  ordering: ['site', 'name'],
+  search: ['name', 'slug', 'facility', 'description', 'comments'],
+  brief: ['name', 'slug', 'description'],
+  taggable: true,
+  display: (r) => r.name,
+  extraFilters: [...refFilters('site', 'site'), ...refFilters('parent', 'location'), ...tenancyFilters],
+  cascade: [{ model: 'location', column: 'parent_id' }],
+  setNull: [{ model: 'rack', column: 'location_id' }, { model: 'device', column: 'location_id' }],
+  counts: { rack_count: { model: 'rack', column: 'location_id' }, device_count: { model: 'device', column: 'location_id' }, prefix_count: null },
+  unmodelled: { _depth: 0 },
+  async check(ctx, values, existing, errors) {
+    const site = 'site_id' in values ? values.site_id : existing?.site_id;
+    const parent = 'parent_id' in values ? values.parent_id : existing?.parent_id;
+    if (parent === null || parent === undefined) return;
+    if (existing && parent === existing.id) (errors.parent ??= []).push('Cannot assign self or child as parent.');
+    const p = await ctx.db.selectFrom('dcim_location').select(['site_id', 'name']).where('id', '=', parent).executeTakeFirst();
+    if (p && Number(p.site_id) !== Number(site)) (errors.parent ??= []).push(`Parent location (${p.name}) must belong to the same site (${site}).`);
+  },
+};
+
+export const platform: ModelDef = {
+  key: 'platform',
+  app: 'dcim',
+  path: 'platforms',
+  table: 'dcim_platform',
+  objectType: 'dcim.platform',
+  verboseName: 'platform',
+  title: 'Platform',
+  fields: [nameField(100, { unique: true }), slugField({ unique: true }), ref('manufacturer', 'manufacturer'), descriptionField, commentsField],
+  ordering: ['name'],
+  search: ['name', 'slug', 'description'],
+  brief: ['name', 'slug', 'description'],
+  taggable: true,
+  display: (r) => r.name,
+  extraFilters: refFilters('manufacturer', 'manufacturer'),
+  setNull: [{ model: 'device', column: 'platform_id' }],
+  unmodelled: { config_template: null },
+  counts: { device_count: { model: 'device', column: 'platform_id' }, virtualmachine_count: null },
+};
+
+export const rack: ModelDef = {
+  key: 'rack',
+  naturalName: true,
+  app: 'dcim',
+  path: 'racks',
+  table: 'dcim_rack',
+  objectType: 'dcim.rack',
+  verboseName: 'rack',
+  title: 'Rack',
+  fields: [
+    nameField(100),
+    { name: 'facility_id', column: 'facility_id', kind: 'char', nullable: true, blank: true, maxLength: 50, default: null, filter: true },
+    { name: 'site', column: 'site_id', kind: 'fk', fk: 'site', required: true },
+    ref('location', 'location'),
+    ref('tenant', 'tenant'),
+    { name: 'status', column: 'status', kind: 'choice', choices: RACK_STATUS, default: 'active', filter: true },
+    { name: 'serial', column: 'serial', kind: 'char', blank: true, maxLength: 50, default: '', filter: true },
+    { name: 'asset_tag', column: 'asset_tag', kind: 'char', nullable: true, blank: true, maxLength: 50, default: null, unique: true, filter: true },
+    { name: 'form_factor', column: 'form_factor', kind: 'choice', choices: RACK_FORM_FACTOR, nullable: true, default: null, filter: true },
+    { name: 'width', column: 'width', kind: 'choice', choices: RACK_WIDTH, default: '19', filter: true },
+    { name: 'u_height', column: 'u_height', kind: 'integer', default: 42, min: 1, max: 100, filter: true },
+    { name: 'starting_unit', column: 'starting_unit', kind: 'integer', default: 1, min: 1, max: 32767, filter: true },
+    { name: 'desc_units', column: 'desc_units', kind: 'boolean', default: false, filter: true },
+    { name: 'airflow', column: 'airflow', kind: 'choice', choices: RACK_AIRFLOW, nullable: true, default: null, filter: true },
+    descriptionField,
+    commentsField,
+  ],
+  uniqueTogether: [['location', 'name']],
+  ordering: ['site', 'location', 'name'],
+  search: ['name', 'facility_id', 'serial', 'asset_tag', 'description', 'comments'],
+  brief: ['name', 'description'],
+  taggable: true,
+  display: (r) => r.name,
+  extraFilters: [...refFilters('site', 'site'), ...refFilters('location', 'location'), ...tenancyFilters],
+  protectedBy: [],
+  setNull: [{ model: 'device', column: 'rack_id' }],
+  unmodelled: { role: null, rack_type: null, outer_width: null, outer_height: null, outer_depth: null, outer_unit: null, mounting_depth: null, weight: null, max_weight: null, weight_unit: null },
+  counts: { device_count: { model: 'device', column: 'rack_id' }, powerfeed_count: null },
+  async check(ctx, values, existing, errors) {
+    const site = 'site_id' in values ? values.site_id : existing?.site_id;
+    const loc = 'location_id' in values ? values.location_id : existing?.location_id;
+    if (loc !== null && loc !== undefined) {
+      const l = await ctx.db.selectFrom('dcim_location').select(['site_id', 'name']).where('id', '=', loc).executeTakeFirst();
+      if (l && Number(l.site_id) !== Number(site)) (errors.location ??= []).push(`Location must be from the same site, ${site}.`);
+    }
+    if (existing && ('u_height' in values || 'starting_unit' in values)) {
+      // Shrinking the rack may not strand a mounted device (NetBox's Rack.clean()).
+      const top = ('starting_unit' in values ? values.starting_unit : existing.starting_unit) + ('u_height' in values ? values.u_height : existing.u_height) - 1;
+      const devices = await ctx.db
+        .selectFrom('dcim_device as d')
+        .innerJoin('dcim_devicetype as t', 't.id', 'd.device_type_id')
+        .select(['d.position', 't.u_height'])
+        .where('d.rack_id', '=', existing.id)
+        .where('d.position', 'is not', null)
+        .execute();
+      const highest = Math.max(0, ...devices.map((d) => Number(d.position) + Math.max(Number(d.u_height), 1) - 1));
+      if (highest > top) (errors.u_height ??= []).push(`Rack must be at least ${highest}U tall to house currently installed devices.`);
+    }
+  },
 };
 
 export const manufacturer: ModelDef = {
@@ -111,14 +266,43 @@ export const device: ModelDef = {
     { name: 'site', column: 'site_id', kind: 'fk', fk: 'site', required: true },
     { name: 'status', column: 'status', kind: 'choice', choices: DEVICE_STATUS, default: 'active', filter: true },
     { name: 'serial', column: 'serial', kind: 'char', blank: true, maxLength: 50, default: '', filter: true },
+    ref('platform', 'platform'),
+    ref('tenant', 'tenant'),
+    ref('location', 'location'),
+    ref('rack', 'rack'),
+    { name: 'position', column: 'position', kind: 'decimal', nullable: true, default: null, min: 0.5, max: 100.5, filter: true },
+    { name: 'face', column: 'face', kind: 'choice', choices: DEVICE_FACE, nullable: true, default: null, filter: true },
+    { name: 'asset_tag', column: 'asset_tag', kind: 'char', nullable: true, blank: true, maxLength: 50, default: null, unique: true, filter: true },
+    { name: 'airflow', column: 'airflow', kind: 'choice', choices: DEVICE_AIRFLOW, nullable: true, default: null, filter: true },
+    { name: 'latitude', column: 'latitude', kind: 'decimal', nullable: true, default: null, min: -90, max: 90, places: 6, filter: true },
+    { name: 'longitude', column: 'longitude', kind: 'decimal', nullable: true, default: null, min: -180, max: 180, places: 6, filter: true },
+    ref('primary_ip4', 'ipaddress', { label: 'Primary IPv4' }),
+    ref('primary_ip6', 'ipaddress', { label: 'Primary IPv6' }),
+    ref('oob_ip', 'ipaddress', { label: 'Out-of-band IP' }),
+    { name: 'local_context_data', column: 'local_context_data', kind: 'json', nullable: true, default: null },
     description,
     comments,
   ],
   uniqueTogether: [['name', 'site']],
   ordering: ['name'],
-  search: ['name', 'serial', 'description', 'comments'],
+  search: ['name', 'serial', 'asset_tag', 'description', 'comments'],
   brief: ['name', 'description'],
   taggable: true,
+  check: checkDevice,
+  represent: deviceRepresent,
+  unmodelled: { parent_device: null, cluster: null, virtual_chassis: null, vc_position: null, vc_priority: null, config_template: null },
+  counts: {
+    console_port_count: null,
+    console_server_port_count: null,
+    power_port_count: null,
+    power_outlet_count: null,
+    interface_count: { model: 'interface', column: 'device_id' },
+    front_port_count: null,
+    rear_port_count: null,
+    device_bay_count: null,
+    module_bay_count: null,
+    inventory_item_count: null,
+  },
   displayNeeds: ['device_type'],
   display: (r, refs) => {
     if (r.name) return r.name;
@@ -133,6 +317,15 @@ export const device: ModelDef = {
     { name: 'device_type_id', kind: 'fk_id', column: 'device_type_id', model: 'devicetype' },
     { name: 'device_type', kind: 'fk_slug', column: 'device_type_id', model: 'devicetype', attribute: 'slug' },
     { name: 'manufacturer_id', kind: 'custom' },
+    ...refFilters('platform', 'platform'),
+    ...refFilters('location', 'location'),
+    { name: 'rack_id', kind: 'fk_id', column: 'rack_id', model: 'rack' },
+    { name: 'primary_ip4_id', kind: 'fk_id', column: 'primary_ip4_id', model: 'ipaddress' },
+    { name: 'primary_ip6_id', kind: 'fk_id', column: 'primary_ip6_id', model: 'ipaddress' },
+    { name: 'oob_ip_id', kind: 'fk_id', column: 'oob_ip_id', model: 'ipaddress' },
+    { name: 'has_primary_ip', kind: 'custom' },
+    { name: 'has_oob_ip', kind: 'custom' },
+    ...tenancyFilters,
   ],
   cascade: [{ model: 'interface', column: 'device_id' }],
 };
@@ -153,6 +346,16 @@ export const iface: ModelDef = {
     { name: 'enabled', column: 'enabled', kind: 'boolean', default: true, filter: true },
     { name: 'mtu', column: 'mtu', kind: 'integer', nullable: true, min: 1, max: 65536, default: null, filter: true },
     { name: 'mac_address', column: 'mac_address', kind: 'mac', nullable: true, default: null, filter: true },
+    { name: 'label', column: 'label', kind: 'char', blank: true, maxLength: 64, default: '', filter: true },
+    { name: 'mgmt_only', column: 'mgmt_only', kind: 'boolean', default: false, filter: true, label: 'Management only' },
+    ref('parent', 'interface', { label: 'Parent interface' }),
+    ref('lag', 'interface', { label: 'Parent LAG' }),
+    { name: 'speed', column: 'speed', kind: 'integer', nullable: true, default: null, min: 0, max: 2147483647, filter: true },
+    { name: 'duplex', column: 'duplex', kind: 'choice', choices: INTERFACE_DUPLEX, nullable: true, default: null, filter: true },
+    { name: 'mark_connected', column: 'mark_connected', kind: 'boolean', default: false, filter: true },
+    { name: 'mode', column: 'mode', kind: 'choice', choices: INTERFACE_MODE, nullable: true, default: null, filter: true, label: '802.1Q Mode' },
+    ref('untagged_vlan', 'vlan', { label: 'Untagged VLAN' }),
+    { name: 'tagged_vlans', column: '', kind: 'm2m', fk: 'vlan', default: undefined, through: { table: 'dcim_interface_tagged_vlans', column: 'interface_id', target: 'vlan_id' }, label: 'Tagged VLANs' },
     description,
   ],
   uniqueTogether: [['device', 'name']],
@@ -165,6 +368,12 @@ export const iface: ModelDef = {
     { name: 'device_id', kind: 'fk_id', column: 'device_id', model: 'device' },
     { name: 'device', kind: 'fk_slug', column: 'device_id', model: 'device', attribute: 'name' },
     { name: 'site_id', kind: 'custom' },
+    { name: 'parent_id', kind: 'fk_id', column: 'parent_id', model: 'interface' },
+    { name: 'lag_id', kind: 'fk_id', column: 'lag_id', model: 'interface' },
   ],
+  check: checkInterface,
+  unmodelled: { module: null, vdcs: [], bridge: null, wwn: null, vrf: null, qinq_svlan: null, vlan_translation_policy: null, cable: null, wireless_link: null, wireless_lans: [], poe_mode: null, poe_type: null, rf_role: null, rf_channel: null, tx_power: null },
+  counts: { count_ipaddresses: { model: 'ipaddress', column: 'assigned_object_id' }, count_fhrp_groups: null },
   cascade: [{ model: 'ipaddress', column: 'assigned_object_id', typeColumn: 'assigned_object_type' }],
+  setNull: [{ model: 'interface', column: 'parent_id' }, { model: 'interface', column: 'lag_id' }],
 };

@@ -4,6 +4,7 @@ import { model } from './registry.ts';
 import type { ExtraFilter, FieldDef, ModelDef } from './types.ts';
 import type { Errors } from './validate.ts';
 import { normaliseMac } from './values.ts';
+import { hexKey, parseNet } from './ip.ts';
 import { NETBOX_FILTERS, NETBOX_LOOKUPS } from './netbox-filters.ts';
 
 export type Query = Record<string, string | string[] | undefined>;
@@ -160,9 +161,38 @@ function customFilter(m: ModelDef, f: ExtraFilter, q: Query, errors: Errors, con
     if (b === false) conds.push(sql`${col(m.table, 'assigned_object_type')} is null`);
     return;
   }
+  const key = `${m.key}.${f.name}`;
+  if (key === 'device.has_primary_ip' || key === 'device.has_oob_ip') {
+    const b = parseBool(vals[0]!);
+    const c = key === 'device.has_oob_ip' ? sql`${col(m.table, 'oob_ip_id')} is not null` : sql`(${col(m.table, 'primary_ip4_id')} is not null or ${col(m.table, 'primary_ip6_id')} is not null)`;
+    if (b === undefined) (errors[f.name] ??= []).push('Must be a valid boolean.');
+    else conds.push(b ? c : sql`not ${c}`);
+    return;
+  }
+  if (key === 'ipaddress.parent' || key === 'prefix.within' || key === 'prefix.within_include' || key === 'prefix.contains') {
+    const nets = [];
+    for (const v of vals) {
+      const n = parseNet(v.includes('/') ? v : `${v}/${v.includes(':') ? 128 : 32}`);
+      if (!n) {
+        (errors[f.name] ??= []).push(key === 'prefix.contains' ? 'Enter a valid IPv4 or IPv6 address or prefix.' : 'Enter a valid IPv4 or IPv6 prefix.');
+        return;
+      }
+      nets.push(n);
+    }
+    const one = (n: NonNullable<ReturnType<typeof parseNet>>) => {
+      const first = hexKey(n.first, n.family);
+      const last = hexKey(n.last, n.family);
+      const fam = sql`${col(m.table, 'family')} = ${n.family}`;
+      if (key === 'ipaddress.parent') return sql`(${fam} and ${col(m.table, '_host')} >= ${first} and ${col(m.table, '_host')} <= ${last})`;
+      if (key === 'prefix.contains') return sql`(${fam} and ${col(m.table, '_first')} <= ${first} and ${col(m.table, '_last')} >= ${last})`;
+      const strict = key === 'prefix.within' ? sql`${col(m.table, '_len')} > ${n.len}` : sql`${col(m.table, '_len')} >= ${n.len}`;
+      return sql`(${fam} and ${col(m.table, '_first')} >= ${first} and ${col(m.table, '_last')} <= ${last} and ${strict})`;
+    };
+    conds.push(sql`(${sql.join(nets.map(one), sql` or `)})`);
+    return;
+  }
   const ids = parseNumbers(vals, f.name, errors);
   if (!ids) return;
-  const key = `${m.key}.${f.name}`;
   if (key === 'device.manufacturer_id') conds.push(sql`${col(m.table, 'device_type_id')} in (select id from dcim_devicetype where ${inList(sql.ref('manufacturer_id'), ids)})`);
   else if (key === 'interface.site_id') conds.push(sql`${col(m.table, 'device_id')} in (select id from dcim_device where ${inList(sql.ref('site_id'), ids)})`);
   else if (key === 'ipaddress.interface_id') conds.push(sql`(${col(m.table, 'assigned_object_type')} = 'dcim.interface' and ${inList(col(m.table, 'assigned_object_id'), ids)})`);

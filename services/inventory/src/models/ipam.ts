@@ -1,5 +1,11 @@
-import { IPADDRESS_STATUS } from './choices.ts';
+import { sql } from 'kysely';
+import { IPADDRESS_ROLE, IPADDRESS_STATUS, PREFIX_STATUS, VLAN_STATUS } from './choices.ts';
+import { hexKey, hostKey, parseNet } from './ip.ts';
+import { commentsField, descriptionField, nameField, ref, refFilters, slugField, tenancyFilters } from './tenancy.ts';
 import type { ModelDef } from './types.ts';
+
+/** Roles whose addresses may repeat under ENFORCE_GLOBAL_UNIQUE (NetBox's IPADDRESS_ROLES_NONUNIQUE). */
+const NONUNIQUE_ROLES = new Set(['anycast', 'vip', 'vrrp', 'hsrp', 'glbp', 'carp']);
 
 export const ipAddress: ModelDef = {
   key: 'ipaddress',
@@ -23,7 +29,38 @@ export const ipAddress: ModelDef = {
     { name: 'assigned_object_id', column: 'assigned_object_id', kind: 'integer', nullable: true, min: 0, max: 2 ** 53 - 1, default: null },
     { name: 'dns_name', column: 'dns_name', kind: 'dnsname', blank: true, maxLength: 255, default: '', filter: true },
     { name: 'description', column: 'description', kind: 'char', blank: true, maxLength: 200, default: '', filter: true },
+    ref('vrf', 'vrf', { label: 'VRF' }),
+    ref('tenant', 'tenant'),
+    { name: 'role', column: 'role', kind: 'choice', choices: IPADDRESS_ROLE, nullable: true, default: null, filter: true },
+    commentsField,
   ],
+  unmodelled: { nat_inside: null, nat_outside: [] },
+  setNull: [
+    { model: 'device', column: 'primary_ip4_id' },
+    { model: 'device', column: 'primary_ip6_id' },
+    { model: 'device', column: 'oob_ip_id' },
+  ],
+  derived: (r) => ({ _host: r.address ? hostKey(r.address) : null }),
+  async check(ctx, values, existing, errors) {
+    const address = 'address' in values ? values.address : existing?.address;
+    const vrfId = 'vrf_id' in values ? values.vrf_id : existing?.vrf_id ?? null;
+    const role = 'role' in values ? values.role : existing?.role ?? null;
+    let enforce = ctx.settings?.enforceGlobalUnique ?? true;
+    let vrfName: string | undefined;
+    if (vrfId !== null) {
+      const v = await ctx.db.selectFrom('ipam_vrf').select(['name', 'enforce_unique']).where('id', '=', vrfId).executeTakeFirst();
+      enforce = !!v && ctx.dialect.readBool(v.enforce_unique);
+      vrfName = v?.name;
+    }
+    if (!enforce || !address) return;
+    let q = ctx.db.selectFrom('ipam_ipaddress').select(['address', 'role']).where('_host', '=', hostKey(address)).where('family', '=', 'family' in values ? values.family : existing?.family);
+    q = vrfId === null ? q.where('vrf_id', 'is', null) : q.where('vrf_id', '=', vrfId);
+    if (existing) q = q.where('id', '<>', existing.id);
+    const dups = await q.orderBy('id').limit(100).execute();
+    if (!dups.length) return;
+    if (NONUNIQUE_ROLES.has(role) && dups.every((d) => NONUNIQUE_ROLES.has(d.role))) return;
+    errors.address = [`Duplicate IP address found in ${vrfName !== undefined ? `VRF ${vrfName}` : 'global table'}: ${dups[0]!.address}`];
+  },
   ordering: ['address'],
   search: ['address', 'dns_name', 'description'],
   brief: ['family', 'address', 'description'],
@@ -57,5 +94,143 @@ export const ipAddress: ModelDef = {
     { name: 'interface_id', kind: 'custom' },
     { name: 'device_id', kind: 'custom' },
     { name: 'assigned_to_interface', kind: 'custom' },
+    { name: 'vrf_id', kind: 'fk_id', column: 'vrf_id', model: 'vrf' },
+    { name: 'vrf', kind: 'fk_slug', column: 'vrf_id', model: 'vrf', attribute: 'rd' },
+    { name: 'parent', kind: 'custom' },
+    ...tenancyFilters,
+  ],
+};
+
+export const vrf: ModelDef = {
+  key: 'vrf',
+  app: 'ipam',
+  path: 'vrfs',
+  table: 'ipam_vrf',
+  objectType: 'ipam.vrf',
+  verboseName: 'VRF',
+  title: 'VRF',
+  fields: [
+    nameField(100),
+    { name: 'rd', column: 'rd', kind: 'char', nullable: true, blank: true, maxLength: 21, default: null, unique: true, filter: true, label: 'Route distinguisher' },
+    ref('tenant', 'tenant'),
+    { name: 'enforce_unique', column: 'enforce_unique', kind: 'boolean', default: true, filter: true, label: 'Enforce unique space' },
+    descriptionField,
+    commentsField,
+  ],
+  ordering: ['name', 'rd'],
+  search: ['name', 'rd', 'description', 'comments'],
+  brief: ['name', 'rd', 'description'],
+  taggable: true,
+  display: (r) => (r.rd ? `${r.name} (${r.rd})` : r.name),
+  extraFilters: tenancyFilters,
+  unmodelled: { import_targets: [], export_targets: [] },
+  counts: { ipaddress_count: { model: 'ipaddress', column: 'vrf_id' }, prefix_count: { model: 'prefix', column: 'vrf_id' } },
+  protectedBy: [
+    { model: 'prefix', column: 'vrf_id' },
+    { model: 'ipaddress', column: 'vrf_id' },
+  ],
+};
+
+export const prefix: ModelDef = {
+  key: 'prefix',
+  app: 'ipam',
+  path: 'prefixes',
+  table: 'ipam_prefix',
+  objectType: 'ipam.prefix',
+  verboseName: 'prefix',
+  title: 'Prefix',
+  fields: [
+    { name: 'prefix', column: 'prefix', kind: 'prefix', required: true, filter: true },
+    ref('vrf', 'vrf', { label: 'VRF' }),
+    ref('site', 'site'),
+    ref('tenant', 'tenant'),
+    ref('vlan', 'vlan', { label: 'VLAN' }),
+    { name: 'status', column: 'status', kind: 'choice', choices: PREFIX_STATUS, default: 'active', filter: true },
+    { name: 'is_pool', column: 'is_pool', kind: 'boolean', default: false, filter: true, label: 'Is a pool' },
+    { name: 'mark_utilized', column: 'mark_utilized', kind: 'boolean', default: false, filter: true },
+    descriptionField,
+    commentsField,
+  ],
+  ordering: ['vrf', 'prefix'],
+  search: ['prefix', 'description', 'comments'],
+  brief: ['family', 'prefix', 'description'],
+  taggable: true,
+  display: (r) => r.prefix,
+  derived: (r) => {
+    const n = r.prefix ? parseNet(r.prefix) : undefined;
+    return n ? { _first: hexKey(n.first, n.family), _last: hexKey(n.last, n.family), _len: n.len } : {};
+  },
+  extraFilters: [
+    { name: 'family', kind: 'int', column: 'family' },
+    { name: 'vrf_id', kind: 'fk_id', column: 'vrf_id', model: 'vrf' },
+    { name: 'vrf', kind: 'fk_slug', column: 'vrf_id', model: 'vrf', attribute: 'rd' },
+    ...refFilters('site', 'site'),
+    { name: 'vlan_id', kind: 'fk_id', column: 'vlan_id', model: 'vlan' },
+    { name: 'mask_length', kind: 'int', column: '_len' },
+    { name: 'within', kind: 'custom' },
+    { name: 'within_include', kind: 'custom' },
+    { name: 'contains', kind: 'custom' },
+    ...tenancyFilters,
+  ],
+  unmodelled: { scope_type: null, scope_id: null, scope: null, role: null },
+  represent(row, out) {
+    const family = Number(row.family);
+    const { id, url, display_url, display, ...rest } = out;
+    return { id, url, display_url, display, family: { value: family, label: `IPv${family}` }, ...rest, _depth: 0, children: 0 };
+  },
+};
+
+export const vlanGroup: ModelDef = {
+  key: 'vlangroup',
+  app: 'ipam',
+  path: 'vlan-groups',
+  table: 'ipam_vlangroup',
+  objectType: 'ipam.vlangroup',
+  verboseName: 'VLAN group',
+  title: 'VLANGroup',
+  fields: [nameField(100, { unique: true }), slugField({ unique: true }), descriptionField, commentsField],
+  ordering: ['name'],
+  search: ['name', 'slug', 'description'],
+  brief: ['name', 'slug', 'description'],
+  taggable: true,
+  display: (r) => r.name,
+  unmodelled: { scope_type: null, scope_id: null, scope: null, vid_ranges: [[1, 4094]], tenant: null },
+  counts: { vlan_count: { model: 'vlan', column: 'group_id' } },
+  protectedBy: [{ model: 'vlan', column: 'group_id' }],
+};
+
+export const vlan: ModelDef = {
+  key: 'vlan',
+  app: 'ipam',
+  path: 'vlans',
+  table: 'ipam_vlan',
+  objectType: 'ipam.vlan',
+  verboseName: 'VLAN',
+  title: 'VLAN',
+  fields: [
+    ref('site', 'site'),
+    ref('group', 'vlangroup'),
+    { name: 'vid', column: 'vid', kind: 'integer', required: true, min: 1, max: 4094, filter: true, label: 'VLAN ID' },
+    nameField(64),
+    ref('tenant', 'tenant'),
+    { name: 'status', column: 'status', kind: 'choice', choices: VLAN_STATUS, default: 'active', filter: true },
+    descriptionField,
+    commentsField,
+  ],
+  uniqueTogether: [
+    ['group', 'vid'],
+    ['group', 'name'],
+  ],
+  ordering: ['site', 'group', 'vid'],
+  search: ['name', 'description', 'comments'],
+  brief: ['vid', 'name', 'description'],
+  taggable: true,
+  display: (r) => `${r.name} (${r.vid})`,
+  extraFilters: [...refFilters('site', 'site'), ...refFilters('group', 'vlangroup'), ...tenancyFilters],
+  unmodelled: { role: null, qinq_role: null, qinq_svlan: null, l2vpn_termination: null },
+  counts: { prefix_count: { model: 'prefix', column: 'vlan_id' } },
+  setNull: [
+    { model: 'prefix', column: 'vlan_id' },
+    { model: 'interface', column: 'untagged_vlan_id' },
   ],
 };

@@ -8,7 +8,11 @@ import type { ModelDef, Row } from './types.ts';
 function orderColumn(m: ModelDef, name: string): string | undefined {
   if (name === 'id' || name === 'created' || name === 'last_updated') return name;
   if (name === 'name' && m.naturalName) return '_name';
-  return m.fields.find((f) => f.name === name)?.column;
+  const f = m.fields.find((x) => x.name === name);
+  // Addresses and prefixes sort numerically through their fixed-width hex keys.
+  if (f?.kind === 'ipaddress') return '_host';
+  if (f?.kind === 'prefix') return '_first';
+  return f?.kind === 'm2m' ? undefined : f?.column;
 }
 
 /** `ordering=a,-b`: fields DRF's OrderingFilter would accept; unknown ones are ignored. */

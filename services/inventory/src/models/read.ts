@@ -8,6 +8,14 @@ export interface ReadCtx {
   dialect: SqlDialect;
   /** `http://host:port` for API responses; '' for event data (NetBox serialises those without a request). */
   base: string;
+  /** Validation settings (writes only). */
+  settings?: ModelSettings;
+}
+
+/** Configurable NetBox validation rules. */
+export interface ModelSettings {
+  /** ENFORCE_GLOBAL_UNIQUE: no duplicate IP addresses outside VRFs (NetBox's default since 3.7: true). */
+  enforceGlobalUnique: boolean;
 }
 
 /** Chunks keep IN lists well under SQLite's bound-parameter limit. */
@@ -22,6 +30,7 @@ export function normaliseRow(d: SqlDialect, m: ModelDef, raw: Row): Row {
   const r: Row = { ...raw, id: Number(raw.id), created: d.readTimestamp(raw.created), last_updated: d.readTimestamp(raw.last_updated) };
   r.custom_fields = d.parseJson(raw.custom_fields) ?? {};
   for (const f of m.fields) {
+    if (f.kind === 'm2m') continue;
     const v = raw[f.column];
     if (v === null || v === undefined) {
       r[f.column] = null;
@@ -29,6 +38,7 @@ export function normaliseRow(d: SqlDialect, m: ModelDef, raw: Row): Row {
     }
     if (f.kind === 'fk' || f.kind === 'integer' || f.kind === 'decimal') r[f.column] = Number(v);
     else if (f.kind === 'boolean') r[f.column] = d.readBool(v);
+    else if (f.kind === 'json') r[f.column] = d.parseJson(v);
   }
   if ('family' in raw) r.family = Number(raw.family);
   return r;

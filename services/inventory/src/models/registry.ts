@@ -1,9 +1,31 @@
-import { device, deviceRole, deviceType, iface, manufacturer, site } from './dcim.ts';
+import { device, deviceRole, deviceType, iface, location, manufacturer, platform, rack, region, site, siteGroup } from './dcim.ts';
 import { tag } from './extras.ts';
-import { ipAddress } from './ipam.ts';
+import { ipAddress, prefix, vlan, vlanGroup, vrf } from './ipam.ts';
+import { tenant, tenantGroup } from './tenancy.ts';
 import type { ModelDef } from './types.ts';
 
-export const MODELS: ModelDef[] = [site, manufacturer, deviceType, deviceRole, device, iface, ipAddress, tag];
+/** Every object type: its REST endpoints, change logging and event rules all come from here. */
+export const MODELS: ModelDef[] = [
+  region,
+  siteGroup,
+  site,
+  location,
+  rack,
+  manufacturer,
+  deviceType,
+  deviceRole,
+  platform,
+  device,
+  iface,
+  vrf,
+  prefix,
+  vlanGroup,
+  vlan,
+  ipAddress,
+  tenantGroup,
+  tenant,
+  tag,
+];
 
 const byKey = new Map(MODELS.map((m) => [m.key, m]));
 const byType = new Map(MODELS.map((m) => [m.objectType, m]));

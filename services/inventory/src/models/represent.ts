@@ -58,6 +58,7 @@ async function loadRefs(ctx: ReadCtx, m: ModelDef, rows: Row[], names: string[])
 }
 
 function apiValue(f: FieldDef, row: Row, refs: Refs): unknown {
+  if (f.kind === 'm2m') return (refs[f.name] as unknown as unknown[]) ?? [];
   const v = row[f.column];
   if (f.kind === 'fk') return refs[f.name] ?? null;
   if (v === null || v === undefined) return null;
@@ -91,6 +92,39 @@ async function tagUsage(ctx: ReadCtx, ids: number[]): Promise<Map<number, number
   return out;
 }
 
+/** Ids linked through a many-to-many table, per object. */
+export async function loadLinks(ctx: ReadCtx, f: FieldDef, ids: number[]): Promise<Map<number, number[]>> {
+  const out = new Map<number, number[]>();
+  const t = f.through!;
+  for (const part of chunks([...new Set(ids)])) {
+    if (part.length === 0) continue;
+    const rows = await ctx.db.selectFrom(t.table).select([`${t.column} as o`, `${t.target} as t`]).where(t.column, 'in', part).orderBy(t.target).execute();
+    for (const r of rows) {
+      const list = out.get(Number(r.o)) ?? [];
+      list.push(Number(r.t));
+      out.set(Number(r.o), list);
+    }
+  }
+  return out;
+}
+
+/** Children per object for the `*_count` fields. */
+async function loadCounts(ctx: ReadCtx, m: ModelDef, ids: number[]): Promise<Map<string, Map<number, number>>> {
+  const out = new Map<string, Map<number, number>>();
+  for (const [name, c] of Object.entries(m.counts ?? {})) {
+    const per = new Map<number, number>();
+    out.set(name, per);
+    if (!c) continue;
+    const child = model(c.model);
+    for (const part of chunks(ids)) {
+      if (part.length === 0) continue;
+      const rows = await ctx.db.selectFrom(child.table).select([`${c.column} as k`]).select((eb) => eb.fn.countAll().as('n')).where(c.column, 'in', part).groupBy(c.column).execute();
+      for (const r of rows) per.set(Number(r.k), Number(r.n));
+    }
+  }
+  return out;
+}
+
 /** REST representations (full or brief) of already-fetched rows, in their order. */
 export async function represent(ctx: ReadCtx, m: ModelDef, rows: Row[], brief = false): Promise<Obj[]> {
   if (rows.length === 0) return [];
@@ -101,12 +135,19 @@ export async function represent(ctx: ReadCtx, m: ModelDef, rows: Row[], brief = 
   const fkNames = [...m.fields.filter((f) => f.kind === 'fk').map((f) => f.name), ...Object.keys(m.extraRefs ?? {}), ...(m.displayNeeds ?? [])];
   const refs = await loadRefs(ctx, m, rows, fkNames);
   const ids = rows.map((r) => r.id as number);
+  for (const f of m.fields.filter((x) => x.kind === 'm2m')) {
+    const links = await loadLinks(ctx, f, ids);
+    const briefs = await loadBriefs(ctx, model(f.fk!), [...links.values()].flat());
+    for (const r of rows) refs.get(r.id)![f.name] = (links.get(r.id) ?? []).map((id) => briefs.get(id)).filter(Boolean) as any;
+  }
+  const counts = m.counts ? await loadCounts(ctx, m, ids) : undefined;
   const tags = await loadTags(ctx, m, ids);
   const usage = m.key === 'tag' ? await tagUsage(ctx, ids) : undefined;
   return rows.map((r) => {
     const rr = refs.get(r.id)!;
     let out: Obj = { id: r.id, url: objectUrl(ctx.base, m, r.id), display_url: displayUrl(ctx.base, m, r.id), display: m.display(r, rr) };
     for (const f of m.fields) out[f.name] = apiValue(f, r, rr);
+    for (const [k, v] of Object.entries(m.unmodelled ?? {})) out[k] = structuredClone(v);
     if (m.taggable) {
       out.tags = tags.get(r.id) ?? [];
       out.custom_fields = r.custom_fields ?? {};
@@ -117,9 +158,15 @@ export async function represent(ctx: ReadCtx, m: ModelDef, rows: Row[], brief = 
     }
     out.created = r.created;
     out.last_updated = r.last_updated;
+    for (const name of Object.keys(m.counts ?? {})) out[name] = counts!.get(name)!.get(r.id) ?? 0;
     if (m.represent) out = m.represent(r, out, rr);
     return out;
   });
+}
+
+/** A decimal as Django serialises it: the column's decimal places (u_height 1, coordinates 6, position 1). */
+function decimalText(v: unknown, f: FieldDef): string {
+  return Number(v).toFixed(f.places ?? 1);
 }
 
 /** One object's REST representation, or null when it does not exist. */
@@ -136,8 +183,12 @@ export async function representOne(ctx: ReadCtx, m: ModelDef, id: number): Promi
 export async function snapshot(ctx: ReadCtx, m: ModelDef, row: Row): Promise<Obj> {
   const out: Obj = { created: djangoIso(row.created) };
   for (const f of m.fields) {
+    if (f.kind === 'm2m') {
+      out[f.name] = (await loadLinks(ctx, f, [row.id])).get(row.id) ?? [];
+      continue;
+    }
     const v = row[f.column];
-    out[f.name] = f.kind === 'decimal' && v !== null ? Number(v).toFixed(1) : v;
+    out[f.name] = f.kind === 'decimal' && v !== null ? decimalText(v, f) : v;
   }
   if (m.taggable) {
     out.custom_fields = row.custom_fields ?? {};

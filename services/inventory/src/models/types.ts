@@ -4,7 +4,7 @@ export interface Choice {
   label: string;
 }
 
-export type FieldKind = 'char' | 'slug' | 'text' | 'integer' | 'decimal' | 'boolean' | 'choice' | 'fk' | 'color' | 'mac' | 'ipaddress' | 'dnsname' | 'objecttype';
+export type FieldKind = 'char' | 'slug' | 'text' | 'integer' | 'decimal' | 'boolean' | 'choice' | 'fk' | 'color' | 'mac' | 'ipaddress' | 'dnsname' | 'objecttype' | 'json' | 'prefix' | 'm2m';
 
 export interface FieldDef {
   /** API and snapshot name (`site`, `status`). */
@@ -29,8 +29,12 @@ export interface FieldDef {
   unique?: boolean;
   /** Exposed as a filter with its name (plus lookups for strings). */
   filter?: boolean;
+  /** Decimal places of a decimal column (snapshot text); 1 when absent. */
+  places?: number;
   /** OPTIONS label when not derived from the name. */
   label?: string;
+  /** kind 'm2m': the link table, its column for this object and for the referenced one. */
+  through?: { table: string; column: string; target: string };
 }
 
 export type Row = Record<string, any>;
@@ -85,6 +89,19 @@ export interface ModelDef {
   clean?: (values: Row, existing: Row | null, errors: Record<string, string[]>) => void;
   /** Model-specific additions to the representation (ip family, assigned_object). */
   represent?: (row: Row, out: Record<string, unknown>, refs: Refs) => Record<string, unknown>;
+  /** Checks that need the database (relations between fields, uniqueness rules of NetBox's clean()). */
+  check?: (ctx: import('./read.ts').ReadCtx, values: Row, existing: Row | null, errors: Record<string, string[]>, m2m?: Record<string, number[]>) => Promise<void>;
+  /** Columns derived from the values on every write (sort keys, ranges). */
+  derived?: (merged: Row) => Row;
+  /** Read-only counts NetBox returns (`device_count`): children of a model by a column, or a constant 0 when not modelled. */
+  counts?: Record<string, { model: string; column: string } | null>;
+  /**
+   * Keys NetBox's serializer always returns for features this service does not model, with the
+   * value they always have here; a write of any other value is refused with a 400.
+   */
+  unmodelled?: Record<string, unknown>;
+  /** Nullable references to this object cleared when it is deleted (NetBox SET_NULL). */
+  setNull?: Array<{ model: string; column: string }>;
   /** FK-like references not declared as fields (ip assigned interface): api name → [model, id column]. */
   extraRefs?: Record<string, { model: string; column: string; typeColumn?: string; type?: string }>;
 }

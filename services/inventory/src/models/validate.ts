@@ -1,6 +1,7 @@
 import { fetchRowsByIds, type ReadCtx } from './read.ts';
 import { model } from './registry.ts';
 import type { FieldDef, ModelDef, Row } from './types.ts';
+import { netString, parseNet } from './ip.ts';
 import { normaliseMac, parseIpInterface, pyRepr, pyType } from './values.ts';
 
 export type Errors = Record<string, string[]>;
@@ -11,6 +12,8 @@ export interface Validated {
   /** Tag ids when `tags` was given. */
   tags?: number[];
   customFields?: Record<string, unknown>;
+  /** Ids of many-to-many fields that were given (`tagged_vlans`). */
+  m2m?: Record<string, number[]>;
 }
 
 const TRUE = new Set(['t', 'y', 'yes', 'true', 'on', '1']);
@@ -59,7 +62,11 @@ function asDecimal(f: FieldDef, v: unknown): number {
   else n = fail('A valid number is required.');
   if (f.min !== undefined && n < f.min) fail(`Ensure this value is greater than or equal to ${f.min}.`);
   if (f.max !== undefined && n > f.max) fail(`Ensure this value is less than or equal to ${f.max}.`);
-  if (Math.round(n * 2) !== n * 2) fail('U height must be in increments of 0.5 rack units.');
+  if (f.name === 'u_height' && Math.round(n * 2) !== n * 2) fail('U height must be in increments of 0.5 rack units.');
+  const places = f.places ?? 1;
+  const text = typeof v === 'string' ? v.trim() : String(v);
+  const decimals = /\.(\d+)$/.exec(text)?.[1]?.replace(/0+$/, '').length ?? 0;
+  if (decimals > places) fail(`Ensure that there are no more than ${places} decimal place${places === 1 ? '' : 's'}.`);
   return n;
 }
 
@@ -162,6 +169,26 @@ async function fieldValue(ctx: ReadCtx, f: FieldDef, v: unknown): Promise<unknow
     }
     case 'fk':
       return resolveRelated(ctx, model(f.fk!), v);
+    case 'json': {
+      if (typeof v !== 'object' || Array.isArray(v)) fail('JSON data must be in object form. Example: {"foo": 123}');
+      if (JSON.stringify(v).length > MAX_CUSTOM_FIELDS_BYTES * 4) fail(`Ensure this value has at most ${MAX_CUSTOM_FIELDS_BYTES * 4} characters.`);
+      return v;
+    }
+    case 'prefix': {
+      if (typeof v !== 'string') fail('Not a valid string.');
+      const net = (v as string).length <= 100 ? parseNet(v as string) : undefined;
+      if (!net) fail(`Invalid IP prefix format: ${String(v).slice(0, 100)}`);
+      if (net!.len === 0) fail('Cannot create prefix with /0 mask.');
+      return { prefix: netString(net!), family: net!.family };
+    }
+    case 'm2m': {
+      if (!Array.isArray(v)) fail(`Expected a list of items but got type "${pyType(v)}".`);
+      const list = v as unknown[];
+      if (list.length > 4094) fail('Ensure this field has no more than 4094 elements.');
+      const ids: number[] = [];
+      for (const item of list) ids.push(await resolveRelated(ctx, model(f.fk!), item));
+      return [...new Set(ids)];
+    }
   }
 }
 
@@ -204,7 +231,11 @@ export async function validateInput(ctx: ReadCtx, m: ModelDef, data: unknown, ex
       if (f.kind === 'ipaddress' && v && typeof v === 'object') {
         values[f.column] = (v as { address: string }).address;
         values.family = (v as { family: number }).family;
-      } else values[f.column] = v;
+      } else if (f.kind === 'prefix' && v && typeof v === 'object') {
+        values[f.column] = (v as { prefix: string }).prefix;
+        values.family = (v as { family: number }).family;
+      } else if (f.kind === 'm2m') (out.m2m ??= {})[f.name] = v as number[];
+      else values[f.column] = v;
     } catch (err) {
       if (!(err instanceof FieldProblem)) throw err;
       errors[f.name] = [err.message];
@@ -224,7 +255,13 @@ export async function validateInput(ctx: ReadCtx, m: ModelDef, data: unknown, ex
       }
     }
   }
+  for (const [key, fixed] of Object.entries(m.unmodelled ?? {})) {
+    if (Object.prototype.hasOwnProperty.call(input, key) && JSON.stringify(input[key]) !== JSON.stringify(fixed)) {
+      errors[key] = [`This service does not model ${key}; only ${JSON.stringify(fixed)} is accepted.`];
+    }
+  }
   if (Object.keys(errors).length === 0) m.clean?.(values, existing, errors);
+  if (Object.keys(errors).length === 0) await m.check?.(ctx, values, existing, errors, out.m2m);
   return Object.keys(errors).length ? { ok: false, errors, values } : { ok: true, value: out };
 }
 

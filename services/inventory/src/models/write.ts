@@ -9,7 +9,7 @@ import { naturalize } from './values.ts';
 import { resolveRelated, FieldProblem } from './validate.ts';
 
 export function readCtxOf(w: WriteContext): ReadCtx {
-  return { db: w.trx, dialect: w.dialect, base: '' };
+  return { db: w.trx, dialect: w.dialect, base: '', settings: w.settings };
 }
 
 /**
@@ -92,11 +92,21 @@ async function setTags(w: WriteContext, m: ModelDef, id: number, tagIds: number[
   }
 }
 
-function toDb(w: WriteContext, m: ModelDef, values: Row): Row {
+function toDb(w: WriteContext, m: ModelDef, values: Row, existing: Row | null = null): Row {
   const out: Row = {};
-  for (const [k, v] of Object.entries(values)) out[k] = typeof v === 'boolean' ? w.dialect.bool(v) : v;
+  const json = new Set(m.fields.filter((f) => f.kind === 'json').map((f) => f.column));
+  for (const [k, v] of Object.entries(values)) out[k] = typeof v === 'boolean' ? w.dialect.bool(v) : json.has(k) && v !== null ? w.dialect.json(v) : v;
   if (m.naturalName && 'name' in values) out._name = naturalize(values.name);
+  if (m.derived) Object.assign(out, m.derived({ ...(existing ?? {}), ...values }));
   return out;
+}
+
+async function setLinks(w: WriteContext, m: ModelDef, id: number, m2m: Record<string, number[]> | undefined): Promise<void> {
+  for (const [name, ids] of Object.entries(m2m ?? {})) {
+    const t = m.fields.find((f) => f.name === name)!.through!;
+    await w.trx.deleteFrom(t.table).where(t.column, '=', id).execute();
+    for (const part of chunks(ids)) if (part.length) await w.trx.insertInto(t.table).values(part.map((x) => ({ [t.column]: id, [t.target]: x }))).execute();
+  }
 }
 
 /** Inserts a validated object and records its change. */
@@ -111,6 +121,7 @@ export async function createObject(w: WriteContext, m: ModelDef, v: Validated): 
   const inserted = await w.trx.insertInto(m.table).values(row).returning('id').executeTakeFirstOrThrow();
   const id = Number(inserted.id);
   if (m.taggable && v.tags?.length) await setTags(w, m, id, v.tags);
+  await setLinks(w, m, id, v.m2m);
   const after = (await fetchRow(readCtxOf(w), m, id))!;
   w.changes.push({
     action: 'create',
@@ -127,10 +138,11 @@ export async function createObject(w: WriteContext, m: ModelDef, v: Validated): 
 export async function updateObject(w: WriteContext, m: ModelDef, existing: Row, v: Validated): Promise<void> {
   const ctx = readCtxOf(w);
   const before = await snapshot(ctx, m, existing);
-  const set: Row = { ...toDb(w, m, v.values), last_updated: w.dialect.timestamp(w.now) };
+  const set: Row = { ...toDb(w, m, v.values, existing), last_updated: w.dialect.timestamp(w.now) };
   if (m.taggable && v.customFields) set.custom_fields = w.dialect.json(v.customFields);
   await w.trx.updateTable(m.table).set(set).where('id', '=', existing.id).execute();
   if (m.taggable && v.tags) await setTags(w, m, existing.id, v.tags);
+  await setLinks(w, m, existing.id, v.m2m);
   const after = (await fetchRow(ctx, m, existing.id))!;
   w.changes.push({
     action: 'update',
@@ -161,8 +173,13 @@ export async function deleteObject(w: WriteContext, m: ModelDef, existing: Row):
     const ids = (await q.execute()).map((r) => Number(r.id));
     for (const row of (await lockRows(w, child, ids)).values()) await deleteObject(w, child, row);
   }
+  for (const s of m.setNull ?? []) {
+    const child = model(s.model);
+    await w.trx.updateTable(child.table).set({ [s.column]: null }).where(s.column, '=', existing.id).execute();
+  }
   const before = await snapshot(ctx, m, existing);
   const [data] = await represent(ctx, m, [existing]);
+  for (const f of m.fields) if (f.kind === 'm2m') await w.trx.deleteFrom(f.through!.table).where(f.through!.column, '=', existing.id).execute();
   if (m.taggable) await w.trx.deleteFrom('extras_taggeditem').where('object_type', '=', m.objectType).where('object_id', '=', existing.id).execute();
   await w.trx.deleteFrom(m.table).where('id', '=', existing.id).execute();
   w.changes.push({

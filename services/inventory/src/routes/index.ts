@@ -13,6 +13,7 @@ import { tagRoutes } from './extras-tags.ts';
 import { ipamRoutes } from './ipam.ts';
 import { schemaRoutes } from './schema.ts';
 import { statusRoutes } from './status.ts';
+import { tenancyRoutes } from './tenancy.ts';
 import { userRoutes } from './users.ts';
 
 /** The apps whose roots `/api/` lists (besides `plugins` and `status`). */
@@ -52,6 +53,7 @@ export async function coreRoutes(app: FastifyInstance, opts: CoreRouteOptions): 
   await schemaRoutes(app);
   dcimRoutes(app, sink);
   ipamRoutes(app, sink);
+  tenancyRoutes(app, sink);
   tagRoutes(app, sink);
   await objectChangeRoutes(app, deps);
   await userRoutes(app, deps);

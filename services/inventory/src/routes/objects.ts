@@ -33,12 +33,12 @@ function readCtx(sink: ChangeSink, req: FastifyRequest): ReadCtx {
   return { db: sink.deps.storage.db, dialect: sink.deps.storage.dialect, base: baseUrl(req) };
 }
 
-function asList(body: unknown): unknown[] {
+function asList(body: unknown, max = MAX_BULK): unknown[] {
   if (!Array.isArray(body)) {
     const t = body === null || body === undefined ? 'NoneType' : typeof body === 'string' ? 'str' : typeof body === 'object' ? 'dict' : typeof body;
     throw validationError({ non_field_errors: [`Expected a list of items but got type "${t}".`] });
   }
-  if (body.length > MAX_BULK) throw validationError({ non_field_errors: [`Ensure this field has no more than ${MAX_BULK} elements.`] });
+  if (body.length > max) throw validationError({ non_field_errors: [`Ensure this field has no more than ${max} elements.`] });
   return body;
 }
 
@@ -85,6 +85,33 @@ async function updateOne(w: WriteContext, m: ModelDef, id: number, data: unknown
   return {};
 }
 
+/** Representations for the response: those the write already computed (re-based to absolute URLs), else read afresh. */
+export async function showObjects(sink: ChangeSink, req: FastifyRequest, m: ModelDef, ids: number[], known?: Map<string, Record<string, unknown>>) {
+  const base = baseUrl(req);
+  const missing = ids.filter((id) => !known?.has(`${m.objectType}:${id}`));
+  const rows = missing.length ? await fetchRowsByIds(readCtx(sink, req), m, missing) : new Map();
+  const fresh = new Map((await represent(readCtx(sink, req), m, missing.map((id) => rows.get(id)!).filter(Boolean))).map((r) => [r.id as number, r]));
+  return ids
+    .map((id) => {
+      const k = known?.get(`${m.objectType}:${id}`);
+      return k ? absoluteUrls(k, base) : fresh.get(id);
+    })
+    .filter(Boolean);
+}
+
+/** Runs a write request in one transaction as the caller; unique/FK races become 4xx. */
+export async function writeAs<T>(sink: ChangeSink, req: FastifyRequest, fn: (w: WriteContext) => Promise<T>): Promise<[T, WriteContext]> {
+  const p = (await authenticate(req))!;
+  let ctx: WriteContext | undefined;
+  const out = await runWrite(sink, req, p, (w) => {
+    ctx = w;
+    return fn(w);
+  }).catch(translateDbError);
+  return [out, ctx!];
+}
+
+export { createOne, asList };
+
 /** The NetBox REST endpoints of one model: list/create/bulk on the collection, read/update/delete on members. */
 export function registerModelRoutes(app: FastifyInstance, sink: ChangeSink, m: ModelDef): void {
   const list = `/api/${m.app}/${m.path}/`;
@@ -103,17 +130,7 @@ export function registerModelRoutes(app: FastifyInstance, sink: ChangeSink, m: M
     return [out, ctx!];
   };
 
-  /** Representations for the response: those the write already computed (re-based to absolute URLs), else read afresh. */
-  const show = async (req: FastifyRequest, ids: number[], known?: Map<string, Record<string, unknown>>) => {
-    const base = baseUrl(req);
-    const missing = ids.filter((id) => !known?.has(`${m.objectType}:${id}`));
-    const rows = missing.length ? await fetchRowsByIds(readCtx(sink, req), m, missing) : new Map();
-    const fresh = new Map((await represent(readCtx(sink, req), m, missing.map((id) => rows.get(id)!).filter(Boolean))).map((r) => [r.id as number, r]));
-    return ids.map((id) => {
-      const k = known?.get(`${m.objectType}:${id}`);
-      return k ? absoluteUrls(k, base) : fresh.get(id);
-    }).filter(Boolean);
-  };
+  const show = (req: FastifyRequest, ids: number[], known?: Map<string, Record<string, unknown>>) => showObjects(sink, req, m, ids, known);
 
   app.get(list, { preHandler: requireRead, config: SHAPED, schema: { tags, summary: `List ${m.verboseName}s`, querystring: listQuerySchema(m), response: { 200: pageSchema(one), ...errors4xx } } }, async (req) => {
     const q = req.query as Query;
@@ -139,7 +156,7 @@ export function registerModelRoutes(app: FastifyInstance, sink: ChangeSink, m: M
     async (req, reply) => {
       const body = req.body ?? {};
       const bulk = Array.isArray(body);
-      const items = bulk ? asList(body) : [body];
+      const items = bulk ? asList(body, sink.deps.config.maxBulk) : [body];
       const [ids, done] = await write(req, async (w) => {
         const out: number[] = [];
         const errors: Errors[] = [];
@@ -184,7 +201,7 @@ export function registerModelRoutes(app: FastifyInstance, sink: ChangeSink, m: M
         response: { 200: Type.Array(out.full(m)), ...errors4xx },
       },
       handler: async (req) => {
-        const items = asList(req.body);
+        const items = asList(req.body, sink.deps.config.maxBulk);
         const [ids, done] = await write(req, async (w) => {
           const out: number[] = [];
           const errors: Errors[] = [];
@@ -224,7 +241,7 @@ export function registerModelRoutes(app: FastifyInstance, sink: ChangeSink, m: M
     list,
     { preHandler: requireWrite, schema: { tags, summary: `Bulk delete of ${m.verboseName}s (a list of {id})`, body: Type.Array(Type.Object({ id: Type.Integer({ minimum: 1 }) })) } },
     async (req, reply) => {
-      const items = asList(req.body);
+      const items = asList(req.body, sink.deps.config.maxBulk);
       const errors: Errors[] = items.map((item): Errors => {
         const id = item && typeof item === 'object' && !Array.isArray(item) ? (item as Record<string, unknown>).id : undefined;
         if (id === undefined || id === null) return { id: ['This field is required.'] };

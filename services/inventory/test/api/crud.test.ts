@@ -17,7 +17,11 @@ forEachStorage('inventory API: CRUD and representations', (storage) => {
     let r = await h.post('/api/dcim/sites/', { name: 'Branch', slug: 'branch', status: 'planned', description: 'd', comments: 'c', custom_fields: { rack_count: 3 } });
     assert.equal(r.status, 201);
     const s = r.body;
-    assert.deepEqual(Object.keys(s), ['id', 'url', 'display_url', 'display', 'name', 'slug', 'status', 'description', 'comments', 'tags', 'custom_fields', 'created', 'last_updated']);
+    assert.deepEqual(Object.keys(s), [
+      'id', 'url', 'display_url', 'display', 'name', 'slug', 'status', 'region', 'group', 'tenant', 'facility', 'physical_address', 'shipping_address', 'latitude', 'longitude',
+      'description', 'comments', 'time_zone', 'asns', 'tags', 'custom_fields', 'created', 'last_updated',
+      'circuit_count', 'device_count', 'prefix_count', 'rack_count', 'virtualmachine_count', 'vlan_count',
+    ]);
     assert.equal(s.url, `${api.server.url}/api/dcim/sites/${s.id}/`);
     assert.equal(s.display, 'Branch');
     assert.deepEqual(s.status, { value: 'planned', label: 'Planned' });
@@ -68,7 +72,13 @@ forEachStorage('inventory API: CRUD and representations', (storage) => {
     });
     assert.equal(r.status, 201, JSON.stringify(r.body));
     const d = r.body;
-    assert.deepEqual(Object.keys(d), ['id', 'url', 'display_url', 'display', 'name', 'device_type', 'role', 'site', 'status', 'serial', 'description', 'comments', 'tags', 'custom_fields', 'created', 'last_updated']);
+    assert.deepEqual(Object.keys(d), [
+      'id', 'url', 'display_url', 'display', 'name', 'device_type', 'role', 'site', 'status', 'serial', 'platform', 'tenant', 'location', 'rack', 'position', 'face',
+      'asset_tag', 'airflow', 'latitude', 'longitude', 'primary_ip4', 'primary_ip6', 'primary_ip', 'oob_ip', 'config_context', 'local_context_data', 'description', 'comments',
+      'parent_device', 'cluster', 'virtual_chassis', 'vc_position', 'vc_priority', 'config_template', 'tags', 'custom_fields', 'created', 'last_updated',
+      'console_port_count', 'console_server_port_count', 'power_port_count', 'power_outlet_count', 'interface_count', 'front_port_count', 'rear_port_count',
+      'device_bay_count', 'module_bay_count', 'inventory_item_count',
+    ]);
     assert.deepEqual(d.site, { id: basics.site.id, url: basics.site.url, display: 'Site', name: 'Site', slug: 'site', description: '' });
     assert.deepEqual(d.device_type, {
       id: basics.type.id,
