@@ -148,7 +148,7 @@ export async function buildApp(base: ServiceConfig): Promise<FastifyInstance> {
     queueRoutes(app, ctx, runner);
     jobRoutes(app, ctx, runner);
     systemRoutes(app, registry, { maxUploadSize: config.maxUploadSize, assets: assets !== undefined, extraFeatures: ops?.features() });
-    assetRoutes(app, ctx, { service: assets, seeder: assets && new AssetSeeder(assets), maxUploadSize: config.maxUploadSize, fromUrl: assetFromUrl(outboundConfig(config.flags.outboundAllow), config.maxUploadSize) });
+    assetRoutes(app, ctx, { service: assets, seeder: assets && new AssetSeeder(assets), maxUploadSize: config.maxUploadSize, fromUrl: assetFromUrl(ops?.outbound ?? outboundConfig(config.flags.outboundAllow, process.env, config.flags.outboundTimeoutMs), config.maxUploadSize) });
     wsRoutes(app, ctx, hub, runner, { ...features(config.maxUploadSize, assets !== undefined), ...ops?.features() });
     const models = new ModelFolders(config.dirs.models, config.dirs.customNodes);
     const users = cloud?.userManager(config.dirs.user) ?? new UserManager(config.dirs.user, config.multiUser);

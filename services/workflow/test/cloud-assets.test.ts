@@ -27,6 +27,8 @@ async function remoteHost(): Promise<{ url: string; close(): Promise<void>; hits
       res.writeHead(302, { location: '/file.png' });
       return res.end();
     }
+    // Never answers: the guard's time limit ends the wait.
+    if (req.url === '/hang') return;
     if (req.url === '/missing') {
       res.writeHead(404);
       return res.end();
@@ -109,7 +111,7 @@ forEachStorage('hosted runtime: cloud assets', (storage) => {
   before(async () => {
     remote = await remoteHost();
     // The guard allows loopback here (configuration) …
-    srv = await startWorkflow(storage, { runtime: 'cloud', authRateLimits: TEST_LIMITS, outboundAllow: 'loopback', maxUploadSize: '1' });
+    srv = await startWorkflow(storage, { runtime: 'cloud', authRateLimits: TEST_LIMITS, outboundAllow: 'loopback', outboundTimeoutMs: '2000', maxUploadSize: '1' });
     // … and refuses it by default.
     strict = await startWorkflow(storage, { runtime: 'cloud', authRateLimits: TEST_LIMITS });
     a = await signupUser(srv.url, 'assets-a');
@@ -148,6 +150,9 @@ forEachStorage('hosted runtime: cloud assets', (storage) => {
       assert.equal(typeof bad.body.error, 'string');
     }
     assert.equal((await client(srv.url).get(`/api/assets/remote-metadata?url=${encodeURIComponent(`${remote.url}/file.png`)}`)).status, 401);
+    const hung = await a.http.get(`/api/assets/remote-metadata?url=${encodeURIComponent(`${remote.url}/hang`)}`);
+    assert.equal(hung.status, 400);
+    assert.match(hung.body.error, /did not answer within 2000 ms/);
   });
 
   test('POST /api/assets with a JSON url; include_public and asset_hash filters', async () => {
@@ -326,9 +331,12 @@ forEachStorage('hosted runtime: cloud assets', (storage) => {
   });
 });
 
-test('local runtime: the cloud asset paths answer 404', async () => {
+test('local runtime: the cloud asset paths answer 404; a JSON url upload goes through the same guard', async () => {
   const srv = await startWorkflow('sqlite');
   try {
+    const refused = await srv.http.post('/api/assets', { url: 'http://127.0.0.1:9/x.png' });
+    assert.equal(refused.status, 400);
+    assert.equal(refused.body.error.code, 'INVALID_URL');
     for (const [m, p] of [['POST', '/api/assets/import'], ['GET', '/api/assets/remote-metadata?url=x'], ['POST', '/api/assets/download'], ['POST', '/api/assets/export'], ['GET', '/api/assets/exports/x.zip'], ['POST', '/api/assets/from-workflow'], ['GET', '/api/files/mask-layers?filename=x'], ['GET', '/api/tasks'], ['GET', '/api/tasks/x']]) {
       const r = await srv.http.request(m!, p!, m === 'POST' ? {} : undefined);
       assert.equal(r.status, 404, `${m} ${p}`);

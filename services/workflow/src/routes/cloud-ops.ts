@@ -42,7 +42,7 @@ export class CloudOps {
     readonly storage: Storage,
     readonly config: WorkflowConfig,
   ) {
-    this.outbound = outboundConfig(config.flags.outboundAllow);
+    this.outbound = outboundConfig(config.flags.outboundAllow, process.env, config.flags.outboundTimeoutMs);
     this.billing = new Billing(() => storage.db, billingConfig(config.flags));
   }
 

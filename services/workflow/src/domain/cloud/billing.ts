@@ -110,6 +110,9 @@ function isUnique(err: unknown): boolean {
 const iso = (ms: number | null | undefined) => (ms === null || ms === undefined ? null : new Date(ms).toISOString());
 
 export class Billing {
+  /** Workspaces whose account row and free-tier grant exist (both are idempotent; this only saves the writes). */
+  private readonly known = new Set<string>();
+
   constructor(
     private readonly db: () => Kysely<any>,
     readonly cfg: BillingConfig,
@@ -133,8 +136,12 @@ export class Billing {
   /** The workspace's account row and its free-tier grant, made once (on first use); renews or ends an expired period. */
   async account(owner: string): Promise<Account> {
     const now = Date.now();
-    await this.db().insertInto('billing_accounts').values({ owner, cancel_at_period_end: 0, created_at: now, updated_at: now }).onConflict((oc) => oc.column('owner').doNothing()).execute();
-    if (this.cfg.freeTierCredits > 0) await this.append(owner, { type: 'credit', delta: this.cfg.freeTierCredits, description: 'Free tier credits', dedupKey: 'free-tier' });
+    if (!this.known.has(owner)) {
+      await this.db().insertInto('billing_accounts').values({ owner, cancel_at_period_end: 0, created_at: now, updated_at: now }).onConflict((oc) => oc.column('owner').doNothing()).execute();
+      if (this.cfg.freeTierCredits > 0) await this.append(owner, { type: 'credit', delta: this.cfg.freeTierCredits, description: 'Free tier credits', dedupKey: 'free-tier' });
+      if (this.known.size > 100_000) this.known.clear();
+      this.known.add(owner);
+    }
     let a = await this.read(owner);
     if (a.subscriptionStatus === 'active' && a.periodEnd !== null && a.periodEnd <= now) {
       if (a.cancelAtPeriodEnd) {

@@ -34,7 +34,7 @@ for (const [a, p] of SPECIAL_V4) special.addSubnet(a, p, 'ipv4');
 for (const [a, p] of SPECIAL_V6) special.addSubnet(a, p, 'ipv6');
 
 /** `--outbound-allow`: comma-separated CIDR ranges, single addresses, or the words loopback and private. */
-export function outboundConfig(flag: unknown, env = process.env): OutboundConfig {
+export function outboundConfig(flag: unknown, env = process.env, timeoutFlag?: unknown): OutboundConfig {
   const allow = new net.BlockList();
   const spec = typeof flag === 'string' ? flag : (env.WORKFLOW_OUTBOUND_ALLOW ?? '');
   for (const raw of spec.split(',').map((s) => s.trim()).filter(Boolean)) {
@@ -55,7 +55,9 @@ export function outboundConfig(flag: unknown, env = process.env): OutboundConfig
     if (bits === undefined) allow.addAddress(addr!, type);
     else allow.addSubnet(addr!, Number(bits), type);
   }
-  return { allow, timeoutMs: 10_000, maxRedirects: 3 };
+  const t = typeof timeoutFlag === 'string' ? Number(timeoutFlag) : 10_000;
+  if (!Number.isInteger(t) || t < 1 || t > 600_000) throw new Error(`--outbound-timeout-ms must be an integer from 1 to 600000, got ${String(timeoutFlag)}`);
+  return { allow, timeoutMs: t, maxRedirects: 3 };
 }
 
 function familyOf(address: string): 'ipv4' | 'ipv6' {
