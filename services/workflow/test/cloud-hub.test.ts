@@ -280,6 +280,29 @@ forEachStorage('hosted runtime: hub', (storage) => {
     }
   });
 
+  test('a deleted workspace takes its hub profile, entries and published links with it (its username stays taken)', async () => {
+    const u = await signupUser(srv.url, 'hubdel');
+    const team = (await u.http.post('/api/workspaces', { name: 'Hub team' })).body;
+    const t = client(srv.url, { authorization: `Bearer ${u.token}`, 'x-workspace-id': team.id });
+    const name = uname('team');
+    assert.equal((await t.post('/api/hub/profiles', { workspace_id: team.id, username: name })).status, 201);
+    const w = (await t.post('/api/workflows', { name: 'team pub', content: GRAPH })).body;
+    const thumb = 'https://example.test/t.png';
+    const pub = await t.post('/api/hub/workflows', { username: name, name: 'Team Entry', workflow_filename: w.id, asset_ids: [], thumbnail_token_or_url: thumb });
+    assert.equal(pub.status, 200, pub.text);
+    assert.equal((await t.get(`/api/workflows/${w.id}`)).body.thumbnail_url, thumb, 'the hub thumbnail becomes the workflow’s');
+    assert.equal((await anon().get(`/api/hub/workflows/${pub.body.share_id}`)).status, 200);
+    assert.equal((await anon().get(`/api/workflows/published/${pub.body.share_id}`)).status, 200);
+    assert.equal((await u.http.delete(`/api/workspaces/${team.id}`)).status, 204);
+    assert.equal((await anon().get(`/api/hub/workflows/${pub.body.share_id}`)).status, 404);
+    assert.equal((await anon().get(`/api/workflows/published/${pub.body.share_id}`)).status, 404);
+    assert.equal((await anon().get(`/api/hub/profiles/${name}`)).status, 404);
+    assert.equal((await anon().get('/api/hub/workflows?search=team%20entry')).body.total, 0);
+    assert.ok(!(await anon().get('/api/hub/workflows/index')).body.some((e: any) => e.share_id === pub.body.share_id));
+    assert.ok(!(await anon().get(`/api/hub/profiles?search=${name}`)).body.profiles.length);
+    assert.equal((await anon().get(`/api/hub/profiles/check?username=${name}`)).body.available, false);
+  });
+
   test('upload URLs: single use, token checked, declared type and size enforced, served with safe headers', async () => {
     const u = await signupUser(srv.url, 'hubup');
     const bytes = await png();

@@ -188,7 +188,7 @@ export function hubRoutes(app: FastifyInstance, d: HubRouteDeps): void {
   );
 
   cloudRoute(app, 'GET', '/api/hub/profiles/:username', { operationId: 'getHubProfile', summary: 'Get a hub profile by username', tags, description: 'Returns the public hub profile for the given username (any case).', params: { type: 'object', required: ['username'], properties: { username: { type: 'string' } } }, response: { 200: ref('HubProfile', 'Profile'), ...errors(404) } }, async (req) => {
-    const prof = await hub.profileByUsername((req.params as { username: string }).username);
+    const prof = await hub.profileByUsername((req.params as { username: string }).username, true);
     if (!prof) throw profileNotFound();
     return withCount(prof);
   }, 'public');
@@ -279,6 +279,7 @@ export function hubRoutes(app: FastifyInstance, d: HubRouteDeps): void {
       const detail: HubDetail = { tags: tagList, models, custom_nodes: customNodes, tutorial_url: tutorial, metadata, thumbnail_type: (thumbType as string | undefined) ?? undefined, thumbnail_url: thumbnail, thumbnail_comparison_url: comparison, sample_image_urls: sampleUrls, assets };
       const row = await hub.upsert({ share_id: w.share_id!, workspace_id: p.workspaceId, workflow_id: w.id, name, description, status, labels: JSON.stringify(tagList.filter(isLabel)), detail: JSON.stringify(detail), workflow_json: version.content, publish_time: Number(w.publish_time) });
       await d.workflows.setListed(w.id, status === 'approved');
+      if (thumbnail) await d.workflows.setThumbnail(w.id, thumbnail);
       return {
         share_id: row.share_id,
         workflow_id: w.id,

@@ -8,7 +8,7 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import { isUniqueViolation } from '../../identity/store.ts';
-import { likeEscaped, normName } from './workflows.ts';
+import { liveWorkspace, likeEscaped, normName } from './workflows.ts';
 
 export type HubStatus = 'pending' | 'approved' | 'rejected' | 'deprecated';
 export const HUB_STATUSES: HubStatus[] = ['pending', 'approved', 'rejected', 'deprecated'];
@@ -137,9 +137,12 @@ export class HubStore {
     return ((await this.db().selectFrom('hub_profiles').selectAll().where('workspace_id', '=', workspaceId).executeTakeFirst()) as ProfileRow | undefined) ?? null;
   }
 
-  async profileByUsername(username: string): Promise<ProfileRow | null> {
+  /** By username, any case; `live` leaves out profiles of deleted workspaces (their usernames stay taken). */
+  async profileByUsername(username: string, live = false): Promise<ProfileRow | null> {
     if (!USERNAME.test(username)) return null;
-    return ((await this.db().selectFrom('hub_profiles').selectAll().where('username_norm', '=', username.toLowerCase()).executeTakeFirst()) as ProfileRow | undefined) ?? null;
+    let q = this.db().selectFrom('hub_profiles').selectAll().where('username_norm', '=', username.toLowerCase());
+    if (live) q = q.where(liveWorkspace);
+    return ((await q.executeTakeFirst()) as ProfileRow | undefined) ?? null;
   }
 
   async usernameAvailable(username: string): Promise<boolean> {
@@ -171,7 +174,7 @@ export class HubStore {
   }
 
   async listProfiles(q: { search?: string; limit: number; offset: number }): Promise<{ rows: ProfileRow[]; total: number }> {
-    let base = this.db().selectFrom('hub_profiles');
+    let base = this.db().selectFrom('hub_profiles').where(liveWorkspace);
     if (q.search) {
       const pattern = `%${q.search.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
       base = base.where((eb: any) => eb.or([likeEscaped('username_norm', pattern), likeEscaped('display_name', pattern, true)]));
@@ -191,7 +194,7 @@ export class HubStore {
 
   async byShareId(shareId: string): Promise<HubRow | null> {
     if (!/^[A-Za-z0-9_-]{1,64}$/.test(shareId)) return null;
-    return ((await this.db().selectFrom('hub_workflows').selectAll().where('share_id', '=', shareId).executeTakeFirst()) as HubRow | undefined) ?? null;
+    return ((await this.db().selectFrom('hub_workflows').selectAll().where('share_id', '=', shareId).where(liveWorkspace).executeTakeFirst()) as HubRow | undefined) ?? null;
   }
 
   async byWorkflow(workflowId: string): Promise<HubRow | null> {
@@ -241,7 +244,7 @@ export class HubStore {
 
   /** Approved entries; `labels` match any of the given ids. */
   async list(q: { search?: string; labels?: string[]; sort: 'created_at' | 'updated_at' | 'likes' | 'views' | 'forks' | 'name'; order: 'asc' | 'desc'; limit: number; offset: number }): Promise<{ rows: HubRow[]; total: number }> {
-    let base = this.db().selectFrom('hub_workflows').where('status', '=', 'approved');
+    let base = this.db().selectFrom('hub_workflows').where('status', '=', 'approved').where(liveWorkspace);
     if (q.search) {
       const pattern = `%${normName(q.search).replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
       base = base.where((eb: any) => eb.or([likeEscaped('name_norm', pattern), likeEscaped('description', pattern, true)]));
@@ -258,7 +261,7 @@ export class HubStore {
   }
 
   async index(max: number): Promise<Array<Pick<HubRow, 'share_id' | 'name' | 'labels' | 'likes' | 'updated_at' | 'workspace_id'>>> {
-    return (await this.db().selectFrom('hub_workflows').select(['share_id', 'name', 'labels', 'likes', 'updated_at', 'workspace_id']).where('status', '=', 'approved').orderBy('updated_at', 'desc').orderBy('share_id').limit(max).execute()) as any;
+    return (await this.db().selectFrom('hub_workflows').select(['share_id', 'name', 'labels', 'likes', 'updated_at', 'workspace_id']).where('status', '=', 'approved').where(liveWorkspace).orderBy('updated_at', 'desc').orderBy('share_id').limit(max).execute()) as any;
   }
 
   async profilesOf(workspaceIds: string[]): Promise<Map<string, ProfileRow>> {

@@ -92,9 +92,10 @@ export class WorkflowStore {
     return ((await this.db().selectFrom('cloud_workflows').selectAll().where('id', '=', id.toLowerCase()).executeTakeFirst()) as WorkflowRow | undefined) ?? null;
   }
 
+  /** A published workflow whose workspace still exists. */
   async byShareId(shareId: string): Promise<WorkflowRow | null> {
     if (!/^[A-Za-z0-9_-]{1,64}$/.test(shareId)) return null;
-    return ((await this.db().selectFrom('cloud_workflows').selectAll().where('share_id', '=', shareId).executeTakeFirst()) as WorkflowRow | undefined) ?? null;
+    return ((await this.db().selectFrom('cloud_workflows').selectAll().where('share_id', '=', shareId).where(liveWorkspace).executeTakeFirst()) as WorkflowRow | undefined) ?? null;
   }
 
   async bySource(workspaceId: string, sourcePath: string): Promise<WorkflowRow | null> {
@@ -233,6 +234,10 @@ export class WorkflowStore {
     return ((await this.getAny(w.id)) ?? { ...w, ...set }) as WorkflowRow;
   }
 
+  async setThumbnail(workflowId: string, url: string): Promise<void> {
+    await this.db().updateTable('cloud_workflows').set({ thumbnail_url: url }).where('id', '=', workflowId).execute();
+  }
+
   async setListed(workflowId: string, listed: boolean): Promise<void> {
     await this.db().updateTable('cloud_workflows').set({ listed: listed ? 1 : 0 }).where('id', '=', workflowId).execute();
   }
@@ -242,4 +247,9 @@ export class WorkflowStore {
 export function likeEscaped(column: string, pattern: string, lower = false): RawBuilder<boolean> {
   const c = lower ? sql`lower(${sql.ref(column)})` : sql.ref(column);
   return sql<boolean>`${c} like ${pattern} escape '\\'`;
+}
+
+/** Rows of workspaces that were not deleted: what a deleted workspace published disappears with it. */
+export function liveWorkspace(eb: any): any {
+  return eb('workspace_id', 'not in', eb.selectFrom('id_workspaces').select('id').where('deleted_at', 'is not', null));
 }
