@@ -27,6 +27,10 @@ async function remoteHost(): Promise<{ url: string; close(): Promise<void>; hits
       res.writeHead(302, { location: '/file.png' });
       return res.end();
     }
+    if (req.url === '/other.bin') {
+      res.writeHead(200, { 'content-type': 'application/octet-stream' });
+      return res.end(Buffer.concat([PNG, Buffer.from(`other bytes ${Math.random()}`)]));
+    }
     // Never answers: the guard's time limit ends the wait.
     if (req.url === '/hang') return;
     if (req.url === '/missing') {
@@ -221,6 +225,20 @@ forEachStorage('hosted runtime: cloud assets', (storage) => {
     const noShare = await b.http.post('/api/assets/import', { published_asset_ids: [pub.id], share_id: 'no-such-share' });
     assert.equal(noShare.status, 400);
     assert.equal(noShare.body.code, 'share_not_found');
+    // A publishes a workflow to the hub with one of its private assets: B may import that one (with or without the share id), not another.
+    const hubName = `pub${process.pid % 1000}${storage}${Math.random().toString(36).slice(2, 6)}`;
+    assert.equal((await a.http.post('/api/hub/profiles', { workspace_id: a.workspaceId, username: hubName })).status, 201);
+    const wf = await a.http.post('/api/workflows', { name: 'shared wf', content: { nodes: [] } });
+    const listed = (await a.http.post('/api/assets', { url: `${remote.url}/other.bin`, name: 'listed.png' })).body;
+    const hub = await a.http.post('/api/hub/workflows', { username: hubName, name: 'With assets', workflow_filename: wf.body.id, asset_ids: [listed.id] });
+    assert.equal(hub.status, 200, hub.text);
+    const viaShare = await b.http.post('/api/assets/import', { published_asset_ids: [listed.id], share_id: hub.body.share_id });
+    assert.equal(viaShare.status, 200, viaShare.text);
+    assert.equal(viaShare.body.assets[0].filename, 'listed.png');
+    assert.equal((await b.http.get(`/api/assets/${viaShare.body.assets[0].id}`)).body.hash, listed.hash);
+    assert.equal((await b.http.post('/api/assets/import', { published_asset_ids: [listed.id] })).status, 200);
+    const notInShare = await b.http.post('/api/assets/import', { published_asset_ids: [aPrivate.id], share_id: hub.body.share_id });
+    assert.deepEqual(notInShare.body, { error: 'Some assets do not belong to this share', code: 'asset_not_published', details: { asset_ids: [aPrivate.id] } });
     for (const body of [{}, { published_asset_ids: [] }, { published_asset_ids: ['x'] }, { published_asset_ids: 'x' }, { published_asset_ids: [pub.id], share_id: 5 }]) {
       const bad = await b.http.post('/api/assets/import', body);
       assert.equal(bad.status, 400, JSON.stringify(body));

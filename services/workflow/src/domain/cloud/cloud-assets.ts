@@ -43,7 +43,9 @@ export async function publishedOwners(db: Kysely<any>, ids: string[], shareId: s
     }
     for (const a of listed) {
       const id = typeof a.id === 'string' ? a.id.toLowerCase() : undefined;
-      if (id && ownerOf.get(id) === h.workspace_id) out.set(id, h.workspace_id as string);
+      const owner = id ? ownerOf.get(id) : undefined;
+      // The publisher's own assets, or shared ones it listed.
+      if (id && owner !== undefined && (owner === h.workspace_id || owner === '')) out.set(id, owner);
     }
   }
   if (shareId === undefined) for (const [id, owner] of ownerOf) if (owner === '') out.set(id, '');
