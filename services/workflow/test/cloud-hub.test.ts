@@ -344,6 +344,14 @@ forEachStorage('hosted runtime: hub', (storage) => {
       assert.deepEqual(r.body, { error, code: 'invalid_request', details: {} });
     }
     assert.equal((await anon().post('/api/hub/assets/upload-url', { filename: 'a.png', content_type: 'image/png' })).status, 401);
+    // A workspace holds at most 100 open upload URLs.
+    const v = await signupUser(srv.url, 'hubup2');
+    const opened = await Promise.all(Array.from({ length: 100 }, () => v.http.post('/api/hub/assets/upload-url', { filename: 'x.png', content_type: 'image/png' })));
+    assert.ok(opened.every((x) => x.status === 200));
+    r = await v.http.post('/api/hub/assets/upload-url', { filename: 'x.png', content_type: 'image/png' });
+    assert.equal(r.status, 429);
+    assert.equal(r.body.code, 'too_many_uploads');
+    assert.equal((await u.http.post('/api/hub/assets/upload-url', { filename: 'x.png', content_type: 'image/png' })).status, 200, 'per workspace');
   });
 });
 

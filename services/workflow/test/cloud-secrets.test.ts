@@ -177,6 +177,13 @@ forEachStorage('hosted runtime: workspace secrets', (storage) => {
     assert.equal((await u.http.patch(`/api/secrets/${made.body.id}`, { secret_value: '' })).status, 400);
     assert.equal((await u.http.patch(`/api/secrets/${made.body.id}`, { name: 7 })).status, 400);
     assert.equal((await u.http.get('/api/secrets')).body.length, 1);
+    // At most 200 secrets per workspace.
+    const many = await signupUser(srv.url, 'secmany');
+    for (let i = 0; i < 200; i += 20) await Promise.all(Array.from({ length: 20 }, (_, j) => many.http.post('/api/secrets', { name: `s${i + j}`, value: 'v' })));
+    const over = await many.http.post('/api/secrets', { name: 'one-more', value: 'v' });
+    assert.equal(over.status, 409);
+    assert.deepEqual(over.body, { error: 'A workspace keeps at most 200 secrets', code: 'too_many_secrets', details: {} });
+    assert.equal((await many.http.post('/api/secrets', { name: 's0', value: 'replaced' })).status, 200, 'replacing one is fine');
     const anon = await client(srv.url).get('/api/secrets');
     assert.equal(anon.status, 401);
     assert.ok(isCloudError(anon.body, 'unauthorized'));

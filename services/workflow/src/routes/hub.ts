@@ -17,6 +17,8 @@ export const MAX_HUB_ASSET_BYTES = 50 * 1024 * 1024;
 const UPLOAD_TTL_MS = 60 * 60_000;
 const MAX_PAGE = 100;
 const MAX_INDEX = 10_000;
+/** Upload URLs a workspace may hold open at once. */
+export const MAX_OPEN_UPLOADS = 100;
 /** What hub files may be: shown inline on the service's own origin, so never HTML, SVG or script. */
 const HUB_TYPES = new Set(['image/png', 'image/jpeg', 'image/webp', 'image/gif', 'image/avif', 'video/mp4', 'video/webm']);
 
@@ -325,7 +327,7 @@ export function hubRoutes(app: FastifyInstance, d: HubRouteDeps): void {
     app,
     'POST',
     '/api/hub/assets/upload-url',
-    { operationId: 'getHubAssetUploadUrl', summary: 'Get a pre-signed upload URL for a hub asset', tags, description: `Returns a single-use URL (valid one hour) to PUT the file's bytes to, with the declared Content-Type, no credentials needed; and the public URL it is served at afterwards. Types: ${[...HUB_TYPES].join(', ')}; at most ${MAX_HUB_ASSET_BYTES} bytes. The upload id (\`upload_id\`) can stand for the file in thumbnail, sample and avatar fields.`, body: { type: 'object', required: ['filename', 'content_type'], properties: { filename: { type: 'string', maxLength: 255 }, content_type: { type: 'string' }, size: { type: 'integer', format: 'int64' } } }, response: { 200: { description: 'Upload URL', type: 'object', properties: { upload_url: { type: 'string', format: 'uri' }, asset_url: { type: 'string', format: 'uri' }, upload_id: { type: 'string' }, expires_at: { type: 'string', format: 'date-time' } } }, ...errors(400) } },
+    { operationId: 'getHubAssetUploadUrl', summary: 'Get a pre-signed upload URL for a hub asset', tags, description: `Returns a single-use URL (valid one hour) to PUT the file's bytes to, with the declared Content-Type, no credentials needed; and the public URL it is served at afterwards. Types: ${[...HUB_TYPES].join(', ')}; at most ${MAX_HUB_ASSET_BYTES} bytes. The upload id (\`upload_id\`) can stand for the file in thumbnail, sample and avatar fields.`, body: { type: 'object', required: ['filename', 'content_type'], properties: { filename: { type: 'string', maxLength: 255 }, content_type: { type: 'string' }, size: { type: 'integer', format: 'int64' } } }, response: { 200: { description: 'Upload URL', type: 'object', properties: { upload_url: { type: 'string', format: 'uri' }, asset_url: { type: 'string', format: 'uri' }, upload_id: { type: 'string' }, expires_at: { type: 'string', format: 'date-time' } } }, ...errors(400, 429) } },
     async (req) => {
       const p = principal(req);
       const b = objectBody(req);
@@ -338,6 +340,7 @@ export function hubRoutes(app: FastifyInstance, d: HubRouteDeps): void {
         if (b.size > MAX_HUB_ASSET_BYTES) badRequest(`size must be at most ${MAX_HUB_ASSET_BYTES} bytes`);
         size = b.size;
       }
+      if ((await hub.openUploads(p.workspaceId)) >= MAX_OPEN_UPLOADS) throw cloudError(429, 'too_many_uploads', `At most ${MAX_OPEN_UPLOADS} upload URLs may be open at once; use or let some expire`);
       const { row, token } = await hub.createUpload(p.workspaceId, { filename, content_type: (b.content_type as string).toLowerCase(), size }, UPLOAD_TTL_MS);
       return { upload_url: `${d.baseUrl(req)}/api/hub/assets/upload/${row.id}?token=${token}`, asset_url: assetUrl(req, row.id, filename), upload_id: row.id, expires_at: iso(row.expires_at) };
     },

@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { SecretNameTaken, secretMeta, type SecretStore } from '../domain/cloud/secrets.ts';
+import { MAX_SECRETS, SecretNameTaken, secretMeta, TooManySecrets, type SecretStore } from '../domain/cloud/secrets.ts';
 import { cloudError } from '../identity/errors.ts';
 import { textProblem } from '../identity/store.ts';
 import { addContentSchemas } from '../schemas/cloud-content.ts';
@@ -47,14 +47,21 @@ export function secretRoutes(app: FastifyInstance, store: SecretStore): void {
       tags,
       description: 'Stores a new secret (201) or replaces the value of the workspace secret with that name (200). Secrets are encrypted at rest (AES-256-GCM) and never returned; nodes read them by name while a prompt of the workspace runs (e.g. the OpenAI nodes\' `api_key_secret` input).',
       body: { type: 'object', required: ['name', 'value'], properties: { name: { type: 'string', maxLength: 100, description: 'Secret name (unique per workspace)' }, value: { type: 'string', description: 'Secret value' }, provider: { type: 'string', description: 'Provider identifier (e.g. huggingface, civitai)' } } },
-      response: { 201: ref('SecretMeta', 'Secret created'), 200: ref('SecretMeta', 'Secret value replaced'), ...errors(400) },
+      response: { 201: ref('SecretMeta', 'Secret created'), 200: ref('SecretMeta', 'Secret value replaced'), ...errors(400, 409) },
     },
     async (req, reply: FastifyReply) => {
       const p = principal(req);
       const b = objectBody(req);
       const name = nameOf(b.name);
       const value = valueOf(b.value, 'value');
-      const { row, created } = await store.put(p.workspaceId, p.userId, name, value, providerOf(b.provider));
+      let out;
+      try {
+        out = await store.put(p.workspaceId, p.userId, name, value, providerOf(b.provider));
+      } catch (err) {
+        if (err instanceof TooManySecrets) throw cloudError(409, 'too_many_secrets', `A workspace keeps at most ${MAX_SECRETS} secrets`);
+        throw err;
+      }
+      const { row, created } = out;
       return reply.code(created ? 201 : 200).send(secretMeta(row));
     },
   );

@@ -274,6 +274,14 @@ export class HubStore {
   // ---- uploads
 
   /** A single-use upload slot; the token is returned once and only its hash is kept. */
+  /** Open (unused, unexpired) upload slots of a workspace; expired unused ones are dropped first. */
+  async openUploads(workspaceId: string): Promise<number> {
+    const now = Date.now();
+    await this.db().deleteFrom('hub_uploads').where('workspace_id', '=', workspaceId).where('uploaded_at', 'is', null).where('expires_at', '<=', now).execute();
+    const r = await this.db().selectFrom('hub_uploads').select((eb: any) => eb.fn.countAll().as('n')).where('workspace_id', '=', workspaceId).where('uploaded_at', 'is', null).executeTakeFirstOrThrow();
+    return Number((r as { n: unknown }).n);
+  }
+
   async createUpload(workspaceId: string, f: { filename: string; content_type: string; size?: number }, ttlMs: number): Promise<{ row: UploadRow; token: string }> {
     const token = randomBytes(32).toString('base64url');
     const now = Date.now();

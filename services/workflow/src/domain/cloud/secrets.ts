@@ -22,6 +22,10 @@ export interface SecretRow {
 }
 
 export class SecretNameTaken extends Error {}
+export class TooManySecrets extends Error {}
+
+/** Secrets a workspace may keep. */
+export const MAX_SECRETS = 200;
 
 const iso = (ms: unknown) => new Date(Number(ms)).toISOString();
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -73,6 +77,8 @@ export class SecretStore {
         if (Number(r.numUpdatedRows) === 1) return { row: { ...existing, ...patch } as SecretRow, created: false };
         continue;
       }
+      const count = await this.db().selectFrom('cloud_secrets').select((eb: any) => eb.fn.countAll().as('n')).where('workspace_id', '=', workspaceId).executeTakeFirstOrThrow();
+      if (Number((count as { n: unknown }).n) >= MAX_SECRETS) throw new TooManySecrets();
       const id = randomUUID();
       const sealed = this.box.seal(value, aadOf({ id, workspace_id: workspaceId }));
       const row: SecretRow = { id, workspace_id: workspaceId, name, provider: provider ?? null, key_id: sealed.keyId, ciphertext: sealed.ciphertext, created_by: userId, created_at: now, updated_at: now, last_used_at: null };
