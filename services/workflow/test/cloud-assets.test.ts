@@ -318,7 +318,7 @@ forEachStorage('hosted runtime: cloud assets', (storage) => {
     assert.ok(!JSON.stringify(wsB.messages).includes(ex.body.task_id));
     assert.equal((await b.http.post('/api/assets/export', { asset_ids: [x.id] })).status, 400);
     assert.equal((await b.http.post('/api/assets/download', { assets: [{ asset_id: x.id }] })).status, 400);
-    for (const body of [{}, { assets: [] }, { assets: [{}] }, { assets: [{ asset_id: x.id, target_path: '../../etc/x' }] }, { assets: 'x' }]) {
+    for (const body of [{}, { assets: [] }, { assets: [{}] }, { assets: [{ asset_id: x.id, target_path: '../../etc/x' }] }, { assets: [{ asset_id: x.id, target_path: 'a\\..\\..\\x.png' }] }, { assets: [{ asset_id: x.id, target_path: 'C:/x.png' }] }, { assets: 'x' }]) {
       const bad = await a.http.post('/api/assets/download', body);
       assert.equal(bad.status, 400, JSON.stringify(body));
       assert.equal(bad.body.code, 'invalid_request');

@@ -8,6 +8,7 @@ import type { AssetService, Viewer } from '../domain/assets/service.ts';
 import { assetInfo, assetsFromJob, downloadToInput, exportZip, importPublished, isUuid, maskLayers, remoteMetadata } from '../domain/cloud/cloud-assets.ts';
 import { OutboundRefused, type OutboundConfig } from '../domain/cloud/outbound.ts';
 import type { TaskRunner } from '../domain/cloud/tasks.ts';
+import { safeRelative } from '../files/paths.ts';
 import { cloudError } from '../identity/errors.ts';
 import type { WsHub } from '../ws/hub.ts';
 import { badRequest, cloudRoute, errors, objectBody, principal, ref, type Handler } from './cloud-common.ts';
@@ -134,6 +135,11 @@ export function cloudAssetRoutes(app: FastifyInstance, d: CloudAssetDeps): void 
         if (o.target_path !== undefined && o.target_path !== null && o.target_path !== '') {
           if (typeof o.target_path !== 'string' || o.target_path.length > 1024 || !wellFormed(o.target_path) || o.target_path.split(/[\\/]/).some((p) => p === '..')) badRequest(`assets[${i}].target_path must be a relative path`, { field: `assets[${i}].target_path` });
           target = o.target_path as string;
+          try {
+            safeRelative(d.inputDir, target.replace(/^\/+/, ''));
+          } catch (err) {
+            badRequest(`assets[${i}].target_path: ${(err as Error).message}`, { field: `assets[${i}].target_path` });
+          }
         }
         return { assetId: (o.asset_id as string).toLowerCase(), targetPath: target };
       });
