@@ -107,6 +107,21 @@ test('cloud-only paths answer 404 on the local runtime', async () => {
       ['GET', '/.well-known/jwks.json'],
       ['POST', '/oauth/token'],
       ['GET', '/api/experiment/nodes'],
+      ['POST', '/api/jobs/x/cancel'],
+      ['GET', '/api/prompt/x'],
+      ['GET', '/api/job/x/status'],
+      ['GET', '/api/logs'],
+      ['GET', '/api/viewvideo?filename=x'],
+      ['GET', '/api/tasks/x'],
+      ['POST', '/api/assets/import'],
+      ['POST', '/api/assets/download'],
+      ['POST', '/api/assets/export'],
+      ['GET', '/api/assets/exports/x.zip'],
+      ['POST', '/api/assets/from-workflow'],
+      ['GET', '/api/assets/remote-metadata?url=x'],
+      ['GET', '/api/files/mask-layers?filename=x'],
+      ['GET', '/api/billing/plans'],
+      ['POST', '/api/billing/topup'],
     ]) {
       const r = await srv.http.request(m!, p!);
       assert.equal(r.status, 404, `${m} ${p}`);
