@@ -434,7 +434,7 @@ test('the local runtime answers 404 for every path of the hosted runtime; the ho
         cloudOps.push([m.toUpperCase(), p]);
       }
     }
-    for (const must of ['/api/auth/session', '/api/auth/token', '/api/auth/login', '/api/auth/signup', '/.well-known/jwks.json', '/oauth/token', '/oauth/register', '/oauth/authorize', '/api/workspaces/{id}', '/api/workspace/api-keys', '/api/workspace/members/{user_id}/api-keys', '/api/invites/{token}/accept', '/api/user', '/api/feedback']) {
+    for (const must of ['/api/auth/session', '/api/auth/token', '/api/auth/login', '/api/auth/signup', '/.well-known/jwks.json', '/oauth/token', '/oauth/register', '/oauth/authorize', '/api/workspaces/{id}', '/api/workspace/api-keys', '/api/workspace/members/{user_id}/api-keys', '/api/invites/{token}/accept', '/api/user', '/api/feedback', '/api/jobs/{job_id}/cancel', '/api/prompt/{prompt_id}', '/api/history_v2', '/api/viewvideo', '/api/experiment/nodes/{id}', '/api/tasks/{task_id}', '/api/assets/import', '/api/assets/remote-metadata', '/api/assets/exports/{exportName}', '/api/files/mask-layers', '/api/billing/balance', '/api/billing/subscription/resubscribe']) {
       assert.ok(cloudOps.some(([, p]) => p === must), must);
     }
     const localDoc = (await client(local.url).get('/openapi.json')).body;
