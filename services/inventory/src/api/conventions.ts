@@ -4,6 +4,8 @@ import { baseUrl } from './pagination.ts';
 
 /** The REST API version NetBox clients read from every response (pynetbox parses it as a version). */
 export const API_VERSION = '4.3';
+/** The NetBox release whose REST API this service speaks (clients parse `netbox-version` as a version). */
+export const NETBOX_VERSION = '4.3.0';
 
 /** DRF's SimpleMetadata description of one writable field. */
 export interface FieldInfo {

@@ -1,4 +1,5 @@
 import { HeaderSet, parseHeaderLines } from './headers.ts';
+import { WEBHOOK_USER_AGENT } from './user-agent.ts';
 import { defaultBody } from './python-json.ts';
 import { renderErrorText, type IsolatedTemplates, type Rendered } from './templates.ts';
 import type { WebhookRow } from './webhooks.ts';
@@ -32,6 +33,7 @@ export interface RenderedRequest {
 export async function renderRequest(engine: IsolatedTemplates, w: WebhookRow, contextJson: string): Promise<RenderedRequest> {
   const out: RenderedRequest = { url: '', headers: new HeaderSet(), body: '' };
   out.headers.set('Content-Type', w.http_content_type);
+  out.headers.set('User-Agent', WEBHOOK_USER_AGENT);
   const items: Array<{ source: string; kind: 'headers' | 'other' }> = [{ source: w.payload_url, kind: 'other' }];
   if (w.additional_headers) items.push({ source: w.additional_headers, kind: 'headers' });
   if (w.body_template) items.push({ source: w.body_template, kind: 'other' });

@@ -1,7 +1,7 @@
 import { DEVICE_AIRFLOW, DEVICE_FACE, DEVICE_STATUS, INTERFACE_DUPLEX, INTERFACE_MODE, INTERFACE_TYPES, LOCATION_STATUS, RACK_AIRFLOW, RACK_FORM_FACTOR, RACK_STATUS, RACK_WIDTH, SITE_STATUS } from './choices.ts';
 import { commentsField, descriptionField, nameField, nestedGroup, ref, refFilters, slugField, tenancyFilters } from './tenancy.ts';
 import type { FieldDef, ModelDef } from './types.ts';
-import { checkDevice, checkInterface, deviceRepresent } from './device-rules.ts';
+import { checkDevice, checkInterface, deviceComputed } from './device-rules.ts';
 
 const name = (max = 100, extra: Partial<FieldDef> = {}): FieldDef => ({ name: 'name', column: 'name', kind: 'char', required: true, maxLength: max, filter: true, ...extra });
 const slug = (extra: Partial<FieldDef> = {}): FieldDef => ({ name: 'slug', column: 'slug', kind: 'slug', required: true, maxLength: 100, filter: true, ...extra });
@@ -289,7 +289,7 @@ export const device: ModelDef = {
   brief: ['name', 'description'],
   taggable: true,
   check: checkDevice,
-  represent: deviceRepresent,
+  computed: deviceComputed,
   unmodelled: { parent_device: null, cluster: null, virtual_chassis: null, vc_position: null, vc_priority: null, config_template: null },
   counts: {
     console_port_count: null,

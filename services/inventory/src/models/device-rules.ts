@@ -128,16 +128,8 @@ export async function checkInterface(ctx: ReadCtx, values: Row, existing: Row | 
   if (taggedGiven?.length && mode !== 'tagged') return one(errors, 'tagged_vlans', 'Tagged VLANs may only be assigned to an interface in tagged mode.');
 }
 
-/** Device representation additions: `primary_ip` (IPv6 first, as NetBox without PREFER_IPV4) and `config_context`. */
-export function deviceRepresent(row: Row, out: Record<string, unknown>, refs: Refs): Record<string, unknown> {
-  const primary = refs.primary_ip6 ?? refs.primary_ip4 ?? null;
-  const result: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(out)) {
-    if (k === 'local_context_data') {
-      result.config_context = row.local_context_data ?? {};
-    }
-    result[k] = v;
-    if (k === 'primary_ip6') result.primary_ip = primary;
-  }
-  return result;
-}
+/** Device representation additions: `primary_ip` (IPv6 first, as NetBox without PREFER_IPV4) and `config_context`, before the named fields. */
+export const deviceComputed: Record<string, Array<[string, (row: Row, refs: Refs) => unknown]>> = {
+  oob_ip: [['primary_ip', (_row, refs) => refs.primary_ip6 ?? refs.primary_ip4 ?? null]],
+  local_context_data: [['config_context', (row) => row.local_context_data ?? {}]],
+};

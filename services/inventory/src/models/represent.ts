@@ -146,8 +146,12 @@ export async function represent(ctx: ReadCtx, m: ModelDef, rows: Row[], brief = 
   return rows.map((r) => {
     const rr = refs.get(r.id)!;
     let out: Obj = { id: r.id, url: objectUrl(ctx.base, m, r.id), display_url: displayUrl(ctx.base, m, r.id), display: m.display(r, rr) };
-    for (const f of m.fields) out[f.name] = apiValue(f, r, rr);
-    for (const [k, v] of Object.entries(m.unmodelled ?? {})) out[k] = structuredClone(v);
+    for (const f of m.fields) {
+      const extra = m.computed?.[f.name];
+      if (extra) for (const [name, value] of extra) out[name] = value(r, rr);
+      out[f.name] = apiValue(f, r, rr);
+    }
+    for (const [k, v] of Object.entries(m.unmodelled ?? {})) out[k] = v === null ? null : Array.isArray(v) && v.length === 0 ? [] : structuredClone(v);
     if (m.taggable) {
       out.tags = tags.get(r.id) ?? [];
       out.custom_fields = r.custom_fields ?? {};

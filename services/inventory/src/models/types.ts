@@ -87,6 +87,8 @@ export interface ModelDef {
   cascade?: Array<{ model: string; column: string; typeColumn?: string }>;
   /** Model-specific checks after field validation (e.g. the IP address assignment pair). */
   clean?: (values: Row, existing: Row | null, errors: Record<string, string[]>) => void;
+  /** Read-only values placed right after a field in the full representation (`primary_ip` after `primary_ip6`). */
+  computed?: Record<string, Array<[name: string, value: (row: Row, refs: Refs) => unknown]>>;
   /** Model-specific additions to the representation (ip family, assigned_object). */
   represent?: (row: Row, out: Record<string, unknown>, refs: Refs) => Record<string, unknown>;
   /** Checks that need the database (relations between fields, uniqueness rules of NetBox's clean()). */

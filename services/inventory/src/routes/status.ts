@@ -2,8 +2,9 @@ import type { FastifyInstance } from 'fastify';
 import { requireRead } from '../auth/index.ts';
 import type { InventoryDeps } from '../deps.ts';
 
-/** The NetBox release whose REST API this service speaks (clients parse `netbox-version` as a version). */
-export const NETBOX_VERSION = '4.3.0';
+import { NETBOX_VERSION } from '../api/conventions.ts';
+
+export { NETBOX_VERSION };
 const SERVICE_VERSION = '0.1.0';
 
 /**
