@@ -385,3 +385,61 @@ forEachStorage('hosted runtime: hub moderation', (storage) => {
     assert.equal((await anon.get('/api/hub/workflows?search=moderated')).body.total, 0, 'not listed');
   });
 });
+
+forEachStorage('hosted runtime: secrets, workflows and hub fuzzed from their OpenAPI', (storage) => {
+  test('hostile values in every property and path parameter: 4xx CloudError or success, never 500; stored data intact', async () => {
+    const srv = await startCloud(storage);
+    try {
+      const u = await signupUser(srv.url, 'fuzz');
+      const name = uname('fuzzer');
+      await u.http.post('/api/hub/profiles', { workspace_id: u.workspaceId, username: name });
+      const w = (await u.http.post('/api/workflows', { name: 'fuzz wf', content: GRAPH })).body;
+      const s = (await u.http.post('/api/secrets', { name: 'FUZZ', value: 'fuzz-value' })).body;
+      await u.http.post('/api/userdata/workflows%2Ffuzz.json', JSON.stringify(GRAPH));
+      const pub = (await u.http.post('/api/hub/workflows', { username: name, name: 'fuzz', workflow_filename: w.id, asset_ids: [] })).body;
+      const up = (await u.http.post('/api/hub/assets/upload-url', { filename: 'f.png', content_type: 'image/png' })).body;
+      const own: Record<string, string> = { id: s.id, workflow_id: w.id, share_id: pub.share_id, username: name, file: 'workflows/fuzz.json', upload_id: up.upload_id, filename: 'f.png' };
+      const doc = (await client(srv.url).get('/openapi.json')).body;
+      const hostile: unknown[] = ['a\u0000b', 'x\udfffy', 1e308, 2 ** 53 + 1, -1, [['\u0000']], { a: { b: '\ud800' } }, null, 'x'.repeat(70_000)];
+      const pathValues = ['%00', '%ED%A0%80', '..%2F..%2Fetc%2Fpasswd', '9'.repeat(300), '%25', ' '];
+      let calls = 0;
+      for (const [p, item] of Object.entries<any>(doc.paths)) {
+        if (!/^\/api\/(workflows|secrets|hub)\b|\/publish$/.test(p)) continue;
+        for (const [m, op] of Object.entries<any>(item)) {
+          const M = m.toUpperCase();
+          const fill = (over: Record<string, string> = {}) => p.replace(/\{([^}]+)\}/g, (_: string, k: string) => over[k] ?? encodeURIComponent(own[k] ?? 'x'));
+          let schema = op.requestBody?.content?.['application/json']?.schema ?? {};
+          if (schema.$ref) schema = doc.components.schemas[schema.$ref.split('/').pop()] ?? {};
+          const fields = Object.keys(schema.properties ?? {});
+          const send = async (url: string, body: unknown) => {
+            const r = await u.http.request(M, url, M === 'GET' || M === 'DELETE' ? undefined : body, M === 'PUT' && p.includes('/upload/') ? { 'content-type': 'image/png' } : {});
+            calls++;
+            assert.ok(r.status < 500, `${M} ${url} ${JSON.stringify(body)?.slice(0, 120)}: ${r.status} ${r.text.slice(0, 200)}`);
+            if (r.status >= 400 && r.headers.get('content-type')?.includes('json')) assert.equal(typeof r.body.error, 'string', `${M} ${url}: ${r.text.slice(0, 200)}`);
+          };
+          for (const v of pathValues) {
+            const keys = [...p.matchAll(/\{([^}]+)\}/g)].map((x) => x[1]!);
+            if (keys.length) await send(fill(Object.fromEntries(keys.map((k) => [k, v]))), {});
+          }
+          if (M === 'GET' || M === 'DELETE') continue;
+          for (const f of fields) for (const v of hostile) await send(fill(), { [f]: v, ...(f === 'name' ? {} : { name: 'n' }) });
+          for (const v of hostile) await send(fill(), v);
+        }
+      }
+      assert.ok(calls > 300, `only ${calls} calls`);
+      // Query strings too.
+      for (const q of ['limit=1e309', 'offset=99999999999999999999999', 'search=%00', 'search=%ED%A0%80', 'sort=%00', 'labels=%00', 'order=%ff', 'username=%00', 'version_id=%00']) {
+        for (const path of ['/api/workflows', '/api/hub/workflows', '/api/hub/profiles', '/api/hub/profiles/check', `/api/workflows/${w.id}/content`, `/api/workflows/${w.id}/versions`]) {
+          const r = await u.http.get(`${path}?${q}`);
+          assert.ok(r.status < 500, `${path}?${q}: ${r.status} ${r.text.slice(0, 200)}`);
+        }
+      }
+      // What was stored before is still there (the fuzz wrote only through validated paths).
+      assert.equal((await u.http.get(`/api/secrets/${s.id}`)).body.name === undefined, false);
+      assert.equal((await u.http.get(`/api/hub/profiles/me`)).body.username, name);
+      assert.equal((await client(srv.url).get(`/api/hub/workflows/${pub.share_id}`)).status === 200 || (await u.http.get(`/api/workflows/${w.id}`)).status === 404, true);
+    } finally {
+      await srv.close();
+    }
+  });
+});
