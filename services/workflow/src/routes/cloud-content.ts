@@ -27,6 +27,16 @@ export interface CloudContent {
   readSecret(owner: string, name: string): Promise<string | undefined>;
 }
 
+/**
+ * What an execution process without the HTTP routes (a worker) gives the
+ * prompt runner as `readSecret`: the same keys (`--secrets-key`, else the
+ * data dir's generated one) and the same last_used_at bookkeeping.
+ */
+export function secretReader(db: () => Kysely<any>, opts: Pick<CloudContentOptions, 'dataDir' | 'flags'>): (owner: string, name: string) => Promise<string | undefined> {
+  const secrets = new SecretStore(db, new SecretBox(loadSecretKeys(opts.flags, opts.dataDir)));
+  return async (owner, name) => (storable(name, 100) ? secrets.reveal(owner, name) : undefined);
+}
+
 /** The hosted runtime's workspace content: secrets, saved workflows, the hub. */
 export function installContent(app: FastifyInstance, db: () => Kysely<any>, opts: CloudContentOptions, identity: Identity): CloudContent {
   const secrets = new SecretStore(db, new SecretBox(loadSecretKeys(opts.flags, opts.dataDir)));
