@@ -167,6 +167,12 @@ forEachStorage('hosted runtime: saved workflows and versions', (storage) => {
       assert.equal(r.status, 400, JSON.stringify(body));
       assert.deepEqual(r.body, { error, code: 'invalid_request', details: {} });
     }
+    // Writers racing a delete: each gets its version, a 409 or a 404, never a 5xx.
+    const doomed = (await u.http.post('/api/workflows', { name: 'doomed', content: GRAPH })).body;
+    const racing = await Promise.all([u.http.delete(`/api/workflows/${doomed.id}`), ...Array.from({ length: 4 }, (_, i) => (i % 2 ? u.http.put(`/api/workflows/${doomed.id}/content`, { i }) : u.http.post(`/api/workflows/${doomed.id}/versions`, { base_version: 1, workflow_json: { i } })))]);
+    assert.equal(racing[0]!.status, 204);
+    for (const x of racing.slice(1)) assert.ok([200, 201, 404, 409].includes(x.status), `${x.status} ${x.text}`);
+    assert.equal((await u.http.get(`/api/workflows/${doomed.id}/versions`)).status, 404);
     // A workflow created without content starts at version 0.
     const empty = (await u.http.post('/api/workflows', { name: 'empty' })).body;
     assert.deepEqual((await u.http.get(`/api/workflows/${empty.id}/content`)).body, {});

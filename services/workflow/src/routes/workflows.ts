@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { VersionConflict, versionView, workflowView, type WorkflowRow, type WorkflowStore } from '../domain/cloud/workflows.ts';
+import { VersionConflict, versionView, WorkflowGone, workflowView, type WorkflowRow, type WorkflowStore } from '../domain/cloud/workflows.ts';
 import type { HubStore } from '../domain/cloud/hub.ts';
 import type { UserManager } from '../domain/users.ts';
 import { cloudError } from '../identity/errors.ts';
@@ -195,8 +195,12 @@ export function workflowRoutes(app: FastifyInstance, d: WorkflowRouteDeps): void
       const content = graph(req.body, 'The request body', MAX_WORKFLOW_BYTES);
       const p = principal(req);
       mustEdit(p, w);
-      const { version } = await workflows.addVersion(w, p.userId, content);
-      return versionView(version);
+      try {
+        return versionView((await workflows.addVersion(w, p.userId, content)).version);
+      } catch (err) {
+        if (err instanceof WorkflowGone) throw notFound();
+        throw err;
+      }
     },
   );
 
@@ -266,6 +270,7 @@ export function workflowRoutes(app: FastifyInstance, d: WorkflowRouteDeps): void
         w = r.workflow;
         return reply.code(201).send({ id: r.version.id, version: r.version.version, latest_version: r.version.version, created_by: r.version.created_by, created_at: new Date(r.version.created_at).toISOString() });
       } catch (err) {
+        if (err instanceof WorkflowGone) throw notFound();
         if (err instanceof VersionConflict) throw cloudError(409, 'version_conflict', `base_version ${base} is not the latest version (${err.latest})`, { latest_version: err.latest, base_version: base });
         throw err;
       }

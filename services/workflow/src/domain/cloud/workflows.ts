@@ -39,6 +39,9 @@ export interface VersionRow {
   created_at: number;
 }
 
+/** The workflow was deleted while a version was being added. */
+export class WorkflowGone extends Error {}
+
 export class VersionConflict extends Error {
   constructor(readonly latest: number) {
     super('stale base version');
@@ -166,9 +169,10 @@ export class WorkflowStore {
     await this.db()
       .transaction()
       .execute(async (trx) => {
+        // The workflow row first: a concurrent addVersion waits on its lock and then finds nothing, so no version outlives it.
+        await trx.deleteFrom('cloud_workflows').where('id', '=', w.id).execute();
         await trx.deleteFrom('cloud_workflow_versions').where('workflow_id', '=', w.id).execute();
         await trx.deleteFrom('hub_workflows').where('workflow_id', '=', w.id).execute();
-        await trx.deleteFrom('cloud_workflows').where('id', '=', w.id).execute();
       });
   }
 
@@ -196,7 +200,7 @@ export class WorkflowStore {
     const text = JSON.stringify(content);
     for (let attempt = 0; ; attempt++) {
       const cur = base === undefined && attempt > 0 ? await this.get(w.workspace_id, w.id) : w;
-      if (!cur) throw new VersionConflict(0);
+      if (!cur) throw new WorkflowGone();
       const latest = base ?? Number(cur.latest_version);
       const now = Date.now();
       const v: VersionRow = { id: randomUUID(), workflow_id: w.id, workspace_id: w.workspace_id, version: latest + 1, content: text, created_by: userId, created_at: now };
@@ -220,7 +224,8 @@ export class WorkflowStore {
       }
       if (base !== undefined || attempt > 5) {
         const fresh = await this.get(w.workspace_id, w.id);
-        throw new VersionConflict(Number(fresh?.latest_version ?? 0));
+        if (!fresh) throw new WorkflowGone();
+        throw new VersionConflict(Number(fresh.latest_version));
       }
     }
   }
