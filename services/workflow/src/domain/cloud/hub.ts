@@ -186,7 +186,7 @@ export class HubStore {
 
   async workflowCounts(workspaceIds: string[]): Promise<Map<string, number>> {
     if (workspaceIds.length === 0) return new Map();
-    const rows = await this.db().selectFrom('hub_workflows').select(['workspace_id', (eb: any) => eb.fn.countAll().as('n')]).where('workspace_id', 'in', workspaceIds).where('status', '=', 'approved').groupBy('workspace_id').execute();
+    const rows = await this.db().selectFrom('hub_workflows').select(['workspace_id', (eb: any) => eb.fn.countAll().as('n')]).where('workspace_id', 'in', workspaceIds).where('status', '=', 'approved').where(liveWorkflow).groupBy('workspace_id').execute();
     return new Map(rows.map((r: any) => [r.workspace_id as string, Number(r.n)]));
   }
 
@@ -194,7 +194,7 @@ export class HubStore {
 
   async byShareId(shareId: string): Promise<HubRow | null> {
     if (!/^[A-Za-z0-9_-]{1,64}$/.test(shareId)) return null;
-    return ((await this.db().selectFrom('hub_workflows').selectAll().where('share_id', '=', shareId).where(liveWorkspace).executeTakeFirst()) as HubRow | undefined) ?? null;
+    return ((await this.db().selectFrom('hub_workflows').selectAll().where('share_id', '=', shareId).where(liveWorkspace).where(liveWorkflow).executeTakeFirst()) as HubRow | undefined) ?? null;
   }
 
   async byWorkflow(workflowId: string): Promise<HubRow | null> {
@@ -244,7 +244,7 @@ export class HubStore {
 
   /** Approved entries; `labels` match any of the given ids. */
   async list(q: { search?: string; labels?: string[]; sort: 'created_at' | 'updated_at' | 'likes' | 'views' | 'forks' | 'name'; order: 'asc' | 'desc'; limit: number; offset: number }): Promise<{ rows: HubRow[]; total: number }> {
-    let base = this.db().selectFrom('hub_workflows').where('status', '=', 'approved').where(liveWorkspace);
+    let base = this.db().selectFrom('hub_workflows').where('status', '=', 'approved').where(liveWorkspace).where(liveWorkflow);
     if (q.search) {
       const pattern = `%${normName(q.search).replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
       base = base.where((eb: any) => eb.or([likeEscaped('name_norm', pattern), likeEscaped('description', pattern, true)]));
@@ -261,7 +261,7 @@ export class HubStore {
   }
 
   async index(max: number): Promise<Array<Pick<HubRow, 'share_id' | 'name' | 'labels' | 'likes' | 'updated_at' | 'workspace_id'>>> {
-    return (await this.db().selectFrom('hub_workflows').select(['share_id', 'name', 'labels', 'likes', 'updated_at', 'workspace_id']).where('status', '=', 'approved').where(liveWorkspace).orderBy('updated_at', 'desc').orderBy('share_id').limit(max).execute()) as any;
+    return (await this.db().selectFrom('hub_workflows').select(['share_id', 'name', 'labels', 'likes', 'updated_at', 'workspace_id']).where('status', '=', 'approved').where(liveWorkspace).where(liveWorkflow).orderBy('updated_at', 'desc').orderBy('share_id').limit(max).execute()) as any;
   }
 
   async profilesOf(workspaceIds: string[]): Promise<Map<string, ProfileRow>> {
@@ -304,4 +304,9 @@ export class HubStore {
     const r = await this.db().updateTable('hub_uploads').set({ uploaded_at: Date.now(), stored_size: size }).where('id', '=', id).where('uploaded_at', 'is', null).executeTakeFirst();
     return Number(r.numUpdatedRows) === 1;
   }
+}
+
+/** Hub entries whose workflow still exists (an entry written while its workflow was being deleted is never shown). */
+function liveWorkflow(eb: any): any {
+  return eb.exists(eb.selectFrom('cloud_workflows').select('cloud_workflows.id').whereRef('cloud_workflows.id', '=', 'hub_workflows.workflow_id'));
 }
