@@ -284,6 +284,11 @@ forEachStorage('hosted runtime: saved workflows and versions', (storage) => {
     r = await client(srv.url).get('/api/workflows/published/nope');
     assert.equal(r.status, 404);
     assert.deepEqual(r.body, { error: 'Published workflow not found', code: 'not_found', details: {} });
+    // Names decode as the user data routes decode them (once more than the URL): the same file either way.
+    assert.equal((await u.http.post('/api/userdata/workflows%252Fdouble.json', JSON.stringify(GRAPH))).status, 200);
+    assert.equal((await u.http.post('/api/userdata/workflows%252Fdouble.json/publish')).status, 200);
+    assert.equal((await u.http.get('/api/userdata/workflows%2Fdouble.json/publish')).body.listed, false);
+    assert.notEqual((await u.http.get('/api/userdata/workflows%2Fdouble.json/publish')).body.share_id, '');
     // The shared user data routes still see the file itself.
     assert.equal((await u.http.get('/api/userdata/workflows%2Fmy%20flow.json')).status, 200);
   });

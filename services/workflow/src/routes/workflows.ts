@@ -4,6 +4,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { VersionConflict, versionView, WorkflowGone, workflowView, type WorkflowRow, type WorkflowStore } from '../domain/cloud/workflows.ts';
 import type { HubStore } from '../domain/cloud/hub.ts';
 import type { UserManager } from '../domain/users.ts';
+import { pyUnquote } from '../files/paths.ts';
 import { cloudError } from '../identity/errors.ts';
 import type { Principal } from '../identity/index.ts';
 import { ROLE_RANK } from '../identity/store.ts';
@@ -20,6 +21,11 @@ const pageQuery = { limit: { type: 'integer', minimum: 1, maximum: MAX_PAGE, def
 const versionList = { description: 'Version list', type: 'object', properties: { versions: { type: 'array', items: { $ref: 'CloudWorkflowVersion#' } }, total: { type: 'integer' }, has_more: { type: 'boolean' } } };
 
 const notFound = () => cloudError(404, 'not_found', 'Workflow not found');
+
+/** The user data file a path names, decoded as the shared user data routes decode it (the reference unquotes once more). */
+function fileParamOf(req: FastifyRequest): string {
+  return pyUnquote((req.params as { file: string }).file ?? '');
+}
 
 /** Members change the workflows they created; admins and owners any of the workspace. */
 export function canEdit(p: Principal, w: WorkflowRow): boolean {
@@ -300,7 +306,7 @@ export function workflowRoutes(app: FastifyInstance, d: WorkflowRouteDeps): void
     { operationId: 'getUserdataFilePublish', summary: 'Get publish info for a userdata file', tags: ['userdata'], description: 'Returns the publish status and share info for a userdata workflow file (publish_time null, workflow_id and share_id empty when never published).', params: fileParam, response: { 200: ref('WorkflowPublishInfo', 'Publish info (publish_time is null if never published)'), ...errors(404) } },
     async (req) => {
       const p = principal(req);
-      const file = (req.params as { file: string }).file;
+      const file = fileParamOf(req);
       const w = userdataFile(d.users, p.workspaceId, file) ? await workflows.bySource(p.workspaceId, file) : null;
       if (!w || w.share_id === null) {
         const abs = userdataFile(d.users, p.workspaceId, file);
@@ -319,7 +325,7 @@ export function workflowRoutes(app: FastifyInstance, d: WorkflowRouteDeps): void
     { operationId: 'publishUserdataFile', summary: 'Publish a userdata file to the cloud', tags: ['userdata'], description: 'Makes a userdata workflow file available via a public URL (GET /api/workflows/published/{share_id}); publishing again publishes the file as it is now under the same share id.', params: fileParam, response: { 200: { description: 'Published file URL', type: 'object', properties: { url: { type: 'string', format: 'uri', description: 'Public URL of the published file' } } }, ...errors(400, 404, 413) } },
     async (req) => {
       const p = principal(req);
-      const w = await publishUserdataWorkflow(d, p, (req.params as { file: string }).file);
+      const w = await publishUserdataWorkflow(d, p, fileParamOf(req));
       return { url: `${d.baseUrl(req)}/api/workflows/published/${w.share_id}` };
     },
   );
