@@ -36,6 +36,8 @@ export interface NewPrompt {
   workflowId: string | null;
   workflowVersionId?: string | null;
   createTime: number;
+  /** Stored already claimed by this worker (an idle runner takes the prompt without a claim transaction). */
+  claimedBy?: { worker: string; startTime: number };
 }
 
 const SAFE_TEXT = /^[\x20-\x7e]{1,200}$/;
@@ -87,7 +89,9 @@ function row(p: NewPrompt): Record<string, unknown> {
     id: p.id,
     owner: p.owner,
     number: p.number,
-    status: 'pending',
+    status: p.claimedBy ? 'in_progress' : 'pending',
+    worker: p.claimedBy?.worker ?? null,
+    start_time: p.claimedBy?.startTime ?? null,
     prompt: JSON.stringify(p.prompt),
     extra_data: JSON.stringify(p.extraData),
     sensitive: Object.keys(p.sensitive).length ? JSON.stringify(p.sensitive) : null,
@@ -185,6 +189,11 @@ export async function completeAndClaimNext(storage: Storage, id: string, c: Comp
     await completePrompt(trx, id, c);
     return claimNext(storage, worker, Date.now(), trx);
   });
+}
+
+/** Puts a prompt that was claimed at insert back in the queue (the runner stopped before running it). */
+export async function releaseClaim(db: Kysely<any>, id: string, worker: string): Promise<void> {
+  await db.updateTable('prompts').set({ status: 'pending', worker: null, start_time: null }).where('id', '=', id).where('status', '=', 'in_progress').where('worker', '=', worker).execute();
 }
 
 export interface Completion {

@@ -14,6 +14,7 @@ import {
   finishedCount,
   PromptInserter,
   maxNumber,
+  releaseClaim,
   pendingCount,
   trimHistory,
   type JobStatus,
@@ -150,6 +151,12 @@ export class PromptRunner {
   private loopDone: Promise<void> = Promise.resolve();
   private pendingFree = false;
   private readonly inserter: PromptInserter;
+  /**
+   * A prompt stored already claimed for this idle runner (its insert may
+   * still be committing): the loop takes it without a claim transaction, and
+   * claims nothing else before it lands, so queue order holds.
+   */
+  private handoff: Promise<PromptRecord | null> | null = null;
   /** Cancels of prompts claimed but not yet started here: applied when the run starts. */
   private readonly cancelRequested = new Set<string>();
 
@@ -244,19 +251,20 @@ export class PromptRunner {
     extraData.create_time = Date.now();
     const { workflowId, workflowVersionId } = workflowLink(body, extraData);
     this.openGate(promptId);
+    const createTime = extraData.create_time as number;
+    const row = { id: promptId, owner: req.owner, number, prompt: secret.prompt, extraData, sensitive, outputsToExecute: v.outputs, workflowId, workflowVersionId, createTime };
+    // An idle runner with nothing queued takes this prompt as it is stored: no claim transaction on the critical path.
+    const claim = this.wake !== null && this.handoff === null && this.remaining === 0 && !this.stopped;
+    const inserted = this.inserter.insert(claim ? { ...row, claimedBy: { worker: this.workerId, startTime: createTime } } : row);
+    if (claim) {
+      this.handoff = inserted.then(
+        (): PromptRecord => ({ ...row, status: 'in_progress', sensitive: Object.keys(sensitive).length ? sensitive : null, startTime: createTime, endTime: null, outputs: null, meta: null, statusMessages: null }),
+        () => null,
+      );
+      this.wake?.();
+    }
     try {
-      await this.inserter.insert({
-        id: promptId,
-        owner: req.owner,
-        number,
-        prompt: secret.prompt,
-        extraData,
-        sensitive,
-        outputsToExecute: v.outputs,
-        workflowId,
-        workflowVersionId,
-        createTime: extraData.create_time as number,
-      });
+      await inserted;
     } catch (err) {
       this.releaseGate(promptId);
       if (err instanceof DuplicatePromptId) reject('invalid_prompt_id', 'Prompt id already exists', `A prompt with id ${promptId} already exists`);
@@ -264,7 +272,7 @@ export class PromptRunner {
     }
     this.remaining++;
     this.broadcastStatus();
-    this.wake?.();
+    if (!claim) this.wake?.();
     return { prompt_id: promptId, number, node_errors: v.nodeErrors };
   }
 
@@ -337,6 +345,14 @@ export class PromptRunner {
   private async loop(): Promise<void> {
     let record: PromptRecord | null = null;
     while (!this.stopped) {
+      if (!record && this.handoff) {
+        record = await this.handoff;
+        this.handoff = null;
+        if (record && this.stopped) {
+          await releaseClaim(this.o.storage.db, record.id, this.workerId).catch((err) => this.o.log.error({ err }, 'returning a claimed prompt to the queue failed'));
+          break;
+        }
+      }
       if (!record) {
         try {
           record = await claimNext(this.o.storage, this.workerId, Date.now());
@@ -457,7 +473,9 @@ export class PromptRunner {
       status = result.status === 'success' ? 'completed' : result.interrupted ? 'cancelled' : 'failed';
     } finally {
       const completion = { status, endTime: Date.now(), outputs: result?.outputs ?? {}, meta: result?.meta ?? {}, messages: result?.messages ?? [] };
-      next = await completeAndClaimNext(this.o.storage, record.id, completion, this.stopped ? null : this.workerId);
+      // With nothing else known to be queued, the end is recorded alone (a prompt stored meanwhile is claimed by the loop).
+      const claimNext = !this.stopped && this.remaining > 1;
+      next = await completeAndClaimNext(this.o.storage, record.id, completion, claimNext ? this.workerId : null);
       this.o.onFinished?.({ promptId: record.id, owner: record.owner, status, startTime: record.startTime ?? completion.endTime, endTime: completion.endTime });
       this.current = null;
       this.remaining = Math.max(0, this.remaining - 1);
