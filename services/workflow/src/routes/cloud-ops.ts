@@ -31,6 +31,21 @@ export interface CloudOpsDeps {
  * packs, cloud assets and billing. Made before the prompt runner (whose
  * end-of-job hook charges the ledger), its routes added once the runner,
  * registry and assets exist.
+ *
+ * Configuration (flags, or the environment where named):
+ * - `--free-tier-credits N` (WORKFLOW_FREE_TIER_CREDITS, default 1000): credits every workspace gets once.
+ * - `--credits-per-second R` (WORKFLOW_CREDITS_PER_SECOND, default 1): what a second of execution costs;
+ *   each job is charged ceil(seconds × R); 0 makes execution free (benchmarks).
+ * - `--max-concurrent-jobs N` (WORKFLOW_MAX_CONCURRENT_JOBS, default 1): reported by /api/features.
+ * - `--credit-price-cents N` (default 1): the price of one top-up credit.
+ * - `--outbound-allow LIST` (WORKFLOW_OUTBOUND_ALLOW): ranges client-supplied URLs may reach although
+ *   they are private, loopback or link-local (`loopback`, `private`, CIDRs, addresses); none by default.
+ * - `--outbound-timeout-ms N` (default 10000): how long a remote server may take to answer.
+ *
+ * Payments go through a PaymentProvider. The built-in one (the only one so
+ * far) records subscriptions and top-ups as paid without charging anyone:
+ * the whole billing flow works end to end, and an operator who bills for
+ * real plugs a processor in behind the same interface.
  */
 export class CloudOps {
   /** Where client-supplied URLs may lead (`--outbound-allow`). */
