@@ -38,6 +38,27 @@ const RATE = Number(values.rate);
 const SECONDS = Number(values.seconds);
 const TOKEN = 'bench-admin-token-0123456789abcdef';
 
+/**
+ * CPU seconds of this process, and of its main thread alone (Linux: /proc; elsewhere NaN). The
+ * machine is shared, so besides wall-clock rates the bench reports work per CPU-second, which
+ * another process's load disturbs far less.
+ */
+function cpuNow(): { process: number; main: number } {
+  const u = process.cpuUsage();
+  let main = NaN;
+  try {
+    const f = fs.readFileSync(`/proc/self/task/${process.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    main = (Number(f[11]) + Number(f[12])) / 100; // utime + stime, in clock ticks of 10 ms
+  } catch {
+    /* not Linux */
+  }
+  return { process: (u.user + u.system) / 1e6, main };
+}
+function perCpu(count: number, before: { process: number; main: number }): { process: number; main: number } {
+  const after = cpuNow();
+  return { process: count / (after.process - before.process), main: count / (after.main - before.main) };
+}
+
 function pct(xs: number[], p: number): number {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? NaN;
@@ -84,12 +105,14 @@ function deviceEvent(i: number): ObjectEvent {
 }
 
 // 1. Plain HTTP client baseline.
+let plainCpu = { process: NaN, main: NaN };
 async function plainClient(count: number, concurrency: number): Promise<number> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
   // The same default body a delivery of deviceEvent(1) sends.
   const e = deviceEvent(1);
   const body = Buffer.from(pythonJsonDumps({ event: e.event, timestamp: e.timestamp, model: e.model, username: e.username, request_id: e.requestId, data: e.data, snapshots: e.snapshots }));
   let next = 0;
+  const c0 = cpuNow();
   const t0 = performance.now();
   const one = () =>
     new Promise<void>((resolve, reject) => {
@@ -105,8 +128,10 @@ async function plainClient(count: number, concurrency: number): Promise<number> 
       while (next++ < count) await one();
     }),
   );
+  const rate = count / ((performance.now() - t0) / 1000);
+  plainCpu = perCpu(count, c0);
   agent.destroy();
-  return count / ((performance.now() - t0) / 1000);
+  return rate;
 }
 
 async function withApp<T>(runWorkers: boolean, fn: (app: Awaited<ReturnType<typeof buildApp>>, deps: InventoryDeps, url: string) => Promise<T>): Promise<T> {
@@ -154,7 +179,7 @@ async function hook(url: string, rxPath: string) {
 console.log(`machine: ${os.cpus().length} CPUs, node ${process.version}; SQLite (synchronous=FULL)`);
 await plainClient(2000, 64); // warm-up
 const plainRate = await plainClient(N, 64);
-console.log(`plain HTTP client:        ${plainRate.toFixed(0)} requests/s (${N} POSTs, 64 concurrent, keep-alive)`);
+console.log(`plain HTTP client:        ${plainRate.toFixed(0)} requests/s (${N} POSTs, 64 concurrent, keep-alive); per CPU-second: ${plainCpu.process.toFixed(0)} (process), ${plainCpu.main.toFixed(0)} (main thread)`);
 
 // 2. Delivery throughput: commit a backlog with workers stopped, then drain it.
 const deliveryRate = await withApp(false, async (_app, deps, url) => {
@@ -164,6 +189,7 @@ const deliveryRate = await withApp(false, async (_app, deps, url) => {
     await deps.storage.db.transaction().execute((trx) => enqueueObjectEvents(trx, deps, events));
   }
   const start = received;
+  const c0 = cpuNow();
   const t0 = performance.now();
   await deps.queue.start();
   while (received - start < N) await new Promise((r) => setTimeout(r, 5));
@@ -175,10 +201,17 @@ const deliveryRate = await withApp(false, async (_app, deps, url) => {
     await new Promise((res) => setTimeout(res, 20));
   }
   const recorded = (performance.now() - t0) / 1000;
-  console.log(`webhook deliveries:       ${(N / secs).toFixed(0)} deliveries/s (${N} in ${secs.toFixed(2)} s; all outcomes recorded after ${recorded.toFixed(2)} s)`);
-  return N / recorded;
+  const cpu = perCpu(N, c0);
+  console.log(
+    `webhook deliveries:       ${(N / secs).toFixed(0)} deliveries/s (${N} in ${secs.toFixed(2)} s; all outcomes recorded after ${recorded.toFixed(2)} s); ` +
+      `per CPU-second: ${cpu.process.toFixed(0)} (process), ${cpu.main.toFixed(0)} (main thread)`,
+  );
+  return { rate: N / recorded, cpu };
 });
-console.log(`delivery/plain ratio:     ${(deliveryRate / plainRate).toFixed(2)} (using the time until every attempt was recorded)`);
+console.log(`delivery/plain ratio:     ${(deliveryRate.rate / plainRate).toFixed(2)} (using the time until every attempt was recorded; load average ${os.loadavg()[0]!.toFixed(1)})`);
+console.log(
+  `per CPU-second ratio:     ${(deliveryRate.cpu.process / plainCpu.process).toFixed(2)} (process CPU), ${(deliveryRate.cpu.main / plainCpu.main).toFixed(2)} (main thread CPU)`,
+);
 
 // 3. Latency at a fixed change rate through the REST API.
 await withApp(true, async (_app, _deps, url) => {

@@ -4,7 +4,8 @@ import { relaxedTransaction } from '@svc/storage';
 import type { InventoryDeps } from '../deps.ts';
 import { DELIVER_TASK } from './enqueue.ts';
 import { DestinationGuard } from './guard.ts';
-import { HttpSender, Stopper } from './sender.ts';
+import { HttpSender, Stopper, type SendOutcome } from './sender.ts';
+import { SendThread, type SendJob } from './send-thread.ts';
 import { retryDelayMs, type DeliverySettings } from './settings.ts';
 import { hookSignature, standardWebhookSignature } from './signatures.ts';
 import { IsolatedTemplates } from './templates.ts';
@@ -37,6 +38,26 @@ interface Claimed {
   context: string;
   attempts: number;
   retry_base: number;
+}
+
+/** Stops a request the send thread is sending. */
+class ThreadStop {
+  constructor(
+    private readonly thread: SendThread,
+    private readonly id: number,
+  ) {}
+  stop(): void {
+    this.thread.stop(this.id);
+  }
+}
+
+/** A delivery rendered and ready to send. */
+interface Prepared {
+  base: { deliveryId: number; attempt: number; retryBase: number; startedAt: number; success: boolean; maxRetries: number };
+  body: string;
+  defaultBody?: boolean;
+  logged: Array<[string, string]>;
+  job: SendJob;
 }
 
 export interface AttemptRecord {
@@ -133,7 +154,9 @@ export class DeliveryWorker {
   readonly workerId = `${os.hostname()}:${process.pid}:${Math.random().toString(36).slice(2, 8)}`;
   readonly engine: IsolatedTemplates;
   readonly sender: HttpSender;
-  #inFlight = new Map<number, Stopper>();
+  #inFlight = new Map<number, { stop(): void }>();
+  /** Where requests are signed and sent when the machine has a core to spare (settings.sendThread). */
+  #thread: SendThread | undefined;
   #staleCheckAt = 0;
   #staleFound = false;
   #run: DrainRun | undefined;
@@ -156,6 +179,11 @@ export class DeliveryWorker {
       hardTimeoutMs: settings.renderHardTimeoutMs,
     });
     this.sender = new HttpSender(new DestinationGuard({ allow: settings.allow, deny: settings.deny }));
+    if (settings.sendThread) {
+      this.#thread = new SendThread({ allow: settings.allow, deny: settings.deny });
+      // A process that runs workers starts the thread now; others only when they first drain.
+      if (deps.config.runWorkers) this.#thread.ready();
+    }
   }
 
   /**
@@ -312,7 +340,7 @@ export class DeliveryWorker {
         }
         total += batch.length;
         const webhooks = await this.#webhooks(batch);
-        pending = await Promise.all(batch.map((d) => this.#attempt(d, webhooks.get(d.webhook_id ?? -1))));
+        pending = await this.#attemptAll(batch, webhooks);
       }
     } catch (err) {
       // Claims this loop can no longer record are released to the lease: no longer renewed, and reclaimable once it expires.
@@ -415,8 +443,34 @@ export class DeliveryWorker {
     return out;
   }
 
-  /** Renders and sends one delivery with the webhook's current configuration (as NetBox does at send time). */
-  async #attempt(d: Claimed, w: WebhookRow | undefined): Promise<AttemptRecord> {
+  /**
+   * Renders and sends a batch with each webhook's current configuration (as NetBox does at send
+   * time): renders in the render pool, then the requests in the send thread (one message per
+   * batch), or on this thread while the send thread starts or where it is turned off.
+   */
+  async #attemptAll(batch: Claimed[], webhooks: Map<number, WebhookRow>): Promise<AttemptRecord[]> {
+    const prepared = await Promise.all(batch.map((d) => this.#prepare(d, webhooks.get(d.webhook_id ?? -1))));
+    const ready: Prepared[] = [];
+    for (const p of prepared) if (!('deliveryId' in p)) ready.push(p);
+    if (ready.length === 0) return prepared as AttemptRecord[];
+    let outcomes: SendOutcome[];
+    if (this.#thread?.ready()) {
+      const thread = this.#thread;
+      for (const p of ready) this.#inFlight.set(p.job.id, new ThreadStop(thread, p.job.id));
+      try {
+        outcomes = await thread.send(ready.map((p) => p.job));
+      } finally {
+        for (const p of ready) this.#inFlight.delete(p.job.id);
+      }
+    } else {
+      outcomes = await Promise.all(ready.map((p) => this.#sendHere(p.job)));
+    }
+    let k = 0;
+    return prepared.map((p) => ('deliveryId' in p ? p : this.#outcome(p, outcomes[k++]!)));
+  }
+
+  /** The request of one delivery, or its failed attempt when there is nothing to send. */
+  async #prepare(d: Claimed, w: WebhookRow | undefined): Promise<Prepared | AttemptRecord> {
     const startedAt = Date.now();
     const base = { deliveryId: d.id, attempt: d.attempts, retryBase: d.retry_base, startedAt, success: false, maxRetries: w?.max_retries ?? this.settings.maxRetries };
     if (!w) {
@@ -436,37 +490,75 @@ export class DeliveryWorker {
       const permanent = rendered.error.killedWorker;
       return { ...base, durationMs: Date.now() - startedAt, method, url, headers: headers.entries(), body, error: rendered.error.message, ...(permanent ? { permanent } : {}) };
     }
-    const bytes = Buffer.from(body, 'utf8');
-    const ts = Math.floor(Date.now() / 1000);
+    const timestamp = Math.floor(Date.now() / 1000);
     headers.set('webhook-id', d.message_id);
-    headers.set('webhook-timestamp', String(ts));
-    if (w.secret !== '') {
-      headers.set('webhook-signature', standardWebhookSignature(w.secret, d.message_id, ts, bytes));
-      headers.set('X-Hook-Signature', hookSignature(w.secret, bytes));
+    headers.set('webhook-timestamp', String(timestamp));
+    const sign = w.secret !== '' ? { secret: w.secret, messageId: d.message_id, timestamp } : null;
+    if (sign) {
+      // Signed where the body's bytes are (the send thread): the headers hold their place in the order.
+      headers.set('webhook-signature', '');
+      headers.set('X-Hook-Signature', '');
     }
-    const stopper = new Stopper();
-    this.#inFlight.set(d.id, stopper);
     const sent = headers.entries();
-    try {
-      const out = await this.sender.send({
+    return {
+      base,
+      body,
+      defaultBody: rendered.defaultBody,
+      // The log's copy: the job's list gets the signatures (masked in the log either way).
+      logged: sent.map(([k, v]) => [k, v]),
+      job: {
+        id: d.id,
         method,
         url,
         headers: sent,
-        body: bytes,
+        body,
+        sign,
         timeoutMs: w.timeout ? w.timeout * 1000 : this.settings.defaultTimeoutMs,
         sslVerification: w.ssl_verification,
         caFilePath: w.ca_file_path,
-        stopper,
-      });
-      const success = out.status !== undefined && out.status >= 200 && out.status < 300;
-      let error = out.error;
-      if (!error && !success) {
-        error = `Status ${out.status} returned with content '${(out.body ?? '').slice(0, 500)}', webhook FAILED to process.`;
+      },
+    };
+  }
+
+  /** Signs and sends one request on this thread. */
+  async #sendHere(job: SendJob): Promise<SendOutcome> {
+    const bytes = Buffer.from(job.body, 'utf8');
+    if (job.sign) {
+      for (const h of job.headers) {
+        if (h[0] === 'webhook-signature') h[1] = standardWebhookSignature(job.sign.secret, job.sign.messageId, job.sign.timestamp, bytes);
+        else if (h[0] === 'X-Hook-Signature') h[1] = hookSignature(job.sign.secret, bytes);
       }
-      return { ...base, durationMs: out.durationMs, method, url, headers: sent, body, defaultBody: rendered.defaultBody, status: out.status, responseBody: out.body, error, success, retryAfterMs: out.retryAfterMs };
-    } finally {
-      this.#inFlight.delete(d.id);
     }
+    const stopper = new Stopper();
+    this.#inFlight.set(job.id, stopper);
+    try {
+      return await this.sender.send({ ...job, body: bytes, stopper });
+    } finally {
+      this.#inFlight.delete(job.id);
+    }
+  }
+
+  #outcome(p: Prepared, out: SendOutcome): AttemptRecord {
+    const success = out.status !== undefined && out.status >= 200 && out.status < 300;
+    let error = out.error;
+    if (!error && !success) {
+      error = `Status ${out.status} returned with content '${(out.body ?? '').slice(0, 500)}', webhook FAILED to process.`;
+    }
+    const { job } = p;
+    return {
+      ...p.base,
+      durationMs: out.durationMs,
+      method: job.method,
+      url: job.url,
+      headers: p.logged,
+      body: p.body,
+      defaultBody: p.defaultBody,
+      status: out.status,
+      responseBody: out.body,
+      error,
+      success,
+      retryAfterMs: out.retryAfterMs,
+    };
   }
 
   /** Writes outcomes, retry schedules and attempt rows (inside the caller's transaction). */
@@ -557,6 +649,7 @@ export class DeliveryWorker {
     clearInterval(this.#beat);
     this.#beat = undefined;
     this.sender.close();
+    void this.#thread?.close();
     void this.engine.close();
   }
 }

@@ -1,3 +1,4 @@
+import os from 'node:os';
 import type { InventoryConfig } from '../config.ts';
 import { defaultPoolSize } from '@svc/jinja';
 import { parseCidrList, type Cidr } from './guard.ts';
@@ -30,6 +31,8 @@ export interface DeliverySettings {
   renderWorkers: number;
   renderHeapMb: number;
   renderHardTimeoutMs: number;
+  /** Sign and send webhook requests in a thread of their own (default: when the machine has more than one core). */
+  sendThread: boolean;
 }
 
 function num(v: unknown, dflt: number, min: number, max: number, name: string): number {
@@ -67,6 +70,7 @@ export function deliverySettings(cfg?: Pick<InventoryConfig, 'flags'>, env: Node
     renderWorkers: num(pick('renderWorkers', 'INVENTORY_RENDER_WORKERS'), defaultPoolSize(), 1, 64, 'INVENTORY_RENDER_WORKERS'),
     renderHeapMb: num(pick('renderHeapMb', 'INVENTORY_RENDER_HEAP_MB'), 256, 16, 16_384, 'INVENTORY_RENDER_HEAP_MB'),
     renderHardTimeoutMs: num(pick('renderHardTimeoutMs', 'INVENTORY_RENDER_HARD_TIMEOUT_MS'), 5000, 100, 600_000, 'INVENTORY_RENDER_HARD_TIMEOUT_MS'),
+    sendThread: num(pick('webhookSendThread', 'INVENTORY_WEBHOOK_SEND_THREAD'), os.availableParallelism() > 1 ? 1 : 0, 0, 1, 'INVENTORY_WEBHOOK_SEND_THREAD (0 or 1)') === 1,
   };
 }
 

@@ -1,0 +1,108 @@
+// Webhook requests sent from a thread of their own: the delivery worker's thread claims, renders
+// (through the render pool) and records, while this thread signs, sends and reads responses, so a
+// machine with a second core runs both halves of a delivery at once. If the thread dies, the
+// batches it held fail (their deliveries are retried, same webhook-id) and a new one starts.
+
+import { Worker } from 'node:worker_threads';
+import type { Cidr } from './guard.ts';
+import type { SendOutcome } from './sender.ts';
+
+/** One request for the send thread: the delivery's rendered request, signed there if `sign` is set. */
+export interface SendJob {
+  /** The delivery's id (stop requests name it). */
+  id: number;
+  method: string;
+  url: string;
+  /** In send order; the signature headers are present with empty values when `sign` is set. */
+  headers: Array<[string, string]>;
+  body: string;
+  sign: { secret: string; messageId: string; timestamp: number } | null;
+  timeoutMs: number;
+  sslVerification: boolean;
+  caFilePath: string | null;
+}
+
+/** @internal messages between the delivery worker and its send thread */
+export interface SendThreadRequest {
+  batch?: number;
+  jobs?: SendJob[];
+  stop?: number;
+}
+/** @internal */
+export interface SendThreadResponse {
+  ready?: boolean;
+  batch?: number;
+  outcomes?: SendOutcome[];
+}
+
+const BOOT = new URL('./send-boot.mjs', import.meta.url);
+const ENTRY = new URL(import.meta.url.endsWith('.ts') ? './send-worker.ts' : './send-worker.js', import.meta.url).href;
+
+export class SendThread {
+  #worker: Worker | undefined;
+  #ready = false;
+  #closed = false;
+  #next = 1;
+  #pending = new Map<number, { count: number; resolve(o: SendOutcome[]): void }>();
+
+  constructor(private readonly guard: { allow: Cidr[]; deny: Cidr[] }) {}
+
+  /** Whether batches can go to the thread now; starts it if it is not running (the caller sends in-process meanwhile). */
+  ready(): boolean {
+    if (!this.#worker && !this.#closed) this.#start();
+    return this.#ready;
+  }
+
+  #start(): void {
+    const worker = new Worker(BOOT, { workerData: { entry: ENTRY, allow: this.guard.allow, deny: this.guard.deny }, stdout: false, stderr: false });
+    this.#worker = worker;
+    worker.unref();
+    worker.on('message', (m: SendThreadResponse) => {
+      if (m.ready) {
+        this.#ready = true;
+        return;
+      }
+      const p = this.#pending.get(m.batch!);
+      if (!p) return;
+      this.#pending.delete(m.batch!);
+      if (this.#pending.size === 0) worker.unref();
+      p.resolve(m.outcomes!);
+    });
+    let failure = 'exited';
+    worker.on('error', (err) => void (failure = err.message));
+    worker.on('exit', () => {
+      if (this.#worker === worker) {
+        this.#worker = undefined;
+        this.#ready = false;
+      }
+      // The requests of these batches may or may not have gone out: they fail, and are retried with the same webhook-id.
+      for (const p of this.#pending.values()) p.resolve(Array.from({ length: p.count }, () => ({ error: `the webhook send thread stopped: ${failure}`, durationMs: 0 })));
+      this.#pending.clear();
+    });
+  }
+
+  /** Sends a batch in the thread; resolves with one outcome per job, in order, once all have ended. */
+  send(jobs: SendJob[]): Promise<SendOutcome[]> {
+    const worker = this.#worker;
+    if (!worker || !this.#ready) return Promise.resolve(jobs.map(() => ({ error: 'the webhook send thread is not running', durationMs: 0 })));
+    const batch = this.#next++;
+    return new Promise((resolve) => {
+      if (this.#pending.size === 0) worker.ref();
+      this.#pending.set(batch, { count: jobs.length, resolve });
+      worker.postMessage({ batch, jobs } satisfies SendThreadRequest);
+    });
+  }
+
+  /** Ends the request for delivery `id` if the thread is sending it. */
+  stop(id: number): void {
+    this.#worker?.postMessage({ stop: id } satisfies SendThreadRequest);
+  }
+
+  close(): Promise<number | void> {
+    this.#closed = true;
+    const w = this.#worker;
+    this.#worker = undefined;
+    this.#ready = false;
+    return w ? w.terminate() : Promise.resolve();
+  }
+}
