@@ -209,6 +209,35 @@ forEachStorage('hosted runtime: workspace secrets', (storage) => {
     assert.equal(after.last_used_at, undefined);
   });
 
+  test('in a team, members change and delete only the secrets they stored; admins any; every member’s prompts may use them', async () => {
+    const owner = await signupUser(srv.url, 'secowner');
+    const member = await signupUser(srv.url, 'secmember');
+    const team = (await owner.http.post('/api/workspaces', { name: 'Secret team' })).body;
+    const inWs = (u: typeof owner) => client(srv.url, { authorization: `Bearer ${u.token}`, 'x-workspace-id': team.id });
+    const inv = await inWs(owner).post('/api/workspace/invites', { email: member.email, role: 'member' });
+    assert.equal((await member.http.post(`/api/invites/${inv.body.token}/accept`)).status, 200);
+    const o = inWs(owner);
+    const m = inWs(member);
+    const teamKey = (await o.post('/api/secrets', { name: 'TEAM_KEY', value: VALUE })).body;
+    const forbidden = { error: 'Only the secret’s creator or a workspace admin can change or delete it', code: 'forbidden', details: {} };
+    let r = await m.patch(`/api/secrets/${teamKey.id}`, { secret_value: 'hijacked' });
+    assert.equal(r.status, 403);
+    assert.deepEqual(r.body, forbidden);
+    r = await m.post('/api/secrets', { name: 'TEAM_KEY', value: 'hijacked' });
+    assert.equal(r.status, 403);
+    assert.deepEqual(r.body, forbidden);
+    assert.equal((await m.delete(`/api/secrets/${teamKey.id}`)).status, 403);
+    assert.equal((await m.get(`/api/secrets/${teamKey.id}`)).status, 200, 'members see the metadata');
+    const mine = (await m.post('/api/secrets', { name: 'MEMBER_KEY', value: 'member-value' })).body;
+    assert.equal((await m.patch(`/api/secrets/${mine.id}`, { name: 'MEMBER_KEY_2' })).status, 200);
+    assert.equal((await o.patch(`/api/secrets/${mine.id}`, { secret_value: 'set-by-owner' })).status, 200, 'admins change any');
+    assert.equal((await m.delete(`/api/secrets/${mine.id}`)).status, 204);
+    const p = await m.post('/api/prompt', { prompt: chat({ api_key_secret: 'TEAM_KEY', prompt: 'member run' }) });
+    const job = await waitJob(m, p.body.prompt_id);
+    assert.equal(job.status, 'completed', JSON.stringify(job.execution_error));
+    assert.ok(endpoint.auth.includes(`Bearer ${VALUE}`));
+  });
+
   test('a node reads the secret by name at execution time; last_used_at is set then; the value stays out of history', async () => {
     const u = await signupUser(srv.url, 'secnode');
     const s = (await u.http.post('/api/secrets', { name: 'OPENAI', value: VALUE })).body;

@@ -1,5 +1,7 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { MAX_SECRETS, SecretNameTaken, secretMeta, TooManySecrets, type SecretStore } from '../domain/cloud/secrets.ts';
+import { MAX_SECRETS, SecretForbidden, SecretNameTaken, secretMeta, TooManySecrets, type SecretRow, type SecretStore } from '../domain/cloud/secrets.ts';
+import type { Principal } from '../identity/index.ts';
+import { ROLE_RANK } from '../identity/store.ts';
 import { cloudError } from '../identity/errors.ts';
 import { textProblem } from '../identity/store.ts';
 import { addContentSchemas } from '../schemas/cloud-content.ts';
@@ -29,6 +31,12 @@ function providerOf(v: unknown): string | undefined {
 }
 
 const notFound = () => cloudError(404, 'not_found', 'Secret not found');
+const forbidden = () => cloudError(403, 'forbidden', 'Only the secret’s creator or a workspace admin can change or delete it');
+
+/** Members change the secrets they stored; admins and owners any of the workspace (every member's prompts may use them). */
+function mayManage(p: Principal, r: SecretRow): boolean {
+  return r.created_by === p.userId || ROLE_RANK[p.role] >= ROLE_RANK.admin;
+}
 
 /** Workspace secrets: metadata only ever leaves; nodes read values by name while running. */
 export function secretRoutes(app: FastifyInstance, store: SecretStore): void {
@@ -45,9 +53,9 @@ export function secretRoutes(app: FastifyInstance, store: SecretStore): void {
       operationId: 'createSecret',
       summary: 'Create or update a secret',
       tags,
-      description: 'Stores a new secret (201) or replaces the value of the workspace secret with that name (200). Secrets are encrypted at rest (AES-256-GCM) and never returned; nodes read them by name while a prompt of the workspace runs (e.g. the OpenAI nodes\' `api_key_secret` input).',
+      description: 'Stores a new secret (201) or replaces the value of the workspace secret with that name (200; its creator or a workspace admin, 403 otherwise). Secrets are encrypted at rest (AES-256-GCM) and never returned; nodes read them by name while a prompt of the workspace runs (e.g. the OpenAI nodes\' `api_key_secret` input).',
       body: { type: 'object', required: ['name', 'value'], properties: { name: { type: 'string', maxLength: 100, description: 'Secret name (unique per workspace)' }, value: { type: 'string', description: 'Secret value' }, provider: { type: 'string', description: 'Provider identifier (e.g. huggingface, civitai)' } } },
-      response: { 201: ref('SecretMeta', 'Secret created'), 200: ref('SecretMeta', 'Secret value replaced'), ...errors(400, 409) },
+      response: { 201: ref('SecretMeta', 'Secret created'), 200: ref('SecretMeta', 'Secret value replaced'), ...errors(400, 403, 409) },
     },
     async (req, reply: FastifyReply) => {
       const p = principal(req);
@@ -56,8 +64,9 @@ export function secretRoutes(app: FastifyInstance, store: SecretStore): void {
       const value = valueOf(b.value, 'value');
       let out;
       try {
-        out = await store.put(p.workspaceId, p.userId, name, value, providerOf(b.provider));
+        out = await store.put(p.workspaceId, p.userId, name, value, providerOf(b.provider), (r) => mayManage(p, r));
       } catch (err) {
+        if (err instanceof SecretForbidden) throw forbidden();
         if (err instanceof TooManySecrets) throw cloudError(409, 'too_many_secrets', `A workspace keeps at most ${MAX_SECRETS} secrets`);
         throw err;
       }
@@ -76,7 +85,7 @@ export function secretRoutes(app: FastifyInstance, store: SecretStore): void {
     app,
     'PATCH',
     '/api/secrets/:id',
-    { operationId: 'updateSecret', summary: 'Update a secret', tags, description: "Updates an existing secret's name and/or value (`secret_value`). Both fields are optional; only provided fields are updated. 409 when another secret of the workspace has the new name.", params: idParam, body: { $ref: 'UpdateSecretRequest#' }, response: { 200: ref('SecretMeta', 'Secret updated'), ...errors(400, 404, 409) } },
+    { operationId: 'updateSecret', summary: 'Update a secret', tags, description: "Updates an existing secret's name and/or value (`secret_value`). Both fields are optional; only provided fields are updated. 409 when another secret of the workspace has the new name; 403 for a member changing a secret another member stored (admins change any).", params: idParam, body: { $ref: 'UpdateSecretRequest#' }, response: { 200: ref('SecretMeta', 'Secret updated'), ...errors(400, 403, 404, 409) } },
     async (req) => {
       const p = principal(req);
       const id = (req.params as { id: string }).id;
@@ -86,6 +95,9 @@ export function secretRoutes(app: FastifyInstance, store: SecretStore): void {
       if (b.secret_value !== undefined) change.value = valueOf(b.secret_value, 'secret_value');
       else if (b.value !== undefined) change.value = valueOf(b.value, 'value');
       if (b.provider !== undefined) change.provider = providerOf(b.provider);
+      const current = await store.get(p.workspaceId, id);
+      if (!current) throw notFound();
+      if (!mayManage(p, current)) throw forbidden();
       try {
         const row = await store.update(p.workspaceId, id, change);
         if (!row) throw notFound();
@@ -97,8 +109,12 @@ export function secretRoutes(app: FastifyInstance, store: SecretStore): void {
     },
   );
 
-  cloudRoute(app, 'DELETE', '/api/secrets/:id', { operationId: 'deleteSecret', summary: 'Delete a secret', tags, description: 'Permanently deletes a stored secret.', params: { type: 'object', required: ['id'], properties: { id: { type: 'string' } } }, response: { 204: { description: 'Secret deleted' }, ...errors(404) } }, async (req, reply) => {
-    if (!(await store.delete(principal(req).workspaceId, (req.params as { id: string }).id))) throw notFound();
+  cloudRoute(app, 'DELETE', '/api/secrets/:id', { operationId: 'deleteSecret', summary: 'Delete a secret', tags, description: 'Permanently deletes a stored secret (its creator or a workspace admin: 403 otherwise).', params: { type: 'object', required: ['id'], properties: { id: { type: 'string' } } }, response: { 204: { description: 'Secret deleted' }, ...errors(403, 404) } }, async (req, reply) => {
+    const p = principal(req);
+    const current = await store.get(p.workspaceId, (req.params as { id: string }).id);
+    if (!current) throw notFound();
+    if (!mayManage(p, current)) throw forbidden();
+    if (!(await store.delete(p.workspaceId, current.id))) throw notFound();
     return noContent(reply);
   });
 }

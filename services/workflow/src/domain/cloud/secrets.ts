@@ -23,6 +23,8 @@ export interface SecretRow {
 
 export class SecretNameTaken extends Error {}
 export class TooManySecrets extends Error {}
+/** The caller may not replace this secret (see `put`'s `mayReplace`). */
+export class SecretForbidden extends Error {}
 
 /** Secrets a workspace may keep. */
 export const MAX_SECRETS = 200;
@@ -65,11 +67,12 @@ export class SecretStore {
   }
 
   /** Creates the secret, or replaces the value (and provider, when given) of the one with that name. */
-  async put(workspaceId: string, userId: string, name: string, value: string, provider: string | undefined): Promise<{ row: SecretRow; created: boolean }> {
+  async put(workspaceId: string, userId: string, name: string, value: string, provider: string | undefined, mayReplace: (row: SecretRow) => boolean = () => true): Promise<{ row: SecretRow; created: boolean }> {
     for (let attempt = 0; ; attempt++) {
       const existing = await this.byName(workspaceId, name);
       const now = Date.now();
       if (existing) {
+        if (!mayReplace(existing)) throw new SecretForbidden();
         const sealed = this.box.seal(value, aadOf(existing));
         const patch: Record<string, unknown> = { key_id: sealed.keyId, ciphertext: sealed.ciphertext, updated_at: now };
         if (provider !== undefined) patch.provider = provider;
