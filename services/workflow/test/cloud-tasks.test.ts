@@ -92,6 +92,27 @@ forEachStorage('hosted runtime: /api/tasks', (storage) => {
     assert.equal((await b.http.get('/api/tasks')).body.pagination.total, 0);
   });
 
+  test('Idempotency-Key: a retried request gets the task the first one created', async () => {
+    const key = `retry-${storage}-${Math.random()}`;
+    const form = new FormData();
+    form.append('file', new Blob([PNG, Buffer.from(key)], { type: 'image/png' }), 'idem-src.png');
+    const fresh = (await (await fetch(`${srv.url}/api/assets`, { method: 'POST', body: form, headers: { authorization: `Bearer ${a.token}` } })).json()) as any;
+    const body = { assets: [{ asset_id: fresh.id, target_path: `tasks-${storage}/idem.png` }] };
+    const first = await a.http.post('/api/assets/download', body, { 'idempotency-key': key });
+    const again = await a.http.post('/api/assets/download', body, { 'idempotency-key': key });
+    assert.equal(first.status, 202);
+    assert.equal(again.status, 202);
+    assert.equal(again.body.task_id, first.body.task_id);
+    const listed = await a.http.get(`/api/tasks?idempotency_key=${encodeURIComponent(key)}`);
+    assert.deepEqual(listed.body.tasks.map((t: any) => t.id), [first.body.task_id]);
+    assert.equal((await a.http.get(`/api/tasks/${first.body.task_id}`)).body.idempotency_key, key);
+    // Another workspace's key space is its own.
+    const other = await b.http.post('/api/assets/download', body, { 'idempotency-key': key });
+    assert.equal(other.status, 400, 'B cannot read A’s asset');
+    assert.equal((await a.http.post('/api/assets/download', body, { 'idempotency-key': 'x'.repeat(201) })).status, 400);
+    await waitTask(a, first.body.task_id);
+  });
+
   test('invalid filters are 422 CloudErrors', async () => {
     for (const q of ['status=done', 'sort_order=up', 'limit=0', 'limit=101', 'limit=x', 'offset=-1', 'created_after=yesterday', 'created_before=2026-13-45T00:00:00Z', 'task_name=%00', 'status=completed&status=failed']) {
       const r = await a.http.get(`/api/tasks?${q}`);

@@ -47,6 +47,14 @@ function idList(v: unknown, field: string): string[] {
   return [...new Set((v as string[]).map((s) => s.toLowerCase()))];
 }
 
+/** The optional Idempotency-Key header: a retried request gets the task the first one created. */
+function idempotencyKey(req: FastifyRequest): string | undefined {
+  const h = req.headers['idempotency-key'];
+  if (h === undefined) return undefined;
+  if (typeof h !== 'string' || h.length === 0 || h.length > 200 || !wellFormed(h)) badRequest('Idempotency-Key must be 1 to 200 printable characters', { field: 'Idempotency-Key' });
+  return h;
+}
+
 /** `export_name`: a plain file name ending in .zip. */
 function exportName(v: unknown): string {
   if (v === undefined || v === null || v === '') return `assets-${new Date().toISOString().replace(/[:.]/g, '-')}.zip`;
@@ -151,7 +159,7 @@ export function cloudAssetRoutes(app: FastifyInstance, d: CloudAssetDeps): void 
           badRequest(`Asset ${it.assetId} not found`, { asset_id: it.assetId });
         }
       }
-      const task = await d.tasks.start({ owner: v.owner, taskName: 'asset_download', wsType: 'asset_download', payload: { assets: items.map((i) => ({ asset_id: i.assetId, target_path: i.targetPath ?? null })) } }, (progress) =>
+      const task = await d.tasks.start({ owner: v.owner, taskName: 'asset_download', wsType: 'asset_download', idempotencyKey: idempotencyKey(req), payload: { assets: items.map((i) => ({ asset_id: i.assetId, target_path: i.targetPath ?? null })) } }, (progress) =>
         downloadToInput(s, v, d.inputDir, items, (done, total, file) => progress({ progress: done / total, completed: done, total, ...file })),
       );
       return accepted(reply, task.id, task.status, `Downloading ${items.length} asset${items.length === 1 ? '' : 's'}`);
@@ -190,14 +198,14 @@ export function cloudAssetRoutes(app: FastifyInstance, d: CloudAssetDeps): void 
         name = `${stem}-${n}.zip`;
       }
       const file = path.join(ownerDir(v.owner), name);
-      const task = await d.tasks.start({ owner: v.owner, taskName: 'asset_export', wsType: 'asset_export', payload: { asset_ids: ids, export_name: name } }, async (progress) => {
+      const task = await d.tasks.start({ owner: v.owner, taskName: 'asset_export', wsType: 'asset_export', idempotencyKey: idempotencyKey(req), payload: { asset_ids: ids, export_name: name } }, async (progress) => {
         const r = await exportZip(s, v, ids, file, (done, total) => progress({ progress: done / total, completed: done, total, export_name: name }));
         await d.db().updateTable('cloud_asset_exports').set({ file, size: r.size }).where('owner', '=', v.owner).where('name', '=', name).execute();
         return { export_name: name, url: `/api/assets/exports/${encodeURIComponent(name)}`, size: r.size, files: r.files };
       }, async (id) => {
         await d.db().insertInto('cloud_asset_exports').values({ owner: v.owner, name, task_id: id, file: null, size: null, created_at: Date.now() }).execute();
       });
-      return accepted(reply, task.id, task.status, `Exporting ${ids.length} asset${ids.length === 1 ? '' : 's'} to ${name}`);
+      return accepted(reply, task.id, task.status, `Exporting ${ids.length} asset${ids.length === 1 ? '' : 's'} to ${(task.payload.export_name as string) ?? name}`);
     }),
   );
 
