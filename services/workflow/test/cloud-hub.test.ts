@@ -22,13 +22,16 @@ async function png(): Promise<Buffer> {
   return sharp({ create: { width: 3, height: 2, channels: 3, background: { r: 1, g: 2, b: 3 } } }).png().toBuffer();
 }
 
-async function uploadAsset(srv: Srv, u: TestUser, name: string): Promise<string> {
-  const form = new FormData();
-  form.append('image', new Blob([new Uint8Array(await png())], { type: 'image/png' }), name);
-  const res = await fetch(`${srv.url}/api/upload/image`, { method: 'POST', body: form, headers: { authorization: `Bearer ${u.token}` } });
-  const body = await res.json();
-  assert.equal(res.status, 200, JSON.stringify(body));
-  return body.asset.id;
+/** An output asset of the user's workspace (a SaveImage job): its id, file name and size. */
+async function outputAsset(u: TestUser, prefix: string): Promise<{ id: string; name: string; size: number }> {
+  const job = await u.http.post('/api/prompt', { prompt: { 1: { class_type: 'EmptyImage', inputs: { width: 3, height: 2, batch_size: 1, color: 0x010203 } }, 2: { class_type: 'SaveImage', inputs: { images: ['1', 0], filename_prefix: prefix } } } });
+  assert.equal(job.status, 200, job.text);
+  const done = await waitJob(u.http, job.body.prompt_id);
+  assert.equal(done.status, 'completed', JSON.stringify(done.execution_error));
+  const filename = done.outputs['2'].images[0].filename;
+  const a = (await u.http.get('/api/assets?limit=500')).body.assets.find((x: any) => x.name === filename);
+  assert.ok(a, `asset of ${filename}`);
+  return { id: a.id, name: a.name, size: Number(a.size) };
 }
 
 /** A hub file through its pre-signed URL; returns the upload id and public URL. */
@@ -144,7 +147,8 @@ forEachStorage('hosted runtime: hub', (storage) => {
     const name = uname('carol');
     await u.http.post('/api/hub/profiles', { workspace_id: u.workspaceId, username: name });
     assert.equal((await u.http.post('/api/userdata/workflows%2Fhub.json', JSON.stringify(GRAPH))).status, 200);
-    const assetId = await uploadAsset(srv, u, 'sample-in.png');
+    const asset = await outputAsset(u, 'hubsample');
+    const assetId = asset.id;
     const thumb = await hubFile(srv, u);
     const body = {
       username: name,
@@ -169,7 +173,7 @@ forEachStorage('hosted runtime: hub', (storage) => {
     assert.equal(d.status, 'approved');
     assert.equal(d.name, 'Glowing Portraits');
     assert.deepEqual(d.workflow_json, GRAPH);
-    assert.deepEqual(d.assets, [{ id: assetId, filename: 'sample-in.png', mime_type: 'image/png', size_bytes: (await png()).length }]);
+    assert.deepEqual(d.assets, [{ id: assetId, filename: asset.name, mime_type: 'image/png', size_bytes: asset.size }]);
     assert.equal(d.profile.username, name);
     assert.equal(d.thumbnail_url, thumb.url);
     assert.deepEqual(d.sample_image_urls, ['https://example.test/s.png']);
@@ -252,13 +256,15 @@ forEachStorage('hosted runtime: hub', (storage) => {
     r = await u.http.post('/api/hub/workflows', { ...base, username: name, asset_ids: ['00000000-0000-0000-0000-000000000000'] });
     assert.equal(r.status, 400);
     assert.deepEqual(r.body, { error: 'Some asset_ids are not assets of this workspace', code: 'invalid_asset', details: { missing: ['00000000-0000-0000-0000-000000000000'] } });
-    // Another workspace's output (inputs are a shared folder, as in the asset routes).
-    const job = await other.http.post('/api/prompt', { prompt: { 1: { class_type: 'EmptyImage', inputs: { width: 2, height: 2, batch_size: 1, color: 0 } }, 2: { class_type: 'SaveImage', inputs: { images: ['1', 0], filename_prefix: 'hubtheirs' } } } });
-    const done = await waitJob(other.http, job.body.prompt_id);
-    const theirAsset = done.outputs['2'].images[0].id ?? (await other.http.get('/api/assets')).body.assets.find((a: any) => a.name === done.outputs['2'].images[0].filename).id;
+    const theirAsset = (await outputAsset(other, 'hubtheirs')).id;
     assert.ok(theirAsset);
     r = await u.http.post('/api/hub/workflows', { ...base, username: name, asset_ids: [theirAsset] });
     assert.equal(r.status, 400, 'another workspace’s asset');
+    // A bare file name is the file under workflows/ (where the frontend saves them).
+    await u.http.post('/api/userdata/workflows%2Fbare.json', JSON.stringify(GRAPH));
+    r = await u.http.post('/api/hub/workflows', { ...base, username: name, workflow_filename: 'bare.json' });
+    assert.equal(r.status, 200, r.text);
+    assert.equal((await u.http.get('/api/userdata/workflows%2Fbare.json/publish')).body.share_id, r.body.share_id);
     r = await u.http.post('/api/hub/workflows', { ...base, username: name, workflow_filename: 'workflows/none.json' });
     assert.equal(r.status, 404);
     const theirs = (await other.http.post('/api/workflows', { name: 'theirs', content: GRAPH })).body;

@@ -10,7 +10,7 @@ import { storable } from '../identity/store.ts';
 import { addContentSchemas } from '../schemas/cloud-content.ts';
 import { arrayOf, badRequest, cloudRoute, errors, noContent, objectBody, principal, ref } from './cloud-common.ts';
 import { optText, page, qEnum, qInt, qString, queryOf, strList, text, urlText } from './content-params.ts';
-import { publishUserdataWorkflow, type WorkflowRouteDeps } from './workflows.ts';
+import { publishUserdataWorkflow, userdataFile, type WorkflowRouteDeps } from './workflows.ts';
 
 /** Largest hub file (thumbnail, sample image or video). */
 export const MAX_HUB_ASSET_BYTES = 50 * 1024 * 1024;
@@ -275,7 +275,13 @@ export function hubRoutes(app: FastifyInstance, d: HubRouteDeps): void {
       if (w) {
         if (Number(w.latest_version) === 0) badRequest('The workflow has no content to publish');
         w = await d.workflows.publish(w);
-      } else w = await publishUserdataWorkflow(d, p, file);
+      } else {
+        // The frontend keeps workflows under `workflows/`; a bare name means the file there.
+        const inWorkflows = `workflows/${file}`;
+        const abs = userdataFile(d.users, p.workspaceId, file);
+        const bare = !file.startsWith('workflows/') && !(abs && fs.existsSync(abs)) && userdataFile(d.users, p.workspaceId, inWorkflows) !== null;
+        w = await publishUserdataWorkflow(d, p, bare ? inWorkflows : file);
+      }
       const version = (await d.workflows.version(w))!;
       const status: HubStatus = d.moderation ? 'pending' : 'approved';
       const detail: HubDetail = { tags: tagList, models, custom_nodes: customNodes, tutorial_url: tutorial, metadata, thumbnail_type: (thumbType as string | undefined) ?? undefined, thumbnail_url: thumbnail, thumbnail_comparison_url: comparison, sample_image_urls: sampleUrls, assets };
