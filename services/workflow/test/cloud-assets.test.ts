@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import http from 'node:http';
+import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
 import { client, forEachStorage } from '@svc/testkit';
@@ -96,6 +98,15 @@ async function upload(srv: Srv, user: TestUser, name: string, subfolder = ''): P
   return r.json();
 }
 
+/** A shared (public, owner '') asset: a model file the operator placed, registered as seeding registers it. */
+async function publicAsset(srv: Srv, name: string): Promise<{ id: string; hash: string; size: number }> {
+  const dir = path.join(srv.cfg.dataDir, 'models', 'checkpoints');
+  fs.mkdirSync(dir, { recursive: true });
+  fs.writeFileSync(path.join(dir, name), Buffer.concat([PNG, Buffer.from(name)]));
+  const c = await (srv.app as any).cloudOps.deps.assets.registerFile({ type: 'models', subfolder: 'checkpoints', filename: name, owner: '' });
+  return c.row;
+}
+
 async function waitTask(user: TestUser, id: string): Promise<any> {
   for (;;) {
     const r = await user.http.get(`/api/tasks/${id}`);
@@ -187,11 +198,11 @@ forEachStorage('hosted runtime: cloud assets', (storage) => {
       assert.equal(typeof bad.body.error.code, 'string');
     }
 
-    await upload(srv, a, 'shared-input.png');
+    const shared = await publicAsset(srv, `shared-model-${storage}.bin`);
     const all = await a.http.get('/api/assets?limit=100');
-    assert.ok(all.body.assets.some((x: any) => x.name === 'shared-input.png'), 'shared input listed by default');
+    assert.ok(all.body.assets.some((x: any) => x.id === shared.id), 'shared assets are listed by default');
     const own = await a.http.get('/api/assets?limit=100&include_public=false');
-    assert.ok(!own.body.assets.some((x: any) => x.name === 'shared-input.png'));
+    assert.ok(!own.body.assets.some((x: any) => x.id === shared.id));
     assert.ok(own.body.assets.some((x: any) => x.id === r.body.id));
     assert.equal((await a.http.get('/api/assets?include_public=maybe')).status, 400);
     const byHash = await a.http.get(`/api/assets?asset_hash=${r.body.hash}&include_public=false`);
@@ -200,17 +211,17 @@ forEachStorage('hosted runtime: cloud assets', (storage) => {
   });
 
   test('import: a published asset becomes the caller’s without copying; unpublished ones are refused', async () => {
-    await upload(srv, a, 'published-input.png');
-    const pub = (await b.http.get('/api/assets?limit=100&name_contains=published-input')).body.assets[0];
-    assert.ok(pub, 'the shared asset is visible');
+    const shared = await publicAsset(srv, `published-model-${storage}.bin`);
+    const pub = (await b.http.get(`/api/assets/${shared.id}`)).body;
+    assert.equal(pub.id, shared.id, 'the shared asset is visible');
     const r = await b.http.post('/api/assets/import', { published_asset_ids: [pub.id] });
     assert.equal(r.status, 200, r.text);
     assert.equal(r.body.assets.length, 1);
     const info = r.body.assets[0];
     assert.notEqual(info.id, pub.id);
-    assert.equal(info.filename, 'published-input.png');
-    assert.equal(info.size_bytes, PNG.length);
-    assert.equal(info.mime_type, 'image/png');
+    assert.equal(info.filename, `published-model-${storage}.bin`);
+    assert.equal(info.size_bytes, shared.size);
+    assert.equal(typeof info.mime_type, 'string');
     const mine = await b.http.get(`/api/assets/${info.id}`);
     assert.equal(mine.status, 200);
     assert.equal(mine.body.hash, pub.hash);

@@ -20,7 +20,8 @@ export interface CloudAssetDeps {
   tasks: TaskRunner;
   hub: WsHub;
   outbound: OutboundConfig;
-  inputDir: string;
+  /** The input folder a request's workspace reads (where downloads land and the mask editor saves). */
+  inputDir(req: FastifyRequest): string;
   exportsDir: string;
 }
 
@@ -144,7 +145,7 @@ export function cloudAssetRoutes(app: FastifyInstance, d: CloudAssetDeps): void 
           if (typeof o.target_path !== 'string' || o.target_path.length > 1024 || !wellFormed(o.target_path) || o.target_path.split(/[\\/]/).some((p) => p === '..')) badRequest(`assets[${i}].target_path must be a relative path`, { field: `assets[${i}].target_path` });
           target = o.target_path as string;
           try {
-            safeRelative(d.inputDir, target.replace(/^\/+/, ''));
+            safeRelative(d.inputDir(req), target.replace(/^\/+/, ''));
           } catch (err) {
             badRequest(`assets[${i}].target_path: ${(err as Error).message}`, { field: `assets[${i}].target_path` });
           }
@@ -159,8 +160,9 @@ export function cloudAssetRoutes(app: FastifyInstance, d: CloudAssetDeps): void 
           badRequest(`Asset ${it.assetId} not found`, { asset_id: it.assetId });
         }
       }
+      const inputDir = d.inputDir(req);
       const task = await d.tasks.start({ owner: v.owner, taskName: 'asset_download', wsType: 'asset_download', idempotencyKey: idempotencyKey(req), payload: { assets: items.map((i) => ({ asset_id: i.assetId, target_path: i.targetPath ?? null })) } }, (progress) =>
-        downloadToInput(s, v, d.inputDir, items, (done, total, file) => progress({ progress: done / total, completed: done, total, ...file })),
+        downloadToInput(s, v, inputDir, items, (done, total, file) => progress({ progress: done / total, completed: done, total, ...file })),
       );
       return accepted(reply, task.id, task.status, `Downloading ${items.length} asset${items.length === 1 ? '' : 's'}`);
     }),
@@ -271,7 +273,7 @@ export function cloudAssetRoutes(app: FastifyInstance, d: CloudAssetDeps): void 
       principal(req);
       const filename = qString(query(req), 'filename', 1024);
       if (!filename) badRequest('filename is required', { field: 'filename' });
-      const layers = await maskLayers(d.inputDir, filename);
+      const layers = await maskLayers(d.inputDir(req), filename);
       if (!layers) throw cloudError(404, 'not_found', 'Mask layers not found');
       return layers;
     }),

@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Storage } from '@svc/storage';
 import type { WorkflowConfig } from '../config.ts';
 import type { AssetService } from '../domain/assets/service.ts';
@@ -16,6 +16,12 @@ import type { RouteCtx } from './context.ts';
 import { billingRoutes } from './billing.ts';
 import { experimentNodeRoutes } from './experiment-nodes.ts';
 import { taskRoutes } from './tasks.ts';
+
+/** The workspace's own input folder, where the route context provides one (per-workspace folders); else the shared one. */
+function inputFolder(ctx: RouteCtx, req: FastifyRequest): string | undefined {
+  const folders = (ctx as RouteCtx & { folders?: (r: FastifyRequest) => { dirs?: { input?: string } } }).folders;
+  return folders?.(req)?.dirs?.input;
+}
 
 export interface CloudOpsDeps {
   ctx: RouteCtx;
@@ -78,7 +84,12 @@ export class CloudOps {
     this.billing.chargeJob(job.owner, job.promptId, job.endTime - job.startTime).catch((err) => this.log.warn({ err, prompt_id: job.promptId }, 'the job could not be charged'));
   };
 
+  /** Shares the deps with tests (they register shared model files as assets, as an operator's seeding would). */
+  deps?: CloudOpsDeps;
+
   routes(app: FastifyInstance, d: CloudOpsDeps): void {
+    this.deps = d;
+    app.decorate('cloudOps', this as CloudOps);
     for (const s of cloudOpsSchemas) app.addSchema(s);
     this.log = app.log;
     // No credits, no new prompts: POST /prompt answers 402 with the prompt error shape.
@@ -101,7 +112,7 @@ export class CloudOps {
     const tasks = new TaskRunner(db, (type, data, owner) => d.hub.send(type, data, null, owner));
     app.addHook('preClose', async () => tasks.drain());
     taskRoutes(app, db);
-    cloudAssetRoutes(app, { db, assets: d.assets, tasks, hub: d.hub, outbound: this.outbound, inputDir: this.config.dirs.input, exportsDir: path.join(this.config.dataDir, 'exports') });
+    cloudAssetRoutes(app, { db, assets: d.assets, tasks, hub: d.hub, outbound: this.outbound, inputDir: (req) => inputFolder(d.ctx, req) ?? this.config.dirs.input, exportsDir: path.join(this.config.dataDir, 'exports') });
   }
 }
 
