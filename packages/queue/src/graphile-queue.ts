@@ -134,6 +134,9 @@ export class GraphileQueue implements JobQueue {
       noHandleSignals: true,
       taskList,
       logger: quietLogger(),
+      // Completions of jobs that end together go in one statement (a round trip per job saved at high throughput);
+      // 0 ms waits only for the jobs finishing in the same tick, so a named queue is unlocked as soon as before.
+      preset: { worker: { completeJobBatchDelay: this.#opts.completeBatchDelayMs ?? 0 } },
     });
     this.#runner = runner;
     if (checkMs > 0 && !this.#sweep) {

@@ -57,6 +57,8 @@ export interface QueueOptions {
   concurrency?: number;
   /** Milliseconds between polls when idle (SQLite) or graphile-worker's pollInterval. */
   pollIntervalMs?: number;
+  /** graphile-worker's completeJobBatchDelay: completions within this many ms share one statement (default 0; -1 turns batching off). */
+  completeBatchDelayMs?: number;
   /**
    * How often (ms) started workers look for jobs held by dead worker
    * processes and release them; default 2000, 0 turns it off. On PostgreSQL

@@ -95,13 +95,22 @@ export function factKey(f: string): string {
 export async function novelFacts(search: Search, collectionId: string, candidates: string[]): Promise<{ novel: string[]; similarExisting: string[] }> {
   if (candidates.length === 0) return { novel: [], similarExisting: [] };
   const vectors = await search.embedder.embed(candidates);
-  const existingKeys = new Set<string | number>();
-  for (const v of vectors) {
-    for (const h of await search.backend.vectorRanking(collectionId, v, SIMILAR_EXISTING, undefined)) existingKeys.add(h.key);
+  let existing: string[];
+  let existingVectors: Float32Array[];
+  // In one or two round trips where the backend can, with the vectors it stored (no re-embedding).
+  const near = await search.backend.nearestContents?.(collectionId, vectors, SIMILAR_EXISTING);
+  if (near) {
+    existing = near.map((r) => r.content);
+    existingVectors = near.map((r) => r.vector);
+  } else {
+    const existingKeys = new Set<string | number>();
+    for (const v of vectors) {
+      for (const h of await search.backend.vectorRanking(collectionId, v, SIMILAR_EXISTING, undefined)) existingKeys.add(h.key);
+    }
+    const existingRows = await search.backend.fetch(collectionId, [...existingKeys]);
+    existing = existingRows.map((r) => String(r.content));
+    existingVectors = existing.length ? await search.embedder.embed(existing) : [];
   }
-  const existingRows = await search.backend.fetch(collectionId, [...existingKeys]);
-  const existing = existingRows.map((r) => String(r.content));
-  const existingVectors = existing.length ? await search.embedder.embed(existing) : [];
   const known = existing.map((text, i) => ({ key: factKey(text), v: existingVectors[i]! }));
   const novel: string[] = [];
   candidates.forEach((text, i) => {

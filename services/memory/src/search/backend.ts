@@ -32,6 +32,12 @@ export interface IndexBackend {
   vectorRanking(collectionId: string, vector: Float32Array, limit: number, filter: unknown): Promise<Hit[]>;
   /** Document rows (A's `documents` columns) for the keys, in the given order; missing keys are skipped. */
   fetch(collectionId: string, keys: Array<string | number>): Promise<any[]>;
+  /**
+   * Optional: the union of the `limit` nearest documents of each vector (as vectorRanking ranks
+   * them, unfiltered), with their content and stored vectors, in as few round trips as the
+   * backend can (the deriver's duplicate check). Undefined when this backend has no such plan.
+   */
+  nearestContents?(collectionId: string, vectors: Float32Array[], limit: number): Promise<Array<{ content: string; vector: Float32Array }> | undefined>;
 }
 
 /** A filter that matches every row needs no filtering; anything else (including non-objects) is applied. */

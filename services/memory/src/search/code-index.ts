@@ -94,6 +94,18 @@ export class CodeIndex {
     return this.size;
   }
 
+  /**
+   * Approximate bytes held: the kernel's memory (codes, int8 vectors, distances), the key and
+   * scale arrays, and the maps (per row: its position; per metadata pair: a posting entry).
+   */
+  get bytes(): number {
+    let pairs = 0;
+    for (const p of this.#pairsOf.values()) pairs += p.length;
+    let masks = 0;
+    for (const m of this.#masks.values()) masks += m.mask.byteLength;
+    return this.#kernel.memory.buffer.byteLength + this.keys.byteLength + this.scales.byteLength + this.#row.size * 40 + pairs * 80 + this.#postings.size * 120 + masks;
+  }
+
   has(key: number): boolean {
     return this.#row.has(key);
   }

@@ -9,6 +9,7 @@ import { PgIndex } from './pg-index.ts';
 import { reciprocalRankFusion } from './rrf.ts';
 import { SqliteIndex } from './sqlite-index.ts';
 import { indexBody, queryTerms } from './text.ts';
+import { DEFAULT_INDEX_MEMORY_MB } from './index-cache.ts';
 
 export { searchMigrations } from './migrations.ts';
 
@@ -53,9 +54,17 @@ export function embeddingSettings(config: Partial<MemoryConfig> | undefined): Em
   return c.url ? c : embeddingSettingsFromEnv();
 }
 
-export function createBackend(storage: Storage): IndexBackend {
+export function createBackend(storage: Storage, opts: { indexMemoryBytes?: number } = {}): IndexBackend {
   // The one place where the storages differ for search: the whole index layout does.
-  return storage.sqlite ? new SqliteIndex(storage.sqlite, storage.db) : new PgIndex(storage.db);
+  return storage.sqlite ? new SqliteIndex(storage.sqlite, storage.db, opts) : new PgIndex(storage.db, opts);
+}
+
+/** The memory bound of the in-memory search indexes: `--search-index-mb` or MEMORY_SEARCH_INDEX_MB (default 512). */
+export function indexMemoryBytes(config: Partial<MemoryConfig> | undefined, env: NodeJS.ProcessEnv = process.env): number {
+  const raw = config?.flags?.searchIndexMb ?? env.MEMORY_SEARCH_INDEX_MB;
+  const mb = raw === undefined || raw === '' ? DEFAULT_INDEX_MEMORY_MB : Number(raw);
+  if (!Number.isFinite(mb) || mb <= 0) throw new Error(`invalid search index memory "${String(raw)}" (megabytes, a positive number)`);
+  return Math.floor(mb * 1024 * 1024);
 }
 
 const instances = new WeakMap<Storage, Search>();
@@ -67,7 +76,7 @@ const instances = new WeakMap<Storage, Search>();
 export function createSearch(deps: Omit<MemoryDeps, 'queue'> & { embedder?: EmbeddingProvider }): Search {
   const existing = instances.get(deps.storage);
   if (existing && !deps.embedder) return existing;
-  const search = buildSearch(deps.embedder ?? createEmbeddingProvider(embeddingSettings(deps.config)), createBackend(deps.storage));
+  const search = buildSearch(deps.embedder ?? createEmbeddingProvider(embeddingSettings(deps.config)), createBackend(deps.storage, { indexMemoryBytes: indexMemoryBytes(deps.config) }));
   instances.set(deps.storage, search);
   return search;
 }

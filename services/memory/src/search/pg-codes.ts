@@ -1,5 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import { CodeIndex, metadataPairs } from './code-index.ts';
+import { DEFAULT_INDEX_MEMORY_MB, IndexCache } from './index-cache.ts';
 
 interface LogEntry {
   seq: number;
@@ -17,13 +18,19 @@ interface LogEntry {
  */
 export class PgCodeCache {
   #db: Kysely<any>;
-  #codes = new Map<string, CodeIndex>();
+  #codes: IndexCache<CodeIndex>;
   #lastSeq = 0;
   #lastXmin = '0';
   #queue: Promise<void> = Promise.resolve();
 
-  constructor(db: Kysely<any>) {
+  constructor(db: Kysely<any>, opts: { indexMemoryBytes?: number } = {}) {
     this.#db = db;
+    this.#codes = new IndexCache(opts.indexMemoryBytes ?? DEFAULT_INDEX_MEMORY_MB * 1024 * 1024);
+  }
+
+  /** The in-memory indexes held (bounded by memory, least recently used out). */
+  get indexCache(): IndexCache<CodeIndex> {
+    return this.#codes;
   }
 
   /**
@@ -34,7 +41,10 @@ export class PgCodeCache {
   get(collectionId: string): Promise<CodeIndex> {
     const run = this.#queue.then(async () => {
       await this.#apply();
-      return this.#codes.get(collectionId) ?? (await this.#load(collectionId));
+      const idx = this.#codes.get(collectionId);
+      if (!idx) return this.#load(collectionId);
+      this.#codes.trim(collectionId);
+      return idx;
     });
     this.#queue = run.then(
       () => undefined,
@@ -66,7 +76,7 @@ export class PgCodeCache {
         ).rows;
         const found = new Map(rows.map((r) => [Number(r.key), r]));
         for (const e of entries) {
-          const idx = this.#codes.get(e.collection_id);
+          const idx = this.#codes.peek(e.collection_id);
           if (!idx) continue;
           const r = found.get(Number(e.key));
           if (!r || r.collection_id !== e.collection_id) idx.remove(Number(e.key));

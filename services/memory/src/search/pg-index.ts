@@ -68,10 +68,15 @@ export class PgIndex implements IndexBackend {
   /** Filters matching at most this many documents are ranked exactly (tests lower it to reach the other plan). */
   exactFilterMax = EXACT_FILTER_MAX;
 
-  constructor(db: Kysely<any>) {
+  constructor(db: Kysely<any>, opts: { indexMemoryBytes?: number } = {}) {
     this.#db = db;
-    this.#codes = new PgCodeCache(db);
+    this.#codes = new PgCodeCache(db, opts);
     this.name = 'pg-tsvector';
+  }
+
+  /** The in-memory indexes of large collections (without pgvector). */
+  get indexCache() {
+    return this.#codes.indexCache;
   }
 
   /** Which vector layout the migration chose (read once; through the caller's transaction when in one). */
@@ -327,6 +332,49 @@ export class PgIndex implements IndexBackend {
       return this.#exact(best, vector, limit);
     }
     return hits;
+  }
+
+  /**
+   * Without pgvector: the candidates of every vector from one read of the packed vectors (small
+   * collection) or the in-memory index (large), then one read of the candidates' stored vectors
+   * and contents; each vector keeps its exact best `limit`. Two round trips for any number of
+   * vectors, where vectorRanking + fetch take two per vector and one more.
+   */
+  async nearestContents(collectionId: string, vectors: Float32Array[], limit: number): Promise<Array<{ content: string; vector: Float32Array }> | undefined> {
+    if ((await this.vectorMode()) !== 'array') return undefined;
+    if (vectors.length === 0 || limit <= 0) return [];
+    const candidates = new Set<number>();
+    if (!(await this.#isLarge(collectionId))) {
+      const rows = (await sql<{ key: number; packed: Buffer }>`select s.seq as key, s.packed from search_docs s where s.collection_id = ${collectionId}`.execute(this.#db)).rows;
+      for (const v of vectors) {
+        rows
+          .map((r) => ({ key: Number(r.key), score: packedDot(r.packed, v) }))
+          .sort((a, b) => b.score - a.score || a.key - b.key)
+          .slice(0, rerankCount(limit))
+          .forEach((r) => candidates.add(r.key));
+      }
+    } else {
+      const idx = await this.#codes.get(collectionId);
+      for (const v of vectors) for (const k of idx.search(simhash(v), v, codeCandidates(limit), rerankCount(limit))) candidates.add(k);
+    }
+    if (candidates.size === 0) return [];
+    const rows = (
+      await sql<{ seq: number; embedding: number[]; content: string }>`select s.seq, s.embedding, d.content from search_docs s join documents d on d.id = s.doc_id
+        where s.seq = any(${[...candidates]}::bigint[]) and s.collection_id = ${collectionId}`.execute(this.#db)
+    ).rows.map((r) => ({ seq: Number(r.seq), vector: Float32Array.from(r.embedding), content: String(r.content) }));
+    const keep = new Set<number>();
+    for (const v of vectors) {
+      rows
+        .map((r, i) => {
+          let d = 0;
+          for (let j = 0; j < r.vector.length; j++) d += r.vector[j]! * v[j]!;
+          return { i, seq: r.seq, score: d };
+        })
+        .sort((a, b) => b.score - a.score || a.seq - b.seq)
+        .slice(0, limit)
+        .forEach((x) => keep.add(x.i));
+    }
+    return [...keep].sort((a, b) => rows[a]!.seq - rows[b]!.seq).map((i) => ({ content: rows[i]!.content, vector: rows[i]!.vector }));
   }
 
   async #matching(keys: number[], fj: string): Promise<number[]> {

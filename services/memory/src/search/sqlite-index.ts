@@ -3,6 +3,7 @@ import type { Kysely } from 'kysely';
 import { isNoFilter, type Hit, type IndexBackend, type IndexedDoc } from './backend.ts';
 import { bufferToVector, dot, vectorToBuffer } from './embedding.ts';
 import { simhash } from './simhash.ts';
+import { DEFAULT_INDEX_MEMORY_MB, IndexCache } from './index-cache.ts';
 import { CodeIndex, metadataPairs, pairTerm } from './code-index.ts';
 
 /**
@@ -73,13 +74,19 @@ export class SqliteIndex implements IndexBackend {
   #db: Kysely<any>;
   #s: Record<string, Stmt> | undefined;
   /** In-memory SimHash indexes of the large collections this process has queried. */
-  #codes = new Map<string, CodeIndex>();
+  #codes: IndexCache<CodeIndex>;
   /** Last search_log entry applied to #codes. */
   #logSeq = 0;
 
-  constructor(raw: BetterSqlite3.Database, db: Kysely<any>) {
+  constructor(raw: BetterSqlite3.Database, db: Kysely<any>, opts: { indexMemoryBytes?: number } = {}) {
     this.#raw = raw;
     this.#db = db;
+    this.#codes = new IndexCache(opts.indexMemoryBytes ?? DEFAULT_INDEX_MEMORY_MB * 1024 * 1024);
+  }
+
+  /** The in-memory indexes held (bounded by memory, least recently used out). */
+  get indexCache(): IndexCache<CodeIndex> {
+    return this.#codes;
   }
 
   /**
@@ -193,7 +200,7 @@ export class SqliteIndex implements IndexBackend {
       if (behind > 20_000 || Number(bounds.lo ?? 0) > this.#logSeq + 1) this.#codes.clear();
       else {
         for (const e of s.logSince!.all(this.#logSeq, behind) as Array<{ seq: number; collection_id: string; key: number }>) {
-          const idx = this.#codes.get(e.collection_id);
+          const idx = this.#codes.peek(e.collection_id);
           if (!idx) continue;
           const r = s.cacheRow!.get(e.key) as { collection_id: string; code: Buffer; embedding: Buffer; metadata: string } | undefined;
           if (!r || r.collection_id !== e.collection_id) idx.remove(e.key);
@@ -209,7 +216,7 @@ export class SqliteIndex implements IndexBackend {
         idx.upsert(r.id, r.code, bufferToVector(r.embedding), metadataPairs(JSON.parse(r.metadata)));
       }
       this.#codes.set(collectionId, idx);
-    }
+    } else this.#codes.trim(collectionId);
     return idx;
   }
 
