@@ -33,6 +33,7 @@ export class SigningKeys {
   private loadedAt = 0;
   private rotating: Promise<void> | undefined;
   private lastUnknownReload = 0;
+  private unknownReload: Promise<void> | undefined;
 
   constructor(
     private readonly db: () => Kysely<any>,
@@ -87,9 +88,13 @@ export class SigningKeys {
   async verifyKey(kid: string | undefined): Promise<CryptoKey | undefined> {
     if (typeof kid !== 'string') return undefined;
     let k = this.keys.get(kid);
-    if (!k && Date.now() - this.lastUnknownReload > 1000) {
-      this.lastUnknownReload = Date.now();
-      await this.load();
+    // Requests that arrive while the reload runs wait for it (else they would fail until it ends).
+    if (!k && (this.unknownReload || Date.now() - this.lastUnknownReload > 1000)) {
+      if (!this.unknownReload) {
+        this.lastUnknownReload = Date.now();
+        this.unknownReload = this.load().finally(() => (this.unknownReload = undefined));
+      }
+      await this.unknownReload;
       k = this.keys.get(kid);
     }
     if (!k || k.expiresAt <= Date.now()) return undefined;
