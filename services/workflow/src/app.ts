@@ -18,7 +18,9 @@ import { apiKeyGuard, corsHook, originGuard } from './http/access.ts';
 import { workflowErrorStyle } from './http/errors.ts';
 import { installJsonParser } from './http/json-body.ts';
 import { identityConfig } from './identity/config.ts';
-import type { NodeDefinition } from './nodes/api.ts';
+import type { NodeDefinition, NodeScope } from './nodes/api.ts';
+import { workspaceScope, workspacesRoot } from './files/workspace-folders.ts';
+import { mayViewOutput } from './domain/output-owners.ts';
 import { apiNodes, openaiConfig } from './nodes/api-nodes.ts';
 import { builtinNodes } from './nodes/index.ts';
 import { loadPacks } from './nodes/loader.ts';
@@ -109,13 +111,22 @@ export async function buildApp(base: ServiceConfig): Promise<FastifyInstance> {
     // Assets are on unless --disable-assets: every file a job saves becomes one, its id in the `executed` entry.
     const assets = config.flags.disableAssets === true || process.env.WORKFLOW_DISABLE_ASSETS === '1'
       ? undefined
-      : new AssetService(storage, { input: config.dirs.input, output: config.dirs.output, temp: config.dirs.temp, models: config.dirs.models, blobs: path.join(config.dataDir, 'assets', 'blobs') }, app.log);
+      : new AssetService(storage, { input: config.dirs.input, output: config.dirs.output, temp: config.dirs.temp, models: config.dirs.models, blobs: path.join(config.dataDir, 'assets', 'blobs'), ...(config.runtime === 'cloud' ? { workspaces: workspacesRoot(config.dataDir) } : {}) }, app.log);
     const ops = cloud ? new CloudOps(storage, config) : undefined;
+    const baseDirs = { input: config.dirs.input, output: config.dirs.output, temp: config.dirs.temp, models: config.dirs.models };
+    // Hosted runtime: each workspace has its own input folder; with users or workspaces, outputs are read only by their job's owner.
+    const scopeFor: ((owner: string) => NodeScope) | undefined = cloud
+      ? (owner) => workspaceScope(baseDirs, config.dataDir, owner, (ref) => mayViewOutput(storage.db, owner, ref))
+      : config.multiUser
+        ? (owner) => ({ dirs: baseDirs, canRead: (ref) => mayViewOutput(storage.db, owner, ref) })
+        : undefined;
     const runner = new PromptRunner({
       storage,
       executor,
       hub,
-      dirs: { input: config.dirs.input, output: config.dirs.output, temp: config.dirs.temp, models: config.dirs.models },
+      dirs: baseDirs,
+      scopeFor,
+      perOwnerStatus: cloud !== undefined,
       maxHistory: config.maxHistory,
       log: app.log,
       onFinished: ops?.onFinished,
@@ -137,22 +148,26 @@ export async function buildApp(base: ServiceConfig): Promise<FastifyInstance> {
       const h = req.headers['comfy-user'];
       return typeof h === 'string' && /^[\w.-]{1,100}$/.test(h) ? h : 'default';
     };
-    const ctx: RouteCtx = cloud?.ctx ?? {
-      owner: userOf,
-      scope: (req) => (config.multiUser ? userOf(req) : undefined),
-      storageDb: () => storage.db,
-      ownsPrompt: async (req, id) => !config.multiUser || (await getPrompt(storage.db, id, userOf(req))) !== null,
-    };
+    const sharedScope: NodeScope = { dirs: baseDirs };
+    const ctx: RouteCtx = cloud
+      ? { ...cloud.ctx, folders: (req) => scopeFor!(cloud.ctx.owner(req)) }
+      : {
+          owner: userOf,
+          scope: (req) => (config.multiUser ? userOf(req) : undefined),
+          storageDb: () => storage.db,
+          ownsPrompt: async (req, id) => !config.multiUser || (await getPrompt(storage.db, id, userOf(req))) !== null,
+          folders: scopeFor ? (req) => scopeFor(userOf(req)) : () => sharedScope,
+        };
 
     promptRoutes(app, ctx, runner);
     queueRoutes(app, ctx, runner);
     jobRoutes(app, ctx, runner);
-    systemRoutes(app, registry, { maxUploadSize: config.maxUploadSize, assets: assets !== undefined, extraFeatures: ops?.features() });
+    systemRoutes(app, registry, { folders: (req) => ctx.folders(req), maxUploadSize: config.maxUploadSize, assets: assets !== undefined, extraFeatures: ops?.features() });
     assetRoutes(app, ctx, { service: assets, seeder: assets && new AssetSeeder(assets), maxUploadSize: config.maxUploadSize, fromUrl: assetFromUrl(ops?.outbound ?? outboundConfig(config.flags.outboundAllow, process.env, config.flags.outboundTimeoutMs), config.maxUploadSize) });
     wsRoutes(app, ctx, hub, runner, { ...features(config.maxUploadSize, assets !== undefined), ...ops?.features() });
     const models = new ModelFolders(config.dirs.models, config.dirs.customNodes);
     const users = cloud?.userManager(config.dirs.user) ?? new UserManager(config.dirs.user, config.multiUser);
-    fileRoutes(app, ctx, { dirs: config.dirs, models, maxUploadSize: config.maxUploadSize, multiUser: config.multiUser || cloud !== undefined, onInputChanged: () => registry.invalidate(), ...(assets ? assetFileHooks(assets, ctx, app.log) : {}) });
+    fileRoutes(app, ctx, { dirs: config.dirs, models, maxUploadSize: config.maxUploadSize, multiUser: config.multiUser || cloud !== undefined, onInputChanged: (scope) => registry.invalidate(scope), ...(assets ? assetFileHooks(assets, ctx, app.log) : {}) });
     userRoutes(app, users);
     settingsRoutes(app, users);
     userdataRoutes(app, users, { maxUploadSize: config.maxUploadSize });

@@ -62,6 +62,23 @@ test('origin guard: a loopback Host with a foreign Origin is refused; --enable-c
   }
 });
 
+test('CORS on the hosted runtime: a preflight allows the credential and workspace headers a browser client sends', async () => {
+  const srv = await startWorkflow('sqlite', { runtime: 'cloud', enableCorsHeader: 'http://app.example' });
+  try {
+    const r = await fetch(`${srv.url}/api/jobs`, { method: 'OPTIONS', headers: { origin: 'http://app.example', 'access-control-request-method': 'GET', 'access-control-request-headers': 'x-api-key, x-workspace-id' } });
+    assert.equal(r.status, 200);
+    assert.equal(r.headers.get('access-control-allow-origin'), 'http://app.example');
+    const allowed = (r.headers.get('access-control-allow-headers') ?? '').toLowerCase().split(/,\s*/);
+    for (const h of ['authorization', 'content-type', 'x-api-key', 'x-csrf-token', 'x-workspace-id']) assert.ok(allowed.includes(h), `${h} in ${allowed}`);
+    assert.match(r.headers.get('access-control-expose-headers') ?? '', /Retry-After/);
+    // The preflight is no way around authentication: the request itself still needs a credential.
+    const get = await fetch(`${srv.url}/api/jobs`, { headers: { origin: 'http://app.example' } });
+    assert.equal(get.status, 401);
+  } finally {
+    await srv.close();
+  }
+});
+
 test('object_info: NodeInfo fields, ETag and 304, per-class lookup and 404; system_stats and features', async () => {
   const srv = await startWorkflow('sqlite');
   try {

@@ -7,6 +7,7 @@ import { after, before, test } from 'node:test';
 import { base64url, exportJWK, generateKeyPair, importJWK, SignJWT, type JWK } from 'jose';
 import { client, forEachStorage } from '@svc/testkit';
 import { openWorkflowStorage } from '../src/app.ts';
+import { loadSecretKeys, SecretBox } from '../src/domain/cloud/secret-box.ts';
 import { bearer, isCloudError, signupUser, startCloud, type Http } from './cloud-helpers.ts';
 import { startWorkflow } from './helpers.ts';
 
@@ -17,7 +18,14 @@ async function serverKey(srv: Srv): Promise<{ kid: string; privateJwk: JWK; publ
   const storage = await openWorkflowStorage(srv.cfg);
   try {
     const row = await storage.db.selectFrom('id_signing_keys').selectAll().orderBy('created_at', 'desc').executeTakeFirstOrThrow();
-    return { kid: row.kid, privateJwk: JSON.parse(row.private_jwk), publicJwk: JSON.parse(row.public_jwk) };
+    // The private half is sealed at rest (AES-GCM under the secrets key): no private parameter is stored in the clear.
+    const stored = JSON.parse(row.private_jwk);
+    assert.equal(stored.d, undefined);
+    assert.equal(typeof stored.sealed, 'string');
+    const box = new SecretBox(loadSecretKeys(srv.cfg.flags, srv.cfg.dataDir));
+    const plain = box.open(stored.key_id, stored.sealed, `signing-key:${row.kid}`);
+    assert.ok(plain, 'the service’s own key opens it');
+    return { kid: row.kid, privateJwk: JSON.parse(plain), publicJwk: JSON.parse(row.public_jwk) };
   } finally {
     await storage.close();
   }

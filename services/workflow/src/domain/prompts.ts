@@ -245,6 +245,12 @@ export async function pendingCount(db: Kysely<any>, owner?: string): Promise<num
 }
 
 /** Removes pending prompts (all, or the given ids); running ones are untouched. Returns the removed ids. */
+/** Pending and running prompts per owner. */
+export async function pendingCountsByOwner(db: Kysely<any>): Promise<Array<{ owner: string; n: number }>> {
+  const rows = await db.selectFrom('prompts').select(['owner', (eb) => eb.fn.countAll<number>().as('n')]).where('status', 'in', ['pending', 'in_progress']).groupBy('owner').execute();
+  return rows.map((r) => ({ owner: r.owner as string, n: Number(r.n) }));
+}
+
 export async function deletePending(db: Kysely<any>, ids: string[] | 'all', owner?: string): Promise<string[]> {
   let q = db.deleteFrom('prompts').where('status', '=', 'pending');
   if (ids !== 'all') {

@@ -299,7 +299,7 @@ class Run {
     const consts: Record<string, unknown> = {};
     for (const [k, v] of Object.entries(node.inputs ?? {})) if (!isLink(v)) consts[k] = v;
     try {
-      return cls.def.isChanged(consts);
+      return cls.def.isChanged(consts, this.env);
     } catch {
       return NaN;
     }

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { InputOptions, NodeDefinition } from '../nodes/api.ts';
+import type { InputOptions, NodeDefinition, NodeScope } from '../nodes/api.ts';
 
 export type InputCategory = 'required' | 'optional' | 'hidden';
 
@@ -52,10 +52,10 @@ function makeClass(def: NodeDefinition): NodeClass {
 }
 
 /** The object_info entry of one node (the reference's NodeInfo, V3 style: every key present). */
-export function nodeInfo(def: NodeDefinition): Record<string, unknown> {
+export function nodeInfo(def: NodeDefinition, scope?: NodeScope): Record<string, unknown> {
   const input: Record<string, unknown> = {};
   const order: Record<string, string[]> = {};
-  const inputs = def.dynamicInputs?.() ?? def.inputs;
+  const inputs = def.dynamicInputs?.(scope) ?? def.inputs;
   for (const category of ['required', 'optional'] as const) {
     const specs = inputs[category];
     if (!specs) continue;
@@ -99,22 +99,41 @@ export interface Rendered {
 }
 
 export function render(value: unknown): Rendered {
-  const body = Buffer.from(JSON.stringify(value));
+  return renderText(JSON.stringify(value));
+}
+
+function renderText(text: string): Rendered {
+  const body = Buffer.from(text);
   return { body, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"` };
+}
+
+/** How many callers' folders keep a rendered object_info (hosted runtime: one per active workspace). */
+const SCOPES_KEPT = 64;
+
+interface ScopeRender {
+  /** Rendered JSON of every class (`"Name":{...}`), by class. */
+  parts: Map<string, string>;
+  all?: Rendered;
+  perClass: Map<string, Rendered>;
+  stale: boolean;
 }
 
 /**
  * Every node class the service can run. Frozen after start: object_info is
- * rendered once, and its bytes and ETag served from memory.
+ * rendered once, and its bytes and ETag served from memory. Classes whose
+ * inputs list files (LoadImage's images) are rendered per scope, the rest
+ * once for all scopes.
  */
 export class NodeRegistry {
   private readonly classes = new Map<string, NodeClass>();
-  private objectInfo?: Rendered;
-  private readonly perClass = new Map<string, Rendered>();
+  private frozen = false;
+  /** Classes without dynamic inputs, rendered once. */
+  private readonly staticParts = new Map<string, string>();
+  private readonly dynamicNames: string[] = [];
+  private readonly scopes = new Map<string, ScopeRender>();
 
   add(def: NodeDefinition): void {
-    if (this.objectInfo) throw new Error('registry is frozen');
-    if (this.classes.has(def?.name)) throw new Error(`duplicate node class ${def.name}`);
+    if (this.frozen) throw new Error('registry is frozen');
     if (!def || typeof def.name !== 'string' || typeof def.execute !== 'function') throw new Error('a node definition needs a name and an execute function');
     if (this.classes.has(def.name)) throw new Error(`duplicate node class ${def.name}`);
     this.classes.set(def.name, makeClass(def));
@@ -132,34 +151,71 @@ export class NodeRegistry {
     return [...this.classes.keys()];
   }
 
-  /** Files that dynamic inputs list have changed: render object_info again on the next request. */
-  invalidate(): void {
-    if (!this.objectInfo) return;
-    if (![...this.classes.values()].some((c) => c.def.dynamicInputs)) return;
-    this.stale = true;
-  }
-
-  private stale = false;
-
-  /** Renders object_info (all classes and one per class) and forbids further additions. */
-  freeze(): void {
-    this.stale = false;
-    const all: Record<string, unknown> = {};
-    for (const [name, cls] of this.classes) {
-      const info = nodeInfo(cls.def);
-      all[name] = info;
-      this.perClass.set(name, render({ [name]: info }));
+  /**
+   * Files that dynamic inputs list have changed (in the folder of `scope`, or
+   * anywhere): render those classes again on the next request.
+   */
+  invalidate(scope?: NodeScope): void {
+    if (scope) {
+      const r = this.scopes.get(scope.dirs.input);
+      if (r) r.stale = true;
+      return;
     }
-    this.objectInfo = render(all);
+    for (const r of this.scopes.values()) r.stale = true;
   }
 
-  objectInfoRendered(): Rendered {
-    if (!this.objectInfo || this.stale) this.freeze();
-    return this.objectInfo!;
+  /** Renders the classes that do not depend on files and forbids further additions. */
+  freeze(): void {
+    if (this.frozen) return;
+    this.frozen = true;
+    for (const [name, cls] of this.classes) {
+      if (cls.def.dynamicInputs) this.dynamicNames.push(name);
+      else this.staticParts.set(name, JSON.stringify(nodeInfo(cls.def)));
+    }
   }
 
-  classRendered(name: string): Rendered | undefined {
-    if (!this.objectInfo || this.stale) this.freeze();
-    return this.perClass.get(name);
+  private scope(scope: NodeScope | undefined): ScopeRender {
+    this.freeze();
+    const key = scope?.dirs.input ?? '';
+    let r = this.scopes.get(key);
+    if (r && !r.stale) {
+      // Most recently used last, so the first entry is the one to drop.
+      this.scopes.delete(key);
+      this.scopes.set(key, r);
+      return r;
+    }
+    r = { parts: new Map(), perClass: new Map(), stale: false };
+    for (const name of this.dynamicNames) r.parts.set(name, JSON.stringify(nodeInfo(this.classes.get(name)!.def, scope)));
+    this.scopes.delete(key);
+    this.scopes.set(key, r);
+    if (this.scopes.size > SCOPES_KEPT) this.scopes.delete(this.scopes.keys().next().value!);
+    return r;
+  }
+
+  private part(r: ScopeRender, name: string): string | undefined {
+    return this.staticParts.get(name) ?? r.parts.get(name);
+  }
+
+  /** All of object_info as seen from `scope` (the caller's folders). */
+  objectInfoRendered(scope?: NodeScope): Rendered {
+    const r = this.scope(scope);
+    if (!r.all) {
+      const items: string[] = [];
+      for (const name of this.classes.keys()) items.push(`${JSON.stringify(name)}:${this.part(r, name)}`);
+      r.all = renderText(`{${items.join(',')}}`);
+    }
+    return r.all;
+  }
+
+  classRendered(name: string, scope?: NodeScope): Rendered | undefined {
+    if (!this.classes.has(name)) return undefined;
+    const r = this.scope(scope);
+    let out = r.perClass.get(name);
+    if (!out) {
+      out = renderText(`{${JSON.stringify(name)}:${this.part(r, name)}}`);
+      // Bounded by the number of classes.
+      r.perClass.set(name, out);
+    }
+    return out;
   }
 }

@@ -1,4 +1,4 @@
-import { isLink } from '../nodes/api.ts';
+import { isLink, type NodeScope } from '../nodes/api.ts';
 import { pyNumber, pyRepr, pyStr } from './pyrepr.ts';
 import type { InputInfo, NodeClass, NodeRegistry } from './registry.ts';
 
@@ -115,7 +115,8 @@ interface Frame {
  * others are reported in node_errors. Iterative, so a chain of any length
  * validates without recursion; cycles are reported as dependency_cycle.
  */
-export async function validatePrompt(registry: NodeRegistry, prompt: unknown, partialTargets: unknown): Promise<ValidationResult> {
+/** `scope`: the caller's folders (a workspace's input folder in the hosted runtime), for nodes whose validation reads files. */
+export async function validatePrompt(registry: NodeRegistry, prompt: unknown, partialTargets: unknown, scope?: NodeScope): Promise<ValidationResult> {
   if (!isObject(prompt)) {
     return fail({ type: 'invalid_prompt', message: 'Invalid prompt', details: 'The prompt must be an object that maps node ids to nodes', extra_info: {} });
   }
@@ -154,7 +155,7 @@ export async function validatePrompt(registry: NodeRegistry, prompt: unknown, pa
     let valid: boolean;
     let reasons: PromptError[];
     try {
-      const r = await validateFrom(registry, graph, o, validated);
+      const r = await validateFrom(registry, graph, o, validated, scope);
       valid = r.valid;
       reasons = r.errors;
     } catch (err) {
@@ -273,7 +274,7 @@ function innerValidationError(graph: PromptGraph, registry: NodeRegistry, via: {
  * to the caller (exception_during_validation). A cycle is reported on the
  * node it returns to, with the path, and leaves every node on it invalid.
  */
-async function validateFrom(registry: NodeRegistry, graph: PromptGraph, root: string, validated: Map<string, NodeResult>): Promise<NodeResult> {
+async function validateFrom(registry: NodeRegistry, graph: PromptGraph, root: string, validated: Map<string, NodeResult>, scope: NodeScope | undefined): Promise<NodeResult> {
   const done = validated.get(root);
   if (done) return done;
   const onStack = new Map<string, number>();
@@ -307,7 +308,7 @@ async function validateFrom(registry: NodeRegistry, graph: PromptGraph, root: st
         stack.push({ id: dep, deps: null, next: 0, via: { parent: frame.id, input } });
         continue;
       }
-      const result = await checkNode(registry, graph, frame.id, validated);
+      const result = await checkNode(registry, graph, frame.id, validated, scope);
       stack.pop();
       onStack.delete(frame.id);
       const cyc = cycleErrors.get(frame.id);
@@ -343,7 +344,7 @@ function depsOf(registry: NodeRegistry, graph: PromptGraph, id: string): Array<[
 }
 
 /** The per-input checks of one node, its children already validated. */
-async function checkNode(registry: NodeRegistry, graph: PromptGraph, id: string, validated: Map<string, NodeResult>): Promise<NodeResult> {
+async function checkNode(registry: NodeRegistry, graph: PromptGraph, id: string, validated: Map<string, NodeResult>, scope: NodeScope | undefined): Promise<NodeResult> {
   const node = graph[id]!;
   const cls = registry.get(node.class_type)!;
   const inputs = inputsOf(node);
@@ -420,7 +421,7 @@ async function checkNode(registry: NodeRegistry, graph: PromptGraph, id: string,
     if (custom.names.has('input_types')) filtered.input_types = receivedTypes;
     let r: boolean | string;
     try {
-      r = await cls.def.validateInputs.fn(filtered);
+      r = await cls.def.validateInputs.fn(filtered, scope);
     } catch (err) {
       throw new ValidationException('Exception', String((err as Error)?.message ?? err));
     }

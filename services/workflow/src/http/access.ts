@@ -51,7 +51,9 @@ export function corsHook(origin: string) {
   return async (req: FastifyRequest, reply: FastifyReply) => {
     reply.header('Access-Control-Allow-Origin', origin);
     reply.header('Access-Control-Allow-Methods', 'POST, GET, DELETE, PUT, OPTIONS, PATCH');
-    reply.header('Access-Control-Allow-Headers', 'Content-Type, Authorization');
+    // The hosted runtime's credential and workspace headers too, so a browser client on another origin can send them.
+    reply.header('Access-Control-Allow-Headers', 'Content-Type, Authorization, Comfy-User, X-API-Key, X-CSRF-Token, X-Workspace-Id');
+    reply.header('Access-Control-Expose-Headers', 'ETag, Retry-After, WWW-Authenticate, Content-Disposition');
     reply.header('Access-Control-Allow-Credentials', 'true');
     if (req.method === 'OPTIONS') reply.code(200).send();
   };

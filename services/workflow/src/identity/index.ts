@@ -2,7 +2,7 @@ import type { FastifyRequest } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { IdentityConfig } from './config.ts';
 import { Grants, type Family, type SessionRow } from './grants.ts';
-import { SigningKeys } from './keys.ts';
+import { SigningKeys, type KeyBox } from './keys.ts';
 import { OAuthClients } from './oauth-clients.ts';
 import { PasswordHasher } from './passwords.ts';
 import { RateLimiter } from './rate-limit.ts';
@@ -88,11 +88,13 @@ export class Identity {
   constructor(
     db: () => Kysely<any>,
     readonly cfg: IdentityConfig,
+    /** Seals the signing keys' private halves at rest (the workspace secrets' key). */
+    keyBox?: KeyBox,
   ) {
     this.store = new IdentityStore(db);
     this.grants = new Grants(db, cfg.refreshTtlMs, (fid) => this.families.delete(fid));
     this.clients = new OAuthClients(db);
-    this.keys = new SigningKeys(db, { rotateMs: cfg.keyRotateMs, maxTokenMs: cfg.accessTtlSec * 1000 });
+    this.keys = new SigningKeys(db, { rotateMs: cfg.keyRotateMs, maxTokenMs: cfg.accessTtlSec * 1000, box: keyBox });
     this.tokens = new AccessTokens(this.keys, cfg.publicUrl ?? 'urn:workflow', cfg.accessTtlSec);
     this.hasher = new PasswordHasher(cfg.hashConcurrency, cfg.hashQueue);
   }

@@ -7,7 +7,7 @@ export const JWT_ALG = 'RS256';
 interface KeyRow {
   kid: string;
   publicJwk: JWK;
-  privateJwk: JWK;
+  privateJwk: JWK | null;
   createdAt: number;
   retireAt: number;
   expiresAt: number;
@@ -18,6 +18,28 @@ export interface SigningKeyOptions {
   rotateMs: number;
   /** Lifetime of the longest token a key signs: a retired key stays published that much longer. */
   maxTokenMs: number;
+  /** Seals private keys at rest; without it they are stored as plain JWKs. */
+  box?: KeyBox;
+}
+
+/** AES-GCM sealing under a configured, rotatable key (the workspace secrets' SecretBox). */
+export interface KeyBox {
+  seal(plaintext: string, aad: string): { keyId: string; ciphertext: string };
+  open(keyId: string, sealed: string, aad: string): string | null;
+}
+
+/** The stored private half: `{"key_id", "sealed"}` when sealed, else the JWK itself (keys stored before sealing). */
+function unsealPrivate(box: KeyBox | undefined, kid: string, stored: string): JWK | null {
+  const v = JSON.parse(stored) as JWK & { sealed?: string; key_id?: string };
+  if (typeof v.sealed !== 'string') return v;
+  const plain = box && typeof v.key_id === 'string' ? box.open(v.key_id, v.sealed, `signing-key:${kid}`) : null;
+  return plain === null ? null : (JSON.parse(plain) as JWK);
+}
+
+function sealPrivate(box: KeyBox | undefined, kid: string, jwk: JWK): string {
+  if (!box) return JSON.stringify(jwk);
+  const s = box.seal(JSON.stringify(jwk), `signing-key:${kid}`);
+  return JSON.stringify({ key_id: s.keyId, sealed: s.ciphertext });
 }
 
 /**
@@ -46,12 +68,13 @@ export class SigningKeys {
     const next = new Map<string, KeyRow & { verifyKey: Promise<CryptoKey> }>();
     for (const r of rows) {
       const old = this.keys.get(r.kid);
-      const row: KeyRow = { kid: r.kid, publicJwk: JSON.parse(r.public_jwk), privateJwk: JSON.parse(r.private_jwk), createdAt: Number(r.created_at), retireAt: Number(r.retire_at), expiresAt: Number(r.expires_at) };
+      // A private half this process cannot open (its sealing key was removed) still verifies; it never signs.
+      const row: KeyRow = { kid: r.kid, publicJwk: JSON.parse(r.public_jwk), privateJwk: unsealPrivate(this.opts.box, r.kid, r.private_jwk), createdAt: Number(r.created_at), retireAt: Number(r.retire_at), expiresAt: Number(r.expires_at) };
       next.set(r.kid, { ...row, verifyKey: old?.verifyKey ?? (importJWK(row.publicJwk, JWT_ALG) as Promise<CryptoKey>) });
     }
     this.keys = next;
-    const current = [...next.values()].find((k) => k.retireAt > now);
-    if (current && this.signer?.row.kid !== current.kid) this.signer = { row: current, key: importJWK(current.privateJwk, JWT_ALG) as Promise<CryptoKey> };
+    const current = [...next.values()].find((k) => k.retireAt > now && k.privateJwk !== null);
+    if (current && this.signer?.row.kid !== current.kid) this.signer = { row: current, key: importJWK(current.privateJwk!, JWT_ALG) as Promise<CryptoKey> };
     if (!current) this.signer = undefined;
     this.loadedAt = now;
   }
@@ -67,7 +90,7 @@ export class SigningKeys {
     const retireAt = now + this.opts.rotateMs;
     await this.db()
       .insertInto('id_signing_keys')
-      .values({ kid, alg: JWT_ALG, public_jwk: JSON.stringify(publicJwk), private_jwk: JSON.stringify(privateJwk), created_at: now, retire_at: retireAt, expires_at: retireAt + this.opts.maxTokenMs })
+      .values({ kid, alg: JWT_ALG, public_jwk: JSON.stringify(publicJwk), private_jwk: sealPrivate(this.opts.box, kid, privateJwk), created_at: now, retire_at: retireAt, expires_at: retireAt + this.opts.maxTokenMs })
       .execute();
     await this.db().deleteFrom('id_signing_keys').where('expires_at', '<=', now).execute();
     await this.load();

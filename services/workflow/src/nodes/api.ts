@@ -69,10 +69,27 @@ export interface NodeContext {
   readonly signal: AbortSignal;
 }
 
+/**
+ * Whose files a call sees: the caller's folders (in the hosted runtime each
+ * workspace has its own input folder). Given to the calls that run before or
+ * outside execution (object_info lists, validation, IS_CHANGED); absent, a
+ * node uses the folders it was built with.
+ */
+export interface NodeScope {
+  readonly dirs: NodeEnv['dirs'];
+  /**
+   * Whether this caller may read a file of the shared output or temp folder
+   * (`name.png [output]` in LoadImage); absent, every file there is readable.
+   */
+  readonly canRead?: (ref: { type: 'output' | 'temp'; subfolder: string; filename: string }) => Promise<boolean>;
+}
+
 /** What the runtime gives nodes: folders for files, and the prompt's metadata. */
 export interface NodeEnv {
   /** `<data-dir>/input`, `output`, `temp`. */
   readonly dirs: { input: string; output: string; temp: string; models: string };
+  /** See NodeScope.canRead. */
+  readonly canRead?: NodeScope['canRead'];
   /** Original prompt (API format), for nodes that embed it in files. */
   readonly prompt: Record<string, unknown>;
   readonly extraData: Record<string, unknown>;
@@ -93,7 +110,7 @@ export interface NodeDefinition {
   pythonModule?: string;
   inputs: NodeInputs;
   /** Inputs as object_info shows them when they depend on files (combo lists of input images …); re-read when the runtime invalidates object_info. */
-  dynamicInputs?(): NodeInputs;
+  dynamicInputs?(scope?: NodeScope): NodeInputs;
   /** RETURN_TYPES. */
   outputs?: string[];
   /** RETURN_NAMES; default the types. */
@@ -124,9 +141,9 @@ export interface NodeDefinition {
    * Inputs it names skip the built-in min/max/list checks ('*' = all, like **kwargs);
    * naming 'input_types' receives `{input: received_type}`. Return true, false or a message.
    */
-  validateInputs?: { inputs: string[] | '*'; fn(inputs: Record<string, any>): boolean | string | Promise<boolean | string> };
+  validateInputs?: { inputs: string[] | '*'; fn(inputs: Record<string, any>, scope?: NodeScope): boolean | string | Promise<boolean | string> };
   /** IS_CHANGED: its value joins the cache key; NaN means always re-run. Called with constant inputs only. */
-  isChanged?(inputs: Record<string, any>): unknown;
+  isChanged?(inputs: Record<string, any>, scope?: NodeScope): unknown;
 }
 
 /** A value that blocks every node downstream of it; with a message, the first blocked output reports it as an error. */

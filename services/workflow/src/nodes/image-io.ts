@@ -4,7 +4,7 @@ import path from 'node:path';
 import sharp from 'sharp';
 import { addTextChunks, asciiJson } from '../files/png.ts';
 import { parseAnnotated, safeJoin, safeRelative, UnsafePathError } from '../files/paths.ts';
-import type { NodeContext, NodeDefinition, NodeEnv } from './api.ts';
+import type { NodeContext, NodeDefinition, NodeEnv, NodeScope } from './api.ts';
 import { checkSize, Frame, ImageBatch, MaskBatch, MaskPlane, MAX_BATCH, MAX_IMAGE_SIDE } from './image-types.ts';
 
 const IMAGE_EXT = /\.(png|jpe?g|webp|gif|bmp|tiff?|avif)$/i;
@@ -43,6 +43,23 @@ function existingImage(dirs: NodeEnv['dirs'], name: unknown): string | undefined
   } catch {
     return undefined;
   }
+}
+
+/** An image LoadImage may open for this caller: a file of its input folder, or an output/temp file its scope lets it read. */
+async function readableImage(scope: NodeScope, name: unknown): Promise<string | undefined> {
+  const file = existingImage(scope.dirs, name);
+  if (!file || !scope.canRead) return file;
+  const { name: rel, type } = parseAnnotated(name as string, 'input');
+  if (type === 'input') return file;
+  const slash = rel.lastIndexOf('/');
+  return (await scope.canRead({ type, subfolder: slash < 0 ? '' : rel.slice(0, slash), filename: rel.slice(slash + 1) })) ? file : undefined;
+}
+
+/** IS_CHANGED of a loaded image: its content hash; a file outside the input folder behind a read check always re-runs. */
+function imageChanged(scope: NodeScope, name: unknown): unknown {
+  if (scope.canRead && typeof name === 'string' && parseAnnotated(name, 'input').type !== 'input') return NaN;
+  const file = existingImage(scope.dirs, name);
+  return file ? createHash('sha256').update(fs.readFileSync(file)).digest('hex') : NaN;
 }
 
 export async function decodeImage(file: string | Buffer): Promise<{ image: ImageBatch; mask: MaskBatch }> {
@@ -224,18 +241,15 @@ export function imageIoNodes(dirs: NodeEnv['dirs']): NodeDefinition[] {
       essentialsCategory: 'Basics',
       searchAliases: ['load image', 'open image', 'import image', 'image input', 'upload image', 'read image', 'image loader'],
       inputs: { required: { image: [[], { image_upload: true }] } },
-      dynamicInputs: () => ({ required: { image: [listInputImages(dirs.input), { image_upload: true }] } }),
+      dynamicInputs: (scope) => ({ required: { image: [listInputImages((scope?.dirs ?? dirs).input), { image_upload: true }] } }),
       outputs: ['IMAGE', 'MASK'],
       validateInputs: {
         inputs: ['image'],
-        fn: ({ image }) => (existingImage(dirs, image) ? true : `Invalid image file: ${image}`),
+        fn: async ({ image }, scope) => ((await readableImage(scope ?? { dirs }, image)) ? true : `Invalid image file: ${image}`),
       },
-      isChanged: ({ image }) => {
-        const file = existingImage(dirs, image);
-        return file ? createHash('sha256').update(fs.readFileSync(file)).digest('hex') : NaN;
-      },
-      execute: async ({ image }) => {
-        const file = existingImage(dirs, image);
+      isChanged: ({ image }, scope) => imageChanged(scope ?? { dirs }, image),
+      execute: async ({ image }, ctx) => {
+        const file = await readableImage(ctx.env, image);
         if (!file) throw Object.assign(new Error(`Invalid image file: ${image}`), { pyType: 'FileNotFoundError' });
         const { image: img, mask } = await decodeImage(file);
         return [img, mask];
@@ -247,18 +261,15 @@ export function imageIoNodes(dirs: NodeEnv['dirs']): NodeDefinition[] {
       category: 'mask',
       searchAliases: ['import mask', 'alpha mask', 'channel mask'],
       inputs: { required: { image: [[], { image_upload: true }], channel: [['alpha', 'red', 'green', 'blue']] } },
-      dynamicInputs: () => ({ required: { image: [listInputImages(dirs.input), { image_upload: true }], channel: [['alpha', 'red', 'green', 'blue']] } }),
+      dynamicInputs: (scope) => ({ required: { image: [listInputImages((scope?.dirs ?? dirs).input), { image_upload: true }], channel: [['alpha', 'red', 'green', 'blue']] } }),
       outputs: ['MASK'],
       validateInputs: {
         inputs: ['image'],
-        fn: ({ image }) => (existingImage(dirs, image) ? true : `Invalid image file: ${image}`),
+        fn: async ({ image }, scope) => ((await readableImage(scope ?? { dirs }, image)) ? true : `Invalid image file: ${image}`),
       },
-      isChanged: ({ image }) => {
-        const file = existingImage(dirs, image);
-        return file ? createHash('sha256').update(fs.readFileSync(file)).digest('hex') : NaN;
-      },
-      execute: async ({ image, channel }) => {
-        const file = existingImage(dirs, image);
+      isChanged: ({ image }, scope) => imageChanged(scope ?? { dirs }, image),
+      execute: async ({ image, channel }, ctx) => {
+        const file = await readableImage(ctx.env, image);
         if (!file) throw Object.assign(new Error(`Invalid image file: ${image}`), { pyType: 'FileNotFoundError' });
         return [await decodeMaskChannel(file, ['red', 'green', 'blue', 'alpha'].indexOf(channel))];
       },

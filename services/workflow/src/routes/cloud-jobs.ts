@@ -43,7 +43,7 @@ export function cloudJobRoutes(app: FastifyInstance, db: () => Kysely<any>, runn
       let r = await getPrompt(db(), id, owner);
       if (!r) notFound('Job');
       if (r.status === 'pending') {
-        if (await cancelPending(db(), id, owner, Date.now())) runner.pendingCancelled(id);
+        if (await cancelPending(db(), id, owner, Date.now())) runner.pendingCancelled(id, owner);
         r = (await getPrompt(db(), id, owner))!;
       }
       // Claimed by now (here or in the meantime): interrupt it, even if its run has not started yet.

@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Kysely } from 'kysely';
+import { loadSecretKeys, SecretBox } from '../domain/cloud/secret-box.ts';
 import { getPrompt } from '../domain/prompts.ts';
 import type { IdentityConfig } from '../identity/config.ts';
 import type { UserManager } from '../domain/users.ts';
@@ -63,8 +64,9 @@ function authFailure(id: Identity, req: FastifyRequest, reply: FastifyReply, err
  * caller's workspace, which RouteCtx then uses as the owner of every stored
  * row), and the cloud-only routes. Call before the shared routes are added.
  */
-export async function installCloud(app: FastifyInstance, db: () => Kysely<any>, cfg: IdentityConfig, opts: CloudContentOptions = { dataDir: 'data', flags: {} }): Promise<{ identity: Identity; ctx: RouteCtx; userManager(dir: string): UserManager; content: CloudContent; view: ViewRoute }> {
-  const identity = new Identity(db, cfg);
+export async function installCloud(app: FastifyInstance, db: () => Kysely<any>, cfg: IdentityConfig, opts: CloudContentOptions = { dataDir: 'data', flags: {} }): Promise<{ identity: Identity; ctx: Omit<RouteCtx, 'folders'>; userManager(dir: string): UserManager; content: CloudContent; view: ViewRoute }> {
+  // The signing keys' private halves are sealed with the workspace secrets' key (--secrets-key or its generated file).
+  const identity = new Identity(db, cfg, new SecretBox(loadSecretKeys(opts.flags, opts.dataDir)));
   // Operators and tests reach key rotation and the caches through the app.
   app.decorate('identity', identity);
   for (const s of Object.values(cloudSchemas)) app.addSchema(s);
@@ -109,7 +111,7 @@ export async function installCloud(app: FastifyInstance, db: () => Kysely<any>, 
   const content = installContent(app, db, opts, identity);
 
   const owner = (req: FastifyRequest) => req.principal?.workspaceId ?? NOBODY;
-  const ctx: RouteCtx = {
+  const ctx: Omit<RouteCtx, 'folders'> = {
     owner,
     scope: owner,
     storageDb: db,

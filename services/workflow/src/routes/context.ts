@@ -1,5 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import type { Kysely } from 'kysely';
+import type { NodeScope } from '../nodes/api.ts';
 
 /** What every route module needs beyond its own domain: whose data a request sees. */
 export interface RouteCtx {
@@ -10,4 +11,6 @@ export interface RouteCtx {
   storageDb(): Kysely<any>;
   /** Whether the request's owner owns the prompt (always true when everything is visible). */
   ownsPrompt(req: FastifyRequest, promptId: string): Promise<boolean>;
+  /** The request's file folders (the hosted runtime gives each workspace its own input folder). */
+  folders(req: FastifyRequest): NodeScope;
 }

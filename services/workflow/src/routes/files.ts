@@ -10,6 +10,7 @@ import { parseAnnotated, safeJoin, type FolderType, UnsafePathError } from '../f
 import type { ModelFolders } from '../domain/models.ts';
 import { dual } from './common.ts';
 import type { RouteCtx } from './context.ts';
+import type { NodeScope } from '../nodes/api.ts';
 import { queryString, sendError } from './replies.ts';
 
 const FOLDER_TYPES = new Set<FolderType>(['input', 'output', 'temp']);
@@ -33,7 +34,7 @@ export interface FileRoutesOptions {
   maxUploadSize: number;
   multiUser: boolean;
   /** A file landed in the input folder: LoadImage's choices (object_info) must be listed again. */
-  onInputChanged?: () => void;
+  onInputChanged?: (scope: NodeScope) => void;
   /**
    * Assets hook: extra fields for the upload answer (the reference adds
    * `asset` when assets are enabled). Called once the file is stored.
@@ -112,7 +113,7 @@ export function fileRoutes(app: FastifyInstance, ctx: RouteCtx, opts: FileRoutes
   };
 
   /** The upload's target folder and name, refused (400) when any part could leave its folder. */
-  const target = (form: UploadForm): { type: FolderType; subfolder: string; folder: string; name: string } => {
+  const target = (req: FastifyRequest, form: UploadForm): { type: FolderType; subfolder: string; folder: string; name: string } => {
     const image = form.image;
     if (!image) throw new Refusal(400, 'No image: the form needs a file in the "image" field');
     const name = image.filename;
@@ -123,7 +124,7 @@ export function fileRoutes(app: FastifyInstance, ctx: RouteCtx, opts: FileRoutes
     const subfolder = form.fields.subfolder ?? '';
     let file: string;
     try {
-      file = safeJoin(opts.dirs[type], path.posix.normalize(subfolder || '.') === '.' ? '' : subfolder, name);
+      file = safeJoin(ctx.folders(req).dirs[type], path.posix.normalize(subfolder || '.') === '.' ? '' : subfolder, name);
     } catch (err) {
       if (err instanceof UnsafePathError) throw new Refusal(400, `${err.message}: uploads stay inside the ${type} folder`);
       throw err;
@@ -141,7 +142,7 @@ export function fileRoutes(app: FastifyInstance, ctx: RouteCtx, opts: FileRoutes
   };
 
   const answer = async (req: FastifyRequest, reply: FastifyReply, t: ReturnType<typeof target>, placed: { name: string; path: string; reused: boolean }, form: UploadForm) => {
-    if (t.type === 'input' && !placed.reused) opts.onInputChanged?.();
+    if (t.type === 'input' && !placed.reused) opts.onInputChanged?.(ctx.folders(req));
     const body: Record<string, unknown> = { name: placed.name, subfolder: t.subfolder, type: t.type };
     if (opts.uploadAnswerExtras) {
       const st = await fs.promises.stat(placed.path);
@@ -185,7 +186,7 @@ export function fileRoutes(app: FastifyInstance, ctx: RouteCtx, opts: FileRoutes
       const form = await readForm(req, opts.maxUploadSize);
       let stored: { t: ReturnType<typeof target>; placed: PlacedFile };
       try {
-        const t = target(form);
+        const t = target(req, form);
         const overwrite = form.fields.overwrite === 'true' || form.fields.overwrite === '1';
         await guardOthersOutput(req, t, overwrite);
         stored = { t, placed: await placeUpload(t.folder, t.name, form.image!.body, overwrite) };
@@ -224,7 +225,7 @@ export function fileRoutes(app: FastifyInstance, ctx: RouteCtx, opts: FileRoutes
   );
 
   async function maskUpload(req: FastifyRequest, form: UploadForm) {
-    const t = target(form);
+    const t = target(req, form);
     let ref: unknown;
     try {
       ref = JSON.parse(form.fields.original_ref ?? '');
@@ -233,7 +234,7 @@ export function fileRoutes(app: FastifyInstance, ctx: RouteCtx, opts: FileRoutes
     }
     if (!ref || typeof ref !== 'object' || Array.isArray(ref) || typeof (ref as any).filename !== 'string') throw new Refusal(400, 'original_ref must be a JSON object with a filename');
     const r = ref as { filename: string; subfolder?: unknown; type?: unknown };
-    const original = resolveViewFile(r.filename, typeof r.type === 'string' ? r.type : 'output', typeof r.subfolder === 'string' ? r.subfolder : undefined);
+    const original = resolveViewFile(req, r.filename, typeof r.type === 'string' ? r.type : 'output', typeof r.subfolder === 'string' ? r.subfolder : undefined);
     const st = await fs.promises.stat(original.path).catch(() => undefined);
     if (!st?.isFile()) throw new Refusal(404, 'original_ref: the original image does not exist');
     if (opts.multiUser && original.type !== 'input' && !(await mayViewOutput(ctx.storageDb(), ctx.owner(req), { filename: original.filename, subfolder: original.subfolder, type: original.type }))) {
@@ -247,7 +248,7 @@ export function fileRoutes(app: FastifyInstance, ctx: RouteCtx, opts: FileRoutes
   }
 
   /** The reference's /view name rules, with the stricter ones of files/paths.ts on top. */
-  const resolveViewFile = (rawName: string, rawType: string, subfolder: string | undefined) => {
+  const resolveViewFile = (req: FastifyRequest, rawName: string, rawType: string, subfolder: string | undefined) => {
     const { name, type: annotated } = parseAnnotated(rawName, 'output');
     const isAnnotated = name !== rawName;
     if (!name) throw new Refusal(400, 'Invalid filename');
@@ -260,7 +261,7 @@ export function fileRoutes(app: FastifyInstance, ctx: RouteCtx, opts: FileRoutes
     const sub = subfolder ?? '';
     let file: string;
     try {
-      file = safeJoin(opts.dirs[type as FolderType], sub, filename);
+      file = safeJoin(ctx.folders(req).dirs[type as FolderType], sub, filename);
     } catch (err) {
       if (err instanceof UnsafePathError) throw new Refusal(err.message.startsWith('Invalid filename') || err.message.startsWith('Invalid path') ? 400 : err.status, err.message);
       throw err;
@@ -300,7 +301,7 @@ export function fileRoutes(app: FastifyInstance, ctx: RouteCtx, opts: FileRoutes
         file = hit.path;
         filename = hit.filename;
       } else {
-        const v = resolveViewFile(rawName, queryString(q, 'type') ?? 'output', queryString(q, 'subfolder'));
+        const v = resolveViewFile(req, rawName, queryString(q, 'type') ?? 'output', queryString(q, 'subfolder'));
         file = v.path;
         filename = v.filename;
         if (opts.multiUser && v.type !== 'input') ownerCheck = v;

@@ -1,5 +1,6 @@
 import os from 'node:os';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { NodeScope } from '../nodes/api.ts';
 import type { Rendered } from '../engine/registry.ts';
 import type { NodeRegistry } from '../engine/registry.ts';
 import { dual } from './common.ts';
@@ -45,11 +46,11 @@ export function features(maxUploadSize: number, assets = false): Record<string, 
   };
 }
 
-export function systemRoutes(app: FastifyInstance, registry: NodeRegistry, opts: { maxUploadSize: number; assets?: boolean; extraFeatures?: Record<string, unknown> }): void {
-  dual(app, 'GET', '/object_info', { operationId: 'getObjectInfo', tags: ['node'] }, (req, reply) => sendRendered(req, reply, registry.objectInfoRendered()));
+export function systemRoutes(app: FastifyInstance, registry: NodeRegistry, opts: { folders?: (req: FastifyRequest) => NodeScope; maxUploadSize: number; assets?: boolean; extraFeatures?: Record<string, unknown> }): void {
+  dual(app, 'GET', '/object_info', { operationId: 'getObjectInfo', tags: ['node'] }, (req, reply) => sendRendered(req, reply, registry.objectInfoRendered(opts.folders?.(req))));
 
   dual(app, 'GET', '/object_info/:node_class', { operationId: 'getObjectInfoByClass', tags: ['node'] }, (req, reply) => {
-    const r = registry.classRendered((req.params as { node_class: string }).node_class);
+    const r = registry.classRendered((req.params as { node_class: string }).node_class, opts.folders?.(req));
     if (!r) return reply.code(404).type('application/json').send('{}');
     return sendRendered(req, reply, r);
   });

@@ -4,7 +4,7 @@ import type { Storage } from '@svc/storage';
 import { Executor, InterruptSignal, type ExecutionSink } from '../engine/executor.ts';
 import type { ProgressRegistry } from '../engine/progress.ts';
 import { validatePrompt, type PromptError } from '../engine/validate.ts';
-import type { NodeEnv } from '../nodes/api.ts';
+import type { NodeEnv, NodeScope } from '../nodes/api.ts';
 import {
   claimNext,
   completeAndClaimNext,
@@ -16,6 +16,7 @@ import {
   maxNumber,
   releaseClaim,
   pendingCount,
+  pendingCountsByOwner,
   trimHistory,
   type JobStatus,
   type PromptRecord,
@@ -104,6 +105,10 @@ export interface RunnerOptions {
   executor: Executor;
   hub: WsHub;
   dirs: NodeEnv['dirs'];
+  /** The folders an owner's prompts see (hosted runtime: the workspace's own input folder); default `dirs` for everyone. */
+  scopeFor?: (owner: string) => NodeScope;
+  /** Hosted runtime: queue_remaining (GET /prompt, status messages) counts the caller's own prompts, and status goes to their sockets only. */
+  perOwnerStatus?: boolean;
   maxHistory: number;
   log: { info(o: object, m: string): void; warn(o: object, m: string): void; error(o: object, m: string): void };
   /**
@@ -143,6 +148,8 @@ export class PromptRunner {
   readonly workerId = `${os.hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   private counter = 0;
   private remaining = 0;
+  /** Pending and running prompts per owner (hosted runtime: a workspace's status counts its own queue only). */
+  private readonly remainingBy = new Map<string, number>();
   private finished = 0;
   private current: Current | null = null;
   private readonly gates = new Map<string, { promise: Promise<void>; release: () => void }>();
@@ -170,6 +177,7 @@ export class PromptRunner {
     if (orphans.length) this.o.log.warn({ prompts: orphans }, 'prompts that were running when the server stopped are marked failed');
     this.counter = Math.floor(await maxNumber(db)) + 1;
     this.remaining = await pendingCount(db);
+    for (const { owner, n } of await pendingCountsByOwner(db)) this.remainingBy.set(owner, n);
     this.finished = await finishedCount(db);
     if (this.finished > this.o.maxHistory) this.finished -= await trimHistory(db, this.o.maxHistory);
     this.stopped = false;
@@ -183,8 +191,17 @@ export class PromptRunner {
     await this.loopDone;
   }
 
-  queueRemaining(): number {
+  /** queue_remaining: everyone's, or with per-owner status (hosted runtime) the owner's own. */
+  queueRemaining(owner?: string): number {
+    if (this.o.perOwnerStatus && owner !== undefined) return this.remainingBy.get(owner) ?? 0;
     return this.remaining;
+  }
+
+  private counted(owner: string, delta: number): void {
+    this.remaining = Math.max(0, this.remaining + delta);
+    const n = Math.max(0, (this.remainingBy.get(owner) ?? 0) + delta);
+    if (n === 0) this.remainingBy.delete(owner);
+    else this.remainingBy.set(owner, n);
   }
 
   /** The prompt now running and its last node (for a socket that connects mid-run). */
@@ -192,13 +209,18 @@ export class PromptRunner {
     return this.current ? { promptId: this.current.record.id, clientId: this.current.clientId, lastNode: this.current.lastNode, owner: this.current.record.owner } : null;
   }
 
-  statusMessage(sid?: string): Record<string, unknown> {
-    const data: Record<string, unknown> = { status: { exec_info: { queue_remaining: this.remaining } } };
+  statusMessage(sid?: string, owner?: string): Record<string, unknown> {
+    const data: Record<string, unknown> = { status: { exec_info: { queue_remaining: this.queueRemaining(owner) } } };
     if (sid !== undefined) data.sid = sid;
     return data;
   }
 
-  broadcastStatus(): void {
+  /** A status broadcast after `owner`'s queue changed: to everyone, or (per-owner status) to that owner's sockets. */
+  broadcastStatus(owner?: string): void {
+    if (this.o.perOwnerStatus && owner !== undefined) {
+      this.o.hub.sendCoalesced(null, 'status', () => JSON.stringify({ type: 'status', data: this.statusMessage(undefined, owner) }), owner);
+      return;
+    }
     this.o.hub.sendCoalesced(null, 'status', () => JSON.stringify({ type: 'status', data: this.statusMessage() }));
   }
 
@@ -230,7 +252,7 @@ export class PromptRunner {
     if (body.prompt && typeof body.prompt === 'object' && Object.keys(body.prompt).length > MAX_PROMPT_NODES) {
       reject('invalid_prompt', 'Prompt too large', `A prompt may have at most ${MAX_PROMPT_NODES} nodes`);
     }
-    const v = await validatePrompt(this.o.executor.registry, body.prompt, body.partial_execution_targets);
+    const v = await validatePrompt(this.o.executor.registry, body.prompt, body.partial_execution_targets, this.o.scopeFor?.(req.owner));
     if (!v.ok) throw new PromptRejected({ error: v.error!, node_errors: v.nodeErrors });
 
     // Secret node inputs (API keys) leave the stored prompt; their values and every copy of them too.
@@ -270,8 +292,8 @@ export class PromptRunner {
       if (err instanceof DuplicatePromptId) reject('invalid_prompt_id', 'Prompt id already exists', `A prompt with id ${promptId} already exists`);
       throw err;
     }
-    this.remaining++;
-    this.broadcastStatus();
+    this.counted(req.owner, 1);
+    this.broadcastStatus(req.owner);
     if (!claim) this.wake?.();
     return { prompt_id: promptId, number, node_errors: v.nodeErrors };
   }
@@ -315,10 +337,10 @@ export class PromptRunner {
   }
 
   /** A pending prompt was marked cancelled in the database (so no claim can take it). */
-  pendingCancelled(promptId: string): void {
+  pendingCancelled(promptId: string, owner = ''): void {
     this.releaseGate(promptId);
-    this.remaining = Math.max(0, this.remaining - 1);
-    this.broadcastStatus();
+    this.counted(owner, -1);
+    this.broadcastStatus(owner);
   }
 
   /** POST /free: free_memory empties the output cache (after the running prompt, as the reference). */
@@ -332,8 +354,8 @@ export class PromptRunner {
     const removed = await deletePending(this.o.storage.db, ids, owner);
     for (const id of removed) this.releaseGate(id);
     if (removed.length) {
-      this.remaining = Math.max(0, this.remaining - removed.length);
-      this.broadcastStatus();
+      this.counted(owner ?? '', -removed.length);
+      this.broadcastStatus(owner ?? '');
     }
   }
 
@@ -468,7 +490,7 @@ export class PromptRunner {
         extraData: { ...record.extraData, ...(record.sensitive ?? {}) },
         sink,
         interrupt: current.interrupt,
-        env: { dirs: this.o.dirs, fileWritten: this.fileWrittenFor(record), secret: this.o.readSecret && ((name: string) => this.o.readSecret!(record.owner, name)) },
+        env: { ...(this.o.scopeFor?.(record.owner) ?? { dirs: this.o.dirs }), fileWritten: this.fileWrittenFor(record), secret: this.o.readSecret && ((name: string) => this.o.readSecret!(record.owner, name)) },
       });
       status = result.status === 'success' ? 'completed' : result.interrupted ? 'cancelled' : 'failed';
     } finally {
@@ -478,10 +500,10 @@ export class PromptRunner {
       next = await completeAndClaimNext(this.o.storage, record.id, completion, claimNext ? this.workerId : null);
       this.o.onFinished?.({ promptId: record.id, owner: record.owner, status, startTime: record.startTime ?? completion.endTime, endTime: completion.endTime });
       this.current = null;
-      this.remaining = Math.max(0, this.remaining - 1);
+      this.counted(record.owner, -1);
       throttle.flush();
       if (clientId !== null) sink.out(() => this.o.hub.send('executing', { node: null, prompt_id: record.id }, clientId, record.owner));
-      sink.out(() => this.broadcastStatus());
+      sink.out(() => this.broadcastStatus(record.owner));
       if (++this.finished > this.o.maxHistory) this.finished -= await trimHistory(this.o.storage.db, this.o.maxHistory);
     }
     return next;

@@ -11,8 +11,9 @@ import sharp from 'sharp';
  * flags put them) or blobs (content uploaded through /api/assets, one file
  * per hash), so moving a folder does not orphan rows.
  */
-export type AssetRoot = 'input' | 'output' | 'temp' | 'models' | 'blobs';
-export type AssetDirs = Record<AssetRoot, string>;
+export type AssetRoot = 'input' | 'output' | 'temp' | 'models' | 'blobs' | 'workspaces';
+/** The service's folders; `workspaces` (hosted runtime) holds each workspace's own input folder. */
+export type AssetDirs = Record<Exclude<AssetRoot, 'workspaces'>, string> & { workspaces?: string };
 
 export const HASH_RE = /^blake3:[0-9a-f]{64}$/;
 

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Storage } from '@svc/storage';
+import { workspaceFolderName } from '../../files/workspace-folders.ts';
 import { fileHolds, hashFile, imageMetadata, mimeFor, readHead, resolveLogical, storeBlob, type AssetDirs } from './content.ts';
 import { AssetError } from './errors.ts';
 import * as repo from './repo.ts';
@@ -277,13 +278,15 @@ export class AssetService {
   async registerFile(f: { type: 'input' | 'output' | 'temp' | 'models'; subfolder: string; filename: string; owner: string; jobId?: string | null; tags?: string[] }): Promise<Created | undefined> {
     if (f.type === 'temp') return undefined;
     const rel = f.subfolder ? `${f.subfolder.replace(/^\/+|\/+$/g, '')}/${f.filename}` : f.filename;
-    const logical = `${f.type}/${rel}`;
+    // Hosted runtime: an input file is in its workspace's own folder, and its asset is that workspace's.
+    const ownInput = f.type === 'input' && this.dirs.workspaces !== undefined;
+    const logical = ownInput ? `workspaces/${workspaceFolderName(f.owner)}/input/${rel}` : `${f.type}/${rel}`;
     const file = resolveLogical(this.dirs, logical);
     if (!file) return undefined;
     const { hash, size } = await hashFile(file);
     const mime = mimeFor(f.filename, await readHead(file));
     const metadata = (await imageMetadata(file, mime)) ?? {};
-    const owner = f.type === 'output' ? f.owner : '';
+    const owner = f.type === 'output' || ownInput ? f.owner : '';
     const now = Date.now();
     const content = await repo.getContent(this.db, hash);
     if (!content) await repo.putContent(this.db, { hash, size, mime_type: mime, path: logical }, now);
