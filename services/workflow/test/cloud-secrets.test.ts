@@ -123,7 +123,7 @@ forEachStorage('hosted runtime: workspace secrets', (storage) => {
     );
     // The same name again replaces the value of that secret.
     r = await u.http.post('/api/secrets', { name: 'HF_TOKEN', value: `${VALUE}-2` });
-    assert.equal(r.status, 200);
+    assert.equal(r.status, 201);
     assert.equal(r.body.id, id);
     assert.equal(r.body.provider, 'huggingface');
     r = await u.http.get(`/api/secrets/${id}`);
@@ -183,7 +183,7 @@ forEachStorage('hosted runtime: workspace secrets', (storage) => {
     const over = await many.http.post('/api/secrets', { name: 'one-more', value: 'v' });
     assert.equal(over.status, 409);
     assert.deepEqual(over.body, { error: 'A workspace keeps at most 200 secrets', code: 'too_many_secrets', details: {} });
-    assert.equal((await many.http.post('/api/secrets', { name: 's0', value: 'replaced' })).status, 200, 'replacing one is fine');
+    assert.equal((await many.http.post('/api/secrets', { name: 's0', value: 'replaced' })).status, 201, 'replacing one is fine');
     const anon = await client(srv.url).get('/api/secrets');
     assert.equal(anon.status, 401);
     assert.ok(isCloudError(anon.body, 'unauthorized'));

@@ -344,7 +344,7 @@ forEachStorage('hosted runtime: two API processes on one database race for the s
       const list = (await other.get(`/api/workflows/${w.id}/versions`)).body;
       assert.deepEqual(list.versions.map((v: any) => v.version_number), [2, 1]);
       const secrets = await Promise.all(Array.from({ length: 6 }, (_, i) => both[i % 2]!.post('/api/secrets', { name: 'RACE', value: `v${i}` })));
-      assert.deepEqual(secrets.map((r) => r.status).sort(), [200, 200, 200, 200, 200, 201], secrets.map((r) => r.text).join());
+      assert.deepEqual(secrets.map((r) => r.status).sort(), [201, 201, 201, 201, 201, 201], secrets.map((r) => r.text).join());
       assert.equal(new Set(secrets.map((r) => r.body.id)).size, 1);
       assert.equal((await u.http.get('/api/secrets')).body.length, 1);
       const v = await signupUser(srv.url, 'race2');

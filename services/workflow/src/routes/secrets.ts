@@ -53,9 +53,9 @@ export function secretRoutes(app: FastifyInstance, store: SecretStore): void {
       operationId: 'createSecret',
       summary: 'Create or update a secret',
       tags,
-      description: 'Stores a new secret (201) or replaces the value of the workspace secret with that name (200; its creator or a workspace admin, 403 otherwise). Secrets are encrypted at rest (AES-256-GCM) and never returned; nodes read them by name while a prompt of the workspace runs (e.g. the OpenAI nodes\' `api_key_secret` input).',
+      description: 'Stores a new secret, or replaces the value of the workspace secret with that name (its creator or a workspace admin, 403 otherwise); 201 either way, the same id when replaced. Secrets are encrypted at rest (AES-256-GCM) and never returned; nodes read them by name while a prompt of the workspace runs (e.g. the OpenAI nodes\' `api_key_secret` input).',
       body: { type: 'object', required: ['name', 'value'], properties: { name: { type: 'string', maxLength: 100, description: 'Secret name (unique per workspace)' }, value: { type: 'string', description: 'Secret value' }, provider: { type: 'string', description: 'Provider identifier (e.g. huggingface, civitai)' } } },
-      response: { 201: ref('SecretMeta', 'Secret created'), 200: ref('SecretMeta', 'Secret value replaced'), ...errors(400, 403, 409) },
+      response: { 201: ref('SecretMeta', 'Secret created (or its value replaced)'), ...errors(400, 403, 409) },
     },
     async (req, reply: FastifyReply) => {
       const p = principal(req);
@@ -70,8 +70,8 @@ export function secretRoutes(app: FastifyInstance, store: SecretStore): void {
         if (err instanceof TooManySecrets) throw cloudError(409, 'too_many_secrets', `A workspace keeps at most ${MAX_SECRETS} secrets`);
         throw err;
       }
-      const { row, created } = out;
-      return reply.code(created ? 201 : 200).send(secretMeta(row));
+      // 201 also when the value of an existing secret was replaced: the only status the reference documents.
+      return reply.code(201).send(secretMeta(out.row));
     },
   );
 
