@@ -81,8 +81,16 @@ export class CloudOps {
   /** The runner's end-of-prompt hook. */
   readonly onFinished: NonNullable<RunnerOptions['onFinished']> = (job) => {
     // Every job that started is charged by its execution time (a cancelled one for the time it ran).
-    this.billing.chargeJob(job.owner, job.promptId, job.endTime - job.startTime).catch((err) => this.log.warn({ err, prompt_id: job.promptId }, 'the job could not be charged'));
+    const p = this.billing.chargeJob(job.owner, job.promptId, job.endTime - job.startTime).then(
+      () => undefined,
+      (err) => this.log.warn({ err, prompt_id: job.promptId }, 'the job could not be charged'),
+    );
+    this.charging.add(p);
+    void p.finally(() => this.charging.delete(p));
   };
+
+  /** Charges not yet written: shutdown waits for them before the database closes. */
+  private readonly charging = new Set<Promise<void>>();
 
   /** Shares the deps with tests (they register shared model files as assets, as an operator's seeding would). */
   deps?: CloudOpsDeps;
@@ -110,7 +118,10 @@ export class CloudOps {
     cloudJobRoutes(app, db, d.runner, d.view);
     experimentNodeRoutes(app, db, d.registry);
     const tasks = new TaskRunner(db, (type, data, owner) => d.hub.send(type, data, null, owner));
-    app.addHook('preClose', async () => tasks.drain());
+    app.addHook('preClose', async () => {
+      await tasks.drain();
+      await Promise.allSettled([...this.charging]);
+    });
     taskRoutes(app, db);
     cloudAssetRoutes(app, { db, assets: d.assets, tasks, hub: d.hub, outbound: this.outbound, inputDir: (req) => inputFolder(d.ctx, req) ?? this.config.dirs.input, exportsDir: path.join(this.config.dataDir, 'exports') });
   }
