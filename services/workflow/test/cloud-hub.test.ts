@@ -331,6 +331,10 @@ forEachStorage('hosted runtime: hub', (storage) => {
     put = await fetch(upload_url, { method: 'PUT', body: new Uint8Array(bytes), headers: { 'content-type': 'image/png' } });
     assert.equal(put.status, 409);
     assert.deepEqual(await put.json(), { error: 'This upload URL was already used', code: 'already_uploaded', details: {} });
+    const r2 = await u.http.post('/api/hub/assets/upload-url', { filename: 'big.png', content_type: 'image/png' });
+    put = await fetch(r2.body.upload_url, { method: 'PUT', body: new Uint8Array(50 * 1024 * 1024 + 1), headers: { 'content-type': 'image/png' } });
+    assert.equal(put.status, 413);
+    assert.deepEqual(await put.json(), { error: `A hub file is at most ${50 * 1024 * 1024} bytes`, code: 'payload_too_large', details: { max_bytes: 50 * 1024 * 1024 } });
     const got = await fetch(asset_url);
     assert.equal(got.status, 200);
     assert.equal(got.headers.get('content-type'), 'image/png');

@@ -357,6 +357,11 @@ export function hubRoutes(app: FastifyInstance, d: HubRouteDeps): void {
   app.register(async (raw) => {
     raw.removeAllContentTypeParsers();
     raw.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: MAX_HUB_ASSET_BYTES }, (_req, body, done) => done(null, body));
+    // A declared length over the limit is refused before any byte is read, with the CloudError shape.
+    raw.addHook('onRequest', async (req) => {
+      const len = Number(req.headers['content-length']);
+      if (Number.isFinite(len) && len > MAX_HUB_ASSET_BYTES) throw cloudError(413, 'payload_too_large', `A hub file is at most ${MAX_HUB_ASSET_BYTES} bytes`, { max_bytes: MAX_HUB_ASSET_BYTES });
+    });
     cloudRoute(
       raw,
       'PUT',
