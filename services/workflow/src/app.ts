@@ -103,7 +103,7 @@ export async function buildApp(base: ServiceConfig): Promise<FastifyInstance> {
     if (config.corsOrigin) app.addHook('onRequest', corsHook(config.corsOrigin));
     else app.addHook('onRequest', originGuard);
     // Hosted runtime: identity, its routes and the authentication hook, before every shared route.
-    const cloud = config.runtime === 'cloud' ? await installCloud(app, () => storage.db, identityConfig(config.flags), { dataDir: config.dataDir, userDir: config.dirs.user, flags: config.flags }) : undefined;
+    const cloud = config.runtime === 'cloud' ? await installCloud(app, () => storage.db, { ...identityConfig(config.flags), sharedRateLimits: storage.dialect.kind === 'postgres' }, { dataDir: config.dataDir, userDir: config.dirs.user, flags: config.flags }) : undefined;
 
     const registry = await buildRegistry(config, app.log);
     const executor = new Executor(registry, config.cache);

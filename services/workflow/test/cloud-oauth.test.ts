@@ -202,7 +202,7 @@ forEachStorage('hosted runtime: OAuth 2.1 authorization server', (storage) => {
     assert.ok(isCloudError(r.body));
     c = await challenge(u, cid, ch);
     r = await u.http.post('/oauth/authorize', { oauth_request_id: c.oauth_request_id, csrf_token: c.csrf_token, decision: 'allow', workspace_id: other.workspaceId });
-    assert.equal(r.status, 400);
+    assert.equal(r.status, 403);
     assert.ok(isCloudError(r.body, 'workspace_inaccessible'));
     for (const bad of [{}, { oauth_request_id: c.oauth_request_id, csrf_token: c.csrf_token, decision: 'maybe', workspace_id: u.workspaceId }]) {
       r = await u.http.post('/oauth/authorize', bad);

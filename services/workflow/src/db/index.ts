@@ -3,5 +3,6 @@ import { assetsMigration } from './migrations/002_assets.ts';
 import { identityMigration } from './migrations/003_identity.ts';
 import { cloudContentMigration } from './migrations/004_cloud_content.ts';
 import { cloudOpsMigration } from './migrations/005_cloud_ops.ts';
+import { rateLimitsMigration } from './migrations/006_rate_limits.ts';
 
-export const workflowMigrations = [promptsMigration, assetsMigration, identityMigration, cloudContentMigration, cloudOpsMigration];
+export const workflowMigrations = [promptsMigration, assetsMigration, identityMigration, cloudContentMigration, cloudOpsMigration, rateLimitsMigration];

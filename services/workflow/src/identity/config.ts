@@ -1,6 +1,8 @@
 import { parseRateLimits, type RateLimits } from './rate-limit.ts';
 
 export interface IdentityConfig {
+  /** Rate-limit windows in the database, shared by every API process (PostgreSQL); else in memory. */
+  sharedRateLimits?: boolean;
   /** The externally visible base URL (issuer, metadata); derived from the request's Host when unset. */
   publicUrl?: string;
   accessTtlSec: number;

@@ -5,7 +5,7 @@ import { Grants, type Family, type SessionRow } from './grants.ts';
 import { SigningKeys, type KeyBox } from './keys.ts';
 import { OAuthClients } from './oauth-clients.ts';
 import { PasswordHasher } from './passwords.ts';
-import { RateLimiter } from './rate-limit.ts';
+import { MemoryRateLimiter, SharedRateLimiter, type RateLimiter } from './rate-limit.ts';
 import { sameString, sha256 } from './secrets.ts';
 import { IdentityStore, type Membership, type Role } from './store.ts';
 import { AccessTokens } from './tokens.ts';
@@ -76,7 +76,7 @@ export class Identity {
   readonly keys: SigningKeys;
   readonly tokens: AccessTokens;
   readonly hasher: PasswordHasher;
-  readonly limiter = new RateLimiter();
+  readonly limiter: RateLimiter;
   private readonly members = new Map<string, Cached<Membership | null>>();
   private readonly families = new Map<string, Cached<Family | null>>();
   private readonly keysByHash = new Map<string, Cached<{ id: string; workspace_id: string; user_id: string } | null>>();
@@ -92,6 +92,7 @@ export class Identity {
     keyBox?: KeyBox,
   ) {
     this.store = new IdentityStore(db);
+    this.limiter = cfg.sharedRateLimits ? new SharedRateLimiter(db) : new MemoryRateLimiter();
     this.grants = new Grants(db, cfg.refreshTtlMs, (fid) => this.families.delete(fid));
     this.clients = new OAuthClients(db);
     this.keys = new SigningKeys(db, { rotateMs: cfg.keyRotateMs, maxTokenMs: cfg.accessTtlSec * 1000, box: keyBox });

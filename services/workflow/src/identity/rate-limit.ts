@@ -1,15 +1,24 @@
-/**
- * Fixed-window counters in memory, per key (`login:ip:1.2.3.4`,
- * `login:acct:a@b.c`, …). Per process: with several API processes the
- * effective limit is the per-process limit times their number, which still
- * bounds a guesser; a shared store is part of the scale-out work.
- */
-export class RateLimiter {
+import { sql, type Kysely } from 'kysely';
+
+/** Fixed-window counters per key (`login:ip:1.2.3.4`, `login:acct:a@b.c`, …). */
+export interface RateLimiter {
+  /** Counts one hit; resolves to the seconds to wait when over `limit` per `windowMs`, else 0. */
+  hit(key: string, limit: number, windowMs: number): Promise<number>;
+  /** Whether `key` is already over `limit` (without counting a hit). */
+  blocked(key: string, limit: number): Promise<number>;
+  reset(key: string): Promise<void>;
+}
+
+function waitSeconds(resetAt: number, now: number): number {
+  return Math.max(1, Math.ceil((resetAt - now) / 1000));
+}
+
+/** In this process's memory: the embedded (SQLite, one process) default. */
+export class MemoryRateLimiter implements RateLimiter {
   private readonly windows = new Map<string, { count: number; resetAt: number }>();
   private sweeps = 0;
 
-  /** Counts one hit; returns the seconds to wait when over `limit` per `windowMs`, else 0. */
-  hit(key: string, limit: number, windowMs: number, now = Date.now()): number {
+  async hit(key: string, limit: number, windowMs: number, now = Date.now()): Promise<number> {
     if (++this.sweeps % 1024 === 0) this.sweep(now);
     let w = this.windows.get(key);
     if (!w || w.resetAt <= now) {
@@ -17,21 +26,57 @@ export class RateLimiter {
       this.windows.set(key, w);
     }
     w.count++;
-    return w.count > limit ? Math.max(1, Math.ceil((w.resetAt - now) / 1000)) : 0;
+    return w.count > limit ? waitSeconds(w.resetAt, now) : 0;
   }
 
-  /** Whether `key` is already over `limit` (without counting a hit). */
-  blocked(key: string, limit: number, now = Date.now()): number {
+  async blocked(key: string, limit: number, now = Date.now()): Promise<number> {
     const w = this.windows.get(key);
-    return w && w.resetAt > now && w.count >= limit ? Math.max(1, Math.ceil((w.resetAt - now) / 1000)) : 0;
+    return w && w.resetAt > now && w.count >= limit ? waitSeconds(w.resetAt, now) : 0;
   }
 
-  reset(key: string): void {
+  async reset(key: string): Promise<void> {
     this.windows.delete(key);
   }
 
   private sweep(now: number): void {
     for (const [k, w] of this.windows) if (w.resetAt <= now) this.windows.delete(k);
+  }
+}
+
+/**
+ * In the database (PostgreSQL): every API process counts against the same
+ * window, so N processes do not multiply the limit. One upsert per hit;
+ * only the authentication endpoints count, and they hash passwords anyway.
+ */
+export class SharedRateLimiter implements RateLimiter {
+  private lastSweep = 0;
+
+  constructor(private readonly db: () => Kysely<any>) {}
+
+  async hit(key: string, limit: number, windowMs: number): Promise<number> {
+    const now = Date.now();
+    const r = await sql<{ count: number | string; reset_at: number | string }>`
+      insert into id_rate_limits (key, count, reset_at) values (${key}, 1, ${now + windowMs})
+      on conflict (key) do update set
+        count = case when id_rate_limits.reset_at <= ${now} then 1 else id_rate_limits.count + 1 end,
+        reset_at = case when id_rate_limits.reset_at <= ${now} then ${now + windowMs} else id_rate_limits.reset_at end
+      returning count, reset_at`.execute(this.db());
+    const row = r.rows[0]!;
+    if (now - this.lastSweep > windowMs) {
+      this.lastSweep = now;
+      await this.db().deleteFrom('id_rate_limits').where('reset_at', '<=', now).execute();
+    }
+    return Number(row.count) > limit ? waitSeconds(Number(row.reset_at), now) : 0;
+  }
+
+  async blocked(key: string, limit: number): Promise<number> {
+    const now = Date.now();
+    const row = await this.db().selectFrom('id_rate_limits').select(['count', 'reset_at']).where('key', '=', key).executeTakeFirst();
+    return row && Number(row.reset_at) > now && Number(row.count) >= limit ? waitSeconds(Number(row.reset_at), now) : 0;
+  }
+
+  async reset(key: string): Promise<void> {
+    await this.db().deleteFrom('id_rate_limits').where('key', '=', key).execute();
   }
 }
 

@@ -15,8 +15,8 @@ function fail(e: FlowError): never {
 }
 
 /** 429 with Retry-After when `key` is over its limit. */
-export function limit(id: Identity, key: string, max: number, shape: 'cloud' | 'oauth' = 'cloud'): void {
-  const wait = id.limiter.hit(key, max, id.cfg.rateLimits.windowMs);
+export async function limit(id: Identity, key: string, max: number, shape: 'cloud' | 'oauth' = 'cloud'): Promise<void> {
+  const wait = await id.limiter.hit(key, max, id.cfg.rateLimits.windowMs);
   if (!wait) return;
   const headers = { 'Retry-After': String(wait) };
   if (shape === 'oauth') throw oauthError(429, 'rate_limited', `Too many requests; retry in ${wait} s`, headers);
@@ -50,7 +50,7 @@ export function authRoutes(app: FastifyInstance, id: Identity): void {
       response: { 201: { description: 'Account created', type: 'object', properties: { user: { $ref: 'CloudUser#' }, workspace: { $ref: 'Workspace#' }, ...tokenResponse.properties } }, ...errors(400, 403, 409, 429, 503) },
     },
     async (req, reply) => {
-      limit(id, `signup:ip:${req.ip}`, rl.signupPerIp);
+      await limit(id, `signup:ip:${req.ip}`, rl.signupPerIp);
       if (!id.cfg.signup) throw cloudError(403, 'signup_disabled', 'Sign-up is disabled on this server');
       const r = await signup(id, objectBody(req));
       if (isFlowError(r)) fail(r);
@@ -74,18 +74,18 @@ export function authRoutes(app: FastifyInstance, id: Identity): void {
     },
     async (req) => {
       const b = objectBody(req);
-      limit(id, `login:ip:${req.ip}`, rl.loginPerIp);
+      await limit(id, `login:ip:${req.ip}`, rl.loginPerIp);
       const acct = typeof b.email === 'string' ? `login:acct:${b.email.trim().toLowerCase().slice(0, 254)}` : undefined;
       if (acct) {
-        const wait = id.limiter.blocked(acct, rl.loginPerAccount);
+        const wait = await id.limiter.blocked(acct, rl.loginPerAccount);
         if (wait) throw cloudError(429, 'rate_limited', `Too many failed logins for this account; retry in ${wait} s`, { retry_after: wait }, { 'Retry-After': String(wait) });
       }
       const user = await checkPassword(id, b.email, b.password);
       if (isFlowError(user)) {
-        if (acct && user.error === 'invalid_credentials') id.limiter.hit(acct, rl.loginPerAccount, rl.windowMs);
+        if (acct && user.error === 'invalid_credentials') await id.limiter.hit(acct, rl.loginPerAccount, rl.windowMs);
         fail(user);
       }
-      if (acct) id.limiter.reset(acct);
+      if (acct) await id.limiter.reset(acct);
       const wid = typeof b.workspace_id === 'string' && b.workspace_id ? b.workspace_id : undefined;
       const tokens = await loginTokens(id, user, wid);
       if (isFlowError(tokens)) fail(tokens);
@@ -176,7 +176,7 @@ export function authRoutes(app: FastifyInstance, id: Identity): void {
       response: { 200: { description: 'Token response', ...tokenResponse }, ...errors(400, 429) },
     },
     async (req, reply) => {
-      limit(id, `token:ip:${req.ip}`, rl.tokenPerIp);
+      await limit(id, `token:ip:${req.ip}`, rl.tokenPerIp);
       const b = objectBody(req);
       const clientId = typeof b.client_id === 'string' ? b.client_id : undefined;
       let r: TokenSet | FlowError;

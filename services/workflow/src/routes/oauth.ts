@@ -177,7 +177,8 @@ export async function oauthRoutes(app: FastifyInstance, id: Identity): Promise<v
       const iss = id.baseUrl(req);
       if (b.decision === 'deny') return { redirect_url: withParams(row.redirect_uri, { error: 'access_denied', error_description: 'The user denied the request', state: row.state, iss }) };
       const m = await id.membership(p.userId, b.workspace_id as string);
-      if (!m) throw cloudError(400, 'workspace_inaccessible', 'You are not a member of that workspace');
+      // Authenticated, but not allowed to grant access to that workspace: 403, as the reference's consent endpoint.
+      if (!m) throw cloudError(403, 'workspace_inaccessible', 'You are not a member of that workspace, so you cannot grant access to it');
       const code = await id.grants.createCode({ client_id: row.client_id, user_id: p.userId, workspace_id: m.id, redirect_uri: row.redirect_uri, scope: row.scope, code_challenge: row.code_challenge }, id.cfg.codeTtlMs);
       await id.clients.saveConsent(p.userId, row.client_id, m.id, row.scope);
       return { redirect_url: withParams(row.redirect_uri, { code, state: row.state, iss }) };
@@ -205,7 +206,7 @@ export async function oauthRoutes(app: FastifyInstance, id: Identity): Promise<v
         response: { 200: { description: 'New token pair', type: 'object', additionalProperties: true }, 400: { description: 'RFC 6749 §5.2 error', type: 'object', required: ['error'], properties: { error: { type: 'string' }, error_description: { type: 'string' } } }, ...errors(404) },
       },
       async (req, reply) => {
-        limit(id, `token:ip:${req.ip}`, id.cfg.rateLimits.tokenPerIp, 'oauth');
+        await limit(id, `token:ip:${req.ip}`, id.cfg.rateLimits.tokenPerIp, 'oauth');
         const ct = String(req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
         if (ct !== 'application/x-www-form-urlencoded') throw oauthError(400, 'invalid_request', 'the body must be application/x-www-form-urlencoded');
         const b = req.body as Record<string, string> | 'repeated' | undefined;
@@ -245,7 +246,7 @@ export async function oauthRoutes(app: FastifyInstance, id: Identity): Promise<v
       response: { 201: { description: 'Registered', type: 'object', additionalProperties: true }, 400: { description: 'RFC 7591 §3.2.2 error', type: 'object', required: ['error'], properties: { error: { type: 'string', enum: ['invalid_redirect_uri', 'invalid_client_metadata'] }, error_description: { type: ['string', 'null'] } } }, ...errors(404, 503) },
     },
     async (req, reply) => {
-      limit(id, `register:ip:${req.ip}`, id.cfg.rateLimits.registerPerIp, 'oauth');
+      await limit(id, `register:ip:${req.ip}`, id.cfg.rateLimits.registerPerIp, 'oauth');
       let meta;
       try {
         meta = validateRegistration(req.body, id.cfg.oauthWebHosts);
