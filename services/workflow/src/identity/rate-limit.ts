@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 
 /** Fixed-window counters per key (`login:ip:1.2.3.4`, `login:acct:a@b.c`, …). */
@@ -53,7 +54,13 @@ export class SharedRateLimiter implements RateLimiter {
 
   constructor(private readonly db: () => Kysely<any>) {}
 
-  async hit(key: string, limit: number, windowMs: number): Promise<number> {
+  /** Keys carry client text (an email may hold NUL or lone surrogates): stored as a digest, which any column holds. */
+  private id(key: string): string {
+    return createHash('sha256').update(key).digest('base64url');
+  }
+
+  async hit(rawKey: string, limit: number, windowMs: number): Promise<number> {
+    const key = this.id(rawKey);
     const now = Date.now();
     const r = await sql<{ count: number | string; reset_at: number | string }>`
       insert into id_rate_limits (key, count, reset_at) values (${key}, 1, ${now + windowMs})
@@ -69,14 +76,15 @@ export class SharedRateLimiter implements RateLimiter {
     return Number(row.count) > limit ? waitSeconds(Number(row.reset_at), now) : 0;
   }
 
-  async blocked(key: string, limit: number): Promise<number> {
+  async blocked(rawKey: string, limit: number): Promise<number> {
+    const key = this.id(rawKey);
     const now = Date.now();
     const row = await this.db().selectFrom('id_rate_limits').select(['count', 'reset_at']).where('key', '=', key).executeTakeFirst();
     return row && Number(row.reset_at) > now && Number(row.count) >= limit ? waitSeconds(Number(row.reset_at), now) : 0;
   }
 
-  async reset(key: string): Promise<void> {
-    await this.db().deleteFrom('id_rate_limits').where('key', '=', key).execute();
+  async reset(rawKey: string): Promise<void> {
+    await this.db().deleteFrom('id_rate_limits').where('key', '=', this.id(rawKey)).execute();
   }
 }
 
