@@ -162,6 +162,21 @@ forEachStorage('hosted runtime: billing and the credit ledger', (storage) => {
     assert.equal((await b.http.post('/api/billing/subscription/resubscribe')).body.code, 'not_cancelled');
     assert.equal((await a.http.post('/api/billing/subscription/cancel')).body.code, 'no_active_subscription');
 
+    // Concurrent subscriptions of one workspace: one wins, the others change and pay nothing.
+    const c = await signupUser(srv.url, 'bill-c');
+    const tries = await Promise.all(Array.from({ length: 6 }, () => c.http.post('/api/billing/subscribe', { plan_id: creator.id })));
+    assert.equal(tries.filter((r) => r.status === 200).length, 1, tries.map((r) => `${r.status} ${r.body.code ?? ''}`).join(', '));
+    for (const r of tries) if (r.status !== 200) assert.ok(['already_subscribed', 'subscription_changed'].includes(r.body.code), r.text);
+    assert.equal((await c.http.get('/api/billing/balance')).body.credits_remaining, 100 + creator.credits_per_month);
+    assert.equal((await c.http.get('/api/billing/events?type=subscription')).body.total, 1);
+    const paid = (await c.http.get('/api/billing/events?type=subscription')).body.events[0].op_id;
+    assert.equal((await c.http.get(`/api/billing/ops/${paid}`)).body.type, 'subscribe');
+    const tops = await Promise.all(Array.from({ length: 5 }, () => c.http.post('/api/billing/topup', { amount: 10 })));
+    assert.ok(tops.every((r) => r.status === 200));
+    const after = (await c.http.get('/api/billing/balance')).body.credits_remaining;
+    assert.equal(after, 100 + creator.credits_per_month + 50);
+    assert.equal(after, await ledgerSum(c));
+
     for (const body of [{}, { plan_id: 'nope' }, { plan_id: 5 }, { plan_id: creator.id, payment_method_id: 7 }]) {
       const bad = await b.http.post('/api/billing/subscribe', body);
       assert.equal(bad.status, 400, JSON.stringify(body));

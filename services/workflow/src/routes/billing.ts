@@ -96,7 +96,7 @@ export function billingRoutes(app: FastifyInstance, billing: Billing): void {
       tags: ['billing'],
       description: "Creates a new subscription to the specified billing plan (or changes plan); the plan's monthly credits are added to the ledger. Payment goes through the configured payment provider; the built-in provider records the payment without charging.",
       body: { type: 'object', required: ['plan_id'], properties: { plan_id: { type: 'string' }, payment_method_id: { type: 'string' } } },
-      response: { 200: ref('BillingSubscription'), ...errors(400, 402) },
+      response: { 200: ref('BillingSubscription'), ...errors(400, 402, 409) },
     },
     billingErrors(async (req) => {
       const { plan, body } = planBody(req);

@@ -294,11 +294,26 @@ export class Billing {
     const a = await this.account(owner);
     if (a.subscriptionStatus === 'active' && a.planId === plan.id) throw new BillingError(400, 'already_subscribed', `Already subscribed to the ${plan.name} plan`, { plan_id: plan.id });
     const preview = await this.preview(owner, plan);
-    const op = await this.pay(owner, 'subscribe', preview.amount_due as number, paymentMethodId ?? a.paymentMethodId, plan.id, `${plan.name} plan`);
-    if (op.status !== 'completed') throw new BillingError(402, 'payment_failed', `The payment failed: ${op.error}`, { op_id: op.id });
     const now = Date.now();
     const subId = `sub_${randomUUID()}`;
-    await this.update(owner, { plan_id: plan.id, subscription_id: subId, subscription_status: 'active', period_start: now, period_end: now + PERIOD_MS, cancel_at_period_end: 0, payment_method_id: paymentMethodId ?? a.paymentMethodId ?? this.provider.name });
+    // The subscription id is the account's version: of concurrent requests that read the same one, one wins the swap; the others pay nothing.
+    let swap = this.db()
+      .updateTable('billing_accounts')
+      .set({ plan_id: plan.id, subscription_id: subId, subscription_status: 'active', period_start: now, period_end: now + PERIOD_MS, cancel_at_period_end: 0, payment_method_id: paymentMethodId ?? a.paymentMethodId ?? this.provider.name, updated_at: now })
+      .where('owner', '=', owner);
+    swap = a.subscriptionId === null ? swap.where('subscription_id', 'is', null) : swap.where('subscription_id', '=', a.subscriptionId);
+    if (Number((await swap.executeTakeFirst()).numUpdatedRows) === 0) throw new BillingError(409, 'subscription_changed', 'The subscription was changed by another request; read the billing status and try again');
+    const op = await this.pay(owner, 'subscribe', preview.amount_due as number, paymentMethodId ?? a.paymentMethodId, plan.id, `${plan.name} plan`);
+    if (op.status !== 'completed') {
+      // Back to what it was, unless another change came in since.
+      await this.db()
+        .updateTable('billing_accounts')
+        .set({ plan_id: a.planId, subscription_id: a.subscriptionId, subscription_status: a.subscriptionStatus, period_start: a.periodStart, period_end: a.periodEnd, cancel_at_period_end: a.cancelAtPeriodEnd ? 1 : 0, payment_method_id: a.paymentMethodId, updated_at: Date.now() })
+        .where('owner', '=', owner)
+        .where('subscription_id', '=', subId)
+        .execute();
+      throw new BillingError(402, 'payment_failed', `The payment failed: ${op.error}`, { op_id: op.id });
+    }
     await this.append(owner, { type: 'subscription', delta: plan.credits_per_month, description: `${plan.name} plan: monthly credits`, opId: op.id, dedupKey: `sub:${subId}:${now}` });
     return this.subscriptionOf(await this.read(owner))!;
   }
