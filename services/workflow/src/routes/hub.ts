@@ -10,7 +10,8 @@ import { storable } from '../identity/store.ts';
 import { addContentSchemas } from '../schemas/cloud-content.ts';
 import { arrayOf, badRequest, cloudRoute, errors, noContent, objectBody, principal, ref } from './cloud-common.ts';
 import { optText, page, qEnum, qInt, qString, queryOf, strList, text, urlText } from './content-params.ts';
-import { publishUserdataWorkflow, userdataFile, type WorkflowRouteDeps } from './workflows.ts';
+import { publishUserdataWorkflow, userdataFile } from '../domain/cloud/publish.ts';
+import type { WorkflowRouteDeps } from './workflows.ts';
 
 /** Largest hub file (thumbnail, sample image or video). */
 export const MAX_HUB_ASSET_BYTES = 50 * 1024 * 1024;
@@ -280,7 +281,7 @@ export function hubRoutes(app: FastifyInstance, d: HubRouteDeps): void {
         const inWorkflows = `workflows/${file}`;
         const abs = userdataFile(d.users, p.workspaceId, file);
         const bare = !file.startsWith('workflows/') && !(abs && fs.existsSync(abs)) && userdataFile(d.users, p.workspaceId, inWorkflows) !== null;
-        w = await publishUserdataWorkflow(d, p, bare ? inWorkflows : file);
+        w = await publishUserdataWorkflow(d, p.workspaceId, p.userId, bare ? inWorkflows : file);
       }
       const version = (await d.workflows.version(w))!;
       const status: HubStatus = d.moderation ? 'pending' : 'approved';

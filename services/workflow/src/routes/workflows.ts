@@ -1,6 +1,6 @@
 import fs from 'node:fs';
-import path from 'node:path';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { MAX_WORKFLOW_BYTES, publishUserdataWorkflow, userdataFile } from '../domain/cloud/publish.ts';
 import { VersionConflict, versionView, WorkflowGone, workflowView, type WorkflowRow, type WorkflowStore } from '../domain/cloud/workflows.ts';
 import type { HubStore } from '../domain/cloud/hub.ts';
 import type { UserManager } from '../domain/users.ts';
@@ -12,8 +12,6 @@ import { addContentSchemas } from '../schemas/cloud-content.ts';
 import { badRequest, cloudRoute, errors, noContent, objectBody, principal, ref } from './cloud-common.ts';
 import { graph, optText, page, qEnum, qInt, qString, queryOf, text } from './content-params.ts';
 
-/** Largest workflow graph stored (JSON text). */
-export const MAX_WORKFLOW_BYTES = 8 * 1024 * 1024;
 const MAX_PAGE = 1000;
 
 const wfParam = { type: 'object', required: ['workflow_id'], properties: { workflow_id: { type: 'string', format: 'uuid', description: 'The workflow ID.' } } };
@@ -45,55 +43,6 @@ export interface WorkflowRouteDeps {
   hub: HubStore;
   users: UserManager;
   baseUrl(req: FastifyRequest): string;
-}
-
-/** A user data file of the caller's workspace: its absolute path, or null when the name cannot be one. */
-export function userdataFile(users: UserManager, workspaceId: string, file: string): string | null {
-  if (typeof file !== 'string' || file === '' || file.length > 1000 || file.includes('\u0000')) return null;
-  try {
-    return users.userPath(workspaceId, file);
-  } catch {
-    return null;
-  }
-}
-
-/** Reads a user data file as a workflow graph (400 when it is not one, 404 when it is missing). */
-export async function readUserdataWorkflow(users: UserManager, workspaceId: string, file: string): Promise<Record<string, unknown>> {
-  const abs = userdataFile(users, workspaceId, file);
-  const st = abs ? await fs.promises.stat(abs).catch(() => null) : null;
-  if (!abs || !st || !st.isFile()) throw cloudError(404, 'not_found', 'Workflow file not found');
-  if (st.size > MAX_WORKFLOW_BYTES) throw cloudError(413, 'payload_too_large', `The workflow file is larger than ${MAX_WORKFLOW_BYTES} bytes`, { max_bytes: MAX_WORKFLOW_BYTES });
-  let v: unknown;
-  try {
-    v = JSON.parse(await fs.promises.readFile(abs, 'utf8'));
-  } catch {
-    throw cloudError(400, 'invalid_workflow', 'The file is not a JSON workflow');
-  }
-  if (!v || typeof v !== 'object' || Array.isArray(v)) throw cloudError(400, 'invalid_workflow', 'The file is not a JSON workflow');
-  return v as Record<string, unknown>;
-}
-
-/**
- * The cloud workflow published from a user data file (created on first
- * publish, a new version whenever the file changed), with a share id.
- */
-export async function publishUserdataWorkflow(d: WorkflowRouteDeps, p: Principal, file: string, listed?: boolean): Promise<WorkflowRow> {
-  const content = await readUserdataWorkflow(d.users, p.workspaceId, file);
-  let w = await d.workflows.bySource(p.workspaceId, file);
-  if (!w) {
-    const name = path.basename(file).replace(/\.json$/i, '').slice(0, 255) || 'workflow';
-    try {
-      w = await d.workflows.create(p.workspaceId, p.userId, { name, description: '', content, sourcePath: file });
-    } catch {
-      // Published concurrently: use the other request's row.
-      w = await d.workflows.bySource(p.workspaceId, file);
-      if (!w) throw cloudError(409, 'conflict', 'The workflow is being published by another request; retry');
-    }
-  } else {
-    const latest = await d.workflows.version(w);
-    if (!latest || latest.content !== JSON.stringify(content)) w = (await d.workflows.addVersion(w, p.userId, content)).workflow;
-  }
-  return d.workflows.publish(w, listed);
 }
 
 /** Saved workflows, their versions, publishing by share id, and publishing user data files. */
@@ -325,7 +274,7 @@ export function workflowRoutes(app: FastifyInstance, d: WorkflowRouteDeps): void
     { operationId: 'publishUserdataFile', summary: 'Publish a userdata file to the cloud', tags: ['userdata'], description: 'Makes a userdata workflow file available via a public URL (GET /api/workflows/published/{share_id}); publishing again publishes the file as it is now under the same share id.', params: fileParam, response: { 200: { description: 'Published file URL', type: 'object', properties: { url: { type: 'string', format: 'uri', description: 'Public URL of the published file' } } }, ...errors(400, 404, 413) } },
     async (req) => {
       const p = principal(req);
-      const w = await publishUserdataWorkflow(d, p, fileParamOf(req));
+      const w = await publishUserdataWorkflow(d, p.workspaceId, p.userId, fileParamOf(req));
       return { url: `${d.baseUrl(req)}/api/workflows/published/${w.share_id}` };
     },
   );
