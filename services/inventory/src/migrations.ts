@@ -176,4 +176,10 @@ export const coreMigrations: Migration[] = [
       ]);
     },
   },
+  {
+    name: '005_comments',
+    async up(db) {
+      for (const table of ['dcim_devicetype', 'dcim_devicerole']) await sql.raw(`alter table ${table} add column comments text not null default ''`).execute(db);
+    },
+  },
 ];

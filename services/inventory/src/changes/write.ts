@@ -1,5 +1,6 @@
 import type { FastifyRequest } from 'fastify';
-import type { Kysely } from 'kysely';
+import { HttpError } from '@svc/kernel';
+import { sql, type Kysely } from 'kysely';
 import type { SqlDialect } from '@svc/storage';
 import type { Principal } from '../auth/index.ts';
 import type { InventoryDeps } from '../deps.ts';
@@ -41,14 +42,116 @@ export interface ChangeSink {
  */
 export async function runWrite<T>(sink: ChangeSink, req: FastifyRequest, principal: Principal, fn: (w: WriteContext) => Promise<T>): Promise<T> {
   const { storage } = sink.deps;
-  const result = await writeTransaction(storage, async (trx) => {
-    const w: WriteContext = { trx, dialect: storage.dialect, principal, requestId: String(req.id), now: new Date(), changes: [], representations: new Map(), settings: { enforceGlobalUnique: sink.deps.config.enforceGlobalUnique } };
-    const out = await fn(w);
-    await flushChanges(sink, w);
-    return out;
-  });
+  const result =
+    storage.dialect.kind === 'sqlite'
+      ? await groupCommitter(sink).submit<T>({ req, principal, fn })
+      : await writeTransaction(storage, (trx) => runOne(sink, trx, req, principal, fn));
   wakeDelivery(sink.deps);
   return result;
+}
+
+async function runOne<T>(sink: ChangeSink, trx: Kysely<any>, req: FastifyRequest, principal: Principal, fn: (w: WriteContext) => Promise<T>): Promise<T> {
+  const { storage } = sink.deps;
+  const w: WriteContext = { trx, dialect: storage.dialect, principal, requestId: String(req.id), now: new Date(), changes: [], representations: new Map(), settings: { enforceGlobalUnique: sink.deps.config.enforceGlobalUnique } };
+  const out = await fn(w);
+  await flushChanges(sink, w);
+  return out;
+}
+
+interface PendingWrite {
+  req: FastifyRequest;
+  principal: Principal;
+  fn: (w: WriteContext) => Promise<any>;
+  resolve(v: unknown): void;
+  reject(err: unknown): void;
+}
+
+/** Most write requests one SQLite transaction carries (they wait for the connection meanwhile). */
+const MAX_GROUP = 32;
+const committers = new WeakMap<object, GroupCommitter>();
+
+function groupCommitter(sink: ChangeSink): GroupCommitter {
+  let g = committers.get(sink.deps.storage);
+  if (!g) committers.set(sink.deps.storage, (g = new GroupCommitter(sink)));
+  return g;
+}
+
+/**
+ * SQLite group commit. SQLite has one writer and every commit waits for the disk (synchronous=FULL:
+ * the outbox must survive power loss), so write requests that arrive while a transaction runs are
+ * gathered and committed together, each inside its own savepoint: a request that fails rolls back
+ * alone and gets its own error; the others commit in one fsync. Responses still go out only after
+ * the commit. A batch whose commit fails is re-run one request per transaction.
+ */
+class GroupCommitter {
+  #queue: PendingWrite[] = [];
+  #running = false;
+  constructor(private readonly sink: ChangeSink) {}
+
+  submit<T>(p: Omit<PendingWrite, 'resolve' | 'reject'>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.#queue.push({ ...p, resolve: resolve as (v: unknown) => void, reject });
+      if (!this.#running) void this.#drain();
+    });
+  }
+
+  async #drain(): Promise<void> {
+    this.#running = true;
+    try {
+      while (this.#queue.length) {
+        // Let requests that are still reading (auth, lookups) reach the queue while the connection is free.
+        for (let i = 0, seen = -1; i < 4 && this.#queue.length < MAX_GROUP && this.#queue.length !== seen; i++) {
+          seen = this.#queue.length;
+          await new Promise((r) => setImmediate(r));
+        }
+        const batch = this.#queue.splice(0, MAX_GROUP);
+        if (batch.length === 1) await this.#single(batch[0]!);
+        else await this.#group(batch);
+      }
+    } finally {
+      this.#running = false;
+    }
+  }
+
+  async #single(p: PendingWrite): Promise<void> {
+    try {
+      p.resolve(await writeTransaction(this.sink.deps.storage, (trx) => runOne(this.sink, trx, p.req, p.principal, p.fn)));
+    } catch (err) {
+      p.reject(err);
+    }
+  }
+
+  async #group(batch: PendingWrite[]): Promise<void> {
+    const outcomes: Array<{ ok: true; value: unknown } | { ok: false; err: unknown }> = [];
+    try {
+      await this.sink.deps.storage.db.transaction().execute(async (trx) => {
+        outcomes.length = 0;
+        for (const p of batch) {
+          await sql.raw('savepoint inv_write').execute(trx);
+          try {
+            const value = await runOne(this.sink, trx, p.req, p.principal, p.fn);
+            await sql.raw('release savepoint inv_write').execute(trx);
+            outcomes.push({ ok: true, value });
+          } catch (err) {
+            await sql.raw('rollback to savepoint inv_write').execute(trx);
+            await sql.raw('release savepoint inv_write').execute(trx);
+            outcomes.push({ ok: false, err });
+          }
+        }
+      });
+    } catch {
+      // The shared commit failed (busy database, disk error): each request gets its own try.
+      for (const p of batch) await this.#single(p);
+      return;
+    }
+    for (const [i, p] of batch.entries()) {
+      const o = outcomes[i]!;
+      if (o.ok) p.resolve(o.value);
+      // A database error (a unique key another process just took, a busy lock) gets the retries a lone request would.
+      else if (!(o.err instanceof HttpError)) await this.#single(p);
+      else p.reject(o.err);
+    }
+  }
 }
 
 async function flushChanges(sink: ChangeSink, w: WriteContext): Promise<void> {

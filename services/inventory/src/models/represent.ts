@@ -66,20 +66,30 @@ function apiValue(f: FieldDef, row: Row, refs: Refs): unknown {
   return v;
 }
 
-function briefOf(ctx: ReadCtx, m: ModelDef, row: Row, refs: Refs): Obj {
+function briefOf(ctx: ReadCtx, m: ModelDef, row: Row, refs: Refs, counts?: Map<string, Map<number, number>>): Obj {
   const out: Obj = { id: row.id, url: objectUrl(ctx.base, m, row.id), display: m.display(row, refs) };
   for (const name of m.brief) {
     if (name === 'family') out.family = { value: row.family, label: `IPv${row.family}` };
+    else if (m.counts && name in m.counts) out[name] = counts?.get(name)?.get(row.id) ?? 0;
+    else if (m.unmodelled && name in m.unmodelled) out[name] = m.unmodelled[name];
     else out[name] = apiValue(m.fields.find((f) => f.name === name)!, row, refs);
   }
   return out;
+}
+
+/** Counts a brief form shows (NetBox's brief_fields include some `*_count`). */
+async function briefCounts(ctx: ReadCtx, m: ModelDef, rows: Row[]): Promise<Map<string, Map<number, number>> | undefined> {
+  if (!m.counts || !m.brief.some((n) => n in m.counts!)) return undefined;
+  const only = { ...m, counts: Object.fromEntries(Object.entries(m.counts).filter(([k]) => m.brief.includes(k))) };
+  return loadCounts(ctx, only, rows.map((r) => r.id as number));
 }
 
 /** Brief (nested) representations by id. */
 export async function loadBriefs(ctx: ReadCtx, m: ModelDef, ids: number[]): Promise<Map<number, Obj>> {
   const rows = [...(await fetchRowsByIds(ctx, m, ids)).values()];
   const refs = await loadRefs(ctx, m, rows, [...m.brief, ...(m.displayNeeds ?? [])]);
-  return new Map(rows.map((r) => [r.id as number, briefOf(ctx, m, r, refs.get(r.id)!)]));
+  const counts = await briefCounts(ctx, m, rows);
+  return new Map(rows.map((r) => [r.id as number, briefOf(ctx, m, r, refs.get(r.id)!, counts)]));
 }
 
 async function tagUsage(ctx: ReadCtx, ids: number[]): Promise<Map<number, number>> {
@@ -130,7 +140,8 @@ export async function represent(ctx: ReadCtx, m: ModelDef, rows: Row[], brief = 
   if (rows.length === 0) return [];
   if (brief) {
     const refs = await loadRefs(ctx, m, rows, [...m.brief, ...(m.displayNeeds ?? [])]);
-    return rows.map((r) => briefOf(ctx, m, r, refs.get(r.id)!));
+    const counts = await briefCounts(ctx, m, rows);
+    return rows.map((r) => briefOf(ctx, m, r, refs.get(r.id)!, counts));
   }
   const fkNames = [...m.fields.filter((f) => f.kind === 'fk').map((f) => f.name), ...Object.keys(m.extraRefs ?? {}), ...(m.displayNeeds ?? [])];
   const refs = await loadRefs(ctx, m, rows, fkNames);

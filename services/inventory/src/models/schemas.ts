@@ -103,8 +103,10 @@ export function responseSchemas(models: ModelDef[]) {
     const m = byKey.get(key)!;
     const props: Record<string, TSchema> = { id: Type.Integer(), url: Type.String({ format: 'uri' }), display: Type.String() };
     for (const name of m.brief) {
+      const f = m.fields.find((x) => x.name === name);
       if (name === 'family') props.family = Type.Object({ value: Type.Integer(), label: Type.String() });
-      else props[name] = outField(m.fields.find((f) => f.name === name)!, brief);
+      else if (f) props[name] = outField(f, brief);
+      else props[name] = Type.Integer();
     }
     const s = Type.Object(props, { title: `Brief${m.title}` });
     briefCache.set(key, s);

@@ -29,10 +29,11 @@ export function nestedGroup(key: string, app: string, path: string, table: strin
     fields: [nameField(100, { unique: true }), slugField({ unique: true }), ref('parent', key), descriptionField, commentsField],
     ordering: ['name'],
     search: ['name', 'slug', 'description', 'comments'],
-    brief: ['name', 'slug', 'description'],
+    brief: ['name', 'slug', 'description', ...Object.keys(extra.counts ?? {}).slice(0, 1), '_depth'],
     taggable: true,
     display: (r) => r.name,
     extraFilters: refFilters('parent', key),
+    unmodelled: { _depth: 0 },
     cascade: [{ model: key, column: 'parent_id' }],
     check: async (ctx, values, existing, errors) => {
       const parent = 'parent_id' in values ? values.parent_id : undefined;

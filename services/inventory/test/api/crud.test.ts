@@ -84,12 +84,23 @@ forEachStorage('inventory API: CRUD and representations', (storage) => {
       id: basics.type.id,
       url: basics.type.url,
       display: 'X',
-      manufacturer: { id: basics.mfr.id, url: basics.mfr.url, display: 'Acme', name: 'Acme', slug: 'acme', description: '' },
+      manufacturer: { id: basics.mfr.id, url: basics.mfr.url, display: 'Acme', name: 'Acme', slug: 'acme', description: '', devicetype_count: 1 },
       model: 'X',
       slug: 'x',
       description: '',
+      device_count: 1,
     });
-    assert.deepEqual(d.role, { id: basics.role.id, url: basics.role.url, display: 'Router', name: 'Router', slug: 'router', description: '' });
+    assert.deepEqual(d.role, {
+      id: basics.role.id,
+      url: basics.role.url,
+      display: 'Router',
+      name: 'Router',
+      slug: 'router',
+      description: '',
+      device_count: 1,
+      virtualmachine_count: 0,
+      _depth: 0,
+    });
     assert.deepEqual(d.status, { value: 'staged', label: 'Staged' });
     assert.deepEqual(d.tags, [{ id: tag.id, url: tag.url, display: 'Core', name: 'Core', slug: 'core', color: 'ff0000' }]);
 
