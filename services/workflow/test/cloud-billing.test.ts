@@ -198,6 +198,50 @@ forEachStorage('hosted runtime: billing and the credit ledger', (storage) => {
   });
 });
 
+forEachStorage('hosted runtime: billing periods', (storage) => {
+  test('a period renews when it has ended: paid and granted once even under concurrent reads; a cancelled subscription ends at its period end', async () => {
+    const srv = await startWorkflow(storage, { runtime: 'cloud', authRateLimits: TEST_LIMITS, freeTierCredits: '100', billingPeriodMs: '1000' });
+    try {
+      const u = await signupUser(srv.url, 'renew');
+      const sub = (await u.http.post('/api/billing/subscribe', { plan_id: 'standard' })).body;
+      assert.equal(sub.status, 'active');
+      const end = Date.parse(sub.current_period_end);
+      assert.equal(end - Date.parse(sub.current_period_start), 1000);
+      // Wait for the period to end (a condition on the clock, polled).
+      while (Date.now() <= end) await new Promise((r) => setTimeout(r, 50));
+      const reads = await Promise.all(Array.from({ length: 6 }, () => u.http.get('/api/billing/status')));
+      for (const r of reads) assert.equal(r.status, 200);
+      const st = (await u.http.get('/api/billing/status')).body;
+      assert.equal(st.subscription.id, sub.id);
+      assert.ok(Date.parse(st.subscription.current_period_start) >= end);
+      const events = (await u.http.get('/api/billing/events?type=subscription&limit=100')).body.events;
+      assert.ok(events.length >= 2);
+      const ops = new Set(events.map((e: any) => e.op_id));
+      assert.equal(ops.size, events.length, 'every grant was paid by its own operation');
+      for (const id of ops) assert.equal((await u.http.get(`/api/billing/ops/${id}`)).body.status, 'completed');
+      assert.equal(st.balance.credits_remaining, await ledgerSum(u));
+      // Renewals happen once per period: as many grants as periods begun.
+      const periods = Math.floor((Date.parse(st.subscription.current_period_start) - Date.parse(sub.current_period_start)) / 1000) + 1;
+      assert.ok(events.length <= periods, `${events.length} grants for ${periods} periods`);
+
+      const cancelled = (await u.http.post('/api/billing/subscription/cancel')).body;
+      assert.equal(cancelled.cancel_at_period_end, true);
+      let now = (await u.http.get('/api/billing/status')).body;
+      while (now.subscription.status === 'active') {
+        await new Promise((r) => setTimeout(r, 50));
+        now = (await u.http.get('/api/billing/status')).body;
+      }
+      assert.equal(now.subscription.status, 'cancelled');
+      assert.equal((await u.http.post('/api/billing/subscription/resubscribe')).body.code, 'not_cancelled');
+      const again = await u.http.post('/api/billing/subscribe', { plan_id: 'standard' });
+      assert.equal(again.status, 200);
+      assert.notEqual(again.body.id, sub.id);
+    } finally {
+      await srv.close();
+    }
+  });
+});
+
 test('local runtime: billing paths answer 404 and /features has no cloud fields', async () => {
   const srv = await startWorkflow('sqlite');
   try {

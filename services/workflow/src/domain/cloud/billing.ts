@@ -23,6 +23,8 @@ export interface BillingConfig {
   maxConcurrentJobs: number;
   /** Price of one top-up credit in cents (`--credit-price-cents`). */
   creditPriceCents: number;
+  /** Length of a subscription period (`--billing-period-ms`). */
+  periodMs: number;
 }
 
 function numberFlag(v: unknown, name: string, dflt: number, min: number, integer: boolean): number {
@@ -38,6 +40,7 @@ export function billingConfig(f: Record<string, unknown>, env = process.env): Bi
     creditsPerSecond: numberFlag(f.creditsPerSecond ?? env.WORKFLOW_CREDITS_PER_SECOND, 'credits-per-second', 1, 0, false),
     maxConcurrentJobs: numberFlag(f.maxConcurrentJobs ?? env.WORKFLOW_MAX_CONCURRENT_JOBS, 'max-concurrent-jobs', 1, 1, true),
     creditPriceCents: numberFlag(f.creditPriceCents, 'credit-price-cents', 1, 0, true),
+    periodMs: numberFlag(f.billingPeriodMs, 'billing-period-ms', PERIOD_MS, 1000, true),
   };
 }
 
@@ -57,6 +60,7 @@ export const PLANS: Plan[] = [
   { id: 'pro', name: 'Pro', description: 'For production use.', credits_per_month: 120_000, price_cents: 18_000, currency: 'usd', features: ['120,000 credits every month', 'Team workspaces', 'Priority support', 'API keys for automation'] },
 ];
 
+/** A billing period: 30 days unless configured (`--billing-period-ms`, for trials and tests). */
 export const PERIOD_MS = 30 * 86_400_000;
 
 /** The seam to a payment processor. */
@@ -156,16 +160,24 @@ export class Billing {
   }
 
   private async renew(owner: string, a: Account, plan: Plan, now: number): Promise<void> {
-    // Periods missed while nobody looked are renewed one by one (each is paid and granted once).
+    // Periods missed while nobody looked are skipped: one renewal, paid and granted once.
     let start = a.periodEnd!;
-    while (start + PERIOD_MS <= now) start += PERIOD_MS;
-    const op = await this.pay(owner, 'renewal', plan.price_cents, null, plan.id, `${plan.name} plan renewal`);
+    while (start + this.cfg.periodMs <= now) start += this.cfg.periodMs;
+    // Of concurrent readers of the expired period, the one that moves it renews; the others see the new period.
+    const moved = await this.db()
+      .updateTable('billing_accounts')
+      .set({ period_start: start, period_end: start + this.cfg.periodMs, updated_at: now })
+      .where('owner', '=', owner)
+      .where('subscription_id', '=', a.subscriptionId)
+      .where('period_end', '=', a.periodEnd)
+      .executeTakeFirst();
+    if (Number(moved.numUpdatedRows) === 0) return;
+    const op = await this.pay(owner, 'renewal', plan.price_cents, a.paymentMethodId, plan.id, `${plan.name} plan renewal`);
     if (op.status !== 'completed') {
       await this.update(owner, { subscription_status: 'past_due' });
       return;
     }
     await this.append(owner, { type: 'subscription', delta: plan.credits_per_month, description: `${plan.name} plan: monthly credits`, opId: op.id, dedupKey: `sub:${a.subscriptionId}:${start}` });
-    await this.update(owner, { period_start: start, period_end: start + PERIOD_MS });
   }
 
   private async read(owner: string): Promise<Account> {
@@ -286,8 +298,8 @@ export class Billing {
     const now = Date.now();
     let proration = 0;
     const current = a.subscriptionStatus === 'active' ? PLANS.find((p) => p.id === a.planId) : undefined;
-    if (current && a.periodEnd !== null && a.periodEnd > now) proration = -Math.round((current.price_cents * (a.periodEnd - now)) / PERIOD_MS);
-    return { plan_id: plan.id, plan_name: plan.name, amount_due: Math.max(0, plan.price_cents + proration), proration_amount: proration, currency: plan.currency, next_billing_date: iso(now + PERIOD_MS) };
+    if (current && a.periodEnd !== null && a.periodEnd > now) proration = -Math.round((current.price_cents * (a.periodEnd - now)) / this.cfg.periodMs);
+    return { plan_id: plan.id, plan_name: plan.name, amount_due: Math.max(0, plan.price_cents + proration), proration_amount: proration, currency: plan.currency, next_billing_date: iso(now + this.cfg.periodMs) };
   }
 
   async subscribe(owner: string, plan: Plan, paymentMethodId: string | null): Promise<Record<string, unknown>> {
@@ -299,7 +311,7 @@ export class Billing {
     // The subscription id is the account's version: of concurrent requests that read the same one, one wins the swap; the others pay nothing.
     let swap = this.db()
       .updateTable('billing_accounts')
-      .set({ plan_id: plan.id, subscription_id: subId, subscription_status: 'active', period_start: now, period_end: now + PERIOD_MS, cancel_at_period_end: 0, payment_method_id: paymentMethodId ?? a.paymentMethodId ?? this.provider.name, updated_at: now })
+      .set({ plan_id: plan.id, subscription_id: subId, subscription_status: 'active', period_start: now, period_end: now + this.cfg.periodMs, cancel_at_period_end: 0, payment_method_id: paymentMethodId ?? a.paymentMethodId ?? this.provider.name, updated_at: now })
       .where('owner', '=', owner);
     swap = a.subscriptionId === null ? swap.where('subscription_id', 'is', null) : swap.where('subscription_id', '=', a.subscriptionId);
     if (Number((await swap.executeTakeFirst()).numUpdatedRows) === 0) throw new BillingError(409, 'subscription_changed', 'The subscription was changed by another request; read the billing status and try again');
