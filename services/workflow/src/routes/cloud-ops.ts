@@ -44,6 +44,7 @@ export interface CloudOpsDeps {
  *   each job is charged ceil(seconds × R); 0 makes execution free (benchmarks).
  * - `--max-concurrent-jobs N` (WORKFLOW_MAX_CONCURRENT_JOBS, default 1): reported by /api/features.
  * - `--credit-price-cents N` (default 1): the price of one top-up credit.
+ * - `--billing-period-ms N` (default 30 days): the length of a subscription period (trials, tests).
  * - `--outbound-allow LIST` (WORKFLOW_OUTBOUND_ALLOW): ranges client-supplied URLs may reach although
  *   they are private, loopback or link-local (`loopback`, `private`, CIDRs, addresses); none by default.
  * - `--outbound-timeout-ms N` (default 10000): how long a remote server may take to answer.
