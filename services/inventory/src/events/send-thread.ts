@@ -35,6 +35,8 @@ export interface SendThreadResponse {
   outcomes?: SendOutcome[];
 }
 
+/** A thread that could not start is tried again after this long (meanwhile requests go out in-process). */
+const RESTART_AFTER_FAILURE_MS = 30_000;
 const BOOT = new URL('./send-boot.mjs', import.meta.url);
 const ENTRY = new URL(import.meta.url.endsWith('.ts') ? './send-worker.ts' : './send-worker.js', import.meta.url).href;
 
@@ -44,12 +46,14 @@ export class SendThread {
   #closed = false;
   #next = 1;
   #pending = new Map<number, { count: number; resolve(o: SendOutcome[]): void }>();
+  /** When a thread last ended before it was ready (it cannot start here): no new one for a while. */
+  #failedAt = -Infinity;
 
   constructor(private readonly guard: { allow: Cidr[]; deny: Cidr[] }) {}
 
   /** Whether batches can go to the thread now; starts it if it is not running (the caller sends in-process meanwhile). */
   ready(): boolean {
-    if (!this.#worker && !this.#closed) this.#start();
+    if (!this.#worker && !this.#closed && performance.now() - this.#failedAt > RESTART_AFTER_FAILURE_MS) this.#start();
     return this.#ready;
   }
 
@@ -72,6 +76,7 @@ export class SendThread {
     worker.on('error', (err) => void (failure = err.message));
     worker.on('exit', () => {
       if (this.#worker === worker) {
+        if (!this.#ready) this.#failedAt = performance.now();
         this.#worker = undefined;
         this.#ready = false;
       }
