@@ -28,6 +28,9 @@ import { extractSecretInputs, NODE_SECRETS_KEY, scrubSecrets } from './secrets.t
 /** Keys of extra_data that are secrets: kept out of the stored queue item and history (the reference's sixth tuple element). */
 export const SENSITIVE_KEYS = ['auth_token_comfy_org', 'api_key_comfy_org', 'openai_api_key'];
 
+/** How long a run's first messages may wait to share a socket write with the following ones. */
+const HOLD_MS = 10;
+
 /** Bounds validation and execution state per prompt; ten times the largest graphs the engine is measured on. */
 export const MAX_PROMPT_NODES = 100_000;
 
@@ -293,7 +296,9 @@ export class PromptRunner {
       throw err;
     }
     this.counted(req.owner, 1);
-    this.broadcastStatus(req.owner);
+    // With the prompt's own messages once its answer is out: one socket write instead of two.
+    const owner = req.owner;
+    void this.gates.get(promptId)?.promise.then(() => this.broadcastStatus(owner));
     if (!claim) this.wake?.();
     return { prompt_id: promptId, number, node_errors: v.nodeErrors };
   }
@@ -318,7 +323,7 @@ export class PromptRunner {
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([g.promise, new Promise<void>((r) => (timer = setTimeout(r, 5_000)))]);
     clearTimeout(timer);
-    this.gates.delete(id);
+    this.releaseGate(id);
   }
 
   /** POST /interrupt: the running prompt (or only the named one, when it is the one running). */
@@ -472,11 +477,25 @@ export class PromptRunner {
     const gate = this.gates.get(record.id);
     const throttle = new ProgressThrottle();
     const sink = this.sink(current, gate ? [] : null, throttle);
+    // Held messages leave once the answer is out and the prompt has ended (a short prompt's messages
+    // then take one socket write with its last one), or HOLD_MS into the run, whichever comes last.
+    let released = gate === undefined;
+    let ended = false;
+    let holdTimer: NodeJS.Timeout | undefined;
+    const flushHeld = () => {
+      clearTimeout(holdTimer);
+      const held = current.held ?? [];
+      current.held = null;
+      for (const f of held) f();
+    };
     if (gate) {
+      holdTimer = setTimeout(() => {
+        holdTimer = undefined;
+        if (released) flushHeld();
+      }, HOLD_MS);
       void this.waitGate(record.id).then(() => {
-        const held = current.held ?? [];
-        current.held = null;
-        for (const f of held) f();
+        released = true;
+        if (ended || holdTimer === undefined) flushHeld();
       });
     }
     let status: JobStatus = 'failed';
@@ -504,6 +523,8 @@ export class PromptRunner {
       throttle.flush();
       if (clientId !== null) sink.out(() => this.o.hub.send('executing', { node: null, prompt_id: record.id }, clientId, record.owner));
       sink.out(() => this.broadcastStatus(record.owner));
+      ended = true;
+      if (released && current.held) flushHeld();
       if (++this.finished > this.o.maxHistory) this.finished -= await trimHistory(this.o.storage.db, this.o.maxHistory);
     }
     return next;
