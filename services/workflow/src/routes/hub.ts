@@ -2,15 +2,15 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Kysely } from 'kysely';
-import { HUB_LABELS, isLabel, labelsOf, profileView, ProfileExists, usernameProblem, UsernameTaken, type HubDetail, type HubRow, type HubStatus, type HubStore, type ProfileRow } from '../domain/cloud/hub.ts';
-import { isUuid, type WorkflowRow } from '../domain/cloud/workflows.ts';
+import { HUB_LABELS, isLabel, labelsOf, profileView, ProfileExists, usernameProblem, UsernameTaken, type HubDetail, type HubRow, type HubStore, type ProfileRow } from '../domain/cloud/hub.ts';
+import { assetInfos, publishToHub } from '../domain/cloud/hub-publish.ts';
+import { isUuid } from '../domain/cloud/workflows.ts';
 import { cloudError } from '../identity/errors.ts';
-import type { Identity, Principal } from '../identity/index.ts';
+import type { Identity } from '../identity/index.ts';
 import { storable } from '../identity/store.ts';
 import { addContentSchemas } from '../schemas/cloud-content.ts';
 import { arrayOf, badRequest, cloudRoute, errors, noContent, objectBody, principal, ref } from './cloud-common.ts';
 import { optText, page, qEnum, qInt, qString, queryOf, strList, text, urlText } from './content-params.ts';
-import { publishUserdataWorkflow, userdataFile } from '../domain/cloud/publish.ts';
 import type { WorkflowRouteDeps } from './workflows.ts';
 
 /** Largest hub file (thumbnail, sample image or video). */
@@ -272,23 +272,8 @@ export function hubRoutes(app: FastifyInstance, d: HubRouteDeps): void {
       for (const [i, s] of samples.entries()) sampleUrls.push((await mediaUrl(req, p.workspaceId, s, `sample_image_tokens_or_urls[${i}]`))!);
       const assets = await assetInfos(d.db, p.workspaceId, assetIds);
 
-      let w: WorkflowRow | null = isUuid(file) ? await d.workflows.get(p.workspaceId, file) : null;
-      if (w) {
-        if (Number(w.latest_version) === 0) badRequest('The workflow has no content to publish');
-        w = await d.workflows.publish(w);
-      } else {
-        // The frontend keeps workflows under `workflows/`; a bare name means the file there.
-        const inWorkflows = `workflows/${file}`;
-        const abs = userdataFile(d.users, p.workspaceId, file);
-        const bare = !file.startsWith('workflows/') && !(abs && fs.existsSync(abs)) && userdataFile(d.users, p.workspaceId, inWorkflows) !== null;
-        w = await publishUserdataWorkflow(d, p.workspaceId, p.userId, bare ? inWorkflows : file);
-      }
-      const version = (await d.workflows.version(w))!;
-      const status: HubStatus = d.moderation ? 'pending' : 'approved';
       const detail: HubDetail = { tags: tagList, models, custom_nodes: customNodes, tutorial_url: tutorial, metadata, thumbnail_type: (thumbType as string | undefined) ?? undefined, thumbnail_url: thumbnail, thumbnail_comparison_url: comparison, sample_image_urls: sampleUrls, assets };
-      const row = await hub.upsert({ share_id: w.share_id!, workspace_id: p.workspaceId, workflow_id: w.id, name, description, status, labels: JSON.stringify(tagList.filter(isLabel)), detail: JSON.stringify(detail), workflow_json: version.content, publish_time: Number(w.publish_time) });
-      await d.workflows.setListed(w.id, status === 'approved');
-      if (thumbnail) await d.workflows.setThumbnail(w.id, thumbnail);
+      const { row, workflow: w, content, status } = await publishToHub(d, { workspaceId: p.workspaceId, userId: p.userId, file, name, description, detail, moderation: d.moderation });
       return {
         share_id: row.share_id,
         workflow_id: w.id,
@@ -305,7 +290,7 @@ export function hubRoutes(app: FastifyInstance, d: HubRouteDeps): void {
         ...(metadata ? { metadata } : {}),
         sample_image_urls: sampleUrls,
         publish_time: iso(row.publish_time),
-        workflow_json: JSON.parse(version.content),
+        workflow_json: content,
         assets,
         profile: await withCount(prof),
       };
@@ -419,19 +404,3 @@ export function hubRoutes(app: FastifyInstance, d: HubRouteDeps): void {
   );
 }
 
-/** AssetInfo of assets the workspace sees (its own and the shared input files, as the asset routes), in the order asked; a 400 naming any it does not. */
-async function assetInfos(db: () => Kysely<any>, workspaceId: string, ids: string[]): Promise<HubDetail['assets']> {
-  const wanted = [...new Set(ids)];
-  if (wanted.length === 0) return [];
-  const valid = wanted.filter((id) => storable(id, 100));
-  const rows = valid.length ? await db().selectFrom('assets').select(['id', 'name', 'mime_type', 'size']).where('owner', 'in', ['', workspaceId]).where('id', 'in', valid).execute() : [];
-  const byId = new Map(rows.map((r: any) => [r.id as string, r]));
-  const missing = wanted.filter((id) => !byId.has(id));
-  if (missing.length) throw cloudError(400, 'invalid_asset', 'Some asset_ids are not assets of this workspace', { missing });
-  return wanted.map((id) => {
-    const r = byId.get(id);
-    return { id, filename: r.name as string, ...(r.mime_type ? { mime_type: r.mime_type as string } : {}), size_bytes: Number(r.size) };
-  });
-}
-
-export type { Principal };
