@@ -45,6 +45,7 @@ import { userRoutes } from './routes/users.ts';
 import { webPageRoutes } from './routes/web-page.ts';
 import { wsRoutes } from './routes/ws.ts';
 import { WsHub } from './ws/hub.ts';
+import { PgRelay } from './ws/relay.ts';
 
 export async function openWorkflowStorage(cfg: ServiceConfig): Promise<Storage> {
   const storage = await openStorage({ databaseUrl: cfg.databaseUrl, dataDir: cfg.dataDir, sqliteFile: 'workflow.sqlite', pgSchema: cfg.pgSchema, sqliteStatementCache: 128 });
@@ -107,7 +108,10 @@ export async function buildApp(base: ServiceConfig): Promise<FastifyInstance> {
 
     const registry = await buildRegistry(config, app.log);
     const executor = new Executor(registry, config.cache);
-    const hub = new WsHub({ isolateOwners: config.runtime === 'cloud' });
+    // Several API processes on one PostgreSQL database: a prompt's frames reach its client's socket whichever process holds it.
+    const relay = storage.dialect.kind === 'postgres' && config.flags.wsRelay !== false ? new PgRelay(storage.databaseUrl!, storage.pgSchema!, app.log) : undefined;
+    const hub = new WsHub({ isolateOwners: config.runtime === 'cloud', relay });
+    if (relay) await relay.start((frames) => hub.receive(frames));
     // Assets are on unless --disable-assets: every file a job saves becomes one, its id in the `executed` entry.
     const assets = config.flags.disableAssets === true || process.env.WORKFLOW_DISABLE_ASSETS === '1'
       ? undefined
@@ -180,6 +184,7 @@ export async function buildApp(base: ServiceConfig): Promise<FastifyInstance> {
 
     app.addHook('onClose', async () => {
       await runner.stop();
+      await relay?.close();
       hub.closeAll();
       await storage.close();
     });

@@ -4,5 +4,6 @@ import { identityMigration } from './migrations/003_identity.ts';
 import { cloudContentMigration } from './migrations/004_cloud_content.ts';
 import { cloudOpsMigration } from './migrations/005_cloud_ops.ts';
 import { rateLimitsMigration } from './migrations/006_rate_limits.ts';
+import { wsRelayMigration } from './migrations/007_ws_relay.ts';
 
-export const workflowMigrations = [promptsMigration, assetsMigration, identityMigration, cloudContentMigration, cloudOpsMigration, rateLimitsMigration];
+export const workflowMigrations = [promptsMigration, assetsMigration, identityMigration, cloudContentMigration, cloudOpsMigration, rateLimitsMigration, wsRelayMigration];

@@ -180,14 +180,16 @@ export async function claimNext(storage: Storage, worker: string, now: number, d
 }
 
 /** Records a prompt's end and takes the next one in the same transaction: one commit per prompt instead of two. */
-export async function completeAndClaimNext(storage: Storage, id: string, c: Completion, worker: string | null): Promise<PromptRecord | null> {
-  if (worker === null) {
+export async function completeAndClaimNext(storage: Storage, id: string, c: Completion, worker: string | null, trimTo?: number): Promise<{ next: PromptRecord | null; trimmed: number }> {
+  if (worker === null && trimTo === undefined) {
     await completePrompt(storage.db, id, c);
-    return null;
+    return { next: null, trimmed: 0 };
   }
+  // The history bound holds the moment the end is visible: trimming commits with it.
   return storage.db.transaction().execute(async (trx) => {
     await completePrompt(trx, id, c);
-    return claimNext(storage, worker, Date.now(), trx);
+    const trimmed = trimTo === undefined ? 0 : await trimHistory(trx, trimTo);
+    return { next: worker === null ? null : await claimNext(storage, worker, Date.now(), trx), trimmed };
   });
 }
 

@@ -516,7 +516,9 @@ export class PromptRunner {
       const completion = { status, endTime: Date.now(), outputs: result?.outputs ?? {}, meta: result?.meta ?? {}, messages: result?.messages ?? [] };
       // With nothing else known to be queued, the end is recorded alone (a prompt stored meanwhile is claimed by the loop).
       const claimNext = !this.stopped && this.remaining > 1;
-      next = await completeAndClaimNext(this.o.storage, record.id, completion, claimNext ? this.workerId : null);
+      const done = await completeAndClaimNext(this.o.storage, record.id, completion, claimNext ? this.workerId : null, this.finished + 1 > this.o.maxHistory ? this.o.maxHistory : undefined);
+      next = done.next;
+      this.finished += 1 - done.trimmed;
       this.o.onFinished?.({ promptId: record.id, owner: record.owner, status, startTime: record.startTime ?? completion.endTime, endTime: completion.endTime });
       this.current = null;
       this.counted(record.owner, -1);
@@ -525,7 +527,6 @@ export class PromptRunner {
       sink.out(() => this.broadcastStatus(record.owner));
       ended = true;
       if (released && current.held) flushHeld();
-      if (++this.finished > this.o.maxHistory) this.finished -= await trimHistory(this.o.storage.db, this.o.maxHistory);
     }
     return next;
   }

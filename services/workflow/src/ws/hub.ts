@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { WebSocket } from 'ws';
 import { Outbox } from './outbox.ts';
+import type { RelayFrame } from './relay.ts';
 
 export interface ClientInfo {
   clientId: string;
@@ -43,8 +44,23 @@ export class WsHub {
    */
   private readonly isolate: boolean;
 
-  constructor(opts: { isolateOwners?: boolean } = {}) {
+  /** Other API processes' sockets (PostgreSQL scale-out): frames for a client not held here go there too. */
+  private readonly relay?: { publish(f: RelayFrame): void };
+
+  constructor(opts: { isolateOwners?: boolean; relay?: { publish(f: RelayFrame): void } } = {}) {
     this.isolate = opts.isolateOwners === true;
+    this.relay = opts.relay;
+  }
+
+  /** Frames relayed from another process: delivered to the sockets held here (or parked, like local ones). */
+  receive(frames: RelayFrame[]): void {
+    for (const f of frames) {
+      const data = f.bin !== undefined ? Buffer.from(f.bin, 'base64') : f.text;
+      if (data === undefined) continue;
+      if (f.to === null) {
+        for (const c of this.clients.values()) if (this.mayReceive(c, f.owner)) c.outbox.push({ key: f.key, data });
+      } else this.deliverHere(f.to, { key: f.key, data });
+    }
   }
 
   private key(clientId: string, owner: string | undefined): string {
@@ -93,6 +109,7 @@ export class WsHub {
     const text = JSON.stringify({ type, data });
     if (clientId === null) {
       for (const c of this.clients.values()) if (this.mayReceive(c, owner)) c.outbox.push({ data: text });
+      this.relay?.publish({ to: null, owner, text });
       return;
     }
     this.deliver(this.key(clientId, owner), { data: text });
@@ -102,6 +119,7 @@ export class WsHub {
   sendCoalesced(clientId: string | null, key: string, build: () => string, owner?: string): void {
     if (clientId === null) {
       for (const c of this.clients.values()) if (this.mayReceive(c, owner)) c.outbox.push({ key, build });
+      this.relay?.publish({ to: null, owner, key, text: build() });
       return;
     }
     this.deliver(this.key(clientId, owner), { key, build });
@@ -116,6 +134,14 @@ export class WsHub {
   }
 
   private deliver(clientId: string, frame: Parked['frames'][number]): void {
+    if (this.relay && !this.clients.has(clientId)) {
+      const data = frame.build ? frame.build() : frame.data!;
+      this.relay.publish(typeof data === 'string' ? { to: clientId, key: frame.key, text: data } : { to: clientId, key: frame.key, bin: data.toString('base64') });
+    }
+    this.deliverHere(clientId, frame);
+  }
+
+  private deliverHere(clientId: string, frame: Parked['frames'][number]): void {
     const c = this.clients.get(clientId);
     if (c) {
       c.outbox.push(frame);

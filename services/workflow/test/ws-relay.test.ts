@@ -1,0 +1,44 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { client } from '@svc/testkit';
+import { buildApp } from '../src/app.ts';
+import { startWorkflow, textPrompt, waitJob, WsClient } from './helpers.ts';
+
+test('PostgreSQL, two API processes: a prompt queued on one reaches the socket held by the other, once per message', async () => {
+  const a = await startWorkflow('postgres');
+  const bApp = await buildApp(a.cfg);
+  try {
+    const bUrl = await bApp.listen({ port: 0, host: '127.0.0.1' });
+    const ws = new WsClient(bUrl, 'relay-client');
+    await ws.opened;
+    const ids: string[] = [];
+    for (let i = 0; i < 6; i++) {
+      const r = await a.http.post('/prompt', { prompt: textPrompt(`relay-${i}-${Math.random()}`), client_id: 'relay-client' });
+      assert.equal(r.status, 200, r.text);
+      ids.push(r.body.prompt_id);
+    }
+    for (const id of ids) {
+      await ws.until((m) => m.find((x) => x.type === 'executing' && x.data.node === null && x.data.prompt_id === id));
+    }
+    for (const id of ids) {
+      const mine = ws.messages.filter((x) => x.data?.prompt_id === id).map((x) => x.type);
+      assert.equal(mine.filter((t) => t === 'execution_start').length, 1, `${id}: ${mine}`);
+      assert.equal(mine.filter((t) => t === 'execution_success').length, 1, `${id}: ${mine}`);
+      assert.ok(mine.indexOf('execution_start') < mine.indexOf('execution_success'), `${id}: ${mine}`);
+      assert.equal(mine.at(-1), 'executing', 'executing with node null ends each prompt');
+    }
+    // Broadcasts too: B's socket sees the queue drain to 0 (status of prompts held by A's runner or B's).
+    await ws.until((m) => m.find((x) => x.type === 'status' && x.data.status.exec_info.queue_remaining === 0));
+
+    // A client that connects to B only after its prompt was queued on A still sees it finish (frames parked on B).
+    const late = await a.http.post('/prompt', { prompt: textPrompt(`relay-late-${Math.random()}`), client_id: 'relay-late' });
+    await waitJob(client(bUrl), late.body.prompt_id);
+    const ws2 = new WsClient(bUrl, 'relay-late');
+    await ws2.until((m) => m.find((x) => x.type === 'executing' && x.data.node === null && x.data.prompt_id === late.body.prompt_id));
+    ws.close();
+    ws2.close();
+  } finally {
+    await bApp.close();
+    await a.close();
+  }
+});
