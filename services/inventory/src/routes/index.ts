@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { ApiConventions } from '../api/conventions.ts';
+import { describeEventEndpoints } from '../events/metadata.ts';
 import { modelFieldInfo } from '../models/metadata.ts';
 import type { ObjectEvent } from '../changes/types.ts';
 import type { ChangeSink } from '../changes/write.ts';
@@ -47,6 +48,7 @@ export async function coreRoutes(app: FastifyInstance, opts: CoreRouteOptions): 
   };
 
   opts.conventions.registerRoots(app, API_APPS);
+  describeEventEndpoints(opts.conventions);
   for (const m of MODELS) opts.conventions.describe(`/api/${m.app}/${m.path}/`, { name: m.title.replace(/([a-z])([A-Z])/g, '$1 $2').replace(/^IPAddress$/, 'IP Address'), fields: () => modelFieldInfo(m) });
 
   await statusRoutes(app, deps);

@@ -198,3 +198,40 @@ forEachStorage('inventory API: NetBox objects (tenancy, regions, locations, rack
     assert.equal(changes.results[0].changed_object.name, 'Evented');
   });
 });
+
+forEachStorage('inventory API: rack elevation and OPTIONS of event endpoints', (storage) => {
+  let api: Api;
+  before(async () => {
+    api = await startApi(storage);
+  });
+  after(() => api.close());
+
+  it('lists a rack\'s units with the devices in them', async () => {
+    const b = await seedBasics(api, 'el');
+    const rack = (await api.http.post('/api/dcim/racks/', { name: 'E1', site: b.site.id, u_height: 4 })).body;
+    const d = (await api.http.post('/api/dcim/devices/', { name: 'e-dev', site: b.site.id, device_type: b.type.id, role: b.role.id, rack: rack.id, position: 2, face: 'front' })).body;
+    const r = await api.http.get(`/api/dcim/racks/${rack.id}/elevation/`);
+    assert.equal(r.status, 200);
+    assert.equal(r.body.count, 4);
+    assert.deepEqual(r.body.results.map((u: any) => u.name), ['U4', 'U3', 'U2', 'U1']);
+    const u2 = r.body.results.find((u: any) => u.id === 2);
+    assert.equal(u2.device.id, d.id);
+    assert.equal(u2.occupied, true);
+    assert.deepEqual(u2.face, { value: 'front', label: 'Front' });
+    assert.equal(r.body.results.find((u: any) => u.id === 1).device, null);
+    assert.equal((await api.http.get(`/api/dcim/racks/${rack.id}/elevation/?face=side`)).status, 400);
+    assert.equal((await api.http.get('/api/dcim/racks/999999/elevation/')).status, 404);
+  });
+
+  it('describes webhook and event rule fields with choices in OPTIONS', async () => {
+    let r = await api.http.request('OPTIONS', '/api/extras/webhooks/');
+    assert.deepEqual(r.body.actions.POST.http_method.choices.map((c: any) => c.value), ['GET', 'POST', 'PUT', 'PATCH', 'DELETE']);
+    assert.equal(r.body.actions.POST.payload_url.required, true);
+    r = await api.http.request('OPTIONS', '/api/extras/event-rules/');
+    const types = r.body.actions.POST.object_types.child.choices.map((c: any) => c.value);
+    for (const t of ['dcim.device', 'ipam.prefix', 'tenancy.tenant', 'ipam.vlan']) assert.ok(types.includes(t), t);
+    r = await api.http.request('OPTIONS', '/api/extras/event-rules/1/');
+    assert.equal(r.body.name, 'Event Rule');
+    assert.ok(r.body.actions.PUT.event_types);
+  });
+});
