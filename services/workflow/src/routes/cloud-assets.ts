@@ -22,6 +22,8 @@ export interface CloudAssetDeps {
   outbound: OutboundConfig;
   /** The input folder a request's workspace reads (where downloads land and the mask editor saves). */
   inputDir(req: FastifyRequest): string;
+  /** Files landed in the caller's input folder: LoadImage's list in object_info is rendered again. */
+  inputChanged(req: FastifyRequest): void;
   exportsDir: string;
 }
 
@@ -162,7 +164,7 @@ export function cloudAssetRoutes(app: FastifyInstance, d: CloudAssetDeps): void 
       }
       const inputDir = d.inputDir(req);
       const task = await d.tasks.start({ owner: v.owner, taskName: 'asset_download', wsType: 'asset_download', idempotencyKey: idempotencyKey(req), payload: { assets: items.map((i) => ({ asset_id: i.assetId, target_path: i.targetPath ?? null })) } }, (progress) =>
-        downloadToInput(s, v, inputDir, items, (done, total, file) => progress({ progress: done / total, completed: done, total, ...file })),
+        downloadToInput(s, v, inputDir, items, (done, total, file) => progress({ progress: done / total, completed: done, total, ...file })).finally(() => d.inputChanged(req)),
       );
       return accepted(reply, task.id, task.status, `Downloading ${items.length} asset${items.length === 1 ? '' : 's'}`);
     }),

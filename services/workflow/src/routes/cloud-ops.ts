@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import type { Storage } from '@svc/storage';
 import type { WorkflowConfig } from '../config.ts';
 import type { AssetService } from '../domain/assets/service.ts';
@@ -16,12 +16,6 @@ import type { RouteCtx } from './context.ts';
 import { billingRoutes } from './billing.ts';
 import { experimentNodeRoutes } from './experiment-nodes.ts';
 import { taskRoutes } from './tasks.ts';
-
-/** The workspace's own input folder, where the route context provides one (per-workspace folders); else the shared one. */
-function inputFolder(ctx: RouteCtx, req: FastifyRequest): string | undefined {
-  const folders = (ctx as RouteCtx & { folders?: (r: FastifyRequest) => { dirs?: { input?: string } } }).folders;
-  return folders?.(req)?.dirs?.input;
-}
 
 export interface CloudOpsDeps {
   ctx: RouteCtx;
@@ -124,7 +118,7 @@ export class CloudOps {
       await Promise.allSettled([...this.charging]);
     });
     taskRoutes(app, db);
-    cloudAssetRoutes(app, { db, assets: d.assets, tasks, hub: d.hub, outbound: this.outbound, inputDir: (req) => inputFolder(d.ctx, req) ?? this.config.dirs.input, exportsDir: path.join(this.config.dataDir, 'exports') });
+    cloudAssetRoutes(app, { db, assets: d.assets, tasks, hub: d.hub, outbound: this.outbound, inputDir: (req) => d.ctx.folders(req).dirs.input, inputChanged: (req) => d.registry.invalidate(d.ctx.folders(req)), exportsDir: path.join(this.config.dataDir, 'exports') });
   }
 }
 
