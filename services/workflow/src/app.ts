@@ -45,7 +45,7 @@ import { userRoutes } from './routes/users.ts';
 import { webPageRoutes } from './routes/web-page.ts';
 import { wsRoutes } from './routes/ws.ts';
 import { WsHub } from './ws/hub.ts';
-import { PgRelay } from './ws/relay.ts';
+import { createRelay } from './ws/relay-factory.ts';
 
 export async function openWorkflowStorage(cfg: ServiceConfig): Promise<Storage> {
   const storage = await openStorage({ databaseUrl: cfg.databaseUrl, dataDir: cfg.dataDir, sqliteFile: 'workflow.sqlite', pgSchema: cfg.pgSchema, sqliteStatementCache: 128 });
@@ -109,7 +109,7 @@ export async function buildApp(base: ServiceConfig): Promise<FastifyInstance> {
     const registry = await buildRegistry(config, app.log);
     const executor = new Executor(registry, config.cache);
     // Several API processes on one PostgreSQL database: a prompt's frames reach its client's socket whichever process holds it.
-    const relay = storage.dialect.kind === 'postgres' && config.flags.wsRelay !== false ? new PgRelay(storage.databaseUrl!, storage.pgSchema!, app.log) : undefined;
+    const relay = createRelay(storage, config.flags, app.log);
     const hub = new WsHub({ isolateOwners: config.runtime === 'cloud', relay });
     if (relay) await relay.start((frames) => hub.receive(frames));
     // Assets are on unless --disable-assets: every file a job saves becomes one, its id in the `executed` entry.
