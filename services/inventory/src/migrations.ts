@@ -182,4 +182,12 @@ export const coreMigrations: Migration[] = [
       for (const table of ['dcim_devicetype', 'dcim_devicerole']) await sql.raw(`alter table ${table} add column comments text not null default ''`).execute(db);
     },
   },
+  {
+    // available-ips counts and scans the used hosts of one VRF in a range: index-only with the VRF first.
+    // It also serves lookups by VRF alone, so the index on vrf_id goes (the planner picked it for range scans).
+    name: '006_ip_vrf_host_index',
+    async up(db) {
+      await exec(db, [`create index ipam_ipaddress_vrf_host on ipam_ipaddress (vrf_id, family, _host)`, `drop index ipam_ipaddress_vrf`]);
+    },
+  },
 ];

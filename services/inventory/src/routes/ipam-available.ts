@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { HttpError } from '@svc/kernel';
+import { sql } from 'kysely';
 import { requireRead, requireWrite } from '../auth/index.ts';
 import { notFound, validationError } from '../api/errors.ts';
 import { baseUrl, pageOf } from '../api/pagination.ts';
@@ -29,22 +30,55 @@ function hostRange(net: Net, isPool: boolean): [bigint, bigint] {
   return net.family === 4 ? [net.first + 1n, net.last - 1n] : [net.first + 1n, net.last];
 }
 
+/**
+ * Per prefix range and VRF scope, the first address that was free when last looked at: everything
+ * below it was in use then. Only a hint (another process may have deleted an address below it), so
+ * each use is checked first — one index-only count — and dropped when it no longer holds. Without
+ * it, each allocation from a filling prefix would read every used address before the first gap.
+ */
+const scanHints = new Map<string, bigint>();
+const MAX_HINTS = 10_000;
+
+function scopeFilter<Q extends { where: (...a: any[]) => Q }>(q: Q, vrf: number | null | undefined): Q {
+  return vrf === undefined ? q : vrf === null ? q.where('vrf_id', 'is', null) : q.where('vrf_id', '=', vrf);
+}
+
+/** Whether every address of [lo, hi) is in use (in the scope): as many distinct used hosts as addresses. */
+async function allUsed(ctx: ReadCtx, family: 4 | 6, vrf: number | null | undefined, lo: bigint, hi: bigint): Promise<boolean> {
+  const q = scopeFilter(
+    ctx.db
+      .selectFrom('ipam_ipaddress')
+      .select(sql<number>`count(distinct _host)`.as('n'))
+      .where('family', '=', family)
+      .where('_host', '>=', hexKey(lo, family))
+      .where('_host', '<', hexKey(hi, family)),
+    vrf,
+  );
+  const row = await q.executeTakeFirst();
+  return BigInt(Number(row?.n ?? 0)) === hi - lo;
+}
+
 /** Up to `limit` free addresses of a prefix, in order, scanning the used ones in chunks. */
 async function freeAddresses(ctx: ReadCtx, p: Row, limit: number): Promise<bigint[]> {
   const net = parseNet(p.prefix)!;
   const [lo, hi] = hostRange(net, !!p.is_pool);
   const out: bigint[] = [];
-  let cursor = lo;
   const vrf = vrfScope(p);
+  const hintKey = `${net.family}:${vrf === undefined ? '*' : String(vrf)}:${lo}:${hi}`;
+  let cursor = lo;
+  const hint = scanHints.get(hintKey);
+  if (hint !== undefined && hint > lo && hint <= hi + 1n && (await allUsed(ctx, net.family, vrf, lo, hint))) cursor = hint;
   while (out.length < limit && cursor <= hi) {
-    let q = ctx.db
-      .selectFrom('ipam_ipaddress')
-      .select('_host')
-      .distinct()
-      .where('family', '=', net.family)
-      .where('_host', '>=', hexKey(cursor, net.family))
-      .where('_host', '<=', hexKey(hi, net.family));
-    if (vrf !== undefined) q = vrf === null ? q.where('vrf_id', 'is', null) : q.where('vrf_id', '=', vrf);
+    const q = scopeFilter(
+      ctx.db
+        .selectFrom('ipam_ipaddress')
+        .select('_host')
+        .distinct()
+        .where('family', '=', net.family)
+        .where('_host', '>=', hexKey(cursor, net.family))
+        .where('_host', '<=', hexKey(hi, net.family)),
+      vrf,
+    );
     const used = (await q.orderBy('_host').limit(1000).execute()).map((r) => BigInt(`0x${r._host}`));
     for (const u of used) {
       while (cursor < u && out.length < limit) out.push(cursor++);
@@ -56,6 +90,11 @@ async function freeAddresses(ctx: ReadCtx, p: Row, limit: number): Promise<bigin
       break;
     }
   }
+  const next = out.length ? out[0]! : cursor;
+  if (next > lo) {
+    if (scanHints.size >= MAX_HINTS && !scanHints.has(hintKey)) scanHints.delete(scanHints.keys().next().value!);
+    scanHints.set(hintKey, next);
+  } else scanHints.delete(hintKey);
   return out;
 }
 
