@@ -180,8 +180,8 @@ export class MaskError extends Error {
  * the mask's alpha (an opaque mask everywhere when it has none), saved as PNG
  * at compression 4 with the original's text chunks.
  */
-export async function compositeMask(originalFile: string, mask: Buffer): Promise<Buffer> {
-  const original = await fs.promises.readFile(originalFile);
+export async function compositeMask(originalFile: string | Buffer, mask: Buffer): Promise<Buffer> {
+  const original = Buffer.isBuffer(originalFile) ? originalFile : await fs.promises.readFile(originalFile);
   let orig: { data: Buffer; info: { width: number; height: number } };
   let alpha: { data: Buffer; info: { width: number; height: number } };
   try {

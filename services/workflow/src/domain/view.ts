@@ -16,7 +16,7 @@ const PIXEL_LIMIT = 16384 * 16384;
  * is anything else or the channel names alpha), quality from the last part
  * when it is digits (default 90), RGB for jpeg and `channel=rgb`.
  */
-export async function previewImage(file: string, preview: string, channel: string): Promise<{ body: Buffer; type: string }> {
+export async function previewImage(file: string | Buffer, preview: string, channel: string): Promise<{ body: Buffer; type: string }> {
   const parts = preview.split(';');
   let format = parts[0]!;
   if ((format !== 'webp' && format !== 'jpeg') || channel.includes('a')) format = 'webp';
@@ -33,7 +33,7 @@ export async function previewImage(file: string, preview: string, channel: strin
 }
 
 /** `?channel=rgb`: the colour channels as PNG; `?channel=a`: the alpha (opaque when there is none) on black, as an RGBA PNG. */
-export async function channelImage(file: string, channel: 'rgb' | 'a'): Promise<Buffer> {
+export async function channelImage(file: string | Buffer, channel: 'rgb' | 'a'): Promise<Buffer> {
   try {
     if (channel === 'rgb') return await sharp(file, { limitInputPixels: PIXEL_LIMIT }).removeAlpha().png().toBuffer();
     const { data, info } = await sharp(file, { limitInputPixels: PIXEL_LIMIT }).ensureAlpha().extractChannel(3).raw().toBuffer({ resolveWithObject: true });

@@ -1,7 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import multipart from '@fastify/multipart';
-import send from '@fastify/send';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify';
 import { isTransientStorageError } from '@svc/storage';
 import { Blake3Stream, canonicalHash, cleanMime, tempUploadPath } from '../domain/assets/content.ts';
@@ -10,6 +9,7 @@ import { AssetError, checkJsonValue, checkText, isPlainObject } from '../domain/
 import { listTags, tagHistogram, type AssetFilter, type SortColumn } from '../domain/assets/repo.ts';
 import { AssetSeeder, pruneMissing, SEED_ROOTS, type SeedRoot } from '../domain/assets/seeder.ts';
 import type { AssetService, Viewer } from '../domain/assets/service.ts';
+import { sendLocalOrStored } from '../files/shared-content.ts';
 import { assetSchemas as S } from '../schemas/assets.ts';
 import { dual, type Handler, type RouteDoc } from './common.ts';
 import type { RouteCtx } from './context.ts';
@@ -345,11 +345,13 @@ export function assetRoutes(app: FastifyInstance, ctx: RouteCtx, opts: AssetRout
         type = 'application/octet-stream';
         disposition = 'attachment';
       }
-      const r = await send(req.raw, '/' + encodeURIComponent(path.basename(file)), { root: path.dirname(file), dotfiles: 'allow', index: false, cacheControl: false, lastModified: true, etag: true });
+      // Not on this disk: the shared content store's copy, with the same headers.
+      const r = await sendLocalOrStored(req.raw, file, svc.content, { dotfiles: 'allow', index: false, cacheControl: false, lastModified: true, etag: true });
+      if (!r) throw new AssetError(404, 'FILE_NOT_FOUND', 'Underlying file not found on disk.', { id });
       if (r.type !== 'file') {
         r.stream.destroy?.();
         if (r.statusCode === 416) {
-          const size = (await fs.promises.stat(file)).size;
+          const size = row.size;
           return reply.code(416).header('Content-Range', `bytes */${size}`).header('Accept-Ranges', 'bytes').send();
         }
         throw new AssetError(404, 'FILE_NOT_FOUND', 'Underlying file not found on disk.', { id });

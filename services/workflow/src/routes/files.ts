@@ -7,6 +7,8 @@ import { mayViewOutput } from '../domain/output-owners.ts';
 import { channelImage, contentDisposition, previewImage, safeContentType, ViewError } from '../domain/view.ts';
 import { readSafetensorsMetadata } from '../domain/models.ts';
 import { parseAnnotated, safeJoin, type FolderType, UnsafePathError } from '../files/paths.ts';
+import type { StoredObject } from '../files/content-store.ts';
+import type { SharedContent } from '../files/shared-content.ts';
 import type { ModelFolders } from '../domain/models.ts';
 import { dual } from './common.ts';
 import type { RouteCtx } from './context.ts';
@@ -42,6 +44,11 @@ export interface FileRoutesOptions {
   uploadAnswerExtras?: (file: StoredUpload, req: FastifyRequest) => Promise<Record<string, unknown> | undefined>;
   /** Assets hook: the stored file a `blake3:<hash>` name in /view stands for. */
   resolveHashName?: (name: string, req: FastifyRequest) => Promise<{ path: string; filename: string } | undefined>;
+  /**
+   * The shared content store (scale-out): uploads are put there, and /view
+   * serves from it a file that is not on this process's disk.
+   */
+  content?: SharedContent;
 }
 
 class Refusal extends Error {
@@ -143,6 +150,8 @@ export function fileRoutes(app: FastifyInstance, ctx: RouteCtx, opts: FileRoutes
 
   const answer = async (req: FastifyRequest, reply: FastifyReply, t: ReturnType<typeof target>, placed: { name: string; path: string; reused: boolean }, form: UploadForm) => {
     if (t.type === 'input' && !placed.reused) opts.onInputChanged?.(ctx.folders(req));
+    // Before the answer: a prompt sent to another process right after it finds the file in the store.
+    await opts.content?.putQuietly(placed.path);
     const body: Record<string, unknown> = { name: placed.name, subfolder: t.subfolder, type: t.type };
     if (opts.uploadAnswerExtras) {
       const st = await fs.promises.stat(placed.path);
@@ -236,12 +245,14 @@ export function fileRoutes(app: FastifyInstance, ctx: RouteCtx, opts: FileRoutes
     const r = ref as { filename: string; subfolder?: unknown; type?: unknown };
     const original = resolveViewFile(req, r.filename, typeof r.type === 'string' ? r.type : 'output', typeof r.subfolder === 'string' ? r.subfolder : undefined);
     const st = await fs.promises.stat(original.path).catch(() => undefined);
-    if (!st?.isFile()) throw new Refusal(404, 'original_ref: the original image does not exist');
+    // Not on this disk: the shared store's copy (an output another process wrote).
+    const storedOriginal = !st?.isFile() && opts.content ? await opts.content.read(original.path) : undefined;
+    if (!st?.isFile() && !storedOriginal) throw new Refusal(404, 'original_ref: the original image does not exist');
     if (opts.multiUser && original.type !== 'input' && !(await mayViewOutput(ctx.storageDb(), ctx.owner(req), { filename: original.filename, subfolder: original.subfolder, type: original.type }))) {
       throw new Refusal(404, 'original_ref: the original image does not exist');
     }
     const mask = await form.image!.body.buffer();
-    const composite = await compositeMask(original.path, mask);
+    const composite = await compositeMask(storedOriginal ?? original.path, mask);
     const overwrite = form.fields.overwrite === 'true' || form.fields.overwrite === '1';
     await guardOthersOutput(req, t, overwrite);
     return { t, placed: await placeUpload(t.folder, t.name, form.image!.body, overwrite, async () => composite) };
@@ -307,27 +318,38 @@ export function fileRoutes(app: FastifyInstance, ctx: RouteCtx, opts: FileRoutes
         if (opts.multiUser && v.type !== 'input') ownerCheck = v;
       }
       const st = await fs.promises.stat(file).catch(() => undefined);
-      if (!st?.isFile()) return sendError(reply, 404, 'File not found');
+      // Not on this disk (written by a process elsewhere): the shared content store's copy.
+      let stored: StoredObject | undefined;
+      if (!st?.isFile() && opts.content) stored = await opts.content.head(file);
+      if (!st?.isFile() && !stored) return sendError(reply, 404, 'File not found');
+      const readStored = async (f: string): Promise<Buffer> => {
+        const b = await opts.content!.read(f);
+        if (!b) throw new Refusal(404, 'File not found');
+        return b;
+      };
       if (ownerCheck && !(await mayViewOutput(ctx.storageDb(), ctx.owner(req), ownerCheck))) return sendError(reply, 404, 'File not found');
 
       const disposition = contentDisposition(filename);
       const preview = queryString(q, 'preview');
       const channel = queryString(q, 'channel') ?? 'rgba';
       if (preview !== undefined) {
-        const out = await previewImage(file, preview, queryString(q, 'channel') ?? '');
+        const out = await previewImage(stored ? await readStored(file) : file, preview, queryString(q, 'channel') ?? '');
         return reply.header('Content-Disposition', disposition).header('Cache-Control', 'no-cache').type(out.type).send(out.body);
       }
       if (channel === 'rgb' || channel === 'a') {
-        const png = await channelImage(file, channel);
+        const png = await channelImage(stored ? await readStored(file) : file, channel);
         return reply.header('Content-Disposition', disposition).header('Cache-Control', 'no-cache').type('image/png').send(png);
       }
-      const r = await send(req.raw, '/' + encodeURIComponent(path.basename(file)), { root: path.dirname(file), dotfiles: 'allow', index: false, cacheControl: false });
+      const r = stored
+        ? await opts.content!.send(req.raw, file, stored)
+        : await send(req.raw, '/' + encodeURIComponent(path.basename(file)), { root: path.dirname(file), dotfiles: 'allow', index: false, cacheControl: false });
+      if (!r) return sendError(reply, 404, 'File not found');
       if (r.type !== 'file') {
         r.stream.destroy?.();
         return sendError(reply, r.statusCode >= 400 ? r.statusCode : 404, 'File not found');
       }
-      const headers = r.headers;
-      if (r.statusCode !== 304) headers['Content-Type'] = safeContentType(headers['Content-Type'] ?? headers['content-type']);
+      const headers = r.headers as Record<string, string | number>;
+      if (r.statusCode !== 304) headers['Content-Type'] = safeContentType(String(headers['Content-Type'] ?? headers['content-type'] ?? ''));
       delete headers['content-type'];
       headers['Content-Disposition'] = disposition;
       headers['Cache-Control'] = 'no-cache';

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Storage } from '@svc/storage';
+import type { SharedContent } from '../../files/shared-content.ts';
 import { workspaceFolderName } from '../../files/workspace-folders.ts';
 import { fileHolds, hashFile, imageMetadata, mimeFor, readHead, resolveLogical, storeBlob, type AssetDirs } from './content.ts';
 import { AssetError } from './errors.ts';
@@ -54,6 +55,8 @@ export class AssetService {
     readonly storage: Storage,
     readonly dirs: AssetDirs,
     private readonly log: { warn(o: object, m: string): void },
+    /** The shared content store (scale-out): blobs are put there, and content missing here is read from it. */
+    readonly content?: SharedContent,
   ) {
     this.db = storage.db;
     this.d = storage.dialect;
@@ -190,6 +193,7 @@ export class AssetService {
       let content = await repo.getContent(this.db, u.hash);
       if (!content || !(await fileHolds(this.dirs, content.path, content.size))) {
         const logical = await storeBlob(this.dirs, u.tmp, u.hash);
+        if (this.content) await this.content.putQuietly(resolveLogical(this.dirs, logical)!);
         if (!content) await repo.putContent(this.db, { hash: u.hash, size: u.size, mime_type: mime, path: logical }, now);
         else await repo.setContentPath(this.db, u.hash, logical);
         content = await repo.getContent(this.db, u.hash);
@@ -342,6 +346,8 @@ export class AssetService {
     for (const logical of new Set([content.path, row.file_path])) {
       const file = logical ? await fileHolds(this.dirs, logical, content.size) : undefined;
       if (file) await fs.promises.rm(file, { force: true }).catch((err) => this.log.warn({ err, file }, 'asset content file could not be removed'));
+      const local = logical ? resolveLogical(this.dirs, logical) : undefined;
+      if (local && this.content) await this.content.deleteFile(local);
     }
   }
 
@@ -361,7 +367,11 @@ export class AssetService {
   async contentFile(viewer: Viewer, id: string): Promise<{ row: AssetRow; file: string }> {
     const row = await this.visible(viewer, id);
     const content = row.hash ? await repo.getContent(this.db, row.hash) : undefined;
-    const file = (await fileHolds(this.dirs, row.file_path, row.size)) ?? (content ? await fileHolds(this.dirs, content.path, content.size) : undefined);
+    const file =
+      (await fileHolds(this.dirs, row.file_path, row.size)) ??
+      (content ? await fileHolds(this.dirs, content.path, content.size) : undefined) ??
+      (await this.storedHolds(row.file_path, row.size)) ??
+      (content ? await this.storedHolds(content.path, content.size) : undefined);
     if (!file) throw new AssetError(404, 'FILE_NOT_FOUND', 'Underlying file not found on disk.', { id });
     await repo.touch(this.db, id, Date.now());
     return { row, file };
@@ -375,8 +385,25 @@ export class AssetService {
   async fileForHash(viewer: Viewer, hash: string): Promise<{ path: string; filename: string } | undefined> {
     if (!(await repo.ownerHasHash(this.db, viewer.owners, hash))) return undefined;
     const content = await repo.getContent(this.db, hash);
-    const file = content ? await fileHolds(this.dirs, content.path, content.size) : undefined;
+    const file = content ? ((await fileHolds(this.dirs, content.path, content.size)) ?? (await this.storedHolds(content.path, content.size))) : undefined;
     return file ? { path: file, filename: path.basename(content!.path) } : undefined;
+  }
+
+  /**
+   * The local path of content that is not on this disk but in the shared
+   * store with the expected size (written by another process): the routes
+   * stream it from there.
+   */
+  private async storedHolds(logical: string | null, size: number): Promise<string | undefined> {
+    if (!this.content || !logical) return undefined;
+    const file = resolveLogical(this.dirs, logical);
+    if (!file) return undefined;
+    try {
+      return (await this.content.head(file))?.size === size ? file : undefined;
+    } catch (err) {
+      this.log.warn({ err, logical }, 'the shared content store could not be read');
+      return undefined;
+    }
   }
 }
 
