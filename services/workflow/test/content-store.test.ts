@@ -185,6 +185,36 @@ describe('S3Store against a local S3-compatible server', () => {
     }
   });
 
+  test('SharedContent.materialize fetches the images a prompt names that are not on this disk, inside their folders only', async () => {
+    const a = tmpDir('mat-a');
+    const b = tmpDir('mat-b');
+    try {
+      const dirsOf = (d: string) => ({ input: path.join(d, 'input'), output: path.join(d, 'output'), temp: path.join(d, 'temp'), blobs: path.join(d, 'assets', 'blobs') });
+      const sa = new SharedContent(store, dirsOf(a), quiet);
+      const sb = new SharedContent(store, dirsOf(b), quiet);
+      for (const [rel, body] of [['input/sub/x.png', 'X'], ['output/y.png', 'Y']] as const) {
+        fs.mkdirSync(path.dirname(path.join(a, rel)), { recursive: true });
+        fs.writeFileSync(path.join(a, rel), body);
+        await sa.putFile(path.join(a, rel));
+      }
+      const prompt = {
+        '1': { class_type: 'LoadImage', inputs: { image: 'sub/x.png' } },
+        '2': { class_type: 'LoadImage', inputs: { image: 'y.png [output]' } },
+        '3': { class_type: 'LoadImage', inputs: { image: '../../input/sub/x.png' } },
+        '4': { class_type: 'LoadImage', inputs: { image: 'missing.png', other: 5 } },
+        '5': { class_type: 'PrimitiveString', inputs: { value: 'not an image' } },
+      };
+      assert.equal(await sb.materialize(prompt, dirsOf(b)), 2);
+      assert.equal(fs.readFileSync(path.join(b, 'input', 'sub', 'x.png'), 'utf8'), 'X');
+      assert.equal(fs.readFileSync(path.join(b, 'output', 'y.png'), 'utf8'), 'Y');
+      assert.equal(await sb.materialize(prompt, dirsOf(b)), 0, 'present files are not fetched again');
+      assert.deepEqual(fs.readdirSync(path.join(b, 'input', 'sub')), ['x.png']);
+    } finally {
+      fs.rmSync(a, { recursive: true, force: true });
+      fs.rmSync(b, { recursive: true, force: true });
+    }
+  });
+
   test('configuration: bucket names, endpoints, prefixes and key pairs are checked; a shared directory without S3; none by default', async () => {
     await assert.rejects(openContentStore({ s3Bucket: 'Bad_Bucket' }, {}), /s3-bucket/);
     await assert.rejects(openContentStore({ s3Bucket: 'ok-bucket', s3Endpoint: 'ftp://127.0.0.1' }, {}), /s3-endpoint/);

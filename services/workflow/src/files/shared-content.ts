@@ -4,6 +4,7 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import send from '@fastify/send';
 import { checkKey, downloadObject, openContentStore, readObject, type ContentRoot, type ContentStore, type StoredObject } from './content-store.ts';
+import { parseAnnotated, safeRelative } from './paths.ts';
 import { workspaceFolderName, workspacesRoot } from './workspace-folders.ts';
 
 /** What a route answers with, local file or stored object alike: the shape @fastify/send gives. */
@@ -13,6 +14,11 @@ export interface SendResult {
   stream: Readable;
   type: 'file' | 'error';
 }
+
+/** A prompt input that names an image file (LoadImage and its kin), annotated or not. */
+const IMAGE_NAME = /\.(png|jpe?g|webp|gif|bmp|tiff?|avif)( \[(input|output|temp)\])?$/i;
+/** Names fetched for one prompt at most (a prompt is bounded, this bounds the store requests too). */
+const MAX_MATERIALIZED = 256;
 
 /** Previews, channels and masks read a stored file whole: no more than this. */
 const MAX_BUFFERED = 512 * 1024 * 1024;
@@ -138,6 +144,42 @@ export class SharedContent {
     const key = this.keyOf(file);
     if (!key) return false;
     return downloadObject(this.store, key, file);
+  }
+
+  /**
+   * Fetches the image files a prompt names that are not on this disk (an
+   * upload another process received, `name.png [output]` written elsewhere):
+   * for an API process before it validates the prompt, for a worker before
+   * it runs it. Every string input that names an image is resolved as
+   * LoadImage resolves it (so it cannot leave its folder) against the
+   * prompt owner's folders. Returns how many files were fetched.
+   */
+  async materialize(prompt: Record<string, unknown>, dirs: { input: string; output: string; temp: string }): Promise<number> {
+    const names = new Set<string>();
+    for (const node of Object.values(prompt)) {
+      const inputs = (node as { inputs?: unknown } | null)?.inputs;
+      if (!inputs || typeof inputs !== 'object') continue;
+      for (const v of Object.values(inputs)) if (typeof v === 'string' && IMAGE_NAME.test(v) && names.size < MAX_MATERIALIZED) names.add(v);
+    }
+    let fetched = 0;
+    await Promise.all(
+      [...names].map(async (name) => {
+        const { name: rel, type } = parseAnnotated(name, 'input');
+        let file: string;
+        try {
+          file = safeRelative(dirs[type], rel);
+        } catch {
+          return; // validation refuses the name itself
+        }
+        if (await isFile(file)) return;
+        try {
+          if (this.keyOf(file) && (await downloadObject(this.store, this.keyOf(file)!, file))) fetched++;
+        } catch (err) {
+          this.log.warn({ err, file }, 'a prompt input could not be fetched from the shared content store');
+        }
+      }),
+    );
+    return fetched;
   }
 
   /**
