@@ -168,6 +168,8 @@ export class S3Store implements ContentStore {
       requestChecksumCalculation: 'WHEN_REQUIRED',
       responseChecksumValidation: 'WHEN_REQUIRED',
       maxAttempts: 3,
+      // A bucket that stops answering fails the request instead of holding it (and its client) forever.
+      requestHandler: { connectionTimeout: 5_000, requestTimeout: 60_000 },
     });
     return new S3Store(s3, client, opts);
   }
