@@ -25,10 +25,14 @@ export function chunks<T>(items: T[], size = 500): T[][] {
   return out;
 }
 
+/** Timestamps as we write them on SQLite (Date.toISOString): already what readTimestamp would return. */
+const CANONICAL_ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
+const timestamp = (d: SqlDialect, v: unknown) => (typeof v === 'string' && v.length === 24 && CANONICAL_ISO.test(v) ? v : d.readTimestamp(v));
+
 /** Driver values to plain JS: numeric ids, ISO timestamps, parsed JSON, booleans. */
 export function normaliseRow(d: SqlDialect, m: ModelDef, raw: Row): Row {
-  const r: Row = { ...raw, id: Number(raw.id), created: d.readTimestamp(raw.created), last_updated: d.readTimestamp(raw.last_updated) };
-  r.custom_fields = d.parseJson(raw.custom_fields) ?? {};
+  const r: Row = { ...raw, id: Number(raw.id), created: timestamp(d, raw.created), last_updated: timestamp(d, raw.last_updated) };
+  r.custom_fields = raw.custom_fields === '{}' ? {} : (d.parseJson(raw.custom_fields) ?? {});
   for (const f of m.fields) {
     if (f.kind === 'm2m') continue;
     const v = raw[f.column];

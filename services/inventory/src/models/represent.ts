@@ -15,28 +15,39 @@ export interface NestedTag {
   color: string;
 }
 
-/** Tags of many objects at once, each list sorted by name as NetBox orders tags. */
+/**
+ * Tags of many objects at once, each list sorted by name as NetBox orders tags. The links come from
+ * the tagged-item index alone and the few distinct tags are read once, in the database's name order,
+ * rather than joined and sorted per link; objects with the same tag share one nested object.
+ */
 export async function loadTags(ctx: ReadCtx, m: ModelDef, ids: number[]): Promise<Map<number, NestedTag[]>> {
   const out = new Map<number, NestedTag[]>();
   if (!m.taggable) return out;
-  const tagModel = model('tag');
-  for (const part of chunks([...new Set(ids)])) {
+  const links: Array<[number, number]> = [];
+  for (const part of chunks([...new Set(ids)], 1000)) {
     if (part.length === 0) continue;
-    const rows = await ctx.db
-      .selectFrom('extras_taggeditem as ti')
-      .innerJoin('extras_tag as t', 't.id', 'ti.tag_id')
-      .select(['ti.object_id', 't.id', 't.name', 't.slug', 't.color'])
-      .where('ti.object_type', '=', m.objectType)
-      .where('ti.object_id', 'in', part)
-      .orderBy('t.name')
-      .orderBy('t.id')
-      .execute();
-    for (const r of rows) {
-      const list = out.get(Number(r.object_id)) ?? [];
-      list.push({ id: Number(r.id), url: objectUrl(ctx.base, tagModel, r.id), display: r.name, name: r.name, slug: r.slug, color: r.color });
-      out.set(Number(r.object_id), list);
-    }
+    const rows = await ctx.db.selectFrom('extras_taggeditem').select(['object_id', 'tag_id']).where('object_type', '=', m.objectType).where('object_id', 'in', part).execute();
+    for (const r of rows) links.push([Number(r.object_id), Number(r.tag_id)]);
   }
+  if (links.length === 0) return out;
+  const tagModel = model('tag');
+  const rank = new Map<number, number>();
+  const nested = new Map<number, NestedTag>();
+  for (const part of chunks([...new Set(links.map((l) => l[1]))], 1000)) {
+    const rows = await ctx.db.selectFrom('extras_tag').select(['id', 'name', 'slug', 'color']).where('id', 'in', part).orderBy('name').orderBy('id').execute();
+    for (const r of rows) nested.set(Number(r.id), { id: Number(r.id), url: objectUrl(ctx.base, tagModel, r.id), display: r.name, name: r.name, slug: r.slug, color: r.color });
+  }
+  // The database's collation decides name order: rank the tags in one ordered read (all of them when they came in parts).
+  const ordered = nested.size <= 1000 ? [...nested.keys()] : (await ctx.db.selectFrom('extras_tag').select('id').orderBy('name').orderBy('id').execute()).map((r) => Number(r.id));
+  ordered.forEach((id, i) => rank.set(id, i));
+  for (const [objectId, tagId] of links) {
+    const tag = nested.get(tagId);
+    if (!tag) continue;
+    const list = out.get(objectId);
+    if (list) list.push(tag);
+    else out.set(objectId, [tag]);
+  }
+  for (const list of out.values()) if (list.length > 1) list.sort((a, b) => rank.get(a.id)! - rank.get(b.id)!);
   return out;
 }
 
@@ -154,15 +165,17 @@ export async function represent(ctx: ReadCtx, m: ModelDef, rows: Row[], brief = 
   const counts = m.counts ? await loadCounts(ctx, m, ids) : undefined;
   const tags = await loadTags(ctx, m, ids);
   const usage = m.key === 'tag' ? await tagUsage(ctx, ids) : undefined;
+  const unmodelled = Object.entries(m.unmodelled ?? {});
+  const countNames = Object.keys(m.counts ?? {});
+  const fields = m.fields.map((f) => [f, m.computed?.[f.name]] as const);
   return rows.map((r) => {
     const rr = refs.get(r.id)!;
     let out: Obj = { id: r.id, url: objectUrl(ctx.base, m, r.id), display_url: displayUrl(ctx.base, m, r.id), display: m.display(r, rr) };
-    for (const f of m.fields) {
-      const extra = m.computed?.[f.name];
+    for (const [f, extra] of fields) {
       if (extra) for (const [name, value] of extra) out[name] = value(r, rr);
       out[f.name] = apiValue(f, r, rr);
     }
-    for (const [k, v] of Object.entries(m.unmodelled ?? {})) out[k] = v === null ? null : Array.isArray(v) && v.length === 0 ? [] : structuredClone(v);
+    for (const [k, v] of unmodelled) out[k] = v === null ? null : Array.isArray(v) && v.length === 0 ? [] : typeof v !== 'object' ? v : structuredClone(v);
     if (m.taggable) {
       out.tags = tags.get(r.id) ?? [];
       out.custom_fields = r.custom_fields ?? {};
@@ -173,7 +186,7 @@ export async function represent(ctx: ReadCtx, m: ModelDef, rows: Row[], brief = 
     }
     out.created = r.created;
     out.last_updated = r.last_updated;
-    for (const name of Object.keys(m.counts ?? {})) out[name] = counts!.get(name)!.get(r.id) ?? 0;
+    for (const name of countNames) out[name] = counts!.get(name)!.get(r.id) ?? 0;
     if (m.represent) out = m.represent(r, out, rr);
     return out;
   });
