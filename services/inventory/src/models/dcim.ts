@@ -1,5 +1,5 @@
 import { DEVICE_AIRFLOW, DEVICE_FACE, DEVICE_STATUS, INTERFACE_DUPLEX, INTERFACE_MODE, INTERFACE_TYPES, LOCATION_STATUS, RACK_AIRFLOW, RACK_FORM_FACTOR, RACK_STATUS, RACK_WIDTH, SITE_STATUS } from './choices.ts';
-import { commentsField, descriptionField, nameField, nestedGroup, ref, refFilters, slugField, tenancyFilters } from './tenancy.ts';
+import { commentsField, descriptionField, nameField, nestedGroup, ref, refFilters, siteTreeFilters, slugField, tenancyFilters, treeFilters } from './tenancy.ts';
 import type { FieldDef, ModelDef } from './types.ts';
 import { checkDevice, checkInterface, deviceComputed } from './device-rules.ts';
 
@@ -37,7 +37,7 @@ export const site: ModelDef = {
   brief: ['name', 'slug', 'description'],
   taggable: true,
   display: (r) => r.name,
-  extraFilters: [...refFilters('region', 'region'), ...refFilters('group', 'sitegroup'), ...tenancyFilters],
+  extraFilters: [...treeFilters('region', 'region', 'region_id'), ...treeFilters('group', 'sitegroup', 'group_id'), ...tenancyFilters],
   protectedBy: [{ model: 'device', column: 'site_id' }, { model: 'rack', column: 'site_id' }, { model: 'location', column: 'site_id' }],
   setNull: [{ model: 'prefix', column: 'site_id' }, { model: 'vlan', column: 'site_id' }],
   unmodelled: { time_zone: null, asns: [] },
@@ -89,7 +89,7 @@ export const location: ModelDef = {
   brief: ['name', 'slug', 'description'],
   taggable: true,
   display: (r) => r.name,
-  extraFilters: [...refFilters('site', 'site'), ...refFilters('parent', 'location'), ...tenancyFilters],
+  extraFilters: [...refFilters('site', 'site'), ...siteTreeFilters(), ...refFilters('parent', 'location'), ...treeFilters('ancestor', 'location', 'parent_id'), ...tenancyFilters],
   cascade: [{ model: 'location', column: 'parent_id' }],
   setNull: [{ model: 'rack', column: 'location_id' }, { model: 'device', column: 'location_id' }],
   counts: { rack_count: { model: 'rack', column: 'location_id' }, device_count: { model: 'device', column: 'location_id' }, prefix_count: null },
@@ -157,7 +157,7 @@ export const rack: ModelDef = {
   brief: ['name', 'description'],
   taggable: true,
   display: (r) => r.name,
-  extraFilters: [...refFilters('site', 'site'), ...refFilters('location', 'location'), ...tenancyFilters],
+  extraFilters: [...refFilters('site', 'site'), ...siteTreeFilters(), ...treeFilters('location', 'location', 'location_id'), ...tenancyFilters],
   protectedBy: [],
   setNull: [{ model: 'device', column: 'rack_id' }],
   unmodelled: { role: null, rack_type: null, outer_width: null, outer_height: null, outer_depth: null, outer_unit: null, mounting_depth: null, weight: null, max_weight: null, weight_unit: null },
@@ -347,7 +347,8 @@ export const device: ModelDef = {
     { name: 'device_type', kind: 'fk_slug', column: 'device_type_id', model: 'devicetype', attribute: 'slug' },
     { name: 'manufacturer_id', kind: 'custom' },
     ...refFilters('platform', 'platform'),
-    ...refFilters('location', 'location'),
+    ...siteTreeFilters(),
+    ...treeFilters('location', 'location', 'location_id'),
     { name: 'rack_id', kind: 'fk_id', column: 'rack_id', model: 'rack' },
     { name: 'primary_ip4_id', kind: 'fk_id', column: 'primary_ip4_id', model: 'ipaddress' },
     { name: 'primary_ip6_id', kind: 'fk_id', column: 'primary_ip6_id', model: 'ipaddress' },
@@ -397,6 +398,8 @@ export const iface: ModelDef = {
     { name: 'device_id', kind: 'fk_id', column: 'device_id', model: 'device' },
     { name: 'device', kind: 'fk_slug', column: 'device_id', model: 'device', attribute: 'name' },
     { name: 'site_id', kind: 'custom' },
+    ...siteTreeFilters('device_id', [{ table: 'dcim_device', column: 'site_id' }]),
+    ...treeFilters('location', 'location', 'device_id', [{ table: 'dcim_device', column: 'location_id' }]),
     { name: 'parent_id', kind: 'fk_id', column: 'parent_id', model: 'interface' },
     { name: 'lag_id', kind: 'fk_id', column: 'lag_id', model: 'interface' },
   ],

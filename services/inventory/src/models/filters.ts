@@ -1,5 +1,5 @@
 import { sql, type RawBuilder } from 'kysely';
-import type { ReadCtx } from './read.ts';
+import { chunks, type ReadCtx } from './read.ts';
 import { model } from './registry.ts';
 import type { ExtraFilter, FieldDef, ModelDef } from './types.ts';
 import type { Errors } from './validate.ts';
@@ -146,9 +146,34 @@ async function relatedFilter(ctx: ReadCtx, m: ModelDef, f: ExtraFilter, q: Query
       }
       ids = rows.map((r) => Number(r.id));
     }
-    const c = inList(col(m.table, f.column!), ids);
-    conds.push(negate ? sql`not ${c}` : c);
+    if (f.subtree) ids = await subtreeIds(ctx, target.table, ids);
+    let set: Cond = ids.length ? sql`(${sql.join(ids)})` : sql`(select null where 1 = 0)`;
+    for (const step of [...(f.through ?? [])].reverse()) set = sql`(select id from ${sql.table(step.table)} where ${sql.ref(step.column)} in ${set})`;
+    const c = sql`${col(m.table, f.column!)} in ${set}`;
+    // Django's exclude() keeps the rows whose column is empty.
+    conds.push(negate ? sql`(${col(m.table, f.column!)} is null or not ${c})` : c);
   }
+}
+
+/** Most levels of a tree a subtree filter follows (NetBox's MPTT trees are shallow; this bounds a cycle). */
+const MAX_TREE_DEPTH = 100;
+
+/** The given nodes of a tree (rows linked by `parent_id`) and all their descendants. */
+async function subtreeIds(ctx: ReadCtx, table: string, roots: number[]): Promise<number[]> {
+  const seen = new Set(roots);
+  let frontier = [...seen];
+  for (let depth = 0; frontier.length && depth < MAX_TREE_DEPTH; depth++) {
+    const next: number[] = [];
+    for (const part of chunks(frontier, 1000)) {
+      const rows = await ctx.db.selectFrom(table).select('id').where('parent_id', 'in', part).execute();
+      for (const r of rows) {
+        const id = Number(r.id);
+        if (!seen.has(id)) seen.add(id), next.push(id);
+      }
+    }
+    frontier = next;
+  }
+  return [...seen];
 }
 
 /** Model-specific filters that follow a relation through another table. */

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { IPADDRESS_ROLE, IPADDRESS_STATUS, PREFIX_STATUS, VLAN_STATUS } from './choices.ts';
 import { hexKey, hostKey, parseNet } from './ip.ts';
-import { commentsField, descriptionField, nameField, ref, refFilters, slugField, tenancyFilters } from './tenancy.ts';
+import { commentsField, descriptionField, nameField, ref, refFilters, siteTreeFilters, slugField, tenancyFilters } from './tenancy.ts';
 import type { ModelDef } from './types.ts';
 
 /** Roles whose addresses may repeat under ENFORCE_GLOBAL_UNIQUE (NetBox's IPADDRESS_ROLES_NONUNIQUE). */
@@ -226,7 +226,7 @@ export const vlan: ModelDef = {
   brief: ['vid', 'name', 'description'],
   taggable: true,
   display: (r) => `${r.name} (${r.vid})`,
-  extraFilters: [...refFilters('site', 'site'), ...refFilters('group', 'vlangroup'), ...tenancyFilters],
+  extraFilters: [...refFilters('site', 'site'), ...siteTreeFilters(), ...refFilters('group', 'vlangroup'), ...tenancyFilters],
   unmodelled: { role: null, qinq_role: null, qinq_svlan: null, l2vpn_termination: null },
   counts: { prefix_count: { model: 'prefix', column: 'vlan_id' } },
   setNull: [

@@ -16,6 +16,22 @@ export function refFilters(name: string, fk: string, attribute = 'slug', column 
   ];
 }
 
+/**
+ * `<name>_id` and `<name>` (by slug) filters on a tree model (NetBox's TreeNodeMultipleChoiceFilter):
+ * each named node stands for its subtree. `through` reaches the tree's ids from `column` via other tables.
+ */
+export function treeFilters(name: string, tree: string, column: string, through?: ExtraFilter['through']): ExtraFilter[] {
+  return refFilters(name, tree, 'slug', column).map((f) => ({ ...f, subtree: true, ...(through ? { through } : {}) }));
+}
+
+/** Region and site group filters of objects placed at a site (`site_id` column, or reached through `via`). */
+export function siteTreeFilters(column = 'site_id', via: NonNullable<ExtraFilter['through']> = []): ExtraFilter[] {
+  return [
+    ...treeFilters('region', 'region', column, [...via, { table: 'dcim_site', column: 'region_id' }]),
+    ...treeFilters('site_group', 'sitegroup', column, [...via, { table: 'dcim_site', column: 'group_id' }]),
+  ];
+}
+
 /** NetBox's nested groups (regions, site groups, tenant groups): a parent of the same kind; children go with it. */
 export function nestedGroup(key: string, app: string, path: string, table: string, title: string, verboseName: string, extra: Partial<ModelDef> = {}): ModelDef {
   return {
@@ -32,7 +48,8 @@ export function nestedGroup(key: string, app: string, path: string, table: strin
     brief: ['name', 'slug', 'description', ...Object.keys(extra.counts ?? {}).slice(0, 1), '_depth'],
     taggable: true,
     display: (r) => r.name,
-    extraFilters: refFilters('parent', key),
+    // `parent` is the direct parent; `ancestor` any group above (NetBox 4.3).
+    extraFilters: [...refFilters('parent', key), ...treeFilters('ancestor', key, 'parent_id')],
     unmodelled: { _depth: 0 },
     cascade: [{ model: key, column: 'parent_id' }],
     check: async (ctx, values, existing, errors) => {
@@ -72,7 +89,7 @@ export const tenant: ModelDef = {
   brief: ['name', 'slug', 'description'],
   taggable: true,
   display: (r) => r.name,
-  extraFilters: refFilters('group', 'tenantgroup'),
+  extraFilters: treeFilters('group', 'tenantgroup', 'group_id'),
   counts: {
     circuit_count: null,
     device_count: { model: 'device', column: 'tenant_id' },
@@ -89,5 +106,5 @@ export const tenant: ModelDef = {
   protectedBy: ['site', 'location', 'rack', 'device', 'vrf', 'prefix', 'vlan', 'ipaddress'].map((model) => ({ model, column: 'tenant_id' })),
 };
 
-/** The filters every tenant-scoped object has (`tenant`, `tenant_id`; tenant groups are not modelled as filters). */
-export const tenancyFilters: ExtraFilter[] = refFilters('tenant', 'tenant');
+/** The filters every tenant-scoped object has: `tenant`, `tenant_id`, and the tenant's group with its subgroups. */
+export const tenancyFilters: ExtraFilter[] = [...refFilters('tenant', 'tenant'), ...treeFilters('tenant_group', 'tenantgroup', 'tenant_id', [{ table: 'tenancy_tenant', column: 'group_id' }])];

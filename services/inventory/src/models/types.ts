@@ -51,6 +51,16 @@ export interface ExtraFilter {
   /** For fk filters: the referenced model and the attribute matched. */
   model?: string;
   attribute?: string;
+  /**
+   * NetBox's TreeNodeMultipleChoiceFilter: the named nodes of `model` (a tree by `parent_id`) stand for
+   * their whole subtree, so `region_id=<europe>` also matches what sits in its child regions.
+   */
+  subtree?: boolean;
+  /**
+   * The matched column is reached through other tables, outermost first: `column` of this model holds
+   * the id of `through[0].table`, whose `through[0].column` holds … the ids being filtered on.
+   */
+  through?: Array<{ table: string; column: string }>;
 }
 
 export interface ModelDef {
