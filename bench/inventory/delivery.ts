@@ -21,7 +21,9 @@ import { buildApp } from '../../services/inventory/src/app.ts';
 import type { ObjectEvent } from '../../services/inventory/src/changes/types.ts';
 import type { InventoryDeps } from '../../services/inventory/src/deps.ts';
 import { enqueueObjectEvents } from '../../services/inventory/src/events/index.ts';
+import { ensureWorker } from '../../services/inventory/src/events/registry.ts';
 import { pythonJsonDumps } from '../../services/inventory/src/events/python-json.ts';
+import { dropPgSchema } from '@svc/storage';
 
 const { values } = parseArgs({
   options: {
@@ -30,8 +32,13 @@ const { values } = parseArgs({
     seconds: { type: 'string', default: '10' },
     // Changes per API request in the latency run (bulk PATCH on the list endpoint); 1 = one PATCH per change.
     batch: { type: 'string', default: '10' },
+    // PostgreSQL instead of SQLite (a schema of its own, dropped afterwards).
+    'database-url': { type: 'string' },
+    // Skip the latency run (3.).
+    'no-latency': { type: 'boolean', default: false },
   },
 });
+const DATABASE_URL = values['database-url'];
 const BATCH = Number(values.batch);
 const N = Number(values.deliveries);
 const RATE = Number(values.rate);
@@ -136,13 +143,18 @@ async function plainClient(count: number, concurrency: number): Promise<number> 
 
 async function withApp<T>(runWorkers: boolean, fn: (app: Awaited<ReturnType<typeof buildApp>>, deps: InventoryDeps, url: string) => Promise<T>): Promise<T> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'inv-bench-'));
-  const app = await buildApp({ port: 0, host: '127.0.0.1', dataDir, pgSchema: 'bench', logLevel: 'silent', runWorkers, flags: { adminToken: TOKEN } });
+  const pgSchema = `bench_delivery_${process.pid}_${runWorkers ? 'w' : 'n'}`;
+  const app = await buildApp({ port: 0, host: '127.0.0.1', dataDir, databaseUrl: DATABASE_URL, pgSchema, logLevel: 'silent', runWorkers, flags: { adminToken: TOKEN } });
   const url = await app.listen({ port: 0, host: '127.0.0.1' });
   try {
     return await fn(app, app.inventoryDeps, url);
   } finally {
     await app.close();
     fs.rmSync(dataDir, { recursive: true, force: true });
+    if (DATABASE_URL) {
+      await dropPgSchema(DATABASE_URL, pgSchema);
+      await dropPgSchema(DATABASE_URL, `${pgSchema}_worker`);
+    }
   }
 }
 
@@ -176,7 +188,7 @@ async function hook(url: string, rxPath: string) {
   });
 }
 
-console.log(`machine: ${os.cpus().length} CPUs, node ${process.version}; SQLite (synchronous=FULL)`);
+console.log(`machine: ${os.cpus().length} CPUs, node ${process.version}; ${DATABASE_URL ? 'PostgreSQL' : 'SQLite (synchronous=FULL)'}; load average ${os.loadavg()[0]!.toFixed(1)} at start`);
 await plainClient(2000, 64); // warm-up
 const plainRate = await plainClient(N, 64);
 console.log(`plain HTTP client:        ${plainRate.toFixed(0)} requests/s (${N} POSTs, 64 concurrent, keep-alive); per CPU-second: ${plainCpu.process.toFixed(0)} (process), ${plainCpu.main.toFixed(0)} (main thread)`);
@@ -188,6 +200,8 @@ const deliveryRate = await withApp(false, async (_app, deps, url) => {
     const events = Array.from({ length: Math.min(1000, N - i) }, (_, k) => deviceEvent(i + k + 1));
     await deps.storage.db.transaction().execute((trx) => enqueueObjectEvents(trx, deps, events));
   }
+  // The worker and its threads are started before timing, as a service with workers starts them at boot.
+  await ensureWorker(deps).warm();
   const start = received;
   const c0 = cpuNow();
   const t0 = performance.now();
@@ -214,7 +228,7 @@ console.log(
 );
 
 // 3. Latency at a fixed change rate through the REST API.
-await withApp(true, async (_app, _deps, url) => {
+if (!values['no-latency']) await withApp(true, async (_app, _deps, url) => {
   await hook(url, '/latency');
   const site = (await api(url, 'POST', '/api/dcim/sites/', { name: 'S', slug: 's' })).body;
   const mfr = (await api(url, 'POST', '/api/dcim/manufacturers/', { name: 'M', slug: 'm' })).body;

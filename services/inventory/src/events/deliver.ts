@@ -1,5 +1,5 @@
 import os from 'node:os';
-import { sql, type Kysely } from 'kysely';
+import { CompiledQuery, sql, type Kysely } from 'kysely';
 import { relaxedTransaction } from '@svc/storage';
 import type { InventoryDeps } from '../deps.ts';
 import { DELIVER_TASK } from './enqueue.ts';
@@ -82,6 +82,30 @@ export interface AttemptRecord {
   maxRetries: number;
   /** Attempts made before the last manual requeue (they do not count against the retries). */
   retryBase: number;
+}
+
+const ATTEMPT_COLUMNS = [
+  'delivery_id', 'attempt', 'worker', 'started_at', 'duration_ms', 'request_method', 'request_url', 'request_headers', 'request_body',
+  'request_body_default', 'response_status', 'response_body', 'error', 'success',
+];
+const attemptSql = new Map<string, string>();
+
+/** `insert into events_delivery_attempt (…) values (…), …` for `rows` rows, in the dialect's placeholders. */
+function insertAttemptsSql(kind: string, rows: number): string {
+  const key = `${kind}:${rows}`;
+  let text = attemptSql.get(key);
+  if (text === undefined) {
+    const n = ATTEMPT_COLUMNS.length;
+    const tuples: string[] = [];
+    for (let r = 0; r < rows; r++) {
+      const ph: string[] = [];
+      for (let c = 1; c <= n; c++) ph.push(kind === 'postgres' ? `$${r * n + c}` : '?');
+      tuples.push(`(${ph.join(', ')})`);
+    }
+    text = `insert into events_delivery_attempt (${ATTEMPT_COLUMNS.join(', ')}) values ${tuples.join(', ')}`;
+    attemptSql.set(key, text);
+  }
+  return text;
 }
 
 const SECRET_HEADER = /^(authorization|proxy-authorization|cookie|x-hook-signature|webhook-signature|x-api-key|api-key|x-auth-token)$|token|secret|password|signature|apikey/i;
@@ -184,6 +208,12 @@ export class DeliveryWorker {
       // A process that runs workers starts the thread now; others only when they first drain.
       if (deps.config.runWorkers) this.#thread.ready();
     }
+  }
+
+  /** Starts the send thread and the render threads; resolves when the send thread can take requests. */
+  async warm(): Promise<void> {
+    this.engine.warm();
+    await this.#thread?.whenReady();
   }
 
   /**
@@ -544,9 +574,14 @@ export class DeliveryWorker {
     if (!error && !success) {
       error = `Status ${out.status} returned with content '${(out.body ?? '').slice(0, 500)}', webhook FAILED to process.`;
     }
-    const { job } = p;
+    const { job, base } = p;
+    // Every field written out (no spread): this runs once per delivery on the worker's thread.
     return {
-      ...p.base,
+      deliveryId: base.deliveryId,
+      attempt: base.attempt,
+      retryBase: base.retryBase,
+      startedAt: base.startedAt,
+      maxRetries: base.maxRetries,
       durationMs: out.durationMs,
       method: job.method,
       url: job.url,
@@ -567,7 +602,7 @@ export class DeliveryWorker {
     const d = storage.dialect;
     const now = Date.now();
     {
-      const attempts: Record<string, unknown>[] = [];
+      const attempts: unknown[][] = [];
       // Successes (the common case) are recorded with one statement per status code.
       const ok = new Map<number, number[]>();
       for (const r of records) {
@@ -620,28 +655,32 @@ export class DeliveryWorker {
         }
       }
       for (const r of records) {
-        attempts.push({
-          delivery_id: r.deliveryId,
-          attempt: r.attempt,
-          worker: this.workerId,
-          started_at: r.startedAt,
-          duration_ms: Math.round(r.durationMs * 1000) / 1000,
-          request_method: r.method,
-          request_url: maskUrlCached(r.url).slice(0, 8192),
-          request_headers: JSON.stringify(maskHeaders(r.headers)),
-          request_body: r.defaultBody ? '' : truncateBody(r.body),
-          request_body_default: d.bool(r.defaultBody === true),
-          response_status: r.status ?? null,
-          response_body: r.responseBody ?? null,
-          error: r.error && r.url ? r.error.split(r.url).join(maskUrlCached(r.url)) : (r.error ?? null),
-          success: d.bool(r.success),
-        });
+        attempts.push([
+          r.deliveryId,
+          r.attempt,
+          this.workerId,
+          r.startedAt,
+          Math.round(r.durationMs * 1000) / 1000,
+          r.method,
+          maskUrlCached(r.url).slice(0, 8192),
+          JSON.stringify(maskHeaders(r.headers)),
+          r.defaultBody ? '' : truncateBody(r.body),
+          d.bool(r.defaultBody === true),
+          r.status ?? null,
+          r.responseBody ?? null,
+          r.error && r.url ? r.error.split(r.url).join(maskUrlCached(r.url)) : (r.error ?? null),
+          d.bool(r.success),
+        ]);
       }
       // A delivery deleted while in flight keeps no attempt rows.
-      const unknown = attempts.map((a) => a.delivery_id as number).filter((id) => !live.has(id));
+      const unknown = attempts.map((a) => a[0] as number).filter((id) => !live.has(id));
       if (unknown.length) for (const x of await trx.selectFrom('events_delivery').select('id').where('id', 'in', unknown).execute()) live.add(Number(x.id));
-      const keep = attempts.filter((a) => live.has(a.delivery_id as number));
-      for (let i = 0; i < keep.length; i += 100) await trx.insertInto('events_delivery_attempt').values(keep.slice(i, i + 100)).execute();
+      const keep = attempts.filter((a) => live.has(a[0] as number));
+      // One multi-row insert per 100 attempts, its SQL text built once per row count: no query builder work per delivery.
+      for (let i = 0; i < keep.length; i += 100) {
+        const rows = keep.slice(i, i + 100);
+        await trx.executeQuery(CompiledQuery.raw(insertAttemptsSql(d.kind, rows.length), rows.flat()));
+      }
     }
   }
 

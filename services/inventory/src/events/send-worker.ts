@@ -45,6 +45,7 @@ port.on('message', (m: SendThreadRequest) => {
     stoppers.get(m.stop)?.stop();
     return;
   }
-  void Promise.all(m.jobs!.map(send)).then((outcomes) => port.postMessage({ batch: m.batch, outcomes } satisfies SendThreadResponse));
+  const jobs = JSON.parse(m.jobs!) as SendJob[];
+  void Promise.all(jobs.map(send)).then((outcomes) => port.postMessage({ batch: m.batch, outcomes: JSON.stringify(outcomes) } satisfies SendThreadResponse));
 });
 port.postMessage({ ready: true } satisfies SendThreadResponse);
