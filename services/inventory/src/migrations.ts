@@ -190,4 +190,27 @@ export const coreMigrations: Migration[] = [
       await exec(db, [`create index ipam_ipaddress_vrf_host on ipam_ipaddress (vrf_id, family, _host)`, `drop index ipam_ipaddress_vrf`]);
     },
   },
+  {
+    // A counter that moves whenever an IP address row is deleted or moved (address, family or VRF changed):
+    // available-ips trusts its remembered "everything below here is used" only while the counter stands still.
+    // PostgreSQL: a sequence (never blocks, ignores rollbacks; a rolled-back delete merely costs a rescan).
+    name: '007_ip_freed_counter',
+    async up(db, d) {
+      if (d.kind === 'postgres') {
+        await exec(db, [
+          `create sequence ipam_ip_freed`,
+          `create function ipam_ip_freed_bump() returns trigger language plpgsql as $$ begin perform nextval('ipam_ip_freed'); return null; end $$`,
+          `create trigger ipam_ip_freed_delete after delete on ipam_ipaddress for each statement execute function ipam_ip_freed_bump()`,
+          `create trigger ipam_ip_freed_update after update of _host, family, vrf_id on ipam_ipaddress for each statement execute function ipam_ip_freed_bump()`,
+        ]);
+      } else {
+        await exec(db, [
+          `create table ipam_ip_freed (id integer primary key, n integer not null)`,
+          `insert into ipam_ip_freed (id, n) values (1, 0)`,
+          `create trigger ipam_ip_freed_delete after delete on ipam_ipaddress begin update ipam_ip_freed set n = n + 1 where id = 1; end`,
+          `create trigger ipam_ip_freed_update after update of _host, family, vrf_id on ipam_ipaddress begin update ipam_ip_freed set n = n + 1 where id = 1; end`,
+        ]);
+      }
+    },
+  },
 ];

@@ -208,7 +208,7 @@ export async function representOne(ctx: ReadCtx, m: ModelDef, id: number): Promi
  * NetBox's serialize_object: raw column values (FK ids, choice values,
  * decimals as strings), custom_fields, and tag names sorted; no last_updated.
  */
-export async function snapshot(ctx: ReadCtx, m: ModelDef, row: Row): Promise<Obj> {
+export async function snapshot(ctx: ReadCtx, m: ModelDef, row: Row, knownTagNames?: string[]): Promise<Obj> {
   const out: Obj = { created: djangoIso(row.created) };
   for (const f of m.fields) {
     if (f.kind === 'm2m') {
@@ -220,7 +220,7 @@ export async function snapshot(ctx: ReadCtx, m: ModelDef, row: Row): Promise<Obj
   }
   if (m.taggable) {
     out.custom_fields = row.custom_fields ?? {};
-    out.tags = ((await loadTags(ctx, m, [row.id])).get(row.id) ?? []).map((t) => t.name).sort();
+    out.tags = knownTagNames ? [...knownTagNames].sort() : ((await loadTags(ctx, m, [row.id])).get(row.id) ?? []).map((t) => t.name).sort();
   }
   return out;
 }

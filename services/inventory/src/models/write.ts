@@ -118,18 +118,20 @@ export async function createObject(w: WriteContext, m: ModelDef, v: Validated): 
     created: now,
     last_updated: now,
   };
-  const inserted = await w.trx.insertInto(m.table).values(row).returning('id').executeTakeFirstOrThrow();
+  // The inserted row as stored (defaults included) comes back with the insert: no read after it.
+  const inserted = await w.trx.insertInto(m.table).values(row).returningAll().executeTakeFirstOrThrow();
   const id = Number(inserted.id);
   if (m.taggable && v.tags?.length) await setTags(w, m, id, v.tags);
   await setLinks(w, m, id, v.m2m);
-  const after = (await fetchRow(readCtxOf(w), m, id))!;
+  const after = normaliseRow(w.dialect, m, inserted);
   w.changes.push({
     action: 'create',
     objectType: m.objectType,
     model: m.key,
     objectId: id,
     prechange: null,
-    postchange: await snapshot(readCtxOf(w), m, after),
+    // A new object without tags has none to read.
+    postchange: await snapshot(readCtxOf(w), m, after, m.taggable && !v.tags?.length ? [] : undefined),
   });
   return id;
 }

@@ -32,12 +32,25 @@ function hostRange(net: Net, isPool: boolean): [bigint, bigint] {
 
 /**
  * Per prefix range and VRF scope, the first address that was free when last looked at: everything
- * below it was in use then. Only a hint (another process may have deleted an address below it), so
- * each use is checked first — one index-only count — and dropped when it no longer holds. Without
- * it, each allocation from a filling prefix would read every used address before the first gap.
+ * below it was in use then. Without it, each allocation from a filling prefix would read every used
+ * address before the first gap. Only a hint: it holds while no address was deleted or moved since
+ * (migration 007's counter stands still); otherwise one index-only count checks it, and a hint that
+ * fails that check is dropped. On PostgreSQL a delete whose counter step is taken just before this
+ * reads the counter and that commits after the scan can leave a freed address below the hint until
+ * the next delete: the allocation then takes a higher free address, never a used one.
  */
-const scanHints = new Map<string, bigint>();
+const scanHints = new Map<string, { next: bigint; freed: string }>();
 const MAX_HINTS = 10_000;
+
+/** Migration 007's counter of deleted or moved IP addresses, as an opaque value. */
+async function freedCounter(ctx: ReadCtx): Promise<string> {
+  if (ctx.dialect.kind === 'postgres') {
+    const r = await sql<{ last_value: unknown; is_called: unknown }>`select last_value, is_called from ipam_ip_freed`.execute(ctx.db);
+    return `${r.rows[0]?.last_value}:${r.rows[0]?.is_called}`;
+  }
+  const r = await sql<{ n: unknown }>`select n from ipam_ip_freed where id = 1`.execute(ctx.db);
+  return String(r.rows[0]?.n);
+}
 
 function scopeFilter<Q extends { where: (...a: any[]) => Q }>(q: Q, vrf: number | null | undefined): Q {
   return vrf === undefined ? q : vrf === null ? q.where('vrf_id', 'is', null) : q.where('vrf_id', '=', vrf);
@@ -66,8 +79,9 @@ async function freeAddresses(ctx: ReadCtx, p: Row, limit: number): Promise<bigin
   const vrf = vrfScope(p);
   const hintKey = `${net.family}:${vrf === undefined ? '*' : String(vrf)}:${lo}:${hi}`;
   let cursor = lo;
+  const freed = await freedCounter(ctx);
   const hint = scanHints.get(hintKey);
-  if (hint !== undefined && hint > lo && hint <= hi + 1n && (await allUsed(ctx, net.family, vrf, lo, hint))) cursor = hint;
+  if (hint !== undefined && hint.next > lo && hint.next <= hi + 1n && (hint.freed === freed || (await allUsed(ctx, net.family, vrf, lo, hint.next)))) cursor = hint.next;
   while (out.length < limit && cursor <= hi) {
     const q = scopeFilter(
       ctx.db
@@ -93,7 +107,7 @@ async function freeAddresses(ctx: ReadCtx, p: Row, limit: number): Promise<bigin
   const next = out.length ? out[0]! : cursor;
   if (next > lo) {
     if (scanHints.size >= MAX_HINTS && !scanHints.has(hintKey)) scanHints.delete(scanHints.keys().next().value!);
-    scanHints.set(hintKey, next);
+    scanHints.set(hintKey, { next, freed });
   } else scanHints.delete(hintKey);
   return out;
 }
