@@ -46,6 +46,7 @@ port.on('message', (m: SendThreadRequest) => {
     return;
   }
   const jobs = JSON.parse(m.jobs!) as SendJob[];
+  for (let i = 0; i < jobs.length; i++) jobs[i]!.body = m.bodies![i]!;
   void Promise.all(jobs.map(send)).then((outcomes) => port.postMessage({ batch: m.batch, outcomes: JSON.stringify(outcomes) } satisfies SendThreadResponse));
 });
 port.postMessage({ ready: true } satisfies SendThreadResponse);
