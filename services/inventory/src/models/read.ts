@@ -29,21 +29,44 @@ export function chunks<T>(items: T[], size = 500): T[][] {
 const CANONICAL_ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 const timestamp = (d: SqlDialect, v: unknown) => (typeof v === 'string' && v.length === 24 && CANONICAL_ISO.test(v) ? v : d.readTimestamp(v));
 
-/** Driver values to plain JS: numeric ids, ISO timestamps, parsed JSON, booleans. */
-export function normaliseRow(d: SqlDialect, m: ModelDef, raw: Row): Row {
-  const r: Row = { ...raw, id: Number(raw.id), created: timestamp(d, raw.created), last_updated: timestamp(d, raw.last_updated) };
-  r.custom_fields = raw.custom_fields === '{}' ? {} : (d.parseJson(raw.custom_fields) ?? {});
-  for (const f of m.fields) {
-    if (f.kind === 'm2m') continue;
-    const v = raw[f.column];
-    if (v === null || v === undefined) {
-      r[f.column] = null;
-      continue;
-    }
-    if (f.kind === 'fk' || f.kind === 'integer' || f.kind === 'decimal') r[f.column] = Number(v);
-    else if (f.kind === 'boolean') r[f.column] = d.readBool(v);
-    else if (f.kind === 'json') r[f.column] = d.parseJson(v);
+interface RowPlan {
+  numbers: string[];
+  booleans: string[];
+  json: string[];
+  all: string[];
+}
+const plans = new WeakMap<ModelDef, RowPlan>();
+
+function planOf(m: ModelDef): RowPlan {
+  let p = plans.get(m);
+  if (!p) {
+    const cols = m.fields.filter((f) => f.kind !== 'm2m');
+    p = {
+      numbers: cols.filter((f) => f.kind === 'fk' || f.kind === 'integer' || f.kind === 'decimal').map((f) => f.column),
+      booleans: cols.filter((f) => f.kind === 'boolean').map((f) => f.column),
+      json: cols.filter((f) => f.kind === 'json').map((f) => f.column),
+      all: cols.map((f) => f.column),
+    };
+    plans.set(m, p);
   }
+  return p;
+}
+
+/**
+ * Driver values to plain JS: numeric ids, ISO timestamps, parsed JSON, booleans. Converts the driver's
+ * fresh row object in place (a page of 1000 rows would otherwise be copied once more).
+ */
+export function normaliseRow(d: SqlDialect, m: ModelDef, raw: Row): Row {
+  const r = raw;
+  const p = planOf(m);
+  r.id = Number(raw.id);
+  r.created = timestamp(d, raw.created);
+  r.last_updated = timestamp(d, raw.last_updated);
+  r.custom_fields = raw.custom_fields === '{}' ? {} : (d.parseJson(raw.custom_fields) ?? {});
+  for (const c of p.all) if (r[c] === undefined) r[c] = null;
+  for (const c of p.numbers) if (r[c] !== null) r[c] = Number(r[c]);
+  for (const c of p.booleans) if (r[c] !== null) r[c] = d.readBool(r[c]);
+  for (const c of p.json) if (r[c] !== null) r[c] = d.parseJson(r[c]);
   if ('family' in raw) r.family = Number(raw.family);
   return r;
 }
