@@ -2,12 +2,15 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
+import http from 'node:http';
 import https from 'node:https';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { DestinationGuard, DestinationRefused, parseCidrList } from '../../src/events/guard.ts';
-import { HttpSender } from '../../src/events/sender.ts';
+import { HttpSender, Stopper } from '../../src/events/sender.ts';
+import { until } from './helpers.ts';
 
 describe('destination guard', () => {
   const guard = (allow: string[] = [], deny: string[] = []) => new DestinationGuard({ allow: parseCidrList(allow, 'allow'), deny: parseCidrList(deny, 'deny') });
@@ -72,5 +75,104 @@ describe('TLS', { skip: !fs.existsSync('/usr/bin/openssl') && 'openssl not avail
     assert.equal(r.status, 200);
     const missing = await send(true, path.join(dir, 'nope.pem'));
     assert.match(missing.error!, /ca_file_path/);
+  });
+});
+
+describe('HTTP sender paths (undici pools, node:http fallback)', () => {
+  let server: http.Server;
+  let base: string;
+  const seen: Array<{ url: string; headers: http.IncomingHttpHeaders; rawHeaders: string[]; body: string }> = [];
+  const sender = new HttpSender(new DestinationGuard({ allow: [], deny: [] }));
+  before(async () => {
+    server = http.createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        seen.push({ url: req.url ?? '', headers: req.headers, rawHeaders: req.rawHeaders, body: Buffer.concat(chunks).toString() });
+        if (req.url === '/busy') return void res.writeHead(429, { 'retry-after': '7' }).end('slow down');
+        if (req.url === '/huge') {
+          res.writeHead(200, { 'content-type': 'text/plain' });
+          const chunk = Buffer.alloc(64 * 1024, 'y');
+          let n = 0;
+          const more = () => {
+            while (n < 40) {
+              n++;
+              if (!res.write(chunk)) return void res.once('drain', more);
+            }
+            res.end();
+          };
+          return more();
+        }
+        if (req.url === '/hang') return; // never answers
+        res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  after(async () => {
+    sender.close();
+    server.closeAllConnections();
+    await new Promise((r) => server.close(r));
+  });
+  const send = (p: string, headers: Array<[string, string]> = [['Content-Type', 'application/json']], extra: Partial<Parameters<HttpSender['send']>[0]> = {}) =>
+    sender.send({ method: 'POST', url: base + p, headers, body: Buffer.from('{"a": 1}'), timeoutMs: 5000, sslVerification: true, caFilePath: null, ...extra });
+
+  it('sends headers in order with one Content-Length (a header of that name from the webhook is replaced)', async () => {
+    const r = await send('/ok', [['Content-Type', 'application/json'], ['content-length', '999'], ['X-One', '1'], ['webhook-id', 'msg_1']]);
+    assert.equal(r.status, 200);
+    assert.equal(r.body, 'ok');
+    const got = seen.at(-1)!;
+    assert.equal(got.body, '{"a": 1}');
+    assert.equal(got.headers['content-length'], '8');
+    const names = got.rawHeaders.filter((_, i) => i % 2 === 0);
+    assert.deepEqual(names.filter((n) => ['Content-Type', 'X-One', 'webhook-id'].includes(n)), ['Content-Type', 'X-One', 'webhook-id']);
+    assert.equal(names.filter((n) => n.toLowerCase() === 'content-length').length, 1);
+  });
+
+  it('falls back to node:http for a request undici will not form (a Keep-Alive header), and still sends it', async () => {
+    const r = await send('/ok', [['Content-Type', 'application/json'], ['Keep-Alive', 'timeout=5']]);
+    assert.equal(r.status, 200, r.error);
+    assert.equal(seen.at(-1)!.headers['keep-alive'], 'timeout=5');
+  });
+
+  it('reports a header value node:http refuses as an error forming the request, sending nothing', async () => {
+    const before = seen.length;
+    const r = await send('/ok', [['X-Bad', 'a\u0000b']]);
+    assert.equal(r.status, undefined);
+    assert.match(r.error!, /Error forming HTTP request|Invalid character|ERR_INVALID_CHAR/);
+    assert.equal(seen.length, before);
+  });
+
+  it('reads Retry-After and the response excerpt', async () => {
+    const r = await send('/busy');
+    assert.equal(r.status, 429);
+    assert.equal(r.body, 'slow down');
+    assert.equal(r.retryAfterMs, 7000);
+  });
+
+  it('keeps the status and a 2 KB excerpt of a response over 1 MB, reading no further', async () => {
+    const r = await send('/huge');
+    assert.equal(r.status, 200);
+    assert.equal(r.body, 'y'.repeat(2048));
+  });
+
+  it('times out and stops a request that gets no answer', async () => {
+    const t = await send('/hang', undefined, { timeoutMs: 300 });
+    assert.match(t.error!, /timed out after 0.3 seconds/);
+    const stopper = new Stopper();
+    const p = send('/hang', undefined, { stopper });
+    await until(async () => seen.filter((s) => s.url === '/hang').length >= 2, 5000, 'second hanging request');
+    stopper.stop();
+    assert.match((await p).error!, /was stopped/);
+  });
+
+  it('answers connection errors with the system error', async () => {
+    const probe = net.createServer();
+    await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
+    const port = (probe.address() as AddressInfo).port;
+    await new Promise((r) => probe.close(r));
+    const r = await sender.send({ method: 'POST', url: `http://127.0.0.1:${port}/x`, headers: [], body: Buffer.from(''), timeoutMs: 5000, sslVerification: true, caFilePath: null });
+    assert.match(r.error!, /ECONNREFUSED/);
   });
 });
