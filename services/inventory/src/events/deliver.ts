@@ -676,9 +676,9 @@ export class DeliveryWorker {
       const unknown = attempts.map((a) => a[0] as number).filter((id) => !live.has(id));
       if (unknown.length) for (const x of await trx.selectFrom('events_delivery').select('id').where('id', 'in', unknown).execute()) live.add(Number(x.id));
       const keep = attempts.filter((a) => live.has(a[0] as number));
-      // One multi-row insert per 100 attempts, its SQL text built once per row count: no query builder work per delivery.
-      for (let i = 0; i < keep.length; i += 100) {
-        const rows = keep.slice(i, i + 100);
+      // One multi-row insert per 200 attempts (a whole cycle), its SQL text built once per row count: no query builder work per delivery.
+      for (let i = 0; i < keep.length; i += 200) {
+        const rows = keep.slice(i, i + 200);
         await trx.executeQuery(CompiledQuery.raw(insertAttemptsSql(d.kind, rows.length), rows.flat()));
       }
     }

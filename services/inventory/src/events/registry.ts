@@ -12,7 +12,7 @@ export function workerFor(deps: InventoryDeps): DeliveryWorker | undefined {
 export function ensureWorker(deps: InventoryDeps): DeliveryWorker {
   let w = workers.get(deps);
   if (!w) {
-    w = new DeliveryWorker(deps, deliverySettings(deps.config));
+    w = new DeliveryWorker(deps, deliverySettings(deps.config, process.env, deps.storage.dialect.kind));
     workers.set(deps, w);
   }
   return w;

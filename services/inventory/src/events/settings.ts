@@ -49,7 +49,15 @@ function list(v: unknown): string[] {
   return t.split(/[\s,]+/).filter(Boolean);
 }
 
-export function deliverySettings(cfg?: Pick<InventoryConfig, 'flags'>, env: NodeJS.ProcessEnv = process.env): DeliverySettings {
+/**
+ * Deliveries per claim cycle by storage: on PostgreSQL each cycle costs about eight round trips to the server (begin,
+ * commit, outcome update, attempt insert, claim, contexts, …) whatever its size, so larger cycles amortise them; SQLite's
+ * cycle has no round trips and 64 keeps the chunk re-sent after a crash small.
+ */
+const DEFAULT_CHUNK = { sqlite: 64, postgres: 192 } as const;
+
+export function deliverySettings(cfg?: Pick<InventoryConfig, 'flags'>, env: NodeJS.ProcessEnv = process.env, storage: 'sqlite' | 'postgres' = 'sqlite'): DeliverySettings {
+  const chunk = DEFAULT_CHUNK[storage];
   const pick = (flag: string, envName: string) => {
     const f = cfg?.flags?.[flag];
     return typeof f === 'string' ? f : env[envName];
@@ -62,8 +70,8 @@ export function deliverySettings(cfg?: Pick<InventoryConfig, 'flags'>, env: Node
     retryMaxMs: num(pick('webhookRetryMaxMs', 'INVENTORY_WEBHOOK_RETRY_MAX_MS'), 6 * 3_600_000, 0, 30 * 86_400_000, 'INVENTORY_WEBHOOK_RETRY_MAX_MS'),
     retryJitter: num(pick('webhookRetryJitter', 'INVENTORY_WEBHOOK_RETRY_JITTER'), 0.2, 0, 1, 'INVENTORY_WEBHOOK_RETRY_JITTER'),
     leaseMs: num(pick('webhookLeaseMs', 'INVENTORY_WEBHOOK_LEASE_MS'), 10_000, 300, 3_600_000, 'INVENTORY_WEBHOOK_LEASE_MS'),
-    batchSize: num(pick('webhookBatch', 'INVENTORY_WEBHOOK_BATCH'), 64, 1, 10_000, 'INVENTORY_WEBHOOK_BATCH'),
-    concurrency: num(pick('webhookConcurrency', 'INVENTORY_WEBHOOK_CONCURRENCY'), 64, 1, 1000, 'INVENTORY_WEBHOOK_CONCURRENCY'),
+    batchSize: num(pick('webhookBatch', 'INVENTORY_WEBHOOK_BATCH'), chunk, 1, 10_000, 'INVENTORY_WEBHOOK_BATCH'),
+    concurrency: num(pick('webhookConcurrency', 'INVENTORY_WEBHOOK_CONCURRENCY'), chunk, 1, 1000, 'INVENTORY_WEBHOOK_CONCURRENCY'),
     allow: parseCidrList(list(pick('webhookAllow', 'INVENTORY_WEBHOOK_ALLOW')), 'INVENTORY_WEBHOOK_ALLOW'),
     deny: parseCidrList(list(pick('webhookDeny', 'INVENTORY_WEBHOOK_DENY')), 'INVENTORY_WEBHOOK_DENY'),
     jinjaEnvParams: list(pick('jinjaEnvParams', 'INVENTORY_JINJA_ENV_PARAMS')),
