@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import type { Page } from '../api/pagination.ts';
 import { validationError } from '../api/errors.ts';
 import { buildFilters, values, type Query } from './filters.ts';
-import { normaliseRow, type ReadCtx } from './read.ts';
+import { fastRows, normaliseRow, type ReadCtx } from './read.ts';
 import type { ModelDef, Row } from './types.ts';
 
 function orderColumn(m: ModelDef, name: string): string | undefined {
@@ -42,5 +42,5 @@ export async function listRows(ctx: ReadCtx, m: ModelDef, q: Query, page: Page):
     rows = rows.orderBy(sql`${sql.ref(`${m.table}.${column}`)} is null`).orderBy(sql.ref(`${m.table}.${column}`), dir);
   }
   const found = await rows.limit(page.limit).offset(page.offset).execute();
-  return { count: Number(counted?.n ?? 0), rows: found.map((r) => normaliseRow(ctx.dialect, m, r)) };
+  return { count: Number(counted?.n ?? 0), rows: fastRows(found).map((r) => normaliseRow(ctx.dialect, m, r)) };
 }

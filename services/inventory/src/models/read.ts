@@ -52,13 +52,32 @@ function planOf(m: ModelDef): RowPlan {
   return p;
 }
 
+const copiers = new Map<string, (row: Row) => Row>();
+
 /**
- * Driver values to plain JS: numeric ids, ISO timestamps, parsed JSON, booleans. The copy is not waste:
- * better-sqlite3's row objects are in V8's dictionary mode (slow property reads for everything that
- * represents the row); a spread copy has fast properties.
+ * Rows as objects with fast properties. The drivers build each row by adding its columns one by one,
+ * which leaves V8 objects in dictionary mode: every later read of a column is a hash lookup, and
+ * JSON.stringify writes them slowly. One object literal per column list (a generated copier, cached)
+ * copies a row in a fraction of a spread's time. All rows of one statement share their columns.
  */
+export function fastRows(rows: Row[]): Row[] {
+  if (rows.length === 0) return rows;
+  const keys = Object.keys(rows[0]!);
+  const sig = keys.join('\u0001');
+  let copy = copiers.get(sig);
+  if (!copy) {
+    copy = keys.every((k) => k !== '__proto__')
+      ? (new Function('r', `return {${keys.map((k) => `${JSON.stringify(k)}: r[${JSON.stringify(k)}]`).join(', ')}};`) as (row: Row) => Row)
+      : (row) => ({ ...row });
+    if (copiers.size >= 500) copiers.delete(copiers.keys().next().value!);
+    copiers.set(sig, copy);
+  }
+  return rows.map(copy);
+}
+
+/** Driver values to plain JS: numeric ids, ISO timestamps, parsed JSON, booleans (on a row from fastRows, in place). */
 export function normaliseRow(d: SqlDialect, m: ModelDef, raw: Row): Row {
-  const r: Row = { ...raw };
+  const r = raw;
   const p = planOf(m);
   r.id = Number(raw.id);
   r.created = timestamp(d, raw.created);
@@ -78,7 +97,7 @@ export async function fetchRowsByIds(ctx: ReadCtx, m: ModelDef, ids: number[]): 
   for (const part of chunks(unique)) {
     if (part.length === 0) continue;
     const rows = await ctx.db.selectFrom(m.table).selectAll().where('id', 'in', part).execute();
-    for (const r of rows) out.set(Number(r.id), normaliseRow(ctx.dialect, m, r));
+    for (const r of fastRows(rows)) out.set(Number(r.id), normaliseRow(ctx.dialect, m, r));
   }
   return out;
 }

@@ -1,6 +1,6 @@
 import type { WriteContext } from '../changes/write.ts';
 import { conflict } from '../api/errors.ts';
-import { chunks, fetchRow, fetchRowsByIds, normaliseRow, type ReadCtx } from './read.ts';
+import { chunks, fastRows, fetchRow, fetchRowsByIds, normaliseRow, type ReadCtx } from './read.ts';
 import { model } from './registry.ts';
 import { represent, snapshot } from './represent.ts';
 import type { ModelDef, Row } from './types.ts';
@@ -26,7 +26,7 @@ export async function lockRows(w: WriteContext, m: ModelDef, ids: number[]): Pro
   for (const part of chunks(unique)) {
     if (!part.length) continue;
     const rows = await w.dialect.forUpdate(w.trx.selectFrom(m.table).selectAll().where('id', 'in', part).orderBy('id')).execute();
-    for (const r of rows) out.set(Number(r.id), normaliseRow(w.dialect, m, r));
+    for (const r of fastRows(rows)) out.set(Number(r.id), normaliseRow(w.dialect, m, r));
   }
   // The request's clock starts once it holds its first lock, so change-log times follow the order the locks were granted.
   if (w.changes.length === 0) w.now = new Date();
@@ -123,7 +123,7 @@ export async function createObject(w: WriteContext, m: ModelDef, v: Validated): 
   const id = Number(inserted.id);
   if (m.taggable && v.tags?.length) await setTags(w, m, id, v.tags);
   await setLinks(w, m, id, v.m2m);
-  const after = normaliseRow(w.dialect, m, inserted);
+  const after = normaliseRow(w.dialect, m, fastRows([inserted])[0]!);
   w.changes.push({
     action: 'create',
     objectType: m.objectType,
