@@ -4,7 +4,7 @@ import { EventEmitter } from 'node:events';
 import { run, runMigrations, type Runner, type TaskList, type WorkerEvents } from 'graphile-worker';
 import type { Storage } from '@svc/storage';
 import { quoteIdent } from '@svc/storage';
-import type { AddJobOptions, JobQueue, QueueOptions } from './types.ts';
+import type { AddJobOptions, JobQueue, QueueOptions, SqlJobOptions } from './types.ts';
 import type pg from 'pg';
 import { LIVENESS_LOCK_CLASS, PoolLiveness, releaseDeadPoolsSql } from './pool-liveness.ts';
 
@@ -74,7 +74,7 @@ export class GraphileQueue implements JobQueue {
    * one statement of its own (e.g. in a CTE, to write a row and its job in a
    * single round trip). Evaluates to the job row.
    */
-  addSql(task: string, payload: unknown, opts: AddJobOptions = {}): RawBuilder<unknown> {
+  addSql(task: string, payload: unknown, opts: SqlJobOptions = {}): RawBuilder<unknown> {
     // graphile-worker orders by (priority, run_at) only, and its default run_at is now(), the
     // same for every job of a transaction: their order would then follow the rows' physical
     // position, which changes when a row is updated (a job released from a dead worker would

@@ -24,6 +24,12 @@ export interface AddJobOptions {
   priority?: number;
 }
 
+/** Options of an enqueue written as SQL: priority and queue name may be expressions of the caller's statement. */
+export interface SqlJobOptions extends Omit<AddJobOptions, 'priority' | 'queueName'> {
+  priority?: number | RawBuilder<unknown>;
+  queueName?: string | RawBuilder<unknown>;
+}
+
 export interface JobQueue {
   readonly kind: 'sqlite' | 'graphile-worker';
   /**
@@ -35,7 +41,7 @@ export interface JobQueue {
    * PostgreSQL only: the enqueue as an SQL expression to embed in a
    * statement of the caller's (one round trip for a row and its job).
    */
-  addSql?(task: string, payload: unknown, opts?: AddJobOptions): RawBuilder<unknown>;
+  addSql?(task: string, payload: unknown, opts?: SqlJobOptions): RawBuilder<unknown>;
   /** Starts the workers of this process (no-op when already started). */
   start(): Promise<void>;
   /** Stops taking jobs and waits for running jobs to finish. */

@@ -10,24 +10,17 @@ import { workflowMigrations } from './db/index.ts';
 import { ModelFolders } from './domain/models.ts';
 import { getPrompt } from './domain/prompts.ts';
 import { AssetSeeder } from './domain/assets/seeder.ts';
-import { AssetService } from './domain/assets/service.ts';
 import { UserManager } from './domain/users.ts';
-import { Executor } from './engine/executor.ts';
-import { NodeRegistry } from './engine/registry.ts';
+export { buildRegistry } from './runtime/execution.ts';
 import { apiKeyGuard, corsHook, originGuard } from './http/access.ts';
 import { workflowErrorStyle } from './http/errors.ts';
 import { installJsonParser } from './http/json-body.ts';
 import { identityConfig } from './identity/config.ts';
-import type { NodeDefinition, NodeScope } from './nodes/api.ts';
-import { workspaceScope, workspacesRoot } from './files/workspace-folders.ts';
-import { mayViewOutput } from './domain/output-owners.ts';
-import { apiNodes, openaiConfig } from './nodes/api-nodes.ts';
-import { builtinNodes } from './nodes/index.ts';
-import { loadPacks } from './nodes/loader.ts';
-import { PromptRunner } from './runtime/prompt-runner.ts';
 import { assetRoutes } from './routes/assets.ts';
 import { assetFileHooks } from './routes/asset-hooks.ts';
 import type { RouteCtx } from './routes/context.ts';
+import { buildExecution } from './runtime/execution.ts';
+import type { NodeScope } from './nodes/api.ts';
 import { installCloud } from './routes/cloud.ts';
 import { CloudOps, cloudOnlyPathsOnLocal } from './routes/cloud-ops.ts';
 import { assetFromUrl } from './domain/cloud/cloud-assets.ts';
@@ -44,8 +37,6 @@ import { userdataRoutes } from './routes/userdata.ts';
 import { userRoutes } from './routes/users.ts';
 import { webPageRoutes } from './routes/web-page.ts';
 import { wsRoutes } from './routes/ws.ts';
-import { WsHub } from './ws/hub.ts';
-import { createRelay } from './ws/relay-factory.ts';
 
 export async function openWorkflowStorage(cfg: ServiceConfig): Promise<Storage> {
   const storage = await openStorage({ databaseUrl: cfg.databaseUrl, dataDir: cfg.dataDir, sqliteFile: 'workflow.sqlite', pgSchema: cfg.pgSchema, sqliteStatementCache: 128 });
@@ -56,24 +47,6 @@ export async function openWorkflowStorage(cfg: ServiceConfig): Promise<Storage> 
     throw err;
   }
   return storage;
-}
-
-/** Built-in nodes, the test pack when enabled, and the packs under custom_nodes. */
-export async function buildRegistry(config: WorkflowConfig, log: { warn(o: object, m: string): void; info(o: object, m: string): void }): Promise<NodeRegistry> {
-  const registry = new NodeRegistry();
-  for (const def of builtinNodes({ input: config.dirs.input, output: config.dirs.output, temp: config.dirs.temp, models: config.dirs.models })) registry.add(def);
-  for (const def of apiNodes(openaiConfig(config.flags))) registry.add(def);
-  if (config.enableTestNodes) {
-    const { testingPackNodes } = await import('./nodes/testing-pack/index.ts');
-    for (const def of testingPackNodes as NodeDefinition[]) registry.add(def);
-  }
-  const reports = await loadPacks(config.dirs.customNodes, (def) => registry.add(def));
-  for (const r of reports) {
-    if (r.error) log.warn({ pack: r.pack, error: r.error, loaded: r.nodes }, 'node pack failed to load');
-    else log.info({ pack: r.pack, nodes: r.nodes.length }, 'node pack loaded');
-  }
-  registry.freeze();
-  return registry;
 }
 
 /** The workflow execution service (local runtime): prompts, queue, jobs, history, nodes and the WebSocket. */
@@ -104,48 +77,11 @@ export async function buildApp(base: ServiceConfig): Promise<FastifyInstance> {
     if (config.corsOrigin) app.addHook('onRequest', corsHook(config.corsOrigin));
     else app.addHook('onRequest', originGuard);
     // Hosted runtime: identity, its routes and the authentication hook, before every shared route.
+    const ops = config.runtime === 'cloud' ? new CloudOps(storage, config) : undefined;
     const cloud = config.runtime === 'cloud' ? await installCloud(app, () => storage.db, { ...identityConfig(config.flags), sharedRateLimits: storage.dialect.kind === 'postgres' }, { dataDir: config.dataDir, userDir: config.dirs.user, flags: config.flags }) : undefined;
 
-    const registry = await buildRegistry(config, app.log);
-    const executor = new Executor(registry, config.cache);
-    // Several API processes on one PostgreSQL database: a prompt's frames reach its client's socket whichever process holds it.
-    const relay = createRelay(storage, config.flags, app.log);
-    const hub = new WsHub({ isolateOwners: config.runtime === 'cloud', relay });
-    if (relay) await relay.start((frames) => hub.receive(frames));
-    // Assets are on unless --disable-assets: every file a job saves becomes one, its id in the `executed` entry.
-    const assets = config.flags.disableAssets === true || process.env.WORKFLOW_DISABLE_ASSETS === '1'
-      ? undefined
-      : new AssetService(storage, { input: config.dirs.input, output: config.dirs.output, temp: config.dirs.temp, models: config.dirs.models, blobs: path.join(config.dataDir, 'assets', 'blobs'), ...(config.runtime === 'cloud' ? { workspaces: workspacesRoot(config.dataDir) } : {}) }, app.log);
-    const ops = cloud ? new CloudOps(storage, config) : undefined;
-    const baseDirs = { input: config.dirs.input, output: config.dirs.output, temp: config.dirs.temp, models: config.dirs.models };
-    // Hosted runtime: each workspace has its own input folder; with users or workspaces, outputs are read only by their job's owner.
-    const scopeFor: ((owner: string) => NodeScope) | undefined = cloud
-      ? (owner) => workspaceScope(baseDirs, config.dataDir, owner, (ref) => mayViewOutput(storage.db, owner, ref))
-      : config.multiUser
-        ? (owner) => ({ dirs: baseDirs, canRead: (ref) => mayViewOutput(storage.db, owner, ref) })
-        : undefined;
-    const runner = new PromptRunner({
-      storage,
-      executor,
-      hub,
-      dirs: baseDirs,
-      scopeFor,
-      perOwnerStatus: cloud !== undefined,
-      maxHistory: config.maxHistory,
-      log: app.log,
-      onFinished: ops?.onFinished,
-      readSecret: cloud?.content.readSecret,
-      fileWritten: assets
-        ? async (file, job) => {
-            try {
-              const r = await assets.registerFile({ ...file, owner: job.owner, jobId: job.promptId });
-              return r ? { id: r.row.id } : undefined;
-            } catch (err) {
-              app.log.warn({ err, file }, 'output file could not be registered as an asset');
-            }
-          }
-        : undefined,
-    });
+    const ex = await buildExecution(config, storage, app.log, { readSecret: cloud?.content.readSecret, onFinished: ops?.onFinished });
+    const { registry, hub, assets, runner, scopeFor, baseDirs } = ex;
 
     const userOf = (req: FastifyRequest): string => {
       if (!config.multiUser) return '';
@@ -183,9 +119,7 @@ export async function buildApp(base: ServiceConfig): Promise<FastifyInstance> {
     if (!config.flags.frontEndRoot && config.runtime === 'local') webPageRoutes(app);
 
     app.addHook('onClose', async () => {
-      await runner.stop();
-      await relay?.close();
-      hub.closeAll();
+      await ex.close();
       await storage.close();
     });
     if (config.runWorkers) await runner.start();

@@ -5,5 +5,6 @@ import { cloudContentMigration } from './migrations/004_cloud_content.ts';
 import { cloudOpsMigration } from './migrations/005_cloud_ops.ts';
 import { rateLimitsMigration } from './migrations/006_rate_limits.ts';
 import { wsRelayMigration } from './migrations/007_ws_relay.ts';
+import { sharedQueueMigration } from './migrations/008_shared_queue.ts';
 
-export const workflowMigrations = [promptsMigration, assetsMigration, identityMigration, cloudContentMigration, cloudOpsMigration, rateLimitsMigration, wsRelayMigration];
+export const workflowMigrations = [promptsMigration, assetsMigration, identityMigration, cloudContentMigration, cloudOpsMigration, rateLimitsMigration, wsRelayMigration, sharedQueueMigration];

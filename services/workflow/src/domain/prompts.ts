@@ -123,7 +123,11 @@ export class PromptInserter {
   private pending: Array<{ p: NewPrompt; resolve: () => void; reject: (e: unknown) => void }> = [];
   private scheduled = false;
 
-  constructor(private readonly db: Kysely<any>) {}
+  /** `afterInsert` runs in the inserting transaction with the prompts that were stored, in order (the shared queue adds their jobs). */
+  constructor(
+    private readonly db: Kysely<any>,
+    private readonly afterInsert?: (trx: Kysely<any>, stored: NewPrompt[]) => Promise<void>,
+  ) {}
 
   insert(p: NewPrompt): Promise<void> {
     return new Promise((resolve, reject) => {
@@ -150,13 +154,18 @@ export class PromptInserter {
     });
     if (unique.length === 0) return;
     try {
-      const inserted = await this.db
-        .insertInto('prompts')
-        .values(unique.map((b) => row(b.p)))
-        .onConflict((oc) => oc.column('id').doNothing())
-        .returning('id')
-        .execute();
-      const ok = new Set(inserted.map((r) => r.id as string));
+      const insert = async (db: Kysely<any>) => {
+        const inserted = await db
+          .insertInto('prompts')
+          .values(unique.map((b) => row(b.p)))
+          .onConflict((oc) => oc.column('id').doNothing())
+          .returning('id')
+          .execute();
+        const ok = new Set(inserted.map((r) => r.id as string));
+        if (this.afterInsert && ok.size > 0) await this.afterInsert(db, unique.filter((b) => ok.has(b.p.id)).map((b) => b.p));
+        return ok;
+      };
+      const ok = this.afterInsert ? await this.db.transaction().execute(insert) : await insert(this.db);
       for (const b of unique) (ok.has(b.p.id) ? b.resolve() : b.reject(new DuplicatePromptId(b.p.id)));
     } catch (err) {
       for (const b of unique) b.reject(err);
@@ -373,4 +382,66 @@ export async function failOrphans(db: Kysely<any>, now: number, exceptWorker?: s
 export async function maxNumber(db: Kysely<any>): Promise<number> {
   const r = await db.selectFrom('prompts').select((eb) => eb.fn.max<number>(sql`abs(number)`).as('m')).executeTakeFirst();
   return Number(r?.m ?? 0) || 0;
+}
+
+/**
+ * Shared queue (hosted runtime on PostgreSQL): takes the workspace's next
+ * pending prompt for the graphile-worker job `jobId`. Prompts of one
+ * workspace start in number order; rows another worker is claiming are
+ * skipped.
+ */
+export async function claimNextOf(db: Kysely<any>, owner: string, worker: string, jobId: string, now: number): Promise<PromptRecord | null> {
+  const r = await sql<Record<string, unknown>>`
+    update prompts set status = 'in_progress', worker = ${worker}, job_id = ${jobId}, start_time = ${now}, attempts = attempts + 1
+    where id = (select id from prompts where owner = ${owner} and status = 'pending' order by number, id limit 1 for update skip locked)
+      and status = 'pending'
+    returning *`.execute(db);
+  return r.rows[0] ? decode(r.rows[0]) : null;
+}
+
+/** The prompts a job had claimed and not finished: its worker died mid-run. */
+export async function claimedByJob(db: Kysely<any>, jobId: string): Promise<PromptRecord[]> {
+  const rows = await db.selectFrom('prompts').selectAll().where('job_id', '=', jobId).where('status', '=', 'in_progress').execute();
+  return rows.map(decode);
+}
+
+/** Puts a prompt whose worker died back in the queue (its node set is idempotent); only while `jobId` still holds it. */
+export async function requeueClaimed(db: Kysely<any>, id: string, jobId: string): Promise<boolean> {
+  const r = await db.updateTable('prompts').set({ status: 'pending', worker: null, job_id: null, start_time: null }).where('id', '=', id).where('status', '=', 'in_progress').where('job_id', '=', jobId).executeTakeFirst();
+  return Number(r.numUpdatedRows) > 0;
+}
+
+/** Records the end of a prompt whose worker died; only while `jobId` still holds it. */
+export async function failClaimed(db: Kysely<any>, id: string, jobId: string, c: Completion): Promise<boolean> {
+  const r = await db
+    .updateTable('prompts')
+    .set({ status: c.status, end_time: c.endTime, outputs: JSON.stringify(c.outputs), meta: JSON.stringify(c.meta), status_messages: JSON.stringify(c.messages), sensitive: null, worker: null })
+    .where('id', '=', id)
+    .where('status', '=', 'in_progress')
+    .where('job_id', '=', jobId)
+    .executeTakeFirst();
+  return Number(r.numUpdatedRows) > 0;
+}
+
+/** A running prompt's end for a worker that died: failed, with the reason as its error message. */
+export function lostWorkerCompletion(id: string, now: number, message: string): Completion {
+  return {
+    status: 'failed',
+    endTime: now,
+    outputs: {},
+    meta: {},
+    messages: [
+      [
+        'execution_error',
+        { prompt_id: id, node_id: null, node_type: null, executed: [], exception_message: message, exception_type: 'WorkerLost', traceback: [], current_inputs: {}, current_outputs: [], timestamp: now },
+      ],
+    ],
+  };
+}
+
+/** Running prompts (of one owner), for an interrupt that may reach another process. */
+export async function runningIds(db: Kysely<any>, owner?: string): Promise<string[]> {
+  let q = db.selectFrom('prompts').select('id').where('status', '=', 'in_progress');
+  if (owner !== undefined) q = q.where('owner', '=', owner);
+  return (await q.execute()).map((r) => r.id as string);
 }

@@ -6,8 +6,8 @@ import { dual } from './common.ts';
 import type { RouteCtx } from './context.ts';
 
 export function promptRoutes(app: FastifyInstance, ctx: RouteCtx, runner: PromptRunner): void {
-  dual(app, 'GET', '/prompt', { operationId: 'getPromptInfo', tags: ['prompt'], response: { 200: PromptInfo } }, (req) => ({
-    exec_info: { queue_remaining: runner.queueRemaining(ctx.owner(req)) },
+  dual(app, 'GET', '/prompt', { operationId: 'getPromptInfo', tags: ['prompt'], response: { 200: PromptInfo } }, async (req) => ({
+    exec_info: { queue_remaining: await runner.queueRemainingNow(ctx.owner(req)) },
   }));
 
   dual(

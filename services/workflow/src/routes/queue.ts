@@ -46,6 +46,11 @@ export function queueRoutes(app: FastifyInstance, ctx: RouteCtx, runner: PromptR
       const body = bodyObject(req.body);
       const id = body.prompt_id;
       if (id !== undefined && id !== null && typeof id !== 'string') throw jsonError(400, 'prompt_id must be a string');
+      // Shared queue: the prompt may run in another process; the interrupt reaches it there.
+      if (runner.isShared) {
+        await runner.interruptShared(ctx.scope(req), typeof id === 'string' ? id : undefined);
+        return reply.code(200).send();
+      }
       const running = runner.running();
       // Another user's prompt is not theirs to stop.
       if (running && ctx.scope(req) !== undefined && !(await ctx.ownsPrompt(req, running.promptId))) return reply.code(200).send();

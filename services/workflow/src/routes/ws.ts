@@ -12,9 +12,14 @@ export function wsRoutes(app: FastifyInstance, ctx: RouteCtx, hub: WsHub, runner
     const q = req.query as Record<string, unknown>;
     const requested = typeof q.clientId === 'string' && q.clientId !== '' ? q.clientId : undefined;
     const client = hub.connect(socket, requested, ctx.owner(req), (c) => {
-      hub.send('status', runner.statusMessage(c.clientId, c.owner), c.clientId, c.owner);
-      const running = runner.running();
-      if (running && running.clientId === c.clientId && running.owner === c.owner) hub.send('executing', { node: running.lastNode }, c.clientId, c.owner);
+      const greet = () => {
+        hub.send('status', runner.statusMessage(c.clientId, c.owner), c.clientId, c.owner);
+        const running = runner.running();
+        if (running && running.clientId === c.clientId && running.owner === c.owner) hub.send('executing', { node: running.lastNode }, c.clientId, c.owner);
+      };
+      // Shared queue: other processes change the count, so it is read before it is sent.
+      if (runner.isShared) void runner.queueRemainingNow(c.owner).then(greet, greet);
+      else greet();
     });
     let first = true;
     socket.on('message', (data, isBinary) => {

@@ -17,6 +17,7 @@ import {
   releaseClaim,
   pendingCount,
   pendingCountsByOwner,
+  runningIds,
   trimHistory,
   type JobStatus,
   type PromptRecord,
@@ -24,6 +25,7 @@ import {
 import { previewFrame, type WsHub } from '../ws/hub.ts';
 import { workflowLink } from '../domain/cloud/workflow-link.ts';
 import { extractSecretInputs, NODE_SECRETS_KEY, scrubSecrets } from './secrets.ts';
+import { LOST_MESSAGE, type ClaimHandler, type SharedQueue } from './shared-queue.ts';
 
 /** Keys of extra_data that are secrets: kept out of the stored queue item and history (the reference's sixth tuple element). */
 export const SENSITIVE_KEYS = ['auth_token_comfy_org', 'api_key_comfy_org', 'openai_api_key'];
@@ -123,6 +125,13 @@ export interface RunnerOptions {
   readSecret?: (owner: string, name: string) => Promise<string | undefined>;
   /** Called once a prompt's end is recorded (the hosted runtime charges its execution time). */
   onFinished?: (job: { promptId: string; owner: string; status: JobStatus; startTime: number; endTime: number }) => void;
+  /**
+   * Hosted runtime on PostgreSQL: the queue shared with every other process
+   * (prompts run wherever a worker takes them; counts come from the database).
+   */
+  shared?: SharedQueue;
+  /** Tells the other processes to interrupt a prompt if it runs there (shared queue). */
+  broadcastCancel?: (promptId: string) => void;
 }
 
 export interface SubmitRequest {
@@ -147,7 +156,7 @@ interface Current {
  * restart; a prompt that was running when the process died is reported
  * failed on the next start, never re-run.
  */
-export class PromptRunner {
+export class PromptRunner implements ClaimHandler {
   readonly workerId = `${os.hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   private counter = 0;
   private remaining = 0;
@@ -170,12 +179,29 @@ export class PromptRunner {
   /** Cancels of prompts claimed but not yet started here: applied when the run starts. */
   private readonly cancelRequested = new Set<string>();
 
+  /** Completions recorded by this process (the shared queue trims history every so many). */
+  private completions = 0;
+  /** Per-owner status refreshes in flight: only the newest one's count is sent. */
+  private readonly statusSeq = new Map<string, number>();
+
   constructor(private readonly o: RunnerOptions) {
-    this.inserter = new PromptInserter(o.storage.db);
+    const shared = o.shared;
+    this.inserter = new PromptInserter(o.storage.db, shared && ((trx, stored) => shared.addTokens(trx, stored.map((p) => p.owner))));
+  }
+
+  /** True when prompts run in whichever process of the shared queue takes them. */
+  get isShared(): boolean {
+    return this.o.shared !== undefined;
   }
 
   async start(): Promise<void> {
     const db = this.o.storage.db;
+    if (this.o.shared) {
+      // Other processes' prompts may be running: nothing here is an orphan (the queue settles those of dead workers).
+      this.stopped = false;
+      await this.o.shared.start(this);
+      return;
+    }
     const orphans = await failOrphans(db, Date.now());
     if (orphans.length) this.o.log.warn({ prompts: orphans }, 'prompts that were running when the server stopped are marked failed');
     this.counter = Math.floor(await maxNumber(db)) + 1;
@@ -191,7 +217,22 @@ export class PromptRunner {
     this.stopped = true;
     this.current?.interrupt.interrupt();
     this.wake?.();
+    if (this.o.shared) await this.o.shared.stop();
     await this.loopDone;
+  }
+
+  /** queue_remaining read from the database now (shared queue), else the kept count. */
+  async queueRemainingNow(owner?: string): Promise<number> {
+    if (!this.o.shared) return this.queueRemaining(owner);
+    const n = await pendingCount(this.o.storage.db, this.o.perOwnerStatus ? owner : undefined);
+    if (this.o.perOwnerStatus && owner !== undefined) this.setRemaining(owner, n);
+    else this.remaining = n;
+    return n;
+  }
+
+  private setRemaining(owner: string, n: number): void {
+    if (n === 0) this.remainingBy.delete(owner);
+    else if (this.remainingBy.size < 100_000 || this.remainingBy.has(owner)) this.remainingBy.set(owner, n);
   }
 
   /** queue_remaining: everyone's, or with per-owner status (hosted runtime) the owner's own. */
@@ -201,6 +242,8 @@ export class PromptRunner {
   }
 
   private counted(owner: string, delta: number): void {
+    // Shared queue: other processes change the counts too; they are read from the database when sent.
+    if (this.o.shared) return;
     this.remaining = Math.max(0, this.remaining + delta);
     const n = Math.max(0, (this.remainingBy.get(owner) ?? 0) + delta);
     if (n === 0) this.remainingBy.delete(owner);
@@ -220,6 +263,23 @@ export class PromptRunner {
 
   /** A status broadcast after `owner`'s queue changed: to everyone, or (per-owner status) to that owner's sockets. */
   broadcastStatus(owner?: string): void {
+    if (this.o.shared) {
+      const key = owner ?? '';
+      const seq = (this.statusSeq.get(key) ?? 0) + 1;
+      this.statusSeq.set(key, seq);
+      void this.queueRemainingNow(owner)
+        .then(() => {
+          if (this.statusSeq.get(key) !== seq) return;
+          this.statusSeq.delete(key);
+          this.sendStatus(owner);
+        })
+        .catch((err) => this.o.log.warn({ err }, 'queue status could not be read'));
+      return;
+    }
+    this.sendStatus(owner);
+  }
+
+  private sendStatus(owner?: string): void {
     if (this.o.perOwnerStatus && owner !== undefined) {
       this.o.hub.sendCoalesced(null, 'status', () => JSON.stringify({ type: 'status', data: this.statusMessage(undefined, owner) }), owner);
       return;
@@ -335,10 +395,43 @@ export class PromptRunner {
     return true;
   }
 
-  /** Cloud cancel of a claimed prompt: interrupted now, or as soon as its run starts in this process. */
+  /** Cloud cancel of a claimed prompt: interrupted now, or as soon as its run starts (here or, with the shared queue, in any process). */
   cancelRunning(promptId: string): void {
-    if (this.current?.record.id === promptId) this.current.interrupt.interrupt();
-    else if (this.cancelRequested.size < 10_000) this.cancelRequested.add(promptId);
+    this.cancelHere(promptId);
+    this.o.broadcastCancel?.(promptId);
+  }
+
+  /** A cancel for a prompt that may be claimed by this process. */
+  cancelHere(promptId: string): void {
+    if (this.current?.record.id === promptId) return this.current.interrupt.interrupt();
+    // Bounded: the oldest requests (long settled) make room.
+    if (this.cancelRequested.size >= 10_000) this.cancelRequested.delete(this.cancelRequested.values().next().value!);
+    this.cancelRequested.add(promptId);
+  }
+
+  /** POST /interrupt with the shared queue: the owner's running prompt(s) (or the named one), wherever they run. */
+  async interruptShared(owner: string | undefined, promptId?: string): Promise<void> {
+    for (const id of await runningIds(this.o.storage.db, owner)) if (promptId === undefined || id === promptId) this.cancelRunning(id);
+  }
+
+  /** Shared queue: runs a prompt this process claimed. */
+  async runClaimed(record: PromptRecord): Promise<void> {
+    await this.runOne(record);
+    if (this.pendingFree) {
+      this.pendingFree = false;
+      this.o.executor.freeMemory();
+    }
+  }
+
+  /** Shared queue: a prompt's worker died; its client hears of it as of any failure. */
+  lost(record: PromptRecord, requeued: boolean): void {
+    const clientId = typeof record.extraData.client_id === 'string' ? record.extraData.client_id : null;
+    if (!requeued && clientId !== null) {
+      const now = Date.now();
+      this.o.hub.send('execution_error', { prompt_id: record.id, node_id: null, node_type: null, executed: [], exception_message: LOST_MESSAGE, exception_type: 'WorkerLost', traceback: [], current_inputs: {}, current_outputs: [], timestamp: now }, clientId, record.owner);
+      this.o.hub.send('executing', { node: null, prompt_id: record.id }, clientId, record.owner);
+    }
+    this.broadcastStatus(record.owner);
   }
 
   /** A pending prompt was marked cancelled in the database (so no claim can take it). */
@@ -515,8 +608,10 @@ export class PromptRunner {
     } finally {
       const completion = { status, endTime: Date.now(), outputs: result?.outputs ?? {}, meta: result?.meta ?? {}, messages: result?.messages ?? [] };
       // With nothing else known to be queued, the end is recorded alone (a prompt stored meanwhile is claimed by the loop).
-      const claimNext = !this.stopped && this.remaining > 1;
-      const done = await completeAndClaimNext(this.o.storage, record.id, completion, claimNext ? this.workerId : null, this.finished + 1 > this.o.maxHistory ? this.o.maxHistory : undefined);
+      // Shared queue: the next prompt comes with the next job; history is trimmed every so many ends (its count is everyone's).
+      const claimNext = !this.o.shared && !this.stopped && this.remaining > 1;
+      const trimTo = this.o.shared ? (++this.completions % 20 === 0 ? this.o.maxHistory : undefined) : this.finished + 1 > this.o.maxHistory ? this.o.maxHistory : undefined;
+      const done = await completeAndClaimNext(this.o.storage, record.id, completion, claimNext ? this.workerId : null, trimTo);
       next = done.next;
       this.finished += 1 - done.trimmed;
       this.o.onFinished?.({ promptId: record.id, owner: record.owner, status, startTime: record.startTime ?? completion.endTime, endTime: completion.endTime });

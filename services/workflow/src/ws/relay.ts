@@ -9,6 +9,8 @@ import { loadPg } from '@svc/storage';
  */
 export interface RelayFrame {
   to: string | null;
+  /** Not a frame: interrupt this prompt if it runs in the receiving process (shared queue). */
+  cancel?: string;
   owner?: string;
   key?: string;
   text?: string;

@@ -1,0 +1,142 @@
+import path from 'node:path';
+import type { Storage } from '@svc/storage';
+import type { WorkflowConfig } from '../config.ts';
+import { AssetService } from '../domain/assets/service.ts';
+import { billingConfig } from '../domain/cloud/billing.ts';
+import { mayViewOutput } from '../domain/output-owners.ts';
+import { Executor } from '../engine/executor.ts';
+import { NodeRegistry } from '../engine/registry.ts';
+import { workspaceScope, workspacesRoot } from '../files/workspace-folders.ts';
+import { apiNodes, openaiConfig } from '../nodes/api-nodes.ts';
+import type { NodeDefinition, NodeScope } from '../nodes/api.ts';
+import { builtinNodes } from '../nodes/index.ts';
+import { loadPacks } from '../nodes/loader.ts';
+import { WsHub } from '../ws/hub.ts';
+import { createRelay, type Relay } from '../ws/relay-factory.ts';
+import { PromptRunner, type RunnerOptions } from './prompt-runner.ts';
+import { idempotentNodes, SharedQueue } from './shared-queue.ts';
+
+type Log = { info(o: object, m: string): void; warn(o: object, m: string): void; error(o: object, m: string): void };
+
+/** Built-in nodes, the test pack when enabled, and the packs under custom_nodes. */
+export async function buildRegistry(config: WorkflowConfig, log: Log): Promise<NodeRegistry> {
+  const registry = new NodeRegistry();
+  for (const def of builtinNodes({ input: config.dirs.input, output: config.dirs.output, temp: config.dirs.temp, models: config.dirs.models })) registry.add(def);
+  for (const def of apiNodes(openaiConfig(config.flags))) registry.add(def);
+  if (config.enableTestNodes) {
+    const { testingPackNodes } = await import('../nodes/testing-pack/index.ts');
+    for (const def of testingPackNodes as NodeDefinition[]) registry.add(def);
+  }
+  const reports = await loadPacks(config.dirs.customNodes, (def) => registry.add(def));
+  for (const r of reports) {
+    if (r.error) log.warn({ pack: r.pack, error: r.error, loaded: r.nodes }, 'node pack failed to load');
+    else log.info({ pack: r.pack, nodes: r.nodes.length }, 'node pack loaded');
+  }
+  registry.freeze();
+  return registry;
+}
+
+/** Whether this process shares its queue with others: the hosted runtime on PostgreSQL (`--shared-queue false` opts out). */
+export function usesSharedQueue(config: WorkflowConfig, storage: Storage): boolean {
+  return config.runtime === 'cloud' && storage.dialect.kind === 'postgres' && config.flags.sharedQueue !== false && config.flags.sharedQueue !== 'false';
+}
+
+export interface Execution {
+  registry: NodeRegistry;
+  executor: Executor;
+  hub: WsHub;
+  relay?: Relay;
+  assets?: AssetService;
+  runner: PromptRunner;
+  shared?: SharedQueue;
+  /** The folders an owner's prompts see, when owners are separated. */
+  scopeFor?: (owner: string) => NodeScope;
+  baseDirs: NodeScope['dirs'];
+  close(): Promise<void>;
+}
+
+/**
+ * What runs prompts, for an API process (app.ts) and for a worker without
+ * HTTP (worker.ts): the node registry, the engine, the WebSocket hub with
+ * its cross-process relay, assets, and the prompt runner over the local or
+ * the shared queue.
+ */
+export async function buildExecution(
+  config: WorkflowConfig,
+  storage: Storage,
+  log: Log,
+  extra: { readSecret?: RunnerOptions['readSecret']; onFinished?: RunnerOptions['onFinished'] } = {},
+): Promise<Execution> {
+  const cloud = config.runtime === 'cloud';
+  const registry = await buildRegistry(config, log);
+  const executor = new Executor(registry, config.cache);
+  // Several processes on one PostgreSQL database: a prompt's frames reach its client's socket whichever process holds it.
+  const relay = createRelay(storage, config.flags, log);
+  const hub = new WsHub({ isolateOwners: cloud, relay });
+  // Assets are on unless --disable-assets: every file a job saves becomes one, its id in the `executed` entry.
+  const assets =
+    config.flags.disableAssets === true || process.env.WORKFLOW_DISABLE_ASSETS === '1'
+      ? undefined
+      : new AssetService(storage, { input: config.dirs.input, output: config.dirs.output, temp: config.dirs.temp, models: config.dirs.models, blobs: path.join(config.dataDir, 'assets', 'blobs'), ...(cloud ? { workspaces: workspacesRoot(config.dataDir) } : {}) }, log);
+  const baseDirs = { input: config.dirs.input, output: config.dirs.output, temp: config.dirs.temp, models: config.dirs.models };
+  // Hosted runtime: each workspace has its own input folder; with users or workspaces, outputs are read only by their job's owner.
+  const scopeFor: ((owner: string) => NodeScope) | undefined = cloud
+    ? (owner) => workspaceScope(baseDirs, config.dataDir, owner, (ref) => mayViewOutput(storage.db, owner, ref))
+    : config.multiUser
+      ? (owner) => ({ dirs: baseDirs, canRead: (ref) => mayViewOutput(storage.db, owner, ref) })
+      : undefined;
+  const shared = usesSharedQueue(config, storage)
+    ? new SharedQueue(storage, {
+        maxConcurrent: billingConfig(config.flags).maxConcurrentJobs,
+        idempotentNodes: idempotentNodes(config.flags.idempotentNodes),
+        log,
+      })
+    : undefined;
+  if (shared) await shared.ensureSchema();
+  const runner = new PromptRunner({
+    storage,
+    executor,
+    hub,
+    dirs: baseDirs,
+    scopeFor,
+    perOwnerStatus: cloud,
+    maxHistory: config.maxHistory,
+    log,
+    onFinished: extra.onFinished,
+    readSecret: extra.readSecret,
+    shared,
+    broadcastCancel: relay && ((id) => relay.publish({ to: null, cancel: id })),
+    fileWritten: assets
+      ? async (file, job) => {
+          try {
+            const r = await assets.registerFile({ ...file, owner: job.owner, jobId: job.promptId });
+            return r ? { id: r.row.id } : undefined;
+          } catch (err) {
+            log.warn({ err, file }, 'output file could not be registered as an asset');
+          }
+        }
+      : undefined,
+  });
+  if (relay) {
+    await relay.start((frames) => {
+      for (const f of frames) if (f.cancel !== undefined) runner.cancelHere(f.cancel);
+      hub.receive(frames);
+    });
+  }
+  return {
+    registry,
+    executor,
+    hub,
+    relay,
+    assets,
+    runner,
+    shared,
+    scopeFor,
+    baseDirs,
+    async close() {
+      await runner.stop();
+      await relay?.close();
+      hub.closeAll();
+    },
+  };
+}

@@ -1,0 +1,144 @@
+import { sql, type Kysely, type RawBuilder } from 'kysely';
+import { GraphileQueue, type JobContext } from '@svc/queue';
+import type { Storage } from '@svc/storage';
+import { claimedByJob, claimNextOf, failClaimed, lostWorkerCompletion, requeueClaimed, type PromptRecord } from '../domain/prompts.ts';
+
+export const RUN_TASK = 'workflow_run';
+
+export const LOST_MESSAGE = 'The worker running this prompt stopped; it was not re-run.';
+
+/** How many times a prompt whose worker died is started again (idempotent node sets only). */
+const MAX_STARTS = 3;
+
+export interface SharedQueueOptions {
+  /** max_concurrent_jobs: prompts of one workspace running at once, across every process. */
+  maxConcurrent: number;
+  /** Node classes whose prompts may run again after their worker died (`*`: every class). */
+  idempotentNodes: Set<string>;
+  /** Prompts taken by this process at once (default 1: one engine per worker, as a GPU worker). */
+  concurrency?: number;
+  log: { warn(o: object, m: string): void; error(o: object, m: string): void };
+}
+
+export interface ClaimHandler {
+  workerId: string;
+  /** Runs a claimed prompt to its recorded end. */
+  runClaimed(record: PromptRecord): Promise<void>;
+  /** A prompt's worker died: it was failed (its client is told) or put back in the queue. */
+  lost(record: PromptRecord, requeued: boolean): void;
+}
+
+/**
+ * The hosted runtime's queue on PostgreSQL, shared by every API process and
+ * worker (`npm run workflow:worker`) through graphile-worker.
+ *
+ * The prompts table stays the queue's truth (order, status, history); each
+ * stored prompt adds one graphile-worker job, a token that lets one process
+ * claim the workspace's next prompt. Its job options carry the scheduling:
+ * - fairness: the job's priority is the workspace's number of prompts
+ *   already queued or running, so a workspace's first prompt goes before
+ *   another's hundredth;
+ * - max_concurrent_jobs = L: the job joins one of L named queues of its
+ *   workspace, and graphile-worker runs a named queue's jobs one at a time,
+ *   across processes;
+ * - a worker that dies: its pool's liveness lock goes with its connection,
+ *   any process's sweep unlocks the job within seconds (packages/queue), and
+ *   the job's next attempt finds the prompt it had claimed: failed, or run
+ *   again when every node class in it is declared idempotent.
+ */
+export class SharedQueue {
+  readonly queue: GraphileQueue;
+  private handler?: ClaimHandler;
+
+  constructor(
+    private readonly storage: Storage,
+    private readonly o: SharedQueueOptions,
+  ) {
+    this.queue = new GraphileQueue(storage, {
+      tasks: { [RUN_TASK]: (payload, ctx) => this.run(payload as { owner?: unknown }, ctx) },
+      concurrency: o.concurrency ?? 1,
+      // Idle workers are woken by add_job's NOTIFY; the poll only covers a lost notification.
+      pollIntervalMs: 1000,
+      deadWorkerCheckMs: 1000,
+      onError: (err, task, ctx) => o.log.error({ err, task, job: ctx.jobId }, 'shared queue task failed'),
+    });
+  }
+
+  async ensureSchema(): Promise<void> {
+    await this.queue.ensureSchema();
+  }
+
+  /**
+   * The token of a prompt of `owner` that was just inserted (same
+   * transaction): an SQL expression, evaluated once per prompt.
+   */
+  tokenSql(owner: string): RawBuilder<unknown> {
+    // The prompt is already stored: the ones before it are all but one.
+    const ahead = sql`(select count(*) - 1 from prompts where owner = ${owner} and status in ('pending', 'in_progress'))`;
+    const slots = Math.max(1, Math.floor(this.o.maxConcurrent));
+    return this.queue.addSql(RUN_TASK, { owner }, {
+      priority: sql`least(greatest(${ahead}, 0), 32000)`,
+      queueName: sql`${`wf:${owner}:`}::text || (greatest(${ahead}, 0) % ${slots})::text`,
+      maxAttempts: 25,
+    });
+  }
+
+  /** Adds the tokens of inserted prompts, in their order, inside the inserting transaction. */
+  async addTokens(trx: Kysely<any>, owners: string[]): Promise<void> {
+    for (const owner of owners) await sql`select ${this.tokenSql(owner)}`.execute(trx);
+  }
+
+  /** Starts taking prompts in this process. */
+  async start(handler: ClaimHandler): Promise<void> {
+    this.handler = handler;
+    await this.queue.start();
+  }
+
+  async stop(): Promise<void> {
+    await this.queue.stop();
+  }
+
+  private async run(payload: { owner?: unknown }, ctx: JobContext): Promise<void> {
+    const h = this.handler;
+    if (!h || typeof payload?.owner !== 'string') return;
+    const owner = payload.owner;
+    if (ctx.attempt > 1) await this.recover(ctx.jobId, owner);
+    const record = await claimNextOf(this.storage.db, owner, h.workerId, ctx.jobId, Date.now());
+    // No prompt left: it was cancelled or deleted while queued; the token has nothing to do.
+    if (!record) return;
+    await h.runClaimed(record);
+  }
+
+  /** The job ran before in a worker that is gone: settle the prompt it had claimed. */
+  private async recover(jobId: string, owner: string): Promise<void> {
+    const db = this.storage.db;
+    for (const p of await claimedByJob(db, jobId)) {
+      const rerun = this.idempotent(p) && (await this.starts(p.id)) < MAX_STARTS;
+      if (rerun && (await requeueClaimed(db, p.id, jobId))) {
+        this.o.log.warn({ prompt_id: p.id, job: jobId, owner }, 'the worker running this prompt is gone; its nodes are idempotent, so it runs again');
+        this.handler?.lost(p, true);
+      } else if (await failClaimed(db, p.id, jobId, lostWorkerCompletion(p.id, Date.now(), LOST_MESSAGE))) {
+        this.o.log.warn({ prompt_id: p.id, job: jobId, owner }, 'the worker running this prompt is gone; the prompt is marked failed');
+        this.handler?.lost(p, false);
+      }
+    }
+  }
+
+  private idempotent(p: PromptRecord): boolean {
+    const set = this.o.idempotentNodes;
+    if (set.size === 0) return false;
+    if (set.has('*')) return true;
+    return Object.values(p.prompt).every((n) => n && typeof n === 'object' && set.has((n as { class_type?: string }).class_type ?? ''));
+  }
+
+  private async starts(id: string): Promise<number> {
+    const r = await this.storage.db.selectFrom('prompts').select('attempts').where('id', '=', id).executeTakeFirst();
+    return Number(r?.attempts ?? 0);
+  }
+}
+
+/** `--idempotent-nodes A,B` / WORKFLOW_IDEMPOTENT_NODES: classes whose prompts may run again after a worker died. */
+export function idempotentNodes(flag: unknown, env = process.env): Set<string> {
+  const v = typeof flag === 'string' ? flag : (env.WORKFLOW_IDEMPOTENT_NODES ?? '');
+  return new Set(v.split(',').map((s) => s.trim()).filter(Boolean));
+}
