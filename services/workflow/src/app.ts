@@ -107,7 +107,7 @@ export async function buildApp(base: ServiceConfig): Promise<FastifyInstance> {
     wsRoutes(app, ctx, hub, runner, { ...features(config.maxUploadSize, assets !== undefined), ...ops?.features() });
     const models = new ModelFolders(config.dirs.models, config.dirs.customNodes);
     const users = cloud?.userManager(config.dirs.user) ?? new UserManager(config.dirs.user, config.multiUser);
-    fileRoutes(app, ctx, { dirs: config.dirs, models, maxUploadSize: config.maxUploadSize, multiUser: config.multiUser || cloud !== undefined, onInputChanged: (scope) => registry.invalidate(scope), ...(assets ? assetFileHooks(assets, ctx, app.log) : {}) });
+    fileRoutes(app, ctx, { dirs: config.dirs, models, content: ex.content, maxUploadSize: config.maxUploadSize, multiUser: config.multiUser || cloud !== undefined, onInputChanged: (scope) => registry.invalidate(scope), ...(assets ? assetFileHooks(assets, ctx, app.log) : {}) });
     userRoutes(app, users);
     settingsRoutes(app, users);
     userdataRoutes(app, users, { maxUploadSize: config.maxUploadSize });

@@ -11,6 +11,7 @@ import { apiNodes, openaiConfig } from '../nodes/api-nodes.ts';
 import type { NodeDefinition, NodeScope } from '../nodes/api.ts';
 import { builtinNodes } from '../nodes/index.ts';
 import { loadPacks } from '../nodes/loader.ts';
+import { openSharedContent, type SharedContent } from '../files/shared-content.ts';
 import { WsHub } from '../ws/hub.ts';
 import { createRelay, type Relay } from '../ws/relay-factory.ts';
 import { PromptRunner, type RunnerOptions } from './prompt-runner.ts';
@@ -47,6 +48,7 @@ export interface Execution {
   hub: WsHub;
   relay?: Relay;
   assets?: AssetService;
+  content?: SharedContent;
   runner: PromptRunner;
   shared?: SharedQueue;
   /** The folders an owner's prompts see, when owners are separated. */
@@ -73,11 +75,13 @@ export async function buildExecution(
   // Several processes on one PostgreSQL database: a prompt's frames reach its client's socket whichever process holds it.
   const relay = createRelay(storage, config.flags, log);
   const hub = new WsHub({ isolateOwners: cloud, relay });
+  // Scale-out across machines: files one process writes are put in a shared store the others read.
+  const content = await openSharedContent(config, log);
   // Assets are on unless --disable-assets: every file a job saves becomes one, its id in the `executed` entry.
   const assets =
     config.flags.disableAssets === true || process.env.WORKFLOW_DISABLE_ASSETS === '1'
       ? undefined
-      : new AssetService(storage, { input: config.dirs.input, output: config.dirs.output, temp: config.dirs.temp, models: config.dirs.models, blobs: path.join(config.dataDir, 'assets', 'blobs'), ...(cloud ? { workspaces: workspacesRoot(config.dataDir) } : {}) }, log);
+      : new AssetService(storage, { input: config.dirs.input, output: config.dirs.output, temp: config.dirs.temp, models: config.dirs.models, blobs: path.join(config.dataDir, 'assets', 'blobs'), ...(cloud ? { workspaces: workspacesRoot(config.dataDir) } : {}) }, log, content);
   const baseDirs = { input: config.dirs.input, output: config.dirs.output, temp: config.dirs.temp, models: config.dirs.models };
   // Hosted runtime: each workspace has its own input folder; with users or workspaces, outputs are read only by their job's owner.
   const scopeFor: ((owner: string) => NodeScope) | undefined = cloud
@@ -105,9 +109,13 @@ export async function buildExecution(
     onFinished: extra.onFinished,
     readSecret: extra.readSecret,
     shared,
+    fetchInputs: content && ((prompt, dirs) => content.materialize(prompt, dirs)),
     broadcastCancel: relay && ((id) => relay.publish({ to: null, cancel: id })),
-    fileWritten: assets
+    fileWritten:
+      assets || content
       ? async (file, job) => {
+          await content?.fileWritten(file, job.owner);
+          if (!assets) return undefined;
           try {
             const r = await assets.registerFile({ ...file, owner: job.owner, jobId: job.promptId });
             return r ? { id: r.row.id } : undefined;
@@ -129,6 +137,7 @@ export async function buildExecution(
     hub,
     relay,
     assets,
+    content,
     runner,
     shared,
     scopeFor,
@@ -136,6 +145,7 @@ export async function buildExecution(
     async close() {
       await runner.stop();
       await relay?.close();
+      await content?.close();
       hub.closeAll();
     },
   };

@@ -123,6 +123,12 @@ export interface RunnerOptions {
   fileWritten?: (info: Parameters<NonNullable<NodeEnv['fileWritten']>>[0], job: { promptId: string; owner: string }) => Promise<Record<string, unknown> | void>;
   /** A stored secret of the job's workspace, for nodes that ask by name (hosted runtime). */
   readSecret?: (owner: string, name: string) => Promise<string | undefined>;
+  /**
+   * Scale-out with a shared content store: brings the files a prompt names
+   * onto this disk (uploaded through another process) before it is validated
+   * here and before it runs here.
+   */
+  fetchInputs?: (prompt: Record<string, unknown>, dirs: NodeScope['dirs']) => Promise<unknown>;
   /** Called once a prompt's end is recorded (the hosted runtime charges its execution time). */
   onFinished?: (job: { promptId: string; owner: string; status: JobStatus; startTime: number; endTime: number }) => void;
   /**
@@ -315,7 +321,9 @@ export class PromptRunner implements ClaimHandler {
     if (body.prompt && typeof body.prompt === 'object' && Object.keys(body.prompt).length > MAX_PROMPT_NODES) {
       reject('invalid_prompt', 'Prompt too large', `A prompt may have at most ${MAX_PROMPT_NODES} nodes`);
     }
-    const v = await validatePrompt(this.o.executor.registry, body.prompt, body.partial_execution_targets, this.o.scopeFor?.(req.owner));
+    const scope = this.o.scopeFor?.(req.owner);
+    if (this.o.fetchInputs && body.prompt && typeof body.prompt === 'object' && !Array.isArray(body.prompt)) await this.o.fetchInputs(body.prompt as Record<string, unknown>, scope?.dirs ?? this.o.dirs);
+    const v = await validatePrompt(this.o.executor.registry, body.prompt, body.partial_execution_targets, scope);
     if (!v.ok) throw new PromptRejected({ error: v.error!, node_errors: v.nodeErrors });
 
     // Secret node inputs (API keys) leave the stored prompt; their values and every copy of them too.
@@ -595,6 +603,8 @@ export class PromptRunner implements ClaimHandler {
     let result: Awaited<ReturnType<Executor['run']>> | undefined;
     let next: PromptRecord | null = null;
     try {
+      const scope = this.o.scopeFor?.(record.owner) ?? { dirs: this.o.dirs };
+      await this.o.fetchInputs?.(record.prompt, scope.dirs);
       result = await this.o.executor.run({
         promptId: record.id,
         prompt: record.prompt,
@@ -602,7 +612,7 @@ export class PromptRunner implements ClaimHandler {
         extraData: { ...record.extraData, ...(record.sensitive ?? {}) },
         sink,
         interrupt: current.interrupt,
-        env: { ...(this.o.scopeFor?.(record.owner) ?? { dirs: this.o.dirs }), fileWritten: this.fileWrittenFor(record), secret: this.o.readSecret && ((name: string) => this.o.readSecret!(record.owner, name)) },
+        env: { ...scope, fileWritten: this.fileWrittenFor(record), secret: this.o.readSecret && ((name: string) => this.o.readSecret!(record.owner, name)) },
       });
       status = result.status === 'success' ? 'completed' : result.interrupted ? 'cancelled' : 'failed';
     } finally {
