@@ -1,0 +1,218 @@
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { describe, test } from 'node:test';
+import { client, postgresAvailable, type TestServer } from '@svc/testkit';
+import { buildApp } from '../src/app.ts';
+import { signupUser, TEST_LIMITS, type TestUser } from './cloud-helpers.ts';
+import { startWorkflow, WsClient, type Msg } from './helpers.ts';
+
+/**
+ * The hosted runtime scaled out on one PostgreSQL database: API processes
+ * that run no prompts, and worker processes (`workflow worker`, real child
+ * processes a test can SIGKILL) that share the queue.
+ */
+
+const MAIN = path.join(import.meta.dirname, '..', 'src', 'main.ts');
+const PACK = path.join(import.meta.dirname, 'fixtures', 'process-pack.mjs');
+
+interface Worker {
+  proc: ChildProcess;
+  pid: number;
+  dataDir: string;
+  exited: Promise<void>;
+}
+
+function withPack(dataDir: string): void {
+  fs.mkdirSync(path.join(dataDir, 'custom_nodes'), { recursive: true });
+  fs.copyFileSync(PACK, path.join(dataDir, 'custom_nodes', 'process-pack.mjs'));
+}
+
+/** Starts `workflow worker` in its own process and data dir on the API's database and schema. */
+async function startWorker(api: TestServer, extra: string[] = []): Promise<Worker> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'wf-worker-'));
+  withPack(dataDir);
+  const args = ['--import', 'tsx', MAIN, 'worker', '--data-dir', dataDir, '--database-url', api.cfg.databaseUrl!, '--pg-schema', api.cfg.pgSchema, '--log-level', 'warn', '--max-concurrent-jobs', '1', ...extra];
+  const proc = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
+  let out = '';
+  proc.stderr!.on('data', (c: Buffer) => (out += String(c)));
+  await new Promise<void>((resolve, reject) => {
+    proc.stdout!.on('data', (c: Buffer) => {
+      out += String(c);
+      if (out.includes('workflow worker started')) resolve();
+    });
+    proc.once('exit', (code) => reject(new Error(`worker exited (${code}) before it started:\n${out}`)));
+  });
+  return { proc, pid: proc.pid!, dataDir, exited };
+}
+
+async function stopWorker(w: Worker, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+  if (w.proc.exitCode === null && w.proc.signalCode === null) w.proc.kill(signal);
+  await w.exited;
+  fs.rmSync(w.dataDir, { recursive: true, force: true });
+}
+
+/** Waits until a file whose name starts with `prefix` appears in `dir` (not in `except`); answers the pid in its name. */
+async function entered(dir: string, name: string, except: number[] = []): Promise<number> {
+  for (;;) {
+    for (const f of fs.readdirSync(dir)) {
+      const m = f.startsWith(`${name}.entered.`) ? Number(f.slice(name.length + 9)) : NaN;
+      if (Number.isInteger(m) && !except.includes(m)) return m;
+    }
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+function ofPrompt(ws: WsClient, id: string): Msg[] {
+  return ws.messages.filter((m) => m.data?.prompt_id === id);
+}
+
+const count = (msgs: Msg[], type: string) => msgs.filter((m) => m.type === type).length;
+
+describe('hosted runtime scaled out: two API processes, worker processes, one PostgreSQL database', async () => {
+  const pg = await postgresAvailable();
+
+  test('prompts of several workspaces through both APIs run once each on both workers, within max_concurrent_jobs, messages at the right sockets, one charge per job', { skip: !pg && 'PostgreSQL not available' }, async () => {
+    const a = await startWorkflow('postgres', { runtime: 'cloud', authRateLimits: TEST_LIMITS, maxConcurrentJobs: '1' }, { packs: ['process-pack.mjs'], overrides: { runWorkers: false } });
+    const bApp = await buildApp({ ...a.cfg });
+    const workers: Worker[] = [];
+    const sockets: WsClient[] = [];
+    try {
+      const bUrl = await bApp.listen({ port: 0, host: '127.0.0.1' });
+      workers.push(await startWorker(a), await startWorker(a));
+      const users: TestUser[] = [];
+      for (let i = 0; i < 3; i++) users.push(await signupUser(a.url, `scale-${i}`));
+      // u0 listens on A, u1 on B, u2 on both (two sockets, two client ids).
+      const socketOf = (u: number, url: string, id: string) => {
+        const ws = new WsClient(url, id, { headers: { authorization: `Bearer ${users[u]!.token}` } });
+        sockets.push(ws);
+        return ws;
+      };
+      const ws = [[socketOf(0, a.url, 'c0')], [socketOf(1, bUrl, 'c1')], [socketOf(2, a.url, 'c2a'), socketOf(2, bUrl, 'c2b')]];
+      await Promise.all(sockets.map((s) => s.opened));
+
+      const apis = [a.url, bUrl];
+      const ids: string[][] = [[], [], []];
+      const clientOf = new Map<string, WsClient>();
+      for (let round = 0; round < 4; round++) {
+        for (let u = 0; u < 3; u++) {
+          const target = ws[u]![round % ws[u]!.length]!;
+          const http = client(apis[(round + u) % 2]!, { authorization: `Bearer ${users[u]!.token}` });
+          const r = await http.post('/api/prompt', { prompt: { h: { class_type: 'TestHold', inputs: { ms: 120, tag: `${u}-${round}` } } }, client_id: target === ws[u]![0] ? (u === 2 ? 'c2a' : `c${u}`) : 'c2b' });
+          assert.equal(r.status, 200, r.text);
+          ids[u]!.push(r.body.prompt_id);
+          clientOf.set(r.body.prompt_id, target);
+        }
+      }
+
+      const pids = new Set<string>();
+      for (const [id, sock] of clientOf) {
+        const msgs = await sock.promptDone(id);
+        assert.equal(count(msgs, 'execution_start'), 1, `${id}: ${msgs.map((m) => m.type)}`);
+        assert.equal(count(msgs, 'execution_success'), 1, `${id}: ${msgs.map((m) => m.type)}`);
+        assert.equal(count(msgs, 'execution_error'), 0);
+        const executed = msgs.find((m) => m.type === 'executed');
+        assert.ok(executed, 'the output reached the socket');
+        pids.add(executed.data.output.text[0]);
+      }
+      assert.deepEqual([...pids].sort(), workers.map((w) => String(w.pid)).sort(), 'both workers ran prompts; no API process did');
+
+      // No socket saw another workspace's prompt; u2's prompts reached only the socket named by client_id.
+      for (let u = 0; u < 3; u++) {
+        for (const s of ws[u]!) {
+          for (const m of s.messages) {
+            const pid = m.data?.prompt_id;
+            if (pid === undefined) continue;
+            assert.ok(ids[u]!.includes(pid), `socket of user ${u} got a foreign prompt ${pid}`);
+            assert.equal(clientOf.get(pid), s, `prompt ${pid} reached a socket it was not sent to`);
+          }
+        }
+      }
+
+      for (let u = 0; u < 3; u++) {
+        const http = client(a.url, { authorization: `Bearer ${users[u]!.token}` });
+        // max_concurrent_jobs = 1: the workspace's jobs ran one after another, in the order they were queued.
+        const spans: Array<[number, number]> = [];
+        for (const id of ids[u]!) {
+          const j = (await http.get(`/api/job/${id}/status`)).body;
+          assert.equal(j.status, 'completed');
+          spans.push([Date.parse(j.started_at), Date.parse(j.completed_at)]);
+        }
+        for (let i = 1; i < spans.length; i++) assert.ok(spans[i]![0] >= spans[i - 1]![1], `user ${u}: job ${i} started before job ${i - 1} ended: ${JSON.stringify(spans)}`);
+        // Each job charged once, by the worker that ran it; the balance is the ledger's sum.
+        const charges = (await http.get('/api/billing/events?type=charge&limit=100')).body.events;
+        assert.deepEqual(charges.map((e: any) => e.job_id).sort(), [...ids[u]!].sort());
+        const used = charges.reduce((s: number, e: any) => s + e.amount, 0);
+        const bal = (await http.get('/api/billing/balance')).body;
+        assert.ok(Math.abs(bal.credits_used - used) < 1e-9, `${bal.credits_used} vs ${used}`);
+      }
+
+      // Both APIs report the shared queue: empty now, for every workspace.
+      for (const url of apis) {
+        const q = await client(url, { authorization: `Bearer ${users[0]!.token}` }).get('/api/queue');
+        assert.deepEqual([q.body.queue_running.length, q.body.queue_pending.length], [0, 0]);
+      }
+    } finally {
+      for (const s of sockets) s.close();
+      await Promise.all(workers.map((w) => stopWorker(w)));
+      await bApp.close();
+      await a.close();
+    }
+  });
+
+  test('a worker killed mid-prompt: its prompt fails WorkerLost at the client, or runs again on another worker when every node is idempotent; the queue goes on', { skip: !pg && 'PostgreSQL not available' }, async () => {
+    const a = await startWorkflow('postgres', { runtime: 'cloud', authRateLimits: TEST_LIMITS }, { packs: ['process-pack.mjs'], overrides: { runWorkers: false } });
+    const gates = fs.mkdtempSync(path.join(os.tmpdir(), 'wf-gates-'));
+    const flags = ['--idempotent-nodes', 'TestFileGateIdem'];
+    const workers: Worker[] = [];
+    let ws: WsClient | undefined;
+    try {
+      workers.push(await startWorker(a, flags), await startWorker(a, flags));
+      const u = await signupUser(a.url, 'killed');
+      ws = new WsClient(a.url, 'kill-client', { headers: { authorization: `Bearer ${u.token}` } });
+      await ws.opened;
+      const byPid = (pid: number) => workers.find((w) => w.pid === pid)!;
+
+      // Not idempotent: failed, and the client is told.
+      const p1 = (await u.http.post('/api/prompt', { prompt: { g: { class_type: 'TestFileGate', inputs: { dir: gates, name: 'p1' } } }, client_id: 'kill-client' })).body.prompt_id;
+      const ran1 = await entered(gates, 'p1');
+      await stopWorker(byPid(ran1), 'SIGKILL');
+      workers.splice(workers.indexOf(byPid(ran1)), 1);
+      const lost = await ws.promptDone(p1);
+      const err = lost.find((m) => m.type === 'execution_error');
+      assert.ok(err, JSON.stringify(lost.map((m) => m.type)));
+      assert.equal(err.data.exception_type, 'WorkerLost');
+      assert.equal(count(lost, 'execution_success'), 0);
+      const j1 = (await u.http.get(`/api/jobs/${p1}`)).body;
+      assert.equal(j1.status, 'failed');
+      workers.push(await startWorker(a, flags));
+
+      // Idempotent: started again elsewhere, then completes once.
+      const p2 = (await u.http.post('/api/prompt', { prompt: { g: { class_type: 'TestFileGateIdem', inputs: { dir: gates, name: 'p2' } } }, client_id: 'kill-client' })).body.prompt_id;
+      const ran2 = await entered(gates, 'p2');
+      await stopWorker(byPid(ran2), 'SIGKILL');
+      workers.splice(workers.indexOf(byPid(ran2)), 1);
+      const again = await entered(gates, 'p2', [ran2]);
+      assert.ok(workers.some((w) => w.pid === again), 'a living worker took it');
+      fs.writeFileSync(path.join(gates, 'p2.release'), '');
+      const done = await ws.promptDone(p2);
+      assert.equal(count(done, 'execution_success'), 1, JSON.stringify(done.map((m) => m.type)));
+      assert.equal(count(done, 'execution_error'), 0);
+      assert.equal(done.find((m) => m.type === 'executed')?.data.output.text[0], String(again));
+      assert.equal((await u.http.get(`/api/jobs/${p2}`)).body.status, 'completed');
+
+      // The queue goes on: a following prompt runs.
+      const p3 = (await u.http.post('/api/prompt', { prompt: { h: { class_type: 'TestHold', inputs: { ms: 0, tag: 'after' } } }, client_id: 'kill-client' })).body.prompt_id;
+      const after = await ws.promptDone(p3);
+      assert.equal(count(after, 'execution_success'), 1);
+    } finally {
+      ws?.close();
+      await Promise.all(workers.map((w) => stopWorker(w)));
+      fs.rmSync(gates, { recursive: true, force: true });
+      await a.close();
+    }
+  });
+});
