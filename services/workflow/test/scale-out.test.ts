@@ -75,82 +75,118 @@ const count = (msgs: Msg[], type: string) => msgs.filter((m) => m.type === type)
 describe('hosted runtime scaled out: two API processes, worker processes, one PostgreSQL database', async () => {
   const pg = await postgresAvailable();
 
-  test('prompts of several workspaces through both APIs run once each on both workers, within max_concurrent_jobs, messages at the right sockets, one charge per job', { skip: !pg && 'PostgreSQL not available' }, async () => {
-    const a = await startWorkflow('postgres', { runtime: 'cloud', authRateLimits: TEST_LIMITS, maxConcurrentJobs: '1' }, { packs: ['process-pack.mjs'], overrides: { runWorkers: false } });
+  test('prompts of several workspaces through both APIs, a worker killed mid-run: each prompt ends once, messages at the right sockets, fairness and max_concurrent_jobs across processes, ledger sums', { skip: !pg && 'PostgreSQL not available' }, async () => {
+    const a = await startWorkflow('postgres', { runtime: 'cloud', authRateLimits: TEST_LIMITS, maxConcurrentJobs: '2' }, { packs: ['process-pack.mjs'], overrides: { runWorkers: false } });
     const bApp = await buildApp({ ...a.cfg });
+    const gates = fs.mkdtempSync(path.join(os.tmpdir(), 'wf-gates-'));
     const workers: Worker[] = [];
     const sockets: WsClient[] = [];
     try {
       const bUrl = await bApp.listen({ port: 0, host: '127.0.0.1' });
-      workers.push(await startWorker(a), await startWorker(a));
+      workers.push(await startWorker(a, ['--max-concurrent-jobs', '2']), await startWorker(a, ['--max-concurrent-jobs', '2']));
+      const workerPids = new Set(workers.map((w) => String(w.pid)));
       const users: TestUser[] = [];
       for (let i = 0; i < 3; i++) users.push(await signupUser(a.url, `scale-${i}`));
       // u0 listens on A, u1 on B, u2 on both (two sockets, two client ids).
       const socketOf = (u: number, url: string, id: string) => {
         const ws = new WsClient(url, id, { headers: { authorization: `Bearer ${users[u]!.token}` } });
         sockets.push(ws);
-        return ws;
+        return { ws, id };
       };
-      const ws = [[socketOf(0, a.url, 'c0')], [socketOf(1, bUrl, 'c1')], [socketOf(2, a.url, 'c2a'), socketOf(2, bUrl, 'c2b')]];
+      const socks = [[socketOf(0, a.url, 'c0')], [socketOf(1, bUrl, 'c1')], [socketOf(2, a.url, 'c2a'), socketOf(2, bUrl, 'c2b')]];
       await Promise.all(sockets.map((s) => s.opened));
 
       const apis = [a.url, bUrl];
       const ids: string[][] = [[], [], []];
-      const clientOf = new Map<string, WsClient>();
-      for (let round = 0; round < 4; round++) {
-        for (let u = 0; u < 3; u++) {
-          const target = ws[u]![round % ws[u]!.length]!;
-          const http = client(apis[(round + u) % 2]!, { authorization: `Bearer ${users[u]!.token}` });
-          const r = await http.post('/api/prompt', { prompt: { h: { class_type: 'TestHold', inputs: { ms: 120, tag: `${u}-${round}` } } }, client_id: target === ws[u]![0] ? (u === 2 ? 'c2a' : `c${u}`) : 'c2b' });
-          assert.equal(r.status, 200, r.text);
-          ids[u]!.push(r.body.prompt_id);
-          clientOf.set(r.body.prompt_id, target);
-        }
-      }
+      const socketFor = new Map<string, WsClient>();
+      let n = 0;
+      const queue = async (u: number, node: Record<string, unknown>) => {
+        const target = socks[u]![n % socks[u]!.length]!;
+        const http = client(apis[n++ % 2]!, { authorization: `Bearer ${users[u]!.token}` });
+        const r = await http.post('/api/prompt', { prompt: { n: node }, client_id: target.id });
+        assert.equal(r.status, 200, r.text);
+        ids[u]!.push(r.body.prompt_id);
+        socketFor.set(r.body.prompt_id, target.ws);
+        return r.body.prompt_id as string;
+      };
+      const hold = (tag: string) => ({ class_type: 'TestHold', inputs: { ms: 100, tag } });
 
-      const pids = new Set<string>();
-      for (const [id, sock] of clientOf) {
-        const msgs = await sock.promptDone(id);
-        assert.equal(count(msgs, 'execution_start'), 1, `${id}: ${msgs.map((m) => m.type)}`);
-        assert.equal(count(msgs, 'execution_success'), 1, `${id}: ${msgs.map((m) => m.type)}`);
-        assert.equal(count(msgs, 'execution_error'), 0);
+      // u0 fills both workers (its limit is 2), then queues four more; u1 and u2 queue behind them.
+      const g0 = await queue(0, { class_type: 'TestFileGate', inputs: { dir: gates, name: 'g0' } });
+      await queue(0, { class_type: 'TestFileGate', inputs: { dir: gates, name: 'g1' } });
+      const ranG0 = await entered(gates, 'g0');
+      const ranG1 = await entered(gates, 'g1');
+      assert.notEqual(ranG0, ranG1, 'the two gated prompts run on the two workers');
+      for (let i = 0; i < 4; i++) await queue(0, hold(`u0-${i}`));
+      for (let i = 0; i < 2; i++) await queue(1, hold(`u1-${i}`));
+      for (let i = 0; i < 4; i++) await queue(2, hold(`u2-${i}`));
+
+      // One worker dies inside g0; another takes its place; g1 ends.
+      const dead = workers.find((w) => w.pid === ranG0)!;
+      await stopWorker(dead, 'SIGKILL');
+      workers.splice(workers.indexOf(dead), 1);
+      const replacement = await startWorker(a, ['--max-concurrent-jobs', '2']);
+      workers.push(replacement);
+      workerPids.add(String(replacement.pid));
+      fs.writeFileSync(path.join(gates, 'g1.release'), '');
+
+      const ranOn = new Set<string>();
+      for (const [id, ws] of socketFor) {
+        const msgs = await ws.promptDone(id);
+        const types = msgs.map((m) => m.type).join(',');
+        if (id === g0) {
+          assert.equal(count(msgs, 'execution_success'), 0, types);
+          assert.equal(msgs.filter((m) => m.type === 'execution_error' && m.data.exception_type === 'WorkerLost').length, 1, types);
+          continue;
+        }
+        assert.equal(count(msgs, 'execution_start'), 1, `${id}: ${types}`);
+        assert.equal(count(msgs, 'execution_success'), 1, `${id}: ${types}`);
+        assert.equal(count(msgs, 'execution_error'), 0, `${id}: ${types}`);
         const executed = msgs.find((m) => m.type === 'executed');
         assert.ok(executed, 'the output reached the socket');
-        pids.add(executed.data.output.text[0]);
+        ranOn.add(executed.data.output.text[0]);
       }
-      assert.deepEqual([...pids].sort(), workers.map((w) => String(w.pid)).sort(), 'both workers ran prompts; no API process did');
+      for (const pid of ranOn) assert.ok(workerPids.has(pid), `prompt run by ${pid}, not a worker (API processes run none)`);
+      assert.ok(ranOn.size >= 2, 'the work was shared by the workers');
 
-      // No socket saw another workspace's prompt; u2's prompts reached only the socket named by client_id.
+      // No socket saw another workspace's prompt; each prompt reached only the socket its client_id names.
       for (let u = 0; u < 3; u++) {
-        for (const s of ws[u]!) {
-          for (const m of s.messages) {
+        for (const { ws } of socks[u]!) {
+          for (const m of ws.messages) {
             const pid = m.data?.prompt_id;
             if (pid === undefined) continue;
             assert.ok(ids[u]!.includes(pid), `socket of user ${u} got a foreign prompt ${pid}`);
-            assert.equal(clientOf.get(pid), s, `prompt ${pid} reached a socket it was not sent to`);
+            assert.equal(socketFor.get(pid), ws, `prompt ${pid} reached a socket it was not sent to`);
           }
         }
       }
 
+      const spans: Array<Array<[number, number]>> = [];
       for (let u = 0; u < 3; u++) {
         const http = client(a.url, { authorization: `Bearer ${users[u]!.token}` });
-        // max_concurrent_jobs = 1: the workspace's jobs ran one after another, in the order they were queued.
-        const spans: Array<[number, number]> = [];
+        spans.push([]);
         for (const id of ids[u]!) {
           const j = (await http.get(`/api/job/${id}/status`)).body;
-          assert.equal(j.status, 'completed');
-          spans.push([Date.parse(j.started_at), Date.parse(j.completed_at)]);
+          assert.equal(j.status, id === g0 ? 'failed' : 'completed', id);
+          spans[u]!.push([Date.parse(j.started_at), Date.parse(j.completed_at)]);
         }
-        for (let i = 1; i < spans.length; i++) assert.ok(spans[i]![0] >= spans[i - 1]![1], `user ${u}: job ${i} started before job ${i - 1} ended: ${JSON.stringify(spans)}`);
-        // Each job charged once, by the worker that ran it; the balance is the ledger's sum.
+        // max_concurrent_jobs = 2: never three of a workspace's jobs at once, whichever processes ran them.
+        for (const [s] of spans[u]!) {
+          const running = spans[u]!.filter(([s2, e2]) => s2 <= s && s < e2).length;
+          assert.ok(running <= 2, `user ${u}: ${running} jobs at once: ${JSON.stringify(spans[u])}`);
+        }
+        // Each completed job charged once, by the worker that ran it; the balance is the ledger's sum.
         const charges = (await http.get('/api/billing/events?type=charge&limit=100')).body.events;
-        assert.deepEqual(charges.map((e: any) => e.job_id).sort(), [...ids[u]!].sort());
+        assert.deepEqual(charges.map((e: any) => e.job_id).sort(), ids[u]!.filter((id) => id !== g0).sort());
         const used = charges.reduce((s: number, e: any) => s + e.amount, 0);
         const bal = (await http.get('/api/billing/balance')).body;
         assert.ok(Math.abs(bal.credits_used - used) < 1e-9, `${bal.credits_used} vs ${used}`);
       }
+      // Fairness: a workspace's first prompt goes before another's sixth, though queued after it.
+      const u0Last = spans[0]!.at(-1)![0];
+      assert.ok(spans[1]![0]![0] < u0Last && spans[2]![0]![0] < u0Last, JSON.stringify(spans));
 
-      // Both APIs report the shared queue: empty now, for every workspace.
+      // Both APIs report the shared queue: empty now.
       for (const url of apis) {
         const q = await client(url, { authorization: `Bearer ${users[0]!.token}` }).get('/api/queue');
         assert.deepEqual([q.body.queue_running.length, q.body.queue_pending.length], [0, 0]);
@@ -159,6 +195,7 @@ describe('hosted runtime scaled out: two API processes, worker processes, one Po
       for (const s of sockets) s.close();
       await Promise.all(workers.map((w) => stopWorker(w)));
       await bApp.close();
+      fs.rmSync(gates, { recursive: true, force: true });
       await a.close();
     }
   });
