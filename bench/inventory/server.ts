@@ -13,10 +13,15 @@ export interface BenchServer {
   close(): Promise<void>;
 }
 
-/** The inventory service as `npm run inventory` starts it (own process, SQLite under a temp dir, no workers). */
-export async function startInventory(extra: string[] = []): Promise<BenchServer> {
-  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'inv-bench-'));
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', '--port', '0', '--host', '127.0.0.1', '--data-dir', dataDir, '--admin-token', TOKEN, '--no-workers', ...extra], {
+/**
+ * The inventory service as `npm run inventory` starts it (own process, SQLite under a temp dir unless
+ * `--database-url` is among `extra`; no delivery workers unless `opts.workers`; `opts.dataDir` reuses a
+ * data directory, as a restart does).
+ */
+export async function startInventory(extra: string[] = [], opts: { workers?: boolean; dataDir?: string; keepData?: boolean } = {}): Promise<BenchServer> {
+  const dataDir = opts.dataDir ?? mkdtempSync(path.join(os.tmpdir(), 'inv-bench-'));
+  const args = ['--import', 'tsx', 'src/main.ts', '--port', '0', '--host', '127.0.0.1', '--data-dir', dataDir, '--admin-token', TOKEN, ...(opts.workers ? [] : ['--no-workers']), ...extra];
+  const child = spawn(process.execPath, args, {
     cwd: serviceDir,
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, LOG_LEVEL: 'error', LOG_REQUESTS: '0' },
@@ -40,7 +45,7 @@ export async function startInventory(extra: string[] = []): Promise<BenchServer>
         child.once('exit', () => resolve());
         child.kill('SIGTERM');
       });
-      rmSync(dataDir, { recursive: true, force: true });
+      if (!opts.keepData) rmSync(dataDir, { recursive: true, force: true });
     },
   };
 }

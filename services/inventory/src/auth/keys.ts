@@ -17,9 +17,20 @@ export function validTokenKey(key: string): boolean {
 
 const KEY_LENGTH = 32;
 
+/**
+ * Password hashes started and still running in this process. Tests read it to prove, without timing
+ * anything, that every check costs one hash (unknown users too) and that requests are answered while
+ * hashes run.
+ */
+export const passwordHashes = { started: 0, running: 0 };
+
 function scryptAsync(password: string, salt: Buffer): Promise<Buffer> {
+  passwordHashes.started++;
+  passwordHashes.running++;
   // libuv's thread pool: a hash never blocks the event loop.
-  return new Promise((resolve, reject) => scrypt(password, salt, KEY_LENGTH, (err, key) => (err ? reject(err) : resolve(key))));
+  return new Promise<Buffer>((resolve, reject) => scrypt(password, salt, KEY_LENGTH, (err, key) => (err ? reject(err) : resolve(key)))).finally(() => {
+    passwordHashes.running--;
+  });
 }
 
 export async function hashPassword(password: string): Promise<string> {

@@ -171,30 +171,56 @@ forEachStorage('inventory main.ts', (storage) => {
     const root = path.resolve(import.meta.dirname, '../..');
     const args = ['--import', 'tsx', 'src/main.ts', '--port', '0', '--data-dir', cfg.dataDir, '--no-workers'];
     if (cfg.databaseUrl) args.push('--database-url', cfg.databaseUrl, '--pg-schema', cfg.pgSchema);
-    const run = () =>
+    /** Runs main.ts until `ready` says the output (and the running server) show what the test needs, then stops it. */
+    const run = (ready: (out: string) => Promise<boolean>) =>
       new Promise<string>((resolve, reject) => {
         const env = { ...process.env, LOG_LEVEL: 'silent', INVENTORY_ADMIN_TOKEN: '', DATABASE_URL: '' };
         const child = spawn(process.execPath, args, { cwd: root, env });
         let out = '';
+        let checking = false;
         const timer = setTimeout(() => {
           child.kill('SIGKILL');
           reject(new Error(`main.ts did not start: ${out}`));
-        }, 30_000);
+        }, 60_000);
         child.stdout.on('data', (b) => {
           out += b;
-          if (/listening on/.test(out)) setTimeout(() => child.kill('SIGTERM'), 300);
+          if (checking || child.killed) return;
+          checking = true;
+          ready(out).then(
+            (yes) => {
+              checking = false;
+              if (yes && !child.killed) child.kill('SIGTERM');
+            },
+            (err) => {
+              child.kill('SIGKILL');
+              reject(err);
+            },
+          );
         });
         child.on('exit', () => {
           clearTimeout(timer);
           resolve(out);
         });
       });
+    const urlOf = (out: string) => /inventory listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(out)?.[1];
     try {
-      const first = await run();
-      assert.match(first, /inventory listening on http:\/\/127\.0\.0\.1:\d+/);
-      assert.match(first, /Created superuser "admin" with API token \(shown only now\): [0-9a-f]{40}/);
-      const second = await run();
-      assert.match(second, /listening on/);
+      // The token line follows the listening line: stop once it is there (no fixed wait).
+      const first = await run(async (out) => /shown only now\): [0-9a-f]{40}\n/.test(out));
+      assert.ok(urlOf(first), first);
+      const token = /Created superuser "admin" with API token \(shown only now\): ([0-9a-f]{40})/.exec(first)?.[1];
+      assert.ok(token, first);
+      // Second start: the printed token still works and is still the only one (no new token was made, so none
+      // could be printed), checked over HTTP while the process runs.
+      let tokens: number | undefined;
+      const second = await run(async (out) => {
+        const url = urlOf(out);
+        if (!url) return false;
+        const r = await client(url, { authorization: `Token ${token}` }).get('/api/users/tokens/');
+        assert.equal(r.status, 200, r.text);
+        tokens = r.body.count;
+        return true;
+      });
+      assert.equal(tokens, 1);
       assert.doesNotMatch(second, /API token/);
     } finally {
       await cleanupConfig(cfg);

@@ -44,7 +44,7 @@ export async function startReceiver() {
       respond = fn;
     },
     async waitFor(n: number, ms = 10_000): Promise<void> {
-      const end = Date.now() + ms;
+      const end = Date.now() + deadline(ms);
       while (received.length < n) {
         if (Date.now() > end) throw new Error(`receiver got ${received.length} of ${n} requests`);
         await new Promise<void>((r) => {
@@ -96,8 +96,17 @@ export async function emit(deps: InventoryDeps, events: ObjectEvent[]): Promise<
   deps.queue.wake();
 }
 
+/**
+ * How long a wait may take before the test gives up. Waits only detect a failure (a correct service ends
+ * them by itself), so on a loaded CI machine they get at least a minute: a short deadline would turn a slow
+ * machine into a failure, and how fast things happen is measured by the benches, not asserted here.
+ */
+function deadline(ms: number): number {
+  return Math.max(ms, 60_000);
+}
+
 export async function until<T>(fn: () => Promise<T | undefined | false>, ms = 10_000, what = 'condition'): Promise<T> {
-  const end = Date.now() + ms;
+  const end = Date.now() + deadline(ms);
   for (;;) {
     const v = await fn();
     if (v) return v;

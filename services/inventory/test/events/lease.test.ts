@@ -12,11 +12,11 @@ const serviceDir = path.resolve(import.meta.dirname, '../..');
 const LEASE_MS = 1500;
 
 /** A delivery worker process (`npm run inventory:worker`) on the test server's database. */
-function startWorker(server: TestServer): Promise<ChildProcess> {
+function startWorker(server: TestServer, leaseMs = LEASE_MS): Promise<ChildProcess> {
   const cfg = server.cfg;
   const args = ['--import', 'tsx', 'src/worker-main.ts', '--data-dir', cfg.dataDir, '--webhook-allow', '127.0.0.0/8,::1/128'];
   if (cfg.databaseUrl) args.push('--database-url', cfg.databaseUrl, '--pg-schema', cfg.pgSchema);
-  const child = spawn(process.execPath, args, { cwd: serviceDir, stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, LOG_LEVEL: 'error', INVENTORY_WEBHOOK_LEASE_MS: String(LEASE_MS), INVENTORY_WEBHOOK_RETRY_BASE_MS: '200', INVENTORY_WEBHOOK_RETRY_JITTER: '0' } });
+  const child = spawn(process.execPath, args, { cwd: serviceDir, stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, LOG_LEVEL: 'error', INVENTORY_WEBHOOK_LEASE_MS: String(leaseMs), INVENTORY_WEBHOOK_RETRY_BASE_MS: '200', INVENTORY_WEBHOOK_RETRY_JITTER: '0' } });
   return new Promise((resolve, reject) => {
     let out = '';
     child.stdout!.on('data', (c: Buffer) => {
@@ -61,7 +61,8 @@ forEachStorage('delivery leases and heartbeats across worker processes', (kind) 
     await rx.close();
   });
 
-  async function hookAndRule(name: string, timeout = 30) {
+  // The webhook's request time-out is an hour: a claim freed before that was freed by its lease, not by the time-out.
+  async function hookAndRule(name: string, timeout = 3600) {
     // A retry or two (200 ms apart) absorbs a keep-alive socket the receiver closed just as it was reused.
     const w = await api.post('/api/extras/webhooks/', { name, payload_url: `${rx.url}/${name}`, timeout, max_retries: 2 });
     assert.equal(w.status, 201, w.text);
@@ -90,16 +91,15 @@ forEachStorage('delivery leases and heartbeats across worker processes', (kind) 
       const victim = workers.find((w) => w.pid === pidOf(claimer!))!;
       assert.ok(victim, `claimer ${claimer} is one of the worker processes`);
       process.kill(victim.pid!, signal);
-      const t0 = performance.now();
       hold = false;
       for (const res of held.splice(0)) res.writeHead(200).end('ok');
       await until(async () => (await successful(hook)) === N, 30_000, 'all deliveries re-sent and recorded by the other worker').catch(async (err) => {
         const rows = await deps.storage.db.selectFrom('events_delivery').select(['id', 'status', 'claimed_by', 'attempts', 'last_error']).where('webhook_id', '=', hook).execute();
         throw new Error(`${(err as Error).message}; now ${Date.now()} victim ${claimer}; deliveries ${JSON.stringify(rows)}`);
       });
-      const resumedMs = performance.now() - t0;
-      // Before leases had heartbeats, a claim lasted the request time-out plus 30 s (46 s in the issue's run).
-      assert.ok(resumedMs < LEASE_MS * 8, `took ${resumedMs.toFixed(0)} ms with a ${LEASE_MS} ms lease`);
+      // Before leases had heartbeats a claim lasted the request time-out plus 30 s: with the hour-long time-out
+      // set here, that the other worker re-sent them at all (within the test's time-out) shows the lease freed
+      // them. How many seconds it takes is reported by scripts/crash-test.ts, not asserted on this loaded machine.
       const by = await deps.storage.db
         .selectFrom('events_delivery_attempt as a')
         .innerJoin('events_delivery as d', 'd.id', 'a.delivery_id')
@@ -114,16 +114,35 @@ forEachStorage('delivery leases and heartbeats across worker processes', (kind) 
     });
   }
 
-  it('a send that outlasts the lease is not sent twice (the claimer renews it)', { timeout: 90_000 }, async () => {
-    while (workers.filter((w) => w.exitCode === null && w.signalCode === null).length < 2) workers.push(await startWorker(server));
+  it('a send that outlasts the lease is not sent twice (the claimer renews it)', { timeout: 120_000 }, async () => {
+    // Fresh workers with a longer lease: a claimer starved by the loaded machine for a whole lease may
+    // rightly lose its claim (at-least-once); this is about a claimer that is alive and renewing.
+    for (const w of workers.splice(0)) {
+      w.kill('SIGKILL');
+      await stopped(w);
+    }
+    const lease = 4000;
+    while (workers.length < 2) workers.push(await startWorker(server, lease));
     const hook = await hookAndRule('slow');
+    const slow: http.ServerResponse[] = [];
     rx.setResponder((r, res) => {
-      if (r.url === '/slow') setTimeout(() => res.writeHead(200).end('ok'), LEASE_MS * 3);
+      if (r.url === '/slow') slow.push(res);
       else if (hold) held.push(res);
       else res.writeHead(200).end('ok');
     });
     await emit(deps, [deviceEvent(), deviceEvent()]);
-    await until(async () => (await successful(hook)) === 2, 60_000, 'both slow deliveries recorded');
+    // The receiver answers only once the claims' first lease has run out and the heartbeat has pushed it on.
+    const leaseOf = async () =>
+      (await deps.storage.db.selectFrom('events_delivery').select('claim_expires_at').where('webhook_id', '=', hook).where('status', '=', 'sent').execute()).map((r) => Number(r.claim_expires_at));
+    const [first] = await until(async () => {
+      const l = await leaseOf();
+      return slow.length >= 1 && l.length > 0 && l;
+    }, 60_000, 'a slow delivery claimed and sent');
+    await until(async () => Date.now() > first! + 500 && (await leaseOf()).some((e) => e > first!), 60_000, 'the lease renewed past its first end');
+    await until(async () => {
+      for (const res of slow.splice(0)) res.writeHead(200).end('ok');
+      return (await successful(hook)) === 2;
+    }, 60_000, 'both slow deliveries recorded');
     const ids = rx.received.filter((r) => r.url === '/slow').map((r) => r.headers['webhook-id']);
     assert.equal(ids.length, 2, `sent ${ids.length} times: ${ids.join(', ')}`);
     assert.equal(new Set(ids).size, 2);

@@ -25,7 +25,7 @@ describe('manage webhook_receiver', () => {
     out = '';
     child = spawn(process.execPath, ['--import', 'tsx', 'src/commands/manage.ts', 'webhook_receiver', '--port', String(port), ...args], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
     child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
-    const end = Date.now() + 20_000;
+    const end = Date.now() + 60_000;
     while (!out.includes('Listening on port')) {
       if (Date.now() > end) throw new Error('receiver did not start: ' + out);
       await new Promise((r) => setTimeout(r, 50));
@@ -38,7 +38,8 @@ describe('manage webhook_receiver', () => {
     }
   };
   const waitOut = async (needle: string) => {
-    const end = Date.now() + 5000;
+    // a failure detector only: a loaded machine gets a minute
+    const end = Date.now() + 60_000;
     while (!out.includes(needle)) {
       if (Date.now() > end) throw new Error(`missing ${needle} in ${out}`);
       await new Promise((r) => setTimeout(r, 20));

@@ -4,12 +4,13 @@ import type { FastifyInstance } from 'fastify';
 import { forEachStorage } from '@svc/testkit';
 import { buildApp } from '../../src/app.ts';
 import type { InventoryDeps } from '../../src/deps.ts';
+import { quiesceWorker } from '../../src/events/registry.ts';
 import { deviceEvent, emit, startInventory, startReceiver, until } from './helpers.ts';
 
 forEachStorage('several workers share the queue', (kind) => {
   let inv: Awaited<ReturnType<typeof startInventory>>;
   let rx: Awaited<ReturnType<typeof startReceiver>>;
-  let second: FastifyInstance;
+  let second: FastifyInstance | undefined;
   before(async () => {
     inv = await startInventory(kind, { webhookBatch: '16' });
     rx = await startReceiver();
@@ -17,7 +18,7 @@ forEachStorage('several workers share the queue', (kind) => {
     second = await buildApp({ ...inv.server.cfg, flags: { ...inv.server.cfg.flags, webhookBatch: '16' } });
   });
   after(async () => {
-    await second.close();
+    await second?.close();
     await inv.server.close();
     await rx.close();
   });
@@ -33,7 +34,11 @@ forEachStorage('several workers share the queue', (kind) => {
     }
     await rx.waitFor(N, 30_000);
     await until(async () => (await inv.api.get(`/api/core/background-tasks/?webhook=${w.body.id}&status=successful&limit=1`)).body.count === N, 20_000, 'all recorded');
-    await new Promise((r) => setTimeout(r, 300));
+    // A duplicate send could still be in flight when the last outcome is recorded: stop both instances'
+    // workers (each waits for its sends) before counting, instead of sleeping and hoping.
+    await second!.close();
+    second = undefined;
+    await quiesceWorker(inv.deps);
     const ids = rx.received.filter((r) => r.url === '/shared').map((r) => r.headers['webhook-id']);
     assert.equal(ids.length, N);
     assert.equal(new Set(ids).size, N);

@@ -17,7 +17,8 @@ if (skip) console.log(`# SKIP admin UI browser tests: ${skip}`);
 
 /** Reloads `page` until `check` passes (the worker delivers in the background). */
 async function eventually(page: Page, url: string, check: () => Promise<boolean>, what: string, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
+  // only a failure detector: a loaded CI machine gets at least a minute
+  const deadline = Date.now() + Math.max(timeoutMs, 60_000);
   for (;;) {
     await page.goto(url);
     if (await check()) return;

@@ -10,6 +10,16 @@ import { startReceiver } from './receiver.ts';
 
 const ADMIN = 'ui-admin-token-0123456789abcdef0123456789';
 
+/** Polls until `fn` gives a value; undefined after a minute (a failure detector only, never a measure). */
+async function poll<T>(fn: () => Promise<T | undefined>): Promise<T | undefined> {
+  const end = Date.now() + 60_000;
+  for (;;) {
+    const v = await fn();
+    if (v !== undefined || Date.now() > end) return v;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
 describe('admin UI html helpers', () => {
   it('escapes every interpolated value', () => {
     const hostile = `<script>alert("x")</script>' onmouseover=x \``;
@@ -136,12 +146,7 @@ forEachStorage('admin UI routes', (storage) => {
 
       const c = uiClient(srv.url);
       await c.login(ADMIN);
-      let taskId: string | undefined;
-      for (let i = 0; i < 60 && !taskId; i++) {
-        const list = await c.get(`/ui/webhooks/${wh.body.id}/deliveries/`);
-        taskId = /data-task="(\d+)"/.exec(list.text)?.[1];
-        if (!taskId) await new Promise((r) => setTimeout(r, 100));
-      }
+      const taskId = await poll(async () => /data-task="(\d+)"/.exec((await c.get(`/ui/webhooks/${wh.body.id}/deliveries/`)).text)?.[1]);
       assert.ok(taskId, 'the site change produced a delivery');
       const pages = ['/ui/webhooks/', `/ui/webhooks/${wh.body.id}/`, `/ui/webhooks/${wh.body.id}/edit`, `/ui/webhooks/${wh.body.id}/deliveries/`, '/ui/event-rules/', `/ui/event-rules/${rule.body.id}/`, `/ui/event-rules/${rule.body.id}/edit`, `/ui/background-tasks/${taskId}/`];
       for (const path of pages) {
@@ -244,12 +249,7 @@ forEachStorage('admin UI routes', (storage) => {
 
       const c = uiClient(srv.url);
       await c.login(ADMIN);
-      let id: string | undefined;
-      for (let i = 0; i < 100 && !id; i++) {
-        const list = await c.get('/ui/background-queues/default/scheduled/');
-        id = /data-task="(\d+)"/.exec(list.text)?.[1];
-        if (!id) await new Promise((r) => setTimeout(r, 100));
-      }
+      const id = await poll(async () => /data-task="(\d+)"/.exec((await c.get('/ui/background-queues/default/scheduled/')).text)?.[1]);
       assert.ok(id, 'the failed first try leaves the task scheduled for a retry');
       let detail = await c.get(`/ui/background-tasks/${id}/`);
       assert.match(detail.text, /data-testid="task-stop"/);
@@ -267,11 +267,10 @@ forEachStorage('admin UI routes', (storage) => {
       receiver.setFailing(false);
       r = await c.post(`/ui/background-tasks/${id}/requeue`, { csrf_token: c.csrfOf(detail.text) });
       assert.match((await c.get(r.location!)).text, /has been re-enqueued/);
-      let status = '';
-      for (let i = 0; i < 100 && status !== 'successful'; i++) {
-        status = /<th>Status<\/th><td><span class="badge [^"]+" data-status="(\w+)"/.exec((await c.get(`/ui/background-tasks/${id}/`)).text)?.[1] ?? '';
-        if (status !== 'successful') await new Promise((res) => setTimeout(res, 100));
-      }
+      const status = await poll(async () => {
+        const s = /<th>Status<\/th><td><span class="badge [^"]+" data-status="(\w+)"/.exec((await c.get(`/ui/background-tasks/${id}/`)).text)?.[1];
+        return s === 'successful' ? s : undefined;
+      });
       assert.equal(status, 'successful');
       const queues = await c.get('/ui/background-queues/');
       assert.match(queues.text, /data-status="stopped"><a href="\/ui\/background-queues\/default\/stopped\/">0<\/a>/);
