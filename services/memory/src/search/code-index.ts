@@ -89,6 +89,12 @@ export class CodeIndex {
   /** Bumped by every change; cached row masks of older versions are stale. */
   #version = 0;
   #masks = new Map<string, { version: number; mask: Uint8Array }>();
+  /** Metadata pairs indexed and bytes of cached masks, kept as they change: `bytes` is read on every search. */
+  #pairCount = 0;
+  #maskBytes = 0;
+  /** Full-text document frequencies of this collection's terms, valid for one version (see termFrequency). */
+  #df = new Map<string, number>();
+  #dfVersion = 0;
 
   get count(): number {
     return this.size;
@@ -99,11 +105,38 @@ export class CodeIndex {
    * scale arrays, and the maps (per row: its position; per metadata pair: a posting entry).
    */
   get bytes(): number {
-    let pairs = 0;
-    for (const p of this.#pairsOf.values()) pairs += p.length;
-    let masks = 0;
-    for (const m of this.#masks.values()) masks += m.mask.byteLength;
-    return this.#kernel.memory.buffer.byteLength + this.keys.byteLength + this.scales.byteLength + this.#row.size * 40 + pairs * 80 + this.#postings.size * 120 + masks;
+    return (
+      this.#kernel.memory.buffer.byteLength +
+      this.keys.byteLength +
+      this.scales.byteLength +
+      this.#row.size * 40 +
+      this.#pairCount * 80 +
+      this.#postings.size * 120 +
+      this.#maskBytes +
+      this.#df.size * 64
+    );
+  }
+
+  /**
+   * The collection's full-text document frequency of `term` (as `compute`
+   * reads it from the database), remembered until the collection next
+   * changes. Every change of a large collection reaches this index (through
+   * the search log) before a query uses it, so a remembered value is the one
+   * the database would give; FTS5 counts a term's documents by reading its
+   * whole posting list, ~1 ms for a common term of 100,000 documents.
+   */
+  termFrequency(term: string, compute: (term: string) => number): number {
+    if (this.#dfVersion !== this.#version) {
+      this.#df.clear();
+      this.#dfVersion = this.#version;
+    }
+    let n = this.#df.get(term);
+    if (n === undefined) {
+      n = compute(term);
+      if (this.#df.size >= 50_000) this.#df.clear();
+      this.#df.set(term, n);
+    }
+    return n;
   }
 
   has(key: number): boolean {
@@ -130,6 +163,7 @@ export class CodeIndex {
     this.#unindex(key);
     if (pairs.length) {
       this.#pairsOf.set(key, pairs);
+      this.#pairCount += pairs.length;
       for (const p of pairs) {
         let s = this.#postings.get(p);
         if (!s) this.#postings.set(p, (s = new Set()));
@@ -160,6 +194,7 @@ export class CodeIndex {
     const old = this.#pairsOf.get(key);
     if (!old) return;
     this.#pairsOf.delete(key);
+    this.#pairCount -= old.length;
     for (const p of old) {
       const s = this.#postings.get(p);
       s?.delete(key);
@@ -211,8 +246,14 @@ export class CodeIndex {
     for (const k of sets[0] ?? []) {
       if (sets.every((set) => set.has(k))) mask[this.#row.get(k)!] = 1;
     }
-    if (this.#masks.size >= 16) this.#masks.delete(this.#masks.keys().next().value!);
+    if (hit) this.#maskBytes -= hit.mask.byteLength;
+    else if (this.#masks.size >= 16) {
+      const [oldest, m] = this.#masks.entries().next().value!;
+      this.#masks.delete(oldest);
+      this.#maskBytes -= m.mask.byteLength;
+    }
     this.#masks.set(id, { version: this.#version, mask });
+    this.#maskBytes += mask.byteLength;
     return mask;
   }
 
@@ -244,8 +285,7 @@ export class CodeIndex {
       const dots = new Int32Array(buf, dotsAt(this.#cap), part.length);
       for (let i = 0; i < part.length; i++) scored[from + i] = dots[i]! * this.scales[part[i]!]!;
     }
-    const order = Array.from(rows.keys()).sort((a, b) => scored[b]! - scored[a]! || a - b);
-    return order.slice(0, keep).map((i) => this.keys[rows[i]!]!);
+    return topIndexes(scored, keep).map((i) => this.keys[rows[i]!]!);
   }
 
   /**
@@ -277,6 +317,26 @@ export class CodeIndex {
     for (let i = 0; i < n; i++) if (dist[i]! <= cut) out.push(i);
     return out;
   }
+}
+
+/**
+ * Indexes of the `keep` largest scores, best first, lower index first on
+ * ties: the order a full sort by (score desc, index asc) gives, without
+ * sorting thousands of candidates with a comparator to keep a few dozen
+ * (the cut-off score comes from a native sort of a copy).
+ */
+export function topIndexes(scored: Float64Array, keep: number): number[] {
+  const m = scored.length;
+  if (keep <= 0 || m === 0) return [];
+  let picked: number[];
+  if (keep >= m) picked = Array.from({ length: m }, (_, i) => i);
+  else {
+    const cut = Float64Array.from(scored).sort()[m - keep]!;
+    picked = [];
+    for (let i = 0; i < m; i++) if (scored[i]! > cut) picked.push(i);
+    for (let i = 0; i < m && picked.length < keep; i++) if (scored[i] === cut) picked.push(i);
+  }
+  return picked.sort((a, b) => scored[b]! - scored[a]! || a - b);
 }
 
 /** 64 KiB pages of the layout for `cap` rows. */

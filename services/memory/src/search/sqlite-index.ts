@@ -225,11 +225,14 @@ export class SqliteIndex implements IndexBackend {
    * document are dropped, and terms beyond POSTINGS_BUDGET (common terms
    * carry little IDF and would only cost time).
    */
-  selectTerms(collectionId: string, terms: string[]): string[] {
+  selectTerms(collectionId: string, terms: string[], idx?: CodeIndex): string[] {
     const s = this.#stmts;
     const p = collectionPrefix(collectionId);
+    const read = (t: string) => Number((s.docFreq!.get(p + t) as { doc: number } | undefined)?.doc ?? 0);
+    // A large collection's index remembers the frequencies until the collection changes.
+    const df = idx ? (t: string) => idx.termFrequency(t, read) : read;
     const withDf = terms
-      .map((t) => ({ t, df: Number((s.docFreq!.get(p + t) as { doc: number } | undefined)?.doc ?? 0) }))
+      .map((t) => ({ t, df: df(t) }))
       .filter((x) => x.df > 0)
       .sort((a, b) => a.df - b.df);
     const kept: string[] = [];
@@ -248,15 +251,17 @@ export class SqliteIndex implements IndexBackend {
   }
 
   #textRanking(collectionId: string, allTerms: string[], limit: number, filter: unknown): Hit[] {
-    const terms = this.selectTerms(collectionId, allTerms);
-    if (terms.length === 0) return [];
     const s = this.#stmts;
+    const large = !!s.isLarge!.get(collectionId);
+    const idx = large ? this.#codeIndex(collectionId) : undefined;
+    const terms = this.selectTerms(collectionId, allTerms, idx);
+    if (terms.length === 0) return [];
     const match = ftsQuery(collectionId, terms);
     if (isNoFilter(filter)) {
       return (s.fts!.all(match, limit) as Array<{ id: number }>).map((r) => ({ key: r.id, order: r.id }));
     }
     if (!isObject(filter)) return [];
-    if (!s.isLarge!.get(collectionId)) {
+    if (!idx) {
       const allowed = new Set(this.#filtered(collectionId, filter, false).map((r) => r.id));
       const hits: Hit[] = [];
       if (allowed.size === 0) return hits;
@@ -269,7 +274,7 @@ export class SqliteIndex implements IndexBackend {
     }
     // Large collection: the metadata index rejects most non-matching rows in
     // memory; the exact containment check runs on growing batches of the rest.
-    const allow = this.#allowFn(this.#codeIndex(collectionId), filter);
+    const allow = this.#allowFn(idx, filter);
     if (allow === false) return [];
     const hits: Hit[] = [];
     let batch: number[] = [];
