@@ -35,6 +35,13 @@ export interface StorageOptions {
   /** Reuse prepared statements for repeated SQL (Kysely prepares every query afresh); the number kept. Off when unset. */
   sqliteStatementCache?: number;
   pgPoolSize?: number;
+  /**
+   * PostgreSQL: every commit of this handle without waiting for its WAL
+   * flush (synchronous_commit=off). For processes whose writes may be lost
+   * in a database crash as a whole suffix (WAL is replayed in order), never
+   * partially: a worker whose claims and ends are recovered as a lost worker's.
+   */
+  pgRelaxedCommits?: boolean;
 }
 
 export interface Storage {
@@ -176,7 +183,7 @@ async function openPostgres(url: string, opts: StorageOptions): Promise<Storage>
   const pool = new pg.Pool({
     connectionString: url,
     max: opts.pgPoolSize ?? 10,
-    options: `-c search_path=${schema},public`,
+    options: `-c search_path=${schema},public${opts.pgRelaxedCommits ? ' -c synchronous_commit=off' : ''}`,
   });
   // An idle client losing its connection must not crash the process; the pool replaces it.
   pool.on('error', () => {});

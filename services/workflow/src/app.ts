@@ -38,8 +38,8 @@ import { userRoutes } from './routes/users.ts';
 import { webPageRoutes } from './routes/web-page.ts';
 import { wsRoutes } from './routes/ws.ts';
 
-export async function openWorkflowStorage(cfg: ServiceConfig): Promise<Storage> {
-  const storage = await openStorage({ databaseUrl: cfg.databaseUrl, dataDir: cfg.dataDir, sqliteFile: 'workflow.sqlite', pgSchema: cfg.pgSchema, sqliteStatementCache: 128 });
+export async function openWorkflowStorage(cfg: ServiceConfig, opts: { relaxedCommits?: boolean } = {}): Promise<Storage> {
+  const storage = await openStorage({ databaseUrl: cfg.databaseUrl, dataDir: cfg.dataDir, sqliteFile: 'workflow.sqlite', pgSchema: cfg.pgSchema, sqliteStatementCache: 128, pgRelaxedCommits: opts.relaxedCommits });
   try {
     await migrate(storage.db, storage.dialect, workflowMigrations);
   } catch (err) {

@@ -15,12 +15,16 @@ import { buildExecution, type Execution } from './runtime/execution.ts';
  * sends their WebSocket messages through the relay to whichever API process
  * holds the client's socket.
  */
-export async function startWorker(base: ServiceConfig, open: (cfg: ServiceConfig) => Promise<Storage>): Promise<{ ex: Execution; close(): Promise<void> }> {
+export async function startWorker(base: ServiceConfig, open: (cfg: ServiceConfig, opts?: { relaxedCommits?: boolean }) => Promise<Storage>): Promise<{ ex: Execution; close(): Promise<void> }> {
   const config = workflowConfig({ ...base, flags: { ...base.flags, runtime: 'cloud' } });
   if (!config.databaseUrl) throw new Error('a workflow worker shares the queue of the API processes: set DATABASE_URL (PostgreSQL)');
   for (const d of Object.values(config.dirs)) fs.mkdirSync(d, { recursive: true });
   const log = pino({ level: config.logLevel, base: { service: 'workflow-worker' } });
-  const storage = await open(config);
+  // A worker's commits (claims, ends, charges, queue completions) do not wait for the disk: a
+  // database crash can only drop a suffix of them, which leaves claimed prompts whose queue jobs
+  // are retried and settled as a lost worker's. Prompts themselves are stored by the API processes,
+  // durably, before their POST is answered.
+  const storage = await open(config, { relaxedCommits: process.env.WORKFLOW_WORKER_SYNC_COMMIT !== '1' });
   try {
     if (storage.dialect.kind !== 'postgres') throw new Error('a workflow worker needs PostgreSQL (DATABASE_URL)');
     const billing = new Billing(() => storage.db, billingConfig(config.flags));
@@ -52,7 +56,7 @@ export async function startWorker(base: ServiceConfig, open: (cfg: ServiceConfig
 }
 
 /** The process entry (main.ts `worker`): runs until SIGINT/SIGTERM. */
-export async function runWorker(base: ServiceConfig, open: (cfg: ServiceConfig) => Promise<Storage>): Promise<void> {
+export async function runWorker(base: ServiceConfig, open: (cfg: ServiceConfig, opts?: { relaxedCommits?: boolean }) => Promise<Storage>): Promise<void> {
   const w = await startWorker(base, open);
   // The queue's timers are unref'd; a worker has no server keeping the process alive.
   const keepAlive = setInterval(() => {}, 1 << 30);

@@ -252,4 +252,39 @@ describe('hosted runtime scaled out: two API processes, worker processes, one Po
       await a.close();
     }
   });
+
+  test('prompts of the same workspaces stored at once by two API processes: all accepted (no deadlock between their queue inserts), spread evenly over the max_concurrent_jobs slots', { skip: !pg && 'PostgreSQL not available' }, async () => {
+    const a = await startWorkflow('postgres', { runtime: 'cloud', authRateLimits: TEST_LIMITS, maxConcurrentJobs: '2' }, { overrides: { runWorkers: false } });
+    const bApp = await buildApp({ ...a.cfg });
+    const { default: pgm } = await import('pg');
+    const db = new pgm.Client({ connectionString: a.cfg.databaseUrl });
+    try {
+      const bUrl = await bApp.listen({ port: 0, host: '127.0.0.1' });
+      const users: TestUser[] = [];
+      for (let i = 0; i < 4; i++) users.push(await signupUser(a.url, `burst-${i}`));
+      const apis = [a.url, bUrl];
+      const statuses = await Promise.all(
+        Array.from({ length: 160 }, async (_, i) => {
+          const u = users[(i * 7) % 4]!;
+          const r = await client(apis[i % 2]!, { authorization: `Bearer ${u.token}` }).post('/api/prompt', { prompt: { '1': { class_type: 'PrimitiveString', inputs: { value: `b${i}` } }, '2': { class_type: 'PreviewAny', inputs: { source: ['1', 0] } } } });
+          return `${r.status}${r.status === 200 ? '' : ` ${r.text}`}`;
+        }),
+      );
+      assert.deepEqual(statuses.filter((s) => s !== '200'), []);
+      await db.connect();
+      const w = `"${a.cfg.pgSchema}_worker"`;
+      const rows = (await db.query(`select q.queue_name as q, count(*)::int as n from ${w}._private_jobs j join ${w}._private_job_queues q on q.id = j.job_queue_id group by 1 order by 1`)).rows as Array<{ q: string; n: number }>;
+      const slots = new Map<string, number[]>();
+      for (const r of rows) {
+        const owner = r.q.slice(3, r.q.lastIndexOf(':'));
+        slots.set(owner, [...(slots.get(owner) ?? []), r.n]);
+      }
+      assert.equal(slots.size, 4);
+      for (const [owner, n] of slots) assert.deepEqual(n, [20, 20], `${owner}: each of the 2 slots holds half of its 40 prompts`);
+    } finally {
+      await db.end().catch(() => {});
+      await bApp.close();
+      await a.close();
+    }
+  });
 });

@@ -7,6 +7,9 @@ export const RUN_TASK = 'workflow_run';
 
 export const LOST_MESSAGE = 'The worker running this prompt stopped; it was not re-run.';
 
+/** The advisory lock class of a workspace's token inserts (the second key is the owner's hash). */
+const OWNER_LOCK = 0x77660001;
+
 /** How many times a prompt whose worker died is started again (idempotent node sets only). */
 const MAX_STARTS = 3;
 
@@ -70,11 +73,13 @@ export class SharedQueue {
 
   /**
    * The token of a prompt of `owner` that was just inserted (same
-   * transaction): an SQL expression, evaluated once per prompt.
+   * transaction): an SQL expression, evaluated once per prompt. `later`:
+   * how many of the owner's prompts stored in the same transaction come
+   * after this one.
    */
-  tokenSql(owner: string): RawBuilder<unknown> {
-    // The prompt is already stored: the ones before it are all but one.
-    const ahead = sql`(select count(*) - 1 from prompts where owner = ${owner} and status in ('pending', 'in_progress'))`;
+  tokenSql(owner: string, later = 0): RawBuilder<unknown> {
+    // The prompt is already stored: the ones before it are all but itself and the later ones.
+    const ahead = sql`(select count(*) - ${1 + later} from prompts where owner = ${owner} and status in ('pending', 'in_progress'))`;
     const slots = Math.max(1, Math.floor(this.o.maxConcurrent));
     return this.queue.addSql(RUN_TASK, { owner }, {
       priority: sql`least(greatest(${ahead}, 0), 32000)`,
@@ -83,9 +88,26 @@ export class SharedQueue {
     });
   }
 
-  /** Adds the tokens of inserted prompts, in their order, inside the inserting transaction. */
+  /**
+   * Adds the tokens of inserted prompts, in their order, inside the
+   * inserting transaction, in one statement. Each owner's lock is taken
+   * first, owners in one order: two API processes storing prompts of the
+   * same workspaces at once then neither deadlock on the named-queue rows
+   * graphile-worker inserts nor count the same prompts ahead (which would
+   * put two prompts in one slot).
+   */
   async addTokens(trx: Kysely<any>, owners: string[]): Promise<void> {
-    for (const owner of owners) await sql`select ${this.tokenSql(owner)}`.execute(trx);
+    if (owners.length === 0) return;
+    const distinct = [...new Set(owners)].sort();
+    await sql`select pg_advisory_xact_lock(${OWNER_LOCK}, hashtext(o)) from unnest(${distinct}::text[]) with ordinality as t(o, i) order by i`.execute(trx);
+    const left = new Map<string, number>();
+    for (const o of owners) left.set(o, (left.get(o) ?? 0) + 1);
+    const tokens = owners.map((o) => {
+      const n = left.get(o)! - 1;
+      left.set(o, n);
+      return this.tokenSql(o, n);
+    });
+    await sql`select ${sql.join(tokens)}`.execute(trx);
   }
 
   /** Starts taking prompts in this process. */

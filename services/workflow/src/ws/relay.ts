@@ -53,7 +53,8 @@ export class PgRelay {
     const pgm = await loadPg();
     const options = `-c search_path=${this.schema},public`;
     this.listener = new pgm.Client({ connectionString: this.databaseUrl, options });
-    this.publisher = new pgm.Client({ connectionString: this.databaseUrl, options });
+    // A notification is gone once delivered: its commit need not wait for the disk (a WAL flush per tick otherwise).
+    this.publisher = new pgm.Client({ connectionString: this.databaseUrl, options: `${options} -c synchronous_commit=off` });
     for (const c of [this.listener, this.publisher]) c.on('error', (err) => this.log.warn({ err }, 'WebSocket relay connection failed'));
     await Promise.all([this.listener.connect(), this.publisher.connect()]);
     this.listener.on('notification', (n) => {
