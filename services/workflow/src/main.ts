@@ -5,6 +5,9 @@ const cfg = loadConfig('workflow', { port: 8188 });
 if (process.argv[2] === 'create-user') {
   const { createUserCommand } = await import('./identity/cli.ts');
   process.exitCode = await createUserCommand(cfg, openWorkflowStorage);
+} else if (process.argv[2] === 'hub-moderate') {
+  const { hubModerateCommand } = await import('./identity/hub-cli.ts');
+  process.exitCode = await hubModerateCommand(cfg, openWorkflowStorage);
 } else if (process.argv[2] === 'worker') {
   const { runWorker } = await import('./worker.ts');
   await runWorker(cfg, openWorkflowStorage);

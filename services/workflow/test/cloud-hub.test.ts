@@ -10,6 +10,7 @@ import { after, before, test } from 'node:test';
 import sharp from 'sharp';
 import { client, forEachStorage } from '@svc/testkit';
 import { openWorkflowStorage } from '../src/app.ts';
+import { hubModerateCommand } from '../src/identity/hub-cli.ts';
 import { signupUser, startCloud, type TestUser } from './cloud-helpers.ts';
 import { waitJob } from './helpers.ts';
 
@@ -44,13 +45,19 @@ async function hubFile(srv: Srv, u: TestUser): Promise<{ id: string; url: string
   return { id: r.body.upload_id, url: r.body.asset_url };
 }
 
+/** The operator's CLI (`hub-moderate`), run in-process against the server's database. */
+async function moderate(srv: Srv, flags: Record<string, string | boolean>): Promise<{ code: number; out: string; err: string }> {
+  let out = '';
+  let err = '';
+  const sink = (f: (s: string) => void) => ({ write: (s: string) => (f(s), true) }) as unknown as NodeJS.WriteStream;
+  const code = await hubModerateCommand({ ...srv.cfg, flags }, openWorkflowStorage, sink((s) => (out += s)), sink((s) => (err += s)));
+  return { code, out, err };
+}
+
 async function setStatus(srv: Srv, shareId: string, status: string): Promise<void> {
-  const storage = await openWorkflowStorage(srv.cfg);
-  try {
-    await storage.db.updateTable('hub_workflows').set({ status }).where('share_id', '=', shareId).execute();
-  } finally {
-    await storage.close();
-  }
+  const r = await moderate(srv, { shareId, status });
+  assert.equal(r.code, 0, r.err);
+  assert.equal(r.out, `${shareId} ${status}\n`);
 }
 
 forEachStorage('hosted runtime: hub', (storage) => {
@@ -385,7 +392,15 @@ forEachStorage('hosted runtime: hub moderation', (storage) => {
     assert.equal((await anon.get(`/api/hub/workflows/${share}`)).status, 404);
     assert.equal((await u.http.get(`/api/hub/workflows/${share}`)).body.status, 'pending');
     assert.equal((await anon.get('/api/hub/workflows?search=moderated')).body.total, 0);
+    // The operator lists what waits, and decides.
+    const pending = await moderate(srv, { list: true });
+    assert.equal(pending.code, 0);
+    assert.ok(pending.out.split('\n').some((l) => l.startsWith(`${share}\t${u.workspaceId}\t`) && l.endsWith('\tModerated')), pending.out);
+    assert.deepEqual(await moderate(srv, { shareId: 'nope', status: 'approved' }), { code: 1, out: '', err: 'hub-moderate: no hub workflow with share id nope\n' });
+    assert.equal((await moderate(srv, { shareId: share, status: 'great' })).code, 2);
+    assert.equal((await moderate(srv, {})).code, 2);
     await setStatus(srv, share, 'approved');
+    assert.ok(!(await moderate(srv, { list: true })).out.includes(share), 'decided: no longer pending');
     assert.equal((await anon.get('/api/hub/workflows?search=moderated')).body.total, 1);
     await setStatus(srv, share, 'rejected');
     assert.equal((await anon.get(`/api/hub/workflows/${share}`)).status, 404);
