@@ -170,6 +170,79 @@ forEachStorage('render and regex bombs', (kind) => {
     await inv.api.delete(`/api/extras/webhooks/${h.webhook.id}/`);
   });
 
+  it('a render past its thread\'s heap limit kills only that thread: the delivery fails at once with the reason, the service goes on', async () => {
+    // A 16 MB heap: an upper-cased 10 M-character two-byte string (20 MB) passes the engine's own budgets and dies
+    // in V8 — the backstop for whatever the engine does not count. Retries are on, yet it is tried twice at most
+    // (a fresh thread once more) and then failed without retries, so a queued task cannot keep killing threads.
+    const small = await startInventory(kind, { ...FAST_RETRIES, webhookRetries: '3', renderHeapMb: '16', renderHardTimeoutMs: '20000' });
+    try {
+      const api = small.api;
+      const site = (await api.post('/api/dcim/sites/', { name: 'Heap site', slug: 'heap-site' })).body;
+      const mfr = (await api.post('/api/dcim/manufacturers/', { name: 'Heap mfr', slug: 'heap-mfr' })).body;
+      const type = (await api.post('/api/dcim/device-types/', { manufacturer: mfr.id, model: 'H', slug: 'h' })).body;
+      const role = (await api.post('/api/dcim/device-roles/', { name: 'Heap role', slug: 'heap-role' })).body;
+      const mk = async (name: string, body_template: string) => {
+        const w = await api.post('/api/extras/webhooks/', { name, payload_url: `${rx.url}/${name}`, body_template });
+        assert.equal(w.status, 201, w.text);
+        const r = await api.post('/api/extras/event-rules/', { name, object_types: ['dcim.device'], event_types: ['object_created'], action_object_type: 'extras.webhook', action_object_id: w.body.id });
+        assert.equal(r.status, 201, r.text);
+        return w.body.id as number;
+      };
+      const bomb = await mk('heap-bomb', "{{ ('\u00e9'*10000000)|upper|length }}");
+      const fine = await mk('heap-fine', '{"device": "{{ data.name }}"}');
+      const dev = await api.post('/api/dcim/devices/', { name: 'heap-1', site: site.id, device_type: type.id, role: role.id });
+      assert.equal(dev.status, 201, dev.text);
+      let answered = 0;
+      for (;;) {
+        assert.equal((await api.get('/api/dcim/sites/?limit=1')).status, 200);
+        assert.equal((await api.patch(`/api/dcim/sites/${site.id}/`, { description: `probe ${answered}` })).status, 200);
+        answered++;
+        const l = await api.get(`/api/core/background-tasks/?webhook=${bomb}&status=failed`);
+        if (l.body.count === 1) break;
+      }
+      const task = (await api.get(`/api/core/background-tasks/?webhook=${bomb}&status=failed`)).body.results[0];
+      const detail = await api.get(`/api/core/background-tasks/${task.id}/`);
+      assert.equal(detail.body.attempt_log.length, 1, 'failed at once: not retried');
+      assert.match(detail.body.attempt_log[0].error, /^Error rendering request body for webhook heap-bomb: LimitExceededError: template render exceeded the memory limit of its worker thread \(16 MB heap\)/);
+      assert.match(String(detail.body.exc_info), /memory limit of its worker thread/);
+      assert.ok(!rx.received.some((r) => r.url === '/heap-bomb'));
+      // the well-behaved webhook of the same change, and of a later one, is delivered by fresh render threads
+      await until(async () => (await api.get(`/api/core/background-tasks/?webhook=${fine}&status=successful`)).body.count === 1, 60_000, 'the fine delivery');
+      const dev2 = await api.post('/api/dcim/devices/', { name: 'heap-2', site: site.id, device_type: type.id, role: role.id });
+      assert.equal(dev2.status, 201);
+      await until(async () => (await api.get(`/api/core/background-tasks/?webhook=${fine}&status=successful`)).body.count === 2, 60_000, 'the second fine delivery');
+      const bodies = rx.received.filter((r) => r.url === '/heap-fine').map((r) => r.body.toString()).sort();
+      assert.deepEqual([...new Set(bodies)], ['{"device": "heap-1"}', '{"device": "heap-2"}']);
+      // the preview of the bomb is a 400 naming the limit, not a crash
+      const p = await api.post(`/api/extras/webhooks/${bomb}/preview/`, {});
+      assert.equal(p.status, 400, p.text);
+      assert.match(p.body.body_template[0], /memory limit of its worker thread/);
+    } finally {
+      await small.server.close();
+    }
+  });
+
+  it('a regex condition whose match would exceed the step budget skips its rule (fail closed); the others still fire', async () => {
+    const { compilePyRegex, MAX_MATCH_STEPS } = await import('../../src/events/pyregex.ts');
+    const pattern = '(?:[a-h]x?){1,30}(x+x+)+y'; // a large program: its worst case passes the budget within the 100,000-character comments
+    const n = Math.ceil(MAX_MATCH_STEPS / compilePyRegex(pattern).programSize) + 1;
+    const costly = await hook({}, { attr: 'comments', op: 'regex', value: pattern });
+    const negated = await hook({}, { attr: 'comments', op: 'regex', value: pattern, negate: true });
+    const plain = await hook({}, { attr: 'comments', op: 'regex', value: 'a' });
+    // Python's re.match would match this ('axxy' at the start): only the step budget keeps the rule from firing.
+    const comments = 'axxy' + 'a'.repeat(n);
+    assert.equal(new RegExp('^(?:[a-h]x?){1,30}(x+x+)+y').test(comments), true);
+    const dev = await device({ comments });
+    // rules are evaluated in the create's transaction: what they queued is there once it answered
+    assert.equal(await taskOf(costly.webhook.id), undefined, 'the over-budget rule was skipped');
+    assert.equal(await taskOf(negated.webhook.id), undefined, 'skipped, not negated: fail closed');
+    const t = await taskOf(plain.webhook.id);
+    assert.equal(t?.object_id, dev.id);
+    await until(async () => (await taskOf(plain.webhook.id, 'successful')) ?? false, 60_000, 'the plain rule\'s delivery');
+    assert.equal((await inv.api.get('/api/dcim/sites/?limit=1')).status, 200);
+    for (const x of [costly, negated, plain]) await inv.api.delete(`/api/extras/webhooks/${x.webhook.id}/`);
+  });
+
   it('a huge integer literal and an unknown filter are refused when the webhook is saved', async () => {
     const r = await inv.api.post('/api/extras/webhooks/', { name: 'bomb-literal', payload_url: `${rx.url}/x`, body_template: `{{ ${'9'.repeat(5000)} }}` });
     assert.equal(r.status, 400);
