@@ -99,7 +99,7 @@ export async function buildApp(base: ServiceConfig): Promise<FastifyInstance> {
           folders: scopeFor ? (req) => scopeFor(userOf(req)) : () => sharedScope,
         };
 
-    promptRoutes(app, ctx, runner);
+    promptRoutes(app, ctx, runner, { cloud: cloud !== undefined });
     queueRoutes(app, ctx, runner);
     jobRoutes(app, ctx, runner);
     systemRoutes(app, registry, { folders: (req) => ctx.folders(req), maxUploadSize: config.maxUploadSize, assets: assets !== undefined, extraFeatures: ops?.features() });

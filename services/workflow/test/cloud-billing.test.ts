@@ -78,6 +78,10 @@ forEachStorage('hosted runtime: billing and the credit ledger', (storage) => {
     assert.equal(refused.body.error.extra_info.credits_remaining, bal.credits_remaining);
     assert.deepEqual(refused.body.node_errors, {});
     assert.equal((await a.http.get('/api/jobs')).body.pagination.total, jobsBefore, 'a refused prompt is not queued');
+    // The OpenAPI document says so (hosted runtime only).
+    const doc = (await client(srv.url).get('/openapi.json')).body;
+    assert.match(doc.paths['/api/prompt'].post.responses['402'].description, /^\[cloud-only\] /);
+    assert.ok(doc.paths['/api/prompt'].post.responses['400']);
     // B is a different workspace with its own free credits.
     assert.equal((await b.http.get('/api/billing/balance')).body.credits_remaining, 100);
 

@@ -5,7 +5,15 @@ import { PromptInfo, PromptRequest, PromptResponse } from '../schemas/prompt.ts'
 import { dual } from './common.ts';
 import type { RouteCtx } from './context.ts';
 
-export function promptRoutes(app: FastifyInstance, ctx: RouteCtx, runner: PromptRunner): void {
+/** The error body of POST /prompt, documented loosely: every field the validator adds must reach the client as it is. */
+const promptError = (description: string) => ({
+  description,
+  type: 'object',
+  additionalProperties: true,
+  properties: { error: { type: 'object', additionalProperties: true, properties: { type: { type: 'string' }, message: { type: 'string' }, details: { type: 'string' }, extra_info: { type: 'object', additionalProperties: true } } }, node_errors: { type: 'object', additionalProperties: true } },
+});
+
+export function promptRoutes(app: FastifyInstance, ctx: RouteCtx, runner: PromptRunner, opts: { cloud?: boolean } = {}): void {
   dual(app, 'GET', '/prompt', { operationId: 'getPromptInfo', tags: ['prompt'], response: { 200: PromptInfo } }, async (req) => ({
     exec_info: { queue_remaining: await runner.queueRemainingNow(ctx.owner(req)) },
   }));
@@ -14,7 +22,17 @@ export function promptRoutes(app: FastifyInstance, ctx: RouteCtx, runner: Prompt
     app,
     'POST',
     '/prompt',
-    { operationId: 'executePrompt', tags: ['prompt'], body: PromptRequest, response: { 200: PromptResponse } },
+    {
+      operationId: 'executePrompt',
+      tags: ['prompt'],
+      body: PromptRequest,
+      response: {
+        200: PromptResponse,
+        400: promptError('Validation or node errors'),
+        // The hosted runtime refuses new prompts of a workspace without credits (`insufficient_credits`).
+        ...(opts.cloud ? { 402: promptError('[cloud-only] No credits left: top up or subscribe') } : {}),
+      },
+    },
     async (req, reply) => {
       const body = req.body;
       if (body === undefined || body === null || typeof body !== 'object' || Array.isArray(body)) {
