@@ -36,6 +36,10 @@ const { values } = parseArgs({
     'database-url': { type: 'string' },
     // Skip the latency run (3.).
     'no-latency': { type: 'boolean', default: false },
+    // Alternate the baseline and the drain this many times (each with deliveries/pairs requests) and report the
+    // median of the pairs' ratios: on a shared machine whose load swings within seconds, the two halves of one
+    // ratio are then measured close together instead of one after the other over the whole run.
+    pairs: { type: 'string', default: '1' },
   },
 });
 const DATABASE_URL = values['database-url'];
@@ -190,18 +194,19 @@ async function hook(url: string, rxPath: string) {
 
 console.log(`machine: ${os.cpus().length} CPUs, node ${process.version}; ${DATABASE_URL ? 'PostgreSQL' : 'SQLite (synchronous=FULL)'}; load average ${os.loadavg()[0]!.toFixed(1)} at start`);
 await plainClient(2000, 64); // warm-up
-const plainRate = await plainClient(N, 64);
-console.log(`plain HTTP client:        ${plainRate.toFixed(0)} requests/s (${N} POSTs, 64 concurrent, keep-alive); per CPU-second: ${plainCpu.process.toFixed(0)} (process), ${plainCpu.main.toFixed(0)} (main thread)`);
 
 // 2. Delivery throughput: commit a backlog with workers stopped, then drain it.
-const deliveryRate = await withApp(false, async (_app, deps, url) => {
+const drain = (N: number) => withApp(false, async (_app, deps, url) => {
   await hook(url, '/throughput');
   for (let i = 0; i < N; i += 1000) {
     const events = Array.from({ length: Math.min(1000, N - i) }, (_, k) => deviceEvent(i + k + 1));
     await deps.storage.db.transaction().execute((trx) => enqueueObjectEvents(trx, deps, events));
   }
   // The worker and its threads are started before timing, as a service with workers starts them at boot.
-  await ensureWorker(deps).warm();
+  const worker = ensureWorker(deps);
+  await worker.warm();
+  // and the render threads booted (a compile answered): their module loading is start-up work, not delivery work
+  await worker.engine.check('{{ 1 }}', 'other');
   const start = received;
   const c0 = cpuNow();
   const t0 = performance.now();
@@ -222,6 +227,33 @@ const deliveryRate = await withApp(false, async (_app, deps, url) => {
   );
   return { rate: N / recorded, cpu };
 });
+
+const PAIRS = Math.max(1, Number(values.pairs));
+if (PAIRS > 1) {
+  const chunk = Math.ceil(N / PAIRS);
+  const ratios: number[] = [];
+  const cpuRatios: number[] = [];
+  for (let i = 0; i < PAIRS; i++) {
+    const plain = await plainClient(chunk, 64);
+    const pc = plainCpu;
+    console.log(`pair ${i + 1}: plain HTTP client ${plain.toFixed(0)} requests/s (load average ${os.loadavg()[0]!.toFixed(1)})`);
+    const d = await drain(chunk);
+    ratios.push(d.rate / plain);
+    cpuRatios.push(d.cpu.process / pc.process);
+    console.log(`pair ${i + 1}: delivery/plain ratio ${(d.rate / plain).toFixed(2)}, per CPU-second ${(d.cpu.process / pc.process).toFixed(2)}`);
+  }
+  const med = (xs: number[]) => xs.slice().sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+  console.log(`delivery/plain ratio:     median ${med(ratios).toFixed(2)} of ${PAIRS} pairs [${ratios.map((r) => r.toFixed(2)).join(', ')}] (load average ${os.loadavg()[0]!.toFixed(1)})`);
+  console.log(`per CPU-second ratio:     median ${med(cpuRatios).toFixed(2)} (process CPU) [${cpuRatios.map((r) => r.toFixed(2)).join(', ')}]`);
+  apiAgent.destroy();
+  receiver.closeAllConnections();
+  receiver.close();
+  process.exit(0);
+}
+
+const plainRate = await plainClient(N, 64);
+console.log(`plain HTTP client:        ${plainRate.toFixed(0)} requests/s (${N} POSTs, 64 concurrent, keep-alive); per CPU-second: ${plainCpu.process.toFixed(0)} (process), ${plainCpu.main.toFixed(0)} (main thread)`);
+const deliveryRate = await drain(N);
 console.log(`delivery/plain ratio:     ${(deliveryRate.rate / plainRate).toFixed(2)} (using the time until every attempt was recorded; load average ${os.loadavg()[0]!.toFixed(1)})`);
 console.log(
   `per CPU-second ratio:     ${(deliveryRate.cpu.process / plainCpu.process).toFixed(2)} (process CPU), ${(deliveryRate.cpu.main / plainCpu.main).toFixed(2)} (main thread CPU)`,
