@@ -1,7 +1,7 @@
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import { createHash } from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import { run, runMigrations, type Runner, type TaskList, type WorkerEvents } from 'graphile-worker';
+import type { Logger, Runner, TaskList, WorkerEvents } from 'graphile-worker';
 import type { Storage } from '@svc/storage';
 import { quoteIdent } from '@svc/storage';
 import type { AddJobOptions, JobQueue, QueueOptions, SqlJobOptions } from './types.ts';
@@ -35,7 +35,8 @@ export class GraphileQueue implements JobQueue {
   }
 
   async ensureSchema(): Promise<void> {
-    await runMigrations({ pgPool: this.#storage.pgPool!, schema: this.#schema, logger: quietLogger() });
+    const { runMigrations } = await graphile();
+    await runMigrations({ pgPool: this.#storage.pgPool!, schema: this.#schema, logger: await quietLogger() });
     // The dead-worker sweep looks up locked jobs; without this it reads the whole table.
     // Another process may be creating it at the same moment: either one wins.
     const s = quoteIdent(this.#schema);
@@ -125,6 +126,7 @@ export class GraphileQueue implements JobQueue {
     // Emitted synchronously when the pool is built, before its workers ask for jobs.
     events.on('pool:create', ({ workerPool }) => this.#liveness?.hold(workerPool.id));
     events.on('pool:release', ({ workerPool }) => this.#liveness?.release(workerPool.id));
+    const { run } = await graphile();
     const runner = await run({
       pgPool: this.#storage.pgPool!,
       events,
@@ -133,7 +135,7 @@ export class GraphileQueue implements JobQueue {
       pollInterval: this.#opts.pollIntervalMs ?? 2000,
       noHandleSignals: true,
       taskList,
-      logger: quietLogger(),
+      logger: await quietLogger(),
       // Completions of jobs that end together go in one statement (a round trip per job saved at high throughput);
       // 0 ms waits only for the jobs finishing in the same tick, so a named queue is unlocked as soon as before.
       preset: { worker: { completeJobBatchDelay: this.#opts.completeBatchDelayMs ?? 0 } },
@@ -186,8 +188,13 @@ export class GraphileQueue implements JobQueue {
   }
 }
 
-import { Logger } from 'graphile-worker';
-function quietLogger(): Logger {
+/** graphile-worker is loaded on first use: a process on SQLite (the embedded default) never needs it, and it costs ~0.2 s of start-up. */
+function graphile(): Promise<typeof import('graphile-worker')> {
+  return import('graphile-worker');
+}
+
+async function quietLogger(): Promise<Logger> {
+  const { Logger } = await graphile();
   return new Logger(() => (level: string, message: string) => {
     // Task failures reach the service through onError; only report the worker's own trouble.
     if (level === 'error' && !message.startsWith('Failed task')) process.stderr.write(`[graphile-worker] ${message}\n`);

@@ -1,4 +1,4 @@
-import pg from 'pg';
+import type pg from 'pg';
 
 /**
  * First key of the session advisory locks that mark graphile-worker pools as
@@ -36,7 +36,9 @@ export class PoolLiveness {
   }
 
   async #connect(): Promise<void> {
-    const client = new pg.Client(this.#config);
+    // Loaded here, not at import: processes on SQLite never open one.
+    const { default: pgm } = await import('pg');
+    const client = new pgm.Client(this.#config);
     client.on('error', (err) => this.#lost(client, err));
     await client.connect();
     // Not available over Unix sockets; harmless there.
