@@ -1,4 +1,8 @@
-import { exportJWK, generateKeyPair, importJWK, type CryptoKey, type JWK } from 'jose';
+import type { CryptoKey, JWK } from 'jose';
+
+/** Loaded by the hosted runtime only. */
+const jose = () => import('jose');
+const importJWK = (jwk: JWK, alg: string) => jose().then((j) => j.importJWK(jwk, alg));
 import type { Kysely } from 'kysely';
 import { newId } from './secrets.ts';
 
@@ -82,6 +86,7 @@ export class SigningKeys {
   private async rotate(): Promise<void> {
     await this.load();
     if (this.signer && this.signer.row.retireAt > Date.now()) return;
+    const { generateKeyPair, exportJWK } = await jose();
     const { publicKey, privateKey } = await generateKeyPair(JWT_ALG, { extractable: true, modulusLength: 2048 });
     const kid = newId();
     const now = Date.now();

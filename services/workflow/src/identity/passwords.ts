@@ -1,4 +1,9 @@
-import { Algorithm, hash, verify } from '@node-rs/argon2';
+import type { Options } from '@node-rs/argon2';
+
+/** The native argon2 module is loaded by the hosted runtime only, on the first hash. */
+const argon2 = () => import('@node-rs/argon2');
+const hash = (password: string, o: Options) => argon2().then((a) => a.hash(password, o));
+const verify = (stored: string, password: string) => argon2().then((a) => a.verify(stored, password));
 
 /**
  * Password hashing: argon2id with OWASP's first recommended profile
@@ -7,7 +12,8 @@ import { Algorithm, hash, verify } from '@node-rs/argon2';
  * the parameters travel with each hash and can be raised later (a login
  * with an older profile is re-hashed).
  */
-export const ARGON2_PARAMS = { algorithm: Algorithm.Argon2id, memoryCost: 19_456, timeCost: 2, parallelism: 1, outputLen: 32 } as const;
+// algorithm 2: Argon2id in @node-rs/argon2's Algorithm enum (a const enum, so not imported as a value).
+export const ARGON2_PARAMS = { algorithm: 2 as Options['algorithm'], memoryCost: 19_456, timeCost: 2, parallelism: 1, outputLen: 32 } as const;
 
 export const PASSWORD_MIN = 8;
 /** Longer inputs only cost hashing time; 256 bytes is plenty for any passphrase. */

@@ -1,4 +1,5 @@
-import { decodeProtectedHeader, jwtVerify, SignJWT } from 'jose';
+/** jose is loaded by the hosted runtime only (the local runtime never signs or verifies a token). */
+const jose = () => import('jose');
 import { JWT_ALG, type SigningKeys } from './keys.ts';
 import { newId } from './secrets.ts';
 
@@ -42,6 +43,7 @@ export class AccessTokens {
     const exp = now + this.ttlSeconds;
     const claims: Record<string, unknown> = { wid: c.wid, fid: c.fid, scope: c.scope };
     if (c.cid) claims.client_id = c.cid;
+    const { SignJWT } = await jose();
     const token = await new SignJWT(claims)
       .setProtectedHeader({ alg: JWT_ALG, kid, typ: 'at+jwt' })
       .setIssuer(this.issuer)
@@ -60,6 +62,7 @@ export class AccessTokens {
     const hit = this.verified.get(token);
     if (hit) return hit.exp > now ? hit : null;
     if (token.length > 8192) return null;
+    const { decodeProtectedHeader, jwtVerify } = await jose();
     let header;
     try {
       header = decodeProtectedHeader(token);
