@@ -148,9 +148,19 @@ export async function storeFacts(storage: Storage, search: Search, collectionId:
 }
 
 /** The message a derivation job is about, with its session's owner and metadata. */
-export async function loadMessage(db: Kysely<any>, messageId: string, sessionId: string) {
+export async function loadMessage(storage: Storage, messageId: string, sessionId: string) {
+  type Row = { content: string; seq: number; is_user: unknown; user_id: string; session_metadata: unknown };
+  if (storage.pgPool) {
+    // Every job starts here: a named statement is parsed and planned once per connection.
+    const r = await storage.pgPool.query({ name: 'memory_derive_message', text: LOAD_MESSAGE_PG, values: [messageId, sessionId] });
+    return r.rows[0] as Row | undefined;
+  }
   const r = await sql<any>`select m.content, m.seq, m.is_user, s.user_id, s.metadata as session_metadata
     from messages m join sessions s on s.id = m.session_id
-    where m.id = ${messageId} and m.session_id = ${sessionId}`.execute(db);
-  return r.rows[0] as { content: string; seq: number; is_user: unknown; user_id: string; session_metadata: unknown } | undefined;
+    where m.id = ${messageId} and m.session_id = ${sessionId}`.execute(storage.db);
+  return r.rows[0] as Row | undefined;
 }
+
+const LOAD_MESSAGE_PG = `select m.content, m.seq, m.is_user, s.user_id, s.metadata as session_metadata
+  from messages m join sessions s on s.id = m.session_id
+  where m.id = $1 and m.session_id = $2`;

@@ -70,7 +70,7 @@ export function deriverTasks(deps: MemoryDeps): Record<string, TaskHandler> {
     [DERIVE_TASK]: async (payload: { message_id?: unknown; session_id?: unknown }) => {
       if (typeof payload?.message_id !== 'string' || typeof payload?.session_id !== 'string') return;
       const { storage } = deps;
-      const msg = await loadMessage(storage.db, payload.message_id, payload.session_id);
+      const msg = await loadMessage(storage, payload.message_id, payload.session_id);
       // Gone, not the user's, or the session opted out since the job was queued.
       if (!msg || !readBool(msg.is_user) || derivationDisabled(readJson(msg.session_metadata))) return;
       const search = createSearch(deps);

@@ -56,7 +56,7 @@ export function embeddingSettings(config: Partial<MemoryConfig> | undefined): Em
 
 export function createBackend(storage: Storage, opts: { indexMemoryBytes?: number } = {}): IndexBackend {
   // The one place where the storages differ for search: the whole index layout does.
-  return storage.sqlite ? new SqliteIndex(storage.sqlite, storage.db, opts) : new PgIndex(storage.db, opts);
+  return storage.sqlite ? new SqliteIndex(storage.sqlite, storage.db, opts) : new PgIndex(storage.db, { ...opts, pool: storage.pgPool });
 }
 
 /** The memory bound of the in-memory search indexes: `--search-index-mb` or MEMORY_SEARCH_INDEX_MB (default 512). */

@@ -1,4 +1,5 @@
-import { sql, type Kysely, type RawBuilder } from 'kysely';
+import { CompiledQuery, sql, type Kysely, type RawBuilder } from 'kysely';
+import type pg from 'pg';
 import { isNoFilter, type Hit, type IndexBackend, type IndexedDoc } from './backend.ts';
 import { CODE_BITS, simhash } from './simhash.ts';
 import { packedDot, packVector, pairTerm } from './code-index.ts';
@@ -28,6 +29,60 @@ export function codeLiteral(v: Float32Array): string {
   return out;
 }
 
+
+/**
+ * A float4[] in PostgreSQL's binary array form (array_send): ndim, null flag,
+ * element type, then length and lower bound per dimension, then each element
+ * as a length and a big-endian float. Read this way rather than as text,
+ * which node-postgres parses character by character (a fifth of the
+ * deriver's CPU time on PostgreSQL), and exactly the stored float32 values.
+ */
+export function float4ArrayFromSend(bytes: Uint8Array): Float32Array {
+  // node-postgres gives a Buffer, PGlite a Uint8Array.
+  const v = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const ndim = v.getInt32(0);
+  if (ndim === 0) return new Float32Array(0);
+  let n = 1;
+  for (let d = 0; d < ndim; d++) n *= v.getInt32(12 + d * 8);
+  const out = new Float32Array(n);
+  let at = 12 + ndim * 8;
+  for (let i = 0; i < n; i++) {
+    const len = v.getInt32(at);
+    at += 4;
+    out[i] = len < 0 ? 0 : v.getFloat32(at);
+    if (len > 0) at += len;
+  }
+  return out;
+}
+
+/** Search.insertDocument without pgvector, as one statement (see PgIndex.insertIndexed). */
+const INSERT_INDEXED = `with doc as (
+    insert into documents (id, collection_id, content, metadata, created_at, seq)
+    values ($1, $2, $3, $4::jsonb, $5, $6)
+    returning id
+  ), up as (
+    insert into search_docs (doc_id, collection_id, body, embedding, code, packed)
+    select doc.id, $2, to_tsvector('simple', $7), $8::float4[], $9::bit(${CODE_BITS}), $10
+    from doc
+    returning seq
+  ), mark as (
+    insert into search_large (collection_id)
+    select $2 where not exists (select 1 from search_large where collection_id = $2)
+      and (select count(*) from (select 1 from search_docs where collection_id = $2 limit ${VEC_MIN_DOCS - 1}) x) >= ${VEC_MIN_DOCS - 1}
+    on conflict do nothing
+  )
+  insert into search_log (collection_id, key) select $2, seq from up where exists (select 1 from search_large where collection_id = $2)`;
+
+/** A small collection's packed vectors; with every row's stored vector and content when it has at most $2 rows. */
+const NEAREST_SMALL = `select s.seq as key, s.packed, case when c.n <= $2 then array_send(s.embedding) end as embedding, d.content
+  from (select count(*)::int as n from search_docs where collection_id = $1) c
+  cross join search_docs s
+  left join lateral (select content from documents where id = s.doc_id and c.n <= $2) d on true
+  where s.collection_id = $1`;
+
+/** Stored vectors and contents of the duplicate check's candidates. */
+const NEAREST_ROWS = `select s.seq, array_send(s.embedding) as embedding, d.content from search_docs s join documents d on d.id = s.doc_id
+  where s.seq = any($1::bigint[]) and s.collection_id = $2`;
 
 /**
  * HNSW candidate list size. On the local embedding, pgvector 0.8.7's HNSW
@@ -68,8 +123,12 @@ export class PgIndex implements IndexBackend {
   /** Filters matching at most this many documents are ranked exactly (tests lower it to reach the other plan). */
   exactFilterMax = EXACT_FILTER_MAX;
 
-  constructor(db: Kysely<any>, opts: { indexMemoryBytes?: number } = {}) {
+  /** The storage's pool, for named (prepared) statements on the deriver's path; absent on PGlite. */
+  #pool: pg.Pool | undefined;
+
+  constructor(db: Kysely<any>, opts: { indexMemoryBytes?: number; pool?: pg.Pool } = {}) {
     this.#db = db;
+    this.#pool = opts.pool;
     this.#codes = new PgCodeCache(db, opts);
     this.name = 'pg-tsvector';
   }
@@ -89,6 +148,18 @@ export class PgIndex implements IndexBackend {
         throw err;
       });
     return this.#mode;
+  }
+
+  /**
+   * A statement of constant text run as a named (prepared) query on the pool,
+   * so PostgreSQL parses and plans it once per connection: a fact derivation
+   * runs four such statements, and at hundreds of jobs a second the parsing
+   * was a third of the server's time for them. Through Kysely when there is
+   * no pool or the caller is in a transaction.
+   */
+  async #named<R>(name: string, text: string, values: unknown[], executor: Kysely<any> = this.#db): Promise<R[]> {
+    if (this.#pool && !executor.isTransaction) return (await this.#pool.query({ name, text, values })).rows as R[];
+    return (await executor.executeQuery<R>(CompiledQuery.raw(text, values))).rows;
   }
 
   async index(trx: Kysely<any>, doc: IndexedDoc, body: string, vector: Float32Array): Promise<void> {
@@ -126,24 +197,19 @@ export class PgIndex implements IndexBackend {
       });
       return;
     }
-    const c = String(row.collection_id);
     // The document row, its index row, the large-collection mark and the log entry: one statement.
-    await sql`with doc as (
-        insert into documents (id, collection_id, content, metadata, created_at, seq)
-        values (${row.id}, ${c}, ${row.content}, ${row.metadata}::jsonb, ${row.created_at}, ${row.seq})
-        returning id
-      ), up as (
-        insert into search_docs (doc_id, collection_id, body, embedding, code, packed)
-        select doc.id, ${c}, to_tsvector('simple', ${body}), ${vectorParam(mode, vector)}, ${codeLiteral(vector)}::bit(${sql.raw(String(CODE_BITS))}), ${packVector(vector)}
-        from doc
-        returning seq
-      ), mark as (
-        insert into search_large (collection_id)
-        select ${c} where not exists (select 1 from search_large where collection_id = ${c})
-          and (select count(*) from (select 1 from search_docs where collection_id = ${c} limit ${VEC_MIN_DOCS - 1}) x) >= ${VEC_MIN_DOCS - 1}
-        on conflict do nothing
-      )
-      insert into search_log (collection_id, key) select ${c}, seq from up where exists (select 1 from search_large where collection_id = ${c})`.execute(db);
+    await this.#named('memory_insert_indexed', INSERT_INDEXED, [
+      row.id,
+      String(row.collection_id),
+      row.content,
+      row.metadata,
+      row.created_at,
+      row.seq,
+      body,
+      Array.from(vector),
+      codeLiteral(vector),
+      packVector(vector),
+    ], db);
   }
 
   async remove(trx: Kysely<any>, ids: string[]): Promise<void> {
@@ -344,9 +410,16 @@ export class PgIndex implements IndexBackend {
     if ((await this.vectorMode()) !== 'array') return undefined;
     if (vectors.length === 0 || limit <= 0) return [];
     const candidates = new Set<number>();
+    let read: Array<{ seq: number; embedding: Buffer; content: string }> | undefined;
     if (!(await this.#isLarge(collectionId))) {
-      const rows = (await sql<{ key: number; packed: Buffer }>`select s.seq as key, s.packed from search_docs s where s.collection_id = ${collectionId}`.execute(this.#db)).rows;
-      for (const v of vectors) {
+      // A collection of no more rows than one vector re-ranks exactly comes with its vectors and contents: every row is a candidate.
+      const rows = await this.#named<{ key: number; packed: Buffer; embedding: Buffer | null; content: string | null }>(
+        'memory_nearest_small',
+        NEAREST_SMALL,
+        [collectionId, rerankCount(limit)],
+      );
+      if (rows.every((r) => r.embedding !== null)) read = rows.filter((r) => r.content !== null).map((r) => ({ seq: r.key, embedding: r.embedding!, content: r.content! }));
+      else for (const v of vectors) {
         rows
           .map((r) => ({ key: Number(r.key), score: packedDot(r.packed, v) }))
           .sort((a, b) => b.score - a.score || a.key - b.key)
@@ -357,11 +430,12 @@ export class PgIndex implements IndexBackend {
       const idx = await this.#codes.get(collectionId);
       for (const v of vectors) for (const k of idx.search(simhash(v), v, codeCandidates(limit), rerankCount(limit))) candidates.add(k);
     }
-    if (candidates.size === 0) return [];
-    const rows = (
-      await sql<{ seq: number; embedding: number[]; content: string }>`select s.seq, s.embedding, d.content from search_docs s join documents d on d.id = s.doc_id
-        where s.seq = any(${[...candidates]}::bigint[]) and s.collection_id = ${collectionId}`.execute(this.#db)
-    ).rows.map((r) => ({ seq: Number(r.seq), vector: Float32Array.from(r.embedding), content: String(r.content) }));
+    read ??=
+      candidates.size === 0
+        ? []
+        : await this.#named<{ seq: number; embedding: Buffer; content: string }>('memory_nearest_rows', NEAREST_ROWS, [[...candidates], collectionId]);
+    if (read.length === 0) return [];
+    const rows = read.map((r) => ({ seq: Number(r.seq), vector: float4ArrayFromSend(r.embedding), content: String(r.content) }));
     const keep = new Set<number>();
     for (const v of vectors) {
       rows
@@ -388,13 +462,13 @@ export class PgIndex implements IndexBackend {
     if (keys.length === 0) return [];
     const match = fj === undefined ? sql`` : sql`and exists (select 1 from documents d where d.id = s.doc_id and d.metadata @> ${fj}::jsonb)`;
     const rows = (
-      await sql<{ doc_id: string; seq: number; embedding: number[] }>`select s.doc_id, s.seq, s.embedding from search_docs s
+      await sql<{ doc_id: string; seq: number; embedding: Buffer }>`select s.doc_id, s.seq, array_send(s.embedding) as embedding from search_docs s
         where s.seq = any(${keys}::bigint[]) ${match}`.execute(this.#db)
     ).rows;
     return rows
       .map((r) => {
         let d = 0;
-        const e = r.embedding;
+        const e = float4ArrayFromSend(r.embedding);
         for (let j = 0; j < e.length; j++) d += e[j]! * vector[j]!;
         return { key: r.doc_id, order: Number(r.seq), score: d };
       })
