@@ -25,7 +25,8 @@ forEachStorage('workflow regex string nodes', (storage) => {
     const s = 'a1 b22 c333';
     const cases: Array<[string, number, string]> = [
       ['First Match', 1, 'a1'],
-      ['All Matches', 1, 'a1\nb22\nc333'],
+      // re.findall with groups: the first group of each match
+      ['All Matches', 1, 'a\nb\nc'],
       ['First Group', 2, '1'],
       ['All Groups', 1, 'a\nb\nc'],
     ];

@@ -1,9 +1,12 @@
 import type { NodeDefinition } from './api.ts';
+import { v3 } from './schema.ts';
 
 const MAX_SAFE = Number.MAX_SAFE_INTEGER;
+/** Python's sys.maxsize, the reference's Float bounds (as JSON parsers read it, a double). */
+const SYS_MAXSIZE = 9223372036854775807;
 
 /** The reference's primitive nodes (comfy_extras/nodes_primitive.py). */
-export const primitiveNodes: NodeDefinition[] = [
+export const primitiveNodes: NodeDefinition[] = v3('comfy_extras.nodes_primitive', [
   {
     name: 'PrimitiveInt',
     displayName: 'Int',
@@ -16,7 +19,7 @@ export const primitiveNodes: NodeDefinition[] = [
     name: 'PrimitiveFloat',
     displayName: 'Float',
     category: 'utils/primitive',
-    inputs: { required: { value: ['FLOAT', { min: -Number.MAX_VALUE, max: Number.MAX_VALUE }] } },
+    inputs: { required: { value: ['FLOAT', { min: -SYS_MAXSIZE, max: SYS_MAXSIZE }] } },
     outputs: ['FLOAT'],
     execute: ({ value }) => [value],
   },
@@ -44,4 +47,4 @@ export const primitiveNodes: NodeDefinition[] = [
     outputs: ['BOOLEAN'],
     execute: ({ value }) => [value],
   },
-];
+]);

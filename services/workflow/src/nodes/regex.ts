@@ -1,5 +1,6 @@
 import { RE2JS } from 're2js';
 import type { InputSpec, NodeDefinition } from './api.ts';
+import { combo, v3 } from './schema.ts';
 import { MAX_STRING } from './strings.ts';
 
 /**
@@ -59,16 +60,17 @@ function replacement(repl: string): string {
 }
 
 const flagInputs: Record<string, InputSpec> = {
-  case_insensitive: ['BOOLEAN', { default: true }],
-  multiline: ['BOOLEAN', { default: false }],
-  dotall: ['BOOLEAN', { default: false }],
+  case_insensitive: ['BOOLEAN', { default: true, advanced: true }],
+  multiline: ['BOOLEAN', { default: false, advanced: true }],
+  dotall: ['BOOLEAN', { default: false, advanced: true }],
 };
 
-export const regexNodes: NodeDefinition[] = [
+export const regexNodes: NodeDefinition[] = v3('comfy_extras.nodes_string', [
   {
     name: 'RegexMatch',
     displayName: 'Regex Match',
     category: 'utils/string',
+    searchAliases: ['pattern match', 'text contains', 'string match'],
     inputs: { required: { string: ['STRING', { multiline: true }], regex_pattern: ['STRING', { multiline: true }], ...flagInputs } },
     outputs: ['BOOLEAN'],
     outputNames: ['matches'],
@@ -82,13 +84,14 @@ export const regexNodes: NodeDefinition[] = [
     name: 'RegexExtract',
     displayName: 'Regex Extract',
     category: 'utils/string',
+    searchAliases: ['pattern extract', 'text parser', 'parse text'],
     inputs: {
       required: {
         string: ['STRING', { multiline: true }],
         regex_pattern: ['STRING', { multiline: true }],
-        mode: [['First Match', 'All Matches', 'First Group', 'All Groups']],
+        mode: combo(['First Match', 'All Matches', 'First Group', 'All Groups']),
         ...flagInputs,
-        group_index: ['INT', { default: 1, min: 0, max: 100 }],
+        group_index: ['INT', { default: 1, min: 0, max: 100, advanced: true }],
       },
     },
     outputs: ['STRING'],
@@ -101,9 +104,12 @@ export const regexNodes: NodeDefinition[] = [
       if (i.mode === 'First Group') return [m.find() && m.groupCount() >= idx ? (m.group(idx) ?? '') : ''];
       const parts: string[] = [];
       let size = 0;
+      const groups = m.groupCount();
       while (m.find()) {
         ctx.checkInterrupt();
-        const v = i.mode === 'All Matches' ? m.group(0) : m.groupCount() >= idx ? (m.group(idx) ?? '') : null;
+        // Python's re.findall gives the first group, not the whole match, once the pattern has groups;
+        // All Groups skips every match of a pattern without groups, even for group_index 0.
+        const v = i.mode === 'All Matches' ? (m.group(groups > 0 ? 1 : 0) ?? '') : groups > 0 && groups >= idx ? (m.group(idx) ?? '') : null;
         if (v === null) continue;
         size += v.length + 1;
         if (size > MAX_STRING) throw new RangeError(`string result exceeds the limit of ${MAX_STRING}`);
@@ -118,6 +124,7 @@ export const regexNodes: NodeDefinition[] = [
     name: 'RegexReplace',
     displayName: 'Regex Replace',
     category: 'utils/string',
+    searchAliases: ['pattern replace', 'find and replace', 'substitution'],
     description: 'Find and replace text using regex patterns.',
     inputs: {
       required: {
@@ -125,7 +132,7 @@ export const regexNodes: NodeDefinition[] = [
         regex_pattern: ['STRING', { multiline: true }],
         replace: ['STRING', { multiline: true }],
       },
-      optional: { ...flagInputs, count: ['INT', { default: 0, min: 0, max: 100, tooltip: 'Maximum number of replacements to make. Set to 0 to replace all occurrences.' }] },
+      optional: { ...flagInputs, count: ['INT', { default: 0, min: 0, max: 100, advanced: true, tooltip: 'Maximum number of replacements to make. Set to 0 to replace all occurrences.' }] },
     },
     outputs: ['STRING'],
     execute: (i) => {
@@ -146,4 +153,4 @@ export const regexNodes: NodeDefinition[] = [
       return [out];
     },
   },
-];
+]);

@@ -1,4 +1,5 @@
 import type { NodeDefinition } from './api.ts';
+import { combo, v3 } from './schema.ts';
 
 /** Longest string a string node may produce: bounds memory whatever the inputs. */
 export const MAX_STRING = 16 * 1024 * 1024;
@@ -11,11 +12,12 @@ function bounded(s: string): string {
 const text = (multiline = true): ['STRING', { multiline: boolean }] => ['STRING', { multiline }];
 
 /** The reference's string utilities (comfy_extras/nodes_string.py), without the regex nodes. */
-export const stringNodes: NodeDefinition[] = [
+export const stringNodes: NodeDefinition[] = v3('comfy_extras.nodes_string', [
   {
     name: 'StringConcatenate',
     displayName: 'Concatenate',
     category: 'utils/string',
+    searchAliases: ['text concat', 'join text', 'merge text', 'combine strings', 'concat', 'concatenate', 'append text', 'combine text', 'string'],
     inputs: { required: { string_a: text(), string_b: text(), delimiter: ['STRING', { multiline: false, default: '' }] } },
     outputs: ['STRING'],
     execute: ({ string_a, string_b, delimiter }) => [bounded(`${string_a}${delimiter}${string_b}`)],
@@ -24,6 +26,7 @@ export const stringNodes: NodeDefinition[] = [
     name: 'StringSubstring',
     displayName: 'Substring',
     category: 'utils/string',
+    searchAliases: ['extract text', 'text portion'],
     inputs: { required: { string: text(), start: ['INT', {}], end: ['INT', {}] } },
     outputs: ['STRING'],
     execute: ({ string, start, end }) => [pySlice(string, start, end)],
@@ -32,6 +35,7 @@ export const stringNodes: NodeDefinition[] = [
     name: 'StringLength',
     displayName: 'Length',
     category: 'utils/string',
+    searchAliases: ['character count', 'text size'],
     inputs: { required: { string: text() } },
     outputs: ['INT'],
     outputNames: ['length'],
@@ -41,7 +45,8 @@ export const stringNodes: NodeDefinition[] = [
     name: 'CaseConverter',
     displayName: 'Case Converter',
     category: 'utils/string',
-    inputs: { required: { string: text(), mode: [['UPPERCASE', 'lowercase', 'Capitalize', 'Title Case']] } },
+    searchAliases: ['text case', 'uppercase', 'lowercase', 'capitalize'],
+    inputs: { required: { string: text(), mode: combo(['UPPERCASE', 'lowercase', 'Capitalize', 'Title Case']) } },
     outputs: ['STRING'],
     execute: ({ string, mode }) => {
       const s = string as string;
@@ -55,7 +60,8 @@ export const stringNodes: NodeDefinition[] = [
     name: 'StringTrim',
     displayName: 'Trim',
     category: 'utils/string',
-    inputs: { required: { string: text(), mode: [['Both', 'Left', 'Right']] } },
+    searchAliases: ['clean whitespace', 'remove whitespace'],
+    inputs: { required: { string: text(), mode: combo(['Both', 'Left', 'Right']) } },
     outputs: ['STRING'],
     execute: ({ string, mode }) => [mode === 'Left' ? string.trimStart() : mode === 'Right' ? string.trimEnd() : string.trim()],
   },
@@ -63,6 +69,7 @@ export const stringNodes: NodeDefinition[] = [
     name: 'StringReplace',
     displayName: 'Replace',
     category: 'utils/string',
+    searchAliases: ['find and replace', 'substitute', 'swap text'],
     inputs: { required: { string: text(), find: text(), replace: text() } },
     outputs: ['STRING'],
     execute: ({ string, find, replace }) => {
@@ -79,7 +86,8 @@ export const stringNodes: NodeDefinition[] = [
     name: 'StringContains',
     displayName: 'Contains',
     category: 'utils/string',
-    inputs: { required: { string: text(), substring: text(), case_sensitive: ['BOOLEAN', { default: true }] } },
+    searchAliases: ['text includes', 'string includes'],
+    inputs: { required: { string: text(), substring: text(), case_sensitive: ['BOOLEAN', { default: true, advanced: true }] } },
     outputs: ['BOOLEAN'],
     outputNames: ['contains'],
     execute: ({ string, substring, case_sensitive }) =>
@@ -89,8 +97,9 @@ export const stringNodes: NodeDefinition[] = [
     name: 'StringCompare',
     displayName: 'Compare',
     category: 'utils/string',
+    searchAliases: ['text match', 'string equals', 'starts with', 'ends with'],
     inputs: {
-      required: { string_a: text(), string_b: text(), mode: [['Starts With', 'Ends With', 'Equal']], case_sensitive: ['BOOLEAN', { default: true }] },
+      required: { string_a: text(), string_b: text(), mode: combo(['Starts With', 'Ends With', 'Equal']), case_sensitive: ['BOOLEAN', { default: true, advanced: true }] },
     },
     outputs: ['BOOLEAN'],
     execute: ({ string_a, string_b, mode, case_sensitive }) => {
@@ -99,7 +108,7 @@ export const stringNodes: NodeDefinition[] = [
       return [mode === 'Starts With' ? a.startsWith(b) : mode === 'Ends With' ? a.endsWith(b) : a === b];
     },
   },
-];
+]);
 
 /** Python's s[start:end] on code points. */
 function pySlice(s: string, start: number, end: number): string {
