@@ -13,6 +13,7 @@
  *    → execution_start received through the relay). Goal p99 ≤ 50 ms.
  *
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/test npx tsx bench/workflow-cloud/scale-out.ts [--prompts 200] [--rounds 3] [--rate 100] [--duration 10] [--sleep 0.05]
+ *   (WFSO_PROF=<dir> writes CPU profiles of the API process and the workers there)
  */
 import { fork, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -60,7 +61,7 @@ async function serveApi(dir: string, schema: string) {
 }
 
 function startApi(dir: string, schema: string): Promise<{ child: ChildProcess; address: string }> {
-  const child = fork(import.meta.filename, ['--serve', 'api', '--dir', dir, '--schema', schema], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const child = fork(import.meta.filename, ['--serve', 'api', '--dir', dir, '--schema', schema], { execArgv: [...(process.env.WFSO_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.WFSO_PROF}`] : []), '--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   return new Promise((resolve, reject) => {
     child.once('message', (m: any) => resolve({ child, address: m.address }));
     child.once('exit', (code) => reject(new Error(`API process exited (${code})`)));
