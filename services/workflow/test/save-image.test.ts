@@ -55,6 +55,32 @@ forEachStorage('workflow SaveImage and packs', (storage) => {
     assert.deepEqual([...data.subarray(0, 3)], [0x10, 0x20, 0x30]);
   });
 
+  test('PreviewImage writes ComfyUI_temp_<5 letters>_NNNNN_.png to temp with the prompt chunk and reports them as type temp', async () => {
+    const prompt = {
+      1: { class_type: 'EmptyImage', inputs: { width: 3, height: 2, batch_size: 2, color: 0x0a0b0c } },
+      2: { class_type: 'PreviewImage', inputs: { images: ['1', 0] } },
+    };
+    const r = await srv.http.post('/prompt', { prompt });
+    const j = await waitJob(srv.http, r.body.prompt_id);
+    assert.equal(j.status, 'completed', JSON.stringify(j.execution_error));
+    const images: Array<{ filename: string; subfolder: string; type: string }> = j.outputs['2'].images;
+    assert.equal(images.length, 2);
+    const m = /^ComfyUI_temp_([a-z]{5})_00001_\.png$/.exec(images[0]!.filename);
+    assert.ok(m, images[0]!.filename);
+    assert.equal(images[1]!.filename, `ComfyUI_temp_${m[1]}_00002_.png`);
+    for (const img of images) {
+      assert.deepEqual([img.subfolder, img.type], ['', 'temp']);
+      assert.equal(fs.existsSync(path.join(srv.cfg.dataDir, 'output', img.filename)), false, 'previews never land in output');
+      const v = await fetch(`${srv.url}/api/view?filename=${encodeURIComponent(img.filename)}&type=temp&subfolder=`);
+      assert.equal(v.status, 200);
+      const png = Buffer.from(await v.arrayBuffer());
+      assert.deepEqual(JSON.parse(readTextChunks(png).prompt!), prompt);
+      const { data, info } = await sharp(png).raw().toBuffer({ resolveWithObject: true });
+      assert.deepEqual([info.width, info.height, info.channels], [3, 2, 3]);
+      assert.deepEqual([...data], Array(6).fill([10, 11, 12]).flat());
+    }
+  });
+
   test('a prefix that leaves the output folder fails the node, not the server', async () => {
     const r = await srv.http.post('/prompt', {
       prompt: {

@@ -8,7 +8,7 @@ import { forEachStorage } from '@svc/testkit';
 import { pyUnquote } from '../src/files/paths.ts';
 import { addTextChunks } from '../src/files/png.ts';
 import { png, uploadRawName } from './files-helpers.ts';
-import { startWorkflow } from './helpers.ts';
+import { startWorkflow, waitJob } from './helpers.ts';
 
 /**
  * Path traversal: every route that turns a request into a path on disk gets
@@ -271,8 +271,41 @@ forEachStorage('workflow path traversal', (storage) => {
       check('frontend root encoded', name, await rawRequest(u, 'GET', `/static/${e}`), [400, 403, 404]);
       check('internal files', name, await rawRequest(u, 'GET', `/internal/files/${e}`), [400, 404]);
       check('global subgraph', name, await rawRequest(u, 'GET', `/global_subgraphs/${e}`), [400, 404]);
+      // nodes that open files: a loader's image name that leaves its folder is refused at validation, before any read
+      for (const [cls, extra] of [['LoadImage', {}], ['LoadImageMask', { channel: 'alpha' }]] as const) {
+        for (const image of [name, `${name} [output]`]) {
+          const r = await srv.http.post('/prompt', { prompt: { 1: { class_type: cls, inputs: { image, ...extra } }, 2: { class_type: 'PreviewAny', inputs: { source: ['1', 0] } } } });
+          // (names that are merely odd, such as a literal `%2e%2e%2f…`, are files the uploads above created inside input)
+          check(`${cls} image`, image, { status: r.status, body: r.text }, [400]);
+        }
+      }
     }
     assert.deepEqual(failures, []);
+  });
+
+  test('SaveImage: every hostile filename_prefix fails the node or saves inside the output folder', async () => {
+    const out = fs.realpathSync(path.join(srv.cfg.dataDir, 'output'));
+    const bad: string[] = [];
+    for (const name of names) {
+      const r = await srv.http.post('/prompt', {
+        prompt: {
+          1: { class_type: 'EmptyImage', inputs: { width: 1, height: 1, batch_size: 1, color: 0 } },
+          2: { class_type: 'SaveImage', inputs: { images: ['1', 0], filename_prefix: name } },
+        },
+      });
+      if (r.status >= 500 || (r.status !== 200 && r.status !== 400)) {
+        bad.push(`${JSON.stringify(name).slice(0, 80)} -> ${r.status}`);
+        continue;
+      }
+      if (r.status !== 200) continue;
+      const j = await waitJob(srv.http, r.body.prompt_id);
+      if (j.status !== 'completed') continue;
+      for (const img of j.outputs['2'].images as Array<{ filename: string; subfolder: string; type: string }>) {
+        const p = fs.realpathSync(path.join(out, img.subfolder, img.filename));
+        if (img.type !== 'output' || !p.startsWith(out + path.sep)) bad.push(`${JSON.stringify(name).slice(0, 80)} saved at ${p}`);
+      }
+    }
+    assert.deepEqual(bad, []);
   });
 
   test('the plain cases answer exactly the reference statuses', async () => {
