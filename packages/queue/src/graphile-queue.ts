@@ -98,7 +98,16 @@ export class GraphileQueue implements JobQueue {
     return Number(r.rows[0]?.n ?? 0);
   }
 
-  async start(): Promise<void> {
+  #starting: Promise<void> | undefined;
+
+  start(): Promise<void> {
+    if (this.#runner) return Promise.resolve();
+    // One start at a time: two overlapping ones would each make a runner, and stop() would know only the last.
+    this.#starting ??= this.#start().finally(() => (this.#starting = undefined));
+    return this.#starting;
+  }
+
+  async #start(): Promise<void> {
     if (this.#runner) return;
     this.#stopped = false;
     const taskList: TaskList = {};
@@ -121,6 +130,11 @@ export class GraphileQueue implements JobQueue {
         this.#opts.onError?.(err, '(worker liveness)', { jobId: '', attempt: 0, maxAttempts: 0 }),
       );
       await liveness.open();
+      if (this.#stopped) {
+        // stop() ran while this start was on its way (a restart after another schema's migration, or a quick close)
+        await liveness.close();
+        return;
+      }
       this.#liveness = liveness;
     }
     // Emitted synchronously when the pool is built, before its workers ask for jobs.
@@ -140,6 +154,12 @@ export class GraphileQueue implements JobQueue {
       // 0 ms waits only for the jobs finishing in the same tick, so a named queue is unlocked as soon as before.
       preset: { worker: { completeJobBatchDelay: this.#opts.completeBatchDelayMs ?? 0 } },
     });
+    if (this.#stopped) {
+      // Stopped while starting: stop() found no runner to stop, and this one would outlive the pool its owner then ended
+      // (its cron and listener retry on timers for ever, keeping the process alive).
+      await runner.stop().catch(() => {});
+      return;
+    }
     this.#runner = runner;
     if (checkMs > 0 && !this.#sweep) {
       const sweep = () => {
