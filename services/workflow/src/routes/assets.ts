@@ -15,7 +15,7 @@ import { dual, type Handler, type RouteDoc } from './common.ts';
 import type { RouteCtx } from './context.ts';
 
 /** Asset routes are served under /api only, as the reference serves them. */
-function apiOnly(app: FastifyInstance, method: HTTPMethods, path: string, schema: RouteDoc, handler: Handler, opts: { validate?: boolean } = {}): void {
+function apiOnly(app: FastifyInstance, method: HTTPMethods, path: string, schema: RouteDoc, handler: Handler, opts: { validate?: boolean; config?: Record<string, unknown> } = {}): void {
   dual(app, method, path, schema, handler, { ...opts, apiOnly: true });
 }
 
@@ -202,7 +202,11 @@ export function assetRoutes(app: FastifyInstance, ctx: RouteCtx, opts: AssetRout
       const hash = canonicalHash((req.params as { hash: string }).hash ?? '');
       if (!hash) throw new AssetError(400, 'INVALID_HASH', "hash must be like 'blake3:<hex>'");
       return reply.code((await svc.hashExists(viewer(req), hash)) ? 200 : 404).send();
-    }), { validate: false });
+    }), {
+      validate: false,
+      // @fastify/swagger leaves HEAD routes out and would suffix the id with -head; the reference documents this one as checkAssetByHash.
+      config: { swagger: { exposeHeadRoute: true }, swaggerTransform: ({ schema }: { schema: RouteDoc }) => ({ schema: { ...schema, operationId: S.checkAssetByHash.operationId } }) },
+    });
 
     apiOnly(scope, 'GET', '/assets', S.listAssets, on(async (req, reply, svc) => {
       const q = req.query as Query;

@@ -16,7 +16,7 @@ const noValidation = () => () => true;
  * Registers a route at `/api<path>` (canonical, in the OpenAPI document) and
  * at its bare path (hidden), as the reference serves both.
  */
-export function dual(app: FastifyInstance, method: HTTPMethods, path: string, schema: RouteDoc, handler: Handler, opts: { validate?: boolean; apiOnly?: boolean } = {}): void {
+export function dual(app: FastifyInstance, method: HTTPMethods, path: string, schema: RouteDoc, handler: Handler, opts: { validate?: boolean; apiOnly?: boolean; config?: Record<string, unknown> } = {}): void {
   const urls: Array<readonly [string, boolean]> = [[`/api${path}`, false]];
   // The assets API exists only under /api in the reference; its bare twins would shadow a frontend's /assets/* files.
   if (!opts.apiOnly) urls.push([path, true]);
@@ -26,6 +26,7 @@ export function dual(app: FastifyInstance, method: HTTPMethods, path: string, sc
       url,
       schema: { ...schema, hide: hide || schema.hide },
       ...(opts.validate === false ? { validatorCompiler: noValidation } : {}),
+      ...(opts.config ? { config: opts.config } : {}),
       handler,
     });
   }
