@@ -112,6 +112,24 @@ forEachStorage('workflow files', (storage) => {
     assert.ok(info.LoadImage.input.required.image[0].includes('listed-now.png'));
   });
 
+  test('LoadImage offers the files directly in input, as the reference; one in a subfolder is loaded by name but not offered', async () => {
+    const up = await upload(srv.url, '/upload/image', blue, 'pasted-one.png', { subfolder: 'pasted' });
+    assert.equal(up.status, 200, up.text);
+    const choices: string[] = (await srv.http.get('/object_info/LoadImage')).body.LoadImage.input.required.image[0];
+    assert.ok(choices.includes('listed-now.png'));
+    assert.deepEqual(choices.filter((c) => c.includes('/')), [], 'no subfolder entries');
+    assert.deepEqual(choices, [...choices].sort());
+    const r = await srv.http.post('/prompt', {
+      prompt: { 1: { class_type: 'LoadImage', inputs: { image: 'pasted/pasted-one.png' } }, 2: { class_type: 'PreviewImage', inputs: { images: ['1', 0] } } },
+    });
+    assert.equal(r.status, 200, r.text);
+    const j = await waitJob(srv.http, r.body.prompt_id);
+    assert.equal(j.status, 'completed', JSON.stringify(j.execution_error));
+    const shown = j.outputs['2'].images[0];
+    const { data } = await pixels((await getBytes(`${srv.url}/view?filename=${encodeURIComponent(shown.filename)}&type=temp`)).body);
+    assert.deepEqual([...data.subarray(0, 3)], [0, 0, 255]);
+  });
+
   test('POST /upload/mask puts the mask alpha on the original and keeps its PNG text chunks', async () => {
     const original = await png(4, 3, [10, 20, 30, 255], { text: [['prompt', '{"1":{}}'], ['workflow', '{"nodes":[]}']] });
     fs.writeFileSync(path.join(dataDir, 'output', 'orig.png'), original);

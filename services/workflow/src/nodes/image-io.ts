@@ -9,24 +9,23 @@ import { checkSize, Frame, ImageBatch, MaskBatch, MaskPlane, MAX_BATCH, MAX_IMAG
 
 const IMAGE_EXT = /\.(png|jpe?g|webp|gif|bmp|tiff?|avif)$/i;
 
-/** Image files directly in the input folder and its subfolders, as LoadImage's combo lists them. */
+/**
+ * Image files directly in the input folder, as the reference's LoadImage lists
+ * them (os.listdir, files only): files in subfolders (the mask editor's
+ * clipspace, pasted images) are loaded by name but not offered, so a large
+ * tree never bloats object_info. Symlinks are not listed.
+ */
 export function listInputImages(inputDir: string): string[] {
-  const out: string[] = [];
-  const walk = (dir: string, rel: string, depth: number) => {
-    let entries: fs.Dirent[];
-    try {
-      entries = fs.readdirSync(dir, { withFileTypes: true });
-    } catch {
-      return;
-    }
-    for (const e of entries) {
-      const r = rel ? `${rel}/${e.name}` : e.name;
-      if (e.isFile() && IMAGE_EXT.test(e.name)) out.push(r);
-      else if (e.isDirectory() && depth < 8 && !e.name.startsWith('.')) walk(path.join(dir, e.name), r, depth + 1);
-    }
-  };
-  walk(inputDir, '', 0);
-  return out.sort();
+  let entries: fs.Dirent[];
+  try {
+    entries = fs.readdirSync(inputDir, { withFileTypes: true });
+  } catch {
+    return [];
+  }
+  return entries
+    .filter((e) => e.isFile() && IMAGE_EXT.test(e.name))
+    .map((e) => e.name)
+    .sort();
 }
 
 /** Resolves an image name as LoadImage takes it (`sub/name.png`, `name.png [output]`). */
