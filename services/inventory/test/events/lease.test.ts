@@ -78,7 +78,7 @@ forEachStorage('delivery leases and heartbeats across worker processes', (kind) 
     ['frozen (alive but silent, as a partitioned host)', 'SIGSTOP'],
   ] as const) {
     // SQLite is one host's file: a frozen process there could hold the write lock, and a dead one is found by its pid.
-    it(`another worker re-sends within seconds the deliveries of a claimer that was ${how}`, { timeout: 90_000, skip: signal === 'SIGSTOP' && kind === 'sqlite' && 'PostgreSQL only' }, async () => {
+    it(`another worker re-sends the deliveries of a claimer that was ${how} (freed by the lease, not the hour-long request time-out)`, { timeout: 90_000, skip: signal === 'SIGSTOP' && kind === 'sqlite' && 'PostgreSQL only' }, async () => {
       while (workers.filter((w) => w.exitCode === null && w.signalCode === null).length < 2) workers.push(await startWorker(server));
       const hook = await hookAndRule(`lease-${signal}`);
       hold = true;
