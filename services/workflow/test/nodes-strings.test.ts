@@ -47,6 +47,8 @@ forEachStorage('workflow string and primitive nodes', (storage) => {
       both: s('StringTrim', { string: '  x \n', mode: 'Both' }),
       left: s('StringTrim', { string: '  x \n', mode: 'Left' }),
       right: s('StringTrim', { string: '  x \n', mode: 'Right' }),
+      // str.isspace(): U+001C and U+0085 are whitespace, U+FEFF is not
+      pyspace: s('StringTrim', { string: '\u001c\u0085 x\ufeff', mode: 'Both' }),
       rep: s('StringReplace', { string: 'a.a.a', find: '.', replace: '::' }),
       repEmpty: s('StringReplace', { string: 'abc', find: '', replace: '-' }),
       containsCase: s('StringContains', { string: 'Hello', substring: 'ELL', case_sensitive: true }),
@@ -73,6 +75,7 @@ forEachStorage('workflow string and primitive nodes', (storage) => {
       both: 'x',
       left: 'x \n',
       right: '  x',
+      pyspace: 'x\ufeff',
       rep: 'a::a::a',
       repEmpty: '-a-b-c-',
       containsCase: 'False',

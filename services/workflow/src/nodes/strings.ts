@@ -9,6 +9,14 @@ function bounded(s: string): string {
   return s;
 }
 
+/**
+ * Python's str.isspace() set, which str.strip() removes: JavaScript's trim()
+ * also strips U+FEFF and keeps U+001C–U+001F and U+0085.
+ */
+const PY_SPACE = '[\\t\\n\\v\\f\\r\\x1c-\\x1f \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]';
+const PY_SPACE_START = new RegExp(`^${PY_SPACE}+`);
+const PY_SPACE_END = new RegExp(`${PY_SPACE}+$`);
+
 const text = (multiline = true): ['STRING', { multiline: boolean }] => ['STRING', { multiline }];
 
 /** The reference's string utilities (comfy_extras/nodes_string.py), without the regex nodes. */
@@ -63,7 +71,10 @@ export const stringNodes: NodeDefinition[] = v3('comfy_extras.nodes_string', [
     searchAliases: ['clean whitespace', 'remove whitespace'],
     inputs: { required: { string: text(), mode: combo(['Both', 'Left', 'Right']) } },
     outputs: ['STRING'],
-    execute: ({ string, mode }) => [mode === 'Left' ? string.trimStart() : mode === 'Right' ? string.trimEnd() : string.trim()],
+    execute: ({ string, mode }) => {
+      const s = string as string;
+      return [mode === 'Left' ? s.replace(PY_SPACE_START, '') : mode === 'Right' ? s.replace(PY_SPACE_END, '') : s.replace(PY_SPACE_START, '').replace(PY_SPACE_END, '')];
+    },
   },
   {
     name: 'StringReplace',
