@@ -61,7 +61,8 @@ export const stringNodes: NodeDefinition[] = v3('comfy_extras.nodes_string', [
       if (mode === 'UPPERCASE') return [s.toUpperCase()];
       if (mode === 'lowercase') return [s.toLowerCase()];
       if (mode === 'Capitalize') return [s.charAt(0).toUpperCase() + s.slice(1).toLowerCase()];
-      return [s.toLowerCase().replace(/(^|[^\p{L}])(\p{L})/gu, (_m, a: string, b: string) => a + b.toUpperCase())];
+      // str.title(): a cased character after an uncased one (digit, apostrophe, CJK, combining mark) starts a word.
+      return [s.toLowerCase().replace(/(^|[^\p{Lowercase}\p{Uppercase}\p{Lt}])([\p{Lowercase}\p{Uppercase}\p{Lt}])/gu, (_m, a: string, b: string) => a + b.toUpperCase())];
     },
   },
   {
