@@ -135,6 +135,30 @@ forEachStorage('workflow fuzz', (storage) => {
     assert.deepEqual(failures, []);
   });
 
+  test('routes outside /openapi.json (static files, job aliases, blake3 names) survive hostile path values', async () => {
+    const templates = [
+      '/api/job/{a}',
+      '/api/job/{a}/outputs',
+      '/api/workflow_templates/{a}/{b}',
+      '/extensions/{a}/{b}',
+      '/templates/{a}',
+      '/api/experiment/models/preview/{a}/0/{b}',
+      '/api/view?filename=blake3%3A{a}',
+      '/api/assets/hash/blake3%3A{a}',
+    ];
+    const failures: string[] = [];
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom(...templates), fc.constantFrom('GET', 'HEAD'), str, str, async (template, method, a, b) => {
+        const url = template.replace('{a}', encodeAny(a)).replace('{b}', encodeAny(b));
+        const r = await fetch(`${srv.url}${url}`, { method });
+        await r.arrayBuffer();
+        if (r.status >= 500) failures.push(`${method} ${url} -> ${r.status}`);
+      }),
+      { numRuns: Math.max(50, Math.floor(RUNS / 2)) },
+    );
+    assert.deepEqual(failures, []);
+  });
+
   test('raw hostile bodies on every body-taking operation: 400 with the reference shape', async () => {
     const failures: string[] = [];
     for (const op of ops.filter((o) => o.hasBody)) {
