@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { createBLAKE3 } from 'hash-wasm';
 import sharp from 'sharp';
+import { hashFileOffThread } from './hash-pool.ts';
 
 /**
  * Content of assets: BLAKE3 hashing, MIME types, image dimensions, and the
@@ -65,6 +66,15 @@ export class Blake3Stream {
 }
 
 export async function hashFile(file: string): Promise<{ hash: string; size: number }> {
+  const off = hashFileOffThread(file);
+  if (off) {
+    try {
+      return await off;
+    } catch (err) {
+      // A file error (ENOENT, EISDIR, …) is the caller's; a failed worker leaves the hash to this thread.
+      if ((err as { code?: string }).code) throw err;
+    }
+  }
   const h = new Blake3Stream();
   for await (const chunk of fs.createReadStream(file, { highWaterMark: 1024 * 1024 })) await h.update(chunk as Buffer);
   return { hash: await h.digest(), size: h.size };
