@@ -190,7 +190,7 @@ forEachStorage('hosted runtime: tenant isolation generated from the route table'
         const choices = params.length === 0 ? [{}] : (candidates[params[0]!] ?? ['x']).map((c) => Object.fromEntries(params.map((p, i) => [p, i === 0 ? c : (candidates[p]?.[0] ?? 'x')])));
         for (const choice of choices) {
           const url = path.replace(/\{([^}]+)\}/g, (_: string, p: string) => encodeURIComponent((choice as Record<string, string>)[p]!));
-          const body = M === 'GET' || M === 'DELETE' ? undefined : hostileBody;
+          const body = M === 'GET' || M === 'HEAD' || M === 'DELETE' ? undefined : hostileBody;
           const r = await attacker.http.request(M, url, body);
           calls++;
           assert.ok(r.status < 500, `${M} ${url}: ${r.status} ${r.text.slice(0, 200)}`);
