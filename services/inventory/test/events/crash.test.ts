@@ -20,8 +20,10 @@ it(`no committed change is lost when the worker process is killed (crash-test, 5
   // Write transactions take SQLite's write lock at BEGIN (busy_timeout applies), so no request fails while the worker is killed and restarted.
   assert.match(out, /\d+ changes committed/);
   assert.doesNotMatch(out, /API requests? failed/);
-  // Kills follow deliveries, not the clock: all three happen at any machine speed.
-  assert.match(out, /worker SIGKILLed 3 times in total/);
+  // Kills follow deliveries, not the clock; a worker that delivers the rest of the backlog in one burst after a
+  // restart leaves no progress for a later kill, so at least one kill (mid-batch) is what every run guarantees.
+  const kills = Number(/worker SIGKILLed (\d+) times in total/.exec(out)?.[1] ?? 0);
+  assert.ok(kills >= 1 && kills <= 3, out);
   assert.match(out, /delivered (\d+)\/\1 changes .* lost 0/);
 });
 }
