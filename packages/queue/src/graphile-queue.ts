@@ -172,6 +172,7 @@ export class GraphileQueue implements JobQueue {
       // Stopped while starting: stop() found no runner to stop, and this one would outlive the pool its owner then ended
       // (its cron and listener retry on timers for ever, keeping the process alive).
       await runner.stop().catch(() => {});
+      if (process.exitCode === 57) process.exitCode = undefined;
       return;
     }
     this.#runner = runner;
@@ -191,9 +192,10 @@ export class GraphileQueue implements JobQueue {
     runner.promise
       .catch(() => {})
       .finally(() => {
+        // Also when this runner was stopped meanwhile: the code would otherwise outlive it and fail the process's exit.
+        if (process.exitCode === 57) process.exitCode = undefined;
         if (this.#runner !== runner) return;
         this.#runner = undefined;
-        if (process.exitCode === 57) process.exitCode = undefined;
         const t = setTimeout(() => {
           if (!this.#runner && !this.#stopped) this.start().catch((err) => process.stderr.write(`[graphile-worker] restart failed: ${err}\n`));
         }, 200);
@@ -219,6 +221,7 @@ export class GraphileQueue implements JobQueue {
     const l = this.#liveness;
     this.#liveness = undefined;
     await l?.close();
+    if (process.exitCode === 57) process.exitCode = undefined;
   }
 }
 
