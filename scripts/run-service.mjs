@@ -37,6 +37,11 @@ function newestMtime(dir) {
   return newest;
 }
 
+const BUNDLED_DEPENDENCIES = ['fastify', 'kysely', 'ws', 'pino', 'ajv-formats', 'typebox', '@fastify/formbody', '@fastify/multipart', '@fastify/send', '@fastify/static', '@fastify/swagger', '@fastify/swagger-ui', '@fastify/type-provider-typebox', '@fastify/websocket'];
+// Transitive dependencies that must stay files of their own: thread-stream
+// starts worker threads from files beside it; optional native parts of ws.
+const KEEP_EXTERNAL = ['thread-stream', 'bufferutil', 'utf-8-validate'];
+
 /** Bundles services/<name>/src/main.ts into services/<name>/.build/main.mjs when it is stale; returns its path. */
 export async function bundleService(name) {
   const entry = path.join(root, 'services', name, 'src', 'main.ts');
@@ -46,7 +51,16 @@ export async function bundleService(name) {
   if (built > sources) return out;
   const { build } = await import('esbuild');
   const pkg = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8'));
-  const external = Object.keys({ ...pkg.dependencies, ...pkg.devDependencies }).flatMap((d) => [d, `${d}/*`]);
+  // Pure-JavaScript packages loaded at start-up go into the bundle: Node
+  // resolves, reads and compiles one file instead of hundreds (kysely alone is
+  // ~300 ESM files). Packages with native addons, worker files, wasm or files
+  // read relative to their own directory stay external, as do the lazily
+  // imported ones (they cost nothing at start).
+  const inBundle = new Set(BUNDLED_DEPENDENCIES);
+  const external = Object.keys({ ...pkg.dependencies, ...pkg.devDependencies })
+    .filter((d) => !inBundle.has(d))
+    .flatMap((d) => [d, `${d}/*`])
+    .concat(KEEP_EXTERNAL.flatMap((d) => [d, `${d}/*`]));
   const keepSourcePaths = {
     name: 'keep-source-paths',
     setup(b) {
@@ -60,6 +74,22 @@ export async function bundleService(name) {
       });
     },
   };
+  // A bundled CommonJS package that finds its own files through __dirname or
+  // __filename (swagger-ui's static assets, pino's transport worker) keeps
+  // finding them: both become the file's original path.
+  const keepPackagePaths = {
+    name: 'keep-package-paths',
+    setup(b) {
+      b.onLoad({ filter: /[\\/]node_modules[\\/].*\.c?js$/ }, async (args) => {
+        const text = await fs.promises.readFile(args.path, 'utf8');
+        if (!/\b__(dirname|filename)\b/.test(text)) return undefined;
+        const contents = text
+          .replace(/(?<![.\w$])__dirname\b/g, JSON.stringify(path.dirname(args.path)))
+          .replace(/(?<![.\w$])__filename\b/g, JSON.stringify(args.path));
+        return { contents, loader: 'js' };
+      });
+    },
+  };
   const tmp = `${out}.${process.pid}.tmp`;
   await build({
     entryPoints: [entry],
@@ -69,7 +99,7 @@ export async function bundleService(name) {
     target: 'node20',
     outfile: tmp,
     external,
-    plugins: [keepSourcePaths],
+    plugins: [keepSourcePaths, keepPackagePaths],
     logLevel: 'error',
     // Node packs in custom_nodes are imported at run time by path: not bundled.
     banner: { js: "import { createRequire as __bundleRequire } from 'node:module'; const require = __bundleRequire(import.meta.url);" },

@@ -13,4 +13,8 @@ if (process.argv[2] === 'create-user') {
   await runWorker(cfg, openWorkflowStorage);
 } else {
   await runService('workflow', cfg, buildApp);
+  // The image library loads on first use; load it soon after start so the first
+  // image request does not pay for it, but not before the first requests are served.
+  const { warmSharp } = await import('./files/sharp.ts');
+  setTimeout(warmSharp, 2000).unref();
 }

@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import sharp from 'sharp';
+import sharp from '../files/sharp.ts';
 import { addTextChunks, readTextChunks } from '../files/png.ts';
 
 /** Uploads larger than this go to a temporary file as they arrive instead of staying in memory. */

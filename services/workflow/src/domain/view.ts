@@ -1,4 +1,4 @@
-import sharp from 'sharp';
+import sharp from '../files/sharp.ts';
 
 export class ViewError extends Error {
   constructor(

@@ -13,7 +13,7 @@
  * jobs, the queue, PNG text chunks or error reports. Upstream error texts are
  * scrubbed of the key before they become node errors.
  */
-import sharp from 'sharp';
+import sharp from '../files/sharp.ts';
 import { decodeImage, encodePng } from './image-io.ts';
 import { Frame, ImageBatch, MAX_BATCH, MAX_IMAGE_SIDE } from './image-types.ts';
 import type { InputSpec, NodeContext, NodeDefinition } from './api.ts';

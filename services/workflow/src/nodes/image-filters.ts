@@ -1,4 +1,4 @@
-import sharp from 'sharp';
+import sharp from '../files/sharp.ts';
 import type { NodeContext, NodeDefinition } from './api.ts';
 import { alphaFix, checkSize, clampByte, Frame, ImageBatch, toByte, withChannels } from './image-types.ts';
 import { resizeFrame } from './resample.ts';

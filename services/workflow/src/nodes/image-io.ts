@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import sharp from 'sharp';
+import sharp from '../files/sharp.ts';
 import { addTextChunks, asciiJson } from '../files/png.ts';
 import { parseAnnotated, safeJoin, safeRelative, UnsafePathError } from '../files/paths.ts';
 import type { NodeContext, NodeDefinition, NodeEnv, NodeScope } from './api.ts';

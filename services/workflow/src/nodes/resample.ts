@@ -1,4 +1,4 @@
-import sharp from 'sharp';
+import sharp from '../files/sharp.ts';
 import { checkSize, clampByte, Frame, MaskPlane } from './image-types.ts';
 
 /**

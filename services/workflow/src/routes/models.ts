@@ -1,5 +1,5 @@
 import path from 'node:path';
-import sharp from 'sharp';
+import sharp from '../files/sharp.ts';
 import type { FastifyInstance } from 'fastify';
 import type { ModelFolders } from '../domain/models.ts';
 import { dual } from './common.ts';

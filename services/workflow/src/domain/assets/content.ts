@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { createBLAKE3 } from 'hash-wasm';
-import sharp from 'sharp';
+import sharp from '../../files/sharp.ts';
 import { hashFileOffThread } from './hash-pool.ts';
 
 /**

@@ -1,0 +1,99 @@
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+import { client, forEachStorage, TEST_DATABASE_URL, type StorageKind } from '@svc/testkit';
+import { dropPgSchema } from '@svc/storage';
+import { png, upload } from './files-helpers.ts';
+import { textPrompt, WsClient } from './helpers.ts';
+
+/**
+ * `npm run workflow` runs the service from an esbuild bundle that also holds
+ * its pure-JavaScript dependencies (scripts/run-service.mjs). The other tests
+ * load the sources through tsx, so this one starts the bundle the way users do
+ * and walks through what depends on files found at run time: swagger-ui's
+ * static assets, the lazily loaded image library, node packs, WebSocket.
+ */
+
+const ROOT = path.resolve(import.meta.dirname, '..', '..', '..');
+
+forEachStorage('workflow run from its bundle', (storage: StorageKind) => {
+  let proc: ChildProcess;
+  let url = '';
+  let dataDir = '';
+  const schema = `t_wf_bundle_${randomBytes(4).toString('hex')}`;
+  let exited: Promise<number | null>;
+
+  before(async () => {
+    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'wf-bundle-'));
+    const db = storage === 'postgres' ? ['--database-url', TEST_DATABASE_URL, '--pg-schema', schema] : [];
+    proc = spawn(process.execPath, [path.join(ROOT, 'scripts', 'run-service.mjs'), 'workflow', '--port', '0', '--host', '127.0.0.1', '--data-dir', dataDir, '--log-level', 'warn', ...db], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, DATABASE_URL: '' },
+    });
+    exited = new Promise((resolve) => proc.once('exit', (code) => resolve(code)));
+    let out = '';
+    url = await new Promise<string>((resolve, reject) => {
+      const onData = (c: Buffer) => {
+        out += String(c);
+        const m = /listening on (http:\/\/\S+)/.exec(out);
+        if (m) resolve(m[1]!);
+      };
+      proc.stdout!.on('data', onData);
+      proc.stderr!.on('data', onData);
+      proc.once('exit', (code) => reject(new Error(`service exited (${code}) before listening:\n${out}`)));
+    });
+  });
+
+  after(async () => {
+    if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGTERM');
+    await exited;
+    fs.rmSync(dataDir, { recursive: true, force: true });
+    if (storage === 'postgres') await dropPgSchema(TEST_DATABASE_URL, schema);
+  });
+
+  test('documents itself: /openapi.json, /docs and its static files', async () => {
+    const http = client(url);
+    const spec = await http.get('/openapi.json');
+    assert.equal(spec.status, 200);
+    assert.ok(spec.body.paths['/api/prompt']);
+    const docs = await fetch(`${url}/docs`, { redirect: 'follow' });
+    assert.equal(docs.status, 200);
+    const html = await docs.text();
+    assert.match(html, /swagger/i);
+    const css = await fetch(`${url}/docs/static/swagger-ui.css`);
+    assert.equal(css.status, 200);
+    assert.ok((await css.arrayBuffer()).byteLength > 1000);
+  });
+
+  test('runs a prompt and reports it on the WebSocket', async () => {
+    const ws = new WsClient(url, 'bundle-client');
+    await ws.opened;
+    const r = await client(url).post('/prompt', { prompt: textPrompt('from the bundle'), client_id: 'bundle-client' });
+    assert.equal(r.status, 200);
+    const msgs = await ws.promptDone(r.body.prompt_id);
+    assert.ok(msgs.some((m) => m.type === 'execution_success'));
+    const executed = msgs.find((m) => m.type === 'executed');
+    assert.deepEqual(executed?.data.output.text, ['from the bundle']);
+    ws.close();
+  });
+
+  test('loads the image library on first use: upload, then a webp preview through /view', async () => {
+    const up = await upload(url, '/upload/image', await png(8, 6, [10, 20, 30, 255]), 'b.png');
+    assert.equal(up.status, 200);
+    assert.equal(up.body.name, 'b.png');
+    const view = await fetch(`${url}/view?filename=b.png&type=input&preview=webp;80`);
+    assert.equal(view.status, 200);
+    assert.equal(view.headers.get('content-type'), 'image/webp');
+    const head = Buffer.from(await view.arrayBuffer());
+    assert.equal(head.subarray(8, 12).toString('latin1'), 'WEBP');
+  });
+
+  test('stops cleanly on SIGTERM', async () => {
+    proc.kill('SIGTERM');
+    assert.equal(await exited, 0);
+  });
+});
