@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import sharp from '../files/sharp.ts';
+import { Blake3Stream, HEAD_BYTES } from './assets/content.ts';
 import { addTextChunks, readTextChunks } from '../files/png.ts';
 
 /** Uploads larger than this go to a temporary file as they arrive instead of staying in memory. */
@@ -21,9 +22,19 @@ export class UploadBody {
   private fh?: fs.promises.FileHandle;
   private spoolDir?: string;
   private digest?: string;
+  private blake?: Blake3Stream;
+  /** The first HEAD_BYTES bytes (or fewer, for a shorter body). */
+  head: Buffer = Buffer.alloc(0);
+
+  /** `blake3`: the body is also hashed (BLAKE3) as it arrives, for its asset registration. */
+  constructor(opts: { blake3?: boolean } = {}) {
+    if (opts.blake3) this.blake = new Blake3Stream();
+  }
 
   async push(chunk: Buffer): Promise<void> {
     this.size += chunk.length;
+    if (this.head.length < HEAD_BYTES) this.head = Buffer.concat([this.head, chunk.subarray(0, HEAD_BYTES - this.head.length)]);
+    if (this.blake) await this.blake.update(chunk);
     if (this.fh) {
       await this.fh.write(chunk);
       return;
@@ -52,6 +63,11 @@ export class UploadBody {
 
   async buffer(): Promise<Buffer> {
     return this.file ? fs.promises.readFile(this.file) : Buffer.concat(this.chunks);
+  }
+
+  /** `blake3:<hex>` of the body when it was hashed as it arrived (see the constructor), else undefined. */
+  async blake3(): Promise<string | undefined> {
+    return this.blake?.digest();
   }
 
   /** SHA-256 of the upload, computed only when a same-named file of the same size must be compared. */

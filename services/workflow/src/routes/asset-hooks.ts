@@ -15,9 +15,11 @@ export function assetFileHooks(assets: AssetService, ctx: RouteCtx, log: { warn(
     return { owner, owners: ctx.scope(req) === undefined ? [owner] : [...new Set(['', owner])] };
   };
   return {
-    uploadAnswerExtras: async (file: { type: 'input' | 'output' | 'temp'; subfolder: string; name: string }, req: FastifyRequest): Promise<Record<string, unknown> | undefined> => {
+    uploadAnswerExtras: async (file: { type: 'input' | 'output' | 'temp'; subfolder: string; name: string; size: number; hash?: string; head?: Buffer; stamp?: string }, req: FastifyRequest): Promise<Record<string, unknown> | undefined> => {
       try {
-        const r = await assets.registerFile({ type: file.type, subfolder: file.subfolder, filename: file.name, owner: ctx.owner(req) });
+        // An upload hashed as it arrived: its hash, size and head stand for the file, which is not read again.
+        const known = file.hash && file.head && file.stamp ? { hash: file.hash, size: file.size, head: file.head, stamp: file.stamp } : undefined;
+        const r = await assets.registerFile({ type: file.type, subfolder: file.subfolder, filename: file.name, owner: ctx.owner(req), known });
         if (!r) return undefined;
         return { asset: { id: r.row.id, name: r.row.name, hash: r.row.hash, asset_hash: r.row.hash, size: r.row.size, mime_type: r.row.mime_type, tags: r.tags } };
       } catch (err) {

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import send from '@fastify/send';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { fileStamp } from '../domain/assets/content.ts';
 import { compositeMask, MaskError, placeUpload, UploadBody, UploadError, type PlacedFile } from '../domain/uploads.ts';
 import { mayViewOutput } from '../domain/output-owners.ts';
 import { channelImage, contentDisposition, previewImage, safeContentType, ViewError } from '../domain/view.ts';
@@ -28,6 +29,11 @@ export interface StoredUpload {
   mimeType: string;
   /** The same bytes were already there under this name and were kept. */
   reused: boolean;
+  /** BLAKE3 (`blake3:<hex>`) and first bytes of the stored file, when the upload hashed them as they arrived. */
+  hash?: string;
+  head?: Buffer;
+  /** fileStamp of the stored file right after it was written: the hash stands for the file while the stamp is unchanged. */
+  stamp?: string;
 }
 
 export interface FileRoutesOptions {
@@ -66,7 +72,7 @@ interface UploadForm {
 }
 
 /** Reads a multipart upload: the `image` file into memory (bounded by max_upload_size), the first value of each other field. */
-async function readForm(req: FastifyRequest, maxUploadSize: number): Promise<UploadForm> {
+async function readForm(req: FastifyRequest, maxUploadSize: number, blake3: boolean): Promise<UploadForm> {
   if (!req.isMultipart()) throw new Refusal(400, 'Expected a multipart/form-data body with an image field');
   const form: UploadForm = { fields: {} };
   try {
@@ -77,7 +83,7 @@ async function readForm(req: FastifyRequest, maxUploadSize: number): Promise<Upl
           part.file.resume();
           continue;
         }
-        const body = new UploadBody();
+        const body = new UploadBody({ blake3 });
         form.image = { filename: part.filename, mimetype: part.mimetype, body };
         for await (const chunk of part.file) await body.push(chunk as Buffer);
         await body.finish();
@@ -148,15 +154,29 @@ export function fileRoutes(app: FastifyInstance, ctx: RouteCtx, opts: FileRoutes
     }
   };
 
-  const answer = async (req: FastifyRequest, reply: FastifyReply, t: ReturnType<typeof target>, placed: { name: string; path: string; reused: boolean }, form: UploadForm) => {
+  /**
+   * `stored`: the file holds the upload's own bytes (not the mask route's
+   * composite), so their size and hash taken on the way in describe it.
+   */
+  const answer = async (req: FastifyRequest, reply: FastifyReply, t: ReturnType<typeof target>, placed: { name: string; path: string; reused: boolean }, form: UploadForm, stored?: { size: number; hash?: string; head: Buffer }) => {
+    const stamp = stored?.hash ? await fileStamp(placed.path) : undefined;
     if (t.type === 'input' && !placed.reused) opts.onInputChanged?.(ctx.folders(req));
     // Before the answer: a prompt sent to another process right after it finds the file in the store.
     await opts.content?.putQuietly(placed.path);
     const body: Record<string, unknown> = { name: placed.name, subfolder: t.subfolder, type: t.type };
     if (opts.uploadAnswerExtras) {
-      const st = await fs.promises.stat(placed.path);
+      const size = stored?.hash ? stored.size : (await fs.promises.stat(placed.path)).size;
       const extra = await opts.uploadAnswerExtras(
-        { type: t.type, subfolder: t.subfolder, name: placed.name, path: placed.path, size: st.size, mimeType: form.image!.mimetype, reused: placed.reused },
+        {
+          type: t.type,
+          subfolder: t.subfolder,
+          name: placed.name,
+          path: placed.path,
+          size,
+          mimeType: form.image!.mimetype,
+          reused: placed.reused,
+          ...(stored?.hash && stamp ? { hash: stored.hash, head: stored.head, stamp } : {}),
+        },
         req,
       );
       if (extra) Object.assign(body, extra);
@@ -192,7 +212,8 @@ export function fileRoutes(app: FastifyInstance, ctx: RouteCtx, opts: FileRoutes
     { operationId: 'uploadImage', tags: ['upload'], ...multipartDoc(['image']) } as any,
     guard(async (req, reply) => {
       if (tooBig(req)) throw new Refusal(413, tooLarge(opts.maxUploadSize));
-      const form = await readForm(req, opts.maxUploadSize);
+      // With assets on, the bytes are hashed as they arrive: the asset registration does not read the file again.
+      const form = await readForm(req, opts.maxUploadSize, opts.uploadAnswerExtras !== undefined);
       let stored: { t: ReturnType<typeof target>; placed: PlacedFile };
       try {
         const t = target(req, form);
@@ -203,7 +224,8 @@ export function fileRoutes(app: FastifyInstance, ctx: RouteCtx, opts: FileRoutes
         // The spool goes before the answer: a client that saw the answer never finds it.
         await form.image?.body.dispose();
       }
-      return answer(req, reply, stored.t, stored.placed, form);
+      const body = form.image!.body;
+      return answer(req, reply, stored.t, stored.placed, form, { size: body.size, hash: await body.blake3(), head: body.head });
     }),
     { validate: false },
   );
@@ -221,7 +243,7 @@ export function fileRoutes(app: FastifyInstance, ctx: RouteCtx, opts: FileRoutes
     } as any,
     guard(async (req, reply) => {
       if (tooBig(req)) throw new Refusal(413, tooLarge(opts.maxUploadSize));
-      const form = await readForm(req, opts.maxUploadSize);
+      const form = await readForm(req, opts.maxUploadSize, false);
       let stored: { t: ReturnType<typeof target>; placed: PlacedFile };
       try {
         stored = await maskUpload(req, form);

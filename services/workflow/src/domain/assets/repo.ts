@@ -134,18 +134,89 @@ function assetRow(d: SqlDialect, a: NewAsset): Record<string, unknown> {
   };
 }
 
+/** The AssetRow a successful insert of `a` stored (what getAsset would read back). */
+export function newAssetRow(a: NewAsset): AssetRow {
+  return {
+    id: a.id,
+    owner: a.owner,
+    name: a.name,
+    hash: a.hash,
+    size: a.size,
+    mime_type: a.mimeType,
+    user_metadata: a.userMetadata,
+    metadata: a.metadata,
+    preview_id: a.previewId,
+    job_id: a.jobId,
+    file_path: a.filePath,
+    missing: false,
+    created_at: a.now,
+    updated_at: a.now,
+    last_access_time: a.now,
+  };
+}
+
+async function insertAssetIn(tx: Db, d: SqlDialect, a: NewAsset): Promise<boolean> {
+  const r = await tx
+    .insertInto('assets')
+    .values(assetRow(d, a))
+    .onConflict((oc) => oc.doNothing())
+    .executeTakeFirst();
+  if (Number(r.numInsertedOrUpdatedRows ?? 0) === 0) return false;
+  await insertTags(tx, a.id, a.owner, a.tags, a.now);
+  await bump(tx, [a.owner]);
+  return true;
+}
+
 /** Inserts a reference and its tags; false when its id, file path or dedup key is already taken. */
 export async function insertAsset(db: Kysely<any>, d: SqlDialect, a: NewAsset): Promise<boolean> {
+  return db.transaction().execute((tx) => insertAssetIn(tx, d, a));
+}
+
+/** What registering a file at a logical path must know: the content row of its hash, and the path's asset with its tags. */
+export interface FileState {
+  content?: ContentRow;
+  asset?: AssetRow;
+  tags: string[];
+}
+
+/** FileState in one query: the content row, the asset holding the path, and that asset's tags (one row per tag). */
+export async function fileState(db: Db, d: SqlDialect, logical: string, hash: string): Promise<FileState> {
+  const res = await sql<any>`select c.hash as c_hash_, c.size as c_size_, c.mime_type as c_mime_, c.path as c_path_, a.*, t.tag as tag_name_
+    from (select 1 as one_) q
+    left join asset_contents c on c.hash = ${hash}
+    left join assets a on a.file_path = ${logical}
+    left join asset_tags t on t.asset_id = a.id
+    order by t.added_at, t.tag`.execute(db);
+  const first = res.rows[0];
+  const out: FileState = { tags: [] };
+  if (!first) return out;
+  if (first.c_hash_ != null) out.content = { hash: first.c_hash_, size: Number(first.c_size_), mime_type: first.c_mime_ ?? null, path: first.c_path_ };
+  if (first.id != null) out.asset = readAsset(d, first);
+  for (const r of res.rows) if (r.tag_name_ != null) out.tags.push(r.tag_name_);
+  return out;
+}
+
+/**
+ * The writes of a file registration, in one transaction: the content row
+ * (recorded, or pointed at this file when its old place no longer holds
+ * it), then the path's asset (re-pointed at the new content, or inserted).
+ * Returns whether the insert happened (false: another writer took the path).
+ */
+export async function recordFile(
+  db: Kysely<any>,
+  d: SqlDialect,
+  w: {
+    content: { put: ContentRow } | { repoint: { hash: string; path: string } } | undefined;
+    replace?: { id: string; hash: string; size: number; mimeType: string; metadata: Record<string, unknown>; jobId: string | null };
+    insert?: NewAsset;
+    now: number;
+  },
+): Promise<boolean> {
   return db.transaction().execute(async (tx) => {
-    const r = await tx
-      .insertInto('assets')
-      .values(assetRow(d, a))
-      .onConflict((oc) => oc.doNothing())
-      .executeTakeFirst();
-    if (Number(r.numInsertedOrUpdatedRows ?? 0) === 0) return false;
-    await insertTags(tx, a.id, a.owner, a.tags, a.now);
-    await bump(tx, [a.owner]);
-    return true;
+    if (w.content && 'put' in w.content) await putContent(tx, w.content.put, w.now);
+    else if (w.content) await setContentPath(tx, w.content.repoint.hash, w.content.repoint.path);
+    if (w.replace) await replaceFileContent(tx, d, w.replace.id, w.replace, w.now);
+    return w.insert ? insertAssetIn(tx, d, w.insert) : false;
   });
 }
 

@@ -4,7 +4,7 @@ import path from 'node:path';
 import type { Storage } from '@svc/storage';
 import type { SharedContent } from '../../files/shared-content.ts';
 import { workspaceFolderName } from '../../files/workspace-folders.ts';
-import { fileHolds, hashFile, imageMetadata, mimeFor, readHead, resolveLogical, storeBlob, type AssetDirs } from './content.ts';
+import { fileHolds, fileStamp, hashFile, imageMetadata, mimeFor, readHead, resolveLogical, storeBlob, type AssetDirs } from './content.ts';
 import { AssetError } from './errors.ts';
 import * as repo from './repo.ts';
 import type { AssetRow } from './repo.ts';
@@ -278,8 +278,24 @@ export class AssetService {
    * becomes an asset, keyed by its path: writing the same path again points
    * its asset at the new content. Temp files are not assets. Input files are
    * shared (owner ''), as the input folder is.
+   *
+   * `known` is what a caller that wrote the file already has (an upload
+   * hashed while it arrived): its hash, size and first bytes, so the file is
+   * not read again. Then one query finds the content row and the path's
+   * asset with its tags, and any writes happen in one transaction. `stamp`
+   * (fileStamp right after the write) ties the hash to that write: when the
+   * file was replaced meanwhile (a concurrent upload to the same name), the
+   * file is registered from what it holds, as without `known`.
    */
-  async registerFile(f: { type: 'input' | 'output' | 'temp' | 'models'; subfolder: string; filename: string; owner: string; jobId?: string | null; tags?: string[] }): Promise<Created | undefined> {
+  async registerFile(f: {
+    type: 'input' | 'output' | 'temp' | 'models';
+    subfolder: string;
+    filename: string;
+    owner: string;
+    jobId?: string | null;
+    tags?: string[];
+    known?: { hash: string; size: number; head: Buffer; stamp: string };
+  }): Promise<Created | undefined> {
     if (f.type === 'temp') return undefined;
     const rel = f.subfolder ? `${f.subfolder.replace(/^\/+|\/+$/g, '')}/${f.filename}` : f.filename;
     // Hosted runtime: an input file is in its workspace's own folder, and its asset is that workspace's.
@@ -287,27 +303,31 @@ export class AssetService {
     const logical = ownInput ? `workspaces/${workspaceFolderName(f.owner)}/input/${rel}` : `${f.type}/${rel}`;
     const file = resolveLogical(this.dirs, logical);
     if (!file) return undefined;
-    const { hash, size } = await hashFile(file);
-    const mime = mimeFor(f.filename, await readHead(file));
-    const metadata = (await imageMetadata(file, mime)) ?? {};
+    const known = f.known;
+    const replaced = async () => known !== undefined && (await fileStamp(file)) !== known.stamp;
+    if (known && (await replaced())) return this.registerFile({ ...f, known: undefined });
+    const [{ hash, size }, head] = known ? [known, known.head] : await Promise.all([hashFile(file), readHead(file)]);
+    const mime = mimeFor(f.filename, head);
     const owner = f.type === 'output' || ownInput ? f.owner : '';
-    const now = Date.now();
-    const content = await repo.getContent(this.db, hash);
-    if (!content) await repo.putContent(this.db, { hash, size, mime_type: mime, path: logical }, now);
-    else if (!(await fileHolds(this.dirs, content.path, content.size))) await repo.setContentPath(this.db, hash, logical);
     const jobId = f.jobId ?? null;
-    const existing = await repo.getByFilePath(this.db, this.d, logical);
+    const [state, metadata] = await Promise.all([repo.fileState(this.db, this.d, logical, hash), imageMetadata(file, mime, head).then((m) => m ?? {})]);
+    const now = Date.now();
+    // The content row: recorded with this file as its place, or moved here when its old place lost the bytes.
+    let content: Parameters<typeof repo.recordFile>[2]['content'];
+    if (!state.content) content = { put: { hash, size, mime_type: mime, path: logical } };
+    else if (state.content.path !== logical && !(await fileHolds(this.dirs, state.content.path, state.content.size))) content = { repoint: { hash, path: logical } };
+    const existing = state.asset;
     if (existing) {
-      if (existing.hash !== hash || existing.missing || (jobId && existing.job_id !== jobId)) {
-        await repo.replaceFileContent(this.db, this.d, existing.id, { hash, size, mimeType: mime, metadata, jobId: jobId ?? existing.job_id }, now);
-      }
-      const row = (await repo.getAsset(this.db, this.d, existing.id))!;
-      return { row, tags: (await repo.tagsOf(this.db, [row.id])).get(row.id) ?? [], created: false };
+      const stale = existing.hash !== hash || existing.missing || (jobId && existing.job_id !== jobId);
+      if (!stale && !content) return (await replaced()) ? this.registerFile({ ...f, known: undefined }) : { row: existing, tags: state.tags, created: false };
+      const replace = stale ? { id: existing.id, hash, size, mimeType: mime, metadata, jobId: jobId ?? existing.job_id } : undefined;
+      await repo.recordFile(this.db, this.d, { content, replace, now });
+      if (await replaced()) return this.registerFile({ ...f, known: undefined });
+      const row = replace ? { ...existing, hash, size, mime_type: mime, metadata, job_id: replace.jobId, missing: false, updated_at: now } : existing;
+      return { row, tags: state.tags, created: false };
     }
-    const id = randomUUID();
-    const tags = [...new Set([f.type, ...(f.tags ?? [])])];
-    const inserted = await repo.insertAsset(this.db, this.d, {
-      id,
+    const asset: repo.NewAsset = {
+      id: randomUUID(),
       owner,
       name: f.filename,
       hash,
@@ -320,11 +340,15 @@ export class AssetService {
       filePath: logical,
       dedupKey: null,
       now,
-      tags,
-    });
-    const row = inserted ? await repo.getAsset(this.db, this.d, id) : await repo.getByFilePath(this.db, this.d, logical);
+      tags: [...new Set([f.type, ...(f.tags ?? [])])],
+    };
+    const inserted = await repo.recordFile(this.db, this.d, { content, insert: asset, now });
+    if (await replaced()) return this.registerFile({ ...f, known: undefined });
+    if (inserted) return { row: repo.newAssetRow(asset), tags: asset.tags, created: true };
+    // Another registration of the same path won the insert: its asset.
+    const row = await repo.getByFilePath(this.db, this.d, logical);
     if (!row) return undefined;
-    return { row, tags: (await repo.tagsOf(this.db, [row.id])).get(row.id) ?? [], created: inserted };
+    return { row, tags: (await repo.tagsOf(this.db, [row.id])).get(row.id) ?? [], created: false };
   }
 
   // ---- changing ----
