@@ -103,6 +103,10 @@ forEachStorage('memory sessions, messages and metamessages', (storage) => {
     const p3 = await ok(s.http.get(`${M}?size=7&page=3`));
     assert.deepEqual(p3.items.map((m: any) => m.content), ['m14', 'm15', 'm16', 'm17', 'm18', 'm19']);
     assert.deepEqual([p3.total, p3.pages], [20, 3]);
+    // A listed message is the created one, field for field (created_at text included: the PostgreSQL list formats it in SQL).
+    assert.deepEqual(p3.items, msgs.slice(14));
+    assert.deepEqual((await ok(s.http.get(`${M}?size=2&page=2&reverse=true`))).items, [msgs[17], msgs[16]]);
+    assert.deepEqual((await ok(s.http.get(`${M}?filter=${q({ i: 5 })}`))).items, [msgs[5]]);
     const rev = await ok(s.http.get(`${M}?reverse=true&size=3`));
     assert.deepEqual(rev.items.map((m: any) => m.content), ['m19', 'm18', 'm17']);
     const even = await ok(s.http.get(`${M}?filter=${q({ even: true })}&size=3&page=2&reverse=1`));

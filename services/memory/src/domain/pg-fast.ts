@@ -34,7 +34,7 @@ interface Row {
   is_user: boolean;
   content: string;
   metadata: string;
-  created_at: Date;
+  created_at: Date | string;
   seq: number;
 }
 
@@ -84,29 +84,42 @@ function jobCall(compiled: string): string {
 /**
  * One page of a session's messages with the total, in one statement; the
  * session column tells a missing session (404) from an empty page.
+ *
+ * The count and the page each filter `messages` on the session id parameter
+ * itself (gated by the session check), so the planner sees the value and
+ * walks `messages_list` for that session: the count reads the session's
+ * index entries and the page stops after `offset + size` rows. (A shared
+ * `m` CTE over `session_id = (select id from s)` was materialised whole and
+ * planned blind to the session: a sequential scan of every session's
+ * messages and a sort, per request.) Filtered and unfiltered lists are
+ * separate statements, so the unfiltered plan carries no `$6 is null or …`
+ * condition for the planner to misjudge. `created_at` comes back as ISO
+ * text with milliseconds (the precision the service writes), which
+ * formatTimestamp takes as it is, instead of a Date built per row.
  */
 export async function listMessagesPg(
   storage: Storage,
   ids: { appId: string; userId: string; sessionId: string },
   page: { size: number; offset: number; reverse: boolean; filter?: string },
 ): Promise<{ found: boolean; total: number; rows: Row[] }> {
-  const name = page.reverse ? 'memory_message_list_desc' : 'memory_message_list';
+  const filtered = page.filter !== undefined;
+  const name = `memory_message_list${page.reverse ? '_desc' : ''}${filtered ? '_filtered' : ''}`;
   const text = textOf(storage, name, () => {
-    const dir = page.reverse ? sql.raw('desc') : sql.raw('asc');
-    return sql`with s as (${SESSION}),
-    m as (select m.* from messages m where m.session_id = (select id from s) and ($6::jsonb is null or m.metadata @> $6::jsonb)),
-    t as (select count(*)::int as n from m)
-    select (select count(*) from s)::int as found, t.n as total, p.*
-    from t left join lateral (select * from m order by created_at ${dir}, seq ${dir} limit $4 offset $5) p on true`.compile(storage.db).sql;
+    const dir = page.reverse ? 'desc' : 'asc';
+    const match = filtered ? 'm.session_id = $1 and m.metadata @> $6::jsonb' : 'm.session_id = $1';
+    return sql`with s as (${SESSION})
+    select (select count(*) from s)::int as found,
+      (select count(*) from messages m where ${sql.raw(match)} and exists (select 1 from s))::int as total,
+      p.*
+    from (select 1) one left join lateral (
+      select m.id, m.session_id, m.is_user, m.content, m.metadata,
+        to_char(m.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as created_at
+      from messages m where ${sql.raw(match)} and exists (select 1 from s)
+      order by m.created_at ${sql.raw(dir)}, m.seq ${sql.raw(dir)} limit $4 offset $5) p on true`.compile(storage.db).sql;
   });
-  const rows = await run<Row & { found: number; total: number }>(storage, name, text, [
-    ids.sessionId,
-    ids.userId,
-    ids.appId,
-    page.size,
-    page.offset,
-    page.filter ?? null,
-  ]);
+  const values: unknown[] = [ids.sessionId, ids.userId, ids.appId, page.size, page.offset];
+  if (filtered) values.push(page.filter);
+  const rows = await run<Row & { found: number; total: number }>(storage, name, text, values);
   const first = rows[0]!;
   return { found: first.found > 0, total: first.total, rows: first.id === null ? [] : rows };
 }

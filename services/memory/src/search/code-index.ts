@@ -95,6 +95,10 @@ export class CodeIndex {
   /** Full-text document frequencies of this collection's terms, valid for one version (see termFrequency). */
   #df = new Map<string, number>();
   #dfVersion = 0;
+  /** Scratch of every search (scores, their sorted copy, the distance histogram): reused, not allocated per query. */
+  #scores = new Float64Array(0);
+  #sorted = new Float64Array(0);
+  #hist = new Uint32Array(CODE_BITS + 2);
 
   get count(): number {
     return this.size;
@@ -113,6 +117,8 @@ export class CodeIndex {
       this.#pairCount * 80 +
       this.#postings.size * 120 +
       this.#maskBytes +
+      this.#scores.byteLength +
+      this.#sorted.byteLength +
       this.#df.size * 64
     );
   }
@@ -229,7 +235,9 @@ export class CodeIndex {
    * (the caller re-ranks those exactly).
    */
   search(code: Uint8Array, q: Float32Array, want: number, keep: number, allow?: Uint8Array): number[] {
-    return this.rank(this.nearest(code, want, allow), q, keep);
+    // The candidate rows stay in the kernel's memory, where the int8 ranking reads them.
+    const m = this.#nearestInPlace(code, want, allow);
+    return this.#rankInPlace(m, q, keep);
   }
 
   /**
@@ -270,13 +278,13 @@ export class CodeIndex {
   /** The keys of the `keep` best rows by their int8 vectors' dot product with `q`. */
   rank(rows: number[], q: Float32Array, keep: number): number[] {
     const m = rows.length;
+    if (m <= this.#cap) {
+      new Int32Array(this.#kernel.memory.buffer, rowsAt(this.#cap), m).set(rows);
+      return this.#rankInPlace(m, q, keep);
+    }
+    // More rows than the candidate area holds (a caller passing duplicates): rank in slices.
     const buf = this.#kernel.memory.buffer;
-    let max = 0;
-    for (let j = 0; j < INDEX_DIMS; j++) max = Math.max(max, Math.abs(q[j]!));
-    const qs = max > 0 ? 32767 / max : 1;
-    const q16 = new Int16Array(buf, Q16_AT, INDEX_DIMS);
-    for (let j = 0; j < INDEX_DIMS; j++) q16[j] = Math.round(q[j]! * qs);
-    // The candidate and result areas hold `cap` entries; rank longer lists in slices.
+    this.#setQuery(q);
     const scored = new Float64Array(m);
     for (let from = 0; from < m; from += this.#cap) {
       const part = rows.slice(from, from + this.#cap);
@@ -288,18 +296,58 @@ export class CodeIndex {
     return topIndexes(scored, keep).map((i) => this.keys[rows[i]!]!);
   }
 
+  /** The query as int16 at Q16_AT (scaled to the full int16 range). */
+  #setQuery(q: Float32Array): void {
+    let max = 0;
+    for (let j = 0; j < INDEX_DIMS; j++) max = Math.max(max, Math.abs(q[j]!));
+    const qs = max > 0 ? 32767 / max : 1;
+    const q16 = new Int16Array(this.#kernel.memory.buffer, Q16_AT, INDEX_DIMS);
+    for (let j = 0; j < INDEX_DIMS; j++) q16[j] = Math.round(q[j]! * qs);
+  }
+
+  /**
+   * Ranks the `m` rows written at the kernel's candidate area by their int8
+   * dot products and returns the keys of the best `keep`. Scores and the
+   * selection work in buffers kept by the index, so a query allocates only
+   * its result (a search runs to completion on one thread, never interleaved).
+   */
+  #rankInPlace(m: number, q: Float32Array, keep: number): number[] {
+    this.#setQuery(q);
+    const buf = this.#kernel.memory.buffer;
+    this.#kernel.dot8(v8At(this.#cap), rowsAt(this.#cap), m, Q16_AT, dotsAt(this.#cap));
+    const rows = new Int32Array(buf, rowsAt(this.#cap), m);
+    const dots = new Int32Array(buf, dotsAt(this.#cap), m);
+    if (this.#scores.length < m) {
+      this.#scores = new Float64Array(this.#cap);
+      this.#sorted = new Float64Array(this.#cap);
+    }
+    const scored = this.#scores.subarray(0, m);
+    for (let i = 0; i < m; i++) scored[i] = dots[i]! * this.scales[rows[i]!]!;
+    const best = topIndexes(scored, keep, this.#sorted);
+    const out = new Array<number>(best.length);
+    for (let i = 0; i < best.length; i++) out[i] = this.keys[rows[best[i]!]!]!;
+    return out;
+  }
+
   /**
    * The rows of the `want` codes nearest to `code` by Hamming distance (all
    * ties at the cut-off included), among rows whose `allow` mask byte is 1 when given.
    * A counting selection over the 0..CODE_BITS distances: linear, no sort.
    */
   nearest(code: Uint8Array, want: number, allow?: Uint8Array): number[] {
+    const m = this.#nearestInPlace(code, want, allow);
+    return Array.from(new Int32Array(this.#kernel.memory.buffer, rowsAt(this.#cap), m));
+  }
+
+  /** nearest(), written as i32 rows to the kernel's candidate area; returns how many. */
+  #nearestInPlace(code: Uint8Array, want: number, allow?: Uint8Array): number {
     const n = this.size;
     const outAt = distAt(this.#cap);
     this.#mem.set(code.subarray(0, CODE_BYTES), 0);
     this.#kernel.hamming(CODES_AT, n, 0, outAt);
-    const dist = new Uint16Array(this.#kernel.memory.buffer, outAt, n);
-    const hist = new Uint32Array(CODE_BITS + 2);
+    const buf = this.#kernel.memory.buffer;
+    const dist = new Uint16Array(buf, outAt, n);
+    const hist = this.#hist.fill(0);
     if (allow) {
       for (let i = 0; i < n; i++) {
         if (allow[i]) hist[dist[i]!]!++;
@@ -309,13 +357,16 @@ export class CodeIndex {
       for (let i = 0; i < n; i++) hist[dist[i]!]!++;
     }
     let cut = 0;
-    for (let acc = 0; cut <= CODE_BITS; cut++) {
+    for (let acc = 0; cut < CODE_BITS; cut++) {
       acc += hist[cut]!;
       if (acc >= want) break;
     }
-    const out: number[] = [];
-    for (let i = 0; i < n; i++) if (dist[i]! <= cut) out.push(i);
-    return out;
+    // cut ≤ CODE_BITS: rows the mask rules out (distance CODE_BITS + 1) are never candidates,
+    // even when fewer rows than `want` are allowed. At most n ≤ cap rows: the candidate area holds them all.
+    const out = new Int32Array(buf, rowsAt(this.#cap), this.#cap);
+    let m = 0;
+    for (let i = 0; i < n; i++) if (dist[i]! <= cut) out[m++] = i;
+    return m;
   }
 }
 
@@ -325,13 +376,16 @@ export class CodeIndex {
  * sorting thousands of candidates with a comparator to keep a few dozen
  * (the cut-off score comes from a native sort of a copy).
  */
-export function topIndexes(scored: Float64Array, keep: number): number[] {
+export function topIndexes(scored: Float64Array, keep: number, scratch?: Float64Array): number[] {
   const m = scored.length;
   if (keep <= 0 || m === 0) return [];
   let picked: number[];
   if (keep >= m) picked = Array.from({ length: m }, (_, i) => i);
   else {
-    const cut = Float64Array.from(scored).sort()[m - keep]!;
+    // The cut-off from a sorted copy (in `scratch` when given: no allocation per call).
+    const copy = scratch && scratch.length >= m ? scratch.subarray(0, m) : new Float64Array(m);
+    copy.set(scored);
+    const cut = copy.sort()[m - keep]!;
     picked = [];
     for (let i = 0; i < m; i++) if (scored[i]! > cut) picked.push(i);
     for (let i = 0; i < m && picked.length < keep; i++) if (scored[i] === cut) picked.push(i);

@@ -1,7 +1,7 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import type { Kysely } from 'kysely';
 import { isNoFilter, type Hit, type IndexBackend, type IndexedDoc } from './backend.ts';
-import { bufferToVector, dot, vectorToBuffer } from './embedding.ts';
+import { bufferToVector, dot, INDEX_DIMS, vectorToBuffer } from './embedding.ts';
 import { simhash } from './simhash.ts';
 import { DEFAULT_INDEX_MEMORY_MB, IndexCache } from './index-cache.ts';
 import { CodeIndex, metadataPairs, pairTerm } from './code-index.ts';
@@ -439,7 +439,23 @@ function filterTerms(filter: Record<string, unknown>): string[] {
 
 /** Exact cosine (dot product of unit vectors), best first, insertion order on ties. */
 function topByCosine(rows: Array<{ id: number; embedding: Uint8Array }>, q: Float32Array, limit: number): Hit[] {
-  const scored = rows.map((r) => ({ key: r.id, order: r.id, score: dot(bufferToVector(r.embedding), q) }));
+  const scored = rows.map((r) => ({ key: r.id, order: r.id, score: dot(storedVector(r.embedding), q) }));
   scored.sort((a, b) => b.score - a.score || a.order - b.order);
   return scored.slice(0, limit).map(({ key, order }) => ({ key, order }));
+}
+
+const vectorScratch = new Float32Array(INDEX_DIMS);
+
+/**
+ * A stored vector blob as floats for one immediate use: a view of the
+ * driver's buffer when it is aligned (no copy), else a copy into a scratch
+ * array that the next call overwrites. The re-rank reads 40+ blobs per query;
+ * copying each into a fresh ArrayBuffer was garbage the GC paid for.
+ */
+export function storedVector(b: Uint8Array): Float32Array {
+  const n = b.byteLength >> 2;
+  if ((b.byteOffset & 3) === 0) return new Float32Array(b.buffer, b.byteOffset, n);
+  const out = n === INDEX_DIMS ? vectorScratch : new Float32Array(n);
+  new Uint8Array(out.buffer, 0, n * 4).set(b.subarray(0, n * 4));
+  return out;
 }
