@@ -640,6 +640,33 @@ forEachStorage('workflow assets: job outputs, isolation, concurrency, seeding', 
     }
   });
 
+  test('concurrent /upload/image overwrites of one name: the asset describes the bytes the file ends with', async () => {
+    const srv = await startWorkflow(storage);
+    try {
+      const images = await Promise.all(Array.from({ length: 8 }, (_, i) => solidPng(64 + i, 32, [i * 20, 100, 200 - i * 20])));
+      const upload = async (img: Buffer) => {
+        const form = new FormData();
+        form.append('image', new Blob([new Uint8Array(img)], { type: 'image/png' }), 'race.png');
+        form.append('overwrite', 'true');
+        return res(await fetch(`${srv.url}/api/upload/image`, { method: 'POST', body: form }));
+      };
+      for (let round = 0; round < 3; round++) {
+        const answers = await Promise.all(images.map(upload));
+        for (const r of answers) assert.equal(r.status, 200, r.text);
+        const ids = new Set(answers.map((r) => r.body.asset.id));
+        assert.equal(ids.size, 1, 'one asset per path');
+        const onDisk = fs.readFileSync(path.join(srv.cfg.dataDir, 'input', 'race.png'));
+        const got = await call(srv, 'GET', `/api/assets/${[...ids][0]}`);
+        assert.equal(got.body.hash, await hashOf(onDisk));
+        assert.equal(got.body.size, onDisk.length);
+        const meta = await sharp(onDisk).metadata();
+        assert.deepEqual(got.body.metadata, { kind: 'image', width: meta.width, height: meta.height });
+      }
+    } finally {
+      await srv.close();
+    }
+  });
+
   test('upload larger than max_upload_size: 413', async () => {
     const srv = await startWorkflow(storage, { maxUploadSize: '1' });
     try {

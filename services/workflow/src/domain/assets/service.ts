@@ -44,10 +44,21 @@ function iso(ms: number): string {
 }
 
 const TOTALS_CACHED = 512;
+const RECENT_WRITES = 256;
+
+/** A file write whose content is known without reading it: BLAKE3, size, first bytes, and its fileStamp. */
+export interface KnownWrite {
+  hash: string;
+  size: number;
+  head: Buffer;
+  stamp: string;
+}
 
 export class AssetService {
   readonly db;
   readonly d;
+  /** The latest uploads' writes by fileStamp (bounded): what a file replaced under a registration now holds. */
+  private recentWrites = new Map<string, KnownWrite>();
   /** List totals by (owners' write generations, filter): a cursor walk counts once, any write moves the key. */
   private totals = new Map<string, number>();
 
@@ -284,8 +295,10 @@ export class AssetService {
    * not read again. Then one query finds the content row and the path's
    * asset with its tags, and any writes happen in one transaction. `stamp`
    * (fileStamp right after the write) ties the hash to that write: when the
-   * file was replaced meanwhile (a concurrent upload to the same name), the
-   * file is registered from what it holds, as without `known`.
+   * file was replaced meanwhile (a concurrent upload to the same name), it
+   * is registered with what the replacing write is known to hold (when that
+   * write was an upload of this process, see recentWrites), else from what
+   * it holds, as without `known`.
    */
   async registerFile(f: {
     type: 'input' | 'output' | 'temp' | 'models';
@@ -294,7 +307,9 @@ export class AssetService {
     owner: string;
     jobId?: string | null;
     tags?: string[];
-    known?: { hash: string; size: number; head: Buffer; stamp: string };
+    known?: KnownWrite;
+    /** Re-registrations after the file was replaced (bounds the retries). */
+    depth?: number;
   }): Promise<Created | undefined> {
     if (f.type === 'temp') return undefined;
     const rel = f.subfolder ? `${f.subfolder.replace(/^\/+|\/+$/g, '')}/${f.filename}` : f.filename;
@@ -304,8 +319,17 @@ export class AssetService {
     const file = resolveLogical(this.dirs, logical);
     if (!file) return undefined;
     const known = f.known;
-    const replaced = async () => known !== undefined && (await fileStamp(file)) !== known.stamp;
-    if (known && (await replaced())) return this.registerFile({ ...f, known: undefined });
+    if (known) this.rememberWrite(known);
+    /** undefined while the file is still the write `known` describes; else how to register it again. */
+    const replaced = async (): Promise<typeof f | undefined> => {
+      if (!known) return undefined;
+      const now = await fileStamp(file);
+      if (now === known.stamp) return undefined;
+      const other = now === undefined ? undefined : this.recentWrites.get(now);
+      return { ...f, known: other && (f.depth ?? 0) < 8 ? other : undefined, depth: (f.depth ?? 0) + 1 };
+    };
+    // Checked once the rows are written (a replacement before then is seen too).
+    let again: typeof f | undefined;
     const [{ hash, size }, head] = known ? [known, known.head] : await Promise.all([hashFile(file), readHead(file)]);
     const mime = mimeFor(f.filename, head);
     const owner = f.type === 'output' || ownInput ? f.owner : '';
@@ -319,10 +343,10 @@ export class AssetService {
     const existing = state.asset;
     if (existing) {
       const stale = existing.hash !== hash || existing.missing || (jobId && existing.job_id !== jobId);
-      if (!stale && !content) return (await replaced()) ? this.registerFile({ ...f, known: undefined }) : { row: existing, tags: state.tags, created: false };
+      if (!stale && !content) return (again = await replaced()) ? this.registerFile(again) : { row: existing, tags: state.tags, created: false };
       const replace = stale ? { id: existing.id, hash, size, mimeType: mime, metadata, jobId: jobId ?? existing.job_id } : undefined;
       await repo.recordFile(this.db, this.d, { content, replace, now });
-      if (await replaced()) return this.registerFile({ ...f, known: undefined });
+      if ((again = await replaced())) return this.registerFile(again);
       const row = replace ? { ...existing, hash, size, mime_type: mime, metadata, job_id: replace.jobId, missing: false, updated_at: now } : existing;
       return { row, tags: state.tags, created: false };
     }
@@ -343,12 +367,18 @@ export class AssetService {
       tags: [...new Set([f.type, ...(f.tags ?? [])])],
     };
     const inserted = await repo.recordFile(this.db, this.d, { content, insert: asset, now });
-    if (await replaced()) return this.registerFile({ ...f, known: undefined });
+    if ((again = await replaced())) return this.registerFile(again);
     if (inserted) return { row: repo.newAssetRow(asset), tags: asset.tags, created: true };
     // Another registration of the same path won the insert: its asset.
     const row = await repo.getByFilePath(this.db, this.d, logical);
     if (!row) return undefined;
     return { row, tags: (await repo.tagsOf(this.db, [row.id])).get(row.id) ?? [], created: false };
+  }
+
+  private rememberWrite(w: KnownWrite): void {
+    this.recentWrites.delete(w.stamp);
+    this.recentWrites.set(w.stamp, w);
+    if (this.recentWrites.size > RECENT_WRITES) this.recentWrites.delete(this.recentWrites.keys().next().value!);
   }
 
   // ---- changing ----
