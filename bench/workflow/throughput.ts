@@ -2,8 +2,9 @@
  * Prompt throughput and latency over HTTP + WebSocket: trivial 10-node
  * prompts (distinct values, so nothing is cached) queued with POST /prompt
  * and awaited on the WebSocket (execution_success, then `executing` with
- * node null). The service runs in a child process on SQLite (or PostgreSQL
- * with DATABASE_URL). Baseline, same run: a bare Fastify process whose POST
+ * node null). The service runs in a child process as `npm run workflow` runs
+ * it (the bundle; BENCH_TSX=1: the sources under tsx), on SQLite (or
+ * PostgreSQL with DATABASE_URL). Baseline, same run: a bare Fastify process whose POST
  * route answers and pushes one WebSocket message per request.
  *
  *   npx tsx bench/workflow/throughput.ts [--prompts 2000] [--inflight 8] [--rounds 3]
@@ -12,7 +13,7 @@
  * Also reports start-up time to the first 200, /object_info latency and the
  * idle RSS of the service.
  */
-import { fork, type ChildProcess } from 'node:child_process';
+import { fork, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -59,6 +60,7 @@ else if (args.rss) await rssRun(Number(args.rss));
 else await main();
 
 async function rssRun(total: number) {
+  await ensureBundle();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'wf-bench-'));
   const s = await start('service', dir);
   const step = Math.max(1, Math.floor(total / 10));
@@ -85,8 +87,31 @@ function prompt10(i: number): Record<string, unknown> {
   return p;
 }
 
+/**
+ * The service as `npm run workflow` runs it (scripts/run-service.mjs: plain node over the esbuild bundle);
+ * BENCH_TSX=1 runs the sources through tsx instead.
+ */
+function startBundled(dir: string, t0: number): Promise<{ child: ChildProcess; url: string; startMs: number }> {
+  const root = path.resolve(import.meta.dirname, '../..');
+  const prof = process.env.BENCH_PROF ? ['--cpu-prof', '--cpu-prof-dir=' + process.env.BENCH_PROF] : [];
+  const child = spawn(process.execPath, [...prof, path.join(root, 'scripts', 'run-service.mjs'), 'workflow', '--port', '0', '--host', '127.0.0.1', '--data-dir', dir, '--log-level', 'warn'], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: { ...process.env, LOG_REQUESTS: '0', PG_SCHEMA: `bench_wf_${process.pid}` },
+  });
+  return new Promise((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (d) => {
+      out += d;
+      const m = /listening on (http:\/\/\S+)/.exec(out);
+      if (m) resolve({ child, url: m[1]!, startMs: performance.now() - t0 });
+    });
+    child.once('exit', (code) => reject(new Error(`service exited (${code})`)));
+  });
+}
+
 function start(kind: 'service' | 'baseline', dir: string): Promise<{ child: ChildProcess; url: string; startMs: number }> {
   const t0 = performance.now();
+  if (kind === 'service' && process.env.BENCH_TSX !== '1') return startBundled(dir, t0);
   const child = fork(import.meta.filename, ['--serve', kind, '--dir', dir], { execArgv: ['--import', 'tsx', ...(process.env.BENCH_PROF && kind === 'service' ? ['--cpu-prof', '--cpu-prof-dir=' + process.env.BENCH_PROF] : [])], stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
   return new Promise((resolve) => child.once('message', (m: any) => resolve({ child, url: m.address, startMs: performance.now() - t0 })));
 }
@@ -172,7 +197,13 @@ async function startupAndRss(): Promise<{ ms: number; rss: number }> {
   return { ms, rss };
 }
 
+async function ensureBundle(): Promise<void> {
+  const { bundleService } = await import(path.resolve(import.meta.dirname, '../../scripts/run-service.mjs'));
+  await bundleService('workflow');
+}
+
 async function main() {
+  await ensureBundle();
   const total = Number(args.prompts);
   const inflight = Number(args.inflight);
   const rounds = Number(args.rounds);
@@ -215,5 +246,5 @@ async function main() {
   const starts: Array<{ ms: number; rss: number }> = [];
   for (let i = 0; i < rounds; i++) starts.push(await startupAndRss());
   console.log(`npm run workflow (bundle): start-up to first 200 p50 ${median(starts.map((x) => x.ms)).toFixed(0)} ms; idle RSS ${median(starts.map((x) => x.rss)).toFixed(0)} MiB`);
-  console.log(`bench child under tsx: start-up ${startup.toFixed(0)} ms, idle RSS ${idleRss.toFixed(0)} MiB; /object_info p50 ${median(objectInfo).toFixed(2)} ms`);
+  console.log(`bench's service child (${process.env.BENCH_TSX === '1' ? 'tsx' : 'bundle'}): start-up ${startup.toFixed(0)} ms, idle RSS ${idleRss.toFixed(0)} MiB; /object_info p50 ${median(objectInfo).toFixed(2)} ms`);
 }
