@@ -4,13 +4,16 @@
  *   node --import tsx bench/inventory/delivery.ts [--deliveries 20000] [--rate 500] [--seconds 10]
  *
  * 1. Plain client: posts the same bodies to the same receiver with a keep-alive
- *    pool (the ceiling for this machine and receiver).
+ *    pool (the ceiling for this machine and receiver). The receiver runs in a
+ *    process of its own (--receiver in-process: on this process's main thread),
+ *    so neither side's numbers include its work.
  * 2. Delivery throughput: a backlog of committed deliveries drained by the
  *    in-process worker (claim in batches, render, sign, send, record each
  *    attempt), reported as deliveries/s and as a ratio to (1).
  * 3. Latency: device changes through the REST API at a fixed rate; time from
  *    the API response to the webhook's arrival at the receiver.
  */
+import { fork } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
@@ -40,6 +43,11 @@ const { values } = parseArgs({
     // median of the pairs' ratios: on a shared machine whose load swings within seconds, the two halves of one
     // ratio are then measured close together instead of one after the other over the whole run.
     pairs: { type: 'string', default: '1' },
+    // Where the receiver runs: a process of its own (default), or this process's main thread, which the plain client
+    // and the service under test then share with it (its parsing and garbage land on the measured side's thread and heap).
+    receiver: { type: 'string', default: 'process' },
+    // Deliveries drained untimed before each timed drain (see drain()).
+    warmup: { type: 'string', default: '2000' },
   },
 });
 const DATABASE_URL = values['database-url'];
@@ -47,6 +55,7 @@ const BATCH = Number(values.batch);
 const N = Number(values.deliveries);
 const RATE = Number(values.rate);
 const SECONDS = Number(values.seconds);
+const WARMUP = Number(values.warmup);
 const TOKEN = 'bench-admin-token-0123456789abcdef';
 
 /**
@@ -65,6 +74,30 @@ function cpuNow(): { process: number; main: number } {
   }
   return { process: (u.user + u.system) / 1e6, main };
 }
+/** CPU seconds per thread of this process (Linux /proc: tid → [name, seconds]); empty elsewhere. */
+function threadCpu(): Map<string, [string, number]> {
+  const out = new Map<string, [string, number]>();
+  try {
+    for (const tid of fs.readdirSync('/proc/self/task')) {
+      const stat = fs.readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      const f = stat.slice(stat.lastIndexOf(') ') + 2).split(' ');
+      out.set(tid, [name, (Number(f[11]) + Number(f[12])) / 100]);
+    }
+  } catch {
+    /* not Linux */
+  }
+  return out;
+}
+/** The threads that used CPU since `before`, busiest first: "name µs-per-item, …". */
+function threadReport(before: Map<string, [string, number]>, count: number): string {
+  const rows: Array<[string, number]> = [];
+  for (const [tid, [name, s]] of threadCpu()) {
+    const d = s - (before.get(tid)?.[1] ?? 0);
+    if (d > 0) rows.push([`${name}#${tid === String(process.pid) ? 'main' : tid}`, d]);
+  }
+  return rows.sort((a, b) => b[1] - a[1]).map(([n, d]) => `${n} ${((d / count) * 1e6).toFixed(0)} µs`).join(', ');
+}
 function perCpu(count: number, before: { process: number; main: number }): { process: number; main: number } {
   const after = cpuNow();
   return { process: count / (after.process - before.process), main: count / (after.main - before.main) };
@@ -75,26 +108,60 @@ function pct(xs: number[], p: number): number {
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? NaN;
 }
 
+/** Milliseconds on a clock this process and the receiver process share. */
+const now = () => performance.timeOrigin + performance.now();
+
 // The receiver: counts requests, remembers arrival time per request_id.
-let received = 0;
 const arrivals = new Map<string, number[]>();
-const receiver = http.createServer((req, res) => {
-  const chunks: Buffer[] = [];
-  req.on('data', (c: Buffer) => chunks.push(c));
-  req.on('end', () => {
-    received++;
-    if (req.url === '/latency') {
-      const body = JSON.parse(Buffer.concat(chunks).toString());
-      const list = arrivals.get(body.request_id) ?? [];
-      list.push(performance.now());
-      arrivals.set(body.request_id, list);
-    }
-    res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
+const arrived = (id: string, t: number) => {
+  const list = arrivals.get(id) ?? [];
+  list.push(t);
+  arrivals.set(id, list);
+};
+let receivedCount: () => Promise<number>;
+let closeReceiver: () => void;
+let rxPort: number;
+if (values.receiver === 'in-process') {
+  let received = 0;
+  const receiver = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      received++;
+      if (req.url === '/latency') arrived(JSON.parse(Buffer.concat(chunks).toString()).request_id, now());
+      res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
+    });
   });
-});
-receiver.keepAliveTimeout = 60_000;
-await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
-const rxPort = (receiver.address() as AddressInfo).port;
+  receiver.keepAliveTimeout = 60_000;
+  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+  rxPort = (receiver.address() as AddressInfo).port;
+  receivedCount = async () => received;
+  closeReceiver = () => {
+    receiver.closeAllConnections();
+    receiver.close();
+  };
+} else if (values.receiver === 'process') {
+  const child = fork(new URL('./delivery-receiver.ts', import.meta.url), { execArgv: ['--import', 'tsx'] });
+  let asked = 0;
+  const waiting = new Map<number, (n: number) => void>();
+  rxPort = await new Promise<number>((resolve, reject) => {
+    child.on('message', (m: { port?: number; arrivals?: Array<[string, number]>; count?: number; received?: number }) => {
+      if (m.port) resolve(m.port);
+      if (m.arrivals) for (const [id, t] of m.arrivals) arrived(id, t);
+      if (m.count !== undefined) {
+        waiting.get(m.count)?.(m.received!);
+        waiting.delete(m.count);
+      }
+    });
+    child.once('exit', () => reject(new Error('the receiver process exited')));
+  });
+  receivedCount = () => new Promise((resolve) => {
+    const n = ++asked;
+    waiting.set(n, resolve);
+    child.send({ count: n });
+  });
+  closeReceiver = () => void child.send({ close: true });
+} else throw new Error(`--receiver is process or in-process, not ${values.receiver}`);
 
 function deviceEvent(i: number): ObjectEvent {
   return {
@@ -117,12 +184,15 @@ function deviceEvent(i: number): ObjectEvent {
 
 // 1. Plain HTTP client baseline.
 let plainCpu = { process: NaN, main: NaN };
+/** CPU per request of each thread in the last plain run. */
+let plainThreads = '';
 async function plainClient(count: number, concurrency: number): Promise<number> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
   // The same default body a delivery of deviceEvent(1) sends.
   const e = deviceEvent(1);
   const body = Buffer.from(pythonJsonDumps({ event: e.event, timestamp: e.timestamp, model: e.model, username: e.username, request_id: e.requestId, data: e.data, snapshots: e.snapshots }));
   let next = 0;
+  const t0cpu = threadCpu();
   const c0 = cpuNow();
   const t0 = performance.now();
   const one = () =>
@@ -141,6 +211,7 @@ async function plainClient(count: number, concurrency: number): Promise<number> 
   );
   const rate = count / ((performance.now() - t0) / 1000);
   plainCpu = perCpu(count, c0);
+  plainThreads = threadReport(t0cpu, count);
   agent.destroy();
   return rate;
 }
@@ -192,39 +263,49 @@ async function hook(url: string, rxPath: string) {
   });
 }
 
-console.log(`machine: ${os.cpus().length} CPUs, node ${process.version}; ${DATABASE_URL ? 'PostgreSQL' : 'SQLite (synchronous=FULL)'}; load average ${os.loadavg()[0]!.toFixed(1)} at start`);
+console.log(`machine: ${os.cpus().length} CPUs, node ${process.version}; ${DATABASE_URL ? 'PostgreSQL' : 'SQLite (synchronous=FULL)'}; receiver ${values.receiver === 'process' ? 'in a process of its own' : 'in this process'}; load average ${os.loadavg()[0]!.toFixed(1)} at start`);
 await plainClient(2000, 64); // warm-up
 
 // 2. Delivery throughput: commit a backlog with workers stopped, then drain it.
 const drain = (N: number) => withApp(false, async (_app, deps, url) => {
   await hook(url, '/throughput');
-  for (let i = 0; i < N; i += 1000) {
-    const events = Array.from({ length: Math.min(1000, N - i) }, (_, k) => deviceEvent(i + k + 1));
-    await deps.storage.db.transaction().execute((trx) => enqueueObjectEvents(trx, deps, events));
-  }
+  const commit = async (from: number, count: number) => {
+    for (let i = 0; i < count; i += 1000) {
+      const events = Array.from({ length: Math.min(1000, count - i) }, (_, k) => deviceEvent(from + i + k));
+      await deps.storage.db.transaction().execute((trx) => enqueueObjectEvents(trx, deps, events));
+    }
+  };
   // The worker and its threads are started before timing, as a service with workers starts them at boot.
   const worker = ensureWorker(deps);
   await worker.warm();
   // and the render threads booted (a compile answered): their module loading is start-up work, not delivery work
   await worker.engine.check('{{ 1 }}', 'other');
-  const start = received;
+  // A running service's code is compiled and its connections open: a warm-up backlog is drained first, untimed, as the
+  // plain client has its warm-up run (without it the timed drain pays for the JIT of a fresh send thread and new sockets).
+  await commit(N + 1, WARMUP);
+  await worker.drain();
+  await commit(1, N);
+  const start = await receivedCount();
+  const t0cpu = threadCpu();
   const c0 = cpuNow();
   const t0 = performance.now();
   await deps.queue.start();
-  while (received - start < N) await new Promise((r) => setTimeout(r, 5));
+  while ((await receivedCount()) - start < N) await new Promise((r) => setTimeout(r, 5));
   const secs = (performance.now() - t0) / 1000;
   // Wait until every outcome is recorded too.
   for (;;) {
     const r = await deps.storage.db.selectFrom('events_delivery').select((eb) => eb.fn.countAll().as('n')).where('status', '=', 'successful').executeTakeFirst();
-    if (Number(r?.n) >= N) break;
+    if (Number(r?.n) >= N + WARMUP) break;
     await new Promise((res) => setTimeout(res, 20));
   }
   const recorded = (performance.now() - t0) / 1000;
   const cpu = perCpu(N, c0);
+  const threads = threadReport(t0cpu, N);
   console.log(
     `webhook deliveries:       ${(N / secs).toFixed(0)} deliveries/s (${N} in ${secs.toFixed(2)} s; all outcomes recorded after ${recorded.toFixed(2)} s); ` +
       `per CPU-second: ${cpu.process.toFixed(0)} (process), ${cpu.main.toFixed(0)} (main thread)`,
   );
+  if (threads) console.log(`  CPU per delivery by thread: ${threads}`);
   return { rate: N / recorded, cpu };
 });
 
@@ -246,13 +327,13 @@ if (PAIRS > 1) {
   console.log(`delivery/plain ratio:     median ${med(ratios).toFixed(2)} of ${PAIRS} pairs [${ratios.map((r) => r.toFixed(2)).join(', ')}] (load average ${os.loadavg()[0]!.toFixed(1)})`);
   console.log(`per CPU-second ratio:     median ${med(cpuRatios).toFixed(2)} (process CPU) [${cpuRatios.map((r) => r.toFixed(2)).join(', ')}]`);
   apiAgent.destroy();
-  receiver.closeAllConnections();
-  receiver.close();
+  closeReceiver();
   process.exit(0);
 }
 
 const plainRate = await plainClient(N, 64);
 console.log(`plain HTTP client:        ${plainRate.toFixed(0)} requests/s (${N} POSTs, 64 concurrent, keep-alive); per CPU-second: ${plainCpu.process.toFixed(0)} (process), ${plainCpu.main.toFixed(0)} (main thread)`);
+if (plainThreads) console.log(`  CPU per request by thread: ${plainThreads}`);
 const deliveryRate = await drain(N);
 console.log(`delivery/plain ratio:     ${(deliveryRate.rate / plainRate).toFixed(2)} (using the time until every attempt was recorded; load average ${os.loadavg()[0]!.toFixed(1)})`);
 console.log(
@@ -286,7 +367,7 @@ if (!values['no-latency']) await withApp(true, async (_app, _deps, url) => {
         : api(url, 'PATCH', '/api/dcim/devices/', Array.from({ length: BATCH }, (_, k) => ({ id: devices[(i * BATCH + k) % devices.length], description: `change ${i}.${k}` })));
     inflight.push(
       req.then(
-        (r) => void responses.set(r.requestId, performance.now()),
+        (r) => void responses.set(r.requestId, now()),
         (err) => {
           if (apiErrors++ < 3) console.error(String(err).slice(0, 300));
         },
@@ -308,5 +389,4 @@ if (!values['no-latency']) await withApp(true, async (_app, _deps, url) => {
 });
 
 apiAgent.destroy();
-receiver.closeAllConnections();
-receiver.close();
+closeReceiver();

@@ -5,11 +5,13 @@ import type { InventoryDeps } from '../deps.ts';
 import { DELIVER_TASK } from './enqueue.ts';
 import { DestinationGuard } from './guard.ts';
 import { HttpSender, Stopper, type SendOutcome } from './sender.ts';
-import { SendThread, type SendJob } from './send-thread.ts';
+import { SendThread } from './send-thread.ts';
+import { compileHead, outgoing, type CompiledHead, type RequestHead, type SendJob } from './send-job.ts';
 import { retryDelayMs, type DeliverySettings } from './settings.ts';
-import { hookSignature, standardWebhookSignature } from './signatures.ts';
-import { IsolatedTemplates } from './templates.ts';
+import { IsolatedTemplates, isTemplate } from './templates.ts';
 import { renderRequest } from './request.ts';
+import { defaultBody } from './python-json.ts';
+import type { HeaderSet } from './headers.ts';
 import { readWebhook, type WebhookRow } from './webhooks.ts';
 
 const RECOVER_KEY = 'inventory.deliver:recover';
@@ -56,8 +58,44 @@ interface Prepared {
   base: { deliveryId: number; attempt: number; retryBase: number; startedAt: number; success: boolean; maxRetries: number };
   body: string;
   defaultBody?: boolean;
+  /** The attempt log's headers (signatures masked either way): as a list, or already as the log's JSON text. */
   logged: Array<[string, string]>;
+  loggedJson?: string;
   job: SendJob;
+}
+
+/**
+ * The request of a webhook whose URL, headers and body template hold no template syntax: the same
+ * for every delivery but for the body (when it is the default one), webhook-id and timestamp. Built
+ * once per webhook configuration (the cache key is every field it depends on, read with each batch).
+ */
+interface StaticRequest {
+  head: RequestHead;
+  /** The body_template's text, or null for the default body (the delivery's context). */
+  body: string | null;
+  /** The attempt log's header JSON in pieces: literal text, and 0 / 1 where the delivery's webhook-id / timestamp go. */
+  logParts: Array<string | 0 | 1>;
+}
+
+function staticKey(w: WebhookRow, defaultTimeoutMs: number): string {
+  return [w.id, w.payload_url, w.http_method, w.http_content_type, w.additional_headers, w.body_template, w.secret, w.timeout ?? defaultTimeoutMs, w.ssl_verification, w.ca_file_path ?? ''].join('\0');
+}
+
+/** The head of a rendered request: webhook-id and webhook-timestamp, and the signatures' places when it is signed. */
+function headOf(w: WebhookRow, url: string, headers: HeaderSet, timeoutMs: number): RequestHead {
+  headers.set('webhook-id', '');
+  headers.set('webhook-timestamp', '');
+  if (w.secret !== '') {
+    // Signed where the body's bytes are (the send thread): the headers hold their place in the order.
+    headers.set('webhook-signature', '');
+    headers.set('X-Hook-Signature', '');
+  }
+  return { method: w.http_method, url, headers: headers.entries(), secret: w.secret !== '' ? w.secret : null, timeoutMs, sslVerification: w.ssl_verification, caFilePath: w.ca_file_path };
+}
+
+/** The attempt log's headers of one delivery (masked when recorded): the head's, with its webhook-id and timestamp. */
+function loggedHeaders(head: RequestHead, messageId: string, timestamp: number): Array<[string, string]> {
+  return head.headers.map(([k, v]) => [k, k === 'webhook-id' ? messageId : k === 'webhook-timestamp' ? String(timestamp) : v]);
 }
 
 export interface AttemptRecord {
@@ -68,6 +106,8 @@ export interface AttemptRecord {
   method: string;
   url: string;
   headers: Array<[string, string]>;
+  /** The log's headers as JSON text, masked (instead of `headers`). */
+  headersJson?: string;
   body: string;
   /** The body was the delivery's default body (its context text): the attempt log need not copy it. */
   defaultBody?: boolean;
@@ -499,12 +539,63 @@ export class DeliveryWorker {
     return prepared.map((p) => ('deliveryId' in p ? p : this.#outcome(p, outcomes[k++]!)));
   }
 
+  /** Per webhook id: its configuration's key and static request (null when templated). */
+  #static = new Map<number, { key: string; request: StaticRequest | null }>();
+  /** Compiled heads for sends on this thread. */
+  #compiled = new WeakMap<RequestHead, CompiledHead>();
+
+  /** The webhook's static request, or null when a template makes each delivery's request its own. */
+  async #staticRequest(w: WebhookRow): Promise<StaticRequest | null> {
+    const timeoutMs = w.timeout ? w.timeout * 1000 : this.settings.defaultTimeoutMs;
+    const key = staticKey(w, timeoutMs);
+    const known = this.#static.get(w.id);
+    if (known?.key === key) return known.request;
+    if (this.#static.size >= 1000) this.#static.clear();
+    if (isTemplate(w.payload_url) || isTemplate(w.additional_headers) || isTemplate(w.body_template)) {
+      this.#static.set(w.id, { key, request: null });
+      return null;
+    }
+    // No template syntax: rendering needs no worker thread and no context (the default body is the delivery's own).
+    const r = await renderRequest(this.engine, { ...w, body_template: '' }, '{}');
+    if (r.error) return null;
+    const body = w.body_template ? (await renderRequest(this.engine, w, '{}')).body : null;
+    const head = headOf(w, r.url, r.headers, timeoutMs);
+    const logParts: Array<string | 0 | 1> = [];
+    let text = '[';
+    head.headers.forEach(([k, v], i) => {
+      const sep = i ? ',' : '';
+      if (k === 'webhook-id' || k === 'webhook-timestamp') {
+        logParts.push(`${text}${sep}[${JSON.stringify(k)},`, k === 'webhook-id' ? 0 : 1);
+        text = ']';
+      } else text += `${sep}${JSON.stringify(maskHeaders([[k, v]])[0])}`;
+    });
+    logParts.push(text + ']');
+    const made: StaticRequest = { head, body, logParts };
+    this.#static.set(w.id, { key, request: made });
+    return made;
+  }
+
   /** The request of one delivery, or its failed attempt when there is nothing to send. */
   async #prepare(d: Claimed, w: WebhookRow | undefined): Promise<Prepared | AttemptRecord> {
     const startedAt = Date.now();
     const base = { deliveryId: d.id, attempt: d.attempts, retryBase: d.retry_base, startedAt, success: false, maxRetries: w?.max_retries ?? this.settings.maxRetries };
     if (!w) {
       return { ...base, durationMs: 0, method: '', url: '', headers: [], body: '', error: `Webhook ${d.webhook_name} no longer exists.`, permanent: true };
+    }
+    const timestamp = Math.floor(startedAt / 1000);
+    const fixed = await this.#staticRequest(w);
+    if (fixed) {
+      const body = fixed.body ?? defaultBody(d.context);
+      let loggedJson = '';
+      for (const p of fixed.logParts) loggedJson += typeof p === 'string' ? p : JSON.stringify(p === 0 ? d.message_id : String(timestamp));
+      return {
+        base,
+        body,
+        defaultBody: fixed.body === null,
+        logged: [],
+        loggedJson,
+        job: { id: d.id, head: fixed.head, messageId: d.message_id, timestamp, body },
+      };
     }
     const method = w.http_method;
     let rendered;
@@ -520,49 +611,26 @@ export class DeliveryWorker {
       const permanent = rendered.error.killedWorker;
       return { ...base, durationMs: Date.now() - startedAt, method, url, headers: headers.entries(), body, error: rendered.error.message, ...(permanent ? { permanent } : {}) };
     }
-    const timestamp = Math.floor(Date.now() / 1000);
-    headers.set('webhook-id', d.message_id);
-    headers.set('webhook-timestamp', String(timestamp));
-    const sign = w.secret !== '' ? { secret: w.secret, messageId: d.message_id, timestamp } : null;
-    if (sign) {
-      // Signed where the body's bytes are (the send thread): the headers hold their place in the order.
-      headers.set('webhook-signature', '');
-      headers.set('X-Hook-Signature', '');
-    }
-    const sent = headers.entries();
+    const head = headOf(w, url, headers, w.timeout ? w.timeout * 1000 : this.settings.defaultTimeoutMs);
     return {
       base,
       body,
       defaultBody: rendered.defaultBody,
-      // The log's copy: the job's list gets the signatures (masked in the log either way).
-      logged: sent.map(([k, v]) => [k, v]),
-      job: {
-        id: d.id,
-        method,
-        url,
-        headers: sent,
-        body,
-        sign,
-        timeoutMs: w.timeout ? w.timeout * 1000 : this.settings.defaultTimeoutMs,
-        sslVerification: w.ssl_verification,
-        caFilePath: w.ca_file_path,
-      },
+      logged: loggedHeaders(head, d.message_id, timestamp),
+      job: { id: d.id, head, messageId: d.message_id, timestamp, body },
     };
   }
 
   /** Signs and sends one request on this thread. */
   async #sendHere(job: SendJob): Promise<SendOutcome> {
-    const bytes = Buffer.from(job.body, 'utf8');
-    if (job.sign) {
-      for (const h of job.headers) {
-        if (h[0] === 'webhook-signature') h[1] = standardWebhookSignature(job.sign.secret, job.sign.messageId, job.sign.timestamp, bytes);
-        else if (h[0] === 'X-Hook-Signature') h[1] = hookSignature(job.sign.secret, bytes);
-      }
-    }
+    let c = this.#compiled.get(job.head);
+    if (!c) this.#compiled.set(job.head, (c = compileHead(job.head)));
+    const r = outgoing(c, job);
     const stopper = new Stopper();
+    r.stopper = stopper;
     this.#inFlight.set(job.id, stopper);
     try {
-      return await this.sender.send({ ...job, body: bytes, stopper });
+      return await this.sender.send(r);
     } finally {
       this.#inFlight.delete(job.id);
     }
@@ -583,9 +651,10 @@ export class DeliveryWorker {
       startedAt: base.startedAt,
       maxRetries: base.maxRetries,
       durationMs: out.durationMs,
-      method: job.method,
-      url: job.url,
+      method: job.head.method,
+      url: job.head.url,
       headers: p.logged,
+      headersJson: p.loggedJson,
       body: p.body,
       defaultBody: p.defaultBody,
       status: out.status,
@@ -663,7 +732,7 @@ export class DeliveryWorker {
           Math.round(r.durationMs * 1000) / 1000,
           r.method,
           maskUrlCached(r.url).slice(0, 8192),
-          JSON.stringify(maskHeaders(r.headers)),
+          r.headersJson ?? JSON.stringify(maskHeaders(r.headers)),
           r.defaultBody ? '' : truncateBody(r.body),
           d.bool(r.defaultBody === true),
           r.status ?? null,

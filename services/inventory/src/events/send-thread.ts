@@ -6,30 +6,18 @@
 import { Worker } from 'node:worker_threads';
 import type { Cidr } from './guard.ts';
 import type { SendOutcome } from './sender.ts';
-
-/** One request for the send thread: the delivery's rendered request, signed there if `sign` is set. */
-export interface SendJob {
-  /** The delivery's id (stop requests name it). */
-  id: number;
-  method: string;
-  url: string;
-  /** In send order; the signature headers are present with empty values when `sign` is set. */
-  headers: Array<[string, string]>;
-  body: string;
-  sign: { secret: string; messageId: string; timestamp: number } | null;
-  timeoutMs: number;
-  sslVerification: boolean;
-  caFilePath: string | null;
-}
+import type { RequestHead, SendJob } from './send-job.ts';
 
 /** @internal messages between the delivery worker and its send thread */
 export interface SendThreadRequest {
   batch?: number;
   /**
-   * The batch's SendJobs without their bodies, as JSON text, and the bodies apart (strings are copied as they are):
-   * far cheaper to cross the thread boundary than a cloned object graph, and no JSON escaping of the bodies.
+   * The batch's distinct request heads as JSON text (the thread keeps them compiled by their text, so a webhook's
+   * unchanged head is compiled once), and per job `id, head index, webhook-id, timestamp` flat, the bodies apart:
+   * strings and numbers cross the thread boundary far cheaper than a cloned object graph, without JSON escaping.
    */
-  jobs?: string;
+  heads?: string[];
+  jobs?: Array<string | number>;
   bodies?: string[];
   stop?: number;
 }
@@ -43,13 +31,12 @@ export interface SendThreadResponse {
 
 /** A thread that could not start is tried again after this long (meanwhile requests go out in-process). */
 const RESTART_AFTER_FAILURE_MS = 30_000;
+const YOUNG_GENERATION_MB = 48;
 const BOOT = new URL('./send-boot.mjs', import.meta.url);
 const ENTRY = new URL(import.meta.url.endsWith('.ts') ? './send-worker.ts' : './send-worker.js', import.meta.url).href;
 
-/** JSON.stringify replacer: a job's body travels apart (SendThreadRequest.bodies). */
-function withoutBody(this: unknown, key: string, value: unknown): unknown {
-  return key === 'body' ? undefined : value;
-}
+/** Heads' JSON text, computed once per head object (a webhook's head is reused while the webhook is unchanged). */
+const headText = new WeakMap<RequestHead, string>();
 
 export class SendThread {
   #worker: Worker | undefined;
@@ -86,7 +73,13 @@ export class SendThread {
   }
 
   #start(): void {
-    const worker = new Worker(BOOT, { workerData: { entry: ENTRY, allow: this.guard.allow, deny: this.guard.deny }, stdout: false, stderr: false });
+    const worker = new Worker(BOOT, {
+      workerData: { entry: ENTRY, allow: this.guard.allow, deny: this.guard.deny },
+      stdout: false,
+      stderr: false,
+      // Requests are short-lived garbage: a larger young generation collects them with fewer scavenges and promotes less.
+      resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB },
+    });
     this.#worker = worker;
     worker.unref();
     worker.on('message', (m: SendThreadResponse) => {
@@ -122,8 +115,22 @@ export class SendThread {
     return new Promise((resolve) => {
       if (this.#pending.size === 0) worker.ref();
       this.#pending.set(batch, { count: jobs.length, resolve });
-      const bodies = jobs.map((j) => j.body);
-      worker.postMessage({ batch, jobs: JSON.stringify(jobs, withoutBody), bodies } satisfies SendThreadRequest);
+      const heads: string[] = [];
+      const index = new Map<RequestHead, number>();
+      const flat: Array<string | number> = [];
+      const bodies: string[] = [];
+      for (const j of jobs) {
+        let h = index.get(j.head);
+        if (h === undefined) {
+          let text = headText.get(j.head);
+          if (text === undefined) headText.set(j.head, (text = JSON.stringify(j.head)));
+          h = heads.push(text) - 1;
+          index.set(j.head, h);
+        }
+        flat.push(j.id, h, j.messageId, j.timestamp);
+        bodies.push(j.body);
+      }
+      worker.postMessage({ batch, heads, jobs: flat, bodies } satisfies SendThreadRequest);
     });
   }
 

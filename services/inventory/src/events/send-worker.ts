@@ -4,39 +4,25 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { DestinationGuard, type Cidr } from './guard.ts';
 import { HttpSender, Stopper } from './sender.ts';
-import { hookSignature, standardWebhookSignature } from './signatures.ts';
-import type { SendJob, SendThreadRequest, SendThreadResponse } from './send-thread.ts';
+import { HeadCache, outgoing, type CompiledHead } from './send-job.ts';
+import type { SendThreadRequest, SendThreadResponse } from './send-thread.ts';
 
 const data = workerData as { allow: Cidr[]; deny: Cidr[] };
 const port = parentPort!;
 const sender = new HttpSender(new DestinationGuard({ allow: data.allow, deny: data.deny }));
 const stoppers = new Map<number, Stopper>();
 
-async function send(job: SendJob) {
-  const body = Buffer.from(job.body, 'utf8');
-  const headers = job.headers;
-  if (job.sign) {
-    // The delivery worker placed both signature headers (empty) where they belong in the header order.
-    for (const h of headers) {
-      if (h[0] === 'webhook-signature') h[1] = standardWebhookSignature(job.sign.secret, job.sign.messageId, job.sign.timestamp, body);
-      else if (h[0] === 'X-Hook-Signature') h[1] = hookSignature(job.sign.secret, body);
-    }
-  }
+const heads = new HeadCache();
+
+async function send(id: number, head: CompiledHead, messageId: string, timestamp: number, body: string) {
+  const r = outgoing(head, { messageId, timestamp, body });
   const stopper = new Stopper();
-  stoppers.set(job.id, stopper);
+  r.stopper = stopper;
+  stoppers.set(id, stopper);
   try {
-    return await sender.send({
-      method: job.method,
-      url: job.url,
-      headers,
-      body,
-      timeoutMs: job.timeoutMs,
-      sslVerification: job.sslVerification,
-      caFilePath: job.caFilePath,
-      stopper,
-    });
+    return await sender.send(r);
   } finally {
-    stoppers.delete(job.id);
+    stoppers.delete(id);
   }
 }
 
@@ -45,8 +31,13 @@ port.on('message', (m: SendThreadRequest) => {
     stoppers.get(m.stop)?.stop();
     return;
   }
-  const jobs = JSON.parse(m.jobs!) as SendJob[];
-  for (let i = 0; i < jobs.length; i++) jobs[i]!.body = m.bodies![i]!;
-  void Promise.all(jobs.map(send)).then((outcomes) => port.postMessage({ batch: m.batch, outcomes: JSON.stringify(outcomes) } satisfies SendThreadResponse));
+  const compiled = m.heads!.map((t) => heads.get(t));
+  const jobs = m.jobs!;
+  const bodies = m.bodies!;
+  const sends: Array<Promise<unknown>> = new Array(bodies.length);
+  for (let i = 0, k = 0; i < bodies.length; i++, k += 4) {
+    sends[i] = send(jobs[k] as number, compiled[jobs[k + 1] as number]!, jobs[k + 2] as string, jobs[k + 3] as number, bodies[i]!);
+  }
+  void Promise.all(sends).then((outcomes) => port.postMessage({ batch: m.batch, outcomes: JSON.stringify(outcomes) } satisfies SendThreadResponse));
 });
 port.postMessage({ ready: true } satisfies SendThreadResponse);

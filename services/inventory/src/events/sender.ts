@@ -9,6 +9,8 @@ export interface OutgoingRequest {
   method: string;
   url: string;
   headers: Array<[string, string]>;
+  /** Instead of `headers`: the complete header list flattened (name, value, …), Content-Length included (see send-job.ts). */
+  flat?: string[];
   body: Buffer;
   timeoutMs: number;
   sslVerification: boolean;
@@ -269,7 +271,8 @@ class Exchange {
     const r = this.r;
     this.#reject = undefined;
     const headers: Record<string, string> = {};
-    for (const [k, v] of r.headers) headers[k] = v;
+    if (r.flat) for (let i = 0; i < r.flat.length; i += 2) headers[r.flat[i]!] = r.flat[i + 1]!;
+    else for (const [k, v] of r.headers) headers[k] = v;
     headers['Content-Length'] = String(r.body.length);
     return new Promise<SendOutcome>((resolve) => {
       this.#resolve = resolve;
@@ -308,9 +311,12 @@ class Exchange {
     this.#reject = undefined;
     this.#fallback = fallback;
     // Content-Length last, replacing any the headers carried (node:http's case-insensitive setHeader did the same).
-    const headers: string[] = [];
-    for (const [k, v] of r.headers) if (k.length !== 14 || k.toLowerCase() !== 'content-length') headers.push(k, v);
-    headers.push('Content-Length', String(r.body.length));
+    let headers = r.flat;
+    if (!headers) {
+      headers = [];
+      for (const [k, v] of r.headers) if (k.length !== 14 || k.toLowerCase() !== 'content-length') headers.push(k, v);
+      headers.push('Content-Length', String(r.body.length));
+    }
     return new Promise<SendOutcome>((resolve) => {
       this.#resolve = resolve;
       pool.dispatch({ path: url.pathname + url.search, method: r.method as Dispatcher.HttpMethod, headers, body: r.body }, this as unknown as Dispatcher.DispatchHandlers);
