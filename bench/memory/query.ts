@@ -17,7 +17,9 @@
  * id, vector and metadata) then share the server's event loop and garbage
  * collector. The child reports its event-loop delay and GC pauses during the
  * measurement; MEMORY_BENCH_SERVER_ARGS adds node flags to it (e.g.
- * `--cpu-prof --cpu-prof-dir=/tmp/prof`, `--trace-gc`).
+ * `--cpu-prof --cpu-prof-dir=/tmp/prof`, `--trace-gc`). The server applies
+ * the service's V8 settings (src/runtime.ts) as main.ts does;
+ * MEMORY_PARALLEL_SCAVENGE=1 measures without them.
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -29,6 +31,7 @@ import { sql } from 'kysely';
 import type { ServiceConfig } from '@svc/kernel';
 import { dropPgSchema } from '@svc/storage';
 import { buildApp, openMemoryStorage } from '../../services/memory/src/app.ts';
+import { tuneRuntime } from '../../services/memory/src/runtime.ts';
 import { candidatesFor, createSearch } from '../../services/memory/src/search/index.ts';
 import { queryTerms } from '../../services/memory/src/search/text.ts';
 import { dot, INDEX_DIMS, localEmbedding } from '../../services/memory/src/search/embedding.ts';
@@ -86,7 +89,8 @@ function serverStats() {
 type ServerStats = ReturnType<ReturnType<typeof serverStats>['read']>;
 
 if (values.serve) {
-  // Child: the service alone in its process.
+  // Child: the service alone in its process, with the V8 settings its main.ts applies.
+  tuneRuntime();
   process.env.LOG_REQUESTS = '0';
   const app = await buildApp(serverConfig(values.serve, String(values.schema)));
   const address = await app.listen({ port: 0, host: '127.0.0.1' });
@@ -115,6 +119,7 @@ async function main() {
   let base: string;
   let inProcessStats: ReturnType<typeof serverStats> | undefined;
   if (IN_PROCESS) {
+    tuneRuntime();
     app = await buildApp(cfg);
     base = await app.listen({ port: 0, host: '127.0.0.1' });
     inProcessStats = serverStats();
