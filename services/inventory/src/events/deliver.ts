@@ -398,7 +398,8 @@ export class DeliveryWorker {
     let batch: Claimed[] = [];
     try {
       for (;;) {
-        batch = await this.#claim(pending);
+        let webhooks: Map<number, WebhookRow>;
+        [batch, webhooks] = await this.#claim(pending);
         pending = [];
         if (batch.length === 0) {
           if (this.#again) {
@@ -409,7 +410,6 @@ export class DeliveryWorker {
           return total;
         }
         total += batch.length;
-        const webhooks = await this.#webhooks(batch);
         pending = await this.#attemptAll(batch, webhooks);
       }
     } catch (err) {
@@ -446,7 +446,7 @@ export class DeliveryWorker {
    * select walks an index; on PostgreSQL rows locked by another worker's
    * claim are skipped.
    */
-  async #claim(toRecord: AttemptRecord[]): Promise<Claimed[]> {
+  async #claim(toRecord: AttemptRecord[]): Promise<[Claimed[], Map<number, WebhookRow>]> {
     const { storage } = this.deps;
     const limit = Math.min(this.settings.batchSize, this.settings.concurrency);
     const lock = sql.raw(storage.dialect.kind === 'postgres' ? 'for update skip locked' : '');
@@ -463,13 +463,14 @@ export class DeliveryWorker {
     // A crash or power loss may undo the last ones; the deliveries are then sent again, with the same webhook-id.
     const claimedRows = await relaxedTransaction(storage, async (trx) => {
       if (toRecord.length) await this.#record(trx, toRecord);
-      const claimed: Array<Omit<Claimed, 'context'> & { claim_expires_at: number }> = [];
+      const claimed: Array<Omit<Claimed, 'context'> & { claim_expires_at: number; context: string | null }> = [];
       const claim = async (due: ReturnType<typeof sql>) => {
-        const r = await sql<Omit<Claimed, 'context'> & { claim_expires_at: number }>`update events_delivery set
+        const r = await sql<Omit<Claimed, 'context'> & { claim_expires_at: number; context: string | null }>`update events_delivery set
             status = 'sent', claimed_by = ${this.workerId}, started_at = ${now}, attempts = attempts + 1,
             claim_expires_at = ${now + lease}
           where id in (${due})
-          returning id, message_id, webhook_id, webhook_name, object_type, event, attempts, retry_base, claim_expires_at`.execute(trx);
+          returning id, message_id, webhook_id, webhook_name, object_type, event, attempts, retry_base, claim_expires_at,
+            (select context from events_delivery_context c where c.delivery_id = events_delivery.id) as context`.execute(trx);
         claimed.push(...r.rows);
       };
       await claim(sql`select id from events_delivery where status = 'queued' order by id limit ${limit} ${lock}`);
@@ -488,27 +489,24 @@ export class DeliveryWorker {
       // If this process dies mid-batch, a job at the lease's end re-drains what it held (heartbeats push it on).
       if (claimed.length) recoveryAt = await this.#scheduleRecovery(trx, now);
       claimed.sort((x, y) => Number(x.id) - Number(y.id));
-      const contexts = new Map<number, string>();
-      if (claimed.length) {
-        const rows = await trx.selectFrom('events_delivery_context').select(['delivery_id', 'context']).where('delivery_id', 'in', claimed.map((x) => x.id)).execute();
-        for (const r of rows) contexts.set(Number(r.delivery_id), r.context);
-      }
-      return claimed.map((x) => {
+      const rows = claimed.map((x): Claimed => {
         const id = Number(x.id);
-        return { ...x, id, context: contexts.get(id) ?? '{}', webhook_id: x.webhook_id === null ? null : Number(x.webhook_id), attempts: Number(x.attempts), retry_base: Number(x.retry_base) };
+        return { ...x, id, context: x.context ?? '{}', webhook_id: x.webhook_id === null ? null : Number(x.webhook_id), attempts: Number(x.attempts), retry_base: Number(x.retry_base) };
       });
+      // Each webhook's current configuration (as NetBox reads it at send time), in the same round trip's transaction.
+      return [rows, await this.#webhooks(trx, rows)] as [Claimed[], Map<number, WebhookRow>];
     });
     this.#recoveryCommitted(recoveryAt);
     for (const r of toRecord) this.#held.delete(r.deliveryId);
-    for (const c of claimedRows) this.#held.add(c.id);
+    for (const c of claimedRows[0]) this.#held.add(c.id);
     return claimedRows;
   }
 
-  async #webhooks(batch: Claimed[]): Promise<Map<number, WebhookRow>> {
+  async #webhooks(trx: Kysely<any>, batch: Claimed[]): Promise<Map<number, WebhookRow>> {
     const ids = [...new Set(batch.map((b) => b.webhook_id).filter((x): x is number => x !== null))];
     const out = new Map<number, WebhookRow>();
     if (!ids.length) return out;
-    const rows = await this.deps.storage.db.selectFrom('extras_webhook').selectAll().where('id', 'in', ids).execute();
+    const rows = await trx.selectFrom('extras_webhook').selectAll().where('id', 'in', ids).execute();
     for (const r of rows) out.set(Number(r.id), readWebhook(r, this.deps.storage.dialect));
     return out;
   }
