@@ -87,6 +87,12 @@ export interface PlacedFile {
   name: string;
   path: string;
   reused: boolean;
+  /**
+   * With `keepOpen`, when the upload wrote the file: a handle on the file it
+   * wrote (the caller closes it). While it is open the file's inode cannot be
+   * reused, so (device, inode) identifies this write (see fileStamp).
+   */
+  handle?: fs.promises.FileHandle;
 }
 
 async function sameContent(file: string, body: UploadBody): Promise<boolean> {
@@ -103,19 +109,23 @@ function numbered(name: string, i: number): string {
   return `${name.slice(0, name.length - ext.length)} (${i})${ext}`;
 }
 
-async function writeTemp(folder: string, data: Buffer[] | Buffer | UploadBody): Promise<string> {
+/** Writes a hidden temporary file in `folder`; with keepOpen also returns an open handle on it. */
+async function writeTemp(folder: string, data: Buffer[] | Buffer | UploadBody, keepOpen = false): Promise<{ tmp: string; handle?: fs.promises.FileHandle }> {
   const tmp = path.join(folder, `.upload-${randomBytes(8).toString('hex')}.tmp`);
   if (data instanceof UploadBody && data.file) {
     await fs.promises.copyFile(data.file, tmp, fs.constants.COPYFILE_EXCL);
-    return tmp;
+    return { tmp, handle: keepOpen ? await fs.promises.open(tmp, 'r') : undefined };
   }
   const fh = await fs.promises.open(tmp, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW, 0o644);
   try {
     await fh.writev(data instanceof UploadBody ? data.chunks : Array.isArray(data) ? data : [data]);
-  } finally {
+  } catch (err) {
     await fh.close();
+    throw err;
   }
-  return tmp;
+  if (keepOpen) return { tmp, handle: fh };
+  await fh.close();
+  return { tmp };
 }
 
 /**
@@ -129,7 +139,7 @@ async function writeTemp(folder: string, data: Buffer[] | Buffer | UploadBody): 
  * from what is compared (the mask route writes the composite, compares the
  * mask, as the reference).
  */
-export async function placeUpload(folder: string, name: string, body: UploadBody, overwrite: boolean, content?: () => Promise<Buffer>): Promise<PlacedFile> {
+export async function placeUpload(folder: string, name: string, body: UploadBody, overwrite: boolean, content?: () => Promise<Buffer>, keepOpen = false): Promise<PlacedFile> {
   try {
     await fs.promises.mkdir(folder, { recursive: true });
   } catch (err) {
@@ -139,27 +149,31 @@ export async function placeUpload(folder: string, name: string, body: UploadBody
   }
   if (fs.statSync(path.join(folder, name), { throwIfNoEntry: false })?.isDirectory() && overwrite) throw new UploadError(400, 'Invalid filename: a folder has that name');
   if (overwrite) {
-    const tmp = await writeTemp(folder, content ? await content() : body);
+    const { tmp, handle } = await writeTemp(folder, content ? await content() : body, keepOpen);
     const target = path.join(folder, name);
     try {
       await fs.promises.rename(tmp, target);
     } catch (err) {
+      await handle?.close();
       await fs.promises.rm(tmp, { force: true });
       throw err;
     }
-    return { name, path: target, reused: false };
+    return { name, path: target, reused: false, handle };
   }
   let tmp: string | undefined;
+  let handle: fs.promises.FileHandle | undefined;
+  let placed = false;
   try {
     for (let i = 0; i < 100_000; i++) {
       const candidate = i === 0 ? name : numbered(name, i);
       const target = path.join(folder, candidate);
       if (await sameContent(target, body)) return { name: candidate, path: target, reused: true };
       if (fs.existsSync(target) || fs.lstatSync(target, { throwIfNoEntry: false })) continue;
-      tmp ??= await writeTemp(folder, content ? await content() : body);
+      if (tmp === undefined) ({ tmp, handle } = await writeTemp(folder, content ? await content() : body, keepOpen));
       try {
         await fs.promises.link(tmp, target);
-        return { name: candidate, path: target, reused: false };
+        placed = true;
+        return { name: candidate, path: target, reused: false, handle };
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
         // Another upload took the name between the check and the link: compare with what it wrote.
@@ -168,6 +182,7 @@ export async function placeUpload(folder: string, name: string, body: UploadBody
     }
     throw new Error('no free file name');
   } finally {
+    if (!placed) await handle?.close();
     if (tmp) await fs.promises.rm(tmp, { force: true });
   }
 }

@@ -15,6 +15,7 @@ export function assetFileHooks(assets: AssetService, ctx: RouteCtx, log: { warn(
     return { owner, owners: ctx.scope(req) === undefined ? [owner] : [...new Set(['', owner])] };
   };
   return {
+    uploadPlaced: (w: { hash: string; size: number; head: Buffer; stamp: string }) => assets.holdWrite(w),
     uploadAnswerExtras: async (file: { type: 'input' | 'output' | 'temp'; subfolder: string; name: string; size: number; hash?: string; head?: Buffer; stamp?: string }, req: FastifyRequest): Promise<Record<string, unknown> | undefined> => {
       try {
         // An upload hashed as it arrived: its hash, size and head stand for the file, which is not read again.

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import send from '@fastify/send';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { fileStamp } from '../domain/assets/content.ts';
+import { handleStamp } from '../domain/assets/content.ts';
 import { compositeMask, MaskError, placeUpload, UploadBody, UploadError, type PlacedFile } from '../domain/uploads.ts';
 import { mayViewOutput } from '../domain/output-owners.ts';
 import { channelImage, contentDisposition, previewImage, safeContentType, ViewError } from '../domain/view.ts';
@@ -32,7 +32,11 @@ export interface StoredUpload {
   /** BLAKE3 (`blake3:<hex>`) and first bytes of the stored file, when the upload hashed them as they arrived. */
   hash?: string;
   head?: Buffer;
-  /** fileStamp of the stored file right after it was written: the hash stands for the file while the stamp is unchanged. */
+  /**
+   * The stamp (device and inode, see fileStamp) of the file this upload wrote,
+   * held open until the answer is sent: the hash stands for the file at the
+   * path while the path has this stamp.
+   */
   stamp?: string;
 }
 
@@ -48,6 +52,11 @@ export interface FileRoutesOptions {
    * `asset` when assets are enabled). Called once the file is stored.
    */
   uploadAnswerExtras?: (file: StoredUpload, req: FastifyRequest) => Promise<Record<string, unknown> | undefined>;
+  /**
+   * Assets hook: an upload's file is in place and its hash known (stamp: see
+   * StoredUpload.stamp); returns the release, called once it is registered.
+   */
+  uploadPlaced?: (w: { hash: string; size: number; head: Buffer; stamp: string }) => () => void;
   /** Assets hook: the stored file a `blake3:<hash>` name in /view stands for. */
   resolveHashName?: (name: string, req: FastifyRequest) => Promise<{ path: string; filename: string } | undefined>;
   /**
@@ -158,8 +167,8 @@ export function fileRoutes(app: FastifyInstance, ctx: RouteCtx, opts: FileRoutes
    * `stored`: the file holds the upload's own bytes (not the mask route's
    * composite), so their size and hash taken on the way in describe it.
    */
-  const answer = async (req: FastifyRequest, reply: FastifyReply, t: ReturnType<typeof target>, placed: { name: string; path: string; reused: boolean }, form: UploadForm, stored?: { size: number; hash?: string; head: Buffer }) => {
-    const stamp = stored?.hash ? await fileStamp(placed.path) : undefined;
+  const answer = async (req: FastifyRequest, reply: FastifyReply, t: ReturnType<typeof target>, placed: PlacedFile, form: UploadForm, stored?: { size: number; hash?: string; head: Buffer; stamp?: string }) => {
+    const stamp = stored?.stamp;
     if (t.type === 'input' && !placed.reused) opts.onInputChanged?.(ctx.folders(req));
     // Before the answer: a prompt sent to another process right after it finds the file in the store.
     await opts.content?.putQuietly(placed.path);
@@ -219,13 +228,24 @@ export function fileRoutes(app: FastifyInstance, ctx: RouteCtx, opts: FileRoutes
         const t = target(req, form);
         const overwrite = form.fields.overwrite === 'true' || form.fields.overwrite === '1';
         await guardOthersOutput(req, t, overwrite);
-        stored = { t, placed: await placeUpload(t.folder, t.name, form.image!.body, overwrite) };
+        // Hashed: a handle on the written file stays open until the asset is registered (see StoredUpload.stamp).
+        stored = { t, placed: await placeUpload(t.folder, t.name, form.image!.body, overwrite, undefined, opts.uploadAnswerExtras !== undefined) };
       } finally {
         // The spool goes before the answer: a client that saw the answer never finds it.
         await form.image?.body.dispose();
       }
       const body = form.image!.body;
-      return answer(req, reply, stored.t, stored.placed, form, { size: body.size, hash: await body.blake3(), head: body.head });
+      const handle = stored.placed.handle;
+      let release: (() => void) | undefined;
+      try {
+        const hash = await body.blake3();
+        const stamp = handle && hash ? await handleStamp(handle) : undefined;
+        if (hash && stamp) release = opts.uploadPlaced?.({ hash, size: body.size, head: body.head, stamp });
+        return await answer(req, reply, stored.t, stored.placed, form, { size: body.size, hash, head: body.head, stamp });
+      } finally {
+        release?.();
+        await handle?.close();
+      }
     }),
     { validate: false },
   );

@@ -238,13 +238,20 @@ export async function storeBlob(dirs: AssetDirs, tmp: string, hash: string): Pro
 }
 
 /**
- * Identifies one write of a file: inode and change time (a rename into
- * place changes both, even when the inode number is reused). Undefined when
- * no regular file is there.
+ * Identifies the file now at a path: its device and inode. Only meaningful
+ * against a stamp taken from a handle the writer still holds open (see
+ * handleStamp): an inode with an open handle cannot be freed and reused, so
+ * the same stamp means the same write. Undefined when no regular file is there.
  */
 export async function fileStamp(file: string): Promise<string | undefined> {
   const st = await fs.promises.lstat(file, { bigint: true }).catch(() => undefined);
-  return st?.isFile() ? `${st.ino}:${st.ctimeNs}:${st.size}` : undefined;
+  return st?.isFile() ? `${st.dev}:${st.ino}` : undefined;
+}
+
+/** The stamp of the file an open handle is on (see fileStamp). */
+export async function handleStamp(fh: fs.promises.FileHandle): Promise<string> {
+  const st = await fh.stat({ bigint: true });
+  return `${st.dev}:${st.ino}`;
 }
 
 /** A regular file at the logical path with exactly `size` bytes (a file replaced under the name no longer holds the content). */

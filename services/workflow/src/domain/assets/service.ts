@@ -44,9 +44,8 @@ function iso(ms: number): string {
 }
 
 const TOTALS_CACHED = 512;
-const RECENT_WRITES = 256;
 
-/** A file write whose content is known without reading it: BLAKE3, size, first bytes, and its fileStamp. */
+/** A file write whose content is known without reading it: BLAKE3, size, first bytes, and its stamp (see fileStamp). */
 export interface KnownWrite {
   hash: string;
   size: number;
@@ -57,7 +56,7 @@ export interface KnownWrite {
 export class AssetService {
   readonly db;
   readonly d;
-  /** The latest uploads' writes by fileStamp (bounded): what a file replaced under a registration now holds. */
+  /** Uploads being registered, by the stamp of the file each wrote (and holds open): what a path replaced under a registration now holds. */
   private recentWrites = new Map<string, KnownWrite>();
   /** List totals by (owners' write generations, filter): a cursor walk counts once, any write moves the key. */
   private totals = new Map<string, number>();
@@ -294,11 +293,12 @@ export class AssetService {
    * hashed while it arrived): its hash, size and first bytes, so the file is
    * not read again. Then one query finds the content row and the path's
    * asset with its tags, and any writes happen in one transaction. `stamp`
-   * (fileStamp right after the write) ties the hash to that write: when the
-   * file was replaced meanwhile (a concurrent upload to the same name), it
-   * is registered with what the replacing write is known to hold (when that
-   * write was an upload of this process, see recentWrites), else from what
-   * it holds, as without `known`.
+   * (device and inode of the written file, which the caller holds open until
+   * this returns) ties the hash to that write: when the path holds another
+   * file once the rows are written (a concurrent upload to the same name),
+   * it is registered again with what the replacing write is known to hold
+   * (an upload of this process still registering, see recentWrites), else
+   * from what it holds, as without `known`.
    */
   async registerFile(f: {
     type: 'input' | 'output' | 'temp' | 'models';
@@ -319,7 +319,36 @@ export class AssetService {
     const file = resolveLogical(this.dirs, logical);
     if (!file) return undefined;
     const known = f.known;
-    if (known) this.rememberWrite(known);
+    // The caller's own write is known to others while its handle is open, i.e. until this returns.
+    const release = known !== undefined && f.depth === undefined && !this.recentWrites.has(known.stamp) ? this.holdWrite(known) : undefined;
+    try {
+      return await this.registerKnown(f, file, logical, rel, ownInput);
+    } finally {
+      release?.();
+    }
+  }
+
+  /**
+   * Makes a write known (see recentWrites) from the moment it is in place
+   * until the returned release is called (before its handle is closed), so
+   * that a registration of the same path that finds this file there takes
+   * its hash instead of reading it.
+   */
+  holdWrite(w: KnownWrite): () => void {
+    this.recentWrites.set(w.stamp, w);
+    return () => {
+      if (this.recentWrites.get(w.stamp) === w) this.recentWrites.delete(w.stamp);
+    };
+  }
+
+  private async registerKnown(
+    f: Parameters<AssetService['registerFile']>[0],
+    file: string,
+    logical: string,
+    rel: string,
+    ownInput: boolean,
+  ): Promise<Created | undefined> {
+    const known = f.known;
     /** undefined while the file is still the write `known` describes; else how to register it again. */
     const replaced = async (): Promise<typeof f | undefined> => {
       if (!known) return undefined;
@@ -373,12 +402,6 @@ export class AssetService {
     const row = await repo.getByFilePath(this.db, this.d, logical);
     if (!row) return undefined;
     return { row, tags: (await repo.tagsOf(this.db, [row.id])).get(row.id) ?? [], created: false };
-  }
-
-  private rememberWrite(w: KnownWrite): void {
-    this.recentWrites.delete(w.stamp);
-    this.recentWrites.set(w.stamp, w);
-    if (this.recentWrites.size > RECENT_WRITES) this.recentWrites.delete(this.recentWrites.keys().next().value!);
   }
 
   // ---- changing ----
