@@ -238,20 +238,24 @@ export async function storeBlob(dirs: AssetDirs, tmp: string, hash: string): Pro
 }
 
 /**
- * Identifies the file now at a path: its device and inode. Only meaningful
- * against a stamp taken from a handle the writer still holds open (see
- * handleStamp): an inode with an open handle cannot be freed and reused, so
- * the same stamp means the same write. Undefined when no regular file is there.
+ * Identifies the file now at a path: device, inode, size, modification and
+ * change times. A stamp taken from a handle the writer holds open (see
+ * handleStamp) names that write: while the handle is open its inode cannot
+ * be reused, and afterwards a reused inode would also need the same size and
+ * the same times to the nanosecond. Undefined when no regular file is there.
  */
 export async function fileStamp(file: string): Promise<string | undefined> {
   const st = await fs.promises.lstat(file, { bigint: true }).catch(() => undefined);
-  return st?.isFile() ? `${st.dev}:${st.ino}` : undefined;
+  return st?.isFile() ? stampOf(st) : undefined;
 }
 
-/** The stamp of the file an open handle is on (see fileStamp). */
+function stampOf(st: fs.BigIntStats): string {
+  return `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
+}
+
+/** The stamp of the file an open handle is on, taken once it is in place (see fileStamp). */
 export async function handleStamp(fh: fs.promises.FileHandle): Promise<string> {
-  const st = await fh.stat({ bigint: true });
-  return `${st.dev}:${st.ino}`;
+  return stampOf(await fh.stat({ bigint: true }));
 }
 
 /** A regular file at the logical path with exactly `size` bytes (a file replaced under the name no longer holds the content). */

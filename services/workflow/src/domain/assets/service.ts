@@ -44,6 +44,7 @@ function iso(ms: number): string {
 }
 
 const TOTALS_CACHED = 512;
+const RECENT_WRITES = 256;
 
 /** A file write whose content is known without reading it: BLAKE3, size, first bytes, and its stamp (see fileStamp). */
 export interface KnownWrite {
@@ -56,7 +57,7 @@ export interface KnownWrite {
 export class AssetService {
   readonly db;
   readonly d;
-  /** Uploads being registered, by the stamp of the file each wrote (and holds open): what a path replaced under a registration now holds. */
+  /** The latest uploads' writes by the stamp of the file each wrote (bounded): what a path replaced under a registration now holds. */
   private recentWrites = new Map<string, KnownWrite>();
   /** List totals by (owners' write generations, filter): a cursor walk counts once, any write moves the key. */
   private totals = new Map<string, number>();
@@ -297,7 +298,7 @@ export class AssetService {
    * this returns) ties the hash to that write: when the path holds another
    * file once the rows are written (a concurrent upload to the same name),
    * it is registered again with what the replacing write is known to hold
-   * (an upload of this process still registering, see recentWrites), else
+   * (a recent upload of this process, see recentWrites), else
    * from what it holds, as without `known`.
    */
   async registerFile(f: {
@@ -335,10 +336,11 @@ export class AssetService {
    * its hash instead of reading it.
    */
   holdWrite(w: KnownWrite): () => void {
+    this.recentWrites.delete(w.stamp);
     this.recentWrites.set(w.stamp, w);
-    return () => {
-      if (this.recentWrites.get(w.stamp) === w) this.recentWrites.delete(w.stamp);
-    };
+    if (this.recentWrites.size > RECENT_WRITES) this.recentWrites.delete(this.recentWrites.keys().next().value!);
+    // Kept after the release (bounded): the stamp still names the write while the file is unchanged.
+    return () => undefined;
   }
 
   private async registerKnown(
