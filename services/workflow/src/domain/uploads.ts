@@ -88,7 +88,7 @@ export interface PlacedFile {
   path: string;
   reused: boolean;
   /**
-   * With `keepOpen`, when the upload wrote the file: a handle on the file it
+   * With `written`, when the upload wrote the file: a handle on the file it
    * wrote (the caller closes it). While it is open the file's inode cannot be
    * reused, so (device, inode) identifies this write (see fileStamp).
    */
@@ -139,7 +139,16 @@ async function writeTemp(folder: string, data: Buffer[] | Buffer | UploadBody, k
  * from what is compared (the mask route writes the composite, compares the
  * mask, as the reference).
  */
-export async function placeUpload(folder: string, name: string, body: UploadBody, overwrite: boolean, content?: () => Promise<Buffer>, keepOpen = false): Promise<PlacedFile> {
+export async function placeUpload(
+  folder: string,
+  name: string,
+  body: UploadBody,
+  overwrite: boolean,
+  content?: () => Promise<Buffer>,
+  /** Called with a handle on the written file before it appears under its name; the handle stays open (PlacedFile.handle). */
+  written?: (handle: fs.promises.FileHandle) => Promise<void>,
+): Promise<PlacedFile> {
+  const keepOpen = written !== undefined;
   try {
     await fs.promises.mkdir(folder, { recursive: true });
   } catch (err) {
@@ -152,6 +161,7 @@ export async function placeUpload(folder: string, name: string, body: UploadBody
     const { tmp, handle } = await writeTemp(folder, content ? await content() : body, keepOpen);
     const target = path.join(folder, name);
     try {
+      if (handle) await written!(handle);
       await fs.promises.rename(tmp, target);
     } catch (err) {
       await handle?.close();
@@ -169,7 +179,10 @@ export async function placeUpload(folder: string, name: string, body: UploadBody
       const target = path.join(folder, candidate);
       if (await sameContent(target, body)) return { name: candidate, path: target, reused: true };
       if (fs.existsSync(target) || fs.lstatSync(target, { throwIfNoEntry: false })) continue;
-      if (tmp === undefined) ({ tmp, handle } = await writeTemp(folder, content ? await content() : body, keepOpen));
+      if (tmp === undefined) {
+        ({ tmp, handle } = await writeTemp(folder, content ? await content() : body, keepOpen));
+        if (handle) await written!(handle);
+      }
       try {
         await fs.promises.link(tmp, target);
         placed = true;

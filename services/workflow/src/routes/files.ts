@@ -223,28 +223,31 @@ export function fileRoutes(app: FastifyInstance, ctx: RouteCtx, opts: FileRoutes
       if (tooBig(req)) throw new Refusal(413, tooLarge(opts.maxUploadSize));
       // With assets on, the bytes are hashed as they arrive: the asset registration does not read the file again.
       const form = await readForm(req, opts.maxUploadSize, opts.uploadAnswerExtras !== undefined);
+      const body = form.image?.body as UploadBody;
       let stored: { t: ReturnType<typeof target>; placed: PlacedFile };
+      let stamp: string | undefined;
+      let release: (() => void) | undefined;
       try {
         const t = target(req, form);
         const overwrite = form.fields.overwrite === 'true' || form.fields.overwrite === '1';
         await guardOthersOutput(req, t, overwrite);
-        // Hashed: a handle on the written file stays open until the asset is registered (see StoredUpload.stamp).
-        stored = { t, placed: await placeUpload(t.folder, t.name, form.image!.body, overwrite, undefined, opts.uploadAnswerExtras !== undefined) };
+        // Hashed: the write is made known (uploadPlaced) before it is in place, and a handle on it stays open until its asset is registered (see StoredUpload.stamp).
+        const written = async (handle: fs.promises.FileHandle) => {
+          const hash = await body.blake3();
+          if (!hash) return;
+          stamp = await handleStamp(handle);
+          release = opts.uploadPlaced?.({ hash, size: body.size, head: body.head, stamp });
+        };
+        stored = { t, placed: await placeUpload(t.folder, t.name, body, overwrite, undefined, opts.uploadAnswerExtras !== undefined ? written : undefined) };
       } finally {
         // The spool goes before the answer: a client that saw the answer never finds it.
         await form.image?.body.dispose();
       }
-      const body = form.image!.body;
-      const handle = stored.placed.handle;
-      let release: (() => void) | undefined;
       try {
-        const hash = await body.blake3();
-        const stamp = handle && hash ? await handleStamp(handle) : undefined;
-        if (hash && stamp) release = opts.uploadPlaced?.({ hash, size: body.size, head: body.head, stamp });
-        return await answer(req, reply, stored.t, stored.placed, form, { size: body.size, hash, head: body.head, stamp });
+        return await answer(req, reply, stored.t, stored.placed, form, { size: body.size, hash: await body.blake3(), head: body.head, stamp: stored.placed.handle ? stamp : undefined });
       } finally {
         release?.();
-        await handle?.close();
+        await stored.placed.handle?.close();
       }
     }),
     { validate: false },

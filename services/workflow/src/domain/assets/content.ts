@@ -238,11 +238,12 @@ export async function storeBlob(dirs: AssetDirs, tmp: string, hash: string): Pro
 }
 
 /**
- * Identifies the file now at a path: device, inode, size, modification and
- * change times. A stamp taken from a handle the writer holds open (see
- * handleStamp) names that write: while the handle is open its inode cannot
- * be reused, and afterwards a reused inode would also need the same size and
- * the same times to the nanosecond. Undefined when no regular file is there.
+ * Identifies the file now at a path: device, inode, size and modification
+ * time (not the change time, which a rename into place moves). A stamp taken
+ * from a handle the writer holds open (see handleStamp) names that write:
+ * while the handle is open its inode cannot be reused, and afterwards a
+ * reused inode would also need the same size and modification time to the
+ * nanosecond. Undefined when no regular file is there.
  */
 export async function fileStamp(file: string): Promise<string | undefined> {
   const st = await fs.promises.lstat(file, { bigint: true }).catch(() => undefined);
@@ -250,10 +251,10 @@ export async function fileStamp(file: string): Promise<string | undefined> {
 }
 
 function stampOf(st: fs.BigIntStats): string {
-  return `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
+  return `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}`;
 }
 
-/** The stamp of the file an open handle is on, taken once it is in place (see fileStamp). */
+/** The stamp of the file an open handle is on (see fileStamp); the same before and after a rename. */
 export async function handleStamp(fh: fs.promises.FileHandle): Promise<string> {
   return stampOf(await fh.stat({ bigint: true }));
 }
