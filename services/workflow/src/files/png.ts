@@ -14,12 +14,22 @@ function chunk(type: string, data: Buffer): Buffer {
   return out;
 }
 
-/** Inserts tEXt chunks (keyword → text) right after IHDR, where PIL's PngInfo puts them. */
-export function addTextChunks(png: Buffer, texts: Array<[string, string]>): Buffer {
-  if (texts.length === 0) return png;
+/**
+ * The PNG with tEXt chunks (keyword → text) right after IHDR, where PIL's
+ * PngInfo puts them, as the pieces of the file in order (written with one
+ * writev, the encoded image is not copied).
+ */
+export function textChunkParts(png: Buffer, texts: Array<[string, string]>): Buffer[] {
+  if (texts.length === 0) return [png];
   const ihdrEnd = 8 + 12 + png.readUInt32BE(8);
   const chunks = texts.map(([k, v]) => chunk('tEXt', Buffer.concat([Buffer.from(k, 'latin1'), Buffer.from([0]), Buffer.from(v, 'latin1')])));
-  return Buffer.concat([png.subarray(0, ihdrEnd), ...chunks, png.subarray(ihdrEnd)]);
+  return [png.subarray(0, ihdrEnd), ...chunks, png.subarray(ihdrEnd)];
+}
+
+/** Inserts tEXt chunks (keyword → text) right after IHDR, where PIL's PngInfo puts them. */
+export function addTextChunks(png: Buffer, texts: Array<[string, string]>): Buffer {
+  const parts = textChunkParts(png, texts);
+  return parts.length === 1 ? parts[0]! : Buffer.concat(parts);
 }
 
 /** Reads the tEXt chunks of a PNG (keyword → text). */

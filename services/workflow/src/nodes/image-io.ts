@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import sharp from '../files/sharp.ts';
-import { addTextChunks, asciiJson } from '../files/png.ts';
+import { asciiJson, textChunkParts } from '../files/png.ts';
 import { parseAnnotated, safeJoin, safeRelative, UnsafePathError } from '../files/paths.ts';
 import type { NodeContext, NodeDefinition, NodeEnv, NodeScope } from './api.ts';
 import { checkSize, Frame, ImageBatch, MaskBatch, MaskPlane, MAX_BATCH, MAX_IMAGE_SIDE } from './image-types.ts';
@@ -54,11 +54,35 @@ async function readableImage(scope: NodeScope, name: unknown): Promise<string | 
   return (await scope.canRead({ type, subfolder: slash < 0 ? '' : rel.slice(0, slash), filename: rel.slice(slash + 1) })) ? file : undefined;
 }
 
+/**
+ * SHA-256 digests of image files by their stat (inode, size, modification
+ * and change times in nanoseconds): a file rewritten in any way changes its
+ * ctime, so an unchanged stat means unchanged bytes and the file is not read
+ * and hashed again on every prompt (about 1-4 ms for a 2 MB image). File
+ * times tick in clock ticks of a few milliseconds, so a file changed within
+ * the last two seconds is hashed but not remembered (as git's racy-clean rule).
+ */
+const digests = new Map<string, string>();
+const DIGESTS_KEPT = 1024;
+
+function fileDigest(file: string): string {
+  const st = fs.statSync(file, { bigint: true });
+  const key = `${file}\0${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
+  let d = digests.get(key);
+  if (d === undefined) {
+    d = createHash('sha256').update(fs.readFileSync(file)).digest('hex');
+    if (Date.now() - Number(st.ctimeNs / 1_000_000n) < 2000 || Date.now() - Number(st.mtimeNs / 1_000_000n) < 2000) return d;
+    if (digests.size >= DIGESTS_KEPT) digests.delete(digests.keys().next().value!);
+    digests.set(key, d);
+  }
+  return d;
+}
+
 /** IS_CHANGED of a loaded image: its content hash; a file outside the input folder behind a read check always re-runs. */
 function imageChanged(scope: NodeScope, name: unknown): unknown {
   if (scope.canRead && typeof name === 'string' && parseAnnotated(name, 'input').type !== 'input') return NaN;
   const file = existingImage(scope.dirs, name);
-  return file ? createHash('sha256').update(fs.readFileSync(file)).digest('hex') : NaN;
+  return file ? fileDigest(file) : NaN;
 }
 
 export async function decodeImage(file: string | Buffer): Promise<{ image: ImageBatch; mask: MaskBatch }> {
@@ -161,6 +185,25 @@ export function saveImagePath(prefix: string, outputDir: string, width: number, 
   return { folder, filename, counter, subfolder };
 }
 
+/** Writes the pieces of a new file in order ('wx': fails with EEXIST when the name is taken). */
+function writeNew(file: string, parts: Buffer[]): void {
+  const fd = fs.openSync(file, 'wx');
+  try {
+    let rest = parts.filter((p) => p.length > 0);
+    while (rest.length > 0) {
+      let n = fs.writevSync(fd, rest);
+      // A short write: drop what was written, keep the rest of a partly written piece.
+      while (rest.length > 0 && n >= rest[0]!.length) n -= rest.shift()!.length;
+      if (rest.length > 0 && n > 0) rest[0] = rest[0]!.subarray(n);
+    }
+  } catch (err) {
+    fs.closeSync(fd);
+    fs.rmSync(file, { force: true });
+    throw err;
+  }
+  fs.closeSync(fd);
+}
+
 /** Writes a batch as PNG files with the prompt and extra_pnginfo in tEXt chunks; never overwrites. */
 export async function saveBatch(
   images: ImageBatch,
@@ -171,8 +214,9 @@ export async function saveBatch(
   compressionLevel: number,
 ): Promise<Array<Record<string, unknown>>> {
   const dir = ctx.env.dirs[type];
-  const { folder, filename, subfolder } = saveImagePath(prefix, dir, images.width, images.height);
-  let { counter } = saveImagePath(prefix, dir, images.width, images.height);
+  const target = saveImagePath(prefix, dir, images.width, images.height);
+  const { folder, filename, subfolder } = target;
+  let { counter } = target;
   const results: Array<Record<string, unknown>> = [];
   const texts: Array<[string, string]> = [];
   if (hidden.prompt !== undefined && hidden.prompt !== null) texts.push(['prompt', asciiJson(hidden.prompt)]);
@@ -181,13 +225,13 @@ export async function saveBatch(
   }
   for (let batch = 0; batch < images.frames.length; batch++) {
     ctx.checkInterrupt();
-    const png = addTextChunks(await encodePng(images.frames[batch]!, compressionLevel), texts);
+    const parts = textChunkParts(await encodePng(images.frames[batch]!, compressionLevel), texts);
     const base = filename.replaceAll('%batch_num%', String(batch));
     // 'wx' makes two writers that computed the same counter take the next one instead of overwriting.
     for (;;) {
       const file = `${base}_${String(counter).padStart(5, '0')}_.png`;
       try {
-        fs.writeFileSync(path.join(folder, file), png, { flag: 'wx' });
+        writeNew(path.join(folder, file), parts);
         const item: Record<string, unknown> = { filename: file, subfolder, type };
         const extra = await ctx.env.fileWritten?.({ filename: file, subfolder, type });
         if (extra) Object.assign(item, extra);
