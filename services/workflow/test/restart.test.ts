@@ -78,6 +78,22 @@ forEachStorage('workflow restart persistence', (storage) => {
       assert.deepEqual(Object.keys(h.body), ids.slice(3));
       const j = await http.get('/api/jobs');
       assert.equal(j.body.pagination.total, 3);
+
+      // The bound keeps counting through a client's deletions: 2 left + 2 new = the newest 3 after one more.
+      assert.equal((await http.post('/history', { delete: [ids[3]] })).status, 200);
+      const more: string[] = [];
+      for (let i = 0; i < 3; i++) {
+        const r = await http.post('/prompt', { prompt: textPrompt(`after delete ${i}`) });
+        more.push(r.body.prompt_id);
+        await waitJob(http, r.body.prompt_id);
+        const n = Object.keys((await http.get('/history?max_items=100')).body).length;
+        assert.equal(n, Math.min(3, 2 + i + 1), `after ${i + 1} more`);
+      }
+      assert.deepEqual(Object.keys((await http.get('/history?max_items=100')).body), more);
+      // And through a clear.
+      assert.equal((await http.post('/history', { clear: true })).status, 200);
+      for (let i = 0; i < 4; i++) await waitJob(http, (await http.post('/prompt', { prompt: textPrompt(`after clear ${i}`) })).body.prompt_id);
+      assert.equal((await http.get('/api/jobs')).body.pagination.total, 3);
     } finally {
       await srv.close();
     }

@@ -188,16 +188,26 @@ export async function claimNext(storage: Storage, worker: string, now: number, d
   return r.rows[0] ? decode(r.rows[0]) : null;
 }
 
+/**
+ * Trimming of the history with an end: `keep` finished prompts at most.
+ * `finished`: how many there are once this end is recorded, when the caller
+ * keeps that count (one process owns the table); counted otherwise.
+ */
+export interface HistoryTrim {
+  keep: number;
+  finished?: number;
+}
+
 /** Records a prompt's end and takes the next one in the same transaction: one commit per prompt instead of two. */
-export async function completeAndClaimNext(storage: Storage, id: string, c: Completion, worker: string | null, trimTo?: number): Promise<{ next: PromptRecord | null; trimmed: number }> {
-  if (worker === null && trimTo === undefined) {
+export async function completeAndClaimNext(storage: Storage, id: string, c: Completion, worker: string | null, trim?: HistoryTrim): Promise<{ next: PromptRecord | null; trimmed: number }> {
+  if (worker === null && trim === undefined) {
     await completePrompt(storage.db, id, c);
     return { next: null, trimmed: 0 };
   }
   // The history bound holds the moment the end is visible: trimming commits with it.
   return storage.db.transaction().execute(async (trx) => {
     await completePrompt(trx, id, c);
-    const trimmed = trimTo === undefined ? 0 : await trimHistory(trx, trimTo);
+    const trimmed = trim === undefined ? 0 : await trimHistory(trx, trim.keep, trim.finished);
     return { next: worker === null ? null : await claimNext(storage, worker, Date.now(), trx), trimmed };
   });
 }
@@ -303,21 +313,27 @@ export async function finishedCount(db: Kysely<any>): Promise<number> {
   return Number(r.n);
 }
 
-/** Deletes the oldest finished prompts beyond `keep`. */
-export async function trimHistory(db: Kysely<any>, keep: number): Promise<number> {
-  const total = await finishedCount(db);
+/** Deletes the oldest finished prompts beyond `keep`; `finished` is their number when the caller knows it. */
+export async function trimHistory(db: Kysely<any>, keep: number, finished?: number): Promise<number> {
+  const total = finished ?? (await finishedCount(db));
   if (total <= keep) return 0;
+  // Every finished prompt has an end time and no other has: the oldest come straight from the
+  // (end_time, id) index. Selecting them by status instead sorted the whole history on every end.
   const victims = await db
     .selectFrom('prompts')
     .select('id')
-    .where('status', 'in', FINISHED)
+    .where('end_time', 'is not', null)
     .orderBy('end_time')
     .orderBy('id')
     .limit(total - keep)
     .execute();
   if (victims.length === 0) return 0;
-  await db.deleteFrom('prompts').where('id', 'in', victims.map((v) => v.id as string)).execute();
-  return victims.length;
+  const r = await db
+    .deleteFrom('prompts')
+    .where('id', 'in', victims.map((v) => v.id as string))
+    .where('status', 'in', FINISHED)
+    .executeTakeFirst();
+  return Number(r.numDeletedRows);
 }
 
 export interface JobQuery {

@@ -8,6 +8,7 @@ import type { NodeEnv, NodeScope } from '../nodes/api.ts';
 import {
   claimNext,
   completeAndClaimNext,
+  type HistoryTrim,
   deletePending,
   DuplicatePromptId,
   failOrphans,
@@ -32,6 +33,8 @@ export const SENSITIVE_KEYS = ['auth_token_comfy_org', 'api_key_comfy_org', 'ope
 
 /** How long a run's first messages may wait to share a socket write with the following ones. */
 const HOLD_MS = 10;
+/** Ends between two counts of the history (the in-memory count misses rows other paths finish or remove). */
+const RECOUNT_EVERY = 256;
 
 /** Bounds validation and execution state per prompt; ten times the largest graphs the engine is measured on. */
 export const MAX_PROMPT_NODES = 100_000;
@@ -446,6 +449,8 @@ export class PromptRunner implements ClaimHandler {
   pendingCancelled(promptId: string, owner = ''): void {
     this.releaseGate(promptId);
     this.counted(owner, -1);
+    // It ended without running: one more row of history.
+    if (!this.o.shared) this.finished += 1;
     this.broadcastStatus(owner);
   }
 
@@ -463,6 +468,20 @@ export class PromptRunner implements ClaimHandler {
       this.counted(owner ?? '', -removed.length);
       this.broadcastStatus(owner ?? '');
     }
+  }
+
+  /**
+   * How the end being recorded trims the history. Shared queue: every so many
+   * ends, counted (every process adds to it). Otherwise this process owns the
+   * table and keeps the count, so the common end (history full, one prompt
+   * over) deletes one row found through the end_time index, with no count;
+   * a recount every RECOUNT_EVERY ends takes in what the count cannot see.
+   */
+  private historyTrim(): HistoryTrim | undefined {
+    const keep = this.o.maxHistory;
+    if (this.o.shared) return ++this.completions % 20 === 0 ? { keep } : undefined;
+    if (++this.completions % RECOUNT_EVERY === 0) return { keep };
+    return this.finished + 1 > keep ? { keep, finished: this.finished + 1 } : undefined;
   }
 
   /** History rows were removed by a client. */
@@ -620,10 +639,10 @@ export class PromptRunner implements ClaimHandler {
       // With nothing else known to be queued, the end is recorded alone (a prompt stored meanwhile is claimed by the loop).
       // Shared queue: the next prompt comes with the next job; history is trimmed every so many ends (its count is everyone's).
       const claimNext = !this.o.shared && !this.stopped && this.remaining > 1;
-      const trimTo = this.o.shared ? (++this.completions % 20 === 0 ? this.o.maxHistory : undefined) : this.finished + 1 > this.o.maxHistory ? this.o.maxHistory : undefined;
-      const done = await completeAndClaimNext(this.o.storage, record.id, completion, claimNext ? this.workerId : null, trimTo);
+      const done = await completeAndClaimNext(this.o.storage, record.id, completion, claimNext ? this.workerId : null, this.historyTrim());
       next = done.next;
       this.finished += 1 - done.trimmed;
+      if (!this.o.shared && this.completions % RECOUNT_EVERY === 0) this.finished = await finishedCount(this.o.storage.db);
       this.o.onFinished?.({ promptId: record.id, owner: record.owner, status, startTime: record.startTime ?? completion.endTime, endTime: completion.endTime });
       this.current = null;
       this.counted(record.owner, -1);
