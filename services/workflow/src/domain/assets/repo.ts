@@ -112,28 +112,6 @@ export interface NewAsset {
   tags: string[];
 }
 
-/** The assets row of a new asset (single and bulk inserts). */
-function assetRow(d: SqlDialect, a: NewAsset): Record<string, unknown> {
-  return {
-    id: a.id,
-    owner: a.owner,
-    name: a.name,
-    hash: a.hash,
-    size: a.size,
-    mime_type: a.mimeType,
-    user_metadata: d.json(a.userMetadata),
-    metadata: JSON.stringify(a.metadata),
-    preview_id: a.previewId,
-    job_id: a.jobId,
-    file_path: a.filePath,
-    dedup_key: a.dedupKey,
-    missing: 0,
-    created_at: a.now,
-    updated_at: a.now,
-    last_access_time: a.now,
-  };
-}
-
 /** The AssetRow a successful insert of `a` stored (what getAsset would read back). */
 export function newAssetRow(a: NewAsset): AssetRow {
   return {
@@ -153,6 +131,12 @@ export function newAssetRow(a: NewAsset): AssetRow {
     updated_at: a.now,
     last_access_time: a.now,
   };
+}
+
+/** The assets row of a new asset (single and bulk inserts): the AssetRow above, encoded for the table. */
+function assetRow(d: SqlDialect, a: NewAsset): Record<string, unknown> {
+  const row = newAssetRow(a);
+  return { ...row, dedup_key: a.dedupKey, user_metadata: d.json(row.user_metadata), metadata: JSON.stringify(row.metadata), missing: 0 };
 }
 
 async function insertAssetIn(tx: Db, d: SqlDialect, a: NewAsset): Promise<boolean> {
