@@ -223,7 +223,7 @@ export const apiTestNodes: NodeDefinition[] = [
     inputs: { required: { value: ['*', {}], sleep_seconds: ['FLOAT', { default: 1.0 }] } },
     outputs: ['*'],
     async execute({ value, sleep_seconds }, ctx) {
-      await sleepWithProgress(sleep_seconds, ctx, (elapsed) => ctx.progress(sleep_seconds > 0 ? elapsed / sleep_seconds : 1, 1.0));
+      await sleepWithProgress(sleep_seconds, ctx, (elapsed) => ctx.progress(sleep_seconds > 0 ? Math.min(1, elapsed / sleep_seconds) : 1, 1.0));
       return [value];
     },
   },
@@ -235,7 +235,7 @@ export const apiTestNodes: NodeDefinition[] = [
     outputs: ['*'],
     // A plain function: the reference blocks its worker thread here; blocking Node's only thread would stall the server, so it returns a promise.
     execute({ value, sleep_seconds }, ctx) {
-      return sleepWithProgress(sleep_seconds, ctx, (elapsed) => ctx.progress(sleep_seconds > 0 ? elapsed / sleep_seconds : 1, 1.0)).then(() => [value]);
+      return sleepWithProgress(sleep_seconds, ctx, (elapsed) => ctx.progress(sleep_seconds > 0 ? Math.min(1, elapsed / sleep_seconds) : 1, 1.0)).then(() => [value]);
     },
   },
 ];

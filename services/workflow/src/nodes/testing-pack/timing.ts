@@ -25,7 +25,8 @@ export async function sleepWithProgress(seconds: number, ctx: NodeContext, repor
   for (;;) {
     ctx.checkInterrupt();
     const now = performance.now();
-    report((Math.min(now, end) - start) / 1000);
+    // Elapsed time capped at the duration itself (end − start is not always exactly it in floating point: a fraction could exceed 1).
+    report(Math.min(now - start, Math.max(0, seconds) * 1000) / 1000);
     if (now >= end) return;
     await delay(Math.min(end - now, STEP_MS), ctx.signal);
   }
