@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { forEachStorage } from '@svc/testkit';
 import { startWorkflow } from './helpers.ts';
-import { byte, image, loaded, near, saved, type Pixels, type Server } from './nodes-helpers.ts';
+import { byte, image, loaded, near, readOutput, run, saved, type Pixels, type RunResult, type Server } from './nodes-helpers.ts';
 
 const grey = (v: number) => [v, v, v];
 
@@ -58,6 +59,42 @@ forEachStorage('workflow image filter nodes', (storage) => {
       ['b', 0],
     );
     near(f!, { ...rgba, data: gaussianRef(rgba, 2, 1.5).map(clamp) }, 1, 'rgba');
+  });
+
+  test('ImageBlur of a larger RGB image: one result whether SaveImage encodes it as it is convolved or a node reads its pixels first, in one prompt and from the cache', async () => {
+    const noise = image(120, 96, 3, (x, y) => [(x * 37 + y * 91 + ((x * y) % 7) * 13) % 256, (x * 11 + y * 5) % 256, (x ^ y) * 2]);
+    const src = await loaded(srv, noise);
+    const blur = (radius: number, sigma: number) => ({ class_type: 'ImageBlur', inputs: { image: ['load', 0], blur_radius: radius, sigma } });
+    const save = (link: [string, number]) => ({ class_type: 'SaveImage', inputs: { images: link, filename_prefix: `pend${randomUUID().slice(0, 8)}` } });
+    const read = async (r: RunResult, id: string) => {
+      assert.equal(r.error, undefined, JSON.stringify(r.error));
+      return readOutput(srv, r.outputs[id].images[0]);
+    };
+    for (const [radius, sigma] of [
+      [1, 1],
+      [5, 2.5],
+    ] as const) {
+      // First only SaveImage consumes the blur (it stays libvips work until encoded) …
+      const graph = { ...src, b: blur(radius, sigma) };
+      const direct = await read(await run(srv, { ...graph, s1: save(['b', 0]) }), 's1');
+      near(direct, { ...noise, data: gaussianRef(noise, radius, sigma).map(clamp) }, 1, `radius ${radius}`);
+      // … then the cached blur feeds SaveImage again, nodes that read its pixels, and nodes that pass it through.
+      const r = await run(srv, {
+        ...graph,
+        s2: save(['b', 0]),
+        inv: { class_type: 'ImageInvert', inputs: { image: ['b', 0] } },
+        s3: save(['inv', 0]),
+        crop: { class_type: 'ImageCrop', inputs: { image: ['b', 0], width: 120, height: 96, x: 0, y: 0 } },
+        s4: save(['crop', 0]),
+        rep: { class_type: 'RepeatImageBatch', inputs: { image: ['b', 0], amount: 2 } },
+        one: { class_type: 'ImageFromBatch', inputs: { image: ['rep', 0], batch_index: 1, length: 1 } },
+        s5: save(['one', 0]),
+      });
+      near(await read(r, 's2'), direct, 0, 'cached, encoded again');
+      near(await read(r, 's3'), { ...direct, data: direct.data.map((v) => 255 - v) }, 0, 'inverted');
+      near(await read(r, 's4'), direct, 0, 'read by ImageCrop');
+      near(await read(r, 's5'), direct, 0, 'passed through a batch');
+    }
   });
 
   test('ImageSharpen: (1 + 10α)·x − 10α·gaussian(x), clamped', async () => {

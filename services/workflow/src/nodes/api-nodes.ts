@@ -16,6 +16,7 @@
 import sharp from '../files/sharp.ts';
 import { decodeImage, encodePng } from './image-io.ts';
 import { Frame, ImageBatch, MAX_BATCH, MAX_IMAGE_SIDE } from './image-types.ts';
+import { materialisingInputs } from './pending-images.ts';
 import type { InputSpec, NodeContext, NodeDefinition } from './api.ts';
 import { REDACTED, secretInputOf } from './secret-inputs.ts';
 
@@ -331,7 +332,7 @@ const endpointInputs: Record<string, InputSpec> = {
 };
 
 export function apiNodes(cfg: OpenAIConfig): NodeDefinition[] {
-  return [
+  const defs: NodeDefinition[] = [
     {
       name: 'OpenAICompatibleChat',
       displayName: 'OpenAI-compatible Chat',
@@ -421,4 +422,5 @@ export function apiNodes(cfg: OpenAIConfig): NodeDefinition[] {
       },
     },
   ];
+  return defs.map(materialisingInputs);
 }

@@ -1,6 +1,7 @@
 import sharp from '../files/sharp.ts';
 import type { NodeContext, NodeDefinition } from './api.ts';
 import { alphaFix, checkSize, clampByte, Frame, ImageBatch, toByte, withChannels } from './image-types.ts';
+import { takesPendingImages } from './pending-images.ts';
 import { resizeFrame } from './resample.ts';
 import { combo, IMAGE_IN, v3 } from './schema.ts';
 
@@ -64,6 +65,46 @@ function convolveSeparable(f: Frame, k: Float64Array, ctx: NodeContext): Float32
 const SHARP_KERNEL_MAX = 11;
 
 /**
+ * The torch (reflect-padded) 2-D convolution of frame pixels at chosen
+ * places: `at(x, y, out, o)` writes the channels of (x, y) as bytes into `out`
+ * from `o`. Reflected indices are tabled once per frame.
+ */
+function reflectConvolver(f: Frame, kernel2d: number[], size: number) {
+  const r = (size - 1) / 2;
+  const { width: w, height: h, channels: c, data } = f;
+  const xs = Int32Array.from({ length: w + 2 * r }, (_, i) => reflect(i - r, w) * c);
+  const ys = Int32Array.from({ length: h + 2 * r }, (_, i) => reflect(i - r, h) * w * c);
+  const k = Float64Array.from(kernel2d);
+  return (x: number, y: number, out: Buffer, o: number): void => {
+    for (let ch = 0; ch < c; ch++) {
+      let acc = 0;
+      for (let ky = 0; ky < size; ky++) {
+        const row = ys[y + ky]! + ch;
+        for (let kx = 0; kx < size; kx++) acc += k[ky * size + kx]! * data[row + xs[x + kx]!]!;
+      }
+      out[o + ch] = clampByte(acc);
+    }
+  };
+}
+
+/** Calls `fn` for every pixel within `r` of an edge (each once). */
+function forEachBorderPixel(w: number, h: number, r: number, fn: (x: number, y: number) => void): void {
+  for (let y = 0; y < h; y++) {
+    if (y < r || y >= h - r) for (let x = 0; x < w; x++) fn(x, y);
+    else
+      for (let x = 0; x < Math.min(r, w); x++) {
+        fn(x, y);
+        if (w - 1 - x >= r) fn(w - 1 - x, y);
+      }
+  }
+}
+
+/** libvips' convolution in float, rounded to bytes (its final cast truncates: +0.5 makes it round). */
+function sharpConvolution(f: Frame, kernel2d: number[], size: number) {
+  return f.pipeline().convolve({ width: size, height: size, kernel: kernel2d, scale: 1 }).linear(1, 0.5);
+}
+
+/**
  * A 2-D convolution through libvips (sharp.convolve), in float and rounded
  * to bytes. libvips extends edges by copying them where torch reflects, so
  * the outermost `r` rows and columns are recomputed here with reflection;
@@ -71,33 +112,68 @@ const SHARP_KERNEL_MAX = 11;
  * alpha.
  */
 async function convolveSharp(f: Frame, kernel2d: number[], size: number): Promise<Buffer> {
-  const r = (size - 1) / 2;
-  const { width: w, height: h, channels: c, data } = f;
-  const out = await sharp(data, { raw: { width: w, height: h, channels: c } })
-    .convolve({ width: size, height: size, kernel: kernel2d, scale: 1 })
-    // The convolution stays in float until the final cast, which truncates: +0.5 makes it round.
-    .linear(1, 0.5)
-    .raw()
-    .toBuffer();
-  const fix = (x: number, y: number) => {
-    for (let ch = 0; ch < c; ch++) {
-      let acc = 0;
-      for (let ky = 0; ky < size; ky++) {
-        const sy = reflect(y + ky - r, h);
-        for (let kx = 0; kx < size; kx++) acc += kernel2d[ky * size + kx]! * data[(sy * w + reflect(x + kx - r, w)) * c + ch]!;
-      }
-      out[(y * w + x) * c + ch] = clampByte(acc);
-    }
-  };
-  for (let y = 0; y < h; y++) {
-    if (y < r || y >= h - r) for (let x = 0; x < w; x++) fix(x, y);
-    else
-      for (let x = 0; x < Math.min(r, w); x++) {
-        fix(x, y);
-        if (w - 1 - x >= r) fix(w - 1 - x, y);
-      }
-  }
+  const out = await sharpConvolution(f, kernel2d, size).raw().toBuffer();
+  const at = reflectConvolver(f, kernel2d, size);
+  forEachBorderPixel(f.width, f.height, (size - 1) / 2, (x, y) => at(x, y, out, (y * f.width + x) * f.channels));
   return out;
+}
+
+/**
+ * The same convolution as a pending frame (see Frame): libvips runs it when
+ * the pixels are used, in the consumer's pipeline (SaveImage encodes while
+ * it convolves). libvips has no reflect edge mode and sharp no step after
+ * the convolution that could paste the torch border in, so the border is
+ * corrected with a bitwise XOR against an image that is zero except on the
+ * border, where it holds (libvips' value XOR torch's value). libvips' values
+ * there come from convolving bands `2r + 1` wide along each edge, where each
+ * border pixel has the same neighbourhood and edge as in the whole image; so
+ * the pixels are bit for bit those of convolveSharp. The kernel must be non-negative (values stay in
+ * 0..255.5, so the XOR sees the bytes the cast would give).
+ */
+async function pendingConvolution(f: Frame, kernel2d: number[], size: number): Promise<Frame> {
+  const r = (size - 1) / 2;
+  const { width: w, height: h, channels: c } = f;
+  const data = await f.materialise();
+  // Top and bottom bands stacked in one image, left and right bands side by side in another: each band keeps its image edge.
+  const band = 2 * r + 1;
+  const rows = Buffer.allocUnsafe(w * 2 * band * c);
+  data.copy(rows, 0, 0, w * band * c);
+  data.copy(rows, w * band * c, (h - band) * w * c);
+  const cols = Buffer.allocUnsafe(2 * band * h * c);
+  for (let y = 0; y < h; y++) {
+    data.copy(cols, y * 2 * band * c, y * w * c, (y * w + band) * c);
+    data.copy(cols, (y * 2 + 1) * band * c, ((y + 1) * w - band) * c, (y + 1) * w * c);
+  }
+  const [rowsOut, colsOut] = await Promise.all([
+    sharpConvolution(new Frame(w, 2 * band, c, rows), kernel2d, size).raw().toBuffer(),
+    sharpConvolution(new Frame(2 * band, h, c, cols), kernel2d, size).raw().toBuffer(),
+  ]);
+  /** Where libvips' value of border pixel (x, y) is in those two images. */
+  const vipsAt = (x: number, y: number): [Buffer, number] => {
+    if (y < r) return [rowsOut, (y * w + x) * c];
+    if (y >= h - r) return [rowsOut, ((y - h + 2 * band) * w + x) * c];
+    if (x < r) return [colsOut, (y * 2 * band + x) * c];
+    return [colsOut, (y * 2 * band + x - w + 2 * band) * c];
+  };
+  const xor = Buffer.alloc(w * h * c);
+  const torchAt = reflectConvolver(f, kernel2d, size);
+  let differs = false;
+  forEachBorderPixel(w, h, r, (x, y) => {
+    const o = (y * w + x) * c;
+    torchAt(x, y, xor, o);
+    const [vips, at] = vipsAt(x, y);
+    for (let ch = 0; ch < c; ch++) {
+      xor[o + ch]! ^= vips[at + ch]!;
+      if (xor[o + ch] !== 0) differs = true;
+    }
+  });
+  const raw = { raw: { width: w, height: h, channels: c } };
+  return new Frame(w, h, c, {
+    pipeline: () => {
+      const p = sharpConvolution(f, kernel2d, size);
+      return differs ? p.boolean(xor, 'eor', raw) : p;
+    },
+  });
 }
 
 function outer(k: Float64Array): number[] {
@@ -109,7 +185,12 @@ function outer(k: Float64Array): number[] {
 export async function blurFrame(f: Frame, radius: number, sigma: number, ctx: NodeContext): Promise<Frame> {
   const size = radius * 2 + 1;
   const k = gaussianKernel1d(size, sigma);
-  if (f.channels === 3 && size <= SHARP_KERNEL_MAX) return new Frame(f.width, f.height, 3, await convolveSharp(f, outer(k), size));
+  await f.materialise();
+  if (f.channels === 3 && size <= SHARP_KERNEL_MAX) {
+    // Pending only where the edge bands are a small part of the image.
+    if (f.width >= 8 * size && f.height >= 8 * size) return pendingConvolution(f, outer(k), size);
+    return new Frame(f.width, f.height, 3, await convolveSharp(f, outer(k), size));
+  }
   const out = convolveSeparable(f, k, ctx);
   const data = Buffer.alloc(out.length);
   for (let i = 0; i < out.length; i++) data[i] = clampByte(out[i]!);
@@ -378,7 +459,8 @@ export const imageFilterNodes: NodeDefinition[] = [
     outputs: ['IMAGE'],
     execute: async ({ image1, image2, blend_factor, blend_mode }, ctx) => [await blend(image1, image2, blend_factor, blend_mode, ctx)],
   },
-  {
+  // Reads its input itself and returns RGB blurs of up to 11×11 pending (encoded by SaveImage as they are convolved).
+  takesPendingImages({
     ...POST,
     name: 'ImageBlur',
     displayName: 'Image Blur',
@@ -399,7 +481,7 @@ export const imageFilterNodes: NodeDefinition[] = [
       }
       return [new ImageBatch(frames)];
     },
-  },
+  }),
   {
     ...POST,
     name: 'ImageQuantize',

@@ -6,6 +6,7 @@ import { asciiJson, textChunkParts } from '../files/png.ts';
 import { parseAnnotated, safeJoin, safeRelative, UnsafePathError } from '../files/paths.ts';
 import type { NodeContext, NodeDefinition, NodeEnv, NodeScope } from './api.ts';
 import { checkSize, Frame, ImageBatch, MaskBatch, MaskPlane, MAX_BATCH, MAX_IMAGE_SIDE } from './image-types.ts';
+import { takesPendingImages } from './pending-images.ts';
 
 const IMAGE_EXT = /\.(png|jpe?g|webp|gif|bmp|tiff?|avif)$/i;
 
@@ -141,8 +142,9 @@ export async function decodeMaskChannel(file: string | Buffer, channel: number):
   return new MaskBatch([new MaskPlane(info.width, info.height, mask)]);
 }
 
+/** A frame as PNG; a pending frame is encoded in the libvips pipeline that makes its pixels. */
 export async function encodePng(frame: Frame, compressionLevel = 4): Promise<Buffer> {
-  return sharp(frame.data, { raw: { width: frame.width, height: frame.height, channels: frame.channels } }).png({ compressionLevel }).toBuffer();
+  return frame.pipeline().png({ compressionLevel }).toBuffer();
 }
 
 function pad2(n: number): string {
@@ -317,7 +319,7 @@ export function imageIoNodes(dirs: NodeEnv['dirs']): NodeDefinition[] {
         return [await decodeMaskChannel(file, ['red', 'green', 'blue', 'alpha'].indexOf(channel))];
       },
     },
-    {
+    takesPendingImages({
       name: 'SaveImage',
       displayName: 'Save Image',
       description: 'Saves the input images to your ComfyUI output directory.',
@@ -336,8 +338,8 @@ export function imageIoNodes(dirs: NodeEnv['dirs']): NodeDefinition[] {
       execute: async ({ images, filename_prefix, prompt, extra_pnginfo }, ctx) => ({
         ui: { images: await saveBatch(images as ImageBatch, String(filename_prefix), 'output', ctx, { prompt, extra_pnginfo }, 4) },
       }),
-    },
-    {
+    }),
+    takesPendingImages({
       name: 'PreviewImage',
       displayName: 'Preview Image',
       // PreviewImage subclasses SaveImage in the reference and inherits its description and essentials category.
@@ -352,7 +354,7 @@ export function imageIoNodes(dirs: NodeEnv['dirs']): NodeDefinition[] {
         const suffix = Array.from(randomBytes(5), (b) => 'abcdefghijklmnopqrstupvxyz'[b % 26]).join('');
         return { ui: { images: await saveBatch(images as ImageBatch, `ComfyUI_temp_${suffix}`, 'temp', ctx, { prompt, extra_pnginfo }, 1) } };
       },
-    },
+    }),
   ];
 }
 

@@ -1,5 +1,6 @@
 import type { NodeContext, NodeDefinition } from './api.ts';
 import { checkSize, Frame, ImageBatch, MaskBatch, MaskPlane, MAX_BATCH, MAX_RESOLUTION, newFrame, pyRound, withChannels } from './image-types.ts';
+import { takesPendingImages } from './pending-images.ts';
 import { CROP_METHODS, cropFrame, resizeFrame, UPSCALE_METHODS, type UpscaleMethod } from './resample.ts';
 import { combo, IMAGE_IN, v3 } from './schema.ts';
 
@@ -310,7 +311,7 @@ export const imageTransformNodes: NodeDefinition[] = [
         return [mapFrames(img, (f) => cropFrame(f, x, y, w, h), ctx)];
       },
     },
-    {
+    takesPendingImages({
       name: 'RepeatImageBatch',
       category: 'image/batch',
       searchAliases: ['duplicate image', 'clone image'],
@@ -324,8 +325,8 @@ export const imageTransformNodes: NodeDefinition[] = [
         // Frames are immutable, so the copies share their pixels.
         return [new ImageBatch(Array.from({ length: n }, (_, i) => img.frames[i % img.frames.length]!))];
       },
-    },
-    {
+    }),
+    takesPendingImages({
       name: 'ImageFromBatch',
       category: 'image/batch',
       searchAliases: ['select image', 'pick from batch', 'extract image'],
@@ -339,7 +340,7 @@ export const imageTransformNodes: NodeDefinition[] = [
         const n = Math.min(frames.length - start, length);
         return [new ImageBatch(frames.slice(start, start + n))];
       },
-    },
+    }),
     {
       name: 'ImageStitch',
       displayName: 'Image Stitch',
@@ -361,7 +362,7 @@ export const imageTransformNodes: NodeDefinition[] = [
         await stitch(image1, image2 ?? undefined, direction, match_image_size, spacing_width, spacing_color, ctx),
       ],
     },
-    {
+    takesPendingImages({
       name: 'GetImageSize',
       displayName: 'Get Image Size',
       description: 'Returns width and height of the image, and passes it through unchanged.',
@@ -371,7 +372,7 @@ export const imageTransformNodes: NodeDefinition[] = [
       outputs: ['INT', 'INT', 'INT'],
       outputNames: ['width', 'height', 'batch_size'],
       execute: ({ image }) => [(image as ImageBatch).width, (image as ImageBatch).height, (image as ImageBatch).frames.length],
-    },
+    }),
     {
       name: 'ImageRotate',
       displayName: 'Rotate',

@@ -1,16 +1,73 @@
+import sharp from '../files/sharp.ts';
+import type { Sharp } from 'sharp';
+
 /**
  * IMAGE and MASK values. The reference's IMAGE is a float tensor [B,H,W,C];
  * here a batch is an array of 8-bit raw RGB(A) frames that sharp reads and
  * writes without conversion, and a MASK batch an array of float planes.
+ *
+ * A frame may also be pending: libvips work (`FrameRecipe`) that has not run
+ * yet, so that a consumer that hands pixels back to libvips (SaveImage's PNG
+ * encoder) runs it in the same libvips pipeline instead of waiting for raw
+ * pixels to be made, copied to JavaScript and read back. Code that reads
+ * `data` needs the pixels made first (`materialise`); the node wrappers
+ * (`materialisingInputs`) do that for every node that does not take pending
+ * frames, so only the nodes that know about them ever see one.
  */
+export interface FrameRecipe {
+  /**
+   * A new sharp pipeline ending in this frame's pixels (before any output
+   * format is chosen). Called once per use: a sharp instance runs only once.
+   * Every call must give the same pixels, as consumers of one cached output
+   * may each build their own.
+   */
+  pipeline(): Sharp;
+}
+
 export class Frame {
+  #data: Buffer | undefined;
+  #making: Promise<Buffer> | undefined;
+  /** How the pixels are made while the frame is pending; kept after they are, so libvips consumers may still chain onto it. */
+  readonly recipe: FrameRecipe | undefined;
   constructor(
     readonly width: number,
     readonly height: number,
     readonly channels: 3 | 4,
-    readonly data: Buffer,
+    data: Buffer | FrameRecipe,
   ) {
-    if (data.length !== width * height * channels) throw new Error(`frame data is ${data.length} bytes, expected ${width * height * channels}`);
+    if (Buffer.isBuffer(data)) {
+      if (data.length !== width * height * channels) throw new Error(`frame data is ${data.length} bytes, expected ${width * height * channels}`);
+      this.#data = data;
+    } else this.recipe = data;
+  }
+  /** The raw pixels; throws while the frame is pending (see `materialise`). */
+  get data(): Buffer {
+    if (this.#data === undefined) throw new Error(`${this.describe()} is pending: its pixels are read before they were made`);
+    return this.#data;
+  }
+  get pending(): boolean {
+    return this.#data === undefined;
+  }
+  /** Makes the pixels of a pending frame once (later and concurrent calls share them). */
+  materialise(): Promise<Buffer> {
+    if (this.#data !== undefined) return Promise.resolve(this.#data);
+    this.#making ??= this.recipe!
+      .pipeline()
+      .raw()
+      .toBuffer({ resolveWithObject: true })
+      .then(({ data, info }) => {
+        if (info.width !== this.width || info.height !== this.height || info.channels !== this.channels) {
+          throw new Error(`${this.describe()}: its recipe made ${info.width}x${info.height}x${info.channels}`);
+        }
+        this.#data = data;
+        return data;
+      });
+    return this.#making;
+  }
+  /** A sharp pipeline of this frame's pixels: the recipe's while pending, else over the raw pixels. */
+  pipeline(): Sharp {
+    if (this.#data === undefined) return this.recipe!.pipeline();
+    return sharp(this.#data, { raw: { width: this.width, height: this.height, channels: this.channels } });
   }
   describe(): string {
     return `<IMAGE ${this.width}x${this.height}x${this.channels}>`;
@@ -42,6 +99,15 @@ export class ImageBatch {
   }
   get width(): number {
     return this.frames[0]!.width;
+  }
+  /** Whether a frame is pending (see Frame). */
+  get pending(): boolean {
+    return this.frames.some((f) => f.pending);
+  }
+  /** Makes the pixels of every pending frame. */
+  async materialise(): Promise<this> {
+    await Promise.all(this.frames.map((f) => f.materialise()));
+    return this;
   }
   get height(): number {
     return this.frames[0]!.height;

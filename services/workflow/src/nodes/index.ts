@@ -4,13 +4,14 @@ import { imageFilterNodes } from './image-filters.ts';
 import { imageIoNodes } from './image-io.ts';
 import { imageTransformNodes } from './image-transform.ts';
 import { maskNodes } from './masks.ts';
+import { materialisingInputs } from './pending-images.ts';
 import { mathNodes } from './math-expression.ts';
 import { previewAnyNodes } from './preview-any.ts';
 import { primitiveNodes } from './primitives.ts';
 import { regexNodes } from './regex.ts';
 import { stringNodes } from './strings.ts';
 
-/** Every built-in node family. */
+/** Every built-in node family (nodes that read pixels get IMAGE inputs with their pixels made: see pending-images.ts). */
 export function builtinNodes(dirs: NodeEnv['dirs']): NodeDefinition[] {
   return [
     ...primitiveNodes,
@@ -23,5 +24,5 @@ export function builtinNodes(dirs: NodeEnv['dirs']): NodeDefinition[] {
     ...imageFilterNodes,
     ...maskNodes,
     ...compositingNodes,
-  ];
+  ].map(materialisingInputs);
 }

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { NodeDefinition } from './api.ts';
+import { materialisingInputs } from './pending-images.ts';
 
 export interface PackReport {
   pack: string;
@@ -57,7 +58,8 @@ export async function loadPacks(dir: string, add: (def: NodeDefinition, pack: st
       const defs: unknown = mod.nodes ?? mod.default;
       if (!Array.isArray(defs)) throw new Error('the pack exports no `nodes` array');
       for (const def of defs as NodeDefinition[]) {
-        add({ ...def, pythonModule: def.pythonModule ?? `custom_nodes.${pack}` }, pack);
+        // A pack's nodes read IMAGE pixels as they are documented: always made.
+        add(materialisingInputs({ ...def, pythonModule: def.pythonModule ?? `custom_nodes.${pack}` }), pack);
         report.nodes.push(def.name);
       }
     } catch (err) {

@@ -5,10 +5,10 @@ import { checkSize, clampByte, Frame, MaskPlane } from './image-types.ts';
  * Resampling with the reference's semantics (comfy.utils.common_upscale).
  *
  * How each `upscale_method` is computed, and why:
- * - `nearest-exact`: torch's nearest-exact (source index floor((i + 0.5) · in/out)).
- *   libvips' nearest kernel samples the same pixels, so sharp does it for
- *   3-channel frames; RGBA frames and masks take the typed-array path (sharp
- *   premultiplies alpha).
+ * - `nearest-exact`: torch's nearest-exact (source index floor((i + 0.5) · in/out)),
+ *   a copy of source samples (whole rows where output rows repeat). libvips'
+ *   nearest kernel is not this: enlarging 1024 → 1536 it takes another source
+ *   column for 815 of the 1536 columns, and rounds rows and columns apart.
  * - `bilinear`, `bicubic`, `area`: torch.nn.functional.interpolate without
  *   antialiasing (half-pixel centres, bicubic a = -0.75 with clamped edges,
  *   area = adaptive average pooling). sharp has no such kernels (its upscaler
@@ -204,9 +204,10 @@ export async function resizeFrame(
   // Same size: torch's kernels reduce to the identity and PIL returns a copy.
   if (f.width === ow && f.height === oh) return f;
   const shrinking = ow <= f.width && oh <= f.height;
-  if ((method === 'lanczos' && shrinking) || (method === 'nearest-exact' && f.channels === 3)) {
+  if (method === 'nearest-exact') return nearestFrame(f, ow, oh, checkInterrupt);
+  if (method === 'lanczos' && shrinking) {
     const data = await sharp(f.data, { raw: { width: f.width, height: f.height, channels: f.channels } })
-      .resize(ow, oh, { kernel: method === 'lanczos' ? 'lanczos3' : 'nearest', fit: 'fill' })
+      .resize(ow, oh, { kernel: 'lanczos3', fit: 'fill' })
       .raw()
       .toBuffer();
     return new Frame(ow, oh, f.channels, data);
@@ -219,6 +220,43 @@ export async function resizeFrame(
   const data = Buffer.alloc(out.length);
   for (let i = 0; i < out.length; i++) data[i] = clampByte(out[i]!);
   return new Frame(ow, oh, f.channels, data);
+}
+
+/** nearest-exact by copying: each output row is gathered once and repeated rows are copied whole. */
+function nearestFrame(f: Frame, ow: number, oh: number, checkInterrupt: () => void): Frame {
+  const { width: w, height: h, channels: c, data } = f;
+  const xs = makeTaps(w, ow, 'nearest-exact').idx;
+  const ys = makeTaps(h, oh, 'nearest-exact').idx;
+  const srcOf = new Int32Array(ow);
+  for (let x = 0; x < ow; x++) srcOf[x] = xs[x]! * c;
+  const rowLen = ow * c;
+  const out = Buffer.allocUnsafe(oh * rowLen);
+  for (let y = 0; y < oh; y++) {
+    const o = y * rowLen;
+    if (y > 0 && ys[y] === ys[y - 1]) {
+      out.copy(out, o, o - rowLen, o);
+      continue;
+    }
+    const row = ys[y]! * w * c;
+    if (c === 3) {
+      for (let x = 0, j = o; x < ow; x++, j += 3) {
+        const s = row + srcOf[x]!;
+        out[j] = data[s]!;
+        out[j + 1] = data[s + 1]!;
+        out[j + 2] = data[s + 2]!;
+      }
+    } else {
+      for (let x = 0, j = o; x < ow; x++, j += 4) {
+        const s = row + srcOf[x]!;
+        out[j] = data[s]!;
+        out[j + 1] = data[s + 1]!;
+        out[j + 2] = data[s + 2]!;
+        out[j + 3] = data[s + 3]!;
+      }
+    }
+    if ((y & 255) === 255) checkInterrupt();
+  }
+  return new Frame(ow, oh, c, out);
 }
 
 /** Resizes a mask plane (floats, no clamping: as torch leaves them). Lanczos goes through bytes, as the reference's PIL path does. */

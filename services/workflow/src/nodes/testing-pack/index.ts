@@ -1,4 +1,5 @@
 import type { NodeDefinition } from '../api.ts';
+import { materialisingInputs } from '../pending-images.ts';
 import { apiTestNodes, asyncTestNodes } from './async-nodes.ts';
 import { conditionNodes } from './conditions.ts';
 import { executedIdsNodes } from './executed-ids.ts';
@@ -21,4 +22,4 @@ export const testingPackNodes: NodeDefinition[] = [
   ...asyncTestNodes,
   ...apiTestNodes,
   ...executedIdsNodes,
-].map((d) => ({ ...d, pythonModule: d.pythonModule ?? 'custom_nodes.testing-pack' }));
+].map((d) => materialisingInputs({ ...d, pythonModule: d.pythonModule ?? 'custom_nodes.testing-pack' }));
