@@ -133,6 +133,22 @@ forEachStorage('workflow frontend support', (storage) => {
     assert.deepEqual(JSON.parse(t.body.toString()), [{ moduleName: 'default', templates: [] }]);
   });
 
+  test('/templates/*: the root\'s files first; the frontend\'s side files have stand-ins when the root lacks them', async () => {
+    // templates root holds index.json only: the logo index and search options fall back to the empty stand-ins
+    let r = await getBytes(`${srv.url}/templates/index_logo.json`);
+    assert.equal(r.status, 200);
+    assert.deepEqual(JSON.parse(r.body.toString()), {});
+    r = await getBytes(`${srv.url}/templates/fuse_options.json`);
+    assert.equal(r.status, 200);
+    assert.ok(Array.isArray(JSON.parse(r.body.toString()).keys));
+    write(path.join(templates, 'fuse_options.json'), '{"keys":["title"],"threshold":0.5}');
+    r = await getBytes(`${srv.url}/templates/fuse_options.json`);
+    assert.equal(r.status, 200);
+    assert.deepEqual(JSON.parse(r.body.toString()), { keys: ['title'], threshold: 0.5 });
+    fs.rmSync(path.join(templates, 'fuse_options.json'));
+    assert.equal((await getBytes(`${srv.url}/templates/missing.json`)).status, 404);
+  });
+
   test('/internal/logs (text of the last lines as a JSON string) and /internal/logs/raw ({entries, size})', async () => {
     await srv.http.get('/system_stats');
     const text = await srv.http.get('/internal/logs');
@@ -252,13 +268,27 @@ forEachStorage('workflow frontend support: defaults', (storage) => {
     await srv.close();
   });
 
-  test('without a frontend or packs: empty lists, an empty templates index, 404 at /', async () => {
+  test('without a frontend or packs: empty lists, an empty templates index (with empty logos and search options), 404 at /', async () => {
     assert.deepEqual((await srv.http.get('/extensions')).body, []);
     assert.deepEqual((await srv.http.get('/i18n')).body, {});
     assert.deepEqual((await srv.http.get('/workflow_templates')).body, {});
     assert.deepEqual((await srv.http.get('/global_subgraphs')).body, {});
     assert.deepEqual((await srv.http.get('/templates/index.json')).body, []);
     assert.equal((await srv.http.get('/templates/other.json')).status, 404);
+    assert.equal((await srv.http.get('/templates/__proto__')).status, 404);
+    // The real frontend reads these two beside the index at start; a 404 of fuse_options.json is logged as an
+    // error, and a body it cannot use as search options would break its template search.
+    const logos = await getBytes(`${srv.url}/templates/index_logo.json`);
+    assert.equal(logos.status, 200);
+    assert.match(logos.headers.get('content-type')!, /^application\/json/);
+    assert.deepEqual(JSON.parse(logos.body.toString()), {});
+    const fuse = await getBytes(`${srv.url}/templates/fuse_options.json`);
+    assert.equal(fuse.status, 200);
+    assert.match(fuse.headers.get('content-type')!, /^application\/json/);
+    assert.equal(fuse.headers.get('cache-control'), 'no-cache');
+    const opts = JSON.parse(fuse.body.toString());
+    assert.deepEqual(opts.keys.map((k: { name: string }) => k.name), ['name', 'title', 'description', 'tags', 'models']);
+    assert.equal(typeof opts.threshold, 'number');
     assert.equal((await srv.http.get('/embeddings')).body.length, 0);
     assert.deepEqual((await srv.http.get('/models/checkpoints')).body, []);
   });

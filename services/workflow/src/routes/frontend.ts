@@ -24,6 +24,31 @@ export interface FrontendOptions {
   hub: WsHub;
 }
 
+/**
+ * `/templates/*` without installed templates: no templates, no provider
+ * logos, and search options over the index's own fields (a client replaces
+ * its search options with whatever this file holds, so it cannot be empty).
+ */
+const EMPTY_TEMPLATES = new Map<string, string>([
+  ['index.json', '[]'],
+  ['index_logo.json', '{}'],
+  [
+    'fuse_options.json',
+    JSON.stringify({
+      keys: [
+        { name: 'name', weight: 0.3 },
+        { name: 'title', weight: 0.3 },
+        { name: 'description', weight: 0.1 },
+        { name: 'tags', weight: 0.2 },
+        { name: 'models', weight: 0.3 },
+      ],
+      threshold: 0.33,
+      includeScore: true,
+      includeMatches: true,
+    }),
+  ],
+]);
+
 const IMAGE_PATH = /\.(jpe?g|png|ppm|bmp|pgm|tiff?|webp)$/i;
 
 /** The reference's cache middleware: scripts, styles and index*.json revalidate; images are kept a day. */
@@ -127,12 +152,15 @@ export function frontendRoutes(app: FastifyInstance, ctx: RouteCtx, opts: Fronte
     return serveStatic(req, reply, hit.root, hit.rel);
   });
 
-  // The workflow templates: an empty index when none are installed, so the frontend shows none instead of failing.
+  // The workflow templates. The three files the frontend reads beside the index have empty stand-ins when no
+  // templates are installed (the reference always has its templates package): the frontend then shows no
+  // templates and logs no error, where a 404 of fuse_options.json is logged as an error on every start.
   app.get('/templates/*', { schema: { hide: true } }, async (req, reply) => {
     const rel = (req.params as { '*': string })['*'];
     const root = opts.templatesRoot;
     if (root && statQuiet(path.join(root, rel.split('/').filter(Boolean).join('/')))) return serveStatic(req, reply, root, rel);
-    if (rel === 'index.json') return reply.header('Cache-Control', 'no-cache').type('application/json').send('[]');
+    const standIn = EMPTY_TEMPLATES.get(rel);
+    if (standIn !== undefined) return reply.header('Cache-Control', 'no-cache').type('application/json').send(standIn);
     return notFound(reply);
   });
 
