@@ -106,6 +106,11 @@ export class GraphileQueue implements JobQueue {
     )`;
   }
 
+  /** The schema of graphile-worker's tables (quoted), for callers that manage their own jobs in SQL. */
+  get schemaSql(): string {
+    return quoteIdent(this.#schema);
+  }
+
   async depth(): Promise<number> {
     const t = sql.raw(`${quoteIdent(this.#schema)}._private_jobs`);
     const r = await sql<{ n: number }>`select count(*)::int as n from ${t} where attempts < max_attempts or locked_at is not null`.execute(this.#storage.db);
@@ -127,7 +132,8 @@ export class GraphileQueue implements JobQueue {
     const taskList: TaskList = {};
     for (const [name, handler] of Object.entries(this.#opts.tasks)) {
       taskList[name] = async (payload, helpers) => {
-        const ctx = { jobId: String(helpers.job.id), attempt: helpers.job.attempts, maxAttempts: helpers.job.max_attempts };
+        const j = helpers.job;
+        const ctx = { jobId: String(j.id), attempt: j.attempts, maxAttempts: j.max_attempts, priority: j.priority, queueId: j.job_queue_id, lockedBy: j.locked_by };
         try {
           await handler(payload, ctx);
         } catch (err) {

@@ -5,6 +5,10 @@ export interface JobContext {
   /** 1 on the first try. */
   attempt: number;
   maxAttempts: number;
+  /** graphile-worker only: the job's priority, named queue (row id) and the worker pool that holds it. */
+  priority?: number;
+  queueId?: number | null;
+  lockedBy?: string | null;
 }
 
 export type TaskHandler = (payload: any, ctx: JobContext) => Promise<void>;

@@ -253,6 +253,63 @@ describe('hosted runtime scaled out: two API processes, worker processes, one Po
     }
   });
 
+  test('a token fetched ahead by a busy worker claims nothing while it waits, and goes back to the queue so an idle worker runs its prompt', { skip: !pg && 'PostgreSQL not available', timeout: 180_000 }, async () => {
+    const a = await startWorkflow('postgres', { runtime: 'cloud', authRateLimits: TEST_LIMITS }, { packs: ['process-pack.mjs'], overrides: { runWorkers: false } });
+    const gates = fs.mkdtempSync(path.join(os.tmpdir(), 'wf-gates-'));
+    const workers: Worker[] = [];
+    const { default: pgm } = await import('pg');
+    const db = new pgm.Client({ connectionString: a.cfg.databaseUrl });
+    try {
+      await db.connect();
+      const jobs = `"${a.cfg.pgSchema}_worker"._private_jobs`;
+      // Long enough that the fetched token is seen waiting; short enough for the test not to wait long on it.
+      const first = await startWorker(a, ['--prefetch-hold-ms', '1500']);
+      workers.push(first);
+      const u = await signupUser(a.url, 'busy');
+      const v = await signupUser(a.url, 'waiting');
+      const p1 = (await u.http.post('/api/prompt', { prompt: { g: { class_type: 'TestFileGate', inputs: { dir: gates, name: 'h1' } } } })).body.prompt_id;
+      assert.equal(await entered(gates, 'h1'), first.pid);
+      const p2 = (await v.http.post('/api/prompt', { prompt: { g: { class_type: 'TestFileGate', inputs: { dir: gates, name: 'h2' } } } })).body.prompt_id;
+      // The busy worker takes p2's token too (one more than its engine runs), and hands it back after its hold.
+      const token = String((await db.query(`select max(id) as id from ${jobs}`)).rows[0].id);
+      for (;;) {
+        const r = (await db.query(`select locked_at is not null as locked from ${jobs} where id = $1`, [token])).rows[0];
+        // Gone: handed back already (a loaded machine may take longer than the hold to get here).
+        if (!r || r.locked) break;
+        await new Promise((res) => setTimeout(res, 10));
+      }
+      // Fetched (or handed back), not claimed: p2 is still pending, and the busy engine is still on p1.
+      assert.equal((await v.http.get(`/api/jobs/${p2}`)).body.status, 'pending');
+      assert.equal((await u.http.get(`/api/jobs/${p1}`)).body.status, 'in_progress');
+      const idle = await startWorker(a);
+      workers.push(idle);
+      // p1 still holds the first engine: p2 can only start elsewhere once its token is handed back.
+      assert.equal(await entered(gates, 'h2'), idle.pid);
+      for (const g of ['h1', 'h2']) fs.writeFileSync(path.join(gates, `${g}.release`), '');
+      for (const [usr, id] of [[u, p1], [v, p2]] as const) {
+        for (;;) {
+          const st = (await usr.http.get(`/api/jobs/${id}`)).body.status;
+          if (st === 'completed') break;
+          assert.ok(st === 'in_progress' || st === 'pending', st);
+          await new Promise((r) => setTimeout(r, 20));
+        }
+      }
+      // Each prompt started once; every token is spent.
+      const starts = (await db.query(`select id, attempts from "${a.cfg.pgSchema}".prompts where id = any($1)`, [[p1, p2]])).rows;
+      assert.deepEqual(starts.map((r) => Number(r.attempts)), [1, 1]);
+      for (;;) {
+        const left = Number((await db.query(`select count(*)::int as n from ${jobs}`)).rows[0].n);
+        if (left === 0) break;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    } finally {
+      await db.end().catch(() => {});
+      await Promise.all(workers.map((w) => stopWorker(w)));
+      fs.rmSync(gates, { recursive: true, force: true });
+      await a.close();
+    }
+  });
+
   test('prompts of the same workspaces stored at once by two API processes: all accepted (no deadlock between their queue inserts), spread evenly over the max_concurrent_jobs slots', { skip: !pg && 'PostgreSQL not available' }, async () => {
     const a = await startWorkflow('postgres', { runtime: 'cloud', authRateLimits: TEST_LIMITS, maxConcurrentJobs: '2' }, { overrides: { runWorkers: false } });
     const bApp = await buildApp({ ...a.cfg });

@@ -15,7 +15,7 @@ import { openSharedContent, type SharedContent } from '../files/shared-content.t
 import { WsHub } from '../ws/hub.ts';
 import { createRelay, type Relay } from '../ws/relay-factory.ts';
 import { PromptRunner, type RunnerOptions } from './prompt-runner.ts';
-import { idempotentNodes, SharedQueue } from './shared-queue.ts';
+import { idempotentNodes, prefetchHoldMs, SharedQueue } from './shared-queue.ts';
 
 type Log = { info(o: object, m: string): void; warn(o: object, m: string): void; error(o: object, m: string): void };
 
@@ -93,6 +93,7 @@ export async function buildExecution(
     ? new SharedQueue(storage, {
         maxConcurrent: billingConfig(config.flags).maxConcurrentJobs,
         idempotentNodes: idempotentNodes(config.flags.idempotentNodes),
+        prefetchHoldMs: prefetchHoldMs(config.flags.prefetchHoldMs),
         log,
       })
     : undefined;

@@ -173,6 +173,8 @@ export class PromptRunner implements ClaimHandler {
   private readonly remainingBy = new Map<string, number>();
   private finished = 0;
   private current: Current | null = null;
+  /** Settles when the last started prompt's messages (its end's included) have all been sent. */
+  private lastSent: Promise<void> | undefined;
   private readonly gates = new Map<string, { promise: Promise<void>; release: () => void }>();
   private wake: (() => void) | null = null;
   private stopped = true;
@@ -425,9 +427,13 @@ export class PromptRunner implements ClaimHandler {
     for (const id of await runningIds(this.o.storage.db, owner)) if (promptId === undefined || id === promptId) this.cancelRunning(id);
   }
 
-  /** Shared queue: runs a prompt this process claimed. */
-  async runClaimed(record: PromptRecord): Promise<void> {
-    await this.runOne(record);
+  /**
+   * Shared queue: runs a prompt this process claimed. `engineFree` is called
+   * once the engine is done with it, before its end is written (the next
+   * prompt may start meanwhile; its messages wait for this one's last).
+   */
+  async runClaimed(record: PromptRecord, engineFree?: () => void): Promise<void> {
+    await this.runOne(record, engineFree);
     if (this.pendingFree) {
       this.pendingFree = false;
       this.o.executor.freeMemory();
@@ -589,35 +595,52 @@ export class PromptRunner implements ClaimHandler {
   }
 
   /** Runs one prompt, records its end and returns the next claimed prompt (or null). */
-  private async runOne(record: PromptRecord): Promise<PromptRecord | null> {
+  private async runOne(record: PromptRecord, engineFree?: () => void): Promise<PromptRecord | null> {
     const clientId = typeof record.extraData.client_id === 'string' ? record.extraData.client_id : null;
     const current: Current = { record, interrupt: new InterruptSignal(), clientId, lastNode: null, held: null };
     this.current = current;
     if (this.cancelRequested.delete(record.id)) current.interrupt.interrupt();
     const gate = this.gates.get(record.id);
+    // The previous prompt's last messages may not be out yet (its end is still being written): this one's wait for them.
+    const prior = this.lastSent;
+    let sent!: () => void;
+    const allSent = (this.lastSent = new Promise<void>((r) => (sent = r)));
     const throttle = new ProgressThrottle();
-    const sink = this.sink(current, gate ? [] : null, throttle);
+    const sink = this.sink(current, gate || prior ? [] : null, throttle);
     // Held messages leave once the answer is out and the prompt has ended (a short prompt's messages
     // then take one socket write with its last one), or HOLD_MS into the run, whichever comes last.
     let released = gate === undefined;
+    let priorSent = prior === undefined;
     let ended = false;
     let holdTimer: NodeJS.Timeout | undefined;
+    const settle = () => {
+      if (current.held !== null || !ended) return;
+      if (this.lastSent === allSent) this.lastSent = undefined;
+      sent();
+    };
     const flushHeld = () => {
+      if (!released || !priorSent || current.held === null) return;
+      if (gate && !ended && holdTimer !== undefined) return;
       clearTimeout(holdTimer);
-      const held = current.held ?? [];
+      const held = current.held;
       current.held = null;
       for (const f of held) f();
+      settle();
     };
     if (gate) {
       holdTimer = setTimeout(() => {
         holdTimer = undefined;
-        if (released) flushHeld();
+        flushHeld();
       }, HOLD_MS);
       void this.waitGate(record.id).then(() => {
         released = true;
-        if (ended || holdTimer === undefined) flushHeld();
+        flushHeld();
       });
     }
+    void prior?.then(() => {
+      priorSent = true;
+      flushHeld();
+    });
     let status: JobStatus = 'failed';
     let result: Awaited<ReturnType<Executor['run']>> | undefined;
     let next: PromptRecord | null = null;
@@ -636,21 +659,30 @@ export class PromptRunner implements ClaimHandler {
       status = result.status === 'success' ? 'completed' : result.interrupted ? 'cancelled' : 'failed';
     } finally {
       const completion = { status, endTime: Date.now(), outputs: result?.outputs ?? {}, meta: result?.meta ?? {}, messages: result?.messages ?? [] };
-      // With nothing else known to be queued, the end is recorded alone (a prompt stored meanwhile is claimed by the loop).
-      // Shared queue: the next prompt comes with the next job; history is trimmed every so many ends (its count is everyone's).
-      const claimNext = !this.o.shared && !this.stopped && this.remaining > 1;
-      const done = await completeAndClaimNext(this.o.storage, record.id, completion, claimNext ? this.workerId : null, this.historyTrim());
-      next = done.next;
-      this.finished += 1 - done.trimmed;
-      if (!this.o.shared && this.completions % RECOUNT_EVERY === 0) this.finished = await finishedCount(this.o.storage.db);
-      this.o.onFinished?.({ promptId: record.id, owner: record.owner, status, startTime: record.startTime ?? completion.endTime, endTime: completion.endTime });
-      this.current = null;
-      this.counted(record.owner, -1);
-      throttle.flush();
-      if (clientId !== null) sink.out(() => this.o.hub.send('executing', { node: null, prompt_id: record.id }, clientId, record.owner));
-      sink.out(() => this.broadcastStatus(record.owner));
-      ended = true;
-      if (released && current.held) flushHeld();
+      engineFree?.();
+      let recorded = false;
+      try {
+        // With nothing else known to be queued, the end is recorded alone (a prompt stored meanwhile is claimed by the loop).
+        // Shared queue: the next prompt comes with the next job; history is trimmed every so many ends (its count is everyone's).
+        const claimNext = !this.o.shared && !this.stopped && this.remaining > 1;
+        const done = await completeAndClaimNext(this.o.storage, record.id, completion, claimNext ? this.workerId : null, this.historyTrim());
+        recorded = true;
+        next = done.next;
+        this.finished += 1 - done.trimmed;
+        if (!this.o.shared && this.completions % RECOUNT_EVERY === 0) this.finished = await finishedCount(this.o.storage.db);
+        this.o.onFinished?.({ promptId: record.id, owner: record.owner, status, startTime: record.startTime ?? completion.endTime, endTime: completion.endTime });
+        this.counted(record.owner, -1);
+      } finally {
+        if (this.current === current) this.current = null;
+        throttle.flush();
+        // Unrecorded (the database failed): whoever settles the prompt later tells its client.
+        if (recorded && clientId !== null) sink.out(() => this.o.hub.send('executing', { node: null, prompt_id: record.id }, clientId, record.owner));
+        if (recorded) sink.out(() => this.broadcastStatus(record.owner));
+        ended = true;
+        // Never left waiting: the next prompt's messages wait for these.
+        flushHeld();
+        settle();
+      }
     }
     return next;
   }

@@ -20,13 +20,18 @@ export interface SharedQueueOptions {
   idempotentNodes: Set<string>;
   /** Prompts taken by this process at once (default 1: one engine per worker, as a GPU worker). */
   concurrency?: number;
+  /**
+   * How long a token fetched ahead (while the engine is busy) may wait for
+   * it before going back to the queue for an idle process (default 100 ms).
+   */
+  prefetchHoldMs?: number;
   log: { warn(o: object, m: string): void; error(o: object, m: string): void };
 }
 
 export interface ClaimHandler {
   workerId: string;
-  /** Runs a claimed prompt to its recorded end. */
-  runClaimed(record: PromptRecord): Promise<void>;
+  /** Runs a claimed prompt to its recorded end; calls `engineFree` once the engine is done with it. */
+  runClaimed(record: PromptRecord, engineFree?: () => void): Promise<void>;
   /** A prompt's worker died: it was failed (its client is told) or put back in the queue. */
   lost(record: PromptRecord, requeued: boolean): void;
 }
@@ -48,18 +53,32 @@ export interface ClaimHandler {
  *   any process's sweep unlocks the job within seconds (packages/queue), and
  *   the job's next attempt finds the prompt it had claimed: failed, or run
  *   again when every node class in it is declared idempotent.
+ *
+ * Each process fetches one token more than it has engine slots, so the next
+ * token is on hand when a prompt ends (no fetch between two prompts). A
+ * fetched token claims nothing until a slot is free, so order, limits and
+ * charges are as without it; one that waits longer than `prefetchHoldMs` is
+ * put back in its queue (an idle process may take it), and this process
+ * fetches again only when its engine is free.
  */
 export class SharedQueue {
   readonly queue: GraphileQueue;
   private handler?: ClaimHandler;
+  private readonly slots: number;
+  private readonly holdMs: number;
+  private busy = 0;
+  /** Tokens (or handed-back fetch slots) waiting for the engine, first come first served. */
+  private waiting: Array<() => void> = [];
+  private stopping = false;
 
   constructor(
     private readonly storage: Storage,
     private readonly o: SharedQueueOptions,
   ) {
+    this.holdMs = o.prefetchHoldMs ?? 100;
     this.queue = new GraphileQueue(storage, {
       tasks: { [RUN_TASK]: (payload, ctx) => this.run(payload as { owner?: unknown }, ctx) },
-      concurrency: o.concurrency ?? 1,
+      concurrency: (this.slots = Math.max(1, Math.floor(o.concurrency ?? 1))) + 1,
       // Idle workers are woken by add_job's NOTIFY; the poll only covers a lost notification.
       pollIntervalMs: 1000,
       deadWorkerCheckMs: 1000,
@@ -113,11 +132,43 @@ export class SharedQueue {
   /** Starts taking prompts in this process. */
   async start(handler: ClaimHandler): Promise<void> {
     this.handler = handler;
+    this.stopping = false;
     await this.queue.start();
   }
 
   async stop(): Promise<void> {
+    // Tokens waiting for the engine go back to the queue now, instead of holding the shutdown.
+    this.stopping = true;
+    for (const wake of this.waiting.splice(0)) wake();
     await this.queue.stop();
+  }
+
+  /**
+   * Waits for an engine slot: true once this caller holds one, false when
+   * `ms` passed first (or the queue is stopping); then it holds nothing.
+   */
+  private acquire(ms: number): Promise<boolean> {
+    if (this.stopping) return Promise.resolve(false);
+    if (this.busy < this.slots) {
+      this.busy += 1;
+      return Promise.resolve(true);
+    }
+    return new Promise((resolve) => {
+      const wake = () => {
+        clearTimeout(timer);
+        this.waiting = this.waiting.filter((w) => w !== wake);
+        if (this.stopping || this.busy >= this.slots) return resolve(false);
+        this.busy += 1;
+        resolve(true);
+      };
+      const timer = Number.isFinite(ms) ? setTimeout(wake, ms) : undefined;
+      this.waiting.push(wake);
+    });
+  }
+
+  private releaseSlot(): void {
+    this.busy -= 1;
+    this.waiting[0]?.();
   }
 
   private async run(payload: { owner?: unknown }, ctx: JobContext): Promise<void> {
@@ -125,10 +176,62 @@ export class SharedQueue {
     if (!h || typeof payload?.owner !== 'string') return;
     const owner = payload.owner;
     if (ctx.attempt > 1) await this.recover(ctx.jobId, owner);
-    const record = await claimNextOf(this.storage.db, owner, h.workerId, ctx.jobId, Date.now());
-    // No prompt left: it was cancelled or deleted while queued; the token has nothing to do.
-    if (!record) return;
-    await h.runClaimed(record);
+    if (!(await this.acquire(this.holdMs))) {
+      await this.handBack(ctx, owner);
+      // Hold this fetch slot, without a token, until the engine is free: fetching again now
+      // would only take a token for the engine to keep waiting on.
+      if (await this.acquire(Infinity)) this.releaseSlot();
+      return;
+    }
+    // The slot frees when the engine is done, so the next token claims while this end is written.
+    let held = true;
+    const free = () => {
+      if (held) this.releaseSlot();
+      held = false;
+    };
+    try {
+      const record = await claimNextOf(this.storage.db, owner, h.workerId, ctx.jobId, Date.now());
+      // No prompt left: it was cancelled or deleted while queued; the token has nothing to do.
+      if (!record) return;
+      await h.runClaimed(record, free);
+    } finally {
+      free();
+    }
+  }
+
+  /**
+   * Puts a fetched token back: a copy joins the same named queue with the
+   * same priority, and the token itself ends and unlocks that queue, in one
+   * transaction. If this process dies first, the token is released as any
+   * dead worker's job (a copy already added only finds nothing to claim).
+   */
+  private async handBack(ctx: JobContext, owner: string): Promise<void> {
+    const s = sql.raw(this.queue.schemaSql);
+    try {
+      await this.storage.db.transaction().execute(async (trx) => {
+        const r = await sql<{ queue_name: string | null }>`
+          with old as (delete from ${s}._private_jobs where id = ${ctx.jobId}::bigint and locked_by = ${ctx.lockedBy ?? null}::text returning job_queue_id)
+          update ${s}._private_job_queues q set locked_by = null, locked_at = null from old
+          where q.id = old.job_queue_id and q.locked_by = ${ctx.lockedBy ?? null}::text
+          returning q.queue_name`.execute(trx);
+        // Not ours any more (released as a dead worker's meanwhile): nothing to hand back.
+        if (r.rows.length === 0 && ctx.queueId != null) return;
+        await sql`select ${this.queue.addSql(RUN_TASK, { owner }, { priority: ctx.priority ?? 0, queueName: r.rows[0]?.queue_name ?? undefined, maxAttempts: 25 })}`.execute(trx);
+      });
+    } catch (err) {
+      // The token stays with this job: it runs when the engine is free, as without prefetch.
+      this.o.log.warn({ err, job: ctx.jobId, owner }, 'a prefetched queue token could not be handed back');
+      // Stopping: the job fails, so the queue tries it again later (its prompt stays pending).
+      if (this.stopping) throw err;
+      if (await this.acquire(Infinity)) {
+        try {
+          const record = await claimNextOf(this.storage.db, owner, this.handler!.workerId, ctx.jobId, Date.now());
+          if (record) await this.handler!.runClaimed(record);
+        } finally {
+          this.releaseSlot();
+        }
+      }
+    }
   }
 
   /** The job ran before in a worker that is gone: settle the prompt it had claimed. */
@@ -163,4 +266,13 @@ export class SharedQueue {
 export function idempotentNodes(flag: unknown, env = process.env): Set<string> {
   const v = typeof flag === 'string' ? flag : (env.WORKFLOW_IDEMPOTENT_NODES ?? '');
   return new Set(v.split(',').map((s) => s.trim()).filter(Boolean));
+}
+
+/** `--prefetch-hold-ms N` / WORKFLOW_PREFETCH_HOLD_MS: how long a token fetched ahead waits for this process's engine. */
+export function prefetchHoldMs(flag: unknown, env = process.env): number | undefined {
+  const v = flag ?? env.WORKFLOW_PREFETCH_HOLD_MS;
+  if (v === undefined || v === '' || v === true) return undefined;
+  const n = Number(v);
+  if (!Number.isFinite(n) || n < 0) throw new Error(`--prefetch-hold-ms must be a number of milliseconds ≥ 0, not ${JSON.stringify(v)}`);
+  return n;
 }
