@@ -276,6 +276,10 @@ forEachStorage('workflow frontend support: defaults', (storage) => {
     assert.deepEqual((await srv.http.get('/templates/index.json')).body, []);
     assert.equal((await srv.http.get('/templates/other.json')).status, 404);
     assert.equal((await srv.http.get('/templates/__proto__')).status, 404);
+    // a frontend in another language reads index.<locale>.json first (a 404 there is logged before it falls back)
+    assert.deepEqual((await srv.http.get('/templates/index.fr.json')).body, []);
+    assert.deepEqual((await srv.http.get('/templates/index.zh-TW.json')).body, []);
+    assert.equal((await srv.http.get('/templates/index.x.json')).status, 404);
     // The real frontend reads these two beside the index at start; a 404 of fuse_options.json is logged as an
     // error, and a body it cannot use as search options would break its template search.
     const logos = await getBytes(`${srv.url}/templates/index_logo.json`);

@@ -25,8 +25,8 @@ export interface FrontendOptions {
 }
 
 /**
- * `/templates/*` without installed templates: no templates, no provider
- * logos, and search options over the index's own fields (a client replaces
+ * `/templates/*` without installed templates: no templates (in any
+ * language), no provider logos, and search options over the index's own fields (a client replaces
  * its search options with whatever this file holds, so it cannot be empty).
  */
 const EMPTY_TEMPLATES = new Map<string, string>([
@@ -48,6 +48,9 @@ const EMPTY_TEMPLATES = new Map<string, string>([
     }),
   ],
 ]);
+
+/** `index.<locale>.json`, the templates index the frontend reads first in another language. */
+const LOCALIZED_INDEX = /^index\.[a-z]{2,3}(-[A-Za-z0-9]{2,8})?\.json$/;
 
 const IMAGE_PATH = /\.(jpe?g|png|ppm|bmp|pgm|tiff?|webp)$/i;
 
@@ -159,7 +162,7 @@ export function frontendRoutes(app: FastifyInstance, ctx: RouteCtx, opts: Fronte
     const rel = (req.params as { '*': string })['*'];
     const root = opts.templatesRoot;
     if (root && statQuiet(path.join(root, rel.split('/').filter(Boolean).join('/')))) return serveStatic(req, reply, root, rel);
-    const standIn = EMPTY_TEMPLATES.get(rel);
+    const standIn = EMPTY_TEMPLATES.get(LOCALIZED_INDEX.test(rel) ? 'index.json' : rel);
     if (standIn !== undefined) return reply.header('Cache-Control', 'no-cache').type('application/json').send(standIn);
     return notFound(reply);
   });
