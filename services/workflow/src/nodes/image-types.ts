@@ -27,18 +27,20 @@ export interface FrameRecipe {
 export class Frame {
   #data: Buffer | undefined;
   #making: Promise<Buffer> | undefined;
-  /** How the pixels are made while the frame is pending; kept after they are, so libvips consumers may still chain onto it. */
-  readonly recipe: FrameRecipe | undefined;
+  /** How the pixels are made while the frame is pending (dropped once they are, with what it holds). */
+  #recipe: FrameRecipe | undefined;
   constructor(
     readonly width: number,
     readonly height: number,
     readonly channels: 3 | 4,
-    data: Buffer | FrameRecipe,
+    data: Buffer | Uint8Array | FrameRecipe,
   ) {
-    if (Buffer.isBuffer(data)) {
-      if (data.length !== width * height * channels) throw new Error(`frame data is ${data.length} bytes, expected ${width * height * channels}`);
-      this.#data = data;
-    } else this.recipe = data;
+    if (ArrayBuffer.isView(data)) {
+      // A pack may hand over any Uint8Array.
+      const bytes = Buffer.isBuffer(data) ? data : Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+      if (bytes.length !== width * height * channels) throw new Error(`frame data is ${bytes.length} bytes, expected ${width * height * channels}`);
+      this.#data = bytes;
+    } else this.#recipe = data;
   }
   /** The raw pixels; throws while the frame is pending (see `materialise`). */
   get data(): Buffer {
@@ -51,7 +53,7 @@ export class Frame {
   /** Makes the pixels of a pending frame once (later and concurrent calls share them). */
   materialise(): Promise<Buffer> {
     if (this.#data !== undefined) return Promise.resolve(this.#data);
-    this.#making ??= this.recipe!
+    this.#making ??= this.#recipe!
       .pipeline()
       .raw()
       .toBuffer({ resolveWithObject: true })
@@ -60,13 +62,14 @@ export class Frame {
           throw new Error(`${this.describe()}: its recipe made ${info.width}x${info.height}x${info.channels}`);
         }
         this.#data = data;
+        this.#recipe = undefined;
         return data;
       });
     return this.#making;
   }
   /** A sharp pipeline of this frame's pixels: the recipe's while pending, else over the raw pixels. */
   pipeline(): Sharp {
-    if (this.#data === undefined) return this.recipe!.pipeline();
+    if (this.#data === undefined) return this.#recipe!.pipeline();
     return sharp(this.#data, { raw: { width: this.width, height: this.height, channels: this.channels } });
   }
   describe(): string {
