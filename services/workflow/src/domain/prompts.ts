@@ -84,7 +84,10 @@ function isUniqueViolation(err: unknown): boolean {
   return e?.code === '23505' || e?.code === 'SQLITE_CONSTRAINT_PRIMARYKEY' || /UNIQUE constraint failed/.test(e?.message ?? '');
 }
 
-function row(p: NewPrompt): Record<string, unknown> {
+/** The columns a new prompt's row sets (the others keep their defaults). */
+export const PROMPT_COLUMNS = ['id', 'owner', 'number', 'status', 'worker', 'start_time', 'prompt', 'extra_data', 'sensitive', 'outputs_to_execute', 'workflow_id', 'workflow_version_id', 'create_time'] as const;
+
+function row(p: NewPrompt): Record<(typeof PROMPT_COLUMNS)[number], unknown> {
   return {
     id: p.id,
     owner: p.owner,
@@ -123,10 +126,10 @@ export class PromptInserter {
   private pending: Array<{ p: NewPrompt; resolve: () => void; reject: (e: unknown) => void }> = [];
   private scheduled = false;
 
-  /** `afterInsert` runs in the inserting transaction with the prompts that were stored, in order (the shared queue adds their jobs). */
+  /** `store`, when given, stores the rows itself (the shared queue, with their jobs) and answers the ids it stored. */
   constructor(
     private readonly db: Kysely<any>,
-    private readonly afterInsert?: (trx: Kysely<any>, stored: NewPrompt[]) => Promise<void>,
+    private readonly store?: (rows: Array<Record<string, unknown>>) => Promise<Set<string>>,
   ) {}
 
   insert(p: NewPrompt): Promise<void> {
@@ -154,18 +157,10 @@ export class PromptInserter {
     });
     if (unique.length === 0) return;
     try {
-      const insert = async (db: Kysely<any>) => {
-        const inserted = await db
-          .insertInto('prompts')
-          .values(unique.map((b) => row(b.p)))
-          .onConflict((oc) => oc.column('id').doNothing())
-          .returning('id')
-          .execute();
-        const ok = new Set(inserted.map((r) => r.id as string));
-        if (this.afterInsert && ok.size > 0) await this.afterInsert(db, unique.filter((b) => ok.has(b.p.id)).map((b) => b.p));
-        return ok;
-      };
-      const ok = this.afterInsert ? await this.db.transaction().execute(insert) : await insert(this.db);
+      const rows = unique.map((b) => row(b.p));
+      const ok = this.store
+        ? await this.store(rows)
+        : new Set((await this.db.insertInto('prompts').values(rows).onConflict((oc) => oc.column('id').doNothing()).returning('id').execute()).map((r) => r.id as string));
       for (const b of unique) (ok.has(b.p.id) ? b.resolve() : b.reject(new DuplicatePromptId(b.p.id)));
     } catch (err) {
       for (const b of unique) b.reject(err);

@@ -197,7 +197,7 @@ export class PromptRunner implements ClaimHandler {
 
   constructor(private readonly o: RunnerOptions) {
     const shared = o.shared;
-    this.inserter = new PromptInserter(o.storage.db, shared && ((trx, stored) => shared.addTokens(trx, stored.map((p) => p.owner))));
+    this.inserter = new PromptInserter(o.storage.db, shared && ((rows) => shared.store(rows)));
   }
 
   /** True when prompts run in whichever process of the shared queue takes them. */

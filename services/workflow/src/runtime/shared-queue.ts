@@ -1,7 +1,7 @@
-import { sql, type Kysely, type RawBuilder } from 'kysely';
+import { sql } from 'kysely';
 import { GraphileQueue, type JobContext } from '@svc/queue';
-import type { Storage } from '@svc/storage';
-import { claimedByJob, claimNextOf, failClaimed, lostWorkerCompletion, requeueClaimed, type PromptRecord } from '../domain/prompts.ts';
+import { quoteIdent, type Storage } from '@svc/storage';
+import { claimedByJob, claimNextOf, failClaimed, lostWorkerCompletion, PROMPT_COLUMNS, requeueClaimed, type PromptRecord } from '../domain/prompts.ts';
 
 export const RUN_TASK = 'workflow_run';
 
@@ -88,45 +88,55 @@ export class SharedQueue {
 
   async ensureSchema(): Promise<void> {
     await this.queue.ensureSchema();
+    const s = quoteIdent(this.storage.pgSchema!);
+    const cols = PROMPT_COLUMNS.join(', ');
+    // Stores prompts and adds their tokens in one statement, so one round trip is the whole
+    // transaction: each workspace's lock (owners in one order, so two API processes storing
+    // prompts of the same workspaces neither deadlock nor count the same prompts ahead) is held
+    // only for the insert, the adds and the commit, never across a round trip to a busy process.
+    // Statements of a volatile function take their own snapshot: the counts see every prompt
+    // committed before the locks were granted.
+    await this.storage
+      .pgPool!.query(
+        `create or replace function ${s}.wf_store_prompts(rows jsonb, slots int) returns setof text language plpgsql as $fn$
+declare
+  r record;
+  stored text[];
+begin
+  perform pg_advisory_xact_lock(${OWNER_LOCK}, hashtext(o)) from (select distinct e->>'owner' as o from jsonb_array_elements(rows) e order by 1) t;
+  with i as (
+    insert into ${s}.prompts (${cols}) select ${cols} from jsonb_populate_recordset(null::${s}.prompts, rows) on conflict (id) do nothing returning id
+  ) select coalesce(array_agg(id), '{}') into stored from i;
+  for r in
+    select v.id, v.owner, greatest(b.n - count(*) over (partition by v.owner) + row_number() over (partition by v.owner order by v.ord) - 1, 0) as ahead
+    from jsonb_array_elements(rows) with ordinality as e(x, ord)
+    cross join lateral (select e.x->>'id' as id, e.x->>'owner' as owner, e.ord) v
+    join (select owner, count(*) as n from ${s}.prompts where owner in (select distinct e2->>'owner' from jsonb_array_elements(rows) e2) and status in ('pending', 'in_progress') group by owner) b on b.owner = v.owner
+    where v.id = any(stored)
+    order by v.ord
+  loop
+    perform ${this.queue.schemaSql}.add_job(
+      identifier => '${RUN_TASK}', payload => json_build_object('owner', r.owner), run_at => clock_timestamp(), max_attempts => 25,
+      queue_name => 'wf:' || r.owner || ':' || (r.ahead % slots)::text, priority => least(r.ahead, 32000)::int);
+    return next r.id;
+  end loop;
+end $fn$`,
+      )
+      .catch((err) => {
+        // Several processes starting at once: one definition wins, the same for all.
+        if (!/already exists|tuple concurrently updated/i.test(String((err as Error)?.message))) throw err;
+      });
   }
 
   /**
-   * The token of a prompt of `owner` that was just inserted (same
-   * transaction): an SQL expression, evaluated once per prompt. `later`:
-   * how many of the owner's prompts stored in the same transaction come
-   * after this one.
+   * Stores prompts (rows of the prompts table, in order) with their tokens,
+   * atomically, in one round trip; answers the ids stored (an id already
+   * present is skipped).
    */
-  tokenSql(owner: string, later = 0): RawBuilder<unknown> {
-    // The prompt is already stored: the ones before it are all but itself and the later ones.
-    const ahead = sql`(select count(*) - ${1 + later} from prompts where owner = ${owner} and status in ('pending', 'in_progress'))`;
+  async store(rows: Array<Record<string, unknown>>): Promise<Set<string>> {
     const slots = Math.max(1, Math.floor(this.o.maxConcurrent));
-    return this.queue.addSql(RUN_TASK, { owner }, {
-      priority: sql`least(greatest(${ahead}, 0), 32000)`,
-      queueName: sql`${`wf:${owner}:`}::text || (greatest(${ahead}, 0) % ${slots})::text`,
-      maxAttempts: 25,
-    });
-  }
-
-  /**
-   * Adds the tokens of inserted prompts, in their order, inside the
-   * inserting transaction, in one statement. Each owner's lock is taken
-   * first, owners in one order: two API processes storing prompts of the
-   * same workspaces at once then neither deadlock on the named-queue rows
-   * graphile-worker inserts nor count the same prompts ahead (which would
-   * put two prompts in one slot).
-   */
-  async addTokens(trx: Kysely<any>, owners: string[]): Promise<void> {
-    if (owners.length === 0) return;
-    const distinct = [...new Set(owners)].sort();
-    await sql`select pg_advisory_xact_lock(${OWNER_LOCK}, hashtext(o)) from unnest(${distinct}::text[]) with ordinality as t(o, i) order by i`.execute(trx);
-    const left = new Map<string, number>();
-    for (const o of owners) left.set(o, (left.get(o) ?? 0) + 1);
-    const tokens = owners.map((o) => {
-      const n = left.get(o)! - 1;
-      left.set(o, n);
-      return this.tokenSql(o, n);
-    });
-    await sql`select ${sql.join(tokens)}`.execute(trx);
+    const r = await sql<{ id: string }>`select wf_store_prompts(${JSON.stringify(rows)}::jsonb, ${slots}::int) as id`.execute(this.storage.db);
+    return new Set(r.rows.map((x) => x.id));
   }
 
   /** Starts taking prompts in this process. */
