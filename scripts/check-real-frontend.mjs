@@ -9,7 +9,7 @@
  * requests of the output images.
  *
  *   node scripts/check-real-frontend.mjs <dist> [--port N] [--database-url URL]
- *        [--report file.json] [--screenshot file.png] [--keep]
+ *        [--multi-user] [--report file.json] [--screenshot file.png] [--keep]
  *
  * `<dist>` is the frontend's built folder (the one holding index.html and
  * assets/). Every request answered 4xx/5xx, every console error and page
@@ -35,6 +35,7 @@ const { values: opt, positionals } = parseArgs({
     report: { type: 'string' },
     screenshot: { type: 'string' },
     keep: { type: 'boolean', default: false },
+    'multi-user': { type: 'boolean', default: false },
     chromium: { type: 'string', default: '/usr/bin/chromium' },
     timeout: { type: 'string', default: '60' },
   },
@@ -110,6 +111,7 @@ const port = opt.port ? Number(opt.port) : await freePort();
 const url = `http://127.0.0.1:${port}`;
 const args = [path.join(root, 'scripts', 'run-service.mjs'), 'workflow', '--front-end-root', dist, '--port', String(port), '--host', '127.0.0.1', '--data-dir', dataDir];
 if (opt['database-url']) args.push('--database-url', opt['database-url']);
+if (opt['multi-user']) args.push('--multi-user');
 const serviceLog = fs.createWriteStream(path.join(dataDir, 'service.log'));
 const child = spawn(process.execPath, args, { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
 child.stdout.pipe(serviceLog);
@@ -130,6 +132,14 @@ async function until(cond, what) {
   while (!cond()) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 100));
+  }
+}
+/** Closes whatever dialog is open over the canvas, as Escape does for a user. */
+async function closeDialogs(page) {
+  const dialog = page.locator('[role="dialog"]');
+  for (let i = 0; i < 5 && (await dialog.count()) > 0; i++) {
+    await page.keyboard.press('Escape');
+    await dialog.first().waitFor({ state: 'detached', timeout: 5_000 }).catch(() => {});
   }
 }
 const executedFor = (nodes) => nodes.every((n) => wsMessages.some((m) => m.type === 'executed' && m.data?.node === n));
@@ -193,6 +203,15 @@ try {
 
   // 1. Boot: the app object exists with a graph and a canvas, and the node definitions are registered.
   await page.goto(url + '/');
+  if (opt['multi-user']) {
+    // The user selection page first: create a user (POST /users), which the frontend then names in every Comfy-User header.
+    await step('user select', async () => {
+      const input = page.locator('#new-user-input');
+      await input.waitFor();
+      await input.fill('frontend-check-user');
+      await input.press('Enter');
+    });
+  }
   await page.waitForFunction(() => {
     const app = window.app ?? window.comfyAPI?.app?.app;
     return !!(app && app.graph && app.canvas && globalThis.LiteGraph?.registered_node_types?.EmptyImage);
@@ -202,12 +221,9 @@ try {
 
   const app = () => 'window.app ?? window.comfyAPI.app.app';
   // A first run opens the templates browser over the canvas once the templates are read; close it as a user would.
-  await page.waitForLoadState('networkidle');
-  const dialog = page.locator('[role="dialog"]');
-  if (await dialog.count()) {
-    await page.keyboard.press('Escape');
-    await dialog.first().waitFor({ state: 'detached' });
-  }
+  const templates = page.locator('[aria-labelledby="global-workflow-template-selector"]');
+  await templates.waitFor({ timeout: 15_000 }).catch(() => {});
+  await closeDialogs(page);
 
   // 2. Load the image graph the way a workflow file is opened, then press the Run button.
   await page.evaluate(async ([g, a]) => {
@@ -216,6 +232,7 @@ try {
   }, [imageGraph(), app()]);
   result.steps.loaded = await page.evaluate((a) => eval(a).graph.nodes.map((n) => n.type), app());
   await step('run button', async () => {
+    await closeDialogs(page);
     await page.locator('[data-testid="queue-button"]').first().click();
     await until(() => executedFor(['3', '4']) && viewed('frontend-check') && viewed('type=temp'), 'executed for SaveImage and PreviewImage and their /view requests');
   });
@@ -431,16 +448,20 @@ const FRONTEND_INTERNAL = [/^ComfyApp graph accessed before initialization$/];
 const EXPECTED_ERRORS = [/^PromptExecutionError: Prompt execution failed/];
 const isReference404 = (r) =>
   (r.status === 404 && REFERENCE_404.some((re) => re.test(`${r.method} ${r.path}`))) ||
+  // with --multi-user the style sheet link of index.html names no user (the reference answers 500 there)
+  (r.status === 401 && opt['multi-user'] && r.path === '/api/userdata/user.css') ||
   // the refused graph of step 5 and the model metadata of a file that does not exist
   (r.status === 400 && r.method === 'POST' && r.path === '/api/prompt') ||
   (r.status === 404 && /^\/api\/view_metadata\/checkpoints\?filename=none\.safetensors$/.test(r.path));
 const expected = failed.filter(isReference404);
 const loadErrorFor = (c) => /^Failed to load resource/.test(c.text) && (/ERR_BLOCKED_BY_CLIENT/.test(c.text) || expected.some((r) => c.at === url + r.path));
+// Chromium reports a failed style sheet as a page error with no text: counted when an expected style sheet failed.
+const styleSheetFailed = expected.some((r) => /\.css$/.test(r.path));
 const findings = [
   ...failed.filter((r) => !isReference404(r)).map((r) => `HTTP ${r.status || r.failure} ${r.method} ${r.path}`),
   ...consoleErrors.filter((c) => !loadErrorFor(c) && ![...FRONTEND_INTERNAL, ...EXPECTED_ERRORS].some((re) => re.test(c.text))).map((c) => `console error: ${c.text.slice(0, 400)}${c.at ? ` (${c.at.replace(url, '')})` : ''}`),
   ...consoleWarnings.map((c) => `console warning: ${c.text.slice(0, 400)}`),
-  ...pageErrors.map((e) => `page exception: ${e.slice(0, 600)}`),
+  ...pageErrors.filter((e) => e !== '' || !styleSheetFailed).map((e) => `page exception: ${e.slice(0, 600) || '(no message)'}`),
   ...stepErrors.map((e) => `step failed: ${e}`),
   ...(result.error ? [`check failed: ${result.error}`] : []),
   ...(result.steps.ran ? [] : ['the queued prompt did not produce executed messages and /view images']),

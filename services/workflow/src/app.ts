@@ -38,6 +38,21 @@ import { userRoutes } from './routes/users.ts';
 import { webPageRoutes } from './routes/web-page.ts';
 import { wsRoutes } from './routes/ws.ts';
 
+/** The ids `POST /users` makes (a path-safe name and a UUID); anything else is the default user. */
+const USER_ID = /^[\w.-]{1,100}$/;
+const USER_COOKIE = 'comfy-user';
+
+/** The `comfy-user` cookie of a request, when it has one. */
+function userCookie(req: FastifyRequest): string | undefined {
+  const raw = req.headers.cookie;
+  if (!raw) return undefined;
+  for (const part of raw.split(';')) {
+    const eq = part.indexOf('=');
+    if (eq > 0 && part.slice(0, eq).trim() === USER_COOKIE) return part.slice(eq + 1).trim();
+  }
+  return undefined;
+}
+
 export async function openWorkflowStorage(cfg: ServiceConfig, opts: { relaxedCommits?: boolean } = {}): Promise<Storage> {
   const storage = await openStorage({ databaseUrl: cfg.databaseUrl, dataDir: cfg.dataDir, sqliteFile: 'workflow.sqlite', pgSchema: cfg.pgSchema, sqliteStatementCache: 128, pgRelaxedCommits: opts.relaxedCommits });
   try {
@@ -85,9 +100,19 @@ export async function buildApp(base: ServiceConfig): Promise<FastifyInstance> {
 
     const userOf = (req: FastifyRequest): string => {
       if (!config.multiUser) return '';
-      const h = req.headers['comfy-user'];
-      return typeof h === 'string' && /^[\w.-]{1,100}$/.test(h) ? h : 'default';
+      const h = req.headers['comfy-user'] ?? userCookie(req);
+      return typeof h === 'string' && USER_ID.test(h) ? h : 'default';
     };
+    // A browser loads images and videos (/view in <img>, <video>) without the Comfy-User header the web frontend
+    // sends on its API calls: the user of such a request is the one its last API call named, kept in a
+    // same-site cookie, so the frontend shows its own outputs while other users' stay hidden.
+    if (config.multiUser && !cloud) {
+      app.addHook('onSend', async (req, reply, payload) => {
+        const h = req.headers['comfy-user'];
+        if (typeof h === 'string' && USER_ID.test(h) && userCookie(req) !== h) reply.header('Set-Cookie', `${USER_COOKIE}=${h}; Path=/; SameSite=Strict; HttpOnly`);
+        return payload;
+      });
+    }
     const sharedScope: NodeScope = { dirs: baseDirs };
     const ctx: RouteCtx = cloud
       ? { ...cloud.ctx, folders: (req) => scopeFor!(cloud.ctx.owner(req)) }
