@@ -9,7 +9,7 @@
  * requests of the output images.
  *
  *   node scripts/check-real-frontend.mjs <dist> [--port N] [--database-url URL]
- *        [--multi-user] [--report file.json] [--screenshot file.png] [--keep]
+ *        [--multi-user] [--vue-nodes] [--report file.json] [--screenshot file.png] [--keep]
  *
  * `<dist>` is the frontend's built folder (the one holding index.html and
  * assets/). Every request answered 4xx/5xx, every console error and page
@@ -36,6 +36,7 @@ const { values: opt, positionals } = parseArgs({
     screenshot: { type: 'string' },
     keep: { type: 'boolean', default: false },
     'multi-user': { type: 'boolean', default: false },
+    'vue-nodes': { type: 'boolean', default: false },
     chromium: { type: 'string', default: '/usr/bin/chromium' },
     timeout: { type: 'string', default: '60' },
   },
@@ -110,7 +111,9 @@ const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'wf-real-frontend-'));
 const port = opt.port ? Number(opt.port) : await freePort();
 const url = `http://127.0.0.1:${port}`;
 const args = [path.join(root, 'scripts', 'run-service.mjs'), 'workflow', '--front-end-root', dist, '--port', String(port), '--host', '127.0.0.1', '--data-dir', dataDir];
-if (opt['database-url']) args.push('--database-url', opt['database-url']);
+// PostgreSQL: a schema of its own, dropped at the end (unless --keep), so the check never touches another schema's tables.
+const pgSchema = `frontend_check_${process.pid}`;
+if (opt['database-url']) args.push('--database-url', opt['database-url'], '--pg-schema', pgSchema);
 if (opt['multi-user']) args.push('--multi-user');
 const serviceLog = fs.createWriteStream(path.join(dataDir, 'service.log'));
 const child = spawn(process.execPath, args, { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -225,6 +228,9 @@ try {
   await templates.waitFor({ timeout: 15_000 }).catch(() => {});
   await closeDialogs(page);
 
+  // The frontend's second node renderer (Vue components instead of the canvas) loads previews its own way.
+  if (opt['vue-nodes']) await step('setting Comfy.VueNodes.Enabled', () => page.evaluate((a) => eval(a).extensionManager.setting.set('Comfy.VueNodes.Enabled', true), app()));
+
   // 2. Load the image graph the way a workflow file is opened, then press the Run button.
   await page.evaluate(async ([g, a]) => {
     const app = eval(a);
@@ -237,6 +243,20 @@ try {
     await until(() => executedFor(['3', '4']) && viewed('frontend-check') && viewed('type=temp'), 'executed for SaveImage and PreviewImage and their /view requests');
   });
   result.steps.ran = executedFor(['3', '4']) && viewed('frontend-check') && viewed('type=temp');
+
+  // 2b. Open the saved PNG as a user drops it on the canvas: the frontend reads the workflow from its text chunks.
+  await step('open output PNG', async () => {
+    const saved = wsMessages.find((m) => m.type === 'executed' && m.data?.node === '3')?.data.output.images[0];
+    if (!saved) throw new Error('no SaveImage output to open');
+    const types = await page.evaluate(async ([img, a]) => {
+      const app = eval(a);
+      const blob = await (await fetch(`/api/view?filename=${encodeURIComponent(img.filename)}&subfolder=${encodeURIComponent(img.subfolder)}&type=${img.type}`)).blob();
+      await app.handleFile(new File([blob], img.filename, { type: 'image/png' }));
+      return app.graph.nodes.map((n) => n.type).sort();
+    }, [saved, app()]);
+    result.steps.openedFromPng = types;
+    if (JSON.stringify(types) !== JSON.stringify(['EmptyImage', 'ImageInvert', 'PreviewImage', 'SaveImage'])) throw new Error(`the PNG opened as ${JSON.stringify(types)}`);
+  });
 
   // 3. Upload an image as the LoadImage widget does, run LoadImage → ImageInvert → PreviewImage through app.queuePrompt.
   await step('upload and LoadImage', async () => {
@@ -419,7 +439,7 @@ for (const r of requests) {
   const key = `${r.method} ${r.path.split('?')[0]} ${r.status}`;
   unique.set(key, (unique.get(key) ?? 0) + 1);
 }
-console.log(`frontend ${result.frontendVersion ?? '?'} from ${dist} against ${url} (data dir ${dataDir})`);
+console.log(`frontend ${result.frontendVersion ?? '?'} from ${dist} against ${url} (data dir ${dataDir}${opt['database-url'] ? `, PostgreSQL schema ${pgSchema}` : ', SQLite'})`);
 console.log(`\nrequests (${requests.length}, grouped by path and status):`);
 for (const [k, n] of [...unique].sort()) console.log(`  ${k}${n > 1 ? ` ×${n}` : ''}`);
 const wsTypes = new Map();
@@ -471,6 +491,15 @@ if (internal.length) console.log(`\nthe frontend's own console errors (not about
 if (expected.length) console.log(`\nanswered 404 as the reference does on a fresh install: ${[...new Set(expected.map((r) => `${r.method} ${r.path.split('&')[0]}`))].join(', ')}`);
 console.log(`\nfindings: ${findings.length}`);
 for (const f of findings) console.log(`  - ${f}`);
-if (!opt.keep) fs.rmSync(dataDir, { recursive: true, force: true });
+if (!opt.keep) {
+  fs.rmSync(dataDir, { recursive: true, force: true });
+  if (opt['database-url']) {
+    const { default: pg } = await import('pg');
+    const c = new pg.Client({ connectionString: opt['database-url'] });
+    await c.connect();
+    await c.query(`drop schema if exists ${pgSchema} cascade`);
+    await c.end();
+  }
+}
 exitCode = findings.length === 0 ? 0 : 1;
 process.exit(exitCode);
