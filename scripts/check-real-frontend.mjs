@@ -110,7 +110,8 @@ const blocked = new Set();
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'wf-real-frontend-'));
 const port = opt.port ? Number(opt.port) : await freePort();
 const url = `http://127.0.0.1:${port}`;
-const args = [path.join(root, 'scripts', 'run-service.mjs'), 'workflow', '--front-end-root', dist, '--port', String(port), '--host', '127.0.0.1', '--data-dir', dataDir];
+// The reference's test nodes give a job that runs until interrupted (TestSleep), with progress messages.
+const args = [path.join(root, 'scripts', 'run-service.mjs'), 'workflow', '--enable-test-nodes', '--front-end-root', dist, '--port', String(port), '--host', '127.0.0.1', '--data-dir', dataDir];
 // PostgreSQL: a schema of its own, dropped at the end (unless --keep), so the check never touches another schema's tables.
 const pgSchema = `frontend_check_${process.pid}`;
 if (opt['database-url']) args.push('--database-url', opt['database-url'], '--pg-schema', pgSchema);
@@ -228,6 +229,8 @@ try {
   await templates.waitFor({ timeout: 15_000 }).catch(() => {});
   await closeDialogs(page);
 
+  // The job history tab exists with the new queue panel only (a setting, stored on the server).
+  await step('setting Comfy.Queue.QPOV2', () => page.evaluate((a) => eval(a).extensionManager.setting.set('Comfy.Queue.QPOV2', true), app()));
   // The frontend's second node renderer (Vue components instead of the canvas) loads previews its own way.
   if (opt['vue-nodes']) await step('setting Comfy.VueNodes.Enabled', () => page.evaluate((a) => eval(a).extensionManager.setting.set('Comfy.VueNodes.Enabled', true), app()));
 
@@ -293,6 +296,48 @@ try {
     }, [uploaded.body.name, app()]);
     await until(() => wsMessages.filter((m) => m.type === 'executed').length > before && requests.some((r) => r.path.includes('/view?') && r.path.includes('frontend-upload') && r.path.includes('type=input') && r.status === 200), 'the LoadImage preview and the second run');
     await until(() => requests.filter((r) => r.path.includes('/view?') && r.path.includes('type=temp') && r.status === 200).length >= 2, 'the second PreviewImage /view');
+  });
+
+  // 3b. A long job interrupted from the UI while a second one waits and is deleted from the queue: both end in the job history.
+  await step('interrupt and cancel', async () => {
+    const ids = await page.evaluate(async (a) => {
+      const app = eval(a);
+      const api = window.comfyAPI.api.api;
+      const wf = {
+        last_node_id: 3, last_link_id: 2, groups: [], config: {}, extra: {}, version: 0.4,
+        nodes: [
+          { id: 1, type: 'EmptyImage', pos: [40, 80], size: [315, 130], flags: {}, order: 0, mode: 0, inputs: [], outputs: [{ name: 'IMAGE', type: 'IMAGE', links: [1], slot_index: 0 }], properties: {}, widgets_values: [8, 8, 1, 0] },
+          { id: 2, type: 'TestSleep', pos: [400, 80], size: [315, 60], flags: {}, order: 1, mode: 0, inputs: [{ name: 'value', type: '*', link: 1 }], outputs: [{ name: '*', type: '*', links: [2], slot_index: 0 }], properties: {}, widgets_values: [600] },
+          { id: 3, type: 'PreviewImage', pos: [740, 80], size: [315, 246], flags: {}, order: 2, mode: 0, inputs: [{ name: 'images', type: 'IMAGE', link: 2 }], outputs: [], properties: {}, widgets_values: [] },
+        ],
+        links: [[1, 1, 0, 2, 0, 'IMAGE'], [2, 2, 0, 3, 0, '*']],
+      };
+      await app.loadGraphData(wf, true, true, 'frontend-sleep');
+      const seen = [];
+      const onStart = (e) => seen.push(e.detail.prompt_id);
+      api.addEventListener('execution_start', onStart);
+      await app.queuePrompt(0, 1);
+      await app.queuePrompt(0, 1);
+      const q = await api.getQueue();
+      return { running: q.Running.map((j) => j.id), pending: q.Pending.map((j) => j.id) };
+    }, app());
+    result.steps.sleepJobs = ids;
+    if (ids.running.length + ids.pending.length !== 2) throw new Error(`expected two queued jobs, saw ${JSON.stringify(ids)}`);
+    await until(() => wsMessages.some((m) => m.type === 'progress' && m.data?.node === '2'), 'progress messages of the running TestSleep');
+    const pending = ids.pending[0] ?? ids.running[1];
+    await page.evaluate(async ([id, a]) => {
+      await window.comfyAPI.api.api.deleteItem('queue', id);
+      await eval(a).extensionManager.command.execute('Comfy.Interrupt');
+    }, [pending, app()]);
+    await until(() => wsMessages.some((m) => m.type === 'execution_interrupted'), 'execution_interrupted');
+    await page.evaluate(([id, a]) => eval(a).extensionManager.command.execute(`Workspace.ToggleSidebarTab.${id}`), ['job-history', app()]);
+    await page.waitForLoadState('networkidle');
+    const history = await page.evaluate(async () => (await window.comfyAPI.api.api.getHistory(64)).map((j) => ({ id: j.id, status: j.status })));
+    result.steps.historyAfterInterrupt = history;
+    const running = ids.running[0];
+    if (!history.some((j) => j.id === running && j.status === 'cancelled')) throw new Error(`the interrupted job is not cancelled in the history: ${JSON.stringify(history)}`);
+    if (opt.screenshot) await page.screenshot({ path: opt.screenshot.replace(/\.png$/, '-interrupted.png') });
+    await page.evaluate(([id, a]) => eval(a).extensionManager.command.execute(`Workspace.ToggleSidebarTab.${id}`), ['job-history', app()]);
   });
 
   // 4. The frontend's API client over the routes it uses besides start-up: every call resolves and the answers have its shapes.
@@ -376,8 +421,6 @@ try {
   });
 
   // 7. The sidebar tabs (queue/job history, assets, model and node libraries, workflows), the settings dialog and interrupt.
-  // The job history tab exists with the new queue panel only (a setting, stored on the server).
-  await step('setting Comfy.Queue.QPOV2', () => page.evaluate((a) => eval(a).extensionManager.setting.set('Comfy.Queue.QPOV2', true), app()));
   for (const tab of ['job-history', 'assets', 'model-library', 'node-library', 'workflows']) {
     await step(`sidebar ${tab}`, async () => {
       await page.evaluate(([id, a]) => eval(a).extensionManager.command.execute(`Workspace.ToggleSidebarTab.${id}`), [tab, app()]);
