@@ -142,7 +142,13 @@ export class PromptInserter {
     });
   }
 
+  /** The shared queue's store in flight: one at a time, the next batch gathers meanwhile. */
+  private storing: Promise<unknown> | undefined;
+
   private async flush(): Promise<void> {
+    // Two stores of one process at once would only queue on each other's workspace locks
+    // (and commits); waiting here instead makes the next batch larger, for one commit.
+    while (this.storing) await this.storing;
     const batch = this.pending.splice(0, MAX_BATCH);
     if (this.pending.length > 0) setImmediate(() => void this.flush());
     else this.scheduled = false;
@@ -159,7 +165,7 @@ export class PromptInserter {
     try {
       const rows = unique.map((b) => row(b.p));
       const ok = this.store
-        ? await this.store(rows)
+        ? await (this.storing = this.store(rows).finally(() => (this.storing = undefined)))
         : new Set((await this.db.insertInto('prompts').values(rows).onConflict((oc) => oc.column('id').doNothing()).returning('id').execute()).map((r) => r.id as string));
       for (const b of unique) (ok.has(b.p.id) ? b.resolve() : b.reject(new DuplicatePromptId(b.p.id)));
     } catch (err) {

@@ -135,7 +135,8 @@ end $fn$`,
    */
   async store(rows: Array<Record<string, unknown>>): Promise<Set<string>> {
     const slots = Math.max(1, Math.floor(this.o.maxConcurrent));
-    const r = await sql<{ id: string }>`select wf_store_prompts(${JSON.stringify(rows)}::jsonb, ${slots}::int) as id`.execute(this.storage.db);
+    const fn = sql.raw(`${quoteIdent(this.storage.pgSchema!)}.wf_store_prompts`);
+    const r = await sql<{ id: string }>`select ${fn}(${JSON.stringify(rows)}::jsonb, ${slots}::int) as id`.execute(this.storage.db);
     return new Set(r.rows.map((x) => x.id));
   }
 
