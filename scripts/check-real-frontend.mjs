@@ -378,7 +378,12 @@ try {
       await run('extensions', async () => (await api.getExtensions()).length);
       await run('workflowTemplates', () => api.getWorkflowTemplates());
       await run('coreTemplatesFr', () => api.getCoreWorkflowTemplates('fr'));
-      await run('nodeDefs', async () => Object.keys(await api.getNodeDefs()).length);
+      // Every definition /object_info gives becomes a node type (the frontend drops a definition its schema rejects).
+      await run('nodeDefs', async () => {
+        const defs = Object.keys(await api.getNodeDefs());
+        const registered = globalThis.LiteGraph.registered_node_types;
+        return { count: defs.length, notRegistered: defs.filter((d) => !registered[d]) };
+      });
       await run('viewMetadata', () => api.viewMetadata('checkpoints', 'none.safetensors'));
       await run('free', async () => { await api.freeMemory({ freeExecutionCache: true }); return 'ok'; });
       await run('deleteHistory', async () => { await api.deleteItem('history', history[history.length - 1].id); return (await api.getHistory(64)).length; });
@@ -388,7 +393,61 @@ try {
     result.steps.apiSweep = out;
     const threw = Object.entries(out).filter(([, v]) => v && typeof v === 'object' && 'threw' in v);
     if (threw.length) throw new Error(`api calls threw: ${JSON.stringify(Object.fromEntries(threw))}`);
+    if (out.nodeDefs?.notRegistered?.length) throw new Error(`node definitions the frontend did not register: ${out.nodeDefs.notRegistered.join(', ')}`);
     if (!out.jobDetail?.hasWorkflow) throw new Error(`the job detail lacks the workflow the frontend sent: ${JSON.stringify(out.jobDetail)}`);
+  });
+
+  // 4b. What the mask editor's save sends (its four uploads into input/clipspace with original_ref), then a LoadImage
+  // of the result named as the editor names it (`clipspace/<file> [input]`), run through the API client.
+  await step('mask editor save', async () => {
+    const out = await page.evaluate(async () => {
+      const api = window.comfyAPI.api.api;
+      const png = async (w, h, paint) => {
+        const c = Object.assign(document.createElement('canvas'), { width: w, height: h });
+        paint(c.getContext('2d'));
+        return new Promise((r) => c.toBlob(r, 'image/png'));
+      };
+      const send = async (route, blob, name, originalRef) => {
+        const fd = new FormData();
+        fd.append('image', blob, name);
+        fd.append('original_ref', JSON.stringify(originalRef));
+        fd.append('type', 'input');
+        fd.append('subfolder', 'clipspace');
+        const r = await api.fetchApi(route, { method: 'POST', body: fd });
+        return { status: r.status, body: r.ok ? await r.json() : await r.text() };
+      };
+      const source = { filename: 'frontend-upload.png', subfolder: '', type: 'input' };
+      const t = Date.now();
+      const maskBlob = await png(24, 16, (g) => { g.fillStyle = 'rgba(0,0,0,0.5)'; g.fillRect(0, 0, 12, 16); });
+      const paintBlob = await png(24, 16, (g) => { g.fillStyle = '#00ff00'; g.fillRect(4, 4, 4, 4); });
+      const masked = await send('/upload/mask', maskBlob, `clipspace-mask-${t}.png`, source);
+      const paint = await send('/upload/image', paintBlob, `clipspace-paint-${t}.png`, source);
+      const painted = await send('/upload/image', paintBlob, `clipspace-painted-${t}.png`, source);
+      const paintedMasked = painted.status === 200 ? await send('/upload/mask', maskBlob, `clipspace-painted-masked-${t}.png`, { filename: painted.body.name, subfolder: painted.body.subfolder, type: painted.body.type }) : null;
+      let run = null;
+      if (masked.status === 200) {
+        const r = await api.fetchApi('/prompt', {
+          method: 'POST',
+          body: JSON.stringify({
+            client_id: api.clientId,
+            prompt: {
+              1: { class_type: 'LoadImage', inputs: { image: `${masked.body.subfolder}/${masked.body.name} [input]` } },
+              2: { class_type: 'MaskToImage', inputs: { mask: ['1', 1] } },
+              3: { class_type: 'PreviewImage', inputs: { images: ['2', 0] } },
+            },
+          }),
+        });
+        run = { status: r.status, body: await r.json() };
+      }
+      return { masked, paint, painted, paintedMasked, run };
+    });
+    result.steps.maskEditor = out;
+    for (const k of ['masked', 'paint', 'painted', 'paintedMasked']) if (out[k]?.status !== 200) throw new Error(`${k} upload answered ${JSON.stringify(out[k])}`);
+    if (out.run?.status !== 200) throw new Error(`the LoadImage of the mask was refused: ${JSON.stringify(out.run)}`);
+    const id = out.run.body.prompt_id;
+    await until(() => wsMessages.some((m) => (m.type === 'execution_success' || m.type === 'execution_error') && m.data?.prompt_id === id), 'the mask prompt to finish');
+    const end = wsMessages.find((m) => (m.type === 'execution_success' || m.type === 'execution_error') && m.data?.prompt_id === id);
+    if (end.type !== 'execution_success') throw new Error(`the mask prompt failed: ${JSON.stringify(end.data).slice(0, 500)}`);
   });
 
   // 5. A graph the server refuses (the output node's required input unconnected): the 400 with node_errors is shown on the node, nothing throws.
