@@ -98,6 +98,77 @@ function threadReport(before: Map<string, [string, number]>, count: number): str
   }
   return rows.sort((a, b) => b[1] - a[1]).map(([n, d]) => `${n} ${((d / count) * 1e6).toFixed(0)} µs`).join(', ');
 }
+/** CPU seconds of a process by pid (Linux /proc; NaN elsewhere or when it is gone). */
+function pidCpu(pid: number): number {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(') ') + 2).split(' ');
+    return (Number(f[11]) + Number(f[12])) / 100;
+  } catch {
+    return NaN;
+  }
+}
+/** Local ports of this process's TCP connections to port 5432 (Linux /proc), to tell its PostgreSQL backends apart. */
+function pgClientPorts(): Set<string> {
+  const inodes = new Set<string>();
+  const ports = new Set<string>();
+  try {
+    for (const fd of fs.readdirSync('/proc/self/fd')) {
+      try {
+        const m = /^socket:\[(\d+)\]$/.exec(fs.readlinkSync(`/proc/self/fd/${fd}`));
+        if (m) inodes.add(m[1]!);
+      } catch {
+        /* closed meanwhile */
+      }
+    }
+    for (const file of ['/proc/net/tcp', '/proc/net/tcp6']) {
+      for (const line of fs.readFileSync(file, 'utf8').split('\n').slice(1)) {
+        const f = line.trim().split(/\s+/);
+        if (f.length < 10 || !inodes.has(f[9]!)) continue;
+        if (f[2]!.split(':')[1] === '1538') ports.add(String(parseInt(f[1]!.split(':')[1]!, 16)));
+      }
+    }
+  } catch {
+    /* not Linux */
+  }
+  return ports;
+}
+/**
+ * CPU seconds of the other processes a run loads: the receiver, and on PostgreSQL the server's backends of this
+ * process's connections ("ours") and every other `postgres` process (background writers, autovacuum — and other
+ * sessions' queries on this shared machine, so that figure is an upper bound).
+ */
+let receiverPid = 0;
+interface Others { receiver: number; pgOurs: number; pgOther: number }
+function othersCpu(): Others {
+  let pgOurs = 0;
+  let pgOther = 0;
+  if (DATABASE_URL) {
+    const ports = pgClientPorts();
+    try {
+      for (const pid of fs.readdirSync('/proc')) {
+        if (!/^\d+$/.test(pid)) continue;
+        try {
+          if (fs.readFileSync(`/proc/${pid}/comm`, 'utf8').trim() !== 'postgres') continue;
+          const port = /\((\d+)\)/.exec(fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8'))?.[1];
+          if (port !== undefined && ports.has(port)) pgOurs += pidCpu(Number(pid));
+          else pgOther += pidCpu(Number(pid));
+        } catch {
+          /* gone */
+        }
+      }
+    } catch {
+      pgOurs = pgOther = NaN;
+    }
+  }
+  return { receiver: receiverPid ? pidCpu(receiverPid) : NaN, pgOurs, pgOther };
+}
+/** Per item since `before`. A backend that connected meanwhile counts from its start (its CPU before that is 0). */
+function othersReport(before: Others, count: number): string {
+  const after = othersCpu();
+  const us = (a: number, b: number) => (((a - b) / count) * 1e6).toFixed(0);
+  return `receiver process ${us(after.receiver, before.receiver)} µs` + (DATABASE_URL ? `, postgres backends of this process ${us(after.pgOurs, before.pgOurs)} µs, other postgres processes ${us(after.pgOther, before.pgOther)} µs` : '');
+}
 function perCpu(count: number, before: { process: number; main: number }): { process: number; main: number } {
   const after = cpuNow();
   return { process: count / (after.process - before.process), main: count / (after.main - before.main) };
@@ -142,6 +213,7 @@ if (values.receiver === 'in-process') {
   };
 } else if (values.receiver === 'process') {
   const child = fork(new URL('./delivery-receiver.ts', import.meta.url), { execArgv: ['--import', 'tsx'] });
+  receiverPid = child.pid ?? 0;
   let asked = 0;
   const waiting = new Map<number, (n: number) => void>();
   rxPort = await new Promise<number>((resolve, reject) => {
@@ -192,6 +264,7 @@ async function plainClient(count: number, concurrency: number): Promise<number> 
   const e = deviceEvent(1);
   const body = Buffer.from(pythonJsonDumps({ event: e.event, timestamp: e.timestamp, model: e.model, username: e.username, request_id: e.requestId, data: e.data, snapshots: e.snapshots }));
   let next = 0;
+  const o0 = othersCpu();
   const t0cpu = threadCpu();
   const c0 = cpuNow();
   const t0 = performance.now();
@@ -211,7 +284,7 @@ async function plainClient(count: number, concurrency: number): Promise<number> 
   );
   const rate = count / ((performance.now() - t0) / 1000);
   plainCpu = perCpu(count, c0);
-  plainThreads = threadReport(t0cpu, count);
+  plainThreads = `${threadReport(t0cpu, count)}; ${othersReport(o0, count)}`;
   agent.destroy();
   return rate;
 }
@@ -286,6 +359,7 @@ const drain = (N: number) => withApp(false, async (_app, deps, url) => {
   await worker.drain();
   await commit(1, N);
   const start = await receivedCount();
+  const o0 = othersCpu();
   const t0cpu = threadCpu();
   const c0 = cpuNow();
   const t0 = performance.now();
@@ -300,7 +374,7 @@ const drain = (N: number) => withApp(false, async (_app, deps, url) => {
   }
   const recorded = (performance.now() - t0) / 1000;
   const cpu = perCpu(N, c0);
-  const threads = threadReport(t0cpu, N);
+  const threads = `${threadReport(t0cpu, N)}; ${othersReport(o0, N)}`;
   console.log(
     `webhook deliveries:       ${(N / secs).toFixed(0)} deliveries/s (${N} in ${secs.toFixed(2)} s; all outcomes recorded after ${recorded.toFixed(2)} s); ` +
       `per CPU-second: ${cpu.process.toFixed(0)} (process), ${cpu.main.toFixed(0)} (main thread)`,
