@@ -247,6 +247,29 @@ try {
   });
   result.steps.ran = executedFor(['3', '4']) && viewed('frontend-check') && viewed('type=temp');
 
+  // 2a. The same graph with ImageInvert and PreviewImage turned into a subgraph: the frontend sends flattened ids
+  // (`<subgraph node>:<inner node>`) and maps the `executed` message back to the inner node.
+  await step('subgraph', async () => {
+    const before = wsMessages.filter((m) => m.type === 'executed').length;
+    const sent = await page.evaluate(async ([g, a]) => {
+      const app = eval(a);
+      await app.loadGraphData(g, true, true, 'frontend-subgraph');
+      const graph = app.graph;
+      const inner = graph.nodes.filter((n) => n.type === 'ImageInvert' || n.type === 'PreviewImage');
+      const { node } = graph.convertToSubgraph(new Set(inner));
+      const { output } = await app.graphToPrompt();
+      await app.queuePrompt(0, 1);
+      return { subgraphNode: String(node.id), ids: Object.keys(output) };
+    }, [imageGraph(), app()]);
+    result.steps.subgraph = sent;
+    if (!sent.ids.some((id) => id.includes(':'))) throw new Error(`no flattened subgraph ids in the prompt: ${JSON.stringify(sent)}`);
+    await until(() => wsMessages.filter((m) => m.type === 'executed').length >= before + 2, 'executed messages of the subgraph prompt');
+    const executed = wsMessages.filter((m) => m.type === 'executed').slice(before).map((m) => ({ node: m.data.node, display_node: m.data.display_node }));
+    result.steps.subgraph.executed = executed;
+    if (!executed.some((e) => e.node.startsWith(`${sent.subgraphNode}:`))) throw new Error(`no executed message for a node inside the subgraph: ${JSON.stringify(executed)}`);
+    await until(() => requests.filter((r) => r.path.includes('/view?') && r.path.includes('type=temp') && r.status === 200).length >= 2, 'the subgraph PreviewImage /view');
+  });
+
   // 2b. Open the saved PNG as a user drops it on the canvas: the frontend reads the workflow from its text chunks.
   await step('open output PNG', async () => {
     const saved = wsMessages.find((m) => m.type === 'executed' && m.data?.node === '3')?.data.output.images[0];
