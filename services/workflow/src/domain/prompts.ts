@@ -200,16 +200,23 @@ export interface HistoryTrim {
 }
 
 /** Records a prompt's end and takes the next one in the same transaction: one commit per prompt instead of two. */
-export async function completeAndClaimNext(storage: Storage, id: string, c: Completion, worker: string | null, trim?: HistoryTrim): Promise<{ next: PromptRecord | null; trimmed: number }> {
+export async function completeAndClaimNext(
+  storage: Storage,
+  id: string,
+  c: Completion,
+  worker: string | null,
+  trim?: HistoryTrim,
+  countOwner = false,
+): Promise<{ next: PromptRecord | null; trimmed: number; remaining?: number }> {
   if (worker === null && trim === undefined) {
-    await completePrompt(storage.db, id, c);
-    return { next: null, trimmed: 0 };
+    const remaining = await completePrompt(storage.db, id, c, countOwner);
+    return { next: null, trimmed: 0, remaining };
   }
   // The history bound holds the moment the end is visible: trimming commits with it.
   return storage.db.transaction().execute(async (trx) => {
-    await completePrompt(trx, id, c);
+    const remaining = await completePrompt(trx, id, c, countOwner);
     const trimmed = trim === undefined ? 0 : await trimHistory(trx, trim.keep, trim.finished);
-    return { next: worker === null ? null : await claimNext(storage, worker, Date.now(), trx), trimmed };
+    return { next: worker === null ? null : await claimNext(storage, worker, Date.now(), trx), trimmed, remaining };
   });
 }
 
@@ -226,9 +233,13 @@ export interface Completion {
   messages: Array<[string, Record<string, unknown>]>;
 }
 
-/** Records a prompt's end; the sensitive extra data is dropped with it. */
-export async function completePrompt(db: Kysely<any>, id: string, c: Completion): Promise<void> {
-  await db
+/**
+ * Records a prompt's end; the sensitive extra data is dropped with it.
+ * `countOwner` (PostgreSQL): also answers how many of the prompt's owner's
+ * prompts are pending or running once it ended, from the same statement.
+ */
+export async function completePrompt(db: Kysely<any>, id: string, c: Completion, countOwner = false): Promise<number | undefined> {
+  const q = db
     .updateTable('prompts')
     .set({
       status: c.status,
@@ -239,8 +250,16 @@ export async function completePrompt(db: Kysely<any>, id: string, c: Completion)
       sensitive: null,
       worker: null,
     })
-    .where('id', '=', id)
-    .execute();
+    .where('id', '=', id);
+  if (!countOwner) {
+    await q.execute();
+    return undefined;
+  }
+  // The subquery sees the statement's snapshot, where this prompt is still running: one less.
+  const r = await q
+    .returning(sql<number>`(select count(*) from prompts p where p.owner = prompts.owner and p.status in ('pending', 'in_progress')) - 1`.as('remaining'))
+    .executeTakeFirst();
+  return r === undefined ? undefined : Math.max(0, Number(r.remaining));
 }
 
 export async function getPrompt(db: Kysely<any>, id: string, owner?: string): Promise<PromptRecord | null> {

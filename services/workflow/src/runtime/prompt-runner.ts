@@ -273,11 +273,18 @@ export class PromptRunner implements ClaimHandler {
   }
 
   /** A status broadcast after `owner`'s queue changed: to everyone, or (per-owner status) to that owner's sockets. */
-  broadcastStatus(owner?: string): void {
+  broadcastStatus(owner?: string, known?: number): void {
     if (this.o.shared) {
       const key = owner ?? '';
       const seq = (this.statusSeq.get(key) ?? 0) + 1;
       this.statusSeq.set(key, seq);
+      if (known !== undefined && owner !== undefined && this.o.perOwnerStatus) {
+        // Read just now with a change of the queue: reads still on their way are older.
+        this.statusSeq.delete(key);
+        this.setRemaining(owner, known);
+        this.sendStatus(owner);
+        return;
+      }
       void this.queueRemainingNow(owner)
         .then(() => {
           if (this.statusSeq.get(key) !== seq) return;
@@ -661,11 +668,15 @@ export class PromptRunner implements ClaimHandler {
       const completion = { status, endTime: Date.now(), outputs: result?.outputs ?? {}, meta: result?.meta ?? {}, messages: result?.messages ?? [] };
       engineFree?.();
       let recorded = false;
+      let remaining: number | undefined;
       try {
         // With nothing else known to be queued, the end is recorded alone (a prompt stored meanwhile is claimed by the loop).
         // Shared queue: the next prompt comes with the next job; history is trimmed every so many ends (its count is everyone's).
         const claimNext = !this.o.shared && !this.stopped && this.remaining > 1;
-        const done = await completeAndClaimNext(this.o.storage, record.id, completion, claimNext ? this.workerId : null, this.historyTrim());
+        // Shared queue with per-owner status: the owner's count comes back with the end (no second query for the status).
+        const countOwner = this.o.shared !== undefined && this.o.perOwnerStatus === true;
+        const done = await completeAndClaimNext(this.o.storage, record.id, completion, claimNext ? this.workerId : null, this.historyTrim(), countOwner);
+        remaining = done.remaining;
         recorded = true;
         next = done.next;
         this.finished += 1 - done.trimmed;
@@ -677,7 +688,7 @@ export class PromptRunner implements ClaimHandler {
         throttle.flush();
         // Unrecorded (the database failed): whoever settles the prompt later tells its client.
         if (recorded && clientId !== null) sink.out(() => this.o.hub.send('executing', { node: null, prompt_id: record.id }, clientId, record.owner));
-        if (recorded) sink.out(() => this.broadcastStatus(record.owner));
+        if (recorded) sink.out(() => this.broadcastStatus(record.owner, remaining));
         ended = true;
         // Never left waiting: the next prompt's messages wait for these.
         flushHeld();

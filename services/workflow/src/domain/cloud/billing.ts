@@ -147,7 +147,7 @@ export class Billing {
       this.known.add(owner);
     }
     let a = await this.read(owner);
-    if (a.subscriptionStatus === 'active' && a.periodEnd !== null && a.periodEnd <= now) {
+    if (periodOver(a, now)) {
       if (a.cancelAtPeriodEnd) {
         await this.update(owner, { subscription_status: 'cancelled' });
       } else {
@@ -181,21 +181,27 @@ export class Billing {
   }
 
   private async read(owner: string): Promise<Account> {
-    const r = await this.db().selectFrom('billing_accounts').selectAll().where('owner', '=', owner).executeTakeFirstOrThrow();
-    return {
-      owner,
-      planId: (r.plan_id as string | null) ?? null,
-      subscriptionId: (r.subscription_id as string | null) ?? null,
-      subscriptionStatus: (r.subscription_status as Account['subscriptionStatus']) ?? null,
-      periodStart: r.period_start === null ? null : Number(r.period_start),
-      periodEnd: r.period_end === null ? null : Number(r.period_end),
-      cancelAtPeriodEnd: Number(r.cancel_at_period_end) === 1,
-      paymentMethodId: (r.payment_method_id as string | null) ?? null,
-    };
+    return toAccount(owner, await this.db().selectFrom('billing_accounts').selectAll().where('owner', '=', owner).executeTakeFirstOrThrow());
   }
 
   private async update(owner: string, set: Record<string, unknown>): Promise<void> {
     await this.db().updateTable('billing_accounts').set({ ...set, updated_at: Date.now() }).where('owner', '=', owner).execute();
+  }
+
+  /**
+   * The balance alone, for the check of every new prompt: the account and its
+   * sum in one query once the account exists and its period needs no renewal.
+   */
+  private async remaining(owner: string): Promise<{ credits_remaining: number }> {
+    if (!this.known.has(owner)) return this.balance(owner);
+    const r = await this.db()
+      .selectFrom('billing_accounts')
+      .selectAll()
+      .select(sql<number>`(select coalesce(sum(delta), 0) from billing_events e where e.owner = billing_accounts.owner)`.as('svc_balance'))
+      .where('owner', '=', owner)
+      .executeTakeFirst();
+    if (!r || periodOver(toAccount(owner, r), Date.now())) return this.balance(owner);
+    return { credits_remaining: Number(r.svc_balance) };
   }
 
   async balance(owner: string): Promise<{ credits_remaining: number; credits_used: number; credits_total: number }> {
@@ -214,7 +220,7 @@ export class Billing {
 
   /** New prompts need a positive balance. */
   async checkCanRun(owner: string): Promise<void> {
-    const b = await this.balance(owner);
+    const b = await this.remaining(owner);
     if (b.credits_remaining <= 0) throw new BillingError(402, 'insufficient_credits', 'Insufficient credits: top up or subscribe to a plan to run more prompts', { credits_remaining: b.credits_remaining });
   }
 
@@ -343,4 +349,22 @@ export class Billing {
     await this.update(owner, { cancel_at_period_end: 0 });
     return this.subscriptionOf(await this.read(owner))!;
   }
+}
+
+function toAccount(owner: string, r: Record<string, unknown>): Account {
+  return {
+    owner,
+    planId: (r.plan_id as string | null) ?? null,
+    subscriptionId: (r.subscription_id as string | null) ?? null,
+    subscriptionStatus: (r.subscription_status as Account['subscriptionStatus']) ?? null,
+    periodStart: r.period_start === null ? null : Number(r.period_start),
+    periodEnd: r.period_end === null ? null : Number(r.period_end),
+    cancelAtPeriodEnd: Number(r.cancel_at_period_end) === 1,
+    paymentMethodId: (r.payment_method_id as string | null) ?? null,
+  };
+}
+
+/** An active subscription whose period has ended: renewed (or ended) on the next read of its account. */
+function periodOver(a: Account, now: number): boolean {
+  return a.subscriptionStatus === 'active' && a.periodEnd !== null && a.periodEnd <= now;
 }
