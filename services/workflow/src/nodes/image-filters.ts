@@ -71,11 +71,12 @@ const SHARP_KERNEL_MAX = 11;
  */
 function reflectConvolver(f: Frame, kernel2d: number[], size: number) {
   const r = (size - 1) / 2;
-  const { width: w, height: h, channels: c, data } = f;
+  const { width: w, height: h, channels: c } = f;
+  const data = bytes(f.data);
   const xs = Int32Array.from({ length: w + 2 * r }, (_, i) => reflect(i - r, w) * c);
   const ys = Int32Array.from({ length: h + 2 * r }, (_, i) => reflect(i - r, h) * w * c);
   const k = Float64Array.from(kernel2d);
-  return (x: number, y: number, out: Buffer, o: number): void => {
+  return (x: number, y: number, out: Uint8Array, o: number): void => {
     for (let ch = 0; ch < c; ch++) {
       let acc = 0;
       for (let ky = 0; ky < size; ky++) {
@@ -85,6 +86,11 @@ function reflectConvolver(f: Frame, kernel2d: number[], size: number) {
       out[o + ch] = clampByte(acc);
     }
   };
+}
+
+/** A plain Uint8Array view of a Buffer (sharp's Buffers and JavaScript's have different hidden classes). */
+function bytes(b: Buffer): Uint8Array {
+  return new Uint8Array(b.buffer, b.byteOffset, b.length);
 }
 
 /** Calls `fn` for every pixel within `r` of an edge (each once). */
@@ -114,7 +120,8 @@ function sharpConvolution(f: Frame, kernel2d: number[], size: number) {
 async function convolveSharp(f: Frame, kernel2d: number[], size: number): Promise<Buffer> {
   const out = await sharpConvolution(f, kernel2d, size).raw().toBuffer();
   const at = reflectConvolver(f, kernel2d, size);
-  forEachBorderPixel(f.width, f.height, (size - 1) / 2, (x, y) => at(x, y, out, (y * f.width + x) * f.channels));
+  const ov = bytes(out);
+  forEachBorderPixel(f.width, f.height, (size - 1) / 2, (x, y) => at(x, y, ov, (y * f.width + x) * f.channels));
   return out;
 }
 
@@ -148,23 +155,29 @@ async function pendingConvolution(f: Frame, kernel2d: number[], size: number): P
     sharpConvolution(new Frame(w, 2 * band, c, rows), kernel2d, size).raw().toBuffer(),
     sharpConvolution(new Frame(2 * band, h, c, cols), kernel2d, size).raw().toBuffer(),
   ]);
-  /** Where libvips' value of border pixel (x, y) is in those two images. */
-  const vipsAt = (x: number, y: number): [Buffer, number] => {
-    if (y < r) return [rowsOut, (y * w + x) * c];
-    if (y >= h - r) return [rowsOut, ((y - h + 2 * band) * w + x) * c];
-    if (x < r) return [colsOut, (y * 2 * band + x) * c];
-    return [colsOut, (y * 2 * band + x - w + 2 * band) * c];
-  };
   const xor = Buffer.alloc(w * h * c);
+  const xv = bytes(xor);
+  const rowsV = bytes(rowsOut);
+  const colsV = bytes(colsOut);
   const torchAt = reflectConvolver(f, kernel2d, size);
   let differs = false;
   forEachBorderPixel(w, h, r, (x, y) => {
     const o = (y * w + x) * c;
-    torchAt(x, y, xor, o);
-    const [vips, at] = vipsAt(x, y);
+    torchAt(x, y, xv, o);
+    // Where libvips' value of (x, y) is in the band images.
+    let vips = colsV;
+    let at: number;
+    if (y < r) {
+      vips = rowsV;
+      at = (y * w + x) * c;
+    } else if (y >= h - r) {
+      vips = rowsV;
+      at = ((y - h + 2 * band) * w + x) * c;
+    } else at = (y * 2 * band + (x < r ? x : x - w + 2 * band)) * c;
     for (let ch = 0; ch < c; ch++) {
-      xor[o + ch]! ^= vips[at + ch]!;
-      if (xor[o + ch] !== 0) differs = true;
+      const v = xv[o + ch]! ^ vips[at + ch]!;
+      xv[o + ch] = v;
+      if (v !== 0) differs = true;
     }
   });
   const raw = { raw: { width: w, height: h, channels: c } };
