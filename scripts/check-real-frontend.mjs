@@ -212,6 +212,11 @@ try {
     await step('user select', async () => {
       const input = page.locator('#new-user-input');
       await input.waitFor();
+      // The router put /user-select in the address bar: a reload asks the server for that page.
+      if (new URL(page.url()).pathname === '/user-select') {
+        await page.reload();
+        await input.waitFor();
+      }
       await input.fill('frontend-check-user');
       await input.press('Enter');
     });

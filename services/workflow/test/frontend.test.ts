@@ -133,6 +133,33 @@ forEachStorage('workflow frontend support', (storage) => {
     assert.deepEqual(JSON.parse(t.body.toString()), [{ moduleName: 'default', templates: [] }]);
   });
 
+  test('a browser reloading a page of the frontend\'s router (/user-select) is sent to / (the app\'s mount point); other unknown paths stay 404', async () => {
+    const html = { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8' };
+    const page = async (p: string) => fetch(`${srv.url}${p}`, { headers: html, redirect: 'manual' });
+    let r = await page('/user-select');
+    assert.equal(r.status, 302);
+    assert.equal(r.headers.get('location'), '/');
+    assert.equal(r.headers.get('cache-control'), 'no-cache');
+    r = await page('/user-select?template=default&x=%20');
+    assert.equal(r.status, 302);
+    assert.equal(r.headers.get('location'), '/?template=default&x=%20');
+    assert.equal((await page('/some/page/')).headers.get('location'), '/');
+    const followed = await getBytes(`${srv.url}/user-select`, html);
+    assert.equal(followed.status, 200);
+    assert.equal(followed.body.toString(), fs.readFileSync(path.join(frontend, 'index.html'), 'utf8'));
+    // not a navigation, a file name, a server path, or a name with anything but letters, digits, - and _
+    assert.equal((await getBytes(`${srv.url}/user-select`)).status, 404);
+    assert.equal((await getBytes(`${srv.url}/user-select`, { accept: 'application/json' })).status, 404);
+    for (const p of ['/missing.js', '/static/missing.css', '/api/user-select', '/internal/nothing', '/extensions/nopack', '/templates/none', '/assets/none', '/a%00b', '/a.b', '/..%2Fetc', '/x/..%2F..%2Fetc%2Fpasswd']) {
+      const x = await page(p);
+      assert.ok(x.status === 404 || x.status === 400, `${p}: ${x.status}`);
+      assert.ok(!(await x.text()).includes('<title>ComfyUI</title>'), p);
+    }
+    // a file of the build is the file, whatever the Accept header says
+    const f = await getBytes(`${srv.url}/static/index-abc.js`, html);
+    assert.equal(f.body.toString(), 'export const x = 1;');
+  });
+
   test('/templates/*: the root\'s files first; the frontend\'s side files have stand-ins when the root lacks them', async () => {
     // templates root holds index.json only: the logo index and search options fall back to the empty stand-ins
     let r = await getBytes(`${srv.url}/templates/index_logo.json`);

@@ -220,10 +220,19 @@ export function frontendRoutes(app: FastifyInstance, ctx: RouteCtx, opts: Fronte
 
   if (opts.frontEndRoot) {
     const root = path.resolve(opts.frontEndRoot);
-    app.get('/', { schema: { hide: true } }, (req, reply) =>
-      serveStatic(req, reply, root, 'index.html', { 'Cache-Control': 'no-cache', Pragma: 'no-cache', Expires: '0' }),
-    );
-    app.get('/*', { schema: { hide: true } }, (req, reply) => serveStatic(req, reply, root, (req.params as { '*': string })['*']));
+    const noCache = { 'Cache-Control': 'no-cache', Pragma: 'no-cache', Expires: '0' };
+    app.get('/', { schema: { hide: true } }, (req, reply) => serveStatic(req, reply, root, 'index.html', noCache));
+    app.get('/*', { schema: { hide: true } }, (req, reply) => {
+      const rel = (req.params as { '*': string })['*'];
+      // The frontend's router puts its own pages in the address bar (/user-select in multi-user mode), and a
+      // browser reloading one asks the server for it. The app takes the path it is loaded at as its mount
+      // point, so it is sent back to / (query kept), where it starts and routes there again.
+      if (isClientRoute(req, rel) && !statQuiet(path.join(root, rel))) {
+        const q = req.url.indexOf('?');
+        return reply.code(302).header('Cache-Control', 'no-cache').redirect(q < 0 ? '/' : `/${req.url.slice(q)}`);
+      }
+      return serveStatic(req, reply, root, rel);
+    });
     // The build keeps its bundles in /assets/; the reference serves its assets API only under /api, so a
     // bare /assets/<file> that the build has is the build's, whatever API route shares the bare prefix.
     app.addHook('onRequest', async (req, reply) => {
@@ -239,6 +248,17 @@ export function frontendRoutes(app: FastifyInstance, ctx: RouteCtx, opts: Fronte
       return reply;
     });
   }
+}
+
+/** Prefixes of the server's own paths: never the frontend's pages. */
+const SERVER_PREFIXES = ['api/', 'internal/', 'extensions/', 'templates/', 'assets/', 'ws', 'view', 'docs'];
+
+/** A browser navigating to a page of the frontend's router: an HTML request for a path without a file extension. */
+function isClientRoute(req: FastifyRequest, rel: string): boolean {
+  const accept = req.headers.accept ?? '';
+  if (!accept.includes('text/html') || rel === '' || rel.length > 200) return false;
+  if (SERVER_PREFIXES.some((p) => rel.startsWith(p))) return false;
+  return /^[A-Za-z0-9_-]+(\/[A-Za-z0-9_-]+)*\/?$/.test(rel);
 }
 
 async function insideRoot(root: string, p: string): Promise<boolean> {
