@@ -42,3 +42,33 @@ test('PostgreSQL, two API processes: a prompt queued on one reaches the socket h
     await a.close();
   }
 });
+
+test('PostgreSQL, two API processes: frames too large for one notification (and the batches around them) reach the other process whole and in order', async () => {
+  const a = await startWorkflow('postgres');
+  const bApp = await buildApp(a.cfg);
+  try {
+    const bUrl = await bApp.listen({ port: 0, host: '127.0.0.1' });
+    const ws = new WsClient(bUrl, 'relay-big');
+    await ws.opened;
+    const big = `big-${Math.random()}-${'x'.repeat(20_000)}`;
+    const prompts = [
+      { '1': { class_type: 'PrimitiveString', inputs: { value: big } }, '2': { class_type: 'PreviewAny', inputs: { source: ['1', 0] } } },
+      textPrompt(`small-${Math.random()}`),
+      { '1': { class_type: 'PrimitiveString', inputs: { value: `${big}-2` } }, '2': { class_type: 'PreviewAny', inputs: { source: ['1', 0] } } },
+    ];
+    const ids = await Promise.all(prompts.map(async (prompt) => (await a.http.post('/prompt', { prompt, client_id: 'relay-big' })).body.prompt_id as string));
+    for (const id of ids) await ws.until((m) => m.find((x) => x.type === 'executing' && x.data.node === null && x.data.prompt_id === id));
+    for (const [i, id] of ids.entries()) {
+      const mine = ws.messages.filter((x) => x.data?.prompt_id === id);
+      const types = mine.map((x) => x.type);
+      assert.equal(types.filter((t) => t === 'execution_start').length, 1, `${id}: ${types}`);
+      assert.ok(types.indexOf('execution_start') < types.indexOf('executed') && types.indexOf('executed') < types.indexOf('execution_success'), `${id}: ${types}`);
+      assert.equal(types.at(-1), 'executing');
+      if (i !== 1) assert.equal(mine.find((x) => x.type === 'executed')!.data.output.text[0], i === 0 ? big : `${big}-2`);
+    }
+    ws.close();
+  } finally {
+    await bApp.close();
+    await a.close();
+  }
+});

@@ -24,8 +24,9 @@ const SPILL_TTL_MS = 60_000;
 /**
  * Fans WebSocket frames out across API processes that share one PostgreSQL
  * database: a prompt may run in any process while its client's socket is
- * held by another. Frames published in one turn of the event loop leave as
- * one NOTIFY (in order, over one connection); each process delivers what it
+ * held by another. Frames published in one turn of the event loop, or while
+ * the previous statement was on its way, leave together (in order, over one
+ * connection); each process delivers what it
  * receives to its own sockets and ignores its own notifications.
  */
 export class PgRelay {
@@ -34,6 +35,8 @@ export class PgRelay {
   private publisher?: pg.Client;
   private batch: RelayFrame[] = [];
   private scheduled = false;
+  private inFlight = false;
+  private receiving: Promise<void> = Promise.resolve();
   private sending: Promise<void> = Promise.resolve();
   private lastSweep = 0;
   private closed = false;
@@ -59,7 +62,9 @@ export class PgRelay {
     await Promise.all([this.listener.connect(), this.publisher.connect()]);
     this.listener.on('notification', (n) => {
       if (n.channel !== this.channel || !n.payload) return;
-      void this.receive(n.payload, deliver).catch((err) => this.log.warn({ err }, 'a relayed WebSocket batch could not be read'));
+      const payload = n.payload;
+      // In order: a spilled batch (read from the table) is delivered before the notifications after it.
+      this.receiving = this.receiving.then(() => this.receive(payload, deliver)).catch((err) => this.log.warn({ err }, 'a relayed WebSocket batch could not be read'));
     });
     await this.listener.query(`listen "${this.channel}"`);
   }
@@ -76,32 +81,69 @@ export class PgRelay {
   publish(frame: RelayFrame): void {
     if (this.closed || !this.publisher) return;
     this.batch.push(frame);
-    if (this.scheduled) return;
+    if (this.scheduled || this.inFlight) return;
     this.scheduled = true;
     setImmediate(() => {
       this.scheduled = false;
-      const frames = this.batch;
-      this.batch = [];
-      // One connection, one batch at a time: notifications arrive in the order they were published.
-      this.sending = this.sending.then(() => this.send(frames)).catch((err) => this.log.warn({ err }, 'WebSocket frames could not be relayed'));
+      this.flush();
     });
+  }
+
+  /**
+   * One statement in flight at a time, over one connection, so notifications
+   * arrive in the order they were published; frames published meanwhile
+   * leave together with the next one (fewer, fuller notifications when busy).
+   */
+  private flush(): void {
+    if (this.inFlight || this.batch.length === 0) return;
+    const frames = this.batch;
+    this.batch = [];
+    this.inFlight = true;
+    this.sending = this.send(frames)
+      .catch((err) => this.log.warn({ err }, 'WebSocket frames could not be relayed'))
+      .finally(() => {
+        this.inFlight = false;
+        this.flush();
+      });
   }
 
   private async send(frames: RelayFrame[]): Promise<void> {
     const c = this.publisher;
     if (!c || this.closed) return;
-    const body = JSON.stringify(frames);
-    if (body.length + 60 <= MAX_NOTIFY) {
-      await c.query('select pg_notify($1, $2)', [this.channel, `{"o":${JSON.stringify(this.origin)},"f":${body}}`]);
-      return;
+    // Frames in notifications of at most MAX_NOTIFY bytes, all sent by one statement; a frame too large for one goes through the table.
+    const payloads: string[] = [];
+    let part: string[] = [];
+    let size = 0;
+    const head = `{"o":${JSON.stringify(this.origin)},"f":[`;
+    const close = () => {
+      if (part.length) payloads.push(`${head}${part.join(',')}]}`);
+      part = [];
+      size = 0;
+    };
+    for (const f of frames) {
+      const text = JSON.stringify(f);
+      if (head.length + text.length + 2 > MAX_NOTIFY) {
+        close();
+        payloads.push(JSON.stringify({ o: this.origin, id: await this.spill(c, `[${text}]`) }));
+        continue;
+      }
+      if (head.length + size + text.length + 3 > MAX_NOTIFY) close();
+      part.push(text);
+      size += text.length + 1;
     }
+    close();
+    const calls = payloads.map((_, i) => `pg_notify($1, $${i + 2})`).join(', ');
+    await c.query(`select ${calls}`, [this.channel, ...payloads]);
+  }
+
+  private async spill(c: pg.Client, body: string): Promise<number> {
     const now = Date.now();
     const r = await c.query('insert into ws_relay (payload, created_at) values ($1, $2) returning id', [body, now]);
-    await c.query('select pg_notify($1, $2)', [this.channel, JSON.stringify({ o: this.origin, id: Number(r.rows[0].id) })]);
     if (now - this.lastSweep > SPILL_TTL_MS) {
       this.lastSweep = now;
       await c.query('delete from ws_relay where created_at < $1', [now - SPILL_TTL_MS]);
     }
+    return Number(r.rows[0].id);
   }
 
   async close(): Promise<void> {
