@@ -29,11 +29,15 @@ forEachStorage('workflow image transform nodes', (storage) => {
     const down = (method: string) => ({ ...four, s: { class_type: 'ImageScale', inputs: { image: ['load', 0], upscale_method: method, width: 2, height: 1, crop: 'disabled' } } });
     [f] = await saved(srv, down('nearest-exact'), ['s', 0]);
     near(f!, image(2, 1, 3, (x) => grey([61, 181][x]!)), 0, 'nearest-exact');
-    // Enlarging 4 → 6 takes source floor((i + 0.5) · 4/6) = 0, 1, 1, 2, 3, 3 on both axes (libvips' nearest kernel takes 0, 0, 1, 1, 2, 3 across).
-    const square = await loaded(srv, image(4, 4, 3, (x, y) => [x * 60, y * 60, 9]));
-    [f] = await saved(srv, { ...square, s: { class_type: 'ImageScale', inputs: { image: ['load', 0], upscale_method: 'nearest-exact', width: 6, height: 6, crop: 'disabled' } } }, ['s', 0]);
+    // RGBA enlarges 4 → 6 with torch's source indices floor((i + 0.5) · 4/6) = 0, 1, 1, 2, 3, 3 on both axes.
+    const square = await loaded(srv, image(4, 4, 4, (x, y) => [x * 60, y * 60, 9, 200 + x]));
+    [f] = await saved(
+      srv,
+      { ...square, j: { class_type: 'JoinImageWithAlpha', inputs: { image: ['load', 0], alpha: ['load', 1] } }, s: { class_type: 'ImageScale', inputs: { image: ['j', 0], upscale_method: 'nearest-exact', width: 6, height: 6, crop: 'disabled' } } },
+      ['s', 0],
+    );
     const src6 = [0, 1, 1, 2, 3, 3];
-    near(f!, image(6, 6, 3, (x, y) => [src6[x]! * 60, src6[y]! * 60, 9]), 0, 'nearest-exact enlarging');
+    near(f!, image(6, 6, 4, (x, y) => [src6[x]! * 60, src6[y]! * 60, 9, 200 + src6[x]!]), 0, 'nearest-exact enlarging RGBA');
     [f] = await saved(srv, down('area'), ['s', 0]);
     // Each output averages a 2x2 block: (0+60+1+61)/4 = 30.5, (120+180+121+181)/4 = 150.5.
     near(f!, image(2, 1, 3, (x) => grey([31, 151][x]!)), 0, 'area');
