@@ -232,7 +232,44 @@ export class Billing {
   /** Charges a finished job once, by its execution time. */
   async chargeJob(owner: string, jobId: string, ms: number): Promise<boolean> {
     const credits = this.cost(ms);
-    return this.append(owner, { type: 'charge', delta: -credits, description: `Job execution (${(ms / 1000).toFixed(3)} s)`, jobId, dedupKey: `job:${jobId}` });
+    const row = { id: randomUUID(), owner, type: 'charge', delta: -credits, description: `Job execution (${(ms / 1000).toFixed(3)} s)`, job_id: jobId, op_id: null, dedup_key: `job:${jobId}`, created_at: Date.now() };
+    return new Promise((resolve, reject) => {
+      this.charges.push({ row, resolve, reject });
+      this.flushCharges();
+    });
+  }
+
+  private charges: Array<{ row: Record<string, unknown>; resolve: (charged: boolean) => void; reject: (err: unknown) => void }> = [];
+  private charging = false;
+
+  /**
+   * Charges of jobs that end together go in one insert: one statement in
+   * flight, the ones ending meanwhile gather for the next. A job charged
+   * before (same dedup key) is not charged again.
+   */
+  private flushCharges(): void {
+    if (this.charging || this.charges.length === 0) return;
+    const batch = this.charges.splice(0, 500);
+    this.charging = true;
+    void this.db()
+      .insertInto('billing_events')
+      .values(batch.map((b) => b.row))
+      .onConflict((oc) => oc.columns(['owner', 'dedup_key']).doNothing())
+      .returning('id')
+      .execute()
+      .then(
+        (rows) => {
+          const stored = new Set(rows.map((r) => r.id as string));
+          for (const b of batch) b.resolve(stored.has(b.row.id as string));
+        },
+        (err) => {
+          for (const b of batch) b.reject(err);
+        },
+      )
+      .finally(() => {
+        this.charging = false;
+        this.flushCharges();
+      });
   }
 
   async events(owner: string, q: { type?: EventType; limit: number; offset: number }): Promise<{ events: Record<string, unknown>[]; total: number; has_more: boolean }> {
