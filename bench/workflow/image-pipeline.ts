@@ -10,10 +10,10 @@
  *
  *   npx tsx bench/workflow/image-pipeline.ts [--rounds 15] [--method nearest-exact]
  *
- * In the service, nearest-exact (ImageScale's default) is a JavaScript row
- * gather with torch's indices (libvips' nearest kernel picks other source
- * pixels), and the blur stays pending libvips work that SaveImage runs in
- * its PNG encoder's pipeline. Other methods are reported too:
+ * In the service, nearest-exact (ImageScale's default) on an RGB frame is
+ * sharp's nearest resize, as here, and the blur stays pending libvips work
+ * that SaveImage runs in its PNG encoder's pipeline (the baseline makes each
+ * step's pixels). Other methods are reported too:
  * bilinear/bicubic/area/lanczos enlarge on typed arrays (the reference's
  * exact kernels), their baseline is sharp's nearest kernel resize (so their
  * ratio includes the cost of the exact kernel).
