@@ -38,6 +38,11 @@ forEachStorage('workflow image transform nodes', (storage) => {
     );
     const src6 = [0, 1, 1, 2, 3, 3];
     near(f!, image(6, 6, 4, (x, y) => [src6[x]! * 60, src6[y]! * 60, 9, 200 + src6[x]!]), 0, 'nearest-exact enlarging RGBA');
+    // RGB too (libvips' nearest kernel picks other source pixels when enlarging by 3/2, as 1024 → 1536 does).
+    const rgb = await loaded(srv, image(16, 16, 3, (x, y) => [x * 15, y * 15, (x + y) % 7]));
+    [f] = await saved(srv, { ...rgb, s: { class_type: 'ImageScale', inputs: { image: ['load', 0], upscale_method: 'nearest-exact', width: 24, height: 24, crop: 'disabled' } } }, ['s', 0]);
+    const src24 = (i: number) => Math.floor(((i + 0.5) * 16) / 24);
+    near(f!, image(24, 24, 3, (x, y) => [src24(x) * 15, src24(y) * 15, (src24(x) + src24(y)) % 7]), 0, 'nearest-exact enlarging RGB');
     [f] = await saved(srv, down('area'), ['s', 0]);
     // Each output averages a 2x2 block: (0+60+1+61)/4 = 30.5, (120+180+121+181)/4 = 150.5.
     near(f!, image(2, 1, 3, (x) => grey([31, 151][x]!)), 0, 'area');

@@ -310,6 +310,53 @@ describe('hosted runtime scaled out: two API processes, worker processes, one Po
     }
   });
 
+  test('queue rows of idle workspace slots are swept, except those of a workspace whose lock is held (storing prompts); prompts queued later still run', { skip: !pg && 'PostgreSQL not available', timeout: 180_000 }, async () => {
+    const a = await startWorkflow('postgres', { runtime: 'cloud', authRateLimits: TEST_LIMITS }, { packs: ['process-pack.mjs'], overrides: { runWorkers: false } });
+    const gates = fs.mkdtempSync(path.join(os.tmpdir(), 'wf-gates-'));
+    const workers: Worker[] = [];
+    const { default: pgm } = await import('pg');
+    const db = new pgm.Client({ connectionString: a.cfg.databaseUrl });
+    const holder = new pgm.Client({ connectionString: a.cfg.databaseUrl });
+    try {
+      await Promise.all([db.connect(), holder.connect()]);
+      workers.push(await startWorker(a));
+      const w = `"${a.cfg.pgSchema}_worker"`;
+      const rowsOf = async (owner: string) => Number((await db.query(`select count(*)::int as n from ${w}._private_job_queues where queue_name like $1`, [`wf:${owner}:%`])).rows[0].n);
+      const jobsOf = async (owner: string) => Number((await db.query(`select count(*)::int as n from ${w}._private_jobs j join ${w}._private_job_queues q on q.id = j.job_queue_id where q.queue_name like $1`, [`wf:${owner}:%`])).rows[0].n);
+      const until = async (cond: () => Promise<boolean>) => {
+        while (!(await cond())) await new Promise((r) => setTimeout(r, 20));
+      };
+      const done = (usr: TestUser, id: string) => until(async () => (await usr.http.get(`/api/jobs/${id}`)).body.status === 'completed');
+      const u = await signupUser(a.url, 'sweep-held');
+      const v = await signupUser(a.url, 'sweep-idle');
+      const instant = (tag: string) => ({ '1': { class_type: 'PrimitiveString', inputs: { value: tag } }, '2': { class_type: 'PreviewAny', inputs: { source: ['1', 0] } } });
+
+      // u's prompt holds its queue row (a token) until the gate opens; then u's workspace lock is held, as while its prompts are stored.
+      const gated = (await u.http.post('/api/prompt', { prompt: { g: { class_type: 'TestFileGate', inputs: { dir: gates, name: 'sw' } } } })).body.prompt_id;
+      await entered(gates, 'sw');
+      assert.equal(await rowsOf(u.workspaceId), 1);
+      await holder.query('select pg_advisory_lock($1, hashtext($2))', [0x77660001, u.workspaceId]);
+      fs.writeFileSync(path.join(gates, 'sw.release'), '');
+      await done(u, gated);
+      await until(async () => (await jobsOf(u.workspaceId)) === 0);
+      // A sweep after u's row became idle: v's row goes, u's stays.
+      const p = (await v.http.post('/api/prompt', { prompt: instant(`sw-${Math.random()}`) })).body.prompt_id;
+      await done(v, p);
+      await until(async () => (await rowsOf(v.workspaceId)) === 0);
+      assert.equal(await rowsOf(u.workspaceId), 1, 'the row of a workspace whose lock is held stays');
+      await holder.query('select pg_advisory_unlock($1, hashtext($2))', [0x77660001, u.workspaceId]);
+      await until(async () => (await rowsOf(u.workspaceId)) === 0);
+      // A new token re-creates its queue row, and runs.
+      const again = (await u.http.post('/api/prompt', { prompt: instant(`sw-after-${Math.random()}`) })).body.prompt_id;
+      await done(u, again);
+    } finally {
+      await Promise.all([db.end().catch(() => {}), holder.end().catch(() => {})]);
+      await Promise.all(workers.map((x) => stopWorker(x)));
+      fs.rmSync(gates, { recursive: true, force: true });
+      await a.close();
+    }
+  });
+
   test('prompts of the same workspaces stored at once by two API processes: all accepted (no deadlock between their queue inserts), spread evenly over the max_concurrent_jobs slots', { skip: !pg && 'PostgreSQL not available' }, async () => {
     const a = await startWorkflow('postgres', { runtime: 'cloud', authRateLimits: TEST_LIMITS, maxConcurrentJobs: '2' }, { overrides: { runWorkers: false } });
     const bApp = await buildApp({ ...a.cfg });

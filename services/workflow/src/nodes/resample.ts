@@ -5,12 +5,11 @@ import { checkSize, clampByte, Frame, MaskPlane } from './image-types.ts';
  * Resampling with the reference's semantics (comfy.utils.common_upscale).
  *
  * How each `upscale_method` is computed, and why:
- * - `nearest-exact`: torch's nearest-exact (source index floor((i + 0.5) · in/out)).
- *   3-channel frames go through sharp's nearest kernel, which picks the same
- *   pixels when shrinking by whole factors but not always when enlarging
- *   (1024 → 1536 takes another source column for 815 of the 1536 columns,
- *   rows and columns rounded apart); RGBA frames and masks copy source samples
- *   with torch's indices (sharp premultiplies alpha).
+ * - `nearest-exact`: torch's nearest-exact (source index floor((i + 0.5) · in/out)):
+ *   frames and masks copy source samples with torch's indices. sharp's nearest
+ *   kernel is not the same when enlarging (1024 → 1536 takes another source
+ *   column for 815 of the 1536 columns, rows and columns rounded apart), and it
+ *   premultiplies alpha.
  * - `bilinear`, `bicubic`, `area`: torch.nn.functional.interpolate without
  *   antialiasing (half-pixel centres, bicubic a = -0.75 with clamped edges,
  *   area = adaptive average pooling). sharp has no such kernels (its upscaler
@@ -206,10 +205,10 @@ export async function resizeFrame(
   // Same size: torch's kernels reduce to the identity and PIL returns a copy.
   if (f.width === ow && f.height === oh) return f;
   const shrinking = ow <= f.width && oh <= f.height;
-  if (method === 'nearest-exact' && f.channels === 4) return nearestFrame(f, ow, oh, checkInterrupt);
-  if ((method === 'lanczos' && shrinking) || method === 'nearest-exact') {
+  if (method === 'nearest-exact') return nearestFrame(f, ow, oh, checkInterrupt);
+  if (method === 'lanczos' && shrinking) {
     const data = await sharp(f.data, { raw: { width: f.width, height: f.height, channels: f.channels } })
-      .resize(ow, oh, { kernel: method === 'lanczos' ? 'lanczos3' : 'nearest', fit: 'fill' })
+      .resize(ow, oh, { kernel: 'lanczos3', fit: 'fill' })
       .raw()
       .toBuffer();
     return new Frame(ow, oh, f.channels, data);
@@ -235,13 +234,17 @@ function gatherRow(src: Uint8Array, row: number, srcOf: Int32Array, ow: number, 
     }
     return;
   }
-  for (let x = 0, j = o; x < ow; x++, j += 4) {
-    const s = row + srcOf[x]!;
-    out[j] = src[s]!;
-    out[j + 1] = src[s + 1]!;
-    out[j + 2] = src[s + 2]!;
-    out[j + 3] = src[s + 3]!;
+  if (c === 4) {
+    for (let x = 0, j = o; x < ow; x++, j += 4) {
+      const s = row + srcOf[x]!;
+      out[j] = src[s]!;
+      out[j + 1] = src[s + 1]!;
+      out[j + 2] = src[s + 2]!;
+      out[j + 3] = src[s + 3]!;
+    }
+    return;
   }
+  for (let x = 0, j = o; x < ow; x++, j += c) for (let k = 0; k < c; k++) out[j + k] = src[row + srcOf[x]! + k]!;
 }
 
 /**

@@ -10,6 +10,9 @@ export const LOST_MESSAGE = 'The worker running this prompt stopped; it was not 
 /** The advisory lock class of a workspace's token inserts (the second key is the owner's hash). */
 const OWNER_LOCK = 0x77660001;
 
+/** How often each process deletes the queue rows of idle workspace slots. */
+const SWEEP_MS = 5_000;
+
 /** How many times a prompt whose worker died is started again (idempotent node sets only). */
 const MAX_STARTS = 3;
 
@@ -70,6 +73,7 @@ export class SharedQueue {
   /** Tokens (or handed-back fetch slots) waiting for the engine, first come first served. */
   private waiting: Array<() => void> = [];
   private stopping = false;
+  private sweep?: NodeJS.Timeout;
 
   constructor(
     private readonly storage: Storage,
@@ -145,13 +149,45 @@ end $fn$`,
     this.handler = handler;
     this.stopping = false;
     await this.queue.start();
+    this.sweep ??= setInterval(() => {
+      this.sweepIdleQueues().catch((err) => this.o.log.warn({ err }, 'idle workspace queues could not be swept'));
+    }, SWEEP_MS);
+    this.sweep.unref();
   }
 
   async stop(): Promise<void> {
+    clearInterval(this.sweep);
+    this.sweep = undefined;
     // Tokens waiting for the engine go back to the queue now, instead of holding the shutdown.
     this.stopping = true;
     for (const wake of this.waiting.splice(0)) wake();
     await this.queue.stop();
+  }
+
+  /**
+   * Deletes the named-queue rows of workspace slots that hold no token.
+   * graphile-worker never removes them, and every job fetch locks each
+   * available queue row (FOR UPDATE SKIP LOCKED), so without this each fetch
+   * would cost more with every workspace (and slot) that ever queued a
+   * prompt. A queue whose workspace is storing prompts or handing a token
+   * back (its advisory lock is held) is left alone, so a token is never
+   * added to a queue row being deleted; the next token re-creates the row.
+   * Answers how many rows went.
+   */
+  async sweepIdleQueues(): Promise<number> {
+    const s = sql.raw(this.queue.schemaSql);
+    const owner = sql`substring(q.queue_name from '^wf:(.*):[0-9]+$')`;
+    const idle = sql`q.locked_at is null and q.queue_name like 'wf:%' and q.id not in (select job_queue_id from ${s}._private_jobs where job_queue_id is not null)`;
+    return this.storage.db.transaction().execute(async (trx) => {
+      // The locks first, then the delete in a statement of its own: its snapshot is taken after
+      // them, so it sees every token of a store or hand-back that held one of these locks.
+      const locked = await sql<{ o: string }>`
+        select o from (select distinct ${owner} as o from ${s}._private_job_queues q where ${idle}) t
+        where o is not null and pg_try_advisory_xact_lock(${OWNER_LOCK}, hashtext(o))`.execute(trx);
+      if (locked.rows.length === 0) return 0;
+      const r = await sql`delete from ${s}._private_job_queues q where ${idle} and ${owner} = any(${locked.rows.map((x) => x.o)}::text[])`.execute(trx);
+      return Number(r.numAffectedRows ?? 0);
+    });
   }
 
   /**
@@ -220,6 +256,8 @@ end $fn$`,
     const s = sql.raw(this.queue.schemaSql);
     try {
       await this.storage.db.transaction().execute(async (trx) => {
+        // The workspace's lock, as when its prompts are stored: the sweep of idle queues leaves its queues alone meanwhile.
+        await sql`select pg_advisory_xact_lock(${OWNER_LOCK}, hashtext(${owner}))`.execute(trx);
         const r = await sql<{ queue_name: string | null }>`
           with old as (delete from ${s}._private_jobs where id = ${ctx.jobId}::bigint and locked_by = ${ctx.lockedBy ?? null}::text returning job_queue_id)
           update ${s}._private_job_queues q set locked_by = null, locked_at = null from old
