@@ -12,7 +12,7 @@
  *    execution_start (worker process), and as the client sees it (POST sent
  *    → execution_start received through the relay). Goal p99 ≤ 50 ms.
  *
- *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/test npx tsx bench/workflow-cloud/scale-out.ts [--prompts 200] [--rounds 3] [--rate 100] [--duration 10] [--sleep 0.05]
+ *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/test npx tsx bench/workflow-cloud/scale-out.ts [--prompts 400] [--rounds 3] [--rate 100] [--duration 10] [--sleep 0.05]
  *   (WFSO_PROF=<dir> writes CPU profiles of the API process and the workers there)
  */
 import { fork, spawn, type ChildProcess } from 'node:child_process';
@@ -27,7 +27,7 @@ const { values: args } = parseArgs({
     serve: { type: 'string' },
     dir: { type: 'string' },
     schema: { type: 'string' },
-    prompts: { type: 'string', default: '200' },
+    prompts: { type: 'string', default: '400' },
     rounds: { type: 'string', default: '3' },
     rate: { type: 'string', default: '100' },
     duration: { type: 'string', default: '10' },
@@ -200,6 +200,48 @@ async function cycle(schema: string, since: number): Promise<string> {
   }
 }
 
+interface CpuTimes {
+  api: number;
+  workers: number;
+  postgres: number;
+  client: number;
+}
+
+/** CPU seconds (user + system) of the processes involved, from /proc (Linux; undefined elsewhere). PostgreSQL: every process of its user. */
+function cpuTimes(api: number, workers: number[]): CpuTimes | undefined {
+  const ticks = (pid: number): number => {
+    try {
+      const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const rest = f.slice(f.lastIndexOf(')') + 2).split(' ');
+      // utime, stime (fields 14 and 15; `rest` starts at field 3), and the waited-for children's.
+      return Number(rest[11]) + Number(rest[12]) + Number(rest[13]) + Number(rest[14]);
+    } catch {
+      return 0;
+    }
+  };
+  if (!fs.existsSync('/proc/self/stat')) return undefined;
+  let pg = 0;
+  for (const d of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      if (fs.statSync(`/proc/${d}`).uid !== pgUid) continue;
+    } catch {
+      continue;
+    }
+    pg += ticks(Number(d));
+  }
+  const hz = 100;
+  const u = process.cpuUsage();
+  return { api: ticks(api) / hz, workers: workers.reduce((a, w) => a + ticks(w), 0) / hz, postgres: pg / hz, client: (u.user + u.system) / 1e6 };
+}
+const pgUid = (() => {
+  try {
+    return fs.statSync('/var/lib/postgresql').uid;
+  } catch {
+    return -1;
+  }
+})();
+
 async function main() {
   const schema = `bench_wfso_${process.pid}`;
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'wfso-api-'));
@@ -240,6 +282,7 @@ async function main() {
     const sent = new Map<string, number>();
     const owner = new Map<string, User>();
     const pending: Array<Promise<void>> = [];
+    const cpu0 = cpuTimes(child.pid!, workers.map((w) => w.proc.pid!));
     const t0 = performance.now();
     for (let i = 0; i < total; i++) {
       const due = t0 + (i * 1000) / rate;
@@ -256,6 +299,7 @@ async function main() {
       );
     }
     await Promise.all(pending);
+    const cpu1 = cpuTimes(child.pid!, workers.map((w) => w.proc.pid!));
     const achieved = total / ((performance.now() - t0) / 1000);
     const clientSide = [...sent].map(([id, at]) => seen.get(id)!.start! - at);
     // Server side: create_time (stored by the API process) → execution_start_time (the worker's engine).
@@ -273,6 +317,10 @@ async function main() {
       }),
     );
     console.log(`queue-to-start at ${rate} prompts/s offered (${achieved.toFixed(1)}/s achieved, ${total} prompts, 2 workers): stored → started p50 ${pct(serverSide, 50).toFixed(1)} ms, p99 ${pct(serverSide, 99).toFixed(1)} ms (goal p99 ≤ 50 ms; ${serverSide.length} jobs); client POST → execution_start received p50 ${pct(clientSide, 50).toFixed(1)} ms, p99 ${pct(clientSide, 99).toFixed(1)} ms`);
+    if (cpu0 && cpu1) {
+      const per = (k: keyof CpuTimes) => (((cpu1[k] - cpu0[k]) * 1000) / total).toFixed(2);
+      console.log(`CPU per prompt during the open loop (ms, from /proc): API ${per('api')}, workers ${per('workers')}, PostgreSQL ${per('postgres')}, bench client ${per('client')}`);
+    }
     console.log(`load average: ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`);
   } catch (err) {
     console.error(err);

@@ -41,13 +41,18 @@ export class GraphileQueue implements JobQueue {
     // Another process may be creating it at the same moment: either one wins.
     const s = quoteIdent(this.#schema);
     await this.#storage.pgPool!.query(`create index if not exists svc_jobs_locked_by on ${s}._private_jobs (locked_by) where locked_by is not null`).catch(() => {});
+    // The unlock wake below asks whether a queue still holds a job.
+    await this.#storage.pgPool!.query(`create index if not exists svc_jobs_queue on ${s}._private_jobs (job_queue_id) where job_queue_id is not null`).catch(() => {});
     // A named queue's next job becomes available when the job holding the queue ends, but
     // graphile-worker wakes idle workers only on inserts: those that found every queue locked
     // would sleep until their next poll. The queue row's unlock (in the ending transaction)
-    // wakes one idle worker per process, as an insert does.
+    // wakes one idle worker per process, as an insert does, when the queue still holds a job
+    // (an empty queue's unlock would only make every process look for nothing).
     await this.#storage
       .pgPool!.query(
-        `create or replace function ${s}.svc_wake_on_queue_unlock() returns trigger language plpgsql as $$ begin perform pg_notify('jobs:insert', '{"count":1}'); return null; end $$;
+        `create or replace function ${s}.svc_wake_on_queue_unlock() returns trigger language plpgsql as $$ begin
+           if exists (select 1 from ${s}._private_jobs j where j.job_queue_id = new.id and j.locked_at is null) then perform pg_notify('jobs:insert', '{"count":1}'); end if;
+           return null; end $$;
          create or replace trigger svc_wake_on_queue_unlock after update of locked_at on ${s}._private_job_queues
            for each row when (old.locked_at is not null and new.locked_at is null) execute function ${s}.svc_wake_on_queue_unlock()`,
       )
