@@ -8,7 +8,7 @@
  *    by 8 workspaces. Rounds alternate one and two workers; medians are
  *    compared. Goal ≥ 1.9×.
  * 2. Queue-to-start latency at 100 prompts/s (open loop, instant prompts,
- *    two workers): from the prompt's stored create_time (API process) to its
+ *    two workers, after 3 s of the same load unmeasured): from the prompt's stored create_time (API process) to its
  *    execution_start (worker process), and as the client sees it (POST sent
  *    → execution_start received through the relay). Goal p99 ≤ 50 ms.
  *
@@ -17,6 +17,7 @@
  */
 import { fork, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -139,11 +140,28 @@ async function signup(api: string, i: number): Promise<User> {
   return { token: body.access_token, ws, clientId };
 }
 
+// The client shares the machine's two cores with the service: plain keep-alive requests cost it a
+// third of what fetch does, leaving that CPU to the processes being measured.
+const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
+function post(api: string, route: string, token: string, body: string): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(`${api}${route}`, { method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), authorization: `Bearer ${token}` } }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (text += c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
 let seq = 0;
 async function submit(api: string, u: User, prompt: Record<string, unknown>): Promise<string> {
-  const r = await fetch(`${api}/api/prompt`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${u.token}` }, body: JSON.stringify({ prompt, client_id: u.clientId }) });
-  if (r.status !== 200) throw new Error(`prompt: ${r.status} ${await r.text()}`);
-  return ((await r.json()) as any).prompt_id;
+  const r = await post(api, '/api/prompt', u.token, JSON.stringify({ prompt, client_id: u.clientId }));
+  if (r.status !== 200) throw new Error(`prompt: ${r.status} ${r.text}`);
+  return JSON.parse(r.text).prompt_id;
 }
 
 const sleepPrompt = (seconds: number) => ({
@@ -205,6 +223,7 @@ interface CpuTimes {
   workers: number;
   postgres: number;
   client: number;
+  machine: number;
 }
 
 /** CPU seconds (user + system) of the processes involved, from /proc (Linux; undefined elsewhere). PostgreSQL: every process of its user. */
@@ -232,7 +251,10 @@ function cpuTimes(api: number, workers: number[]): CpuTimes | undefined {
   }
   const hz = 100;
   const u = process.cpuUsage();
-  return { api: ticks(api) / hz, workers: workers.reduce((a, w) => a + ticks(w), 0) / hz, postgres: pg / hz, client: (u.user + u.system) / 1e6 };
+  // The whole machine's busy time (user, nice, system, irq, softirq), to see what the processes above leave out.
+  const cpu = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+  const machine = (cpu[0]! + cpu[1]! + cpu[2]! + cpu[5]! + cpu[6]!) / hz;
+  return { api: ticks(api) / hz, workers: workers.reduce((a, w) => a + ticks(w), 0) / hz, postgres: pg / hz, client: (u.user + u.system) / 1e6, machine };
 }
 const pgUid = (() => {
   try {
@@ -276,34 +298,43 @@ async function main() {
 
     // Open loop at a fixed rate, two workers, instant prompts.
     workers.push(await startWorker(schema), await startWorker(schema));
-    await throughput(api, users, 20, 0);
     const rate = Number(args.rate);
-    const total = Math.round(rate * Number(args.duration));
     const sent = new Map<string, number>();
     const owner = new Map<string, User>();
-    const pending: Array<Promise<void>> = [];
+    const openLoop = async (total: number, record: boolean) => {
+      const pending: Array<Promise<void>> = [];
+      const start = performance.now();
+      for (let i = 0; i < total; i++) {
+        const due = start + (i * 1000) / rate;
+        const wait = due - performance.now();
+        if (wait > 1) await new Promise((r) => setTimeout(r, wait));
+        const u = users[i % users.length]!;
+        const at = performance.now();
+        pending.push(
+          submit(api, u, instantPrompt()).then(async (id) => {
+            if (record) {
+              sent.set(id, at);
+              owner.set(id, u);
+            }
+            await ended(id);
+          }),
+        );
+      }
+      await Promise.all(pending);
+    };
+    // Warm-up at the same rate for 3 s, unmeasured: fresh workers' JIT, and connection pools grown
+    // to what the rate needs (a new PostgreSQL connection's first statements cost milliseconds).
+    await openLoop(rate * 3, false);
+    const total = Math.round(rate * Number(args.duration));
     const cpu0 = cpuTimes(child.pid!, workers.map((w) => w.proc.pid!));
     const t0 = performance.now();
-    for (let i = 0; i < total; i++) {
-      const due = t0 + (i * 1000) / rate;
-      const wait = due - performance.now();
-      if (wait > 1) await new Promise((r) => setTimeout(r, wait));
-      const u = users[i % users.length]!;
-      const at = performance.now();
-      pending.push(
-        submit(api, u, instantPrompt()).then(async (id) => {
-          sent.set(id, at);
-          owner.set(id, u);
-          await ended(id);
-        }),
-      );
-    }
-    await Promise.all(pending);
+    await openLoop(total, true);
     const cpu1 = cpuTimes(child.pid!, workers.map((w) => w.proc.pid!));
     const achieved = total / ((performance.now() - t0) / 1000);
     const clientSide = [...sent].map(([id, at]) => seen.get(id)!.start! - at);
     // Server side: create_time (stored by the API process) → execution_start_time (the worker's engine).
     const serverSide: number[] = [];
+    const slow: Array<[number, number]> = [];
     const ids = [...sent.keys()];
     let k = 0;
     await Promise.all(
@@ -312,14 +343,23 @@ async function main() {
           const id = ids[k++]!;
           const u = owner.get(id)!;
           const r = (await (await fetch(`${api}/api/jobs/${id}`, { headers: { authorization: `Bearer ${u.token}` } })).json()) as any;
-          if (typeof r.create_time === 'number' && typeof r.execution_start_time === 'number') serverSide.push(r.execution_start_time - r.create_time);
+          if (typeof r.create_time === 'number' && typeof r.execution_start_time === 'number') {
+            serverSide.push(r.execution_start_time - r.create_time);
+            if (process.env.WFSO_SLOW) slow.push([r.create_time, r.execution_start_time - r.create_time]);
+          }
         }
       }),
     );
     console.log(`queue-to-start at ${rate} prompts/s offered (${achieved.toFixed(1)}/s achieved, ${total} prompts, 2 workers): stored → started p50 ${pct(serverSide, 50).toFixed(1)} ms, p99 ${pct(serverSide, 99).toFixed(1)} ms (goal p99 ≤ 50 ms; ${serverSide.length} jobs); client POST → execution_start received p50 ${pct(clientSide, 50).toFixed(1)} ms, p99 ${pct(clientSide, 99).toFixed(1)} ms`);
+    if (process.env.WFSO_SLOW) {
+      // When the slow starts happened (ms after the first prompt was stored): spread out, or in bursts.
+      const first = Math.min(...slow.map((x) => x[0]));
+      console.log(`starts over ${process.env.WFSO_SLOW} ms: ${slow.filter((x) => x[1] > Number(process.env.WFSO_SLOW)).sort((a, b) => a[0] - b[0]).map((x) => `${x[0] - first}:${x[1]}`).join(' ')}`);
+      console.log(`p90 ${pct(serverSide, 90)} p95 ${pct(serverSide, 95)} p98 ${pct(serverSide, 98)}`);
+    }
     if (cpu0 && cpu1) {
       const per = (k: keyof CpuTimes) => (((cpu1[k] - cpu0[k]) * 1000) / total).toFixed(2);
-      console.log(`CPU per prompt during the open loop (ms, from /proc): API ${per('api')}, workers ${per('workers')}, PostgreSQL ${per('postgres')}, bench client ${per('client')}`);
+      console.log(`CPU per prompt during the open loop (ms, from /proc): API ${per('api')}, workers ${per('workers')}, PostgreSQL ${per('postgres')}, bench client ${per('client')}; whole machine ${per('machine')}`);
     }
     console.log(`load average: ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`);
   } catch (err) {
