@@ -209,6 +209,16 @@ export async function completeAndClaimNext(
   countOwner = false,
 ): Promise<{ next: PromptRecord | null; trimmed: number; remaining?: number }> {
   if (worker === null && trim === undefined) {
+    if (countOwner && storage.pgPool) {
+      const rows = await prepared(
+        storage,
+        'wf_complete_counted',
+        `update prompts set status = $1, end_time = $2, outputs = $3, meta = $4, status_messages = $5, sensitive = null, worker = null where id = $6
+         returning (select count(*) from prompts p where p.owner = prompts.owner and p.status in ('pending', 'in_progress')) - 1 as remaining`,
+        [c.status, c.endTime, JSON.stringify(c.outputs), JSON.stringify(c.meta), JSON.stringify(c.messages), id],
+      );
+      return { next: null, trimmed: 0, remaining: rows[0] === undefined ? undefined : Math.max(0, Number(rows[0].remaining)) };
+    }
     const remaining = await completePrompt(storage.db, id, c, countOwner);
     return { next: null, trimmed: 0, remaining };
   }
@@ -277,6 +287,13 @@ export async function queueState(db: Kysely<any>, owner?: string): Promise<{ run
   if (owner !== undefined) q = q.where('owner', '=', owner);
   const rows = (await q.orderBy('number').orderBy('id').execute()).map(decode);
   return { running: rows.filter((r) => r.status === 'in_progress'), pending: rows.filter((r) => r.status === 'pending') };
+}
+
+/** pendingCount of one owner; on PostgreSQL as a named statement (read on every status message of the hosted runtime). */
+export async function ownerPendingCount(storage: Storage, owner: string): Promise<number> {
+  if (!storage.pgPool) return pendingCount(storage.db, owner);
+  const rows = await prepared(storage, 'wf_owner_pending_count', `select count(*) as n from prompts where owner = $1 and status in ('pending', 'in_progress')`, [owner]);
+  return Number(rows[0]?.n ?? 0);
 }
 
 export async function pendingCount(db: Kysely<any>, owner?: string): Promise<number> {
@@ -426,13 +443,26 @@ export async function maxNumber(db: Kysely<any>): Promise<number> {
  * workspace start in number order; rows another worker is claiming are
  * skipped.
  */
-export async function claimNextOf(db: Kysely<any>, owner: string, worker: string, jobId: string, now: number): Promise<PromptRecord | null> {
-  const r = await sql<Record<string, unknown>>`
-    update prompts set status = 'in_progress', worker = ${worker}, job_id = ${jobId}, start_time = ${now}, attempts = attempts + 1
-    where id = (select id from prompts where owner = ${owner} and status = 'pending' order by number, id limit 1 for update skip locked)
-      and status = 'pending'
-    returning *`.execute(db);
-  return r.rows[0] ? decode(r.rows[0]) : null;
+export async function claimNextOf(storage: Storage, owner: string, worker: string, jobId: string, now: number): Promise<PromptRecord | null> {
+  const rows = await prepared(
+    storage,
+    'wf_claim_next_of',
+    `update prompts set status = 'in_progress', worker = $1, job_id = $2, start_time = $3, attempts = attempts + 1
+     where id = (select id from prompts where owner = $4 and status = 'pending' order by number, id limit 1 for update skip locked)
+       and status = 'pending'
+     returning *`,
+    [worker, jobId, now, owner],
+  );
+  return rows[0] ? decode(rows[0]) : null;
+}
+
+/**
+ * A statement of the shared queue's hot paths (PostgreSQL only, outside a
+ * transaction), sent as a named query: each connection parses and plans it
+ * once instead of on every prompt.
+ */
+async function prepared(storage: Storage, name: string, text: string, values: unknown[]): Promise<Array<Record<string, unknown>>> {
+  return (await storage.pgPool!.query({ name, text, values })).rows;
 }
 
 /** The prompts a job had claimed and not finished: its worker died mid-run. */

@@ -8,6 +8,7 @@ import type { NodeEnv, NodeScope } from '../nodes/api.ts';
 import {
   claimNext,
   completeAndClaimNext,
+  ownerPendingCount,
   type HistoryTrim,
   deletePending,
   DuplicatePromptId,
@@ -235,7 +236,7 @@ export class PromptRunner implements ClaimHandler {
   /** queue_remaining read from the database now (shared queue), else the kept count. */
   async queueRemainingNow(owner?: string): Promise<number> {
     if (!this.o.shared) return this.queueRemaining(owner);
-    const n = await pendingCount(this.o.storage.db, this.o.perOwnerStatus ? owner : undefined);
+    const n = this.o.perOwnerStatus && owner !== undefined ? await ownerPendingCount(this.o.storage, owner) : await pendingCount(this.o.storage.db);
     if (this.o.perOwnerStatus && owner !== undefined) this.setRemaining(owner, n);
     else this.remaining = n;
     return n;

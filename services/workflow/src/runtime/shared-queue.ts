@@ -237,7 +237,7 @@ end $fn$`,
       held = false;
     };
     try {
-      const record = await claimNextOf(this.storage.db, owner, h.workerId, ctx.jobId, Date.now());
+      const record = await claimNextOf(this.storage, owner, h.workerId, ctx.jobId, Date.now());
       // No prompt left: it was cancelled or deleted while queued; the token has nothing to do.
       if (!record) return;
       await h.runClaimed(record, free);
@@ -274,7 +274,7 @@ end $fn$`,
       if (this.stopping) throw err;
       if (await this.acquire(Infinity)) {
         try {
-          const record = await claimNextOf(this.storage.db, owner, this.handler!.workerId, ctx.jobId, Date.now());
+          const record = await claimNextOf(this.storage, owner, this.handler!.workerId, ctx.jobId, Date.now());
           if (record) await this.handler!.runClaimed(record);
         } finally {
           this.releaseSlot();
