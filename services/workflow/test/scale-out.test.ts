@@ -310,6 +310,53 @@ describe('hosted runtime scaled out: two API processes, worker processes, one Po
     }
   });
 
+  test('a token fetched ahead yields to a better-placed one stored while it waited: a workspace\'s first prompt still goes before another\'s second', { skip: !pg && 'PostgreSQL not available', timeout: 180_000 }, async () => {
+    const a = await startWorkflow('postgres', { runtime: 'cloud', authRateLimits: TEST_LIMITS, maxConcurrentJobs: '2' }, { packs: ['process-pack.mjs'], overrides: { runWorkers: false } });
+    const gates = fs.mkdtempSync(path.join(os.tmpdir(), 'wf-gates-'));
+    const workers: Worker[] = [];
+    const { default: pgm } = await import('pg');
+    const db = new pgm.Client({ connectionString: a.cfg.databaseUrl });
+    try {
+      await db.connect();
+      const jobs = `"${a.cfg.pgSchema}_worker"._private_jobs`;
+      // The hold is long: the fetched token is still waiting (not handed back) when the engine frees.
+      workers.push(await startWorker(a, ['--prefetch-hold-ms', '600000']));
+      const u = await signupUser(a.url, 'ahead');
+      const v = await signupUser(a.url, 'later');
+      const instant = (tag: string) => ({ '1': { class_type: 'PrimitiveString', inputs: { value: tag } }, '2': { class_type: 'PreviewAny', inputs: { source: ['1', 0] } } });
+      const p1 = (await u.http.post('/api/prompt', { prompt: { g: { class_type: 'TestFileGate', inputs: { dir: gates, name: 'f1' } } } })).body.prompt_id;
+      await entered(gates, 'f1');
+      // u's second prompt (one ahead of it) is fetched ahead by the busy worker.
+      const p2 = (await u.http.post('/api/prompt', { prompt: instant(`ahead-${Math.random()}`) })).body.prompt_id;
+      for (;;) {
+        if (Number((await db.query(`select count(*)::int as n from ${jobs} where locked_at is not null`)).rows[0].n) === 2) break;
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      // v's first prompt (none ahead) arrives while that token waits.
+      const p3 = (await v.http.post('/api/prompt', { prompt: instant(`later-${Math.random()}`) })).body.prompt_id;
+      fs.writeFileSync(path.join(gates, 'f1.release'), '');
+      const start = async (usr: TestUser, id: string): Promise<number> => {
+        for (;;) {
+          const j = (await usr.http.get(`/api/jobs/${id}`)).body;
+          if (j.status === 'completed') return j.execution_start_time as number;
+          await new Promise((r) => setTimeout(r, 20));
+        }
+      };
+      await start(u, p1);
+      const [s2, s3] = [await start(u, p2), await start(v, p3)];
+      assert.ok(s3 <= s2, `v's first prompt started at ${s3}, after u's second at ${s2}`);
+      for (;;) {
+        if (Number((await db.query(`select count(*)::int as n from ${jobs}`)).rows[0].n) === 0) break;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    } finally {
+      await db.end().catch(() => {});
+      await Promise.all(workers.map((w) => stopWorker(w)));
+      fs.rmSync(gates, { recursive: true, force: true });
+      await a.close();
+    }
+  });
+
   test('queue rows of idle workspace slots are swept, except those of a workspace whose lock is held (storing prompts); prompts queued later still run', { skip: !pg && 'PostgreSQL not available', timeout: 180_000 }, async () => {
     const a = await startWorkflow('postgres', { runtime: 'cloud', authRateLimits: TEST_LIMITS }, { packs: ['process-pack.mjs'], overrides: { runWorkers: false } });
     const gates = fs.mkdtempSync(path.join(os.tmpdir(), 'wf-gates-'));

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { GraphileQueue, type JobContext } from '@svc/queue';
 import { quoteIdent, type Storage } from '@svc/storage';
-import { claimedByJob, claimNextOf, failClaimed, lostWorkerCompletion, PROMPT_COLUMNS, requeueClaimed, type PromptRecord } from '../domain/prompts.ts';
+import { claimedByJob, claimNextOf, decode as decodePrompt, failClaimed, lostWorkerCompletion, PROMPT_COLUMNS, requeueClaimed, type PromptRecord } from '../domain/prompts.ts';
 
 export const RUN_TASK = 'workflow_run';
 
@@ -223,6 +223,7 @@ end $fn$`,
     if (!h || typeof payload?.owner !== 'string') return;
     const owner = payload.owner;
     if (ctx.attempt > 1) await this.recover(ctx.jobId, owner);
+    const fetchedAhead = this.stopping || this.busy >= this.slots;
     if (!(await this.acquire(this.holdMs))) {
       await this.handBack(ctx, owner);
       // Hold this fetch slot, without a token, until the engine is free: fetching again now
@@ -236,14 +237,55 @@ end $fn$`,
       if (held) this.releaseSlot();
       held = false;
     };
+    let handBack = false;
     try {
-      const record = await claimNextOf(this.storage, owner, h.workerId, ctx.jobId, Date.now());
+      let record: PromptRecord | null;
+      if (fetchedAhead) {
+        // Fetched while the engine was busy: a token stored since then may go before it (fairness).
+        const r = await this.claimUnlessBetter(owner, h.workerId, ctx, Date.now());
+        record = r.record;
+        handBack = r.better;
+      } else {
+        record = await claimNextOf(this.storage, owner, h.workerId, ctx.jobId, Date.now());
+      }
       // No prompt left: it was cancelled or deleted while queued; the token has nothing to do.
-      if (!record) return;
-      await h.runClaimed(record, free);
+      if (record) await h.runClaimed(record, free);
     } finally {
       free();
     }
+    // The freed engine takes the better token next; this one waits its turn again, with its priority.
+    if (handBack) await this.handBack(ctx, owner);
+  }
+
+  /**
+   * claimNextOf, unless an available token of a better priority than this
+   * one's is waiting: then nothing is claimed and `better` is true. One
+   * statement (a named one): the check costs no round trip.
+   */
+  private async claimUnlessBetter(owner: string, worker: string, ctx: JobContext, now: number): Promise<{ record: PromptRecord | null; better: boolean }> {
+    const w = this.queue.schemaSql;
+    const r = await this.storage.pgPool!.query({
+      name: 'wf_claim_unless_better',
+      text: `with better as (
+          select exists (
+            select 1 from ${w}._private_jobs j
+            where j.is_available and j.run_at <= now() and j.priority < $5
+              and (j.job_queue_id is null or j.job_queue_id in (select id from ${w}._private_job_queues where is_available))
+          ) as b
+        ), claimed as (
+          update prompts set status = 'in_progress', worker = $1, job_id = $2, start_time = $3, attempts = attempts + 1
+          where id = (select id from prompts where owner = $4 and status = 'pending' order by number, id limit 1 for update skip locked)
+            and status = 'pending' and not (select b from better)
+          returning *
+        )
+        select (select b from better) as svc_better, claimed.* from better left join claimed on true`,
+      values: [worker, ctx.jobId, now, owner, ctx.priority ?? 0],
+    });
+    const row = r.rows[0] as Record<string, unknown> | undefined;
+    const better = row?.svc_better === true;
+    if (!row || row.id === null || row.id === undefined) return { record: null, better };
+    delete row.svc_better;
+    return { record: decodePrompt(row), better };
   }
 
   /**
