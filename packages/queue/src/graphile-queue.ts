@@ -41,6 +41,13 @@ export class GraphileQueue implements JobQueue {
     // Another process may be creating it at the same moment: either one wins.
     const s = quoteIdent(this.#schema);
     await this.#storage.pgPool!.query(`create index if not exists svc_jobs_locked_by on ${s}._private_jobs (locked_by) where locked_by is not null`).catch(() => {});
+    // Every job is inserted, locked and deleted within seconds: with the default thresholds (20 % of a
+    // table that is nearly empty between bursts) vacuum comes late, and each fetch walks the dead
+    // entries of the jobs and their queues meanwhile.
+    await this.#storage
+      .pgPool!.query(`alter table ${s}._private_jobs set (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_cost_delay = 0);
+        alter table ${s}._private_job_queues set (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_cost_delay = 0)`)
+      .catch(() => {});
     // The unlock wake below asks whether a queue still holds a job.
     await this.#storage.pgPool!.query(`create index if not exists svc_jobs_queue on ${s}._private_jobs (job_queue_id) where job_queue_id is not null`).catch(() => {});
     // A named queue's next job becomes available when the job holding the queue ends, but
