@@ -72,6 +72,19 @@ function ofPrompt(ws: WsClient, id: string): Msg[] {
 
 const count = (msgs: Msg[], type: string) => msgs.filter((m) => m.type === type).length;
 
+/** Polls until `cond` holds (no deadline: a test that never gets there fails by its time-out). */
+async function until(cond: () => Promise<boolean>, everyMs = 20): Promise<void> {
+  while (!(await cond())) await new Promise((r) => setTimeout(r, everyMs));
+}
+
+/** A prompt that ends at once. */
+const instant = (tag: string) => ({ '1': { class_type: 'PrimitiveString', inputs: { value: tag } }, '2': { class_type: 'PreviewAny', inputs: { source: ['1', 0] } } });
+
+/** The first column of the first row, as a number. */
+async function scalar(db: { query(text: string, values?: unknown[]): Promise<{ rows: any[] }> }, text: string, values?: unknown[]): Promise<number> {
+  return Number(Object.values((await db.query(text, values)).rows[0] ?? {})[0]);
+}
+
 describe('hosted runtime scaled out: two API processes, worker processes, one PostgreSQL database', async () => {
   const pg = await postgresAvailable();
 
@@ -272,12 +285,11 @@ describe('hosted runtime scaled out: two API processes, worker processes, one Po
       const p2 = (await v.http.post('/api/prompt', { prompt: { g: { class_type: 'TestFileGate', inputs: { dir: gates, name: 'h2' } } } })).body.prompt_id;
       // The busy worker takes p2's token too (one more than its engine runs), and hands it back after its hold.
       const token = String((await db.query(`select max(id) as id from ${jobs}`)).rows[0].id);
-      for (;;) {
+      await until(async () => {
         const r = (await db.query(`select locked_at is not null as locked from ${jobs} where id = $1`, [token])).rows[0];
         // Gone: handed back already (a loaded machine may take longer than the hold to get here).
-        if (!r || r.locked) break;
-        await new Promise((res) => setTimeout(res, 10));
-      }
+        return !r || r.locked;
+      }, 10);
       // Fetched (or handed back), not claimed: p2 is still pending, and the busy engine is still on p1.
       assert.equal((await v.http.get(`/api/jobs/${p2}`)).body.status, 'pending');
       assert.equal((await u.http.get(`/api/jobs/${p1}`)).body.status, 'in_progress');
@@ -287,21 +299,16 @@ describe('hosted runtime scaled out: two API processes, worker processes, one Po
       assert.equal(await entered(gates, 'h2'), idle.pid);
       for (const g of ['h1', 'h2']) fs.writeFileSync(path.join(gates, `${g}.release`), '');
       for (const [usr, id] of [[u, p1], [v, p2]] as const) {
-        for (;;) {
+        await until(async () => {
           const st = (await usr.http.get(`/api/jobs/${id}`)).body.status;
-          if (st === 'completed') break;
-          assert.ok(st === 'in_progress' || st === 'pending', st);
-          await new Promise((r) => setTimeout(r, 20));
-        }
+          if (st !== 'completed') assert.ok(st === 'in_progress' || st === 'pending', st);
+          return st === 'completed';
+        });
       }
       // Each prompt started once; every token is spent.
       const starts = (await db.query(`select id, attempts from "${a.cfg.pgSchema}".prompts where id = any($1)`, [[p1, p2]])).rows;
       assert.deepEqual(starts.map((r) => Number(r.attempts)), [1, 1]);
-      for (;;) {
-        const left = Number((await db.query(`select count(*)::int as n from ${jobs}`)).rows[0].n);
-        if (left === 0) break;
-        await new Promise((r) => setTimeout(r, 20));
-      }
+      await until(async () => (await scalar(db, `select count(*) from ${jobs}`)) === 0);
     } finally {
       await db.end().catch(() => {});
       await Promise.all(workers.map((w) => stopWorker(w)));
@@ -323,32 +330,23 @@ describe('hosted runtime scaled out: two API processes, worker processes, one Po
       workers.push(await startWorker(a, ['--prefetch-hold-ms', '600000']));
       const u = await signupUser(a.url, 'ahead');
       const v = await signupUser(a.url, 'later');
-      const instant = (tag: string) => ({ '1': { class_type: 'PrimitiveString', inputs: { value: tag } }, '2': { class_type: 'PreviewAny', inputs: { source: ['1', 0] } } });
       const p1 = (await u.http.post('/api/prompt', { prompt: { g: { class_type: 'TestFileGate', inputs: { dir: gates, name: 'f1' } } } })).body.prompt_id;
       await entered(gates, 'f1');
       // u's second prompt (one ahead of it) is fetched ahead by the busy worker.
       const p2 = (await u.http.post('/api/prompt', { prompt: instant(`ahead-${Math.random()}`) })).body.prompt_id;
-      for (;;) {
-        if (Number((await db.query(`select count(*)::int as n from ${jobs} where locked_at is not null`)).rows[0].n) === 2) break;
-        await new Promise((r) => setTimeout(r, 10));
-      }
+      await until(async () => (await scalar(db, `select count(*) from ${jobs} where locked_at is not null`)) === 2, 10);
       // v's first prompt (none ahead) arrives while that token waits.
       const p3 = (await v.http.post('/api/prompt', { prompt: instant(`later-${Math.random()}`) })).body.prompt_id;
       fs.writeFileSync(path.join(gates, 'f1.release'), '');
       const start = async (usr: TestUser, id: string): Promise<number> => {
-        for (;;) {
-          const j = (await usr.http.get(`/api/jobs/${id}`)).body;
-          if (j.status === 'completed') return j.execution_start_time as number;
-          await new Promise((r) => setTimeout(r, 20));
-        }
+        let j: any;
+        await until(async () => (j = (await usr.http.get(`/api/jobs/${id}`)).body).status === 'completed');
+        return j.execution_start_time as number;
       };
       await start(u, p1);
       const [s2, s3] = [await start(u, p2), await start(v, p3)];
       assert.ok(s3 <= s2, `v's first prompt started at ${s3}, after u's second at ${s2}`);
-      for (;;) {
-        if (Number((await db.query(`select count(*)::int as n from ${jobs}`)).rows[0].n) === 0) break;
-        await new Promise((r) => setTimeout(r, 20));
-      }
+      await until(async () => (await scalar(db, `select count(*) from ${jobs}`)) === 0);
     } finally {
       await db.end().catch(() => {});
       await Promise.all(workers.map((w) => stopWorker(w)));
@@ -368,15 +366,11 @@ describe('hosted runtime scaled out: two API processes, worker processes, one Po
       await Promise.all([db.connect(), holder.connect()]);
       workers.push(await startWorker(a));
       const w = `"${a.cfg.pgSchema}_worker"`;
-      const rowsOf = async (owner: string) => Number((await db.query(`select count(*)::int as n from ${w}._private_job_queues where queue_name like $1`, [`wf:${owner}:%`])).rows[0].n);
-      const jobsOf = async (owner: string) => Number((await db.query(`select count(*)::int as n from ${w}._private_jobs j join ${w}._private_job_queues q on q.id = j.job_queue_id where q.queue_name like $1`, [`wf:${owner}:%`])).rows[0].n);
-      const until = async (cond: () => Promise<boolean>) => {
-        while (!(await cond())) await new Promise((r) => setTimeout(r, 20));
-      };
+      const rowsOf = (owner: string) => scalar(db, `select count(*) from ${w}._private_job_queues where queue_name like $1`, [`wf:${owner}:%`]);
+      const jobsOf = (owner: string) => scalar(db, `select count(*) from ${w}._private_jobs j join ${w}._private_job_queues q on q.id = j.job_queue_id where q.queue_name like $1`, [`wf:${owner}:%`]);
       const done = (usr: TestUser, id: string) => until(async () => (await usr.http.get(`/api/jobs/${id}`)).body.status === 'completed');
       const u = await signupUser(a.url, 'sweep-held');
       const v = await signupUser(a.url, 'sweep-idle');
-      const instant = (tag: string) => ({ '1': { class_type: 'PrimitiveString', inputs: { value: tag } }, '2': { class_type: 'PreviewAny', inputs: { source: ['1', 0] } } });
 
       // u's prompt holds its queue row (a token) until the gate opens; then u's workspace lock is held, as while its prompts are stored.
       const gated = (await u.http.post('/api/prompt', { prompt: { g: { class_type: 'TestFileGate', inputs: { dir: gates, name: 'sw' } } } })).body.prompt_id;
