@@ -452,8 +452,11 @@ export class DeliveryWorker {
   }
 
   /** Claimers on this host whose process is gone: their claims are released at once instead of after the lease. */
-  async #deadLocalClaimers(): Promise<string[]> {
-    const rows = await this.deps.storage.db.selectFrom('events_delivery').select('claimed_by').distinct().where('status', '=', 'sent').execute();
+  async #deadLocalClaimers(db: Kysely<any> = this.deps.storage.db): Promise<string[]> {
+    let q = db.selectFrom('events_delivery').select('claimed_by').distinct().where('status', '=', 'sent');
+    // PostgreSQL has no index on status (see migration 106): the unfinished deliveries' index narrows the scan.
+    if (this.deps.storage.dialect.kind === 'postgres') q = q.where('ended_at', 'is', null);
+    const rows = await q.execute();
     const host = os.hostname();
     return rows
       .map((r) => String(r.claimed_by ?? ''))
@@ -486,7 +489,8 @@ export class DeliveryWorker {
     // Stale claims are looked for at most once a second, but continuously while some are being found.
     const checkStale = this.#staleFound || Date.now() - this.#staleCheckAt >= 1000;
     if (checkStale) this.#staleCheckAt = Date.now();
-    const dead = checkStale ? await this.#deadLocalClaimers() : [];
+    // PostgreSQL looks in the cycle's transaction, whose plan settings keep it on the unfinished deliveries' index.
+    let dead = checkStale && !pg ? await this.#deadLocalClaimers() : [];
     const now = Date.now();
     const lease = this.settings.leaseMs;
     // Every statement writes, so a SQLite transaction takes the write lock at its first statement
@@ -499,12 +503,13 @@ export class DeliveryWorker {
       // whatever the statistics say: a burst of enqueued deliveries makes them stale (a fresh backlog of thousands looks
       // like a few rows), and a sequential or bitmap scan then reads, and for the claim sorts, the whole backlog each cycle.
       if (pg) await sql.raw('set local enable_seqscan = off; set local enable_bitmapscan = off').execute(trx);
+      if (pg && checkStale) dead = await this.#deadLocalClaimers(trx);
       if (toRecord.length) await this.#record(trx, toRecord);
       const claimed: Array<Omit<Claimed, 'context'> & { claim_expires_at: number; context: string | null }> = [];
       const claim = async (due: ReturnType<typeof sql>) => {
         const r = await sql<Omit<Claimed, 'context'> & { claim_expires_at: number; context: string | null }>`update events_delivery set
             status = 'sent', claimed_by = ${this.workerId}, started_at = ${now}, attempts = attempts + 1,
-            claim_expires_at = ${now + lease}
+            claim_expires_at = ${now + lease}${pg ? sql`, due_at = null` : sql``}
           where ${pg ? sql`id = any(array(${due}))` : sql`id in (${due})`}
           returning id, message_id, webhook_id, webhook_name, object_type, event, attempts, retry_base, claim_expires_at,
             (select context from events_delivery_context c where c.delivery_id = events_delivery.id) as context`.execute(trx);
@@ -523,19 +528,23 @@ export class DeliveryWorker {
         if (claimed.length < limit) {
           if (from === 0 || full) this.#queuedFullAt = Date.now();
           const before = claimed.length;
-          await claim(sql`select id from events_delivery where status = 'queued' order by id limit ${limit - before} ${lock}`);
+          // The unfinished deliveries' partial index in id order (no index holds status, so that the claim is a heap-only update).
+          await claim(sql`select id from events_delivery where ended_at is null and (status = 'queued') is true order by id limit ${limit - before} ${lock}`);
           for (let i = before; i < claimed.length; i++) if (Number(claimed[i]!.id) > this.#queuedFrom) this.#queuedFrom = Number(claimed[i]!.id);
         }
       } else await claim(sql`select id from events_delivery where status = 'queued' order by id limit ${limit} ${lock}`);
       if (claimed.length < limit) {
-        await claim(sql`select id from events_delivery where status = 'scheduled' and next_attempt_at <= ${now} order by next_attempt_at limit ${limit - claimed.length} ${lock}`);
+        // PostgreSQL: due_at is set only while a delivery waits as a retry (its own index; the claim clears it).
+        await claim(pg
+          ? sql`select id from events_delivery where due_at <= ${now} and (status = 'scheduled') is true order by due_at limit ${limit - claimed.length} ${lock}`
+          : sql`select id from events_delivery where status = 'scheduled' and next_attempt_at <= ${now} order by next_attempt_at limit ${limit - claimed.length} ${lock}`);
       }
       if (checkStale && claimed.length < limit) {
         const before = claimed.length;
         // Never this worker's own live claims: it is sending or recording them (under load their lease may lapse before the heartbeat).
         const held = [...this.#held];
         const mine = held.length ? sql` and not (claimed_by = ${this.workerId} and id in (${sql.join(held)}))` : sql``;
-        await claim(sql`select id from events_delivery where status = 'sent'
+        await claim(sql`select id from events_delivery where ${pg ? sql`ended_at is null and ` : sql``}status = 'sent'
           and (claim_expires_at < ${now}${dead.length ? sql` or claimed_by in (${sql.join(dead)})` : sql``})${mine} order by id limit ${limit - claimed.length} ${lock}`);
         this.#staleFound = claimed.length > before;
       }
@@ -756,6 +765,7 @@ export class DeliveryWorker {
             claim_expires_at: null,
             last_status_code: r.status ?? null,
             last_error: r.error && r.url ? r.error.split(r.url).join(maskUrlCached(r.url)) : (r.error ?? null),
+            ...(d.kind === 'postgres' ? { due_at: status === 'scheduled' ? next : null } : {}),
           })
           .where('id', '=', r.deliveryId)
           .where('status', '=', 'sent')
@@ -805,7 +815,13 @@ export class DeliveryWorker {
       }
       // A delivery deleted while in flight keeps no attempt rows.
       const unknown = attempts.map((a) => a[0] as number).filter((id) => !live.has(id));
-      if (unknown.length) for (const x of await trx.selectFrom('events_delivery').select('id').where('id', 'in', unknown).execute()) live.add(Number(x.id));
+      if (unknown.length) {
+        // PostgreSQL has no foreign key on attempt rows (migration 106): the key-share lock keeps a delete from committing
+        // between this check and the insert (a delete removes the delivery's attempts itself).
+        let q = trx.selectFrom('events_delivery').select('id').where('id', 'in', unknown);
+        if (d.kind === 'postgres') q = q.forKeyShare();
+        for (const x of await q.execute()) live.add(Number(x.id));
+      }
       const keep = attempts.filter((a) => live.has(a[0] as number));
       if (d.kind === 'postgres') {
         if (keep.length) {

@@ -95,4 +95,27 @@ export const eventMigrations: Migration[] = [
       if (d.kind === 'postgres') await exec(db, [`alter table events_delivery drop constraint if exists events_delivery_message_id_key`]);
     },
   },
+  {
+    // PostgreSQL rewrites a row without touching its indexes (a heap-only tuple) only if no indexed column, key or
+    // predicate, changes and the new version fits on the same page. The claim (queued → sent) changed the indexed status,
+    // so it wrote a new entry into every index. Now no index mentions status or a claim column: unfinished deliveries are
+    // found through a partial index on ended_at (which the claim leaves null and the outcome sets), due retries through
+    // due_at (set only while a delivery waits as a retry), and pages are half filled so the claim's new version fits
+    // beside the old. The attempt rows' foreign key goes too: its check locked the delivery's row once per attempt row,
+    // and the only delete of a delivery removes its attempts itself. SQLite updates rows in place: unchanged.
+    name: '106_delivery_hot_claims',
+    async up(db, d: SqlDialect) {
+      if (d.kind !== 'postgres') return;
+      await exec(db, [
+        `alter table events_delivery add column due_at bigint`,
+        `update events_delivery set due_at = next_attempt_at where status = 'scheduled'`,
+        `create index events_delivery_open on events_delivery (id) where ended_at is null`,
+        `drop index events_delivery_due`,
+        `create index events_delivery_due on events_delivery (due_at) where due_at is not null`,
+        `drop index events_delivery_status_id`,
+        `alter table events_delivery set (fillfactor = 50)`,
+        `alter table events_delivery_attempt drop constraint if exists events_delivery_attempt_delivery_id_fkey`,
+      ]);
+    },
+  },
 ];

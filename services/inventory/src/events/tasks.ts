@@ -204,7 +204,16 @@ export async function deleteTask(deps: InventoryDeps, id: string | number): Prom
   const n = parseId(id);
   if (n === undefined) return { ok: false, notFound: true, message: `Job ${id} not found.` };
   workerFor(deps)?.abort(n);
-  const r = await deps.storage.db.deleteFrom('events_delivery').where('id', '=', n).executeTakeFirst();
+  const { storage } = deps;
+  const r = await storage.db.transaction().execute(async (trx) => {
+    const deleted = await trx.deleteFrom('events_delivery').where('id', '=', n).executeTakeFirst();
+    // PostgreSQL's attempt rows have no foreign key (migration 106) to cascade: removed here, once the delete holds the
+    // row (a worker's cycle that recorded an attempt for it has committed by then, and a later one sees it gone).
+    if (storage.dialect.kind === 'postgres' && Number(deleted.numDeletedRows) > 0) {
+      await trx.deleteFrom('events_delivery_attempt').where('delivery_id', '=', n).execute();
+    }
+    return deleted;
+  });
   if (Number(r.numDeletedRows) === 0) return { ok: false, notFound: true, message: `Job ${n} not found.` };
   return { ok: true, message: `Job ${n} has been deleted.` };
 }
@@ -215,7 +224,7 @@ export async function stopTask(deps: InventoryDeps, id: string | number): Promis
   if (n === undefined) return { ok: false, notFound: true, message: `Job ${id} not found.` };
   const r = await deps.storage.db
     .updateTable('events_delivery')
-    .set({ status: 'stopped', ended_at: Date.now(), claimed_by: null, claim_expires_at: null })
+    .set({ status: 'stopped', ended_at: Date.now(), claimed_by: null, claim_expires_at: null, ...(deps.storage.dialect.kind === 'postgres' ? { due_at: null } : {}) })
     .where('id', '=', n)
     .where('status', 'in', ['queued', 'scheduled', 'sent'])
     .executeTakeFirst();

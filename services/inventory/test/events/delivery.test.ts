@@ -219,9 +219,14 @@ forEachStorage('webhook delivery', (kind) => {
     const s = await inv.api.post(`/api/core/background-tasks/${t.id}/stop/`);
     assert.equal(s.status, 200);
     assert.equal(s.body.status, 'stopped');
+    const attempts = async () =>
+      Number((await inv.deps.storage.db.selectFrom('events_delivery_attempt').select((eb) => eb.fn.countAll().as('n')).where('delivery_id', '=', t.id).executeTakeFirst())?.n);
+    assert.ok((await attempts()) >= 1, 'the failed try left an attempt row');
     const del = await inv.api.delete(`/api/core/background-tasks/${t.id}/`);
     assert.equal(del.status, 204);
     assert.equal((await inv.api.get(`/api/core/background-tasks/${t.id}/`)).status, 404);
+    // The task's attempt log goes with it (a foreign key's cascade on SQLite; the delete itself on PostgreSQL).
+    assert.equal(await attempts(), 0);
     rx.setResponder((_r, res) => res.writeHead(200).end('ok'));
     await cleanup(h);
   });
