@@ -54,7 +54,7 @@ function userCookie(req: FastifyRequest): string | undefined {
 }
 
 export async function openWorkflowStorage(cfg: ServiceConfig, opts: { relaxedCommits?: boolean } = {}): Promise<Storage> {
-  const storage = await openStorage({ databaseUrl: cfg.databaseUrl, dataDir: cfg.dataDir, sqliteFile: 'workflow.sqlite', pgSchema: cfg.pgSchema, sqliteStatementCache: 128, pgRelaxedCommits: opts.relaxedCommits });
+  const storage = await openStorage({ databaseUrl: cfg.databaseUrl, dataDir: cfg.dataDir, sqliteFile: 'workflow.sqlite', pgSchema: cfg.pgSchema, sqliteStatementCache: 128, pgStatementCache: 256, pgRelaxedCommits: opts.relaxedCommits });
   try {
     await migrate(storage.db, storage.dialect, workflowMigrations);
   } catch (err) {

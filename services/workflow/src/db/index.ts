@@ -6,5 +6,6 @@ import { cloudOpsMigration } from './migrations/005_cloud_ops.ts';
 import { rateLimitsMigration } from './migrations/006_rate_limits.ts';
 import { wsRelayMigration } from './migrations/007_ws_relay.ts';
 import { sharedQueueMigration } from './migrations/008_shared_queue.ts';
+import { billingBalanceMigration } from './migrations/009_billing_balance.ts';
 
-export const workflowMigrations = [promptsMigration, assetsMigration, identityMigration, cloudContentMigration, cloudOpsMigration, rateLimitsMigration, wsRelayMigration, sharedQueueMigration];
+export const workflowMigrations = [promptsMigration, assetsMigration, identityMigration, cloudContentMigration, cloudOpsMigration, rateLimitsMigration, wsRelayMigration, sharedQueueMigration, billingBalanceMigration];

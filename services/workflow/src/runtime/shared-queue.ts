@@ -94,6 +94,7 @@ export class SharedQueue {
     await this.queue.ensureSchema();
     const s = quoteIdent(this.storage.pgSchema!);
     const cols = PROMPT_COLUMNS.join(', ');
+    const w = this.queue.schemaSql;
     // Stores prompts and adds their tokens in one statement, so one round trip is the whole
     // transaction: each workspace's lock (owners in one order, so two API processes storing
     // prompts of the same workspaces neither deadlock nor count the same prompts ahead) is held
@@ -104,26 +105,24 @@ export class SharedQueue {
       .pgPool!.query(
         `create or replace function ${s}.wf_store_prompts(rows jsonb, slots int) returns setof text language plpgsql as $fn$
 declare
-  r record;
   stored text[];
 begin
   perform pg_advisory_xact_lock(${OWNER_LOCK}, hashtext(o)) from (select distinct e->>'owner' as o from jsonb_array_elements(rows) e order by 1) t;
   with i as (
     insert into ${s}.prompts (${cols}) select ${cols} from jsonb_populate_recordset(null::${s}.prompts, rows) on conflict (id) do nothing returning id
   ) select coalesce(array_agg(id), '{}') into stored from i;
-  for r in
-    select v.id, v.owner, greatest(b.n - count(*) over (partition by v.owner) + row_number() over (partition by v.owner order by v.ord) - 1, 0) as ahead
-    from jsonb_array_elements(rows) with ordinality as e(x, ord)
-    cross join lateral (select e.x->>'id' as id, e.x->>'owner' as owner, e.ord) v
-    join (select owner, count(*) as n from ${s}.prompts where owner in (select distinct e2->>'owner' from jsonb_array_elements(rows) e2) and status in ('pending', 'in_progress') group by owner) b on b.owner = v.owner
-    where v.id = any(stored)
-    order by v.ord
-  loop
-    perform ${this.queue.schemaSql}.add_job(
-      identifier => '${RUN_TASK}', payload => json_build_object('owner', r.owner), run_at => clock_timestamp(), max_attempts => 25,
-      queue_name => 'wf:' || r.owner || ':' || (r.ahead % slots)::text, priority => least(r.ahead, 32000)::int);
-    return next r.id;
-  end loop;
+  -- One add_jobs call for the batch (one task and queue upsert, one insert, one notification), not an add_job per token.
+  perform ${w}.add_jobs(specs) from (
+    select array_agg(('${RUN_TASK}', json_build_object('owner', t.owner), 'wf:' || t.owner || ':' || (t.ahead % slots)::text, clock_timestamp(), 25, null, least(t.ahead, 32000), null)::${w}.job_spec order by t.ord) as specs
+    from (
+      select v.owner, v.ord, greatest(b.n - count(*) over (partition by v.owner) + row_number() over (partition by v.owner order by v.ord) - 1, 0) as ahead
+      from jsonb_array_elements(rows) with ordinality as e(x, ord)
+      cross join lateral (select e.x->>'id' as id, e.x->>'owner' as owner, e.ord) v
+      join (select owner, count(*) as n from ${s}.prompts where owner in (select distinct e2->>'owner' from jsonb_array_elements(rows) e2) and status in ('pending', 'in_progress') group by owner) b on b.owner = v.owner
+      where v.id = any(stored)
+    ) t
+  ) a where specs is not null;
+  return query select unnest(stored);
 end $fn$`,
       )
       .catch((err) => {

@@ -133,7 +133,9 @@ export class PgRelay {
     }
     close();
     const calls = payloads.map((_, i) => `pg_notify($1, $${i + 2})`).join(', ');
-    await c.query(`select ${calls}`, [this.channel, ...payloads]);
+    // The usual few-notification statements are named (parsed once per connection, not on every flush); rare long ones are not kept.
+    const name = payloads.length <= 8 ? `wf_relay_notify_${payloads.length}` : undefined;
+    await c.query({ name, text: `select ${calls}`, values: [this.channel, ...payloads] });
   }
 
   private async spill(c: pg.Client, body: string): Promise<number> {

@@ -194,14 +194,10 @@ export class Billing {
    */
   private async remaining(owner: string): Promise<{ credits_remaining: number }> {
     if (!this.known.has(owner)) return this.balance(owner);
-    const r = await this.db()
-      .selectFrom('billing_accounts')
-      .selectAll()
-      .select(sql<number>`(select coalesce(sum(delta), 0) from billing_events e where e.owner = billing_accounts.owner)`.as('svc_balance'))
-      .where('owner', '=', owner)
-      .executeTakeFirst();
+    // The balance column follows the ledger (a trigger in each insert's transaction, migration 009): one row, not a sum over the history.
+    const r = await this.db().selectFrom('billing_accounts').selectAll().where('owner', '=', owner).executeTakeFirst();
     if (!r || periodOver(toAccount(owner, r), Date.now())) return this.balance(owner);
-    return { credits_remaining: Number(r.svc_balance) };
+    return { credits_remaining: Number(r.balance) };
   }
 
   async balance(owner: string): Promise<{ credits_remaining: number; credits_used: number; credits_total: number }> {
@@ -249,7 +245,8 @@ export class Billing {
    */
   private flushCharges(): void {
     if (this.charging || this.charges.length === 0) return;
-    const batch = this.charges.splice(0, 500);
+    // In owner order: each row's trigger locks its account, and two processes' batches must take those locks in one order.
+    const batch = this.charges.splice(0, 500).sort((a, b) => (String(a.row.owner) < String(b.row.owner) ? -1 : String(a.row.owner) > String(b.row.owner) ? 1 : 0));
     this.charging = true;
     void this.db()
       .insertInto('billing_events')
