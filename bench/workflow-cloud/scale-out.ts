@@ -13,7 +13,8 @@
  *    → execution_start received through the relay). Goal p99 ≤ 50 ms.
  *
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/test npx tsx bench/workflow-cloud/scale-out.ts [--prompts 400] [--rounds 3] [--rate 100] [--duration 10] [--sleep 0.05]
- *   (WFSO_PROF=<dir> writes CPU profiles of the API process and the workers there)
+ *   (WFSO_PROF=<dir> writes CPU profiles of the API process and the workers there; WFSO_SLOW=<ms> lists when slower starts happened;
+ *   WFSO_NODE_ARGS='--trace-gc' passes node flags to the API and worker processes)
  */
 import { fork, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -37,6 +38,8 @@ const { values: args } = parseArgs({
   strict: false,
 });
 
+/** WFSO_NODE_ARGS: extra node flags for the API and worker processes (e.g. --trace-gc). */
+const nodeArgs = (process.env.WFSO_NODE_ARGS ?? '').split(' ').filter(Boolean);
 const DATABASE_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const ROOT = path.resolve(import.meta.dirname, '..', '..');
 const MAIN = path.join(ROOT, 'services', 'workflow', 'src', 'main.ts');
@@ -62,7 +65,7 @@ async function serveApi(dir: string, schema: string) {
 }
 
 function startApi(dir: string, schema: string): Promise<{ child: ChildProcess; address: string }> {
-  const child = fork(import.meta.filename, ['--serve', 'api', '--dir', dir, '--schema', schema], { execArgv: [...(process.env.WFSO_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.WFSO_PROF}`] : []), '--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const child = fork(import.meta.filename, ['--serve', 'api', '--dir', dir, '--schema', schema], { execArgv: [...(process.env.WFSO_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.WFSO_PROF}`] : []), ...nodeArgs, '--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   return new Promise((resolve, reject) => {
     child.once('message', (m: any) => resolve({ child, address: m.address }));
     child.once('exit', (code) => reject(new Error(`API process exited (${code})`)));
@@ -77,7 +80,7 @@ interface Worker {
 
 async function startWorker(schema: string): Promise<Worker> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'wfso-worker-'));
-  const proc = spawn(process.execPath, [...(process.env.WFSO_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.WFSO_PROF}`] : []), '--import', 'tsx', MAIN, 'worker', '--data-dir', dir, '--database-url', DATABASE_URL, '--pg-schema', schema, '--log-level', 'warn', ...COMMON], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const proc = spawn(process.execPath, [...(process.env.WFSO_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.WFSO_PROF}`] : []), ...nodeArgs, '--import', 'tsx', MAIN, 'worker', '--data-dir', dir, '--database-url', DATABASE_URL, '--pg-schema', schema, '--log-level', 'warn', ...COMMON], { stdio: ['ignore', 'pipe', 'inherit'] });
   const exited = new Promise<void>((r) => proc.once('exit', () => r()));
   let out = '';
   await new Promise<void>((resolve, reject) => {

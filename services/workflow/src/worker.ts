@@ -30,6 +30,8 @@ export async function startWorker(base: ServiceConfig, open: (cfg: ServiceConfig
     const billing = new Billing(() => storage.db, billingConfig(config.flags));
     const charging = new Set<Promise<unknown>>();
     const ex = await buildExecution(config, storage, log, {
+      // A worker holds no client sockets: it hears cancels, not every prompt's frames.
+      sockets: false,
       readSecret: secretReader(() => storage.db, { dataDir: config.dataDir, flags: config.flags }),
       onFinished: (job) => {
         // Every job that started is charged by its execution time, as in an API process.

@@ -266,6 +266,38 @@ describe('hosted runtime scaled out: two API processes, worker processes, one Po
     }
   });
 
+  test('a prompt running in a worker process is interrupted by a cancel sent to an API process (the control channel reaches workers, which hear no socket frames)', { skip: !pg && 'PostgreSQL not available', timeout: 180_000 }, async () => {
+    const a = await startWorkflow('postgres', { runtime: 'cloud', authRateLimits: TEST_LIMITS }, { packs: ['process-pack.mjs'], overrides: { runWorkers: false } });
+    const gates = fs.mkdtempSync(path.join(os.tmpdir(), 'wf-gates-'));
+    const workers: Worker[] = [];
+    let ws: WsClient | undefined;
+    try {
+      workers.push(await startWorker(a));
+      const u = await signupUser(a.url, 'cancelled');
+      ws = new WsClient(a.url, 'cancel-client', { headers: { authorization: `Bearer ${u.token}` } });
+      await ws.opened;
+      const id = (await u.http.post('/api/prompt', { prompt: { g: { class_type: 'TestFileGate', inputs: { dir: gates, name: 'c1' } } }, client_id: 'cancel-client' })).body.prompt_id;
+      assert.equal(await entered(gates, 'c1'), workers[0]!.pid);
+      const c = await u.http.post(`/api/jobs/${id}/cancel`);
+      assert.equal(c.status, 200, c.text);
+      // The gate is never released: only the interrupt can end the node.
+      const done = await ws.promptDone(id);
+      assert.equal(count(done, 'execution_interrupted'), 1, JSON.stringify(done.map((m) => m.type)));
+      assert.equal(count(done, 'execution_success'), 0);
+      assert.equal((await u.http.get(`/api/jobs/${id}`)).body.status, 'cancelled');
+      // The worker goes on: the next prompt runs there and its messages reach the socket.
+      const next = (await u.http.post('/api/prompt', { prompt: { h: { class_type: 'TestHold', inputs: { ms: 0, tag: 'after-cancel' } } }, client_id: 'cancel-client' })).body.prompt_id;
+      const after = await ws.promptDone(next);
+      assert.equal(count(after, 'execution_success'), 1);
+      assert.equal(after.find((m) => m.type === 'executed')?.data.output.text[0], String(workers[0]!.pid));
+    } finally {
+      ws?.close();
+      await Promise.all(workers.map((w) => stopWorker(w)));
+      fs.rmSync(gates, { recursive: true, force: true });
+      await a.close();
+    }
+  });
+
   test('a token fetched ahead by a busy worker claims nothing while it waits, and goes back to the queue so an idle worker runs its prompt', { skip: !pg && 'PostgreSQL not available', timeout: 180_000 }, async () => {
     const a = await startWorkflow('postgres', { runtime: 'cloud', authRateLimits: TEST_LIMITS }, { packs: ['process-pack.mjs'], overrides: { runWorkers: false } });
     const gates = fs.mkdtempSync(path.join(os.tmpdir(), 'wf-gates-'));

@@ -165,3 +165,31 @@ test('PostgreSQL + Redis, two API processes: prompts queued on one reach the soc
     await a.close();
   }
 });
+
+test('RedisRelay: a process without client sockets (a worker) hears cancels but never the socket frames; API processes hear both', { skip }, async () => {
+  const channel = `wf:ws:test:${randomUUID()}`;
+  const api = new RedisRelay(REDIS_URL, channel, quiet);
+  const api2 = new RedisRelay(REDIS_URL, channel, quiet);
+  const worker = new RedisRelay(REDIS_URL, channel, quiet, false);
+  const got = { api: [] as RelayFrame[], api2: [] as RelayFrame[], worker: [] as RelayFrame[] };
+  let wake = () => {};
+  try {
+    await api.start((f) => (got.api.push(...f), wake()));
+    await api2.start((f) => (got.api2.push(...f), wake()));
+    await worker.start((f) => (got.worker.push(...f), wake()));
+    api.publish({ to: 'c1', text: 'frame-1' });
+    api.publish({ to: null, cancel: 'p-1' });
+    while (got.api2.length < 2 || got.worker.length < 1) await new Promise<void>((r) => (wake = r));
+    worker.publish({ to: null, cancel: 'p-2' });
+    while (got.api.length < 1 || got.api2.length < 3) await new Promise<void>((r) => (wake = r));
+    api.publish({ to: 'c1', text: 'frame-2' });
+    api.publish({ to: null, cancel: 'p-3' });
+    while (got.worker.length < 2 || got.api2.length < 5) await new Promise<void>((r) => (wake = r));
+    assert.deepEqual(got.worker, [{ to: null, cancel: 'p-1' }, { to: null, cancel: 'p-3' }]);
+    assert.deepEqual(got.api2.filter((f) => f.text), [{ to: 'c1', text: 'frame-1' }, { to: 'c1', text: 'frame-2' }]);
+    assert.deepEqual(got.api2.filter((f) => f.cancel).map((f) => f.cancel), ['p-1', 'p-2', 'p-3']);
+    assert.deepEqual(got.api, [{ to: null, cancel: 'p-2' }]);
+  } finally {
+    await Promise.all([api.close(), api2.close(), worker.close()]);
+  }
+});

@@ -72,3 +72,40 @@ test('PostgreSQL, two API processes: frames too large for one notification (and 
     await a.close();
   }
 });
+
+test('PostgreSQL relay: a process without client sockets (a worker) hears cancels but never the socket frames; API processes hear both', async () => {
+  const { PgRelay } = await import('../src/ws/relay.ts');
+  const { TEST_DATABASE_URL } = await import('@svc/testkit');
+  const schema = `relay_split_${process.pid}`;
+  const quiet = { warn() {} };
+  const api = new PgRelay(TEST_DATABASE_URL, schema, quiet);
+  const api2 = new PgRelay(TEST_DATABASE_URL, schema, quiet);
+  const worker = new PgRelay(TEST_DATABASE_URL, schema, quiet, false);
+  const got = { api2: [] as unknown[], worker: [] as unknown[], api: [] as unknown[] };
+  let wake = () => {};
+  try {
+    await api.start((f) => (got.api.push(...f), wake()));
+    await api2.start((f) => (got.api2.push(...f), wake()));
+    await worker.start((f) => (got.worker.push(...f), wake()));
+    // A socket frame and a cancel published together, then a cancel from the worker (its own are skipped).
+    api.publish({ to: 'c1', text: 'frame-1' });
+    api.publish({ to: null, cancel: 'p-1' });
+    api.publish({ to: null, owner: 'w', text: 'frame-2' });
+    while (got.api2.length < 3 || got.worker.length < 1) await new Promise<void>((r) => (wake = r));
+    worker.publish({ to: null, cancel: 'p-2' });
+    while (got.api.length < 1 || got.api2.length < 4) await new Promise<void>((r) => (wake = r));
+    // Everything sent so far has arrived; one more frame from the API proves nothing else is on its way to the worker.
+    api.publish({ to: 'c1', text: 'frame-3' });
+    api.publish({ to: null, cancel: 'p-3' });
+    while (got.worker.length < 2 || got.api2.length < 6) await new Promise<void>((r) => (wake = r));
+    assert.deepEqual(got.worker, [{ to: null, cancel: 'p-1' }, { to: null, cancel: 'p-3' }]);
+    assert.deepEqual(
+      got.api2.filter((f: any) => f.text),
+      [{ to: 'c1', text: 'frame-1' }, { to: null, owner: 'w', text: 'frame-2' }, { to: 'c1', text: 'frame-3' }],
+    );
+    assert.deepEqual(got.api2.filter((f: any) => f.cancel).map((f: any) => f.cancel), ['p-1', 'p-2', 'p-3']);
+    assert.deepEqual(got.api, [{ to: null, cancel: 'p-2' }]);
+  } finally {
+    await Promise.all([api.close(), api2.close(), worker.close()]);
+  }
+});

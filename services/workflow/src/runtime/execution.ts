@@ -67,13 +67,13 @@ export async function buildExecution(
   config: WorkflowConfig,
   storage: Storage,
   log: Log,
-  extra: { readSecret?: RunnerOptions['readSecret']; onFinished?: RunnerOptions['onFinished'] } = {},
+  extra: { readSecret?: RunnerOptions['readSecret']; onFinished?: RunnerOptions['onFinished']; /** false for a worker: no client sockets here. */ sockets?: boolean } = {},
 ): Promise<Execution> {
   const cloud = config.runtime === 'cloud';
   const registry = await buildRegistry(config, log);
   const executor = new Executor(registry, config.cache);
   // Several processes on one PostgreSQL database: a prompt's frames reach its client's socket whichever process holds it.
-  const relay = createRelay(storage, config.flags, log);
+  const relay = createRelay(storage, config.flags, log, process.env, extra.sockets ?? true);
   const hub = new WsHub({ isolateOwners: cloud, relay });
   // Scale-out across machines: files one process writes are put in a shared store the others read.
   const content = await openSharedContent(config, log);
@@ -112,6 +112,8 @@ export async function buildExecution(
     shared,
     fetchInputs: content && ((prompt, dirs) => content.materialize(prompt, dirs)),
     broadcastCancel: relay && ((id) => relay.publish({ to: null, cancel: id })),
+    // A worker's messages all cross the relay: a short prompt's go as one notification (one wake-up of the API process and one socket write).
+    relayCoalesceMs: relay && extra.sockets === false ? relayCoalesceMs(config.flags) : 0,
     fileWritten:
       assets || content
       ? async (file, job) => {
@@ -150,4 +152,13 @@ export async function buildExecution(
       hub.closeAll();
     },
   };
+}
+
+/** `--relay-coalesce-ms N` / WORKFLOW_RELAY_COALESCE_MS (default 5): how long a worker holds a prompt's first messages for the ones that follow. */
+export function relayCoalesceMs(flags: Record<string, unknown>, env: NodeJS.ProcessEnv = process.env): number {
+  const v = flags.relayCoalesceMs ?? env.WORKFLOW_RELAY_COALESCE_MS;
+  if (v === undefined || v === '' || v === true) return 5;
+  const n = Number(v);
+  if (!Number.isFinite(n) || n < 0) throw new Error(`--relay-coalesce-ms must be a number of milliseconds ≥ 0, not ${JSON.stringify(v)}`);
+  return n;
 }

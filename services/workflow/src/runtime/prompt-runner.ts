@@ -133,6 +133,14 @@ export interface RunnerOptions {
    * here and before it runs here.
    */
   fetchInputs?: (prompt: Record<string, unknown>, dirs: NodeScope['dirs']) => Promise<unknown>;
+  /**
+   * A process whose clients' sockets are all elsewhere (an execution worker):
+   * a prompt's messages wait up to this many ms, or until the prompt has
+   * ended, and then cross the relay together — a short prompt's whole
+   * message sequence as one notification instead of one per turn of the
+   * loop. 0 (the default) sends them as they come.
+   */
+  relayCoalesceMs?: number;
   /** Called once a prompt's end is recorded (the hosted runtime charges its execution time). */
   onFinished?: (job: { promptId: string; owner: string; status: JobStatus; startTime: number; endTime: number }) => void;
   /**
@@ -614,7 +622,8 @@ export class PromptRunner implements ClaimHandler {
     let sent!: () => void;
     const allSent = (this.lastSent = new Promise<void>((r) => (sent = r)));
     const throttle = new ProgressThrottle();
-    const sink = this.sink(current, gate || prior ? [] : null, throttle);
+    const coalesce = gate === undefined && (this.o.relayCoalesceMs ?? 0) > 0;
+    const sink = this.sink(current, gate || prior || coalesce ? [] : null, throttle);
     // Held messages leave once the answer is out and the prompt has ended (a short prompt's messages
     // then take one socket write with its last one), or HOLD_MS into the run, whichever comes last.
     let released = gate === undefined;
@@ -628,7 +637,7 @@ export class PromptRunner implements ClaimHandler {
     };
     const flushHeld = () => {
       if (!released || !priorSent || current.held === null) return;
-      if (gate && !ended && holdTimer !== undefined) return;
+      if ((gate || coalesce) && !ended && holdTimer !== undefined) return;
       clearTimeout(holdTimer);
       const held = current.held;
       current.held = null;
@@ -644,6 +653,12 @@ export class PromptRunner implements ClaimHandler {
         released = true;
         flushHeld();
       });
+    }
+    if (coalesce) {
+      holdTimer = setTimeout(() => {
+        holdTimer = undefined;
+        flushHeld();
+      }, this.o.relayCoalesceMs);
     }
     void prior?.then(() => {
       priorSent = true;

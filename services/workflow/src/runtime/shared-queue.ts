@@ -1,3 +1,4 @@
+import type pg from 'pg';
 import { sql } from 'kysely';
 import { GraphileQueue, type JobContext } from '@svc/queue';
 import { quoteIdent, type Storage } from '@svc/storage';
@@ -106,22 +107,36 @@ export class SharedQueue {
         `create or replace function ${s}.wf_store_prompts(rows jsonb, slots int) returns setof text language plpgsql as $fn$
 declare
   stored text[];
+  owners text[];
+  queues text[];
+  prios int[];
 begin
   perform pg_advisory_xact_lock(${OWNER_LOCK}, hashtext(o)) from (select distinct e->>'owner' as o from jsonb_array_elements(rows) e order by 1) t;
   with i as (
     insert into ${s}.prompts (${cols}) select ${cols} from jsonb_populate_recordset(null::${s}.prompts, rows) on conflict (id) do nothing returning id
   ) select coalesce(array_agg(id), '{}') into stored from i;
-  -- One add_jobs call for the batch (one task and queue upsert, one insert, one notification), not an add_job per token.
-  perform ${w}.add_jobs(specs) from (
-    select array_agg(('${RUN_TASK}', json_build_object('owner', t.owner), 'wf:' || t.owner || ':' || (t.ahead % slots)::text, clock_timestamp(), 25, null, least(t.ahead, 32000), null)::${w}.job_spec order by t.ord) as specs
+  -- The tokens, as graphile-worker's add_jobs inserts them (task and queue rows upserted, one insert), but without its
+  -- NOTIFY: a notifying transaction holds the database's one notification lock through its commit, and this commit
+  -- waits for the disk; every other process's notifications (relayed frames, queue wake-ups) would wait with it.
+  -- The caller notifies after the commit, from a connection whose commits do not wait for the disk.
+  select coalesce(array_agg(t.owner order by t.ord), '{}'), coalesce(array_agg(t.qn order by t.ord), '{}'), coalesce(array_agg(t.prio order by t.ord), '{}')
+  into owners, queues, prios
+  from (
+    select a.owner, a.ord, 'wf:' || a.owner || ':' || (a.ahead % slots)::text as qn, least(a.ahead, 32000) as prio
     from (
       select v.owner, v.ord, greatest(b.n - count(*) over (partition by v.owner) + row_number() over (partition by v.owner order by v.ord) - 1, 0) as ahead
       from jsonb_array_elements(rows) with ordinality as e(x, ord)
       cross join lateral (select e.x->>'id' as id, e.x->>'owner' as owner, e.ord) v
       join (select owner, count(*) as n from ${s}.prompts where owner in (select distinct e2->>'owner' from jsonb_array_elements(rows) e2) and status in ('pending', 'in_progress') group by owner) b on b.owner = v.owner
       where v.id = any(stored)
-    ) t
-  ) a where specs is not null;
+    ) a
+  ) t;
+  -- A statement of its own: the insert below must see the queue rows this one adds.
+  insert into ${w}._private_job_queues (queue_name) select distinct q from unnest(queues) q order by 1 on conflict do nothing;
+  insert into ${w}._private_jobs (job_queue_id, task_id, payload, run_at, max_attempts, priority)
+  select (select id from ${w}._private_job_queues where queue_name = x.qn), (select id from ${w}._private_tasks where identifier = '${RUN_TASK}'),
+    json_build_object('owner', x.o), clock_timestamp(), 25, x.p
+  from unnest(owners, queues, prios) with ordinality as x(o, qn, p, ord) order by x.ord;
   return query select unnest(stored);
 end $fn$`,
       )
@@ -129,6 +144,8 @@ end $fn$`,
         // Several processes starting at once: one definition wins, the same for all.
         if (!/already exists|tuple concurrently updated/i.test(String((err as Error)?.message))) throw err;
       });
+    // The tokens' task row, which add_jobs would otherwise upsert with every batch.
+    await this.storage.pgPool!.query(`insert into ${w}._private_tasks (identifier) values ('${RUN_TASK}') on conflict do nothing`);
   }
 
   /**
@@ -140,7 +157,30 @@ end $fn$`,
     const slots = Math.max(1, Math.floor(this.o.maxConcurrent));
     const fn = sql.raw(`${quoteIdent(this.storage.pgSchema!)}.wf_store_prompts`);
     const r = await sql<{ id: string }>`select ${fn}(${JSON.stringify(rows)}::jsonb, ${slots}::int) as id`.execute(this.storage.db);
+    if (r.rows.length > 0) this.notifyInserted(r.rows.length);
     return new Set(r.rows.map((x) => x.id));
+  }
+
+  private notifier?: pg.Pool;
+
+  /**
+   * Wakes idle workers for `count` new tokens, as add_jobs would have inside
+   * the store (graphile-worker's own message), from a connection whose commits
+   * do not wait for the disk. Not awaited: if it is lost, workers find the
+   * tokens at their next poll.
+   */
+  private notifyInserted(count: number): void {
+    this.notifier ??= this.openNotifier();
+    this.notifier
+      .query({ name: 'wf_jobs_inserted', text: `select pg_notify('jobs:insert', $1)`, values: [`{"r":${Math.random()},"count":${count}}`] })
+      .catch((err) => this.o.log.warn({ err }, 'idle workers could not be woken for new prompts (they poll)'));
+  }
+
+  private openNotifier(): pg.Pool {
+    const Pool = (this.storage.pgPool!.constructor as typeof pg.Pool);
+    const pool = new Pool({ connectionString: this.storage.databaseUrl, max: 1, options: '-c synchronous_commit=off' });
+    pool.on('error', () => {});
+    return pool;
   }
 
   /** Starts taking prompts in this process. */
@@ -155,6 +195,9 @@ end $fn$`,
   }
 
   async stop(): Promise<void> {
+    const notifier = this.notifier;
+    this.notifier = undefined;
+    await notifier?.end().catch(() => {});
     clearInterval(this.sweep);
     this.sweep = undefined;
     // Tokens waiting for the engine go back to the queue now, instead of holding the shutdown.

@@ -37,12 +37,18 @@ export class RedisRelay {
   private closed = false;
   private readonly prefix: string;
 
+  /** Cancels go on `<channel>:control`, which every process subscribes to; socket frames only reach processes with `sockets` (API processes). */
   constructor(
     private readonly redisUrl: string,
     readonly channel: string,
     private readonly log: { warn(o: object, m: string): void },
+    private readonly sockets = true,
   ) {
     this.prefix = `{"o":${JSON.stringify(this.origin)},"f":`;
+  }
+
+  private get controlChannel(): string {
+    return `${this.channel}:control`;
   }
 
   async start(deliver: (frames: RelayFrame[]) => void): Promise<void> {
@@ -55,7 +61,7 @@ export class RedisRelay {
     try {
       await Promise.all([this.sub.connect(), this.pub.connect()]);
       this.sub.on('message', (channel: string, message: string) => {
-        if (channel !== this.channel || this.closed) return;
+        if ((channel !== this.channel && channel !== this.controlChannel) || this.closed) return;
         // Own messages are skipped without parsing them.
         if (message.startsWith(this.prefix)) return;
         let m: { o?: string; f?: RelayFrame[] };
@@ -67,7 +73,7 @@ export class RedisRelay {
         }
         if (m.o !== this.origin && Array.isArray(m.f)) deliver(m.f);
       });
-      await this.sub.subscribe(this.channel);
+      await this.sub.subscribe(...(this.sockets ? [this.channel, this.controlChannel] : [this.controlChannel]));
     } catch (err) {
       this.sub.disconnect();
       this.pub.disconnect();
@@ -87,7 +93,12 @@ export class RedisRelay {
       const pub = this.pub;
       if (!pub || this.closed) return;
       // One connection, commands in order: batches arrive in the order they were published.
-      this.sending = pub.publish(this.channel, `${this.prefix}${JSON.stringify(frames)}}`).catch((err: unknown) => this.log.warn({ err }, 'WebSocket frames could not be relayed'));
+      const socketFrames = frames.filter((f) => f.cancel === undefined);
+      const cancels = frames.filter((f) => f.cancel !== undefined);
+      const sent: Promise<unknown>[] = [];
+      if (socketFrames.length) sent.push(pub.publish(this.channel, `${this.prefix}${JSON.stringify(socketFrames)}}`));
+      if (cancels.length) sent.push(pub.publish(this.controlChannel, `${this.prefix}${JSON.stringify(cancels)}}`));
+      this.sending = Promise.all(sent).catch((err: unknown) => this.log.warn({ err }, 'WebSocket frames could not be relayed'));
     });
   }
 

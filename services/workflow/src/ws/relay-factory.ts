@@ -17,15 +17,16 @@ function redisUrlOf(flags: Record<string, unknown>, env: NodeJS.ProcessEnv): str
 /**
  * The relay between processes that share one database: Redis pub/sub when
  * REDIS_URL (or `--redis-url`) is set, else PostgreSQL LISTEN/NOTIFY. None on
- * SQLite (one process) or with `wsRelay: false`.
+ * SQLite (one process) or with `wsRelay: false`. `sockets`: this process
+ * holds client sockets (an API process, not an execution worker).
  */
-export function createRelay(storage: Storage, flags: Record<string, unknown>, log: { warn(o: object, m: string): void }, env: NodeJS.ProcessEnv = process.env): Relay | undefined {
+export function createRelay(storage: Storage, flags: Record<string, unknown>, log: { warn(o: object, m: string): void }, env: NodeJS.ProcessEnv = process.env, sockets = true): Relay | undefined {
   if (flags.wsRelay === false) return undefined;
   if (storage.dialect.kind !== 'postgres') return undefined;
   const redisUrl = redisUrlOf(flags, env);
   if (redisUrl) {
     if (!/^rediss?:\/\//i.test(redisUrl)) throw new Error(`REDIS_URL must be a redis:// or rediss:// URL, got ${redisUrl.replace(/\/\/[^@/]*@/, '//…@')}`);
-    return new RedisRelay(redisUrl, redisChannel(storage.databaseUrl!, storage.pgSchema!), log);
+    return new RedisRelay(redisUrl, redisChannel(storage.databaseUrl!, storage.pgSchema!), log, sockets);
   }
-  return new PgRelay(storage.databaseUrl!, storage.pgSchema!, log);
+  return new PgRelay(storage.databaseUrl!, storage.pgSchema!, log, sockets);
 }

@@ -41,15 +41,27 @@ export class PgRelay {
   private lastSweep = 0;
   private closed = false;
 
+  /**
+   * @param sockets whether this process holds client sockets (an API
+   *   process). Socket frames go on a channel only such processes listen
+   *   to; cancels go on a control channel every process listens to. A
+   *   worker then never receives, and the database never sends it, the
+   *   frames of every prompt that runs anywhere.
+   */
   constructor(
     private readonly databaseUrl: string,
     private readonly schema: string,
     private readonly log: { warn(o: object, m: string): void },
+    private readonly sockets = true,
   ) {}
 
   /** A channel per schema, so services and tests sharing one database stay apart. */
   private get channel(): string {
     return `wf_ws_${this.schema}`.toLowerCase().replace(/[^a-z0-9_]/g, '_').slice(0, 63);
+  }
+
+  private get controlChannel(): string {
+    return `wf_wc_${this.schema}`.toLowerCase().replace(/[^a-z0-9_]/g, '_').slice(0, 63);
   }
 
   async start(deliver: (frames: RelayFrame[]) => void): Promise<void> {
@@ -61,12 +73,13 @@ export class PgRelay {
     for (const c of [this.listener, this.publisher]) c.on('error', (err) => this.log.warn({ err }, 'WebSocket relay connection failed'));
     await Promise.all([this.listener.connect(), this.publisher.connect()]);
     this.listener.on('notification', (n) => {
-      if (n.channel !== this.channel || !n.payload) return;
+      if ((n.channel !== this.channel && n.channel !== this.controlChannel) || !n.payload) return;
       const payload = n.payload;
       // In order: a spilled batch (read from the table) is delivered before the notifications after it.
       this.receiving = this.receiving.then(() => this.receive(payload, deliver)).catch((err) => this.log.warn({ err }, 'a relayed WebSocket batch could not be read'));
     });
-    await this.listener.query(`listen "${this.channel}"`);
+    await this.listener.query(`listen "${this.controlChannel}"`);
+    if (this.sockets) await this.listener.query(`listen "${this.channel}"`);
   }
 
   private async receive(payload: string, deliver: (frames: RelayFrame[]) => void): Promise<void> {
@@ -110,32 +123,38 @@ export class PgRelay {
   private async send(frames: RelayFrame[]): Promise<void> {
     const c = this.publisher;
     if (!c || this.closed) return;
-    // Frames in notifications of at most MAX_NOTIFY bytes, all sent by one statement; a frame too large for one goes through the table.
-    const payloads: string[] = [];
-    let part: string[] = [];
-    let size = 0;
+    // Per channel, frames in notifications of at most MAX_NOTIFY bytes, all sent by one statement; a frame too large for one goes through the table.
+    const notes: Array<[channel: string, payload: string]> = [];
     const head = `{"o":${JSON.stringify(this.origin)},"f":[`;
-    const close = () => {
-      if (part.length) payloads.push(`${head}${part.join(',')}]}`);
-      part = [];
-      size = 0;
-    };
-    for (const f of frames) {
-      const text = JSON.stringify(f);
-      if (head.length + text.length + 2 > MAX_NOTIFY) {
-        close();
-        payloads.push(JSON.stringify({ o: this.origin, id: await this.spill(c, `[${text}]`) }));
-        continue;
+    for (const [channel, group] of [
+      [this.channel, frames.filter((f) => f.cancel === undefined)],
+      [this.controlChannel, frames.filter((f) => f.cancel !== undefined)],
+    ] as const) {
+      let part: string[] = [];
+      let size = 0;
+      const close = () => {
+        if (part.length) notes.push([channel, `${head}${part.join(',')}]}`]);
+        part = [];
+        size = 0;
+      };
+      for (const f of group) {
+        const text = JSON.stringify(f);
+        if (head.length + text.length + 2 > MAX_NOTIFY) {
+          close();
+          notes.push([channel, JSON.stringify({ o: this.origin, id: await this.spill(c, `[${text}]`) })]);
+          continue;
+        }
+        if (head.length + size + text.length + 3 > MAX_NOTIFY) close();
+        part.push(text);
+        size += text.length + 1;
       }
-      if (head.length + size + text.length + 3 > MAX_NOTIFY) close();
-      part.push(text);
-      size += text.length + 1;
+      close();
     }
-    close();
-    const calls = payloads.map((_, i) => `pg_notify($1, $${i + 2})`).join(', ');
+    if (notes.length === 0) return;
+    const calls = notes.map((_, i) => `pg_notify($${2 * i + 1}, $${2 * i + 2})`).join(', ');
     // The usual few-notification statements are named (parsed once per connection, not on every flush); rare long ones are not kept.
-    const name = payloads.length <= 8 ? `wf_relay_notify_${payloads.length}` : undefined;
-    await c.query({ name, text: `select ${calls}`, values: [this.channel, ...payloads] });
+    const name = notes.length <= 8 ? `wf_relay_notify_${notes.length}` : undefined;
+    await c.query({ name, text: `select ${calls}`, values: notes.flat() });
   }
 
   private async spill(c: pg.Client, body: string): Promise<number> {
