@@ -231,14 +231,14 @@ async function openPostgres(url: string, opts: StorageOptions): Promise<Storage>
  */
 function namingStatements(pool: pg.Pool, max: number): void {
   const names = new Map<string, string>();
-  const seen = new Map<string, number>();
+  const seen = new Set<string>();
   const nameFor = (text: string): string | undefined => {
     const known = names.get(text);
     if (known || names.size >= max) return known;
     if (!seen.has(text)) {
       // Remember first sightings in a bounded set: one-off texts must not pile up either.
       if (seen.size >= max * 4) seen.clear();
-      seen.set(text, 1);
+      seen.add(text);
       return undefined;
     }
     seen.delete(text);

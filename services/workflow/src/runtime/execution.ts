@@ -15,7 +15,7 @@ import { openSharedContent, type SharedContent } from '../files/shared-content.t
 import { WsHub } from '../ws/hub.ts';
 import { createRelay, type Relay } from '../ws/relay-factory.ts';
 import { PromptRunner, type RunnerOptions } from './prompt-runner.ts';
-import { idempotentNodes, prefetchHoldMs, SharedQueue } from './shared-queue.ts';
+import { idempotentNodes, millisecondsFlag, prefetchHoldMs, SharedQueue } from './shared-queue.ts';
 
 type Log = { info(o: object, m: string): void; warn(o: object, m: string): void; error(o: object, m: string): void };
 
@@ -156,9 +156,5 @@ export async function buildExecution(
 
 /** `--relay-coalesce-ms N` / WORKFLOW_RELAY_COALESCE_MS (default 5): how long a worker holds a prompt's first messages for the ones that follow. */
 export function relayCoalesceMs(flags: Record<string, unknown>, env: NodeJS.ProcessEnv = process.env): number {
-  const v = flags.relayCoalesceMs ?? env.WORKFLOW_RELAY_COALESCE_MS;
-  if (v === undefined || v === '' || v === true) return 5;
-  const n = Number(v);
-  if (!Number.isFinite(n) || n < 0) throw new Error(`--relay-coalesce-ms must be a number of milliseconds ≥ 0, not ${JSON.stringify(v)}`);
-  return n;
+  return millisecondsFlag('relay-coalesce-ms', flags.relayCoalesceMs ?? env.WORKFLOW_RELAY_COALESCE_MS) ?? 5;
 }

@@ -401,11 +401,15 @@ export function idempotentNodes(flag: unknown, env = process.env): Set<string> {
   return new Set(v.split(',').map((s) => s.trim()).filter(Boolean));
 }
 
-/** `--prefetch-hold-ms N` / WORKFLOW_PREFETCH_HOLD_MS: how long a token fetched ahead waits for this process's engine. */
-export function prefetchHoldMs(flag: unknown, env = process.env): number | undefined {
-  const v = flag ?? env.WORKFLOW_PREFETCH_HOLD_MS;
+/** A duration flag (`--name N`, or its environment variable): milliseconds ≥ 0, undefined when unset. */
+export function millisecondsFlag(name: string, v: unknown): number | undefined {
   if (v === undefined || v === '' || v === true) return undefined;
   const n = Number(v);
-  if (!Number.isFinite(n) || n < 0) throw new Error(`--prefetch-hold-ms must be a number of milliseconds ≥ 0, not ${JSON.stringify(v)}`);
+  if (!Number.isFinite(n) || n < 0) throw new Error(`--${name} must be a number of milliseconds ≥ 0, not ${JSON.stringify(v)}`);
   return n;
+}
+
+/** `--prefetch-hold-ms N` / WORKFLOW_PREFETCH_HOLD_MS: how long a token fetched ahead waits for this process's engine. */
+export function prefetchHoldMs(flag: unknown, env = process.env): number | undefined {
+  return millisecondsFlag('prefetch-hold-ms', flag ?? env.WORKFLOW_PREFETCH_HOLD_MS);
 }
