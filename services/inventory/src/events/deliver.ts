@@ -58,9 +58,9 @@ interface Prepared {
   base: { deliveryId: number; attempt: number; retryBase: number; startedAt: number; success: boolean; maxRetries: number };
   body: string;
   defaultBody?: boolean;
-  /** The attempt log's headers (signatures masked either way): as a list, or already as the log's JSON text. */
+  /** The attempt log's headers (signatures masked either way): as a list, or (static requests) as the log's pieces. */
   logged: Array<[string, string]>;
-  loggedJson?: string;
+  log?: StaticRequest;
   job: SendJob;
 }
 
@@ -75,7 +75,24 @@ interface StaticRequest {
   body: string | null;
   /** The attempt log's header JSON in pieces: literal text, and 0 / 1 where the delivery's webhook-id / timestamp go. */
   logParts: Array<string | 0 | 1>;
+  /**
+   * PostgreSQL: the pieces around the quoted webhook-id and timestamp when the log reads `a, id, b, timestamp, c`, so
+   * that the server joins each attempt's header text from them (see PG_INSERT_ATTEMPTS); null for any other order.
+   */
+  logAround: [string, string, string] | null;
+  /** The attempt log's URL (credentials masked). */
+  logUrl: string;
 }
+
+/** The attempt log's header JSON of one delivery of a static request. */
+function loggedJson(parts: Array<string | 0 | 1>, messageId: string, timestamp: number): string {
+  let text = '';
+  for (const p of parts) text += typeof p === 'string' ? p : JSON.stringify(p === 0 ? messageId : String(timestamp));
+  return text;
+}
+
+/** A webhook-id that JSON writes as itself in quotes (every id this service makes: `msg_` and hex digits). */
+const PLAIN_ID = /^[0-9A-Za-z_]*$/;
 
 function staticKey(w: WebhookRow, defaultTimeoutMs: number): string {
   return [w.id, w.payload_url, w.http_method, w.http_content_type, w.additional_headers, w.body_template, w.secret, w.timeout ?? defaultTimeoutMs, w.ssl_verification, w.ca_file_path ?? ''].join('\0');
@@ -108,6 +125,10 @@ export interface AttemptRecord {
   headers: Array<[string, string]>;
   /** The log's headers as JSON text, masked (instead of `headers`). */
   headersJson?: string;
+  /** Instead of both: the static request whose log pieces, with this webhook-id and timestamp, are the headers' JSON. */
+  log?: StaticRequest;
+  messageId?: string;
+  timestamp?: number;
   body: string;
   /** The body was the delivery's default body (its context text): the attempt log need not copy it. */
   defaultBody?: boolean;
@@ -152,15 +173,27 @@ function insertAttemptsSql(kind: string, rows: number): string {
  * PostgreSQL: the attempt rows as one array per column (`unnest`), so the statement's text is the same
  * for every batch and the server parses fourteen parameters instead of fourteen per row.
  */
-const PG_ATTEMPT_TYPES = ['bigint', 'int', 'text', 'bigint', 'float8', 'text', 'text', 'text', 'text', 'bool', 'int', 'text', 'text', 'bool'];
-const PG_INSERT_ATTEMPTS = `insert into events_delivery_attempt (${ATTEMPT_COLUMNS.join(', ')}) select * from unnest(${PG_ATTEMPT_TYPES.map((t, i) => `$${i + 1}::${t}[]`).join(', ')})`;
+const PG_ROW_TYPES = ['bigint', 'int', 'bigint', 'float8', 'int', 'text', 'text', 'text', 'text', 'bigint', 'text', 'bool', 'int', 'text', 'text', 'bool'];
+const PG_HEAD_TYPES = ['text', 'text', 'text', 'text', 'text'];
+/**
+ * The attempts of a static request (a webhook without templates: almost every delivery) name their request by an index
+ * into the batch's distinct requests (`hi`): the method, the masked URL and the header JSON's text around the quoted
+ * webhook-id and timestamp are sent once per request, not once per row, and the server joins each row's header text.
+ * The rows stored are those the client used to send whole (and still sends, for templated requests: `m`, `u`, `h`).
+ */
+const PG_INSERT_ATTEMPTS = `insert into events_delivery_attempt (${ATTEMPT_COLUMNS.join(', ')})
+  select a.d, a.n, $1, a.s, a.ms, coalesce(a.m, h.m), coalesce(a.u, h.u),
+    coalesce(a.h, h.p0 || '"' || a.mid || '"' || h.p1 || '"' || a.ts || '"' || h.p2), a.b, a.bd, a.st, a.rb, a.e, a.ok
+  from unnest(${PG_ROW_TYPES.map((t, i) => `$${i + 2}::${t}[]`).join(', ')}) as a(d, n, s, ms, hi, m, u, h, mid, ts, b, bd, st, rb, e, ok)
+  left join unnest(${PG_HEAD_TYPES.map((t, i) => `$${i + 2 + PG_ROW_TYPES.length}::${t}[]`).join(', ')}) with ordinality as h(m, u, p0, p1, p2, i)
+    on h.i = a.hi`;
 /**
  * PostgreSQL: successes recorded by one array parameter of ids (one plan, however many rows). The ownership test is
  * wrapped in `(…) is true` so that it is no index condition: offered `status = 'sent'`, the planner may scan that
  * status's index entries — every claim of the backlog leaves one behind until vacuum — instead of the 192 ids' keys.
  */
 const PG_RECORD_SUCCESS = `update events_delivery set status = 'successful', ended_at = $1, claimed_by = null, claim_expires_at = null,
-  last_status_code = $2, last_error = null where id = any($3::bigint[]) and (status = 'sent' and claimed_by = $4) is true returning id`;
+  last_status_code = $2, last_error = null where id = any($3::bigint[]) and (status = 'sent' and claimed_by = $4) is true`;
 
 const PG_RENEW_CLAIMS = `update events_delivery set claim_expires_at = $1 where id = any($2::bigint[]) and (status = 'sent' and claimed_by = $3) is true`;
 
@@ -648,7 +681,14 @@ export class DeliveryWorker {
       } else text += `${sep}${JSON.stringify(maskHeaders([[k, v]])[0])}`;
     });
     logParts.push(text + ']');
-    const made: StaticRequest = { head, body, logParts };
+    const around = logParts.length === 5 && logParts[1] === 0 && logParts[3] === 1;
+    const made: StaticRequest = {
+      head,
+      body,
+      logParts,
+      logAround: around ? [logParts[0] as string, logParts[2] as string, logParts[4] as string] : null,
+      logUrl: maskUrlCached(head.url).slice(0, 8192),
+    };
     this.#static.set(w.id, { key, request: made });
     return made;
   }
@@ -664,14 +704,12 @@ export class DeliveryWorker {
     const fixed = await this.#staticRequest(w);
     if (fixed) {
       const body = fixed.body ?? defaultBody(d.context);
-      let loggedJson = '';
-      for (const p of fixed.logParts) loggedJson += typeof p === 'string' ? p : JSON.stringify(p === 0 ? d.message_id : String(timestamp));
       return {
         base,
         body,
         defaultBody: fixed.body === null,
         logged: [],
-        loggedJson,
+        log: fixed,
         job: { id: d.id, head: fixed.head, messageId: d.message_id, timestamp, body },
       };
     }
@@ -732,7 +770,9 @@ export class DeliveryWorker {
       method: job.head.method,
       url: job.head.url,
       headers: p.logged,
-      headersJson: p.loggedJson,
+      log: p.log,
+      messageId: job.messageId,
+      timestamp: job.timestamp,
       body: p.body,
       defaultBody: p.defaultBody,
       status: out.status,
@@ -791,8 +831,9 @@ export class DeliveryWorker {
       const live = new Set<number>();
       for (const [code, ids] of ok) {
         if (d.kind === 'postgres') {
-          const r = await trx.executeQuery<{ id: number }>(CompiledQuery.raw(PG_RECORD_SUCCESS, [now, code, ids, this.workerId]));
-          for (const u of r.rows) live.add(Number(u.id));
+          // Counted, not returned: when every id was updated (the normal case) all exist; otherwise the check below finds which.
+          const r = await trx.executeQuery(CompiledQuery.raw(PG_RECORD_SUCCESS, [now, code, ids, this.workerId]));
+          if (Number(r.numAffectedRows ?? 0) === ids.length) for (const id of ids) live.add(id);
           continue;
         }
         for (let i = 0; i < ids.length; i += 500) {
@@ -807,6 +848,7 @@ export class DeliveryWorker {
           for (const u of updated) live.add(Number(u.id));
         }
       }
+      if (d.kind === 'postgres') return this.#insertAttemptsPg(trx, records, live);
       for (const r of records) {
         attempts.push([
           r.deliveryId,
@@ -816,7 +858,7 @@ export class DeliveryWorker {
           Math.round(r.durationMs * 1000) / 1000,
           r.method,
           maskUrlCached(r.url).slice(0, 8192),
-          r.headersJson ?? JSON.stringify(maskHeaders(r.headers)),
+          r.headersJson ?? (r.log ? loggedJson(r.log.logParts, r.messageId!, r.timestamp!) : JSON.stringify(maskHeaders(r.headers))),
           r.defaultBody ? '' : truncateBody(r.body),
           d.bool(r.defaultBody === true),
           r.status ?? null,
@@ -828,27 +870,77 @@ export class DeliveryWorker {
       // A delivery deleted while in flight keeps no attempt rows.
       const unknown = attempts.map((a) => a[0] as number).filter((id) => !live.has(id));
       if (unknown.length) {
-        // PostgreSQL has no foreign key on attempt rows (migration 106): the key-share lock keeps a delete from committing
-        // between this check and the insert (a delete removes the delivery's attempts itself).
-        let q = trx.selectFrom('events_delivery').select('id').where('id', 'in', unknown);
-        if (d.kind === 'postgres') q = q.forKeyShare();
-        for (const x of await q.execute()) live.add(Number(x.id));
+        for (const x of await trx.selectFrom('events_delivery').select('id').where('id', 'in', unknown).execute()) live.add(Number(x.id));
       }
       const keep = attempts.filter((a) => live.has(a[0] as number));
-      if (d.kind === 'postgres') {
-        if (keep.length) {
-          const columns: unknown[][] = ATTEMPT_COLUMNS.map(() => new Array(keep.length));
-          keep.forEach((row, r) => row.forEach((v, c) => (columns[c]![r] = v)));
-          await trx.executeQuery(CompiledQuery.raw(PG_INSERT_ATTEMPTS, columns));
-        }
-        return;
-      }
       // One multi-row insert per 200 attempts (a whole cycle), its SQL text built once per row count: no query builder work per delivery.
       for (let i = 0; i < keep.length; i += 200) {
         const rows = keep.slice(i, i + 200);
         await trx.executeQuery(CompiledQuery.raw(insertAttemptsSql(d.kind, rows.length), rows.flat()));
       }
     }
+  }
+
+  /** PostgreSQL: the attempt rows of deliveries that still exist, in one statement (see PG_INSERT_ATTEMPTS). */
+  async #insertAttemptsPg(trx: Kysely<any>, records: AttemptRecord[], live: Set<number>): Promise<void> {
+    const unknown: number[] = [];
+    for (const r of records) if (!live.has(r.deliveryId)) unknown.push(r.deliveryId);
+    if (unknown.length) {
+      // No foreign key on attempt rows (migration 106): the key-share lock keeps a delete from committing between this
+      // check and the insert (a delete removes the delivery's attempts itself). A delivery deleted in flight keeps none.
+      const q = trx.selectFrom('events_delivery').select('id').where('id', 'in', unknown).forKeyShare();
+      for (const x of await q.execute()) live.add(Number(x.id));
+    }
+    const rows: unknown[][] = PG_ROW_TYPES.map(() => []);
+    const [d, n, s, ms, hi, m, u, h, mid, ts, b, bd, st, rb, e, ok] = rows as [number[], number[], number[], number[], Array<number | null>,
+      Array<string | null>, Array<string | null>, Array<string | null>, Array<string | null>, Array<number | null>, string[], boolean[],
+      Array<number | null>, Array<string | null>, Array<string | null>, boolean[]];
+    const heads = new Map<StaticRequest, number>();
+    const hm: string[] = [];
+    const hu: string[] = [];
+    const p0: string[] = [];
+    const p1: string[] = [];
+    const p2: string[] = [];
+    for (const r of records) {
+      if (!live.has(r.deliveryId)) continue;
+      d.push(r.deliveryId);
+      n.push(r.attempt);
+      s.push(r.startedAt);
+      ms.push(Math.round(r.durationMs * 1000) / 1000);
+      const around = r.log?.logAround;
+      if (around && PLAIN_ID.test(r.messageId!)) {
+        let k = heads.get(r.log!);
+        if (k === undefined) {
+          heads.set(r.log!, (k = hm.length + 1));
+          hm.push(r.method);
+          hu.push(r.log!.logUrl);
+          p0.push(around[0]);
+          p1.push(around[1]);
+          p2.push(around[2]);
+        }
+        hi.push(k);
+        m.push(null);
+        u.push(null);
+        h.push(null);
+        mid.push(r.messageId!);
+        ts.push(r.timestamp!);
+      } else {
+        hi.push(null);
+        m.push(r.method);
+        u.push(maskUrlCached(r.url).slice(0, 8192));
+        h.push(r.headersJson ?? (r.log ? loggedJson(r.log.logParts, r.messageId!, r.timestamp!) : JSON.stringify(maskHeaders(r.headers))));
+        mid.push(null);
+        ts.push(null);
+      }
+      b.push(r.defaultBody ? '' : truncateBody(r.body));
+      bd.push(r.defaultBody === true);
+      st.push(r.status ?? null);
+      rb.push(r.responseBody ?? null);
+      e.push(r.error && r.url ? r.error.split(r.url).join(maskUrlCached(r.url)) : (r.error ?? null));
+      ok.push(r.success);
+    }
+    if (!d.length) return;
+    await trx.executeQuery(CompiledQuery.raw(PG_INSERT_ATTEMPTS, [this.workerId, ...rows, hm, hu, p0, p1, p2]));
   }
 
   close(): void {

@@ -62,8 +62,8 @@ export function compileHead(head: RequestHead): CompiledHead {
 }
 
 /** The request of one job: the head's headers with this delivery's id, timestamp, signatures and length. */
-export function outgoing(c: CompiledHead, job: Pick<SendJob, 'messageId' | 'timestamp' | 'body'>): OutgoingRequest {
-  const body = Buffer.from(job.body, 'utf8');
+export function outgoing(c: CompiledHead, job: Pick<SendJob, 'messageId' | 'timestamp'> & { body: string | Buffer }): OutgoingRequest {
+  const body = typeof job.body === 'string' ? Buffer.from(job.body, 'utf8') : job.body;
   const flat = c.flat.slice();
   if (c.id >= 0) flat[c.id] = job.messageId;
   if (c.ts >= 0) flat[c.ts] = String(job.timestamp);

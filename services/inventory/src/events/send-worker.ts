@@ -14,7 +14,7 @@ const stoppers = new Map<number, Stopper>();
 
 const heads = new HeadCache();
 
-async function send(id: number, head: CompiledHead, messageId: string, timestamp: number, body: string) {
+async function send(id: number, head: CompiledHead, messageId: string, timestamp: number, body: Buffer) {
   const r = outgoing(head, { messageId, timestamp, body });
   const stopper = new Stopper();
   r.stopper = stopper;
@@ -34,9 +34,12 @@ port.on('message', (m: SendThreadRequest) => {
   const compiled = m.heads!.map((t) => heads.get(t));
   const jobs = m.jobs!;
   const bodies = m.bodies!;
-  const sends: Array<Promise<unknown>> = new Array(bodies.length);
-  for (let i = 0, k = 0; i < bodies.length; i++, k += 4) {
-    sends[i] = send(jobs[k] as number, compiled[jobs[k + 1] as number]!, jobs[k + 2] as string, jobs[k + 3] as number, bodies[i]!);
+  const count = jobs.length / 5;
+  const sends: Array<Promise<unknown>> = new Array(count);
+  for (let i = 0, k = 0, at = 0; i < count; i++, k += 5) {
+    const bytes = jobs[k + 4] as number;
+    sends[i] = send(jobs[k] as number, compiled[jobs[k + 1] as number]!, jobs[k + 2] as string, jobs[k + 3] as number, Buffer.from(bodies, at, bytes));
+    at += bytes;
   }
   void Promise.all(sends).then((outcomes) => port.postMessage({ batch: m.batch, outcomes: JSON.stringify(outcomes) } satisfies SendThreadResponse));
 });

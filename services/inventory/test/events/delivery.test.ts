@@ -73,6 +73,11 @@ forEachStorage('webhook delivery', (kind) => {
     assert.equal(detail.body.attempt_log.length, 1);
     assert.equal(detail.body.attempt_log[0].response_status, 200);
     assert.equal(detail.body.attempt_log[0].request.headers['X-Hook-Signature'], '********');
+    // The logged headers, in their order, are those sent (the signatures masked); on PostgreSQL the server pieces them together.
+    assert.deepEqual(Object.entries(detail.body.attempt_log[0].request.headers), [
+      ['Content-Type', 'application/json'], ['User-Agent', got.headers['user-agent']], ['X-Foo', 'Bar'], ['webhook-id', id],
+      ['webhook-timestamp', ts], ['webhook-signature', '********'], ['X-Hook-Signature', '********'],
+    ]);
     assert.equal(detail.body.kwargs.data.name, 'café ☃');
     await cleanup(h);
   });
