@@ -91,6 +91,27 @@ function loggedJson(parts: Array<string | 0 | 1>, messageId: string, timestamp: 
   return text;
 }
 
+/** An array element PostgreSQL reads as itself without quotes (NULL aside). */
+const PG_BARE = /^[0-9A-Za-z_.:-]+$/;
+
+/**
+ * A PostgreSQL array literal of `values` (one-dimensional): what the pg driver makes of a JS array, without its two
+ * escaping passes over every element quoted or not — the cycle's arrays are mostly ids, numbers and short tokens.
+ */
+export function pgArray(values: ReadonlyArray<string | number | boolean | null | undefined>): string {
+  let out = '{';
+  for (let i = 0; i < values.length; i++) {
+    if (i) out += ',';
+    const v = values[i];
+    if (v === null || v === undefined) out += 'NULL';
+    else if (typeof v === 'number') out += String(v);
+    else if (typeof v === 'boolean') out += v ? 't' : 'f';
+    else if (PG_BARE.test(v) && !(v.length === 4 && v.toLowerCase() === 'null')) out += v;
+    else out += `"${v.replace(/[\\"]/g, '\\$&')}"`;
+  }
+  return out + '}';
+}
+
 /** A webhook-id that JSON writes as itself in quotes (every id this service makes: `msg_` and hex digits). */
 const PLAIN_ID = /^[0-9A-Za-z_]*$/;
 
@@ -357,7 +378,7 @@ export class DeliveryWorker {
         if (this.deps.storage.dialect.kind === 'postgres') {
           // By primary key, as the outcomes are (see PG_RECORD_SUCCESS); only a column no index holds changes, so the
           // rewrite can stay on its page without new index entries.
-          const r = await trx.executeQuery(CompiledQuery.raw(PG_RENEW_CLAIMS, [now + this.settings.leaseMs, held, this.workerId]));
+          const r = await trx.executeQuery(CompiledQuery.raw(PG_RENEW_CLAIMS, [now + this.settings.leaseMs, pgArray(held), this.workerId]));
           renewed = Number(r.numAffectedRows ?? 0);
         } else for (let i = 0; i < held.length; i += 500) {
           const r = await trx
@@ -832,7 +853,7 @@ export class DeliveryWorker {
       for (const [code, ids] of ok) {
         if (d.kind === 'postgres') {
           // Counted, not returned: when every id was updated (the normal case) all exist; otherwise the check below finds which.
-          const r = await trx.executeQuery(CompiledQuery.raw(PG_RECORD_SUCCESS, [now, code, ids, this.workerId]));
+          const r = await trx.executeQuery(CompiledQuery.raw(PG_RECORD_SUCCESS, [now, code, pgArray(ids), this.workerId]));
           if (Number(r.numAffectedRows ?? 0) === ids.length) for (const id of ids) live.add(id);
           continue;
         }
@@ -940,7 +961,7 @@ export class DeliveryWorker {
       ok.push(r.success);
     }
     if (!d.length) return;
-    await trx.executeQuery(CompiledQuery.raw(PG_INSERT_ATTEMPTS, [this.workerId, ...rows, hm, hu, p0, p1, p2]));
+    await trx.executeQuery(CompiledQuery.raw(PG_INSERT_ATTEMPTS, [this.workerId, ...([...rows, hm, hu, p0, p1, p2] as Array<Array<string | number | boolean | null>>).map((a) => pgArray(a))]));
   }
 
   close(): void {

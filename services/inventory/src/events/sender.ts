@@ -165,19 +165,9 @@ export class HttpSender {
       return x.outcome({ error: x.timedOut ? x.timeoutText() : `Request to ${r.url} was stopped` });
     }
     const isHttps = url.protocol === 'https:';
-    const viaNodeHttp = () => {
-      let agent: http.Agent;
-      try {
-        agent = this.#agent(isHttps, r.sslVerification, r.caFilePath);
-      } catch (err) {
-        x.disarm();
-        return Promise.resolve(x.outcome({ error: `Error reading ca_file_path: ${(err as Error).message}` }));
-      }
-      return x.start(url, isHttps, agent);
-    };
     // IPv6 literals take node:http, as does a request undici refuses to form (it throws before sending anything):
     // Expect, Transfer-Encoding, Keep-Alive or Upgrade headers, odd methods or paths; node:http sends or refuses those as before.
-    if (url.hostname.startsWith('[')) return viaNodeHttp();
+    if (url.hostname.startsWith('[')) return this.viaNodeHttp(x, url, isHttps);
     let pool: Pool;
     try {
       pool = this.#pool(url, isHttps, r.sslVerification, r.caFilePath);
@@ -185,7 +175,20 @@ export class HttpSender {
       x.disarm();
       return x.outcome({ error: `Error reading ca_file_path: ${(err as Error).message}` });
     }
-    return x.dispatch(pool, url, viaNodeHttp);
+    return x.dispatch(pool, url, this, isHttps);
+  }
+
+  /** @internal The exchange over node:http (a method, not a closure made per request: see Exchange). */
+  viaNodeHttp(x: Exchange, url: URL, isHttps: boolean): Promise<SendOutcome> {
+    const r = x.r;
+    let agent: http.Agent;
+    try {
+      agent = this.#agent(isHttps, r.sslVerification, r.caFilePath);
+    } catch (err) {
+      x.disarm();
+      return Promise.resolve(x.outcome({ error: `Error reading ca_file_path: ${(err as Error).message}` }));
+    }
+    return x.start(url, isHttps, agent);
   }
 }
 
@@ -210,12 +213,16 @@ class Exchange {
   #abort: ((err?: Error) => void) | undefined;
   #status: number | undefined;
   #retryAfter: string | undefined;
-  #fallback: (() => Promise<SendOutcome>) | undefined;
+  /** The sender and scheme to fall back to node:http with. */
+  #fallback: HttpSender | undefined;
+  #https = false;
+  #url: URL | undefined;
 
   constructor(readonly r: OutgoingRequest) {}
 
   outcome(o: Omit<SendOutcome, 'durationMs'>): SendOutcome {
-    return { ...o, durationMs: performance.now() - this.started };
+    // Fields written out (no spread), in one shape for every outcome: this runs once per request.
+    return { status: o.status, body: o.body, retryAfterMs: o.retryAfterMs, error: o.error, durationMs: performance.now() - this.started };
   }
 
   timeoutText(): string {
@@ -306,10 +313,12 @@ class Exchange {
   }
 
   /** Sends through an undici pool; this object is the dispatch handler. */
-  dispatch(pool: Pool, url: URL, fallback: () => Promise<SendOutcome>): Promise<SendOutcome> {
+  dispatch(pool: Pool, url: URL, fallback: HttpSender, isHttps: boolean): Promise<SendOutcome> {
     const r = this.r;
     this.#reject = undefined;
     this.#fallback = fallback;
+    this.#https = isHttps;
+    this.#url = url;
     // Content-Length last, replacing any the headers carried (node:http's case-insensitive setHeader did the same).
     let headers = r.flat;
     if (!headers) {
@@ -360,7 +369,7 @@ class Exchange {
     if (this.#status === undefined && this.#abort === undefined && err.code === 'UND_ERR_INVALID_ARG' && this.#fallback) {
       const resolve = this.#resolve!;
       this.#resolve = undefined;
-      void this.#fallback().then(resolve);
+      void this.#fallback.viaNodeHttp(this, this.#url!, this.#https).then(resolve);
       return;
     }
     // A response cut short is still its status, as on node:http.
