@@ -1,4 +1,5 @@
 import type { ErrorStyle } from '@svc/kernel';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 
 /** aiohttp's plain-text answers for unknown paths and methods, `{"error": …}` for bad requests, as the reference's routes. */
 export const workflowErrorStyle: ErrorStyle = {
@@ -25,3 +26,31 @@ export const workflowErrorStyle: ErrorStyle = {
     return { statusCode: 503, body: { error: 'The service is busy (database locked); retry the request.' } };
   },
 };
+
+/**
+ * Client errors the framework raises before a route runs (a body over the
+ * limit, a Content-Type it cannot read, …) reach the shared error handler,
+ * which answers them as `{"detail": …}`, a shape no client of this service
+ * knows. They leave in this service's body instead: the prompt error on the
+ * prompt routes, `{error, code, details}` (CloudError, and an `error`
+ * string as the reference's bad requests) everywhere else.
+ */
+export function frameworkErrorBodies() {
+  return async (req: FastifyRequest, reply: FastifyReply, payload: unknown): Promise<unknown> => {
+    const status = reply.statusCode;
+    if (status < 400 || status >= 500 || typeof payload !== 'string' || !payload.startsWith('{"detail":')) return payload;
+    let detail: unknown;
+    try {
+      const body = JSON.parse(payload) as Record<string, unknown>;
+      if (Object.keys(body).length !== 1) return payload;
+      detail = body.detail;
+    } catch {
+      return payload;
+    }
+    if (typeof detail !== 'string') return payload;
+    const code = status === 413 ? 'payload_too_large' : status === 415 ? 'unsupported_media_type' : 'invalid_request';
+    const message = status === 413 ? 'The request body is larger than this endpoint accepts' : status === 415 ? `Unsupported Content-Type: ${String(req.headers['content-type'] ?? '').slice(0, 200)}` : detail;
+    if (/\/prompt$/.test(req.routeOptions.url ?? '')) return JSON.stringify({ error: { type: 'invalid_prompt', message, details: code, extra_info: {} }, node_errors: {} });
+    return JSON.stringify({ error: message, code, details: {} });
+  };
+}

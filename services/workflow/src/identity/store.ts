@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import { newId, randomToken, sha256 } from './secrets.ts';
 
 export type Role = 'owner' | 'admin' | 'member';
@@ -41,6 +41,17 @@ export function isUniqueViolation(err: unknown): boolean {
 /** Whether a client-supplied key can be a query parameter on both databases (PostgreSQL refuses NUL; nothing we store is longer). */
 export function storable(v: unknown, max = 500): v is string {
   return typeof v === 'string' && v.length <= max && !v.includes('\u0000') && !LONE_SURROGATE_RE.test(v);
+}
+
+/**
+ * Inside a transaction: holds the workspace's row lock until it ends (a
+ * no-op update), so writers that check a per-workspace rule before they
+ * insert (one pending invite per email, the secrets limit) run one after
+ * another on any number of processes. SQLite runs write transactions one at
+ * a time anyway.
+ */
+export async function lockWorkspace(trx: Kysely<any>, workspaceId: string): Promise<void> {
+  await trx.updateTable('id_workspaces').set({ updated_at: sql`updated_at` }).where('id', '=', workspaceId).execute();
 }
 
 export function normEmail(email: string): string {
@@ -203,11 +214,13 @@ export class IdentityStore {
     return r ? memberView(r) : null;
   }
 
-  async setRole(workspaceId: string, userId: string, role: Role): Promise<void> {
-    await this.db().updateTable('id_members').set({ role }).where('workspace_id', '=', workspaceId).where('user_id', '=', userId).execute();
+  /** False when the user is no longer a member (removed meanwhile). */
+  async setRole(workspaceId: string, userId: string, role: Role): Promise<boolean> {
+    const r = await this.db().updateTable('id_members').set({ role }).where('workspace_id', '=', workspaceId).where('user_id', '=', userId).where('role', '!=', 'owner').executeTakeFirst();
+    return Number(r.numUpdatedRows) > 0;
   }
 
-  /** Removes a member and revokes the API keys they created in that workspace. */
+  /** Removes a member and revokes the API keys they created in that workspace; false when they were not a member (any more). */
   async removeMember(workspaceId: string, userId: string): Promise<boolean> {
     return this.db()
       .transaction()
@@ -220,17 +233,33 @@ export class IdentityStore {
 
   // ---- invites
 
-  async createInvite(workspaceId: string, email: string, role: Role, invitedBy: string, ttlMs: number) {
+  /**
+   * Creates an invite unless the email is a member's or has a pending invite
+   * already. Checked and inserted under the workspace's lock, so concurrent
+   * invites of one email (on any process) make exactly one.
+   */
+  async createInvite(workspaceId: string, email: string, role: Role, invitedBy: string, ttlMs: number): Promise<{ token: string; invite: ReturnType<typeof inviteView> } | 'already_member' | 'invite_exists'> {
     const token = `wfi_${randomToken()}`;
-    const now = Date.now();
-    const row = { id: newId(), workspace_id: workspaceId, email: email.trim(), email_norm: normEmail(email), role, token_hash: sha256(token), invited_by: invitedBy, status: 'pending', created_at: now, expires_at: now + ttlMs };
-    await this.db().insertInto('id_invites').values(row).execute();
-    return { token, invite: inviteView(row) };
-  }
-
-  async pendingInviteFor(workspaceId: string, email: string): Promise<boolean> {
-    const r = await this.db().selectFrom('id_invites').select('id').where('workspace_id', '=', workspaceId).where('email_norm', '=', normEmail(email)).where('status', '=', 'pending').where('expires_at', '>', Date.now()).executeTakeFirst();
-    return !!r;
+    return this.db()
+      .transaction()
+      .execute(async (trx) => {
+        await lockWorkspace(trx, workspaceId);
+        const now = Date.now();
+        const emailNorm = normEmail(email);
+        const member = await trx
+          .selectFrom('id_members as m')
+          .innerJoin('id_users as u', 'u.id', 'm.user_id')
+          .select('m.user_id')
+          .where('m.workspace_id', '=', workspaceId)
+          .where('u.email_norm', '=', emailNorm)
+          .executeTakeFirst();
+        if (member) return 'already_member' as const;
+        const pending = await trx.selectFrom('id_invites').select('id').where('workspace_id', '=', workspaceId).where('email_norm', '=', emailNorm).where('status', '=', 'pending').where('expires_at', '>', now).executeTakeFirst();
+        if (pending) return 'invite_exists' as const;
+        const row = { id: newId(), workspace_id: workspaceId, email: email.trim(), email_norm: emailNorm, role, token_hash: sha256(token), invited_by: invitedBy, status: 'pending', created_at: now, expires_at: now + ttlMs };
+        await trx.insertInto('id_invites').values(row).execute();
+        return { token, invite: inviteView(row) };
+      });
   }
 
   async invites(workspaceId: string) {
@@ -285,11 +314,12 @@ export class IdentityStore {
     return (await this.db().selectFrom('id_api_keys').select(['id', 'workspace_id', 'user_id', 'last_used_at']).where('key_hash', '=', hash).executeTakeFirst()) ?? null;
   }
 
+  /** The deleted key's hash; null when there was no such key (or a concurrent delete took it). */
   async deleteApiKey(workspaceId: string, id: string): Promise<string | null> {
     const row = await this.apiKey(workspaceId, id);
     if (!row) return null;
-    await this.db().deleteFrom('id_api_keys').where('id', '=', id).execute();
-    return row.key_hash as string;
+    const r = await this.db().deleteFrom('id_api_keys').where('id', '=', id).where('workspace_id', '=', workspaceId).executeTakeFirst();
+    return Number(r.numDeletedRows) > 0 ? (row.key_hash as string) : null;
   }
 
   async deleteMemberApiKeys(workspaceId: string, userId: string): Promise<string[]> {

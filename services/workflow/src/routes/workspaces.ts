@@ -76,7 +76,7 @@ export function workspaceRoutes(app: FastifyInstance, id: Identity): void {
     const target = await id.store.member(p.workspaceId, (req.params as { userId: string }).userId);
     if (!target) throw cloudError(404, 'not_found', 'Member not found');
     if (target.role === 'owner') forbid("The owner's role cannot be changed");
-    await id.store.setRole(p.workspaceId, target.user_id as string, role);
+    if (!(await id.store.setRole(p.workspaceId, target.user_id as string, role))) throw cloudError(404, 'not_found', 'Member not found');
     id.forgetWorkspace(p.workspaceId);
     return { ...target, role };
   }, 'required', { firstParty: true });
@@ -90,9 +90,11 @@ export function workspaceRoutes(app: FastifyInstance, id: Identity): void {
     if (target.user_id === p.userId) forbid('Use POST /api/workspace/leave to leave a workspace');
     if (target.role === 'admin' && p.role !== 'owner') forbid('Only the owner removes admins');
     const hashes = (await id.store.apiKeys(p.workspaceId, target.user_id as string)).map((k) => k.key_hash as string);
-    await id.store.removeMember(p.workspaceId, target.user_id as string);
+    const removed = await id.store.removeMember(p.workspaceId, target.user_id as string);
     id.forgetApiKeys(hashes);
     id.forgetWorkspace(p.workspaceId);
+    // Of concurrent removals one removed the member; the others found none.
+    if (!removed) throw cloudError(404, 'not_found', 'Member not found');
     return noContent(reply);
   }, 'required', { firstParty: true });
 
@@ -125,11 +127,10 @@ export function workspaceRoutes(app: FastifyInstance, id: Identity): void {
     const role = b.role ?? 'member';
     if (role !== 'admin' && role !== 'member') badRequest('role must be admin or member');
     const email = b.email as string;
-    const existing = await id.store.userByEmail(email);
-    if (existing && (await id.store.membership(existing.id, p.workspaceId))) throw cloudError(409, 'already_member', 'That user is already a member of this workspace');
-    if (await id.store.pendingInviteFor(p.workspaceId, email)) throw cloudError(409, 'invite_exists', 'A pending invite for that email already exists');
-    const { token, invite } = await id.store.createInvite(p.workspaceId, email, role, p.userId, id.cfg.inviteTtlMs);
-    return reply.code(201).send({ ...invite, token });
+    const made = await id.store.createInvite(p.workspaceId, email, role, p.userId, id.cfg.inviteTtlMs);
+    if (made === 'already_member') throw cloudError(409, 'already_member', 'That user is already a member of this workspace');
+    if (made === 'invite_exists') throw cloudError(409, 'invite_exists', 'A pending invite for that email already exists');
+    return reply.code(201).send({ ...made.invite, token: made.token });
   }, 'required', { firstParty: true });
 
   cloudRoute(app, 'DELETE', '/api/workspace/invites/:inviteId', { operationId: 'deleteWorkspaceInvite', summary: 'Cancel a workspace invite', tags: ['workspace'], description: 'Cancels a pending workspace invitation. Requires admin role.', params: idParam('inviteId'), response: { 204: { description: 'Invite cancelled' }, ...errors(403, 404) } }, async (req, reply) => {
@@ -183,8 +184,10 @@ export function workspaceRoutes(app: FastifyInstance, id: Identity): void {
     if (!row) throw cloudError(404, 'not_found', 'API key not found');
     if (row.user_id !== p.userId && ROLE_RANK[p.role] < ROLE_RANK.admin) forbid("Deleting another member's API key requires the admin role");
     const hash = await id.store.deleteApiKey(p.workspaceId, row.id as string);
-    if (hash) id.forgetApiKeys([hash]);
+    id.forgetApiKeys([row.key_hash as string]);
     id.keyUses.delete(row.id as string);
+    // A concurrent delete took it first: one 204, the others 404 as for any missing key.
+    if (!hash) throw cloudError(404, 'not_found', 'API key not found');
     return noContent(reply);
   }, 'required', { firstParty: true });
 

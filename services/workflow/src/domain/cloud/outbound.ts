@@ -25,13 +25,24 @@ const SPECIAL_V4: Array<[string, number]> = [
   ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12], ['192.0.0.0', 24], ['192.0.2.0', 24],
   ['192.88.99.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15], ['198.51.100.0', 24], ['203.0.113.0', 24], ['224.0.0.0', 4], ['240.0.0.0', 4],
 ];
+/**
+ * IPv6 ranges refused inside 2000::/3 (everything outside it, which holds
+ * ::/96 with the IPv4-compatible forms, the IPv4-mapped ::ffff:0:0/96 and
+ * the translated ::ffff:0:0:0/96, ULA, link-local and multicast, is not
+ * global unicast and refused too). Mapped addresses are judged by their IPv4.
+ */
 const SPECIAL_V6: Array<[string, number]> = [
-  ['::', 128], ['::1', 128], ['::ffff:0:0', 96], ['64:ff9b::', 96], ['64:ff9b:1::', 48], ['100::', 64], ['2001::', 23], ['2001:db8::', 32], ['2002::', 16], ['fc00::', 7], ['fe80::', 10], ['fec0::', 10], ['ff00::', 8],
+  ['2001::', 23], ['2001:db8::', 32], ['2002::', 16], ['3fff::', 20],
 ];
 
-const special = new net.BlockList();
-for (const [a, p] of SPECIAL_V4) special.addSubnet(a, p, 'ipv4');
-for (const [a, p] of SPECIAL_V6) special.addSubnet(a, p, 'ipv6');
+// One list per family: a BlockList checks an IPv4 address against its IPv6 rules too (as ::ffff:a.b.c.d),
+// so an IPv6 rule covering the mapped range in a shared list would refuse every IPv4 destination.
+const specialV4 = new net.BlockList();
+for (const [a, p] of SPECIAL_V4) specialV4.addSubnet(a, p, 'ipv4');
+const specialV6 = new net.BlockList();
+for (const [a, p] of SPECIAL_V6) specialV6.addSubnet(a, p, 'ipv6');
+const globalUnicastV6 = new net.BlockList();
+globalUnicastV6.addSubnet('2000::', 3, 'ipv6');
 
 /** `--outbound-allow`: comma-separated CIDR ranges, single addresses, or the words loopback and private. */
 export function outboundConfig(flag: unknown, env = process.env, timeoutFlag?: unknown): OutboundConfig {
@@ -60,17 +71,36 @@ export function outboundConfig(flag: unknown, env = process.env, timeoutFlag?: u
   return { allow, timeoutMs: t, maxRedirects: 3 };
 }
 
-function familyOf(address: string): 'ipv4' | 'ipv6' {
-  return net.isIPv4(address) ? 'ipv4' : 'ipv6';
+/** The eight 16-bit groups of a valid IPv6 text (an embedded dotted quad included). */
+function v6Groups(address: string): number[] {
+  let text = address.toLowerCase();
+  const quad = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);
+  if (quad) {
+    const [a, b, c, d] = quad.slice(1).map(Number) as [number, number, number, number];
+    text = `${text.slice(0, quad.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+  }
+  const [head, tail] = text.split('::') as [string, string | undefined];
+  const parse = (s: string | undefined) => (s ? s.split(':').map((g) => parseInt(g, 16)) : []);
+  const h = parse(head);
+  const t = parse(tail);
+  return tail === undefined ? h : [...h, ...new Array<number>(8 - h.length - t.length).fill(0), ...t];
+}
+
+/** The IPv4 address inside an IPv4-mapped IPv6 address (::ffff:a.b.c.d, in any spelling), else undefined. */
+export function mappedIPv4(address: string): string | undefined {
+  if (!net.isIPv6(address)) return undefined;
+  const g = v6Groups(address);
+  if (g.length !== 8 || g.slice(0, 5).some((x) => x !== 0) || g[5] !== 0xffff) return undefined;
+  return `${g[6]! >> 8}.${g[6]! & 255}.${g[7]! >> 8}.${g[7]! & 255}`;
 }
 
 /** Whether a connection to `address` is allowed. IPv4-mapped IPv6 addresses are judged as IPv4. */
 export function addressAllowed(cfg: OutboundConfig, address: string): boolean {
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-  const a = mapped ? mapped[1]! : address;
-  const f = familyOf(a);
-  if (cfg.allow.check(a, f)) return true;
-  return !special.check(a, f);
+  const a = mappedIPv4(address) ?? address;
+  if (net.isIPv4(a)) return cfg.allow.check(a, 'ipv4') || !specialV4.check(a, 'ipv4');
+  if (!net.isIPv6(a)) return false;
+  if (cfg.allow.check(a, 'ipv6')) return true;
+  return globalUnicastV6.check(a, 'ipv6') && !specialV6.check(a, 'ipv6');
 }
 
 function guardedLookup(cfg: OutboundConfig): net.LookupFunction {

@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
-import { isUniqueViolation } from '../../identity/store.ts';
+import { isUniqueViolation, lockWorkspace } from '../../identity/store.ts';
 import type { SecretBox } from './secret-box.ts';
 
 export interface SecretRow {
@@ -80,13 +80,19 @@ export class SecretStore {
         if (Number(r.numUpdatedRows) === 1) return { row: { ...existing, ...patch } as SecretRow, created: false };
         continue;
       }
-      const count = await this.db().selectFrom('cloud_secrets').select((eb: any) => eb.fn.countAll().as('n')).where('workspace_id', '=', workspaceId).executeTakeFirstOrThrow();
-      if (Number((count as { n: unknown }).n) >= MAX_SECRETS) throw new TooManySecrets();
       const id = randomUUID();
       const sealed = this.box.seal(value, aadOf({ id, workspace_id: workspaceId }));
       const row: SecretRow = { id, workspace_id: workspaceId, name, provider: provider ?? null, key_id: sealed.keyId, ciphertext: sealed.ciphertext, created_by: userId, created_at: now, updated_at: now, last_used_at: null };
       try {
-        await this.db().insertInto('cloud_secrets').values(row).execute();
+        // Counted and inserted under the workspace's lock: concurrent creates cannot each see room for one more.
+        await this.db()
+          .transaction()
+          .execute(async (trx) => {
+            await lockWorkspace(trx, workspaceId);
+            const count = await trx.selectFrom('cloud_secrets').select((eb: any) => eb.fn.countAll().as('n')).where('workspace_id', '=', workspaceId).executeTakeFirstOrThrow();
+            if (Number((count as { n: unknown }).n) >= MAX_SECRETS) throw new TooManySecrets();
+            await trx.insertInto('cloud_secrets').values(row).execute();
+          });
         return { row, created: true };
       } catch (err) {
         // A concurrent create of the same name: the next round updates it.

@@ -1,0 +1,210 @@
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { after, before, test } from 'node:test';
+import type { FastifyInstance } from 'fastify';
+import { client, forEachStorage } from '@svc/testkit';
+import { buildApp } from '../src/app.ts';
+import { addressAllowed, mappedIPv4, outboundConfig } from '../src/domain/cloud/outbound.ts';
+import { MAX_SECRETS } from '../src/domain/cloud/secrets.ts';
+import { isCloudError, signupUser, startCloud, type TestUser } from './cloud-helpers.ts';
+
+/**
+ * What a hostile client or a real one under load sends that the other tests
+ * do not: concurrent writers of one per-workspace rule (on PostgreSQL from
+ * two API processes on one database), bodies the framework refuses before a
+ * route runs, and outbound destinations spelled to slip past the guard.
+ */
+
+test('outbound guard: public IPv4 and IPv6 destinations pass; every spelling of a special address is refused', () => {
+  const cfg = outboundConfig('', {});
+  // Classification only: nothing here opens a connection.
+  for (const a of ['1.1.1.1', '8.8.8.8', '93.184.216.34', '151.101.1.1', '2606:4700::1111', '2a00:1450:4001::200e', '::ffff:8.8.8.8', '::ffff:808:808']) assert.equal(addressAllowed(cfg, a), true, a);
+  for (const a of [
+    '127.0.0.1', '127.255.0.1', '10.1.2.3', '172.16.0.1', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '255.255.255.255', '224.0.0.1',
+    '::1', '::', '::ffff:127.0.0.1', '::ffff:7f00:1', '::FFFF:7F00:1', '0:0:0:0:0:ffff:7f00:1', '::ffff:169.254.169.254', '::ffff:a9fe:a9fe', '::ffff:0.0.0.0',
+    // IPv4-compatible and IPv4-translated forms, NAT64, 6to4, Teredo, documentation, ULA, link-local, site-local, multicast, not global unicast.
+    '::127.0.0.1', '::7f00:1', '::a00:1', '::ffff:0:7f00:1', '64:ff9b::7f00:1', '64:ff9b:1::1', '2002:7f00:1::1', '2001::1', '2001:db8::1', '3fff::1',
+    'fc00::1', 'fd12:3456::1', 'fe80::1', 'fec0::1', 'ff02::1', '100::1', '5f00::1', '4000::1', '1::1',
+  ]) assert.equal(addressAllowed(cfg, a), false, a);
+  assert.equal(mappedIPv4('::ffff:7f00:2'), '127.0.0.2');
+  assert.equal(mappedIPv4('0:0:0:0:0:ffff:127.0.0.2'), '127.0.0.2');
+  assert.equal(mappedIPv4('::7f00:2'), undefined);
+  assert.equal(mappedIPv4('127.0.0.2'), undefined);
+  // Allowed ranges open exactly what they name, mapped spellings included.
+  const loop = outboundConfig('loopback', {});
+  for (const a of ['127.0.0.1', '127.0.0.2', '::1', '::ffff:127.0.0.1', '::ffff:7f00:1']) assert.equal(addressAllowed(loop, a), true, a);
+  for (const a of ['::7f00:1', '10.0.0.1', 'fd00::1']) assert.equal(addressAllowed(loop, a), false, a);
+  const one = outboundConfig('127.0.0.1,10.0.0.0/8', {});
+  for (const a of ['127.0.0.1', '::ffff:127.0.0.1', '10.9.9.9', '8.8.8.8']) assert.equal(addressAllowed(one, a), true, a);
+  for (const a of ['127.0.0.2', '::1', '192.168.0.1']) assert.equal(addressAllowed(one, a), false, a);
+});
+
+/** The routes of one storage: `a` and `b` are two API processes on PostgreSQL (two apps on one schema), the same one on SQLite. */
+forEachStorage('hosted runtime under hostile and concurrent clients', (storage) => {
+  let srv: Awaited<ReturnType<typeof startCloud>>;
+  let second: FastifyInstance | undefined;
+  let urls: [string, string];
+  before(async () => {
+    srv = await startCloud(storage, { maxUploadSize: '1', outboundAllow: '127.0.0.1', outboundTimeoutMs: '2000' });
+    if (storage === 'postgres') {
+      second = await buildApp({ ...srv.cfg });
+      urls = [srv.url, await second.listen({ port: 0, host: '127.0.0.1' })];
+    } else urls = [srv.url, srv.url];
+  });
+  after(async () => {
+    await second?.close();
+    await srv.close();
+  });
+
+  /** The i-th of n concurrent requests goes to process i % 2. */
+  const on = (u: TestUser, i: number, headers: Record<string, string> = {}) => client(urls[i % 2]!, { authorization: `Bearer ${u.token}`, ...headers });
+  const concurrently = <T>(n: number, f: (i: number) => Promise<T>) => Promise.all(Array.from({ length: n }, (_, i) => f(i)));
+  const statuses = (rs: Array<{ status: number }>) => rs.map((r) => r.status).sort();
+
+  test('a body over the limit is 413 and a Content-Type the server cannot read 415, in the service error shape; nothing is stored', async () => {
+    const u = await signupUser(srv.url, 'big');
+    const huge = Buffer.alloc(3 * 1024 * 1024, 0x20);
+    huge.write('{"name":"huge","value":"', 0);
+    huge.write('"}', huge.length - 2);
+    for (const path of ['/api/secrets', '/api/workflows', '/api/hub/profiles', '/api/billing/topup']) {
+      const r = await fetch(srv.url + path, { method: 'POST', headers: { authorization: `Bearer ${u.token}`, 'content-type': 'application/json' }, body: huge });
+      assert.equal(r.status, 413, path);
+      const body = await r.json();
+      assert.ok(isCloudError(body, 'payload_too_large'), `${path}: ${JSON.stringify(body)}`);
+    }
+    const p = await fetch(srv.url + '/api/prompt', { method: 'POST', headers: { authorization: `Bearer ${u.token}`, 'content-type': 'application/json' }, body: huge });
+    assert.equal(p.status, 413);
+    const pb = await p.json();
+    assert.equal(pb.error.type, 'invalid_prompt');
+    assert.deepEqual(pb.node_errors, {});
+    for (const ct of ['application/json, text/plain', 'text/html, application/json']) {
+      const r = await fetch(srv.url + '/api/secrets', { method: 'POST', headers: { authorization: `Bearer ${u.token}`, 'content-type': ct }, body: '{"name":"ct","value":"v"}' });
+      assert.equal(r.status, 415, ct);
+      assert.ok(isCloudError(await r.json(), 'unsupported_media_type'), ct);
+    }
+    assert.deepEqual((await u.http.get('/api/secrets')).body, []);
+    assert.equal((await u.http.post('/api/secrets', { name: 'after', value: 'v' })).status, 201);
+  });
+
+  test('outbound guard: a redirect from an allowed host to any spelling of a refused address is refused, and that address is never contacted', async () => {
+    const hits: string[] = [];
+    // The allowed host (127.0.0.1) redirects to /to/<target>; the refused one (127.0.0.2, same port + 1 where free) records every request.
+    const allowed = http.createServer((req, res) => {
+      if (req.url!.startsWith('/to/')) {
+        res.writeHead(302, { location: decodeURIComponent(req.url!.slice(4)) });
+        return res.end();
+      }
+      res.writeHead(200, { 'content-type': 'image/png' });
+      res.end('png');
+    });
+    await new Promise<void>((r) => allowed.listen(0, '127.0.0.1', r));
+    const port = (allowed.address() as AddressInfo).port;
+    const refused = http.createServer((req, res) => {
+      hits.push(req.url!);
+      res.end('secret');
+    });
+    const refusedPort = await new Promise<number>((resolve, reject) => {
+      refused.once('error', reject);
+      refused.listen(0, '127.0.0.2', () => resolve((refused.address() as AddressInfo).port));
+    });
+    try {
+      const u = await signupUser(srv.url, 'guard');
+      const ok = await u.http.get(`/api/assets/remote-metadata?url=${encodeURIComponent(`http://127.0.0.1:${port}/file.png`)}`);
+      assert.equal(ok.status, 200, ok.text);
+      const p = refusedPort;
+      const targets = [
+        `http://127.0.0.2:${p}/a`, `http://2130706434:${p}/b`, `http://0x7f.0.0.2:${p}/c`, `http://0177.0.0.2:${p}/d`, `http://127.2:${p}/e`, `http://127.0.0.2.:${p}/f`,
+        `http://[::ffff:127.0.0.2]:${p}/g`, `http://[::ffff:7f00:2]:${p}/h`, `http://[0:0:0:0:0:ffff:7f00:2]:${p}/i`, `//127.0.0.2:${p}/j`, `HTTP://%31%32%37.0.0.2:${p}/k`,
+        `http://[::1]:${port}/l`,
+      ];
+      for (const t of targets) {
+        for (const url of t.startsWith('//') ? [`http://127.0.0.1:${port}/to/${encodeURIComponent(t)}`] : [t, `http://127.0.0.1:${port}/to/${encodeURIComponent(t)}`]) {
+          const r = await u.http.get(`/api/assets/remote-metadata?url=${encodeURIComponent(url)}`);
+          assert.equal(r.status, 400, url);
+          assert.ok(isCloudError(r.body, 'invalid_url'), url);
+          assert.match(r.body.error, /not allowed/, url);
+          const up = await u.http.post('/api/assets', { url });
+          assert.equal(up.status, 400, url);
+          assert.equal(up.body.error.code, 'INVALID_URL', url);
+        }
+      }
+      assert.deepEqual(hits, [], 'the refused address was never contacted');
+    } finally {
+      allowed.close();
+      refused.close();
+    }
+  });
+
+  /** A team workspace of `owner`, with `member` joined. */
+  async function team(owner: TestUser, member?: TestUser): Promise<string> {
+    const w = await owner.http.post('/api/workspaces', { name: 'Team' });
+    assert.equal(w.status, 201);
+    if (member) {
+      const inv = await on(owner, 0, { 'x-workspace-id': w.body.id }).post('/api/workspace/invites', { email: member.email, role: 'member' });
+      assert.equal(inv.status, 201);
+      assert.equal((await member.http.post(`/api/invites/${inv.body.token}/accept`)).status, 200);
+    }
+    return w.body.id;
+  }
+
+  test('concurrent invites of one email: exactly one 201, the others 409 invite_exists; one pending invite', async () => {
+    const owner = await signupUser(srv.url, 'inv-owner');
+    const guest = await signupUser(srv.url, 'inv-guest');
+    const wid = await team(owner);
+    const ws = { 'x-workspace-id': wid };
+    const rs = await concurrently(8, (i) => on(owner, i, ws).post('/api/workspace/invites', { email: i % 2 ? guest.email : guest.email.toUpperCase(), role: 'member' }));
+    assert.deepEqual(statuses(rs), [201, 409, 409, 409, 409, 409, 409, 409], rs.map((r) => r.text).join('\n'));
+    for (const r of rs.filter((x) => x.status === 409)) assert.ok(isCloudError(r.body, 'invite_exists'));
+    const pending = await on(owner, 0, ws).get('/api/workspace/invites');
+    assert.equal(pending.body.length, 1);
+    // Accepted: inviting the member again is already_member, cancelling and re-inviting works.
+    const token = rs.find((r) => r.status === 201)!.body.token;
+    assert.equal((await guest.http.post(`/api/invites/${token}/accept`)).status, 200);
+    const again = await on(owner, 1, ws).post('/api/workspace/invites', { email: guest.email });
+    assert.equal(again.status, 409);
+    assert.ok(isCloudError(again.body, 'already_member'));
+    const other = `other-${Date.now()}@example.test`;
+    const first = await on(owner, 0, ws).post('/api/workspace/invites', { email: other });
+    assert.equal(first.status, 201);
+    assert.equal((await on(owner, 1, ws).delete(`/api/workspace/invites/${first.body.id}`)).status, 204);
+    assert.equal((await on(owner, 0, ws).post('/api/workspace/invites', { email: other })).status, 201);
+  });
+
+  test(`concurrent secret creates at the limit: the workspace never holds more than ${MAX_SECRETS}`, async () => {
+    const u = await signupUser(srv.url, 'sec-limit');
+    for (let i = 0; i < MAX_SECRETS - 4; i += 28) {
+      const batch = await concurrently(Math.min(28, MAX_SECRETS - 4 - i), (k) => on(u, k).post('/api/secrets', { name: `s${i + k}`, value: 'v' }));
+      assert.ok(batch.every((r) => r.status === 201));
+    }
+    const rs = await concurrently(12, (i) => on(u, i).post('/api/secrets', { name: `extra${i}`, value: 'v' }));
+    assert.equal(rs.filter((r) => r.status === 201).length, 4, rs.map((r) => r.status).join(' '));
+    for (const r of rs.filter((x) => x.status !== 201)) {
+      assert.equal(r.status, 409);
+      assert.ok(isCloudError(r.body, 'too_many_secrets'));
+    }
+    assert.equal((await u.http.get('/api/secrets')).body.length, MAX_SECRETS);
+    // Replacing an existing secret's value is not a new one: still allowed at the limit.
+    assert.equal((await on(u, 1).post('/api/secrets', { name: 's0', value: 'w' })).status, 201);
+  });
+
+  test('concurrent deletes of one API key, and of one member: exactly one 204, the others 404', async () => {
+    const owner = await signupUser(srv.url, 'del-owner');
+    const member = await signupUser(srv.url, 'del-member');
+    const key = await owner.http.post('/api/workspace/api-keys', { name: 'k' });
+    assert.equal(key.status, 201);
+    const dk = await concurrently(6, (i) => on(owner, i).delete(`/api/workspace/api-keys/${key.body.id}`));
+    assert.deepEqual(statuses(dk), [204, 404, 404, 404, 404, 404]);
+    for (const r of dk.filter((x) => x.status === 404)) assert.ok(isCloudError(r.body, 'not_found'));
+    assert.equal((await client(srv.url, { authorization: `Bearer ${key.body.key}` }).get('/api/jobs')).status, 401);
+
+    const wid = await team(owner, member);
+    const ws = { 'x-workspace-id': wid };
+    const dm = await concurrently(6, (i) => on(owner, i, ws).delete(`/api/workspace/members/${member.id}`));
+    assert.deepEqual(statuses(dm), [204, 404, 404, 404, 404, 404]);
+    // A role change of a member removed meanwhile does not report success.
+    const patch = await on(owner, 1, ws).patch(`/api/workspace/members/${member.id}`, { role: 'admin' });
+    assert.equal(patch.status, 404);
+    assert.deepEqual((await on(owner, 0, ws).get('/api/workspace/members')).body.map((m: { user_id: string }) => m.user_id), [owner.id]);
+  });
+});
