@@ -129,12 +129,25 @@ function loggedJson(parts: Array<string | 0 | 1>, messageId: string, timestamp: 
   return text;
 }
 
-/** An array element PostgreSQL reads as itself without quotes (NULL aside). */
-const PG_BARE = /^[0-9A-Za-z_.:-]+$/;
+/** A text element of a PostgreSQL array literal: bare when PostgreSQL reads it back as itself, else quoted. */
+function pgElement(v: string): string {
+  const n = v.length;
+  if (n === 0) return '""';
+  // Long values (templated headers or bodies) are quoted without a scan in JavaScript.
+  if (n > 64) return /["\\]/.test(v) ? `"${v.replace(/["\\]/g, '\\$&')}"` : `"${v}"`;
+  let bare = true;
+  for (let i = 0; i < n; i++) {
+    const c = v.charCodeAt(i);
+    if (c === 34 || c === 92) return `"${v.replace(/["\\]/g, '\\$&')}"`;
+    // white space and control characters (trimmed from bare elements), ',', '{', '}'
+    if (c <= 32 || c === 44 || c === 123 || c === 125) bare = false;
+  }
+  return bare && !(n === 4 && v.toLowerCase() === 'null') ? v : `"${v}"`;
+}
 
 /**
  * A PostgreSQL array literal of `values` (one-dimensional): what the pg driver makes of a JS array, without its two
- * escaping passes over every element quoted or not — the cycle's arrays are mostly ids, numbers and short tokens.
+ * regular-expression passes over every element — the cycle's arrays are mostly ids, numbers and short tokens.
  */
 export function pgArray(values: ReadonlyArray<string | number | boolean | null | undefined>): string {
   let out = '{';
@@ -144,8 +157,7 @@ export function pgArray(values: ReadonlyArray<string | number | boolean | null |
     if (v === null || v === undefined) out += 'NULL';
     else if (typeof v === 'number') out += String(v);
     else if (typeof v === 'boolean') out += v ? 't' : 'f';
-    else if (PG_BARE.test(v) && !(v.length === 4 && v.toLowerCase() === 'null')) out += v;
-    else out += `"${v.replace(/[\\"]/g, '\\$&')}"`;
+    else out += pgElement(v);
   }
   return out + '}';
 }
@@ -674,7 +686,10 @@ export class DeliveryWorker {
     const ids = [...new Set(batch.map((b) => b.webhook_id).filter((x): x is number => x !== null))];
     const out = new Map<number, WebhookRow>();
     if (!ids.length) return out;
-    const rows = await trx.selectFrom('extras_webhook').selectAll().where('id', 'in', ids).execute();
+    // PostgreSQL: one statement text whatever the count (no query building per cycle).
+    const rows = this.deps.storage.dialect.kind === 'postgres'
+      ? (await trx.executeQuery<Record<string, unknown>>(CompiledQuery.raw('select * from extras_webhook where id = any($1::bigint[])', [pgArray(ids)]))).rows
+      : await trx.selectFrom('extras_webhook').selectAll().where('id', 'in', ids).execute();
     for (const r of rows) out.set(Number(r.id), readWebhook(r, this.deps.storage.dialect));
     return out;
   }
