@@ -700,7 +700,19 @@ export class DeliveryWorker {
    * batch), or on this thread while the send thread starts or where it is turned off.
    */
   async #attemptAll(batch: Claimed[], webhooks: Map<number, WebhookRow>): Promise<AttemptRecord[]> {
-    const prepared = await Promise.all(batch.map((d) => this.#prepare(d, webhooks.get(d.webhook_id ?? -1))));
+    // Each webhook's static request first (once per webhook, not per delivery), so that deliveries of static webhooks
+    // are prepared without a promise each.
+    const statics = new Map<number, StaticRequest | null>();
+    for (const w of webhooks.values()) statics.set(w.id, await this.#staticRequest(w));
+    let rendering = false;
+    const each = batch.map((d): Prepared | Promise<Prepared | AttemptRecord> => {
+      const w = webhooks.get(d.webhook_id ?? -1);
+      const fixed = w && statics.get(w.id);
+      if (fixed) return this.#prepareStatic(d, w, fixed);
+      rendering = true;
+      return this.#prepare(d, w);
+    });
+    const prepared: Array<Prepared | AttemptRecord> = rendering ? await Promise.all(each) : (each as Prepared[]);
     // Contexts (the largest strings of a delivery) are not read again once rendered: dropped now, they die young
     // instead of being kept through the send, long enough to be promoted to the old generation.
     for (const d of batch) d.context = '';
@@ -769,6 +781,21 @@ export class DeliveryWorker {
     return made;
   }
 
+  /** The request of one delivery of a static webhook. */
+  #prepareStatic(d: Claimed, w: WebhookRow, fixed: StaticRequest): Prepared {
+    const startedAt = Date.now();
+    const timestamp = Math.floor(startedAt / 1000);
+    const body = fixed.body ?? defaultBody(d.context);
+    return {
+      base: { deliveryId: d.id, attempt: d.attempts, retryBase: d.retry_base, startedAt, success: false, maxRetries: w.max_retries ?? this.settings.maxRetries },
+      body,
+      defaultBody: fixed.body === null,
+      logged: [],
+      log: fixed,
+      job: { id: d.id, head: fixed.head, messageId: d.message_id, timestamp, body },
+    };
+  }
+
   /** The request of one delivery, or its failed attempt when there is nothing to send. */
   async #prepare(d: Claimed, w: WebhookRow | undefined): Promise<Prepared | AttemptRecord> {
     const startedAt = Date.now();
@@ -778,17 +805,7 @@ export class DeliveryWorker {
     }
     const timestamp = Math.floor(startedAt / 1000);
     const fixed = await this.#staticRequest(w);
-    if (fixed) {
-      const body = fixed.body ?? defaultBody(d.context);
-      return {
-        base,
-        body,
-        defaultBody: fixed.body === null,
-        logged: [],
-        log: fixed,
-        job: { id: d.id, head: fixed.head, messageId: d.message_id, timestamp, body },
-      };
-    }
+    if (fixed) return this.#prepareStatic(d, w, fixed);
     const method = w.http_method;
     let rendered;
     try {
