@@ -40,6 +40,8 @@ test('outbound guard: public IPv4 and IPv6 destinations pass; every spelling of 
   for (const a of ['127.0.0.2', '::1', '192.168.0.1']) assert.equal(addressAllowed(one, a), false, a);
 });
 
+const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==', 'base64');
+
 /** The routes of one storage: `a` and `b` are two API processes on PostgreSQL (two apps on one schema), the same one on SQLite. */
 forEachStorage('hosted runtime under hostile and concurrent clients', (storage) => {
   let srv: Awaited<ReturnType<typeof startCloud>>;
@@ -206,5 +208,73 @@ forEachStorage('hosted runtime under hostile and concurrent clients', (storage) 
     const patch = await on(owner, 1, ws).patch(`/api/workspace/members/${member.id}`, { role: 'admin' });
     assert.equal(patch.status, 404);
     assert.deepEqual((await on(owner, 0, ws).get('/api/workspace/members')).body.map((m: { user_id: string }) => m.user_id), [owner.id]);
+  });
+
+  /** A PNG upload of `u` (distinct content per name), answering the asset. */
+  async function upload(u: TestUser, name: string): Promise<{ id: string }> {
+    const fd = new FormData();
+    fd.append('file', new Blob([Buffer.concat([PNG, Buffer.from(name)])], { type: 'image/png' }), name);
+    const r = await fetch(`${srv.url}/api/assets`, { method: 'POST', headers: { authorization: `Bearer ${u.token}` }, body: fd });
+    assert.equal(r.status, 201);
+    return (await r.json()) as { id: string };
+  }
+
+  test('concurrent exports under one name: every one accepted with its own archive, never a 500', async () => {
+    const u = await signupUser(srv.url, 'export');
+    const asset = await upload(u, 'e.png');
+    const rs = await concurrently(6, (i) => on(u, i).post('/api/assets/export', { asset_ids: [asset.id], export_name: 'same.zip' }));
+    assert.deepEqual(statuses(rs), [202, 202, 202, 202, 202, 202], rs.map((r) => r.text).join('\n'));
+    const names: string[] = [];
+    for (const r of rs) {
+      for (;;) {
+        const t = await u.http.get(`/api/tasks/${r.body.task_id}`);
+        if (t.body.status === 'completed' || t.body.status === 'failed') {
+          assert.equal(t.body.status, 'completed', t.text);
+          names.push(t.body.result.export_name);
+          break;
+        }
+        await new Promise((res) => setImmediate(res));
+      }
+    }
+    assert.deepEqual(names.sort(), ['same-2.zip', 'same-3.zip', 'same-4.zip', 'same-5.zip', 'same-6.zip', 'same.zip']);
+    for (const n of names) assert.equal((await fetch(`${srv.url}/api/assets/exports/${n}`, { headers: { authorization: `Bearer ${u.token}` } })).status, 200, n);
+    // The same Idempotency-Key again is the first task; its reserved name is not left taken.
+    const first = await u.http.post('/api/assets/export', { asset_ids: [asset.id], export_name: 'keyed.zip' }, { 'idempotency-key': 'k1' });
+    const again = await u.http.post('/api/assets/export', { asset_ids: [asset.id], export_name: 'keyed.zip' }, { 'idempotency-key': 'k1' });
+    assert.equal(again.body.task_id, first.body.task_id);
+    const next = await u.http.post('/api/assets/export', { asset_ids: [asset.id], export_name: 'keyed.zip' });
+    assert.equal(next.status, 202);
+    for (;;) {
+      const t = await u.http.get(`/api/tasks/${next.body.task_id}`);
+      if (t.body.status === 'completed') {
+        assert.equal(t.body.result.export_name, 'keyed-2.zip');
+        break;
+      }
+      assert.notEqual(t.body.status, 'failed', t.text);
+      await new Promise((res) => setImmediate(res));
+    }
+  });
+
+  test('an asset changed, tagged and deleted at once: no 5xx, 404 for whoever comes after the delete, and no tag outlives it', async () => {
+    const u = await signupUser(srv.url, 'asset-race');
+    for (let round = 0; round < 4; round++) {
+      const asset = await upload(u, `r${round}.png`);
+      const tag = `race-${storage}-${round}`;
+      const rs = await concurrently(12, (i) => {
+        const c = on(u, i);
+        if (i === 5) return c.delete(`/api/assets/${asset.id}`);
+        if (i % 3 === 0) return c.put(`/api/assets/${asset.id}`, { name: `n${i}.png`, user_metadata: { i } });
+        if (i % 3 === 1) return c.post(`/api/assets/${asset.id}/tags`, { tags: [tag, `${tag}-${i}`] });
+        return c.request('DELETE', `/api/assets/${asset.id}/tags`, { tags: [tag] });
+      });
+      for (const [i, r] of rs.entries()) {
+        assert.ok(r.status === 200 || r.status === 204 || r.status === 404, `${i}: ${r.status} ${r.text}`);
+        if (r.status === 404) assert.equal(r.body.error.code, 'ASSET_NOT_FOUND');
+      }
+      assert.equal(rs[5]!.status, 204);
+      assert.equal((await u.http.get(`/api/assets/${asset.id}`)).status, 404);
+      const tags = (await u.http.get('/api/tags?limit=500')).body.tags.map((t: { name: string }) => t.name);
+      assert.ok(!tags.some((t: string) => t.startsWith(tag)), `tags of a deleted asset: ${tags.join(',')}`);
+    }
   });
 });

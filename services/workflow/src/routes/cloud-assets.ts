@@ -5,7 +5,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Kysely } from 'kysely';
 import { AssetError } from '../domain/assets/errors.ts';
 import type { AssetService, Viewer } from '../domain/assets/service.ts';
-import { assetInfo, assetsFromJob, downloadToInput, exportZip, importPublished, isUuid, maskLayers, remoteMetadata } from '../domain/cloud/cloud-assets.ts';
+import { assetInfo, assetsFromJob, downloadToInput, exportZip, importPublished, isUuid, maskLayers, remoteMetadata, reserveExportName, settleExportName } from '../domain/cloud/cloud-assets.ts';
 import { OutboundRefused, type OutboundConfig } from '../domain/cloud/outbound.ts';
 import type { TaskRunner } from '../domain/cloud/tasks.ts';
 import { safeRelative } from '../files/paths.ts';
@@ -194,21 +194,22 @@ export function cloudAssetRoutes(app: FastifyInstance, d: CloudAssetDeps): void 
           badRequest(`Asset ${id} not found`, { asset_id: id });
         }
       }
-      // A taken name gets a counter: an earlier archive is never replaced under a client reading it.
-      const stem = name.slice(0, -4);
-      for (let n = 2; ; n++) {
-        const taken = await d.db().selectFrom('cloud_asset_exports').select('name').where('owner', '=', v.owner).where('name', '=', name).executeTakeFirst();
-        if (!taken) break;
-        name = `${stem}-${n}.zip`;
-      }
+      const key = idempotencyKey(req);
+      name = await reserveExportName(d.db(), v.owner, name);
       const file = path.join(ownerDir(v.owner), name);
-      const task = await d.tasks.start({ owner: v.owner, taskName: 'asset_export', wsType: 'asset_export', idempotencyKey: idempotencyKey(req), payload: { asset_ids: ids, export_name: name } }, async (progress) => {
-        const r = await exportZip(s, v, ids, file, (done, total) => progress({ progress: done / total, completed: done, total, export_name: name }));
-        await d.db().updateTable('cloud_asset_exports').set({ file, size: r.size }).where('owner', '=', v.owner).where('name', '=', name).execute();
-        return { export_name: name, url: `/api/assets/exports/${encodeURIComponent(name)}`, size: r.size, files: r.files };
-      }, async (id) => {
-        await d.db().insertInto('cloud_asset_exports').values({ owner: v.owner, name, task_id: id, file: null, size: null, created_at: Date.now() }).execute();
-      });
+      let settled = false;
+      const task = await d.tasks
+        .start({ owner: v.owner, taskName: 'asset_export', wsType: 'asset_export', idempotencyKey: key, payload: { asset_ids: ids, export_name: name } }, async (progress) => {
+          const r = await exportZip(s, v, ids, file, (done, total) => progress({ progress: done / total, completed: done, total, export_name: name }));
+          await d.db().updateTable('cloud_asset_exports').set({ file, size: r.size }).where('owner', '=', v.owner).where('name', '=', name).execute();
+          return { export_name: name, url: `/api/assets/exports/${encodeURIComponent(name)}`, size: r.size, files: r.files };
+        }, async (id) => {
+          settled = true;
+          await settleExportName(d.db(), v.owner, name, id);
+        })
+        .finally(async () => {
+          if (!settled) await settleExportName(d.db(), v.owner, name, null);
+        });
       return accepted(reply, task.id, task.status, `Exporting ${ids.length} asset${ids.length === 1 ? '' : 's'} to ${(task.payload.export_name as string) ?? name}`);
     }),
   );

@@ -347,10 +347,12 @@ export async function touch(db: Db, id: string, now: number): Promise<void> {
 /** Deletes a reference; returns how many references still hold its content. */
 export async function deleteAsset(db: Kysely<any>, id: string, hash: string | null): Promise<number> {
   return db.transaction().execute(async (tx) => {
-    await bumpById(tx, [id]);
+    // The asset row first, then its tags, then the generation: the order every writer of an asset takes
+    // its locks in, so a delete racing an update or a tag change of the same asset waits instead of deadlocking.
+    const gone = await tx.deleteFrom('assets').where('id', '=', id).returning('owner').executeTakeFirst();
     await tx.deleteFrom('asset_tags').where('asset_id', '=', id).execute();
-    await tx.deleteFrom('assets').where('id', '=', id).execute();
     await tx.updateTable('assets').set({ preview_id: null }).where('preview_id', '=', id).execute();
+    if (gone) await bump(tx, [gone.owner as string]);
     if (!hash) return 0;
     const r = await tx.selectFrom('assets').select(sql<number>`count(*)`.as('n')).where('hash', '=', hash).executeTakeFirstOrThrow();
     return Number(r.n);
@@ -369,8 +371,19 @@ export async function deleteContentIfOrphan(db: Kysely<any>, hash: string): Prom
   });
 }
 
-export async function addTags(db: Kysely<any>, id: string, owner: string, tags: string[], now: number): Promise<{ added: string[]; already: string[]; total: number }> {
+/**
+ * Holds the asset row's lock for the rest of the transaction (tag changes
+ * serialise with each other and with a delete); false when it is gone.
+ */
+async function lockAsset(tx: Db, id: string): Promise<boolean> {
+  const r = await tx.updateTable('assets').set({ updated_at: sql`updated_at` }).where('id', '=', id).executeTakeFirst();
+  return Number(r.numUpdatedRows) > 0;
+}
+
+/** Null when the asset was deleted meanwhile (no tag is added to a row that is gone). */
+export async function addTags(db: Kysely<any>, id: string, owner: string, tags: string[], now: number): Promise<{ added: string[]; already: string[]; total: number } | null> {
   return db.transaction().execute(async (tx) => {
+    if (!(await lockAsset(tx, id))) return null;
     const have = new Set((await tx.selectFrom('asset_tags').select('tag').where('asset_id', '=', id).execute()).map((r) => r.tag as string));
     const added = tags.filter((t) => !have.has(t));
     const already = tags.filter((t) => have.has(t));
@@ -383,8 +396,10 @@ export async function addTags(db: Kysely<any>, id: string, owner: string, tags: 
   });
 }
 
-export async function removeTags(db: Kysely<any>, id: string, tags: string[], now: number): Promise<{ removed: string[]; notPresent: string[]; total: number }> {
+/** Null when the asset was deleted meanwhile. */
+export async function removeTags(db: Kysely<any>, id: string, tags: string[], now: number): Promise<{ removed: string[]; notPresent: string[]; total: number } | null> {
   return db.transaction().execute(async (tx) => {
+    if (!(await lockAsset(tx, id))) return null;
     const have = new Set((await tx.selectFrom('asset_tags').select('tag').where('asset_id', '=', id).execute()).map((r) => r.tag as string));
     const removed = tags.filter((t) => have.has(t));
     const notPresent = tags.filter((t) => !have.has(t));

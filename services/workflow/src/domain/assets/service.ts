@@ -412,7 +412,8 @@ export class AssetService {
     await this.writable(viewer, id);
     const previewId = c.previewId === undefined ? undefined : await this.checkPreview(viewer, c.previewId);
     await repo.updateAsset(this.db, this.d, id, { name: c.name, userMetadata: c.userMetadata, previewId, mimeType: c.mimeType }, Date.now());
-    return (await repo.getAsset(this.db, this.d, id))!;
+    // Deleted by a concurrent request since the check above: gone, as for a later request.
+    return this.visible(viewer, id);
   }
 
   /** Deletes the reference; with deleteContent, also the bytes once no reference holds them. */
@@ -432,12 +433,17 @@ export class AssetService {
 
   async addTags(viewer: Viewer, id: string, tags: string[]) {
     const row = await this.writable(viewer, id);
-    return repo.addTags(this.db, id, row.owner, tags, Date.now());
+    return (await repo.addTags(this.db, id, row.owner, tags, Date.now())) ?? this.gone(id);
   }
 
   async removeTags(viewer: Viewer, id: string, tags: string[]) {
     await this.writable(viewer, id);
-    return repo.removeTags(this.db, id, tags, Date.now());
+    return (await repo.removeTags(this.db, id, tags, Date.now())) ?? this.gone(id);
+  }
+
+  /** A reference deleted by a concurrent request after it was checked. */
+  private gone(id: string): never {
+    throw new AssetError(404, 'ASSET_NOT_FOUND', `AssetReference ${id} not found`, { id });
   }
 
   // ---- content ----

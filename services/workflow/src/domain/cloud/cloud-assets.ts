@@ -124,6 +124,35 @@ export async function downloadToInput(svc: AssetService, viewer: Viewer, inputDi
 }
 
 /** Exports assets into one zip archive; names inside are the assets' names, made unique. */
+/**
+ * Reserves an export archive's name for the workspace: `name`, or the first
+ * free `stem-2.zip`, `stem-3.zip`, … The row is the reservation (its primary
+ * key decides between concurrent exports of one name, on any process), so an
+ * earlier archive is never replaced under a client reading it.
+ */
+export async function reserveExportName(db: Kysely<any>, owner: string, name: string): Promise<string> {
+  const stem = name.slice(0, -4);
+  for (let n = 1; ; n++) {
+    const candidate = n === 1 ? name : `${stem}-${n}.zip`;
+    const taken = await db.selectFrom('cloud_asset_exports').select('name').where('owner', '=', owner).where('name', '=', candidate).executeTakeFirst();
+    if (taken) continue;
+    const inserted = await db
+      .insertInto('cloud_asset_exports')
+      .values({ owner, name: candidate, task_id: '', file: null, size: null, created_at: Date.now() })
+      .onConflict((oc) => oc.columns(['owner', 'name']).doNothing())
+      .returning('name')
+      .execute();
+    if (inserted.length > 0) return candidate;
+  }
+}
+
+/** Ties a reserved export name to its task, or gives it back when no task of its own came of it (an idempotent repeat). */
+export async function settleExportName(db: Kysely<any>, owner: string, name: string, taskId: string | null): Promise<void> {
+  const q = db.updateTable('cloud_asset_exports').where('owner', '=', owner).where('name', '=', name).where('task_id', '=', '');
+  if (taskId !== null) await q.set({ task_id: taskId }).execute();
+  else await db.deleteFrom('cloud_asset_exports').where('owner', '=', owner).where('name', '=', name).where('task_id', '=', '').execute();
+}
+
 export async function exportZip(svc: AssetService, viewer: Viewer, ids: string[], out: string, progress: (done: number, total: number) => void): Promise<{ size: number; files: number }> {
   const entries: Array<{ name: string; file: string }> = [];
   const used = new Set<string>();
