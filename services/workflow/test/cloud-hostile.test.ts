@@ -7,6 +7,7 @@ import { client, forEachStorage } from '@svc/testkit';
 import { buildApp } from '../src/app.ts';
 import { addressAllowed, mappedIPv4, outboundConfig } from '../src/domain/cloud/outbound.ts';
 import { MAX_SECRETS } from '../src/domain/cloud/secrets.ts';
+import { MAX_OPEN_UPLOADS } from '../src/routes/hub.ts';
 import { isCloudError, signupUser, startCloud, type TestUser } from './cloud-helpers.ts';
 
 /**
@@ -276,5 +277,23 @@ forEachStorage('hosted runtime under hostile and concurrent clients', (storage) 
       const tags = (await u.http.get('/api/tags?limit=500')).body.tags.map((t: { name: string }) => t.name);
       assert.ok(!tags.some((t: string) => t.startsWith(tag)), `tags of a deleted asset: ${tags.join(',')}`);
     }
+  });
+
+  test(`hub upload URLs: concurrent requests never open more than ${MAX_OPEN_UPLOADS}; concurrent PUTs to one URL store it once`, async () => {
+    const u = await signupUser(srv.url, 'hub-up');
+    const ask = (i: number) => on(u, i).post('/api/hub/assets/upload-url', { filename: `t${i}.png`, content_type: 'image/png' });
+    for (let i = 0; i < MAX_OPEN_UPLOADS - 4; i += 24) assert.ok((await concurrently(Math.min(24, MAX_OPEN_UPLOADS - 4 - i), ask)).every((r) => r.status === 200));
+    const rs = await concurrently(12, ask);
+    assert.equal(rs.filter((r) => r.status === 200).length, 4, rs.map((r) => r.status).join(' '));
+    for (const r of rs.filter((x) => x.status !== 200)) {
+      assert.equal(r.status, 429);
+      assert.ok(isCloudError(r.body, 'too_many_uploads'));
+    }
+    const url = new URL(rs.find((r) => r.status === 200)!.body.upload_url);
+    const puts = await concurrently(6, (i) => fetch(`${urls[i % 2]}${url.pathname}${url.search}`, { method: 'PUT', headers: { 'content-type': 'image/png' }, body: PNG }));
+    assert.deepEqual(puts.map((r) => r.status).sort(), [200, 409, 409, 409, 409, 409]);
+    // That one is used now: room for exactly one more.
+    assert.equal((await ask(0)).status, 200);
+    assert.equal((await ask(1)).status, 429);
   });
 });

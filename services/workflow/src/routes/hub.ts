@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -332,8 +333,9 @@ export function hubRoutes(app: FastifyInstance, d: HubRouteDeps): void {
         if (b.size > MAX_HUB_ASSET_BYTES) badRequest(`size must be at most ${MAX_HUB_ASSET_BYTES} bytes`);
         size = b.size;
       }
-      if ((await hub.openUploads(p.workspaceId)) >= MAX_OPEN_UPLOADS) throw cloudError(429, 'too_many_uploads', `At most ${MAX_OPEN_UPLOADS} upload URLs may be open at once; use or let some expire`);
-      const { row, token } = await hub.createUpload(p.workspaceId, { filename, content_type: (b.content_type as string).toLowerCase(), size }, UPLOAD_TTL_MS);
+      const made = await hub.createUpload(p.workspaceId, { filename, content_type: (b.content_type as string).toLowerCase(), size }, UPLOAD_TTL_MS, MAX_OPEN_UPLOADS);
+      if (!made) throw cloudError(429, 'too_many_uploads', `At most ${MAX_OPEN_UPLOADS} upload URLs may be open at once; use or let some expire`);
+      const { row, token } = made;
       return { upload_url: `${d.baseUrl(req)}/api/hub/assets/upload/${row.id}?token=${token}`, asset_url: assetUrl(req, row.id, filename), upload_id: row.id, expires_at: iso(row.expires_at) };
     },
   );
@@ -367,7 +369,8 @@ export function hubRoutes(app: FastifyInstance, d: HubRouteDeps): void {
         if (body.length === 0) badRequest('The body is empty');
         if (up.size !== null && body.length !== Number(up.size)) badRequest(`The body has ${body.length} bytes; ${up.size} were declared`);
         await fs.promises.mkdir(d.assetDir, { recursive: true });
-        const tmp = `${fileOf(up.id)}.${process.pid}.${Date.now()}.part`;
+        // Unique per request: concurrent PUTs of one URL each write their own file, and the claim below picks one.
+        const tmp = `${fileOf(up.id)}.${randomUUID()}.part`;
         await fs.promises.writeFile(tmp, body, { flag: 'wx' });
         if (!(await hub.completeUpload(up.id, body.length))) {
           await fs.promises.rm(tmp, { force: true });

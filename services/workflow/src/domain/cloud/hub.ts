@@ -7,7 +7,7 @@
  */
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
-import { isUniqueViolation } from '../../identity/store.ts';
+import { isUniqueViolation, lockWorkspace } from '../../identity/store.ts';
 import { liveWorkspace, likeEscaped, normName } from './workflows.ts';
 
 export type HubStatus = 'pending' | 'approved' | 'rejected' | 'deprecated';
@@ -275,19 +275,25 @@ export class HubStore {
 
   /** A single-use upload slot; the token is returned once and only its hash is kept. */
   /** Open (unused, unexpired) upload slots of a workspace; expired unused ones are dropped first. */
-  async openUploads(workspaceId: string): Promise<number> {
-    const now = Date.now();
-    await this.db().deleteFrom('hub_uploads').where('workspace_id', '=', workspaceId).where('uploaded_at', 'is', null).where('expires_at', '<=', now).execute();
-    const r = await this.db().selectFrom('hub_uploads').select((eb: any) => eb.fn.countAll().as('n')).where('workspace_id', '=', workspaceId).where('uploaded_at', 'is', null).executeTakeFirstOrThrow();
-    return Number((r as { n: unknown }).n);
-  }
-
-  async createUpload(workspaceId: string, f: { filename: string; content_type: string; size?: number }, ttlMs: number): Promise<{ row: UploadRow; token: string }> {
+  /**
+   * A new upload URL, unless the workspace has `maxOpen` unused ones (null).
+   * Expired unused ones are dropped first; counted and inserted under the
+   * workspace's lock, so concurrent requests cannot each see room for one more.
+   */
+  async createUpload(workspaceId: string, f: { filename: string; content_type: string; size?: number }, ttlMs: number, maxOpen: number): Promise<{ row: UploadRow; token: string } | null> {
     const token = randomBytes(32).toString('base64url');
-    const now = Date.now();
-    const row: UploadRow = { id: randomUUID(), workspace_id: workspaceId, token_hash: sha256(token), filename: f.filename, content_type: f.content_type, size: f.size ?? null, stored_size: null, created_at: now, expires_at: now + ttlMs, uploaded_at: null };
-    await this.db().insertInto('hub_uploads').values(row).execute();
-    return { row, token };
+    return this.db()
+      .transaction()
+      .execute(async (trx) => {
+        await lockWorkspace(trx, workspaceId);
+        const now = Date.now();
+        await trx.deleteFrom('hub_uploads').where('workspace_id', '=', workspaceId).where('uploaded_at', 'is', null).where('expires_at', '<=', now).execute();
+        const r = await trx.selectFrom('hub_uploads').select((eb: any) => eb.fn.countAll().as('n')).where('workspace_id', '=', workspaceId).where('uploaded_at', 'is', null).executeTakeFirstOrThrow();
+        if (Number((r as { n: unknown }).n) >= maxOpen) return null;
+        const row: UploadRow = { id: randomUUID(), workspace_id: workspaceId, token_hash: sha256(token), filename: f.filename, content_type: f.content_type, size: f.size ?? null, stored_size: null, created_at: now, expires_at: now + ttlMs, uploaded_at: null };
+        await trx.insertInto('hub_uploads').values(row).execute();
+        return { row, token };
+      });
   }
 
   async upload(id: string): Promise<UploadRow | null> {
