@@ -296,4 +296,38 @@ forEachStorage('hosted runtime under hostile and concurrent clients', (storage) 
     assert.equal((await ask(0)).status, 200);
     assert.equal((await ask(1)).status, 429);
   });
+
+  test('concurrent downloads of different assets to one input path: each lands in a file of its own, with its own bytes', async () => {
+    const u = await signupUser(srv.url, 'dl-race');
+    const assets = await Promise.all(['a', 'b', 'c', 'd', 'e'].map((n) => upload(u, `${n}.png`)));
+    const rs = await concurrently(assets.length, (i) => on(u, i).post('/api/assets/download', { assets: [{ asset_id: assets[i]!.id, target_path: 'same.png' }] }));
+    assert.ok(rs.every((r) => r.status === 202), rs.map((r) => r.text).join('\n'));
+    const names = new Set<string>();
+    for (const [i, r] of rs.entries()) {
+      let t;
+      for (;;) {
+        t = await u.http.get(`/api/tasks/${r.body.task_id}`);
+        if (t.body.status === 'completed' || t.body.status === 'failed') break;
+        await new Promise((res) => setImmediate(res));
+      }
+      assert.equal(t.body.status, 'completed', t.text);
+      const f = t.body.result.files[0];
+      names.add(f.filename);
+      const view = await fetch(`${srv.url}/api/view?type=input&filename=${encodeURIComponent(f.filename)}`, { headers: { authorization: `Bearer ${u.token}` } });
+      assert.equal(view.status, 200);
+      assert.deepEqual(Buffer.from(await view.arrayBuffer()), Buffer.concat([PNG, Buffer.from(`${'abcde'[i]}.png`)]), f.filename);
+    }
+    assert.deepEqual([...names].sort(), ['same (1).png', 'same (2).png', 'same (3).png', 'same (4).png', 'same.png']);
+    // The same asset again to that path is the file already there, not a sixth copy.
+    const again = await u.http.post('/api/assets/download', { assets: [{ asset_id: assets[0]!.id, target_path: 'same.png' }] });
+    for (;;) {
+      const t = await u.http.get(`/api/tasks/${again.body.task_id}`);
+      if (t.body.status === 'completed') {
+        assert.ok(names.has(t.body.result.files[0].filename));
+        break;
+      }
+      assert.notEqual(t.body.status, 'failed', t.text);
+      await new Promise((res) => setImmediate(res));
+    }
+  });
 });

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
@@ -95,6 +95,36 @@ async function freeName(dir: string, name: string, sameAs: string): Promise<{ na
 }
 
 /**
+ * Copies `file` into `dir` under `name`, or under the first free `name (n).ext`
+ * (kept as it is when a file there holds the same bytes). The copy is linked
+ * into place, which never replaces a file: concurrent downloads to one name
+ * (in any process sharing the folder) each end up in a file of their own.
+ */
+async function placeFile(dir: string, name: string, file: string): Promise<{ name: string; exists: boolean }> {
+  const tmp = path.join(dir, `.${randomUUID()}.part`);
+  let copied = false;
+  try {
+    for (;;) {
+      const target = await freeName(dir, name, file);
+      if (target.exists) return target;
+      if (!copied) {
+        await fs.promises.copyFile(file, tmp);
+        copied = true;
+      }
+      try {
+        await fs.promises.link(tmp, path.join(dir, target.name));
+        return target;
+      } catch (err) {
+        // Taken since freeName looked: look again (it may now hold these very bytes).
+        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      }
+    }
+  } finally {
+    if (copied) await fs.promises.rm(tmp, { force: true });
+  }
+}
+
+/**
  * Downloads assets into the runtime's input folder (where LoadImage and the
  * other loaders read), each at its target path (default: its name). A file
  * there with other bytes is kept; the asset lands beside it as `name (1).ext`.
@@ -109,12 +139,7 @@ export async function downloadToInput(svc: AssetService, viewer: Viewer, inputDi
     const dir = path.dirname(full);
     await fs.promises.mkdir(dir, { recursive: true });
     safeJoin(inputDir, path.relative(inputDir, dir), path.basename(full));
-    const target = await freeName(dir, path.basename(full), file);
-    if (!target.exists) {
-      const tmp = path.join(dir, `.${target.name}.${process.pid}.part`);
-      await fs.promises.copyFile(file, tmp);
-      await fs.promises.rename(tmp, path.join(dir, target.name));
-    }
+    const target = await placeFile(dir, path.basename(full), file);
     const subfolder = path.relative(inputDir, dir).split(path.sep).join('/');
     const entry = { asset_id: row.id, filename: target.name, subfolder, type: 'input' };
     files.push(entry);
@@ -123,7 +148,6 @@ export async function downloadToInput(svc: AssetService, viewer: Viewer, inputDi
   return { files };
 }
 
-/** Exports assets into one zip archive; names inside are the assets' names, made unique. */
 /**
  * Reserves an export archive's name for the workspace: `name`, or the first
  * free `stem-2.zip`, `stem-3.zip`, … The row is the reservation (its primary
@@ -153,6 +177,7 @@ export async function settleExportName(db: Kysely<any>, owner: string, name: str
   else await db.deleteFrom('cloud_asset_exports').where('owner', '=', owner).where('name', '=', name).where('task_id', '=', '').execute();
 }
 
+/** Exports assets into one zip archive; names inside are the assets' names, made unique. */
 export async function exportZip(svc: AssetService, viewer: Viewer, ids: string[], out: string, progress: (done: number, total: number) => void): Promise<{ size: number; files: number }> {
   const entries: Array<{ name: string; file: string }> = [];
   const used = new Set<string>();
@@ -166,7 +191,7 @@ export async function exportZip(svc: AssetService, viewer: Viewer, ids: string[]
     entries.push({ name, file });
   }
   await fs.promises.mkdir(path.dirname(out), { recursive: true });
-  const tmp = `${out}.${process.pid}.part`;
+  const tmp = `${out}.${randomUUID()}.part`;
   try {
     const size = await writeZip(tmp, entries, (done) => progress(done, entries.length));
     await fs.promises.rename(tmp, out);
