@@ -330,4 +330,39 @@ forEachStorage('hosted runtime under hostile and concurrent clients', (storage) 
       await new Promise((res) => setImmediate(res));
     }
   });
+
+  test('a workspace renamed and deleted at once, and deletes of one workspace or workflow: no 5xx, one 204, 404 for the rest', async () => {
+    const owner = await signupUser(srv.url, 'ws-race');
+    for (let round = 0; round < 3; round++) {
+      const wid = await team(owner);
+      const rs = await concurrently(8, (i) => (i === 3 ? on(owner, i).delete(`/api/workspaces/${wid}`) : on(owner, i).patch(`/api/workspaces/${wid}`, { name: `n${i}` })));
+      for (const [i, r] of rs.entries()) {
+        if (i === 3) assert.equal(r.status, 204, r.text);
+        else {
+          assert.ok(r.status === 200 || r.status === 404, `${r.status} ${r.text}`);
+          if (r.status === 404) assert.ok(isCloudError(r.body, 'not_found'));
+        }
+      }
+      // Asked of the process that deleted it (another one may serve its cached membership for --auth-cache-ttl-ms).
+      assert.equal((await on(owner, 3).get(`/api/workspaces/${wid}`)).status, 404);
+    }
+    const wid = await team(owner);
+    assert.deepEqual(statuses(await concurrently(4, (i) => on(owner, i).delete(`/api/workspaces/${wid}`))), [204, 404, 404, 404]);
+    const w = await owner.http.post('/api/workflows', { name: 'w', content: { nodes: [] } });
+    const ws = await concurrently(6, (i) => (i < 3 ? on(owner, i).delete(`/api/workflows/${w.body.id}`) : on(owner, i).patch(`/api/workflows/${w.body.id}`, { name: `p${i}` })));
+    assert.equal(ws.slice(0, 3).filter((r) => r.status === 204).length, 1, ws.map((r) => r.status).join(' '));
+    for (const r of ws) assert.ok([200, 204, 404].includes(r.status), r.text);
+    assert.equal((await owner.http.patch(`/api/workflows/${w.body.id}`, { name: 'late' })).status, 404);
+  });
+
+  test('the same PUT /api/hub/profiles/me sent at once creates one profile and answers every request with it', async () => {
+    const u = await signupUser(srv.url, 'hub-me');
+    const username = `me${storage}${Date.now() % 1_000_000}`;
+    const rs = await concurrently(8, (i) => on(u, i).put('/api/hub/profiles/me', { username, display_name: `D${i % 2}` }));
+    assert.deepEqual(rs.map((r) => r.status), [200, 200, 200, 200, 200, 200, 200, 200], rs.map((r) => r.text).join('\n'));
+    for (const r of rs) assert.equal(r.body.username, username);
+    const me = await u.http.get('/api/hub/profiles/me');
+    assert.equal(me.body.username, username);
+    assert.ok(['D0', 'D1'].includes(me.body.display_name));
+  });
 });

@@ -178,16 +178,27 @@ export class IdentityStore {
     return w;
   }
 
-  async renameWorkspace(id: string, name: string): Promise<void> {
-    await this.db().updateTable('id_workspaces').set({ name, updated_at: Date.now() }).where('id', '=', id).execute();
+  /** False when the workspace was deleted (meanwhile). */
+  async renameWorkspace(id: string, name: string): Promise<boolean> {
+    const r = await this.db().updateTable('id_workspaces').set({ name, updated_at: Date.now() }).where('id', '=', id).where('deleted_at', 'is', null).executeTakeFirst();
+    return Number(r.numUpdatedRows) > 0;
   }
 
-  /** Soft delete: the row stays (its data may be restored by an operator), nobody is a member any more in effect. */
-  async softDeleteWorkspace(id: string): Promise<void> {
-    const now = Date.now();
-    await this.db().updateTable('id_workspaces').set({ deleted_at: now, updated_at: now }).where('id', '=', id).where('deleted_at', 'is', null).execute();
-    await this.db().deleteFrom('id_api_keys').where('workspace_id', '=', id).execute();
-    await this.db().updateTable('id_invites').set({ status: 'revoked' }).where('workspace_id', '=', id).where('status', '=', 'pending').execute();
+  /**
+   * Soft delete: the row stays (its data may be restored by an operator), nobody is a member any more in effect.
+   * False when it was deleted already (of concurrent deletes, one does it).
+   */
+  async softDeleteWorkspace(id: string): Promise<boolean> {
+    return this.db()
+      .transaction()
+      .execute(async (trx) => {
+        const now = Date.now();
+        const r = await trx.updateTable('id_workspaces').set({ deleted_at: now, updated_at: now }).where('id', '=', id).where('deleted_at', 'is', null).executeTakeFirst();
+        if (Number(r.numUpdatedRows) === 0) return false;
+        await trx.deleteFrom('id_api_keys').where('workspace_id', '=', id).execute();
+        await trx.updateTable('id_invites').set({ status: 'revoked' }).where('workspace_id', '=', id).where('status', '=', 'pending').execute();
+        return true;
+      });
   }
 
   async members(workspaceId: string) {

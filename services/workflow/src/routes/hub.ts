@@ -173,7 +173,7 @@ export function hubRoutes(app: FastifyInstance, d: HubRouteDeps): void {
         avatar_url: b.avatar_url === undefined || b.avatar_url === null ? undefined : await mediaUrl(req, p.workspaceId, b.avatar_url, 'avatar_url'),
         links: b.links === undefined ? undefined : strList(b.links, 'links', 10, 2048).map((u, i) => urlText(u, `links[${i}]`)),
       };
-      const prof = await hub.profileOf(p.workspaceId);
+      let prof = await hub.profileOf(p.workspaceId);
       if (!prof) {
         if (b.username === undefined) throw profileNotFound();
         const e = usernameProblem(b.username);
@@ -182,8 +182,10 @@ export function hubRoutes(app: FastifyInstance, d: HubRouteDeps): void {
           return profileView(await hub.createProfile(p.workspaceId, p.userId, { username: b.username as string, ...patch, links: patch.links ?? [] }), 0);
         } catch (err) {
           if (err instanceof UsernameTaken) throw cloudError(409, 'username_taken', 'This username is already taken');
-          if (err instanceof ProfileExists) throw cloudError(409, 'profile_exists', 'This workspace already has a hub profile');
-          throw err;
+          if (!(err instanceof ProfileExists)) throw err;
+          // A concurrent PUT created it: this one updates it, as it would a moment later.
+          prof = await hub.profileOf(p.workspaceId);
+          if (!prof) throw cloudError(409, 'profile_exists', 'This workspace already has a hub profile');
         }
       }
       if (b.username !== undefined && b.username !== prof.username) throw cloudError(409, 'username_immutable', 'The username of a hub profile cannot be changed');

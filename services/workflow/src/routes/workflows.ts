@@ -114,14 +114,16 @@ export function workflowRoutes(app: FastifyInstance, d: WorkflowRouteDeps): void
       const b = objectBody(req);
       const patch = { name: b.name === undefined ? undefined : text(b.name, 'name', 255), description: optText(b.description, 'description', 5000) };
       mustEdit(principal(req), w);
-      return workflowView(await workflows.update(w, patch));
+      const updated = await workflows.update(w, patch);
+      if (!updated) throw notFound();
+      return workflowView(updated);
     },
   );
 
   cloudRoute(app, 'DELETE', '/api/workflows/:workflow_id', { operationId: 'deleteCloudWorkflow', summary: 'Delete a cloud workflow', tags, description: 'Deletes a cloud workflow, all its versions and its hub listing.', params: wfParam, response: { 204: { description: 'Workflow deleted' }, ...errors(403, 404) } }, async (req, reply) => {
     const w = await mine(req);
     mustEdit(principal(req), w);
-    await workflows.delete(w);
+    if (!(await workflows.delete(w))) throw notFound();
     return noContent(reply);
   });
 

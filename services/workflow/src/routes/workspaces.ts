@@ -49,18 +49,21 @@ export function workspaceRoutes(app: FastifyInstance, id: Identity): void {
     if (ROLE_RANK[m.role] < ROLE_RANK.admin) forbid('Updating a workspace requires the admin role');
     const b = objectBody(req);
     if (b.name !== undefined) {
-      await id.store.renameWorkspace(m.id, nameOf(b.name));
+      const renamed = await id.store.renameWorkspace(m.id, nameOf(b.name));
       id.forgetWorkspace(m.id);
+      if (!renamed) throw cloudError(404, 'not_found', 'Workspace not found');
     }
-    return view((await id.membership(principal(req).userId, m.id))!);
+    // Deleted by a concurrent request: gone, as for any later one.
+    return view(await memberOf(req, m.id));
   }, 'required', { firstParty: true });
 
   cloudRoute(app, 'DELETE', '/api/workspaces/:id', { operationId: 'deleteWorkspace', summary: 'Delete a workspace', tags: ['workspace'], description: 'Soft-deletes a workspace (its API keys and pending invites are revoked, tokens bound to it stop working). Requires owner role. Personal workspaces cannot be deleted.', params: idParam('id'), response: { 204: { description: 'Workspace deleted' }, ...errors(403, 404) } }, async (req, reply) => {
     const m = await memberOf(req, (req.params as { id: string }).id);
     if (m.type === 'personal') forbid('Personal workspaces cannot be deleted', 'personal_workspace');
     if (m.role !== 'owner') forbid('Deleting a workspace requires the owner role');
-    await id.store.softDeleteWorkspace(m.id);
+    const deleted = await id.store.softDeleteWorkspace(m.id);
     id.forgetWorkspace(m.id);
+    if (!deleted) throw cloudError(404, 'not_found', 'Workspace not found');
     return noContent(reply);
   }, 'required', { firstParty: true });
 

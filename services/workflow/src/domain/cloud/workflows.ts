@@ -154,25 +154,28 @@ export class WorkflowStore {
     return w;
   }
 
-  async update(w: WorkflowRow, patch: { name?: string; description?: string }): Promise<WorkflowRow> {
+  /** Null when the workflow was deleted meanwhile. */
+  async update(w: WorkflowRow, patch: { name?: string; description?: string }): Promise<WorkflowRow | null> {
     const set: Record<string, unknown> = { updated_at: Math.max(Date.now(), Number(w.updated_at)) };
     if (patch.name !== undefined) {
       set.name = patch.name;
       set.name_norm = normName(patch.name);
     }
     if (patch.description !== undefined) set.description = patch.description;
-    await this.db().updateTable('cloud_workflows').set(set).where('id', '=', w.id).execute();
-    return { ...w, ...set } as WorkflowRow;
+    const r = await this.db().updateTable('cloud_workflows').set(set).where('id', '=', w.id).executeTakeFirst();
+    return Number(r.numUpdatedRows) > 0 ? ({ ...w, ...set } as WorkflowRow) : null;
   }
 
-  async delete(w: WorkflowRow): Promise<void> {
-    await this.db()
+  /** False when it was gone already (of concurrent deletes, one deletes). */
+  async delete(w: WorkflowRow): Promise<boolean> {
+    return this.db()
       .transaction()
       .execute(async (trx) => {
         // The workflow row first: a concurrent addVersion waits on its lock and then finds nothing, so no version outlives it.
-        await trx.deleteFrom('cloud_workflows').where('id', '=', w.id).execute();
+        const r = await trx.deleteFrom('cloud_workflows').where('id', '=', w.id).executeTakeFirst();
         await trx.deleteFrom('cloud_workflow_versions').where('workflow_id', '=', w.id).execute();
         await trx.deleteFrom('hub_workflows').where('workflow_id', '=', w.id).execute();
+        return Number(r.numDeletedRows) > 0;
       });
   }
 
