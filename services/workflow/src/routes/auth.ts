@@ -89,7 +89,9 @@ export function authRoutes(app: FastifyInstance, id: Identity): void {
       const wid = typeof b.workspace_id === 'string' && b.workspace_id ? b.workspace_id : undefined;
       const tokens = await loginTokens(id, user, wid);
       if (isFlowError(tokens)) fail(tokens);
-      const m = (await id.membership(user.id, wid ?? user.personal_workspace_id))!;
+      // Left or deleted since the tokens were made (a concurrent request): as if it had been before.
+      const m = await id.membership(user.id, wid ?? user.personal_workspace_id);
+      if (!m) fail({ error: 'workspace_forbidden', description: 'You are not a member of that workspace', status: 403 });
       return { user: userView(user), workspace: workspaceView(m, await id.store.memberCount(m.id), m.role), ...tokens };
     },
     'public',
