@@ -13,7 +13,7 @@ import { AssetSeeder } from './domain/assets/seeder.ts';
 import { UserManager } from './domain/users.ts';
 export { buildRegistry } from './runtime/execution.ts';
 import { apiKeyGuard, corsHook, originGuard } from './http/access.ts';
-import { frameworkErrorBodies, workflowErrorStyle } from './http/errors.ts';
+import { frameworkErrorBodies, RouteMethods, workflowErrorStyle } from './http/errors.ts';
 import { installJsonParser } from './http/json-body.ts';
 import { identityConfig } from './identity/config.ts';
 import { assetRoutes } from './routes/assets.ts';
@@ -81,7 +81,9 @@ export async function buildApp(base: ServiceConfig): Promise<FastifyInstance> {
       health: async () => ({ storage: storage.dialect.kind, runtime: config.runtime, queue_remaining: runner.queueRemaining() }),
     })) as unknown as FastifyInstance;
     app.setSerializerCompiler(() => (data) => JSON.stringify(data));
-    app.addHook('onSend', frameworkErrorBodies());
+    const routeMethods = new RouteMethods();
+    app.addHook('onRoute', (route) => routeMethods.add(route.method, route.url));
+    app.addHook('onSend', frameworkErrorBodies(routeMethods));
     installJsonParser(app);
     await app.register(websocket, { options: { maxPayload: 1024 * 1024 } });
     await app.register(multipart, { limits: { fileSize: config.maxUploadSize } });

@@ -90,6 +90,19 @@ forEachStorage('hosted runtime under hostile and concurrent clients', (storage) 
     assert.equal((await u.http.post('/api/secrets', { name: 'after', value: 'v' })).status, 201);
   });
 
+  test('a method a route does not answer is 405 with the Allow header (as the reference); HEAD of a GET route answers like GET without a body', async () => {
+    const u = await signupUser(srv.url, 'methods');
+    for (const [m, p, allow] of [['OPTIONS', '/api/secrets', 'GET, HEAD, POST'], ['DELETE', '/api/workflows', 'GET, HEAD, POST'], ['PUT', '/api/secrets/abc', 'DELETE, GET, HEAD, PATCH'], ['PATCH', '/api/prompt', 'GET, HEAD, POST']] as const) {
+      const r = await fetch(srv.url + p, { method: m, headers: { authorization: `Bearer ${u.token}` } });
+      assert.equal(r.status, 405, `${m} ${p}`);
+      assert.equal(r.headers.get('allow'), allow, `${m} ${p}`);
+    }
+    const head = await fetch(`${srv.url}/api/billing/balance`, { method: 'HEAD', headers: { authorization: `Bearer ${u.token}` } });
+    assert.equal(head.status, 200);
+    assert.equal(await head.text(), '');
+    assert.equal((await fetch(`${srv.url}/api/billing/balance`, { method: 'HEAD' })).status, 401);
+  });
+
   test('outbound guard: a redirect from an allowed host to any spelling of a refused address is refused, and that address is never contacted', async () => {
     const hits: string[] = [];
     // The allowed host (127.0.0.1) redirects to /to/<target>; the refused one (127.0.0.2, same port + 1 where free) records every request.

@@ -35,9 +35,14 @@ export const workflowErrorStyle: ErrorStyle = {
  * prompt routes, `{error, code, details}` (CloudError, and an `error`
  * string as the reference's bad requests) everywhere else.
  */
-export function frameworkErrorBodies() {
+export function frameworkErrorBodies(routes?: RouteMethods) {
   return async (req: FastifyRequest, reply: FastifyReply, payload: unknown): Promise<unknown> => {
     const status = reply.statusCode;
+    // RFC 9110 §15.5.6 (and the reference, aiohttp): a 405 names the methods the resource answers.
+    if (status === 405 && routes && !reply.hasHeader('allow')) {
+      const allowed = routes.allowed(req.url.split('?')[0]!);
+      if (allowed.length) reply.header('allow', allowed.join(', '));
+    }
     if (status < 400 || status >= 500 || typeof payload !== 'string' || !payload.startsWith('{"detail":')) return payload;
     let detail: unknown;
     try {
@@ -53,4 +58,23 @@ export function frameworkErrorBodies() {
     if (/\/prompt$/.test(req.routeOptions.url ?? '')) return JSON.stringify({ error: { type: 'invalid_prompt', message, details: code, extra_info: {} }, node_errors: {} });
     return JSON.stringify({ error: message, code, details: {} });
   };
+}
+
+/** The methods each route pattern answers (fed by an onRoute hook), for the Allow header of a 405. */
+export class RouteMethods {
+  private readonly routes: Array<{ methods: string[]; re: RegExp }> = [];
+
+  add(method: string | string[], url: string): void {
+    const pattern = url
+      .split('/')
+      .map((seg) => (seg === '*' ? '.*' : seg.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/:[A-Za-z0-9_]+/g, '[^/]+')))
+      .join('/');
+    this.routes.push({ methods: Array.isArray(method) ? method : [method], re: new RegExp(`^${pattern}$`) });
+  }
+
+  allowed(path: string): string[] {
+    const out = new Set<string>();
+    for (const r of this.routes) if (r.re.test(path)) for (const m of r.methods) out.add(m);
+    return [...out].sort();
+  }
 }
