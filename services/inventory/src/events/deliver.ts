@@ -536,12 +536,27 @@ export class DeliveryWorker {
       if (--run.loops === 0 && this.#run === run) this.#run = undefined;
     };
     let batch: Claimed[] = [];
+    // PostgreSQL: the next batch is claimed first and sent while the last one's outcomes are recorded in a transaction
+    // of their own. In one transaction, each loop's next send waited for the recording too, and the cycles (one at a
+    // time, see #cycleTail) took longer than the sends: the send thread waited for the database. SQLite keeps one
+    // transaction per cycle (its writes take the one write lock in turn anyway).
+    const apart = this.deps.storage.dialect.kind === 'postgres';
+    let recording: Promise<void> | undefined;
     try {
       for (;;) {
         let webhooks: Map<number, WebhookRow>;
-        [batch, webhooks] = await this.#claim(pending);
+        if (apart) {
+          [batch, webhooks] = await this.#claim([]);
+          if (pending.length) {
+            recording = this.#recordApart(pending);
+            // Awaited below; a failure meanwhile is not an unhandled rejection.
+            recording.catch(() => {});
+          }
+        } else [batch, webhooks] = await this.#claim(pending);
         pending = [];
         if (batch.length === 0) {
+          if (recording) await recording;
+          recording = undefined;
           if (this.#again) {
             this.#again = false;
             continue;
@@ -551,13 +566,28 @@ export class DeliveryWorker {
         }
         total += batch.length;
         pending = await this.#attemptAll(batch, webhooks);
+        if (recording) await recording;
+        recording = undefined;
       }
     } catch (err) {
       // Claims this loop can no longer record are released to the lease: no longer renewed, and reclaimable once it expires.
+      await recording?.catch(() => {});
       for (const r of pending) this.#held.delete(r.deliveryId);
       for (const d of batch) this.#held.delete(d.id);
       leave();
       throw err;
+    }
+  }
+
+  /** PostgreSQL: records outcomes in a transaction of their own, in turn with the claims (see #loop). */
+  async #recordApart(records: AttemptRecord[]): Promise<void> {
+    const mine = this.#cycleTail.then(() => pgCycleTransaction(this.deps.storage, (trx) => this.#record(trx, records)));
+    this.#cycleTail = mine.catch(() => {});
+    try {
+      await mine;
+    } finally {
+      // Recorded, or released to the lease (no longer renewed) when the transaction failed.
+      for (const r of records) this.#held.delete(r.deliveryId);
     }
   }
 
