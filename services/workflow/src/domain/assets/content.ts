@@ -219,9 +219,10 @@ export function tempUploadPath(dirs: AssetDirs): string {
 }
 
 /**
- * Moves a fully written temporary file into the blob store under its hash.
- * Two uploads of the same bytes race safely: the first link wins, the
- * second finds the blob there (same hash, same bytes) and drops its copy.
+ * Links a fully written temporary file into the blob store under its hash
+ * (the caller removes the temporary name; until then it may store the bytes
+ * again). Two uploads of the same bytes race safely: the first link wins,
+ * the second finds the blob there (same hash, same bytes).
  */
 export async function storeBlob(dirs: AssetDirs, tmp: string, hash: string): Promise<string> {
   const logical = blobLogical(hash);
@@ -231,8 +232,6 @@ export async function storeBlob(dirs: AssetDirs, tmp: string, hash: string): Pro
     await fs.promises.link(tmp, target);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-  } finally {
-    await fs.promises.rm(tmp, { force: true });
   }
   return logical;
 }

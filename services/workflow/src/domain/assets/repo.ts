@@ -151,9 +151,28 @@ async function insertAssetIn(tx: Db, d: SqlDialect, a: NewAsset): Promise<boolea
   return true;
 }
 
-/** Inserts a reference and its tags; false when its id, file path or dedup key is already taken. */
-export async function insertAsset(db: Kysely<any>, d: SqlDialect, a: NewAsset): Promise<boolean> {
-  return db.transaction().execute((tx) => insertAssetIn(tx, d, a));
+/** The content row was deleted (its last reference went with delete_content) before a new reference to it was stored. */
+export class ContentGone extends Error {}
+
+/**
+ * Inserts a reference and its tags; false when its id, file path or dedup
+ * key is already taken. With `requireContent`, the content row of its hash
+ * is locked first and must exist (ContentGone otherwise): a reference made
+ * from stored bytes and a delete of their last reference then serialise, so
+ * the delete either sees the new reference and keeps the bytes, or has
+ * removed them before the reference is made.
+ */
+export async function insertAsset(db: Kysely<any>, d: SqlDialect, a: NewAsset, requireContent = false): Promise<boolean> {
+  return db.transaction().execute(async (tx) => {
+    if (requireContent && a.hash && !(await lockContent(tx, a.hash))) throw new ContentGone();
+    return insertAssetIn(tx, d, a);
+  });
+}
+
+/** Holds the content row's lock for the rest of the transaction; false when there is no such row. */
+async function lockContent(tx: Db, hash: string): Promise<boolean> {
+  const r = await tx.updateTable('asset_contents').set({ hash: sql`hash` }).where('hash', '=', hash).executeTakeFirst();
+  return Number(r.numUpdatedRows) > 0;
 }
 
 /** What registering a file at a logical path must know: the content row of its hash, and the path's asset with its tags. */
@@ -359,14 +378,22 @@ export async function deleteAsset(db: Kysely<any>, id: string, hash: string | nu
   });
 }
 
-/** Removes a content row when no reference holds it any more (checked in the same transaction). */
-export async function deleteContentIfOrphan(db: Kysely<any>, hash: string): Promise<ContentRow | undefined> {
+/**
+ * Removes a content row when no reference holds it any more (checked under
+ * the content row's lock, see insertAsset), and its files with `removeFiles`
+ * before the lock is released: a new reference to these bytes waits for
+ * that and then finds them gone (and stores them again), never a row whose
+ * file is deleted after it was made.
+ */
+export async function deleteContentIfOrphan(db: Kysely<any>, hash: string, removeFiles: (c: ContentRow) => Promise<void> = async () => {}): Promise<ContentRow | undefined> {
   return db.transaction().execute(async (tx) => {
+    if (!(await lockContent(tx, hash))) return undefined;
     const c = await getContent(tx, hash);
     if (!c) return undefined;
     const r = await tx.selectFrom('assets').select(sql<number>`count(*)`.as('n')).where('hash', '=', hash).executeTakeFirstOrThrow();
     if (Number(r.n) > 0) return undefined;
     await tx.deleteFrom('asset_contents').where('hash', '=', hash).execute();
+    await removeFiles(c);
     return c;
   });
 }

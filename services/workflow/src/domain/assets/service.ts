@@ -200,27 +200,23 @@ export class AssetService {
       const head = await readHead(u.tmp);
       const mime = u.mimeType ?? mimeFor(u.clientName || u.name, head, u.declaredMime);
       const metadata = (await imageMetadata(u.tmp, mime)) ?? {};
-      const now = Date.now();
-      let content = await repo.getContent(this.db, u.hash);
-      if (!content || !(await fileHolds(this.dirs, content.path, content.size))) {
-        const logical = await storeBlob(this.dirs, u.tmp, u.hash);
-        if (this.content) await this.content.putQuietly(resolveLogical(this.dirs, logical)!);
-        if (!content) await repo.putContent(this.db, { hash: u.hash, size: u.size, mime_type: mime, path: logical }, now);
-        else await repo.setContentPath(this.db, u.hash, logical);
-        content = await repo.getContent(this.db, u.hash);
-      }
       const name = u.name || u.clientName || u.hash.slice('blake3:'.length);
-      return await this.createReference(viewer, {
-        id: u.id,
-        name,
-        hash: u.hash,
-        size: u.size,
-        mimeType: mime,
-        metadata,
-        tags: u.tags,
-        userMetadata: u.userMetadata,
-        previewId: u.previewId,
-      });
+      // The bytes may be deleted with the last other reference to them while this one is made: stored again then.
+      for (let attempt = 0; ; attempt++) {
+        const now = Date.now();
+        const content = await repo.getContent(this.db, u.hash);
+        if (!content || !(await fileHolds(this.dirs, content.path, content.size))) {
+          const logical = await storeBlob(this.dirs, u.tmp, u.hash);
+          if (this.content) await this.content.putQuietly(resolveLogical(this.dirs, logical)!);
+          if (!content) await repo.putContent(this.db, { hash: u.hash, size: u.size, mime_type: mime, path: logical }, now);
+          else await repo.setContentPath(this.db, u.hash, logical);
+        }
+        try {
+          return await this.createReference(viewer, { id: u.id, name, hash: u.hash, size: u.size, mimeType: mime, metadata, tags: u.tags, userMetadata: u.userMetadata, previewId: u.previewId });
+        } catch (err) {
+          if (!(err instanceof repo.ContentGone) || attempt >= 3) throw err;
+        }
+      }
     } finally {
       await fs.promises.rm(u.tmp, { force: true });
     }
@@ -237,17 +233,23 @@ export class AssetService {
       throw new AssetError(404, 'ASSET_NOT_FOUND', `Asset content ${spec.hash} does not exist`, { hash: spec.hash });
     }
     const sibling = await sql1(this, spec.hash, viewer);
-    return this.createReference(viewer, {
-      id: spec.id,
-      name: spec.name,
-      hash: spec.hash,
-      size: content.size,
-      mimeType: spec.mimeType ?? content.mime_type ?? 'application/octet-stream',
-      metadata: sibling?.metadata.kind === 'image' ? { kind: 'image', width: sibling.metadata.width, height: sibling.metadata.height } : {},
-      tags: spec.tags,
-      userMetadata: spec.userMetadata,
-      previewId: spec.previewId,
-    });
+    try {
+      return await this.createReference(viewer, {
+        id: spec.id,
+        name: spec.name,
+        hash: spec.hash,
+        size: content.size,
+        mimeType: spec.mimeType ?? content.mime_type ?? 'application/octet-stream',
+        metadata: sibling?.metadata.kind === 'image' ? { kind: 'image', width: sibling.metadata.width, height: sibling.metadata.height } : {},
+        tags: spec.tags,
+        userMetadata: spec.userMetadata,
+        previewId: spec.previewId,
+      });
+    } catch (err) {
+      // Its last reference was deleted with its content meanwhile: as if that had come first.
+      if (err instanceof repo.ContentGone) throw new AssetError(404, 'ASSET_NOT_FOUND', `Asset content ${spec.hash} does not exist`, { hash: spec.hash });
+      throw err;
+    }
   }
 
   private async createReference(
@@ -272,7 +274,7 @@ export class AssetService {
       dedupKey,
       now: Date.now(),
       tags: s.tags,
-    });
+    }, true);
     if (inserted) {
       const row = (await repo.getAsset(this.db, this.d, id))!;
       return { row, tags: (await repo.tagsOf(this.db, [id])).get(id) ?? [], created: true };
@@ -421,14 +423,14 @@ export class AssetService {
     const row = await this.writable(viewer, id);
     const remaining = await repo.deleteAsset(this.db, id, row.hash);
     if (!deleteContent || !row.hash || remaining > 0) return;
-    const content = await repo.deleteContentIfOrphan(this.db, row.hash);
-    if (!content) return;
-    for (const logical of new Set([content.path, row.file_path])) {
-      const file = logical ? await fileHolds(this.dirs, logical, content.size) : undefined;
-      if (file) await fs.promises.rm(file, { force: true }).catch((err) => this.log.warn({ err, file }, 'asset content file could not be removed'));
-      const local = logical ? resolveLogical(this.dirs, logical) : undefined;
-      if (local && this.content) await this.content.deleteFile(local);
-    }
+    await repo.deleteContentIfOrphan(this.db, row.hash, async (content) => {
+      for (const logical of new Set([content.path, row.file_path])) {
+        const file = logical ? await fileHolds(this.dirs, logical, content.size) : undefined;
+        if (file) await fs.promises.rm(file, { force: true }).catch((err) => this.log.warn({ err, file }, 'asset content file could not be removed'));
+        const local = logical ? resolveLogical(this.dirs, logical) : undefined;
+        if (local && this.content) await this.content.deleteFile(local).catch((err) => this.log.warn({ err, file: local }, 'asset content could not be removed from the shared store'));
+      }
+    });
   }
 
   async addTags(viewer: Viewer, id: string, tags: string[]) {
