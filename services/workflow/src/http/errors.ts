@@ -36,28 +36,33 @@ export const workflowErrorStyle: ErrorStyle = {
  * string as the reference's bad requests) everywhere else.
  */
 export function frameworkErrorBodies(routes?: RouteMethods) {
-  return async (req: FastifyRequest, reply: FastifyReply, payload: unknown): Promise<unknown> => {
+  // A callback hook, not an async one: it runs on every response and almost always passes the payload on.
+  return (req: FastifyRequest, reply: FastifyReply, payload: unknown, done: (err: null, payload: unknown) => void): void => {
     const status = reply.statusCode;
+    if (status < 400 || status >= 500) return done(null, payload);
     // RFC 9110 §15.5.6 (and the reference, aiohttp): a 405 names the methods the resource answers.
     if (status === 405 && routes && !reply.hasHeader('allow')) {
       const allowed = routes.allowed(req.url.split('?')[0]!);
       if (allowed.length) reply.header('allow', allowed.join(', '));
     }
-    if (status < 400 || status >= 500 || typeof payload !== 'string' || !payload.startsWith('{"detail":')) return payload;
-    let detail: unknown;
-    try {
-      const body = JSON.parse(payload) as Record<string, unknown>;
-      if (Object.keys(body).length !== 1) return payload;
-      detail = body.detail;
-    } catch {
-      return payload;
-    }
-    if (typeof detail !== 'string') return payload;
-    const code = status === 413 ? 'payload_too_large' : status === 415 ? 'unsupported_media_type' : 'invalid_request';
-    const message = status === 413 ? 'The request body is larger than this endpoint accepts' : status === 415 ? `Unsupported Content-Type: ${String(req.headers['content-type'] ?? '').slice(0, 200)}` : detail;
-    if (/\/prompt$/.test(req.routeOptions.url ?? '')) return JSON.stringify({ error: { type: 'invalid_prompt', message, details: code, extra_info: {} }, node_errors: {} });
-    return JSON.stringify({ error: message, code, details: {} });
+    done(null, typeof payload === 'string' && payload.startsWith('{"detail":') ? reshaped(req, status, payload) : payload);
   };
+}
+
+function reshaped(req: FastifyRequest, status: number, payload: string): string {
+  let detail: unknown;
+  try {
+    const body = JSON.parse(payload) as Record<string, unknown>;
+    if (Object.keys(body).length !== 1) return payload;
+    detail = body.detail;
+  } catch {
+    return payload;
+  }
+  if (typeof detail !== 'string') return payload;
+  const code = status === 413 ? 'payload_too_large' : status === 415 ? 'unsupported_media_type' : 'invalid_request';
+  const message = status === 413 ? 'The request body is larger than this endpoint accepts' : status === 415 ? `Unsupported Content-Type: ${String(req.headers['content-type'] ?? '').slice(0, 200)}` : detail;
+  if (/\/prompt$/.test(req.routeOptions.url ?? '')) return JSON.stringify({ error: { type: 'invalid_prompt', message, details: code, extra_info: {} }, node_errors: {} });
+  return JSON.stringify({ error: message, code, details: {} });
 }
 
 /** The methods each route pattern answers (fed by an onRoute hook), for the Allow header of a 405. */
