@@ -377,6 +377,12 @@ forEachStorage('hosted runtime under hostile and concurrent clients', (storage) 
     const me = await u.http.get('/api/hub/profiles/me');
     assert.equal(me.body.username, username);
     assert.ok(['D0', 'D1'].includes(me.body.display_name));
+    // Concurrent unpublishes of one entry: one 204, the others 404.
+    const w = await u.http.post('/api/workflows', { name: 'pub', content: { nodes: [] } });
+    const pub = await u.http.post('/api/hub/workflows', { username, name: 'pub', workflow_filename: w.body.id, asset_ids: [] });
+    assert.equal(pub.status, 200, pub.text);
+    const un = await concurrently(4, (i) => on(u, i).delete(`/api/hub/workflows/${pub.body.share_id}`));
+    assert.deepEqual(statuses(un), [204, 404, 404, 404]);
   });
 
   test('an asset deleted with its content while the same bytes are uploaded again: the new asset keeps its bytes', async () => {

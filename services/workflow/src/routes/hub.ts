@@ -311,8 +311,9 @@ export function hubRoutes(app: FastifyInstance, d: HubRouteDeps): void {
     const p = principal(req);
     const r = await hub.byShareId((req.params as { share_id: string }).share_id);
     if (!r || r.workspace_id !== p.workspaceId) throw hubNotFound();
-    await hub.remove(r.share_id);
+    const removed = await hub.remove(r.share_id);
     await d.workflows.setListed(r.workflow_id, false);
+    if (!removed) throw hubNotFound();
     return noContent(reply);
   });
 

@@ -220,8 +220,10 @@ export class HubStore {
     return row;
   }
 
-  async remove(shareId: string): Promise<void> {
-    await this.db().deleteFrom('hub_workflows').where('share_id', '=', shareId).execute();
+  /** False when it was removed already (of concurrent unpublishes, one removes it). */
+  async remove(shareId: string): Promise<boolean> {
+    const r = await this.db().deleteFrom('hub_workflows').where('share_id', '=', shareId).executeTakeFirst();
+    return Number(r.numDeletedRows) > 0;
   }
 
   async setStatus(shareId: string, status: HubStatus): Promise<boolean> {
