@@ -410,4 +410,27 @@ forEachStorage('hosted runtime under hostile and concurrent clients', (storage) 
       assert.equal((await u.http.post('/api/assets/from-hash', { hash: second.body.hash, name: `c${round}.png`, tags: ['input'] })).status, 201);
     }
   });
+
+  test('previews: two assets previewing each other deleted at once, and a preview set while it is deleted, leave no 5xx and no dangling preview', async () => {
+    const u = await signupUser(srv.url, 'preview-race');
+    for (let round = 0; round < 4; round++) {
+      const x = await upload(u, `x${round}.png`);
+      const y = await upload(u, `y${round}.png`);
+      assert.equal((await u.http.put(`/api/assets/${x.id}`, { preview_id: y.id })).status, 200);
+      assert.equal((await u.http.put(`/api/assets/${y.id}`, { preview_id: x.id })).status, 200);
+      const dels = await Promise.all([on(u, 0).delete(`/api/assets/${x.id}`), on(u, 1).delete(`/api/assets/${y.id}`)]);
+      assert.deepEqual(dels.map((r) => r.status), [204, 204], dels.map((r) => r.text).join(' '));
+
+      const z = await upload(u, `z${round}.png`);
+      const w = await upload(u, `w${round}.png`);
+      const rs = await concurrently(5, (i) => (i === 2 ? on(u, i).delete(`/api/assets/${w.id}`) : on(u, i).put(`/api/assets/${z.id}`, { preview_id: w.id })));
+      for (const [i, r] of rs.entries()) {
+        assert.ok(i === 2 ? r.status === 204 : r.status === 200 || r.status === 404, `${i}: ${r.status} ${r.text}`);
+        if (r.status === 404) assert.equal(r.body.error.code, 'ASSET_NOT_FOUND');
+      }
+      const after = await u.http.get(`/api/assets/${z.id}`);
+      assert.equal(after.status, 200);
+      assert.equal(after.body.preview_id, undefined, 'no preview pointing at a deleted asset');
+    }
+  });
 });

@@ -347,16 +347,29 @@ export interface Changes {
   mimeType?: string;
 }
 
-export async function updateAsset(db: Kysely<any>, d: SqlDialect, id: string, c: Changes, now: number): Promise<void> {
+/** False when the new preview asset was deleted meanwhile (nothing is changed then). */
+export async function updateAsset(db: Kysely<any>, d: SqlDialect, id: string, c: Changes, now: number): Promise<boolean> {
   const set: Record<string, unknown> = { updated_at: now };
   if (c.name !== undefined) set.name = c.name;
   if (c.userMetadata !== undefined) set.user_metadata = d.json(c.userMetadata);
   if (c.previewId !== undefined) set.preview_id = c.previewId;
   if (c.mimeType !== undefined) set.mime_type = c.mimeType;
-  await db.transaction().execute(async (tx) => {
+  return db.transaction().execute(async (tx) => {
+    // The asset and its new preview locked in id order (as a delete locks an asset and the assets it previews):
+    // a preview deleted meanwhile is found gone instead of left as a dangling reference.
+    const held = await lockAssets(tx, c.previewId ? [id, c.previewId] : [id]);
+    if (c.previewId && !held.has(c.previewId)) return false;
     await tx.updateTable('assets').set(set).where('id', '=', id).execute();
     await bumpById(tx, [id]);
+    return true;
   });
+}
+
+/** Holds the locks of these asset rows, taken in id order (no two transactions wait on each other); the ids that exist. */
+async function lockAssets(tx: Db, ids: string[]): Promise<Set<string>> {
+  const held = new Set<string>();
+  for (const id of [...new Set(ids)].sort()) if (await lockAsset(tx, id)) held.add(id);
+  return held;
 }
 
 export async function touch(db: Db, id: string, now: number): Promise<void> {
@@ -366,8 +379,11 @@ export async function touch(db: Db, id: string, now: number): Promise<void> {
 /** Deletes a reference; returns how many references still hold its content. */
 export async function deleteAsset(db: Kysely<any>, id: string, hash: string | null): Promise<number> {
   return db.transaction().execute(async (tx) => {
-    // The asset row first, then its tags, then the generation: the order every writer of an asset takes
-    // its locks in, so a delete racing an update or a tag change of the same asset waits instead of deadlocking.
+    // The asset rows first (this one and those it is the preview of, in id order), then its tags, then the
+    // generation: the order every writer of assets takes its locks in, so a delete racing an update, a tag
+    // change or the delete of an asset previewing it waits instead of deadlocking.
+    const previewing = await tx.selectFrom('assets').select('id').where('preview_id', '=', id).execute();
+    await lockAssets(tx, [id, ...previewing.map((r) => r.id as string)]);
     const gone = await tx.deleteFrom('assets').where('id', '=', id).returning('owner').executeTakeFirst();
     await tx.deleteFrom('asset_tags').where('asset_id', '=', id).execute();
     await tx.updateTable('assets').set({ preview_id: null }).where('preview_id', '=', id).execute();

@@ -413,7 +413,9 @@ export class AssetService {
   async update(viewer: Viewer, id: string, c: { name?: string; userMetadata?: Record<string, unknown>; previewId?: string | null; mimeType?: string }): Promise<AssetRow> {
     await this.writable(viewer, id);
     const previewId = c.previewId === undefined ? undefined : await this.checkPreview(viewer, c.previewId);
-    await repo.updateAsset(this.db, this.d, id, { name: c.name, userMetadata: c.userMetadata, previewId, mimeType: c.mimeType }, Date.now());
+    if (!(await repo.updateAsset(this.db, this.d, id, { name: c.name, userMetadata: c.userMetadata, previewId, mimeType: c.mimeType }, Date.now()))) {
+      throw new AssetError(404, 'ASSET_NOT_FOUND', `Preview asset ${previewId} not found`, { preview_id: previewId });
+    }
     // Deleted by a concurrent request since the check above: gone, as for a later request.
     return this.visible(viewer, id);
   }
