@@ -81,14 +81,19 @@ export class PoolLiveness {
   hold(id: string): void {
     this.#ids.add(id);
     const c = this.#client;
-    if (c) this.#lock(c, id).catch((err) => this.#onError(err));
+    if (c) this.#lock(c, id).catch((err) => this.#failed(err));
   }
 
   /** The pool has stopped and released its jobs itself. */
   release(id: string): void {
     if (!this.#ids.delete(id)) return;
     const c = this.#client;
-    if (c) c.query('select pg_advisory_unlock($1::int4, hashtext($2::text))', [LIVENESS_LOCK_CLASS, id]).catch((err) => this.#onError(err));
+    if (c) c.query('select pg_advisory_unlock($1::int4, hashtext($2::text))', [LIVENESS_LOCK_CLASS, id]).catch((err) => this.#failed(err));
+  }
+
+  /** A lock or unlock cut short by close() is no error: the connection's end drops every lock anyway. */
+  #failed(err: unknown): void {
+    if (!this.#closed) this.#onError(err);
   }
 
   async close(): Promise<void> {
