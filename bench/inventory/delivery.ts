@@ -46,8 +46,8 @@ const { values } = parseArgs({
     // Where the receiver runs: a process of its own (default), or this process's main thread, which the plain client
     // and the service under test then share with it (its parsing and garbage land on the measured side's thread and heap).
     receiver: { type: 'string', default: 'process' },
-    // Deliveries drained untimed before each timed drain (see drain()).
-    warmup: { type: 'string', default: '2000' },
+    // Deliveries drained untimed before each timed drain (see drain()), and requests the plain client sends untimed first.
+    warmup: { type: 'string', default: '10000' },
   },
 });
 const DATABASE_URL = values['database-url'];
@@ -337,7 +337,8 @@ async function hook(url: string, rxPath: string) {
 }
 
 console.log(`machine: ${os.cpus().length} CPUs, node ${process.version}; ${DATABASE_URL ? 'PostgreSQL' : 'SQLite (synchronous=FULL)'}; receiver ${values.receiver === 'process' ? 'in a process of its own' : 'in this process'}; load average ${os.loadavg()[0]!.toFixed(1)} at start`);
-await plainClient(2000, 64); // warm-up
+// Warm-up of the same length as the service's (--warmup): both sides measured with their code compiled.
+await plainClient(WARMUP, 64);
 
 // 2. Delivery throughput: commit a backlog with workers stopped, then drain it.
 const drain = (N: number) => withApp(false, async (_app, deps, url) => {
