@@ -1,4 +1,5 @@
-import { sql, type Kysely } from 'kysely';
+import type { Kysely } from 'kysely';
+import { holdRow } from '@svc/storage';
 import { newId, randomToken, sha256 } from './secrets.ts';
 
 export type Role = 'owner' | 'admin' | 'member';
@@ -51,7 +52,7 @@ export function storable(v: unknown, max = 500): v is string {
  * a time anyway.
  */
 export async function lockWorkspace(trx: Kysely<any>, workspaceId: string): Promise<void> {
-  await trx.updateTable('id_workspaces').set({ updated_at: sql`updated_at` }).where('id', '=', workspaceId).execute();
+  await holdRow(trx, 'id_workspaces', 'id', workspaceId, 'updated_at');
 }
 
 export function normEmail(email: string): string {

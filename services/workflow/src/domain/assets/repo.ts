@@ -1,5 +1,5 @@
 import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
-import type { SqlDialect } from '@svc/storage';
+import { holdRow, type SqlDialect } from '@svc/storage';
 
 /** Plain queries over the asset tables; callers decide visibility and answer shapes. */
 
@@ -170,9 +170,8 @@ export async function insertAsset(db: Kysely<any>, d: SqlDialect, a: NewAsset, r
 }
 
 /** Holds the content row's lock for the rest of the transaction; false when there is no such row. */
-async function lockContent(tx: Db, hash: string): Promise<boolean> {
-  const r = await tx.updateTable('asset_contents').set({ hash: sql`hash` }).where('hash', '=', hash).executeTakeFirst();
-  return Number(r.numUpdatedRows) > 0;
+function lockContent(tx: Db, hash: string): Promise<boolean> {
+  return holdRow(tx, 'asset_contents', 'hash', hash);
 }
 
 /** What registering a file at a logical path must know: the content row of its hash, and the path's asset with its tags. */
@@ -418,9 +417,8 @@ export async function deleteContentIfOrphan(db: Kysely<any>, hash: string, remov
  * Holds the asset row's lock for the rest of the transaction (tag changes
  * serialise with each other and with a delete); false when it is gone.
  */
-async function lockAsset(tx: Db, id: string): Promise<boolean> {
-  const r = await tx.updateTable('assets').set({ updated_at: sql`updated_at` }).where('id', '=', id).executeTakeFirst();
-  return Number(r.numUpdatedRows) > 0;
+function lockAsset(tx: Db, id: string): Promise<boolean> {
+  return holdRow(tx, 'assets', 'id', id, 'updated_at');
 }
 
 /** Null when the asset was deleted meanwhile (no tag is added to a row that is gone). */
