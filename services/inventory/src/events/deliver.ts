@@ -129,6 +129,16 @@ function loggedJson(parts: Array<string | 0 | 1>, messageId: string, timestamp: 
   return text;
 }
 
+/** An attempt's headers as the log stores them (JSON text, signatures masked). */
+function headersText(r: AttemptRecord): string {
+  return r.headersJson ?? (r.log ? loggedJson(r.log.logParts, r.messageId!, r.timestamp!) : JSON.stringify(maskHeaders(r.headers)));
+}
+
+/** An attempt's error as it is stored: the URL's credentials masked where the message quotes it. */
+function maskedError(r: AttemptRecord): string | null {
+  return r.error && r.url ? r.error.split(r.url).join(maskUrlCached(r.url)) : (r.error ?? null);
+}
+
 /** A text element of a PostgreSQL array literal: bare when PostgreSQL reads it back as itself, else quoted. */
 function pgElement(v: string): string {
   const n = v.length;
@@ -939,7 +949,7 @@ export class DeliveryWorker {
             claimed_by: null,
             claim_expires_at: null,
             last_status_code: r.status ?? null,
-            last_error: r.error && r.url ? r.error.split(r.url).join(maskUrlCached(r.url)) : (r.error ?? null),
+            last_error: maskedError(r),
             ...(d.kind === 'postgres' ? { due_at: status === 'scheduled' ? next : null } : {}),
           })
           .where('id', '=', r.deliveryId)
@@ -981,12 +991,12 @@ export class DeliveryWorker {
           Math.round(r.durationMs * 1000) / 1000,
           r.method,
           maskUrlCached(r.url).slice(0, 8192),
-          r.headersJson ?? (r.log ? loggedJson(r.log.logParts, r.messageId!, r.timestamp!) : JSON.stringify(maskHeaders(r.headers))),
+          headersText(r),
           r.defaultBody ? '' : truncateBody(r.body),
           d.bool(r.defaultBody === true),
           r.status ?? null,
           r.responseBody ?? null,
-          r.error && r.url ? r.error.split(r.url).join(maskUrlCached(r.url)) : (r.error ?? null),
+          maskedError(r),
           d.bool(r.success),
         ]);
       }
@@ -1051,7 +1061,7 @@ export class DeliveryWorker {
         hi.push(null);
         m.push(r.method);
         u.push(maskUrlCached(r.url).slice(0, 8192));
-        h.push(r.headersJson ?? (r.log ? loggedJson(r.log.logParts, r.messageId!, r.timestamp!) : JSON.stringify(maskHeaders(r.headers))));
+        h.push(headersText(r));
         mid.push(null);
         ts.push(null);
       }
@@ -1059,7 +1069,7 @@ export class DeliveryWorker {
       bd.push(r.defaultBody === true);
       st.push(r.status ?? null);
       rb.push(r.responseBody ?? null);
-      e.push(r.error && r.url ? r.error.split(r.url).join(maskUrlCached(r.url)) : (r.error ?? null));
+      e.push(maskedError(r));
       ok.push(r.success);
     }
     if (!d.length) return;
