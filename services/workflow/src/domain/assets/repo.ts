@@ -1,5 +1,5 @@
 import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
-import { holdRow, type SqlDialect } from '@svc/storage';
+import { holdRow, isTransientStorageError, type SqlDialect } from '@svc/storage';
 
 /** Plain queries over the asset tables; callers decide visibility and answer shapes. */
 
@@ -353,7 +353,7 @@ export async function updateAsset(db: Kysely<any>, d: SqlDialect, id: string, c:
   if (c.userMetadata !== undefined) set.user_metadata = d.json(c.userMetadata);
   if (c.previewId !== undefined) set.preview_id = c.previewId;
   if (c.mimeType !== undefined) set.mime_type = c.mimeType;
-  return db.transaction().execute(async (tx) => {
+  return transactAgainOnConflict(db, async (tx) => {
     // The asset and its new preview locked in id order (as a delete locks an asset and the assets it previews):
     // a preview deleted meanwhile is found gone instead of left as a dangling reference.
     const held = await lockAssets(tx, c.previewId ? [id, c.previewId] : [id]);
@@ -362,6 +362,24 @@ export async function updateAsset(db: Kysely<any>, d: SqlDialect, id: string, c:
     await bumpById(tx, [id]);
     return true;
   });
+}
+
+/**
+ * A write transaction run again (up to three times) when the database aborted
+ * it to break a deadlock. A delete reads the assets previewing it before it
+ * locks them, so a preview set to it in between, by a request that already
+ * holds the previewing asset and waits for this one, closes a cycle that no
+ * lock order avoids; PostgreSQL aborts one side, and that side, rolled back,
+ * runs again as if it had come later.
+ */
+async function transactAgainOnConflict<T>(db: Kysely<any>, fn: (tx: Transaction<any>) => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await db.transaction().execute(fn);
+    } catch (err) {
+      if (attempt >= 3 || !isTransientStorageError(err)) throw err;
+    }
+  }
 }
 
 /** Holds the locks of these asset rows, taken in id order (no two transactions wait on each other); the ids that exist. */
@@ -377,7 +395,7 @@ export async function touch(db: Db, id: string, now: number): Promise<void> {
 
 /** Deletes a reference; returns how many references still hold its content. */
 export async function deleteAsset(db: Kysely<any>, id: string, hash: string | null): Promise<number> {
-  return db.transaction().execute(async (tx) => {
+  return transactAgainOnConflict(db, async (tx) => {
     // The asset rows first (this one and those it is the preview of, in id order), then its tags, then the
     // generation: the order every writer of assets takes its locks in, so a delete racing an update, a tag
     // change or the delete of an asset previewing it waits instead of deadlocking.
