@@ -3,6 +3,8 @@ import { compositingNodes } from './compositing.ts';
 import { imageFilterNodes } from './image-filters.ts';
 import { imageIoNodes } from './image-io.ts';
 import { imageTransformNodes } from './image-transform.ts';
+import { latentFileNodes } from './latent-files.ts';
+import { latentNodes } from './latent-nodes.ts';
 import { maskNodes } from './masks.ts';
 import { materialisingInputs } from './pending-images.ts';
 import { mathNodes } from './math-expression.ts';
@@ -24,5 +26,7 @@ export function builtinNodes(dirs: NodeEnv['dirs']): NodeDefinition[] {
     ...imageFilterNodes,
     ...maskNodes,
     ...compositingNodes,
+    ...latentNodes,
+    ...latentFileNodes(dirs),
   ].map(materialisingInputs);
 }

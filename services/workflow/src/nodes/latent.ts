@@ -1,0 +1,273 @@
+import { MaskBatch, maskPlanes, MaskPlane } from './image-types.ts';
+import { resizePlane, type UpscaleMethod } from './resample.ts';
+
+/**
+ * LATENT values. The reference passes a dict `{samples: tensor, noise_mask?,
+ * batch_index?, …}`; here it is the same plain object with a `Tensor` for the
+ * tensors: float32 samples in row-major order (torch's contiguous layout) and
+ * their shape, [B, C, H, W] for images and [B, C, T, H, W] for video models.
+ * Height and width are always the last two dimensions. A node copies the
+ * object (`{...latent}`, the reference's `samples.copy()`) and replaces the
+ * entries it changes; tensors are never modified in place once made, so
+ * cached outputs can be shared.
+ *
+ * This is the type a model layer takes and returns: `samples` is what a
+ * sampler denoises, `noise_mask` ([B, 1, H, W], pixel or latent resolution)
+ * restricts where, `batch_index` picks each item's noise seed offset.
+ */
+export class Tensor {
+  readonly shape: readonly number[];
+  constructor(
+    shape: readonly number[],
+    readonly data: Float32Array,
+  ) {
+    this.shape = Object.freeze([...shape]);
+    if (numel(shape) !== data.length) throw new Error(`a tensor of shape [${shape.join(', ')}] needs ${numel(shape)} values, got ${data.length}`);
+  }
+  get ndim(): number {
+    return this.shape.length;
+  }
+  /** Size of dimension `d` (negative counts from the end). */
+  dim(d: number): number {
+    return this.shape[d < 0 ? this.shape.length + d : d]!;
+  }
+  /** Values per item of the first dimension. */
+  get itemSize(): number {
+    return this.data.length / this.shape[0]!;
+  }
+  describe(): string {
+    return `<Tensor [${this.shape.join(', ')}]>`;
+  }
+  toJSON(): string {
+    return this.describe();
+  }
+}
+
+export interface Latent {
+  samples: Tensor;
+  noise_mask?: Tensor;
+  batch_index?: number[];
+  [key: string]: unknown;
+}
+
+/** Most values one latent tensor may hold (256 MiB of float32): bounds what a prompt can make allocate. */
+export const MAX_LATENT_VALUES = 64 * 1024 * 1024;
+
+export function numel(shape: readonly number[]): number {
+  let n = 1;
+  for (const s of shape) n *= s;
+  return n;
+}
+
+/** A zeroed tensor, after checking its shape against the limits. */
+export function zeros(shape: readonly number[]): Tensor {
+  for (const s of shape) if (!Number.isInteger(s) || s < 0) throw new RangeError(`invalid tensor shape [${shape.join(', ')}]`);
+  if (numel(shape) > MAX_LATENT_VALUES) throw new RangeError(`a latent of shape [${shape.join(', ')}] exceeds the limit of ${MAX_LATENT_VALUES} values`);
+  return new Tensor(shape, new Float32Array(numel(shape)));
+}
+
+export function isLatent(v: unknown): v is Latent {
+  return typeof v === 'object' && v !== null && (v as Latent).samples instanceof Tensor;
+}
+
+/** Items [start, start + length) of the first dimension (a view-free copy). */
+export function sliceBatch(t: Tensor, start: number, length: number): Tensor {
+  const per = t.itemSize;
+  return new Tensor([length, ...t.shape.slice(1)], t.data.slice(start * per, (start + length) * per));
+}
+
+/** torch.cat along the first dimension; the other dimensions must agree. */
+export function catBatch(parts: readonly Tensor[]): Tensor {
+  const rest = parts[0]!.shape.slice(1);
+  for (const p of parts) {
+    if (p.ndim !== rest.length + 1 || p.shape.slice(1).some((s, i) => s !== rest[i])) {
+      throw new Error(`Sizes of tensors must match except in dimension 0. Expected [${rest.join(', ')}] but got [${p.shape.slice(1).join(', ')}]`);
+    }
+  }
+  const out = zeros([parts.reduce((n, p) => n + p.shape[0]!, 0), ...rest]);
+  let o = 0;
+  for (const p of parts) {
+    out.data.set(p.data, o);
+    o += p.data.length;
+  }
+  return out;
+}
+
+/** tensor.repeat(times, 1, …): the whole batch `times` times over. */
+export function repeatBatch(t: Tensor, times: number): Tensor {
+  const out = zeros([t.shape[0]! * times, ...t.shape.slice(1)]);
+  for (let i = 0; i < times; i++) out.data.set(t.data, i * t.data.length);
+  return out;
+}
+
+/** comfy.utils.repeat_to_batch_size: the first n items, or the batch repeated and cut to n. */
+export function repeatToBatchSize(t: Tensor, n: number): Tensor {
+  const b = t.shape[0]!;
+  if (b === n) return t;
+  if (b > n) return sliceBatch(t, 0, n);
+  return sliceBatch(repeatBatch(t, Math.ceil(n / b)), 0, n);
+}
+
+/** Applies `fn` to every [H, W] plane (all leading dimensions flattened) and assembles the result. */
+export function mapPlanes(t: Tensor, fn: (plane: Float32Array, w: number, h: number, index: number) => { data: Float32Array; w: number; h: number }, checkInterrupt: () => void = () => {}): Tensor {
+  const h = t.dim(-2);
+  const w = t.dim(-1);
+  const planes = t.data.length / (w * h);
+  let out: Tensor | undefined;
+  for (let i = 0; i < planes; i++) {
+    checkInterrupt();
+    const r = fn(t.data.subarray(i * w * h, (i + 1) * w * h), w, h, i);
+    out ??= zeros([...t.shape.slice(0, -2), r.h, r.w]);
+    out.data.set(r.data, i * r.w * r.h);
+  }
+  return out ?? zeros([...t.shape.slice(0, -2), h, w]);
+}
+
+/** comfy.utils.common_upscale on a latent tensor: torch.nn.functional.interpolate per plane, or bislerp. */
+export function upscaleTensor(t: Tensor, width: number, height: number, method: UpscaleMethod | 'bislerp', crop: 'disabled' | 'center', checkInterrupt: () => void = () => {}): Tensor {
+  if (method === 'bislerp') {
+    if (crop === 'center') t = centreCropTensor(t, width, height);
+    return bislerp(t, width, height, checkInterrupt);
+  }
+  return mapPlanes(
+    t,
+    (plane, w, h) => {
+      const r = resizePlane(new MaskPlane(w, h, plane), width, height, method, crop, checkInterrupt);
+      return { data: r.data, w: r.width, h: r.height };
+    },
+    checkInterrupt,
+  );
+}
+
+function centreCropTensor(t: Tensor, width: number, height: number): Tensor {
+  const ow = t.dim(-1);
+  const oh = t.dim(-2);
+  const oldAspect = ow / oh;
+  const newAspect = width / height;
+  let x = 0;
+  let y = 0;
+  if (oldAspect > newAspect) x = Math.round((ow - ow * (newAspect / oldAspect)) / 2);
+  else if (oldAspect < newAspect) y = Math.round((oh - oh * (oldAspect / newAspect)) / 2);
+  return cropTensor(t, x, y, ow - 2 * x, oh - 2 * y);
+}
+
+/** t[..., y:y+h, x:x+w] (bounds already inside the tensor). */
+export function cropTensor(t: Tensor, x: number, y: number, w: number, h: number): Tensor {
+  if (x === 0 && y === 0 && w === t.dim(-1) && h === t.dim(-2)) return t;
+  return mapPlanes(t, (plane, pw) => {
+    const out = new Float32Array(w * h);
+    for (let r = 0; r < h; r++) out.set(plane.subarray((y + r) * pw + x, (y + r) * pw + x + w), r * w);
+    return { data: out, w, h };
+  });
+}
+
+/**
+ * comfy.utils.bislerp: separable "bilinear" resize whose interpolation is a
+ * slerp of each pixel's channel vector (width pass, then height pass), with
+ * the magnitudes interpolated linearly. Works on [N, C, H, W] (5-D tensors
+ * are folded into N first, as common_upscale does).
+ */
+function bislerp(t: Tensor, width: number, height: number, checkInterrupt: () => void): Tensor {
+  const lead = t.shape.slice(0, -3);
+  const c = t.dim(-3);
+  const n = numel(lead);
+  let h = t.dim(-2);
+  let w = t.dim(-1);
+  let cur = t.data;
+  // Width pass: for each row, out[x] = slerp(in[c1[x]], in[c2[x]], r[x]).
+  {
+    const { c1, c2, ratio } = bilinearCoords(w, width);
+    const next = new Float32Array(n * c * h * width);
+    for (let b = 0; b < n; b++) {
+      checkInterrupt();
+      for (let y = 0; y < h; y++) for (let x = 0; x < width; x++) slerpInto(cur, next, c, b * c * h * w + y * w + c1[x]!, b * c * h * w + y * w + c2[x]!, h * w, b * c * h * width + y * width + x, h * width, ratio[x]!);
+    }
+    cur = next;
+    w = width;
+  }
+  {
+    const { c1, c2, ratio } = bilinearCoords(h, height);
+    const next = new Float32Array(n * c * height * w);
+    for (let b = 0; b < n; b++) {
+      checkInterrupt();
+      for (let y = 0; y < height; y++) for (let x = 0; x < w; x++) slerpInto(cur, next, c, b * c * h * w + c1[y]! * w + x, b * c * h * w + c2[y]! * w + x, h * w, b * c * height * w + y * w + x, height * w, ratio[y]!);
+    }
+    cur = next;
+    h = height;
+  }
+  if (numel([...lead, c, h, w]) > MAX_LATENT_VALUES) throw new RangeError('latent too large');
+  return new Tensor([...lead, c, h, w], cur);
+}
+
+/** generate_bilinear_data: torch's bilinear sample positions of an index ramp (half-pixel centres, clamped). */
+function bilinearCoords(inSize: number, outSize: number) {
+  const c1 = new Int32Array(outSize);
+  const c2 = new Int32Array(outSize);
+  const ratio = new Float32Array(outSize);
+  const scale = Math.fround(inSize / outSize);
+  for (let i = 0; i < outSize; i++) {
+    const real = Math.max(0, Math.fround(scale * (i + 0.5) - 0.5));
+    const f = Math.min(Math.floor(real), inSize - 1);
+    const next = f < inSize - 1;
+    c1[i] = f;
+    ratio[i] = next ? Math.fround(real - f) : 0;
+    c2[i] = Math.min(f + 1, inSize - 1);
+  }
+  return { c1, c2, ratio };
+}
+
+/** One slerp of the channel vectors at offsets a and b (channel stride `sa`) into `out` at o (stride `so`). */
+function slerpInto(src: Float32Array, out: Float32Array, c: number, a: number, b: number, sa: number, o: number, so: number, r: number): void {
+  let na = 0;
+  let nb = 0;
+  for (let k = 0; k < c; k++) {
+    na += src[a + k * sa]! ** 2;
+    nb += src[b + k * sa]! ** 2;
+  }
+  na = Math.sqrt(na);
+  nb = Math.sqrt(nb);
+  let dot = 0;
+  for (let k = 0; k < c; k++) dot += (na === 0 ? 0 : src[a + k * sa]! / na) * (nb === 0 ? 0 : src[b + k * sa]! / nb);
+  if (dot > 1 - 1e-5) {
+    for (let k = 0; k < c; k++) out[o + k * so] = src[a + k * sa]!;
+    return;
+  }
+  if (dot < 1e-5 - 1) {
+    for (let k = 0; k < c; k++) out[o + k * so] = src[a + k * sa]! * (1 - r) + src[b + k * sa]! * r;
+    return;
+  }
+  const omega = Math.acos(dot);
+  const s = Math.sin(omega);
+  const wa = Math.sin((1 - r) * omega) / s;
+  const wb = Math.sin(r * omega) / s;
+  const mag = na * (1 - r) + nb * r;
+  for (let k = 0; k < c; k++) out[o + k * so] = (wa * (na === 0 ? 0 : src[a + k * sa]! / na) + wb * (nb === 0 ? 0 : src[b + k * sa]! / nb)) * mag;
+}
+
+/** A MASK as the [B, 1, H, W] tensor SetLatentNoiseMask stores. */
+export function maskTensor(mask: MaskBatch): Tensor {
+  const planes = maskPlanes(mask);
+  const { width: w, height: h } = planes[0]!;
+  const t = zeros([planes.length, 1, h, w]);
+  planes.forEach((p, i) => {
+    if (p.width !== w || p.height !== h) throw new Error('the masks of a batch differ in size');
+    t.data.set(p.data, i * w * h);
+  });
+  return t;
+}
+
+/** Per-item vector norm over dimension 1 (channels): shape [B, 1, …rest]. */
+export function channelNorm(t: Tensor): Float32Array {
+  const b = t.shape[0]!;
+  const c = t.shape[1]!;
+  const rest = t.data.length / (b * c);
+  const out = new Float32Array(b * rest);
+  for (let i = 0; i < b; i++) {
+    for (let j = 0; j < rest; j++) {
+      let s = 0;
+      for (let k = 0; k < c; k++) s += t.data[(i * c + k) * rest + j]! ** 2;
+      out[i * rest + j] = Math.sqrt(s);
+    }
+  }
+  return out;
+}
