@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { createHttpServer, type ServiceConfig } from '@svc/kernel';
 import { createQueue, type JobQueue } from '@svc/queue';
+import { installAppendSlash } from './api/append-slash.ts';
 import { ApiConventions } from './api/conventions.ts';
 import { netboxErrorStyle } from './api/errors.ts';
 import { installResponseShaping } from './api/shape.ts';
@@ -61,6 +62,7 @@ export async function buildApp(cfg: ServiceConfig, opts: BuildOptions = {}): Pro
       },
     });
     installJsonBodyParser(app);
+    installAppendSlash(app);
     const conventions = new ApiConventions();
     conventions.install(app);
     installResponseShaping(app);

@@ -6,6 +6,7 @@ import type { Errors } from './validate.ts';
 import { normaliseMac } from './values.ts';
 import { hexKey, parseNet } from './ip.ts';
 import { NETBOX_FILTERS, NETBOX_LOOKUPS } from './netbox-filters.ts';
+import { DEVICE_STATUS } from './choices.ts';
 
 export type Query = Record<string, string | string[] | undefined>;
 type Cond = RawBuilder<unknown>;
@@ -121,25 +122,27 @@ async function relatedFilter(ctx: ReadCtx, m: ModelDef, f: ExtraFilter, q: Query
     const key = `${f.name}${suffix}`;
     const vals = values(q, key);
     if (!vals.length) continue;
-    let ids: number[];
+    // django-filter's null_value: `null` among the values also matches objects without the relation.
+    const withNull = vals.includes('null');
+    const given = vals.filter((v) => v !== 'null');
+    let ids: number[] = [];
     if (f.kind === 'fk_id') {
-      const nums = vals.filter((v) => v !== 'null');
-      const bad = nums.find((v) => !/^\d{1,16}$/.test(v.trim()));
+      const bad = given.find((v) => !/^\d{1,16}$/.test(v.trim()));
       if (bad !== undefined) {
         (errors[key] ??= []).push(invalidChoice(bad));
         continue;
       }
-      const found = await existingIds(ctx, target.table, 'id', nums.map(Number));
-      const missing = nums.find((v) => !found.has(String(Number(v))));
+      const found = await existingIds(ctx, target.table, 'id', given.map(Number));
+      const missing = given.find((v) => !found.has(String(Number(v))));
       if (missing !== undefined) {
         (errors[key] ??= []).push(invalidChoice(missing));
         continue;
       }
-      ids = nums.map(Number);
-    } else {
-      const rows = await ctx.db.selectFrom(target.table).select(['id', `${f.attribute!} as v`]).where(f.attribute!, 'in', vals).execute();
+      ids = given.map(Number);
+    } else if (given.length) {
+      const rows = await ctx.db.selectFrom(target.table).select(['id', `${f.attribute!} as v`]).where(f.attribute!, 'in', given).execute();
       const found = new Set(rows.map((r) => String(r.v)));
-      const missing = vals.find((v) => !found.has(v));
+      const missing = given.find((v) => !found.has(v));
       if (missing !== undefined) {
         (errors[key] ??= []).push(invalidChoice(missing));
         continue;
@@ -147,11 +150,25 @@ async function relatedFilter(ctx: ReadCtx, m: ModelDef, f: ExtraFilter, q: Query
       ids = rows.map((r) => Number(r.id));
     }
     if (f.subtree) ids = await subtreeIds(ctx, target.table, ids);
+    const steps = [...(f.through ?? [])].reverse();
     let set: Cond = ids.length ? sql`(${sql.join(ids)})` : sql`(select null where 1 = 0)`;
-    for (const step of [...(f.through ?? [])].reverse()) set = sql`(select id from ${sql.table(step.table)} where ${sql.ref(step.column)} in ${set})`;
-    const c = sql`${col(m.table, f.column!)} in ${set}`;
-    // Django's exclude() keeps the rows whose column is empty.
-    conds.push(negate ? sql`(${col(m.table, f.column!)} is null or not ${c})` : c);
+    for (const step of steps) set = sql`(select id from ${sql.table(step.table)} where ${sql.ref(step.column)} in ${set})`;
+    const parts: Cond[] = [];
+    if (ids.length) parts.push(sql`${col(m.table, f.column!)} in ${set}`);
+    if (withNull) {
+      // The relation is empty at the last hop: directly on this table, or on the row a `through` chain reaches.
+      if (!steps.length) parts.push(sql`${col(m.table, f.column!)} is null`);
+      else {
+        let nulls: Cond = sql`(select id from ${sql.table(steps[0]!.table)} where ${sql.ref(steps[0]!.column)} is null)`;
+        for (const step of steps.slice(1)) nulls = sql`(select id from ${sql.table(step.table)} where ${sql.ref(step.column)} in ${nulls})`;
+        parts.push(sql`${col(m.table, f.column!)} in ${nulls}`);
+      }
+    }
+    const c = parts.length ? sql`(${sql.join(parts, sql` or `)})` : sql`1 = 0`;
+    // Django's exclude() keeps the rows whose column is empty, unless `null` itself is excluded.
+    if (!negate) conds.push(c);
+    else if (withNull && !steps.length) conds.push(sql`(${col(m.table, f.column!)} is not null and not ${c})`);
+    else conds.push(sql`(${col(m.table, f.column!)} is null or not ${c})`);
   }
 }
 
@@ -176,10 +193,108 @@ async function subtreeIds(ctx: ReadCtx, table: string, roots: number[]): Promise
   return [...seen];
 }
 
+/** NetBox's interface kinds (`kind=`): virtual and wireless types; physical is every other type. */
+const VIRTUAL_IFACE_TYPES = ['virtual', 'bridge', 'lag'];
+const WIRELESS_IFACE_TYPES = ['ieee802.11a', 'ieee802.11g', 'ieee802.11n', 'ieee802.11ac', 'ieee802.11ad', 'ieee802.11ax', 'ieee802.11ay', 'ieee802.11be', 'ieee802.15.1', 'other-wireless'];
+
+/** Interfaces of the named devices (a device's own; virtual chassis are not modelled, so no member adds more). */
+function interfacesOfDevices(devices: Cond): Cond {
+  return sql`(select id from dcim_interface where device_id in ${devices})`;
+}
+
 /** Model-specific filters that follow a relation through another table. */
-function customFilter(m: ModelDef, f: ExtraFilter, q: Query, errors: Errors, conds: Cond[]): void {
+async function customFilter(ctx: ReadCtx, m: ModelDef, f: ExtraFilter, q: Query, errors: Errors, conds: Cond[]): Promise<void> {
   const vals = values(q, f.name);
   if (!vals.length) return;
+  const key0 = `${m.key}.${f.name}`;
+  switch (key0) {
+    case 'interface.virtual_chassis_member_id':
+    case 'interface.virtual_chassis_member_or_master_id': {
+      const ids = parseNumbers(vals, f.name, errors);
+      if (ids) conds.push(inList(col(m.table, 'device_id'), ids));
+      return;
+    }
+    case 'interface.virtual_chassis_member':
+    case 'interface.virtual_chassis_member_or_master':
+      conds.push(sql`${col(m.table, 'device_id')} in (select id from dcim_device where ${inList(sql.ref('name'), vals)})`);
+      return;
+    case 'interface.device_status': {
+      const bad = vals.find((v) => !DEVICE_STATUS.some((c) => c.value === v));
+      if (bad !== undefined) (errors[f.name] ??= []).push(invalidChoice(bad));
+      else conds.push(sql`${col(m.table, 'device_id')} in (select id from dcim_device where ${inList(sql.ref('status'), vals)})`);
+      return;
+    }
+    case 'interface.kind': {
+      const kind = vals[0]!.trim().toLowerCase();
+      const t = col(m.table, 'type');
+      if (kind === 'physical') conds.push(sql`not ${inList(t, [...VIRTUAL_IFACE_TYPES, ...WIRELESS_IFACE_TYPES])}`);
+      else if (kind === 'virtual') conds.push(inList(t, VIRTUAL_IFACE_TYPES));
+      else if (kind === 'wireless') conds.push(inList(t, WIRELESS_IFACE_TYPES));
+      else conds.push(sql`1 = 0`);
+      return;
+    }
+    case 'interface.vlan_id':
+    case 'interface.vlan': {
+      const v = vals[0]!.trim();
+      if (!v) return;
+      if (!/^\d{1,9}$/.test(v)) {
+        // NetBox compares with an integer column; a value that is not one matches nothing.
+        conds.push(sql`1 = 0`);
+        return;
+      }
+      const n = Number(v);
+      const vlans = f.name === 'vlan_id' ? sql`(${n})` : sql`(select id from ipam_vlan where vid = ${n})`;
+      conds.push(
+        sql`(${col(m.table, 'untagged_vlan_id')} in ${vlans} or ${col(m.table, 'id')} in (select interface_id from dcim_interface_tagged_vlans where vlan_id in ${vlans}))`,
+      );
+      return;
+    }
+    case 'ipaddress.mask_length':
+    case 'ipaddress.mask_length__gte':
+    case 'ipaddress.mask_length__lte': {
+      const nums = parseNumbers(vals, f.name, errors);
+      if (!nums) return;
+      const address = col(m.table, 'address');
+      // The digits after the slash of the stored `address/len`, in SQL both storages share.
+      const len = sql`cast(substr(${address}, length(rtrim(${address}, '0123456789')) + 1) as integer)`;
+      if (f.name === 'mask_length') conds.push(inList(len, nums));
+      else conds.push(sql`${len} ${sql.raw(f.name.endsWith('gte') ? '>=' : '<=')} ${nums[0]!}`);
+      return;
+    }
+    case 'ipaddress.assigned_object_type':
+      conds.push(inList(col(m.table, 'assigned_object_type'), vals.map((v) => v.trim().toLowerCase())));
+      return;
+    case 'ipaddress.device': {
+      const ifaces = interfacesOfDevices(sql`(select id from dcim_device where ${inList(sql.ref('name'), vals)})`);
+      conds.push(sql`(${col(m.table, 'assigned_object_type')} = 'dcim.interface' and ${col(m.table, 'assigned_object_id')} in ${ifaces})`);
+      return;
+    }
+    case 'ipaddress.interface': {
+      // A ModelMultipleChoiceFilter by name: every name must be some interface's.
+      const rows = await ctx.db.selectFrom('dcim_interface').select('name').distinct().where('name', 'in', vals).execute();
+      const found = new Set(rows.map((r) => String(r.name)));
+      const missing = vals.find((v) => !found.has(v));
+      if (missing !== undefined) (errors[f.name] ??= []).push(invalidChoice(missing));
+      else conds.push(sql`(${col(m.table, 'assigned_object_type')} = 'dcim.interface' and ${col(m.table, 'assigned_object_id')} in (select id from dcim_interface where ${inList(sql.ref('name'), vals)}))`);
+      return;
+    }
+    case 'ipaddress.assigned': {
+      const b = parseBool(vals[0]!);
+      if (b === true) conds.push(sql`(${col(m.table, 'assigned_object_type')} is not null or ${col(m.table, 'assigned_object_id')} is not null)`);
+      if (b === false) conds.push(sql`(${col(m.table, 'assigned_object_type')} is null and ${col(m.table, 'assigned_object_id')} is null)`);
+      return;
+    }
+    case 'ipaddress.present_in_vrf_id':
+    case 'ipaddress.present_in_vrf': {
+      // A ModelChoiceFilter: one VRF, by id or by RD. Route targets are not modelled, so "present" is "in".
+      const v = vals[vals.length - 1]!.trim();
+      const attr = f.name === 'present_in_vrf_id' ? 'id' : 'rd';
+      const row = attr === 'id' && !/^\d{1,16}$/.test(v) ? undefined : await ctx.db.selectFrom('ipam_vrf').select('id').where(attr, '=', attr === 'id' ? Number(v) : v).executeTakeFirst();
+      if (!row) (errors[f.name] ??= []).push('Select a valid choice. That choice is not one of the available choices.');
+      else conds.push(sql`${col(m.table, 'vrf_id')} = ${Number(row.id)}`);
+      return;
+    }
+  }
   if (f.name === 'assigned_to_interface') {
     const b = parseBool(vals[0]!);
     if (b === true) conds.push(sql`${col(m.table, 'assigned_object_type')} = 'dcim.interface'`);
@@ -296,7 +411,7 @@ export async function buildFilters(ctx: ReadCtx, m: ModelDef, q: Query): Promise
   for (const f of m.extraFilters ?? []) {
     if (f.kind === 'fk_id' || f.kind === 'fk_slug') await relatedFilter(ctx, m, f, q, errors, conds);
     else if (f.kind === 'int') numericFilters(m.table, f.column!, f.name, q, errors, conds);
-    else if (f.kind === 'custom') customFilter(m, f, q, errors, conds);
+    else if (f.kind === 'custom') await customFilter(ctx, m, f, q, errors, conds);
   }
   const search = values(q, 'q')[0]?.trim();
   if (search) conds.push(sql`(${sql.join(m.search.map((c) => ilike(`${m.table}.${c}`, `%${likeEscape(search)}%`)), sql` or `)})`);
