@@ -12,7 +12,9 @@ export async function runService(name: string, cfg: ServiceConfig, build: (cfg: 
   applyHttpTimeouts(app.server, cfg.httpTimeouts ?? httpTimeoutsFrom(cfg.flags));
   const address = await app.listen({ port: cfg.port, host: cfg.host });
   const storage = cfg.databaseUrl ? 'postgresql' : `sqlite (${cfg.dataDir})`;
-  process.stdout.write(`${name} listening on ${address}  [storage: ${storage}; docs: ${address}/docs]\n`);
+  // Under npm start (scripts/start-all.mjs, an IPC channel) the supervisor prints one banner for all services.
+  if (process.send && process.env.SVC_SUPERVISED === '1') process.send({ type: 'listening', name, url: address, storage });
+  else process.stdout.write(`${name} listening on ${address}  [storage: ${storage}; docs: ${address}/docs]\n`);
   onShutdown(async () => {
     await app.close();
   });
@@ -27,10 +29,15 @@ export function onShutdown(fn: () => Promise<void>): void {
   handlers.push(fn);
   if (installed) return;
   installed = true;
-  let closing = false;
+  let closing = 0;
   const stop = (signal: string) => {
-    if (closing) process.exit(1);
-    closing = true;
+    // npm forwards a terminal's Ctrl-C that the process group got as well: a
+    // repeat within a second is that echo, a later one forces the exit.
+    if (closing) {
+      if (Date.now() - closing > 1000) process.exit(1);
+      return;
+    }
+    closing = Date.now();
     process.stderr.write(`received ${signal}, shutting down\n`);
     const all = handlers;
     handlers = [];
