@@ -4,7 +4,7 @@
  * module instead of transpiling every file through tsx's loader thread: the
  * process starts faster and carries no second JavaScript heap.
  *
- *   node scripts/run-service.mjs <service> [flags…]
+ *   node scripts/run-service.mjs <service>[:<entry>] [flags…]
  *
  * Every `import.meta.dirname`/`filename`/`url` keeps naming the original
  * source file, so files read relative to a module are found as under tsx.
@@ -42,14 +42,40 @@ const BUNDLED_DEPENDENCIES = ['fastify', 'kysely', 'ws', 'pino', 'ajv-formats', 
 // starts worker threads from files beside it; optional native parts of ws.
 const KEEP_EXTERNAL = ['thread-stream', 'bufferutil', 'utf-8-validate'];
 
-/** Bundles services/<name>/src/main.ts into services/<name>/.build/main.mjs when it is stale; returns its path. */
-export async function bundleService(name) {
-  const entry = path.join(root, 'services', name, 'src', 'main.ts');
-  const out = path.join(root, 'services', name, '.build', 'main.mjs');
-  const sources = Math.max(newestMtime(path.join(root, 'services', name, 'src')), newestMtime(path.join(root, 'packages')), fs.statSync(path.join(root, 'package.json')).mtimeMs);
+/** `inventory` → services/inventory/src/main.ts; `inventory:worker-main` → services/inventory/src/worker-main.ts. */
+function entryOf(name) {
+  const [service, file = 'main'] = name.split(':');
+  return { service, source: path.join(root, 'services', service, 'src', `${file}.ts`), out: path.join(root, 'services', service, '.build', `${file}.mjs`) };
+}
+
+/** Whether the bundle of `name` is missing or older than a source file of its service or of packages/. */
+export function bundleIsStale(name) {
+  const { service, out } = entryOf(name);
+  const sources = Math.max(newestMtime(path.join(root, 'services', service, 'src')), newestMtime(path.join(root, 'packages')), fs.statSync(path.join(root, 'package.json')).mtimeMs);
   const built = fs.statSync(out, { throwIfNoEntry: false })?.mtimeMs ?? 0;
-  if (built > sources) return out;
-  const { build } = await import('esbuild');
+  return built <= sources;
+}
+
+let esbuild;
+
+/**
+ * Ends esbuild's service process. esbuild keeps one child process alive
+ * after a build for the next one; a running server must not carry it.
+ */
+export async function stopBundler() {
+  if (esbuild) await esbuild.stop();
+  esbuild = undefined;
+}
+
+/**
+ * Bundles services/<service>/src/<entry>.ts (`<service>` alone: main.ts) into
+ * services/<service>/.build/<entry>.mjs when it is stale; returns its path.
+ */
+export async function bundleService(name) {
+  const { source: entry, out } = entryOf(name);
+  if (!bundleIsStale(name)) return out;
+  esbuild ??= await import('esbuild');
+  const { build } = esbuild;
   const pkg = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8'));
   // Pure-JavaScript packages loaded at start-up go into the bundle: Node
   // resolves, reads and compiles one file instead of hundreds (kysely alone is
@@ -110,11 +136,18 @@ export async function bundleService(name) {
 
 if (process.argv[1] && path.resolve(process.argv[1]) === import.meta.filename) {
   const name = process.argv[2];
-  if (!name || !fs.existsSync(path.join(root, 'services', name ?? '', 'src', 'main.ts'))) {
-    console.error('usage: node scripts/run-service.mjs <service> [flags…]');
+  if (!name || !/^[a-z][a-z0-9-]*(:[a-z][a-z0-9-]*)?$/.test(name) || !fs.existsSync(entryOf(name).source)) {
+    console.error('usage: node scripts/run-service.mjs <service>[:<entry>] [flags…]   (entry: a file in services/<service>/src, default main)');
     process.exit(2);
   }
   const bundle = await bundleService(name);
+  // The workflow service starts its execution threads (worker_threads) from a bundle of their own entry.
+  if (name.split(':')[0] === 'workflow') globalThis.__workflowExecutionThread = await bundleService('workflow:threads/execution-thread');
+  await stopBundler();
+  // Under a supervisor (scripts/start-all.mjs) the IPC channel to it closes
+  // when it dies, however it dies: shut down as on SIGTERM, so no orphan keeps
+  // serving a port. The kernel reports 'listening' over the same channel.
+  if (process.channel && process.env.SVC_SUPERVISED === '1') process.on('disconnect', () => process.kill(process.pid, 'SIGTERM'));
   // The service reads its own flags from process.argv.slice(2).
   process.argv.splice(2, 1);
   await import(pathToFileURL(bundle).href);
