@@ -46,7 +46,7 @@ function existingImage(dirs: NodeEnv['dirs'], name: unknown): string | undefined
 }
 
 /** An image LoadImage may open for this caller: a file of its input folder, or an output/temp file its scope lets it read. */
-async function readableImage(scope: NodeScope, name: unknown): Promise<string | undefined> {
+export async function readableImage(scope: NodeScope, name: unknown): Promise<string | undefined> {
   const file = existingImage(scope.dirs, name);
   if (!file || !scope.canRead) return file;
   const { name: rel, type } = parseAnnotated(name as string, 'input');
@@ -80,7 +80,7 @@ function fileDigest(file: string): string {
 }
 
 /** IS_CHANGED of a loaded image: its content hash; a file outside the input folder behind a read check always re-runs. */
-function imageChanged(scope: NodeScope, name: unknown): unknown {
+export function imageChanged(scope: NodeScope, name: unknown): unknown {
   if (scope.canRead && typeof name === 'string' && parseAnnotated(name, 'input').type !== 'input') return NaN;
   const file = existingImage(scope.dirs, name);
   return file ? fileDigest(file) : NaN;

@@ -1,10 +1,13 @@
 import type { NodeDefinition, NodeEnv } from './api.ts';
+import { animatedSaveNodes } from './animated-save.ts';
 import { compositingNodes } from './compositing.ts';
+import { imageExtraNodes } from './image-extras.ts';
 import { imageFilterNodes } from './image-filters.ts';
 import { imageIoNodes } from './image-io.ts';
 import { imageTransformNodes } from './image-transform.ts';
 import { latentFileNodes } from './latent-files.ts';
 import { latentNodes } from './latent-nodes.ts';
+import { loadImageOutputNodes } from './load-image-output.ts';
 import { maskNodes } from './masks.ts';
 import { materialisingInputs } from './pending-images.ts';
 import { mathNodes } from './math-expression.ts';
@@ -26,6 +29,9 @@ export function builtinNodes(dirs: NodeEnv['dirs']): NodeDefinition[] {
     ...imageFilterNodes,
     ...maskNodes,
     ...compositingNodes,
+    ...imageExtraNodes,
+    ...animatedSaveNodes,
+    ...loadImageOutputNodes(dirs),
     ...latentNodes,
     ...latentFileNodes(dirs),
   ].map(materialisingInputs);

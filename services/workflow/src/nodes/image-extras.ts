@@ -1,0 +1,425 @@
+import type { NodeContext, NodeDefinition } from './api.ts';
+import { Frame, ImageBatch, MaskBatch, MaskPlane, maskPlanes, toByte } from './image-types.ts';
+import { resizeFrame, resizePlane } from './resample.ts';
+import { combo, IMAGE_IN, MASK_IN, v3 } from './schema.ts';
+import { torchRandnStream } from './torch-random.ts';
+
+/**
+ * Image nodes of comfy_extras whose reference computes with torch/kornia:
+ * ImageAddNoise (nodes_images), Morphology, ImageRGBToYUV, ImageYUVToRGB
+ * (nodes_morphology), PorterDuffImageComposite (nodes_compositing) and Canny
+ * (nodes_canny). Pixels are read as the reference's float32 values (byte /
+ * 255), computed in float32 where the order of operations matters, and
+ * written back as the nearest byte.
+ */
+
+const f32 = Math.fround;
+
+function pyError(message: string, pyType: string): Error {
+  return Object.assign(new Error(message), { pyType });
+}
+
+function* eachFrame(images: ImageBatch, ctx: NodeContext): Generator<Frame> {
+  for (const f of images.frames) {
+    ctx.checkInterrupt();
+    yield f;
+  }
+}
+
+/** ImageAddNoise: clip(image + strength · torch.randn(image.size()) with manual_seed(seed), 0, 1). */
+function addNoise(images: ImageBatch, seed: number, strength: number, ctx: NodeContext): ImageBatch {
+  const total = images.frames.reduce((n, f) => n + f.data.length, 0);
+  const noise = torchRandnStream(seed, total);
+  const s = f32(strength);
+  const out: Frame[] = [];
+  for (const f of eachFrame(images, ctx)) {
+    const data = Buffer.alloc(f.data.length);
+    for (let i = 0; i < data.length; i++) {
+      const v = f32(f32(f.data[i]! / 255) + f32(s * noise()));
+      data[i] = toByte(v);
+    }
+    out.push(new Frame(f.width, f.height, f.channels, data));
+  }
+  return new ImageBatch(out);
+}
+
+/**
+ * Running min or max over windows [i - k//2, i - k//2 + k) clipped to the
+ * line, for every line of one channel (kornia's flat square kernel with its
+ * geodesic border: samples outside the image never win). Separable, so rows
+ * then columns; a monotonic deque makes it O(1) per sample for any k.
+ */
+function extremeFilter(src: Uint8Array, w: number, h: number, c: number, k: number, max: boolean, ctx: NodeContext): Uint8Array {
+  const before = Math.floor(k / 2);
+  const after = k - before - 1;
+  const better = max ? (a: number, b: number) => a >= b : (a: number, b: number) => a <= b;
+  const pass = (inp: Uint8Array, out: Uint8Array, lines: number, len: number, lineStride: number, step: number) => {
+    const dq = new Int32Array(len);
+    for (let line = 0; line < lines; line++) {
+      if ((line & 63) === 63) ctx.checkInterrupt();
+      for (let ch = 0; ch < c; ch++) {
+        const base = line * lineStride + ch;
+        let head = 0;
+        let tail = 0;
+        let next = 0;
+        for (let i = 0; i < len; i++) {
+          const hi = Math.min(len - 1, i + after);
+          while (next <= hi) {
+            const v = inp[base + next * step]!;
+            while (tail > head && better(v, inp[base + dq[tail - 1]! * step]!)) tail--;
+            dq[tail++] = next++;
+          }
+          while (dq[head]! < i - before) head++;
+          out[base + i * step] = inp[base + dq[head]! * step]!;
+        }
+      }
+    }
+  };
+  const tmp = new Uint8Array(src.length);
+  pass(src, tmp, h, w, w * c, c);
+  const out = new Uint8Array(src.length);
+  pass(tmp, out, w, h, c, w * c);
+  return out;
+}
+
+const MORPH_OPS = ['erode', 'dilate', 'open', 'close', 'gradient', 'bottom_hat', 'top_hat'] as const;
+
+function morphology(f: Frame, op: string, k: number, ctx: NodeContext): Frame {
+  const { width: w, height: h, channels: c } = f;
+  const src = new Uint8Array(f.data.buffer, f.data.byteOffset, f.data.length);
+  const erode = (d: Uint8Array) => extremeFilter(d, w, h, c, k, false, ctx);
+  const dilate = (d: Uint8Array) => extremeFilter(d, w, h, c, k, true, ctx);
+  let out: Uint8Array;
+  const diff = (a: Uint8Array, b: Uint8Array) => a.map((v, i) => v - b[i]!);
+  if (op === 'erode') out = erode(src);
+  else if (op === 'dilate') out = dilate(src);
+  else if (op === 'open') out = dilate(erode(src));
+  else if (op === 'close') out = erode(dilate(src));
+  else if (op === 'gradient') out = diff(dilate(src), erode(src));
+  else if (op === 'top_hat') out = diff(src, dilate(erode(src)));
+  else if (op === 'bottom_hat') out = diff(erode(dilate(src)), src);
+  else throw pyError(`Invalid operation ${op} for morphology. Must be one of 'erode', 'dilate', 'open', 'close', 'gradient', 'tophat', 'bottomhat'`, 'ValueError');
+  return new Frame(w, h, c, Buffer.from(out.buffer, out.byteOffset, out.length));
+}
+
+/** kornia.color.rgb_to_ycbcr of one frame: Y, Cb, Cr each as a grey RGB frame. */
+function rgbToYuv(f: Frame): [Frame, Frame, Frame] {
+  if (f.channels !== 3) throw pyError(`Input size must have a shape of (*, 3, H, W). Got torch.Size([1, ${f.channels}, ${f.height}, ${f.width}])`, 'ValueError');
+  const n = f.width * f.height;
+  const planes = [Buffer.alloc(n * 3), Buffer.alloc(n * 3), Buffer.alloc(n * 3)] as const;
+  for (let i = 0; i < n; i++) {
+    const r = f32(f.data[i * 3]! / 255);
+    const g = f32(f.data[i * 3 + 1]! / 255);
+    const b = f32(f.data[i * 3 + 2]! / 255);
+    const y = f32(f32(f32(f32(0.299) * r) + f32(f32(0.587) * g)) + f32(f32(0.114) * b));
+    const cb = f32(f32(f32(b - y) * f32(0.564)) + 0.5);
+    const cr = f32(f32(f32(r - y) * f32(0.713)) + 0.5);
+    const vals = [toByte(y), toByte(cb), toByte(cr)];
+    for (let p = 0; p < 3; p++) planes[p].fill(vals[p]!, i * 3, i * 3 + 3);
+  }
+  return planes.map((d) => new Frame(f.width, f.height, 3, d)) as [Frame, Frame, Frame];
+}
+
+/** ImageYUVToRGB: the channel means of Y, U and V, through kornia.color.ycbcr_to_rgb. */
+function yuvToRgb(Y: Frame, U: Frame, V: Frame): Frame {
+  for (const f of [U, V]) {
+    if (f.width !== Y.width || f.height !== Y.height) throw pyError(`Sizes of tensors must match except in dimension 3. Expected size ${Y.height}x${Y.width} but got size ${f.height}x${f.width}`, 'RuntimeError');
+  }
+  const n = Y.width * Y.height;
+  const mean = (f: Frame, i: number) => {
+    let s = 0;
+    for (let k = 0; k < f.channels; k++) s = f32(s + f32(f.data[i * f.channels + k]! / 255));
+    return f32(s / f.channels);
+  };
+  const out = Buffer.alloc(n * 3);
+  for (let i = 0; i < n; i++) {
+    const y = mean(Y, i);
+    const cb = f32(mean(U, i) - 0.5);
+    const cr = f32(mean(V, i) - 0.5);
+    out[i * 3] = toByte(f32(y + f32(f32(1.403) * cr)));
+    out[i * 3 + 1] = toByte(f32(f32(y - f32(f32(0.714) * cr)) - f32(f32(0.344) * cb)));
+    out[i * 3 + 2] = toByte(f32(y + f32(f32(1.773) * cb)));
+  }
+  return new Frame(Y.width, Y.height, 3, out);
+}
+
+const PORTER_DUFF_MODES = ['ADD', 'CLEAR', 'DARKEN', 'DST', 'DST_ATOP', 'DST_IN', 'DST_OUT', 'DST_OVER', 'LIGHTEN', 'MULTIPLY', 'OVERLAY', 'SCREEN', 'SRC', 'SRC_ATOP', 'SRC_IN', 'SRC_OUT', 'SRC_OVER', 'XOR'] as const;
+
+/** porter_duff_composite for one premultiplied sample: [out_image, out_alpha] (alphas are 1 - mask). */
+function porterDuff(mode: string, s: number, sa: number, d: number, da: number): [number, number] {
+  switch (mode) {
+    case 'ADD':
+      return [Math.min(1, Math.max(0, s + d)), Math.min(1, Math.max(0, sa + da))];
+    case 'CLEAR':
+      return [0, 0];
+    case 'DARKEN':
+      return [(1 - da) * s + (1 - sa) * d + Math.min(s, d), sa + da - sa * da];
+    case 'DST':
+      return [d, da];
+    case 'DST_ATOP':
+      return [sa * d + (1 - da) * s, sa];
+    case 'DST_IN':
+      return [d * sa, sa * da];
+    case 'DST_OUT':
+      return [(1 - sa) * d, (1 - sa) * da];
+    case 'DST_OVER':
+      return [d + (1 - da) * s, da + (1 - da) * sa];
+    case 'LIGHTEN':
+      return [(1 - da) * s + (1 - sa) * d + Math.max(s, d), sa + da - sa * da];
+    case 'MULTIPLY':
+      return [s * d, sa * da];
+    case 'OVERLAY':
+      return [2 * d < da ? 2 * s * d : sa * da - 2 * (da - s) * (sa - d), sa + da - sa * da];
+    case 'SCREEN':
+      return [s + d - s * d, sa + da - sa * da];
+    case 'SRC':
+      return [s, sa];
+    case 'SRC_ATOP':
+      return [da * s + (1 - sa) * d, da];
+    case 'SRC_IN':
+      return [s * da, sa * da];
+    case 'SRC_OUT':
+      return [(1 - da) * s, (1 - da) * sa];
+    case 'SRC_OVER':
+      return [s + (1 - sa) * d, sa + (1 - sa) * da];
+    case 'XOR':
+      return [(1 - da) * s + (1 - sa) * d, (1 - da) * sa + (1 - sa) * da];
+    default:
+      throw pyError(`'${mode}'`, 'KeyError');
+  }
+}
+
+async function porterDuffComposite(source: ImageBatch, sourceAlpha: MaskBatch, destination: ImageBatch, destinationAlpha: MaskBatch, mode: string, ctx: NodeContext): Promise<[ImageBatch, MaskBatch]> {
+  const sa = maskPlanes(sourceAlpha);
+  const da = maskPlanes(destinationAlpha);
+  const n = Math.min(source.frames.length, sa.length, destination.frames.length, da.length);
+  const images: Frame[] = [];
+  const masks: MaskPlane[] = [];
+  for (let i = 0; i < n; i++) {
+    ctx.checkInterrupt();
+    let src = source.frames[i]!;
+    const dst = destination.frames[i]!;
+    if (src.channels !== dst.channels) throw pyError('', 'AssertionError');
+    let dAlpha = da[i]!;
+    let sAlpha = sa[i]!;
+    const w = dst.width;
+    const h = dst.height;
+    // The reference's resizes: bicubic with a centre crop, to the destination's size.
+    if (dAlpha.width !== w || dAlpha.height !== h) dAlpha = resizePlane(dAlpha, w, h, 'bicubic', 'center', () => ctx.checkInterrupt());
+    if (src.width !== w || src.height !== h) src = await resizeFrame(src, w, h, 'bicubic', 'center', () => ctx.checkInterrupt());
+    if (sAlpha.width !== dAlpha.width || sAlpha.height !== dAlpha.height) sAlpha = resizePlane(sAlpha, dAlpha.width, dAlpha.height, 'bicubic', 'center', () => ctx.checkInterrupt());
+    const c = dst.channels;
+    const px = w * h;
+    const out = Buffer.alloc(px * c);
+    const outMask = new Float32Array(px);
+    for (let p = 0; p < px; p++) {
+      const a1 = f32(1 - sAlpha.data[p]!);
+      const a2 = f32(1 - dAlpha.data[p]!);
+      let alpha = 0;
+      for (let ch = 0; ch < c; ch++) {
+        const [img, al] = porterDuff(mode, f32(f32(src.data[p * c + ch]! / 255) * a1), a1, f32(f32(dst.data[p * c + ch]! / 255) * a2), a2);
+        alpha = f32(al);
+        const v = alpha > 1e-5 ? f32(f32(img) / alpha) : 0;
+        out[p * c + ch] = toByte(v);
+      }
+      outMask[p] = f32(1 - alpha);
+    }
+    images.push(new Frame(w, h, c, out));
+    masks.push(new MaskPlane(w, h, outMask));
+  }
+  if (n === 0) throw pyError('stack expects a non-empty TensorList', 'RuntimeError');
+  return [new ImageBatch(images), new MaskBatch(masks)];
+}
+
+/** Index reflected at the edges without repeating them (torch's 'reflect' padding). */
+function reflect(i: number, n: number): number {
+  if (i < 0) return -i;
+  if (i >= n) return 2 * (n - 1) - i;
+  return i;
+}
+
+/**
+ * kornia.filters.canny with ComfyUI's arguments (5×5 Gaussian, σ = 1,
+ * hysteresis on): grey (0.299, 0.587, 0.114), blur with reflected borders,
+ * Sobel gradients with replicated borders, non-maximum suppression along the
+ * gradient rounded to 45°, double threshold, and hysteresis (weak pixels
+ * 8-connected through weak pixels to a strong one become edges, the fixed
+ * point kornia's iteration reaches).
+ */
+function canny(f: Frame, low: number, high: number, ctx: NodeContext): Frame {
+  const { width: w, height: h, channels: c } = f;
+  if (c !== 3) throw pyError(`Given groups=1, weight of size [8, 1, 3, 3], expected input[1, ${c}, ${h}, ${w}] to have 1 channels, but got ${c} channels instead`, 'RuntimeError');
+  if (w <= 2 || h <= 2) throw pyError(`Padding size should be less than the corresponding input dimension, but got: padding (2, 2) at dimension ${w <= 2 ? 3 : 2} of input [1, 1, ${h}, ${w}]`, 'RuntimeError');
+  const n = w * h;
+  const grey = new Float32Array(n);
+  const wr = f32(0.299);
+  const wg = f32(0.587);
+  const wb = f32(0.114);
+  for (let i = 0; i < n; i++) grey[i] = f32(f32(f32(wr * f32(f.data[i * c]! / 255)) + f32(wg * f32(f.data[i * c + 1]! / 255))) + f32(wb * f32(f.data[i * c + 2]! / 255)));
+  // Gaussian taps: exp(-x²/2) at x = -2..2, normalised (float32 as kornia's).
+  const g = [-2, -1, 0, 1, 2].map((x) => f32(Math.exp(f32(-(x * x) / 2))));
+  const gs = f32(f32(f32(f32(g[0]! + g[1]!) + g[2]!) + g[3]!) + g[4]!);
+  const taps = g.map((v) => f32(v / gs));
+  const tmp = new Float32Array(n);
+  for (let y = 0; y < h; y++) {
+    for (let x = 0; x < w; x++) {
+      let s = 0;
+      for (let t = 0; t < 5; t++) s = f32(s + f32(taps[t]! * grey[y * w + reflect(x + t - 2, w)]!));
+      tmp[y * w + x] = s;
+    }
+  }
+  const blurred = new Float32Array(n);
+  for (let y = 0; y < h; y++) {
+    for (let x = 0; x < w; x++) {
+      let s = 0;
+      for (let t = 0; t < 5; t++) s = f32(s + f32(taps[t]! * tmp[reflect(y + t - 2, h) * w + x]!));
+      blurred[y * w + x] = s;
+    }
+  }
+  ctx.checkInterrupt();
+  const at = (x: number, y: number) => blurred[Math.min(h - 1, Math.max(0, y)) * w + Math.min(w - 1, Math.max(0, x))]!;
+  const mag = new Float32Array(n);
+  const dir = new Int8Array(n);
+  for (let y = 0; y < h; y++) {
+    for (let x = 0; x < w; x++) {
+      const gx = f32(f32(f32(at(x + 1, y - 1) - at(x - 1, y - 1)) + f32(2 * f32(at(x + 1, y) - at(x - 1, y)))) + f32(at(x + 1, y + 1) - at(x - 1, y + 1)));
+      const gy = f32(f32(f32(at(x - 1, y + 1) - at(x - 1, y - 1)) + f32(2 * f32(at(x, y + 1) - at(x, y - 1)))) + f32(at(x + 1, y + 1) - at(x + 1, y - 1)));
+      mag[y * w + x] = f32(Math.sqrt(f32(f32(f32(gx * gx) + f32(gy * gy)) + f32(1e-6))));
+      const a45 = roundHalfEven(f32(f32(Math.atan2(gy, gx)) * f32(4 / Math.PI)));
+      dir[y * w + x] = ((a45 % 8) + 8) % 8;
+    }
+  }
+  // Neighbour offsets of kornia's NMS kernels 0..7: right, down-right, down, down-left, left, up-left, up, up-right.
+  const DX = [1, 1, 0, -1, -1, -1, 0, 1];
+  const DY = [0, 1, 1, 1, 0, -1, -1, -1];
+  const m = (x: number, y: number) => (x < 0 || y < 0 || x >= w || y >= h ? 0 : mag[y * w + x]!);
+  const lo = f32(low);
+  const hi = f32(high);
+  const state = new Uint8Array(n); // 0 none, 1 weak, 2 strong
+  for (let y = 0; y < h; y++) {
+    for (let x = 0; x < w; x++) {
+      const i = y * w + x;
+      const p = dir[i]!;
+      const q = (p + 4) % 8;
+      const v = mag[i]!;
+      const isMax = Math.min(f32(v - m(x + DX[p]!, y + DY[p]!)), f32(v - m(x + DX[q]!, y + DY[q]!))) > 0;
+      const s = isMax ? v : 0;
+      state[i] = s > hi ? 2 : s > lo ? 1 : 0;
+    }
+  }
+  ctx.checkInterrupt();
+  const stack: number[] = [];
+  for (let i = 0; i < n; i++) if (state[i] === 2) stack.push(i);
+  while (stack.length > 0) {
+    const i = stack.pop()!;
+    const x = i % w;
+    const y = (i - x) / w;
+    for (let k = 0; k < 8; k++) {
+      const nx = x + DX[k]!;
+      const ny = y + DY[k]!;
+      if (nx < 0 || ny < 0 || nx >= w || ny >= h) continue;
+      const j = ny * w + nx;
+      if (state[j] === 1) {
+        state[j] = 2;
+        stack.push(j);
+      }
+    }
+  }
+  const out = Buffer.alloc(n * 3);
+  for (let i = 0; i < n; i++) if (state[i] === 2) out.fill(255, i * 3, i * 3 + 3);
+  return new Frame(w, h, 3, out);
+}
+
+function roundHalfEven(x: number): number {
+  const r = Math.round(x);
+  return Math.abs(x % 1) === 0.5 && r % 2 !== 0 ? r - 1 : r;
+}
+
+export const imageExtraNodes: NodeDefinition[] = [
+  ...v3('comfy_extras.nodes_images', [
+    {
+      name: 'ImageAddNoise',
+      category: 'image',
+      searchAliases: ['film grain'],
+      inputs: {
+        required: {
+          image: IMAGE_IN,
+          seed: ['INT', { default: 0, min: 0, max: 0xffffffffffffffff, control_after_generate: true, tooltip: 'The random seed used for creating the noise.' }],
+          strength: ['FLOAT', { default: 0.5, min: 0.0, max: 1.0, step: 0.01 }],
+        },
+      },
+      outputs: ['IMAGE'],
+      execute: ({ image, seed, strength }, ctx) => [addNoise(image as ImageBatch, seed, strength, ctx)],
+    },
+  ]),
+  ...v3('comfy_extras.nodes_morphology', [
+    {
+      name: 'Morphology',
+      displayName: 'ImageMorphology',
+      category: 'image/postprocessing',
+      inputs: { required: { image: IMAGE_IN, operation: combo(MORPH_OPS), kernel_size: ['INT', { default: 3, min: 3, max: 999, step: 1 }] } },
+      outputs: ['IMAGE'],
+      execute: ({ image, operation, kernel_size }, ctx) => [new ImageBatch([...eachFrame(image as ImageBatch, ctx)].map((f) => morphology(f, operation, kernel_size, ctx)))],
+    },
+    {
+      name: 'ImageRGBToYUV',
+      category: 'image/batch',
+      inputs: { required: { image: IMAGE_IN } },
+      outputs: ['IMAGE', 'IMAGE', 'IMAGE'],
+      outputNames: ['Y', 'U', 'V'],
+      execute: ({ image }, ctx) => {
+        const parts = [...eachFrame(image as ImageBatch, ctx)].map(rgbToYuv);
+        return [0, 1, 2].map((k) => new ImageBatch(parts.map((p) => p[k]!)));
+      },
+    },
+    {
+      name: 'ImageYUVToRGB',
+      category: 'image/batch',
+      inputs: { required: { Y: IMAGE_IN, U: IMAGE_IN, V: IMAGE_IN } },
+      outputs: ['IMAGE'],
+      execute: ({ Y, U, V }) => {
+        const [y, u, v] = [Y, U, V] as ImageBatch[];
+        if (u!.frames.length !== y!.frames.length || v!.frames.length !== y!.frames.length) {
+          throw pyError(`Sizes of tensors must match except in dimension 3. Expected size ${y!.frames.length} but got size ${u!.frames.length !== y!.frames.length ? u!.frames.length : v!.frames.length}`, 'RuntimeError');
+        }
+        return [new ImageBatch(y!.frames.map((f, i) => yuvToRgb(f, u!.frames[i]!, v!.frames[i]!)))];
+      },
+    },
+  ]),
+  ...v3('comfy_extras.nodes_compositing', [
+    {
+      name: 'PorterDuffImageComposite',
+      displayName: 'Porter-Duff Image Composite',
+      category: 'mask/compositing',
+      inputs: {
+        required: {
+          source: IMAGE_IN,
+          source_alpha: MASK_IN,
+          destination: IMAGE_IN,
+          destination_alpha: MASK_IN,
+          mode: combo(PORTER_DUFF_MODES, { default: 'DST' }),
+        },
+      },
+      outputs: ['IMAGE', 'MASK'],
+      execute: ({ source, source_alpha, destination, destination_alpha, mode }, ctx) => porterDuffComposite(source, source_alpha, destination, destination_alpha, mode, ctx),
+    },
+  ]),
+  ...v3('comfy_extras.nodes_canny', [
+    {
+      name: 'Canny',
+      category: 'image/preprocessors',
+      inputs: {
+        required: {
+          image: IMAGE_IN,
+          low_threshold: ['FLOAT', { default: 0.4, min: 0.01, max: 0.99, step: 0.01 }],
+          high_threshold: ['FLOAT', { default: 0.8, min: 0.01, max: 0.99, step: 0.01 }],
+        },
+      },
+      outputs: ['IMAGE'],
+      execute: ({ image, low_threshold, high_threshold }, ctx) => {
+        if (low_threshold > high_threshold) throw pyError(`Invalid input thresholds. low_threshold should be smaller than the high_threshold. Got: ${low_threshold}>${high_threshold}`, 'Exception');
+        return [new ImageBatch([...eachFrame(image as ImageBatch, ctx)].map((f) => canny(f, low_threshold, high_threshold, ctx)))];
+      },
+    },
+  ]),
+];
