@@ -1,6 +1,7 @@
 import type { NodeDefinition, NodeEnv } from './api.ts';
 import { animatedSaveNodes } from './animated-save.ts';
 import { compositingNodes } from './compositing.ts';
+import { emptyLatentNodes } from './empty-latents.ts';
 import { imageExtraNodes } from './image-extras.ts';
 import { imageFilterNodes } from './image-filters.ts';
 import { imageIoNodes } from './image-io.ts';
@@ -14,6 +15,7 @@ import { mathNodes } from './math-expression.ts';
 import { previewAnyNodes } from './preview-any.ts';
 import { primitiveNodes } from './primitives.ts';
 import { regexNodes } from './regex.ts';
+import { sigmaNodes } from './sigmas.ts';
 import { stringNodes } from './strings.ts';
 
 /** Every built-in node family (nodes that read pixels get IMAGE inputs with their pixels made: see pending-images.ts). */
@@ -34,5 +36,7 @@ export function builtinNodes(dirs: NodeEnv['dirs']): NodeDefinition[] {
     ...loadImageOutputNodes(dirs),
     ...latentNodes,
     ...latentFileNodes(dirs),
+    ...emptyLatentNodes,
+    ...sigmaNodes,
   ].map(materialisingInputs);
 }

@@ -1,0 +1,115 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { after, before, test } from 'node:test';
+import { forEachStorage } from '@svc/testkit';
+import { Tensor } from '../src/nodes/latent.ts';
+import { sigmaNodes } from '../src/nodes/sigmas.ts';
+import { startWorkflow } from './helpers.ts';
+import { run, type Server } from './nodes-helpers.ts';
+
+/** Calls a SIGMAS node's function directly (pure: no context needed). */
+function call(name: string, inputs: Record<string, unknown>): number[][] {
+  const def = sigmaNodes.find((n) => n.name === name)!;
+  const out = def.execute(inputs, {} as never) as Tensor[];
+  return out.map((t) => [...t.data]);
+}
+
+function close(actual: number[], expected: number[], what: string, rel = 2e-6): void {
+  assert.equal(actual.length, expected.length, `${what}: length`);
+  expected.forEach((e, i) => assert.ok(Math.abs(actual[i]! - e) <= rel * Math.max(1e-3, Math.abs(e)), `${what}[${i}]: ${actual[i]} vs ${e}`));
+}
+
+const lin = (a: number, b: number, n: number) => Array.from({ length: n }, (_, i) => (n === 1 ? a : a + ((b - a) * i) / (n - 1)));
+
+test('k-diffusion schedules: the reference formulas (float32)', () => {
+  const [smax, smin] = [14.614642, 0.0291675];
+  close(call('KarrasScheduler', { steps: 20, sigma_max: smax, sigma_min: smin, rho: 7 })[0]!, [...lin(0, 1, 20).map((r) => (smax ** (1 / 7) + r * (smin ** (1 / 7) - smax ** (1 / 7))) ** 7), 0], 'karras');
+  close(call('ExponentialScheduler', { steps: 10, sigma_max: smax, sigma_min: smin })[0]!, [...lin(Math.log(smax), Math.log(smin), 10).map(Math.exp), 0], 'exponential');
+  close(call('PolyexponentialScheduler', { steps: 7, sigma_max: smax, sigma_min: smin, rho: 2 })[0]!, [...lin(1, 0, 7).map((r) => Math.exp(r ** 2 * (Math.log(smax) - Math.log(smin)) + Math.log(smin))), 0], 'polyexponential');
+  close(call('VPScheduler', { steps: 5, beta_d: 19.9, beta_min: 0.1, eps_s: 0.001 })[0]!, [...lin(1, 0.001, 5).map((t) => Math.sqrt(Math.expm1((19.9 * t * t) / 2 + 0.1 * t))), 0], 'vp', 1e-5);
+  const lap = lin(0, 1, 9).map((x) => Math.min(smax, Math.max(smin, Math.exp(0 - 0.5 * Math.sign(0.5 - x) * Math.log(1 - 2 * Math.abs(0.5 - x) + 1e-5)))));
+  close(call('LaplaceScheduler', { steps: 9, sigma_max: smax, sigma_min: smin, mu: 0, beta: 0.5 })[0]!, lap, 'laplace (no trailing zero)', 1e-5);
+  close(call('KarrasScheduler', { steps: 1, sigma_max: 2, sigma_min: 1, rho: 7 })[0]!, [2, 0], 'one step');
+});
+
+test('sigma tools: split, split by denoise, flip, set first, extend', () => {
+  const s = new Tensor([5], Float32Array.from([8, 4, 2, 1, 0]));
+  assert.deepEqual(call('SplitSigmas', { sigmas: s, step: 2 }), [[8, 4, 2], [2, 1, 0]]);
+  assert.deepEqual(call('SplitSigmas', { sigmas: s, step: 10 }), [[8, 4, 2, 1, 0], []]);
+  // steps 4, denoise 0.5 → 2: sigmas[:-2], sigmas[-3:].
+  assert.deepEqual(call('SplitSigmasDenoise', { sigmas: s, denoise: 0.5 }), [[8, 4, 2], [2, 1, 0]]);
+  // denoise 0: sigmas[:-0] is empty in Python.
+  assert.deepEqual(call('SplitSigmasDenoise', { sigmas: s, denoise: 0 }), [[], [0]]);
+  // round(4 · 0.375) = round(1.5) = 2 (half to even).
+  assert.deepEqual(call('SplitSigmasDenoise', { sigmas: s, denoise: 0.375 })[1], [2, 1, 0]);
+  assert.deepEqual(call('FlipSigmas', { sigmas: s }), [[0.0001, 1, 2, 4, 8].map(Math.fround)]);
+  assert.deepEqual(call('SetFirstSigma', { sigmas: s, sigma: 136 }), [[136, 4, 2, 1, 0]]);
+  // Linear, 2 sub-steps: one midpoint inserted after each sigma inside [end, start].
+  assert.deepEqual(call('ExtendIntermediateSigmas', { sigmas: s, steps: 2, start_at_sigma: -1, end_at_sigma: 2, spacing: 'linear' }), [[8, 6, 4, 3, 2, 1.5, 1, 0]]);
+  const cos = call('ExtendIntermediateSigmas', { sigmas: new Tensor([2], Float32Array.from([4, 0])), steps: 3, start_at_sigma: -1, end_at_sigma: 0, spacing: 'cosine' })[0]!;
+  close(cos, [4, 4 - 4 * Math.sin(Math.PI / 6), 4 - 4 * Math.sin(Math.PI / 3), 0], 'cosine spacing');
+});
+
+forEachStorage('workflow sigma and empty-latent nodes over HTTP', (storage) => {
+  let srv: Server;
+  before(async () => {
+    srv = await startWorkflow(storage);
+  });
+  after(async () => {
+    await srv.close();
+  });
+
+  test('object_info lists them with the reference schemas; a schedule runs in a prompt', async () => {
+    const info = (await srv.http.get('/object_info')).body;
+    for (const n of ['KarrasScheduler', 'ExponentialScheduler', 'PolyexponentialScheduler', 'LaplaceScheduler', 'VPScheduler']) {
+      assert.equal(info[n].category, 'sampling/custom_sampling/schedulers', n);
+      assert.equal(info[n].python_module, 'comfy_extras.nodes_custom_sampler', n);
+      assert.deepEqual(info[n].output, ['SIGMAS'], n);
+    }
+    assert.deepEqual(info.KarrasScheduler.input.required.sigma_max, ['FLOAT', { default: 14.614642, min: 0.0, max: 5000.0, step: 0.01, round: false }]);
+    assert.deepEqual(info.SplitSigmas.output_name, ['high_sigmas', 'low_sigmas']);
+    assert.equal(info.ExtendIntermediateSigmas.category, 'sampling/custom_sampling/sigmas');
+    assert.deepEqual(info.ExtendIntermediateSigmas.input.required.spacing, [['linear', 'cosine', 'sine']]);
+    assert.deepEqual(info.StableCascade_EmptyLatentImage.output_name, ['stage_c', 'stage_b']);
+    assert.equal(info.EmptySD3LatentImage.python_module, 'comfy_extras.nodes_sd3');
+    assert.equal(info.EmptyHunyuanLatentVideo.python_module, 'comfy_extras.nodes_hunyuan');
+    const r = await run(srv, {
+      k: { class_type: 'KarrasScheduler', inputs: { steps: 4, sigma_max: 10, sigma_min: 0.1, rho: 7 } },
+      sp: { class_type: 'SplitSigmas', inputs: { sigmas: ['k', 0], step: 1 } },
+      show: { class_type: 'PreviewAny', inputs: { source: ['sp', 1] } },
+    });
+    assert.equal(r.error, undefined, JSON.stringify(r.error));
+    assert.deepEqual(r.outputs.show.text, [JSON.stringify('<Tensor [4]>')]);
+  });
+
+  test('empty latents of the model families have the reference shapes; oversized ones fail clearly', async () => {
+    const shapes: Array<[string, Record<string, unknown>, number[], number?]> = [
+      ['EmptySD3LatentImage', { width: 1024, height: 512, batch_size: 2 }, [2, 16, 64, 128]],
+      ['EmptyHunyuanLatentVideo', { width: 848, height: 480, length: 25, batch_size: 1 }, [1, 16, 7, 60, 106]],
+      ['EmptyHunyuanImageLatent', { width: 2048, height: 1024, batch_size: 1 }, [1, 64, 32, 64]],
+      ['EmptyMochiLatentVideo', { width: 848, height: 480, length: 25, batch_size: 1 }, [1, 12, 5, 60, 106]],
+      ['EmptyLTXVLatentVideo', { width: 768, height: 512, length: 97, batch_size: 1 }, [1, 128, 13, 16, 24]],
+      ['EmptyCosmosLatentVideo', { width: 1280, height: 704, length: 121, batch_size: 1 }, [1, 16, 16, 88, 160]],
+      ['StableCascade_EmptyLatentImage', { width: 1024, height: 1024, compression: 42, batch_size: 1 }, [1, 16, 24, 24]],
+      ['StableCascade_EmptyLatentImage', { width: 1024, height: 1024, compression: 42, batch_size: 1 }, [1, 4, 256, 256], 1],
+      ['EmptyLatentAudio', { seconds: 47.6, batch_size: 1 }, [1, 64, 1024]],
+      ['EmptyAceStepLatentAudio', { seconds: 120, batch_size: 1 }, [1, 8, 16, 1291]],
+      ['EmptyChromaRadianceLatentImage', { width: 64, height: 32, batch_size: 1 }, [1, 3, 32, 64]],
+      ['EmptyLatentHunyuan3Dv2', { resolution: 3072, batch_size: 1 }, [1, 64, 3072]],
+    ];
+    for (const [cls, inputs, shape, slot] of shapes) {
+      const prefix = `e/${randomUUID().slice(0, 8)}`;
+      const r = await run(srv, { e: { class_type: cls, inputs }, s: { class_type: 'SaveLatent', inputs: { samples: ['e', slot ?? 0], filename_prefix: prefix } } });
+      assert.equal(r.error, undefined, `${cls}: ${JSON.stringify(r.error)}`);
+      const item = r.outputs.s.latents[0];
+      const buf = fs.readFileSync(path.join(srv.cfg.dataDir, 'output', item.subfolder, item.filename));
+      const header = JSON.parse(buf.subarray(8, 8 + Number(buf.readBigUInt64LE(0))).toString());
+      assert.deepEqual(header.latent_tensor.shape, shape, cls);
+    }
+    const big = await run(srv, { e: { class_type: 'EmptyLatentImage', inputs: { width: 16384, height: 16384, batch_size: 64 } }, s: { class_type: 'SaveLatent', inputs: { samples: ['e', 0], filename_prefix: 'big' } } });
+    assert.equal(big.error?.exception_type, 'RangeError');
+    assert.match(big.error?.exception_message, /exceeds the limit/);
+  });
+});
