@@ -1,0 +1,129 @@
+import { it } from 'node:test';
+import assert from 'node:assert/strict';
+import { Honcho, NotFoundError, ConflictError, UnprocessableEntityError } from '@honcho-ai/sdk';
+import { forEachStorage } from '@svc/testkit';
+import { uniq, useServer } from '../helpers.ts';
+
+/**
+ * Today's Honcho TypeScript SDK (@honcho-ai/sdk, pinned in the root
+ * package.json) driven against the service over real HTTP.
+ */
+const wsName = (p: string) => uniq(p).replace(/[^a-zA-Z0-9_-]/g, '_');
+
+forEachStorage('memory v3 through @honcho-ai/sdk', (storage) => {
+  const s = useServer(storage);
+  const honcho = (workspaceId = wsName('ws')) => new Honcho({ baseURL: s.url, apiKey: 'test-key', workspaceId, maxRetries: 0 } as any);
+
+  it('workspaces: get-or-create, metadata, configuration, list, delete', async () => {
+    const id = wsName('ws');
+    const h = honcho(id);
+    assert.deepEqual(await h.getMetadata(), {});
+    await h.setMetadata({ team: 'a', n: 1 });
+    assert.deepEqual(await h.getMetadata(), { team: 'a', n: 1 });
+    await h.setConfiguration({ reasoning: { enabled: false } } as any);
+    const conf: any = await h.getConfiguration();
+    assert.equal(conf.reasoning?.enabled, false);
+    const ids = await (await h.workspaces({ filters: { id } })).toArray();
+    assert.deepEqual(ids, [id]);
+    const byMeta = await (await h.workspaces({ filters: { metadata: { team: 'a' }, id: { in: [id, 'nope'] } } })).toArray();
+    assert.deepEqual(byMeta, [id]);
+    await h.deleteWorkspace(id);
+    await waitFor(async () => (await (await h.workspaces({ filters: { id } })).toArray()).length === 0);
+  });
+
+  it('peers: get-or-create with metadata and configuration, list with filters, sessions of a peer', async () => {
+    const h = honcho();
+    const alice = await h.peer('alice', { metadata: { role: 'user', age: 30 } });
+    assert.equal(alice.id, 'alice');
+    assert.deepEqual(alice.metadata, { role: 'user', age: 30 });
+    const bob = await h.peer('bob', { metadata: { role: 'assistant', age: 2 } });
+    await bob.setMetadata({ role: 'assistant', age: 3 });
+    assert.deepEqual(await bob.getMetadata(), { role: 'assistant', age: 3 });
+    await alice.setConfiguration({ observeMe: false } as any);
+    const pc: any = await alice.getConfiguration();
+    assert.equal(pc.observeMe ?? pc.observe_me, false);
+    const all = await (await h.peers()).toArray();
+    assert.deepEqual(all.map((p) => p.id).sort(), ['alice', 'bob']);
+    const older = await (await h.peers({ filters: { metadata: { age: { gte: 10 } } } })).toArray();
+    assert.deepEqual(older.map((p) => p.id), ['alice']);
+    const session = await h.session('chat1');
+    await session.addPeers([alice, bob]);
+    const sessions = await (await alice.sessions()).toArray();
+    assert.deepEqual(sessions.map((x) => x.id), ['chat1']);
+  });
+
+  it('sessions: peers with config, messages, filters, get/update message, clone, delete', async () => {
+    const h = honcho();
+    const alice = await h.peer('alice');
+    const bob = await h.peer('bob');
+    const session = await h.session('s1', { metadata: { topic: 'cats' } });
+    await session.addPeers([alice, [bob, { observeOthers: true }]] as any);
+    const members = await session.peers();
+    assert.deepEqual(members.map((p) => p.id).sort(), ['alice', 'bob']);
+    const cfg: any = await session.getPeerConfiguration(bob);
+    assert.equal(cfg.observeOthers ?? cfg.observe_others, true);
+    await session.setPeerConfiguration(alice, { observeMe: false } as any);
+    const cfgA: any = await session.getPeerConfiguration('alice');
+    assert.equal(cfgA.observeMe ?? cfgA.observe_me, false);
+
+    const created = await session.addMessages([
+      alice.message('I adopted a cat named Miso', { metadata: { mood: 'happy', n: 1 } }),
+      bob.message('What colour is Miso?', { metadata: { n: 2 } }),
+      alice.message('Orange, like a pumpkin', { metadata: { n: 3 } }),
+    ]);
+    assert.equal(created.length, 3);
+    assert.deepEqual(created.map((m) => m.peerId), ['alice', 'bob', 'alice']);
+    assert.ok(created.every((m) => m.tokenCount > 0 && m.sessionId === 's1' && typeof m.id === 'string'));
+
+    const listed = await (await session.messages()).toArray();
+    assert.deepEqual(listed.map((m) => m.id), created.map((m) => m.id));
+    const fromAlice = await (await session.messages({ filters: { peer_id: 'alice' } })).toArray();
+    assert.equal(fromAlice.length, 2);
+    const big = await (await session.messages({ filters: { metadata: { n: { gt: 1 } } } })).toArray();
+    assert.deepEqual(big.map((m) => m.metadata.n), [2, 3]);
+    const rev = await (await session.messages({ reverse: true } as any)).toArray();
+    assert.deepEqual(rev.map((m) => m.id), created.map((m) => m.id).reverse());
+
+    const one = await session.getMessage(created[1]!.id);
+    assert.equal(one.content, 'What colour is Miso?');
+    const upd = await session.updateMessage(created[1]!, { edited: true });
+    assert.deepEqual(upd.metadata, { edited: true });
+
+    const clone = await session.clone(created[1]!.id);
+    assert.notEqual(clone.id, 's1');
+    const cloned = await (await clone.messages()).toArray();
+    assert.deepEqual(cloned.map((m) => m.content), created.slice(0, 2).map((m) => m.content));
+
+    await session.removePeers([bob]);
+    assert.deepEqual((await session.peers()).map((p) => p.id), ['alice']);
+    await session.setPeers([bob]);
+    assert.deepEqual((await session.peers()).map((p) => p.id), ['bob']);
+
+    await session.setMetadata({ topic: 'dogs' });
+    assert.deepEqual(await session.getMetadata(), { topic: 'dogs' });
+    const listedSessions = await (await h.sessions({ filters: { metadata: { topic: 'dogs' } } })).toArray();
+    assert.deepEqual(listedSessions.map((x) => x.id), ['s1']);
+
+    await session.delete();
+    // The rest goes in the background deletion job.
+    await waitFor(() => session.getMessage(created[0]!.id).then(() => false, (e) => e instanceof NotFoundError));
+    assert.deepEqual((await (await h.sessions()).toArray()).map((x) => x.id), [clone.id]);
+  });
+
+  it('errors arrive as the SDK error classes', async () => {
+    const h = honcho();
+    const session = await h.session('s1');
+    await assert.rejects(session.getMessage('nope'), NotFoundError);
+    await assert.rejects((async () => (await h.sessions({ filters: { bogus: 1 } })).toArray())(), UnprocessableEntityError);
+    await assert.rejects(h.deleteWorkspace(h.workspaceId), ConflictError);
+  });
+});
+
+async function waitFor(cond: () => Promise<boolean>, timeoutMs = 15000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    if (await cond()) return;
+    if (Date.now() > end) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
