@@ -151,4 +151,5 @@ if (process.argv[1] && path.resolve(process.argv[1]) === import.meta.filename) {
   // The service reads its own flags from process.argv.slice(2).
   process.argv.splice(2, 1);
   await import(pathToFileURL(bundle).href);
+  if (process.channel && process.env.SVC_SUPERVISED === '1') process.send({ type: 'ready' });
 }

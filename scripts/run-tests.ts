@@ -1,5 +1,5 @@
 /**
- * `npm test`: every *.test.ts under packages/<name>/test and services/<name>/test, run by
+ * `npm test`: every *.test.ts under packages/<name>/test, services/<name>/test and test/, run by
  * node's test runner with tsx. Arguments narrow the run to paths containing
  * them (`npm test -- memory`). Says plainly when the PostgreSQL half is skipped.
  */
@@ -22,8 +22,10 @@ function findTests(dir: string): string[] {
 const root = path.resolve(import.meta.dirname, '..');
 const filters = process.argv.slice(2).filter((a) => !a.startsWith('-'));
 const extra = process.argv.slice(2).filter((a) => a.startsWith('-'));
+// test/ at the root holds what spans the services: npm start, the docs of all of them.
 const files = ['packages', 'services']
   .flatMap((top) => fs.readdirSync(path.join(root, top)).map((d) => path.join(root, top, d, 'test')))
+  .concat(path.join(root, 'test'))
   .flatMap(findTests)
   .map((f) => path.relative(root, f))
   .filter((f) => filters.length === 0 || filters.some((x) => f.includes(x)))

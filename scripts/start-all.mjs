@@ -175,7 +175,7 @@ async function main() {
   const env = { ...process.env, SVC_SUPERVISED: '1' };
   // Request logs are off under npm start unless asked for (a LOG_REQUESTS in the environment is kept).
   if (values['log-requests']) env.LOG_REQUESTS = '1';
-  else if (env.LOG_REQUESTS === undefined) env.LOG_REQUESTS = '0';
+  else if (!env.LOG_REQUESTS) env.LOG_REQUESTS = '0';
 
   const state = new Map();
   let stopping = false;
@@ -191,6 +191,7 @@ async function main() {
     args.push(...extra[s.name]);
     const child = spawn(process.execPath, args, { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe', 'ipc'], detached: true });
     st.child = child;
+    st.listening = null;
     st.startedAt = Date.now();
     let output = '';
     const format = logFormatter(s.name, { pretty });
@@ -213,9 +214,11 @@ async function main() {
     pipe(child.stderr, process.stderr);
     child.on('message', (m) => {
       if (m?.type === 'listening') {
-        st.info = { url: m.url, storage: m.storage };
-        st.backoffMs = st.restarts > 0 && Date.now() - st.startedAt > 60_000 ? 1000 : st.backoffMs;
-        if (started) process.stdout.write(`${s.name} is back at ${m.url}\n`);
+        st.listening = { url: m.url, storage: m.storage };
+      } else if (m?.type === 'ready' && st.listening) {
+        // run-service.mjs says so once the service's main module has finished (after its admin token, if any).
+        st.info = st.listening;
+        if (started) process.stdout.write(`${s.name} is back at ${st.info.url}\n`);
         else if (services.every((x) => state.get(x.name)?.info)) {
           started = true;
           const lines = services.map((x) => banner(x, state.get(x.name).info));
@@ -242,6 +245,8 @@ async function main() {
         stop('start-up failure');
         return;
       }
+      // A service that ran a while before it stopped starts again after 1 s; one that keeps failing waits longer each time.
+      if (Date.now() - st.startedAt > 60_000) st.backoffMs = 1000;
       const wait = st.backoffMs;
       st.backoffMs = Math.min(st.backoffMs * 2, 30_000);
       st.restarts++;
@@ -251,8 +256,6 @@ async function main() {
         st.timer = null;
         if (!stopping) spawnService(s);
       }, wait);
-      // Back-off after a service that ran a while starts again from 1 s.
-      if (Date.now() - st.startedAt > 60_000) st.backoffMs = 1000;
     });
   };
 
