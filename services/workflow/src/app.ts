@@ -19,6 +19,7 @@ import { identityConfig } from './identity/config.ts';
 import { assetRoutes } from './routes/assets.ts';
 import { assetFileHooks } from './routes/asset-hooks.ts';
 import type { RouteCtx } from './routes/context.ts';
+import { BODY_LIMITS } from './routes/common.ts';
 import { buildExecution } from './runtime/execution.ts';
 import type { NodeScope } from './nodes/api.ts';
 import { installCloud } from './routes/cloud.ts';
@@ -77,7 +78,8 @@ export async function buildApp(base: ServiceConfig): Promise<FastifyInstance> {
       version: SERVICE_VERSION,
       logLevel: config.logLevel,
       errorStyle: workflowErrorStyle,
-      bodyLimit: config.maxUploadSize + 1024 * 1024,
+      // Routes that take more say so (prompts, uploads, user data files, saved workflows): see BODY_LIMITS.
+      bodyLimit: BODY_LIMITS.json,
       health: async () => ({ storage: storage.dialect.kind, runtime: config.runtime, queue_remaining: runner.queueRemaining() }),
     })) as unknown as FastifyInstance;
     app.setSerializerCompiler(() => (data) => JSON.stringify(data));
@@ -127,7 +129,7 @@ export async function buildApp(base: ServiceConfig): Promise<FastifyInstance> {
           folders: scopeFor ? (req) => scopeFor(userOf(req)) : () => sharedScope,
         };
 
-    promptRoutes(app, ctx, runner, { cloud: cloud !== undefined });
+    promptRoutes(app, ctx, runner, { cloud: cloud !== undefined, bodyLimit: config.maxUploadSize + 1024 * 1024 });
     queueRoutes(app, ctx, runner);
     jobRoutes(app, ctx, runner);
     systemRoutes(app, registry, { folders: (req) => ctx.folders(req), maxUploadSize: config.maxUploadSize, assets: assets !== undefined, extraFeatures: ops?.features() });

@@ -67,7 +67,8 @@ forEachStorage('hosted runtime under hostile and concurrent clients', (storage) 
 
   test('a body over the limit is 413 and a Content-Type the server cannot read 415, in the service error shape; nothing is stored', async () => {
     const u = await signupUser(srv.url, 'big');
-    const huge = Buffer.alloc(3 * 1024 * 1024, 0x20);
+    // Over every limit of these routes (saved workflows take graphs of 8 MiB).
+    const huge = Buffer.alloc(9 * 1024 * 1024, 0x20);
     huge.write('{"name":"huge","value":"', 0);
     huge.write('"}', huge.length - 2);
     for (const path of ['/api/secrets', '/api/workflows', '/api/hub/profiles', '/api/billing/topup']) {

@@ -385,6 +385,8 @@ export interface JobQuery {
 }
 
 export async function listJobs(db: Kysely<any>, q: JobQuery): Promise<{ rows: PromptRecord[]; total: number }> {
+  // `?status=,` names no status: nothing matches (as the reference), and PostgreSQL refuses an empty IN ().
+  if (q.statuses?.length === 0) return { rows: [], total: 0 };
   let base = db.selectFrom('prompts');
   if (q.owner !== undefined) base = base.where('owner', '=', q.owner);
   if (q.statuses) base = base.where('status', 'in', q.statuses);

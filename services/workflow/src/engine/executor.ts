@@ -729,12 +729,9 @@ export class Executor {
       }
     } else run.addMessage('execution_success', { prompt_id: promptId });
 
-    const outputs: RunResult['outputs'] = {};
-    const meta: RunResult['meta'] = {};
-    for (const [id, u] of run.ui) {
-      outputs[id] = u.output;
-      meta[id] = u.meta;
-    }
+    // Keyed by client-chosen node ids: built from entries, so '__proto__' is a key like any other, not the prototype.
+    const outputs: RunResult['outputs'] = Object.fromEntries([...run.ui].map(([id, u]) => [id, u.output]));
+    const meta: RunResult['meta'] = Object.fromEntries([...run.ui].map(([id, u]) => [id, u.meta]));
     return { status: failed ? 'error' : 'success', interrupted: failed?.interrupted === true, messages: run.messages, outputs, meta, executed: [...run.executed] };
   }
 }

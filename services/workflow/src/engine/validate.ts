@@ -150,7 +150,8 @@ export async function validatePrompt(registry: NodeRegistry, prompt: unknown, pa
   const validated = new Map<string, NodeResult>();
   const good: string[] = [];
   const failures: Array<[string, PromptError[]]> = [];
-  const nodeErrors: Record<string, NodeErrors> = {};
+  // Keyed by client-chosen node ids ('__proto__', 'constructor'): a Map, made an object only for the answer.
+  const nodeErrors = new Map<string, NodeErrors>();
   for (const o of outputs) {
     let valid: boolean;
     let reasons: PromptError[];
@@ -181,8 +182,9 @@ export async function validatePrompt(registry: NodeRegistry, prompt: unknown, pa
     for (const id of ancestors(graph, o)) {
       const r = validated.get(id);
       if (!r || r.valid || r.errors.length === 0) continue;
-      nodeErrors[id] ??= { errors: r.errors, dependent_outputs: [], class_type: graph[id]!.class_type };
-      nodeErrors[id]!.dependent_outputs.push(o);
+      let e = nodeErrors.get(id);
+      if (!e) nodeErrors.set(id, (e = { errors: r.errors, dependent_outputs: [], class_type: graph[id]!.class_type }));
+      e.dependent_outputs.push(o);
     }
   }
   if (good.length === 0) {
@@ -192,10 +194,10 @@ export async function validatePrompt(registry: NodeRegistry, prompt: unknown, pa
       ok: false,
       error: { type: 'prompt_outputs_failed_validation', message: 'Prompt outputs failed validation', details: lines.join('\n'), extra_info: {} },
       outputs: [],
-      nodeErrors,
+      nodeErrors: Object.fromEntries(nodeErrors),
     };
   }
-  return { ok: true, outputs: good, nodeErrors };
+  return { ok: true, outputs: good, nodeErrors: Object.fromEntries(nodeErrors) };
 }
 
 /** The node and every node it links to, without recursion. */
@@ -205,7 +207,7 @@ function ancestors(graph: PromptGraph, root: string): string[] {
   while (stack.length > 0) {
     const id = stack.pop()!;
     for (const v of Object.values(inputsOf(graph[id]!))) {
-      if (Array.isArray(v) && v.length === 2 && typeof v[0] === 'string' && isObject(graph[v[0]]) && !seen.has(v[0])) {
+      if (Array.isArray(v) && v.length === 2 && typeof v[0] === 'string' && isObject(nodeAt(graph, v[0])) && !seen.has(v[0])) {
         seen.add(v[0]);
         stack.push(v[0]);
       }
@@ -233,8 +235,13 @@ function returnTypeAt(cls: NodeClass, slot: unknown): string {
   return types[i]!;
 }
 
+/** The prompt's own node of that id: never an inherited member ('constructor', '__proto__'). */
+function nodeAt(graph: PromptGraph, id: string): unknown {
+  return Object.hasOwn(graph, id) ? graph[id] : undefined;
+}
+
 function linkSource(graph: PromptGraph, registry: NodeRegistry, val: unknown[]): NodeClass {
-  const src = graph[val[0] as string];
+  const src = typeof val[0] === 'string' ? nodeAt(graph, val[0]) : undefined;
   if (typeof val[0] !== 'string' || !isObject(src)) throw new ValidationException('KeyError', pyRepr(val[0]));
   const cls = registry.get(src.class_type);
   if (!cls) throw new ValidationException('KeyError', pyRepr(src.class_type));
@@ -332,7 +339,7 @@ function depsOf(registry: NodeRegistry, graph: PromptGraph, id: string): Array<[
   const custom = customInputs(cls);
   const deps: Array<[string, string]> = [];
   for (const name of cls.validInputs) {
-    if (!(name in inputs)) continue;
+    if (!Object.hasOwn(inputs, name)) continue;
     const val = inputs[name];
     if (!Array.isArray(val) || val.length !== 2) continue;
     const src = linkSource(graph, registry, val);
@@ -354,7 +361,7 @@ async function checkNode(registry: NodeRegistry, graph: PromptGraph, id: string,
   const receivedTypes: Record<string, string> = {};
   for (const name of cls.validInputs) {
     const info = cls.inputInfo(name)!;
-    if (!(name in inputs)) {
+    if (!Object.hasOwn(inputs, name)) {
       if (info.category === 'required') {
         errors.push({ type: 'required_input_missing', message: 'Required input is missing', details: name, extra_info: { input_name: name } });
       }
@@ -417,7 +424,7 @@ async function checkNode(registry: NodeRegistry, graph: PromptGraph, id: string,
       if (!cls.inputInfo(name) || cls.inputInfo(name)!.category === 'hidden') continue;
       filtered[name] = Array.isArray(inputs[name]) ? null : inputs[name];
     }
-    for (const name of custom.names) if (name !== 'input_types' && !(name in filtered) && cls.inputInfo(name)) filtered[name] = undefined;
+    for (const name of custom.names) if (name !== 'input_types' && !Object.hasOwn(filtered, name) && cls.inputInfo(name)) filtered[name] = undefined;
     if (custom.names.has('input_types')) filtered.input_types = receivedTypes;
     let r: boolean | string;
     try {

@@ -1,10 +1,13 @@
+import { parsePublicUrls } from './origins.ts';
 import { parseRateLimits, type RateLimits } from './rate-limit.ts';
 
 export interface IdentityConfig {
   /** Rate-limit windows in the database, shared by every API process (PostgreSQL); else in memory. */
   sharedRateLimits?: boolean;
-  /** The externally visible base URL (issuer, metadata); derived from the request's Host when unset. */
+  /** The externally visible base URL (issuer, metadata): the first of `publicUrls`. */
   publicUrl?: string;
+  /** Every origin the service is reached at (`--public-url a,b`); without any, the address a connection came in on. */
+  publicUrls: string[];
   accessTtlSec: number;
   refreshTtlMs: number;
   sessionTtlMs: number;
@@ -37,7 +40,8 @@ function num(v: string | boolean | undefined, name: string, fallback: number): n
 export function identityConfig(f: Flags, env: NodeJS.ProcessEnv = process.env): IdentityConfig {
   const s = (v: unknown) => (typeof v === 'string' ? v : undefined);
   return {
-    publicUrl: (s(f.publicUrl) ?? env.WORKFLOW_PUBLIC_URL)?.replace(/\/+$/, ''),
+    publicUrl: parsePublicUrls(s(f.publicUrl) ?? env.WORKFLOW_PUBLIC_URL)[0],
+    publicUrls: parsePublicUrls(s(f.publicUrl) ?? env.WORKFLOW_PUBLIC_URL),
     accessTtlSec: Math.floor(num(f.accessTokenTtl ?? env.WORKFLOW_ACCESS_TOKEN_TTL, 'access-token-ttl', 900)),
     refreshTtlMs: num(f.refreshTokenTtl, 'refresh-token-ttl', 30 * 86400) * 1000,
     sessionTtlMs: num(f.sessionTtl, 'session-ttl', 7 * 86400) * 1000,

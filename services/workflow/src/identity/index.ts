@@ -9,6 +9,7 @@ import { MemoryRateLimiter, SharedRateLimiter, type RateLimiter } from './rate-l
 import { sameString, sha256 } from './secrets.ts';
 import { IdentityStore, type Membership, type Role } from './store.ts';
 import { AccessTokens } from './tokens.ts';
+import { originVariesByHost, publicOrigin } from './origins.ts';
 
 export const SCOPES = ['workflow:read', 'workflow:write'] as const;
 export const FULL_SCOPE = SCOPES.join(' ');
@@ -49,7 +50,8 @@ interface Cached<T> {
 }
 
 export function parseCookies(header: string | undefined): Record<string, string> {
-  const out: Record<string, string> = {};
+  // Cookie names are the client's: no prototype, so `constructor` or `__proto__` are plain names.
+  const out: Record<string, string> = Object.create(null);
   if (!header || header.length > 16_384) return out;
   for (const part of header.split(';')) {
     const i = part.indexOf('=');
@@ -117,11 +119,14 @@ export class Identity {
     await this.store.touchApiKeys(batch);
   }
 
-  /** The issuer / base URL as clients see it. */
+  /** The issuer / base URL as clients see it: a configured origin (or the one the connection came in on), never the Host header's text. */
   baseUrl(req: FastifyRequest): string {
-    if (this.cfg.publicUrl) return this.cfg.publicUrl;
-    const host = typeof req.headers.host === 'string' && /^[A-Za-z0-9.\-:[\]]{1,300}$/.test(req.headers.host) ? req.headers.host : '127.0.0.1';
-    return `${req.protocol}://${host}`;
+    return publicOrigin(req, this.cfg.publicUrls ?? []);
+  }
+
+  /** Whether documents built on baseUrl differ by Host (then they carry `Vary: Host`). */
+  baseUrlVaries(req: FastifyRequest): boolean {
+    return originVariesByHost(req, this.cfg.publicUrls ?? []);
   }
 
   // ---- cached lookups

@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import { newId, randomToken, sha256 } from './secrets.ts';
 import { storable } from './store.ts';
+import { codePointsOver } from './text-length.ts';
 
 export interface ClientRow {
   client_id: string;
@@ -44,8 +45,20 @@ const LOOPBACK_HOSTS = new Set(['127.0.0.1', '[::1]', 'localhost']);
 /** A private-use URI scheme shaped as a reversed domain name (RFC 8252 §7.1), e.g. `com.example.app`. */
 const REVERSE_DNS_SCHEME = /^[a-z][a-z0-9-]*(\.[a-z0-9-]+)+$/;
 
-function fold(s: string): string {
-  return s.normalize('NFKC').toLowerCase().replace(/[\s\p{P}\p{S}_]+/gu, '');
+/**
+ * A name as a reader sees it: compatibility forms unified (NFKC: full-width and
+ * styled letters), accents taken off (NFKD, then combining marks dropped),
+ * invisible characters dropped (format characters such as zero-width spaces
+ * and joiners, word joiners, byte-order marks, soft hyphens, variation
+ * selectors, Hangul fillers), and case, spaces, punctuation and symbols ignored.
+ */
+export function fold(s: string): string {
+  return s
+    .normalize('NFKC')
+    .normalize('NFKD')
+    .replace(/[\p{M}\p{Cf}\p{Cc}\p{Z}\s\p{P}\p{S}_\u115f\u1160\u3164\uffa0]+/gu, '')
+    .normalize('NFKC')
+    .toLowerCase();
 }
 
 /** Checks one redirect URI against the application type's policy; the reason it is refused, or null. */
@@ -83,7 +96,7 @@ export function validateRegistration(body: unknown, webHosts: string[]): Omit<Cl
   if (b.token_endpoint_auth_method !== undefined && b.token_endpoint_auth_method !== 'none') throw new RegistrationError('invalid_client_metadata', 'token_endpoint_auth_method must be none (public clients only)');
   let name: string | null = null;
   if (b.client_name !== undefined && b.client_name !== null) {
-    if (typeof b.client_name !== 'string' || [...b.client_name].length > 100 || /[\u0000-\u001f\u007f]/.test(b.client_name) || /[\ud800-\udfff]/.test(b.client_name.replace(/[\ud800-\udbff][\udc00-\udfff]/g, ''))) {
+    if (typeof b.client_name !== 'string' || codePointsOver(b.client_name, 100) || /[\u0000-\u001f\u007f]/.test(b.client_name) || /[\ud800-\udfff]/.test(b.client_name.replace(/[\ud800-\udbff][\udc00-\udfff]/g, ''))) {
       throw new RegistrationError('invalid_client_metadata', 'client_name must be a string of at most 100 characters');
     }
     const folded = fold(b.client_name);

@@ -1,4 +1,5 @@
 import type { Options } from '@node-rs/argon2';
+import { codePointsUnder } from './text-length.ts';
 
 /** The native argon2 module is loaded by the hosted runtime only, on the first hash. */
 const argon2 = () => import('@node-rs/argon2');
@@ -81,8 +82,9 @@ export class PasswordHasher {
 /** Checks a password's shape (not its strength beyond length): the text of a 400 or null. */
 export function passwordProblem(p: unknown): string | null {
   if (typeof p !== 'string') return 'password is required';
-  if ([...p].length < PASSWORD_MIN) return `password must be at least ${PASSWORD_MIN} characters`;
+  // The byte bound first: it costs nothing, and every later check then walks a short string.
   if (Buffer.byteLength(p) > PASSWORD_MAX) return `password must be at most ${PASSWORD_MAX} bytes`;
+  if (codePointsUnder(p, PASSWORD_MIN)) return `password must be at least ${PASSWORD_MIN} characters`;
   if (/\u0000/.test(p)) return 'password must not contain NUL';
   return null;
 }

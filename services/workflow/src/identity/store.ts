@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import { holdRow } from '@svc/storage';
 import { newId, randomToken, sha256 } from './secrets.ts';
+import { codePointsOver } from './text-length.ts';
 
 export type Role = 'owner' | 'admin' | 'member';
 export type WorkspaceType = 'personal' | 'team';
@@ -73,8 +74,9 @@ export function emailProblem(e: unknown): string | null {
 /** A display text: bounded, no control characters, no lone surrogates. */
 export function textProblem(v: unknown, name: string, max: number, opts: { allowEmpty?: boolean } = {}): string | null {
   if (typeof v !== 'string') return `${name} must be a string`;
+  // The length first and without copies (trim() of a huge string would copy it).
+  if (codePointsOver(v, max)) return `${name} must be at most ${max} characters`;
   if (!opts.allowEmpty && v.trim() === '') return `${name} must not be empty`;
-  if ([...v].length > max) return `${name} must be at most ${max} characters`;
   if (/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/.test(v) || LONE_SURROGATE.test(v)) return `${name} contains invalid characters`;
   return null;
 }

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import multipart from '@fastify/multipart';
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { isTransientStorageError } from '@svc/storage';
 import { Blake3Stream, canonicalHash, cleanMime, tempUploadPath } from '../domain/assets/content.ts';
 import { CURSOR_SORTS, decodeCursor, encodeCursor, type CursorSort } from '../domain/assets/cursor.ts';
@@ -13,11 +13,6 @@ import { sendLocalOrStored } from '../files/shared-content.ts';
 import { assetSchemas as S } from '../schemas/assets.ts';
 import { dual, type Handler, type RouteDoc } from './common.ts';
 import type { RouteCtx } from './context.ts';
-
-/** Asset routes are served under /api only, as the reference serves them. */
-function apiOnly(app: FastifyInstance, method: HTTPMethods, path: string, schema: RouteDoc, handler: Handler, opts: { validate?: boolean; config?: Record<string, unknown> } = {}): void {
-  dual(app, method, path, schema, handler, { ...opts, apiOnly: true });
-}
 
 export interface AssetRoutesOptions {
   /** Undefined when assets are disabled: every route answers 503 SERVICE_DISABLED. */
@@ -198,7 +193,7 @@ export function assetRoutes(app: FastifyInstance, ctx: RouteCtx, opts: AssetRout
       throw err;
     });
 
-    apiOnly(scope, 'HEAD', '/assets/hash/:hash', S.checkAssetByHash, on(async (req, reply, svc) => {
+    dual(scope, 'HEAD', '/assets/hash/:hash', S.checkAssetByHash, on(async (req, reply, svc) => {
       const hash = canonicalHash((req.params as { hash: string }).hash ?? '');
       if (!hash) throw new AssetError(400, 'INVALID_HASH', "hash must be like 'blake3:<hex>'");
       return reply.code((await svc.hashExists(viewer(req), hash)) ? 200 : 404).send();
@@ -208,7 +203,7 @@ export function assetRoutes(app: FastifyInstance, ctx: RouteCtx, opts: AssetRout
       config: { swagger: { exposeHeadRoute: true }, swaggerTransform: ({ schema }: { schema: RouteDoc }) => ({ schema: { ...schema, operationId: S.checkAssetByHash.operationId } }) },
     });
 
-    apiOnly(scope, 'GET', '/assets', S.listAssets, on(async (req, reply, svc) => {
+    dual(scope, 'GET', '/assets', S.listAssets, on(async (req, reply, svc) => {
       const q = req.query as Query;
       const v = viewer(req);
       const filter = parseFilter(q, v);
@@ -232,7 +227,7 @@ export function assetRoutes(app: FastifyInstance, ctx: RouteCtx, opts: AssetRout
       return reply.type('application/json').send(JSON.stringify(body));
     }), { validate: false });
 
-    apiOnly(scope, 'POST', '/assets', S.createAsset, on(async (req, reply, svc) => {
+    dual(scope, 'POST', '/assets', S.createAsset, on(async (req, reply, svc) => {
       const v = viewer(req);
       if (!req.isMultipart() && opts.fromUrl && isPlainObject(req.body) && 'url' in req.body) {
         const r = await opts.fromUrl(req.body, v, svc);
@@ -287,7 +282,7 @@ export function assetRoutes(app: FastifyInstance, ctx: RouteCtx, opts: AssetRout
       }
     }), { validate: false });
 
-    apiOnly(scope, 'POST', '/assets/from-hash', S.createAssetFromHash, on(async (req, reply, svc) => {
+    dual(scope, 'POST', '/assets/from-hash', S.createAssetFromHash, on(async (req, reply, svc) => {
       const b = jsonBody(req);
       if (typeof b.hash !== 'string') throw badBody('hash is required', 'hash');
       const hash = canonicalHash(b.hash);
@@ -303,14 +298,14 @@ export function assetRoutes(app: FastifyInstance, ctx: RouteCtx, opts: AssetRout
       return reply.code(201).type('application/json').send(JSON.stringify(body));
     }), { validate: false });
 
-    apiOnly(scope, 'GET', '/assets/:id', S.getAsset, on(async (req, reply, svc) => {
+    dual(scope, 'GET', '/assets/:id', S.getAsset, on(async (req, reply, svc) => {
       const id = parseId(req);
       if (!id) return notFound(reply);
       const row = await svc.visible(viewer(req), id);
       return reply.type('application/json').send(JSON.stringify(await svc.presentOne(row)));
     }), { validate: false });
 
-    apiOnly(scope, 'PUT', '/assets/:id', S.updateAsset, on(async (req, reply, svc) => {
+    dual(scope, 'PUT', '/assets/:id', S.updateAsset, on(async (req, reply, svc) => {
       const id = parseId(req);
       if (!id) return notFound(reply);
       const b = jsonBody(req);
@@ -328,7 +323,7 @@ export function assetRoutes(app: FastifyInstance, ctx: RouteCtx, opts: AssetRout
       return reply.type('application/json').send(JSON.stringify(await svc.presentOne(row)));
     }), { validate: false });
 
-    apiOnly(scope, 'DELETE', '/assets/:id', S.deleteAsset, on(async (req, reply, svc) => {
+    dual(scope, 'DELETE', '/assets/:id', S.deleteAsset, on(async (req, reply, svc) => {
       const id = parseId(req);
       if (!id) return notFound(reply);
       const raw = scalar(req.query as Query, 'delete_content');
@@ -338,7 +333,7 @@ export function assetRoutes(app: FastifyInstance, ctx: RouteCtx, opts: AssetRout
       return reply.code(204).send();
     }), { validate: false });
 
-    apiOnly(scope, 'GET', '/assets/:id/content', S.getAssetContent, on(async (req, reply, svc) => {
+    dual(scope, 'GET', '/assets/:id/content', S.getAssetContent, on(async (req, reply, svc) => {
       const id = parseId(req);
       if (!id) return notFound(reply);
       const want = (scalar(req.query as Query, 'disposition') ?? 'attachment').trim().toLowerCase();
@@ -377,21 +372,21 @@ export function assetRoutes(app: FastifyInstance, ctx: RouteCtx, opts: AssetRout
       return tags;
     };
 
-    apiOnly(scope, 'POST', '/assets/:id/tags', S.addAssetTags, on(async (req, reply, svc) => {
+    dual(scope, 'POST', '/assets/:id/tags', S.addAssetTags, on(async (req, reply, svc) => {
       const id = parseId(req);
       if (!id) return notFound(reply);
       const r = await svc.addTags(viewer(req), id, tagsBody(req));
       return reply.type('application/json').send(JSON.stringify({ added: r.added, already_present: r.already, total_tags: r.total }));
     }), { validate: false });
 
-    apiOnly(scope, 'DELETE', '/assets/:id/tags', S.removeAssetTags, on(async (req, reply, svc) => {
+    dual(scope, 'DELETE', '/assets/:id/tags', S.removeAssetTags, on(async (req, reply, svc) => {
       const id = parseId(req);
       if (!id) return notFound(reply);
       const r = await svc.removeTags(viewer(req), id, tagsBody(req));
       return reply.type('application/json').send(JSON.stringify({ removed: r.removed, not_present: r.notPresent, total_tags: r.total }));
     }), { validate: false });
 
-    apiOnly(scope, 'GET', '/tags', S.listTags, on(async (req, reply, svc) => {
+    dual(scope, 'GET', '/tags', S.listTags, on(async (req, reply, svc) => {
       const q = req.query as Query;
       const limit = intQuery(q, 'limit', 100, 1, 1000);
       const offset = intQuery(q, 'offset', 0, 0, 10_000_000);
@@ -403,7 +398,7 @@ export function assetRoutes(app: FastifyInstance, ctx: RouteCtx, opts: AssetRout
       return reply.type('application/json').send(JSON.stringify({ tags: r.tags, total: r.total, has_more: offset + r.tags.length < r.total }));
     }), { validate: false });
 
-    apiOnly(scope, 'GET', '/assets/tags/refine', S.refineAssetTags, on(async (req, reply, svc) => {
+    dual(scope, 'GET', '/assets/tags/refine', S.refineAssetTags, on(async (req, reply, svc) => {
       const q = req.query as Query;
       const filter = parseFilter(q, viewer(req));
       const limit = intQuery(q, 'limit', 100, 1, 1000);
@@ -411,7 +406,7 @@ export function assetRoutes(app: FastifyInstance, ctx: RouteCtx, opts: AssetRout
       return reply.type('application/json').send(JSON.stringify({ tag_counts: counts }));
     }), { validate: false });
 
-    apiOnly(scope, 'POST', '/assets/seed', S.seedAssets, on(async (req, reply) => {
+    dual(scope, 'POST', '/assets/seed', S.seedAssets, on(async (req, reply) => {
       const seeder = opts.seeder!;
       const b = req.body;
       let roots: unknown = SEED_ROOTS;
@@ -430,11 +425,11 @@ export function assetRoutes(app: FastifyInstance, ctx: RouteCtx, opts: AssetRout
       return reply.send({ status: 'completed', progress: s.progress ?? { scanned: 0, total: 0, created: 0, skipped: 0 }, errors: s.errors });
     }), { validate: false });
 
-    apiOnly(scope, 'GET', '/assets/seed/status', S.getAssetSeedStatus, on(async (_req, reply) => reply.send(opts.seeder!.getStatus())), { validate: false });
+    dual(scope, 'GET', '/assets/seed/status', S.getAssetSeedStatus, on(async (_req, reply) => reply.send(opts.seeder!.getStatus())), { validate: false });
 
-    apiOnly(scope, 'POST', '/assets/seed/cancel', S.cancelAssetSeed, on(async (_req, reply) => reply.send({ status: opts.seeder!.cancel() ? 'cancelling' : 'idle' })), { validate: false });
+    dual(scope, 'POST', '/assets/seed/cancel', S.cancelAssetSeed, on(async (_req, reply) => reply.send({ status: opts.seeder!.cancel() ? 'cancelling' : 'idle' })), { validate: false });
 
-    apiOnly(scope, 'POST', '/assets/prune', S.pruneAssets, on(async (_req, reply, svc) => {
+    dual(scope, 'POST', '/assets/prune', S.pruneAssets, on(async (_req, reply, svc) => {
       if (opts.seeder!.isRunning()) return reply.code(409).send({ status: 'scan_running', marked: 0, ...new AssetError(409, 'SCAN_IN_PROGRESS', 'An asset scan is running; prune after it ends.').body() });
       return reply.send({ status: 'completed', marked: await pruneMissing(svc) });
     }), { validate: false });

@@ -3,6 +3,7 @@ import { Billing, BillingError, EVENT_TYPES, PLANS, type EventType } from '../do
 import { cloudError } from '../identity/errors.ts';
 import { arrayOf, badRequest, cloudRoute, errors, objectBody, principal, ref, type Handler } from './cloud-common.ts';
 import { notFound, param, qInt, qString, query, UUID_RE, wellFormed } from './cloud-params.ts';
+import { publicOrigin } from '../identity/origins.ts';
 
 function billingErrors(h: Handler): Handler {
   return async (req, reply) => {
@@ -15,9 +16,10 @@ function billingErrors(h: Handler): Handler {
   };
 }
 
+/** The service's public origin (configured, never the Host header's text), for the portal's return URL. */
 function baseUrl(req: FastifyRequest): string {
-  const host = typeof req.headers.host === 'string' && /^[\w.:[\]-]{1,255}$/.test(req.headers.host) ? req.headers.host : 'localhost';
-  return `${req.protocol}://${host}`;
+  const identity = (req.server as unknown as { identity?: { baseUrl(r: FastifyRequest): string } }).identity;
+  return identity ? identity.baseUrl(req) : publicOrigin(req, []);
 }
 
 const MAX_TOPUP = 10_000_000;

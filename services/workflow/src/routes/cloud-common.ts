@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify';
 import { cloudError } from '../identity/errors.ts';
 import type { Principal } from '../identity/index.ts';
-import type { Handler } from './common.ts';
+import { BODY_LIMITS, type Handler } from './common.ts';
 
 export type AuthMode = 'required' | 'public' | 'optional';
 
@@ -22,35 +22,45 @@ export interface CloudDoc {
 const errorRef = { $ref: 'CloudError#' };
 
 /**
- * Registers a hosted-runtime route at its canonical path only, marked
+ * Registers a hosted-runtime route at its canonical path (and a `/api/…` one at its bare path too), marked
  * `x-runtime: [cloud]` with a "[cloud-only] " description. Bodies are
  * checked by the handlers (CloudError or RFC shapes), so the schema is
  * documentation.
  */
-export function cloudRoute(app: FastifyInstance, method: HTTPMethods, url: string, doc: CloudDoc, handler: Handler, auth: AuthMode = 'required', extra: { csrfExempt?: boolean; firstParty?: boolean } = {}): void {
+export function cloudRoute(app: FastifyInstance, method: HTTPMethods, url: string, doc: CloudDoc, handler: Handler, auth: AuthMode = 'required', extra: { csrfExempt?: boolean; firstParty?: boolean; bodyLimit?: number } = {}): void {
+  const { bodyLimit: limit, ...flags } = extra;
+  // What anyone may post without credentials is read up to a form's size; an authenticated route's body is read only
+  // after the credentials were checked (the onRequest hook), up to the service's JSON limit or the route's own.
+  const bodyLimit = limit ?? (auth === 'required' ? undefined : BODY_LIMITS.form);
   const response = { ...(doc.response ?? {}) } as Record<string, unknown>;
   if (auth === 'required' && !response[401]) response[401] = { description: 'Unauthorized', ...errorRef };
-  app.route({
-    method,
-    url,
-    config: { auth, ...extra } as any,
-    schema: {
-      operationId: doc.operationId,
-      summary: doc.summary,
-      description: `[cloud-only] ${doc.description}`,
-      tags: doc.tags,
-      'x-runtime': ['cloud'],
-      ...(doc.params ? { params: doc.params } : {}),
-      ...(doc.querystring ? { querystring: doc.querystring } : {}),
-      ...(doc.body ? { body: doc.body } : {}),
-      ...(doc.consumes ? { consumes: doc.consumes } : {}),
-      ...(doc.deprecated ? { deprecated: true } : {}),
-      ...(doc.headers ? { headers: doc.headers } : {}),
-      response,
-    } as any,
-    validatorCompiler: () => () => true,
-    handler,
-  });
+  // Every /api route also answers at its bare path (hidden from the OpenAPI document), as the shared routes do.
+  const urls: Array<[string, boolean]> = url.startsWith('/api/') ? [[url, false], [url.slice(4), true]] : [[url, false]];
+  for (const [u, hide] of urls) {
+    app.route({
+      method,
+      url: u,
+      config: { auth, ...flags } as any,
+      ...(bodyLimit ? { bodyLimit } : {}),
+      schema: {
+        operationId: doc.operationId,
+        summary: doc.summary,
+        description: `[cloud-only] ${doc.description}`,
+        tags: doc.tags,
+        'x-runtime': ['cloud'],
+        ...(doc.params ? { params: doc.params } : {}),
+        ...(doc.querystring ? { querystring: doc.querystring } : {}),
+        ...(doc.body ? { body: doc.body } : {}),
+        ...(doc.consumes ? { consumes: doc.consumes } : {}),
+        ...(doc.deprecated ? { deprecated: true } : {}),
+        ...(doc.headers ? { headers: doc.headers } : {}),
+        response,
+        ...(hide ? { hide: true } : {}),
+      } as any,
+      validatorCompiler: () => () => true,
+      handler,
+    });
+  }
 }
 
 export function principal(req: FastifyRequest): Principal {

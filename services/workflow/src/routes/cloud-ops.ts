@@ -129,7 +129,7 @@ export class CloudOps {
  * every other cloud-only path does, and stay out of the OpenAPI document.
  */
 export function cloudOnlyPathsOnLocal(app: FastifyInstance): void {
-  for (const p of ['/api/assets/import', '/api/assets/download', '/api/assets/export', '/api/assets/from-workflow']) {
+  for (const p of ['/assets/import', '/assets/download', '/assets/export', '/assets/from-workflow'].flatMap((b) => [`/api${b}`, b])) {
     app.route({ method: 'POST', url: p, schema: { hide: true }, handler: (_req, reply) => reply.code(404).type('text/plain; charset=utf-8').send('404: Not Found') });
   }
 }

@@ -9,6 +9,15 @@ export interface RouteDoc extends FastifySchema {
   'x-runtime'?: string[];
 }
 
+/**
+ * Request body limits, sized to what routes need: a body is buffered whole
+ * before its route runs, so the limit bounds what one unauthenticated
+ * request can make the server hold. JSON routes default to `json`; the
+ * forms anyone may post (sign-up, login, OAuth) to `form`; uploads and
+ * prompts take their own (`--max-upload-size`).
+ */
+export const BODY_LIMITS = { json: 1024 * 1024, form: 64 * 1024, settings: 4 * 1024 * 1024 } as const;
+
 /** Routes whose body is checked by hand (the reference's own error bodies) keep the schema for OpenAPI only. */
 const noValidation = () => () => true;
 
@@ -16,10 +25,9 @@ const noValidation = () => () => true;
  * Registers a route at `/api<path>` (canonical, in the OpenAPI document) and
  * at its bare path (hidden), as the reference serves both.
  */
-export function dual(app: FastifyInstance, method: HTTPMethods, path: string, schema: RouteDoc, handler: Handler, opts: { validate?: boolean; apiOnly?: boolean; config?: Record<string, unknown> } = {}): void {
-  const urls: Array<readonly [string, boolean]> = [[`/api${path}`, false]];
-  // The assets API exists only under /api in the reference; its bare twins would shadow a frontend's /assets/* files.
-  if (!opts.apiOnly) urls.push([path, true]);
+export function dual(app: FastifyInstance, method: HTTPMethods, path: string, schema: RouteDoc, handler: Handler, opts: { validate?: boolean; config?: Record<string, unknown>; bodyLimit?: number } = {}): void {
+  // The bare /assets/* twins do not shadow a frontend build's /assets/<file>: routes/frontend.ts serves the build's files first.
+  const urls: Array<readonly [string, boolean]> = [[`/api${path}`, false], [path, true]];
   for (const [url, hide] of urls) {
     app.route({
       method,
@@ -27,6 +35,7 @@ export function dual(app: FastifyInstance, method: HTTPMethods, path: string, sc
       schema: { ...schema, hide: hide || schema.hide },
       ...(opts.validate === false ? { validatorCompiler: noValidation } : {}),
       ...(opts.config ? { config: opts.config } : {}),
+      ...(opts.bodyLimit ? { bodyLimit: opts.bodyLimit } : {}),
       handler,
     });
   }

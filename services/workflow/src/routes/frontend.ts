@@ -62,6 +62,34 @@ function cacheHeader(urlPath: string): string | undefined {
   return undefined;
 }
 
+/**
+ * The reference's cache middleware for answers other than served files: a
+ * path naming an image that is not there (404) is kept an hour, one that
+ * redirects for now (302/303/307) is not kept, and any other success a day;
+ * a header a route set stays. `/view` of an image file name gets the same
+ * for its 404. An answer to a request with credentials is `private`: a shared
+ * cache must not answer another caller with it.
+ */
+function imagePathCaching(req: FastifyRequest, reply: FastifyReply, payload: unknown, done: (err: null, payload: unknown) => void): void {
+  if (!reply.hasHeader('cache-control')) {
+    const q = req.url.indexOf('?');
+    const urlPath = q < 0 ? req.url : req.url.slice(0, q);
+    const status = reply.statusCode;
+    let image = IMAGE_PATH.test(urlPath);
+    if (!image && status === 404 && (urlPath === '/view' || urlPath === '/api/view')) {
+      const name = (req.query as Record<string, unknown> | undefined)?.filename;
+      image = typeof name === 'string' && IMAGE_PATH.test(name.replace(/\s*\[(input|output|temp)\]$/, ''));
+    }
+    if (image) {
+      const scope = req.headers.authorization || req.headers.cookie || req.headers['x-api-key'] ? 'private' : 'public';
+      if (status === 404) reply.header('Cache-Control', `${scope}, max-age=3600`);
+      else if (status === 302 || status === 303 || status === 307) reply.header('Cache-Control', 'no-cache');
+      else if ((status >= 200 && status <= 206) || status === 301 || status === 308) reply.header('Cache-Control', `${scope}, max-age=86400`);
+    }
+  }
+  done(null, payload);
+}
+
 /** stat that answers undefined for any name the file system refuses (too long, NUL, below a file …). */
 function statQuiet(p: string): fs.Stats | undefined {
   try {
@@ -115,6 +143,7 @@ function bare(app: FastifyInstance, method: HTTPMethods, url: string, schema: Ro
  */
 export function frontendRoutes(app: FastifyInstance, ctx: RouteCtx, opts: FrontendOptions): void {
   const assets = new FrontendAssets(opts.customNodesDir, opts.frontEndRoot);
+  app.addHook('onSend', imagePathCaching);
   const logs = new LogBuffer();
   logs.sink = {
     connected: (id) => opts.hub.get(id) !== undefined,
@@ -148,12 +177,14 @@ export function frontendRoutes(app: FastifyInstance, ctx: RouteCtx, opts: Fronte
     if (opts.frontEndRoot) return serveStatic(req, reply, opts.frontEndRoot, `extensions/${p.pack}/${p['*']}`);
     return notFound(reply);
   });
-  app.get('/api/workflow_templates/:pack/*', { schema: { hide: true } }, async (req, reply) => {
-    const p = req.params as { pack: string; '*': string };
-    const hit = assets.templateFile(p.pack, p['*']);
-    if (!hit) return notFound(reply);
-    return serveStatic(req, reply, hit.root, hit.rel);
-  });
+  for (const url of ['/api/workflow_templates/:pack/*', '/workflow_templates/:pack/*']) {
+    app.get(url, { schema: { hide: true } }, async (req, reply) => {
+      const p = req.params as { pack: string; '*': string };
+      const hit = assets.templateFile(p.pack, p['*']);
+      if (!hit) return notFound(reply);
+      return serveStatic(req, reply, hit.root, hit.rel);
+    });
+  }
 
   // The workflow templates. The three files the frontend reads beside the index have empty stand-ins when no
   // templates are installed (the reference always has its templates package): the frontend then shows no

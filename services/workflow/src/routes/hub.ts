@@ -344,6 +344,17 @@ export function hubRoutes(app: FastifyInstance, d: HubRouteDeps): void {
   );
 
   const fileOf = (id: string) => path.join(d.assetDir, id);
+  /** The upload a PUT names, when its token matches and it is still open; else the CloudError. */
+  const openUpload = async (req: FastifyRequest) => {
+    const id = (req.params as { upload_id: string }).upload_id;
+    const token = qString(queryOf(req.query), 'token', 100);
+    const up = await hub.upload(id);
+    if (!up) throw cloudError(404, 'not_found', 'Upload not found');
+    if (token === undefined || !hub.tokenMatches(up, token)) throw cloudError(403, 'invalid_upload_token', 'The upload URL is not valid');
+    if (up.uploaded_at !== null) throw cloudError(409, 'already_uploaded', 'This upload URL was already used');
+    if (Number(up.expires_at) <= Date.now()) throw cloudError(403, 'upload_expired', 'The upload URL has expired');
+    return up;
+  };
 
   app.register(async (raw) => {
     raw.removeAllContentTypeParsers();
@@ -352,6 +363,9 @@ export function hubRoutes(app: FastifyInstance, d: HubRouteDeps): void {
     raw.addHook('onRequest', async (req) => {
       const len = Number(req.headers['content-length']);
       if (Number.isFinite(len) && len > MAX_HUB_ASSET_BYTES) throw cloudError(413, 'payload_too_large', `A hub file is at most ${MAX_HUB_ASSET_BYTES} bytes`, { max_bytes: MAX_HUB_ASSET_BYTES });
+      // The URL's token is its credential: checked before a byte of the body is read, so no one without it
+      // makes the server buffer up to the limit.
+      await openUpload(req);
     });
     cloudRoute(
       raw,
@@ -359,13 +373,7 @@ export function hubRoutes(app: FastifyInstance, d: HubRouteDeps): void {
       '/api/hub/assets/upload/:upload_id',
       { operationId: 'uploadHubAsset', summary: 'Upload the bytes of a hub asset', tags, description: 'The pre-signed upload URL from POST /api/hub/assets/upload-url: the body is the file, Content-Type the declared type. Single use; expires after an hour.', params: { type: 'object', required: ['upload_id'], properties: { upload_id: { type: 'string' } } }, querystring: { type: 'object', required: ['token'], properties: { token: { type: 'string' } } }, consumes: [...HUB_TYPES], response: { 200: { description: 'Uploaded', type: 'object', properties: { asset_url: { type: 'string' }, size: { type: 'integer' } } }, ...errors(400, 403, 404, 409, 413) } },
       async (req) => {
-        const id = (req.params as { upload_id: string }).upload_id;
-        const token = qString(queryOf(req.query), 'token', 100);
-        const up = await hub.upload(id);
-        if (!up) throw cloudError(404, 'not_found', 'Upload not found');
-        if (token === undefined || !hub.tokenMatches(up, token)) throw cloudError(403, 'invalid_upload_token', 'The upload URL is not valid');
-        if (up.uploaded_at !== null) throw cloudError(409, 'already_uploaded', 'This upload URL was already used');
-        if (Number(up.expires_at) <= Date.now()) throw cloudError(403, 'upload_expired', 'The upload URL has expired');
+        const up = await openUpload(req);
         const ct = String(req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
         if (ct !== up.content_type) badRequest(`Content-Type must be ${up.content_type}, as declared`);
         const body = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
@@ -383,6 +391,7 @@ export function hubRoutes(app: FastifyInstance, d: HubRouteDeps): void {
         return { asset_url: assetUrl(req, up.id, up.filename), size: body.length };
       },
       'public',
+      { bodyLimit: MAX_HUB_ASSET_BYTES },
     );
   });
 

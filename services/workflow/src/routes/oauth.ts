@@ -16,8 +16,9 @@ function withParams(uri: string, params: Record<string, string>): string {
   return u.toString();
 }
 
+// Parameter names are the client's: objects without a prototype, so `constructor` or `__proto__` are plain keys.
 function query(req: FastifyRequest): Record<string, string> {
-  const out: Record<string, string> = {};
+  const out: Record<string, string> = Object.create(null);
   for (const [k, v] of Object.entries((req.query ?? {}) as Record<string, unknown>)) {
     if (Array.isArray(v)) throw cloudError(400, 'invalid_request', `parameter ${k.slice(0, 50)} must not be repeated`);
     if (typeof v === 'string') out[k] = v;
@@ -27,7 +28,7 @@ function query(req: FastifyRequest): Record<string, string> {
 
 /** Form body of the token endpoint: every parameter once (RFC 6749 §3.2). */
 function parseForm(text: string): Record<string, string> | 'repeated' {
-  const out: Record<string, string> = {};
+  const out: Record<string, string> = Object.create(null);
   for (const [k, v] of new URLSearchParams(text)) {
     if (k in out) return 'repeated';
     out[k] = v;
@@ -43,7 +44,12 @@ function firstParty(req: FastifyRequest): boolean {
 
 /** The OAuth 2.1 authorization server: metadata, authorize (consent), token, dynamic registration. */
 export async function oauthRoutes(app: FastifyInstance, id: Identity): Promise<void> {
-  const metaCache = 'public, max-age=300';
+  // Built from configured origins only (a forged Host cannot enter them), so shared caches may keep them; when
+  // the loopback names each get their own issuer, the answer varies by Host and says so.
+  const metaHeaders = (req: FastifyRequest, reply: FastifyReply) => {
+    reply.header('Cache-Control', 'public, max-age=300');
+    if (id.baseUrlVaries(req)) reply.header('Vary', 'Host');
+  };
 
   cloudRoute(
     app,
@@ -52,7 +58,7 @@ export async function oauthRoutes(app: FastifyInstance, id: Identity): Promise<v
     { operationId: 'getOAuthAuthorizationServer', summary: '[cloud-only] OAuth 2.1 authorization-server metadata (RFC 8414)', tags: ['auth'], description: 'Public metadata document for OAuth 2.1 clients. Cached 5 minutes.', response: { 200: { description: 'Authorization-server metadata', type: 'object', additionalProperties: true }, ...errors(404) } },
     async (req, reply) => {
       const base = id.baseUrl(req);
-      reply.header('Cache-Control', metaCache);
+      metaHeaders(req, reply);
       return {
         issuer: base,
         authorization_endpoint: `${base}/oauth/authorize`,
@@ -78,7 +84,7 @@ export async function oauthRoutes(app: FastifyInstance, id: Identity): Promise<v
     { operationId: 'getOAuthProtectedResource', summary: '[cloud-only] OAuth 2.1 protected-resource metadata (RFC 9728)', tags: ['auth'], description: 'Public metadata describing the currently advertised protected resource. Cached 5 minutes.', response: { 200: { description: 'Protected-resource metadata', type: 'object', additionalProperties: true }, ...errors(404) } },
     async (req, reply) => {
       const base = id.baseUrl(req);
-      reply.header('Cache-Control', metaCache);
+      metaHeaders(req, reply);
       return { resource: base, authorization_servers: [base], scopes_supported: [...SCOPES], bearer_methods_supported: ['header'], resource_name: 'Workflow execution service' };
     },
     'public',

@@ -13,7 +13,8 @@ const promptError = (description: string) => ({
   properties: { error: { type: 'object', additionalProperties: true, properties: { type: { type: 'string' }, message: { type: 'string' }, details: { type: 'string' }, extra_info: { type: 'object', additionalProperties: true } } }, node_errors: { type: 'object', additionalProperties: true } },
 });
 
-export function promptRoutes(app: FastifyInstance, ctx: RouteCtx, runner: PromptRunner, opts: { cloud?: boolean } = {}): void {
+/** `bodyLimit`: a prompt's largest body (the reference takes up to its upload size, `client_max_size`). */
+export function promptRoutes(app: FastifyInstance, ctx: RouteCtx, runner: PromptRunner, opts: { cloud?: boolean; bodyLimit?: number } = {}): void {
   dual(app, 'GET', '/prompt', { operationId: 'getPromptInfo', tags: ['prompt'], response: { 200: PromptInfo } }, async (req) => ({
     exec_info: { queue_remaining: await runner.queueRemainingNow(ctx.owner(req)) },
   }));
@@ -52,6 +53,6 @@ export function promptRoutes(app: FastifyInstance, ctx: RouteCtx, runner: Prompt
         throw err;
       }
     },
-    { validate: false },
+    { validate: false, bodyLimit: opts.bodyLimit },
   );
 }

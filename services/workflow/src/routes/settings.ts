@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { SettingsStore } from '../domain/settings.ts';
 import { UnknownUserError, type UserManager } from '../domain/users.ts';
 import { UnsafePathError } from '../files/paths.ts';
-import { dual } from './common.ts';
+import { BODY_LIMITS, dual } from './common.ts';
 import { sendError, sendText } from './replies.ts';
 import { comfyUserHeader } from './users.ts';
 
@@ -55,7 +55,7 @@ export function settingsRoutes(app: FastifyInstance, users: UserManager): void {
       });
       return reply.code(200).send();
     },
-    { validate: false },
+    { validate: false, bodyLimit: BODY_LIMITS.settings },
   );
 
   dual(app, 'GET', '/settings/:id', { operationId: 'getSetting', tags: ['settings'], headers: comfyUserHeader, params }, (req, reply) => {

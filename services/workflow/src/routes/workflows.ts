@@ -12,6 +12,9 @@ import { addContentSchemas } from '../schemas/cloud-content.ts';
 import { badRequest, cloudRoute, errors, noContent, objectBody, principal, ref } from './cloud-common.ts';
 import { graph, optText, page, qEnum, qInt, qString, queryOf, text } from './content-params.ts';
 
+/** A graph of at most MAX_WORKFLOW_BYTES, with the body around it (name, description, base version). */
+const GRAPH_BODY_LIMIT = MAX_WORKFLOW_BYTES + 64 * 1024;
+
 const MAX_PAGE = 1000;
 
 const wfParam = { type: 'object', required: ['workflow_id'], properties: { workflow_id: { type: 'string', format: 'uuid', description: 'The workflow ID.' } } };
@@ -100,6 +103,8 @@ export function workflowRoutes(app: FastifyInstance, d: WorkflowRouteDeps): void
       const w = await workflows.create(p.workspaceId, p.userId, { name, description, content });
       return reply.code(201).send(workflowView(w));
     },
+    'required',
+    { bodyLimit: GRAPH_BODY_LIMIT },
   );
 
   cloudRoute(app, 'GET', '/api/workflows/:workflow_id', { operationId: 'getCloudWorkflow', summary: 'Get a cloud workflow by ID', tags, description: 'Returns the metadata for a cloud workflow.', params: wfParam, response: { 200: ref('CloudWorkflow', 'Workflow detail'), ...errors(404) } }, async (req) => workflowView(await mine(req)));
@@ -159,6 +164,8 @@ export function workflowRoutes(app: FastifyInstance, d: WorkflowRouteDeps): void
         throw err;
       }
     },
+    'required',
+    { bodyLimit: GRAPH_BODY_LIMIT },
   );
 
   cloudRoute(
@@ -232,6 +239,8 @@ export function workflowRoutes(app: FastifyInstance, d: WorkflowRouteDeps): void
         throw err;
       }
     },
+    'required',
+    { bodyLimit: GRAPH_BODY_LIMIT },
   );
 
   cloudRoute(

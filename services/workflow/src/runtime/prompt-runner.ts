@@ -96,9 +96,11 @@ function reject(type: string, message: string, details = message): never {
 
 /** A secret input fed by a link: its value would sit, unredacted, in the other node's stored inputs. */
 function linkedSecretError(linked: Array<{ nodeId: string; input: string; classType: string }>): PromptRejected['body'] {
-  const nodeErrors: Record<string, { errors: unknown[]; dependent_outputs: string[]; class_type: string }> = {};
+  // Keyed by client-chosen node ids ('__proto__', 'constructor'): a Map, made an object for the answer.
+  const nodeErrors = new Map<string, { errors: unknown[]; dependent_outputs: string[]; class_type: string }>();
   for (const l of linked) {
-    const e = (nodeErrors[l.nodeId] ??= { errors: [], dependent_outputs: [], class_type: l.classType });
+    let e = nodeErrors.get(l.nodeId);
+    if (!e) nodeErrors.set(l.nodeId, (e = { errors: [], dependent_outputs: [], class_type: l.classType }));
     e.errors.push({
       type: 'secret_input_linked',
       message: 'Secret input cannot be linked',
@@ -106,7 +108,7 @@ function linkedSecretError(linked: Array<{ nodeId: string; input: string; classT
       extra_info: { input_name: l.input },
     });
   }
-  return { error: { type: 'prompt_outputs_failed_validation', message: 'Prompt outputs failed validation', details: '', extra_info: {} }, node_errors: nodeErrors };
+  return { error: { type: 'prompt_outputs_failed_validation', message: 'Prompt outputs failed validation', details: '', extra_info: {} }, node_errors: Object.fromEntries(nodeErrors) };
 }
 
 export interface RunnerOptions {

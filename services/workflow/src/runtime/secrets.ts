@@ -40,17 +40,24 @@ export function extractSecretInputs(registry: NodeRegistry, prompt: unknown): Se
         continue;
       }
       if (typeof v !== 'string' || v === '' || v === REDACTED) continue;
-      (out.secrets[id] ??= {})[name] = v;
+      // Node ids are the client's: '__proto__' must be a key here, never the prototype (whose change would pollute every object).
+      if (!Object.hasOwn(out.secrets, id)) setOwn(out.secrets, id, {});
+      setOwn(out.secrets[id]!, name, v);
       if (!copied) {
         out.prompt = { ...(prompt as Record<string, unknown>) };
         copied = true;
       }
       inputs ??= { ...node.inputs } as Record<string, unknown>;
-      inputs[name] = REDACTED;
+      setOwn(inputs, name, REDACTED);
     }
-    if (inputs) out.prompt[id] = { ...node, inputs };
+    if (inputs) setOwn(out.prompt, id, { ...node, inputs });
   }
   return out;
+}
+
+/** obj[key] = value as an own data property, whatever the key ('__proto__' included). */
+function setOwn(obj: Record<string, unknown>, key: string, value: unknown): void {
+  Object.defineProperty(obj, key, { value, writable: true, enumerable: true, configurable: true });
 }
 
 /**

@@ -498,7 +498,8 @@ export async function tagHistogram(db: Kysely<any>, d: SqlDialect, f: AssetFilte
   const where = filterSql(d, f);
   const skip = f.includeTags.length > 0 ? sql` and t.tag not in (${sql.join(f.includeTags)})` : sql``;
   const rows = await sql<{ tag: string; n: number }>`select t.tag as tag, count(*) as n from asset_tags t join assets a on a.id = t.asset_id where ${where}${skip} group by t.tag order by count(*) desc, t.tag asc limit ${limit}`.execute(db);
-  const out: Record<string, number> = {};
+  // Tags are the client's: no prototype, so a tag `__proto__` is counted like any other.
+  const out: Record<string, number> = Object.create(null);
   for (const r of rows.rows) out[r.tag] = Number(r.n);
   return out;
 }

@@ -85,6 +85,8 @@ export async function cancelPending(db: Kysely<any>, id: string, owner: string, 
 
 /** History v2: every job of the owner, newest first, optionally of some statuses. */
 export async function listHistoryV2(db: Kysely<any>, owner: string, q: { statuses?: JobStatus[]; limit: number; offset: number }): Promise<{ rows: PromptRecord[]; total: number }> {
+  // An empty status list (`?status=,`) matches nothing; PostgreSQL refuses an empty IN ().
+  if (q.statuses?.length === 0) return { rows: [], total: 0 };
   let base = db.selectFrom('prompts').where('owner', '=', owner);
   if (q.statuses) base = base.where('status', 'in', q.statuses);
   const total = Number((await base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);

@@ -108,6 +108,8 @@ export interface TaskFilter {
 }
 
 export async function listTasks(db: Kysely<any>, f: TaskFilter): Promise<{ rows: TaskRow[]; total: number }> {
+  // An empty status list (`?status=,`) matches nothing; PostgreSQL refuses an empty IN ().
+  if (f.statuses?.length === 0) return { rows: [], total: 0 };
   let q = db.selectFrom('cloud_tasks').where('owner', '=', f.owner);
   if (f.taskName !== undefined) q = q.where('task_name', '=', f.taskName);
   if (f.idempotencyKey !== undefined) q = q.where('idempotency_key', '=', f.idempotencyKey);
