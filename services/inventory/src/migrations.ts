@@ -213,4 +213,42 @@ export const coreMigrations: Migration[] = [
       }
     },
   },
+  {
+    // NetBox's virtualization app: cluster types and groups, clusters, virtual machines, their interfaces and disks; a device's cluster.
+    name: '008_virtualization',
+    async up(db, d) {
+      const c = common(d);
+      const org = (table: string) =>
+        `create table ${table} (id ${d.serialPrimaryKey}, name varchar(100) not null unique, slug varchar(100) not null unique,
+          description varchar(200) not null, ${c})`;
+      await exec(db, [
+        org('virtualization_clustertype'),
+        org('virtualization_clustergroup'),
+        `create table virtualization_cluster (id ${d.serialPrimaryKey}, name varchar(100) not null,
+          type_id bigint not null references virtualization_clustertype(id), group_id bigint references virtualization_clustergroup(id),
+          status varchar(50) not null, tenant_id bigint references tenancy_tenant(id), description varchar(200) not null, comments text not null, ${c})`,
+        `create table virtualization_virtualmachine (id ${d.serialPrimaryKey}, name varchar(64) not null, _name varchar(100),
+          status varchar(50) not null, site_id bigint references dcim_site(id), cluster_id bigint references virtualization_cluster(id),
+          device_id bigint references dcim_device(id), serial varchar(50) not null, role_id bigint references dcim_devicerole(id),
+          tenant_id bigint references tenancy_tenant(id), platform_id bigint references dcim_platform(id),
+          primary_ip4_id bigint, primary_ip6_id bigint, vcpus numeric(6,2), memory bigint, disk bigint,
+          description varchar(200) not null, comments text not null, local_context_data ${d.jsonType}, ${c})`,
+        `create index virtualization_virtualmachine_cluster on virtualization_virtualmachine (cluster_id)`,
+        `create index virtualization_virtualmachine_site on virtualization_virtualmachine (site_id)`,
+        `create table virtualization_vminterface (id ${d.serialPrimaryKey},
+          virtual_machine_id bigint not null references virtualization_virtualmachine(id), name varchar(64) not null, _name varchar(100),
+          enabled ${d.booleanType} not null, parent_id bigint, bridge_id bigint, mtu integer, description varchar(200) not null,
+          mode varchar(50), untagged_vlan_id bigint, vrf_id bigint, ${c}, unique (virtual_machine_id, name))`,
+        `create table virtualization_vminterface_tagged_vlans (id ${d.serialPrimaryKey},
+          vminterface_id bigint not null references virtualization_vminterface(id) on delete cascade,
+          vlan_id bigint not null references ipam_vlan(id) on delete cascade, unique (vminterface_id, vlan_id))`,
+        `create index virtualization_vminterface_tagged_vlans_vlan on virtualization_vminterface_tagged_vlans (vlan_id)`,
+        `create table virtualization_virtualdisk (id ${d.serialPrimaryKey},
+          virtual_machine_id bigint not null references virtualization_virtualmachine(id), name varchar(64) not null, _name varchar(100),
+          description varchar(200) not null, size bigint not null, ${c}, unique (virtual_machine_id, name))`,
+        `alter table dcim_device add column cluster_id bigint`,
+        `create index dcim_device_cluster on dcim_device (cluster_id)`,
+      ]);
+    },
+  },
 ];

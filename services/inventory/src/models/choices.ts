@@ -92,3 +92,15 @@ export const IPADDRESS_ROLE: Choice[] = [
 export const INTERFACE_DUPLEX: Choice[] = [c('half', 'Half'), c('full', 'Full'), c('auto', 'Auto')];
 
 export const INTERFACE_MODE: Choice[] = [c('access', 'Access'), c('tagged', 'Tagged'), c('tagged-all', 'Tagged (All)'), c('q-in-q', 'Q-in-Q (802.1ad)')];
+
+export const CLUSTER_STATUS: Choice[] = [c('planned', 'Planned'), c('staging', 'Staging'), c('active', 'Active'), c('decommissioning', 'Decommissioning'), c('offline', 'Offline')];
+
+export const VIRTUAL_MACHINE_STATUS: Choice[] = [
+  c('offline', 'Offline'),
+  c('active', 'Active'),
+  c('planned', 'Planned'),
+  c('staged', 'Staged'),
+  c('failed', 'Failed'),
+  c('decommissioning', 'Decommissioning'),
+  c('paused', 'Paused'),
+];

@@ -38,7 +38,7 @@ export const site: ModelDef = {
   taggable: true,
   display: (r) => r.name,
   extraFilters: [...treeFilters('region', 'region', 'region_id'), ...treeFilters('group', 'sitegroup', 'group_id'), ...tenancyFilters],
-  protectedBy: [{ model: 'device', column: 'site_id' }, { model: 'rack', column: 'site_id' }, { model: 'location', column: 'site_id' }],
+  protectedBy: [{ model: 'device', column: 'site_id' }, { model: 'rack', column: 'site_id' }, { model: 'location', column: 'site_id' }, { model: 'virtualmachine', column: 'site_id' }],
   setNull: [{ model: 'prefix', column: 'site_id' }, { model: 'vlan', column: 'site_id' }],
   unmodelled: { time_zone: null, asns: [] },
   counts: {
@@ -46,7 +46,7 @@ export const site: ModelDef = {
     device_count: { model: 'device', column: 'site_id' },
     prefix_count: { model: 'prefix', column: 'site_id' },
     rack_count: { model: 'rack', column: 'site_id' },
-    virtualmachine_count: null,
+    virtualmachine_count: { model: 'virtualmachine', column: 'site_id' },
     vlan_count: { model: 'vlan', column: 'site_id' },
   },
 };
@@ -119,9 +119,9 @@ export const platform: ModelDef = {
   taggable: true,
   display: (r) => r.name,
   extraFilters: refFilters('manufacturer', 'manufacturer'),
-  setNull: [{ model: 'device', column: 'platform_id' }],
+  setNull: [{ model: 'device', column: 'platform_id' }, { model: 'virtualmachine', column: 'platform_id' }],
   unmodelled: { config_template: null },
-  counts: { device_count: { model: 'device', column: 'platform_id' }, virtualmachine_count: null },
+  counts: { device_count: { model: 'device', column: 'platform_id' }, virtualmachine_count: { model: 'virtualmachine', column: 'platform_id' } },
 };
 
 export const rack: ModelDef = {
@@ -273,10 +273,10 @@ export const deviceRole: ModelDef = {
   search: ['name', 'slug', 'description'],
   brief: ['name', 'slug', 'description', 'device_count', 'virtualmachine_count', '_depth'],
   unmodelled: { vm_role: true, config_template: null, parent: null, _depth: 0 },
-  counts: { device_count: { model: 'device', column: 'role_id' }, virtualmachine_count: null },
+  counts: { device_count: { model: 'device', column: 'role_id' }, virtualmachine_count: { model: 'virtualmachine', column: 'role_id' } },
   taggable: true,
   display: (r) => r.name,
-  protectedBy: [{ model: 'device', column: 'role_id' }],
+  protectedBy: [{ model: 'device', column: 'role_id' }, { model: 'virtualmachine', column: 'role_id' }],
 };
 
 export const device: ModelDef = {
@@ -308,6 +308,7 @@ export const device: ModelDef = {
     ref('primary_ip4', 'ipaddress', { label: 'Primary IPv4' }),
     ref('primary_ip6', 'ipaddress', { label: 'Primary IPv6' }),
     ref('oob_ip', 'ipaddress', { label: 'Out-of-band IP' }),
+    ref('cluster', 'cluster'),
     { name: 'local_context_data', column: 'local_context_data', kind: 'json', nullable: true, default: null },
     description,
     comments,
@@ -319,7 +320,7 @@ export const device: ModelDef = {
   taggable: true,
   check: checkDevice,
   computed: deviceComputed,
-  unmodelled: { parent_device: null, cluster: null, virtual_chassis: null, vc_position: null, vc_priority: null, config_template: null },
+  unmodelled: { parent_device: null, virtual_chassis: null, vc_position: null, vc_priority: null, config_template: null },
   counts: {
     console_port_count: null,
     console_server_port_count: null,
@@ -355,9 +356,12 @@ export const device: ModelDef = {
     { name: 'oob_ip_id', kind: 'fk_id', column: 'oob_ip_id', model: 'ipaddress' },
     { name: 'has_primary_ip', kind: 'custom' },
     { name: 'has_oob_ip', kind: 'custom' },
+    { name: 'cluster_id', kind: 'fk_id', column: 'cluster_id', model: 'cluster' },
+    ...refFilters('cluster_group', 'clustergroup', 'slug', 'cluster_id').map((f) => ({ ...f, through: [{ table: 'virtualization_cluster', column: 'group_id' }] })),
     ...tenancyFilters,
   ],
   cascade: [{ model: 'interface', column: 'device_id' }],
+  protectedBy: [{ model: 'virtualmachine', column: 'device_id' }],
 };
 
 export const iface: ModelDef = {
@@ -416,7 +420,7 @@ export const iface: ModelDef = {
   ],
   check: checkInterface,
   unmodelled: { module: null, vdcs: [], bridge: null, wwn: null, vrf: null, qinq_svlan: null, vlan_translation_policy: null, cable: null, wireless_link: null, wireless_lans: [], poe_mode: null, poe_type: null, rf_role: null, rf_channel: null, tx_power: null },
-  counts: { count_ipaddresses: { model: 'ipaddress', column: 'assigned_object_id' }, count_fhrp_groups: null },
+  counts: { count_ipaddresses: { model: 'ipaddress', column: 'assigned_object_id', typeColumn: 'assigned_object_type' }, count_fhrp_groups: null },
   cascade: [{ model: 'ipaddress', column: 'assigned_object_id', typeColumn: 'assigned_object_type' }],
   setNull: [{ model: 'interface', column: 'parent_id' }, { model: 'interface', column: 'lag_id' }],
 };

@@ -234,7 +234,9 @@ async function customFilter(ctx: ReadCtx, m: ModelDef, f: ExtraFilter, q: Query,
       return;
     }
     case 'interface.vlan_id':
-    case 'interface.vlan': {
+    case 'interface.vlan':
+    case 'vminterface.vlan_id':
+    case 'vminterface.vlan': {
       const v = vals[0]!.trim();
       if (!v) return;
       if (!/^\d{1,9}$/.test(v)) {
@@ -244,9 +246,8 @@ async function customFilter(ctx: ReadCtx, m: ModelDef, f: ExtraFilter, q: Query,
       }
       const n = Number(v);
       const vlans = f.name === 'vlan_id' ? sql`(${n})` : sql`(select id from ipam_vlan where vid = ${n})`;
-      conds.push(
-        sql`(${col(m.table, 'untagged_vlan_id')} in ${vlans} or ${col(m.table, 'id')} in (select interface_id from dcim_interface_tagged_vlans where vlan_id in ${vlans}))`,
-      );
+      const tagged = m.key === 'interface' ? sql`(select interface_id from dcim_interface_tagged_vlans where vlan_id in ${vlans})` : sql`(select vminterface_id from virtualization_vminterface_tagged_vlans where vlan_id in ${vlans})`;
+      conds.push(sql`(${col(m.table, 'untagged_vlan_id')} in ${vlans} or ${col(m.table, 'id')} in ${tagged})`);
       return;
     }
     case 'ipaddress.mask_length':
@@ -267,6 +268,36 @@ async function customFilter(ctx: ReadCtx, m: ModelDef, f: ExtraFilter, q: Query,
     case 'ipaddress.device': {
       const ifaces = interfacesOfDevices(sql`(select id from dcim_device where ${inList(sql.ref('name'), vals)})`);
       conds.push(sql`(${col(m.table, 'assigned_object_type')} = 'dcim.interface' and ${col(m.table, 'assigned_object_id')} in ${ifaces})`);
+      return;
+    }
+    case 'ipaddress.virtual_machine_id':
+    case 'ipaddress.virtual_machine': {
+      let vms: Cond;
+      if (f.name === 'virtual_machine') vms = sql`(select id from virtualization_virtualmachine where ${inList(sql.ref('name'), vals)})`;
+      else {
+        const nums = parseNumbers(vals, f.name, errors);
+        if (!nums) return;
+        vms = sql`(${sql.join(nums)})`;
+      }
+      conds.push(
+        sql`(${col(m.table, 'assigned_object_type')} = 'virtualization.vminterface' and ${col(m.table, 'assigned_object_id')} in (select id from virtualization_vminterface where virtual_machine_id in ${vms}))`,
+      );
+      return;
+    }
+    case 'ipaddress.vminterface_id':
+    case 'ipaddress.vminterface': {
+      // ModelMultipleChoiceFilters: every id or name must be some VM interface's.
+      const byId = f.name === 'vminterface_id';
+      if (byId && vals.some((v) => !/^\d{1,16}$/.test(v.trim()))) {
+        (errors[f.name] ??= []).push(invalidChoice(vals.find((v) => !/^\d{1,16}$/.test(v.trim()))!));
+        return;
+      }
+      const wanted = byId ? vals.map((v) => Number(v)) : vals;
+      const rows = await ctx.db.selectFrom('virtualization_vminterface').select(byId ? 'id as v' : 'name as v').distinct().where(byId ? 'id' : 'name', 'in', wanted).execute();
+      const found = new Set(rows.map((r) => String(r.v)));
+      const missing = vals.find((v) => !found.has(byId ? String(Number(v)) : v));
+      if (missing !== undefined) (errors[f.name] ??= []).push(invalidChoice(missing));
+      else conds.push(sql`(${col(m.table, 'assigned_object_type')} = 'virtualization.vminterface' and ${col(m.table, 'assigned_object_id')} in (select id from virtualization_vminterface where ${inList(sql.ref(byId ? 'id' : 'name'), wanted)}))`);
       return;
     }
     case 'ipaddress.interface': {
@@ -297,12 +328,13 @@ async function customFilter(ctx: ReadCtx, m: ModelDef, f: ExtraFilter, q: Query,
   }
   if (f.name === 'assigned_to_interface') {
     const b = parseBool(vals[0]!);
-    if (b === true) conds.push(sql`${col(m.table, 'assigned_object_type')} = 'dcim.interface'`);
-    if (b === false) conds.push(sql`${col(m.table, 'assigned_object_type')} is null`);
+    const onInterface = sql`(${col(m.table, 'assigned_object_type')} in ('dcim.interface', 'virtualization.vminterface') and ${col(m.table, 'assigned_object_id')} is not null)`;
+    if (b === true) conds.push(onInterface);
+    if (b === false) conds.push(sql`not ${onInterface}`);
     return;
   }
   const key = `${m.key}.${f.name}`;
-  if (key === 'device.has_primary_ip' || key === 'device.has_oob_ip') {
+  if (key === 'device.has_primary_ip' || key === 'device.has_oob_ip' || key === 'virtualmachine.has_primary_ip') {
     const b = parseBool(vals[0]!);
     const c = key === 'device.has_oob_ip' ? sql`${col(m.table, 'oob_ip_id')} is not null` : sql`(${col(m.table, 'primary_ip4_id')} is not null or ${col(m.table, 'primary_ip6_id')} is not null)`;
     if (b === undefined) (errors[f.name] ??= []).push('Must be a valid boolean.');

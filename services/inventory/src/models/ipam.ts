@@ -24,7 +24,10 @@ export const ipAddress: ModelDef = {
       kind: 'objecttype',
       nullable: true,
       default: null,
-      choices: [{ value: 'dcim.interface', label: 'dcim.interface' }],
+      choices: [
+        { value: 'dcim.interface', label: 'dcim.interface' },
+        { value: 'virtualization.vminterface', label: 'virtualization.vminterface' },
+      ],
     },
     { name: 'assigned_object_id', column: 'assigned_object_id', kind: 'integer', nullable: true, min: 0, max: 2 ** 53 - 1, default: null },
     { name: 'dns_name', column: 'dns_name', kind: 'dnsname', blank: true, maxLength: 255, default: '', filter: true },
@@ -39,6 +42,8 @@ export const ipAddress: ModelDef = {
     { model: 'device', column: 'primary_ip4_id' },
     { model: 'device', column: 'primary_ip6_id' },
     { model: 'device', column: 'oob_ip_id' },
+    { model: 'virtualmachine', column: 'primary_ip4_id' },
+    { model: 'virtualmachine', column: 'primary_ip6_id' },
   ],
   derived: (r) => ({ _host: r.address ? hostKey(r.address) : null }),
   async check(ctx, values, existing, errors) {
@@ -66,7 +71,10 @@ export const ipAddress: ModelDef = {
   brief: ['family', 'address', 'description'],
   taggable: true,
   display: (r) => r.address,
-  extraRefs: { assigned_object: { model: 'interface', column: 'assigned_object_id', typeColumn: 'assigned_object_type', type: 'dcim.interface' } },
+  extraRefs: {
+    assigned_object: { model: 'interface', column: 'assigned_object_id', typeColumn: 'assigned_object_type', type: 'dcim.interface' },
+    assigned_vminterface: { model: 'vminterface', column: 'assigned_object_id', typeColumn: 'assigned_object_type', type: 'virtualization.vminterface' },
+  },
   clean(values, existing, errors) {
     const type = 'assigned_object_type' in values ? values.assigned_object_type : existing?.assigned_object_type ?? null;
     const id = 'assigned_object_id' in values ? values.assigned_object_id : existing?.assigned_object_id ?? null;
@@ -85,7 +93,7 @@ export const ipAddress: ModelDef = {
       status: out.status,
       assigned_object_type: out.assigned_object_type,
       assigned_object_id: out.assigned_object_id,
-      assigned_object: refs.assigned_object ?? null,
+      assigned_object: refs.assigned_object ?? refs.assigned_vminterface ?? null,
       ...Object.fromEntries(Object.entries(out).filter(([k]) => !['id', 'url', 'display_url', 'display', 'address', 'status', 'assigned_object_type', 'assigned_object_id'].includes(k))),
     };
   },
@@ -99,6 +107,10 @@ export const ipAddress: ModelDef = {
     { name: 'assigned_object_type', kind: 'custom' },
     { name: 'device', kind: 'custom' },
     { name: 'interface', kind: 'custom' },
+    { name: 'virtual_machine_id', kind: 'custom' },
+    { name: 'virtual_machine', kind: 'custom' },
+    { name: 'vminterface_id', kind: 'custom' },
+    { name: 'vminterface', kind: 'custom' },
     { name: 'mask_length', kind: 'custom' },
     { name: 'mask_length__gte', kind: 'custom' },
     { name: 'mask_length__lte', kind: 'custom' },
@@ -134,6 +146,7 @@ export const vrf: ModelDef = {
   display: (r) => (r.rd ? `${r.name} (${r.rd})` : r.name),
   extraFilters: tenancyFilters,
   unmodelled: { import_targets: [], export_targets: [] },
+  setNull: [{ model: 'vminterface', column: 'vrf_id' }],
   counts: { ipaddress_count: { model: 'ipaddress', column: 'vrf_id' }, prefix_count: { model: 'prefix', column: 'vrf_id' } },
   protectedBy: [
     { model: 'prefix', column: 'vrf_id' },
@@ -242,5 +255,6 @@ export const vlan: ModelDef = {
   setNull: [
     { model: 'prefix', column: 'vlan_id' },
     { model: 'interface', column: 'untagged_vlan_id' },
+    { model: 'vminterface', column: 'untagged_vlan_id' },
   ],
 };

@@ -2,6 +2,7 @@ import { device, deviceRole, deviceType, iface, location, manufacturer, platform
 import { tag } from './extras.ts';
 import { ipAddress, prefix, vlan, vlanGroup, vrf } from './ipam.ts';
 import { tenant, tenantGroup } from './tenancy.ts';
+import { cluster, clusterGroup, clusterType, virtualDisk, virtualMachine, vmInterface } from './virtualization.ts';
 import type { ModelDef } from './types.ts';
 
 /** Every object type: its REST endpoints, change logging and event rules all come from here. */
@@ -25,6 +26,12 @@ export const MODELS: ModelDef[] = [
   tenantGroup,
   tenant,
   tag,
+  clusterType,
+  clusterGroup,
+  cluster,
+  virtualMachine,
+  vmInterface,
+  virtualDisk,
 ];
 
 const byKey = new Map(MODELS.map((m) => [m.key, m]));
@@ -47,4 +54,15 @@ export function displayUrl(base: string, m: ModelDef, id: number | string): stri
 
 export function objectUrl(base: string, m: ModelDef, id: number | string): string {
   return `${base}/api/${m.app}/${m.path}/${id}/`;
+}
+
+/** NetBox's app labels as its object-type pickers show them. */
+const APP_LABELS: Record<string, string> = { dcim: 'DCIM', ipam: 'IPAM', extras: 'Extras', tenancy: 'Tenancy', virtualization: 'Virtualization', circuits: 'Circuits' };
+
+/** How NetBox names an object type in pickers: "DCIM > Device type", "IPAM > IP address". */
+export function objectTypeLabel(objectType: string): string {
+  const m = byType.get(objectType);
+  if (!m) return objectType;
+  const v = m.verboseName;
+  return `${APP_LABELS[m.app] ?? m.app} > ${v.charAt(0).toUpperCase()}${v.slice(1)}`;
 }

@@ -139,8 +139,14 @@ async function loadCounts(ctx: ReadCtx, m: ModelDef, ids: number[]): Promise<Map
     const child = model(c.model);
     for (const part of chunks(ids)) {
       if (part.length === 0) continue;
-      const rows = await ctx.db.selectFrom(child.table).select([`${c.column} as k`]).select((eb) => eb.fn.countAll().as('n')).where(c.column, 'in', part).groupBy(c.column).execute();
-      for (const r of rows) per.set(Number(r.k), Number(r.n));
+      let q = ctx.db
+        .selectFrom(child.table)
+        .select([`${c.column} as k`])
+        .select((eb) => (c.sum ? eb.fn.sum(c.sum) : eb.fn.countAll()).as('n'))
+        .where(c.column, 'in', part);
+      if (c.typeColumn) q = q.where(c.typeColumn, '=', m.objectType);
+      const rows = await q.groupBy(c.column).execute();
+      for (const r of rows) if (r.n !== null) per.set(Number(r.k), Number(r.n));
     }
   }
   return out;
@@ -177,7 +183,7 @@ export async function represent(ctx: ReadCtx, m: ModelDef, rows: Row[], brief = 
     if (m.taggable) v.push(tags.get(r.id) ?? [], r.custom_fields ?? {});
     if (usage) v.push([], usage.get(r.id) ?? 0);
     v.push(r.created, r.last_updated);
-    for (const name of countNames) v.push(counts!.get(name)!.get(r.id) ?? 0);
+    for (const name of countNames) v.push(counts!.get(name)!.get(r.id) ?? (m.counts![name]?.sum ? null : 0));
     const out = make(v);
     return m.represent ? m.represent(r, out, rr) : out;
   });

@@ -97,13 +97,13 @@ export const tenant: ModelDef = {
     prefix_count: { model: 'prefix', column: 'tenant_id' },
     rack_count: { model: 'rack', column: 'tenant_id' },
     site_count: { model: 'site', column: 'tenant_id' },
-    virtualmachine_count: null,
+    virtualmachine_count: { model: 'virtualmachine', column: 'tenant_id' },
     vlan_count: { model: 'vlan', column: 'tenant_id' },
     vrf_count: { model: 'vrf', column: 'tenant_id' },
-    cluster_count: null,
+    cluster_count: { model: 'cluster', column: 'tenant_id' },
   },
   // NetBox protects tenants that objects still belong to.
-  protectedBy: ['site', 'location', 'rack', 'device', 'vrf', 'prefix', 'vlan', 'ipaddress'].map((model) => ({ model, column: 'tenant_id' })),
+  protectedBy: ['site', 'location', 'rack', 'device', 'vrf', 'prefix', 'vlan', 'ipaddress', 'cluster', 'virtualmachine'].map((model) => ({ model, column: 'tenant_id' })),
 };
 
 /** The filters every tenant-scoped object has: `tenant`, `tenant_id`, and the tenant's group with its subgroups. */

@@ -105,8 +105,12 @@ export interface ModelDef {
   check?: (ctx: import('./read.ts').ReadCtx, values: Row, existing: Row | null, errors: Record<string, string[]>, m2m?: Record<string, number[]>) => Promise<void>;
   /** Columns derived from the values on every write (sort keys, ranges). */
   derived?: (merged: Row) => Row;
-  /** Read-only counts NetBox returns (`device_count`): children of a model by a column, or a constant 0 when not modelled. */
-  counts?: Record<string, { model: string; column: string } | null>;
+  /**
+   * Read-only counts NetBox returns (`device_count`): children of a model by a column, or a constant 0 when not
+   * modelled. `typeColumn` restricts a generic relation to this model's object type; `sum` totals that column of the
+   * children instead of counting them (null when there are none, as Django's Sum).
+   */
+  counts?: Record<string, { model: string; column: string; typeColumn?: string; sum?: string } | null>;
   /**
    * Keys NetBox's serializer always returns for features this service does not model, with the
    * value they always have here; a write of any other value is refused with a 400.

@@ -68,7 +68,7 @@ export async function uniquenessErrors(w: WriteContext, m: ModelDef, values: Row
     if (await others(q).executeTakeFirst()) (errors.non_field_errors ??= []).push(`The fields ${set.join(', ')} must make a unique set.`);
   }
   if (m.extraRefs) {
-    for (const [name, ref] of Object.entries(m.extraRefs)) {
+    for (const ref of Object.values(m.extraRefs)) {
       const id = merged[ref.column];
       if (id === null || id === undefined || !(ref.column in values)) continue;
       if (ref.typeColumn && merged[ref.typeColumn] !== ref.type) continue;
@@ -76,7 +76,7 @@ export async function uniquenessErrors(w: WriteContext, m: ModelDef, values: Row
         await resolveRelated(readCtxOf(w), model(ref.model), id);
       } catch (err) {
         if (!(err instanceof FieldProblem)) throw err;
-        (errors[`${name}_id`] ??= []).push(err.message);
+        (errors[ref.column] ??= []).push(err.message);
       }
     }
   }

@@ -16,9 +16,10 @@ import { schemaRoutes } from './schema.ts';
 import { statusRoutes } from './status.ts';
 import { tenancyRoutes } from './tenancy.ts';
 import { userRoutes } from './users.ts';
+import { virtualizationRoutes } from './virtualization.ts';
 
 /** The apps whose roots `/api/` lists (besides `plugins` and `status`). */
-export const API_APPS = ['core', 'dcim', 'extras', 'ipam', 'tenancy', 'users'];
+export const API_APPS = ['core', 'dcim', 'extras', 'ipam', 'tenancy', 'users', 'virtualization'];
 
 export interface CoreRouteOptions {
   deps: InventoryDeps;
@@ -56,6 +57,7 @@ export async function coreRoutes(app: FastifyInstance, opts: CoreRouteOptions): 
   dcimRoutes(app, sink);
   ipamRoutes(app, sink);
   tenancyRoutes(app, sink);
+  virtualizationRoutes(app, sink);
   tagRoutes(app, sink);
   await objectChangeRoutes(app, deps);
   await userRoutes(app, deps);

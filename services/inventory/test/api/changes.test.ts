@@ -54,6 +54,7 @@ forEachStorage('inventory API: bulk operations, change log and events', (storage
       primary_ip4: null,
       primary_ip6: null,
       oob_ip: null,
+      cluster: null,
       local_context_data: null,
       description: '',
       comments: '',

@@ -50,7 +50,7 @@ forEachStorage('inventory API: NetBox client conventions', (storage) => {
   it('lists every app root, including status and plugins', async () => {
     const r = await api.http.get('/api/');
     const base = api.server.url;
-    for (const a of ['core', 'dcim', 'extras', 'ipam', 'plugins', 'status', 'tenancy', 'users']) assert.equal(r.body[a], `${base}/api/${a}/`, a);
+    for (const a of ['core', 'dcim', 'extras', 'ipam', 'plugins', 'status', 'tenancy', 'users', 'virtualization']) assert.equal(r.body[a], `${base}/api/${a}/`, a);
     for (const a of Object.keys(r.body)) assert.notEqual((await api.http.get(new URL(r.body[a]).pathname)).status, 404, a);
     const dcim = (await api.http.get('/api/dcim/')).body;
     assert.equal(dcim.devices, `${base}/api/dcim/devices/`);

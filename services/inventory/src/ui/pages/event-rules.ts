@@ -6,20 +6,10 @@ import { checkbox, checkboxGroup, errorList, formCheckbox, formList, formString,
 import type { UiBackend } from '../backend.ts';
 import { pager, pageParams } from './paging.ts';
 import { EVENT_OBJECT_TYPES, EVENT_TYPES } from '../../events/rules.ts';
-
-const OBJECT_TYPE_LABELS: Record<string, string> = {
-  'dcim.site': 'DCIM > Site',
-  'dcim.manufacturer': 'DCIM > Manufacturer',
-  'dcim.devicetype': 'DCIM > Device type',
-  'dcim.devicerole': 'DCIM > Device role',
-  'dcim.device': 'DCIM > Device',
-  'dcim.interface': 'DCIM > Interface',
-  'ipam.ipaddress': 'IPAM > IP address',
-  'extras.tag': 'Extras > Tag',
-};
+import { objectTypeLabel } from '../../models/registry.ts';
 
 /** The models the event pipeline supports (its list, so a new model shows up here too). */
-const OBJECT_TYPES = EVENT_OBJECT_TYPES.map((t) => ({ value: t as string, label: OBJECT_TYPE_LABELS[t] ?? t }));
+const OBJECT_TYPES = EVENT_OBJECT_TYPES.map((t) => ({ value: t as string, label: objectTypeLabel(t) }));
 
 const EVENT_TYPE_OPTIONS = EVENT_TYPES.map((t) => ({ value: t as string, label: t.replace('object_', 'Object ') }));
 
@@ -155,7 +145,7 @@ export function registerEventRuleRoutes(app: FastifyInstance, backend: UiBackend
 <table class="list" data-testid="event-rules">
 <thead><tr><th>Name</th><th>Enabled</th><th>Object types</th><th>Event types</th><th>Action</th><th>Description</th></tr></thead>
 <tbody>${rows.length === 0 ? html`<tr><td colspan="6" class="muted">No event rules yet.</td></tr>` : rows.map(
-      (rule) => html`<tr><td><a href="/ui/event-rules/${urlPart(rule.id)}/">${rule.name}</a></td><td>${rule.enabled ? 'yes' : 'no'}</td><td>${(rule.object_types ?? []).join(', ')}</td><td>${(rule.event_types ?? []).join(', ')}</td><td>${actionLabel(rule)}</td><td>${rule.description}</td></tr>`,
+      (rule) => html`<tr><td><a href="/ui/event-rules/${urlPart(rule.id)}/">${rule.name}</a></td><td>${rule.enabled ? 'yes' : 'no'}</td><td>${(rule.object_types ?? []).map(objectTypeLabel).join(', ')}</td><td>${(rule.event_types ?? []).join(', ')}</td><td>${actionLabel(rule)}</td><td>${rule.description}</td></tr>`,
     )}</tbody></table>
 ${pager('/ui/event-rules/', r.body.count ?? rows.length, limit, offset)}`;
     return sendPage(req, reply, { title: 'Event rules', section: 'event-rules', body });
@@ -191,7 +181,7 @@ ${pager('/ui/event-rules/', r.body.count ?? rows.length, limit, offset)}`;
 <form method="post" action="/ui/event-rules/${id!}/delete" class="inline">${csrfField(session.csrfToken)}<button class="danger" type="submit">Delete</button></form></div>` : ''}
 <table class="kv" data-testid="rule-detail">
 ${row('Name', String(rule.name ?? ''))}${row('Description', String(rule.description ?? ''))}${row('Enabled', rule.enabled ? 'yes' : 'no')}
-${row('Object types', (rule.object_types ?? []).join(', '))}${row('Event types', (rule.event_types ?? []).join(', '))}
+${row('Object types', (rule.object_types ?? []).map(objectTypeLabel).join(', '))}${row('Event types', (rule.event_types ?? []).join(', '))}
 ${row('Conditions', html`<pre>${rule.conditions === null || rule.conditions === undefined ? '—' : prettyJson(rule.conditions)}</pre>`)}
 ${row('Action', actionLabel(rule))}
 ${row('Action data', html`<pre>${rule.action_data === null || rule.action_data === undefined ? '—' : prettyJson(rule.action_data)}</pre>`)}
@@ -245,6 +235,9 @@ ${row('Created', formatTime(rule.created))}${row('Last updated', formatTime(rule
 function actionLabel(rule: any): SafeHtml {
   const target = rule.action_object;
   const name = target && typeof target === 'object' ? (target.name ?? target.display) : undefined;
-  if (rule.action_object_id === null || rule.action_object_id === undefined) return html`${rule.action_type ?? 'webhook'}`;
-  return html`${rule.action_type ?? 'webhook'}: <a href="/ui/webhooks/${urlPart(rule.action_object_id)}/">${name ?? `#${rule.action_object_id}`}</a>`;
+  // The API gives the action type as a choice ({value, label}); older rows may hold a plain value.
+  const t = rule.action_type;
+  const type = t && typeof t === 'object' ? String(t.label ?? t.value ?? 'Webhook') : String(t ?? 'webhook');
+  if (rule.action_object_id === null || rule.action_object_id === undefined) return html`${type}`;
+  return html`${type}: <a href="/ui/webhooks/${urlPart(rule.action_object_id)}/">${name ?? `#${rule.action_object_id}`}</a>`;
 }
