@@ -251,4 +251,21 @@ export const coreMigrations: Migration[] = [
       ]);
     },
   },
+  {
+    // NetBox 4.3's application services: on a device or a virtual machine (parent_object_*), with their IP addresses.
+    name: '009_services',
+    async up(db, d) {
+      const c = common(d);
+      await exec(db, [
+        `create table ipam_service (id ${d.serialPrimaryKey}, parent_object_type varchar(100) not null, parent_object_id bigint not null,
+          name varchar(100) not null, protocol varchar(50) not null, ports ${d.jsonType} not null,
+          description varchar(200) not null, comments text not null, ${c})`,
+        `create index ipam_service_parent on ipam_service (parent_object_type, parent_object_id)`,
+        `create table ipam_service_ipaddresses (id ${d.serialPrimaryKey},
+          service_id bigint not null references ipam_service(id) on delete cascade,
+          ipaddress_id bigint not null references ipam_ipaddress(id) on delete cascade, unique (service_id, ipaddress_id))`,
+        `create index ipam_service_ipaddresses_ip on ipam_service_ipaddresses (ipaddress_id)`,
+      ]);
+    },
+  },
 ];

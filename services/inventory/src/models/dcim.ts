@@ -360,7 +360,10 @@ export const device: ModelDef = {
     ...refFilters('cluster_group', 'clustergroup', 'slug', 'cluster_id').map((f) => ({ ...f, through: [{ table: 'virtualization_cluster', column: 'group_id' }] })),
     ...tenancyFilters,
   ],
-  cascade: [{ model: 'interface', column: 'device_id' }],
+  cascade: [
+    { model: 'interface', column: 'device_id' },
+    { model: 'service', column: 'parent_object_id', typeColumn: 'parent_object_type' },
+  ],
   protectedBy: [{ model: 'virtualmachine', column: 'device_id' }],
 };
 

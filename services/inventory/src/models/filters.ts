@@ -262,6 +262,47 @@ async function customFilter(ctx: ReadCtx, m: ModelDef, f: ExtraFilter, q: Query,
       else conds.push(sql`${len} ${sql.raw(f.name.endsWith('gte') ? '>=' : '<=')} ${nums[0]!}`);
       return;
     }
+    case 'service.parent_object_type':
+      conds.push(inList(col(m.table, 'parent_object_type'), vals.map((v) => v.trim().toLowerCase())));
+      return;
+    case 'service.device_id':
+    case 'service.virtual_machine_id': {
+      const nums = parseNumbers(vals, f.name, errors);
+      if (!nums) return;
+      const type = f.name === 'device_id' ? 'dcim.device' : 'virtualization.virtualmachine';
+      conds.push(sql`(${col(m.table, 'parent_object_type')} = ${type} and ${inList(col(m.table, 'parent_object_id'), nums)})`);
+      return;
+    }
+    case 'service.device':
+    case 'service.virtual_machine': {
+      const [type, table] = f.name === 'device' ? ['dcim.device', 'dcim_device'] : ['virtualization.virtualmachine', 'virtualization_virtualmachine'];
+      conds.push(sql`(${col(m.table, 'parent_object_type')} = ${type} and ${col(m.table, 'parent_object_id')} in (select id from ${sql.table(table)} where ${inList(sql.ref('name'), vals)}))`);
+      return;
+    }
+    case 'service.ip_address_id':
+    case 'service.ip_address': {
+      let ips: Cond;
+      if (f.name === 'ip_address_id') {
+        const nums = parseNumbers(vals, f.name, errors);
+        if (!nums) return;
+        ips = sql`(${sql.join(nums)})`;
+      } else {
+        // NetBox matches the address with its mask, as stored.
+        ips = sql`(select id from ipam_ipaddress where ${inList(sql.ref('address'), vals.map((v) => v.trim().toLowerCase()))})`;
+      }
+      conds.push(sql`${col(m.table, 'id')} in (select service_id from ipam_service_ipaddresses where ipaddress_id in ${ips})`);
+      return;
+    }
+    case 'service.port': {
+      const nums = parseNumbers(vals, f.name, errors);
+      if (!nums) return;
+      // `ports` holds a JSON array of integers; a port matches as a whole element of it.
+      const ports = col(m.table, 'ports');
+      const text = ctx.dialect.kind === 'postgres' ? sql`(${ports})::text` : sql`${ports}`;
+      const spaced = sql`replace(replace(replace(${text}, ' ', ''), '[', ','), ']', ',')`;
+      conds.push(sql`(${sql.join(nums.map((n) => sql`${spaced} like ${`%,${n},%`}`), sql` or `)})`);
+      return;
+    }
     case 'ipaddress.assigned_object_type':
       conds.push(inList(col(m.table, 'assigned_object_type'), vals.map((v) => v.trim().toLowerCase())));
       return;

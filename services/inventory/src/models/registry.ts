@@ -1,5 +1,6 @@
 import { device, deviceRole, deviceType, iface, location, manufacturer, platform, rack, region, site, siteGroup } from './dcim.ts';
 import { tag } from './extras.ts';
+import { service } from './service.ts';
 import { ipAddress, prefix, vlan, vlanGroup, vrf } from './ipam.ts';
 import { tenant, tenantGroup } from './tenancy.ts';
 import { cluster, clusterGroup, clusterType, virtualDisk, virtualMachine, vmInterface } from './virtualization.ts';
@@ -32,6 +33,7 @@ export const MODELS: ModelDef[] = [
   virtualMachine,
   vmInterface,
   virtualDisk,
+  service,
 ];
 
 const byKey = new Map(MODELS.map((m) => [m.key, m]));

@@ -33,6 +33,8 @@ export interface FieldDef {
   places?: number;
   /** OPTIONS label when not derived from the name. */
   label?: string;
+  /** Validates and converts a non-null input value instead of the kind's own rule (throws FieldProblem via `fail`). */
+  parse?: (v: unknown) => unknown;
   /** kind 'm2m': the link table, its column for this object and for the referenced one. */
   through?: { table: string; column: string; target: string };
 }

@@ -1,3 +1,4 @@
+import { FieldProblem, fail } from './field-problem.ts';
 import { fetchRowsByIds, type ReadCtx } from './read.ts';
 import { model } from './registry.ts';
 import type { FieldDef, ModelDef, Row } from './types.ts';
@@ -23,10 +24,6 @@ const DNS = /^([0-9A-Za-z_-]+|\*)(\.[0-9A-Za-z_-]+)*\.?$/;
 const MAX_TAGS = 100;
 const MAX_CUSTOM_FIELDS_BYTES = 32 * 1024;
 
-class FieldProblem extends Error {}
-const fail = (message: string): never => {
-  throw new FieldProblem(message);
-};
 
 function asString(f: FieldDef, v: unknown): string | null {
   if (typeof v === 'boolean' || typeof v === 'object' || v === undefined) fail('Not a valid string.');
@@ -131,6 +128,7 @@ async function fieldValue(ctx: ReadCtx, f: FieldDef, v: unknown): Promise<unknow
     if (f.nullable) return null;
     fail('This field may not be null.');
   }
+  if (f.parse) return f.parse(v);
   switch (f.kind) {
     case 'char':
     case 'text':

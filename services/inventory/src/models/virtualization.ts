@@ -121,6 +121,7 @@ export const virtualMachine: ModelDef = {
   cascade: [
     { model: 'vminterface', column: 'virtual_machine_id' },
     { model: 'virtualdisk', column: 'virtual_machine_id' },
+    { model: 'service', column: 'parent_object_id', typeColumn: 'parent_object_type' },
   ],
   counts: {
     interface_count: { model: 'vminterface', column: 'virtual_machine_id' },

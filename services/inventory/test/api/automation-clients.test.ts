@@ -141,6 +141,7 @@ forEachStorage('inventory API: what NetBox automation clients request', (storage
 
   it('the OpenAPI document lists the device and interface filters clients read from it', async () => {
     const doc = (await api.http.get('/api/schema/?format=json')).body;
+    // Ansible's nb_inventory reads `p["name"]` of each parameter of the devices and VMs GET: parameters stay inline (no `$ref`).
     const names = (p: string) => (doc.paths[p].get.parameters as Array<{ name: string }>).map((x) => x.name);
     for (const n of ['site_id', 'role', 'tenant', 'has_primary_ip']) assert.ok(names('/api/dcim/devices/').includes(n), n);
     for (const n of ['virtual_chassis_member_id', 'kind', 'vlan_id']) assert.ok(names('/api/dcim/interfaces/').includes(n), n);
