@@ -170,7 +170,9 @@ forEachStorage('hosted runtime: OAuth 2.1 authorization server', (storage) => {
     assert.equal(login.pathname, '/login');
     const rid = login.searchParams.get('oauth_request_id')!;
     assert.deepEqual([...login.searchParams.keys()], ['oauth_request_id']);
-    r = await u.http.get(`/oauth/authorize?oauth_request_id=${rid}`);
+    // The browser that started it resumes it (with the cookie the 302 set).
+    const browser = r.headers.get('set-cookie')!.split(';')[0]!;
+    r = await u.http.get(`/oauth/authorize?oauth_request_id=${rid}`, { cookie: browser });
     assert.equal(r.status, 200);
     assert.equal(r.body.oauth_request_id, rid);
     assert.equal(r.body.client_display_name, 'Test CLI');
@@ -373,7 +375,7 @@ forEachStorage('hosted runtime: OAuth 2.1 authorization server', (storage) => {
     const first = await fetch(url, { redirect: 'manual' });
     assert.equal(first.status, 302);
     const rid = new URL(first.headers.get('location')!, srv.url).searchParams.get('oauth_request_id')!;
-    const ch = await u.http.get(`/oauth/authorize?oauth_request_id=${rid}`);
+    const ch = await u.http.get(`/oauth/authorize?oauth_request_id=${rid}`, { cookie: first.headers.get('set-cookie')!.split(';')[0]! });
     assert.equal(ch.status, 200);
     const consent = await u.http.post('/oauth/authorize', { oauth_request_id: rid, csrf_token: ch.body.csrf_token, decision: 'allow', workspace_id: ch.body.workspaces[0].id });
     assert.equal(consent.status, 200);

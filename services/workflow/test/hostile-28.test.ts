@@ -1,7 +1,13 @@
 import assert from 'node:assert/strict';
+import http from 'node:http';
+import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { forEachStorage } from '@svc/testkit';
 import { startWorkflow, waitJob } from './helpers.ts';
+import { bearer, isCloudError, signupUser, startCloud } from './cloud-helpers.ts';
+import { passwordProblem } from '../src/identity/passwords.ts';
+import { textProblem } from '../src/identity/store.ts';
+import { validateRegistration } from '../src/identity/oauth-clients.ts';
 
 /**
  * What hostile and careless clients found (issue 28), local runtime: node ids
@@ -111,3 +117,312 @@ forEachStorage('issue 28: hostile clients, local runtime', (storage) => {
     });
   });
 });
+
+/** Every route of the app with its methods, read from Fastify's route tree (bare twins and hidden routes included). */
+export function allRoutes(app: { printRoutes(o: { commonPrefix: boolean }): string }): Array<{ path: string; methods: string[] }> {
+  const out: Array<{ path: string; methods: string[] }> = [];
+  const stack: string[] = [];
+  for (const line of app.printRoutes({ commonPrefix: false }).split('\n')) {
+    const m = /^((?:[│ ] {3})*)[├└]── (.*?)(?: \(([A-Z, ]+)\))?$/.exec(line);
+    if (!m) continue;
+    const depth = m[1]!.length / 4;
+    stack.length = depth;
+    const full = (stack[depth - 1] ?? '') + m[2]!;
+    stack[depth] = full;
+    if (m[3]) out.push({ path: full, methods: m[3].split(', ') });
+  }
+  return out;
+}
+
+const MiB = 1024 * 1024;
+
+/**
+ * Streams up to `total` bytes as one chunked request body over a plain socket
+ * (nothing held in memory beyond one 64 KiB chunk; the answer is read while
+ * the body goes out, so a server that answers and closes early is still
+ * heard) and stops as soon as the answer has come: its status and body
+ * start, and how much of the body went out.
+ */
+export function streamHugeBody(base: string, method: string, path: string, total = 100 * MiB, headers: Record<string, string> = {}): Promise<{ status: number | string; sent: number; body: string }> {
+  const chunk = Buffer.alloc(64 * 1024, 0x61);
+  chunk.write('{"x":"', 0);
+  // With a declared Content-Length the bytes go out as they are; else as chunks of a chunked body.
+  const declared = Object.keys(headers).some((k) => k.toLowerCase() === 'content-length');
+  const frame = declared ? chunk : Buffer.concat([Buffer.from(`${chunk.length.toString(16)}\r\n`), chunk, Buffer.from('\r\n')]);
+  const u = new URL(base);
+  return new Promise((resolve) => {
+    let sent = 0;
+    let received = Buffer.alloc(0);
+    let status: number | undefined;
+    let done = false;
+    const sock = net.connect(Number(u.port), u.hostname);
+    const finish = (why?: string) => {
+      if (done) return;
+      done = true;
+      sock.destroy();
+      const text = received.toString('utf8');
+      const at = text.indexOf('\r\n\r\n');
+      resolve({ status: status ?? why ?? 'closed', sent, body: at < 0 ? '' : dechunk(text.slice(at + 4), /transfer-encoding: chunked/i.test(text.slice(0, at))).slice(0, 500) });
+    };
+    sock.on('data', (d: Buffer) => {
+      if (received.length < 64 * 1024) received = Buffer.concat([received, d]);
+      const m = /^HTTP\/1\.1 (\d{3})/.exec(received.toString('latin1', 0, 16));
+      if (m) status = Number(m[1]);
+    });
+    sock.on('end', () => finish());
+    sock.on('close', () => finish());
+    sock.on('error', (err: NodeJS.ErrnoException) => {
+      // A write into a socket the server has closed: what it answered before is already read.
+      if (status === undefined) setTimeout(() => finish(err.code), 50);
+    });
+    const extra = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('');
+    sock.write(`${method} ${path} HTTP/1.1\r\nHost: ${u.host}\r\nContent-Type: application/json\r\n${declared ? '' : 'Transfer-Encoding: chunked\r\n'}Connection: close\r\n${extra}\r\n`);
+    void (async () => {
+      while (!done && status === undefined && sent < total && !sock.destroyed) {
+        sent += chunk.length;
+        if (!sock.write(frame)) await new Promise<void>((r) => { const go = () => r(); sock.once('drain', go); sock.once('data', go); sock.once('close', go); });
+      }
+      if (!done && status === undefined && !sock.destroyed && !declared) sock.write('0\r\n\r\n');
+    })();
+  });
+}
+
+function dechunk(body: string, chunked: boolean): string {
+  if (!chunked) return body;
+  let out = '';
+  let rest = body;
+  for (;;) {
+    const nl = rest.indexOf('\r\n');
+    if (nl < 0) break;
+    const n = parseInt(rest.slice(0, nl), 16);
+    if (!(n > 0)) break;
+    out += rest.slice(nl + 2, nl + 2 + n);
+    rest = rest.slice(nl + 2 + n + 2);
+  }
+  return out;
+}
+
+const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+const SOME_ID = '00000000-0000-4000-8000-000000000000';
+
+/** Every (method, path) of the app that takes a body, parameters filled with a well-formed id. */
+function bodyRoutes(app: unknown): Array<[string, string]> {
+  return allRoutes(app as never).flatMap((r) =>
+    r.methods.filter((m) => BODY_METHODS.has(m)).map((m): [string, string] => [m, r.path.replace(/:[^/]+/g, SOME_ID).replace(/\*/g, 'x')]),
+  );
+}
+
+/** Sends 100 MB to every body route without credentials: each is answered (never 5xx), none reads more than its small limit, the server lives. */
+async function hugeBodiesEverywhere(url: string, app: unknown, maxRead: number): Promise<Map<string, number | string>> {
+  const seen = new Map<string, number | string>();
+  const rss = process.memoryUsage().rss;
+  const routes = bodyRoutes(app);
+  assert.ok(routes.length > 40, `only ${routes.length} routes`);
+  for (const [m, p] of routes) {
+    const r = await streamHugeBody(url, m, p);
+    seen.set(`${m} ${p}`, typeof r.status === 'number' ? r.status : 'reset');
+    // The server answers, or, when its answer raced the body still coming in (client and server share this
+    // process's event loop), the connection it closed after the answer is reset: refused either way, never read whole.
+    assert.ok(typeof r.status === 'number' || ['closed', 'ECONNRESET', 'EPIPE'].includes(r.status), `${m} ${p}: ${r.status}`);
+    if (typeof r.status === 'number') assert.ok(r.status < 500, `${m} ${p}: ${r.status} ${r.body}`);
+    assert.ok(r.sent < maxRead, `${m} ${p}: ${r.sent} bytes went out before the answer (${r.status})`);
+  }
+  assert.equal((await fetch(url + '/health')).status, 200);
+  // Nothing like 100 MB per route (or in all) was kept.
+  assert.ok(process.memoryUsage().rss - rss < 400 * MiB, `RSS grew by ${Math.round((process.memoryUsage().rss - rss) / MiB)} MiB`);
+  return seen;
+}
+
+forEachStorage('issue 28: 100 MB bodies without credentials', (storage) => {
+  test('local runtime: every route answers a 100 MB body with 413 (or its own refusal), reading only up to its limit', async () => {
+    const srv = await startWorkflow(storage, { maxUploadSize: '2' });
+    try {
+      const seen = await hugeBodiesEverywhere(srv.url, srv.app, 24 * MiB);
+      for (const k of ['POST /api/prompt', 'POST /prompt', 'POST /api/settings', 'POST /api/queue', 'POST /api/upload/image', 'POST /api/assets', 'POST /assets', 'POST /api/userdata/' + SOME_ID]) assert.ok([413, 'reset'].includes(seen.get(k)!), `${k}: ${seen.get(k)}`);
+    } finally {
+      await srv.close();
+    }
+  });
+
+  test('hosted runtime (default --max-upload-size): public forms are read up to 64 KiB, everything else refused before its body', async () => {
+    const srv = await startCloud(storage);
+    try {
+      const seen = await hugeBodiesEverywhere(srv.url, srv.app, 24 * MiB);
+      for (const k of ['POST /api/auth/signup', 'POST /auth/signup', 'POST /api/auth/login', 'POST /api/auth/token', 'POST /oauth/register', 'POST /oauth/token']) assert.ok([413, 'reset'].includes(seen.get(k)!), `${k}: ${seen.get(k)}`);
+      for (const k of ['POST /api/prompt', 'POST /api/workflows', 'POST /api/userdata/' + SOME_ID, 'POST /api/secrets']) assert.equal(seen.get(k), 401, k);
+      assert.equal(seen.get(`PUT /api/hub/assets/upload/${SOME_ID}`), 404);
+      // The requests of the finding as a client like curl sends them (length declared): 413 before a byte is read,
+      // in the service's error shapes.
+      for (const path of ['/oauth/register', '/api/auth/signup', '/api/auth/login', '/oauth/token']) {
+        const r = await streamHugeBody(srv.url, 'POST', path, 100 * MiB, { 'content-length': String(100 * MiB) });
+        assert.equal(r.status, 413, `${path}: ${r.status}`);
+        assert.ok(r.sent < 24 * MiB);
+        const body = JSON.parse(r.body);
+        assert.ok(isCloudError(body, 'payload_too_large') || body.error === 'invalid_request', `${path}: ${r.body}`);
+      }
+      // The service still signs people up.
+      await signupUser(srv.url, 'after-huge');
+    } finally {
+      await srv.close();
+    }
+  });
+});
+
+test('length checks of huge strings allocate nothing (no spread of a 100-million-character string)', () => {
+  // A flat string (repeat() would build a rope that the first scan flattens, allocating 100 MB then).
+  const huge = Buffer.alloc(100 * MiB, 0x61).toString('latin1');
+  const before = process.memoryUsage();
+  const t0 = performance.now();
+  assert.match(passwordProblem(huge)!, /at most/);
+  assert.match(textProblem(huge, 'display_name', 100)!, /at most 100 characters/);
+  assert.throws(() => validateRegistration({ application_type: 'native', redirect_uris: ['http://127.0.0.1/cb'], client_name: huge }, []), /at most 100 characters/);
+  const after = process.memoryUsage();
+  assert.ok(after.heapUsed - before.heapUsed < 64 * MiB, `heap grew by ${Math.round((after.heapUsed - before.heapUsed) / MiB)} MiB`);
+  assert.ok(performance.now() - t0 < 2000);
+  // Code points, not UTF-16 units, as the reference's len(): 100 emoji are 100 characters.
+  assert.equal(textProblem('\u{1F600}'.repeat(100), 'n', 100), null);
+  assert.match(textProblem('\u{1F600}'.repeat(101), 'n', 100)!, /at most 100/);
+  assert.match(passwordProblem('\u{1F600}'.repeat(7))!, /at least/);
+});
+
+forEachStorage('issue 28: hostile clients, hosted runtime', (storage) => {
+  describe('cloud', () => {
+    let srv: Awaited<ReturnType<typeof startCloud>>;
+    before(async () => {
+      srv = await startCloud(storage);
+    });
+    after(async () => {
+      await srv.close();
+    });
+
+    test('?status=, and ,,, on /api/jobs, /api/history_v2 and /api/tasks match nothing (PostgreSQL answered 500)', async () => {
+      const u = await signupUser(srv.url, 'status');
+      for (const q of [',', ',,,']) {
+        for (const p of ['/api/jobs', '/api/history_v2', '/api/tasks', '/jobs', '/history_v2', '/tasks']) {
+          const r = await u.http.get(`${p}?status=${encodeURIComponent(q)}`);
+          assert.equal(r.status, 200, `${p} ${q}: ${r.text}`);
+          const list = r.body.jobs ?? r.body.items ?? r.body.tasks;
+          assert.deepEqual(list, [], `${p} ${q}`);
+        }
+      }
+    });
+
+    test('an OAuth authorization request is bound to the browser that started it: a leaked id cannot be resumed or approved elsewhere', async () => {
+      const victim = await signupUser(srv.url, 'victim');
+      const attacker = await signupUser(srv.url, 'attacker');
+      const anon = bearer(srv.url, '');
+      const reg = await fetch(srv.url + '/oauth/register', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ redirect_uris: ['http://127.0.0.1:7/cb'], application_type: 'native', client_name: 'Victim CLI' }) });
+      const clientId = ((await reg.json()) as { client_id: string }).client_id;
+      const q = new URLSearchParams({ response_type: 'code', client_id: clientId, redirect_uri: 'http://127.0.0.1:7/cb', state: 's', code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM', code_challenge_method: 'S256' });
+      // The victim's browser, not signed in: to the login page, with a cookie naming this request.
+      const start = await fetch(`${srv.url}/oauth/authorize?${q}`, { redirect: 'manual' });
+      assert.equal(start.status, 302);
+      const rid = new URL(start.headers.get('location')!, srv.url).searchParams.get('oauth_request_id')!;
+      const cookie = start.headers.get('set-cookie')!;
+      assert.match(cookie, /HttpOnly/);
+      assert.match(cookie, /SameSite=Lax/);
+      const browser = cookie.split(';')[0]!;
+      // The attacker holds the id: no resume (no CSRF token), no approval.
+      let r = await attacker.http.get(`/oauth/authorize?oauth_request_id=${rid}`);
+      assert.equal(r.status, 400);
+      assert.ok(isCloudError(r.body, 'invalid_request'));
+      r = await attacker.http.get(`/oauth/authorize?oauth_request_id=${rid}`, { cookie: 'wf_oauth_' + rid + '=guess' });
+      assert.equal(r.status, 400);
+      // The victim resumes in their browser and gets the challenge.
+      const ch = await victim.http.get(`/oauth/authorize?oauth_request_id=${rid}`, { cookie: browser });
+      assert.equal(ch.status, 200, ch.text);
+      // Even with the victim's CSRF token (leaked too), the attacker cannot approve it into their workspace.
+      r = await attacker.http.post('/oauth/authorize', { oauth_request_id: rid, csrf_token: ch.body.csrf_token, decision: 'allow', workspace_id: attacker.workspaceId });
+      assert.equal(r.status, 400);
+      assert.ok(isCloudError(r.body, 'invalid_request'));
+      // Nor resume it once the victim holds it, even with the browser cookie.
+      r = await attacker.http.get(`/oauth/authorize?oauth_request_id=${rid}`, { cookie: browser });
+      assert.equal(r.status, 400);
+      // The victim's approval still works: the request was not used up.
+      r = await victim.http.post('/oauth/authorize', { oauth_request_id: rid, csrf_token: ch.body.csrf_token, decision: 'allow', workspace_id: victim.workspaceId });
+      assert.equal(r.status, 200, r.text);
+      assert.ok(new URL(r.body.redirect_url).searchParams.get('code'));
+      void anon;
+    });
+
+    test('OAuth metadata is built from configured or listening origins, never from the Host header', async () => {
+      const port = new URL(srv.url).port;
+      for (const path of ['/.well-known/oauth-authorization-server', '/.well-known/oauth-protected-resource']) {
+        for (const host of ['evil.example', `evil.example:${port}`, 'localhost.evil.example']) {
+          const r = await rawGet(srv.url, path, { host });
+          assert.equal(r.status, 200);
+          const doc = JSON.parse(r.body);
+          const iss = doc.issuer ?? doc.resource;
+          assert.equal(iss, `http://127.0.0.1:${port}`, `${path} Host: ${host}`);
+          assert.ok(!r.body.includes('evil'), r.body);
+          assert.match(String(r.headers.vary), /Host/);
+        }
+        // The loopback names the server listens under are its own.
+        const local = JSON.parse((await rawGet(srv.url, path, { host: `localhost:${port}` })).body);
+        assert.equal(local.issuer ?? local.resource, `http://localhost:${port}`);
+      }
+      // The 401's resource_metadata does not echo a forged Host either.
+      const r = await rawGet(srv.url, '/api/jobs', { host: 'evil.example' });
+      assert.equal(r.status, 401);
+      assert.ok(!String(r.headers['www-authenticate']).includes('evil'));
+    });
+
+    test('with --public-url the documents name only the configured origins', async () => {
+      const pub = await startCloud(storage, { publicUrl: 'https://flows.example.com,https://alt.example.com' });
+      try {
+        for (const [host, want] of [['evil.example', 'https://flows.example.com'], ['alt.example.com', 'https://alt.example.com'], ['flows.example.com', 'https://flows.example.com']]) {
+          const doc = JSON.parse((await rawGet(pub.url, '/.well-known/oauth-authorization-server', { host: host! })).body);
+          assert.equal(doc.issuer, want, host);
+          assert.equal(doc.token_endpoint, `${want}/oauth/token`);
+        }
+      } finally {
+        await pub.close();
+      }
+    });
+
+    test('a reserved client name with invisible characters, accents or look-alike forms is refused', async () => {
+      for (const name of ['Cl\u200baude', 'Chat\u200dGPT', 'C\u00adursor', '\ufeffComfy', 'Cl\u00e1ude', 'Ｃｌａｕｄｅ', 'Git\u2060Hub Copilot', 'Claude\ufe0f']) {
+        const r = await fetch(srv.url + '/oauth/register', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ redirect_uris: ['http://127.0.0.1:7/cb'], application_type: 'native', client_name: name }) });
+        assert.equal(r.status, 400, JSON.stringify(name));
+        const b = (await r.json()) as { error: string; error_description: string };
+        assert.equal(b.error, 'invalid_client_metadata');
+        assert.match(b.error_description, /reserved/);
+      }
+      const ok = await fetch(srv.url + '/oauth/register', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ redirect_uris: ['http://127.0.0.1:7/cb'], application_type: 'native', client_name: 'My\u00e9 Tool' }) });
+      assert.equal(ok.status, 201);
+    });
+
+    test('an API key cannot mint API keys (whatever its creator\'s role); a signed-in member can', async () => {
+      const u = await signupUser(srv.url, 'keys');
+      const made = await u.http.post('/api/workspace/api-keys', { name: 'first' });
+      assert.equal(made.status, 201);
+      const viaKey = bearer(srv.url, made.body.key);
+      const r = await viaKey.post('/api/workspace/api-keys', { name: 'second' });
+      assert.equal(r.status, 403);
+      assert.ok(isCloudError(r.body, 'forbidden'));
+      assert.equal((await client2(srv.url, made.body.key).post('/api/workspace/api-keys', { name: 'third' })).status, 403);
+      // The key still works for the API, and can list (its creator's keys).
+      assert.equal((await viaKey.get('/api/jobs')).status, 200);
+      assert.equal((await u.http.get('/api/workspace/api-keys')).body.length, 1);
+    });
+  });
+});
+
+/** A GET with headers fetch() will not send (Host). */
+function rawGet(base: string, path: string, headers: Record<string, string>): Promise<{ status: number; body: string; headers: http.IncomingHttpHeaders }> {
+  const u = new URL(base);
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: u.hostname, port: u.port, path, method: 'GET', headers }, (res) => {
+      const parts: Buffer[] = [];
+      res.on('data', (d: Buffer) => parts.push(d));
+      res.on('end', () => resolve({ status: res.statusCode!, body: Buffer.concat(parts).toString('utf8'), headers: res.headers }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/** A client sending an API key as X-API-Key. */
+function client2(base: string, key: string) {
+  return { post: (p: string, b: unknown) => fetch(base + p, { method: 'POST', headers: { 'x-api-key': key, 'content-type': 'application/json' }, body: JSON.stringify(b) }) };
+}

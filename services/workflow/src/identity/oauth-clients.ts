@@ -24,6 +24,10 @@ export interface AuthRequestRow {
   resource: string | null;
   expires_at: number;
   consumed_at: number | null;
+  /** SHA-256 of the value in the starting browser's cookie (the request belongs to that browser). */
+  binder_hash: string | null;
+  /** The user who started or resumed it: only they may approve it. */
+  user_id: string | null;
 }
 
 export class RegistrationError extends Error {
@@ -146,15 +150,29 @@ export class OAuthClients {
     return row;
   }
 
-  async createRequest(r: Omit<AuthRequestRow, 'id' | 'csrf_hash' | 'expires_at' | 'consumed_at'>, ttlMs: number): Promise<{ id: string; csrf: string }> {
+  /** `binder`: the value the starting browser keeps in a cookie; `r.user_id` the user when one started it. */
+  async createRequest(r: Omit<AuthRequestRow, 'id' | 'csrf_hash' | 'expires_at' | 'consumed_at' | 'binder_hash'>, ttlMs: number): Promise<{ id: string; csrf: string; binder: string }> {
     const id = newId();
     const csrf = randomToken(24);
+    const binder = randomToken(24);
     const now = Date.now();
     await this.db()
       .insertInto('id_oauth_requests')
-      .values({ ...r, id, csrf_hash: sha256(csrf), created_at: now, expires_at: now + ttlMs, consumed_at: null })
+      .values({ ...r, id, csrf_hash: sha256(csrf), binder_hash: sha256(binder), created_at: now, expires_at: now + ttlMs, consumed_at: null })
       .execute();
-    return { id, csrf };
+    return { id, csrf, binder };
+  }
+
+  /** Binds an open request to the user resuming it; false when another user holds it (or it was used). */
+  async bindUser(id: string, userId: string): Promise<boolean> {
+    const upd = await this.db()
+      .updateTable('id_oauth_requests')
+      .set({ user_id: userId })
+      .where('id', '=', id)
+      .where('consumed_at', 'is', null)
+      .where((eb) => eb.or([eb('user_id', 'is', null), eb('user_id', '=', userId)]))
+      .executeTakeFirst();
+    return Number(upd.numUpdatedRows) > 0;
   }
 
   async request(id: unknown): Promise<AuthRequestRow | null> {
@@ -169,9 +187,9 @@ export class OAuthClients {
     return csrf;
   }
 
-  /** Marks the request consumed; false when it already was (single use for allow and deny alike). */
-  async consume(id: string): Promise<boolean> {
-    const upd = await this.db().updateTable('id_oauth_requests').set({ consumed_at: Date.now() }).where('id', '=', id).where('consumed_at', 'is', null).executeTakeFirst();
+  /** Marks the request consumed by the user it is bound to; false when it already was (single use for allow and deny alike) or is not theirs. */
+  async consume(id: string, userId: string): Promise<boolean> {
+    const upd = await this.db().updateTable('id_oauth_requests').set({ consumed_at: Date.now() }).where('id', '=', id).where('consumed_at', 'is', null).where('user_id', '=', userId).executeTakeFirst();
     return Number(upd.numUpdatedRows) > 0;
   }
 

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { cloudError, NO_STORE, oauthError } from '../identity/errors.ts';
 import { exchangeCode, grantScopes, refresh } from '../identity/flows.ts';
-import { SCOPES, type Identity } from '../identity/index.ts';
+import { parseCookies, SCOPES, type Identity } from '../identity/index.ts';
 import { RegistrationError, validateRegistration } from '../identity/oauth-clients.ts';
 import { sameString, sha256 } from '../identity/secrets.ts';
 import { storable } from '../identity/store.ts';
@@ -104,6 +104,9 @@ export async function oauthRoutes(app: FastifyInstance, id: Identity): Promise<v
     };
   };
 
+  /** One cookie per pending request (several may be open in one browser), named after it. */
+  const binderCookie = (requestId: string) => `wf_oauth_${requestId.toLowerCase()}`;
+
   const toLogin = (reply: FastifyReply, requestId: string) => {
     const sep = id.cfg.loginUrl.includes('?') ? '&' : '?';
     return reply.code(302).header('Location', `${id.cfg.loginUrl}${sep}oauth_request_id=${encodeURIComponent(requestId)}`).header('Cache-Control', 'no-store').send();
@@ -131,6 +134,12 @@ export async function oauthRoutes(app: FastifyInstance, id: Identity): Promise<v
         if (row.consumed_at !== null) throw cloudError(400, 'invalid_request', 'The authorization request was already used');
         if (Number(row.expires_at) <= Date.now()) throw cloudError(400, 'invalid_request', 'The authorization request expired');
         if (!firstParty(req)) return toLogin(reply, row.id);
+        // Only the browser that started the request (its cookie) or the user who started it may resume it: an id
+        // that leaked (a log, a shared link) gives no one else a CSRF token to approve it in their own account.
+        const userId = req.principal!.userId;
+        const ownBrowser = row.binder_hash !== null && sameString(sha256(parseCookies(req.headers.cookie)[binderCookie(row.id)] ?? ''), row.binder_hash);
+        if (row.user_id !== null ? row.user_id !== userId : !ownBrowser) throw cloudError(400, 'invalid_request', 'This authorization request was started in another browser session; start it again from the application');
+        if (!(await id.clients.bindUser(row.id, userId))) throw cloudError(400, 'invalid_request', 'The authorization request was already used');
         const csrf = await id.clients.refreshCsrf(row.id);
         return challenge(req, row.id, csrf, row.client_id, row.scope);
       }
@@ -148,7 +157,11 @@ export async function oauthRoutes(app: FastifyInstance, id: Identity): Promise<v
       if (scope === null || scope === '') return fail('invalid_scope', `supported scopes: ${SCOPES.join(' ')}`);
       const base = id.baseUrl(req);
       if (q.resource !== undefined && q.resource.replace(/\/+$/, '') !== base) return fail('invalid_target', 'unknown resource');
-      const { id: requestId, csrf } = await id.clients.createRequest({ client_id: client.client_id, redirect_uri: q.redirect_uri, scope, state: q.state, code_challenge: q.code_challenge, resource: q.resource ?? null }, id.cfg.requestTtlMs);
+      const starter = firstParty(req) ? req.principal!.userId : null;
+      const { id: requestId, csrf, binder } = await id.clients.createRequest({ client_id: client.client_id, redirect_uri: q.redirect_uri, scope, state: q.state, code_challenge: q.code_challenge, resource: q.resource ?? null, user_id: starter }, id.cfg.requestTtlMs);
+      // The request belongs to this browser: the login page's resume must come with this cookie.
+      const secure = req.protocol === 'https' ? '; Secure' : '';
+      reply.header('Set-Cookie', `${binderCookie(requestId)}=${binder}; Path=/oauth; HttpOnly; SameSite=Lax; Max-Age=${Math.ceil(id.cfg.requestTtlMs / 1000)}${secure}`);
       if (!firstParty(req)) return toLogin(reply, requestId);
       return challenge(req, requestId, csrf, client.client_id, scope);
     },
@@ -179,7 +192,11 @@ export async function oauthRoutes(app: FastifyInstance, id: Identity): Promise<v
       if (!row) throw cloudError(400, 'invalid_request', 'Unknown authorization request');
       if (!sameString(sha256(b.csrf_token as string), row.csrf_hash)) throw cloudError(400, 'csrf_mismatch', 'csrf_token does not match the authorization request');
       if (Number(row.expires_at) <= Date.now()) throw cloudError(400, 'invalid_request', 'The authorization request expired');
-      if (!(await id.clients.consume(row.id))) throw cloudError(400, 'invalid_request', 'The authorization request was already used');
+      // Consumed only by the user it is bound to (who started it, or resumed it in the browser that did).
+      if (!(await id.clients.consume(row.id, p.userId))) {
+        if (row.user_id !== null && row.user_id !== p.userId) throw cloudError(400, 'invalid_request', 'This authorization request belongs to another session');
+        throw cloudError(400, 'invalid_request', row.user_id === null ? 'Resume the authorization request (GET /oauth/authorize?oauth_request_id=…) in the browser that started it first' : 'The authorization request was already used');
+      }
       const iss = id.baseUrl(req);
       if (b.decision === 'deny') return { redirect_url: withParams(row.redirect_uri, { error: 'access_denied', error_description: 'The user denied the request', state: row.state, iss }) };
       const m = await id.membership(p.userId, b.workspace_id as string);

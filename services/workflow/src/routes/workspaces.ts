@@ -174,6 +174,10 @@ export function workspaceRoutes(app: FastifyInstance, id: Identity): void {
   cloudRoute(app, 'POST', '/api/workspace/api-keys', { operationId: 'createWorkspaceApiKey', summary: 'Create a workspace API key', tags: ['workspace'], description: 'Creates a new API key for the current workspace. The key is shown once in this response and stored only as a hash; send it as `Authorization: Bearer <key>` or `X-API-Key: <key>`.', body: { type: 'object', required: ['name'], properties: { name: { type: 'string', maxLength: 100 }, description: { type: 'string', maxLength: 5000 } } }, response: { 201: ref('WorkspaceApiKeyCreated', 'API key created'), ...errors(400, 403) } }, async (req, reply) => {
     const p = principal(req);
     if (p.clientId) forbid('Third-party clients cannot create API keys');
+    // A key never mints keys, whatever its creator's role: a leaked key could otherwise make itself new ones that
+    // outlive its own revocation. Keys are made by a person signed in (login token or session); members make their
+    // own, admins and owners also list and revoke everyone's.
+    if (p.via === 'api_key') forbid('API keys cannot create API keys: sign in (login token or session) to make one');
     const b = objectBody(req);
     const e = textProblem(b.name, 'name', 100) ?? (b.description !== undefined && b.description !== null ? textProblem(b.description, 'description', 5000, { allowEmpty: true }) : null);
     if (e) badRequest(e);
