@@ -1,6 +1,21 @@
+import os from 'node:os';
 import path from 'node:path';
 import type { ServiceConfig } from '@svc/kernel';
 import { parseCachePolicy, type CachePolicy } from './engine/cache.ts';
+import { DEFAULT_LIMITS, type ExecutorLimits } from './engine/executor.ts';
+
+/** How prompts execute: threads (slots) and the bounds of one prompt. */
+export interface ExecutionConfig {
+  /** Execution threads, each running one prompt at a time; 0 runs prompts on the main thread (no isolation). */
+  threads: number;
+  /** An interrupted thread that has not answered within this is terminated (a node stuck in synchronous code). */
+  interruptGraceMs: number;
+  /** A prompt's wall-clock limit (0: none). */
+  timeLimitMs: number;
+  /** Each execution thread's JavaScript heap limit in MB (0: V8's default). */
+  memoryLimitMb: number;
+  limits: Required<ExecutorLimits>;
+}
 
 export interface WorkflowConfig extends ServiceConfig {
   runtime: 'local' | 'cloud';
@@ -14,10 +29,41 @@ export interface WorkflowConfig extends ServiceConfig {
   cache: CachePolicy;
   enableTestNodes: boolean;
   maxUploadSize: number;
+  execution: ExecutionConfig;
 }
 
 function str(v: unknown): string | undefined {
   return typeof v === 'string' ? v : undefined;
+}
+
+function nonNegative(v: string | undefined, name: string, fallback: number): number {
+  if (v === undefined || v === '') return fallback;
+  const n = Number(v);
+  if (!Number.isFinite(n) || n < 0) throw new Error(`${name} must be a number >= 0, got ${v}`);
+  return n;
+}
+
+/**
+ * --execution-threads, --prompt-time-limit (s), --prompt-memory-limit (MB), --interrupt-grace-ms and the
+ * per-prompt bounds. The local runtime runs one prompt at a time, in queue order, without time or memory
+ * bounds (a user's own long jobs); the hosted runtime runs one per core with both bounds on.
+ */
+function executionConfig(f: Record<string, unknown>, env: NodeJS.ProcessEnv, runtime: 'local' | 'cloud'): ExecutionConfig {
+  const cloud = runtime === 'cloud';
+  const flag = (name: string, envName: string) => str(f[name]) ?? (typeof f[name] === 'number' ? String(f[name]) : undefined) ?? env[envName];
+  const int = (name: string, envName: string, fallback: number) => Math.floor(nonNegative(flag(name, envName), name, fallback));
+  return {
+    threads: int('executionThreads', 'WORKFLOW_EXECUTION_THREADS', cloud ? Math.max(1, os.availableParallelism()) : 1),
+    interruptGraceMs: int('interruptGraceMs', 'WORKFLOW_INTERRUPT_GRACE_MS', 100),
+    timeLimitMs: Math.round(nonNegative(flag('promptTimeLimit', 'WORKFLOW_PROMPT_TIME_LIMIT'), 'prompt-time-limit', cloud ? 3600 : 0) * 1000),
+    memoryLimitMb: int('promptMemoryLimit', 'WORKFLOW_PROMPT_MEMORY_LIMIT', cloud ? 4096 : 0),
+    limits: {
+      maxOutputBytes: int('maxOutputBytes', 'WORKFLOW_MAX_OUTPUT_BYTES', DEFAULT_LIMITS.maxOutputBytes),
+      maxOutputItems: int('maxOutputItems', 'WORKFLOW_MAX_OUTPUT_ITEMS', DEFAULT_LIMITS.maxOutputItems),
+      maxExpandedNodes: int('maxExpandedNodes', 'WORKFLOW_MAX_EXPANDED_NODES', DEFAULT_LIMITS.maxExpandedNodes),
+      maxExpansionDepth: int('maxExpansionDepth', 'WORKFLOW_MAX_EXPANSION_DEPTH', DEFAULT_LIMITS.maxExpansionDepth),
+    },
+  };
 }
 
 function positiveInt(v: string | undefined, name: string, fallback: number): number {
@@ -52,6 +98,7 @@ export function workflowConfig(base: ServiceConfig, env = process.env): Workflow
     maxHistory: positiveInt(str(f.maxHistory) ?? env.WORKFLOW_MAX_HISTORY, 'max-history', 10_000),
     cache: { ...parseCachePolicy(cacheFlag), noSubgraphCaching: f.disableSubgraphCaching === true },
     enableTestNodes: f.enableTestNodes === true || env.WORKFLOW_TEST_NODES === '1',
+    execution: executionConfig(f, env, runtime),
     maxUploadSize: positiveInt(str(f.maxUploadSize) ?? env.WORKFLOW_MAX_UPLOAD_MB, 'max-upload-size', 100) * 1024 * 1024,
   };
 }

@@ -1,5 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { BroadcastChannel } from 'node:worker_threads';
 import WebSocket from 'ws';
 import { client, startTestServer, type StorageKind, type TestServer } from '@svc/testkit';
 import type { ServiceConfig } from '@svc/kernel';
@@ -16,37 +18,55 @@ export async function startWorkflow(
   opts: { packs?: string[]; overrides?: Partial<ServiceConfig> } = {},
 ): Promise<TestServer & { http: ReturnType<typeof client> }> {
   const build = (cfg: ServiceConfig) => {
-    for (const p of opts.packs ?? []) {
-      fs.mkdirSync(path.join(cfg.dataDir, 'custom_nodes'), { recursive: true });
-      fs.copyFileSync(path.join(FIXTURES, p), path.join(cfg.dataDir, 'custom_nodes', p));
-    }
+    for (const p of opts.packs ?? []) installPack(cfg.dataDir, p);
     return buildApp(cfg);
   };
   const srv = await startTestServer('workflow', storage, build, { flags, ...opts.overrides });
   return Object.assign(srv, { http: client(srv.url) });
 }
 
-/** The gate of the TestGate node (fixtures/gate-pack.mjs), shared through globalThis with the server in this process. */
-function gateOf(name: string): { p: Promise<void>; release: () => void; entered: boolean; enteredWaiters: Array<() => void> } {
-  const gates: Map<string, any> = ((globalThis as any).__wfGates ??= new Map());
-  let g = gates.get(name);
-  if (!g) {
-    let release!: () => void;
-    const p = new Promise<void>((r) => (release = r));
-    g = { p, release, entered: false, enteredWaiters: [] };
-    gates.set(name, g);
-  }
-  return g;
+/**
+ * Puts a fixture pack into a data dir's custom_nodes: a module of the pack's name that re-exports the
+ * fixture, so the fixture's own imports (./gates.mjs) resolve beside it.
+ */
+export function installPack(dataDir: string, file: string): void {
+  fs.mkdirSync(path.join(dataDir, 'custom_nodes'), { recursive: true });
+  const target = pathToFileURL(path.join(FIXTURES, file)).href;
+  fs.writeFileSync(path.join(dataDir, 'custom_nodes', file), `export * from ${JSON.stringify(target)};\n`);
 }
 
+/**
+ * The test's end of the gates of TestGate / TestStepGate (fixtures/gates.mjs): nodes run in execution
+ * threads, so a release and a node's arrival cross a BroadcastChannel.
+ */
+const gateState = { released: new Set<string>(), entered: new Set<string>(), waiters: new Map<string, Array<() => void>>() };
+const gateChannel: BroadcastChannel = ((globalThis as any).__wfGateTests ??= (() => {
+  const c = new BroadcastChannel('wf-test-gates');
+  c.unref();
+  c.onmessage = (ev: { data: unknown }) => {
+    const name = (ev.data as { entered?: unknown })?.entered;
+    if (typeof name !== 'string') return;
+    gateState.entered.add(name);
+    for (const w of gateState.waiters.get(name)?.splice(0) ?? []) w();
+    // Released before the node's thread was listening: it hears it now.
+    if (gateState.released.has(name)) c.postMessage({ release: name });
+  };
+  return c;
+})());
+
 export function releaseGate(name: string): void {
-  gateOf(name).release();
+  gateState.released.add(name);
+  gateChannel.postMessage({ release: name });
 }
 
 /** Resolves once a TestGate node with this name has started waiting. */
 export function gateEntered(name: string): Promise<void> {
-  const g = gateOf(name);
-  return g.entered ? Promise.resolve() : new Promise((r) => g.enteredWaiters.push(r));
+  if (gateState.entered.has(name)) return Promise.resolve();
+  return new Promise((r) => {
+    const list = gateState.waiters.get(name) ?? [];
+    list.push(r);
+    gateState.waiters.set(name, list);
+  });
 }
 
 export function gatePrompt(name: string): Record<string, unknown> {

@@ -5,10 +5,9 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { client, cleanupConfig, forEachStorage, startTestServer, testConfig } from '@svc/testkit';
 import { buildApp } from '../src/app.ts';
-import { textPrompt, waitJob } from './helpers.ts';
+import { installPack, textPrompt, waitJob } from './helpers.ts';
 
 const MAIN = path.resolve(import.meta.dirname, '../src/main.ts');
-const GATE = path.join(import.meta.dirname, 'fixtures', 'gate-pack.mjs');
 
 /** Starts the service as its own process (so it can be killed with SIGKILL) and waits for its URL. */
 function spawnService(args: string[], env: Record<string, string>): Promise<{ child: ChildProcess; url: string }> {
@@ -29,7 +28,7 @@ forEachStorage('workflow restart persistence', (storage) => {
   test('queue and history survive a kill; the prompt that was running is reported failed, not re-run or lost', async () => {
     const cfg = testConfig('workflow', storage);
     fs.mkdirSync(path.join(cfg.dataDir, 'custom_nodes'), { recursive: true });
-    fs.copyFileSync(GATE, path.join(cfg.dataDir, 'custom_nodes', 'gate-pack.mjs'));
+    installPack(cfg.dataDir, 'gate-pack.mjs');
     const args = ['--port', '0', '--host', '127.0.0.1', '--data-dir', cfg.dataDir, '--pg-schema', cfg.pgSchema];
     const env: Record<string, string> = cfg.databaseUrl ? { DATABASE_URL: cfg.databaseUrl } : {};
     const { child, url } = await spawnService(args, env);

@@ -11,7 +11,7 @@ import {
 } from '../nodes/api.ts';
 import { OutputCache, type CacheEntry, type CachePolicy } from './cache.ts';
 import { DynamicPrompt, ExecutionList } from './graph.ts';
-import { ProgressRegistry } from './progress.ts';
+import { ProgressRegistry, type ProgressView } from './progress.ts';
 import type { NodeClass, NodeRegistry } from './registry.ts';
 import { SignatureTable, Signatures } from './signature.ts';
 import type { PromptGraph } from './validate.ts';
@@ -22,21 +22,60 @@ export interface ExecutionSink {
   /** A node's progress; a sink may keep only the latest per node. */
   progress(data: { value: number; max: number; prompt_id: string; node: string }): void;
   /** The progress map changed; a sink may coalesce and read `snapshot()` when it sends. */
-  progressState(registry: ProgressRegistry): void;
+  progressState(registry: ProgressView): void;
   preview(image: Buffer, format: 'png' | 'jpeg', meta: Record<string, unknown>): void;
+  /**
+   * A node ran (not from the cache) or its UI output was recorded. A runtime that may have to
+   * end a run from outside (a terminated execution thread) keeps these to report what ran.
+   */
+  recorded?(id: string, executed: boolean, ui?: { meta: NodeMeta; output: Record<string, unknown[]> }): void;
+}
+
+/**
+ * Per-prompt bounds. A prompt (and the node packs it runs) is untrusted: a node that expands
+ * into itself or a chain that doubles a string must end as an execution_error, not take the
+ * process's memory. Each bound is off when not a positive number.
+ */
+export interface ExecutorLimits {
+  /** Nodes that expansions may add to one prompt in all. */
+  maxExpandedNodes?: number;
+  /** How deep expansions may nest (an expansion of an expanded node is one deeper). */
+  maxExpansionDepth?: number;
+  /** Size of the prompt's recorded UI outputs (history, `executed` messages), as JSON text. */
+  maxOutputBytes?: number;
+  /** Items in the prompt's recorded UI outputs, over every node and list. */
+  maxOutputItems?: number;
+}
+
+export const DEFAULT_LIMITS: Required<ExecutorLimits> = {
+  maxExpandedNodes: 100_000,
+  maxExpansionDepth: 10_000,
+  maxOutputBytes: 64 * 1024 * 1024,
+  maxOutputItems: 100_000,
+};
+
+/** A bound of ExecutorLimits was passed: the run ends with an execution_error that names it. */
+export class PromptLimitError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'PromptLimitExceeded';
+  }
 }
 
 /** Set by POST /interrupt; checked between nodes and by `checkInterrupt()` inside long ones. */
 export class InterruptSignal {
   private readonly controller = new AbortController();
+  /** `poll` is read whenever the flag is checked: an interrupt set by another thread is seen inside a synchronous node. */
+  constructor(private readonly poll?: () => boolean) {}
   get interrupted(): boolean {
+    if (this.poll !== undefined && !this.controller.signal.aborted && this.poll()) this.interrupt();
     return this.controller.signal.aborted;
   }
   get signal(): AbortSignal {
     return this.controller.signal;
   }
   interrupt(): void {
-    if (!this.interrupted) this.controller.abort(new InterruptError());
+    if (!this.controller.signal.aborted) this.controller.abort(new InterruptError());
   }
 }
 
@@ -269,6 +308,11 @@ class Run {
   /** Nodes that evaluated a lazy input their key had left out: their result is not cached under that key. */
   readonly lazyKeyBroken = new Set<string>();
   currentOutputs: string[] = [];
+  /** Nodes expansions added, and each expanded node's nesting depth (original nodes are 0). */
+  private expandedCount = 0;
+  private readonly depth = new Map<string, number>();
+  private outputBytes = 0;
+  private outputItems = 0;
 
   constructor(
     readonly spec: PromptRun,
@@ -276,6 +320,7 @@ class Run {
     readonly cache: OutputCache,
     table: SignatureTable,
     readonly lazyEvidence: Map<string, boolean>,
+    readonly limits: Required<ExecutorLimits>,
   ) {
     this.dyn = new DynamicPrompt(spec.prompt);
     this.progress = new ProgressRegistry(spec.promptId, this.dyn);
@@ -313,6 +358,32 @@ class Run {
     if (!hit) return false;
     this.values.set(id, hit);
     return true;
+  }
+
+  /** Records a node's UI output, within the prompt's output bounds. */
+  setUi(id: string, entry: UiEntry): void {
+    if (this.ui.has(id)) {
+      this.ui.set(id, entry);
+      return;
+    }
+    const { maxOutputBytes, maxOutputItems } = this.limits;
+    if (maxOutputItems > 0) {
+      for (const k in entry.output) this.outputItems += Array.isArray(entry.output[k]) ? entry.output[k]!.length : 1;
+      if (this.outputItems > maxOutputItems) throw new PromptLimitError(`The prompt's outputs exceed ${maxOutputItems} items (max_output_items)`);
+    }
+    if (maxOutputBytes > 0) {
+      let size: number;
+      try {
+        size = JSON.stringify(entry.output)?.length ?? 0;
+      } catch {
+        // Beyond V8's longest string, or not JSON at all.
+        size = Infinity;
+      }
+      this.outputBytes += size;
+      if (this.outputBytes > maxOutputBytes) throw new PromptLimitError(`The prompt's outputs exceed ${maxOutputBytes} bytes (max_output_bytes)`);
+    }
+    this.ui.set(id, entry);
+    this.spec.sink.recorded?.(id, false, entry);
   }
 
   meta(id: string): NodeMeta {
@@ -422,9 +493,13 @@ class Run {
     if (!this.pendingAsync.has(id) && !this.pendingSubgraph.has(id) && this.available(id)) {
       const cached = this.values.get(id)!;
       const ui = cached.ui as unknown as UiEntry | undefined;
+      try {
+        if (ui) this.setUi(id, ui);
+        if (cached.children) this.collectChildUi(cached.children);
+      } catch (err) {
+        return this.failure(id, err);
+      }
       sink.send('executed', { node: id, display_node: display, output: ui?.output ?? null, prompt_id: promptId });
-      if (ui) this.ui.set(id, ui);
-      if (cached.children) this.collectChildUi(cached.children);
       this.progress.finish(id);
       sink.progressState(this.progress);
       return { kind: 'success' };
@@ -534,7 +609,7 @@ class Run {
       }
 
       if (Object.keys(uiOut).length > 0) {
-        this.ui.set(id, { meta: this.meta(id), output: uiOut });
+        this.setUi(id, { meta: this.meta(id), output: uiOut });
         sink.send('executed', { node: id, display_node: display, output: uiOut, prompt_id: promptId });
       }
       if (expansions) return this.expand(id, expansions);
@@ -549,6 +624,7 @@ class Run {
     this.progress.finish(id);
     sink.progressState(this.progress);
     this.executed.add(id);
+    sink.recorded?.(id, true);
     return { kind: 'success' };
   }
 
@@ -579,7 +655,7 @@ class Run {
       const entry = this.cache.get(key);
       if (!entry) continue;
       const ui = entry.ui as unknown as UiEntry | undefined;
-      if (ui && !this.ui.has(ui.meta.node_id)) this.ui.set(ui.meta.node_id, ui);
+      if (ui && !this.ui.has(ui.meta.node_id)) this.setUi(ui.meta.node_id, ui);
       if (entry.children) stack.push(...entry.children);
     }
   }
@@ -615,7 +691,13 @@ class Run {
         continue;
       }
       for (const nid of Object.keys(graph)) if (this.dyn.hasNode(nid)) throw new DuplicateNodeError(nid);
+      const { maxExpandedNodes, maxExpansionDepth } = this.limits;
+      const depth = (this.depth.get(id) ?? 0) + 1;
+      if (maxExpansionDepth > 0 && depth > maxExpansionDepth) throw new PromptLimitError(`Node expansion nested deeper than ${maxExpansionDepth} levels (max_expansion_depth)`);
+      this.expandedCount += Object.keys(graph).length;
+      if (maxExpandedNodes > 0 && this.expandedCount > maxExpandedNodes) throw new PromptLimitError(`Node expansions added more than ${maxExpandedNodes} nodes to the prompt (max_expanded_nodes)`);
       for (const [nid, info] of Object.entries(graph)) {
+        this.depth.set(nid, depth);
         const cls = this.registry.get(info.class_type);
         if (!cls) throw Object.assign(new Error(`Node '${info.class_type}' not found`), { pyType: 'KeyError' });
         newIds.push(nid);
@@ -641,12 +723,15 @@ export class Executor {
   private readonly table = new SignatureTable();
   /** `${node}\0${input}` → whether the node's last runs evaluated that lazy input (kept with the cache). */
   private readonly lazyEvidence = new Map<string, boolean>();
+  private readonly limits: Required<ExecutorLimits>;
 
   constructor(
     readonly registry: NodeRegistry,
     policy: CachePolicy = { kind: 'classic' },
+    limits: ExecutorLimits = {},
   ) {
     this.cache = new OutputCache(policy);
+    this.limits = { ...DEFAULT_LIMITS, ...limits };
   }
 
   /** POST /free with free_memory: drop every cached output. */
@@ -657,7 +742,7 @@ export class Executor {
   }
 
   async run(spec: PromptRun): Promise<RunResult> {
-    const run = new Run(spec, this.registry, this.cache, this.table, this.lazyEvidence);
+    const run = new Run(spec, this.registry, this.cache, this.table, this.lazyEvidence, this.limits);
     const { promptId, prompt } = spec;
     run.addMessage('execution_start', { prompt_id: promptId });
     const ids = Object.keys(prompt);

@@ -21,6 +21,8 @@ export interface NodeProgress {
  */
 export class ProgressRegistry {
   private readonly nodes = new Map<string, NodeProgress>();
+  /** Entries changed since `takeChanges` last ran (null: nobody reads changes). */
+  private changed: Set<string> | null = null;
 
   constructor(
     readonly promptId: string,
@@ -45,7 +47,24 @@ export class ProgressRegistry {
     return e;
   }
 
+  private touch(id: string): void {
+    this.changed?.add(id);
+  }
+
+  /** Copies of the entries changed since the last call (the first call starts the tracking and returns every entry). */
+  takeChanges(): NodeProgress[] {
+    const ids = this.changed ?? this.nodes.keys();
+    const out: NodeProgress[] = [];
+    for (const id of ids) {
+      const e = this.nodes.get(id);
+      if (e) out.push({ ...e });
+    }
+    this.changed = new Set();
+    return out;
+  }
+
   start(id: string): void {
+    this.touch(id);
     const e = this.entry(id);
     e.state = 'running';
     e.value = 0;
@@ -53,6 +72,7 @@ export class ProgressRegistry {
   }
 
   update(id: string, value: number, max: number): void {
+    this.touch(id);
     const e = this.entry(id);
     e.state = 'running';
     e.value = value;
@@ -60,16 +80,36 @@ export class ProgressRegistry {
   }
 
   finish(id: string): void {
+    this.touch(id);
     const e = this.entry(id);
     e.state = 'finished';
     e.value = e.max;
   }
 
   error(id: string): void {
+    this.touch(id);
     this.entry(id).state = 'error';
   }
 
   /** The `progress_state` payload as of now. */
+  snapshot(): { prompt_id: string; nodes: Record<string, NodeProgress> } {
+    return { prompt_id: this.promptId, nodes: Object.fromEntries(this.nodes) };
+  }
+}
+
+/** What a sink reads when it sends `progress_state`: a prompt's registry, or a copy of it kept in another thread. */
+export interface ProgressView {
+  readonly promptId: string;
+  snapshot(): { prompt_id: string; nodes: Record<string, NodeProgress> };
+}
+
+/** The main thread's copy of a registry that lives in an execution thread, kept by its changes. */
+export class ProgressMirror implements ProgressView {
+  private readonly nodes = new Map<string, NodeProgress>();
+  constructor(readonly promptId: string) {}
+  apply(changes: NodeProgress[]): void {
+    for (const e of changes) this.nodes.set(e.node_id, e);
+  }
   snapshot(): { prompt_id: string; nodes: Record<string, NodeProgress> } {
     return { prompt_id: this.promptId, nodes: Object.fromEntries(this.nodes) };
   }

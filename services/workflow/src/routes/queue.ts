@@ -51,10 +51,12 @@ export function queueRoutes(app: FastifyInstance, ctx: RouteCtx, runner: PromptR
         await runner.interruptShared(ctx.scope(req), typeof id === 'string' ? id : undefined);
         return reply.code(200).send();
       }
-      const running = runner.running();
-      // Another user's prompt is not theirs to stop.
-      if (running && ctx.scope(req) !== undefined && !(await ctx.ownsPrompt(req, running.promptId))) return reply.code(200).send();
-      runner.interrupt(typeof id === 'string' ? id : undefined);
+      // Another user's prompt is not theirs to stop (with several slots, each running prompt is checked).
+      for (const running of runner.runningAll()) {
+        if (typeof id === 'string' && running.promptId !== id) continue;
+        if (ctx.scope(req) !== undefined && !(await ctx.ownsPrompt(req, running.promptId))) continue;
+        runner.interrupt(running.promptId);
+      }
       return reply.code(200).send();
     },
     { validate: false },

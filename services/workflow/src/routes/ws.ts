@@ -14,8 +14,8 @@ export function wsRoutes(app: FastifyInstance, ctx: RouteCtx, hub: WsHub, runner
     const client = hub.connect(socket, requested, ctx.owner(req), (c) => {
       const greet = () => {
         hub.send('status', runner.statusMessage(c.clientId, c.owner), c.clientId, c.owner);
-        const running = runner.running();
-        if (running && running.clientId === c.clientId && running.owner === c.owner) hub.send('executing', { node: running.lastNode }, c.clientId, c.owner);
+        const running = runner.runningAll().find((r) => r.clientId === c.clientId && r.owner === c.owner);
+        if (running) hub.send('executing', { node: running.lastNode }, c.clientId, c.owner);
       };
       // Shared queue: other processes change the count, so it is read before it is sent.
       if (runner.isShared) void runner.queueRemainingNow(c.owner).then(greet, greet);

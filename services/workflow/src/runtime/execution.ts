@@ -5,37 +5,20 @@ import { AssetService } from '../domain/assets/service.ts';
 import { billingConfig } from '../domain/cloud/billing.ts';
 import { mayViewOutput } from '../domain/output-owners.ts';
 import { Executor } from '../engine/executor.ts';
-import { NodeRegistry } from '../engine/registry.ts';
+import { ExecutionPool, type Engine } from '../threads/execution-pool.ts';
+import type { NodeRegistry } from '../engine/registry.ts';
 import { workspaceScope, workspacesRoot } from '../files/workspace-folders.ts';
-import { apiNodes, openaiConfig } from '../nodes/api-nodes.ts';
-import type { NodeDefinition, NodeScope } from '../nodes/api.ts';
-import { builtinNodes } from '../nodes/index.ts';
-import { loadPacks } from '../nodes/loader.ts';
+import type { NodeScope } from '../nodes/api.ts';
 import { openSharedContent, type SharedContent } from '../files/shared-content.ts';
 import { WsHub } from '../ws/hub.ts';
 import { createRelay, type Relay } from '../ws/relay-factory.ts';
+import { buildRegistry } from './node-registry.ts';
 import { PromptRunner, type RunnerOptions } from './prompt-runner.ts';
 import { idempotentNodes, millisecondsFlag, prefetchHoldMs, SharedQueue } from './shared-queue.ts';
 
-type Log = { info(o: object, m: string): void; warn(o: object, m: string): void; error(o: object, m: string): void };
+export { buildRegistry };
 
-/** Built-in nodes, the test pack when enabled, and the packs under custom_nodes. */
-export async function buildRegistry(config: WorkflowConfig, log: Log): Promise<NodeRegistry> {
-  const registry = new NodeRegistry();
-  for (const def of builtinNodes({ input: config.dirs.input, output: config.dirs.output, temp: config.dirs.temp, models: config.dirs.models })) registry.add(def);
-  for (const def of apiNodes(openaiConfig(config.flags))) registry.add(def);
-  if (config.enableTestNodes) {
-    const { testingPackNodes } = await import('../nodes/testing-pack/index.ts');
-    for (const def of testingPackNodes as NodeDefinition[]) registry.add(def);
-  }
-  const reports = await loadPacks(config.dirs.customNodes, (def) => registry.add(def));
-  for (const r of reports) {
-    if (r.error) log.warn({ pack: r.pack, error: r.error, loaded: r.nodes }, 'node pack failed to load');
-    else log.info({ pack: r.pack, nodes: r.nodes.length }, 'node pack loaded');
-  }
-  registry.freeze();
-  return registry;
-}
+type Log = { info(o: object, m: string): void; warn(o: object, m: string): void; error(o: object, m: string): void };
 
 /** Whether this process shares its queue with others: the hosted runtime on PostgreSQL (`--shared-queue false` opts out). */
 export function usesSharedQueue(config: WorkflowConfig, storage: Storage): boolean {
@@ -44,7 +27,7 @@ export function usesSharedQueue(config: WorkflowConfig, storage: Storage): boole
 
 export interface Execution {
   registry: NodeRegistry;
-  executor: Executor;
+  executor: Engine;
   hub: WsHub;
   relay?: Relay;
   assets?: AssetService;
@@ -71,7 +54,13 @@ export async function buildExecution(
 ): Promise<Execution> {
   const cloud = config.runtime === 'cloud';
   const registry = await buildRegistry(config, log);
-  const executor = new Executor(registry, config.cache);
+  const ex = config.execution;
+  // Node code runs in execution threads (one prompt each): the API and sockets keep answering while it computes.
+  const executor: Engine =
+    ex.threads === 0
+      ? new Executor(registry, config.cache, ex.limits)
+      : new ExecutionPool({ config, registry, threads: ex.threads, limits: ex.limits, interruptGraceMs: ex.interruptGraceMs, timeLimitMs: ex.timeLimitMs, memoryLimitMb: ex.memoryLimitMb, eager: config.runWorkers !== false, log });
+  const slots = Math.max(1, ex.threads);
   // Several processes on one PostgreSQL database: a prompt's frames reach its client's socket whichever process holds it.
   const relay = createRelay(storage, config.flags, log, process.env, extra.sockets ?? true);
   const hub = new WsHub({ isolateOwners: cloud, relay });
@@ -92,6 +81,7 @@ export async function buildExecution(
   const shared = usesSharedQueue(config, storage)
     ? new SharedQueue(storage, {
         maxConcurrent: billingConfig(config.flags).maxConcurrentJobs,
+        concurrency: slots,
         idempotentNodes: idempotentNodes(config.flags.idempotentNodes),
         prefetchHoldMs: prefetchHoldMs(config.flags.prefetchHoldMs),
         log,
@@ -101,6 +91,8 @@ export async function buildExecution(
   const runner = new PromptRunner({
     storage,
     executor,
+    slots,
+    maxPerOwner: cloud ? billingConfig(config.flags).maxConcurrentJobs : undefined,
     hub,
     dirs: baseDirs,
     scopeFor,
@@ -147,6 +139,7 @@ export async function buildExecution(
     baseDirs,
     async close() {
       await runner.stop();
+      await executor.close?.();
       await relay?.close();
       await content?.close();
       hub.closeAll();

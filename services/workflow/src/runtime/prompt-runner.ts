@@ -1,8 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import os from 'node:os';
 import type { Storage } from '@svc/storage';
-import { Executor, InterruptSignal, type ExecutionSink } from '../engine/executor.ts';
-import type { ProgressRegistry } from '../engine/progress.ts';
+import { InterruptSignal, type ExecutionSink, type RunResult } from '../engine/executor.ts';
+import type { ProgressView } from '../engine/progress.ts';
+import type { Engine } from '../threads/execution-pool.ts';
+import { claimNextWithinLimit } from '../domain/claim-within-limit.ts';
 import { validatePrompt, type PromptError } from '../engine/validate.ts';
 import type { NodeEnv, NodeScope } from '../nodes/api.ts';
 import {
@@ -113,7 +115,12 @@ function linkedSecretError(linked: Array<{ nodeId: string; input: string; classT
 
 export interface RunnerOptions {
   storage: Storage;
-  executor: Executor;
+  /** Runs prompts: the execution threads, or the main thread's Executor. */
+  executor: Engine;
+  /** Prompts this process runs at once (local queue; the shared queue has its own count). Default 1. */
+  slots?: number;
+  /** With several slots: an owner's prompts running at once at most (the hosted runtime's max_concurrent_jobs). */
+  maxPerOwner?: number;
   hub: WsHub;
   dirs: NodeEnv['dirs'];
   /** The folders an owner's prompts see (hosted runtime: the workspace's own input folder); default `dirs` for everyone. */
@@ -183,11 +190,18 @@ export class PromptRunner implements ClaimHandler {
   /** Pending and running prompts per owner (hosted runtime: a workspace's status counts its own queue only). */
   private readonly remainingBy = new Map<string, number>();
   private finished = 0;
-  private current: Current | null = null;
-  /** Settles when the last started prompt's messages (its end's included) have all been sent. */
-  private lastSent: Promise<void> | undefined;
+  /** The prompts running now, one per busy slot. */
+  private readonly currents = new Set<Current>();
+  /** Per slot: settles when the slot's last started prompt's messages (its end's included) have all been sent. */
+  private readonly lastSent = new Map<number, Promise<void>>();
+  /** Slot numbers free for prompts the shared queue hands in (runClaimed). */
+  private readonly claimSlots: number[] = [];
+  private claimSlotCount = 0;
   private readonly gates = new Map<string, { promise: Promise<void>; release: () => void }>();
-  private wake: (() => void) | null = null;
+  /** Claims under a per-owner limit, one after the other. */
+  private claimTurn: Promise<void> = Promise.resolve();
+  /** Idle loops waiting for a prompt to be stored. */
+  private readonly wakers = new Set<() => void>();
   private stopped = true;
   private loopDone: Promise<void> = Promise.resolve();
   private pendingFree = false;
@@ -232,13 +246,18 @@ export class PromptRunner implements ClaimHandler {
     this.finished = await finishedCount(db);
     if (this.finished > this.o.maxHistory) this.finished -= await trimHistory(db, this.o.maxHistory);
     this.stopped = false;
-    this.loopDone = this.loop();
+    const slots = Math.max(1, this.o.slots ?? 1);
+    this.loopDone = Promise.all(Array.from({ length: slots }, (_, i) => this.loop(i))).then(() => {});
+  }
+
+  private wakeAll(): void {
+    for (const w of [...this.wakers]) w();
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
-    this.current?.interrupt.interrupt();
-    this.wake?.();
+    for (const c of this.currents) c.interrupt.interrupt();
+    this.wakeAll();
     if (this.o.shared) await this.o.shared.stop();
     await this.loopDone;
   }
@@ -274,7 +293,17 @@ export class PromptRunner implements ClaimHandler {
 
   /** The prompt now running and its last node (for a socket that connects mid-run). */
   running(): { promptId: string; clientId: string | null; lastNode: string | null; owner: string } | null {
-    return this.current ? { promptId: this.current.record.id, clientId: this.current.clientId, lastNode: this.current.lastNode, owner: this.current.record.owner } : null;
+    const c = this.currents.values().next().value;
+    return c ? this.describe(c) : null;
+  }
+
+  /** Every prompt running in this process. */
+  runningAll(): Array<{ promptId: string; clientId: string | null; lastNode: string | null; owner: string }> {
+    return [...this.currents].map((c) => this.describe(c));
+  }
+
+  private describe(c: Current): { promptId: string; clientId: string | null; lastNode: string | null; owner: string } {
+    return { promptId: c.record.id, clientId: c.clientId, lastNode: c.lastNode, owner: c.record.owner };
   }
 
   statusMessage(sid?: string, owner?: string): Record<string, unknown> {
@@ -370,14 +399,14 @@ export class PromptRunner implements ClaimHandler {
     const createTime = extraData.create_time as number;
     const row = { id: promptId, owner: req.owner, number, prompt: secret.prompt, extraData, sensitive, outputsToExecute: v.outputs, workflowId, workflowVersionId, createTime };
     // An idle runner with nothing queued takes this prompt as it is stored: no claim transaction on the critical path.
-    const claim = this.wake !== null && this.handoff === null && this.remaining === 0 && !this.stopped;
+    const claim = this.wakers.size > 0 && this.handoff === null && this.remaining === 0 && !this.stopped;
     const inserted = this.inserter.insert(claim ? { ...row, claimedBy: { worker: this.workerId, startTime: createTime } } : row);
     if (claim) {
       this.handoff = inserted.then(
         (): PromptRecord => ({ ...row, status: 'in_progress', sensitive: Object.keys(sensitive).length ? sensitive : null, startTime: createTime, endTime: null, outputs: null, meta: null, statusMessages: null }),
         () => null,
       );
-      this.wake?.();
+      this.wakeAll();
     }
     try {
       await inserted;
@@ -390,7 +419,7 @@ export class PromptRunner implements ClaimHandler {
     // With the prompt's own messages once its answer is out: one socket write instead of two.
     const owner = req.owner;
     void this.gates.get(promptId)?.promise.then(() => this.broadcastStatus(owner));
-    if (!claim) this.wake?.();
+    if (!claim) this.wakeAll();
     return { prompt_id: promptId, number, node_errors: v.nodeErrors };
   }
 
@@ -418,12 +447,15 @@ export class PromptRunner implements ClaimHandler {
   }
 
   /** POST /interrupt: the running prompt (or only the named one, when it is the one running). */
-  interrupt(promptId?: string): boolean {
-    const c = this.current;
-    if (!c) return false;
-    if (promptId !== undefined && c.record.id !== promptId) return false;
-    c.interrupt.interrupt();
-    return true;
+  interrupt(promptId?: string, owner?: string): boolean {
+    let hit = false;
+    for (const c of this.currents) {
+      if (promptId !== undefined && c.record.id !== promptId) continue;
+      if (owner !== undefined && c.record.owner !== owner) continue;
+      c.interrupt.interrupt();
+      hit = true;
+    }
+    return hit;
   }
 
   /** Cloud cancel of a claimed prompt: interrupted now, or as soon as its run starts (here or, with the shared queue, in any process). */
@@ -434,7 +466,7 @@ export class PromptRunner implements ClaimHandler {
 
   /** A cancel for a prompt that may be claimed by this process. */
   cancelHere(promptId: string): void {
-    if (this.current?.record.id === promptId) return this.current.interrupt.interrupt();
+    for (const c of this.currents) if (c.record.id === promptId) return c.interrupt.interrupt();
     // Bounded: the oldest requests (long settled) make room.
     if (this.cancelRequested.size >= 10_000) this.cancelRequested.delete(this.cancelRequested.values().next().value!);
     this.cancelRequested.add(promptId);
@@ -451,8 +483,13 @@ export class PromptRunner implements ClaimHandler {
    * prompt may start meanwhile; its messages wait for this one's last).
    */
   async runClaimed(record: PromptRecord, engineFree?: () => void): Promise<void> {
-    await this.runOne(record, engineFree);
-    if (this.pendingFree) {
+    const slot = this.claimSlots.pop() ?? this.claimSlotCount++;
+    try {
+      await this.runOne(record, slot, engineFree);
+    } finally {
+      this.claimSlots.push(slot);
+    }
+    if (this.pendingFree && this.currents.size === 0) {
       this.pendingFree = false;
       this.o.executor.freeMemory();
     }
@@ -481,7 +518,7 @@ export class PromptRunner implements ClaimHandler {
   /** POST /free: free_memory empties the output cache (after the running prompt, as the reference). */
   free(opts: { freeMemory: boolean; unloadModels: boolean }): void {
     if (!opts.freeMemory && !opts.unloadModels) return;
-    if (this.current) this.pendingFree = true;
+    if (this.currents.size > 0) this.pendingFree = true;
     else this.o.executor.freeMemory();
   }
 
@@ -513,12 +550,14 @@ export class PromptRunner implements ClaimHandler {
     this.finished = Math.max(0, this.finished - n);
   }
 
-  private async loop(): Promise<void> {
+  private async loop(slot: number): Promise<void> {
     let record: PromptRecord | null = null;
     while (!this.stopped) {
       if (!record && this.handoff) {
-        record = await this.handoff;
+        // Taken before the wait: another idle slot's loop must not take the same prompt.
+        const handoff = this.handoff;
         this.handoff = null;
+        record = await handoff;
         if (record && this.stopped) {
           await releaseClaim(this.o.storage.db, record.id, this.workerId).catch((err) => this.o.log.error({ err }, 'returning a claimed prompt to the queue failed'));
           break;
@@ -526,7 +565,16 @@ export class PromptRunner implements ClaimHandler {
       }
       if (!record) {
         try {
-          record = await claimNext(this.o.storage, this.workerId, Date.now());
+          const limit = this.o.maxPerOwner;
+          if ((this.o.slots ?? 1) > 1 && limit !== undefined && limit > 0) {
+            // One claim at a time in this process: two slots must not both see an owner's last free place.
+            const turn = this.claimTurn.then(() => claimNextWithinLimit(this.o.storage, this.workerId, Date.now(), limit));
+            this.claimTurn = turn.then(
+              () => {},
+              () => {},
+            );
+            record = await turn;
+          } else record = await claimNext(this.o.storage, this.workerId, Date.now());
         } catch (err) {
           this.o.log.error({ err }, 'claiming the next prompt failed');
         }
@@ -534,22 +582,25 @@ export class PromptRunner implements ClaimHandler {
       if (!record) {
         await new Promise<void>((resolve) => {
           const t = setTimeout(resolve, this.o.storage.dialect.kind === 'postgres' ? 500 : 2_000);
-          this.wake = () => {
+          const w = () => {
+            this.wakers.delete(w);
             clearTimeout(t);
             resolve();
           };
+          this.wakers.add(w);
         });
-        this.wake = null;
         continue;
       }
       const running: PromptRecord = record;
       try {
-        record = await this.runOne(running);
+        record = await this.runOne(running, slot);
       } catch (err) {
         this.o.log.error({ err, prompt_id: running.id }, 'prompt failed outside the engine');
         record = null;
       }
-      if (this.pendingFree) {
+      // Another slot's prompt ended while this one ran: that slot may take what it would have left queued.
+      if ((this.o.slots ?? 1) > 1) this.wakeAll();
+      if (this.pendingFree && this.currents.size === 0) {
         this.pendingFree = false;
         this.o.executor.freeMemory();
       }
@@ -592,7 +643,7 @@ export class PromptRunner implements ClaimHandler {
         const key = `progress:${data.prompt_id}:${data.node}`;
         throttle.run(key, () => out(() => hub.sendCoalesced(client, key, () => text, owner), key));
       },
-      progressState: (reg: ProgressRegistry) => {
+      progressState: (reg: ProgressView) => {
         if (client === null) return;
         const key = `progress_state:${reg.promptId}`;
         throttle.run(key, () => out(() => hub.sendCoalesced(client, key, () => JSON.stringify({ type: 'progress_state', data: reg.snapshot() }), owner), key));
@@ -613,16 +664,17 @@ export class PromptRunner implements ClaimHandler {
   }
 
   /** Runs one prompt, records its end and returns the next claimed prompt (or null). */
-  private async runOne(record: PromptRecord, engineFree?: () => void): Promise<PromptRecord | null> {
+  private async runOne(record: PromptRecord, slot: number, engineFree?: () => void): Promise<PromptRecord | null> {
     const clientId = typeof record.extraData.client_id === 'string' ? record.extraData.client_id : null;
     const current: Current = { record, interrupt: new InterruptSignal(), clientId, lastNode: null, held: null };
-    this.current = current;
+    this.currents.add(current);
     if (this.cancelRequested.delete(record.id)) current.interrupt.interrupt();
     const gate = this.gates.get(record.id);
-    // The previous prompt's last messages may not be out yet (its end is still being written): this one's wait for them.
-    const prior = this.lastSent;
+    // The slot's previous prompt's last messages may not be out yet (its end is still being written): this one's wait for them.
+    const prior = this.lastSent.get(slot);
     let sent!: () => void;
-    const allSent = (this.lastSent = new Promise<void>((r) => (sent = r)));
+    const allSent = new Promise<void>((r) => (sent = r));
+    this.lastSent.set(slot, allSent);
     const throttle = new ProgressThrottle();
     const coalesce = gate === undefined && (this.o.relayCoalesceMs ?? 0) > 0;
     const sink = this.sink(current, gate || prior || coalesce ? [] : null, throttle);
@@ -634,7 +686,7 @@ export class PromptRunner implements ClaimHandler {
     let holdTimer: NodeJS.Timeout | undefined;
     const settle = () => {
       if (current.held !== null || !ended) return;
-      if (this.lastSent === allSent) this.lastSent = undefined;
+      if (this.lastSent.get(slot) === allSent) this.lastSent.delete(slot);
       sent();
     };
     const flushHeld = () => {
@@ -667,7 +719,7 @@ export class PromptRunner implements ClaimHandler {
       flushHeld();
     });
     let status: JobStatus = 'failed';
-    let result: Awaited<ReturnType<Executor['run']>> | undefined;
+    let result: RunResult | undefined;
     let next: PromptRecord | null = null;
     try {
       const scope = this.o.scopeFor?.(record.owner) ?? { dirs: this.o.dirs };
@@ -680,20 +732,39 @@ export class PromptRunner implements ClaimHandler {
         sink,
         interrupt: current.interrupt,
         env: { ...scope, fileWritten: this.fileWrittenFor(record), secret: this.o.readSecret && ((name: string) => this.o.readSecret!(record.owner, name)) },
-      });
+      }, record.owner);
       status = result.status === 'success' ? 'completed' : result.interrupted ? 'cancelled' : 'failed';
     } finally {
-      const completion = { status, endTime: Date.now(), outputs: result?.outputs ?? {}, meta: result?.meta ?? {}, messages: result?.messages ?? [] };
+      const completion: { status: JobStatus; endTime: number; outputs: RunResult['outputs']; meta: RunResult['meta']; messages: RunResult['messages'] } = { status, endTime: Date.now(), outputs: result?.outputs ?? {}, meta: result?.meta ?? {}, messages: result?.messages ?? [] };
       engineFree?.();
       let recorded = false;
       let remaining: number | undefined;
       try {
         // With nothing else known to be queued, the end is recorded alone (a prompt stored meanwhile is claimed by the loop).
         // Shared queue: the next prompt comes with the next job; history is trimmed every so many ends (its count is everyone's).
-        const claimNext = !this.o.shared && !this.stopped && this.remaining > 1;
+        // A per-owner limit is checked by its own claim, not the one fused with the end.
+        const limited = (this.o.slots ?? 1) > 1 && (this.o.maxPerOwner ?? 0) > 0;
+        const claimNext = !this.o.shared && !this.stopped && this.remaining > 1 && !limited;
         // Shared queue with per-owner status: the owner's count comes back with the end (no second query for the status).
         const countOwner = this.o.shared !== undefined && this.o.perOwnerStatus === true;
-        const done = await completeAndClaimNext(this.o.storage, record.id, completion, claimNext ? this.workerId : null, this.historyTrim(), countOwner);
+        const trim = this.historyTrim();
+        let done: Awaited<ReturnType<typeof completeAndClaimNext>>;
+        try {
+          done = await completeAndClaimNext(this.o.storage, record.id, completion, claimNext ? this.workerId : null, trim, countOwner);
+        } catch (err) {
+          // Outputs that cannot be stored (they are bounded, so this is the database refusing them) must not leave the
+          // prompt running forever or uncharged: it ends failed, without them, and says why.
+          this.o.log.error({ err, prompt_id: record.id }, 'the end of a prompt could not be recorded with its outputs; recording it failed');
+          status = 'failed';
+          completion.status = status;
+          completion.outputs = {};
+          completion.meta = {};
+          completion.messages = [
+            ...completion.messages.filter(([t]) => t === 'execution_start' || t === 'execution_cached'),
+            ['execution_error', { prompt_id: record.id, node_id: null, node_type: null, executed: result?.executed ?? [], exception_message: 'The prompt\'s outputs could not be recorded\n', exception_type: 'OutputRecordError', traceback: [], current_inputs: {}, current_outputs: [], timestamp: completion.endTime }],
+          ];
+          done = await completeAndClaimNext(this.o.storage, record.id, completion, null, trim, countOwner);
+        }
         remaining = done.remaining;
         recorded = true;
         next = done.next;
@@ -702,7 +773,7 @@ export class PromptRunner implements ClaimHandler {
         this.o.onFinished?.({ promptId: record.id, owner: record.owner, status, startTime: record.startTime ?? completion.endTime, endTime: completion.endTime });
         this.counted(record.owner, -1);
       } finally {
-        if (this.current === current) this.current = null;
+        this.currents.delete(current);
         throttle.flush();
         // Unrecorded (the database failed): whoever settles the prompt later tells its client.
         if (recorded && clientId !== null) sink.out(() => this.o.hub.send('executing', { node: null, prompt_id: record.id }, clientId, record.owner));

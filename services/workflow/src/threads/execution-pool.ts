@@ -1,0 +1,381 @@
+/**
+ * The main thread's side of execution threads. Each `ExecutionThread` is one
+ * execution slot: a worker thread with its own registry and output cache that
+ * runs one prompt at a time. Its sink calls come back as batched events and
+ * are replayed on the run's sink here, so clients see what they saw when
+ * prompts ran on the main thread.
+ *
+ * A thread stuck in synchronous code cannot take a message: an interrupt sets
+ * a shared flag (seen by `checkInterrupt()` inside the node) and, if the
+ * thread has not answered within the grace period, the thread is terminated
+ * and replaced (its cache goes with it) and the run ends interrupted. The
+ * same happens at a run's time limit, and when the thread dies (its heap
+ * limit, an error thrown outside the engine): the run ends with an
+ * execution_error and the next one gets a fresh thread.
+ */
+import { pathToFileURL } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import type { WorkflowConfig } from '../config.ts';
+import type { ExecutorLimits, PromptRun, RunResult } from '../engine/executor.ts';
+import { ProgressMirror } from '../engine/progress.ts';
+import type { NodeRegistry } from '../engine/registry.ts';
+import type { EnvCall, FromThread, ThreadInit, ToThread } from './protocol.ts';
+
+type Log = { warn(o: object, m: string): void; error(o: object, m: string): void };
+
+/** What the prompt runner needs of an engine: the main thread's Executor, or the pool of execution threads. */
+export interface Engine {
+  readonly registry: NodeRegistry;
+  /** Runs one prompt; `affinity` (the owner) prefers the slot that ran that owner's last prompt, whose cache holds its values. */
+  run(spec: PromptRun, affinity?: string): Promise<RunResult>;
+  freeMemory(): void;
+  close?(): Promise<void>;
+}
+
+export interface PoolOptions {
+  config: WorkflowConfig;
+  registry: NodeRegistry;
+  threads: number;
+  limits: ExecutorLimits;
+  /** Milliseconds an interrupted thread has to answer before it is terminated. */
+  interruptGraceMs: number;
+  /** A run's wall-clock limit in ms (0: none). */
+  timeLimitMs: number;
+  /** Heap limit of each thread in MB (0: V8's default, which still ends only the thread). */
+  memoryLimitMb: number;
+  /** Start the threads now (a process that runs prompts), or at their first prompt (an API process with --no-workers never does). */
+  eager: boolean;
+  log: Log;
+}
+
+/** The messages a run records in its history (the engine's addMessage types). */
+const HISTORY_TYPES = new Set(['execution_start', 'execution_cached', 'execution_success', 'execution_error', 'execution_interrupted']);
+
+/** The module an execution thread starts from: the bundle's own (scripts/run-service.mjs names it) or the TypeScript source under tsx. */
+function threadEntry(): URL {
+  const bundled = (globalThis as { __workflowExecutionThread?: string }).__workflowExecutionThread;
+  return bundled ? pathToFileURL(bundled) : new URL('./source-entry.mjs', import.meta.url);
+}
+
+interface ActiveRun {
+  seq: number;
+  spec: PromptRun;
+  mirror: ProgressMirror;
+  messages: Array<[string, Record<string, unknown>]>;
+  executed: string[];
+  outputs: RunResult['outputs'];
+  meta: RunResult['meta'];
+  lastNode: string | null;
+  resolve(r: RunResult): void;
+  reject(e: Error): void;
+  timers: NodeJS.Timeout[];
+  onAbort: () => void;
+}
+
+class ExecutionThread {
+  private worker: Worker | undefined;
+  private ready!: Promise<void>;
+  private readonly flag = new Int32Array(new SharedArrayBuffer(4));
+  private seq = 0;
+  private active: ActiveRun | null = null;
+  private closed = false;
+  /** The owner whose prompt ran here last (the cache holds its values). */
+  lastOwner: string | undefined;
+
+  constructor(private readonly o: PoolOptions) {
+    if (o.eager) this.spawn();
+  }
+
+  get busy(): boolean {
+    return this.active !== null;
+  }
+
+  private spawn(): void {
+    const init: ThreadInit = { config: this.o.config, limits: this.o.limits, interruptFlag: this.flag.buffer as SharedArrayBuffer };
+    const worker = new Worker(threadEntry(), {
+      workerData: init,
+      resourceLimits: this.o.memoryLimitMb > 0 ? { maxOldGenerationSizeMb: this.o.memoryLimitMb } : undefined,
+      // Not the process's flags: under tsx they name a loader that does not work in a thread (source-entry.mjs registers it).
+      execArgv: [],
+    });
+    this.worker = worker;
+    this.ready = new Promise<void>((resolve, reject) => {
+      const onReady = (m: FromThread) => {
+        if (m.t !== 'ready') return;
+        worker.off('message', onReady);
+        resolve();
+      };
+      worker.on('message', onReady);
+      worker.once('error', reject);
+      worker.once('exit', (code) => reject(new Error(`execution thread exited (${code}) before it was ready`)));
+    });
+    this.ready.catch(() => {});
+    worker.on('message', (m: FromThread) => this.onMessage(worker, m));
+    worker.on('error', (err) => this.onDeath(worker, err));
+    worker.on('exit', (code) => this.onDeath(worker, new Error(`execution thread exited with code ${code}`)));
+  }
+
+  private post(m: ToThread): void {
+    this.worker?.postMessage(m);
+  }
+
+  run(spec: PromptRun): Promise<RunResult> {
+    if (this.active) return Promise.reject(new Error('execution slot busy'));
+    if (!this.worker) this.spawn();
+    const seq = ++this.seq;
+    return new Promise<RunResult>((resolve, reject) => {
+      const run: ActiveRun = {
+        seq,
+        spec,
+        mirror: new ProgressMirror(spec.promptId),
+        messages: [],
+        executed: [],
+        outputs: {},
+        meta: {},
+        lastNode: null,
+        resolve,
+        reject,
+        timers: [],
+        onAbort: () => this.interrupt(run),
+      };
+      this.active = run;
+      void this.ready.then(
+        () => {
+          if (this.active !== run) return;
+          const env = spec.env;
+          const calls: EnvCall[] = [];
+          if (env.canRead) calls.push('canRead');
+          if (env.fileWritten) calls.push('fileWritten');
+          if (env.secret) calls.push('secret');
+          this.post({
+            t: 'run',
+            seq,
+            promptId: spec.promptId,
+            prompt: spec.prompt,
+            outputs: spec.outputs,
+            extraData: spec.extraData,
+            dirs: env.dirs,
+            calls,
+            client: typeof spec.extraData.client_id === 'string',
+          });
+          if (spec.interrupt.signal.aborted) this.interrupt(run);
+          else spec.interrupt.signal.addEventListener('abort', run.onAbort, { once: true });
+          if (this.o.timeLimitMs > 0) {
+            run.timers.push(
+              setTimeout(() => {
+                const s = this.o.timeLimitMs / 1000;
+                this.kill(run, 'error', { type: 'TimeoutError', message: `The prompt ran longer than its time limit of ${s} s (--prompt-time-limit)` });
+              }, this.o.timeLimitMs),
+            );
+          }
+        },
+        (err) => {
+          if (this.active !== run) return;
+          this.finish(run);
+          reject(err instanceof Error ? err : new Error(String(err)));
+        },
+      );
+    });
+  }
+
+  private interrupt(run: ActiveRun): void {
+    if (this.active !== run) return;
+    Atomics.store(this.flag, 0, run.seq);
+    this.post({ t: 'interrupt', seq: run.seq });
+    // Answered by the thread's loop: the run ends by itself (nodes see the flag or the abort).
+    run.timers.push(setTimeout(() => this.kill(run, 'interrupted'), this.o.interruptGraceMs));
+  }
+
+  free(): void {
+    this.post({ t: 'free' });
+  }
+
+  private onMessage(worker: Worker, m: FromThread): void {
+    if (worker !== this.worker) return;
+    if (m.t === 'log') {
+      this.o.log[m.level](m.data, m.msg);
+      return;
+    }
+    const run = this.active;
+    if (!run || (m.t !== 'ready' && m.seq !== run.seq)) return;
+    switch (m.t) {
+      case 'events':
+        for (const e of m.events) this.replay(run, e);
+        break;
+      case 'call':
+        void this.serveCall(run, m.id, m.fn, m.args);
+        break;
+      case 'ack':
+        // The thread's loop turned after the interrupt: it is not stuck, the run ends by itself.
+        for (const t of run.timers.splice(0)) clearTimeout(t);
+        if (this.o.timeLimitMs > 0) this.rearmTimeLimit(run);
+        break;
+      case 'done':
+        this.finish(run);
+        run.resolve(m.result);
+        break;
+      case 'crashed':
+        this.finish(run);
+        run.reject(new Error(m.error));
+        break;
+    }
+  }
+
+  private rearmTimeLimit(run: ActiveRun): void {
+    // The ack cleared every timer of the run; the time limit keeps counting from the run's start.
+    const started = run.messages[0]?.[1].timestamp as number | undefined;
+    const left = Math.max(0, (started ?? Date.now()) + this.o.timeLimitMs - Date.now());
+    run.timers.push(
+      setTimeout(() => {
+        this.kill(run, 'error', { type: 'TimeoutError', message: `The prompt ran longer than its time limit of ${this.o.timeLimitMs / 1000} s (--prompt-time-limit)` });
+      }, left),
+    );
+  }
+
+  private replay(run: ActiveRun, e: import('./protocol.ts').RunEvent): void {
+    const sink = run.spec.sink;
+    switch (e[0]) {
+      case 'send': {
+        const [, type, data, broadcast] = e;
+        if (HISTORY_TYPES.has(type)) run.messages.push([type, data]);
+        if (type === 'executing') run.lastNode = (data.node as string | null) ?? null;
+        sink.send(type, data, broadcast);
+        break;
+      }
+      case 'progress':
+        sink.progress(e[1]);
+        break;
+      case 'state':
+        run.mirror.apply(e[1]);
+        sink.progressState(run.mirror);
+        break;
+      case 'preview':
+        sink.preview(Buffer.from(e[1].buffer, e[1].byteOffset, e[1].byteLength), e[2], e[3]);
+        break;
+      case 'recorded': {
+        const [, id, executed, ui] = e;
+        if (executed) run.executed.push(id);
+        if (ui) {
+          run.outputs[id] = ui.output;
+          run.meta[id] = ui.meta;
+        }
+        break;
+      }
+    }
+  }
+
+  private async serveCall(run: ActiveRun, id: number, fn: EnvCall, args: unknown[]): Promise<void> {
+    const worker = this.worker;
+    let reply: ToThread;
+    try {
+      const f = run.spec.env[fn] as ((...a: unknown[]) => Promise<unknown>) | undefined;
+      if (!f) throw new Error(`${fn} is not available to this prompt`);
+      reply = { t: 'reply', id, ok: true, value: await f(...args) };
+    } catch (err) {
+      reply = { t: 'reply', id, ok: false, error: err instanceof Error ? err.message : String(err) };
+    }
+    if (worker !== undefined && worker === this.worker && this.active === run) worker.postMessage(reply);
+  }
+
+  private finish(run: ActiveRun): void {
+    for (const t of run.timers.splice(0)) clearTimeout(t);
+    run.spec.interrupt.signal.removeEventListener('abort', run.onAbort);
+    if (this.active === run) this.active = null;
+  }
+
+  /** Ends the active run from here: the thread is terminated and replaced, and the run reports what it got to. */
+  private kill(run: ActiveRun, how: 'interrupted' | 'error', error?: { type: string; message: string }): void {
+    if (this.active !== run) return;
+    this.finish(run);
+    const old = this.worker;
+    if (!this.closed) this.spawn();
+    void old?.terminate();
+    run.resolve(this.endedHere(run, how, error));
+  }
+
+  /** The RunResult of a run ended by this side, as the engine would have reported it. */
+  private endedHere(run: ActiveRun, how: 'interrupted' | 'error', error?: { type: string; message: string }): RunResult {
+    const { spec } = run;
+    const prompt = spec.prompt as Record<string, { class_type?: string } | undefined>;
+    const node = run.lastNode;
+    const realId = node === null ? null : (run.mirror.snapshot().nodes[node]?.real_node_id ?? node);
+    const nodeType = realId !== null && Object.hasOwn(prompt, realId) ? (prompt[realId]?.class_type ?? null) : null;
+    const base = { prompt_id: spec.promptId, node_id: realId, node_type: nodeType, executed: [...run.executed] };
+    let type: string;
+    let data: Record<string, unknown>;
+    let broadcast = false;
+    if (how === 'interrupted') {
+      type = 'execution_interrupted';
+      data = { ...base, timestamp: Date.now() };
+      broadcast = true;
+    } else {
+      type = 'execution_error';
+      data = {
+        ...base,
+        exception_message: `${error!.message}\n`,
+        exception_type: error!.type,
+        traceback: [],
+        current_inputs: {},
+        current_outputs: [],
+        timestamp: Date.now(),
+      };
+    }
+    run.messages.push([type, data]);
+    spec.sink.send(type, data, broadcast);
+    return { status: 'error', interrupted: how === 'interrupted', messages: run.messages, outputs: run.outputs, meta: run.meta, executed: run.executed };
+  }
+
+  private onDeath(worker: Worker, err: Error): void {
+    if (worker !== this.worker || this.closed) return;
+    const run = this.active;
+    const oom = (err as NodeJS.ErrnoException).code === 'ERR_WORKER_OUT_OF_MEMORY';
+    this.o.log.error({ err }, oom ? 'an execution thread ran out of memory' : 'an execution thread died');
+    if (run) {
+      this.finish(run);
+      this.spawn();
+      const limit = this.o.memoryLimitMb > 0 ? `its memory limit of ${this.o.memoryLimitMb} MB (--prompt-memory-limit)` : 'the memory an execution thread may use';
+      run.resolve(this.endedHere(run, 'error', oom ? { type: 'MemoryError', message: `The prompt exceeded ${limit}` } : { type: 'ExecutionThreadDied', message: err.message }));
+    } else this.spawn();
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    const run = this.active;
+    if (run) {
+      this.finish(run);
+      run.resolve(this.endedHere(run, 'interrupted'));
+    }
+    await this.worker?.terminate();
+  }
+}
+
+/** Execution slots: one thread each; a prompt goes to a free one, preferably the one that last ran its owner's prompt. */
+export class ExecutionPool implements Engine {
+  readonly registry: NodeRegistry;
+  private readonly threads: ExecutionThread[];
+
+  constructor(o: PoolOptions) {
+    this.registry = o.registry;
+    this.threads = Array.from({ length: Math.max(1, o.threads) }, () => new ExecutionThread(o));
+  }
+
+  get size(): number {
+    return this.threads.length;
+  }
+
+  run(spec: PromptRun, affinity?: string): Promise<RunResult> {
+    const free = this.threads.filter((t) => !t.busy);
+    if (free.length === 0) return Promise.reject(new Error('every execution slot is busy'));
+    const t = free.find((x) => affinity !== undefined && x.lastOwner === affinity) ?? free.find((x) => x.lastOwner === undefined) ?? free[0]!;
+    t.lastOwner = affinity;
+    return t.run(spec);
+  }
+
+  freeMemory(): void {
+    for (const t of this.threads) t.free();
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.threads.map((t) => t.close()));
+  }
+}

@@ -1,0 +1,159 @@
+/**
+ * Entry of an execution thread: builds the node registry and an engine with
+ * its own output cache, then runs the prompts the main thread sends, one at a
+ * time. Node code runs here, so a node that computes for seconds never holds
+ * the thread that answers HTTP and WebSockets.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { Executor, InterruptSignal, type ExecutionSink } from '../engine/executor.ts';
+import type { ProgressRegistry } from '../engine/progress.ts';
+import type { NodeEnv } from '../nodes/api.ts';
+import { buildRegistry } from '../runtime/node-registry.ts';
+import type { EnvCall, FromThread, RunEvent, ThreadInit, ToThread } from './protocol.ts';
+
+const port = parentPort!;
+const init = workerData as ThreadInit;
+const interruptFlag = new Int32Array(init.interruptFlag);
+
+function post(m: FromThread): void {
+  port.postMessage(m);
+}
+
+const quiet = { info() {}, warn() {} };
+const registry = await buildRegistry(init.config, quiet);
+const executor = new Executor(registry, init.config.cache, init.limits);
+
+/** Calls of env functions waiting for the main thread's reply. */
+const calls = new Map<number, { resolve(v: unknown): void; reject(e: Error): void }>();
+let nextCall = 1;
+let running: { seq: number; interrupt: InterruptSignal } | null = null;
+
+function callMain(seq: number, fn: EnvCall, args: unknown[]): Promise<unknown> {
+  const id = nextCall++;
+  return new Promise((resolve, reject) => {
+    calls.set(id, { resolve, reject });
+    post({ t: 'call', seq, id, fn, args });
+  });
+}
+
+/** Progress is sent at most this often while a node runs (the main thread throttles what reaches sockets). */
+const PROGRESS_GAP_MS = 20;
+
+/**
+ * A run's sink: events are batched and posted together, at the latest when
+ * the thread next turns its event loop. A node's `executing` message, a
+ * preview and progress due are posted at once, before a node that may
+ * compute for a long time without letting the loop turn.
+ */
+function sinkFor(seq: number, client: boolean): ExecutionSink & { flush(): void } {
+  let events: RunEvent[] = [];
+  let transfer: ArrayBuffer[] = [];
+  let state: ProgressRegistry | null = null;
+  let scheduled = false;
+  let lastFlush = 0;
+  const flush = () => {
+    if (state) {
+      const changes = state.takeChanges();
+      if (changes.length) events.push(['state', changes]);
+      state = null;
+    }
+    if (events.length === 0) return;
+    const batch = events;
+    const moved = transfer;
+    events = [];
+    transfer = [];
+    lastFlush = performance.now();
+    port.postMessage({ t: 'events', seq, events: batch } satisfies FromThread, moved);
+  };
+  const later = () => {
+    if (scheduled) return;
+    scheduled = true;
+    setImmediate(() => {
+      scheduled = false;
+      flush();
+    });
+  };
+  return {
+    flush,
+    send(type, data, broadcast) {
+      events.push(['send', type, data, broadcast === true]);
+      if (type === 'executing') flush();
+      else later();
+    },
+    progress(data) {
+      if (!client) return;
+      events.push(['progress', data]);
+      if (performance.now() - lastFlush >= PROGRESS_GAP_MS) flush();
+      else later();
+    },
+    progressState(reg) {
+      if (!client) return;
+      state = reg as ProgressRegistry;
+      later();
+    },
+    preview(image, format, meta) {
+      if (!client) return;
+      // A copy of exactly its bytes, moved (not cloned) to the main thread: the node may keep its buffer.
+      const bytes = Uint8Array.prototype.slice.call(image);
+      transfer.push(bytes.buffer as ArrayBuffer);
+      events.push(['preview', bytes, format, meta]);
+      flush();
+    },
+    recorded(id, executed, ui) {
+      events.push(['recorded', id, executed, ui]);
+      later();
+    },
+  };
+}
+
+async function run(m: Extract<ToThread, { t: 'run' }>): Promise<void> {
+  const interrupt = new InterruptSignal(() => Atomics.load(interruptFlag, 0) === m.seq);
+  running = { seq: m.seq, interrupt };
+  const sink = sinkFor(m.seq, m.client);
+  const env: Omit<NodeEnv, 'prompt' | 'extraData'> = {
+    dirs: m.dirs,
+    canRead: m.calls.includes('canRead') ? (ref) => callMain(m.seq, 'canRead', [ref]) as Promise<boolean> : undefined,
+    fileWritten: m.calls.includes('fileWritten') ? (info) => callMain(m.seq, 'fileWritten', [info]) as Promise<Record<string, unknown> | void> : undefined,
+    secret: m.calls.includes('secret') ? (name) => callMain(m.seq, 'secret', [name]) as Promise<string | undefined> : undefined,
+  };
+  try {
+    const result = await executor.run({ promptId: m.promptId, prompt: m.prompt as never, outputs: m.outputs, extraData: m.extraData, sink, interrupt, env });
+    sink.flush();
+    post({ t: 'done', seq: m.seq, result });
+  } catch (err) {
+    sink.flush();
+    post({ t: 'crashed', seq: m.seq, error: err instanceof Error ? (err.stack ?? err.message) : String(err) });
+  } finally {
+    running = null;
+  }
+}
+
+port.on('message', (m: ToThread) => {
+  switch (m.t) {
+    case 'run':
+      void run(m);
+      break;
+    case 'interrupt':
+      // The loop turned: the run is not stuck in synchronous code, and async nodes see the abort now.
+      if (running?.seq === m.seq) void running.interrupt.interrupted;
+      post({ t: 'ack', seq: m.seq });
+      break;
+    case 'free':
+      executor.freeMemory();
+      break;
+    case 'reply': {
+      const c = calls.get(m.id);
+      if (!c) break;
+      calls.delete(m.id);
+      if (m.ok) c.resolve(m.value);
+      else c.reject(new Error(m.error));
+      break;
+    }
+  }
+});
+
+process.on('unhandledRejection', (err) => {
+  post({ t: 'log', level: 'error', msg: 'unhandled rejection in an execution thread', data: { err: err instanceof Error ? err.stack : String(err) } });
+});
+
+post({ t: 'ready' });

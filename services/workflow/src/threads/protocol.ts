@@ -1,0 +1,56 @@
+/**
+ * Messages between the service's main thread and an execution thread. One
+ * execution thread runs one prompt at a time with its own node registry and
+ * output cache; the main thread keeps HTTP, WebSockets and the database.
+ */
+import type { WorkflowConfig } from '../config.ts';
+import type { ExecutorLimits, NodeMeta, RunResult } from '../engine/executor.ts';
+import type { NodeProgress } from '../engine/progress.ts';
+import type { NodeEnv } from '../nodes/api.ts';
+
+/** `workerData` of an execution thread. */
+export interface ThreadInit {
+  config: WorkflowConfig;
+  limits: ExecutorLimits;
+  /** Int32Array[0]: the sequence number of the run the main thread interrupted (read inside synchronous nodes). */
+  interruptFlag: SharedArrayBuffer;
+}
+
+/** The env functions a run may call back on the main thread (assets, workspace secrets, output visibility). */
+export type EnvCall = 'canRead' | 'fileWritten' | 'secret';
+
+export type ToThread =
+  | {
+      t: 'run';
+      seq: number;
+      promptId: string;
+      prompt: Record<string, unknown>;
+      outputs: string[];
+      extraData: Record<string, unknown>;
+      dirs: NodeEnv['dirs'];
+      /** Which env functions the main thread serves for this run. */
+      calls: EnvCall[];
+      /** Whether the prompt has a client: without one, progress is not sent at all. */
+      client: boolean;
+    }
+  | { t: 'interrupt'; seq: number }
+  | { t: 'free' }
+  | { t: 'reply'; id: number; ok: true; value: unknown }
+  | { t: 'reply'; id: number; ok: false; error: string };
+
+/** One sink call of a run, in order. */
+export type RunEvent =
+  | ['send', string, Record<string, unknown>, boolean]
+  | ['progress', { value: number; max: number; prompt_id: string; node: string }]
+  | ['state', NodeProgress[]]
+  | ['preview', Uint8Array, 'png' | 'jpeg', Record<string, unknown>]
+  | ['recorded', string, boolean, { meta: NodeMeta; output: Record<string, unknown[]> } | undefined];
+
+export type FromThread =
+  | { t: 'ready' }
+  | { t: 'events'; seq: number; events: RunEvent[] }
+  | { t: 'call'; seq: number; id: number; fn: EnvCall; args: unknown[] }
+  | { t: 'ack'; seq: number }
+  | { t: 'done'; seq: number; result: RunResult }
+  | { t: 'crashed'; seq: number; error: string }
+  | { t: 'log'; level: 'warn' | 'error'; msg: string; data: Record<string, unknown> };

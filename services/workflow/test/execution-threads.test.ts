@@ -1,0 +1,225 @@
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { forEachStorage, type StorageKind } from '@svc/testkit';
+import { startWorkflow, textPrompt, waitJob, WsClient, type Msg } from './helpers.ts';
+
+/**
+ * Prompts execute in execution threads (src/threads): node code that
+ * computes without yielding, throws, loops forever, exhausts its heap or
+ * expands without end ends its prompt with an execution_error or an
+ * interrupt, never the service, and the API keeps answering meanwhile.
+ */
+
+type Server = Awaited<ReturnType<typeof startWorkflow>>;
+
+const spin = (ms: number, checked = false) => ({ s: { class_type: 'TestSpin', inputs: { ms, checked } } });
+
+async function queue(srv: Server, prompt: Record<string, unknown>, clientId: string): Promise<string> {
+  const r = await srv.http.post('/prompt', { prompt, client_id: clientId });
+  assert.equal(r.status, 200, JSON.stringify(r.body));
+  return r.body.prompt_id as string;
+}
+
+function ending(msgs: Msg[], id: string): Msg | undefined {
+  return msgs.find((m) => ['execution_success', 'execution_error', 'execution_interrupted'].includes(m.type) && m.data.prompt_id === id);
+}
+
+async function started(ws: WsClient, id: string, node: string): Promise<void> {
+  await ws.until((ms) => ms.some((m) => m.type === 'executing' && m.data.prompt_id === id && m.data.node === node));
+}
+
+/** A trivial prompt runs to success: the slot is usable after whatever came before. */
+async function stillRuns(srv: Server, _ws: WsClient, tag: string): Promise<void> {
+  const id = await queue(srv, textPrompt(`after ${tag}`), 'after');
+  const job = await waitJob(srv.http, id);
+  assert.equal(job.status, 'completed', JSON.stringify(job));
+}
+
+forEachStorage('execution threads', (storage: StorageKind) => {
+  let srv: Server;
+  let ws: WsClient;
+
+  before(async () => {
+    srv = await startWorkflow(storage, {}, { packs: ['hostile-pack.mjs'] });
+    ws = new WsClient(srv.url, 'threads');
+    await ws.opened;
+  });
+  after(async () => {
+    ws.close();
+    await srv.close();
+  });
+
+  test('the API and WebSockets answer while a node computes for seconds without yielding', async () => {
+    const id = await queue(srv, spin(60_000), 'threads');
+    await started(ws, id, 's');
+    // Requests made while the node is known to be running: each must be answered while it still runs.
+    const latencies: number[] = [];
+    for (let i = 0; i < 20; i++) {
+      const t = performance.now();
+      const r = await srv.http.get('/api/system_stats');
+      latencies.push(performance.now() - t);
+      assert.equal(r.status, 200);
+    }
+    // A WebSocket round trip: a new socket gets its status greeting.
+    const other = new WsClient(srv.url, 'other');
+    await other.until((ms) => ms.some((m) => m.type === 'status'));
+    other.close();
+    // Another client can queue meanwhile (it waits for the slot).
+    const queued = await queue(srv, textPrompt('queued behind'), 'threads');
+    assert.equal(ending(ws.messages, id), undefined, 'the spinning prompt is still running');
+    latencies.sort((a, b) => a - b);
+    assert.ok(latencies[Math.floor(latencies.length / 2)]! < 500, `median ${latencies[10]} ms`);
+    // The node never checks for interrupts: its thread is terminated and replaced.
+    const t = performance.now();
+    assert.equal((await srv.http.post('/interrupt', { prompt_id: id })).status, 200);
+    await ws.until((ms) => ending(ms, id));
+    const took = performance.now() - t;
+    const end = ending(ws.messages, id)!;
+    assert.equal(end.type, 'execution_interrupted');
+    assert.equal(end.data.node_id, 's');
+    assert.equal(end.data.node_type, 'TestSpin');
+    assert.ok(took < 5_000, `interrupt took ${took} ms`);
+    const job = await waitJob(srv.http, id);
+    assert.equal(job.status, 'cancelled');
+    // The prompt queued behind it runs on the fresh thread.
+    assert.equal((await waitJob(srv.http, queued)).status, 'completed');
+  });
+
+  test('a node that checks for interrupts stops at its next check', async () => {
+    const id = await queue(srv, spin(60_000, true), 'threads');
+    await started(ws, id, 's');
+    await srv.http.post('/interrupt', {});
+    await ws.until((ms) => ending(ms, id));
+    assert.equal(ending(ws.messages, id)!.type, 'execution_interrupted');
+    await stillRuns(srv, ws, 'checked interrupt');
+  });
+
+  test('a node that throws fails its prompt with the reference fields', async () => {
+    const id = await queue(srv, { t: { class_type: 'TestThrow', inputs: { message: 'kaboom' } } }, 'threads');
+    await ws.until((ms) => ending(ms, id));
+    const end = ending(ws.messages, id)!;
+    assert.equal(end.type, 'execution_error');
+    assert.equal(end.data.node_id, 't');
+    assert.equal(end.data.node_type, 'TestThrow');
+    assert.equal(end.data.exception_message, 'kaboom\n');
+    assert.equal(end.data.exception_type, 'Error');
+    assert.ok(Array.isArray(end.data.traceback));
+    assert.deepEqual(end.data.current_inputs, { message: ['kaboom'] });
+    await stillRuns(srv, ws, 'throw');
+  });
+
+  test('outputs past their bound fail the prompt, which is recorded as ended', async () => {
+    // 70 outputs of 1 MB each: past the default 64 MB.
+    const id = await queue(srv, { b: { class_type: 'TestBigText', inputs: { chars: 1_000_000, copies: 70 } } }, 'threads');
+    await ws.until((ms) => ending(ms, id));
+    const end = ending(ws.messages, id)!;
+    assert.equal(end.type, 'execution_error');
+    assert.equal(end.data.exception_type, 'PromptLimitExceeded');
+    assert.match(end.data.exception_message, /max_output_bytes/);
+    const job = await waitJob(srv.http, id);
+    assert.equal(job.status, 'failed');
+    await stillRuns(srv, ws, 'outputs');
+  });
+});
+
+forEachStorage('execution thread limits', (storage: StorageKind) => {
+  let srv: Server;
+  let ws: WsClient;
+
+  before(async () => {
+    srv = await startWorkflow(storage, { promptMemoryLimit: '96', maxExpandedNodes: '500', maxExpansionDepth: '50', maxOutputItems: '10' }, { packs: ['hostile-pack.mjs'] });
+    ws = new WsClient(srv.url, 'limits');
+    await ws.opened;
+  });
+  after(async () => {
+    ws.close();
+    await srv.close();
+  });
+
+  test('a node that exhausts its heap ends with MemoryError; the service lives on', async () => {
+    const id = await queue(srv, { h: { class_type: 'TestHog', inputs: {} } }, 'limits');
+    await ws.until((ms) => ending(ms, id));
+    const end = ending(ws.messages, id)!;
+    assert.equal(end.type, 'execution_error');
+    assert.equal(end.data.exception_type, 'MemoryError');
+    assert.equal(end.data.node_id, 'h');
+    assert.equal((await srv.http.get('/api/system_stats')).status, 200);
+    await stillRuns(srv, ws, 'memory');
+  });
+
+  test('a node that expands into itself ends at the expansion bounds', async () => {
+    const deep = await queue(srv, { e: { class_type: 'TestSelfExpand', inputs: { n: 0 } } }, 'limits');
+    await ws.until((ms) => ending(ms, deep));
+    let end = ending(ws.messages, deep)!;
+    assert.equal(end.type, 'execution_error', JSON.stringify(end));
+    assert.equal(end.data.exception_type, 'PromptLimitExceeded');
+    assert.equal(end.data.node_id, 'e');
+    assert.equal(end.data.exception_message, 'Node expansion nested deeper than 50 levels (max_expansion_depth)\n');
+    assert.equal((await waitJob(srv.http, deep)).status, 'failed');
+    const wide = await queue(srv, { e: { class_type: 'TestSelfExpand', inputs: { n: 0, width: 100 } } }, 'limits');
+    await ws.until((ms) => ending(ms, wide));
+    end = ending(ws.messages, wide)!;
+    assert.equal(end.data.exception_type, 'PromptLimitExceeded');
+    assert.equal(end.data.exception_message, 'Node expansions added more than 500 nodes to the prompt (max_expanded_nodes)\n');
+    await stillRuns(srv, ws, 'expansion');
+  });
+
+  test('configured bounds: output items', async () => {
+    const o = await queue(srv, { b: { class_type: 'TestBigText', inputs: { chars: 1, copies: 11 } } }, 'limits');
+    await ws.until((ms) => ending(ms, o));
+    assert.match(ending(ws.messages, o)!.data.exception_message, /exceed 10 items \(max_output_items\)/);
+  });
+});
+
+forEachStorage('execution time limit', (storage: StorageKind) => {
+  let srv: Server;
+  let ws: WsClient;
+  before(async () => {
+    srv = await startWorkflow(storage, { promptTimeLimit: '1' }, { packs: ['hostile-pack.mjs'] });
+    ws = new WsClient(srv.url, 'timed');
+    await ws.opened;
+  });
+  after(async () => {
+    ws.close();
+    await srv.close();
+  });
+
+  test('a prompt that runs past --prompt-time-limit ends with an execution_error', async () => {
+    const id = await queue(srv, spin(600_000), 'timed');
+    await ws.until((ms) => ending(ms, id));
+    const end = ending(ws.messages, id)!;
+    assert.equal(end.type, 'execution_error');
+    assert.equal(end.data.exception_type, 'TimeoutError');
+    assert.equal(end.data.node_id, 's');
+    assert.match(end.data.exception_message, /time limit of 1 s/);
+    assert.equal((await waitJob(srv.http, id)).status, 'failed');
+    await stillRuns(srv, ws, 'time limit');
+  });
+
+});
+
+forEachStorage('execution slots', (storage: StorageKind) => {
+  test('with two execution threads a trivial prompt finishes while a long one runs; the cache is kept per owner', async () => {
+    const srv = await startWorkflow(storage, { executionThreads: '2' }, { packs: ['hostile-pack.mjs'] });
+    const ws = new WsClient(srv.url, 'slots');
+    try {
+      await ws.opened;
+      const long = await queue(srv, spin(60_000, true), 'slots');
+      await started(ws, long, 's');
+      const quick = await queue(srv, textPrompt('quick'), 'slots');
+      await ws.until((ms) => ending(ms, quick));
+      assert.equal(ending(ws.messages, quick)!.type, 'execution_success');
+      assert.equal(ending(ws.messages, long), undefined, 'the long prompt still runs');
+      // The same prompt again: served from the cache of the slot that ran it.
+      const again = await queue(srv, textPrompt('quick'), 'slots');
+      await ws.until((ms) => ending(ms, again));
+      const cached = ws.messages.find((m) => m.type === 'execution_cached' && m.data.prompt_id === again)!;
+      assert.deepEqual(cached.data.nodes.sort(), ['1', '2']);
+      await srv.http.post('/interrupt', { prompt_id: long });
+      await ws.until((ms) => ending(ms, long));
+    } finally {
+      ws.close();
+      await srv.close();
+    }
+  });
+});
