@@ -1,0 +1,182 @@
+/**
+ * Reads a checkpoint's architecture from its keys and shapes, as the
+ * reference's comfy/model_detection.py does: which family it is, and the
+ * widths, levels, res blocks and transformer depths its graphs need. Only
+ * SD1.x is known so far; anything else is a clear error naming what was found.
+ */
+import { ModelFileError, type SafetensorsFile } from './safetensors.ts';
+
+export const UNET_PREFIX = 'model.diffusion_model.';
+export const CLIP_PREFIX = 'cond_stage_model.transformer.text_model.';
+export const VAE_PREFIX = 'first_stage_model.';
+
+export interface UNetBlock {
+  /** Index in input_blocks / output_blocks. */
+  index: number;
+  kind: 'res' | 'down' | 'conv_in';
+  outChannels: number;
+  /** Transformer depth following the res block (0 = none). */
+  depth: number;
+  /** Output blocks: key of the upsample conv after this block, if any. */
+  upsample?: string;
+}
+
+export interface UNetConfig {
+  inChannels: number;
+  outChannels: number;
+  modelChannels: number;
+  contextDim: number;
+  numHeads: number;
+  inputBlocks: UNetBlock[];
+  middleDepth: number;
+  outputBlocks: UNetBlock[];
+  /** proj_in of the transformers is a Linear (SD2 style) instead of a 1×1 conv. */
+  linearProjection: boolean;
+}
+
+export interface ClipConfig {
+  vocabSize: number;
+  hiddenSize: number;
+  layers: number;
+  heads: number;
+  maxPositions: number;
+  intermediateSize: number;
+}
+
+export interface VaeConfig {
+  ch: number;
+  chMult: number[];
+  numResBlocks: number;
+  zChannels: number;
+  inChannels: number;
+  hasEncoder: boolean;
+  /** Pixels per latent pixel along a side: 2^(levels − 1). */
+  downscale: number;
+}
+
+export interface DetectedCheckpoint {
+  family: 'sd1';
+  /** Whether the reference itself would accept the widths (model_channels 320, context 768, CLIP-L, the SD VAE). */
+  referenceShaped: boolean;
+  unet: UNetConfig;
+  clip: ClipConfig | null;
+  vae: VaeConfig | null;
+}
+
+function countPrefixed(keys: readonly string[], prefix: string): number {
+  const seen = new Set<number>();
+  for (const k of keys) {
+    if (!k.startsWith(prefix)) continue;
+    const n = Number.parseInt(k.slice(prefix.length), 10);
+    if (Number.isInteger(n) && n >= 0 && n < 100_000) seen.add(n);
+  }
+  let i = 0;
+  while (seen.has(i)) i++;
+  return i;
+}
+
+export function detectUNet(file: SafetensorsFile, prefix = UNET_PREFIX): UNetConfig {
+  const keys = [...file.tensors.keys()];
+  const shape = (k: string) => file.info(prefix + k).shape;
+  const has = (k: string) => file.has(prefix + k);
+  const fail = (problem: string): never => {
+    throw new ModelFileError(file.path, problem);
+  };
+  if (!has('input_blocks.0.0.weight')) fail(`no UNet (${prefix}input_blocks.0.0.weight missing): not an SD1.x checkpoint`);
+  if (has('label_emb.0.0.weight')) fail('the UNet has adm_in_channels (SDXL or SD2-unCLIP), which is not supported yet: only SD1.x checkpoints are');
+  const convIn = shape('input_blocks.0.0.weight');
+  if (convIn.length !== 4) fail(`input_blocks.0.0.weight has shape [${convIn.join(', ')}], expected a 4-d conv weight`);
+  const modelChannels = convIn[0]!;
+  const inChannels = convIn[1]!;
+  const depthAt = (block: string): number => countPrefixed(keys, `${prefix}${block}.transformer_blocks.`);
+
+  let contextDim = -1;
+  let linearProjection = false;
+  const noteTransformer = (block: string) => {
+    const k = `${block}.transformer_blocks.0.attn2.to_k.weight`;
+    if (!has(k)) fail(`${prefix}${k} missing`);
+    const c = shape(k)[1]!;
+    if (contextDim !== -1 && contextDim !== c) fail(`cross-attention context widths differ (${contextDim} and ${c})`);
+    contextDim = c;
+    if (shape(`${block}.proj_in.weight`).length === 2) linearProjection = true;
+  };
+
+  const inputBlocks: UNetBlock[] = [{ index: 0, kind: 'conv_in', outChannels: modelChannels, depth: 0 }];
+  const nIn = countPrefixed(keys, `${prefix}input_blocks.`);
+  for (let i = 1; i < nIn; i++) {
+    if (has(`input_blocks.${i}.0.op.weight`)) {
+      inputBlocks.push({ index: i, kind: 'down', outChannels: shape(`input_blocks.${i}.0.op.weight`)[0]!, depth: 0 });
+    } else if (has(`input_blocks.${i}.0.in_layers.0.weight`)) {
+      const depth = has(`input_blocks.${i}.1.proj_in.weight`) ? depthAt(`input_blocks.${i}.1`) : 0;
+      if (depth) noteTransformer(`input_blocks.${i}.1`);
+      inputBlocks.push({ index: i, kind: 'res', outChannels: shape(`input_blocks.${i}.0.out_layers.3.weight`)[0]!, depth });
+    } else fail(`input_blocks.${i} is neither a res block nor a downsample`);
+  }
+  if (!has('middle_block.0.in_layers.0.weight') || !has('middle_block.2.in_layers.0.weight')) fail('middle_block res blocks missing');
+  const middleDepth = has('middle_block.1.proj_in.weight') ? depthAt('middle_block.1') : 0;
+  if (middleDepth) noteTransformer('middle_block.1');
+
+  const outputBlocks: UNetBlock[] = [];
+  const nOut = countPrefixed(keys, `${prefix}output_blocks.`);
+  for (let i = 0; i < nOut; i++) {
+    if (!has(`output_blocks.${i}.0.in_layers.0.weight`)) fail(`output_blocks.${i}.0 is not a res block`);
+    const depth = has(`output_blocks.${i}.1.proj_in.weight`) ? depthAt(`output_blocks.${i}.1`) : 0;
+    if (depth) noteTransformer(`output_blocks.${i}.1`);
+    const up = depth ? 2 : 1;
+    const upsample = has(`output_blocks.${i}.${up}.conv.weight`) ? `output_blocks.${i}.${up}.conv` : undefined;
+    outputBlocks.push({ index: i, kind: 'res', outChannels: shape(`output_blocks.${i}.0.out_layers.3.weight`)[0]!, depth, upsample });
+  }
+  if (outputBlocks.length !== inputBlocks.length) fail(`${inputBlocks.length} input blocks but ${outputBlocks.length} output blocks`);
+  if (contextDim === -1) fail('the UNet has no cross-attention transformer');
+  if (!has('out.2.weight')) fail(`${prefix}out.2.weight missing`);
+  if (modelChannels % 8 !== 0) fail(`model_channels ${modelChannels} is not a multiple of the 8 attention heads`);
+  return { inChannels, outChannels: shape('out.2.weight')[0]!, modelChannels, contextDim, numHeads: 8, inputBlocks, middleDepth, outputBlocks, linearProjection };
+}
+
+export function detectClip(file: SafetensorsFile, prefix = CLIP_PREFIX): ClipConfig | null {
+  const tok = `${prefix}embeddings.token_embedding.weight`;
+  if (!file.has(tok)) return null;
+  const [vocabSize, hiddenSize] = file.info(tok).shape as number[];
+  const layers = countPrefixed([...file.tensors.keys()], `${prefix}encoder.layers.`);
+  if (layers === 0) throw new ModelFileError(file.path, `${prefix}encoder.layers.0 missing: the text encoder has no layers`);
+  const pos = `${prefix}embeddings.position_embedding.weight`;
+  if (!file.has(pos)) throw new ModelFileError(file.path, `${pos} missing`);
+  const maxPositions = file.info(pos).shape[0]!;
+  if (maxPositions < 77) throw new ModelFileError(file.path, `the text encoder has ${maxPositions} positions, fewer than the 77 a prompt needs`);
+  const intermediateSize = file.info(`${prefix}encoder.layers.0.mlp.fc1.weight`).shape[0]!;
+  // CLIP-L: 12 heads of 64 channels; the head count is not in the weights, so smaller encoders use 64-channel heads too.
+  const heads = hiddenSize! % 64 === 0 ? hiddenSize! / 64 : 1;
+  return { vocabSize: vocabSize!, hiddenSize: hiddenSize!, layers, heads, maxPositions, intermediateSize };
+}
+
+export function detectVae(file: SafetensorsFile, prefix = VAE_PREFIX): VaeConfig | null {
+  if (!file.has(`${prefix}decoder.conv_in.weight`)) return null;
+  const keys = [...file.tensors.keys()];
+  const levels = countPrefixed(keys, `${prefix}decoder.up.`);
+  if (levels === 0) throw new ModelFileError(file.path, `${prefix}decoder.up.0 missing`);
+  const numResBlocks = countPrefixed(keys, `${prefix}decoder.up.0.block.`) - 1;
+  if (numResBlocks < 1) throw new ModelFileError(file.path, `${prefix}decoder.up.0 has too few res blocks`);
+  const chMult: number[] = [];
+  const ch = file.info(`${prefix}decoder.conv_out.weight`).shape[1]!;
+  for (let l = 0; l < levels; l++) {
+    const out = file.info(`${prefix}decoder.up.${l}.block.0.conv2.weight`).shape[0]!;
+    if (out % ch !== 0) throw new ModelFileError(file.path, `decoder level ${l} has ${out} channels, not a multiple of ${ch}`);
+    chMult.push(out / ch);
+  }
+  const zChannels = file.info(`${prefix}decoder.conv_in.weight`).shape[1]!;
+  const hasEncoder = file.has(`${prefix}encoder.conv_in.weight`);
+  const inChannels = hasEncoder ? file.info(`${prefix}encoder.conv_in.weight`).shape[1]! : 3;
+  return { ch, chMult, numResBlocks, zChannels, inChannels, hasEncoder, downscale: 2 ** (levels - 1) };
+}
+
+/** The whole checkpoint: SD1.x UNet, CLIP-L-shaped text encoder and VAE. */
+export function detectCheckpoint(file: SafetensorsFile): DetectedCheckpoint {
+  const unet = detectUNet(file);
+  if (unet.linearProjection) throw new ModelFileError(file.path, 'the UNet projects with Linear layers (SD2.x), which is not supported yet: only SD1.x checkpoints are');
+  const clip = detectClip(file);
+  const vae = detectVae(file);
+  if (clip && clip.hiddenSize !== unet.contextDim) throw new ModelFileError(file.path, `the text encoder's width ${clip.hiddenSize} does not match the UNet's context width ${unet.contextDim}`);
+  const referenceShaped =
+    unet.modelChannels === 320 && unet.contextDim === 768 && (!clip || (clip.hiddenSize === 768 && clip.layers === 12)) && (!vae || (vae.ch === 128 && vae.chMult.join() === '1,2,4,4'));
+  return { family: 'sd1', referenceShaped, unet, clip, vae };
+}

@@ -1,0 +1,190 @@
+/**
+ * Builds ONNX graphs layer by layer from a checkpoint's tensors. Weights are
+ * never read: each becomes an initializer whose external data is the
+ * tensor's byte range in the .safetensors file (a Cast to float32 follows
+ * fp16/bf16 weights; ONNX Runtime folds it when the session is created).
+ * Layers are written the way the reference's torch modules compute, so the
+ * same checkpoint gives the same numbers (within float32 rounding).
+ */
+import { DataType, encodeModel, type GraphSpec, type NodeSpec, type TensorValue, type ValueInfo } from './onnx-proto.ts';
+import { ModelFileError, type SafetensorsFile } from './safetensors.ts';
+
+const ONNX_DTYPE: Record<string, number> = { F32: DataType.FLOAT, F16: DataType.FLOAT16, BF16: DataType.BFLOAT16, F64: DataType.DOUBLE };
+
+export class OnnxGraph {
+  private readonly nodes: NodeSpec[] = [];
+  private readonly inits: TensorValue[] = [];
+  private readonly weightNames = new Map<string, string>();
+  private readonly inputs: ValueInfo[] = [];
+  private readonly outputs: ValueInfo[] = [];
+  private n = 0;
+
+  /**
+   * @param file the checkpoint
+   * @param location the external-data file name the session will find the checkpoint under
+   * @param prefix key prefix of this model's tensors (e.g. `model.diffusion_model.`)
+   */
+  constructor(
+    readonly file: SafetensorsFile,
+    readonly location: string,
+    readonly prefix: string,
+  ) {}
+
+  has(key: string): boolean {
+    return this.file.has(this.prefix + key);
+  }
+
+  shape(key: string): readonly number[] {
+    return this.file.info(this.prefix + key).shape;
+  }
+
+  fresh(hint: string): string {
+    return `${hint}_${this.n++}`;
+  }
+
+  input(name: string, elemType: number, dims: (number | string)[]): string {
+    this.inputs.push({ name, elemType, dims });
+    return name;
+  }
+
+  output(value: string, name: string, dims: (number | string)[]): void {
+    this.op('Identity', [value], {}, name);
+    this.outputs.push({ name, elemType: DataType.FLOAT, dims });
+  }
+
+  /** A float32 value holding checkpoint tensor `key`. */
+  w(key: string): string {
+    const full = this.prefix + key;
+    const known = this.weightNames.get(full);
+    if (known) return known;
+    const info = this.file.info(full);
+    const dataType = ONNX_DTYPE[info.dtype];
+    if (dataType === undefined) throw new ModelFileError(this.file.path, `tensor ${JSON.stringify(full)} has dtype ${info.dtype}, expected a float type`);
+    const name = `w:${full}`;
+    this.inits.push({ name, dataType, dims: info.shape, external: { location: this.location, offset: this.file.fileOffset(full), length: info.end - info.begin } });
+    const value = dataType === DataType.FLOAT ? name : this.op('Cast', [name], { to: DataType.FLOAT });
+    this.weightNames.set(full, value);
+    return value;
+  }
+
+  /** A checkpoint tensor viewed with another shape (e.g. a [C,C,1,1] conv weight as [C,C]). */
+  wReshaped(key: string, dims: number[]): string {
+    const shape = this.shape(key);
+    if (shape.length === dims.length && shape.every((s, i) => s === dims[i])) return this.w(key);
+    return this.op('Reshape', [this.w(key), this.i64(dims)]);
+  }
+
+  f32(values: number[], dims: number[]): string {
+    const name = this.fresh('c');
+    this.inits.push({ name, dataType: DataType.FLOAT, dims, raw: new Uint8Array(Float32Array.from(values).buffer) });
+    return name;
+  }
+
+  i64(values: number[], dims: number[] = [values.length]): string {
+    const name = this.fresh('i');
+    this.inits.push({ name, dataType: DataType.INT64, dims, raw: new Uint8Array(BigInt64Array.from(values.map(BigInt)).buffer) });
+    return name;
+  }
+
+  op(type: string, inputs: string[], attrs: NodeSpec['attrs'] = {}, out?: string): string {
+    const o = out ?? this.fresh(type);
+    this.nodes.push({ op: type, inputs, outputs: [o], attrs });
+    return o;
+  }
+
+  opN(type: string, inputs: string[], count: number, attrs: NodeSpec['attrs'] = {}): string[] {
+    const outs = Array.from({ length: count }, () => this.fresh(type));
+    this.nodes.push({ op: type, inputs, outputs: outs, attrs });
+    return outs;
+  }
+
+  add(a: string, b: string): string {
+    return this.op('Add', [a, b]);
+  }
+
+  mul(a: string, b: string): string {
+    return this.op('Mul', [a, b]);
+  }
+
+  scale(a: string, s: number): string {
+    return this.mul(a, this.f32([s], []));
+  }
+
+  silu(x: string): string {
+    return this.mul(x, this.op('Sigmoid', [x]));
+  }
+
+  /** torch Conv2d; `key` is the module prefix (`…/weight`, `…/bias`). */
+  conv(x: string, key: string, opts: { stride?: number; pads?: [number, number, number, number] } = {}): string {
+    const [, , kh, kw] = this.shape(`${key}.weight`) as number[];
+    const pads = opts.pads ?? [(kh! - 1) / 2, (kw! - 1) / 2, (kh! - 1) / 2, (kw! - 1) / 2];
+    const inputs = [x, this.w(`${key}.weight`)];
+    if (this.has(`${key}.bias`)) inputs.push(this.w(`${key}.bias`));
+    return this.op('Conv', inputs, { kernel_shape: [kh!, kw!], strides: [opts.stride ?? 1, opts.stride ?? 1], pads });
+  }
+
+  /** torch Linear (y = x Wᵀ + b) on the last axis; a [out,in,1,1] weight is taken as [out,in]. */
+  linear(x: string, key: string): string {
+    const shape = this.shape(`${key}.weight`);
+    const wt = this.op('Transpose', [this.wReshaped(`${key}.weight`, [shape[0]!, shape[1]!])], { perm: [1, 0] });
+    const y = this.op('MatMul', [x, wt]);
+    return this.has(`${key}.bias`) ? this.add(y, this.w(`${key}.bias`)) : y;
+  }
+
+  /** A per-channel [C] vector shaped [C,1,1] to broadcast over NCHW. */
+  private channelVector(key: string): string {
+    const c = this.shape(key)[0]!;
+    return this.wReshaped(key, [c, 1, 1]);
+  }
+
+  /** torch GroupNorm on NCHW: normalise groups with InstanceNormalization, then the per-channel affine. */
+  groupNorm(x: string, key: string, groups: number, eps: number): string {
+    const c = this.shape(`${key}.weight`)[0]!;
+    if (c % groups !== 0) throw new ModelFileError(this.file.path, `${this.prefix}${key}: ${c} channels cannot form ${groups} groups`);
+    const grouped = this.op('Reshape', [x, this.i64([0, groups, -1])]);
+    const normed = this.op('InstanceNormalization', [grouped, this.f32(new Array(groups).fill(1), [groups]), this.f32(new Array(groups).fill(0), [groups])], { epsilon: { float: eps } });
+    const back = this.op('Reshape', [normed, this.op('Shape', [x])]);
+    return this.add(this.mul(back, this.channelVector(`${key}.weight`)), this.channelVector(`${key}.bias`));
+  }
+
+  layerNorm(x: string, key: string, eps: number): string {
+    return this.op('LayerNormalization', [x, this.w(`${key}.weight`), this.w(`${key}.bias`)], { axis: -1, epsilon: { float: eps } });
+  }
+
+  /**
+   * Multi-head scaled dot-product attention on [B, T, C] values (heads split
+   * from C), with an optional additive mask broadcast over [B, H, Tq, Tk].
+   */
+  attention(q: string, k: string, v: string, heads: number, channels: number, mask?: string): string {
+    const d = channels / heads;
+    const split = (t: string, perm: number[]) => this.op('Transpose', [this.op('Reshape', [t, this.i64([0, 0, heads, d])])], { perm });
+    const qh = split(q, [0, 2, 1, 3]);
+    const kh = split(k, [0, 2, 3, 1]);
+    const vh = split(v, [0, 2, 1, 3]);
+    let scores = this.scale(this.op('MatMul', [qh, kh]), d ** -0.5);
+    if (mask) scores = this.add(scores, mask);
+    const p = this.op('Softmax', [scores], { axis: -1 });
+    const out = this.op('Transpose', [this.op('MatMul', [p, vh])], { perm: [0, 2, 1, 3] });
+    return this.op('Reshape', [out, this.i64([0, 0, channels])]);
+  }
+
+  /** NCHW → [B, H·W, C]. */
+  toTokens(x: string): string {
+    return this.op('Transpose', [this.op('Reshape', [x, this.i64([0, 0, -1])])], { perm: [0, 2, 1] });
+  }
+
+  /** [B, H·W, C] → NCHW with the shape of `like`. */
+  fromTokens(t: string, like: string): string {
+    return this.op('Reshape', [this.op('Transpose', [t], { perm: [0, 2, 1] }), this.op('Shape', [like])]);
+  }
+
+  /** Nearest-neighbour ×2 (torch interpolate scale_factor=2, mode nearest). */
+  upsample2x(x: string): string {
+    return this.op('Resize', [x, '', this.f32([1, 1, 2, 2], [4])], { mode: 'nearest', coordinate_transformation_mode: 'asymmetric', nearest_mode: 'floor' });
+  }
+
+  encode(name: string): Uint8Array {
+    const spec: GraphSpec = { name, nodes: this.nodes, initializers: this.inits, inputs: this.inputs, outputs: this.outputs };
+    return encodeModel(spec);
+  }
+}

@@ -1,0 +1,271 @@
+/**
+ * The reference's k-diffusion samplers (comfy/k_diffusion/sampling.py) for
+ * ε-prediction models, over flat float32 latents. `model(x, σ)` returns the
+ * denoised latent (CFG already applied); it is awaited, so a sampler never
+ * holds the event loop while the network runs. Ancestral noise comes from a
+ * torch generator seeded with the sampler's seed, as the reference's
+ * default_noise_sampler.
+ */
+import { TorchGenerator } from './noise.ts';
+
+export type Denoiser = (x: Float32Array, sigma: number) => Promise<Float32Array>;
+
+export interface StepInfo {
+  i: number;
+  x: Float32Array;
+  denoised: Float32Array;
+  sigma: number;
+  total: number;
+}
+
+export interface SamplerContext {
+  seed: number | bigint | string;
+  /** Called after each step's first model call (previews, progress); may throw to interrupt. */
+  callback?: (info: StepInfo) => void;
+}
+
+type Sampler = (model: Denoiser, x: Float32Array, sigmas: Float32Array, ctx: SamplerContext) => Promise<Float32Array>;
+
+/** The reference's KSampler sampler list, in its order. */
+export const SAMPLER_NAMES = [
+  'euler', 'euler_cfg_pp', 'euler_ancestral', 'euler_ancestral_cfg_pp', 'heun', 'heunpp2', 'dpm_2', 'dpm_2_ancestral',
+  'lms', 'dpm_fast', 'dpm_adaptive', 'dpmpp_2s_ancestral', 'dpmpp_2s_ancestral_cfg_pp', 'dpmpp_sde', 'dpmpp_sde_gpu',
+  'dpmpp_2m', 'dpmpp_2m_cfg_pp', 'dpmpp_2m_sde', 'dpmpp_2m_sde_gpu', 'dpmpp_2m_sde_heun', 'dpmpp_2m_sde_heun_gpu', 'dpmpp_3m_sde', 'dpmpp_3m_sde_gpu', 'ddpm', 'lcm',
+  'ipndm', 'ipndm_v', 'deis', 'res_multistep', 'res_multistep_cfg_pp', 'res_multistep_ancestral', 'res_multistep_ancestral_cfg_pp',
+  'gradient_estimation', 'gradient_estimation_cfg_pp', 'er_sde', 'seeds_2', 'seeds_3', 'sa_solver', 'sa_solver_pece',
+  'ddim', 'uni_pc', 'uni_pc_bh2',
+] as const;
+
+/** x + a·y, elementwise into a new array. */
+function axpy(x: Float32Array, a: number, y: Float32Array): Float32Array {
+  const out = new Float32Array(x.length);
+  for (let i = 0; i < x.length; i++) out[i] = x[i]! + a * y[i]!;
+  return out;
+}
+
+/** (x − denoised) / σ */
+function toD(x: Float32Array, sigma: number, denoised: Float32Array): Float32Array {
+  const out = new Float32Array(x.length);
+  for (let i = 0; i < x.length; i++) out[i] = (x[i]! - denoised[i]!) / sigma;
+  return out;
+}
+
+/** a·x + b·y */
+function lincomb(a: number, x: Float32Array, b: number, y: Float32Array): Float32Array {
+  const out = new Float32Array(x.length);
+  for (let i = 0; i < x.length; i++) out[i] = a * x[i]! + b * y[i]!;
+  return out;
+}
+
+export function ancestralStep(sigmaFrom: number, sigmaTo: number, eta = 1): [down: number, up: number] {
+  if (!eta) return [sigmaTo, 0];
+  const up = Math.min(sigmaTo, eta * Math.sqrt((sigmaTo ** 2 * (sigmaFrom ** 2 - sigmaTo ** 2)) / sigmaFrom ** 2));
+  return [Math.sqrt(sigmaTo ** 2 - up ** 2), up];
+}
+
+function noiseSampler(ctx: SamplerContext, n: number): () => Float32Array {
+  let gen: TorchGenerator | undefined;
+  return () => (gen ??= new TorchGenerator(ctx.seed)).randn(n);
+}
+
+const steps = (sigmas: Float32Array) => sigmas.length - 1;
+const report = (ctx: SamplerContext, i: number, x: Float32Array, denoised: Float32Array, sigmas: Float32Array) =>
+  ctx.callback?.({ i, x, denoised, sigma: sigmas[i]!, total: steps(sigmas) });
+
+const euler: Sampler = async (model, x, sigmas, ctx) => {
+  for (let i = 0; i < steps(sigmas); i++) {
+    const denoised = await model(x, sigmas[i]!);
+    report(ctx, i, x, denoised, sigmas);
+    x = axpy(x, sigmas[i + 1]! - sigmas[i]!, toD(x, sigmas[i]!, denoised));
+  }
+  return x;
+};
+
+const eulerAncestral: Sampler = async (model, x, sigmas, ctx) => {
+  const noise = noiseSampler(ctx, x.length);
+  for (let i = 0; i < steps(sigmas); i++) {
+    const denoised = await model(x, sigmas[i]!);
+    const [down, up] = ancestralStep(sigmas[i]!, sigmas[i + 1]!);
+    report(ctx, i, x, denoised, sigmas);
+    if (down === 0) x = denoised;
+    else {
+      x = axpy(x, down - sigmas[i]!, toD(x, sigmas[i]!, denoised));
+      x = axpy(x, up, noise());
+    }
+  }
+  return x;
+};
+
+const heun: Sampler = async (model, x, sigmas, ctx) => {
+  for (let i = 0; i < steps(sigmas); i++) {
+    const s = sigmas[i]!;
+    const next = sigmas[i + 1]!;
+    const denoised = await model(x, s);
+    const d = toD(x, s, denoised);
+    report(ctx, i, x, denoised, sigmas);
+    const dt = next - s;
+    if (next === 0) x = axpy(x, dt, d);
+    else {
+      const x2 = axpy(x, dt, d);
+      const d2 = toD(x2, next, await model(x2, next));
+      x = axpy(x, dt, lincomb(0.5, d, 0.5, d2));
+    }
+  }
+  return x;
+};
+
+/** exp(lerp(log a, log b, ½)) in float32 as torch computes it. */
+function logMid(a: number, b: number): number {
+  const la = Math.fround(Math.log(a));
+  const lb = Math.fround(Math.log(b));
+  return Math.fround(Math.exp(Math.fround(la + 0.5 * (lb - la))));
+}
+
+const dpm2: Sampler = async (model, x, sigmas, ctx) => {
+  for (let i = 0; i < steps(sigmas); i++) {
+    const s = sigmas[i]!;
+    const next = sigmas[i + 1]!;
+    const denoised = await model(x, s);
+    const d = toD(x, s, denoised);
+    report(ctx, i, x, denoised, sigmas);
+    if (next === 0) x = axpy(x, next - s, d);
+    else {
+      const mid = logMid(s, next);
+      const x2 = axpy(x, mid - s, d);
+      const d2 = toD(x2, mid, await model(x2, mid));
+      x = axpy(x, next - s, d2);
+    }
+  }
+  return x;
+};
+
+const dpm2Ancestral: Sampler = async (model, x, sigmas, ctx) => {
+  const noise = noiseSampler(ctx, x.length);
+  for (let i = 0; i < steps(sigmas); i++) {
+    const s = sigmas[i]!;
+    const denoised = await model(x, s);
+    const [down, up] = ancestralStep(s, sigmas[i + 1]!);
+    report(ctx, i, x, denoised, sigmas);
+    const d = toD(x, s, denoised);
+    if (down === 0) x = axpy(x, down - s, d);
+    else {
+      const mid = logMid(s, down);
+      const x2 = axpy(x, mid - s, d);
+      const d2 = toD(x2, mid, await model(x2, mid));
+      x = axpy(x, down - s, d2);
+      x = axpy(x, up, noise());
+    }
+  }
+  return x;
+};
+
+const dpmpp2sAncestral: Sampler = async (model, x, sigmas, ctx) => {
+  const noise = noiseSampler(ctx, x.length);
+  for (let i = 0; i < steps(sigmas); i++) {
+    const s = sigmas[i]!;
+    const denoised = await model(x, s);
+    const [down, up] = ancestralStep(s, sigmas[i + 1]!);
+    report(ctx, i, x, denoised, sigmas);
+    if (down === 0) x = axpy(x, down - s, toD(x, s, denoised));
+    else {
+      const t = -Math.log(s);
+      const tNext = -Math.log(down);
+      const h = tNext - t;
+      const sMid = t + h / 2;
+      const sigmaS = Math.exp(-sMid);
+      const x2 = lincomb(sigmaS / s, x, -Math.expm1(-h / 2), denoised);
+      const denoised2 = await model(x2, sigmaS);
+      x = lincomb(Math.exp(-tNext) / s, x, -Math.expm1(-h), denoised2);
+    }
+    if (sigmas[i + 1]! > 0) x = axpy(x, up, noise());
+  }
+  return x;
+};
+
+const dpmpp2m: Sampler = async (model, x, sigmas, ctx) => {
+  let old: Float32Array | undefined;
+  for (let i = 0; i < steps(sigmas); i++) {
+    const s = sigmas[i]!;
+    const next = sigmas[i + 1]!;
+    const denoised = await model(x, s);
+    report(ctx, i, x, denoised, sigmas);
+    const t = -Math.log(s);
+    const tNext = -Math.log(next);
+    const h = tNext - t;
+    const ratio = Math.exp(-tNext) / Math.exp(-t);
+    if (!old || next === 0) x = lincomb(ratio, x, -Math.expm1(-h), denoised);
+    else {
+      const hLast = t + Math.log(sigmas[i - 1]!);
+      const r = hLast / h;
+      const dd = lincomb(1 + 1 / (2 * r), denoised, -(1 / (2 * r)), old);
+      x = lincomb(ratio, x, -Math.expm1(-h), dd);
+    }
+    old = denoised;
+  }
+  return x;
+};
+
+/** The DDPM posterior step, on x scaled to unit variance. */
+const ddpm: Sampler = async (model, x, sigmas, ctx) => {
+  const noise = noiseSampler(ctx, x.length);
+  for (let i = 0; i < steps(sigmas); i++) {
+    const s = sigmas[i]!;
+    const prev = sigmas[i + 1]!;
+    const denoised = await model(x, s);
+    report(ctx, i, x, denoised, sigmas);
+    const ac = 1 / (s * s + 1);
+    const acPrev = 1 / (prev * prev + 1);
+    const alpha = ac / acPrev;
+    const inScale = 1 / Math.sqrt(1 + s * s);
+    const a = Math.sqrt(1 / alpha);
+    const b = (1 - alpha) / Math.sqrt(1 - ac);
+    const out = new Float32Array(x.length);
+    for (let k = 0; k < x.length; k++) {
+      const eps = (x[k]! - denoised[k]!) / s;
+      out[k] = a * (x[k]! * inScale - b * eps);
+    }
+    if (prev > 0) {
+      const n = noise();
+      const c = Math.sqrt(((1 - alpha) * (1 - acPrev)) / (1 - ac));
+      for (let k = 0; k < x.length; k++) out[k]! += c * n[k]!;
+      const scale = Math.sqrt(1 + prev * prev);
+      for (let k = 0; k < x.length; k++) out[k]! *= scale;
+    }
+    x = out;
+  }
+  return x;
+};
+
+const lcm: Sampler = async (model, x, sigmas, ctx) => {
+  const noise = noiseSampler(ctx, x.length);
+  for (let i = 0; i < steps(sigmas); i++) {
+    const denoised = await model(x, sigmas[i]!);
+    report(ctx, i, x, denoised, sigmas);
+    x = denoised;
+    if (sigmas[i + 1]! > 0) x = axpy(x, sigmas[i + 1]!, noise());
+  }
+  return x;
+};
+
+const SAMPLERS: Record<string, Sampler> = {
+  euler,
+  euler_ancestral: eulerAncestral,
+  heun,
+  dpm_2: dpm2,
+  dpm_2_ancestral: dpm2Ancestral,
+  dpmpp_2s_ancestral: dpmpp2sAncestral,
+  dpmpp_2m: dpmpp2m,
+  ddpm,
+  lcm,
+  // The reference's ddim is euler (it differs only in the noise used for inpainting masks).
+  ddim: euler,
+};
+
+/** The samplers that work here, in the reference's order (what /object_info lists). */
+export const SUPPORTED_SAMPLERS = SAMPLER_NAMES.filter((n) => n in SAMPLERS);
+
+export function getSampler(name: string): Sampler {
+  const s = SAMPLERS[name];
+  if (!s) throw new Error(`sampler ${JSON.stringify(name)} is not supported here (supported: ${SUPPORTED_SAMPLERS.join(', ')})`);
+  return s;
+}

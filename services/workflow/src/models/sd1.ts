@@ -1,0 +1,344 @@
+/**
+ * A loaded SD1.x checkpoint and what the nodes do with it: encode text,
+ * predict noise, sample, decode and encode latents. Sessions are made on
+ * first use and kept with the checkpoint; checkpoints are cached by path,
+ * size and modification time and shared by prompts. Nothing here knows of
+ * HTTP, the engine or the database.
+ */
+import fs from 'node:fs';
+import { tokenizeWithWeights, type WeightedToken } from './clip-tokenizer.ts';
+import { buildClipGraph } from './clip-graph.ts';
+import { CLIP_PREFIX, detectCheckpoint, UNET_PREFIX, VAE_PREFIX, type DetectedCheckpoint } from './detect.ts';
+import { OnnxGraph } from './graph-builder.ts';
+import { prepareNoise } from './noise.ts';
+import { getSampler, type StepInfo } from './samplers.ts';
+import { DiscreteSchedule, ksamplerSigmas } from './schedules.ts';
+import { ModelFileError, SafetensorsFile } from './safetensors.ts';
+import { createSession, OrtTensor, WEIGHTS_LOCATION, type RuntimeOptions, type Session } from './session.ts';
+import { buildUNetGraph, timestepEmbedding } from './unet-graph.ts';
+import { buildVaeDecoderGraph, buildVaeEncoderGraph } from './vae-graph.ts';
+
+/** SD1.x latents: 4 channels, scaled by 0.18215 for the UNet (the reference's latent_formats.SD15). */
+export const SD15_SCALE_FACTOR = 0.18215;
+export const SD15_LATENT_RGB = [
+  [0.3512, 0.2297, 0.3227],
+  [0.325, 0.4974, 0.235],
+  [-0.2829, 0.1762, 0.2721],
+  [-0.212, -0.2616, -0.7177],
+];
+
+/** A float32 tensor in row-major order. */
+export interface FloatTensor {
+  shape: number[];
+  data: Float32Array;
+}
+
+let runtimeOptions: RuntimeOptions = {};
+
+/** Threads and work folder for sessions made from now on. */
+export function configureRuntime(opts: RuntimeOptions): void {
+  runtimeOptions = { ...opts };
+}
+
+export class Checkpoint {
+  private readonly sessions = new Map<string, Promise<Session>>();
+
+  private constructor(
+    readonly file: SafetensorsFile,
+    readonly detected: DetectedCheckpoint,
+  ) {}
+
+  static async open(path: string): Promise<Checkpoint> {
+    if (/\.(ckpt|pt|pth|bin)$/i.test(path)) throw new ModelFileError(path, 'pickled checkpoints (.ckpt, .pt, .pth, .bin) cannot be loaded safely here: convert it to .safetensors');
+    const file = await SafetensorsFile.open(path);
+    return new Checkpoint(file, detectCheckpoint(file));
+  }
+
+  get name(): string {
+    return this.file.path;
+  }
+
+  /** A session, made once per kind; a failed build is forgotten so the next call tries again. */
+  session(kind: string, build: () => Uint8Array): Promise<Session> {
+    let s = this.sessions.get(kind);
+    if (!s) {
+      s = (async () => createSession(build(), this.file, runtimeOptions))();
+      this.sessions.set(kind, s);
+      s.catch(() => this.sessions.delete(kind));
+    }
+    return s;
+  }
+
+  async release(): Promise<void> {
+    const all = [...this.sessions.values()];
+    this.sessions.clear();
+    await Promise.all(all.map((p) => p.then((s) => s.release()).catch(() => {})));
+  }
+}
+
+interface CacheEntry {
+  key: string;
+  checkpoint: Promise<Checkpoint>;
+}
+const cache = new Map<string, CacheEntry>();
+
+/** The checkpoint at `path`, loaded once while the file is unchanged. A load that fails leaves nothing cached. */
+export async function loadCheckpoint(path: string): Promise<Checkpoint> {
+  const st = await fs.promises.stat(path).catch(() => {
+    throw new ModelFileError(path, 'file not found');
+  });
+  const key = `${st.size}:${st.mtimeMs}:${st.ino}`;
+  const hit = cache.get(path);
+  if (hit && hit.key === key) return hit.checkpoint;
+  if (hit) void hit.checkpoint.then((c) => c.release()).catch(() => {});
+  const entry: CacheEntry = { key, checkpoint: Checkpoint.open(path) };
+  cache.set(path, entry);
+  entry.checkpoint.catch(() => {
+    if (cache.get(path) === entry) cache.delete(path);
+  });
+  return entry.checkpoint;
+}
+
+/** Unloads every cached checkpoint (POST /free with unload_models). */
+export async function unloadAll(): Promise<void> {
+  const entries = [...cache.values()];
+  cache.clear();
+  await Promise.all(entries.map((e) => e.checkpoint.then((c) => c.release()).catch(() => {})));
+}
+
+export function loadedCheckpoints(): string[] {
+  return [...cache.keys()];
+}
+
+/** MODEL: the UNet of a checkpoint and its noise schedule. */
+export class UNetModel {
+  readonly schedule = new DiscreteSchedule();
+  constructor(readonly checkpoint: Checkpoint) {}
+
+  private session(): Promise<Session> {
+    const cfg = this.checkpoint.detected.unet;
+    return this.checkpoint.session('unet', () => buildUNetGraph(new OnnxGraph(this.checkpoint.file, WEIGHTS_LOCATION, UNET_PREFIX), cfg));
+  }
+
+  /** ε for a batch: x [B,C,H,W] (unscaled), one timestep for all, context [B,T,D]. */
+  async eps(x: Float32Array, shape: number[], timestep: number, context: FloatTensor): Promise<Float32Array> {
+    const s = await this.session();
+    const b = shape[0]!;
+    const dim = this.checkpoint.detected.unet.modelChannels;
+    const out = await s.run({
+      x: new OrtTensor('float32', x, shape),
+      t_emb: new OrtTensor('float32', timestepEmbedding(new Array(b).fill(timestep), dim), [b, dim]),
+      context: new OrtTensor('float32', context.data, context.shape),
+    });
+    return out.eps!.data as Float32Array;
+  }
+}
+
+/** One CONDITIONING entry: the text embedding [1, 77·k, D] and its options (the reference's dict). */
+export type ConditioningEntry = [FloatTensor, Record<string, unknown>];
+
+/** CLIP: the text encoder of a checkpoint, with the layer to stop at (CLIPSetLastLayer). */
+export class ClipModel {
+  constructor(
+    readonly checkpoint: Checkpoint,
+    readonly layer = -1,
+  ) {}
+
+  withLayer(layer: number): ClipModel {
+    return new ClipModel(this.checkpoint, layer);
+  }
+
+  private session(): Promise<Session> {
+    const cfg = this.checkpoint.detected.clip!;
+    return this.checkpoint.session(`clip:${this.layer}`, () => buildClipGraph(new OnnxGraph(this.checkpoint.file, WEIGHTS_LOCATION, CLIP_PREFIX), cfg, this.layer));
+  }
+
+  /** Token chunks → hidden states [chunks, 77, D]. */
+  async encodeTokens(chunks: number[][]): Promise<FloatTensor> {
+    const s = await this.session();
+    const ids = new BigInt64Array(chunks.length * 77);
+    chunks.forEach((c, i) => c.forEach((t, j) => (ids[i * 77 + j] = BigInt(t))));
+    const out = await s.run({ tokens: new OrtTensor('int64', ids, [chunks.length, 77]) });
+    const h = out.hidden!;
+    return { shape: [...h.dims], data: h.data as Float32Array };
+  }
+
+  /**
+   * CLIPTextEncode: the reference's encode_token_weights. With any weight ≠ 1
+   * an empty prompt is encoded too and each weighted token's vector becomes
+   * empty + (vector − empty)·weight; chunks are joined along the tokens.
+   */
+  async encode(text: string): Promise<ConditioningEntry[]> {
+    const chunks: WeightedToken[][] = tokenizeWithWeights(text);
+    const hasWeights = chunks.some((c) => c.some((t) => t.weight !== 1));
+    const ids = chunks.map((c) => c.map((t) => t.token));
+    if (hasWeights) ids.push(emptyTokens());
+    const out = await this.encodeTokens(ids);
+    const D = out.shape[2]!;
+    const per = 77 * D;
+    const data = new Float32Array(chunks.length * per);
+    data.set(out.data.subarray(0, chunks.length * per));
+    if (hasWeights) {
+      const empty = out.data.subarray(chunks.length * per);
+      chunks.forEach((c, k) =>
+        c.forEach(({ weight }, j) => {
+          if (weight === 1) return;
+          for (let d = 0; d < D; d++) {
+            const at = k * per + j * D + d;
+            data[at] = (data[at]! - empty[j * D + d]!) * weight + empty[j * D + d]!;
+          }
+        }),
+      );
+    }
+    return [[{ shape: [1, chunks.length * 77, D], data }, {}]];
+  }
+}
+
+function emptyTokens(): number[] {
+  const t = new Array(77).fill(49407);
+  t[0] = 49406;
+  return t;
+}
+
+/** VAE: the autoencoder of a checkpoint. */
+export class VaeModel {
+  constructor(readonly checkpoint: Checkpoint) {}
+
+  get downscale(): number {
+    return this.checkpoint.detected.vae!.downscale;
+  }
+
+  /** latent [B,4,h,w] → pixels [B,H,W,3] in [0,1] (channels last, as the reference's IMAGE). */
+  async decode(latent: FloatTensor): Promise<FloatTensor> {
+    const cfg = this.checkpoint.detected.vae!;
+    const s = await this.checkpoint.session('vae:decoder', () => buildVaeDecoderGraph(new OnnxGraph(this.checkpoint.file, WEIGHTS_LOCATION, VAE_PREFIX), cfg));
+    const [b, c, h, w] = latent.shape as [number, number, number, number];
+    if (c !== cfg.zChannels) throw new Error(`the VAE decodes latents of ${cfg.zChannels} channels, got ${c}`);
+    const out = (await s.run({ z: new OrtTensor('float32', latent.data, latent.shape) })).image!;
+    const [, , H, W] = out.dims as [number, number, number, number];
+    const src = out.data as Float32Array;
+    const px = new Float32Array(b * H * W * 3);
+    for (let n = 0; n < b; n++)
+      for (let ch = 0; ch < 3; ch++)
+        for (let i = 0; i < H * W; i++) {
+          const v = (src[(n * 3 + ch) * H * W + i]! + 1) / 2;
+          px[(n * H * W + i) * 3 + ch] = v < 0 ? 0 : v > 1 ? 1 : v;
+        }
+    void h;
+    void w;
+    return { shape: [b, H, W, 3], data: px };
+  }
+
+  /** pixels [B,H,W,3] in [0,1] → latent [B,4,H/8,W/8], cropping to a multiple of 8 about the centre as the reference. */
+  async encode(pixels: FloatTensor): Promise<FloatTensor> {
+    const cfg = this.checkpoint.detected.vae!;
+    if (!cfg.hasEncoder) throw new Error('this VAE has no encoder');
+    const s = await this.checkpoint.session('vae:encoder', () => buildVaeEncoderGraph(new OnnxGraph(this.checkpoint.file, WEIGHTS_LOCATION, VAE_PREFIX), cfg));
+    const [b, H, W] = pixels.shape as [number, number, number, number];
+    const r = this.downscale;
+    const h = Math.floor(H / r) * r;
+    const w = Math.floor(W / r) * r;
+    if (h === 0 || w === 0) throw new Error(`an image of ${W}x${H} is smaller than the VAE's ${r}-pixel cell`);
+    const oy = Math.floor((H % r) / 2);
+    const ox = Math.floor((W % r) / 2);
+    const C = pixels.shape[3]!;
+    const img = new Float32Array(b * 3 * h * w);
+    for (let n = 0; n < b; n++)
+      for (let ch = 0; ch < 3; ch++)
+        for (let y = 0; y < h; y++)
+          for (let x = 0; x < w; x++) img[((n * 3 + ch) * h + y) * w + x] = pixels.data[((n * H + y + oy) * W + x + ox) * C + ch]! * 2 - 1;
+    const out = (await s.run({ image: new OrtTensor('float32', img, [b, 3, h, w]) })).z!;
+    return { shape: [...out.dims], data: out.data as Float32Array };
+  }
+}
+
+export interface SampleOptions {
+  model: UNetModel;
+  positive: ConditioningEntry[];
+  negative: ConditioningEntry[];
+  cfg: number;
+  samplerName: string;
+  scheduler: string;
+  steps: number;
+  denoise?: number;
+  seed: number | bigint | string;
+  latent: FloatTensor;
+  batchIndex?: number[];
+  disableNoise?: boolean;
+  startStep?: number;
+  lastStep?: number;
+  forceFullDenoise?: boolean;
+  /** After each step (progress); throwing stops sampling (interrupt). */
+  onStep?: (info: StepInfo) => void;
+}
+
+/** Repeats a [1, T, D] embedding to [B, T, D]. */
+function repeatCond(c: FloatTensor, b: number): FloatTensor {
+  const [n, t, d] = c.shape as [number, number, number];
+  if (n === b) return c;
+  const per = t * d;
+  const data = new Float32Array(b * per);
+  for (let i = 0; i < b; i++) data.set(c.data.subarray((i % n) * per, (i % n + 1) * per), i * per);
+  return { shape: [b, t, d], data };
+}
+
+/**
+ * comfy.sample.sample → CFGGuider: the denoised prediction is the average of
+ * each conditioning entry's (full-area entries), and with cfg ≠ 1 the
+ * negative's is mixed in as uncond + (cond − uncond)·cfg.
+ */
+export async function sample(o: SampleOptions): Promise<FloatTensor> {
+  const schedule = o.model.schedule;
+  let sigmas = ksamplerSigmas(schedule, o.samplerName, o.scheduler, o.steps, o.denoise ?? 1);
+  const shape = o.latent.shape;
+  const b = shape[0]!;
+  if (o.lastStep !== undefined && o.lastStep < sigmas.length - 1) {
+    sigmas = sigmas.slice(0, o.lastStep + 1);
+    if (o.forceFullDenoise) sigmas[sigmas.length - 1] = 0;
+  }
+  if (o.startStep !== undefined) {
+    if (o.startStep < sigmas.length - 1) sigmas = sigmas.slice(o.startStep);
+    else return o.latent;
+  }
+  if (sigmas.length === 0) return o.latent;
+  const sampler = getSampler(o.samplerName);
+  const n = o.latent.data.length;
+  const noise = o.disableNoise ? new Float32Array(n) : prepareNoise(shape, o.seed, o.batchIndex);
+
+  let latentIn = o.latent.data;
+  if (latentIn.some((v) => v !== 0)) latentIn = latentIn.map((v) => v * SD15_SCALE_FACTOR);
+
+  const pos = o.positive.map(([c]) => repeatCond(c, b));
+  const neg = o.negative.map(([c]) => repeatCond(c, b));
+  const useUncond = Math.abs(o.cfg - 1) > 1e-9 * Math.max(1, Math.abs(o.cfg));
+  const denoise = async (x: Float32Array, sigma: number): Promise<Float32Array> => {
+    const inScale = 1 / Math.sqrt(sigma * sigma + 1);
+    const xin = x.map((v) => v * inScale);
+    const t = schedule.timestep(sigma);
+    const average = async (conds: FloatTensor[]): Promise<Float32Array> => {
+      const acc = new Float32Array(n);
+      for (const c of conds) {
+        const eps = await o.model.eps(xin, shape, t, c);
+        for (let i = 0; i < n; i++) acc[i]! += x[i]! - eps[i]! * sigma;
+      }
+      if (conds.length > 1) for (let i = 0; i < n; i++) acc[i]! /= conds.length;
+      return acc;
+    };
+    const cond = await average(pos);
+    if (!useUncond) return cond;
+    const uncond = await average(neg);
+    const out = new Float32Array(n);
+    for (let i = 0; i < n; i++) out[i] = uncond[i]! + (cond[i]! - uncond[i]!) * o.cfg;
+    return out;
+  };
+  // EPS noise_scaling: full noise at the schedule's top, σ-scaled otherwise.
+  const s0 = sigmas[0]!;
+  const maxDenoise = Math.abs(schedule.sigmaMax - s0) <= 1e-5 * Math.max(schedule.sigmaMax, s0) || s0 > schedule.sigmaMax;
+  const k = maxDenoise ? Math.sqrt(1 + s0 * s0) : s0;
+  const x0 = new Float32Array(n);
+  for (let i = 0; i < n; i++) x0[i] = noise[i]! * k + latentIn[i]!;
+  const samples = await sampler(denoise, x0, sigmas, { seed: o.seed, callback: o.onStep });
+  const out = new Float32Array(n);
+  for (let i = 0; i < n; i++) out[i] = samples[i]! / SD15_SCALE_FACTOR;
+  return { shape: [...shape], data: out };
+}

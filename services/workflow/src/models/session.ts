@@ -1,0 +1,55 @@
+/**
+ * ONNX Runtime sessions over a checkpoint's own bytes. ONNX Runtime reads
+ * external data only from files beside the model file (it refuses absolute
+ * paths and paths that leave the model's folder, symbolic links included),
+ * so each session gets a private folder holding the graph and a hard link to
+ * the checkpoint: no copy of the weights. Where a hard link cannot be made
+ * (another file system, a file system without links) the checkpoint is read
+ * into memory once and handed over as external data.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import ort from 'onnxruntime-node';
+import type { SafetensorsFile } from './safetensors.ts';
+
+/** The external-data name every graph uses for its checkpoint. */
+export const WEIGHTS_LOCATION = 'weights.safetensors';
+
+export interface RuntimeOptions {
+  /** Threads per operator (ORT intra-op); 0 = ORT's default. */
+  threads?: number;
+  /** Where per-session folders go (default: the OS temp folder). */
+  workDir?: string;
+}
+
+export type Session = ort.InferenceSession;
+export const OrtTensor = ort.Tensor;
+export type OrtTensor = ort.Tensor;
+
+export async function createSession(model: Uint8Array, file: SafetensorsFile, opts: RuntimeOptions = {}): Promise<Session> {
+  const base = opts.workDir ?? os.tmpdir();
+  await fs.promises.mkdir(base, { recursive: true });
+  const dir = await fs.promises.mkdtemp(path.join(base, 'svc-onnx-'));
+  const sessionOptions: ort.InferenceSession.SessionOptions = {
+    graphOptimizationLevel: 'all',
+    executionMode: 'sequential',
+    ...(opts.threads ? { intraOpNumThreads: opts.threads, interOpNumThreads: 1 } : {}),
+  };
+  try {
+    const modelPath = path.join(dir, 'model.onnx');
+    await fs.promises.writeFile(modelPath, model);
+    let linked = true;
+    try {
+      await fs.promises.link(file.path, path.join(dir, WEIGHTS_LOCATION));
+    } catch {
+      linked = false;
+    }
+    if (linked) return await ort.InferenceSession.create(modelPath, sessionOptions);
+    const bytes = await fs.promises.readFile(file.path);
+    return await ort.InferenceSession.create(model, { ...sessionOptions, externalData: [{ path: WEIGHTS_LOCATION, data: bytes }] });
+  } finally {
+    // Once created the session holds its weights: the folder is not needed any more.
+    await fs.promises.rm(dir, { recursive: true, force: true });
+  }
+}

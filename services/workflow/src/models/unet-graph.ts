@@ -1,0 +1,100 @@
+/**
+ * The SD1.x UNet (the reference's openaimodel.UNetModel) as an ONNX graph.
+ * Inputs: `x` [B, C, H, W] (already scaled by the sampler: x / √(σ²+1)),
+ * `t_emb` [B, model_channels] (the sinusoidal timestep embedding, computed
+ * in JavaScript), `context` [B, T, context_dim]. Output: `eps`.
+ */
+import type { UNetConfig } from './detect.ts';
+import { OnnxGraph } from './graph-builder.ts';
+import { DataType } from './onnx-proto.ts';
+
+const GN_GROUPS = 32;
+
+function resBlock(g: OnnxGraph, x: string, emb: string, key: string): string {
+  let h = g.conv(g.silu(g.groupNorm(x, `${key}.in_layers.0`, GN_GROUPS, 1e-5)), `${key}.in_layers.2`);
+  const e = g.linear(g.silu(emb), `${key}.emb_layers.1`);
+  h = g.add(h, g.op('Unsqueeze', [e, g.i64([2, 3])]));
+  h = g.conv(g.silu(g.groupNorm(h, `${key}.out_layers.0`, GN_GROUPS, 1e-5)), `${key}.out_layers.3`);
+  const skip = g.has(`${key}.skip_connection.weight`) ? g.conv(x, `${key}.skip_connection`) : x;
+  return g.add(skip, h);
+}
+
+function crossAttention(g: OnnxGraph, x: string, context: string, key: string, heads: number): string {
+  const channels = g.shape(`${key}.to_q.weight`)[0]!;
+  const q = g.linear(x, `${key}.to_q`);
+  const k = g.linear(context, `${key}.to_k`);
+  const v = g.linear(context, `${key}.to_v`);
+  return g.linear(g.attention(q, k, v, heads, channels), `${key}.to_out.0`);
+}
+
+function transformerBlock(g: OnnxGraph, x: string, context: string, key: string, heads: number): string {
+  let n = g.layerNorm(x, `${key}.norm1`, 1e-5);
+  x = g.add(crossAttention(g, n, n, `${key}.attn1`, heads), x);
+  n = g.layerNorm(x, `${key}.norm2`, 1e-5);
+  x = g.add(crossAttention(g, n, context, `${key}.attn2`, heads), x);
+  n = g.layerNorm(x, `${key}.norm3`, 1e-5);
+  // GEGLU: one projection to twice the width, value × gelu(gate).
+  const [value, gate] = g.opN('Split', [g.linear(n, `${key}.ff.net.0.proj`)], 2, { axis: -1, num_outputs: 2 });
+  const ff = g.linear(g.mul(value!, g.op('Gelu', [gate!])), `${key}.ff.net.2`);
+  return g.add(ff, x);
+}
+
+function spatialTransformer(g: OnnxGraph, x: string, context: string, key: string, depth: number, heads: number, linear: boolean): string {
+  const normed = g.groupNorm(x, `${key}.norm`, GN_GROUPS, 1e-6);
+  let t = linear ? g.linear(g.toTokens(normed), `${key}.proj_in`) : g.toTokens(g.conv(normed, `${key}.proj_in`));
+  for (let d = 0; d < depth; d++) t = transformerBlock(g, t, context, `${key}.transformer_blocks.${d}`, heads);
+  const out = linear ? g.fromTokens(g.linear(t, `${key}.proj_out`), x) : g.conv(g.fromTokens(t, x), `${key}.proj_out`);
+  return g.add(out, x);
+}
+
+export function buildUNetGraph(g: OnnxGraph, cfg: UNetConfig): Uint8Array {
+  const x = g.input('x', DataType.FLOAT, ['batch', cfg.inChannels, 'height', 'width']);
+  const tEmb = g.input('t_emb', DataType.FLOAT, ['batch', cfg.modelChannels]);
+  const context = g.input('context', DataType.FLOAT, ['batch', 'tokens', cfg.contextDim]);
+  const emb = g.linear(g.silu(g.linear(tEmb, 'time_embed.0')), 'time_embed.2');
+  const heads = cfg.numHeads;
+  const lin = cfg.linearProjection;
+
+  const skips: string[] = [];
+  let h = x;
+  for (const b of cfg.inputBlocks) {
+    const key = `input_blocks.${b.index}`;
+    if (b.kind === 'conv_in') h = g.conv(h, `${key}.0`);
+    else if (b.kind === 'down') h = g.conv(h, `${key}.0.op`, { stride: 2 });
+    else {
+      h = resBlock(g, h, emb, `${key}.0`);
+      if (b.depth) h = spatialTransformer(g, h, context, `${key}.1`, b.depth, heads, lin);
+    }
+    skips.push(h);
+  }
+  h = resBlock(g, h, emb, 'middle_block.0');
+  if (cfg.middleDepth) h = spatialTransformer(g, h, context, 'middle_block.1', cfg.middleDepth, heads, lin);
+  h = resBlock(g, h, emb, 'middle_block.2');
+  for (const b of cfg.outputBlocks) {
+    const key = `output_blocks.${b.index}`;
+    h = g.op('Concat', [h, skips.pop()!], { axis: 1 });
+    h = resBlock(g, h, emb, `${key}.0`);
+    if (b.depth) h = spatialTransformer(g, h, context, `${key}.1`, b.depth, heads, lin);
+    if (b.upsample) h = g.conv(g.upsample2x(h), b.upsample);
+  }
+  const out = g.conv(g.silu(g.groupNorm(h, 'out.0', GN_GROUPS, 1e-5)), 'out.2');
+  g.output(out, 'eps', ['batch', cfg.outChannels, 'height', 'width']);
+  return g.encode('unet');
+}
+
+/** The reference's timestep_embedding (cos half first), in float32 steps as torch computes it. */
+export function timestepEmbedding(timesteps: readonly number[], dim: number, maxPeriod = 10000): Float32Array {
+  const half = Math.floor(dim / 2);
+  const out = new Float32Array(timesteps.length * dim);
+  const freqs = new Float32Array(half);
+  const logp = Math.fround(-Math.log(maxPeriod));
+  for (let i = 0; i < half; i++) freqs[i] = Math.exp(Math.fround(Math.fround(logp * i) / half));
+  timesteps.forEach((t, b) => {
+    for (let i = 0; i < half; i++) {
+      const arg = Math.fround(Math.fround(t) * freqs[i]!);
+      out[b * dim + i] = Math.cos(arg);
+      out[b * dim + half + i] = Math.sin(arg);
+    }
+  });
+  return out;
+}
