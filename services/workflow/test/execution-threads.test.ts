@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { forEachStorage, type StorageKind } from '@svc/testkit';
-import { startWorkflow, textPrompt, waitJob, WsClient, type Msg } from './helpers.ts';
+import { TEST_LIMITS, signupUser } from './cloud-helpers.ts';
+import { gateEntered, gatePrompt, releaseGate, startWorkflow, textPrompt, waitJob, WsClient, type Msg } from './helpers.ts';
 
 /**
  * Prompts execute in execution threads (src/threads): node code that
@@ -219,6 +220,31 @@ forEachStorage('execution slots', (storage: StorageKind) => {
       await ws.until((ms) => ending(ms, long));
     } finally {
       ws.close();
+      await srv.close();
+    }
+  });
+});
+
+forEachStorage('execution slots in the hosted runtime', (storage: StorageKind) => {
+  test("one workspace's long prompt does not hold another's; max_concurrent_jobs holds the workspace's next", async () => {
+    const srv = await startWorkflow(storage, { runtime: 'cloud', authRateLimits: TEST_LIMITS, executionThreads: '2', maxConcurrentJobs: '1' }, { packs: ['gate-pack.mjs'] });
+    const gate = `fair-${storage}-${process.pid}`;
+    try {
+      const a = await signupUser(srv.url, 'fair-a');
+      const b = await signupUser(srv.url, 'fair-b');
+      const long = (await a.http.post('/api/prompt', { prompt: gatePrompt(gate) })).body.prompt_id;
+      await gateEntered(gate);
+      const aNext = (await a.http.post('/api/prompt', { prompt: textPrompt('a waits its turn') })).body.prompt_id;
+      const bQuick = (await b.http.post('/api/prompt', { prompt: textPrompt('b runs now') })).body.prompt_id;
+      assert.equal((await waitJob(b.http, bQuick)).status, 'completed');
+      // A's second prompt is still queued: its one slot is A's long prompt.
+      assert.equal((await a.http.get(`/api/jobs/${aNext}`)).body.status, 'pending');
+      assert.equal((await a.http.get(`/api/jobs/${long}`)).body.status, 'in_progress');
+      releaseGate(gate);
+      assert.equal((await waitJob(a.http, long)).status, 'completed');
+      assert.equal((await waitJob(a.http, aNext)).status, 'completed');
+    } finally {
+      releaseGate(gate);
       await srv.close();
     }
   });
