@@ -32,7 +32,7 @@ export const emptyLatentNodes: NodeDefinition[] = [
       execute: ({ width, height, batch_size }) => [LATENT([batch_size, 16, fl(height / 8), fl(width / 8)])],
     },
   ]),
-  ...[
+  ...(<NodeDefinition[]>[
     {
       name: 'EmptyHunyuanLatentVideo',
       category: 'latent/video',
@@ -47,7 +47,7 @@ export const emptyLatentNodes: NodeDefinition[] = [
       outputs: ['LATENT'],
       execute: ({ width, height, batch_size }) => [LATENT([batch_size, 64, fl(height / 32), fl(width / 32)])],
     },
-  ].map((d): NodeDefinition => ({ ...d, pythonModule: 'comfy_extras.nodes_hunyuan' })),
+  ]).map((d): NodeDefinition => ({ ...d, pythonModule: 'comfy_extras.nodes_hunyuan' })),
   ...v3('comfy_extras.nodes_mochi', [
     {
       name: 'EmptyMochiLatentVideo',

@@ -1,5 +1,6 @@
 import type { NodeDefinition, NodeEnv } from './api.ts';
 import { animatedSaveNodes } from './animated-save.ts';
+import { audioNodes } from './audio-nodes.ts';
 import { compositingNodes } from './compositing.ts';
 import { emptyLatentNodes } from './empty-latents.ts';
 import { imageExtraNodes } from './image-extras.ts';
@@ -38,5 +39,6 @@ export function builtinNodes(dirs: NodeEnv['dirs']): NodeDefinition[] {
     ...latentFileNodes(dirs),
     ...emptyLatentNodes,
     ...sigmaNodes,
+    ...audioNodes(dirs),
   ].map(materialisingInputs);
 }

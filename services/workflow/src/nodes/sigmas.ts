@@ -97,8 +97,7 @@ const STEPS: InputSpec = ['INT', { default: 20, min: 1, max: MAX_STEPS }];
 const SCHEDULERS = 'sampling/custom_sampling/schedulers';
 const SIGMA_TOOLS = 'sampling/custom_sampling/sigmas';
 
-export const sigmaNodes: NodeDefinition[] = (
-  [
+const defs: NodeDefinition[] = [
     {
       name: 'KarrasScheduler',
       category: SCHEDULERS,
@@ -226,5 +225,6 @@ export const sigmaNodes: NodeDefinition[] = (
         return [new Tensor([out.length], Float32Array.from(out))];
       },
     },
-  ] satisfies NodeDefinition[]
-).map((d) => ({ ...d, pythonModule: 'comfy_extras.nodes_custom_sampler' }));
+];
+
+export const sigmaNodes: NodeDefinition[] = defs.map((d) => ({ ...d, pythonModule: 'comfy_extras.nodes_custom_sampler' }));
