@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
+import { webBundle } from '../web/build.ts';
 
 const WEB_DIR = path.join(import.meta.dirname, '..', 'web');
 
@@ -17,28 +18,28 @@ const CSP = [
   "frame-ancestors 'none'",
 ].join('; ');
 
-const FILES: Array<[url: string, file: string, type: string]> = [
-  ['/', 'index.html', 'text/html; charset=utf-8'],
-  ['/web/app.js', 'app.js', 'text/javascript; charset=utf-8'],
-  ['/web/style.css', 'style.css', 'text/css; charset=utf-8'],
-];
-
 /**
- * The built-in page at `/` when no `--front-end-root` is given: the queue,
- * running progress over the WebSocket, jobs with thumbnails, image upload and
- * prompt queueing. Three static files (src/web), read once at start.
+ * The built-in page at `/` when no `--front-end-root` is given: a node-graph
+ * editor (src/web, README "Built-in page"). index.html and the script and
+ * style sheet esbuild bundles from src/web/editor (built when stale), read
+ * once at start.
  */
 export function webPageRoutes(app: FastifyInstance): void {
-  for (const [url, file, type] of FILES) {
-    const body = fs.readFileSync(path.join(WEB_DIR, file));
-    const html = file.endsWith('.html') ? body.toString('utf8') : undefined;
+  const bundle = webBundle();
+  const files: Array<[url: string, body: Buffer, type: string]> = [
+    ['/', fs.readFileSync(path.join(WEB_DIR, 'index.html')), 'text/html; charset=utf-8'],
+    ['/web/app.js', bundle.js, 'text/javascript; charset=utf-8'],
+    ['/web/app.css', bundle.css, 'text/css; charset=utf-8'],
+  ];
+  for (const [url, body, type] of files) {
+    const html = url === '/' ? body.toString('utf8') : undefined;
     app.get(url, { schema: { hide: true } }, (req, reply) => {
       let out: Buffer | string = body;
       // With --api-key, a page opened as /?token=… (the request passed the guard) loads its own files with the same token.
       const token = (req.query as Record<string, unknown>).token;
       if (html !== undefined && typeof token === 'string' && token !== '') {
         const q = `?token=${encodeURIComponent(token)}`;
-        out = html.replace('href="web/style.css"', `href="web/style.css${q}"`).replace('src="web/app.js"', `src="web/app.js${q}"`);
+        out = html.replace('href="web/app.css"', `href="web/app.css${q}"`).replace('src="web/app.js"', `src="web/app.js${q}"`);
       }
       return reply
         .header('Content-Type', type)
