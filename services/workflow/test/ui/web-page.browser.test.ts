@@ -530,6 +530,48 @@ describe('workflow built-in page: the node editor in a browser', { skip }, () =>
       assert.deepEqual([info.width, info.height, data[0], data[1], data[2]], [6, 4, 200, 40, 90]);
     });
 
+    step('keyboard: copy, paste, delete, collapse, group; export and import the API format', async () => {
+      await newWorkflow(page);
+      const first = await page.evaluate(() => (window as any).wfPage.addNode('EmptyImage', [100, 100]).id);
+      const count = () => page.evaluate(() => (window as any).wfPage.graph.nodes.length);
+      const at = await screenOf(page, { graph: [160, 90] });
+      await page.mouse.click(at.x, at.y);
+      await page.keyboard.press('Control+c');
+      const there = await screenOf(page, { graph: [500, 300] });
+      await page.mouse.move(there.x, there.y);
+      await page.keyboard.press('Control+v');
+      assert.equal(await count(), 2);
+      await page.keyboard.press('Delete');
+      assert.equal(await count(), 1);
+      await page.mouse.click(at.x, at.y);
+      await page.keyboard.press('Alt+c');
+      assert.equal(await page.evaluate((n) => !!(window as any).wfPage.graph.getNodeById(n).flags.collapsed, first), true);
+      await page.keyboard.press('Control+g');
+      assert.equal(await page.evaluate(() => (window as any).wfPage.graph.groups.length), 1);
+      await page.keyboard.press('Control+z');
+      assert.equal(await page.evaluate(() => (window as any).wfPage.graph.groups.length), 0);
+
+      await page.evaluate((n) => {
+        const p = (window as any).wfPage;
+        p.graph.getNodeById(n).collapse();
+        p.graph.getNodeById(n).connect(0, p.addNode('PreviewImage', [400, 100]), 0);
+      }, first);
+      await page.click('#menu summary');
+      const download = page.waitForEvent('download');
+      await page.click('[data-command=export-api]');
+      const file = await (await download).path();
+      const api = JSON.parse(fs.readFileSync(file, 'utf8'));
+      assert.deepEqual(Object.values<any>(api).map((n) => n.class_type).sort(), ['EmptyImage', 'PreviewImage']);
+
+      await newWorkflow(page);
+      await page.setInputFiles('#file-input', { name: 'api.json', mimeType: 'application/json', buffer: Buffer.from(JSON.stringify(api)) });
+      await page.waitForFunction(() => (window as any).wfPage.graph.nodes.length === 2);
+      assert.deepEqual(await links(page), [[first, 0, Number(Object.keys(api).find((k) => api[k].class_type === 'PreviewImage')), 0, 'IMAGE']]);
+      const id = await run(page, 'Control+Shift+Enter');
+      await waitJob(srv, id);
+      await shot('imported');
+    });
+
     step('settings are stored through /settings under the reference\'s ids', async () => {
       await openTab(page, 'settings');
       await page.selectOption('[data-setting-id="Comfy.WidgetControlMode"]', 'before');
