@@ -8,6 +8,7 @@ import { bearer, isCloudError, signupUser, startCloud } from './cloud-helpers.ts
 import { passwordProblem } from '../src/identity/passwords.ts';
 import { textProblem } from '../src/identity/store.ts';
 import { validateRegistration } from '../src/identity/oauth-clients.ts';
+import { isFloatLiteral, markFloatLiterals, pyTypeOf } from '../src/nodes/json-floats.ts';
 
 /**
  * What hostile and careless clients found (issue 28), local runtime: node ids
@@ -60,6 +61,28 @@ forEachStorage('issue 28: hostile clients, local runtime', (storage) => {
         assert.deepEqual(ownJob.outputs[id], { text: [`own-${id}`] }, id);
         assert.equal(ownJob.outputs_count, 1, id);
       }
+    });
+
+    test('JSON numbers: the literal 5 is an int and 5.0 a float, through parsing and validation (the reference\'s test_validation_error_literal)', async () => {
+      const cases: Array<[string, boolean]> = [['5', false], ['5.0', true], ['5e0', true], ['-2.00', true], ['1E2', true], ['0.5', true], ['"dog"', false], ['{"a": 5.0}', false]];
+      for (const [literal, ok] of cases) {
+        const body = promptText(`"v":{"class_type":"TestCustomValidation1","inputs":{"input1":${literal},"input2":3.0}},"o":{"class_type":"PreviewImage","inputs":{"images":["v",0]}}`);
+        const r = await post(srv.url, '/api/prompt', body);
+        const b = JSON.parse(await r.text());
+        if (ok) {
+          assert.equal(r.status, 200, `${literal}: ${JSON.stringify(b)}`);
+          continue;
+        }
+        assert.equal(r.status, 400, literal);
+        const e = b.node_errors.v.errors[0];
+        assert.equal(e.type, 'custom_validation_failed', literal);
+        if (literal === '5') assert.equal(e.details, "input1 - Invalid type of input1: <class 'int'>");
+      }
+      // TestCustomValidation2 checks the same; a FLOAT input converts an int (Python's float(5)), an INT input a float.
+      const v2 = await post(srv.url, '/api/prompt', promptText(`"v":{"class_type":"TestCustomValidation2","inputs":{"input1":5,"input2":3.0}},"o":{"class_type":"PreviewImage","inputs":{"images":["v",0]}}`));
+      assert.equal(v2.status, 400);
+      const v4 = await post(srv.url, '/api/prompt', promptText(`"v":{"class_type":"TestCustomValidation4","inputs":{"input1":5,"input2":3}},"o":{"class_type":"PreviewImage","inputs":{"images":["v",0]}}`));
+      assert.equal(v4.status, 200, await v4.clone().text());
     });
 
     test('a secret input on a node named __proto__ is redacted in the stored prompt and pollutes no object', async () => {
@@ -426,3 +449,22 @@ function rawGet(base: string, path: string, headers: Record<string, string>): Pr
 function client2(base: string, key: string) {
   return { post: (p: string, b: unknown) => fetch(base + p, { method: 'POST', headers: { 'x-api-key': key, 'content-type': 'application/json' }, body: JSON.stringify(b) }) };
 }
+
+test('float literals are found wherever they are: nested, in arrays, under escaped or prototype-named keys, last duplicate wins', () => {
+  const text = '{"a":5.0,"b":5,"c":[1,2.0,3e0],"d\\u0022q":{"__proto__":7.0,"constructor":8},"e":5.0,"e":5,"f":5,"f":6.0,"g":"5.0","h":0.25,"i":-0.0}';
+  const v = JSON.parse(text);
+  markFloatLiterals(v, text);
+  assert.equal(pyTypeOf(v, 'a'), 'float');
+  assert.equal(pyTypeOf(v, 'b'), 'int');
+  assert.deepEqual([0, 1, 2].map((i) => isFloatLiteral(v.c, i)), [false, true, true]);
+  const d = v['d"q'];
+  assert.equal(pyTypeOf(d, '__proto__'), 'float');
+  assert.equal(pyTypeOf(d, 'constructor'), 'int');
+  assert.equal(pyTypeOf(v, 'e'), 'int');
+  assert.equal(pyTypeOf(v, 'f'), 'float');
+  assert.equal(pyTypeOf(v, 'g'), 'str');
+  assert.equal(pyTypeOf(v, 'h'), 'float');
+  assert.equal(pyTypeOf(v, 'i'), 'float');
+  assert.equal(pyTypeOf(v, 'missing'), 'NoneType');
+  assert.equal(({} as Record<string, unknown>).constructor, Object);
+});

@@ -1,4 +1,5 @@
 import { isLink, type NodeScope } from '../nodes/api.ts';
+import { carryFloatMark, setFloatMark } from '../nodes/json-floats.ts';
 import { pyNumber, pyRepr, pyStr } from './pyrepr.ts';
 import type { InputInfo, NodeClass, NodeRegistry } from './registry.ts';
 
@@ -397,11 +398,13 @@ async function checkNode(registry: NodeRegistry, graph: PromptGraph, id: string,
     }
     try {
       if (isObject(val) && '__value__' in val) {
+        carryFloatMark(val, '__value__', inputs, name);
         val = val.__value__;
         inputs[name] = val;
       }
       val = coerce(info, val);
       inputs[name] = val;
+      if (info.type === 'FLOAT' || info.type === 'INT') setFloatMark(inputs, name, info.type === 'FLOAT');
     } catch (err) {
       const ex = err as ValidationException;
       errors.push({
@@ -423,6 +426,8 @@ async function checkNode(registry: NodeRegistry, graph: PromptGraph, id: string,
       if (!custom.all && !custom.names.has(name)) continue;
       if (!cls.inputInfo(name) || cls.inputInfo(name)!.category === 'hidden') continue;
       filtered[name] = Array.isArray(inputs[name]) ? null : inputs[name];
+      // `5.0` stays a float for the node's own check, as the reference's Python sees it.
+      carryFloatMark(inputs, name, filtered);
     }
     for (const name of custom.names) if (name !== 'input_types' && !Object.hasOwn(filtered, name) && cls.inputInfo(name)) filtered[name] = undefined;
     if (custom.names.has('input_types')) filtered.input_types = receivedTypes;

@@ -235,3 +235,6 @@ export class GraphNode {
 export function isLink(v: unknown): v is [string, number] {
   return Array.isArray(v) && v.length === 2 && typeof v[0] === 'string' && typeof v[1] === 'number';
 }
+
+/** Whether a prompt's number was written as a float (`5.0`) or an int (`5`): JSON has one number type, the reference two. */
+export { isFloatLiteral, pyTypeOf } from './json-floats.ts';

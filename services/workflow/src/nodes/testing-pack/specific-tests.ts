@@ -1,4 +1,4 @@
-import { GraphBuilder, type NodeDefinition } from '../api.ts';
+import { GraphBuilder, pyTypeOf, type NodeDefinition } from '../api.ts';
 import { add, asTensor, fromTensor, imageTensor, maskTensor, mul, pyError, pyTypeName, stackMean, sub, Tensor } from './tensor.ts';
 import { sleepWithProgress } from './timing.ts';
 import { variantSupport } from './tools.ts';
@@ -41,11 +41,12 @@ function product(input1: unknown, input2: unknown): unknown {
   return fromTensor(mul(asTensor(input1), asTensor(input2)));
 }
 
-/** VALIDATE_INPUTS of TestCustomValidation1/2: a constant must be a float (JSON numbers are all floats here). */
-function tensorOrFloat(name: string, v: unknown): string | undefined {
+/** VALIDATE_INPUTS of TestCustomValidation1/2: a constant must be a float (the literal `5.0`, not `5`), as the reference's isinstance(v, float). */
+function tensorOrFloat(inputs: Record<string, unknown>, name: string): string | undefined {
+  const v = inputs[name];
   if (v === null || v === undefined) return undefined;
-  if (typeof v === 'number') return undefined;
-  return `Invalid type of ${name}: <class '${pyTypeName(v)}'>`;
+  if (typeof v === 'number' && pyTypeOf(inputs, name) === 'float') return undefined;
+  return `Invalid type of ${name}: <class '${typeof v === 'number' ? 'int' : pyTypeName(v)}'>`;
 }
 
 function customValidation(name: string, fn: NodeDefinition['validateInputs']): NodeDefinition {
@@ -114,12 +115,13 @@ export const specificTestNodes: NodeDefinition[] = [
   },
   customValidation('TestCustomValidation1', {
     inputs: ['input1', 'input2'],
-    fn: ({ input1, input2 }) => tensorOrFloat('input1', input1) ?? tensorOrFloat('input2', input2) ?? true,
+    fn: (inputs) => tensorOrFloat(inputs, 'input1') ?? tensorOrFloat(inputs, 'input2') ?? true,
   }),
   customValidation('TestCustomValidation2', {
     inputs: ['input_types', 'input1', 'input2'],
-    fn: ({ input_types, input1, input2 }) => {
-      const bad = tensorOrFloat('input1', input1) ?? tensorOrFloat('input2', input2);
+    fn: (inputs) => {
+      const { input_types } = inputs;
+      const bad = tensorOrFloat(inputs, 'input1') ?? tensorOrFloat(inputs, 'input2');
       if (bad) return bad;
       const types = (input_types ?? {}) as Record<string, string>;
       for (const k of ['input1', 'input2']) {
