@@ -249,3 +249,26 @@ forEachStorage('execution slots in the hosted runtime', (storage: StorageKind) =
     }
   });
 });
+
+forEachStorage('an execution thread that cannot start', (storage: StorageKind) => {
+  test('prompts fail with ExecutionThreadDied, the API answers, and the next prompt tries a new thread', async () => {
+    const srv = await startWorkflow(storage, {}, { packs: ['thread-exit-pack.mjs'] });
+    const ws = new WsClient(srv.url, 'dead');
+    try {
+      await ws.opened;
+      for (const tag of ['first', 'second']) {
+        const id = await queue(srv, textPrompt(tag), 'dead');
+        await ws.until((ms) => ending(ms, id));
+        const end = ending(ws.messages, id)!;
+        assert.equal(end.type, 'execution_error');
+        assert.equal(end.data.exception_type, 'ExecutionThreadDied');
+        assert.match(end.data.exception_message, /could not start|exited/);
+        assert.equal((await waitJob(srv.http, id)).status, 'failed');
+        assert.equal((await srv.http.get('/api/system_stats')).status, 200);
+      }
+    } finally {
+      ws.close();
+      await srv.close();
+    }
+  });
+});

@@ -92,7 +92,7 @@ class ExecutionThread {
 
   private spawn(): void {
     const init: ThreadInit = { config: this.o.config, limits: this.o.limits, interruptFlag: this.flag.buffer as SharedArrayBuffer };
-    const worker = new Worker(threadEntry(), {
+    const worker: Worker = new Worker(threadEntry(), {
       workerData: init,
       resourceLimits: this.o.memoryLimitMb > 0 ? { maxOldGenerationSizeMb: this.o.memoryLimitMb } : undefined,
       // Not the process's flags: under tsx they name a loader that does not work in a thread (source-entry.mjs registers it).
@@ -170,9 +170,10 @@ class ExecutionThread {
           }
         },
         (err) => {
+          // The thread could not start (a pack that throws in it, an exhausted heap): the run fails, the next one tries a new thread.
           if (this.active !== run) return;
           this.finish(run);
-          reject(err instanceof Error ? err : new Error(String(err)));
+          run.resolve(this.endedHere(run, 'error', { type: 'ExecutionThreadDied', message: `The execution thread could not start: ${err instanceof Error ? err.message : String(err)}` }));
         },
       );
     });
@@ -215,8 +216,10 @@ class ExecutionThread {
         run.resolve(m.result);
         break;
       case 'crashed':
+        // The engine threw outside a node (a bug): the prompt fails with what it said, the thread stays.
+        this.o.log.error({ err: m.error, prompt_id: run.spec.promptId }, 'the engine failed outside a node');
         this.finish(run);
-        run.reject(new Error(m.error));
+        run.resolve(this.endedHere(run, 'error', { type: 'Exception', message: m.error.split('\n')[0] ?? 'engine error' }));
         break;
     }
   }
@@ -330,12 +333,13 @@ class ExecutionThread {
     const run = this.active;
     const oom = (err as NodeJS.ErrnoException).code === 'ERR_WORKER_OUT_OF_MEMORY';
     this.o.log.error({ err }, oom ? 'an execution thread ran out of memory' : 'an execution thread died');
+    // Started again by the next run, not now: a thread that dies as it starts must not be restarted in a loop.
+    this.worker = undefined;
     if (run) {
       this.finish(run);
-      this.spawn();
       const limit = this.o.memoryLimitMb > 0 ? `its memory limit of ${this.o.memoryLimitMb} MB (--prompt-memory-limit)` : 'the memory an execution thread may use';
       run.resolve(this.endedHere(run, 'error', oom ? { type: 'MemoryError', message: `The prompt exceeded ${limit}` } : { type: 'ExecutionThreadDied', message: err.message }));
-    } else this.spawn();
+    }
   }
 
   async close(): Promise<void> {

@@ -45,7 +45,16 @@ const PROGRESS_GAP_MS = 20;
  * preview and progress due are posted at once, before a node that may
  * compute for a long time without letting the loop turn.
  */
-function sinkFor(seq: number, client: boolean): ExecutionSink & { flush(): void } {
+/** How long each node class last took here (ms): the `executing` message of a class known to be quick may wait for the batch. */
+const classMs = new Map<string, number>();
+const QUICK_MS = 1;
+
+function sinkFor(seq: number, client: boolean, prompt: Record<string, { class_type?: unknown } | undefined>): ExecutionSink & { flush(): void } {
+  const startedAt = new Map<string, number>();
+  const classOf = (id: string): string | undefined => {
+    const c = Object.hasOwn(prompt, id) ? prompt[id]?.class_type : undefined;
+    return typeof c === 'string' ? c : undefined;
+  };
   let events: RunEvent[] = [];
   let transfer: ArrayBuffer[] = [];
   let state: ProgressRegistry | null = null;
@@ -77,7 +86,11 @@ function sinkFor(seq: number, client: boolean): ExecutionSink & { flush(): void 
     flush,
     send(type, data, broadcast) {
       events.push(['send', type, data, broadcast === true]);
-      if (type === 'executing') flush();
+      if (type !== 'executing' || typeof data.node !== 'string') return later();
+      startedAt.set(data.node, performance.now());
+      const cls = classOf(data.node);
+      // A node that may compute for long must have its `executing` out before it starts.
+      if (cls === undefined || (classMs.get(cls) ?? Infinity) >= QUICK_MS) flush();
       else later();
     },
     progress(data) {
@@ -101,6 +114,9 @@ function sinkFor(seq: number, client: boolean): ExecutionSink & { flush(): void 
     },
     recorded(id, executed, ui) {
       events.push(['recorded', id, executed, ui]);
+      const t = startedAt.get(id);
+      const cls = classOf(id);
+      if (executed && t !== undefined && cls !== undefined) classMs.set(cls, performance.now() - t);
       later();
     },
   };
@@ -109,7 +125,7 @@ function sinkFor(seq: number, client: boolean): ExecutionSink & { flush(): void 
 async function run(m: Extract<ToThread, { t: 'run' }>): Promise<void> {
   const interrupt = new InterruptSignal(() => Atomics.load(interruptFlag, 0) === m.seq);
   running = { seq: m.seq, interrupt };
-  const sink = sinkFor(m.seq, m.client);
+  const sink = sinkFor(m.seq, m.client, m.prompt as Record<string, { class_type?: unknown } | undefined>);
   const env: Omit<NodeEnv, 'prompt' | 'extraData'> = {
     dirs: m.dirs,
     canRead: m.calls.includes('canRead') ? (ref) => callMain(m.seq, 'canRead', [ref]) as Promise<boolean> : undefined,
