@@ -33,7 +33,7 @@ forEachStorage('hosted runtime: billing and the credit ledger', (storage) => {
 
   before(async () => {
     // A million credits a second: any job that runs at all uses up the 100 free credits.
-    srv = await startWorkflow(storage, { runtime: 'cloud', authRateLimits: TEST_LIMITS, freeTierCredits: '100', creditsPerSecond: '1000000', maxConcurrentJobs: '3' }, { packs: ['gate-pack.mjs'] });
+    srv = await startWorkflow(storage, { runtime: 'cloud', authRateLimits: TEST_LIMITS, freeTierCredits: '100', creditsPerSecond: '1000000', maxConcurrentJobs: '3', executionThreads: '1' }, { packs: ['gate-pack.mjs'] });
     a = await signupUser(srv.url, 'bill-a');
     b = await signupUser(srv.url, 'bill-b');
   });
@@ -100,7 +100,7 @@ forEachStorage('hosted runtime: billing and the credit ledger', (storage) => {
     assert.equal((await b.http.get(`/api/billing/ops/${topEvent.op_id}`)).status, 404);
     assert.deepEqual((await a.http.get('/api/billing/ops/nope')).body, { error: 'Billing operation not found', code: 'not_found', details: {} });
 
-    // Credits again: prompts are accepted. A job cancelled while pending is never charged.
+    // Credits again: prompts are accepted. A job cancelled while pending (behind the one execution slot) is never charged.
     const gate2 = `bill-two-${tag}`;
     const running = await a.http.post('/api/prompt', { prompt: gatePrompt(gate2) });
     assert.equal(running.status, 200, running.text);
