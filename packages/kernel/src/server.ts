@@ -9,6 +9,7 @@ import { applyHttpTimeouts, httpTimeoutsFrom, type HttpTimeouts } from './http-t
 import type { ErrorStyle } from './error-style.ts';
 import { addLaxCoercion } from './lax-coercion.ts';
 import { MethodIndex } from './method-index.ts';
+import { shareComponents } from './openapi-components.ts';
 
 export type App = FastifyInstance<any, any, any, any, TypeBoxTypeProvider>;
 
@@ -28,8 +29,25 @@ export interface HttpServerOptions {
   /** Extra Fastify options (e.g. a custom querystring parser). */
   fastify?: Partial<FastifyServerOptions>;
   openapiComponents?: Record<string, unknown>;
+  /** How the OpenAPI document describes authentication and which routes it leaves out. */
+  openapi?: OpenApiOptions;
   /** Slow-client limits; by default from the env (HTTP_*_TIMEOUT_MS). runService applies the command line's on top. */
   timeouts?: HttpTimeouts;
+}
+
+export interface OpenApiOptions {
+  /** components.securitySchemes: what Swagger UI's Authorize offers. */
+  securitySchemes?: Record<string, unknown>;
+  /** The document's security requirement: what every operation needs unless securityFor says otherwise. */
+  security?: Array<Record<string, string[]>>;
+  /** An operation's own requirement where it differs ([] = open); undefined: the document's. */
+  securityFor?: (route: { method: string; url: string; config: Record<string, unknown> }) => Array<Record<string, string[]>> | undefined;
+  /** Routes that are not API operations (HTML pages, form posts): left out of the document. */
+  hide?: (url: string) => boolean;
+  /** A service's own rewrite of the built document, before shared parts become components. */
+  shape?: (doc: any) => void;
+  /** Swagger UI settings at /docs (e.g. docExpansion 'none' for a document with hundreds of operations). */
+  ui?: Record<string, unknown>;
 }
 
 export const STORAGE_BUSY = 'The service is busy (database locked); retry the request.';
@@ -90,14 +108,24 @@ export async function createHttpServer(opts: HttpServerOptions): Promise<App> {
     reply.header('X-Request-Id', req.id);
   });
 
+  const doc = opts.openapi ?? {};
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
       info: { title: opts.title ?? opts.name, version: opts.version, description: opts.description },
-      components: opts.openapiComponents as any,
+      components: { ...(opts.openapiComponents as any), ...(doc.securitySchemes ? { securitySchemes: doc.securitySchemes } : {}) },
     },
+    transform: ({ schema, url, route }: { schema: any; url: string; route: any }) => {
+      if (doc.hide?.(url)) return { schema: { ...schema, hide: true }, url };
+      const methods: string[] = Array.isArray(route.method) ? route.method : [route.method];
+      const security = schema?.security === undefined ? doc.securityFor?.({ method: methods.find((m) => m !== 'HEAD') ?? methods[0]!, url, config: route.config ?? {} }) : undefined;
+      return { schema: security ? { ...schema, security } : schema, url };
+    },
+    // Built once and cached by @fastify/swagger: shared schemas as components, each operation's security.
+    transformObject: ({ openapiObject }: { openapiObject: any }) => finishDocument(openapiObject, doc),
   });
-  await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: false });
+  // The token typed into Authorize survives a reload; the search box filters by tag.
+  await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: false, uiConfig: { persistAuthorization: true, filter: true, displayRequestDuration: true, ...doc.ui } });
 
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
@@ -149,6 +177,12 @@ export async function createHttpServer(opts: HttpServerOptions): Promise<App> {
   });
 
   return app;
+}
+
+function finishDocument(openapiObject: any, doc: OpenApiOptions) {
+  if (doc.security) openapiObject.security = doc.security;
+  doc.shape?.(openapiObject);
+  return shareComponents(openapiObject);
 }
 
 function send(reply: any, r: { statusCode: number; body: unknown; contentType?: string }) {

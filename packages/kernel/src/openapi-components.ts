@@ -1,0 +1,246 @@
+/**
+ * Moves schemas and responses that occur more than once in an OpenAPI
+ * document into `components` and points every occurrence at them with `$ref`.
+ *
+ * Route schemas are written inline (TypeBox objects shared between routes),
+ * so @fastify/swagger repeats a model in every operation that uses it: the
+ * inventory's document was over a megabyte and Swagger UI took seconds per
+ * expanded operation. Names come from a schema's `title` where it has one,
+ * else from where it first occurs (operation, property, …).
+ */
+
+type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
+type Obj = { [k: string]: Json };
+
+export interface ShareOptions {
+  /** Smallest serialized size (bytes) worth a component; smaller schemas stay inline. */
+  minBytes?: number;
+}
+
+const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** Keys under which a schema holds schemas: a map of them, a list of them, or one. */
+const SCHEMA_MAPS = new Set(['properties', 'patternProperties', '$defs', 'definitions', 'dependentSchemas']);
+const SCHEMA_LISTS = new Set(['anyOf', 'oneOf', 'allOf', 'prefixItems']);
+const SCHEMA_ONE = new Set(['items', 'additionalProperties', 'not', 'contains', 'if', 'then', 'else', 'propertyNames', 'unevaluatedProperties', 'unevaluatedItems', 'additionalItems']);
+
+/** JSON text with object keys sorted: equal schemas written in another key order are one component. */
+function canonical(v: Json, memo?: WeakMap<object, string>): string {
+  if (v === null || typeof v !== 'object') return JSON.stringify(v);
+  const known = memo?.get(v);
+  if (known !== undefined) return known;
+  const text = Array.isArray(v)
+    ? `[${v.map((x) => canonical(x, memo)).join(',')}]`
+    : `{${Object.keys(v)
+        .sort()
+        .filter((k) => v[k] !== undefined)
+        .map((k) => `${JSON.stringify(k)}:${canonical(v[k]!, memo)}`)
+        .join(',')}}`;
+  memo?.set(v, text);
+  return text;
+}
+
+function pascal(s: string): string {
+  return s
+    .split(/[^A-Za-z0-9]+/)
+    .filter(Boolean)
+    .map((w) => w[0]!.toUpperCase() + w.slice(1))
+    .join('');
+}
+
+/** Calls `fn(schema, name, set)` for every schema directly below `schema` (its properties, items, anyOf members, …). */
+function eachChild(schema: Obj, name: string, fn: (child: Obj, name: string, set: (v: Json) => void) => void): void {
+  for (const [k, v] of Object.entries(schema)) {
+    if (SCHEMA_MAPS.has(k) && isObj(v)) {
+      for (const [p, s] of Object.entries(v)) if (isObj(s)) fn(s, `${name}${pascal(p)}`, (x) => (v[p] = x));
+    } else if (SCHEMA_LISTS.has(k) && Array.isArray(v)) {
+      v.forEach((s, i) => {
+        if (isObj(s)) fn(s, i === 0 ? name : `${name}Option${i + 1}`, (x) => (v[i] = x));
+      });
+    } else if (SCHEMA_ONE.has(k) && isObj(v)) {
+      fn(v, k === 'items' ? `${name}Item` : `${name}${pascal(k)}`, (x) => (schema[k] = x));
+    }
+  }
+}
+
+interface Site {
+  schema: Obj;
+  name: string;
+  set: (v: Json) => void;
+}
+
+/** Every schema position reachable from the operations: parameters, request bodies, responses. */
+function operationSchemas(doc: Obj, fn: (site: Site) => void): void {
+  const paths = isObj(doc.paths) ? doc.paths : {};
+  for (const [url, item] of Object.entries(paths)) {
+    if (!isObj(item)) continue;
+    for (const [method, op] of Object.entries(item)) {
+      if (!isObj(op)) continue;
+      const base = typeof op.operationId === 'string' ? pascal(op.operationId) : pascal(`${url.replace(/\{[^}]*\}/g, ' ').replace(/^\/api\//, '/')} ${method}`);
+      const media = (content: Json, name: string) => {
+        if (!isObj(content)) return;
+        for (const m of Object.values(content)) if (isObj(m) && isObj(m.schema)) fn({ schema: m.schema, name, set: (x) => (m.schema = x) });
+      };
+      if (Array.isArray(op.parameters)) {
+        for (const p of op.parameters) if (isObj(p) && isObj(p.schema)) fn({ schema: p.schema, name: `${base}${pascal(String(p.name ?? 'Param'))}`, set: (x) => (p.schema = x) });
+      }
+      if (isObj(op.requestBody)) media(op.requestBody.content ?? null, `${base}Request`);
+      if (isObj(op.responses)) for (const [status, r] of Object.entries(op.responses)) if (isObj(r)) media(r.content ?? null, Number(status) >= 400 ? 'Error' : `${base}${status}`);
+    }
+  }
+}
+
+/** Rewrites `doc` in place (and returns it) with repeated schemas and responses as components. */
+export function shareComponents(doc: Obj, opts: ShareOptions = {}): Obj {
+  const minBytes = opts.minBytes ?? 50;
+  const components: Obj = isObj(doc.components) ? doc.components : (doc.components = {});
+  const schemas: Obj = isObj(components.schemas) ? components.schemas : (components.schemas = {});
+
+  // 1. How often each schema (by canonical text) occurs anywhere below an operation.
+  const counts = new Map<string, number>();
+  // Each subtree's text is computed once (the document is not changed until step 2).
+  const textOf = new WeakMap<object, string>();
+  const count = (s: Obj) => {
+    const text = canonical(s, textOf);
+    if (text.length >= minBytes && !('$ref' in s)) counts.set(text, (counts.get(text) ?? 0) + 1);
+    eachChild(s, '', (c) => count(c));
+  };
+  operationSchemas(doc, ({ schema }) => count(schema));
+
+  // 2. Top down: a schema seen twice or more becomes a component (its own children shared the same way).
+  const byText = new Map<string, string>();
+  const taken = new Set(Object.keys(schemas));
+  const uniqueName = (wanted: string) => {
+    const base = wanted.replace(/[^A-Za-z0-9._-]/g, '') || 'Schema';
+    let n = base;
+    for (let i = 2; taken.has(n); i++) n = `${base}${i}`;
+    taken.add(n);
+    return n;
+  };
+  const share = (s: Obj, name: string, set: (v: Json) => void) => {
+    const text = textOf.get(s) ?? canonical(s);
+    if ((counts.get(text) ?? 0) >= 2) {
+      let ref = byText.get(text);
+      if (!ref) {
+        ref = uniqueName(typeof s.title === 'string' && s.title ? s.title : name);
+        byText.set(text, ref);
+        const body = JSON.parse(JSON.stringify(s)) as Obj;
+        schemas[ref] = body;
+        eachChild(body, ref, (c, n, setChild) => share(c, n, setChild));
+      }
+      set({ $ref: `#/components/schemas/${ref}` });
+      return;
+    }
+    eachChild(s, name, (c, n, setChild) => share(c, n, setChild));
+  };
+  operationSchemas(doc, ({ schema, name, set }) => share(schema, name, set));
+
+  // 3. A component used only once (it was repeated only inside another component) goes back inline.
+  const uses = new Map<string, number>();
+  const countRefs = (v: Json) => {
+    if (Array.isArray(v)) v.forEach(countRefs);
+    else if (isObj(v)) {
+      if (typeof v.$ref === 'string' && v.$ref.startsWith('#/components/schemas/')) {
+        const n = v.$ref.slice('#/components/schemas/'.length);
+        uses.set(n, (uses.get(n) ?? 0) + 1);
+      }
+      for (const x of Object.values(v)) countRefs(x);
+    }
+  };
+  countRefs(doc);
+  const created = new Set(byText.values());
+  const inline = (v: Json): Json => {
+    if (Array.isArray(v)) return v.map(inline);
+    if (!isObj(v)) return v;
+    if (typeof v.$ref === 'string' && Object.keys(v).length === 1) {
+      const n = v.$ref.slice('#/components/schemas/'.length);
+      if (created.has(n) && uses.get(n) === 1) {
+        const body = schemas[n]!;
+        delete schemas[n];
+        return inline(body);
+      }
+    }
+    for (const k of Object.keys(v)) v[k] = inline(v[k]!);
+    return v;
+  };
+  doc.paths = inline(doc.paths ?? {});
+  for (const n of Object.keys(schemas)) if (n in schemas) schemas[n] = inline(schemas[n]!);
+
+  // 4. Whole responses that repeat (the same error body under many operations) become components.responses.
+  const responses: Obj = isObj(components.responses) ? components.responses : {};
+  const respCounts = new Map<string, number>();
+  const eachResponse = (fn: (r: Obj, status: string, set: (v: Json) => void) => void) => {
+    for (const item of Object.values(isObj(doc.paths) ? doc.paths : {})) {
+      if (!isObj(item)) continue;
+      for (const op of Object.values(item)) {
+        if (!isObj(op) || !isObj(op.responses)) continue;
+        const rs = op.responses;
+        for (const [status, r] of Object.entries(rs)) if (isObj(r) && !('$ref' in r)) fn(r, status, (x) => (rs[status] = x));
+      }
+    }
+  };
+  eachResponse((r) => {
+    const text = canonical(r);
+    if (text.length >= minBytes) respCounts.set(text, (respCounts.get(text) ?? 0) + 1);
+  });
+  const respByText = new Map<string, string>();
+  const respTaken = new Set(Object.keys(responses));
+  eachResponse((r, status, set) => {
+    const text = canonical(r);
+    if ((respCounts.get(text) ?? 0) < 2) return;
+    let name = respByText.get(text);
+    if (!name) {
+      // Named after its schema; an error body shared by many statuses is just "Error".
+      const schemaRef = isObj(r.content) ? Object.values(r.content).map((m) => (isObj(m) && isObj(m.schema) && typeof m.schema.$ref === 'string' ? m.schema.$ref.split('/').pop() : undefined))[0] : undefined;
+      const base = (schemaRef ?? (Number(status) >= 400 ? 'Error' : 'Response')).replace(/[^A-Za-z0-9._-]/g, '');
+      name = base;
+      for (let i = 2; respTaken.has(name); i++) name = `${base}_${i}`;
+      respTaken.add(name);
+      respByText.set(text, name);
+      responses[name] = r;
+    }
+    set({ $ref: `#/components/responses/${name}` });
+  });
+  if (Object.keys(responses).length > 0) components.responses = responses;
+
+  // 5. Parameters that repeat (filters, paging) become components.parameters, named after the parameter.
+  const parameters: Obj = isObj(components.parameters) ? components.parameters : {};
+  const paramCounts = new Map<string, number>();
+  const eachParam = (fn: (p: Obj, list: Json[], i: number) => void) => {
+    for (const item of Object.values(isObj(doc.paths) ? doc.paths : {})) {
+      if (!isObj(item)) continue;
+      for (const op of Object.values(item)) {
+        if (!isObj(op) || !Array.isArray(op.parameters)) continue;
+        const list = op.parameters;
+        list.forEach((p, i) => {
+          if (isObj(p) && !('$ref' in p)) fn(p, list, i);
+        });
+      }
+    }
+  };
+  eachParam((p) => {
+    // false is the default: saying it on every filter of every list adds up.
+    if (p.required === false) delete p.required;
+    const text = canonical(p);
+    paramCounts.set(text, (paramCounts.get(text) ?? 0) + 1);
+  });
+  const paramByText = new Map<string, string>();
+  const paramTaken = new Set(Object.keys(parameters));
+  eachParam((p, list, i) => {
+    const text = canonical(p);
+    // A reference costs about 45 bytes: only parameters longer than that and used twice are worth one.
+    if ((paramCounts.get(text) ?? 0) < 2 || text.length < 50) return;
+    let name = paramByText.get(text);
+    if (!name) {
+      const base = `${String(p.in ?? '')}.${String(p.name ?? 'param')}`.replace(/[^A-Za-z0-9._-]/g, '_');
+      name = base;
+      for (let n = 2; paramTaken.has(name); n++) name = `${base}.${n}`;
+      paramTaken.add(name);
+      paramByText.set(text, name);
+      parameters[name] = p;
+    }
+    list[i] = { $ref: `#/components/parameters/${name}` };
+  });
+  if (Object.keys(parameters).length > 0) components.parameters = parameters;
+  return doc;
+}
