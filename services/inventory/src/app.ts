@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { createHttpServer, type ServiceConfig } from '@svc/kernel';
+import { inventoryOpenApi } from './api/openapi.ts';
 import { createQueue, type JobQueue } from '@svc/queue';
 import { installAppendSlash } from './api/append-slash.ts';
 import { ApiConventions } from './api/conventions.ts';
@@ -52,6 +53,7 @@ export async function buildApp(cfg: ServiceConfig, opts: BuildOptions = {}): Pro
       description: 'NetBox-compatible inventory with event rules and outgoing webhooks',
       logLevel: config.logLevel,
       errorStyle: netboxErrorStyle,
+      openapi: inventoryOpenApi,
       health: async () => ({ storage: storage.dialect.kind, queue_depth: queue ? await queue.depth() : null }),
       fastify: {
         // request_id is a UUID as NetBox's; a client-sent UUID is kept so callers can correlate.

@@ -74,13 +74,13 @@ function taskId(req: FastifyRequest): string {
 
 /** `/api/core/background-tasks/` (superusers, as NetBox): webhook deliveries with their attempts; requeue, stop, delete. */
 export async function backgroundTaskRoutes(app: FastifyInstance, deps: InventoryDeps): Promise<void> {
-  app.get('/api/core/background-queues/', { preHandler: requireAdmin }, async (req) => {
+  app.get('/api/core/background-queues/', { preHandler: requireAdmin, schema: { tags: ['core'], summary: 'List background queues with task counts by status' } }, async (req) => {
     const queues = await queueCounts(deps);
     const results = queues.map((q) => ({ name: q.name, ...q.counts, oldest_queued_at: q.oldestQueuedAt }));
     return paginated(req, results.length, results, { limit: 50, offset: 0 });
   });
 
-  app.get('/api/core/background-tasks/', { preHandler: requireAdmin }, async (req) => {
+  app.get('/api/core/background-tasks/', { preHandler: requireAdmin, schema: { tags: ['core'], summary: 'List background tasks (webhook deliveries)' } }, async (req) => {
     const page = pageParams(req);
     const q = req.query as Record<string, unknown>;
     const status = normaliseStatus(typeof q.status === 'string' ? q.status : undefined);
@@ -94,13 +94,13 @@ export async function backgroundTaskRoutes(app: FastifyInstance, deps: Inventory
     return paginated(req, count, items.map(serializeTask), page);
   });
 
-  app.get('/api/core/background-tasks/:id/', { preHandler: requireAdmin }, async (req) => {
+  app.get('/api/core/background-tasks/:id/', { preHandler: requireAdmin, schema: { tags: ['core'], summary: 'Get a background task' } }, async (req) => {
     const t = await getTask(deps, taskId(req));
     if (!t) throw notFound(NAME);
     return serializeDetail(t);
   });
 
-  app.post('/api/core/background-tasks/:id/requeue/', { preHandler: requireAdmin }, async (req) => {
+  app.post('/api/core/background-tasks/:id/requeue/', { preHandler: requireAdmin, schema: { tags: ['core'], summary: 'Requeue a background task' } }, async (req) => {
     const id = taskId(req);
     const r = await requeueTask(deps, id);
     if (r.notFound) throw notFound(NAME);
@@ -108,7 +108,7 @@ export async function backgroundTaskRoutes(app: FastifyInstance, deps: Inventory
     return serializeDetail((await getTask(deps, id))!);
   });
 
-  app.post('/api/core/background-tasks/:id/stop/', { preHandler: requireAdmin }, async (req, reply) => {
+  app.post('/api/core/background-tasks/:id/stop/', { preHandler: requireAdmin, schema: { tags: ['core'], summary: 'Stop a background task' } }, async (req, reply) => {
     const id = taskId(req);
     const r = await stopTask(deps, id);
     if (r.notFound) throw notFound(NAME);
@@ -120,11 +120,11 @@ export async function backgroundTaskRoutes(app: FastifyInstance, deps: Inventory
     const r = await deleteTask(deps, taskId(req));
     if (r.notFound) throw notFound(NAME);
   };
-  app.delete('/api/core/background-tasks/:id/', { preHandler: requireAdmin }, async (req, reply) => {
+  app.delete('/api/core/background-tasks/:id/', { preHandler: requireAdmin, schema: { tags: ['core'], summary: 'Delete a background task' } }, async (req, reply) => {
     await remove(req);
     return reply.code(204).send();
   });
-  app.post('/api/core/background-tasks/:id/delete/', { preHandler: requireAdmin }, async (req, reply) => {
+  app.post('/api/core/background-tasks/:id/delete/', { preHandler: requireAdmin, schema: { tags: ['core'], summary: 'Delete a background task (POST form of DELETE)' } }, async (req, reply) => {
     await remove(req);
     return reply.code(204).send();
   });

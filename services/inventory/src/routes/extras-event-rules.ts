@@ -47,7 +47,7 @@ export async function eventRuleRoutes(app: FastifyInstance, deps: InventoryDeps)
     return rules.map((r) => serializeRule(r, r.action_object_id === null ? undefined : hooks.get(r.action_object_id)));
   }
 
-  app.get('/api/extras/event-rules/', { preHandler: requireRead }, async (req) => {
+  app.get('/api/extras/event-rules/', { preHandler: requireRead, schema: { tags: ['extras'], summary: 'List event rules' } }, async (req) => {
     const page = pageParams(req);
     const query = req.query as Record<string, unknown>;
     const enabled = query.enabled === undefined ? undefined : ['true', 'True', '1'].includes(String(query.enabled));
@@ -62,13 +62,13 @@ export async function eventRuleRoutes(app: FastifyInstance, deps: InventoryDeps)
     return paginated(req, count, await withWebhooks(rows), page);
   });
 
-  app.get('/api/extras/event-rules/:id/', { preHandler: requireRead }, async (req) => {
+  app.get('/api/extras/event-rules/:id/', { preHandler: requireRead, schema: { tags: ['extras'], summary: 'Get an event rule' } }, async (req) => {
     const r = await getRule(db, d, pathId(req, NAME));
     if (!r) throw notFound(NAME);
     return (await withWebhooks([r]))[0];
   });
 
-  app.post('/api/extras/event-rules/', { preHandler: requireAdmin }, async (req, reply) => {
+  app.post('/api/extras/event-rules/', { preHandler: requireAdmin, schema: { tags: ['extras'], summary: 'Create event rules (one object or a list)' } }, async (req, reply) => {
     if (Array.isArray(req.body)) {
       const rows = await writeTransaction(deps.storage, (trx) => bulk(req.body, (item) => create(trx, req, item)));
       return reply.code(201).send(await withWebhooks(rows));
@@ -83,6 +83,7 @@ export async function eventRuleRoutes(app: FastifyInstance, deps: InventoryDeps)
       method,
       url: '/api/extras/event-rules/',
       preHandler: requireAdmin,
+      schema: { tags: ['extras'], summary: method === 'PUT' ? 'Update event rules in bulk' : 'Partially update event rules in bulk' },
       handler: async (req) => {
         const rows = await writeTransaction(deps.storage, (trx) =>
           bulk(req.body, async (item) => {
@@ -95,7 +96,7 @@ export async function eventRuleRoutes(app: FastifyInstance, deps: InventoryDeps)
       },
     });
   }
-  app.delete('/api/extras/event-rules/', { preHandler: requireAdmin }, async (req, reply) => {
+  app.delete('/api/extras/event-rules/', { preHandler: requireAdmin, schema: { tags: ['extras'], summary: 'Delete event rules in bulk' } }, async (req, reply) => {
     await writeTransaction(deps.storage, (trx) => bulk(req.body, async (item) => remove(trx, req, await bulkTarget(trx, item))));
     return noContent(reply);
   });
@@ -105,6 +106,7 @@ export async function eventRuleRoutes(app: FastifyInstance, deps: InventoryDeps)
       method,
       url: '/api/extras/event-rules/:id/',
       preHandler: requireAdmin,
+      schema: { tags: ['extras'], summary: method === 'PUT' ? 'Update an event rule' : 'Partially update an event rule' },
       handler: async (req) => {
         const id = pathId(req, NAME);
         const r = await withValidation(() => writeTransaction(deps.storage, async (trx) => {
@@ -117,7 +119,7 @@ export async function eventRuleRoutes(app: FastifyInstance, deps: InventoryDeps)
     });
   }
 
-  app.delete('/api/extras/event-rules/:id/', { preHandler: requireAdmin }, async (req, reply) => {
+  app.delete('/api/extras/event-rules/:id/', { preHandler: requireAdmin, schema: { tags: ['extras'], summary: 'Delete an event rule' } }, async (req, reply) => {
     const id = pathId(req, NAME);
     await writeTransaction(deps.storage, async (trx) => {
       const current = await getRule(trx, d, id, true);

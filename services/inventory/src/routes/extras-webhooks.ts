@@ -60,20 +60,20 @@ export async function webhookRoutes(app: FastifyInstance, deps: InventoryDeps): 
     return current;
   };
 
-  app.get('/api/extras/webhooks/', { preHandler: requireRead }, async (req) => {
+  app.get('/api/extras/webhooks/', { preHandler: requireRead, schema: { tags: ['extras'], summary: 'List webhooks' } }, async (req) => {
     const page = pageParams(req);
     const q = (req.query as Record<string, unknown>).q;
     const { count, rows } = await listWebhooks(db, d, { id: queryIds(req, 'id'), name: queryList(req, 'name'), q: typeof q === 'string' ? q.slice(0, 200) : undefined, ...page });
     return paginated(req, count, rows.map(serializeWebhook), page);
   });
 
-  app.get('/api/extras/webhooks/:id/', { preHandler: requireRead }, async (req) => {
+  app.get('/api/extras/webhooks/:id/', { preHandler: requireRead, schema: { tags: ['extras'], summary: 'Get a webhook' } }, async (req) => {
     const w = await getWebhook(db, d, pathId(req, NAME));
     if (!w) throw notFound(NAME);
     return serializeWebhook(w);
   });
 
-  app.post('/api/extras/webhooks/', { preHandler: requireAdmin }, async (req, reply) => {
+  app.post('/api/extras/webhooks/', { preHandler: requireAdmin, schema: { tags: ['extras'], summary: 'Create webhooks (one object or a list)' } }, async (req, reply) => {
     // templates compile in a worker thread before the write transaction, not while holding its lock
     await precheckTemplates(req.body, engine());
     if (Array.isArray(req.body)) {
@@ -90,6 +90,7 @@ export async function webhookRoutes(app: FastifyInstance, deps: InventoryDeps): 
       method,
       url: '/api/extras/webhooks/',
       preHandler: requireAdmin,
+      schema: { tags: ['extras'], summary: method === 'PUT' ? 'Update webhooks in bulk' : 'Partially update webhooks in bulk' },
       handler: async (req) => {
         await precheckTemplates(req.body, engine());
         const rows = await writeTransaction(deps.storage, (trx) =>
@@ -103,7 +104,7 @@ export async function webhookRoutes(app: FastifyInstance, deps: InventoryDeps): 
       },
     });
   }
-  app.delete('/api/extras/webhooks/', { preHandler: requireAdmin }, async (req, reply) => {
+  app.delete('/api/extras/webhooks/', { preHandler: requireAdmin, schema: { tags: ['extras'], summary: 'Delete webhooks in bulk' } }, async (req, reply) => {
     await writeTransaction(deps.storage, (trx) => bulk(req.body, async (item) => remove(trx, req, await bulkTarget(trx, item))));
     return noContent(reply);
   });
@@ -113,6 +114,7 @@ export async function webhookRoutes(app: FastifyInstance, deps: InventoryDeps): 
       method,
       url: '/api/extras/webhooks/:id/',
       preHandler: requireAdmin,
+      schema: { tags: ['extras'], summary: method === 'PUT' ? 'Update a webhook' : 'Partially update a webhook' },
       handler: async (req) => {
         const id = pathId(req, NAME);
         await precheckTemplates(req.body, engine());
@@ -131,7 +133,7 @@ export async function webhookRoutes(app: FastifyInstance, deps: InventoryDeps): 
    * `context`, else a sample event) exactly as a delivery would — in a render worker thread — and
    * returns them (credentials masked as in attempt logs). A failing template is a 400 on its field.
    */
-  app.post('/api/extras/webhooks/:id/preview/', { preHandler: requireAdmin }, async (req) => withValidation(async () => {
+  app.post('/api/extras/webhooks/:id/preview/', { preHandler: requireAdmin, schema: { tags: ['extras'], summary: 'Preview a webhook request (URL, headers, body) for an event' } }, async (req) => withValidation(async () => {
     const id = pathId(req, NAME);
     const w = await getWebhook(db, d, id);
     if (!w) throw notFound(NAME);
@@ -145,7 +147,7 @@ export async function webhookRoutes(app: FastifyInstance, deps: InventoryDeps): 
     return { method: w.http_method, url: maskUrl(r.url), headers: Object.fromEntries(maskHeaders(r.headers.entries())), body: r.body };
   }));
 
-  app.delete('/api/extras/webhooks/:id/', { preHandler: requireAdmin }, async (req, reply) => {
+  app.delete('/api/extras/webhooks/:id/', { preHandler: requireAdmin, schema: { tags: ['extras'], summary: 'Delete a webhook' } }, async (req, reply) => {
     const id = pathId(req, NAME);
     await writeTransaction(deps.storage, async (trx) => {
       const current = await getWebhook(trx, d, id, true);
