@@ -4,6 +4,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import multipart from '@fastify/multipart';
 import websocket from '@fastify/websocket';
 import { createHttpServer, type ServiceConfig } from '@svc/kernel';
+import { workflowOpenApi } from './http/openapi.ts';
 import { migrate, openStorage, type Storage } from '@svc/storage';
 import { workflowConfig, type WorkflowConfig } from './config.ts';
 import { workflowMigrations } from './db/index.ts';
@@ -78,6 +79,7 @@ export async function buildApp(base: ServiceConfig): Promise<FastifyInstance> {
       version: SERVICE_VERSION,
       logLevel: config.logLevel,
       errorStyle: workflowErrorStyle,
+      openapi: workflowOpenApi(config),
       // Routes that take more say so (prompts, uploads, user data files, saved workflows): see BODY_LIMITS.
       bodyLimit: BODY_LIMITS.json,
       health: async () => ({ storage: storage.dialect.kind, runtime: config.runtime, queue_remaining: runner.queueRemaining() }),

@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, FastifySchema, HTTPMethods } from 'fastify';
 import { HttpError } from '@svc/kernel';
+import { SUMMARIES } from './summaries.ts';
 
 export type Handler = (req: FastifyRequest<any>, reply: FastifyReply) => unknown;
 
@@ -32,7 +33,7 @@ export function dual(app: FastifyInstance, method: HTTPMethods, path: string, sc
     app.route({
       method,
       url,
-      schema: { ...schema, hide: hide || schema.hide },
+      schema: { summary: schema.operationId ? SUMMARIES[schema.operationId] : undefined, ...schema, hide: hide || schema.hide },
       ...(opts.validate === false ? { validatorCompiler: noValidation } : {}),
       ...(opts.config ? { config: opts.config } : {}),
       ...(opts.bodyLimit ? { bodyLimit: opts.bodyLimit } : {}),

@@ -11,6 +11,7 @@ import type { WsHub } from '../ws/hub.ts';
 import { dual, type Handler, type RouteDoc } from './common.ts';
 import type { RouteCtx } from './context.ts';
 import { sendError } from './replies.ts';
+import { SUMMARIES } from './summaries.ts';
 
 export interface FrontendOptions {
   dirs: Record<FolderType, string>;
@@ -132,7 +133,7 @@ async function serveStatic(req: FastifyRequest, reply: FastifyReply, root: strin
 
 /** A route at its bare path only (the reference mounts /internal as a sub-application, without the /api twin). */
 function bare(app: FastifyInstance, method: HTTPMethods, url: string, schema: RouteDoc, handler: Handler): void {
-  app.route({ method, url, schema, validatorCompiler: () => () => true, handler });
+  app.route({ method, url, schema: { summary: schema.operationId ? SUMMARIES[schema.operationId] : undefined, ...schema }, validatorCompiler: () => () => true, handler });
 }
 
 /**
