@@ -14,6 +14,7 @@ import { deriverTasks } from './deriver/index.ts';
 import { installValidators } from './http/validators.ts';
 import { inputGuard } from './http/input-guard.ts';
 import { apiKeyHook } from './http/auth.ts';
+import { memoryOpenApi } from './http/openapi.ts';
 import { rateLimitHook, type RateLimit } from './http/rate-limit.ts';
 import { memoryErrorStyle } from './http/error-order.ts';
 import { installSlashRedirect } from './http/trailing-slash.ts';
@@ -85,6 +86,7 @@ export async function buildApp(base: ServiceConfig): Promise<FastifyInstance> {
       version: VERSION,
       logLevel: config.logLevel,
       errorStyle: memoryErrorStyle,
+      openapi: memoryOpenApi((config.apiKeys?.length ?? 0) > 0),
       laxCoercion: true,
       bodyLimit: 2 * 1024 * 1024,
       health: async () => ({ storage: storage.dialect.kind, queue_depth: await queue.depth() }),
@@ -120,6 +122,8 @@ export async function buildApp(base: ServiceConfig): Promise<FastifyInstance> {
     if (config.apiKeys?.length) app.addHook('onRequest', apiKeyHook(config.apiKeys));
     app.addHook('preHandler', inputGuard);
 
+    // The service has no page of its own: its root URL leads to the docs.
+    app.get('/', { schema: { hide: true } }, (_req, reply) => reply.redirect('/docs'));
     appRoutes(app, ctx);
     userRoutes(app, ctx);
     sessionRoutes(app, ctx);

@@ -2,14 +2,15 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import { HttpError } from '@svc/kernel';
 
-const OPEN = /^\/(health|openapi\.json|docs)(\/|\?|$)/;
+// The root URL only redirects to the docs.
+const OPEN = /^\/((health|openapi\.json|docs)(\/|\?|$)|(\?|$))/;
 
 const digest = (s: string) => createHash('sha256').update(s).digest();
 
 /**
  * Optional API-key auth. Without configured keys the Authorization header is
  * ignored (the reference's clients always send `Bearer <something>`); with
- * keys, every route but /health, /docs and /openapi.json needs one of them.
+ * keys, every route but /, /health, /docs and /openapi.json needs one of them.
  */
 export function apiKeyHook(keys: string[]) {
   const known = keys.map(digest);
