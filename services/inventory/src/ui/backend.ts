@@ -29,7 +29,7 @@ export function createBackend(app: FastifyInstance, deps: UiDeps): UiBackend {
     async verifyToken(key) {
       const p = await deps.auth.verifyToken(key);
       // Admin pages act through the API, which wants a superuser with a write-enabled token.
-      return p ? { username: p.username, isSuperuser: p.isSuperuser, isAdmin: p.isSuperuser && p.writeEnabled } : null;
+      return p ? { username: p.username, isSuperuser: p.isSuperuser, isAdmin: p.isSuperuser && p.writeEnabled, canWrite: p.writeEnabled && (p.isSuperuser || p.canWrite) } : null;
     },
     async api(token, method, url, body) {
       const res = await app.inject({

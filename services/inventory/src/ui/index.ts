@@ -9,6 +9,7 @@ import { registerLoginRoutes } from './pages/login.ts';
 import { registerWebhookRoutes } from './pages/webhooks.ts';
 import { registerEventRuleRoutes } from './pages/event-rules.ts';
 import { registerTaskRoutes } from './pages/tasks.ts';
+import { INVENTORY_PREFIXES, registerInventoryPages } from './inventory/index.ts';
 
 const FORM_BODY_LIMIT = 1024 * 1024;
 
@@ -42,9 +43,36 @@ export async function registerUi(app: FastifyInstance, backend: UiBackend, sessi
   app.get('/', { schema: { hide: true } }, async (_req, reply) => reply.redirect('/ui/'));
   // Its own encapsulated context: the hooks, error pages and form parser below touch no API route.
   await app.register(async (ui) => uiPlugin(ui, backend, sessions), { prefix: '/ui' });
+  // The inventory's own pages at NetBox's URLs (`display_url`), one context per app, sharing the session.
+  for (const prefix of INVENTORY_PREFIXES) {
+    await app.register(
+      async (ui) => {
+        await installUiGuards(ui, backend, sessions);
+        registerInventoryPages(ui, backend, prefix);
+      },
+      { prefix },
+    );
+  }
 }
 
 async function uiPlugin(app: FastifyInstance, backend: UiBackend, sessions: SessionStore): Promise<void> {
+  await installUiGuards(app, backend, sessions);
+  app.get('/', { schema: { hide: true } }, async (req, reply) => reply.redirect(authed(req).viewer.isSuperuser ? '/ui/background-queues/' : '/ui/webhooks/'));
+  app.get('/static/admin.css', { schema: { hide: true }, config: { uiPublic: true } }, async (_req, reply) =>
+    reply.type('text/css; charset=utf-8').header('cache-control', 'public, max-age=3600').send(ADMIN_CSS),
+  );
+
+  registerLoginRoutes(app, sessions, backend);
+  registerTaskRoutes(app, backend);
+  registerWebhookRoutes(app, backend);
+  registerEventRuleRoutes(app, backend);
+}
+
+/**
+ * What every UI context has: the form parser, security headers, the session and CSRF check on every POST,
+ * the login guard (except `uiPublic` routes), HTML error and 404 pages. Used by /ui and the inventory pages.
+ */
+export async function installUiGuards(app: FastifyInstance, backend: UiBackend, sessions: SessionStore): Promise<void> {
   if (!app.hasContentTypeParser('application/x-www-form-urlencoded')) {
     await app.register(formbody, { bodyLimit: FORM_BODY_LIMIT });
   }
@@ -79,16 +107,6 @@ async function uiPlugin(app: FastifyInstance, backend: UiBackend, sessions: Sess
   });
 
   app.setNotFoundHandler((req, reply) => sendError(req, reply, 404, 'Not found', 'There is no page at this address.'));
-
-  app.get('/', { schema: { hide: true } }, async (req, reply) => reply.redirect(authed(req).viewer.isSuperuser ? '/ui/background-queues/' : '/ui/webhooks/'));
-  app.get('/static/admin.css', { schema: { hide: true }, config: { uiPublic: true } }, async (_req, reply) =>
-    reply.type('text/css; charset=utf-8').header('cache-control', 'public, max-age=3600').send(ADMIN_CSS),
-  );
-
-  registerLoginRoutes(app, sessions, backend);
-  registerTaskRoutes(app, backend);
-  registerWebhookRoutes(app, backend);
-  registerEventRuleRoutes(app, backend);
 }
 
 /** A reason to refuse a POST, or null. Cross-origin posts are refused even with a valid token. */

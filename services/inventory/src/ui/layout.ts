@@ -7,6 +7,8 @@ export interface Viewer {
   isSuperuser: boolean;
   /** May change webhooks, event rules and tasks: a superuser with a write-enabled token (what the API demands). */
   isAdmin: boolean;
+  /** May add, change and delete inventory objects: a write-enabled token of a superuser or a user with write permission. */
+  canWrite: boolean;
 }
 
 export interface PageOptions {
@@ -16,13 +18,15 @@ export interface PageOptions {
   flashes?: Flash[];
   body: SafeHtml;
   /** Active top-level section, highlighted in the nav. */
-  section?: 'webhooks' | 'event-rules' | 'tasks' | 'home';
+  section?: 'webhooks' | 'event-rules' | 'tasks' | 'home' | 'inventory';
 }
 
 export function page(o: PageOptions): string {
   const nav = o.viewer
     ? html`<nav>
   <a class="brand" href="/ui/">Inventory admin</a>
+  <a href="/dcim/sites/" class="${o.section === 'inventory' ? 'active' : ''}">Inventory</a>
+  <a href="/search/">Search</a>
   <a href="/ui/webhooks/" class="${o.section === 'webhooks' ? 'active' : ''}">Webhooks</a>
   <a href="/ui/event-rules/" class="${o.section === 'event-rules' ? 'active' : ''}">Event rules</a>
   ${o.viewer.isSuperuser ? html`<span class="menu-group">System</span>

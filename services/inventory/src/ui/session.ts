@@ -13,6 +13,8 @@ export interface UiSession {
   createdAt: number;
   lastSeen: number;
   flashes: Flash[];
+  /** Columns chosen per inventory list (model key → column names), kept for the session. */
+  columns?: Record<string, string[]>;
 }
 
 export interface Flash {
@@ -107,9 +109,9 @@ export function readCookie(header: string | undefined, name: string): string | u
 }
 
 export function sessionCookie(id: string, secure: boolean): string {
-  return `${SESSION_COOKIE}=${id}; Path=/ui; HttpOnly; SameSite=Lax${secure ? '; Secure' : ''}`;
+  return `${SESSION_COOKIE}=${id}; Path=/; HttpOnly; SameSite=Lax${secure ? '; Secure' : ''}`;
 }
 
 export function clearedSessionCookie(): string {
-  return `${SESSION_COOKIE}=; Path=/ui; HttpOnly; SameSite=Lax; Max-Age=0`;
+  return `${SESSION_COOKIE}=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0`;
 }

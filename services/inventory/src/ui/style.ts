@@ -35,4 +35,10 @@ button.link{background:none;border:none;color:#cdd6ea;padding:0;text-decoration:
 .attempt{background:#fff;border:1px solid #dde1e8;padding:10px;margin:0 0 12px}
 .field label.inline-check{display:inline;font-weight:normal;margin-right:14px}
 .login{max-width:460px;background:#fff;border:1px solid #dde1e8;padding:18px}
+.menu{display:flex;flex-wrap:wrap;gap:4px 10px;align-items:baseline;margin:0 0 12px;font-size:13px}.menu .menu-group{font-weight:700;color:#475467;margin-left:8px}.menu a.active{font-weight:700}
+.filters{display:flex;flex-wrap:wrap;gap:6px 14px;align-items:center;background:#fff;border:1px solid #dde1e8;padding:8px 10px;margin:0 0 12px}.filters input,.filters select{padding:3px 6px;border:1px solid #c5cbd6;border-radius:4px;font:inherit}
+.panels{display:grid;grid-template-columns:minmax(0,3fr) minmax(0,2fr);gap:16px}
+.yes{color:#2e8b45}.no{color:#c83737}.swatch{font-family:ui-monospace,Menlo,Consolas,monospace}
+.diff{margin:0;padding-left:16px}.diff del{color:#b42318}.diff ins{color:#2e8b45;text-decoration:none}
+details.columns{margin:12px 0}.pager a{margin:0 3px}
 `;

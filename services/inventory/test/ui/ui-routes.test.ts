@@ -75,7 +75,7 @@ forEachStorage('admin UI routes', (storage) => {
     const page = await c.get('/ui/login?next=%2Fui%2Fevent-rules%2F');
     assert.equal(page.status, 200);
     const cookie = page.headers.get('set-cookie')!;
-    assert.match(cookie, /^inventory_ui_session=[A-Za-z0-9_-]{43}; Path=\/ui; HttpOnly; SameSite=Lax/);
+    assert.match(cookie, /^inventory_ui_session=[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; SameSite=Lax/);
     assert.match(page.headers.get('content-security-policy')!, /default-src 'none'/);
     assert.equal(page.headers.get('x-frame-options'), 'DENY');
     const anonymousId = c.jar.get('inventory_ui_session');

@@ -5,13 +5,15 @@ import { redirectTo, sendPage, uiState } from '../context.ts';
 import { clearedSessionCookie, sessionCookie, type SessionStore } from '../session.ts';
 import { formString, type FormBody } from '../forms.ts';
 import type { UiBackend } from '../backend.ts';
+import { INVENTORY_PREFIXES } from '../inventory/prefixes.ts';
 
 const MAX_TOKEN_LENGTH = 256;
 
-/** Only same-site UI paths may be a post-login destination (no open redirects). */
+/** Only same-site UI paths may be a post-login destination (no open redirects): the admin pages and the inventory's. */
 export function safeNext(raw: unknown): string {
   if (typeof raw !== 'string') return '/ui/';
-  if (raw.length > 500 || !raw.startsWith('/ui/') || raw.startsWith('/ui//') || /[\\\s]/.test(raw) || raw.startsWith('/ui/login')) return '/ui/';
+  const prefix = ['/ui', ...INVENTORY_PREFIXES].find((p) => raw.startsWith(`${p}/`));
+  if (raw.length > 500 || !prefix || raw.startsWith(`${prefix}//`) || /[\\\s]/.test(raw) || raw.startsWith('/ui/login')) return '/ui/';
   return raw;
 }
 

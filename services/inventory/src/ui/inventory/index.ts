@@ -1,0 +1,569 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { MODELS } from '../../models/registry.ts';
+import { implementedFilters } from '../../models/filters.ts';
+import type { ModelDef } from '../../models/types.ts';
+import type { UiBackend } from '../backend.ts';
+import { authed, flash, parseId, redirectTo, sendError, sendPage } from '../context.ts';
+import { formList, formString, type FieldErrors, type FormBody } from '../forms.ts';
+import { html, urlPart, type SafeHtml } from '../html.ts';
+import { csrfField, formatTime } from '../layout.ts';
+import { parseCsv } from './csv.ts';
+import { bodyFromCsv, bodyFromForm, control, editableFields, formValue, generalErrors, MAX_OPTIONS, targetOf, type Options } from './fields.ts';
+import { cell, labelOf, pageOf } from './render.ts';
+
+export { INVENTORY_PREFIXES } from './prefixes.ts';
+
+const HIDE = { hide: true };
+/** Query parameters of the list page itself (NetBox's table: page, per_page, sort); the rest are API filters. */
+const PAGE_PARAMS = new Set(['page', 'per_page', 'sort', 'columns', 'export']);
+const MAX_PER_PAGE = 1000;
+const MAX_IMPORT_CHARS = 5 * 1024 * 1024;
+
+/** NetBox's default table columns for the core models; others show their brief fields. */
+const DEFAULT_COLUMNS: Record<string, string[]> = {
+  site: ['name', 'status', 'facility', 'region', 'group', 'tenant', 'description'],
+  region: ['name', 'parent', 'site_count', 'description'],
+  sitegroup: ['name', 'parent', 'site_count', 'description'],
+  location: ['name', 'site', 'parent', 'status', 'tenant', 'rack_count', 'device_count', 'description'],
+  rack: ['name', 'site', 'location', 'status', 'facility_id', 'tenant', 'u_height', 'device_count'],
+  manufacturer: ['name', 'devicetype_count', 'platform_count', 'description'],
+  devicetype: ['model', 'manufacturer', 'u_height', 'device_count'],
+  devicerole: ['name', 'color', 'device_count', 'virtualmachine_count', 'description'],
+  platform: ['name', 'manufacturer', 'device_count', 'virtualmachine_count', 'description'],
+  device: ['name', 'status', 'tenant', 'site', 'location', 'rack', 'role', 'device_type', 'primary_ip'],
+  interface: ['name', 'device', 'label', 'enabled', 'type', 'description'],
+  ipaddress: ['address', 'vrf', 'status', 'role', 'tenant', 'assigned_object', 'dns_name', 'description'],
+  prefix: ['prefix', 'status', 'vrf', 'tenant', 'site', 'vlan', 'is_pool', 'description'],
+  vrf: ['name', 'rd', 'tenant', 'enforce_unique', 'description'],
+  vlan: ['vid', 'name', 'site', 'group', 'status', 'tenant', 'description'],
+  vlangroup: ['name', 'vlan_count', 'description'],
+  tenant: ['name', 'group', 'description'],
+  tenantgroup: ['name', 'parent', 'tenant_count', 'description'],
+  tag: ['name', 'slug', 'color', 'description', 'tagged_items'],
+  cluster: ['name', 'type', 'group', 'status', 'tenant', 'device_count', 'virtualmachine_count'],
+  clustertype: ['name', 'cluster_count', 'description'],
+  clustergroup: ['name', 'cluster_count', 'description'],
+  virtualmachine: ['name', 'status', 'site', 'cluster', 'role', 'tenant', 'vcpus', 'memory', 'disk', 'primary_ip'],
+  vminterface: ['name', 'virtual_machine', 'enabled', 'description'],
+  virtualdisk: ['name', 'virtual_machine', 'size', 'description'],
+  service: ['name', 'parent', 'protocol', 'ports', 'description'],
+};
+
+/** Menu groups as NetBox's navigation (Organization, Devices, IPAM, Virtualization, Other). */
+const MENU: Array<[string, string[]]> = [
+  ['Organization', ['site', 'region', 'sitegroup', 'location', 'tenant', 'tenantgroup']],
+  ['Racks & devices', ['rack', 'device', 'devicerole', 'platform', 'devicetype', 'manufacturer', 'interface']],
+  ['IPAM', ['ipaddress', 'prefix', 'vrf', 'vlan', 'vlangroup', 'service']],
+  ['Virtualization', ['virtualmachine', 'vminterface', 'virtualdisk', 'cluster', 'clustertype', 'clustergroup']],
+  ['Other', ['tag']],
+];
+
+const BASE_KEYS = new Set(['id', 'url', 'display_url', 'display', 'tags', 'custom_fields', 'created', 'last_updated']);
+
+type Q = Record<string, string | string[] | undefined>;
+
+const listUrl = (m: ModelDef) => `/${m.app}/${m.path}/`;
+const apiList = (m: ModelDef) => `/api/${m.app}/${m.path}/`;
+const plural = (m: ModelDef) => (m.verboseName.endsWith('s') ? `${m.verboseName}es` : m.verboseName.endsWith('y') ? `${m.verboseName.slice(0, -1)}ies` : `${m.verboseName}s`);
+const title = (s: string) => s.charAt(0).toUpperCase() + s.slice(1);
+
+function queryString(q: Q, drop: Set<string> = new Set(), extra: Record<string, string | number> = {}): string {
+  const p = new URLSearchParams();
+  for (const [k, v] of Object.entries(q)) {
+    if (drop.has(k) || v === undefined) continue;
+    for (const x of Array.isArray(v) ? v : [v]) p.append(k, x);
+  }
+  for (const [k, v] of Object.entries(extra)) p.set(k, String(v));
+  const s = p.toString();
+  return s ? `?${s}` : '';
+}
+
+/** The inventory pages of one app (`/dcim`, `/ipam`, …) or global search, inside a UI context with the login guard. */
+export function registerInventoryPages(app: FastifyInstance, backend: UiBackend, prefix: string): void {
+  if (prefix === '/search') {
+    app.get('/', { schema: HIDE }, (req, reply) => searchPage(req, reply, backend));
+    return;
+  }
+  for (const m of MODELS.filter((x) => `/${x.app}` === prefix)) registerModel(app, backend, m);
+}
+
+function api(req: FastifyRequest, backend: UiBackend, method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE', url: string, body?: unknown) {
+  return backend.api(authed(req).apiToken, method, url, body);
+}
+
+/** A short message from an API error body. */
+function apiMessage(body: any): string {
+  if (body && typeof body === 'object' && !Array.isArray(body)) {
+    if (typeof body.detail === 'string') return body.detail;
+    return Object.entries(body)
+      .map(([k, v]) => `${k}: ${Array.isArray(v) ? v.join(' ') : String(v)}`)
+      .join('; ');
+  }
+  return typeof body === 'string' ? body.slice(0, 500) : 'The request failed.';
+}
+
+function menu(current: ModelDef): SafeHtml {
+  return html`<div class="menu" data-testid="inventory-menu">${MENU.map(
+    ([group, keys]) => html`<span class="menu-group">${group}</span>${keys
+      .map((k) => MODELS.find((x) => x.key === k))
+      .filter((x): x is ModelDef => !!x)
+      .map((x) => html`<a href="${listUrl(x)}" class="${x.key === current.key ? 'active' : ''}">${title(plural(x))}</a> `)}`,
+  )}</div>`;
+}
+
+function registerModel(app: FastifyInstance, backend: UiBackend, m: ModelDef): void {
+  const base = `/${m.path}`;
+  app.get(`${base}/`, { schema: HIDE }, (req, reply) => listPage(req, reply, backend, m));
+  app.get(`${base}/add/`, { schema: HIDE }, (req, reply) => editPage(req, reply, backend, m, null));
+  app.post(`${base}/add/`, { schema: HIDE }, (req, reply) => saveObject(req, reply, backend, m, null));
+  app.get(`${base}/import/`, { schema: HIDE }, (req, reply) => importPage(req, reply, m, '', 'csv', []));
+  app.post(`${base}/import/`, { schema: HIDE }, (req, reply) => importObjects(req, reply, backend, m));
+  app.post(`${base}/edit/`, { schema: HIDE }, (req, reply) => bulkEdit(req, reply, backend, m));
+  app.post(`${base}/delete/`, { schema: HIDE }, (req, reply) => bulkDelete(req, reply, backend, m));
+  app.get(`${base}/:id/`, { schema: HIDE }, (req, reply) => objectPage(req, reply, backend, m));
+  app.get(`${base}/:id/changelog/`, { schema: HIDE }, (req, reply) => changelogPage(req, reply, backend, m));
+  app.get(`${base}/:id/edit/`, { schema: HIDE }, (req, reply) => editPage(req, reply, backend, m, idOf(req)));
+  app.post(`${base}/:id/edit/`, { schema: HIDE }, (req, reply) => saveObject(req, reply, backend, m, idOf(req)));
+  app.get(`${base}/:id/delete/`, { schema: HIDE }, (req, reply) => deletePage(req, reply, backend, m));
+  app.post(`${base}/:id/delete/`, { schema: HIDE }, (req, reply) => deleteObject(req, reply, backend, m));
+}
+
+function idOf(req: FastifyRequest): number {
+  const id = parseId((req.params as Record<string, string>).id);
+  return id ?? -1;
+}
+
+function needWrite(req: FastifyRequest, reply: FastifyReply): boolean {
+  if (authed(req).viewer.canWrite) return true;
+  sendError(req, reply, 403, 'Forbidden', 'Your token may not change objects (it is read-only, or your user has no write permission).');
+  return false;
+}
+
+/** Columns shown: `?columns=` (remembered for the session), else the session's choice, else NetBox's defaults. */
+function columnsFor(req: FastifyRequest, m: ModelDef, available: string[]): string[] {
+  const session = authed(req).session;
+  const asked = formList(req.query as FormBody, 'columns').filter((c) => available.includes(c));
+  if (asked.length) (session.columns ??= {})[m.key] = asked;
+  const chosen = asked.length ? asked : session.columns?.[m.key] ?? DEFAULT_COLUMNS[m.key] ?? m.brief;
+  return chosen.filter((c) => available.includes(c));
+}
+
+function availableColumns(m: ModelDef): string[] {
+  const out = [...m.fields.map((f) => f.name), ...Object.keys(m.computed ?? {}).flatMap((k) => m.computed![k]!.map(([n]) => n)), ...Object.keys(m.counts ?? {})];
+  if (m.key === 'ipaddress') out.push('assigned_object', 'family');
+  if (m.key === 'service') out.push('parent');
+  if (m.key === 'tag') out.push('tagged_items');
+  if (m.taggable) out.push('tags');
+  out.push('id', 'created', 'last_updated');
+  return [...new Set(out)];
+}
+
+/** The filter form: quick search and the model's most used filters, under the API's filter names. */
+function filterForm(m: ModelDef, q: Q): SafeHtml {
+  const implemented = implementedFilters(m);
+  const get = (k: string) => {
+    const v = q[k];
+    return Array.isArray(v) ? v[0] ?? '' : v ?? '';
+  };
+  const inputs: SafeHtml[] = [];
+  for (const f of m.fields) {
+    if (f.kind === 'choice' && implemented.has(f.name)) {
+      inputs.push(html`<label>${f.label ?? labelOf(f.name)} <select name="${f.name}"><option value="">Any</option>${f.choices!.map((c) => html`<option value="${c.value}"${get(f.name) === c.value ? html` selected` : ''}>${c.label}</option>`)}</select></label> `);
+    } else if (f.kind === 'fk' && implemented.has(`${f.name}_id`)) {
+      inputs.push(html`<label>${f.label ?? labelOf(f.name)} (ID) <input type="text" name="${f.name}_id" value="${get(`${f.name}_id`)}" size="6"></label> `);
+    }
+  }
+  if (m.taggable) inputs.push(html`<label>Tag <input type="text" name="tag" value="${get('tag')}" size="10"></label> `);
+  return html`<form method="get" action="${listUrl(m)}" class="filters" data-testid="filter-form">
+<label>Search <input type="search" name="q" value="${get('q')}" data-testid="quick-search"></label>
+${inputs.slice(0, 8)}
+<button type="submit">Apply</button> <a href="${listUrl(m)}">Reset</a>
+</form>`;
+}
+
+async function listPage(req: FastifyRequest, reply: FastifyReply, backend: UiBackend, m: ModelDef) {
+  const { viewer, session } = authed(req);
+  const q = req.query as Q;
+  const num = (k: string, dflt: number) => {
+    const v = q[k];
+    return typeof v === 'string' && /^\d{1,9}$/.test(v) ? Number(v) : dflt;
+  };
+  const perPage = Math.min(MAX_PER_PAGE, Math.max(1, num('per_page', 50)));
+  const pageNo = Math.max(1, num('page', 1));
+  const filters = queryString(q, PAGE_PARAMS, { limit: perPage, offset: (pageNo - 1) * perPage, ...(typeof q.sort === 'string' && q.sort ? { ordering: q.sort } : {}) });
+  const r = await api(req, backend, 'GET', apiList(m) + filters);
+  const available = availableColumns(m);
+  const columns = columnsFor(req, m, available);
+  const problems = r.status === 200 ? null : apiMessage(r.body);
+  const rows: any[] = r.status === 200 ? r.body.results : [];
+  const count: number = r.status === 200 ? r.body.count : 0;
+  const sortLink = (c: string) => {
+    const current = typeof q.sort === 'string' ? q.sort : '';
+    const next = current === c ? `-${c}` : c;
+    return `${listUrl(m)}${queryString(q, new Set(['sort', 'page']), { sort: next })}`;
+  };
+  const pages = Math.max(1, Math.ceil(count / perPage));
+  const pageLink = (p: number) => `${listUrl(m)}${queryString(q, new Set(['page']), { page: p })}`;
+  const first = m.key === 'devicetype' ? 'model' : m.key === 'ipaddress' ? 'address' : m.key === 'prefix' ? 'prefix' : m.key === 'vlan' ? 'vid' : 'name';
+  const body = html`${menu(m)}
+${viewer.canWrite ? html`<div class="actions"><a class="button" href="${listUrl(m)}add/" data-testid="add">Add</a> <a class="button secondary" href="${listUrl(m)}import/" data-testid="import">Import</a></div>` : ''}
+${filterForm(m, q)}
+${problems ? html`<ul class="errors" role="alert"><li>${problems}</li></ul>` : ''}
+<form method="post" data-testid="bulk-form">${csrfField(session.csrfToken)}
+<input type="hidden" name="return_url" value="${req.url}">
+<table class="objects" data-testid="object-table"><thead><tr>${viewer.canWrite ? html`<th><span class="muted">☐</span></th>` : ''}${columns.map((c) => html`<th><a href="${sortLink(c)}">${labelOf(c)}</a></th>`)}</tr></thead>
+<tbody>${rows.map(
+    (o) => html`<tr data-id="${o.id}">${viewer.canWrite ? html`<td><input type="checkbox" name="pk" value="${o.id}" aria-label="select ${o.display}"></td>` : ''}${columns.map((c, i) =>
+      i === 0 || c === first ? html`<td><a href="${pageOf(o) ?? '#'}">${o[c] === null || o[c] === undefined || o[c] === '' ? o.display : typeof o[c] === 'object' ? o.display : String(o[c])}</a></td>` : html`<td>${cell(o[c], c)}</td>`,
+    )}</tr>`,
+  )}</tbody></table>
+${rows.length === 0 && !problems ? html`<p class="muted">No ${plural(m)} found.</p>` : ''}
+${viewer.canWrite && rows.length ? html`<div class="actions"><button type="submit" formaction="${listUrl(m)}edit/" data-testid="bulk-edit">Edit selected</button> <button type="submit" class="danger" formaction="${listUrl(m)}delete/" data-testid="bulk-delete">Delete selected</button></div>` : ''}
+</form>
+<p class="pager" data-testid="pager">${pageNo > 1 ? html`<a href="${pageLink(pageNo - 1)}">« Previous</a> ` : ''}<span class="muted">Page ${pageNo} of ${pages} · ${count} ${count === 1 ? m.verboseName : plural(m)}</span>${pageNo < pages ? html` <a href="${pageLink(pageNo + 1)}">Next »</a>` : ''}
+ · per page ${[25, 50, 100, 250].map((n) => html`<a href="${listUrl(m)}${queryString(q, new Set(['per_page', 'page']), { per_page: n })}">${n}</a> `)}</p>
+<details class="columns"><summary>Configure columns</summary><form method="get" action="${listUrl(m)}" data-testid="column-form">
+${Object.entries(q)
+  .filter(([k]) => k !== 'columns')
+  .flatMap(([k, v]) => (Array.isArray(v) ? v : [v ?? '']).map((x) => html`<input type="hidden" name="${k}" value="${x}">`))}
+${available.map((c) => html`<label class="inline-check"><input type="checkbox" name="columns" value="${c}"${columns.includes(c) ? html` checked` : ''}> ${labelOf(c)}</label> `)}
+<div><button type="submit">Save columns</button></div></form></details>`;
+  return sendPage(req, reply, { title: title(plural(m)), section: 'inventory', body }, problems ? 400 : 200);
+}
+
+/** Models whose objects point at `m` through a filterable reference: the "related objects" panel. */
+function relatedOf(m: ModelDef): Array<{ model: ModelDef; filter: string }> {
+  const out: Array<{ model: ModelDef; filter: string }> = [];
+  for (const other of MODELS) {
+    const implemented = implementedFilters(other);
+    for (const f of other.fields) {
+      if ((f.kind === 'fk' || f.kind === 'm2m') && f.fk === m.key && implemented.has(`${f.name}_id`) && !out.some((x) => x.model === other && x.filter === `${f.name}_id`)) {
+        out.push({ model: other, filter: `${f.name}_id` });
+      }
+    }
+  }
+  if (m.key === 'interface') out.push({ model: MODELS.find((x) => x.key === 'ipaddress')!, filter: 'interface_id' });
+  if (m.key === 'vminterface') out.push({ model: MODELS.find((x) => x.key === 'ipaddress')!, filter: 'vminterface_id' });
+  if (m.key === 'device' || m.key === 'virtualmachine') out.push({ model: MODELS.find((x) => x.key === 'service')!, filter: m.key === 'device' ? 'device_id' : 'virtual_machine_id' });
+  if (m.key === 'tag') for (const other of MODELS.filter((x) => x.taggable)) out.push({ model: other, filter: 'tag_id' });
+  return out;
+}
+
+function tabs(m: ModelDef, id: number, active: 'object' | 'changelog'): SafeHtml {
+  return html`<div class="tabs"><a href="${listUrl(m)}${id}/" class="${active === 'object' ? 'active' : ''}">${title(m.verboseName)}</a><a href="${listUrl(m)}${id}/changelog/" class="${active === 'changelog' ? 'active' : ''}" data-testid="changelog-tab">Changelog</a></div>`;
+}
+
+async function objectPage(req: FastifyRequest, reply: FastifyReply, backend: UiBackend, m: ModelDef) {
+  const { viewer } = authed(req);
+  const id = idOf(req);
+  const r = id > 0 ? await api(req, backend, 'GET', `${apiList(m)}${id}/`) : { status: 404, body: null };
+  if (r.status !== 200) return sendError(req, reply, r.status === 404 ? 404 : r.status, 'Not found', r.status === 404 ? `No ${m.verboseName} with ID ${id} exists.` : apiMessage(r.body));
+  const o = r.body;
+  const counts = new Set(Object.keys(m.counts ?? {}));
+  const attrs = Object.entries(o).filter(([k]) => !BASE_KEYS.has(k) && !counts.has(k));
+  const related = await Promise.all(
+    relatedOf(m).map(async (x) => {
+      const res = await api(req, backend, 'GET', `${apiList(x.model)}?${x.filter}=${id}&limit=1&brief=1`);
+      return { ...x, count: res.status === 200 ? Number(res.body.count) : 0 };
+    }),
+  );
+  const cloneFields = m.fields.filter((f) => !f.unique && f.name !== 'name' && f.name !== 'slug' && f.kind !== 'm2m' && f.kind !== 'json' && f.kind !== 'text' && o[f.name] !== null && o[f.name] !== undefined && o[f.name] !== '');
+  const clone = `${listUrl(m)}add/${queryString(Object.fromEntries(cloneFields.map((f) => [f.name, formValue(f, o[f.name]) as string])))}`;
+  const body = html`${menu(m)}
+${viewer.canWrite ? html`<div class="actions"><a class="button" href="${listUrl(m)}${id}/edit/" data-testid="edit">Edit</a> <a class="button secondary" href="${clone}" data-testid="clone">Clone</a> <a class="button danger" href="${listUrl(m)}${id}/delete/" data-testid="delete">Delete</a></div>` : ''}
+${tabs(m, id, 'object')}
+<div class="panels">
+<table class="kv" data-testid="attributes"><tbody>${attrs.map(([k, v]) => html`<tr><th>${labelOf(k)}</th><td data-field="${k}">${cell(v, k)}</td></tr>`)}</tbody></table>
+<div>
+${m.taggable ? html`<h2>Tags</h2><p data-testid="tags">${(o.tags ?? []).length ? (o.tags as any[]).map((t) => html`<a class="badge badge-gray" href="/extras/tags/${t.id}/">${t.name}</a> `) : html`<span class="muted">No tags</span>`}</p>` : ''}
+${m.taggable && Object.keys(o.custom_fields ?? {}).length ? html`<h2>Custom fields</h2><table class="kv">${Object.entries(o.custom_fields).map(([k, v]) => html`<tr><th>${k}</th><td>${cell(v)}</td></tr>`)}</table>` : ''}
+${counts.size || related.length ? html`<h2>Related objects</h2><table class="kv" data-testid="related">${related.map((x) => html`<tr><th><a href="${listUrl(x.model)}?${x.filter}=${id}">${title(plural(x.model))}</a></th><td>${x.count}</td></tr>`)}</table>` : ''}
+<p class="muted">Created ${formatTime(o.created)} · Updated ${formatTime(o.last_updated)}</p>
+</div></div>`;
+  return sendPage(req, reply, { title: String(o.display), section: 'inventory', body });
+}
+
+/** Keys whose values differ between two snapshots: NetBox's change diff. */
+function diffKeys(pre: Record<string, unknown> | null, post: Record<string, unknown> | null): string[] {
+  const keys = new Set([...Object.keys(pre ?? {}), ...Object.keys(post ?? {})]);
+  return [...keys].filter((k) => JSON.stringify(pre?.[k] ?? null) !== JSON.stringify(post?.[k] ?? null));
+}
+
+async function changelogPage(req: FastifyRequest, reply: FastifyReply, backend: UiBackend, m: ModelDef) {
+  const id = idOf(req);
+  const obj = id > 0 ? await api(req, backend, 'GET', `${apiList(m)}${id}/?brief=1`) : { status: 404, body: null };
+  const r = await api(req, backend, 'GET', `/api/core/object-changes/?changed_object_type=${urlPart(m.objectType)}&changed_object_id=${id > 0 ? id : 0}&limit=200&ordering=-time`);
+  const changes: any[] = r.status === 200 ? r.body.results : [];
+  if (obj.status !== 200 && changes.length === 0) return sendError(req, reply, 404, 'Not found', `No ${m.verboseName} with ID ${id} exists.`);
+  const name = obj.status === 200 ? String(obj.body.display) : String(changes[0]?.object_repr ?? id);
+  const body = html`${menu(m)}${obj.status === 200 ? tabs(m, id, 'changelog') : ''}
+<table data-testid="changelog"><thead><tr><th>Time</th><th>User</th><th>Action</th><th>Changes</th></tr></thead><tbody>
+${changes.map((c) => {
+  const keys = diffKeys(c.prechange_data, c.postchange_data).filter((k) => k !== 'last_updated');
+  return html`<tr><td>${formatTime(c.time)}</td><td>${c.user_name}</td><td>${c.action?.label ?? c.action}</td><td>${keys.length ? html`<ul class="diff">${keys.map((k) => html`<li><strong>${k}</strong>: <del>${JSON.stringify(c.prechange_data?.[k] ?? null)}</del> → <ins>${JSON.stringify(c.postchange_data?.[k] ?? null)}</ins></li>`)}</ul>` : html`<span class="muted">—</span>`}</td></tr>`;
+})}
+</tbody></table>${changes.length === 0 ? html`<p class="muted">No changes recorded.</p>` : ''}`;
+  return sendPage(req, reply, { title: `${name} · Changelog`, section: 'inventory', body });
+}
+
+/** Options for the related-object pickers of a form: a select when there are few enough, else an id field. */
+async function loadOptions(req: FastifyRequest, backend: UiBackend, m: ModelDef): Promise<Options> {
+  const out: Options = new Map();
+  await Promise.all(
+    editableFields(m).map(async (f) => {
+      const target = targetOf(f);
+      if (!target) return;
+      const r = await api(req, backend, 'GET', `${apiList(target)}?brief=1&limit=${MAX_OPTIONS}`);
+      if (r.status !== 200 || r.body.count > MAX_OPTIONS) return void out.set(f.name, null);
+      out.set(
+        f.name,
+        (r.body.results as any[]).map((x) => ({ value: String(x.id), label: String(x.display) })),
+      );
+    }),
+  );
+  return out;
+}
+
+async function tagOptions(req: FastifyRequest, backend: UiBackend): Promise<Array<{ value: string; label: string }>> {
+  const r = await api(req, backend, 'GET', `/api/extras/tags/?brief=1&limit=${MAX_OPTIONS}`);
+  return r.status === 200 ? (r.body.results as any[]).map((t) => ({ value: String(t.id), label: String(t.display) })) : [];
+}
+
+async function renderForm(req: FastifyRequest, reply: FastifyReply, backend: UiBackend, m: ModelDef, id: number | null, values: Record<string, string | string[]>, errors: FieldErrors, status = 200) {
+  const { session } = authed(req);
+  const options = await loadOptions(req, backend, m);
+  const tags = m.taggable ? await tagOptions(req, backend) : [];
+  const action = id === null ? `${listUrl(m)}add/` : `${listUrl(m)}${id}/edit/`;
+  const fields = editableFields(m);
+  const body = html`${menu(m)}
+${generalErrors(errors, [...fields.map((f) => f.name), 'tags'])}
+<form method="post" action="${action}" class="edit-form" novalidate data-testid="object-form">${csrfField(session.csrfToken)}
+${fields.map((f) => control(f, values[f.name] ?? (f.kind === 'm2m' ? [] : f.default !== undefined && f.default !== null && id === null ? formValue(f, f.default) : ''), errors, options))}
+${m.taggable ? control({ name: 'tags', column: '', kind: 'm2m', fk: 'tag', label: 'Tags' }, values.tags ?? [], errors, new Map([['tags', tags]])) : ''}
+<div class="actions"><button type="submit" data-testid="save">${id === null ? 'Create' : 'Save'}</button> <a class="button secondary" href="${id === null ? listUrl(m) : `${listUrl(m)}${id}/`}">Cancel</a></div>
+</form>`;
+  return sendPage(req, reply, { title: id === null ? `Add a new ${m.verboseName}` : `Editing ${m.verboseName}`, section: 'inventory', body }, status);
+}
+
+async function editPage(req: FastifyRequest, reply: FastifyReply, backend: UiBackend, m: ModelDef, id: number | null) {
+  if (!needWrite(req, reply)) return reply;
+  const values: Record<string, string | string[]> = {};
+  if (id === null) {
+    // NetBox's clone and prefill: initial values from the query string.
+    for (const f of editableFields(m)) {
+      const v = (req.query as Q)[f.name];
+      if (v !== undefined) values[f.name] = f.kind === 'm2m' ? (Array.isArray(v) ? v : [v]) : Array.isArray(v) ? v[0] ?? '' : v;
+    }
+    return renderForm(req, reply, backend, m, null, values, {});
+  }
+  const r = id > 0 ? await api(req, backend, 'GET', `${apiList(m)}${id}/`) : { status: 404, body: null };
+  if (r.status !== 200) return sendError(req, reply, 404, 'Not found', `No ${m.verboseName} with ID ${id} exists.`);
+  for (const f of editableFields(m)) values[f.name] = formValue(f, r.body[f.name]);
+  if (m.taggable) values.tags = (r.body.tags ?? []).map((t: any) => String(t.id));
+  return renderForm(req, reply, backend, m, id, values, {});
+}
+
+async function saveObject(req: FastifyRequest, reply: FastifyReply, backend: UiBackend, m: ModelDef, id: number | null) {
+  if (!needWrite(req, reply)) return reply;
+  const form = (req.body ?? {}) as FormBody;
+  const { body, errors } = bodyFromForm(m, form);
+  if (m.taggable) body.tags = formList(form, 'tags').filter((t) => /^\d+$/.test(t)).map(Number);
+  const typed: Record<string, string | string[]> = {};
+  for (const f of editableFields(m)) typed[f.name] = f.kind === 'm2m' ? formList(form, f.name) : formString(form, f.name);
+  typed.tags = formList(form, 'tags');
+  if (Object.keys(errors).length) return renderForm(req, reply, backend, m, id, typed, errors, 400);
+  if (id !== null && id < 0) return sendError(req, reply, 404, 'Not found', `No ${m.verboseName} with this ID exists.`);
+  const r = await api(req, backend, id === null ? 'POST' : 'PATCH', id === null ? apiList(m) : `${apiList(m)}${id}/`, body);
+  if (r.status === 200 || r.status === 201) {
+    flash(req, 'success', `${id === null ? 'Created' : 'Modified'} ${m.verboseName} ${r.body.display}`);
+    return redirectTo(reply, pageOf(r.body) ?? listUrl(m));
+  }
+  if (r.status === 404) return sendError(req, reply, 404, 'Not found', `No ${m.verboseName} with ID ${id} exists.`);
+  const apiErrors: FieldErrors = r.body && typeof r.body === 'object' && !Array.isArray(r.body) ? Object.fromEntries(Object.entries(r.body).map(([k, v]) => [k, Array.isArray(v) ? v.map(String) : [String(v)]])) : { non_field_errors: [apiMessage(r.body)] };
+  return renderForm(req, reply, backend, m, id, typed, apiErrors, r.status >= 400 && r.status < 500 ? r.status : 400);
+}
+
+async function deletePage(req: FastifyRequest, reply: FastifyReply, backend: UiBackend, m: ModelDef) {
+  if (!needWrite(req, reply)) return reply;
+  const id = idOf(req);
+  const r = id > 0 ? await api(req, backend, 'GET', `${apiList(m)}${id}/?brief=1`) : { status: 404, body: null };
+  if (r.status !== 200) return sendError(req, reply, 404, 'Not found', `No ${m.verboseName} with ID ${id} exists.`);
+  const { session } = authed(req);
+  const body = html`<p data-testid="confirm-text">Are you sure you want to delete ${m.verboseName} <strong>${r.body.display}</strong>?</p>
+<form method="post" action="${listUrl(m)}${id}/delete/">${csrfField(session.csrfToken)}<input type="hidden" name="confirm" value="true">
+<div class="actions"><button type="submit" class="danger" data-testid="confirm-delete">Delete</button> <a class="button secondary" href="${listUrl(m)}${id}/">Cancel</a></div></form>`;
+  return sendPage(req, reply, { title: `Delete ${m.verboseName}?`, section: 'inventory', body });
+}
+
+async function deleteObject(req: FastifyRequest, reply: FastifyReply, backend: UiBackend, m: ModelDef) {
+  if (!needWrite(req, reply)) return reply;
+  const id = idOf(req);
+  if (formString((req.body ?? {}) as FormBody, 'confirm') !== 'true') return redirectTo(reply, `${listUrl(m)}${id}/delete/`);
+  const r = id > 0 ? await api(req, backend, 'DELETE', `${apiList(m)}${id}/`) : { status: 404, body: null };
+  if (r.status === 204) {
+    flash(req, 'success', `Deleted ${m.verboseName} ${id}`);
+    return redirectTo(reply, listUrl(m));
+  }
+  if (r.status === 404) return sendError(req, reply, 404, 'Not found', `No ${m.verboseName} with ID ${id} exists.`);
+  flash(req, 'error', apiMessage(r.body));
+  return redirectTo(reply, `${listUrl(m)}${id}/`);
+}
+
+function selectedIds(form: FormBody): number[] {
+  return [...new Set(formList(form, 'pk').filter((v) => /^[1-9]\d{0,14}$/.test(v)).map(Number))].slice(0, MAX_PER_PAGE);
+}
+
+async function bulkEdit(req: FastifyRequest, reply: FastifyReply, backend: UiBackend, m: ModelDef) {
+  if (!needWrite(req, reply)) return reply;
+  const form = (req.body ?? {}) as FormBody;
+  const ids = selectedIds(form);
+  if (!ids.length) {
+    flash(req, 'info', `No ${plural(m)} were selected.`);
+    return redirectTo(reply, listUrl(m));
+  }
+  let errors: FieldErrors = {};
+  if (formString(form, '_apply') === 'true') {
+    const { body, errors: formErrors } = bodyFromForm(m, form, { partial: true });
+    errors = formErrors;
+    if (!Object.keys(errors).length) {
+      if (!Object.keys(body).length) errors = { non_field_errors: ['Nothing to change: set at least one field.'] };
+      else {
+        const r = await api(req, backend, 'PATCH', apiList(m), ids.map((id) => ({ id, ...body })));
+        if (r.status === 200) {
+          flash(req, 'success', `Updated ${ids.length} ${ids.length === 1 ? m.verboseName : plural(m)}`);
+          return redirectTo(reply, listUrl(m));
+        }
+        const list = Array.isArray(r.body) ? r.body : [r.body];
+        errors = {};
+        list.forEach((e: any, i: number) => {
+          if (e && typeof e === 'object') for (const [k, v] of Object.entries(e)) (errors[k] ??= []).push(...(Array.isArray(v) ? v : [v]).map((x) => `${ids[i] !== undefined && list.length > 1 ? `#${ids[i]}: ` : ''}${String(x)}`));
+        });
+      }
+    }
+  }
+  const { session } = authed(req);
+  const options = await loadOptions(req, backend, m);
+  const fields = editableFields(m).filter((f) => !f.unique && f.kind !== 'json' || f.name === 'ports');
+  const body = html`${menu(m)}<p>Editing ${ids.length} ${ids.length === 1 ? m.verboseName : plural(m)}: blank fields stay as they are; tick "Set null" to clear one.</p>
+${generalErrors(errors, fields.map((f) => f.name))}
+<form method="post" action="${listUrl(m)}edit/" class="edit-form" data-testid="bulk-edit-form">${csrfField(session.csrfToken)}<input type="hidden" name="_apply" value="true">
+${ids.map((id) => html`<input type="hidden" name="pk" value="${id}">`)}
+${fields.map((f) =>
+  f.kind === 'boolean'
+    ? html`<div class="field" data-field="${f.name}"><label for="f-${f.name}">${f.label ?? labelOf(f.name)}</label><select id="f-${f.name}" name="${f.name}"><option value="">—— unchanged ——</option><option value="true">Yes</option><option value="false">No</option></select></div>`
+    : html`${control({ ...f, required: false }, formString(form, f.name), errors, options)}${f.nullable || f.kind === 'm2m' ? html`<label class="inline-check"><input type="checkbox" name="_nullify_${f.name}"> Set null</label>` : ''}`,
+)}
+<div class="actions"><button type="submit" data-testid="apply">Apply</button> <a class="button secondary" href="${listUrl(m)}">Cancel</a></div></form>`;
+  return sendPage(req, reply, { title: `Editing ${ids.length} ${plural(m)}`, section: 'inventory', body }, Object.keys(errors).length ? 400 : 200);
+}
+
+async function bulkDelete(req: FastifyRequest, reply: FastifyReply, backend: UiBackend, m: ModelDef) {
+  if (!needWrite(req, reply)) return reply;
+  const form = (req.body ?? {}) as FormBody;
+  const ids = selectedIds(form);
+  if (!ids.length) {
+    flash(req, 'info', `No ${plural(m)} were selected.`);
+    return redirectTo(reply, listUrl(m));
+  }
+  if (formString(form, '_confirm') === 'true') {
+    const r = await api(req, backend, 'DELETE', apiList(m), ids.map((id) => ({ id })));
+    if (r.status === 204) flash(req, 'success', `Deleted ${ids.length} ${ids.length === 1 ? m.verboseName : plural(m)}`);
+    else flash(req, 'error', apiMessage(r.body));
+    return redirectTo(reply, listUrl(m));
+  }
+  const r = await api(req, backend, 'GET', `${apiList(m)}?brief=1&limit=${ids.length}${ids.map((id) => `&id=${id}`).join('')}`);
+  const shown: any[] = r.status === 200 ? r.body.results : [];
+  const { session } = authed(req);
+  const body = html`${menu(m)}<p data-testid="confirm-text">Are you sure you want to delete these ${shown.length} ${plural(m)}?</p>
+<ul>${shown.map((o) => html`<li>${o.display}</li>`)}</ul>
+<form method="post" action="${listUrl(m)}delete/">${csrfField(session.csrfToken)}<input type="hidden" name="_confirm" value="true">
+${shown.map((o) => html`<input type="hidden" name="pk" value="${o.id}">`)}
+<div class="actions"><button type="submit" class="danger" data-testid="confirm-delete">Delete ${shown.length} ${plural(m)}</button> <a class="button secondary" href="${listUrl(m)}">Cancel</a></div></form>`;
+  return sendPage(req, reply, { title: `Delete ${plural(m)}?`, section: 'inventory', body });
+}
+
+function importPage(req: FastifyRequest, reply: FastifyReply, m: ModelDef, data: string, format: string, errors: string[], status = 200) {
+  if (!needWrite(req, reply)) return reply;
+  const { session } = authed(req);
+  const required = m.fields.filter((f) => f.required).map((f) => f.name);
+  const body = html`${menu(m)}
+${errors.length ? html`<ul class="errors" role="alert" data-testid="import-errors">${errors.map((e) => html`<li>${e}</li>`)}</ul>` : ''}
+<form method="post" action="${listUrl(m)}import/" class="edit-form" data-testid="import-form">${csrfField(session.csrfToken)}
+<div class="field"><label for="f-format">Format</label><select id="f-format" name="format">${['csv', 'json'].map((f) => html`<option value="${f}"${f === format ? html` selected` : ''}>${f.toUpperCase()}</option>`)}</select></div>
+<div class="field"><label for="f-data">Data</label><textarea id="f-data" name="data" rows="14" spellcheck="false">${data}</textarea>
+<div class="help">CSV: a header row of field names (required: ${required.join(', ')}); related objects by ID or name, tags by slug. JSON: a list of objects as the REST API takes them.</div></div>
+<div class="actions"><button type="submit" data-testid="submit-import">Import</button> <a class="button secondary" href="${listUrl(m)}">Cancel</a></div>
+</form>
+<h2>Fields</h2><table><thead><tr><th>Field</th><th>Required</th><th>Accepted values</th></tr></thead><tbody>${editableFields(m).map(
+    (f) => html`<tr><td><code>${f.name}</code></td><td>${f.required ? '✓' : ''}</td><td>${f.choices ? f.choices.map((c) => c.value).join(', ') : f.kind === 'fk' ? `${targetOf(f)!.verboseName} (ID or name)` : f.kind}</td></tr>`,
+  )}</tbody></table>`;
+  return sendPage(req, reply, { title: `Import ${plural(m)}`, section: 'inventory', body }, status);
+}
+
+async function importObjects(req: FastifyRequest, reply: FastifyReply, backend: UiBackend, m: ModelDef) {
+  if (!needWrite(req, reply)) return reply;
+  const form = (req.body ?? {}) as FormBody;
+  const data = formString(form, 'data');
+  const format = formString(form, 'format') === 'json' ? 'json' : 'csv';
+  if (data.length > MAX_IMPORT_CHARS) return importPage(req, reply, m, '', format, [`The data is too large: at most ${MAX_IMPORT_CHARS} characters.`], 400);
+  let records: Record<string, unknown>[] = [];
+  const errors: string[] = [];
+  if (format === 'json') {
+    try {
+      const parsed = JSON.parse(data);
+      records = Array.isArray(parsed) ? parsed : [parsed];
+      if (records.some((r) => !r || typeof r !== 'object' || Array.isArray(r))) errors.push('Each JSON record must be an object.');
+    } catch (err) {
+      errors.push(`Invalid JSON: ${err instanceof Error ? err.message : String(err)}`);
+    }
+  } else {
+    const parsed = parseCsv(data);
+    if ('error' in parsed) errors.push(parsed.error);
+    else {
+      parsed.records.forEach((rec, i) => {
+        const { body, errors: recErrors } = bodyFromCsv(m, parsed.header, rec);
+        for (const e of recErrors) errors.push(`Record ${i + 1}: ${e}`);
+        records.push(body);
+      });
+    }
+  }
+  if (!errors.length && !records.length) errors.push('No records to import.');
+  if (errors.length) return importPage(req, reply, m, data, format, errors, 400);
+  // Records with an id update those objects (NetBox's import does the same); the rest are created. All or nothing each.
+  const updates = records.filter((r) => r.id !== undefined);
+  const creates = records.filter((r) => r.id === undefined);
+  const results: any[] = [];
+  for (const [method, list] of [['POST', creates], ['PATCH', updates]] as const) {
+    if (!list.length) continue;
+    const r = await api(req, backend, method, apiList(m), list);
+    if (r.status !== 200 && r.status !== 201) {
+      const msgs = Array.isArray(r.body)
+        ? r.body.flatMap((e: any, i: number) => (e && typeof e === 'object' ? Object.entries(e).map(([k, v]) => `Record ${records.indexOf(list[i]!) + 1}: ${k}: ${Array.isArray(v) ? v.join(' ') : String(v)}`) : []))
+        : [apiMessage(r.body)];
+      return importPage(req, reply, m, data, format, msgs.length ? msgs : [apiMessage(r.body)], 400);
+    }
+    results.push(...(Array.isArray(r.body) ? r.body : [r.body]));
+  }
+  flash(req, 'success', `Imported ${results.length} ${results.length === 1 ? m.verboseName : plural(m)}`);
+  return redirectTo(reply, listUrl(m));
+}
+
+async function searchPage(req: FastifyRequest, reply: FastifyReply, backend: UiBackend) {
+  const raw = (req.query as Q).q;
+  const q = (Array.isArray(raw) ? raw[0] : raw)?.trim().slice(0, 200) ?? '';
+  const groups: Array<{ m: ModelDef; count: number; results: any[] }> = [];
+  if (q) {
+    for (const m of MODELS) {
+      if (!m.search.length) continue;
+      const r = await api(req, backend, 'GET', `${apiList(m)}?q=${encodeURIComponent(q)}&limit=10&brief=1`);
+      if (r.status === 200 && r.body.count > 0) groups.push({ m, count: r.body.count, results: r.body.results });
+    }
+  }
+  const body = html`<form method="get" action="/search/" class="filters"><label>Search <input type="search" name="q" value="${q}" data-testid="global-search"></label> <button type="submit">Search</button></form>
+${q && !groups.length ? html`<p class="muted">No results.</p>` : ''}
+${groups.map(
+  (g) => html`<h2><a href="${listUrl(g.m)}?q=${encodeURIComponent(q)}">${title(plural(g.m))}</a> <span class="muted">(${g.count})</span></h2>
+<ul data-testid="search-results">${g.results.map((o) => html`<li><a href="${pageOf(o) ?? '#'}">${o.display}</a></li>`)}</ul>`,
+)}`;
+  return sendPage(req, reply, { title: q ? `Search: ${q}` : 'Search', section: 'inventory', body });
+}

@@ -1,0 +1,148 @@
+import { after, before, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { client, forEachStorage, startTestServer, type TestServer } from '@svc/testkit';
+import { buildApp } from '../../src/app.ts';
+import { uiClient } from './ui-client.ts';
+
+const ADMIN = 'ui-inventory-admin-token-0123456789abcd';
+
+/**
+ * The inventory's own pages at NetBox's URLs, over HTTP without a browser: the login guard, lists with
+ * filters and sorting, object pages at `display_url`, forms with the API's errors, delete with confirmation,
+ * CSV import, bulk edit and delete, the change log, search, read-only users, CSRF and escaping.
+ */
+forEachStorage('inventory UI pages (NetBox URLs)', (storage) => {
+  let srv: TestServer;
+  let api: ReturnType<typeof client>;
+  let ui: ReturnType<typeof uiClient>;
+  let readOnlyToken: string;
+
+  before(async () => {
+    srv = await startTestServer('inventory_ui_pages', storage, (cfg) => buildApp(cfg), { flags: { adminToken: ADMIN } });
+    api = client(srv.url, { authorization: `Token ${ADMIN}` });
+    ui = uiClient(srv.url);
+    assert.equal((await ui.login(ADMIN)).status, 303);
+    const user = await api.post('/api/users/users/', { username: 'viewer', password: 'a-long-password-1234' });
+    assert.equal(user.status, 201, JSON.stringify(user.body));
+    const tok = await api.post('/api/users/tokens/', { user: user.body.id, write_enabled: false });
+    assert.equal(tok.status, 201, JSON.stringify(tok.body));
+    readOnlyToken = tok.body.key;
+  });
+  after(() => srv?.close());
+
+  it('sends anonymous visitors to the login page and back', async () => {
+    const anon = uiClient(srv.url);
+    const r = await anon.get('/dcim/sites/?status=active');
+    assert.equal(r.status, 303);
+    assert.equal(r.location, `/ui/login?next=${encodeURIComponent('/dcim/sites/?status=active')}`);
+    const login = await anon.get(r.location!);
+    const back = await anon.post('/ui/login', { csrf_token: anon.csrfOf(login.text), token: ADMIN, next: '/dcim/sites/?status=active' });
+    assert.equal(back.location, '/dcim/sites/?status=active');
+  });
+
+  it('creates a site from the form, shows the API error next to the field, and its page is the display_url', async () => {
+    const form = await ui.get('/dcim/sites/add/');
+    assert.equal(form.status, 200);
+    const csrf = ui.csrfOf(form.text);
+    const bad = await ui.post('/dcim/sites/add/', { csrf_token: csrf, name: 'HQ', slug: 'not a slug!', status: 'active' });
+    assert.equal(bad.status, 400);
+    assert.match(bad.text, /data-field="slug"[\s\S]*?<ul class="errors"><li>Enter a valid/);
+    assert.match(bad.text, /value="HQ"/, 'keeps what was typed');
+    const ok = await ui.post('/dcim/sites/add/', { csrf_token: csrf, name: 'HQ', slug: 'hq', status: 'planned', description: '<b>x</b>' });
+    assert.equal(ok.status, 303, ok.text.slice(0, 500));
+    const site = (await api.get('/api/dcim/sites/?slug=hq')).body.results[0];
+    assert.equal(new URL(site.display_url).pathname, ok.location);
+    const page = await ui.get(ok.location!);
+    assert.equal(page.status, 200);
+    assert.match(page.text, /<h1>HQ<\/h1>/);
+    assert.match(page.text, /Planned/);
+    assert.ok(page.text.includes('&lt;b&gt;x&lt;/b&gt;') && !page.text.includes('<b>x</b>'), 'escaped');
+    assert.match(page.text, /data-testid="related"/);
+  });
+
+  it('lists with API filters, sort and paging; a bad filter is shown, not a server error', async () => {
+    for (const n of ['a1', 'a2', 'a3']) assert.equal((await api.post('/api/dcim/sites/', { name: n, slug: n, status: n === 'a2' ? 'retired' : 'active' })).status, 201);
+    const all = await ui.get('/dcim/sites/?per_page=2&sort=-name');
+    assert.equal(all.status, 200);
+    assert.match(all.text, /Page 1 of 2 · 4 sites/);
+    assert.ok(all.text.indexOf('>HQ<') < all.text.indexOf('>a3<') || !all.text.includes('>a1<'));
+    const retired = await ui.get('/dcim/sites/?status=retired');
+    assert.match(retired.text, />a2</);
+    assert.ok(!retired.text.includes('>a1<'));
+    const bad = await ui.get('/dcim/sites/?region_id=999999');
+    assert.equal(bad.status, 400);
+    assert.match(bad.text, /region_id: Select a valid choice/);
+    const cols = await ui.get('/dcim/sites/?columns=name&columns=facility');
+    assert.match(cols.text, />Facility</);
+    assert.ok(!cols.text.includes('>Tenant</a></th>'), 'the chosen columns only');
+  });
+
+  it('imports from CSV (related objects by name), edits and deletes in bulk, with confirmation; the change log shows diffs', async () => {
+    const mfr = (await api.post('/api/dcim/manufacturers/', { name: 'Acme', slug: 'acme' })).body;
+    const type = (await api.post('/api/dcim/device-types/', { manufacturer: mfr.id, model: 'X1', slug: 'x1' })).body;
+    const role = (await api.post('/api/dcim/device-roles/', { name: 'Leaf', slug: 'leaf' })).body;
+    const dev = await api.post('/api/dcim/devices/', { name: 'sw1', site: (await api.get('/api/dcim/sites/?slug=hq')).body.results[0].id, device_type: type.id, role: role.id });
+    assert.equal(dev.status, 201);
+    const page = await ui.get('/dcim/interfaces/import/');
+    const csrf = ui.csrfOf(page.text);
+    const broken = await ui.post('/dcim/interfaces/import/', { csrf_token: csrf, format: 'csv', data: 'device,name,type\nsw1,eth0,no-such-type\n' });
+    assert.equal(broken.status, 400);
+    assert.match(broken.text, /Record 1: type/);
+    assert.equal((await api.get('/api/dcim/interfaces/')).body.count, 0, 'nothing imported when a record fails');
+    const rows = Array.from({ length: 10 }, (_, i) => `sw1,eth${i},1000base-t,"desc, ${i}"`).join('\n');
+    const imported = await ui.post('/dcim/interfaces/import/', { csrf_token: csrf, format: 'csv', data: `device,name,type,description\n${rows}\n` });
+    assert.equal(imported.status, 303, imported.text.slice(0, 800));
+    const ifaces = (await api.get('/api/dcim/interfaces/?limit=100')).body;
+    assert.equal(ifaces.count, 10);
+    assert.equal(ifaces.results.find((i: any) => i.name === 'eth3').description, 'desc, 3');
+    const ids = ifaces.results.slice(0, 4).map((i: any) => String(i.id));
+    const editForm = await ui.post('/dcim/interfaces/edit/', { csrf_token: csrf, pk: ids });
+    assert.equal(editForm.status, 200);
+    const applied = await ui.post('/dcim/interfaces/edit/', { csrf_token: csrf, pk: ids, _apply: 'true', mtu: '9000', enabled: 'false' });
+    assert.equal(applied.status, 303, applied.text.slice(0, 800));
+    const after = (await api.get('/api/dcim/interfaces/?mtu=9000')).body;
+    assert.equal(after.count, 4);
+    assert.ok(after.results.every((i: any) => i.enabled === false));
+    const log = await ui.get(`/dcim/interfaces/${ids[0]}/changelog/`);
+    assert.equal(log.status, 200);
+    assert.match(log.text, /<strong>mtu<\/strong>: <del>null<\/del> → <ins>9000<\/ins>/);
+    const confirm = await ui.post('/dcim/interfaces/delete/', { csrf_token: csrf, pk: ids.slice(0, 2) });
+    assert.match(confirm.text, /Are you sure you want to delete these 2 interfaces/);
+    assert.equal((await api.get('/api/dcim/interfaces/')).body.count, 10, 'nothing deleted before confirming');
+    const deleted = await ui.post('/dcim/interfaces/delete/', { csrf_token: csrf, pk: ids.slice(0, 2), _confirm: 'true' });
+    assert.equal(deleted.status, 303);
+    assert.equal((await api.get('/api/dcim/interfaces/')).body.count, 8);
+    // One object: confirmation page, then the delete; a protected object says why.
+    const site = (await api.get('/api/dcim/sites/?slug=hq')).body.results[0];
+    const ask = await ui.get(`/dcim/sites/${site.id}/delete/`);
+    assert.match(ask.text, /Are you sure you want to delete site <strong>HQ<\/strong>/);
+    const refused = await ui.post(`/dcim/sites/${site.id}/delete/`, { csrf_token: csrf, confirm: 'true' });
+    assert.equal(refused.status, 303);
+    const shown = await ui.get(refused.location!);
+    assert.match(shown.text, /Unable to delete object/);
+  });
+
+  it('searches across models; read-only users see pages without write actions and cannot post; CSRF is checked', async () => {
+    const found = await ui.get('/search/?q=sw1');
+    assert.match(found.text, /Devices<\/a> <span class="muted">\(1\)/);
+    const ro = uiClient(srv.url);
+    assert.equal((await ro.login(readOnlyToken)).status, 303);
+    const list = await ro.get('/dcim/sites/');
+    assert.equal(list.status, 200);
+    assert.ok(!list.text.includes('data-testid="add"'));
+    const add = await ro.get('/dcim/sites/add/');
+    assert.equal(add.status, 403);
+    const post = await ro.post('/dcim/sites/add/', { csrf_token: ro.csrfOf(list.text), name: 'x', slug: 'x' });
+    assert.equal(post.status, 403);
+    const forged = await ui.post('/dcim/sites/add/', { csrf_token: 'wrong', name: 'y', slug: 'y' });
+    assert.equal(forged.status, 403);
+    assert.equal((await api.get('/api/dcim/sites/?slug=y')).body.count, 0);
+    const missing = await ui.get('/dcim/sites/999999/');
+    assert.equal(missing.status, 404);
+    const nothing = await ui.get('/dcim/no-such-things/');
+    assert.equal(nothing.status, 404);
+    // Pages are not API operations: none of them is in the OpenAPI document.
+    const doc = (await api.get('/openapi.json')).body;
+    assert.ok(!Object.keys(doc.paths).some((p) => /^\/(dcim|ipam|tenancy|virtualization|extras|search)\//.test(p)), 'no HTML page in /openapi.json');
+  });
+});
