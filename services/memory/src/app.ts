@@ -6,7 +6,9 @@ import { createQueue } from '@svc/queue';
 import { memoryConfig } from './config.ts';
 import { coreMigrations } from './db/migrations/001_core.ts';
 import { v3Migration } from './db/migrations/010_v3.ts';
+import { v3RecallMigration } from './db/migrations/011_v3_recall.ts';
 import { v3Tasks } from './domain/v3/deletion.ts';
+import { v3ReasoningTasks } from './domain/v3/reasoning.ts';
 import { v3Routes } from './routes/v3/index.ts';
 import type { Ctx } from './domain/context.ts';
 import { createSearch, searchMigrations, type MemoryDeps } from './search/index.ts';
@@ -44,7 +46,7 @@ export async function openMemoryStorage(cfg: ServiceConfig): Promise<Storage> {
     onSqliteOpen: (db) => sqliteVec.load(db),
   });
   try {
-    await migrate(storage.db, storage.dialect, [...coreMigrations, v3Migration, ...searchMigrations]);
+    await migrate(storage.db, storage.dialect, [...coreMigrations, v3Migration, v3RecallMigration, ...searchMigrations]);
   } catch (err) {
     await storage.close();
     throw err;
@@ -62,7 +64,7 @@ export async function buildApp(base: ServiceConfig): Promise<FastifyInstance> {
     // Job failures go to the app's log once it exists (the queue is created first).
     let log: { warn(obj: object, msg: string): void } | undefined;
     const queue = await createQueue(storage, {
-      tasks: { ...deriverTasks(deps), ...v3Tasks(storage) },
+      tasks: { ...deriverTasks(deps), ...v3Tasks(storage), ...v3ReasoningTasks(() => ctx, config) },
       concurrency: config.workerConcurrency ?? (storage.dialect.kind === 'postgres' ? 16 : 4),
       // graphile-worker's named queues: a worker that finds every available user queue locked by
       // concurrent fetches sleeps until a new job is added or its next poll, and a queue's next job
@@ -133,7 +135,7 @@ export async function buildApp(base: ServiceConfig): Promise<FastifyInstance> {
     documentRoutes(app, ctx);
     await queryRoutes(app as unknown as FastifyInstance, deps);
     await chatRoutes(app as unknown as FastifyInstance, deps);
-    v3Routes(app, ctx);
+    v3Routes(app, ctx, config);
 
     app.addHook('onClose', async () => {
       await queue.stop();

@@ -141,3 +141,125 @@ export const Accepted = Type.Object({ message: Type.String() });
 export const HonchoError = Type.Object({ detail: Type.String() }, { title: 'HonchoError' });
 
 export type { TSchema };
+
+// Search, context, summaries, conclusions, dialectic, queue.
+
+export const MessageSearchOptions = Type.Object(
+  {
+    query: Type.String({ maxLength: 10000, description: 'Search query' }),
+    filters: OptObj,
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 10, description: 'Number of results to return' })),
+  },
+  { title: 'MessageSearchOptions' },
+);
+export const MessageList = Type.Array(Message, { title: 'MessageList' });
+
+export const Summary = Type.Object(
+  { content: Type.String(), message_id: Type.String(), summary_type: Type.String(), created_at: Type.String(), token_count: Type.Integer() },
+  { title: 'Summary' },
+);
+export const SessionSummaries = Type.Object(
+  { id: Type.String(), short_summary: nullable(Summary), long_summary: nullable(Summary) },
+  { title: 'SessionSummaries' },
+);
+const PeerCardList = nullable(Type.Array(Type.String()));
+export const SessionContext = Type.Object(
+  { id: Type.String(), messages: Type.Array(Message), summary: nullable(Summary), peer_representation: nullable(Type.String()), peer_card: PeerCardList },
+  { title: 'SessionContext' },
+);
+const searchParams = {
+  search_query: Type.Optional(nullable(Type.String({ maxLength: 10000 }))),
+  search_top_k: Type.Optional(nullable(Type.Integer({ minimum: 1, maximum: 100 }))),
+  search_max_distance: Type.Optional(nullable(Type.Number({ minimum: 0, maximum: 1 }))),
+  include_most_frequent: Type.Optional(nullable(Type.Boolean())),
+  max_conclusions: Type.Optional(nullable(Type.Integer({ minimum: 1, maximum: 100 }))),
+};
+export const SessionContextQuery = Type.Object({
+  tokens: Type.Optional(nullable(Type.Integer({ maximum: 100000, description: 'Token budget of the whole context' }))),
+  summary: Type.Optional(Type.Boolean({ default: true, description: 'Whether to include a summary if one is available' })),
+  peer_target: Type.Optional(nullable(Type.String())),
+  peer_perspective: Type.Optional(nullable(Type.String())),
+  limit_to_session: Type.Optional(Type.Boolean({ default: false })),
+  ...searchParams,
+});
+export const PeerContextQuery = Type.Object({ target: Type.Optional(nullable(Type.String())), ...searchParams });
+export const PeerContext = Type.Object(
+  { peer_id: Type.String(), target_id: Type.String(), representation: nullable(Type.String()), peer_card: PeerCardList },
+  { title: 'PeerContext' },
+);
+export const PeerRepresentationGet = Type.Object(
+  { session_id: Type.Optional(nullable(Type.String())), target: Type.Optional(nullable(Type.String())), filters: OptObj, ...searchParams },
+  { title: 'PeerRepresentationGet' },
+);
+export const RepresentationResponse = Type.Object({ representation: Type.String() }, { title: 'RepresentationResponse' });
+export const TargetQuery = Type.Object({ target: Type.Optional(nullable(Type.String())) });
+export const PeerCardResponse = Type.Object({ peer_card: PeerCardList }, { title: 'PeerCardResponse' });
+export const PeerCardSet = Type.Object({ peer_card: Type.Array(Type.String({ maxLength: 65535 }), { maxItems: 1000 }) }, { title: 'PeerCardSet' });
+
+export const Conclusion = Type.Object(
+  {
+    id: Type.String(),
+    content: Type.String(),
+    observer_id: Type.String(),
+    observed_id: Type.String(),
+    session_id: nullable(Type.String()),
+    level: Type.String({ enum: ['explicit', 'deductive', 'inductive', 'contradiction'] }),
+    created_at: Timestamp,
+  },
+  { title: 'Conclusion' },
+);
+export const PageConclusion = page('Page_Conclusion_', Conclusion);
+export const ConclusionCreate = Type.Object(
+  { content: Type.String({ minLength: 1, maxLength: 65535 }), observer_id: Type.String(), observed_id: Type.String(), session_id: Type.Optional(nullable(Type.String())) },
+  { title: 'ConclusionCreate' },
+);
+export const ConclusionBatchCreate = Type.Object({ conclusions: Type.Array(ConclusionCreate, { minItems: 1, maxItems: 100 }) }, { title: 'ConclusionBatchCreate' });
+export const ConclusionQuery = Type.Object(
+  {
+    query: Type.String({ maxLength: 10000, description: 'Semantic search query' }),
+    top_k: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 10 })),
+    distance: Type.Optional(nullable(Type.Number({ minimum: 0, maximum: 1 }))),
+    filters: OptObj,
+  },
+  { title: 'ConclusionQuery' },
+);
+export const ConclusionList = Type.Array(Conclusion, { title: 'ConclusionList' });
+export const ConclusionParams = Type.Object({ workspace_id: Type.String(), conclusion_id: Type.String() });
+
+export const DialecticOptions = Type.Object(
+  {
+    session_id: Type.Optional(nullable(Type.String())),
+    filters: OptObj,
+    target: Type.Optional(nullable(Type.String())),
+    query: Type.String({ minLength: 1, maxLength: 10000, description: 'Dialectic API Prompt' }),
+    stream: Type.Optional(Type.Boolean({ default: false })),
+    reasoning_level: Type.Optional(Type.String({ enum: ['minimal', 'low', 'medium', 'high', 'max'], default: 'low' })),
+    response_format: OptObj,
+  },
+  { title: 'DialecticOptions' },
+);
+export const DialecticResponse = Type.Object({ content: nullable(Type.String()) }, { title: 'DialecticResponse' });
+
+const WorkCounts = {
+  total_work_units: Type.Integer(),
+  completed_work_units: Type.Integer(),
+  in_progress_work_units: Type.Integer(),
+  pending_work_units: Type.Integer(),
+};
+export const SessionQueueStatus = Type.Object({ session_id: Type.Optional(nullable(Type.String())), ...WorkCounts }, { title: 'SessionQueueStatus' });
+export const QueueStatus = Type.Object({ ...WorkCounts, sessions: Type.Optional(nullable(Type.Record(Type.String(), SessionQueueStatus))) }, { title: 'QueueStatus' });
+export const QueueStatusQuery = Type.Object({
+  observer_id: Type.Optional(nullable(Type.String())),
+  sender_id: Type.Optional(nullable(Type.String())),
+  session_id: Type.Optional(nullable(Type.String())),
+});
+export const ScheduleDreamRequest = Type.Object(
+  {
+    observer: Type.String(),
+    observed: Type.Optional(nullable(Type.String())),
+    dream_type: Type.String({ enum: ['omni', 'card_refresh'] }),
+    session_id: Type.Optional(nullable(Type.String())),
+    rebuild: Type.Optional(Type.Boolean({ default: false })),
+  },
+  { title: 'ScheduleDreamRequest' },
+);

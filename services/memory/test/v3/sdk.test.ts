@@ -110,6 +110,86 @@ forEachStorage('memory v3 through @honcho-ai/sdk', (storage) => {
     assert.deepEqual((await (await h.sessions()).toArray()).map((x) => x.id), [clone.id]);
   });
 
+  it('background reasoning: queue status, conclusions, representation, card, context, summaries, search, chat', async () => {
+    const h = honcho();
+    const alice = await h.peer('alice');
+    const bob = await h.peer('bob');
+    const session = await h.session('s1');
+    await session.addPeers([alice, bob]);
+    const msgs = [alice.message('I am a nurse and I live in Lyon.'), bob.message('Nice! Do you have pets?'), alice.message('I love my dog Rex.')];
+    for (let i = 3; i < 20; i++) msgs.push((i % 2 ? bob : alice).message(`We talked about the weather, part ${i}.`));
+    await session.addMessages(msgs);
+    // Work is done in the background; the queue status says when.
+    await waitFor(async () => {
+      const st: any = await session.queueStatus();
+      return st.pendingWorkUnits + st.inProgressWorkUnits === 0 && st.totalWorkUnits > 0;
+    });
+    const ws: any = await h.queueStatus();
+    assert.ok(ws.completedWorkUnits >= 20, JSON.stringify(ws));
+
+    const concl = await alice.conclusions.list();
+    const texts = (await concl.toArray()).map((c: any) => c.content);
+    assert.ok(texts.includes('alice is a nurse.') && texts.includes('alice lives in Lyon.'), texts.join(' | '));
+    const found = await alice.conclusions.query('where does she live', 3);
+    assert.equal(found[0]!.content, 'alice lives in Lyon.');
+    const made = await bob.conclusionsOf(alice).create({ content: 'alice is friendly' } as any);
+    assert.equal(made[0]!.observerId, 'bob');
+    assert.equal(made[0]!.observedId, 'alice');
+    assert.equal((await bob.conclusionsOf(alice).get(made[0]!.id)).content, 'alice is friendly');
+    await bob.conclusionsOf(alice).delete(made[0]!.id);
+    await assert.rejects(bob.conclusionsOf(alice).get(made[0]!.id), NotFoundError);
+
+    const rep = await alice.representation();
+    assert.match(rep, /^## Explicit Observations\n\n\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\] alice is a nurse\./);
+    assert.equal(await alice.getCard(), null);
+    assert.deepEqual(await alice.setCard(['Nurse', 'Lives in Lyon']), ['Nurse', 'Lives in Lyon']);
+    assert.deepEqual(await alice.getCard(), ['Nurse', 'Lives in Lyon']);
+    const pctx: any = await alice.context();
+    assert.deepEqual(pctx.peerCard, ['Nurse', 'Lives in Lyon']);
+    assert.match(pctx.representation, /alice lives in Lyon/);
+
+    // 20 messages: one short summary (every 20), no long one (every 60).
+    await waitFor(async () => (await session.summaries()).shortSummary !== null);
+    const sums = await session.summaries();
+    assert.equal(sums.longSummary, null);
+    assert.match(sums.shortSummary!.content, /alice: I am a nurse/);
+    // The summary covers the first 20 messages; context gives it and the messages after it.
+    const later = await session.addMessages([bob.message('And what is the dog called?'), alice.message('Rex, he is a beagle.')]);
+    const ctx = await session.context({ tokens: 2000, peerTarget: alice } as any);
+    assert.deepEqual(ctx.messages.map((m) => m.id), later.map((m) => m.id));
+    assert.equal(ctx.summary!.content, sums.shortSummary!.content);
+    assert.match(String(ctx.peerRepresentation), /alice is a nurse/);
+    const openai = ctx.toOpenAI(alice);
+    assert.ok(openai.length >= ctx.messages.length);
+    assert.ok(openai.some((m) => m.role === 'assistant') && openai.some((m) => m.role === 'user'));
+    const anthropic = ctx.toAnthropic(alice);
+    assert.ok(anthropic.every((m) => m.role === 'assistant' || m.role === 'user'));
+    const tight = await session.context({ tokens: 20, summary: false } as any);
+    assert.ok(tight.messages.length > 0 && tight.messages.reduce((n, m) => n + m.tokenCount, 0) <= 20);
+    assert.equal(tight.summary, null);
+
+    const hits = await session.search('love my dog', { limit: 2 } as any);
+    assert.equal(hits[0]!.content, 'I love my dog Rex.');
+    const peerHits = await alice.search('nurse');
+    assert.ok(peerHits.every((m) => m.peerId === 'alice'));
+    const wsHits = await h.search('Lyon', { limit: 1 });
+    assert.equal(wsHits[0]!.content, 'I am a nurse and I live in Lyon.');
+
+    const answer = await alice.chat('Where does alice live?');
+    assert.match(String(answer), /Lyon/);
+    const stream = await alice.chatStream('What is alice job?' as any);
+    let streamed = '';
+    for await (const piece of stream as any) streamed += piece;
+    assert.match(streamed, /nurse/);
+    const structured: any = await alice.chat('Where does alice live?', { responseFormat: { type: 'object', properties: { answer: { type: 'string' } }, required: ['answer'] } } as any);
+    assert.match(JSON.parse(structured).answer, /Lyon/);
+    await h.scheduleDream({ observer: alice } as any);
+    await waitFor(async () => {
+      const st: any = await h.queueStatus();
+      return st.pendingWorkUnits + st.inProgressWorkUnits === 0;
+    });
+  });
+
   it('errors arrive as the SDK error classes', async () => {
     const h = honcho();
     const session = await h.session('s1');

@@ -304,6 +304,10 @@ export const CONCLUSION_FILTER: FilterModel = {
     workspace_id: { ref: 'v3_conclusions.workspace', kind: 'text' },
     observer_id: { ref: 'v3_conclusions.observer', kind: 'text' },
     observed_id: { ref: 'v3_conclusions.observed', kind: 'text' },
+    // The reference falls back to internal column names for documents (its recall filters by them).
+    observer: { ref: 'v3_conclusions.observer', kind: 'text' },
+    observed: { ref: 'v3_conclusions.observed', kind: 'text' },
+    content: { ref: 'v3_conclusions.content', kind: 'text' },
     level: { ref: 'v3_conclusions.level', kind: 'text' },
     created_at: { ref: 'v3_conclusions.created_at', kind: 'time' },
     metadata: { ref: 'v3_conclusions.metadata', kind: 'json' },

@@ -3,6 +3,8 @@ import type { Ctx } from '../context.ts';
 import { nextSeq, type Meta } from '../values.ts';
 import { compileFilter, MESSAGE_FILTER } from './filter.ts';
 import { pageQuery, pagingOf, type V3Paging } from './paging.ts';
+import { embedTexts, storeVectors } from './recall.ts';
+import { enqueueForMessages } from './reasoning.ts';
 import { ensureSession } from './sessions.ts';
 import { estimateTokens, nanoid, notFound, parseClientTime } from './util.ts';
 import { messageToJson } from './wire.ts';
@@ -15,9 +17,6 @@ export interface MessageInput {
   created_at?: string | null;
 }
 
-/** Called after a batch commits (the deriver and webhooks hook in here). */
-export type AfterMessages = (workspace: string, session: string, rows: any[], trx: Kysely<any>) => Promise<void>;
-
 /**
  * A batch of messages, in order, in one transaction: the session (and
  * workspace) is got or created, the authors are created and joined, and
@@ -25,10 +24,11 @@ export type AfterMessages = (workspace: string, session: string, rows: any[], tr
  * (PostgreSQL advisory lock; SQLite write transactions are serial), so
  * concurrent batches interleave whole and never share a number.
  */
-export async function createMessages(ctx: Ctx, workspace: string, session: string, messages: MessageInput[], after?: AfterMessages) {
+export async function createMessages(ctx: Ctx, workspace: string, session: string, messages: MessageInput[]) {
   const { db, dialect: d } = ctx.storage;
   // Client timestamps are checked before anything is written.
   const times = messages.map((m, i) => (m.created_at == null ? undefined : parseClientTime(m.created_at, `messages.${i}.created_at`)));
+  const vectors = await embedTexts(ctx, messages.map((m) => m.content));
   const rows = await db.transaction().execute(async (trx) => {
     const peers: Record<string, null> = {};
     for (const m of messages) peers[m.peer_id] = null;
@@ -55,7 +55,8 @@ export async function createMessages(ctx: Ctx, workspace: string, session: strin
       seq_in_session: ++n,
     }));
     await trx.insertInto('v3_messages').values(out).execute();
-    if (after) await after(workspace, session, out, trx);
+    await storeVectors(trx, workspace, out.map((m, i) => ({ id: m.id, vector: m.content.trim() ? vectors[i] : undefined })));
+    await enqueueForMessages(trx, ctx, workspace, session, out, messages.map((m) => m.configuration));
     return out;
   });
   ctx.queue.wake();

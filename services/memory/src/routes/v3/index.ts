@@ -1,14 +1,21 @@
 import type { App } from '@svc/kernel';
 import type { Ctx } from '../../domain/context.ts';
+import type { MemoryConfig } from '../../config.ts';
+import { v3ChatRoutes } from './chat.ts';
+import { v3ConclusionRoutes } from './conclusions.ts';
+import { v3MemoryRoutes } from './memory.ts';
 import { v3MessageRoutes } from './messages.ts';
 import { v3PeerRoutes } from './peers.ts';
 import { v3SessionRoutes } from './sessions.ts';
 import { v3WorkspaceRoutes } from './workspaces.ts';
 
 /** The v3 API (today's Honcho SDKs) beside the seed's, on the same storage. */
-export function v3Routes(app: App, ctx: Ctx): void {
+export function v3Routes(app: App, ctx: Ctx, config: MemoryConfig): void {
   v3WorkspaceRoutes(app, ctx);
   v3PeerRoutes(app, ctx);
   v3SessionRoutes(app, ctx);
   v3MessageRoutes(app, ctx);
+  v3MemoryRoutes(app, ctx);
+  v3ConclusionRoutes(app, ctx);
+  v3ChatRoutes(app, ctx, config);
 }

@@ -1,0 +1,151 @@
+import Ajv from 'ajv';
+import { detailError } from '@svc/kernel';
+import type { Ctx } from '../context.ts';
+import { LlmError, type ChatMessage, type LlmClient } from '../../chat/llm.ts';
+import { dialecticPrompt } from '../../chat/prompts.ts';
+import { relevance, RELEVANCE_THRESHOLD } from '../../chat/dialectic.ts';
+import { extractFacts } from '../../deriver/extract.ts';
+import { DUPLICATE_COSINE } from '../../deriver/facts.ts';
+import { dot, localEmbedding } from '../../search/embedding.ts';
+import { recallConclusions } from './conclusions.ts';
+import { sessionAllowlist } from './memory.ts';
+import { ensurePeers } from './peers.ts';
+import { aboutPeer } from './reasoning.ts';
+import { requireSession } from './sessions.ts';
+import { validation } from './util.ts';
+
+export interface DialecticOptions {
+  query: string;
+  session_id?: string | null;
+  target?: string | null;
+  filters?: Record<string, unknown> | null;
+  stream?: boolean;
+  reasoning_level?: 'minimal' | 'low' | 'medium' | 'high' | 'max';
+  response_format?: Record<string, unknown> | null;
+}
+
+/** Conclusions recalled per reasoning level (the reference's agent searches deeper as the level rises). */
+const RECALL: Record<string, number> = { minimal: 5, low: 10, medium: 20, high: 40, max: 80 };
+const RECENT_MESSAGES = 10;
+const ANSWER_FACTS = 3;
+
+const ajv = new (Ajv as any).default({ allErrors: true, strict: false });
+
+/** The caller's JSON Schema, compiled; 422 unless it is an object schema Ajv accepts. */
+export function compileResponseFormat(schema: Record<string, unknown> | null | undefined): ((v: unknown) => boolean) & { errors?: any[] } | undefined {
+  if (schema == null) return undefined;
+  if (schema.type !== 'object') throw validation("Invalid response_format: root type must be 'object'");
+  try {
+    return ajv.compile(schema);
+  } catch (err) {
+    throw validation(`Invalid response_format: ${(err as Error).message}`);
+  }
+}
+
+export interface Prepared {
+  observer: string;
+  observed: string;
+  facts: string[];
+  recent: Array<{ peer: string; content: string }>;
+  messages: ChatMessage[];
+  check?: ((v: unknown) => boolean) & { errors?: any[] };
+  schema?: Record<string, unknown>;
+}
+
+/** Validation, then retrieval: the pair's conclusions relevant to the query and the recent messages in scope. */
+export async function prepareChat(ctx: Ctx, workspace: string, peer: string, o: DialecticOptions): Promise<Prepared> {
+  const allow = sessionAllowlist(o.filters, o.session_id);
+  const check = compileResponseFormat(o.response_format);
+  await ctx.storage.db.transaction().execute((trx) => ensurePeers(trx, ctx, workspace, [{ id: peer }]));
+  if (o.session_id) await requireSession(ctx.storage.db, workspace, o.session_id);
+  const observer = peer;
+  const observed = o.target ?? peer;
+  const sessions = allow ?? (o.session_id ? [o.session_id] : undefined);
+  const found = await recallConclusions(ctx, workspace, { observer, observed, sessions }, o.query, RECALL[o.reasoning_level ?? 'low'] ?? 10);
+  let q = ctx.storage.db.selectFrom('v3_messages').select(['peer', 'content']).where('workspace', '=', workspace) as any;
+  if (sessions) q = sessions.length ? q.where('session', 'in', sessions) : q.where('id', '=', '');
+  else q = q.where('peer', '=', observed);
+  const recent = ((await q.orderBy('seq', 'desc').limit(RECENT_MESSAGES).execute()) as any[]).reverse();
+  const facts = found.map((r: any) => String(r.content));
+  const parts: string[] = [];
+  if (facts.length) parts.push(`conclusions about ${observed}:\n` + facts.map((f) => `- ${f}`).join('\n'));
+  if (recent.length) parts.push('recent messages:\n' + recent.map((m) => `${m.peer}: ${m.content}`).join('\n'));
+  let prompt = dialecticPrompt(o.query, parts.length ? parts.join('\n\n') : 'None');
+  if (o.response_format) prompt += `\n\nAnswer only with a JSON object that validates against this JSON Schema:\n${JSON.stringify(o.response_format)}`;
+  return { observer, observed, facts, recent, messages: [{ role: 'user', content: prompt }], check, schema: o.response_format ?? undefined };
+}
+
+/** The answer without a model: the most relevant conclusions (and facts stated in recent messages), best first. */
+export function extractive(p: Prepared, query: string): string[] {
+  const stated = p.recent.filter((m) => m.peer === p.observed).flatMap((m) => extractFacts(m.content).map((f) => aboutPeer(f, p.observed)));
+  // The peer's name is the subject every fact shares: it stands where "the user" stood in the seed's facts.
+  const focusName = (t: string) => t.split(p.observed).join('the user');
+  const scored = [...p.facts, ...stated]
+    .map((fact, i) => ({ fact, i, score: Math.max(relevance(query, fact), relevance(focusName(query), focusName(fact))) }))
+    .filter((c) => c.score >= RELEVANCE_THRESHOLD)
+    .sort((a, b) => b.score - a.score || a.i - b.i);
+  const chosen: Array<{ fact: string; v: Float32Array }> = [];
+  for (const c of scored) {
+    const v = localEmbedding(c.fact);
+    if (chosen.some((x) => dot(x.v, v) >= DUPLICATE_COSINE)) continue;
+    chosen.push({ fact: c.fact, v });
+    if (chosen.length >= ANSWER_FACTS) break;
+  }
+  return chosen.map((c) => (/[.!?]$/.test(c.fact) ? c.fact : c.fact + '.'));
+}
+
+/** A value of `schema` built from the extractive answer (strings get the answer, lists the facts). */
+function fill(schema: any, answer: string, facts: string[]): unknown {
+  if (!schema || typeof schema !== 'object') return answer;
+  if (Array.isArray(schema.enum)) return schema.enum[0];
+  const type = Array.isArray(schema.type) ? schema.type[0] : schema.type;
+  switch (type) {
+    case 'object': {
+      const out: Record<string, unknown> = {};
+      for (const [k, s] of Object.entries(schema.properties ?? {})) out[k] = fill(s, answer, facts);
+      return out;
+    }
+    case 'array':
+      return facts.map((f) => fill(schema.items ?? { type: 'string' }, f, [f]));
+    case 'boolean':
+      return facts.length > 0;
+    case 'integer':
+    case 'number':
+      return facts.length;
+    case 'null':
+      return null;
+    default:
+      return answer;
+  }
+}
+
+const LLM_FAILED = 'LLM request failed';
+
+/** The answer text: the model's (checked against response_format) or the extractive one. */
+export async function answer(p: Prepared, query: string, llm: LlmClient | undefined): Promise<string> {
+  if (!llm) {
+    const facts = extractive(p, query);
+    const text = facts.length ? facts.join(' ') : `I don't have enough information about ${p.observed} to answer that.`;
+    if (!p.check) return text;
+    const value = fill(p.schema, text, facts);
+    if (!p.check(value)) throw validation(`response_format cannot be satisfied without a configured LLM: ${ajv.errorsText(p.check.errors)}`);
+    return JSON.stringify(value);
+  }
+  let text: string;
+  try {
+    text = await llm.complete(p.messages);
+  } catch (err) {
+    if (err instanceof LlmError) throw detailError(502, LLM_FAILED);
+    throw err;
+  }
+  if (!p.check) return text;
+  const json = /\{[\s\S]*\}/.exec(text)?.[0];
+  let value: unknown;
+  try {
+    value = json ? JSON.parse(json) : undefined;
+  } catch {
+    value = undefined;
+  }
+  if (value === undefined || !p.check(value)) throw detailError(502, 'The model did not produce a response matching response_format');
+  return JSON.stringify(value);
+}

@@ -1,0 +1,292 @@
+import type { Kysely } from 'kysely';
+import type { TaskHandler } from '@svc/queue';
+import type { Ctx } from '../context.ts';
+import type { MemoryConfig } from '../../config.ts';
+import { createLlm, llmSettings, type LlmClient } from '../../chat/llm.ts';
+import { deriveFactsPrompt, parseNumberedList } from '../../chat/prompts.ts';
+import { extractFacts } from '../../deriver/extract.ts';
+import { DUPLICATE_COSINE } from '../../deriver/facts.ts';
+import { bufferToVector, dot } from '../../search/embedding.ts';
+import { nextSeq } from '../values.ts';
+import { embedTexts, storeVectors } from './recall.ts';
+import { estimateTokens, meta, nanoid } from './util.ts';
+
+/**
+ * The v3 API's background reasoning, as the reference's deriver queue:
+ * every message yields "representation" work for each peer observing its
+ * sender (the sender itself unless `observe_me` is false, and members with
+ * `observe_others`), sessions get short and long summaries every N messages,
+ * and `schedule_dream` consolidates a peer's conclusions. Each unit is a row
+ * of `v3_work` (what `queue/status` counts) and a durable job that carries
+ * the row's id; both are written in the transaction of the messages.
+ */
+export const DERIVE_TASK = 'memory_v3_derive';
+export const SUMMARY_TASK = 'memory_v3_summary';
+export const DREAM_TASK = 'memory_v3_dream';
+
+/** The reference's defaults (settings.SUMMARY.MESSAGES_PER_SHORT_SUMMARY / _LONG_SUMMARY). */
+export const MESSAGES_PER_SHORT_SUMMARY = 20;
+export const MESSAGES_PER_LONG_SUMMARY = 60;
+/** Token caps of the two summaries (the reference's MAX_TOKENS_SHORT / MAX_TOKENS_LONG). */
+const SHORT_SUMMARY_TOKENS = 1000;
+const LONG_SUMMARY_TOKENS = 4000;
+/** Peer cards hold at most this many entries (the reference caps them at 40). */
+export const PEER_CARD_MAX = 40;
+
+type Config = Record<string, any>;
+const enabled = (...levels: Array<Config | undefined>) => {
+  for (const c of levels) if (c && typeof c.enabled === 'boolean') return c.enabled;
+  return true;
+};
+
+async function addWork(trx: Kysely<any>, ctx: Ctx, task: string, unit: { workspace: string; session?: string; observer?: string; sender?: string }, payload: Record<string, unknown>, queueName?: string) {
+  const id = nanoid();
+  await trx
+    .insertInto('v3_work')
+    .values({ id, workspace: unit.workspace, session: unit.session ?? null, observer: unit.observer ?? null, sender: unit.sender ?? null, task, status: 'pending', created_at: ctx.storage.dialect.timestamp(new Date()) })
+    .execute();
+  await ctx.queue.add(task, { ...payload, work_id: id }, { maxAttempts: 5, ...(queueName ? { queueName } : {}) }, trx);
+}
+
+/** Enqueues the work that new messages cause; runs inside their transaction. */
+export async function enqueueForMessages(
+  trx: Kysely<any>,
+  ctx: Ctx,
+  workspace: string,
+  session: string,
+  rows: Array<{ id: string; peer: string; seq_in_session: number }>,
+  messageConfigs: Array<Config | null | undefined>,
+): Promise<void> {
+  const ws = await trx.selectFrom('v3_workspaces').select('configuration').where('name', '=', workspace).executeTakeFirst();
+  const ss = await trx.selectFrom('v3_sessions').select('configuration').where('workspace', '=', workspace).where('name', '=', session).executeTakeFirst();
+  const wsConf = meta(ws?.configuration) as Config;
+  const sConf = meta(ss?.configuration) as Config;
+  const members = await trx.selectFrom('v3_session_peers').select(['peer', 'configuration']).where('workspace', '=', workspace).where('session', '=', session).where('left_at', 'is', null).execute();
+  const conf = new Map(members.map((m: any) => [m.peer, meta(m.configuration)]));
+  const peerConfs = new Map<string, Config>();
+  for (const p of await trx.selectFrom('v3_peers').select(['name', 'configuration']).where('workspace', '=', workspace).where('name', 'in', [...new Set(rows.map((r) => r.peer))]).execute()) {
+    peerConfs.set(p.name, meta(p.configuration));
+  }
+  for (let i = 0; i < rows.length; i++) {
+    const m = rows[i]!;
+    if (!enabled(messageConfigs[i]?.reasoning, sConf.reasoning, wsConf.reasoning)) continue;
+    const observers: string[] = [];
+    const own = conf.get(m.peer) ?? {};
+    const observeMe = own.observe_me ?? peerConfs.get(m.peer)?.observe_me;
+    if (observeMe !== false) observers.push(m.peer);
+    for (const [peer, c] of conf) if (peer !== m.peer && c.observe_others === true && observeMe !== false) observers.push(peer);
+    for (const observer of observers) {
+      // One named queue per (observer, observed): conclusions arrive in message order, so deduplication sees earlier ones.
+      await addWork(trx, ctx, DERIVE_TASK, { workspace, session, observer, sender: m.peer }, { workspace, session, message_id: m.id, observer, observed: m.peer }, `v3:${workspace}:${observer}:${m.peer}`);
+    }
+  }
+  if (!enabled(sConf.summary, wsConf.summary)) return;
+  const short = Number(sConf.summary?.messages_per_short_summary ?? wsConf.summary?.messages_per_short_summary ?? MESSAGES_PER_SHORT_SUMMARY);
+  const long = Number(sConf.summary?.messages_per_long_summary ?? wsConf.summary?.messages_per_long_summary ?? MESSAGES_PER_LONG_SUMMARY);
+  for (const m of rows) {
+    for (const [type, every] of [['short', short], ['long', long]] as const) {
+      if (every > 0 && m.seq_in_session % every === 0) {
+        await addWork(trx, ctx, SUMMARY_TASK, { workspace, session }, { workspace, session, summary_type: type, upto: m.seq_in_session, message_id: m.id }, `v3-summary:${workspace}:${session}`);
+      }
+    }
+  }
+}
+
+export async function enqueueDream(ctx: Ctx, workspace: string, observer: string, observed: string, dreamType: string, session: string | null) {
+  await ctx.storage.db.transaction().execute((trx) => addWork(trx, ctx, DREAM_TASK, { workspace, session: session ?? undefined, observer, sender: observed }, { workspace, observer, observed, dream_type: dreamType }, `v3:${workspace}:${observer}:${observed}`));
+  ctx.queue.wake();
+}
+
+async function setStatus(db: Kysely<any>, id: string | undefined, status: 'in_progress' | 'completed') {
+  if (id) await db.updateTable('v3_work').set({ status }).where('id', '=', id).execute();
+}
+
+/** Wraps a task so its work unit shows in_progress while it runs and completed after. */
+function tracked(ctx: () => Ctx, run: (p: any, c: Ctx) => Promise<void>): TaskHandler {
+  return async (p) => {
+    const c = ctx();
+    await setStatus(c.storage.db, p.work_id, 'in_progress');
+    await run(p, c);
+    await setStatus(c.storage.db, p.work_id, 'completed');
+  };
+}
+
+/** "The user is a nurse." about alice → "alice is a nurse." */
+export function aboutPeer(fact: string, peer: string): string {
+  return fact.replace(/^The user's\b/, `${peer}'s`).replace(/^The user\b/, peer);
+}
+
+async function llmConclusions(llm: LlmClient, c: Ctx, p: any, seq: number): Promise<string[]> {
+  const recent = await c.storage.db
+    .selectFrom('v3_messages')
+    .select(['peer', 'content'])
+    .where('workspace', '=', p.workspace)
+    .where('session', '=', p.session)
+    .where('seq_in_session', '<=', seq as any)
+    .orderBy('seq_in_session', 'desc')
+    .limit(10)
+    .execute();
+  const conversation = recent.reverse().map((m: any) => `${m.peer}: ${m.content}`).join('\n');
+  const answer = await llm.complete([{ role: 'user', content: deriveFactsPrompt(conversation) + `\nState facts about ${p.observed} only.` }]);
+  return parseNumberedList(answer).map((f) => aboutPeer(f, p.observed));
+}
+
+/** Stores new conclusions of (observer, observed), skipping those already known (same text or cosine ≥ 0.9). */
+export async function storeConclusions(
+  c: Ctx,
+  input: { workspace: string; observer: string; observed: string; session: string | null; level?: string },
+  contents: string[],
+  dedupe = true,
+): Promise<any[]> {
+  const { db, dialect: d } = c.storage;
+  if (!contents.length) return [];
+  const vectors = await embedTexts(c, contents);
+  return db.transaction().execute(async (trx) => {
+    const known = await trx
+      .selectFrom('v3_conclusions')
+      .leftJoin('v3_vectors', 'v3_vectors.id', 'v3_conclusions.id')
+      .select(['v3_conclusions.content', 'v3_vectors.vector'])
+      .where('v3_conclusions.workspace', '=', input.workspace)
+      .where('observer', '=', input.observer)
+      .where('observed', '=', input.observed)
+      .orderBy('v3_conclusions.seq', 'desc')
+      .limit(2000)
+      .execute();
+    const seen = new Set(known.map((k: any) => String(k.content).toLowerCase()));
+    const knownVecs = known.filter((k: any) => k.vector).map((k: any) => bufferToVector(k.vector));
+    const rows: any[] = [];
+    contents.forEach((content, i) => {
+      const v = vectors[i];
+      if (dedupe && seen.has(content.toLowerCase())) return;
+      if (dedupe && v && knownVecs.some((k) => dot(k, v) >= DUPLICATE_COSINE)) return;
+      seen.add(content.toLowerCase());
+      if (v) knownVecs.push(v);
+      rows.push({
+        id: nanoid(),
+        workspace: input.workspace,
+        observer: input.observer,
+        observed: input.observed,
+        session: input.session,
+        content,
+        level: input.level ?? 'explicit',
+        metadata: d.json({}),
+        created_at: d.timestamp(new Date()),
+        seq: nextSeq(),
+        _v: v,
+      });
+    });
+    if (!rows.length) return [];
+    await trx.insertInto('v3_conclusions').values(rows.map(({ _v, ...r }) => r)).execute();
+    await storeVectors(trx, input.workspace, rows.map((r) => ({ id: r.id, vector: r._v })));
+    return rows.map(({ _v, ...r }) => r);
+  });
+}
+
+async function derive(p: any, c: Ctx, llm: LlmClient | undefined): Promise<void> {
+  const m = await c.storage.db.selectFrom('v3_messages').selectAll().where('id', '=', p.message_id).executeTakeFirst();
+  if (!m) return; // deleted since
+  const facts = llm ? await llmConclusions(llm, c, p, Number(m.seq_in_session)) : extractFacts(m.content).map((f) => aboutPeer(f, p.observed));
+  await storeConclusions(c, { workspace: p.workspace, observer: p.observer, observed: p.observed, session: p.session }, facts);
+}
+
+/** Extractive summary: each covered message's first sentence, newest kept when over the budget, after the previous summary. */
+export function extractiveSummary(previous: string | undefined, messages: Array<{ peer: string; content: string }>, maxTokens: number): string {
+  const lines = messages.map((m) => {
+    const first = /^[^.!?\n]*[.!?]?/.exec(m.content.trim())?.[0] ?? m.content;
+    const text = first.length > 200 ? first.slice(0, 197) + '...' : first;
+    return `${m.peer}: ${text}`;
+  });
+  let out = [previous, ...lines].filter(Boolean) as string[];
+  while (out.length > 1 && estimateTokens(out.join('\n')) > maxTokens) out = out.slice(1);
+  return out.join('\n');
+}
+
+async function summarize(p: any, c: Ctx, llm: LlmClient | undefined): Promise<void> {
+  const { db, dialect: d } = c.storage;
+  const prev = await db.selectFrom('v3_summaries').selectAll().where('workspace', '=', p.workspace).where('session', '=', p.session).where('summary_type', '=', p.summary_type).executeTakeFirst();
+  const from = prev ? Number(prev.message_seq) : 0;
+  if (from >= p.upto) return;
+  const msgs = await db
+    .selectFrom('v3_messages')
+    .select(['peer', 'content', 'seq_in_session', 'id'])
+    .where('workspace', '=', p.workspace)
+    .where('session', '=', p.session)
+    .where('seq_in_session', '>', from as any)
+    .where('seq_in_session', '<=', p.upto)
+    .orderBy('seq_in_session')
+    .execute();
+  if (!msgs.length) return;
+  const max = p.summary_type === 'long' ? LONG_SUMMARY_TOKENS : SHORT_SUMMARY_TOKENS;
+  let content: string;
+  if (llm) {
+    const conversation = msgs.map((m: any) => `${m.peer}: ${m.content}`).join('\n');
+    content = await llm.complete([
+      {
+        role: 'user',
+        content: `Summarize the conversation below${prev ? ', continuing the previous summary' : ''} in at most ${max} tokens. ${p.summary_type === 'long' ? 'Be thorough.' : 'Be concise.'}\n\n${prev ? `Previous summary:\n${prev.content}\n\n` : ''}Conversation:\n${conversation}`,
+      },
+    ]);
+  } else content = extractiveSummary(prev?.content, msgs as any[], max);
+  const last = msgs[msgs.length - 1] as any;
+  const row = {
+    workspace: p.workspace,
+    session: p.session,
+    summary_type: p.summary_type,
+    content,
+    message_id: last.id,
+    message_seq: Number(last.seq_in_session),
+    token_count: estimateTokens(content),
+    created_at: d.timestamp(new Date()),
+  };
+  await db.transaction().execute(async (trx) => {
+    await trx.deleteFrom('v3_summaries').where('workspace', '=', p.workspace).where('session', '=', p.session).where('summary_type', '=', p.summary_type).execute();
+    await trx.insertInto('v3_summaries').values(row).execute();
+  });
+}
+
+/**
+ * A dream: near-duplicate conclusions of the pair are merged (the oldest
+ * kept), and the peer card is rebuilt from the remaining ones (`card_refresh`
+ * does only the latter).
+ */
+async function dream(p: any, c: Ctx): Promise<void> {
+  const { db, dialect: d } = c.storage;
+  const rows = await db
+    .selectFrom('v3_conclusions')
+    .leftJoin('v3_vectors', 'v3_vectors.id', 'v3_conclusions.id')
+    .select(['v3_conclusions.id', 'v3_conclusions.content', 'v3_vectors.vector'])
+    .where('v3_conclusions.workspace', '=', p.workspace)
+    .where('observer', '=', p.observer)
+    .where('observed', '=', p.observed)
+    .orderBy('v3_conclusions.seq')
+    .execute();
+  const kept: Array<{ content: string; v?: Float32Array }> = [];
+  const drop: string[] = [];
+  for (const r of rows as any[]) {
+    const v = r.vector ? bufferToVector(r.vector) : undefined;
+    if (p.dream_type !== 'card_refresh' && v && kept.some((k) => k.v && dot(k.v, v) >= DUPLICATE_COSINE)) drop.push(r.id);
+    else kept.push({ content: r.content, v });
+  }
+  const card = kept.slice(-PEER_CARD_MAX).map((k) => k.content);
+  await db.transaction().execute(async (trx) => {
+    if (drop.length) {
+      await trx.deleteFrom('v3_vectors').where('id', 'in', drop).execute();
+      await trx.deleteFrom('v3_conclusions').where('id', 'in', drop).execute();
+    }
+    if (card.length) await setPeerCard(trx, d, p.workspace, p.observer, p.observed, card);
+  });
+}
+
+export async function setPeerCard(trx: Kysely<any>, d: Ctx['storage']['dialect'], workspace: string, observer: string, observed: string, card: string[]) {
+  await trx.deleteFrom('v3_peer_cards').where('workspace', '=', workspace).where('observer', '=', observer).where('observed', '=', observed).execute();
+  await trx.insertInto('v3_peer_cards').values({ workspace, observer, observed, card: d.json(card) }).execute();
+}
+
+export function v3ReasoningTasks(ctx: () => Ctx, config: MemoryConfig): Record<string, TaskHandler> {
+  const llm = () => createLlm(llmSettings(config));
+  return {
+    [DERIVE_TASK]: tracked(ctx, (p, c) => derive(p, c, llm())),
+    [SUMMARY_TASK]: tracked(ctx, (p, c) => summarize(p, c, llm())),
+    [DREAM_TASK]: tracked(ctx, (p, c) => dream(p, c)),
+  };
+}

@@ -1,0 +1,61 @@
+import type { FastifyReply } from 'fastify';
+import type { App } from '@svc/kernel';
+import type { Ctx } from '../../domain/context.ts';
+import type { MemoryConfig } from '../../config.ts';
+import { createLlm, llmSettings } from '../../chat/llm.ts';
+import { answer, prepareChat } from '../../domain/v3/dialectic.ts';
+import { DialecticOptions, DialecticResponse, PeerParams } from '../../schemas/v3.ts';
+import { v3op, W } from './common.ts';
+
+const frame = (reply: FastifyReply, data: unknown) => reply.raw.write(`data: ${JSON.stringify(data)}\n\n`);
+
+export function v3ChatRoutes(app: App, ctx: Ctx, config: MemoryConfig): void {
+  const llm = createLlm(llmSettings(config));
+  app.post(
+    `${W}/peers/:peer_id/chat`,
+    {
+      schema: {
+        ...v3op(
+          'peers',
+          'Chat',
+          DialecticResponse,
+          200,
+          'Ask what a Peer knows (of itself or of `target`). With `stream`, server-sent events `data: {"delta": {"content": …}, "done": false}` and a last `data: {"done": true}`.',
+        ),
+        params: PeerParams,
+        body: DialecticOptions,
+      },
+    },
+    async (req, reply) => {
+      const body = req.body as any;
+      const prepared = await prepareChat(ctx, req.params.workspace_id, req.params.peer_id, body);
+      if (!body.stream) return { content: await answer(prepared, body.query, llm) };
+      // Errors until here are JSON; once streaming, a failure ends the stream with an error frame.
+      reply.hijack();
+      reply.raw.writeHead(200, {
+        ...(reply.getHeaders() as Record<string, string>),
+        'content-type': 'text/event-stream; charset=utf-8',
+        'cache-control': 'no-cache',
+        connection: 'keep-alive',
+        'x-accel-buffering': 'no',
+      });
+      const abort = new AbortController();
+      reply.raw.on('close', () => abort.abort());
+      try {
+        if (llm && !prepared.check) {
+          for await (const piece of llm.stream(prepared.messages, abort.signal)) frame(reply, { delta: { content: piece }, done: false });
+        } else {
+          const text = await answer(prepared, body.query, llm);
+          for (const piece of prepared.check ? [text] : (text.match(/[^.!?]+[.!?]*\s*/g) ?? [text])) frame(reply, { delta: { content: piece }, done: false });
+        }
+        frame(reply, { done: true });
+      } catch (err) {
+        if (!abort.signal.aborted) {
+          req.log.warn({ err }, 'v3 chat stream failed');
+          frame(reply, { error: (err as any)?.body?.detail ?? 'LLM request failed', done: true });
+        }
+      }
+      reply.raw.end();
+    },
+  );
+}
