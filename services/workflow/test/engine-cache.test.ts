@@ -248,4 +248,28 @@ forEachStorage('engine: caching', (storage) => {
       }
     });
   });
+
+  describe('--cache-lru 0, as the reference\'s suite starts it, is the classic cache', () => {
+    // The reference's --cache-lru defaults to 0 and turns LRU on only above it; its own
+    // tests/execution start servers with `--cache-lru 0`.
+    const ctx = useServer(storage, 'classic', { cacheLru: '0' });
+    const graph = (content: string) => {
+      const g = new GraphBuilder(`l0_${content}_`);
+      const img = g.node('StubImage', 'img', { content, height: S, width: S, batch_size: 1 });
+      g.node('PreviewImage', 'out', { images: img.out(0) });
+      return g;
+    };
+
+    test('a re-queue is served from the cache, and what the next prompt does not use is dropped', async () => {
+      const { client } = ctx;
+      const r1 = await client.run(graph('BLACK'));
+      assert.ok(r1.didRun('l0_BLACK_img'));
+      const r2 = await client.run(graph('BLACK'));
+      assert.deepEqual([...r2.runs], [], 'an unchanged re-queue runs nothing');
+      assert.ok(r2.wasCached('l0_BLACK_img') && r2.wasCached('l0_BLACK_out'));
+      await client.run(graph('WHITE'));
+      const r3 = await client.run(graph('BLACK'));
+      assert.ok(r3.didRun('l0_BLACK_img'), 'classic keeps only what the last prompt used (an LRU would still hold it)');
+    });
+  });
 });

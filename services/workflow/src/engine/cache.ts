@@ -11,12 +11,13 @@ export type CachePolicy = ({ kind: 'classic' } | { kind: 'lru'; size: number } |
   noSubgraphCaching?: boolean;
 };
 
-/** Parses `classic`, `none` or `lru:<n>` (the reference's --cache-classic / --cache-none / --cache-lru N). */
+/** Parses `classic`, `none` or `lru:<n>` (the reference's --cache-classic / --cache-none / --cache-lru N; `lru:0` is classic). */
 export function parseCachePolicy(text: string | undefined): CachePolicy {
   if (!text || text === 'classic') return { kind: 'classic' };
   if (text === 'none') return { kind: 'none' };
   const m = /^lru[:=]?(\d+)$/.exec(text);
-  if (m && Number(m[1]) > 0) return { kind: 'lru', size: Number(m[1]) };
+  // The reference's `--cache-lru` defaults to 0 and means LRU only above it: 0 keeps the classic cache.
+  if (m) return Number(m[1]) > 0 ? { kind: 'lru', size: Number(m[1]) } : { kind: 'classic' };
   throw new Error(`unknown cache policy ${text} (classic, none or lru:<n>)`);
 }
 
