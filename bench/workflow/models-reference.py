@@ -187,6 +187,15 @@ out["vae_encode"] = summary(vae.encode(pixels), 96)
 odd = (torch.arange(37 * 45 * 3, dtype=torch.int64) * 7919 % 256).float().reshape((1, 37, 45, 3)) / 255.0
 out["vae_encode_odd"] = summary(vae.encode(odd), 80)
 
+# --- the reference's default workflow (CheckpointLoaderSimple → CLIPTextEncode ×2 → EmptyLatentImage → KSampler → VAEDecode →
+# SaveImage) at 48×32 with its prompts, seed, steps, cfg, sampler and scheduler: SaveImage's bytes.
+pos = [[encode("beautiful scenery nature glass bottle landscape, , purple galaxy bottle,"), {}]]
+neg = [[encode("text, watermark"), {}]]
+empty = torch.zeros((1, 4, 32 // 8, 48 // 8))
+lat = comfy.sample.sample(patcher, comfy.sample.prepare_noise(empty, 156680208700286), 20, 8.0, "euler", "normal", pos, neg, empty, denoise=1.0, disable_pbar=True, seed=156680208700286)
+img = vae.decode(lat)
+out["default_workflow"] = {"latent": summary(lat, 96), "bytes": base64.b64encode((255.0 * img.cpu().numpy()).clip(0, 255).astype("uint8").tobytes()).decode()}
+
 with open(out_path, "w") as f:
     json.dump(out, f, separators=(",", ":"))
 print("wrote", out_path)

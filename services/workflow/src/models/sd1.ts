@@ -14,7 +14,7 @@ import { prepareNoise } from './noise.ts';
 import { getSampler, type StepInfo } from './samplers.ts';
 import { DiscreteSchedule, ksamplerSigmas } from './schedules.ts';
 import { ModelFileError, SafetensorsFile } from './safetensors.ts';
-import { createSession, OrtTensor, WEIGHTS_LOCATION, type RuntimeOptions, type Session } from './session.ts';
+import { createSession, ortTensor, WEIGHTS_LOCATION, type RuntimeOptions, type Session } from './session.ts';
 import { buildUNetGraph, timestepEmbedding } from './unet-graph.ts';
 import { buildVaeDecoderGraph, buildVaeEncoderGraph } from './vae-graph.ts';
 
@@ -126,9 +126,9 @@ export class UNetModel {
     const b = shape[0]!;
     const dim = this.checkpoint.detected.unet.modelChannels;
     const out = await s.run({
-      x: new OrtTensor('float32', x, shape),
-      t_emb: new OrtTensor('float32', timestepEmbedding(new Array(b).fill(timestep), dim), [b, dim]),
-      context: new OrtTensor('float32', context.data, context.shape),
+      x: ortTensor('float32', x, shape),
+      t_emb: ortTensor('float32', timestepEmbedding(new Array(b).fill(timestep), dim), [b, dim]),
+      context: ortTensor('float32', context.data, context.shape),
     });
     return out.eps!.data as Float32Array;
   }
@@ -158,7 +158,7 @@ export class ClipModel {
     const s = await this.session();
     const ids = new BigInt64Array(chunks.length * 77);
     chunks.forEach((c, i) => c.forEach((t, j) => (ids[i * 77 + j] = BigInt(t))));
-    const out = await s.run({ tokens: new OrtTensor('int64', ids, [chunks.length, 77]) });
+    const out = await s.run({ tokens: ortTensor('int64', ids, [chunks.length, 77]) });
     const h = out.hidden!;
     return { shape: [...h.dims], data: h.data as Float32Array };
   }
@@ -214,7 +214,7 @@ export class VaeModel {
     const s = await this.checkpoint.session('vae:decoder', () => buildVaeDecoderGraph(new OnnxGraph(this.checkpoint.file, WEIGHTS_LOCATION, VAE_PREFIX), cfg));
     const [b, c, h, w] = latent.shape as [number, number, number, number];
     if (c !== cfg.zChannels) throw new Error(`the VAE decodes latents of ${cfg.zChannels} channels, got ${c}`);
-    const out = (await s.run({ z: new OrtTensor('float32', latent.data, latent.shape) })).image!;
+    const out = (await s.run({ z: ortTensor('float32', latent.data, latent.shape) })).image!;
     const [, , H, W] = out.dims as [number, number, number, number];
     const src = out.data as Float32Array;
     const px = new Float32Array(b * H * W * 3);
@@ -247,7 +247,7 @@ export class VaeModel {
       for (let ch = 0; ch < 3; ch++)
         for (let y = 0; y < h; y++)
           for (let x = 0; x < w; x++) img[((n * 3 + ch) * h + y) * w + x] = pixels.data[((n * H + y + oy) * W + x + ox) * C + ch]! * 2 - 1;
-    const out = (await s.run({ image: new OrtTensor('float32', img, [b, 3, h, w]) })).z!;
+    const out = (await s.run({ image: ortTensor('float32', img, [b, 3, h, w]) })).z!;
     return { shape: [...out.dims], data: out.data as Float32Array };
   }
 }

@@ -10,7 +10,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import ort from 'onnxruntime-node';
+import type * as Ort from 'onnxruntime-node';
 import type { SafetensorsFile } from './safetensors.ts';
 
 /** The external-data name every graph uses for its checkpoint. */
@@ -23,15 +23,34 @@ export interface RuntimeOptions {
   workDir?: string;
 }
 
-export type Session = ort.InferenceSession;
-export const OrtTensor = ort.Tensor;
-export type OrtTensor = ort.Tensor;
+export type Session = Ort.InferenceSession;
+export type OrtTensor = Ort.Tensor;
+
+// ONNX Runtime's native library (some 45 MB) loads with the first model, not with the server.
+let ortModule: typeof Ort | undefined;
+async function loadOrt(): Promise<typeof Ort> {
+  if (!ortModule) {
+    // A CommonJS package: its exports arrive as the default export (and named ones, depending on the loader).
+    const m = (await import('onnxruntime-node')) as unknown as typeof Ort & { default?: typeof Ort };
+    ortModule = m.default ?? m;
+  }
+  return ortModule;
+}
+
+/** A tensor for a session's inputs (a session exists, so the runtime is loaded). */
+export function ortTensor(type: 'float32', data: Float32Array, dims: readonly number[]): OrtTensor;
+export function ortTensor(type: 'int64', data: BigInt64Array, dims: readonly number[]): OrtTensor;
+export function ortTensor(type: 'float32' | 'int64', data: Float32Array | BigInt64Array, dims: readonly number[]): OrtTensor {
+  if (!ortModule) throw new Error('ONNX Runtime is not loaded yet');
+  return new ortModule.Tensor(type as 'float32', data as Float32Array, dims);
+}
 
 export async function createSession(model: Uint8Array, file: SafetensorsFile, opts: RuntimeOptions = {}): Promise<Session> {
+  const ort = await loadOrt();
   const base = opts.workDir ?? os.tmpdir();
   await fs.promises.mkdir(base, { recursive: true });
   const dir = await fs.promises.mkdtemp(path.join(base, 'svc-onnx-'));
-  const sessionOptions: ort.InferenceSession.SessionOptions = {
+  const sessionOptions: Ort.InferenceSession.SessionOptions = {
     graphOptimizationLevel: 'all',
     executionMode: 'sequential',
     ...(opts.threads ? { intraOpNumThreads: opts.threads, interOpNumThreads: 1 } : {}),

@@ -16,6 +16,7 @@ import { mathNodes } from './math-expression.ts';
 import { previewAnyNodes } from './preview-any.ts';
 import { primitiveNodes } from './primitives.ts';
 import { regexNodes } from './regex.ts';
+import { sdNodes } from './sd/index.ts';
 import { sigmaNodes } from './sigmas.ts';
 import { stringNodes } from './strings.ts';
 
@@ -39,6 +40,7 @@ export function builtinNodes(dirs: NodeEnv['dirs']): NodeDefinition[] {
     ...latentFileNodes(dirs),
     ...emptyLatentNodes,
     ...sigmaNodes,
+    ...sdNodes(dirs),
     ...audioNodes(dirs),
   ].map(materialisingInputs);
 }

@@ -1,0 +1,155 @@
+/**
+ * The model nodes over HTTP and the WebSocket on a generated tiny SD1.x
+ * checkpoint in <data-dir>/models/checkpoints: /object_info shapes, the
+ * reference's default workflow (same SaveImage bytes as the reference on this
+ * checkpoint, test/fixtures/models-reference.json), KSamplerAdvanced,
+ * VAEEncode, CLIPSetLastLayer, progress, and clear errors for bad files and names.
+ */
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+import { forEachStorage } from '@svc/testkit';
+import { SUPPORTED_SAMPLERS } from '../src/models/samplers.ts';
+import { SUPPORTED_SCHEDULERS } from '../src/models/schedules.ts';
+import { unloadAll } from '../src/models/sd1.ts';
+import { startWorkflow } from './helpers.ts';
+import { TINY, writeFixture } from './models-fixture.ts';
+import { readOutput, run, type Server } from './nodes-helpers.ts';
+
+const ref = JSON.parse(fs.readFileSync(path.join(import.meta.dirname, 'fixtures', 'models-reference.json'), 'utf8'));
+
+/** The reference's default workflow (its web page's first graph) with a small latent. */
+function defaultWorkflow(ckpt: string, prefix: string, width = 48, height = 32): Record<string, unknown> {
+  return {
+    '4': { class_type: 'CheckpointLoaderSimple', inputs: { ckpt_name: ckpt } },
+    '5': { class_type: 'EmptyLatentImage', inputs: { width, height, batch_size: 1 } },
+    '6': { class_type: 'CLIPTextEncode', inputs: { text: 'beautiful scenery nature glass bottle landscape, , purple galaxy bottle,', clip: ['4', 1] } },
+    '7': { class_type: 'CLIPTextEncode', inputs: { text: 'text, watermark', clip: ['4', 1] } },
+    '3': {
+      class_type: 'KSampler',
+      inputs: { seed: 156680208700286, steps: 20, cfg: 8, sampler_name: 'euler', scheduler: 'normal', denoise: 1, model: ['4', 0], positive: ['6', 0], negative: ['7', 0], latent_image: ['5', 0] },
+    },
+    '8': { class_type: 'VAEDecode', inputs: { samples: ['3', 0], vae: ['4', 2] } },
+    '9': { class_type: 'SaveImage', inputs: { filename_prefix: prefix, images: ['8', 0] } },
+  };
+}
+
+forEachStorage('workflow model nodes', (storage) => {
+  let srv: Server;
+  let ckptDir: string;
+  before(async () => {
+    srv = await startWorkflow(storage);
+    ckptDir = path.join(srv.cfg.dataDir, 'models', 'checkpoints');
+    fs.mkdirSync(path.join(ckptDir, 'sd1'), { recursive: true });
+    writeFixture(path.join(ckptDir, 'sd1', 'tiny.safetensors'), TINY);
+  });
+  after(async () => {
+    await srv.close();
+    await unloadAll();
+  });
+
+  test('/object_info: the reference\'s inputs, outputs and categories; the checkpoint list and the samplers that work', async () => {
+    const r = await srv.http.get('/object_info');
+    assert.equal(r.status, 200);
+    const ck = r.body.CheckpointLoaderSimple;
+    assert.deepEqual(ck.input.required.ckpt_name, [['sd1/tiny.safetensors'], { tooltip: 'The name of the checkpoint (model) to load.' }]);
+    assert.deepEqual(ck.output, ['MODEL', 'CLIP', 'VAE']);
+    assert.deepEqual(ck.output_name, ['MODEL', 'CLIP', 'VAE']);
+    assert.equal(ck.category, 'loaders');
+    assert.equal(ck.python_module, 'nodes');
+    const ks = r.body.KSampler;
+    assert.deepEqual(ks.input.required.seed, ['INT', { default: 0, min: 0, max: 0xffffffffffffffff, control_after_generate: true, tooltip: 'The random seed used for creating the noise.' }]);
+    assert.deepEqual(ks.input.required.sampler_name[0], [...SUPPORTED_SAMPLERS]);
+    assert.deepEqual(ks.input.required.scheduler[0], [...SUPPORTED_SCHEDULERS]);
+    assert.deepEqual(Object.keys(ks.input.required), ['model', 'seed', 'steps', 'cfg', 'sampler_name', 'scheduler', 'positive', 'negative', 'latent_image', 'denoise']);
+    assert.deepEqual(ks.output, ['LATENT']);
+    assert.equal(ks.category, 'sampling');
+    const ka = r.body.KSamplerAdvanced;
+    assert.deepEqual(ka.input.required.add_noise, [['enable', 'disable']]);
+    assert.deepEqual(ka.input.required.return_with_leftover_noise, [['disable', 'enable']]);
+    assert.deepEqual(Object.keys(ka.input.required), ['model', 'add_noise', 'noise_seed', 'steps', 'cfg', 'sampler_name', 'scheduler', 'positive', 'negative', 'latent_image', 'start_at_step', 'end_at_step', 'return_with_leftover_noise']);
+    assert.deepEqual(r.body.CLIPTextEncode.input.required.text, ['STRING', { multiline: true, dynamicPrompts: true, tooltip: 'The text to be encoded.' }]);
+    assert.deepEqual(r.body.CLIPTextEncode.output, ['CONDITIONING']);
+    assert.deepEqual(r.body.VAEDecode.input.required, { samples: ['LATENT', { tooltip: 'The latent to be decoded.' }], vae: ['VAE', { tooltip: 'The VAE model used for decoding the latent.' }] });
+    assert.deepEqual(r.body.VAEEncode.input.required, { pixels: ['IMAGE'], vae: ['VAE'] });
+    assert.deepEqual(r.body.CLIPSetLastLayer.input.required.stop_at_clip_layer, ['INT', { default: -1, min: -24, max: -1, step: 1 }]);
+    assert.equal(r.body.CheckpointLoader.deprecated, true);
+  });
+
+  test('the default workflow gives the reference\'s image on the same checkpoint, with progress per step and the prompt in the PNG', async () => {
+    const res = await run(srv, defaultWorkflow('sd1/tiny.safetensors', 'default'));
+    assert.equal(res.error, undefined, JSON.stringify(res.error));
+    const item = res.outputs['9'].images[0];
+    const px = await readOutput(srv, item);
+    assert.deepEqual([px.width, px.height, px.channels], [48, 32, 3]);
+    const expected = Buffer.from(ref.default_workflow.bytes, 'base64');
+    let off = 0;
+    px.data.forEach((v, i) => {
+      assert.ok(Math.abs(v - expected[i]!) <= 1, `byte ${i}: ${v} vs ${expected[i]}`);
+      if (v !== expected[i]) off++;
+    });
+    assert.ok(off <= expected.length * 0.001, `${off} of ${expected.length} bytes differ by one level`);
+    const progress = res.messages.filter((m) => m.type === 'progress' && m.data.node === '3');
+    assert.ok(progress.length >= 1);
+    assert.deepEqual(progress.at(-1)!.data.max, 20);
+    assert.deepEqual(progress.at(-1)!.data.value, 20);
+    const png = fs.readFileSync(path.join(srv.cfg.dataDir, item.type, item.subfolder, item.filename)).toString('latin1');
+    assert.match(png, /tEXtprompt\0\{[^\0]*"4": ?\{"class_type": ?"CheckpointLoaderSimple"/);
+  });
+
+  test('KSamplerAdvanced in two halves, VAEEncode → KSampler with denoise, CLIPSetLastLayer: run and give finite images', async () => {
+    const g = {
+      ck: { class_type: 'CheckpointLoaderSimple', inputs: { ckpt_name: 'sd1/tiny.safetensors' } },
+      skip: { class_type: 'CLIPSetLastLayer', inputs: { clip: ['ck', 1], stop_at_clip_layer: -2 } },
+      pos: { class_type: 'CLIPTextEncode', inputs: { text: 'a (red:1.2) cat', clip: ['skip', 0] } },
+      neg: { class_type: 'CLIPTextEncode', inputs: { text: '', clip: ['skip', 0] } },
+      empty: { class_type: 'EmptyLatentImage', inputs: { width: 32, height: 32, batch_size: 2 } },
+      a: {
+        class_type: 'KSamplerAdvanced',
+        inputs: { model: ['ck', 0], add_noise: 'enable', noise_seed: 1, steps: 4, cfg: 5, sampler_name: 'dpmpp_2m', scheduler: 'karras', positive: ['pos', 0], negative: ['neg', 0], latent_image: ['empty', 0], start_at_step: 0, end_at_step: 2, return_with_leftover_noise: 'enable' },
+      },
+      b: {
+        class_type: 'KSamplerAdvanced',
+        inputs: { model: ['ck', 0], add_noise: 'disable', noise_seed: 1, steps: 4, cfg: 5, sampler_name: 'dpmpp_2m', scheduler: 'karras', positive: ['pos', 0], negative: ['neg', 0], latent_image: ['a', 0], start_at_step: 2, end_at_step: 10000, return_with_leftover_noise: 'disable' },
+      },
+      dec: { class_type: 'VAEDecode', inputs: { samples: ['b', 0], vae: ['ck', 2] } },
+      enc: { class_type: 'VAEEncode', inputs: { pixels: ['dec', 0], vae: ['ck', 2] } },
+      img2img: {
+        class_type: 'KSampler',
+        inputs: { model: ['ck', 0], seed: 2, steps: 3, cfg: 1, sampler_name: 'euler_ancestral', scheduler: 'simple', positive: ['pos', 0], negative: ['neg', 0], latent_image: ['enc', 0], denoise: 0.5 },
+      },
+      dec2: { class_type: 'VAEDecode', inputs: { samples: ['img2img', 0], vae: ['ck', 2] } },
+      save: { class_type: 'SaveImage', inputs: { images: ['dec2', 0], filename_prefix: 'adv' } },
+    };
+    const res = await run(srv, g);
+    assert.equal(res.error, undefined, JSON.stringify(res.error));
+    assert.equal(res.outputs.save.images.length, 2);
+    const px = await readOutput(srv, res.outputs.save.images[0]);
+    assert.deepEqual([px.width, px.height], [32, 32]);
+  });
+
+  test('bad names fail validation; a malformed or pickled file is a node error naming the file; nothing half-loaded stays', async () => {
+    let r = await srv.http.post('/prompt', { prompt: defaultWorkflow('../../secret.safetensors', 'x') });
+    assert.equal(r.status, 400);
+    assert.equal(r.body.error.type, 'prompt_outputs_failed_validation');
+    // The folder is read at validation (files come and go while the server runs), hence a custom validation.
+    assert.equal(r.body.node_errors['4'].errors[0].type, 'custom_validation_failed');
+    assert.match(r.body.node_errors['4'].errors[0].details, /ckpt_name: '\.\.\/\.\.\/secret\.safetensors' not in/);
+    fs.writeFileSync(path.join(ckptDir, 'broken.safetensors'), Buffer.concat([Buffer.from([0xff, 0xff, 0, 0, 0, 0, 0, 0]), Buffer.from('{}')]));
+    fs.writeFileSync(path.join(ckptDir, 'old.ckpt'), 'PK\u0003\u0004');
+    for (const [name, re] of [
+      ['broken.safetensors', /broken\.safetensors: header length 65535 runs past the end of the file/],
+      ['old.ckpt', /old\.ckpt: pickled checkpoints/],
+    ] as const) {
+      const res = await run(srv, defaultWorkflow(name, 'x'));
+      assert.ok(res.error, `${name} fails`);
+      assert.equal(res.error.node_id, '4');
+      assert.equal(res.error.node_type, 'CheckpointLoaderSimple');
+      assert.match(res.error.exception_message, re);
+    }
+    // The server still runs prompts afterwards.
+    const ok = await run(srv, defaultWorkflow('sd1/tiny.safetensors', 'again', 16, 16));
+    assert.equal(ok.error, undefined, JSON.stringify(ok.error));
+  });
+});
