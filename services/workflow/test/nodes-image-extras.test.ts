@@ -270,6 +270,15 @@ forEachStorage('workflow image nodes of comfy_extras (noise, morphology, YUV, Po
     const name = `${r.outputs.s.images[0].filename} [output]`;
     const [back] = await saved(srv, { o: { class_type: 'LoadImageOutput', inputs: { image: name } } }, ['o', 0]);
     near(back!, px, 0, 'loaded from output');
+    // WebcamCapture loads the frame the frontend uploaded, as LoadImage does.
+    const cam = await loaded(srv, px, 'cam0');
+    const camName = (cam.cam0 as { inputs: { image: string } }).inputs.image;
+    const [c] = await saved(srv, { w: { class_type: 'WebcamCapture', inputs: { image: camName, width: 0, height: 0, capture_on_queue: true } } }, ['w', 0]);
+    near(c!, px, 0, 'webcam');
+    // FluxKontextImageScale picks the preferred resolution nearest in aspect (3:2 → 1248×832).
+    const [k] = await saved(srv, { ...(await loaded(srv, image(6, 4, 3, () => grey(90)))), k: { class_type: 'FluxKontextImageScale', inputs: { image: ['load', 0] } } }, ['k', 0]);
+    assert.deepEqual([k!.width, k!.height], [1248, 832]);
+    near(k!, image(1248, 832, 3, () => grey(90)), 1, 'kontext');
     const bad = await srv.http.post('/prompt', { prompt: { o: { class_type: 'LoadImageOutput', inputs: { image: 'nope.png [output]' } }, p: { class_type: 'PreviewImage', inputs: { images: ['o', 0] } } } });
     assert.equal(bad.status, 400);
     assert.equal(bad.body.node_errors.o.errors[0].type, 'custom_validation_failed');

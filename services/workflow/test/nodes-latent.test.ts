@@ -287,6 +287,32 @@ forEachStorage('workflow latent nodes', (storage) => {
     close(s.data, [(3 / mags[0]!) * nm[0]!, 0, (4 / mags[0]!) * nm[0]!, (1 / mags[1]!) * nm[1]!]);
   });
 
+  test('TrimVideoLatent drops leading frames; LatentOperationSharpen is the reference kernel over reflected borders', async () => {
+    const video = putLatent(ramp([1, 2, 4, 1, 2]));
+    let s = await savedLatent({ l: load(video), t: { class_type: 'TrimVideoLatent', inputs: { samples: ['l', 0], trim_amount: 3 } } }, ['t', 0]);
+    assert.deepEqual(s.shape, [1, 2, 1, 1, 2]);
+    assert.deepEqual(s.data, [6, 7, 14, 15]);
+    // Sharpen, radius 1, σ 1, alpha 0.1 on [1, 2, 4, 4]: direct 2-D correlation with the kernel the reference builds.
+    const t = ramp([1, 2, 4, 4], (i) => ((i * 37) % 11) - 5 + (i === 3 ? 0.5 : 0));
+    const name = putLatent(t);
+    s = await savedLatent({ l: load(name), op: { class_type: 'LatentOperationSharpen', inputs: { sharpen_radius: 1, sigma: 1, alpha: 0.1 } }, o: { class_type: 'LatentApplyOperation', inputs: { samples: ['l', 0], operation: ['op', 0] } } }, ['o', 0]);
+    const xs = [-1, 0, 1];
+    const g = xs.flatMap((y) => xs.map((x) => Math.exp(-(x * x + y * y) / 2)));
+    const gs = g.reduce((a, b) => a + b);
+    const k = g.map((v) => (v / gs) * -1);
+    k[4] = k[4]! - k.reduce((a, b) => a + b) + 1;
+    const at = (c: number, y: number, x: number) => Math.fround(t.data[c * 16 + y * 4 + x]!);
+    const lum = (y: number, x: number) => Math.hypot(at(0, y, x), at(1, y, x)) + 1e-6;
+    const refl = (i: number) => (i < 0 ? -i : i > 3 ? 6 - i : i);
+    const expected: number[] = [];
+    for (let c = 0; c < 2; c++) for (let y = 0; y < 4; y++) for (let x = 0; x < 4; x++) {
+      let acc = 0;
+      for (let dy = -1; dy <= 1; dy++) for (let dx = -1; dx <= 1; dx++) acc += k[(dy + 1) * 3 + dx + 1]! * (at(c, refl(y + dy), refl(x + dx)) / lum(refl(y + dy), refl(x + dx)));
+      expected.push(lum(y, x) * acc);
+    }
+    close(s.data, expected, 1e-4, 'sharpen');
+  });
+
   test('SetLatentNoiseMask, LatentCompositeMasked and RebatchLatents/RebatchImages', async () => {
     const dst = putLatent(ramp([1, 1, 2, 2], () => 0));
     const src = putLatent(ramp([1, 1, 2, 2], () => 1));

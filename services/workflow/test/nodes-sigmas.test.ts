@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { forEachStorage } from '@svc/testkit';
 import { Tensor } from '../src/nodes/latent.ts';
-import { sigmaNodes } from '../src/nodes/sigmas.ts';
+import { alignYourSteps, ltxvSigmas, sigmaNodes } from '../src/nodes/sigmas.ts';
 import { startWorkflow } from './helpers.ts';
 import { run, type Server } from './nodes-helpers.ts';
 
@@ -32,6 +32,30 @@ test('k-diffusion schedules: the reference formulas (float32)', () => {
   const lap = lin(0, 1, 9).map((x) => Math.min(smax, Math.max(smin, Math.exp(0 - 0.5 * Math.sign(0.5 - x) * Math.log(1 - 2 * Math.abs(0.5 - x) + 1e-5)))));
   close(call('LaplaceScheduler', { steps: 9, sigma_max: smax, sigma_min: smin, mu: 0, beta: 0.5 })[0]!, lap, 'laplace (no trailing zero)', 1e-5);
   close(call('KarrasScheduler', { steps: 1, sigma_max: 2, sigma_min: 1, rho: 7 })[0]!, [2, 0], 'one step');
+});
+
+test('Align Your Steps (log-linear interpolation of the published levels) and the LTXV schedule', () => {
+  const SD1 = [14.6146412293, 6.4745760956, 3.8636745985, 2.694615152, 1.8841921177, 1.3943805092, 0.9642583904, 0.6523686016, 0.3977456272, 0.1515232662, 0.0291671582];
+  close([...alignYourSteps('SD1', 10, 1).data], [...SD1.slice(0, 10), 0], 'ays 10 steps');
+  // 4 steps: 5 points on the reversed log curve (np.interp), reversed back; the last set to 0.
+  const ys = SD1.map(Math.log).reverse();
+  const at = (x: number) => {
+    const p = x * 10;
+    const k = Math.min(9, Math.floor(p));
+    return Math.exp(ys[k]! + (ys[k + 1]! - ys[k]!) * (p - k));
+  };
+  const five = [0, 0.25, 0.5, 0.75, 1].map(at).reverse();
+  close([...alignYourSteps('SD1', 4, 1).data], [...five.slice(0, 4), 0], 'ays 4 steps');
+  // denoise 0.5 of 4 steps keeps the last round(2) + 1 levels.
+  close([...alignYourSteps('SD1', 4, 0.5).data], [five[2]!, five[3]!, 0], 'ays denoise');
+  assert.equal(alignYourSteps('SVD', 4, 0).data.length, 0);
+  // LTXV without a latent: 4096 tokens, so the shift is max_shift; stretched to end at `terminal`.
+  const lin = [1, 0.75, 0.5, 0.25, 0];
+  const e = Math.exp(2.05);
+  const raw = lin.map((v) => (v === 0 ? 0 : e / (e + (1 / v - 1))));
+  close([...ltxvSigmas(4, 2.05, 0.95, false, 0.1, 4096).data], raw, 'ltxv', 1e-5);
+  const scale = (1 - raw[3]!) / (1 - 0.1);
+  close([...ltxvSigmas(4, 2.05, 0.95, true, 0.1, 4096).data], raw.map((v) => (v === 0 ? 0 : 1 - (1 - v) / scale)), 'ltxv stretched', 1e-5);
 });
 
 test('sigma tools: split, split by denoise, flip, set first, extend', () => {

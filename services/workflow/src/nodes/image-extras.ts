@@ -330,6 +330,12 @@ function canny(f: Frame, low: number, high: number, ctx: NodeContext): Frame {
   return new Frame(w, h, 3, out);
 }
 
+/** The reference's PREFERED_KONTEXT_RESOLUTIONS (width, height). */
+const KONTEXT_RESOLUTIONS: Array<[number, number]> = [
+  [672, 1568], [688, 1504], [720, 1456], [752, 1392], [800, 1328], [832, 1248], [880, 1184], [944, 1104], [1024, 1024],
+  [1104, 944], [1184, 880], [1248, 832], [1328, 800], [1392, 752], [1456, 720], [1504, 688], [1568, 672],
+];
+
 function roundHalfEven(x: number): number {
   const r = Math.round(x);
   return Math.abs(x % 1) === 0.5 && r % 2 !== 0 ? r - 1 : r;
@@ -402,6 +408,29 @@ export const imageExtraNodes: NodeDefinition[] = [
       },
       outputs: ['IMAGE', 'MASK'],
       execute: ({ source, source_alpha, destination, destination_alpha, mode }, ctx) => porterDuffComposite(source, source_alpha, destination, destination_alpha, mode, ctx),
+    },
+  ]),
+  ...v3('comfy_extras.nodes_flux', [
+    {
+      name: 'FluxKontextImageScale',
+      category: 'advanced/conditioning/flux',
+      description: 'This node resizes the image to one that is more optimal for flux kontext.',
+      inputs: { required: { image: IMAGE_IN } },
+      outputs: ['IMAGE'],
+      execute: async ({ image }, ctx) => {
+        const img = image as ImageBatch;
+        const aspect = img.width / img.height;
+        // min() over (|aspect − w/h|, w, h) tuples: ties go to the smaller width.
+        let best = KONTEXT_RESOLUTIONS[0]!;
+        for (const r of KONTEXT_RESOLUTIONS) {
+          const d = Math.abs(aspect - r[0] / r[1]);
+          const bd = Math.abs(aspect - best[0] / best[1]);
+          if (d < bd || (d === bd && (r[0] < best[0] || (r[0] === best[0] && r[1] < best[1])))) best = r;
+        }
+        const frames = [];
+        for (const f of eachFrame(img, ctx)) frames.push(await resizeFrame(f, best[0], best[1], 'lanczos', 'center', () => ctx.checkInterrupt()));
+        return [new ImageBatch(frames)];
+      },
     },
   ]),
   ...v3('comfy_extras.nodes_canny', [

@@ -2,6 +2,7 @@ import type { NodeContext, NodeDefinition } from './api.ts';
 import { ImageBatch, MAX_RESOLUTION, MaskBatch, maskPlanes } from './image-types.ts';
 import { catBatch, channelNorm, cropTensor, type Latent, mapPlanes, maskTensor, MAX_LATENT_VALUES, numel, repeatBatch, repeatToBatchSize, sliceBatch, Tensor, upscaleTensor, zeros } from './latent.ts';
 import { resizePlane } from './resample.ts';
+import { gaussianKernel1d } from './image-filters.ts';
 import { combo, v3 } from './schema.ts';
 
 /**
@@ -449,6 +450,50 @@ function tonemapReinhard(multiplier: number): LatentOperation {
   return op;
 }
 
+/**
+ * LatentOperationSharpen: each position's channel vector normalised by its
+ * length, convolved per channel with K = s·G + (1 − s)·δ (G the reference's
+ * normalised Gaussian on linspace(−1, 1), s = −10·alpha: the kernel whose
+ * centre is raised so it sums to 1) over reflected borders, then scaled back.
+ * K is applied as s·(G ⊛ x) + (1 − s)·x, G separably.
+ */
+function latentSharpen(radius: number, sigma: number, alpha: number): LatentOperation {
+  const size = radius * 2 + 1;
+  const g = gaussianKernel1d(size, sigma);
+  const s = alpha * -10;
+  const op: LatentOperation = (latent) => {
+    if (latent.ndim !== 4) throw new Error('LatentOperationSharpen takes 4-D latents');
+    const [B, C, H, W] = latent.shape as [number, number, number, number];
+    if (radius >= H || radius >= W) throw Object.assign(new Error(`Padding size should be less than the corresponding input dimension, but got: padding (${radius}, ${radius}) at dimension ${radius >= W ? 3 : 2} of input [${B}, ${C}, ${H}, ${W}]`), { pyType: 'RuntimeError' });
+    const lum = channelNorm(latent);
+    for (let i = 0; i < lum.length; i++) lum[i] = lum[i]! + 1e-6;
+    const refl = (i: number, n: number) => (i < 0 ? -i : i >= n ? 2 * (n - 1) - i : i);
+    const out = zeros(latent.shape);
+    const plane = new Float32Array(H * W);
+    const tmp = new Float64Array(H * W);
+    for (let b = 0; b < B; b++) {
+      for (let c = 0; c < C; c++) {
+        const base = (b * C + c) * H * W;
+        for (let i = 0; i < H * W; i++) plane[i] = latent.data[base + i]! / lum[b * H * W + i]!;
+        for (let y = 0; y < H; y++) for (let x = 0; x < W; x++) {
+          let acc = 0;
+          for (let t = 0; t < size; t++) acc += g[t]! * plane[y * W + refl(x + t - radius, W)]!;
+          tmp[y * W + x] = acc;
+        }
+        for (let y = 0; y < H; y++) for (let x = 0; x < W; x++) {
+          let acc = 0;
+          for (let t = 0; t < size; t++) acc += g[t]! * tmp[refl(y + t - radius, H) * W + x]!;
+          const i = y * W + x;
+          out.data[base + i] = lum[b * H * W + i]! * (s * acc + (1 - s) * plane[i]!);
+        }
+      }
+    }
+    return out;
+  };
+  op.describe = () => `<LATENT_OPERATION sharpen ${radius} ${sigma} ${alpha}>`;
+  return op;
+}
+
 /** comfy_extras.nodes_latent (V3): options objects, COMBO inputs, null output tooltips. */
 const extraLatentNodes: NodeDefinition[] = v3('comfy_extras.nodes_latent', [
   {
@@ -594,6 +639,20 @@ const extraLatentNodes: NodeDefinition[] = v3('comfy_extras.nodes_latent', [
     execute: ({ samples, operation }) => [{ ...checkLatentIn(samples), samples: (operation as LatentOperation)(samples.samples) }],
   },
   {
+    name: 'LatentOperationSharpen',
+    category: 'latent/advanced/operations',
+    experimental: true,
+    inputs: {
+      required: {
+        sharpen_radius: ['INT', { default: 9, min: 1, max: 31, step: 1 }],
+        sigma: ['FLOAT', { default: 1.0, min: 0.1, max: 10.0, step: 0.1 }],
+        alpha: ['FLOAT', { default: 0.1, min: 0.0, max: 5.0, step: 0.01 }],
+      },
+    },
+    outputs: ['LATENT_OPERATION'],
+    execute: ({ sharpen_radius, sigma, alpha }) => [latentSharpen(sharpen_radius, sigma, alpha)],
+  },
+  {
     name: 'LatentOperationTonemapReinhard',
     category: 'latent/advanced/operations',
     experimental: true,
@@ -694,6 +753,22 @@ function rebatchLatents(latents: Latent[], batchSize: number): Latent[] {
   });
 }
 
+const wanLatentNodes: NodeDefinition[] = v3('comfy_extras.nodes_wan', [
+  {
+    name: 'TrimVideoLatent',
+    category: 'latent/video',
+    inputs: { required: { samples: LATENT_IN, trim_amount: ['INT', { default: 0, min: 0, max: 99999 }] } },
+    outputs: ['LATENT'],
+    execute: ({ samples, trim_amount }) => {
+      const s = checkLatentIn(samples).samples;
+      // samples[:, :, trim_amount:]: the frames of a video latent (dimension 2).
+      const n = s.shape[2] ?? 0;
+      const start = Math.min(trim_amount, n);
+      return [{ ...samples, samples: narrow(s, 2, start, n - start) }];
+    },
+  },
+]);
+
 const rebatchNodes: NodeDefinition[] = v3('comfy_extras.nodes_rebatch', [
   {
     name: 'RebatchLatents',
@@ -729,4 +804,4 @@ const rebatchNodes: NodeDefinition[] = v3('comfy_extras.nodes_rebatch', [
   },
 ]);
 
-export const latentNodes: NodeDefinition[] = [...coreLatentNodes, ...maskLatentNodes, ...extraLatentNodes, ...rebatchNodes];
+export const latentNodes: NodeDefinition[] = [...coreLatentNodes, ...maskLatentNodes, ...extraLatentNodes, ...wanLatentNodes, ...rebatchNodes];

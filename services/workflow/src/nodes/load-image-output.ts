@@ -1,5 +1,6 @@
 import type { NodeDefinition, NodeEnv } from './api.ts';
 import { decodeImage, imageChanged, readableImage } from './image-io.ts';
+import { MAX_RESOLUTION } from './image-types.ts';
 
 /**
  * LoadImageOutput (nodes.py): LoadImage over the output folder. Its input is
@@ -33,6 +34,32 @@ export function loadImageOutputNodes(dirs: NodeEnv['dirs']): NodeDefinition[] {
         if (!file) throw Object.assign(new Error(`Invalid image file: ${image}`), { pyType: 'FileNotFoundError' });
         const { image: img, mask } = await decodeImage(file);
         return [img, mask];
+      },
+    },
+    {
+      // WebcamCapture (nodes_webcam) is LoadImage with a frame the frontend captured and uploaded.
+      name: 'WebcamCapture',
+      displayName: 'Webcam Capture',
+      category: 'image',
+      pythonModule: 'comfy_extras.nodes_webcam',
+      inputs: {
+        required: {
+          image: ['WEBCAM', {}],
+          width: ['INT', { default: 0, min: 0, max: MAX_RESOLUTION, step: 1 }],
+          height: ['INT', { default: 0, min: 0, max: MAX_RESOLUTION, step: 1 }],
+          capture_on_queue: ['BOOLEAN', { default: true }],
+        },
+      },
+      outputs: ['IMAGE'],
+      validateInputs: {
+        inputs: ['image'],
+        fn: async ({ image }, scope) => ((await readableImage(scope ?? { dirs }, image)) ? true : `Invalid image file: ${image}`),
+      },
+      isChanged: ({ image }, scope) => imageChanged(scope ?? { dirs }, image),
+      execute: async ({ image }, ctx) => {
+        const file = await readableImage(ctx.env, image);
+        if (!file) throw Object.assign(new Error(`Invalid image file: ${image}`), { pyType: 'FileNotFoundError' });
+        return [(await decodeImage(file)).image];
       },
     },
   ];

@@ -227,4 +227,91 @@ const defs: NodeDefinition[] = [
     },
 ];
 
-export const sigmaNodes: NodeDefinition[] = defs.map((d) => ({ ...d, pythonModule: 'comfy_extras.nodes_custom_sampler' }));
+/** Align Your Steps noise levels (NVIDIA's published 10-step schedules, as the reference lists them). */
+const AYS_LEVELS: Record<string, number[]> = {
+  SD1: [14.6146412293, 6.4745760956, 3.8636745985, 2.694615152, 1.8841921177, 1.3943805092, 0.9642583904, 0.6523686016, 0.3977456272, 0.1515232662, 0.0291671582],
+  SDXL: [14.6146412293, 6.3184485287, 3.7681790315, 2.1811480769, 1.3405244945, 0.8620721141, 0.5550693289, 0.3798540708, 0.2332364134, 0.1114188177, 0.0291671582],
+  SVD: [700.0, 54.5, 15.886, 7.977, 4.248, 1.789, 0.981, 0.403, 0.173, 0.034, 0.002],
+};
+
+/** loglinear_interp: np.interp of the reversed log levels on an even grid (float64, as numpy). */
+function loglinearInterp(levels: number[], n: number): number[] {
+  const ys = levels.map(Math.log).reverse();
+  const m = ys.length;
+  const out: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const x = n === 1 ? 0 : i / (n - 1);
+    const pos = x * (m - 1);
+    const k = Math.min(m - 2, Math.floor(pos));
+    const xk = k / (m - 1);
+    const xk1 = (k + 1) / (m - 1);
+    out.push(Math.exp(ys[k]! + ((ys[k + 1]! - ys[k]!) * (x - xk)) / (xk1 - xk)));
+  }
+  return out.reverse();
+}
+
+export function alignYourSteps(modelType: string, steps: number, denoise: number): Tensor {
+  let total = steps;
+  if (denoise < 1.0) {
+    if (denoise <= 0.0) return new Tensor([0], new Float32Array(0));
+    total = pyRound(steps * denoise);
+  }
+  let sigmas = AYS_LEVELS[modelType];
+  if (!sigmas) throw Object.assign(new Error(`'${modelType}'`), { pyType: 'KeyError' });
+  if (steps + 1 !== sigmas.length) sigmas = loglinearInterp(sigmas, steps + 1);
+  const out = Float32Array.from(sigmas.slice(Math.max(0, sigmas.length - (total + 1))));
+  out[out.length - 1] = 0;
+  return new Tensor([out.length], out);
+}
+
+/** LTXVScheduler: a shifted linear schedule, the shift set by the latent's token count, optionally stretched to end at `terminal`. */
+export function ltxvSigmas(steps: number, maxShift: number, baseShift: number, stretch: boolean, terminal: number, tokens: number): Tensor {
+  const lin = linspace(1, 0, steps + 1);
+  const mm = (maxShift - baseShift) / (4096 - 1024);
+  const b = baseShift - mm * 1024;
+  const e = f32(Math.exp(tokens * mm + b));
+  const s = lin.map((v) => (v !== 0 ? f32(e / f32(e + f32(f32(1 / v) - 1))) : 0));
+  if (stretch) {
+    const nz = [...s.keys()].filter((i) => s[i] !== 0);
+    if (nz.length > 0) {
+      const scale = f32(f32(1 - s[nz[nz.length - 1]!]!) / f32(1 - terminal));
+      for (const i of nz) s[i] = f32(1 - f32(f32(1 - s[i]!) / scale));
+    }
+  }
+  return new Tensor([s.length], s);
+}
+
+const tableSchedulers: NodeDefinition[] = [
+  {
+    name: 'AlignYourStepsScheduler',
+    category: SCHEDULERS,
+    pythonModule: 'comfy_extras.nodes_align_your_steps',
+    inputs: { required: { model_type: ['COMBO', { multiselect: false, options: ['SD1', 'SDXL', 'SVD'] }], steps: ['INT', { default: 10, min: 1, max: 10000 }], denoise: ['FLOAT', { default: 1.0, min: 0.0, max: 1.0, step: 0.01 }] } },
+    outputs: ['SIGMAS'],
+    outputTooltips: [null as unknown as string],
+    execute: ({ model_type, steps, denoise }) => [alignYourSteps(model_type, steps, denoise)],
+  },
+  {
+    name: 'LTXVScheduler',
+    category: SCHEDULERS,
+    pythonModule: 'comfy_extras.nodes_lt',
+    inputs: {
+      required: {
+        steps: ['INT', { default: 20, min: 1, max: 10000 }],
+        max_shift: ['FLOAT', { default: 2.05, min: 0.0, max: 100.0, step: 0.01 }],
+        base_shift: ['FLOAT', { default: 0.95, min: 0.0, max: 100.0, step: 0.01 }],
+        stretch: ['BOOLEAN', { default: true, tooltip: 'Stretch the sigmas to be in the range [terminal, 1].' }],
+        terminal: ['FLOAT', { default: 0.1, min: 0.0, max: 0.99, step: 0.01, tooltip: 'The terminal value of the sigmas after stretching.' }],
+      },
+      optional: { latent: ['LATENT', {}] },
+    },
+    outputs: ['SIGMAS'],
+    outputTooltips: [null as unknown as string],
+    execute: ({ steps, max_shift, base_shift, stretch, terminal, latent }) => {
+      const tokens = latent?.samples instanceof Tensor ? latent.samples.shape.slice(2).reduce((a: number, b: number) => a * b, 1) : 4096;
+      return [ltxvSigmas(steps, max_shift, base_shift, stretch === true, terminal, tokens)];
+    },
+  },
+];
+
+export const sigmaNodes: NodeDefinition[] = [...defs.map((d) => ({ ...d, pythonModule: 'comfy_extras.nodes_custom_sampler' })), ...tableSchedulers];
