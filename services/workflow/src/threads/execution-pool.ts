@@ -82,12 +82,20 @@ class ExecutionThread {
   /** The owner whose prompt ran here last (the cache holds its values). */
   lastOwner: string | undefined;
 
-  constructor(private readonly o: PoolOptions) {
-    if (o.eager) this.spawn();
+  constructor(
+    private readonly o: PoolOptions,
+    eager: boolean,
+  ) {
+    if (eager) this.spawn();
   }
 
   get busy(): boolean {
     return this.active !== null;
+  }
+
+  /** Whether a thread is started (or starting): a run here does not wait for one. */
+  get started(): boolean {
+    return this.worker !== undefined;
   }
 
   private spawn(): void {
@@ -360,7 +368,10 @@ export class ExecutionPool implements Engine {
 
   constructor(o: PoolOptions) {
     this.registry = o.registry;
-    this.threads = Array.from({ length: Math.max(1, o.threads) }, () => new ExecutionThread(o));
+    // From the bundle the first thread starts now, so the first prompt does not wait for it; the others start when
+    // prompts first run side by side. From the sources (tsx: seconds per thread) every thread waits for a prompt.
+    const bundled = (globalThis as { __workflowExecutionThread?: string }).__workflowExecutionThread !== undefined;
+    this.threads = Array.from({ length: Math.max(1, o.threads) }, (_, i) => new ExecutionThread(o, o.eager && bundled && i === 0));
   }
 
   get size(): number {
@@ -370,7 +381,11 @@ export class ExecutionPool implements Engine {
   run(spec: PromptRun, affinity?: string): Promise<RunResult> {
     const free = this.threads.filter((t) => !t.busy);
     if (free.length === 0) return Promise.reject(new Error('every execution slot is busy'));
-    const t = free.find((x) => affinity !== undefined && x.lastOwner === affinity) ?? free.find((x) => x.lastOwner === undefined) ?? free[0]!;
+    const t =
+      free.find((x) => x.started && affinity !== undefined && x.lastOwner === affinity) ??
+      free.find((x) => x.started && x.lastOwner === undefined) ??
+      free.find((x) => x.started) ??
+      free[0]!;
     t.lastOwner = affinity;
     return t.run(spec);
   }
