@@ -17,7 +17,8 @@ export interface ApiResult {
  */
 export interface UiBackend {
   verifyToken(key: string): Promise<Viewer | null>;
-  api(token: string, method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE', url: string, body?: unknown): Promise<ApiResult>;
+  /** `host`: the browser's Host, so URLs the API builds (`url`, `display_url`, webhook payloads) name this site. */
+  api(token: string, method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE', url: string, body?: unknown, host?: string): Promise<ApiResult>;
   tasks: TaskSource;
   /** Counts a login attempt from a client address; seconds to wait when over budget, else 0. */
   throttleLogin?(address: string): number;
@@ -31,11 +32,11 @@ export function createBackend(app: FastifyInstance, deps: UiDeps): UiBackend {
       // Admin pages act through the API, which wants a superuser with a write-enabled token.
       return p ? { username: p.username, isSuperuser: p.isSuperuser, isAdmin: p.isSuperuser && p.writeEnabled, canWrite: p.writeEnabled && (p.isSuperuser || p.canWrite) } : null;
     },
-    async api(token, method, url, body) {
+    async api(token, method, url, body, host) {
       const res = await app.inject({
         method,
         url,
-        headers: { authorization: `Token ${token}`, accept: 'application/json', ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+        headers: { authorization: `Token ${token}`, accept: 'application/json', ...(host ? { host } : {}), ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
         payload: body === undefined ? undefined : JSON.stringify(body),
       });
       let parsed: unknown = res.body;

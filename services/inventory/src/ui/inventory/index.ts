@@ -64,7 +64,9 @@ type Q = Record<string, string | string[] | undefined>;
 
 const listUrl = (m: ModelDef) => `/${m.app}/${m.path}/`;
 const apiList = (m: ModelDef) => `/api/${m.app}/${m.path}/`;
-const plural = (m: ModelDef) => (m.verboseName.endsWith('s') ? `${m.verboseName}es` : m.verboseName.endsWith('y') ? `${m.verboseName.slice(0, -1)}ies` : `${m.verboseName}s`);
+const plural = (m: ModelDef) => (/(s|x)$/.test(m.verboseName) ? `${m.verboseName}es` : m.verboseName.endsWith('y') ? `${m.verboseName.slice(0, -1)}ies` : `${m.verboseName}s`);
+/** A field's label as the model declares it (`Primary IPv4`), else one derived from its name. */
+const fieldLabel = (m: ModelDef, name: string) => m.fields.find((f) => f.name === name)?.label ?? labelOf(name);
 const title = (s: string) => s.charAt(0).toUpperCase() + s.slice(1);
 
 function queryString(q: Q, drop: Set<string> = new Set(), extra: Record<string, string | number> = {}): string {
@@ -88,7 +90,8 @@ export function registerInventoryPages(app: FastifyInstance, backend: UiBackend,
 }
 
 function api(req: FastifyRequest, backend: UiBackend, method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE', url: string, body?: unknown) {
-  return backend.api(authed(req).apiToken, method, url, body);
+  const host = typeof req.headers.host === 'string' ? req.headers.host : undefined;
+  return backend.api(authed(req).apiToken, method, url, body, host);
 }
 
 /** A short message from an API error body. */
@@ -211,7 +214,7 @@ ${filterForm(m, q)}
 ${problems ? html`<ul class="errors" role="alert"><li>${problems}</li></ul>` : ''}
 <form method="post" data-testid="bulk-form">${csrfField(session.csrfToken)}
 <input type="hidden" name="return_url" value="${req.url}">
-<table class="objects" data-testid="object-table"><thead><tr>${viewer.canWrite ? html`<th><span class="muted">☐</span></th>` : ''}${columns.map((c) => html`<th><a href="${sortLink(c)}">${labelOf(c)}</a></th>`)}</tr></thead>
+<table class="objects" data-testid="object-table"><thead><tr>${viewer.canWrite ? html`<th><span class="muted">☐</span></th>` : ''}${columns.map((c) => html`<th><a href="${sortLink(c)}">${fieldLabel(m, c)}</a></th>`)}</tr></thead>
 <tbody>${rows.map(
     (o) => html`<tr data-id="${o.id}">${viewer.canWrite ? html`<td><input type="checkbox" name="pk" value="${o.id}" aria-label="select ${o.display}"></td>` : ''}${columns.map((c, i) =>
       i === 0 || c === first ? html`<td><a href="${pageOf(o) ?? '#'}">${o[c] === null || o[c] === undefined || o[c] === '' ? o.display : typeof o[c] === 'object' ? o.display : String(o[c])}</a></td>` : html`<td>${cell(o[c], c)}</td>`,
@@ -273,7 +276,7 @@ async function objectPage(req: FastifyRequest, reply: FastifyReply, backend: UiB
 ${viewer.canWrite ? html`<div class="actions"><a class="button" href="${listUrl(m)}${id}/edit/" data-testid="edit">Edit</a> <a class="button secondary" href="${clone}" data-testid="clone">Clone</a> <a class="button danger" href="${listUrl(m)}${id}/delete/" data-testid="delete">Delete</a></div>` : ''}
 ${tabs(m, id, 'object')}
 <div class="panels">
-<table class="kv" data-testid="attributes"><tbody>${attrs.map(([k, v]) => html`<tr><th>${labelOf(k)}</th><td data-field="${k}">${cell(v, k)}</td></tr>`)}</tbody></table>
+<table class="kv" data-testid="attributes"><tbody>${attrs.map(([k, v]) => html`<tr><th>${fieldLabel(m, k)}</th><td data-field="${k}">${cell(v, k)}</td></tr>`)}</tbody></table>
 <div>
 ${m.taggable ? html`<h2>Tags</h2><p data-testid="tags">${(o.tags ?? []).length ? (o.tags as any[]).map((t) => html`<a class="badge badge-gray" href="/extras/tags/${t.id}/">${t.name}</a> `) : html`<span class="muted">No tags</span>`}</p>` : ''}
 ${m.taggable && Object.keys(o.custom_fields ?? {}).length ? html`<h2>Custom fields</h2><table class="kv">${Object.entries(o.custom_fields).map(([k, v]) => html`<tr><th>${k}</th><td>${cell(v)}</td></tr>`)}</table>` : ''}
