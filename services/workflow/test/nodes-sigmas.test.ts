@@ -49,6 +49,10 @@ test('Align Your Steps (log-linear interpolation of the published levels) and th
   // denoise 0.5 of 4 steps keeps the last round(2) + 1 levels.
   close([...alignYourSteps('SD1', 4, 0.5).data], [five[2]!, five[3]!, 0], 'ays denoise');
   assert.equal(alignYourSteps('SVD', 4, 0).data.length, 0);
+  // OptimalSteps: the same interpolation over its own tables (FLUX has 10 steps as published).
+  close(call('OptimalStepsScheduler', { model_type: 'FLUX', steps: 10, denoise: 1 })[0]!, [0.9968, 0.9886, 0.9819, 0.975, 0.966, 0.9471, 0.9158, 0.8287, 0.5512, 0.2808, 0], 'optimal steps');
+  assert.equal(call('OptimalStepsScheduler', { model_type: 'Wan', steps: 7, denoise: 1 })[0]!.length, 8);
+  assert.throws(() => call('OptimalStepsScheduler', { model_type: '__proto__', steps: 7, denoise: 1 }), /__proto__/);
   // LTXV without a latent: 4096 tokens, so the shift is max_shift; stretched to end at `terminal`.
   const lin = [1, 0.75, 0.5, 0.25, 0];
   const e = Math.exp(2.05);

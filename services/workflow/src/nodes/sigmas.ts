@@ -250,13 +250,28 @@ function loglinearInterp(levels: number[], n: number): number[] {
   return out.reverse();
 }
 
+/** OptimalStepsScheduler's levels (the OptimalSteps paper's schedules, as the reference lists them). */
+const OPTIMAL_LEVELS: Record<string, number[]> = {
+  FLUX: [0.9968, 0.9886, 0.9819, 0.975, 0.966, 0.9471, 0.9158, 0.8287, 0.5512, 0.2808, 0.001],
+  Wan: [1.0, 0.997, 0.995, 0.993, 0.991, 0.989, 0.987, 0.985, 0.98, 0.975, 0.973, 0.968, 0.96, 0.946, 0.927, 0.902, 0.864, 0.776, 0.539, 0.208, 0.001],
+  Chroma: [
+    0.992, 0.99, 0.988, 0.985, 0.982, 0.978, 0.973, 0.968, 0.961, 0.953, 0.943, 0.931, 0.917, 0.9, 0.881, 0.858, 0.832, 0.802, 0.769, 0.731, 0.69, 0.646, 0.599, 0.55, 0.501, 0.451, 0.402, 0.355, 0.311, 0.27, 0.232,
+    0.199, 0.169, 0.143, 0.12, 0.101, 0.084, 0.07, 0.058, 0.048, 0.001,
+  ],
+};
+
 export function alignYourSteps(modelType: string, steps: number, denoise: number): Tensor {
+  return tableSchedule(AYS_LEVELS, modelType, steps, denoise);
+}
+
+/** The shared body of AlignYourStepsScheduler and OptimalStepsScheduler. */
+export function tableSchedule(table: Record<string, number[]>, modelType: string, steps: number, denoise: number): Tensor {
   let total = steps;
   if (denoise < 1.0) {
     if (denoise <= 0.0) return new Tensor([0], new Float32Array(0));
     total = pyRound(steps * denoise);
   }
-  let sigmas = AYS_LEVELS[modelType];
+  let sigmas = Object.hasOwn(table, modelType) ? table[modelType] : undefined;
   if (!sigmas) throw Object.assign(new Error(`'${modelType}'`), { pyType: 'KeyError' });
   if (steps + 1 !== sigmas.length) sigmas = loglinearInterp(sigmas, steps + 1);
   const out = Float32Array.from(sigmas.slice(Math.max(0, sigmas.length - (total + 1))));
@@ -290,6 +305,15 @@ const tableSchedulers: NodeDefinition[] = [
     outputs: ['SIGMAS'],
     outputTooltips: [null as unknown as string],
     execute: ({ model_type, steps, denoise }) => [alignYourSteps(model_type, steps, denoise)],
+  },
+  {
+    name: 'OptimalStepsScheduler',
+    category: SCHEDULERS,
+    pythonModule: 'comfy_extras.nodes_optimalsteps',
+    inputs: { required: { model_type: ['COMBO', { multiselect: false, options: ['FLUX', 'Wan', 'Chroma'] }], steps: ['INT', { default: 20, min: 3, max: 1000 }], denoise: ['FLOAT', { default: 1.0, min: 0.0, max: 1.0, step: 0.01 }] } },
+    outputs: ['SIGMAS'],
+    outputTooltips: [null as unknown as string],
+    execute: ({ model_type, steps, denoise }) => [tableSchedule(OPTIMAL_LEVELS, model_type, steps, denoise)],
   },
   {
     name: 'LTXVScheduler',
