@@ -2,3 +2,4 @@ export * from './postgres.ts';
 export * from './server.ts';
 export * from './matrix.ts';
 export * from './http.ts';
+export * from './openapi.ts';

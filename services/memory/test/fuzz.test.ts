@@ -1,7 +1,7 @@
 import { before, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { forEachStorage } from '@svc/testkit';
+import { derefOpenApi, forEachStorage } from '@svc/testkit';
 import { fixture, ok, useServer } from './helpers.ts';
 
 /**
@@ -141,7 +141,8 @@ forEachStorage('memory OpenAPI-driven fuzz', (storage) => {
   const ids: Record<string, string[]> = {};
 
   before(async () => {
-    const spec = await ok(s.http.get('/openapi.json'));
+    // Shared schemas are $ref components: walk the operations with them in place.
+    const spec = derefOpenApi(await ok(s.http.get('/openapi.json')));
     for (const [path, item] of Object.entries<any>(spec.paths)) {
       for (const [method, op] of Object.entries<any>(item)) {
         ops.push({ method: method.toUpperCase(), path, params: op.parameters ?? [], body: op.requestBody?.content?.['application/json']?.schema });

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import fc from 'fast-check';
-import { forEachStorage } from '@svc/testkit';
+import { derefOpenApi, forEachStorage } from '@svc/testkit';
 import { startWorkflow, textPrompt, waitJob } from './helpers.ts';
 
 /**
@@ -95,7 +95,8 @@ forEachStorage('workflow fuzz', (storage) => {
   let objectInfo: Record<string, any> = {};
   before(async () => {
     srv = await startWorkflow(storage);
-    const spec = (await srv.http.get('/openapi.json')).body;
+    // Shared schemas are $ref components: walk the operations with them in place.
+    const spec = derefOpenApi((await srv.http.get('/openapi.json')).body);
     for (const [p, item] of Object.entries<any>(spec.paths)) {
       for (const [method, op] of Object.entries<any>(item)) {
         ops.push({
