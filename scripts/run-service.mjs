@@ -72,8 +72,41 @@ export async function stopBundler() {
  * services/<service>/.build/<entry>.mjs when it is stale; returns its path.
  */
 export async function bundleService(name) {
-  const { source: entry, out } = entryOf(name);
+  const { service, source: entry, out } = entryOf(name);
   if (!bundleIsStale(name)) return out;
+  // Worker-thread modules the bundle starts by URL are bundled beside it (below); built after it, so it is only fresh when they are.
+  const workers = new Map();
+  const workersDir = path.join(root, 'services', service, '.build', 'workers');
+  await bundleFile(entry, out, workers, workersDir);
+  for (const [source, target] of workers) await bundleFile(source, target, workers, workersDir);
+  return out;
+}
+
+/**
+ * A module that starts a worker thread from a sibling TypeScript file
+ * (`new URL('./x.ts', import.meta.url)`, or the `.ts`/`.js` choice on its own
+ * extension) gets, in the bundle, an `import.meta.url` under workersDir where
+ * that file is bundled as `x.mjs`, and the `.mjs` boot files it names copied
+ * beside it: the thread runs plain JavaScript, with no TypeScript loader.
+ */
+const WORKER_REF = /new URL\((?:import\.meta\.url\.endsWith\('\.ts'\) \? )?'\.\/([\w.-]+)\.ts'(?: : '\.\/\1\.js')?, import\.meta\.url\)/g;
+const BOOT_REF = /new URL\('\.\/([\w.-]+\.mjs)', import\.meta\.url\)/g;
+
+function workerSource(file, text, workers, workersDir) {
+  const refs = [...text.matchAll(WORKER_REF)];
+  if (refs.length === 0) return undefined;
+  const dir = path.dirname(file);
+  const mirror = path.join(workersDir, path.relative(root, dir));
+  fs.mkdirSync(mirror, { recursive: true });
+  for (const [, n] of refs) if (!workers.has(path.join(dir, `${n}.ts`))) workers.set(path.join(dir, `${n}.ts`), path.join(mirror, `${n}.mjs`));
+  for (const [, boot] of text.matchAll(BOOT_REF)) fs.copyFileSync(path.join(dir, boot), path.join(mirror, boot));
+  const self = pathToFileURL(path.join(mirror, path.basename(file).replace(/\.m?ts$/, '.mjs'))).href;
+  return text
+    .replace(WORKER_REF, (_m, n) => `new URL('./${n}.mjs', ${JSON.stringify(self)})`)
+    .replace(BOOT_REF, (_m, boot) => `new URL('./${boot}', ${JSON.stringify(self)})`);
+}
+
+async function bundleFile(entry, out, workers, workersDir) {
   esbuild ??= await import('esbuild');
   const { build } = esbuild;
   const pkg = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8'));
@@ -91,7 +124,8 @@ export async function bundleService(name) {
     name: 'keep-source-paths',
     setup(b) {
       b.onLoad({ filter: /[\\/](services|packages)[\\/].*\.(ts|mts|mjs|js)$/ }, async (args) => {
-        const text = await fs.promises.readFile(args.path, 'utf8');
+        const source = await fs.promises.readFile(args.path, 'utf8');
+        const text = workerSource(args.path, source, workers, workersDir) ?? source;
         const contents = text
           .replaceAll('import.meta.dirname', JSON.stringify(path.dirname(args.path)))
           .replaceAll('import.meta.filename', JSON.stringify(args.path))
@@ -131,7 +165,6 @@ export async function bundleService(name) {
     banner: { js: "import { createRequire as __bundleRequire } from 'node:module'; const require = __bundleRequire(import.meta.url);" },
   });
   fs.renameSync(tmp, out);
-  return out;
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === import.meta.filename) {
