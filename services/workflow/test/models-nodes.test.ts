@@ -6,6 +6,7 @@
  * VAEEncode, CLIPSetLastLayer, progress, and clear errors for bad files and names.
  */
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
@@ -13,7 +14,7 @@ import { forEachStorage } from '@svc/testkit';
 import { SUPPORTED_SAMPLERS } from '../src/models/samplers.ts';
 import { SUPPORTED_SCHEDULERS } from '../src/models/schedules.ts';
 import { unloadAll } from '../src/models/sd1.ts';
-import { startWorkflow } from './helpers.ts';
+import { startWorkflow, WsClient } from './helpers.ts';
 import { TINY, writeFixture } from './models-fixture.ts';
 import { readOutput, run, type Server } from './nodes-helpers.ts';
 
@@ -150,6 +151,33 @@ forEachStorage('workflow model nodes', (storage) => {
     }
     // The server still runs prompts afterwards.
     const ok = await run(srv, defaultWorkflow('sd1/tiny.safetensors', 'again', 16, 16));
+    assert.equal(ok.error, undefined, JSON.stringify(ok.error));
+  });
+
+  test('interrupt stops sampling between steps; the prompt ends interrupted and the next one runs', async () => {
+    const clientId = randomUUID();
+    const ws = new WsClient(srv.url, clientId);
+    await ws.opened;
+    try {
+      const g = defaultWorkflow('sd1/tiny.safetensors', 'int', 16, 16);
+      (g['3'] as any).inputs.steps = 10000;
+      const r = await srv.http.post('/prompt', { prompt: g, client_id: clientId });
+      assert.equal(r.status, 200);
+      const id = r.body.prompt_id;
+      await ws.until((ms) => ms.some((m) => m.type === 'progress' && m.data.prompt_id === id && m.data.node === '3'));
+      const t0 = performance.now();
+      assert.equal((await srv.http.post('/interrupt', { prompt_id: id })).status, 200);
+      const msgs = await ws.promptDone(id);
+      const interrupted = msgs.find((m) => m.type === 'execution_interrupted');
+      assert.ok(interrupted, JSON.stringify(msgs.map((m) => m.type)));
+      assert.equal(interrupted.data.node_id, '3');
+      assert.ok(performance.now() - t0 < 5000, 'stopped within a few steps');
+      const last = msgs.filter((m) => m.type === 'progress' && m.data.node === '3').at(-1)!;
+      assert.ok(last.data.value < 10000);
+    } finally {
+      ws.close();
+    }
+    const ok = await run(srv, defaultWorkflow('sd1/tiny.safetensors', 'after', 16, 16));
     assert.equal(ok.error, undefined, JSON.stringify(ok.error));
   });
 });
