@@ -42,6 +42,9 @@ const BUNDLED_DEPENDENCIES = ['fastify', 'kysely', 'ws', 'pino', 'ajv-formats', 
 // starts worker threads from files beside it; optional native parts of ws.
 const KEEP_EXTERNAL = ['thread-stream', 'bufferutil', 'utf-8-validate'];
 
+/** Entries a service's process starts threads from by bundle name (besides the URL-started ones bundleService finds). */
+export const THREAD_ENTRIES = { workflow: ['workflow:threads/execution-thread'] };
+
 /** `inventory` → services/inventory/src/main.ts; `inventory:worker-main` → services/inventory/src/worker-main.ts. */
 function entryOf(name) {
   const [service, file = 'main'] = name.split(':');
@@ -74,11 +77,16 @@ export async function stopBundler() {
 export async function bundleService(name) {
   const { service, source: entry, out } = entryOf(name);
   if (!bundleIsStale(name)) return out;
-  // Worker-thread modules the bundle starts by URL are bundled beside it (below); built after it, so it is only fresh when they are.
+  // Worker-thread modules the bundle starts by URL are bundled beside it; the bundle takes its place last, so a fresh one has its workers.
   const workers = new Map();
   const workersDir = path.join(root, 'services', service, '.build', 'workers');
-  await bundleFile(entry, out, workers, workersDir);
-  for (const [source, target] of workers) await bundleFile(source, target, workers, workersDir);
+  const tmp = `${out}.${process.pid}.tmp`;
+  await bundleFile(entry, tmp, workers, workersDir);
+  for (const [source, target] of workers) {
+    await bundleFile(source, `${target}.${process.pid}.tmp`, workers, workersDir);
+    fs.renameSync(`${target}.${process.pid}.tmp`, target);
+  }
+  fs.renameSync(tmp, out);
   return out;
 }
 
@@ -150,21 +158,19 @@ async function bundleFile(entry, out, workers, workersDir) {
       });
     },
   };
-  const tmp = `${out}.${process.pid}.tmp`;
   await build({
     entryPoints: [entry],
     bundle: true,
     platform: 'node',
     format: 'esm',
     target: 'node20',
-    outfile: tmp,
+    outfile: out,
     external,
     plugins: [keepSourcePaths, keepPackagePaths],
     logLevel: 'error',
     // Node packs in custom_nodes are imported at run time by path: not bundled.
     banner: { js: "import { createRequire as __bundleRequire } from 'node:module'; const require = __bundleRequire(import.meta.url);" },
   });
-  fs.renameSync(tmp, out);
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === import.meta.filename) {
@@ -175,7 +181,7 @@ if (process.argv[1] && path.resolve(process.argv[1]) === import.meta.filename) {
   }
   const bundle = await bundleService(name);
   // The workflow service starts its execution threads (worker_threads) from a bundle of their own entry.
-  if (name.split(':')[0] === 'workflow') globalThis.__workflowExecutionThread = await bundleService('workflow:threads/execution-thread');
+  if (name.split(':')[0] === 'workflow') globalThis.__workflowExecutionThread = await bundleService(THREAD_ENTRIES.workflow[0]);
   await stopBundler();
   // Under a supervisor (scripts/start-all.mjs) the IPC channel to it closes
   // when it dies, however it dies: shut down as on SIGTERM, so no orphan keeps

@@ -20,7 +20,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { bundleIsStale, bundleService, stopBundler } from './run-service.mjs';
+import { bundleIsStale, bundleService, stopBundler, THREAD_ENTRIES } from './run-service.mjs';
 import { logFormatter } from './log-format.mjs';
 
 const root = path.resolve(import.meta.dirname, '..');
@@ -161,10 +161,10 @@ async function main() {
   // Bundles are normally built by npm install; after a source change they are rebuilt here, before any service starts.
   try {
     const t0 = Date.now();
-    const stale = services.filter((s) => bundleIsStale(s.name));
+    const stale = services.flatMap((s) => [s.name, ...(THREAD_ENTRIES[s.name] ?? [])]).filter((name) => bundleIsStale(name));
     if (stale.length > 0) {
-      process.stdout.write(`building ${stale.map((s) => s.name).join(', ')} (sources changed since the last build)…\n`);
-      await Promise.all(stale.map((s) => bundleService(s.name)));
+      process.stdout.write(`building ${stale.join(', ')} (sources changed since the last build)…\n`);
+      await Promise.all(stale.map((name) => bundleService(name)));
       process.stdout.write(`built in ${((Date.now() - t0) / 1000).toFixed(1)} s\n`);
     }
   } finally {
