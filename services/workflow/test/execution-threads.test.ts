@@ -109,6 +109,23 @@ forEachStorage('execution threads', (storage: StorageKind) => {
     await stillRuns(srv, ws, 'throw');
   });
 
+  test('UI outputs are what JSON keeps: a function is dropped, a BigInt fails the node', async () => {
+    const fn = await queue(srv, { u: { class_type: 'TestOddUi', inputs: { kind: 'function' } } }, 'threads');
+    await ws.until((ms) => ending(ms, fn));
+    assert.equal(ending(ws.messages, fn)!.type, 'execution_success');
+    const executed = ws.messages.find((m) => m.type === 'executed' && m.data.prompt_id === fn)!;
+    assert.deepEqual(executed.data.output, { text: ['kept', null], self: [{ nested: { ok: true } }] });
+    const h = await srv.http.get(`/history/${fn}`);
+    assert.deepEqual(h.body[fn].outputs.u, { text: ['kept', null], self: [{ nested: { ok: true } }] });
+    const big = await queue(srv, { u: { class_type: 'TestOddUi', inputs: { kind: 'bigint' } } }, 'threads');
+    await ws.until((ms) => ending(ms, big));
+    const end = ending(ws.messages, big)!;
+    assert.equal(end.type, 'execution_error');
+    assert.equal(end.data.exception_type, 'TypeError');
+    assert.match(end.data.exception_message, /UI output is not JSON/);
+    await stillRuns(srv, ws, 'odd ui');
+  });
+
   test('outputs past their bound fail the prompt, which is recorded as ended', async () => {
     // 70 outputs of 1 MB each: past the default 64 MB.
     const id = await queue(srv, { b: { class_type: 'TestBigText', inputs: { chars: 1_000_000, copies: 70 } } }, 'threads');

@@ -371,17 +371,18 @@ class Run {
       for (const k in entry.output) this.outputItems += Array.isArray(entry.output[k]) ? entry.output[k]!.length : 1;
       if (this.outputItems > maxOutputItems) throw new PromptLimitError(`The prompt's outputs exceed ${maxOutputItems} items (max_output_items)`);
     }
-    if (maxOutputBytes > 0) {
-      let size: number;
-      try {
-        size = JSON.stringify(entry.output)?.length ?? 0;
-      } catch {
-        // Beyond V8's longest string, or not JSON at all.
-        size = Infinity;
-      }
-      this.outputBytes += size;
-      if (this.outputBytes > maxOutputBytes) throw new PromptLimitError(`The prompt's outputs exceed ${maxOutputBytes} bytes (max_output_bytes)`);
+    // Outputs are stored and sent as JSON: what is kept is what JSON keeps (a function or a class instance in a
+    // pack's UI output must not reach the history or another thread as something else).
+    let text: string;
+    try {
+      text = JSON.stringify(entry.output) ?? '{}';
+    } catch (err) {
+      if (err instanceof RangeError) throw new PromptLimitError(`The prompt's outputs exceed ${maxOutputBytes} bytes (max_output_bytes)`);
+      throw new TypeError(`The node's UI output is not JSON: ${exceptionMessage(err)}`);
     }
+    this.outputBytes += text.length;
+    if (maxOutputBytes > 0 && this.outputBytes > maxOutputBytes) throw new PromptLimitError(`The prompt's outputs exceed ${maxOutputBytes} bytes (max_output_bytes)`);
+    entry = { meta: entry.meta, output: JSON.parse(text) as Record<string, unknown[]> };
     this.ui.set(id, entry);
     this.spec.sink.recorded?.(id, false, entry);
   }
@@ -610,7 +611,7 @@ class Run {
 
       if (Object.keys(uiOut).length > 0) {
         this.setUi(id, { meta: this.meta(id), output: uiOut });
-        sink.send('executed', { node: id, display_node: display, output: uiOut, prompt_id: promptId });
+        sink.send('executed', { node: id, display_node: display, output: this.ui.get(id)!.output, prompt_id: promptId });
       }
       if (expansions) return this.expand(id, expansions);
 
