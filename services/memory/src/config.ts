@@ -18,6 +18,10 @@ export interface MemoryConfig extends ServiceConfig {
   rateLimit?: RateLimit | string;
   embedding: Record<string, unknown>;
   llm: Record<string, unknown>;
+  /** v3 webhooks: the HMAC-SHA256 key of `X-Honcho-Signature` (`--webhook-secret` / MEMORY_WEBHOOK_SECRET); without it events are dropped, as the reference does. */
+  webhookSecret?: string;
+  /** v3 webhooks: accept endpoint URLs whose host is a private or loopback IP literal (`--webhook-allow-private` / MEMORY_WEBHOOK_ALLOW_PRIVATE=1; for local receivers). */
+  webhookAllowPrivate?: boolean;
 }
 
 function list(v: unknown): string[] | undefined {
@@ -36,6 +40,8 @@ export function memoryConfig(cfg: ServiceConfig, env: NodeJS.ProcessEnv = proces
     rateLimit: rateLimitFrom(base.rateLimit ?? cfg.flags.rateLimit ?? env.MEMORY_RATE_LIMIT),
     embedding: base.embedding ?? {},
     llm: base.llm ?? {},
+    webhookSecret: base.webhookSecret ?? (typeof cfg.flags.webhookSecret === 'string' ? cfg.flags.webhookSecret : undefined) ?? (env.MEMORY_WEBHOOK_SECRET || undefined),
+    webhookAllowPrivate: base.webhookAllowPrivate ?? (cfg.flags.webhookAllowPrivate === true || cfg.flags.webhookAllowPrivate === 'true' || env.MEMORY_WEBHOOK_ALLOW_PRIVATE === '1'),
   };
 }
 

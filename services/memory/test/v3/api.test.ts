@@ -38,6 +38,14 @@ forEachStorage('memory v3 API', (storage) => {
     assert.deepEqual([r.status, r.body], [422, { detail: "Workspace name(s) ['bad name'] must match pattern ^[a-zA-Z0-9_-]+$" }]);
   });
 
+  it('webhook URLs with internal IP literals are refused unless allowed by configuration', async () => {
+    const w = wsName('w');
+    for (const url of ['http://127.0.0.1:9/x', 'http://10.1.2.3/x', 'http://[::1]/x', 'http://169.254.169.254/latest', 'http://0.0.0.0/']) {
+      const r = await s.http.post(`/v3/workspaces/${w}/webhooks`, { url });
+      assert.deepEqual([r.status, r.body], [422, { detail: 'Private/internal IP addresses are not allowed' }], url);
+    }
+  });
+
   it('the seed API and v3 are separate spaces of one store', async () => {
     const name = wsName('both');
     const v3 = await s.http.post('/v3/workspaces', { id: name });

@@ -9,6 +9,7 @@ import { DUPLICATE_COSINE } from '../../deriver/facts.ts';
 import { bufferToVector, dot } from '../../search/embedding.ts';
 import { nextSeq } from '../values.ts';
 import { embedTexts, storeVectors } from './recall.ts';
+import { publishEvent, webhookTasks, type WebhookSettings } from './webhooks.ts';
 import { estimateTokens, meta, nanoid } from './util.ts';
 
 /**
@@ -101,13 +102,33 @@ async function setStatus(db: Kysely<any>, id: string | undefined, status: 'in_pr
   if (id) await db.updateTable('v3_work').set({ status }).where('id', '=', id).execute();
 }
 
-/** Wraps a task so its work unit shows in_progress while it runs and completed after. */
-function tracked(ctx: () => Ctx, run: (p: any, c: Ctx) => Promise<void>): TaskHandler {
+const QUEUE_TYPE: Record<string, string> = { [DERIVE_TASK]: 'representation', [SUMMARY_TASK]: 'summary', [DREAM_TASK]: 'dream' };
+
+/**
+ * Wraps a task so its work unit shows in_progress while it runs and completed
+ * after; when it was the last open unit of its kind for its session and
+ * observer/observed pair, `queue.empty` goes to the workspace's webhooks.
+ */
+function tracked(ctx: () => Ctx, hooks: WebhookSettings, run: (p: any, c: Ctx) => Promise<void>): TaskHandler {
   return async (p) => {
     const c = ctx();
     await setStatus(c.storage.db, p.work_id, 'in_progress');
     await run(p, c);
     await setStatus(c.storage.db, p.work_id, 'completed');
+    if (!p.work_id || !hooks.secret) return;
+    const w = await c.storage.db.selectFrom('v3_work').selectAll().where('id', '=', p.work_id).executeTakeFirst();
+    if (!w) return;
+    const same = (q: any, col: string, v: unknown) => (v == null ? q.where(col, 'is', null) : q.where(col, '=', v));
+    let open = c.storage.db.selectFrom('v3_work').select('id').where('workspace', '=', w.workspace).where('task', '=', w.task).where('status', '<>', 'completed') as any;
+    open = same(same(same(open, 'session', w.session), 'observer', w.observer), 'sender', w.sender);
+    if (await open.limit(1).executeTakeFirst()) return;
+    await publishEvent(c, hooks, w.workspace, 'queue.empty', {
+      workspace_id: w.workspace,
+      queue_type: QUEUE_TYPE[w.task] ?? w.task,
+      session_id: w.session ?? null,
+      observer: w.observer ?? null,
+      observed: w.sender ?? null,
+    });
   };
 }
 
@@ -284,9 +305,11 @@ export async function setPeerCard(trx: Kysely<any>, d: Ctx['storage']['dialect']
 
 export function v3ReasoningTasks(ctx: () => Ctx, config: MemoryConfig): Record<string, TaskHandler> {
   const llm = () => createLlm(llmSettings(config));
+  const hooks = { secret: config.webhookSecret, allowPrivate: config.webhookAllowPrivate };
   return {
-    [DERIVE_TASK]: tracked(ctx, (p, c) => derive(p, c, llm())),
-    [SUMMARY_TASK]: tracked(ctx, (p, c) => summarize(p, c, llm())),
-    [DREAM_TASK]: tracked(ctx, (p, c) => dream(p, c)),
+    [DERIVE_TASK]: tracked(ctx, hooks, (p, c) => derive(p, c, llm())),
+    [SUMMARY_TASK]: tracked(ctx, hooks, (p, c) => summarize(p, c, llm())),
+    [DREAM_TASK]: tracked(ctx, hooks, (p, c) => dream(p, c)),
+    ...webhookTasks(),
   };
 }

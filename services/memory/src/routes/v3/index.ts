@@ -5,6 +5,7 @@ import { v3ChatRoutes } from './chat.ts';
 import { v3ConclusionRoutes } from './conclusions.ts';
 import { v3MemoryRoutes } from './memory.ts';
 import { v3MessageRoutes } from './messages.ts';
+import { v3WebhookRoutes } from './webhooks.ts';
 import { v3PeerRoutes } from './peers.ts';
 import { v3SessionRoutes } from './sessions.ts';
 import { v3WorkspaceRoutes } from './workspaces.ts';
@@ -18,4 +19,5 @@ export function v3Routes(app: App, ctx: Ctx, config: MemoryConfig): void {
   v3MemoryRoutes(app, ctx);
   v3ConclusionRoutes(app, ctx);
   v3ChatRoutes(app, ctx, config);
+  v3WebhookRoutes(app, ctx, config);
 }
