@@ -143,5 +143,14 @@ forEachStorage('workflow audio nodes', (storage) => {
     assert.equal(f.channels[0]!.length, 900);
     // Away from the edges a constant stays constant (within the filter's ripple).
     for (const v of f.channels[0]!.slice(50, 750) as number[]) assert.ok(Math.abs(v - 8000) < 80, String(v));
+    // Nearly coprime rates would need a polyphase filter of 44099 phases: refused, not gigabytes allocated.
+    const odd = await run(srv, {
+      a: { class_type: 'EmptyAudio', inputs: { duration: 0.01, sample_rate: 44100, channels: 1 } },
+      b: { class_type: 'EmptyAudio', inputs: { duration: 0.01, sample_rate: 44099, channels: 1 } },
+      c: { class_type: 'AudioConcat', inputs: { audio1: ['a', 0], audio2: ['b', 0], direction: 'after' } },
+      p: { class_type: 'PreviewAudio', inputs: { audio: ['c', 0] } },
+    });
+    assert.equal(odd.error?.exception_type, 'RangeError');
+    assert.match(odd.error?.exception_message, /needs a filter of \d+ taps/);
   });
 });

@@ -226,6 +226,10 @@ forEachStorage('workflow latent nodes', (storage) => {
     const expect = [0, 0.25, 0.75, 1].map((r) => [Math.sin((r * Math.PI) / 2), Math.cos((r * Math.PI) / 2)]);
     close(c0, expect.map((e) => e[0]!), 1e-5, 'bislerp c0');
     close(c1, expect.map((e) => e[1]!), 1e-5, 'bislerp c1');
+    // A bislerp whose result would pass the latent limit fails before allocating it.
+    const many = await run(srv, { e: { class_type: 'EmptyLatentImage', inputs: { width: 64, height: 64, batch_size: 4096 } }, u: { class_type: 'LatentUpscale', inputs: { samples: ['e', 0], upscale_method: 'bislerp', width: 2048, height: 2048, crop: 'disabled' } }, s: { class_type: 'SaveLatent', inputs: { samples: ['u', 0], filename_prefix: 'x' } } });
+    assert.equal(many.error?.exception_type, 'RangeError');
+    assert.match(many.error?.exception_message, /exceeds the limit/);
     // width 0: height kept at ≥ 64 and width from the aspect ratio, both // 8.
     const wide = putLatent(ramp([1, 1, 2, 4]));
     s = await savedLatent({ l: load(wide), u: { class_type: 'LatentUpscale', inputs: { samples: ['l', 0], upscale_method: 'nearest-exact', width: 0, height: 80, crop: 'disabled' } } }, ['u', 0]);

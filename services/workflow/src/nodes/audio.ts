@@ -347,6 +347,9 @@ function u32le(n: number): Buffer {
   return b;
 }
 
+/** Largest resampling filter (phases × taps) built: 4 Mi doubles, 32 MiB. */
+const MAX_RESAMPLE_TAPS = 4 * 1024 * 1024;
+
 function gcd(a: number, b: number): number {
   while (b) [a, b] = [b, a % b];
   return a;
@@ -358,12 +361,16 @@ function gcd(a: number, b: number): number {
  */
 export function resample(w: Tensor, orig: number, target: number, checkInterrupt: () => void = () => {}): Tensor {
   if (orig === target) return w;
+  if (!Number.isInteger(orig) || !Number.isInteger(target) || orig <= 0 || target <= 0) throw new RangeError(`cannot resample from ${orig} Hz to ${target} Hz`);
   const g = gcd(orig, target);
   const of = orig / g;
   const nf = target / g;
   const base = Math.min(of, nf) * 0.99;
   const width = Math.ceil((6 * of) / base);
   const taps = 2 * width + of;
+  // Rates with a small common divisor (44100 → 44099) make torchaudio's polyphase filter huge; refuse
+  // instead of allocating gigabytes (the reference would try).
+  if (nf * taps > MAX_RESAMPLE_TAPS) throw new RangeError(`resampling from ${orig} Hz to ${target} Hz needs a filter of ${nf * taps} taps, over the limit of ${MAX_RESAMPLE_TAPS}`);
   const kernel = new Float64Array(nf * taps);
   for (let p = 0; p < nf; p++) {
     for (let k = 0; k < taps; k++) {

@@ -173,6 +173,10 @@ function bislerp(t: Tensor, width: number, height: number, checkInterrupt: () =>
   const n = numel(lead);
   let h = t.dim(-2);
   let w = t.dim(-1);
+  // Both passes' results are bounded before anything is allocated.
+  if (numel([...lead, c, h, width]) > MAX_LATENT_VALUES || numel([...lead, c, height, width]) > MAX_LATENT_VALUES) {
+    throw new RangeError(`a latent of shape [${[...lead, c, height, width].join(', ')}] exceeds the limit of ${MAX_LATENT_VALUES} values`);
+  }
   let cur = t.data;
   // Width pass: for each row, out[x] = slerp(in[c1[x]], in[c2[x]], r[x]).
   {
@@ -195,7 +199,6 @@ function bislerp(t: Tensor, width: number, height: number, checkInterrupt: () =>
     cur = next;
     h = height;
   }
-  if (numel([...lead, c, h, w]) > MAX_LATENT_VALUES) throw new RangeError('latent too large');
   return new Tensor([...lead, c, h, w], cur);
 }
 
