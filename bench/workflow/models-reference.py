@@ -151,6 +151,8 @@ cases = [
     ("dpm_2", "karras", 3, 7.0, 1.0, 3), ("dpm_2_ancestral", "normal", 3, 7.0, 1.0, 4), ("dpmpp_2s_ancestral", "karras", 3, 7.0, 1.0, 5),
     ("dpmpp_2m", "karras", 5, 7.0, 1.0, 6), ("ddpm", "simple", 4, 7.0, 1.0, 7), ("lcm", "sgm_uniform", 4, 1.5, 1.0, 8),
     ("ddim", "ddim_uniform", 4, 7.0, 1.0, 9), ("euler", "exponential", 4, 1.0, 1.0, 10), ("dpmpp_2m", "simple", 6, 7.0, 0.5, 11),
+    ("lms", "karras", 6, 7.0, 1.0, 12), ("ipndm", "normal", 6, 7.0, 1.0, 13), ("ipndm_v", "karras", 6, 7.0, 1.0, 14),
+    ("gradient_estimation", "simple", 5, 7.0, 1.0, 15),
 ]
 init = pattern((1, 4, 8, 8))
 for sampler, sched, steps, cfg, denoise, seed in cases:

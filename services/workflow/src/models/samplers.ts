@@ -247,7 +247,127 @@ const lcm: Sampler = async (model, x, sigmas, ctx) => {
   return x;
 };
 
+/** ∫ from t[i] to t[i+1] of the Lagrange basis polynomial j over t[i], t[i−1], … (degree < 4: Gauss–Legendre is exact). */
+function lmsCoeff(order: number, t: Float32Array, i: number, j: number): number {
+  const fn = (tau: number) => {
+    let prod = 1;
+    for (let k = 0; k < order; k++) if (k !== j) prod *= (tau - t[i - k]!) / (t[i - j]! - t[i - k]!);
+    return prod;
+  };
+  const a = t[i]!;
+  const b = t[i + 1]!;
+  const mid = (a + b) / 2;
+  const half = (b - a) / 2;
+  const nodes = [-Math.sqrt(3 / 5), 0, Math.sqrt(3 / 5)];
+  const weights = [5 / 9, 8 / 9, 5 / 9];
+  return nodes.reduce((acc, x, n) => acc + weights[n]! * fn(mid + half * x), 0) * half;
+}
+
+const lms: Sampler = async (model, x, sigmas, ctx) => {
+  const order = 4;
+  const ds: Float32Array[] = [];
+  for (let i = 0; i < steps(sigmas); i++) {
+    const denoised = await model(x, sigmas[i]!);
+    ds.push(toD(x, sigmas[i]!, denoised));
+    if (ds.length > order) ds.shift();
+    report(ctx, i, x, denoised, sigmas);
+    if (sigmas[i + 1] === 0) x = denoised;
+    else {
+      const cur = Math.min(i + 1, order);
+      const out = Float32Array.from(x);
+      for (let j = 0; j < cur; j++) {
+        const c = lmsCoeff(cur, sigmas, i, j);
+        const d = ds[ds.length - 1 - j]!;
+        for (let k = 0; k < out.length; k++) out[k]! += c * d[k]!;
+      }
+      x = out;
+    }
+  }
+  return x;
+};
+
+/** iPNDM: Adams–Bashforth on the last derivatives, fixed coefficients (ipndm) or step-size aware ones (ipndm_v). */
+function ipndm(variable: boolean): Sampler {
+  return async (model, x, sigmas, ctx) => {
+    const buffer: Float32Array[] = [];
+    const t = sigmas;
+    for (let i = 0; i < steps(sigmas); i++) {
+      const cur = t[i]!;
+      const next = t[i + 1]!;
+      const denoised = await model(x, cur);
+      report(ctx, i, x, denoised, sigmas);
+      const d = toD(x, cur, denoised);
+      const order = Math.min(4, i + 1);
+      let coeffs: number[];
+      if (!variable) coeffs = [[1], [3 / 2, -1 / 2], [23 / 12, -16 / 12, 5 / 12], [55 / 24, -59 / 24, 37 / 24, -9 / 24]][order - 1]!;
+      else {
+        const h = next - cur;
+        const h1 = cur - t[i - 1]!;
+        const h2 = t[i - 1]! - t[i - 2]!;
+        const h3 = t[i - 2]! - t[i - 3]!;
+        if (order === 1) coeffs = [1];
+        else if (order === 2) coeffs = [(2 + h / h1) / 2, -(h / h1) / 2];
+        else {
+          const temp1 = (1 - ((h / (3 * (h + h1))) * (h * (h + h1))) / (h1 * (h1 + h2))) / 2;
+          if (order === 3) coeffs = [(2 + h / h1) / 2 + temp1, -(h / h1) / 2 - (1 + h1 / h2) * temp1, (temp1 * h1) / h2];
+          else {
+            const temp2 =
+              (((1 - h / (3 * (h + h1))) / 2 + ((1 - h / (2 * (h + h1))) * h) / (6 * (h + h1 + h2))) * (h * (h + h1) * (h + h1 + h2))) / (h1 * (h1 + h2) * (h1 + h2 + h3));
+            const r = (h1 * (h1 + h2)) / (h2 * (h2 + h3));
+            coeffs = [
+              (2 + h / h1) / 2 + temp1 + temp2,
+              -(h / h1) / 2 - (1 + h1 / h2) * temp1 - (1 + h1 / h2 + r) * temp2,
+              (temp1 * h1) / h2 + (h1 / h2 + r * (1 + h2 / h3)) * temp2,
+              ((-temp2 * r) * h1) / h2,
+            ];
+          }
+        }
+      }
+      if (next === 0) x = denoised;
+      else {
+        const out = Float32Array.from(x);
+        const hist = [d, ...buffer.slice().reverse()];
+        for (let j = 0; j < coeffs.length; j++) {
+          const c = (next - cur) * coeffs[j]!;
+          const v = hist[j]!;
+          for (let k = 0; k < out.length; k++) out[k]! += c * v[k]!;
+        }
+        x = out;
+      }
+      if (buffer.length === 3) buffer.shift();
+      buffer.push(d);
+    }
+    return x;
+  };
+}
+
+const gradientEstimation: Sampler = async (model, x, sigmas, ctx) => {
+  const gamma = 2;
+  let oldD: Float32Array | undefined;
+  for (let i = 0; i < steps(sigmas); i++) {
+    const denoised = await model(x, sigmas[i]!);
+    const d = toD(x, sigmas[i]!, denoised);
+    report(ctx, i, x, denoised, sigmas);
+    const dt = sigmas[i + 1]! - sigmas[i]!;
+    if (sigmas[i + 1] === 0) x = denoised;
+    else {
+      x = axpy(x, dt, d);
+      if (i >= 1) {
+        const out = new Float32Array(x.length);
+        for (let k = 0; k < x.length; k++) out[k] = x[k]! + (gamma - 1) * (d[k]! - oldD![k]!) * dt;
+        x = out;
+      }
+    }
+    oldD = d;
+  }
+  return x;
+};
+
 const SAMPLERS: Record<string, Sampler> = {
+  lms,
+  ipndm: ipndm(false),
+  ipndm_v: ipndm(true),
+  gradient_estimation: gradientEstimation,
   euler,
   euler_ancestral: eulerAncestral,
   heun,
