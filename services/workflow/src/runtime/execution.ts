@@ -12,7 +12,7 @@ import type { NodeScope } from '../nodes/api.ts';
 import { openSharedContent, type SharedContent } from '../files/shared-content.ts';
 import { WsHub } from '../ws/hub.ts';
 import { createRelay, type Relay } from '../ws/relay-factory.ts';
-import { buildRegistry } from './node-registry.ts';
+import { buildRegistry } from '../threads/node-registry.ts';
 import { PromptRunner, type RunnerOptions } from './prompt-runner.ts';
 import { idempotentNodes, millisecondsFlag, prefetchHoldMs, SharedQueue } from './shared-queue.ts';
 

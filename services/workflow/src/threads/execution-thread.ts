@@ -8,7 +8,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { Executor, InterruptSignal, type ExecutionSink } from '../engine/executor.ts';
 import type { ProgressRegistry } from '../engine/progress.ts';
 import type { NodeEnv } from '../nodes/api.ts';
-import { buildRegistry } from '../runtime/node-registry.ts';
+import { buildRegistry } from './node-registry.ts';
 import type { EnvCall, FromThread, RunEvent, ThreadInit, ToThread } from './protocol.ts';
 
 const port = parentPort!;
