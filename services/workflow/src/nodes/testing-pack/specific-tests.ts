@@ -6,9 +6,21 @@ import type { ImageBatch, MaskBatch } from '../image-types.ts';
 
 const CATEGORY = 'Testing/Nodes';
 
+/** The mask's lowest and highest values, read from its planes in one pass (no tensor copy). */
 function maskRange(mask: MaskBatch): [number, number] {
-  const t = maskTensor(mask);
-  return [t.min(), t.max()];
+  let lo = Infinity;
+  let hi = -Infinity;
+  const first = mask.planes[0];
+  for (const p of mask.planes) {
+    if (p.width !== first!.width || p.height !== first!.height) throw pyError('RuntimeError', 'masks of one batch must have one size');
+    const d = p.data;
+    for (let i = 0; i < d.length; i++) {
+      const v = d[i]!;
+      if (v < lo) lo = v;
+      if (v > hi) hi = v;
+    }
+  }
+  return [lo, hi];
 }
 
 /** image1·(1−mask) + image2·mask, with the reference's shortcuts for an all-0 or all-1 mask. */
