@@ -99,22 +99,28 @@ export function addImageUpload(node, combo, opts) {
     prev?.(v);
     previewInput(node, v);
   };
-  node.addWidget(
-    'button',
-    'upload',
-    'image',
-    () => {
-      const input = document.createElement('input');
-      input.type = 'file';
-      input.accept = accept;
-      input.addEventListener('change', () => {
-        const file = input.files?.[0];
-        if (file) setUploadedFile(node, combo, file);
-      });
-      input.click();
-    },
-    { serialize: false },
-  );
+  const choose = () => {
+    // In the document until the chooser closes: a detached input may be collected and its chooser never shown.
+    const input = document.createElement('input');
+    input.type = 'file';
+    input.accept = accept;
+    input.hidden = true;
+    input.addEventListener('change', () => {
+      const file = input.files?.[0];
+      input.remove();
+      if (file) setUploadedFile(node, combo, file);
+    });
+    input.addEventListener('cancel', () => input.remove());
+    document.body.append(input);
+    input.click();
+  };
+  const button = node.addWidget('button', 'upload', 'image', choose, { serialize: false });
+  // Two quick clicks are a double click to the canvas, which would swallow the second: both open the chooser.
+  button.onPointerDown = (pointer) => {
+    pointer.onClick = choose;
+    pointer.onDoubleClick = choose;
+    return true;
+  };
   node.uploadWidget = combo;
   queueMicrotask(() => previewInput(node, combo.value));
 }
