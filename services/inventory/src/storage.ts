@@ -2,7 +2,9 @@ import type { Kysely } from 'kysely';
 import { migrate, openStorage, type Storage } from '@svc/storage';
 import type { InventoryConfig } from './config.ts';
 import { coreMigrations } from './migrations.ts';
-import { eventMigrations } from './events/index.ts';
+// The event tables' migrations from their own leaf module: importing the events package here would close the
+// cycle storage → events → event routes → routes/extras-* → storage.
+import { eventMigrations } from './events/schema.ts';
 
 /** The inventory database, opened and migrated alike by the API process and by separate worker processes. */
 export async function openInventoryStorage(config: InventoryConfig): Promise<Storage> {
