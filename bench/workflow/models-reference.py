@@ -97,8 +97,10 @@ patcher = comfy.model_patcher.ModelPatcher(model, load_device=torch.device("cpu"
 # --- schedules
 ms = model.model_sampling
 out["sigmas"] = {}
-for sched in ["simple", "sgm_uniform", "karras", "exponential", "ddim_uniform", "normal"]:
-    for steps in [1, 3, 10]:
+for sched in ["simple", "sgm_uniform", "karras", "exponential", "ddim_uniform", "beta", "normal", "linear_quadratic", "kl_optimal"]:
+    for steps in [1, 2, 3, 10, 25]:
+        if sched == "kl_optimal" and steps == 1:
+            continue  # 0/0: NaN, not JSON
         out["sigmas"][f"{sched}:{steps}"] = flat(comfy.samplers.calculate_sigmas(ms, sched, steps))
 
 # --- text encoder

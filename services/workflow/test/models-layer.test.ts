@@ -87,7 +87,7 @@ describe('noise, schedules and tokens as the reference computes them', () => {
     assert.deepEqual(Array.from(picked), [...n2, ...n0]);
   });
 
-  test('sigmas of every scheduler for 1, 3 and 10 steps', () => {
+  test('sigmas of every scheduler for 1, 2, 3, 10 and 25 steps', () => {
     const s = new DiscreteSchedule();
     for (const [key, expected] of Object.entries(ref.sigmas) as [string, number[]][]) {
       const [name, steps] = key.split(':');

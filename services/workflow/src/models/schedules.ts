@@ -85,7 +85,7 @@ export function linspace32(start: number, end: number, steps: number): Float32Ar
 
 export const SCHEDULER_NAMES = ['simple', 'sgm_uniform', 'karras', 'exponential', 'ddim_uniform', 'beta', 'normal', 'linear_quadratic', 'kl_optimal'] as const;
 /** The schedulers that work here, in the reference's order. */
-export const SUPPORTED_SCHEDULERS = ['simple', 'sgm_uniform', 'karras', 'exponential', 'ddim_uniform', 'normal'] as const;
+export const SUPPORTED_SCHEDULERS = ['simple', 'sgm_uniform', 'karras', 'exponential', 'ddim_uniform', 'beta', 'normal', 'linear_quadratic', 'kl_optimal'] as const;
 export type SchedulerName = (typeof SUPPORTED_SCHEDULERS)[number];
 
 function withZero(values: ArrayLike<number>): Float32Array {
@@ -147,6 +147,105 @@ export function exponentialSigmas(n: number, sigmaMin: number, sigmaMax: number)
   return withZero(Array.from(linspace32(Math.log(sigmaMax), Math.log(sigmaMin), n), (v) => f(Math.exp(v))));
 }
 
+/** ln Γ(x) for x > 0 (Lanczos, g = 7). */
+function lnGamma(x: number): number {
+  const c = [0.99999999999980993, 676.5203681218851, -1259.1392167224028, 771.32342877765313, -176.61503916999185, 12.507343278686905, -0.13857109526572012, 9.9843695780195716e-6, 1.5056327351493116e-7];
+  if (x < 0.5) return Math.log(Math.PI / Math.abs(Math.sin(Math.PI * x))) - lnGamma(1 - x);
+  x -= 1;
+  let a = c[0]!;
+  const t = x + 7.5;
+  for (let i = 1; i < 9; i++) a += c[i]! / (x + i);
+  return 0.5 * Math.log(2 * Math.PI) + (x + 0.5) * Math.log(t) - t + Math.log(a);
+}
+
+/** The regularised incomplete beta function I_x(a, b) by its continued fraction (modified Lentz). */
+function incompleteBeta(x: number, a: number, b: number): number {
+  if (x <= 0) return 0;
+  if (x >= 1) return 1;
+  if (x > (a + 1) / (a + b + 2)) return 1 - incompleteBeta(1 - x, b, a);
+  const front = Math.exp(a * Math.log(x) + b * Math.log(1 - x) - (lnGamma(a) + lnGamma(b) - lnGamma(a + b))) / a;
+  const tiny = 1e-300;
+  let f = 1;
+  let c = 1;
+  let d = 0;
+  for (let i = 0; i <= 400; i++) {
+    const m = Math.floor(i / 2);
+    let num: number;
+    if (i === 0) num = 1;
+    else if (i % 2 === 0) num = (m * (b - m) * x) / ((a + 2 * m - 1) * (a + 2 * m));
+    else num = -((a + m) * (a + b + m) * x) / ((a + 2 * m) * (a + 2 * m + 1));
+    d = 1 + num * d;
+    if (Math.abs(d) < tiny) d = tiny;
+    d = 1 / d;
+    c = 1 + num / c;
+    if (Math.abs(c) < tiny) c = tiny;
+    const cd = c * d;
+    f *= cd;
+    if (Math.abs(1 - cd) < 1e-16) break;
+  }
+  return front * (f - 1);
+}
+
+/** scipy.stats.beta.ppf: the x with I_x(a, b) = p, by bisection to double precision. */
+export function betaPpf(p: number, a: number, b: number): number {
+  if (p <= 0) return 0;
+  if (p >= 1) return 1;
+  let lo = 0;
+  let hi = 1;
+  for (let i = 0; i < 200 && hi - lo > 1e-17; i++) {
+    const mid = (lo + hi) / 2;
+    if (incompleteBeta(mid, a, b) < p) lo = mid;
+    else hi = mid;
+  }
+  return (lo + hi) / 2;
+}
+
+function betaScheduler(s: DiscreteSchedule, steps: number, alpha = 0.6, beta = 0.6): Float32Array {
+  const total = s.sigmas.length - 1;
+  const sigs: number[] = [];
+  let last = -1;
+  for (let i = 0; i < steps; i++) {
+    // numpy.rint rounds half to even.
+    const v = betaPpf(1 - i / steps, alpha, beta) * total;
+    let t = Math.round(v);
+    if (Math.abs(v - Math.trunc(v)) === 0.5 && t % 2 !== 0) t -= 1;
+    if (t !== last) sigs.push(s.sigmas[t]!);
+    last = t;
+  }
+  return withZero(sigs);
+}
+
+function linearQuadratic(s: DiscreteSchedule, steps: number, threshold = 0.025): Float32Array {
+  let sched: number[];
+  if (steps === 1) sched = [1, 0];
+  else {
+    const linearSteps = Math.floor(steps / 2);
+    const lin = Array.from({ length: linearSteps }, (_, i) => (i * threshold) / linearSteps);
+    const diff = linearSteps - threshold * steps;
+    const quadSteps = steps - linearSteps;
+    const qc = diff / (linearSteps * quadSteps ** 2);
+    const lc = threshold / linearSteps - (2 * diff) / quadSteps ** 2;
+    const k = qc * linearSteps ** 2;
+    const quad = Array.from({ length: steps - linearSteps }, (_, n) => {
+      const i = linearSteps + n;
+      return qc * i ** 2 + lc * i + k;
+    });
+    sched = [...lin, ...quad, 1].map((x) => 1 - x);
+  }
+  return Float32Array.from(sched, (v) => f(f(v) * s.sigmaMax));
+}
+
+function klOptimal(n: number, sigmaMin: number, sigmaMax: number): Float32Array {
+  const out = new Float32Array(n + 1);
+  const aMin = f(Math.atan(sigmaMin));
+  const aMax = f(Math.atan(sigmaMax));
+  for (let i = 0; i < n; i++) {
+    const adj = f(i / (n - 1));
+    out[i] = f(Math.tan(f(f(adj * aMin) + f(f(1 - adj) * aMax))));
+  }
+  return out;
+}
+
 /** comfy.samplers.calculate_sigmas. */
 export function calculateSigmas(s: DiscreteSchedule, scheduler: string, steps: number): Float32Array {
   switch (scheduler) {
@@ -162,6 +261,12 @@ export function calculateSigmas(s: DiscreteSchedule, scheduler: string, steps: n
       return ddimScheduler(s, steps);
     case 'normal':
       return normalScheduler(s, steps, false);
+    case 'beta':
+      return betaScheduler(s, steps);
+    case 'linear_quadratic':
+      return linearQuadratic(s, steps);
+    case 'kl_optimal':
+      return klOptimal(steps, s.sigmaMin, s.sigmaMax);
     default:
       throw new Error(`error invalid scheduler ${scheduler}`);
   }
