@@ -625,6 +625,30 @@ describe('workflow built-in page: --api-key and --multi-user', { skip }, () => {
       }
     });
 
+    test('with --multi-user, the page asks who is using it and makes a new user', async () => {
+      const p = await browser.newPage();
+      try {
+        await p.goto(`${multi.url}/`);
+        await p.waitForSelector('#user-dialog[open]');
+        await p.fill('#user-new', 'bob');
+        await p.click('#user-create');
+        await p.waitForURL(/\?user=/);
+        await p.waitForSelector('body[data-ready=true]');
+        assert.equal(await p.textContent('#user-name'), 'bob');
+        const users = (await multi.http.get('/api/users')).body.users;
+        const bobId = new URL(p.url()).searchParams.get('user')!;
+        assert.equal(users[bobId], 'bob');
+        // Switching asks again, with bob among the users.
+        await p.click('#switch-user');
+        await p.waitForSelector('#user-dialog[open]');
+        await p.selectOption('#user-select', bobId);
+        await p.waitForURL(new RegExp(`user=${bobId}`));
+        await p.waitForSelector('body[data-ready=true]');
+      } finally {
+        await p.close();
+      }
+    });
+
     test('with --multi-user, the page opened with ?user= acts as that user', async () => {
       // The user is made as the reference's user selection page makes it; its id goes in Comfy-User.
       const made = await multi.http.post('/api/users', { username: 'alice' });

@@ -26,6 +26,7 @@ import {
   workflowPath,
 } from './workflow-io.js';
 import { TEMPLATES } from './templates.js';
+import { chooseUser } from './users.js';
 
 const STORE_KEY = 'wf-page:workflow';
 
@@ -569,6 +570,7 @@ function applySetting(id, v) {
 // ---------------------------------------------------------------- start
 
 async function start() {
+  await chooseUser();
   const [, , stored] = await Promise.all([loadDefs(), loadSettings(), Promise.resolve(localStorage.getItem(STORE_KEY))]);
   for (const [id, v] of Object.entries(settings)) applySetting(id, v);
   renderLibrary(addNodeAtCentre);
