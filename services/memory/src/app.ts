@@ -135,7 +135,7 @@ export async function buildApp(base: ServiceConfig): Promise<FastifyInstance> {
     documentRoutes(app, ctx);
     await queryRoutes(app as unknown as FastifyInstance, deps);
     await chatRoutes(app as unknown as FastifyInstance, deps);
-    v3Routes(app, ctx, config);
+    await v3Routes(app, ctx, config);
 
     app.addHook('onClose', async () => {
       await queue.stop();
