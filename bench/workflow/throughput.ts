@@ -8,6 +8,7 @@
  * route answers and pushes one WebSocket message per request.
  *
  *   npx tsx bench/workflow/throughput.ts [--prompts 2000] [--inflight 8] [--rounds 3]
+ *   npx tsx bench/workflow/throughput.ts --main-thread  # also the service with --execution-threads 0 (prompts on the main thread)
  *   npx tsx bench/workflow/throughput.ts --rss 100000   # RSS of the service every tenth of N finished prompts
  *
  * Also reports start-up time to the first 200, /object_info latency and the
@@ -21,7 +22,7 @@ import { parseArgs } from 'node:util';
 import WebSocket from 'ws';
 
 const { values: args } = parseArgs({
-  options: { rss: { type: 'string' }, serve: { type: 'string' }, dir: { type: 'string' }, prompts: { type: 'string', default: '2000' }, inflight: { type: 'string', default: '8' }, rounds: { type: 'string', default: '3' } },
+  options: { rss: { type: 'string' }, serve: { type: 'string' }, dir: { type: 'string' }, prompts: { type: 'string', default: '2000' }, inflight: { type: 'string', default: '8' }, rounds: { type: 'string', default: '3' }, 'main-thread': { type: 'boolean', default: false } },
   strict: false,
 });
 
@@ -91,10 +92,10 @@ function prompt10(i: number): Record<string, unknown> {
  * The service as `npm run workflow` runs it (scripts/run-service.mjs: plain node over the esbuild bundle);
  * BENCH_TSX=1 runs the sources through tsx instead.
  */
-function startBundled(dir: string, t0: number): Promise<{ child: ChildProcess; url: string; startMs: number }> {
+function startBundled(dir: string, t0: number, extra: string[] = []): Promise<{ child: ChildProcess; url: string; startMs: number }> {
   const root = path.resolve(import.meta.dirname, '../..');
   const prof = process.env.BENCH_PROF ? ['--cpu-prof', '--cpu-prof-dir=' + process.env.BENCH_PROF] : [];
-  const child = spawn(process.execPath, [...prof, path.join(root, 'scripts', 'run-service.mjs'), 'workflow', '--port', '0', '--host', '127.0.0.1', '--data-dir', dir, '--log-level', 'warn'], {
+  const child = spawn(process.execPath, [...prof, path.join(root, 'scripts', 'run-service.mjs'), 'workflow', '--port', '0', '--host', '127.0.0.1', '--data-dir', dir, '--log-level', 'warn', ...extra], {
     stdio: ['ignore', 'pipe', 'inherit'],
     env: { ...process.env, LOG_REQUESTS: '0', PG_SCHEMA: `bench_wf_${process.pid}` },
   });
@@ -109,8 +110,10 @@ function startBundled(dir: string, t0: number): Promise<{ child: ChildProcess; u
   });
 }
 
-function start(kind: 'service' | 'baseline', dir: string): Promise<{ child: ChildProcess; url: string; startMs: number }> {
+function start(kind: 'service' | 'baseline' | 'main', dir: string): Promise<{ child: ChildProcess; url: string; startMs: number }> {
   const t0 = performance.now();
+  // The service with prompts on its main thread, as before execution threads: what the thread hop costs.
+  if (kind === 'main') return startBundled(dir, t0, ['--execution-threads', '0']);
   if (kind === 'service' && process.env.BENCH_TSX !== '1') return startBundled(dir, t0);
   const child = fork(import.meta.filename, ['--serve', kind, '--dir', dir], { execArgv: ['--import', 'tsx', ...(process.env.BENCH_PROF && kind === 'service' ? ['--cpu-prof', '--cpu-prof-dir=' + process.env.BENCH_PROF] : [])], stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
   return new Promise((resolve) => child.once('message', (m: any) => resolve({ child, url: m.address, startMs: performance.now() - t0 })));
@@ -207,12 +210,13 @@ async function main() {
   const total = Number(args.prompts);
   const inflight = Number(args.inflight);
   const rounds = Number(args.rounds);
-  const results: Record<string, { rate: number[]; lat1: number[]; perCpu: number[] }> = { service: { rate: [], lat1: [], perCpu: [] }, baseline: { rate: [], lat1: [], perCpu: [] } };
+  const results: Record<string, { rate: number[]; lat1: number[]; perCpu: number[] }> = { service: { rate: [], lat1: [], perCpu: [] }, baseline: { rate: [], lat1: [], perCpu: [] }, main: { rate: [], lat1: [], perCpu: [] } };
+  const kinds = args['main-thread'] ? (['service', 'main', 'baseline'] as const) : (['service', 'baseline'] as const);
   let startup = 0;
   let objectInfo: number[] = [];
   let idleRss = 0;
   for (let r = 0; r < rounds; r++) {
-    for (const kind of ['service', 'baseline'] as const) {
+    for (const kind of kinds) {
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'wf-bench-'));
       const s = await start(kind, dir);
       if (kind === 'service') {
@@ -243,6 +247,10 @@ async function main() {
   console.log(`service : ${median(svc.rate).toFixed(0)} prompts/s (${median(svc.perCpu).toFixed(0)} per server CPU-second), sequential latency p50 ${median(svc.lat1).toFixed(2)} ms`);
   console.log(`baseline: ${median(base.rate).toFixed(0)} req+msg/s (${median(base.perCpu).toFixed(0)} per server CPU-second), sequential latency p50 ${median(base.lat1).toFixed(2)} ms`);
   console.log(`ratio   : throughput ${(median(svc.rate) / median(base.rate)).toFixed(2)}, latency ${(median(svc.lat1) / median(base.lat1)).toFixed(2)}x`);
+  if (args['main-thread']) {
+    const m = results.main!;
+    console.log(`main thread (--execution-threads 0): ${median(m.rate).toFixed(0)} prompts/s, sequential latency p50 ${median(m.lat1).toFixed(2)} ms; threads / main: throughput ${(median(svc.rate) / median(m.rate)).toFixed(2)}, latency ${(median(svc.lat1) / median(m.lat1)).toFixed(2)}x`);
+  }
   const starts: Array<{ ms: number; rss: number }> = [];
   for (let i = 0; i < rounds; i++) starts.push(await startupAndRss());
   console.log(`npm run workflow (bundle): start-up to first 200 p50 ${median(starts.map((x) => x.ms)).toFixed(0)} ms; idle RSS ${median(starts.map((x) => x.rss)).toFixed(0)} MiB`);
