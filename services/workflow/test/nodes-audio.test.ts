@@ -67,7 +67,7 @@ forEachStorage('workflow audio nodes', (storage) => {
 
   test('object_info: the audio nodes with the reference schemas', async () => {
     const info = (await srv.http.get('/object_info')).body;
-    for (const n of ['SaveAudio', 'PreviewAudio', 'LoadAudio', 'RecordAudio', 'TrimAudioDuration', 'SplitAudioChannels', 'AudioConcat', 'AudioMerge', 'AudioAdjustVolume', 'EmptyAudio']) {
+    for (const n of ['SaveAudio', 'SaveAudioOpus', 'PreviewAudio', 'LoadAudio', 'RecordAudio', 'TrimAudioDuration', 'SplitAudioChannels', 'AudioConcat', 'AudioMerge', 'AudioAdjustVolume', 'EmptyAudio']) {
       assert.equal(info[n].category, 'audio', n);
       assert.equal(info[n].python_module, 'comfy_extras.nodes_audio', n);
     }
@@ -132,6 +132,28 @@ forEachStorage('workflow audio nodes', (storage) => {
     assert.equal(f.rate, 8000);
     assert.equal(f.channels[0]!.length, 4000);
     assert.ok(f.channels[0]!.every((v: number) => v === 0));
+  });
+
+  test('SaveAudioOpus: Ogg Opus at the rate and bit rate the reference picks, the prompt in OpusTags; LoadAudio reads it back', async () => {
+    // 22,050 Hz is not an Opus rate: the reference resamples to the next one up, 24 kHz.
+    const tone = Array.from({ length: 22050 }, (_, i) => Math.round(16000 * Math.sin((2 * Math.PI * 440 * i) / 22050)));
+    const name = putWav([tone], 22050);
+    const r = await run(srv, { l: load(name), s: { class_type: 'SaveAudioOpus', inputs: { audio: ['l', 0], filename_prefix: `opus/${randomUUID().slice(0, 8)}`, quality: '64k' } } });
+    assert.equal(r.error, undefined, JSON.stringify(r.error));
+    const item = r.outputs.s.audio[0];
+    assert.match(item.filename, /_00001_\.opus$/);
+    const bytes = fs.readFileSync(path.join(srv.cfg.dataDir, 'output', item.subfolder, item.filename));
+    assert.equal(bytes.toString('latin1', 0, 4), 'OggS');
+    assert.equal(bytes.toString('latin1', 28, 36), 'OpusHead');
+    assert.equal(bytes.readUInt32LE(28 + 12), 22050, 'input sample rate in OpusHead');
+    assert.ok(bytes.includes(Buffer.from('prompt={"l": ')) || bytes.includes(Buffer.from('prompt={"l":')));
+    // Decoded (48 kHz, as every Opus decoder outputs) through LoadAudio and saved as FLAC: about one second of the tone.
+    fs.copyFileSync(path.join(srv.cfg.dataDir, 'output', item.subfolder, item.filename), path.join(srv.cfg.dataDir, 'input', 'back.opus'));
+    const [f] = await saved({ l: load('back.opus') }, ['l', 0]);
+    assert.equal(f.rate, 48000);
+    assert.ok(Math.abs(f.channels[0]!.length - 48000) < 1000, String(f.channels[0]!.length));
+    const peak = Math.max(...(f.channels[0]!.slice(5000, 40000) as number[]).map(Math.abs));
+    assert.ok(peak > 13000 && peak < 19000, `peak ${peak}`);
   });
 
   test('different sample rates are matched with torchaudio-style sinc resampling', async () => {

@@ -6,12 +6,13 @@ import { type Audio, checkAudio, decodeAudioFile, encodeFlac, MAX_AUDIO_SAMPLES,
 import { asciiJson } from '../files/png.ts';
 import { imagePath, saveImagePath } from './image-io.ts';
 import { numel, Tensor } from './latent.ts';
+import { encodeOggOpus, opusRate } from './ogg-opus.ts';
 
 /**
  * The weight-free nodes of comfy_extras.nodes_audio (V1 schemas): loading
  * (LoadAudio, RecordAudio), saving as FLAC (SaveAudio, PreviewAudio) and the
- * waveform tools. SaveAudioMP3 and SaveAudioOpus are not here: see the
- * README's list of missing nodes.
+ * waveform tools; SaveAudioOpus (ogg-opus.ts). SaveAudioMP3 is not here: see
+ * the README's list of missing nodes.
  */
 
 /** Extensions whose content type Python's mimetypes calls audio/* or video/* (the reference lists both). */
@@ -46,8 +47,12 @@ async function loadAudio(dirs: NodeEnv['dirs'], name: unknown): Promise<Audio> {
   return { waveform: waveformOf(channels), sample_rate: sampleRate };
 }
 
-/** The reference's save_audio for FLAC: one file per batch item, prompt and extra_pnginfo as Vorbis comments. */
-async function saveFlac(audio: Audio, prefix: string, type: 'output' | 'temp', hidden: { prompt?: unknown; extra_pnginfo?: unknown }, ctx: NodeContext): Promise<Array<Record<string, unknown>>> {
+/**
+ * The reference's save_audio: one file per batch item, prompt and
+ * extra_pnginfo as Vorbis comments; FLAC at the audio's rate, Opus at the
+ * rate the reference picks (resampled as torchaudio does) and bit rate.
+ */
+async function saveAudio(audio: Audio, prefix: string, type: 'output' | 'temp', hidden: { prompt?: unknown; extra_pnginfo?: unknown }, ctx: NodeContext, format: { ext: 'flac' } | { ext: 'opus'; bitrate: number } = { ext: 'flac' }): Promise<Array<Record<string, unknown>>> {
   const target = saveImagePath(prefix, ctx.env.dirs[type], 0, 0);
   const comments: Array<[string, string]> = [];
   if (hidden.prompt !== undefined && hidden.prompt !== null) comments.push(['prompt', asciiJson(hidden.prompt)]);
@@ -57,11 +62,21 @@ async function saveFlac(audio: Audio, prefix: string, type: 'output' | 'temp', h
   let counter = target.counter;
   for (let b = 0; b < B; b++) {
     ctx.checkInterrupt();
-    const chans = Array.from({ length: C }, (_, c) => audio.waveform.data.subarray((b * C + c) * T, (b * C + c + 1) * T));
-    const bytes = encodeFlac(chans, audio.sample_rate, comments);
+    let bytes: Buffer;
+    if (format.ext === 'flac') {
+      const chans = Array.from({ length: C }, (_, c) => audio.waveform.data.subarray((b * C + c) * T, (b * C + c + 1) * T));
+      bytes = encodeFlac(chans, audio.sample_rate, comments);
+    } else {
+      const rate = opusRate(audio.sample_rate);
+      const item = new Tensor([1, C, T], audio.waveform.data.slice(b * C * T, (b + 1) * C * T));
+      const w = resample(item, audio.sample_rate, rate, () => ctx.checkInterrupt());
+      const n = w.dim(-1);
+      const chans = Array.from({ length: C }, (_, c) => w.data.subarray(c * n, (c + 1) * n));
+      bytes = encodeOggOpus(chans, rate, format.bitrate, comments, audio.sample_rate);
+    }
     const base = target.filename.replaceAll('%batch_num%', String(b));
     for (;;) {
-      const file = `${base}_${String(counter).padStart(5, '0')}_.flac`;
+      const file = `${base}_${String(counter).padStart(5, '0')}_.${format.ext}`;
       try {
         fs.writeFileSync(path.join(target.folder, file), bytes, { flag: 'wx' });
       } catch (err) {
@@ -100,6 +115,8 @@ function shapeError(a: readonly number[], b: readonly number[], dim: number): Er
   return Object.assign(new Error(`Sizes of tensors must match except in dimension ${dim}. Expected [${a.join(', ')}] but got [${b.join(', ')}]`), { pyType: 'RuntimeError' });
 }
 
+const OPUS_BITRATES: Record<string, number> = { '64k': 64000, '96k': 96000, '128k': 128000, '192k': 192000, '320k': 320000 };
+
 function hashFile(file: string): string {
   return createHash('sha256').update(fs.readFileSync(file)).digest('hex');
 }
@@ -115,7 +132,21 @@ export function audioNodes(dirs: NodeEnv['dirs']): NodeDefinition[] {
       inputs: { required: { audio: ['AUDIO'], filename_prefix: ['STRING', { default: 'audio/ComfyUI' }] }, hidden: HIDDEN },
       outputs: [],
       outputNode: true,
-      execute: async ({ audio, filename_prefix, prompt, extra_pnginfo }, ctx) => ({ ui: { audio: await saveFlac(checkAudio(audio), String(filename_prefix), 'output', { prompt, extra_pnginfo }, ctx) } }),
+      execute: async ({ audio, filename_prefix, prompt, extra_pnginfo }, ctx) => ({ ui: { audio: await saveAudio(checkAudio(audio), String(filename_prefix), 'output', { prompt, extra_pnginfo }, ctx) } }),
+    },
+    {
+      name: 'SaveAudioOpus',
+      displayName: 'Save Audio (Opus)',
+      category: 'audio',
+      inputs: {
+        required: { audio: ['AUDIO'], filename_prefix: ['STRING', { default: 'audio/ComfyUI' }], quality: [['64k', '96k', '128k', '192k', '320k'], { default: '128k' }] },
+        hidden: HIDDEN,
+      },
+      outputs: [],
+      outputNode: true,
+      execute: async ({ audio, filename_prefix, quality, prompt, extra_pnginfo }, ctx) => ({
+        ui: { audio: await saveAudio(checkAudio(audio), String(filename_prefix), 'output', { prompt, extra_pnginfo }, ctx, { ext: 'opus', bitrate: OPUS_BITRATES[quality] ?? 128000 }) },
+      }),
     },
     {
       name: 'PreviewAudio',
@@ -127,7 +158,7 @@ export function audioNodes(dirs: NodeEnv['dirs']): NodeDefinition[] {
       execute: async ({ audio, prompt, extra_pnginfo }, ctx) => {
         // PreviewAudio subclasses SaveAudio: its default prefix "ComfyUI" plus "_temp_" and five random letters, in temp.
         const suffix = Array.from(randomBytes(5), (b) => 'abcdefghijklmnopqrstupvxyz'[b % 26]).join('');
-        return { ui: { audio: await saveFlac(checkAudio(audio), `ComfyUI_temp_${suffix}`, 'temp', { prompt, extra_pnginfo }, ctx) } };
+        return { ui: { audio: await saveAudio(checkAudio(audio), `ComfyUI_temp_${suffix}`, 'temp', { prompt, extra_pnginfo }, ctx) } };
       },
     },
     {

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { numel, Tensor } from './latent.ts';
+import { compactOpusTags } from './ogg-opus.ts';
 
 /**
  * AUDIO values and their codecs. The reference's AUDIO is a dict
@@ -123,7 +124,7 @@ export async function decodeAudioFile(buf: Buffer): Promise<{ channels: Float32A
   if (magic === 'fLaC') return wasmDecode(async () => new (await import('@wasm-audio-decoders/flac')).FLACDecoder() as WasmDecoder, buf, true);
   if (magic === 'OggS') {
     const head = buf.subarray(0, 512).toString('latin1');
-    if (head.includes('OpusHead')) return wasmDecode(async () => new (await import('ogg-opus-decoder')).OggOpusDecoder() as unknown as WasmDecoder, buf);
+    if (head.includes('OpusHead')) return wasmDecode(async () => new (await import('ogg-opus-decoder')).OggOpusDecoder() as unknown as WasmDecoder, compactOpusTags(buf));
     if (head.includes('\x01vorbis')) return wasmDecode(async () => new (await import('@wasm-audio-decoders/ogg-vorbis')).OggVorbisDecoder() as unknown as WasmDecoder, buf);
     if (head.includes('FLAC')) return wasmDecode(async () => new (await import('@wasm-audio-decoders/flac')).FLACDecoder() as WasmDecoder, buf, true);
     throw new AudioDecodeError('unsupported Ogg stream (Opus, Vorbis and FLAC are read)');
