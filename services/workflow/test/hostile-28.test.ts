@@ -8,6 +8,8 @@ import { bearer, isCloudError, signupUser, startCloud } from './cloud-helpers.ts
 import { passwordProblem } from '../src/identity/passwords.ts';
 import { textProblem } from '../src/identity/store.ts';
 import { validateRegistration } from '../src/identity/oauth-clients.ts';
+import { openWorkflowStorage } from '../src/app.ts';
+import { TEST_LIMITS } from './cloud-helpers.ts';
 import { isFloatLiteral, markFloatLiterals, pyTypeOf } from '../src/nodes/json-floats.ts';
 
 /**
@@ -468,3 +470,50 @@ test('float literals are found wherever they are: nested, in arrays, under escap
   assert.equal(pyTypeOf(v, 'missing'), 'NoneType');
   assert.equal(({} as Record<string, unknown>).constructor, Object);
 });
+
+forEachStorage('issue 28: a job a crash ended is charged', (storage) => {
+  test('a prompt left running by a server that stopped is charged at the next start, for what it ran until the last sign of the old process', async () => {
+    // The process-local queue (on PostgreSQL the shared queue settles a dead worker's prompts: test/scale-out.test.ts).
+    const flags = { runtime: 'cloud', authRateLimits: TEST_LIMITS, sharedQueue: 'false' };
+    const first = await startWorkflow(storage, flags);
+    let second: Awaited<ReturnType<typeof startWorkflow>> | undefined;
+    try {
+      const u = await signupUser(first.url, 'crash');
+      const q = await u.http.post('/api/prompt', { prompt: { o: { class_type: 'PreviewAny', inputs: { source: 'x' } } } });
+      assert.equal(q.status, 200, q.text);
+      const id = q.body.prompt_id as string;
+      await waitJob(u.http, id);
+      await first.app.close();
+      // As a crash leaves it: running, never charged; it started 67 s ago, and the old process was last seen 60 s ago.
+      const st = await openWorkflowStorage(first.cfg);
+      const now = Date.now();
+      await st.db.updateTable('prompts').set({ status: 'in_progress', start_time: now - 67_000, create_time: now - 68_000, end_time: null }).where('id', '=', id).execute();
+      await st.db.insertInto('prompts').values(await otherPrompt(st.db, id, now - 60_000)).execute();
+      await st.db.deleteFrom('billing_events').where('job_id', '=', id).execute();
+      await st.close();
+      second = await startWorkflow(storage, flags, { overrides: { dataDir: first.cfg.dataDir, pgSchema: first.cfg.pgSchema } });
+      const http = bearer(second.url, u.token);
+      const job = await waitJob(http, id);
+      assert.equal(job.status, 'failed');
+      assert.equal(job.execution_error.exception_type, 'ServerRestart');
+      // The charge is written in the background after the start: polled, up to a bound.
+      let charges: any[] = [];
+      for (let i = 0; i < 400 && charges.length === 0; i++) {
+        if (i > 0) await new Promise((r) => setTimeout(r, 5));
+        charges = (await http.get('/api/billing/events?type=charge&limit=100')).body.events.filter((e: any) => e.job_id === id);
+      }
+      assert.equal(charges.length, 1);
+      // 7 s at 1 credit per second, not the 67 s until the restart.
+      assert.equal(Math.abs(charges[0].amount), 7, JSON.stringify(charges[0]));
+    } finally {
+      if (second) await second.close();
+      else await first.close();
+    }
+  });
+});
+
+/** A finished prompt of another owner, stored at `at`: the old process's last sign of life. */
+async function otherPrompt(db: any, likeId: string, at: number): Promise<Record<string, unknown>> {
+  const row = await db.selectFrom('prompts').selectAll().where('id', '=', likeId).executeTakeFirstOrThrow();
+  return { ...row, id: '11111111-1111-4111-8111-111111111111', owner: 'someone-else', status: 'completed', number: Number(row.number) + 1000, create_time: at - 1, start_time: at - 1, end_time: at };
+}

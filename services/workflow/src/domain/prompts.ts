@@ -405,11 +405,16 @@ export async function listJobs(db: Kysely<any>, q: JobQuery): Promise<{ rows: Pr
 /**
  * Prompts left running by a process that died: they are reported failed,
  * never silently re-run. `workers` limits it to the given claimants.
+ * `ended` hears of each (for its charge): it ran from its start until the
+ * last sign of life the database holds of the process that ran it (the
+ * latest time any prompt was stored, started or ended), never through the
+ * time the service was down.
  */
-export async function failOrphans(db: Kysely<any>, now: number, exceptWorker?: string): Promise<string[]> {
-  let q = db.selectFrom('prompts').select(['id', 'status_messages']).where('status', '=', 'in_progress');
+export async function failOrphans(db: Kysely<any>, now: number, exceptWorker?: string, ended?: (job: { promptId: string; owner: string; startTime: number; endTime: number }) => void): Promise<string[]> {
+  let q = db.selectFrom('prompts').select(['id', 'owner', 'start_time']).where('status', '=', 'in_progress');
   if (exceptWorker) q = q.where((eb) => eb.or([eb('worker', 'is', null), eb('worker', '!=', exceptWorker)]));
   const rows = await q.execute();
+  const lastSeen = rows.length > 0 && ended ? await lastActivity(db) : 0;
   for (const r of rows) {
     const messages: Array<[string, Record<string, unknown>]> = [
       [
@@ -429,8 +434,19 @@ export async function failOrphans(db: Kysely<any>, now: number, exceptWorker?: s
       ],
     ];
     await completePrompt(db, r.id as string, { status: 'failed', endTime: now, outputs: {}, meta: {}, messages });
+    const start = r.start_time === null || r.start_time === undefined ? now : Number(r.start_time);
+    ended?.({ promptId: r.id as string, owner: r.owner as string, startTime: start, endTime: Math.max(start, Math.min(now, lastSeen)) });
   }
   return rows.map((r) => r.id as string);
+}
+
+/** The latest time the prompts table records anything happening (stored, started, ended). */
+async function lastActivity(db: Kysely<any>): Promise<number> {
+  const r = await db
+    .selectFrom('prompts')
+    .select((eb) => [eb.fn.max<number>('create_time').as('c'), eb.fn.max<number>('start_time').as('s'), eb.fn.max<number>('end_time').as('e')])
+    .executeTakeFirst();
+  return Math.max(Number(r?.c ?? 0) || 0, Number(r?.s ?? 0) || 0, Number(r?.e ?? 0) || 0);
 }
 
 /** The largest |number| used so far, so a restarted server keeps counting up. */

@@ -238,7 +238,8 @@ export class PromptRunner implements ClaimHandler {
       await this.o.shared.start(this);
       return;
     }
-    const orphans = await failOrphans(db, Date.now());
+    // A job that a crash ended is charged as every started job is (what it ran, up to the last sign of the old process).
+    const orphans = await failOrphans(db, Date.now(), undefined, (job) => this.o.onFinished?.({ ...job, status: 'failed' }));
     if (orphans.length) this.o.log.warn({ prompts: orphans }, 'prompts that were running when the server stopped are marked failed');
     this.counter = Math.floor(await maxNumber(db)) + 1;
     this.remaining = await pendingCount(db);
@@ -498,6 +499,8 @@ export class PromptRunner implements ClaimHandler {
   /** Shared queue: a prompt's worker died; its client hears of it as of any failure. */
   lost(record: PromptRecord, requeued: boolean): void {
     const clientId = typeof record.extraData.client_id === 'string' ? record.extraData.client_id : null;
+    // Settled as failed (not run again): charged for the time it ran, as every started job (dedup per job: once).
+    if (!requeued) this.o.onFinished?.({ promptId: record.id, owner: record.owner, status: 'failed', startTime: record.startTime ?? Date.now(), endTime: Date.now() });
     if (!requeued && clientId !== null) {
       const now = Date.now();
       this.o.hub.send('execution_error', { prompt_id: record.id, node_id: null, node_type: null, executed: [], exception_message: LOST_MESSAGE, exception_type: 'WorkerLost', traceback: [], current_inputs: {}, current_outputs: [], timestamp: now }, clientId, record.owner);
