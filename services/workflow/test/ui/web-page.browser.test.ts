@@ -574,6 +574,21 @@ describe('workflow built-in page: the node editor in a browser', { skip }, () =>
       await shot('imported');
     });
 
+    step('a broken or foreign file is refused with a message and the graph stays as it was', async () => {
+      const before = await page.evaluate(() => (window as any).wfPage.graph.nodes.map((n: any) => n.type).sort());
+      assert.ok(before.length > 0);
+      for (const [name, body] of [
+        ['broken.json', '{"nodes": ['],
+        ['other.json', JSON.stringify({ hello: 'world' })],
+        ['bad-nodes.json', JSON.stringify({ version: 0.4, nodes: [null, { id: 1, type: 'EmptyImage', inputs: 'x', outputs: 7 }], links: [[1, 'a']] })],
+      ]) {
+        await page.setInputFiles('#file-input', { name, mimeType: 'application/json', buffer: Buffer.from(body) });
+        await page.waitForFunction((n) => document.querySelector('#toast')?.getAttribute('data-kind') === 'error' && document.querySelector('#toast')?.textContent?.includes(n), name.startsWith('bad') ? 'could not be loaded' : name);
+        assert.deepEqual(await page.evaluate(() => (window as any).wfPage.graph.nodes.map((n: any) => n.type).sort()), before, name);
+        await page.click('#toast');
+      }
+    });
+
     step('settings are stored through /settings under the reference\'s ids', async () => {
       await openTab(page, 'settings');
       await page.selectOption('[data-setting-id="Comfy.WidgetControlMode"]', 'before');

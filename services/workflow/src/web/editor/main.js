@@ -179,19 +179,25 @@ function reportMissing(missing) {
   $('#prompt-errors').hidden = false;
 }
 
-/** Opens a workflow of any kind the page reads; `path` names it when it came from workflows/. */
+/** Opens a workflow of any kind the page reads; `path` names it when it came from workflows/. A file the library cannot load leaves the graph as it was. */
 function open(kind, data, path = null) {
   clearErrors(graph);
+  const before = history.current;
   let missing;
-  if (kind === 'api') {
-    state.loading = true;
-    try {
-      missing = loadApiPrompt(graph, data);
-    } finally {
-      state.loading = false;
-    }
-    requestAnimationFrame(fitView);
-  } else missing = loadInto(data);
+  try {
+    if (kind === 'api') {
+      state.loading = true;
+      try {
+        missing = loadApiPrompt(graph, data);
+      } finally {
+        state.loading = false;
+      }
+      requestAnimationFrame(fitView);
+    } else missing = loadInto(data);
+  } catch (err) {
+    loadInto(JSON.parse(before), { keepView: true });
+    throw new Error(`This workflow could not be loaded: ${err?.message ?? err}`);
+  }
   state.path = path;
   state.modified = false;
   history.reset();
@@ -329,7 +335,7 @@ async function openFile(file, at) {
     toast(`Opened ${file.name}`);
   } catch (err) {
     // An image without a workflow becomes a Load Image node of that image, as in the reference.
-    if (file.type.startsWith('image/')) {
+    if (err.noWorkflow && file.type.startsWith('image/')) {
       const node = LiteGraph.createNode('LoadImage');
       if (node) {
         node.pos = at ?? canvas.convertOffsetToCanvas([canvasEl.clientWidth / 2, canvasEl.clientHeight / 2]);
@@ -346,9 +352,13 @@ async function openFile(file, at) {
 
 function openJob(detail) {
   const w = detail?.workflow?.extra_data?.extra_pnginfo?.workflow;
-  if (kindOf(w) === 'workflow' && w.nodes.length) open('workflow', w);
-  else if (kindOf(detail?.workflow?.prompt) === 'api') open('api', detail.workflow.prompt);
-  else toast('This job has no workflow to open.', 'error');
+  try {
+    if (kindOf(w) === 'workflow' && w.nodes.length) open('workflow', w);
+    else if (kindOf(detail?.workflow?.prompt) === 'api') open('api', detail.workflow.prompt);
+    else toast('This job has no workflow to open.', 'error');
+  } catch (err) {
+    toast(err.message, 'error');
+  }
 }
 
 function newWorkflow() {

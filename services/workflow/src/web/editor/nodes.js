@@ -212,7 +212,8 @@ export function restoreWidgetSockets(node) {
 export function registerNodeDefs(objectInfo) {
   defs.clear();
   for (const [name, def] of Object.entries(objectInfo)) {
-    if (!def || typeof def !== 'object') continue;
+    // Names that would reach the prototype of the library's registry object are not node types.
+    if (!def || typeof def !== 'object' || name === '__proto__' || name === 'constructor' || name === 'prototype') continue;
     def.name ??= name;
     defs.set(name, def);
     const cls = nodeClassOf(def);

@@ -161,13 +161,13 @@ export async function readWorkflowFile(file) {
       const data = JSON.parse(chunks.prompt);
       if (kindOf(data) === 'api') return { kind: 'api', data };
     }
-    throw new Error(`${file.name} holds no workflow (no "workflow" or "prompt" text chunk)`);
+    throw Object.assign(new Error(`${file.name} holds no workflow (no "workflow" or "prompt" text chunk)`), { noWorkflow: true });
   }
   let data;
   try {
     data = JSON.parse(new TextDecoder().decode(buf));
   } catch {
-    throw new Error(`${file.name} is neither a workflow JSON file nor a PNG with a workflow`);
+    throw Object.assign(new Error(`${file.name} is neither a workflow JSON file nor a PNG with a workflow`), { noWorkflow: true });
   }
   // A saved job's detail or a queue request: {prompt: …} / {workflow: …}
   if (kindOf(data) === null && kindOf(data?.workflow) === 'workflow') data = data.workflow;
