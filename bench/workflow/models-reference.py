@@ -163,6 +163,14 @@ for sampler, sched, steps, cfg, denoise, seed in cases:
     s = comfy.sample.sample(patcher, noise, steps, cfg, sampler, sched, positive, negative, lat, denoise=denoise, disable_pbar=True, seed=seed)
     out["sample"][f"{sampler}:{sched}:{steps}:{cfg}:{denoise}:{seed}"] = summary(s, 64)
 
+# Noise masks (SetLatentNoiseMask): a horizontal ramp at pixel resolution (64×64 over an 8×8 latent), for euler and ddim.
+ramp = ((torch.arange(64 * 64) % 64).float() / 63.0).reshape((1, 1, 64, 64))
+out["masked"] = {}
+for sampler, seed in [("euler", 21), ("ddim", 22), ("euler_ancestral", 23)]:
+    noise = comfy.sample.prepare_noise(init, seed)
+    s = comfy.sample.sample(patcher, noise, 4, 6.0, sampler, "karras", positive, negative, init, denoise=0.8, noise_mask=ramp, disable_pbar=True, seed=seed)
+    out["masked"][sampler] = summary(s, 64)
+
 # KSamplerAdvanced: steps 2..4 of 6, leftover noise kept; then without noise from step 4.
 noise = comfy.sample.prepare_noise(latent, 3)
 a = comfy.sample.sample(patcher, noise, 6, 6.0, "euler", "normal", positive, negative, latent, start_step=0, last_step=3, force_full_denoise=False, disable_pbar=True, seed=3)

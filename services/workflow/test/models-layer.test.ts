@@ -183,6 +183,13 @@ describe('the tiny SD1.x checkpoint against the reference', () => {
     closeTo(a, ref.advanced.first, 1e-5, 'advanced first');
     const b = await sample({ model, positive, negative, cfg: 6, samplerName: 'euler', scheduler: 'normal', steps: 6, seed: 3, latent: a, disableNoise: true, startStep: 3, lastStep: 10000, forceFullDenoise: true });
     closeTo(b, ref.advanced.second, 1e-5, 'advanced second');
+    // SetLatentNoiseMask: a pixel-resolution ramp resized to the latent; ddim fills with noise from seed + 1.
+    const ramp = { shape: [1, 1, 64, 64], data: Float32Array.from({ length: 64 * 64 }, (_, i) => (i % 64) / 63) };
+    for (const [samplerName, expected] of Object.entries(ref.masked) as [string, Summary][]) {
+      const seed = { euler: 21, ddim: 22, euler_ancestral: 23 }[samplerName]!;
+      const out = await sample({ model, positive, negative, cfg: 6, samplerName, scheduler: 'karras', steps: 4, denoise: 0.8, seed, latent: pattern([1, 4, 8, 8]), noiseMask: ramp });
+      closeTo(out, expected, 1e-5, `masked ${samplerName}`);
+    }
     // A start step past the end returns the latent untouched.
     assert.equal(await sample({ model, positive, negative, cfg: 6, samplerName: 'euler', scheduler: 'normal', steps: 6, seed: 3, latent: a, startStep: 6 }), a);
   });

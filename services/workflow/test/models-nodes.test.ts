@@ -122,12 +122,26 @@ forEachStorage('workflow model nodes', (storage) => {
       },
       dec2: { class_type: 'VAEDecode', inputs: { samples: ['img2img', 0], vae: ['ck', 2] } },
       save: { class_type: 'SaveImage', inputs: { images: ['dec2', 0], filename_prefix: 'adv' } },
+      // Inpainting: a mask of zeros keeps the encoded latent as it is (the sampler's output outside the mask is the input).
+      zero: { class_type: 'SolidMask', inputs: { value: 0, width: 32, height: 32 } },
+      masked: { class_type: 'SetLatentNoiseMask', inputs: { samples: ['enc', 0], mask: ['zero', 0] } },
+      inpaint: {
+        class_type: 'KSampler',
+        inputs: { model: ['ck', 0], seed: 4, steps: 2, cfg: 3, sampler_name: 'ddim', scheduler: 'normal', positive: ['pos', 0], negative: ['neg', 0], latent_image: ['masked', 0], denoise: 1 },
+      },
+      dec3: { class_type: 'VAEDecode', inputs: { samples: ['inpaint', 0], vae: ['ck', 2] } },
+      dec4: { class_type: 'VAEDecode', inputs: { samples: ['enc', 0], vae: ['ck', 2] } },
+      kept: { class_type: 'SaveImage', inputs: { images: ['dec3', 0], filename_prefix: 'kept' } },
+      orig: { class_type: 'SaveImage', inputs: { images: ['dec4', 0], filename_prefix: 'orig' } },
     };
     const res = await run(srv, g);
     assert.equal(res.error, undefined, JSON.stringify(res.error));
     assert.equal(res.outputs.save.images.length, 2);
     const px = await readOutput(srv, res.outputs.save.images[0]);
     assert.deepEqual([px.width, px.height], [32, 32]);
+    const kept = await readOutput(srv, res.outputs.kept.images[1]);
+    const orig = await readOutput(srv, res.outputs.orig.images[1]);
+    kept.data.forEach((v, i) => assert.ok(Math.abs(v - orig.data[i]!) <= 1, `masked-out pixel ${i}: ${v} vs ${orig.data[i]}`));
   });
 
   test('bad names fail validation; a malformed or pickled file is a node error naming the file; nothing half-loaded stays', async () => {

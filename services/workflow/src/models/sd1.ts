@@ -10,7 +10,7 @@ import { tokenizeWithWeights, type WeightedToken } from './clip-tokenizer.ts';
 import { buildClipGraph } from './clip-graph.ts';
 import { CLIP_PREFIX, detectCheckpoint, UNET_PREFIX, VAE_PREFIX, type DetectedCheckpoint } from './detect.ts';
 import { OnnxGraph } from './graph-builder.ts';
-import { prepareNoise } from './noise.ts';
+import { prepareNoise, TorchGenerator } from './noise.ts';
 import { getSampler, type StepInfo } from './samplers.ts';
 import { DiscreteSchedule, ksamplerSigmas } from './schedules.ts';
 import { ModelFileError, SafetensorsFile } from './safetensors.ts';
@@ -268,8 +268,49 @@ export interface SampleOptions {
   startStep?: number;
   lastStep?: number;
   forceFullDenoise?: boolean;
+  /** LATENT's noise_mask ([B or 1, 1, h, w] at any resolution): where to denoise (1) and where to keep the latent (0). */
+  noiseMask?: FloatTensor;
   /** After each step (progress); throwing stops sampling (interrupt). */
   onStep?: (info: StepInfo) => void;
+}
+
+/**
+ * comfy.utils.reshape_mask for 4-d latents: the mask's planes bilinearly
+ * resized to the latent (torch.interpolate, align_corners false), repeated
+ * over the channels and to the batch size.
+ */
+export function prepareMask(mask: FloatTensor, shape: readonly number[]): Float32Array {
+  const [b, c, h, w] = shape as [number, number, number, number];
+  const mh = mask.shape[mask.shape.length - 2]!;
+  const mw = mask.shape[mask.shape.length - 1]!;
+  const planes = mask.data.length / (mh * mw);
+  const resized: Float32Array[] = [];
+  const sy = mh / h;
+  const sx = mw / w;
+  for (let p = 0; p < planes; p++) {
+    const src = mask.data.subarray(p * mh * mw, (p + 1) * mh * mw);
+    const out = new Float32Array(h * w);
+    for (let y = 0; y < h; y++) {
+      const fy = Math.max((y + 0.5) * sy - 0.5, 0);
+      const y0 = Math.min(Math.floor(fy), mh - 1);
+      const y1 = Math.min(y0 + 1, mh - 1);
+      const ly = fy - y0;
+      for (let x = 0; x < w; x++) {
+        const fx = Math.max((x + 0.5) * sx - 0.5, 0);
+        const x0 = Math.min(Math.floor(fx), mw - 1);
+        const x1 = Math.min(x0 + 1, mw - 1);
+        const lx = fx - x0;
+        const top = src[y0 * mw + x0]! * (1 - lx) + src[y0 * mw + x1]! * lx;
+        const bottom = src[y1 * mw + x0]! * (1 - lx) + src[y1 * mw + x1]! * lx;
+        out[y * w + x] = top * (1 - ly) + bottom * ly;
+      }
+    }
+    resized.push(out);
+  }
+  // repeat_to_batch_size: the first b planes, or the planes repeated.
+  const full = new Float32Array(b * c * h * w);
+  for (let n = 0; n < b; n++) for (let ch = 0; ch < c; ch++) full.set(resized[n % planes]!, (n * c + ch) * h * w);
+  return full;
 }
 
 /** Repeats a [1, T, D] embedding to [B, T, D]. */
@@ -331,13 +372,27 @@ export async function sample(o: SampleOptions): Promise<FloatTensor> {
     for (let i = 0; i < n; i++) out[i] = uncond[i]! + (cond[i]! - uncond[i]!) * o.cfg;
     return out;
   };
+  let model = denoise;
+  if (o.noiseMask) {
+    // KSamplerX0Inpaint: outside the mask the sampler sees the latent noised to the current σ, and gets the latent back.
+    const m = prepareMask(o.noiseMask, shape);
+    // ddim draws this noise from seed + 1 (the reference's inpaint_options random).
+    const fill = o.samplerName === 'ddim' ? new TorchGenerator(BigInt(o.seed) + 1n).randn(n) : noise;
+    model = async (x, sigma) => {
+      const xm = new Float32Array(n);
+      for (let i = 0; i < n; i++) xm[i] = x[i]! * m[i]! + (fill[i]! * sigma + latentIn[i]!) * (1 - m[i]!);
+      const out = await denoise(xm, sigma);
+      for (let i = 0; i < n; i++) out[i] = out[i]! * m[i]! + latentIn[i]! * (1 - m[i]!);
+      return out;
+    };
+  }
   // EPS noise_scaling: full noise at the schedule's top, σ-scaled otherwise.
   const s0 = sigmas[0]!;
   const maxDenoise = Math.abs(schedule.sigmaMax - s0) <= 1e-5 * Math.max(schedule.sigmaMax, s0) || s0 > schedule.sigmaMax;
   const k = maxDenoise ? Math.sqrt(1 + s0 * s0) : s0;
   const x0 = new Float32Array(n);
   for (let i = 0; i < n; i++) x0[i] = noise[i]! * k + latentIn[i]!;
-  const samples = await sampler(denoise, x0, sigmas, { seed: o.seed, callback: o.onStep });
+  const samples = await sampler(model, x0, sigmas, { seed: o.seed, callback: o.onStep });
   const out = new Float32Array(n);
   for (let i = 0; i < n; i++) out[i] = samples[i]! / SD15_SCALE_FACTOR;
   return { shape: [...shape], data: out };

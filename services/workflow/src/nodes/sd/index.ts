@@ -102,7 +102,6 @@ async function commonKSampler(a: KSamplerArgs, ctx: NodeContext): Promise<[Laten
   if (latent.samples.ndim !== 4 || latent.samples.shape[1] !== model.checkpoint.detected.unet.inChannels) {
     throw nodeError(`the latent has shape [${latent.samples.shape.join(', ')}]; this model samples [B, ${model.checkpoint.detected.unet.inChannels}, H, W] latents`);
   }
-  if (latent.noise_mask) throw nodeError('latents with a noise mask (SetLatentNoiseMask) cannot be sampled yet');
   const samples = await sample({
     model,
     positive: checkConditioning(a.positive, 'positive'),
@@ -115,6 +114,7 @@ async function commonKSampler(a: KSamplerArgs, ctx: NodeContext): Promise<[Laten
     seed: a.seed,
     latent: asFloat(latent.samples),
     batchIndex: latent.batch_index,
+    noiseMask: latent.noise_mask ? asFloat(latent.noise_mask) : undefined,
     disableNoise: a.disableNoise,
     startStep: a.startStep,
     lastStep: a.lastStep,
