@@ -502,6 +502,15 @@ describe('workflow built-in page: the node editor in a browser', { skip }, () =>
       });
       await waitJob(srv, id);
       await shot('reference');
+      // The same graph in the 1.0 schema (links as objects, reroutes and state at the top) gives the same prompt.
+      const v1 = await page.evaluate(() => JSON.parse(JSON.stringify((window as any).wfPage.graph.asSerialisable())));
+      assert.equal(v1.version, 1);
+      assert.ok(!Array.isArray(v1.links[0]) && v1.reroutes.length === 1);
+      await newWorkflow(page);
+      await page.setInputFiles('#file-input', { name: 'v1.json', mimeType: 'application/json', buffer: Buffer.from(JSON.stringify(v1)) });
+      await page.waitForFunction(() => (window as any).wfPage.graph.nodes.length === 6);
+      const again = await page.evaluate(async () => (await (window as any).wfPage.graphToPrompt((window as any).wfPage.graph)).output);
+      assert.deepEqual(again, prompt);
     });
 
     step('upload an image into Load Image from its button: preview on the node, and it runs', async () => {
