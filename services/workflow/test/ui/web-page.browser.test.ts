@@ -598,6 +598,34 @@ describe('workflow built-in page: the node editor in a browser', { skip }, () =>
       }
     });
 
+    step('node library: the category tree and the canvas menu add nodes; names from the server are text, never HTML', async () => {
+      await newWorkflow(page);
+      await openTab(page, 'library');
+      await page.click('#library-tree details[data-category="image"] > summary');
+      await page.click('#library-tree button[data-type="ImageInvert"]');
+      assert.deepEqual(await page.evaluate(() => (window as any).wfPage.graph.nodes.map((n: any) => n.type)), ['ImageInvert']);
+      await page.fill('#library-filter', 'evil');
+      assert.equal(await page.textContent('#library-tree button[data-type="TestEditorHtmlName"]'), '<img src=x id=injected>Evil <b>name</b>');
+
+      // Right-click on empty canvas: Add Node > testing > editor > the node with HTML in its name.
+      const box = (await page.locator('#graph-canvas').boundingBox())!;
+      await page.mouse.click(box.x + box.width - 200, box.y + box.height - 200, { button: 'right' });
+      await page.click('.litecontextmenu .litemenu-entry:has-text("Add Node")');
+      await page.click('.litecontextmenu .litemenu-entry:text-is("testing")');
+      await page.click('.litecontextmenu .litemenu-entry:text-is("editor")');
+      await page.click('.litecontextmenu .litemenu-entry:has-text("Evil <b>name</b>")');
+      const evil = await page.evaluate(() => (window as any).wfPage.graph.nodes.find((n: any) => n.type === 'TestEditorHtmlName')?.id);
+      assert.ok(evil);
+      // Its COMBO's list (the library's menu) shows the value as text too.
+      const combo = await screenOf(page, { node: evil, widget: 'choice' });
+      await page.mouse.click(combo.x, combo.y);
+      await page.waitForSelector('.litecontextmenu .litemenu-entry:text-is("<i id=injected2>a</i>")');
+      assert.equal(await page.locator('#injected, #injected2').count(), 0);
+      await page.keyboard.press('Escape');
+      await page.mouse.click(box.x + 20, box.y + box.height - 20);
+      await page.fill('#library-filter', '');
+    });
+
     step('settings are stored through /settings under the reference\'s ids', async () => {
       await openTab(page, 'settings');
       await page.selectOption('[data-setting-id="Comfy.WidgetControlMode"]', 'before');
