@@ -9,7 +9,7 @@ import { applyHttpTimeouts, httpTimeoutsFrom, type HttpTimeouts } from './http-t
 import type { ErrorStyle } from './error-style.ts';
 import { addLaxCoercion } from './lax-coercion.ts';
 import { MethodIndex } from './method-index.ts';
-import { shareComponents } from './openapi-components.ts';
+import { shareComponents, shareParameters } from './openapi-components.ts';
 
 export type App = FastifyInstance<any, any, any, any, TypeBoxTypeProvider>;
 
@@ -46,8 +46,16 @@ export interface OpenApiOptions {
   hide?: (url: string) => boolean;
   /** A service's own rewrite of the built document, before shared parts become components. */
   shape?: (doc: any) => void;
+  /** A further rewrite of the copy Swagger UI shows at /docs only (shorter for a person, not for clients). */
+  docsShape?: (doc: any) => void;
   /** Swagger UI settings at /docs (e.g. docExpansion 'none' for a document with hundreds of operations). */
   ui?: Record<string, unknown>;
+  /**
+   * Error responses an operation can give that its route schema does not declare (status → description),
+   * documented with `errorSchema`. Only the document changes: route schemas also drive serialization.
+   */
+  errors?: (op: { method: string; url: string; secured: boolean; hasInput: boolean }) => Record<string, string>;
+  errorSchema?: Record<string, unknown>;
 }
 
 export const STORAGE_BUSY = 'The service is busy (database locked); retry the request.';
@@ -125,7 +133,22 @@ export async function createHttpServer(opts: HttpServerOptions): Promise<App> {
     transformObject: ({ openapiObject }: { openapiObject: any }) => finishDocument(openapiObject, doc),
   });
   // The token typed into Authorize survives a reload; the search box filters by tag.
-  await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: false, uiConfig: { persistAuthorization: true, filter: true, displayRequestDuration: true, ...doc.ui } });
+  // Swagger UI reads its own copy of the document (/docs/json), made once: parameters shared too.
+  let forDocs: unknown;
+  await app.register(swaggerUi, {
+    routePrefix: '/docs',
+    staticCSP: false,
+    uiConfig: { persistAuthorization: true, filter: true, displayRequestDuration: true, ...doc.ui },
+    transformSpecificationClone: false,
+    transformSpecification: (spec: any) => {
+      if (forDocs === undefined) {
+        const copy = structuredClone(spec);
+        doc.docsShape?.(copy);
+        forDocs = shareParameters(copy);
+      }
+      return forDocs;
+    },
+  });
 
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
@@ -181,8 +204,25 @@ export async function createHttpServer(opts: HttpServerOptions): Promise<App> {
 
 function finishDocument(openapiObject: any, doc: OpenApiOptions) {
   if (doc.security) openapiObject.security = doc.security;
+  if (doc.errors) addErrorResponses(openapiObject, doc);
   doc.shape?.(openapiObject);
   return shareComponents(openapiObject);
+}
+
+function addErrorResponses(openapiObject: any, doc: OpenApiOptions) {
+  const schema = doc.errorSchema ?? { type: 'object', additionalProperties: true };
+  for (const [url, item] of Object.entries<any>(openapiObject.paths ?? {})) {
+    for (const [method, op] of Object.entries<any>(item)) {
+      if (!op || typeof op !== 'object') continue;
+      const security: Array<Record<string, string[]>> = op.security ?? openapiObject.security ?? [];
+      const secured = security.length > 0 && security.every((r) => Object.keys(r).length > 0);
+      const hasInput = op.requestBody !== undefined || (op.parameters ?? []).some((p: any) => p.in === 'query' || p.in === 'path');
+      op.responses ??= {};
+      for (const [status, description] of Object.entries(doc.errors!({ method: method.toUpperCase(), url, secured, hasInput }))) {
+        op.responses[status] ??= { description, content: { 'application/json': { schema } } };
+      }
+    }
+  }
 }
 
 function send(reply: any, r: { statusCode: number; body: unknown; contentType?: string }) {
