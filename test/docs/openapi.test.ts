@@ -12,16 +12,21 @@ import { buildApp as buildInventory } from '../../services/inventory/src/app.ts'
 
 /**
  * An OpenAPI lint of every service's /openapi.json as each configuration
- * serves it: every operation has a tag, a summary and a security requirement
- * naming declared schemes; every $ref resolves; HTML routes are not
- * operations. The document does not depend on the storage, so it is built on
+ * serves it: every operation has a tag, a summary, a security requirement
+ * naming declared schemes and (if it takes input or credentials) an error
+ * response; every $ref resolves; HTML routes are not operations. The document does not depend on the storage, so it is built on
  * SQLite only. Then the inventory's /docs (the largest document) is opened
  * in headless Chromium and timed.
  */
 
 const METHODS = new Set(['get', 'put', 'post', 'delete', 'patch', 'head', 'options', 'trace']);
-/** The inventory's document before it shared its schemas was 887 KB (issue 22) and later 1.18 MB. */
-const INVENTORY_MAX_BYTES = 300_000;
+/**
+ * The inventory's document before it shared its schemas was 887 KB (issue 22), 1.18 MB by the
+ * time they were shared. /openapi.json keeps every parameter inline (NetBox clients read their
+ * names); the copy Swagger UI reads (/docs/json) shares them and folds filter lookups.
+ */
+const INVENTORY_MAX_BYTES = 500_000;
+const INVENTORY_DOCS_MAX_BYTES = 300_000;
 
 type Doc = { openapi: string; paths: Record<string, Record<string, any>>; components?: Record<string, Record<string, unknown>>; security?: Array<Record<string, string[]>> };
 
@@ -38,6 +43,12 @@ function lint(doc: Doc): string[] {
       if (!Array.isArray(security)) problems.push(`${id}: no security requirement (neither its own nor the document's)`);
       else for (const req of security) for (const name of Object.keys(req)) if (!(name in schemes)) problems.push(`${id}: security scheme ${name} is not declared`);
       if (!op.responses || Object.keys(op.responses).length === 0) problems.push(`${id}: no responses`);
+      else if (!Object.keys(op.responses).some((s) => /^[45]/.test(s))) {
+        // Only an open operation without input (a public list, the JWKS) may have no error of the caller's to document.
+        const secured = Array.isArray(security) && security.length > 0 && security.every((r: object) => Object.keys(r).length > 0);
+        const input = op.requestBody || (op.parameters ?? []).some((p: any) => p.$ref || p.in === 'query' || p.in === 'path');
+        if (secured || input) problems.push(`${id}: no error response`);
+      }
     }
   }
   // Every reference points at something.
@@ -65,7 +76,9 @@ async function documentOf(build: (cfg: any) => Promise<FastifyInstance>, name: s
     const r = await fetch(`${srv.url}/openapi.json`, { headers });
     assert.equal(r.status, 200);
     const text = await r.text();
-    return { doc: JSON.parse(text) as Doc, bytes: Buffer.byteLength(text) };
+    const d = await fetch(`${srv.url}/docs/json`, { headers });
+    const docsText = d.status === 200 ? await d.text() : undefined;
+    return { doc: JSON.parse(text) as Doc, bytes: Buffer.byteLength(text), docs: docsText ? (JSON.parse(docsText) as Doc) : undefined, docsBytes: docsText ? Buffer.byteLength(docsText) : undefined };
   } finally {
     await srv.close();
   }
@@ -118,8 +131,11 @@ describe('OpenAPI documents', () => {
     assert.equal(cloud.doc.security?.length, 4);
   });
 
-  test(`inventory: Token and Bearer, no HTML routes, at most ${INVENTORY_MAX_BYTES / 1000} KB`, async () => {
-    const { doc, bytes } = await documentOf(buildInventory, 'inventory');
+  test(`inventory: Token and Bearer, no HTML routes, at most ${INVENTORY_MAX_BYTES / 1000} KB (/docs: ${INVENTORY_DOCS_MAX_BYTES / 1000} KB)`, async () => {
+    const { doc, bytes, docs, docsBytes } = await documentOf(buildInventory, 'inventory');
+    assert.ok(docs && docsBytes);
+    assert.deepEqual(lint(docs), []);
+    assert.ok(docsBytes <= INVENTORY_DOCS_MAX_BYTES, `/docs/json: ${docsBytes} bytes`);
     assert.deepEqual(lint(doc), []);
     const schemes = doc.components?.securitySchemes as Record<string, any>;
     assert.deepEqual(schemes.tokenAuth, { type: 'apiKey', in: 'header', name: 'Authorization', description: schemes.tokenAuth.description });
@@ -132,12 +148,14 @@ describe('OpenAPI documents', () => {
     // Models are components, referenced from the operations.
     assert.ok(doc.components?.schemas?.Device, 'Device is a component');
     assert.match(JSON.stringify(doc.paths['/api/dcim/devices/{id}/']), /#\/components\//);
-    // Lookup variants of a filter are named in its description, not listed one by one.
-    const params = doc.paths['/api/dcim/devices/']!.get.parameters.map((p: any) => (p.$ref ? (doc.components!.parameters as any)[p.$ref.split('/').pop()] : p));
+    // Clients read every filter's name from the operation's own list (Ansible's inventory plugin does).
+    assert.ok(doc.paths['/api/dcim/devices/']!.get.parameters.some((p: any) => p.name === 'name__ic'));
+    assert.ok(doc.paths['/api/dcim/devices/']!.get.parameters.every((p: any) => typeof p.name === 'string'));
+    // In the copy /docs shows, a filter's lookup variants are named in its description, not listed one by one.
+    const params = docs.paths['/api/dcim/devices/']!.get.parameters.map((p: any) => (p.$ref ? (docs.components!.parameters as any)[p.$ref.split('/').pop()] : p));
     assert.ok(!params.some((p: any) => p.name === 'name__ic'));
     assert.match(params.find((p: any) => p.name === 'name').description, /name__\{.*ic.*\}/);
-    // NetBox clients read the same document at /api/schema/.
-    console.log(`# inventory /openapi.json: ${bytes} bytes, ${Object.keys(doc.paths).length} paths, ${Object.keys(doc.components?.schemas ?? {}).length} schemas`);
+    console.log(`# inventory /openapi.json: ${bytes} bytes, /docs/json ${docsBytes} bytes, ${Object.keys(doc.paths).length} paths, ${Object.keys(doc.components?.schemas ?? {}).length} schemas`);
   });
 });
 
@@ -202,11 +220,11 @@ describe('inventory /docs in headless Chromium', { skip }, () => {
   let baselineUrl = '';
   before(async () => {
     srv = await startTestServer('docs_inventory_browser', 'sqlite', buildInventory);
-    const doc = (await (await fetch(`${srv.url}/openapi.json`)).json()) as Doc;
+    const doc = (await (await fetch(`${srv.url}/docs/json`)).json()) as Doc;
     const text = JSON.stringify(inlined(doc));
     baseline = await docsWith(srv.url, text);
     baselineUrl = `http://127.0.0.1:${(baseline.address() as AddressInfo).port}`;
-    console.log(`# inventory document ${(await (await fetch(`${srv.url}/openapi.json`)).text()).length} bytes; inlined ${text.length} bytes`);
+    console.log(`# inventory /docs/json ${JSON.stringify(doc).length} bytes; inlined ${text.length} bytes`);
     browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'] });
   });
   after(async () => {

@@ -10,8 +10,20 @@ type Requirement = Array<Record<string, string[]>>;
  * (Bearer or X-API-Key), the session cookie, or an OAuth 2.1 client's token,
  * except on the routes it declares public.
  */
-export function workflowOpenApi(cfg: { runtime: string; apiKey?: string }): OpenApiOptions {
-  return { ...credentials(cfg), shape: summariesFromDescriptions };
+export function workflowOpenApi(cfg: { runtime: string; apiKey?: string; corsOrigin?: string }): OpenApiOptions {
+  // The local runtime's origin guard (http/access.ts) refuses a page of another site driving a loopback server.
+  const originGuard = cfg.runtime !== 'cloud' && !cfg.corsOrigin;
+  return {
+    ...credentials(cfg),
+    shape: summariesFromDescriptions,
+    errors: ({ url, secured, hasInput }) => ({
+      ...(hasInput ? { 400: 'Invalid request' } : {}),
+      ...(originGuard ? { 403: 'A cross-site request (Origin of another host) to a loopback server' } : {}),
+      ...(secured ? { 401: 'Missing or invalid credentials' } : {}),
+      ...(url.includes('{') ? { 404: 'Not found' } : {}),
+    }),
+    errorSchema: { type: 'object', title: 'ErrorBody', description: 'An error: {"error": …} (local routes), or {"error", "code", "details"} (hosted runtime)', additionalProperties: true },
+  };
 }
 
 /**
