@@ -155,6 +155,9 @@ cases = [
     ("ddim", "ddim_uniform", 4, 7.0, 1.0, 9), ("euler", "exponential", 4, 1.0, 1.0, 10), ("dpmpp_2m", "simple", 6, 7.0, 0.5, 11),
     ("lms", "karras", 6, 7.0, 1.0, 12), ("ipndm", "normal", 6, 7.0, 1.0, 13), ("ipndm_v", "karras", 6, 7.0, 1.0, 14),
     ("gradient_estimation", "simple", 5, 7.0, 1.0, 15),
+    ("euler_cfg_pp", "normal", 4, 1.5, 1.0, 16), ("euler_ancestral_cfg_pp", "karras", 4, 1.0, 1.0, 17),
+    ("dpmpp_2s_ancestral_cfg_pp", "normal", 3, 1.2, 1.0, 18), ("dpmpp_2m_cfg_pp", "karras", 5, 1.5, 1.0, 19),
+    ("gradient_estimation_cfg_pp", "simple", 4, 1.3, 1.0, 20),
 ]
 init = pattern((1, 4, 8, 8))
 for sampler, sched, steps, cfg, denoise, seed in cases:

@@ -20,6 +20,8 @@ export interface StepInfo {
 
 export interface SamplerContext {
   seed: number | bigint | string;
+  /** The unconditional prediction of the last model call (CFG++ samplers; the reference's post-CFG hook). */
+  uncond?: () => Float32Array;
   /** Called after each step's first model call (previews, progress); may throw to interrupt. */
   callback?: (info: StepInfo) => void;
 }
@@ -57,10 +59,14 @@ function lincomb(a: number, x: Float32Array, b: number, y: Float32Array): Float3
   return out;
 }
 
+/** get_ancestral_step on float32 σ tensors, rounded as torch rounds each operation (σ_down cancels badly in float32). */
 export function ancestralStep(sigmaFrom: number, sigmaTo: number, eta = 1): [down: number, up: number] {
   if (!eta) return [sigmaTo, 0];
-  const up = Math.min(sigmaTo, eta * Math.sqrt((sigmaTo ** 2 * (sigmaFrom ** 2 - sigmaTo ** 2)) / sigmaFrom ** 2));
-  return [Math.sqrt(sigmaTo ** 2 - up ** 2), up];
+  const f = Math.fround;
+  const to2 = f(sigmaTo * sigmaTo);
+  const from2 = f(sigmaFrom * sigmaFrom);
+  const up = Math.min(sigmaTo, f(eta * f(Math.sqrt(f(f(to2 * f(from2 - to2)) / from2)))));
+  return [f(Math.sqrt(f(to2 - f(up * up)))), up];
 }
 
 function noiseSampler(ctx: SamplerContext, n: number): () => Float32Array {
@@ -363,7 +369,132 @@ const gradientEstimation: Sampler = async (model, x, sigmas, ctx) => {
   return x;
 };
 
+/** exp(λ(σ))·σ with λ = −log σ: 1 up to torch's float32 rounding, as the reference computes α for ε models. */
+function alphaOf(sigma: number): number {
+  const f = Math.fround;
+  return f(sigma * f(Math.exp(f(-f(Math.log(sigma))))));
+}
+
+function uncondOf(ctx: SamplerContext): Float32Array {
+  const u = ctx.uncond?.();
+  if (!u) throw new Error('a CFG++ sampler needs the unconditional prediction');
+  return u;
+}
+
+function eulerAncestralCfgPp(eta: number, sNoise: number): Sampler {
+  return async (model, x, sigmas, ctx) => {
+    const noise = noiseSampler(ctx, x.length);
+    for (let i = 0; i < steps(sigmas); i++) {
+      const s = sigmas[i]!;
+      const next = sigmas[i + 1]!;
+      const denoised = await model(x, s);
+      const uncond = uncondOf(ctx);
+      report(ctx, i, x, denoised, sigmas);
+      if (next === 0) {
+        x = denoised;
+        continue;
+      }
+      const aS = alphaOf(s);
+      const aT = alphaOf(next);
+      const d = new Float32Array(x.length);
+      for (let k = 0; k < x.length; k++) d[k] = (x[k]! - aS * uncond[k]!) / s;
+      const [down0, up] = ancestralStep(s / aS, next / aT, eta);
+      const down = aT * down0;
+      const out = new Float32Array(x.length);
+      for (let k = 0; k < x.length; k++) out[k] = aT * denoised[k]! + down * d[k]!;
+      if (eta > 0 && sNoise > 0) {
+        const n = noise();
+        for (let k = 0; k < x.length; k++) out[k]! += aT * n[k]! * sNoise * up;
+      }
+      x = out;
+    }
+    return x;
+  };
+}
+
+const dpmpp2mCfgPp: Sampler = async (model, x, sigmas, ctx) => {
+  let oldUncond: Float32Array | undefined;
+  for (let i = 0; i < steps(sigmas); i++) {
+    const s = sigmas[i]!;
+    const next = sigmas[i + 1]!;
+    const denoised = await model(x, s);
+    const uncond = uncondOf(ctx);
+    report(ctx, i, x, denoised, sigmas);
+    const t = -Math.log(s);
+    const h = -Math.log(next) - t;
+    const eh = Math.exp(-h);
+    const out = new Float32Array(x.length);
+    if (!oldUncond || next === 0) for (let k = 0; k < x.length; k++) out[k] = denoised[k]! - eh * uncond[k]! + eh * x[k]!;
+    else {
+      const r = (t + Math.log(sigmas[i - 1]!)) / h;
+      const c = Math.expm1(-h) * (1 / (2 * r));
+      for (let k = 0; k < x.length; k++) out[k] = denoised[k]! + (-eh * uncond[k]! - c * (denoised[k]! - oldUncond[k]!)) + eh * x[k]!;
+    }
+    x = out;
+    oldUncond = uncond;
+  }
+  return x;
+};
+
+const dpmpp2sAncestralCfgPp: Sampler = async (model, x, sigmas, ctx) => {
+  const noise = noiseSampler(ctx, x.length);
+  for (let i = 0; i < steps(sigmas); i++) {
+    const s = sigmas[i]!;
+    const denoised = await model(x, s);
+    const uncond = uncondOf(ctx);
+    const [down, up] = ancestralStep(s, sigmas[i + 1]!);
+    report(ctx, i, x, denoised, sigmas);
+    if (down === 0) {
+      const out = new Float32Array(x.length);
+      for (let k = 0; k < x.length; k++) out[k] = denoised[k]! + ((x[k]! - uncond[k]!) / s) * down;
+      x = out;
+    } else {
+      const t = -Math.log(s);
+      const tNext = -Math.log(down);
+      const h = tNext - t;
+      const sigmaS = Math.exp(-(t + h / 2));
+      const shifted = new Float32Array(x.length);
+      for (let k = 0; k < x.length; k++) shifted[k] = x[k]! + (denoised[k]! - uncond[k]!);
+      const x2 = lincomb(sigmaS / s, shifted, -Math.expm1(-h / 2), denoised);
+      const denoised2 = await model(x2, sigmaS);
+      // The reference reads its hook's latest unconditional prediction here: the second call's.
+      const uncond2 = uncondOf(ctx);
+      const shifted2 = new Float32Array(x.length);
+      for (let k = 0; k < x.length; k++) shifted2[k] = x[k]! + (denoised[k]! - uncond2[k]!);
+      x = lincomb(Math.exp(-tNext) / s, shifted2, -Math.expm1(-h), denoised2);
+    }
+    if (sigmas[i + 1]! > 0) x = axpy(x, up, noise());
+  }
+  return x;
+};
+
+const gradientEstimationCfgPp: Sampler = async (model, x, sigmas, ctx) => {
+  let oldD: Float32Array | undefined;
+  for (let i = 0; i < steps(sigmas); i++) {
+    const denoised = await model(x, sigmas[i]!);
+    const d = toD(x, sigmas[i]!, uncondOf(ctx));
+    report(ctx, i, x, denoised, sigmas);
+    const dt = sigmas[i + 1]! - sigmas[i]!;
+    if (sigmas[i + 1] === 0) x = denoised;
+    else {
+      const out = axpy(denoised, sigmas[i + 1]!, d);
+      if (i >= 1) for (let k = 0; k < out.length; k++) out[k]! += (d[k]! - oldD![k]!) * dt;
+      x = out;
+    }
+    oldD = d;
+  }
+  return x;
+};
+
+/** Samplers that read the unconditional prediction: CFG runs the negative even at cfg 1 for them. */
+export const CFG_PP_SAMPLERS = new Set(['euler_cfg_pp', 'euler_ancestral_cfg_pp', 'dpmpp_2s_ancestral_cfg_pp', 'dpmpp_2m_cfg_pp', 'gradient_estimation_cfg_pp']);
+
 const SAMPLERS: Record<string, Sampler> = {
+  euler_cfg_pp: eulerAncestralCfgPp(0, 0),
+  euler_ancestral_cfg_pp: eulerAncestralCfgPp(1, 1),
+  dpmpp_2s_ancestral_cfg_pp: dpmpp2sAncestralCfgPp,
+  dpmpp_2m_cfg_pp: dpmpp2mCfgPp,
+  gradient_estimation_cfg_pp: gradientEstimationCfgPp,
   lms,
   ipndm: ipndm(false),
   ipndm_v: ipndm(true),

@@ -11,7 +11,7 @@ import { buildClipGraph } from './clip-graph.ts';
 import { CLIP_PREFIX, detectCheckpoint, UNET_PREFIX, VAE_PREFIX, type DetectedCheckpoint } from './detect.ts';
 import { OnnxGraph } from './graph-builder.ts';
 import { prepareNoise, TorchGenerator } from './noise.ts';
-import { getSampler, type StepInfo } from './samplers.ts';
+import { CFG_PP_SAMPLERS, getSampler, type StepInfo } from './samplers.ts';
 import { DiscreteSchedule, ksamplerSigmas } from './schedules.ts';
 import { ModelFileError, SafetensorsFile } from './safetensors.ts';
 import { createSession, ortTensor, WEIGHTS_LOCATION, type RuntimeOptions, type Session } from './session.ts';
@@ -351,7 +351,9 @@ export async function sample(o: SampleOptions): Promise<FloatTensor> {
 
   const pos = o.positive.map(([c]) => repeatCond(c, b));
   const neg = o.negative.map(([c]) => repeatCond(c, b));
-  const useUncond = Math.abs(o.cfg - 1) > 1e-9 * Math.max(1, Math.abs(o.cfg));
+  // math.isclose(cfg, 1) skips the negative, unless the sampler reads it (disable_cfg1_optimization).
+  const useUncond = Math.abs(o.cfg - 1) > 1e-9 * Math.max(1, Math.abs(o.cfg)) || CFG_PP_SAMPLERS.has(o.samplerName);
+  let lastUncond: Float32Array | undefined;
   const denoise = async (x: Float32Array, sigma: number): Promise<Float32Array> => {
     const inScale = 1 / Math.sqrt(sigma * sigma + 1);
     const xin = x.map((v) => v * inScale);
@@ -368,6 +370,7 @@ export async function sample(o: SampleOptions): Promise<FloatTensor> {
     const cond = await average(pos);
     if (!useUncond) return cond;
     const uncond = await average(neg);
+    lastUncond = uncond;
     const out = new Float32Array(n);
     for (let i = 0; i < n; i++) out[i] = uncond[i]! + (cond[i]! - uncond[i]!) * o.cfg;
     return out;
@@ -392,7 +395,7 @@ export async function sample(o: SampleOptions): Promise<FloatTensor> {
   const k = maxDenoise ? Math.sqrt(1 + s0 * s0) : s0;
   const x0 = new Float32Array(n);
   for (let i = 0; i < n; i++) x0[i] = noise[i]! * k + latentIn[i]!;
-  const samples = await sampler(model, x0, sigmas, { seed: o.seed, callback: o.onStep });
+  const samples = await sampler(model, x0, sigmas, { seed: o.seed, callback: o.onStep, uncond: () => lastUncond! });
   const out = new Float32Array(n);
   for (let i = 0; i < n; i++) out[i] = samples[i]! / SD15_SCALE_FACTOR;
   return { shape: [...shape], data: out };
