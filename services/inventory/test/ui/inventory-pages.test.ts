@@ -141,6 +141,18 @@ forEachStorage('inventory UI pages (NetBox URLs)', (storage) => {
     assert.equal(missing.status, 404);
     const nothing = await ui.get('/dcim/no-such-things/');
     assert.equal(nothing.status, 404);
+    // The admin pages ask before deleting a webhook, too.
+    const wh = await api.post('/api/extras/webhooks/', { name: 'w <1>', payload_url: 'http://127.0.0.1:9/hook' });
+    assert.equal(wh.status, 201, wh.text);
+    const detail = await ui.get(`/ui/webhooks/${wh.body.id}/`);
+    assert.match(detail.text, new RegExp(`href="/ui/webhooks/${wh.body.id}/delete"`));
+    const ask = await ui.post(`/ui/webhooks/${wh.body.id}/delete`, { csrf_token: ui.csrfOf(detail.text) });
+    assert.equal(ask.status, 200);
+    assert.match(ask.text, /Are you sure you want to delete webhook <strong>w &lt;1&gt;<\/strong>/);
+    assert.equal((await api.get(`/api/extras/webhooks/${wh.body.id}/`)).status, 200, 'not deleted before confirming');
+    const gone = await ui.post(`/ui/webhooks/${wh.body.id}/delete`, { csrf_token: ui.csrfOf(detail.text), confirm: 'true' });
+    assert.equal(gone.status, 303);
+    assert.equal((await api.get(`/api/extras/webhooks/${wh.body.id}/`)).status, 404);
     // Pages are not API operations: none of them is in the OpenAPI document.
     const doc = (await api.get('/openapi.json')).body;
     assert.ok(!Object.keys(doc.paths).some((p) => /^\/(dcim|ipam|tenancy|virtualization|extras|search)\//.test(p)), 'no HTML page in /openapi.json');

@@ -178,7 +178,7 @@ ${pager('/ui/event-rules/', r.body.count ?? rows.length, limit, offset)}`;
     if (!rule) return reply;
     const row = (label: string, value: SafeHtml | string) => html`<tr><th>${label}</th><td>${value === '' ? '—' : value}</td></tr>`;
     const body = html`${viewer.isAdmin ? html`<div class="actions"><a class="button" href="/ui/event-rules/${id!}/edit" data-testid="edit-rule">Edit</a>
-<form method="post" action="/ui/event-rules/${id!}/delete" class="inline">${csrfField(session.csrfToken)}<button class="danger" type="submit">Delete</button></form></div>` : ''}
+<a class="button danger" href="/ui/event-rules/${id!}/delete" data-testid="delete">Delete</a></div>` : ''}
 <table class="kv" data-testid="rule-detail">
 ${row('Name', String(rule.name ?? ''))}${row('Description', String(rule.description ?? ''))}${row('Enabled', rule.enabled ? 'yes' : 'no')}
 ${row('Object types', (rule.object_types ?? []).map(objectTypeLabel).join(', '))}${row('Event types', (rule.event_types ?? []).join(', '))}
@@ -216,12 +216,23 @@ ${row('Created', formatTime(rule.created))}${row('Last updated', formatTime(rule
     return sendPage(req, reply, { title: `Edit event rule ${rule.name}`, section: 'event-rules', body: ruleForm({ action: `/ui/event-rules/${id}/edit`, csrf: session.csrfToken, form, errors, general, webhooks, editing: true, cancel: `/ui/event-rules/${id}/` }) }, 400);
   });
 
+  app.get('/event-rules/:id/delete', async (req, reply) => {
+    const { viewer, session } = authed(req);
+    if (!viewer.isAdmin) return sendError(req, reply, 403, 'Forbidden', 'Only administrators may delete event rules.');
+    const id = parseId((req.params as any).id);
+    const rule = await load(req, reply, id);
+    if (!rule) return reply;
+    return confirmDelete(req, reply, id!, rule.name, session.csrfToken);
+  });
+
   app.post('/event-rules/:id/delete', async (req, reply) => {
     const { viewer, apiToken } = authed(req);
     if (!viewer.isAdmin) return sendError(req, reply, 403, 'Forbidden', 'Only administrators may delete event rules.');
     const id = parseId((req.params as any).id);
     const rule = await load(req, reply, id);
     if (!rule) return reply;
+    // Only the confirmation page's form deletes (NetBox asks first).
+    if (formString((req.body ?? {}) as FormBody, 'confirm') !== 'true') return confirmDelete(req, reply, id!, rule.name, authed(req).session.csrfToken);
     const r = await backend.api(apiToken, 'DELETE', `/api/extras/event-rules/${id}/`);
     if (r.status === 204 || r.status === 200) {
       flash(req, 'success', `Deleted event rule ${rule.name}.`);
@@ -240,4 +251,11 @@ function actionLabel(rule: any): SafeHtml {
   const type = t && typeof t === 'object' ? String(t.label ?? t.value ?? 'Webhook') : String(t ?? 'webhook');
   if (rule.action_object_id === null || rule.action_object_id === undefined) return html`${type}`;
   return html`${type}: <a href="/ui/webhooks/${urlPart(rule.action_object_id)}/">${name ?? `#${rule.action_object_id}`}</a>`;
+}
+
+function confirmDelete(req: FastifyRequest, reply: FastifyReply, id: number, name: string, csrf: string) {
+  const body = html`<p data-testid="confirm-text">Are you sure you want to delete event rule <strong>${name}</strong>?</p>
+<form method="post" action="/ui/event-rules/${id}/delete">${csrfField(csrf)}<input type="hidden" name="confirm" value="true">
+<div class="actions"><button type="submit" class="danger" data-testid="confirm-delete">Delete</button> <a class="button secondary" href="/ui/event-rules/${id}/">Cancel</a></div></form>`;
+  return sendPage(req, reply, { title: `Delete event rule ${name}?`, section: 'event-rules', body });
 }

@@ -196,7 +196,7 @@ ${pager('/ui/webhooks/', r.body.count ?? rows.length, limit, offset)}`;
     const row = (label: string, value: unknown, code = false) => html`<tr><th>${label}</th><td>${code ? html`<pre>${value === null || value === undefined || value === '' ? '—' : String(value)}</pre>` : value === null || value === undefined || value === '' ? '—' : String(value)}</td></tr>`;
     const body = html`${tabs(id!, 'webhook', viewer.isSuperuser)}
 ${viewer.isAdmin ? html`<div class="actions"><a class="button" href="/ui/webhooks/${id!}/edit" data-testid="edit-webhook">Edit</a>
-<form method="post" action="/ui/webhooks/${id!}/delete" class="inline">${csrfField(session.csrfToken)}<button class="danger" type="submit">Delete</button></form></div>` : ''}
+<a class="button danger" href="/ui/webhooks/${id!}/delete" data-testid="delete">Delete</a></div>` : ''}
 <table class="kv" data-testid="webhook-detail">
 ${row('Name', w.name)}${row('Description', w.description)}${row('URL', w.payload_url, true)}${row('HTTP method', w.http_method)}${row('HTTP content type', w.http_content_type)}
 ${row('Additional headers', w.additional_headers, true)}${row('Body template', w.body_template, true)}
@@ -231,12 +231,23 @@ ${row('Created', formatTime(w.created))}${row('Last updated', formatTime(w.last_
     return sendPage(req, reply, { title: `Edit webhook ${w.name}`, section: 'webhooks', body: webhookForm({ action: `/ui/webhooks/${id}/edit`, csrf: session.csrfToken, form, errors, general, editing: true, hasSecret: hasSecret(w), cancel: `/ui/webhooks/${id}/` }) }, 400);
   });
 
+  app.get('/webhooks/:id/delete', async (req, reply) => {
+    const { viewer, session } = authed(req);
+    if (!viewer.isAdmin) return sendError(req, reply, 403, 'Forbidden', 'Only administrators may delete webhooks.');
+    const id = parseId((req.params as any).id);
+    const w = await load(req, reply, id);
+    if (!w) return reply;
+    return confirmDelete(req, reply, id!, w.name, session.csrfToken);
+  });
+
   app.post('/webhooks/:id/delete', async (req, reply) => {
     const { viewer, apiToken } = authed(req);
     if (!viewer.isAdmin) return sendError(req, reply, 403, 'Forbidden', 'Only administrators may delete webhooks.');
     const id = parseId((req.params as any).id);
     const w = await load(req, reply, id);
     if (!w) return reply;
+    // Only the confirmation page's form deletes (NetBox asks first).
+    if (formString((req.body ?? {}) as FormBody, 'confirm') !== 'true') return confirmDelete(req, reply, id!, w.name, authed(req).session.csrfToken);
     const r = await backend.api(apiToken, 'DELETE', `/api/extras/webhooks/${id}/`);
     if (r.status === 204 || r.status === 200) {
       flash(req, 'success', `Deleted webhook ${w.name}.`);
@@ -271,4 +282,11 @@ function hasSecret(w: any): boolean {
 function secretState(w: any): string {
   if ('secret_set' in w || 'has_secret' in w || typeof w.secret === 'string') return hasSecret(w) ? 'set (write-only)' : 'not set';
   return 'write-only';
+}
+
+function confirmDelete(req: FastifyRequest, reply: FastifyReply, id: number, name: string, csrf: string) {
+  const body = html`<p data-testid="confirm-text">Are you sure you want to delete webhook <strong>${name}</strong>?</p>
+<form method="post" action="/ui/webhooks/${id}/delete">${csrfField(csrf)}<input type="hidden" name="confirm" value="true">
+<div class="actions"><button type="submit" class="danger" data-testid="confirm-delete">Delete</button> <a class="button secondary" href="/ui/webhooks/${id}/">Cancel</a></div></form>`;
+  return sendPage(req, reply, { title: `Delete webhook ${name}?`, section: 'webhooks', body });
 }
