@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { client, forEachStorage, startTestServer, type TestServer } from '@svc/testkit';
 import { buildApp } from '../../src/app.ts';
 import { uiClient } from './ui-client.ts';
+import { MODELS } from '../../src/models/registry.ts';
 
 const ADMIN = 'ui-inventory-admin-token-0123456789abcd';
 
@@ -120,6 +121,22 @@ forEachStorage('inventory UI pages (NetBox URLs)', (storage) => {
     assert.equal(refused.status, 303);
     const shown = await ui.get(refused.location!);
     assert.match(shown.text, /Unable to delete object/);
+  });
+
+  it('answers hostile list queries and ids on every model page with a 4xx page or a result, never a 5xx', async () => {
+    const hostile = ['q=%00', 'name=%ED%A0%80', 'id=99999999999999999999', 'site_id=null', 'tenant_id__n=null', 'name__regex=(a%2B)%2B%24', 'sort=__proto__', 'per_page=99999999999', 'page=-1', 'columns=constructor', `q=${'a'.repeat(5000)}`];
+    for (const m of MODELS) {
+      for (const h of hostile) {
+        const r = await ui.get(`/${m.app}/${m.path}/?${h}`);
+        assert.ok(r.status < 500, `/${m.app}/${m.path}/?${h.slice(0, 40)}: ${r.status}`);
+      }
+      for (const id of ['0', '99999999999999999999', 'abc', '1e3']) {
+        const r = await ui.get(`/${m.app}/${m.path}/${id}/`);
+        assert.ok(r.status === 404, `/${m.app}/${m.path}/${id}/: ${r.status}`);
+      }
+    }
+    const search = await ui.get('/search/?q=%00');
+    assert.ok(search.status < 500);
   });
 
   it('searches across models; read-only users see pages without write actions and cannot post; CSRF is checked', async () => {
