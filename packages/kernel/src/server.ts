@@ -130,11 +130,11 @@ export async function createHttpServer(opts: HttpServerOptions): Promise<App> {
       return { schema: security ? { ...schema, security } : schema, url };
     },
     // Built once and cached by @fastify/swagger: shared schemas as components, each operation's security.
-    transformObject: ({ openapiObject }: { openapiObject: any }) => finishDocument(openapiObject, doc),
+    transformObject: (built: any) => finishDocument(built.openapiObject, doc),
   });
   // The token typed into Authorize survives a reload; the search box filters by tag.
   // Swagger UI reads its own copy of the document (/docs/json), made once: parameters shared too.
-  let forDocs: unknown;
+  let forDocs: Record<string, any> | undefined;
   await app.register(swaggerUi, {
     routePrefix: '/docs',
     staticCSP: false,
@@ -146,7 +146,7 @@ export async function createHttpServer(opts: HttpServerOptions): Promise<App> {
         doc.docsShape?.(copy);
         forDocs = shareParameters(copy);
       }
-      return forDocs;
+      return forDocs!;
     },
   });
 
