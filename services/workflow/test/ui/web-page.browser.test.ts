@@ -513,6 +513,47 @@ describe('workflow built-in page: the node editor in a browser', { skip }, () =>
       assert.deepEqual(again, prompt);
     });
 
+    step('subgraphs: nodes converted to a subgraph run with the flattened ids the reference sends, and come back from the saved workflow', async () => {
+      await newWorkflow(page);
+      const ids = await page.evaluate(() => {
+        const p = (window as any).wfPage;
+        const img = p.addNode('EmptyImage', [0, 0]);
+        img.widgets[0].value = 8;
+        img.widgets[1].value = 8;
+        const inv = p.addNode('ImageInvert', [300, 0]);
+        const prev = p.addNode('PreviewImage', [560, 0]);
+        img.connect(0, inv, 0);
+        inv.connect(0, prev, 0);
+        const sub = p.graph.convertToSubgraph(new Set([inv, prev]));
+        return { img: img.id, inv: inv.id, prev: prev.id, sub: sub.node?.id ?? sub.id };
+      });
+      assert.deepEqual(await page.evaluate(() => (window as any).wfPage.graph.nodes.map((n: any) => n.isSubgraphNode?.() ?? false).sort()), [false, true]);
+      const id = await run(page);
+      const prompt = await sentPrompt(srv, id);
+      const keys = Object.keys(prompt).sort();
+      assert.equal(keys.length, 3);
+      assert.ok(keys.includes(String(ids.img)));
+      const inner = keys.filter((k) => /^\d+:\d+$/.test(k));
+      assert.equal(inner.length, 2, JSON.stringify(prompt));
+      const invKey = inner.find((k) => prompt[k].class_type === 'ImageInvert')!;
+      const prevKey = inner.find((k) => prompt[k].class_type === 'PreviewImage')!;
+      assert.deepEqual(prompt[invKey].inputs, { image: [String(ids.img), 0] });
+      assert.deepEqual(prompt[prevKey].inputs, { images: [invKey, 0] });
+      await waitJob(srv, id);
+      // The saved form keeps the subgraph's definition: opened again, it sends the same prompt.
+      const saved = await page.evaluate(async () => {
+        const p = (window as any).wfPage;
+        const w = (await p.graphToPrompt(p.graph)).workflow;
+        return JSON.parse(JSON.stringify(w));
+      });
+      assert.equal(saved.definitions.subgraphs.length, 1);
+      await newWorkflow(page);
+      await page.setInputFiles('#file-input', { name: 'sub.json', mimeType: 'application/json', buffer: Buffer.from(JSON.stringify(saved)) });
+      await page.waitForFunction(() => (window as any).wfPage.graph.nodes.length === 2);
+      const again = await page.evaluate(async () => (await (window as any).wfPage.graphToPrompt((window as any).wfPage.graph)).output);
+      assert.deepEqual(again, prompt);
+    });
+
     step('upload an image into Load Image from its button: preview on the node, and it runs', async () => {
       await newWorkflow(page);
       const load = await page.evaluate(() => {

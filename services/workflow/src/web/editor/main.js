@@ -3,7 +3,7 @@
 // frontend's format, run against this service.
 import '@comfyorg/litegraph/style.css';
 import '../style.css';
-import { ContextMenu, LGraph, LGraphCanvas, LGraphGroup, LiteGraph } from '@comfyorg/litegraph';
+import { ContextMenu, LGraph, LGraphCanvas, LGraphGroup, LiteGraph, SubgraphNode } from '@comfyorg/litegraph';
 import { api, errorText } from './api.js';
 import { $, el, escapeHtml, toast } from './dom.js';
 import { History } from './history.js';
@@ -91,6 +91,24 @@ canvas.drawNode = (node, ctx) => {
 
 graph.onNodeAdded = (node) => decorateNode(node);
 
+// A subgraph (from a loaded workflow's definitions, or the canvas menu's Convert to Subgraph) becomes a node type of its own id.
+graph.events.addEventListener('subgraph-created', (e) => {
+  const { subgraph } = e.detail;
+  class ComfySubgraphNode extends SubgraphNode {
+    constructor() {
+      super(graph, subgraph, { id: -1, type: subgraph.id, pos: [0, 0], size: [200, 60], inputs: [], outputs: [], flags: {}, order: 0, mode: 0, properties: {} });
+    }
+  }
+  LiteGraph.registerNodeType(subgraph.id, ComfySubgraphNode);
+  ComfySubgraphNode.category = 'subgraphs';
+});
+// Inside a subgraph, the top bar offers the way back.
+canvasEl.addEventListener('litegraph:set-graph', () => {
+  $('#root-graph').hidden = canvas.graph === graph;
+  document.body.dataset.insideSubgraph = String(canvas.graph !== graph);
+});
+$('#root-graph').addEventListener('click', () => canvas.setGraph(graph));
+
 const state = { path: null, modified: false, loading: false };
 const history = new History(graph, (data) => loadInto(data, { keepView: true }), () => markModified());
 
@@ -154,6 +172,7 @@ function fitView() {
 
 /** Loads a UI workflow; missing node types are reported. */
 function loadInto(data, { keepView = false } = {}) {
+  if (canvas.graph !== graph) canvas.setGraph(graph);
   state.loading = true;
   try {
     const view = { scale: canvas.ds.scale, offset: [...canvas.ds.offset] };
