@@ -1,27 +1,10 @@
 import { GraphBuilder, pyTypeOf, type NodeDefinition } from '../api.ts';
-import { add, asTensor, fromTensor, imageTensor, maskTensor, mul, pyError, pyTypeName, stackMean, sub, Tensor } from './tensor.ts';
+import { add, asTensor, fromTensor, imageTensor, maskRange, maskTensor, mul, pyError, pyTypeName, stackMean, sub, Tensor } from './tensor.ts';
 import { sleepWithProgress } from './timing.ts';
 import { variantSupport } from './tools.ts';
 import type { ImageBatch, MaskBatch } from '../image-types.ts';
 
 const CATEGORY = 'Testing/Nodes';
-
-/** The mask's lowest and highest values, read from its planes in one pass (no tensor copy). */
-function maskRange(mask: MaskBatch): [number, number] {
-  let lo = Infinity;
-  let hi = -Infinity;
-  const first = mask.planes[0];
-  for (const p of mask.planes) {
-    if (p.width !== first!.width || p.height !== first!.height) throw pyError('RuntimeError', 'masks of one batch must have one size');
-    const d = p.data;
-    for (let i = 0; i < d.length; i++) {
-      const v = d[i]!;
-      if (v < lo) lo = v;
-      if (v > hi) hi = v;
-    }
-  }
-  return [lo, hi];
-}
 
 /** image1·(1−mask) + image2·mask, with the reference's shortcuts for an all-0 or all-1 mask. */
 function mixImages(mask: MaskBatch, image1: ImageBatch, image2: ImageBatch): ImageBatch {

@@ -247,7 +247,46 @@ export function noiseImage(batch: number, height: number, width: number): ImageB
 export function constantMask(batch: number, height: number, width: number, value: number): MaskBatch {
   checkSize(width, height, batch);
   const plane = new Float32Array(width * height).fill(value);
-  return new MaskBatch(Array.from({ length: batch }, () => new MaskPlane(width, height, plane)));
+  const stored = Math.fround(value);
+  return new MaskBatch(
+    Array.from({ length: batch }, () => {
+      const p = new MaskPlane(width, height, plane);
+      if (!Number.isNaN(stored)) ranges.set(p, [stored, stored]);
+      return p;
+    }),
+  );
+}
+
+/** Lowest and highest value of each mask plane already scanned (or made constant here). Planes are never written after they are made. */
+const ranges = new WeakMap<MaskPlane, [number, number]>();
+
+/**
+ * A mask's lowest and highest values (torch's mask.min()/mask.max()), each plane
+ * scanned once: the lazy mix asks before and after its inputs arrive and again
+ * when it runs, and a scan of a large plane is slow before the JIT has optimised it.
+ */
+export function maskRange(mask: MaskBatch): [number, number] {
+  let lo = Infinity;
+  let hi = -Infinity;
+  const first = mask.planes[0];
+  for (const p of mask.planes) {
+    if (p.width !== first!.width || p.height !== first!.height) throw pyError('RuntimeError', 'masks of one batch must have one size');
+    let r = ranges.get(p);
+    if (!r) {
+      let a = Infinity;
+      let b = -Infinity;
+      const d = p.data;
+      for (let i = 0; i < d.length; i++) {
+        const v = d[i]!;
+        if (v < a) a = v;
+        if (v > b) b = v;
+      }
+      ranges.set(p, (r = [a, b]));
+    }
+    if (r[0] < lo) lo = r[0];
+    if (r[1] > hi) hi = r[1];
+  }
+  return [lo, hi];
 }
 
 /** A tensor of any value the pack multiplies: IMAGE, MASK or a number. */
