@@ -30,11 +30,14 @@ function withPack(dataDir: string): void {
   fs.copyFileSync(PACK, path.join(dataDir, 'custom_nodes', 'process-pack.mjs'));
 }
 
-/** Starts `workflow worker` in its own process and data dir on the API's database and schema. */
+/**
+ * Starts `workflow worker` in its own process and data dir on the API's database and schema. One execution
+ * slot each (the default is one per core): what these tests count (a busy worker, a kill mid-prompt) is per slot.
+ */
 async function startWorker(api: TestServer, extra: string[] = []): Promise<Worker> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'wf-worker-'));
   withPack(dataDir);
-  const args = ['--import', 'tsx', MAIN, 'worker', '--data-dir', dataDir, '--database-url', api.cfg.databaseUrl!, '--pg-schema', api.cfg.pgSchema, '--log-level', 'warn', '--max-concurrent-jobs', '1', ...extra];
+  const args = ['--import', 'tsx', MAIN, 'worker', '--data-dir', dataDir, '--database-url', api.cfg.databaseUrl!, '--pg-schema', api.cfg.pgSchema, '--log-level', 'warn', '--max-concurrent-jobs', '1', '--execution-threads', '1', ...extra];
   const proc = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
   let out = '';
