@@ -291,6 +291,24 @@ describe('hostile files', () => {
     const mixed = path.join(dir, 'mixed.safetensors');
     writeFixture(mixed, { ...TINY, clip: { ...TINY.clip!, hidden: 64 }, unet: { ...TINY.unet, contextDim: 32 } });
     await assert.rejects(loadCheckpoint(mixed), /text encoder's width 64 does not match the UNet's context width 32/);
+    // Keys of SD1.x with a weight of the wrong shape: the session fails, naming the file; a later call tries again.
+    const bad = path.join(dir, 'badshape.safetensors');
+    writeFixture(bad, TINY);
+    const f = await SafetensorsFile.open(bad);
+    const key = 'model.diffusion_model.out.2.weight';
+    const info = f.info(key);
+    const header = JSON.parse(fs.readFileSync(bad).subarray(8, f.dataStart).toString());
+    header[key].shape = [info.shape[0], info.shape[1]! / 2, info.shape[2], info.shape[3]! * 2];
+    let json = Buffer.from(JSON.stringify(header));
+    json = Buffer.concat([json, Buffer.alloc(f.dataStart - 8 - json.length, 0x20)]);
+    const bytes = fs.readFileSync(bad);
+    json.copy(bytes, 8);
+    fs.writeFileSync(bad, bytes);
+    const ck = await loadCheckpoint(bad);
+    const unet = new UNetModel(ck);
+    const ctx = { shape: [1, 77, 32], data: new Float32Array(77 * 32) };
+    await assert.rejects(unet.eps(new Float32Array(256), [1, 4, 8, 8], 10, ctx), /^ModelFileError: badshape\.safetensors: its unet weights do not form a valid model/);
+    await assert.rejects(unet.eps(new Float32Array(256), [1, 4, 8, 8], 10, ctx), /badshape\.safetensors/);
     // Fixed on disk, the same path loads: the failure was not cached.
     writeFixture(mixed, TINY);
     assert.ok(await loadCheckpoint(mixed));

@@ -14,7 +14,7 @@ import { prepareNoise, TorchGenerator } from './noise.ts';
 import { CFG_PP_SAMPLERS, getSampler, type StepInfo } from './samplers.ts';
 import { DiscreteSchedule, ksamplerSigmas } from './schedules.ts';
 import { ModelFileError, SafetensorsFile } from './safetensors.ts';
-import { createSession, ortTensor, WEIGHTS_LOCATION, type RuntimeOptions, type Session } from './session.ts';
+import { createSession, ortTensor, WEIGHTS_LOCATION, type OrtTensor, type RuntimeOptions, type Session } from './session.ts';
 import { buildUNetGraph, timestepEmbedding } from './unet-graph.ts';
 import { buildVaeDecoderGraph, buildVaeEncoderGraph } from './vae-graph.ts';
 
@@ -62,11 +62,29 @@ export class Checkpoint {
   session(kind: string, build: () => Uint8Array): Promise<Session> {
     let s = this.sessions.get(kind);
     if (!s) {
-      s = (async () => createSession(build(), this.file, runtimeOptions))();
+      s = (async () => {
+        try {
+          return await createSession(build(), this.file, runtimeOptions);
+        } catch (err) {
+          // Shapes that passed detection but do not fit together end here: name the file, not only ONNX Runtime's node.
+          if (err instanceof ModelFileError) throw err;
+          throw new ModelFileError(this.file.path, `its ${kind} weights do not form a valid model (${(err as Error).message.split('\n')[0]})`);
+        }
+      })();
       this.sessions.set(kind, s);
       s.catch(() => this.sessions.delete(kind));
     }
     return s;
+  }
+
+  /** Runs a session; a failure names the file (weights whose shapes passed detection may still not fit together). */
+  async run(kind: string, build: () => Uint8Array, feeds: Record<string, OrtTensor>): Promise<Record<string, OrtTensor>> {
+    const s = await this.session(kind, build);
+    try {
+      return await s.run(feeds);
+    } catch (err) {
+      throw new ModelFileError(this.file.path, `its ${kind} weights do not form a valid model (${(err as Error).message.split('\n')[0]})`);
+    }
   }
 
   async release(): Promise<void> {
@@ -115,17 +133,14 @@ export class UNetModel {
   readonly schedule = new DiscreteSchedule();
   constructor(readonly checkpoint: Checkpoint) {}
 
-  private session(): Promise<Session> {
-    const cfg = this.checkpoint.detected.unet;
-    return this.checkpoint.session('unet', () => buildUNetGraph(new OnnxGraph(this.checkpoint.file, WEIGHTS_LOCATION, UNET_PREFIX), cfg));
-  }
+  private build = () => buildUNetGraph(new OnnxGraph(this.checkpoint.file, WEIGHTS_LOCATION, UNET_PREFIX), this.checkpoint.detected.unet);
 
   /** ε for a batch: x [B,C,H,W] (unscaled), one timestep for all, context [B,T,D]. */
   async eps(x: Float32Array, shape: number[], timestep: number, context: FloatTensor): Promise<Float32Array> {
-    const s = await this.session();
     const b = shape[0]!;
     const dim = this.checkpoint.detected.unet.modelChannels;
-    const out = await s.run({
+    await this.checkpoint.session('unet', this.build);
+    const out = await this.checkpoint.run('unet', this.build, {
       x: ortTensor('float32', x, shape),
       t_emb: ortTensor('float32', timestepEmbedding(new Array(b).fill(timestep), dim), [b, dim]),
       context: ortTensor('float32', context.data, context.shape),
@@ -148,17 +163,14 @@ export class ClipModel {
     return new ClipModel(this.checkpoint, layer);
   }
 
-  private session(): Promise<Session> {
-    const cfg = this.checkpoint.detected.clip!;
-    return this.checkpoint.session(`clip:${this.layer}`, () => buildClipGraph(new OnnxGraph(this.checkpoint.file, WEIGHTS_LOCATION, CLIP_PREFIX), cfg, this.layer));
-  }
+  private build = () => buildClipGraph(new OnnxGraph(this.checkpoint.file, WEIGHTS_LOCATION, CLIP_PREFIX), this.checkpoint.detected.clip!, this.layer);
 
   /** Token chunks → hidden states [chunks, 77, D]. */
   async encodeTokens(chunks: number[][]): Promise<FloatTensor> {
-    const s = await this.session();
     const ids = new BigInt64Array(chunks.length * 77);
     chunks.forEach((c, i) => c.forEach((t, j) => (ids[i * 77 + j] = BigInt(t))));
-    const out = await s.run({ tokens: ortTensor('int64', ids, [chunks.length, 77]) });
+    await this.checkpoint.session(`clip:${this.layer}`, this.build);
+    const out = await this.checkpoint.run(`clip:${this.layer}`, this.build, { tokens: ortTensor('int64', ids, [chunks.length, 77]) });
     const h = out.hidden!;
     return { shape: [...h.dims], data: h.data as Float32Array };
   }
@@ -211,10 +223,11 @@ export class VaeModel {
   /** latent [B,4,h,w] → pixels [B,H,W,3] in [0,1] (channels last, as the reference's IMAGE). */
   async decode(latent: FloatTensor): Promise<FloatTensor> {
     const cfg = this.checkpoint.detected.vae!;
-    const s = await this.checkpoint.session('vae:decoder', () => buildVaeDecoderGraph(new OnnxGraph(this.checkpoint.file, WEIGHTS_LOCATION, VAE_PREFIX), cfg));
+    const build = () => buildVaeDecoderGraph(new OnnxGraph(this.checkpoint.file, WEIGHTS_LOCATION, VAE_PREFIX), cfg);
+    await this.checkpoint.session('vae:decoder', build);
     const [b, c, h, w] = latent.shape as [number, number, number, number];
     if (c !== cfg.zChannels) throw new Error(`the VAE decodes latents of ${cfg.zChannels} channels, got ${c}`);
-    const out = (await s.run({ z: ortTensor('float32', latent.data, latent.shape) })).image!;
+    const out = (await this.checkpoint.run('vae:decoder', build, { z: ortTensor('float32', latent.data, latent.shape) })).image!;
     const [, , H, W] = out.dims as [number, number, number, number];
     const src = out.data as Float32Array;
     const px = new Float32Array(b * H * W * 3);
@@ -233,7 +246,8 @@ export class VaeModel {
   async encode(pixels: FloatTensor): Promise<FloatTensor> {
     const cfg = this.checkpoint.detected.vae!;
     if (!cfg.hasEncoder) throw new Error('this VAE has no encoder');
-    const s = await this.checkpoint.session('vae:encoder', () => buildVaeEncoderGraph(new OnnxGraph(this.checkpoint.file, WEIGHTS_LOCATION, VAE_PREFIX), cfg));
+    const build = () => buildVaeEncoderGraph(new OnnxGraph(this.checkpoint.file, WEIGHTS_LOCATION, VAE_PREFIX), cfg);
+    await this.checkpoint.session('vae:encoder', build);
     const [b, H, W] = pixels.shape as [number, number, number, number];
     const r = this.downscale;
     const h = Math.floor(H / r) * r;
@@ -247,7 +261,7 @@ export class VaeModel {
       for (let ch = 0; ch < 3; ch++)
         for (let y = 0; y < h; y++)
           for (let x = 0; x < w; x++) img[((n * 3 + ch) * h + y) * w + x] = pixels.data[((n * H + y + oy) * W + x + ox) * C + ch]! * 2 - 1;
-    const out = (await s.run({ image: ortTensor('float32', img, [b, 3, h, w]) })).z!;
+    const out = (await this.checkpoint.run('vae:encoder', build, { image: ortTensor('float32', img, [b, 3, h, w]) })).z!;
     return { shape: [...out.dims], data: out.data as Float32Array };
   }
 }
