@@ -7,6 +7,7 @@ import { memoryConfig } from './config.ts';
 import { coreMigrations } from './db/migrations/001_core.ts';
 import { v3Migration } from './db/migrations/010_v3.ts';
 import { v3RecallMigration } from './db/migrations/011_v3_recall.ts';
+import { v3BodiesMigration } from './db/migrations/012_v3_bodies.ts';
 import { v3Tasks } from './domain/v3/deletion.ts';
 import { v3ReasoningTasks } from './domain/v3/reasoning.ts';
 import { v3Routes } from './routes/v3/index.ts';
@@ -46,7 +47,7 @@ export async function openMemoryStorage(cfg: ServiceConfig): Promise<Storage> {
     onSqliteOpen: (db) => sqliteVec.load(db),
   });
   try {
-    await migrate(storage.db, storage.dialect, [...coreMigrations, v3Migration, v3RecallMigration, ...searchMigrations]);
+    await migrate(storage.db, storage.dialect, [...coreMigrations, v3Migration, v3RecallMigration, v3BodiesMigration, ...searchMigrations]);
   } catch (err) {
     await storage.close();
     throw err;

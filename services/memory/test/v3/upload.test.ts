@@ -32,7 +32,7 @@ function form(parts: Record<string, string | { name: string; type: string; bytes
   const f = new FormData();
   for (const [k, v] of Object.entries(parts)) {
     if (typeof v === 'string') f.append(k, v);
-    else f.append(k, new Blob([v.bytes], { type: v.type }), v.name);
+    else f.append(k, new Blob([new Uint8Array(v.bytes)], { type: v.type }), v.name);
   }
   return f;
 }

@@ -74,7 +74,7 @@ export async function recallConclusions(
     .selectFrom('v3_conclusions')
     .leftJoin('v3_vectors', 'v3_vectors.id', 'v3_conclusions.id')
     .selectAll('v3_conclusions')
-    .select('v3_vectors.vector')
+    .select(['v3_vectors.vector', 'v3_vectors.body'])
     .where('v3_conclusions.workspace', '=', workspace) as any;
   if (typeof who.observer === 'string') q = q.where('v3_conclusions.observer', '=', who.observer);
   if (typeof who.observed === 'string') q = q.where('v3_conclusions.observed', '=', who.observed);

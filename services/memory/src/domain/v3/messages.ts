@@ -55,7 +55,7 @@ export async function createMessages(ctx: Ctx, workspace: string, session: strin
       seq_in_session: ++n,
     }));
     await trx.insertInto('v3_messages').values(out).execute();
-    await storeVectors(trx, workspace, out.map((m, i) => ({ id: m.id, vector: m.content.trim() ? vectors[i] : undefined })));
+    await storeVectors(trx, workspace, out.map((m, i) => ({ id: m.id, vector: m.content.trim() ? vectors[i] : undefined, content: m.content })));
     await enqueueForMessages(trx, ctx, workspace, session, out, messages.map((m) => m.configuration));
     return out;
   });

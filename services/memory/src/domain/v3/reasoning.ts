@@ -40,13 +40,36 @@ const enabled = (...levels: Array<Config | undefined>) => {
   return true;
 };
 
-async function addWork(trx: Kysely<any>, ctx: Ctx, task: string, unit: { workspace: string; session?: string; observer?: string; sender?: string }, payload: Record<string, unknown>, queueName?: string) {
-  const id = nanoid();
-  await trx
-    .insertInto('v3_work')
-    .values({ id, workspace: unit.workspace, session: unit.session ?? null, observer: unit.observer ?? null, sender: unit.sender ?? null, task, status: 'pending', created_at: ctx.storage.dialect.timestamp(new Date()) })
-    .execute();
-  await ctx.queue.add(task, { ...payload, work_id: id }, { maxAttempts: 5, ...(queueName ? { queueName } : {}) }, trx);
+interface Unit {
+  workspace: string;
+  session?: string;
+  observer?: string;
+  sender?: string;
+}
+
+/** Work units and their jobs, written in the caller's transaction: the rows in one statement per 100, then one job each. */
+async function addWorks(trx: Kysely<any>, ctx: Ctx, items: Array<{ task: string; unit: Unit; payload: Record<string, unknown>; queueName?: string }>) {
+  if (!items.length) return;
+  const now = ctx.storage.dialect.timestamp(new Date());
+  const rows = items.map((it) => ({
+    id: nanoid(),
+    workspace: it.unit.workspace,
+    session: it.unit.session ?? null,
+    observer: it.unit.observer ?? null,
+    sender: it.unit.sender ?? null,
+    task: it.task,
+    status: 'pending',
+    created_at: now,
+  }));
+  for (let i = 0; i < rows.length; i += 100) await trx.insertInto('v3_work').values(rows.slice(i, i + 100)).execute();
+  for (let i = 0; i < items.length; i++) {
+    const it = items[i]!;
+    await ctx.queue.add(it.task, { ...it.payload, work_id: rows[i]!.id }, { maxAttempts: 5, ...(it.queueName ? { queueName: it.queueName } : {}) }, trx);
+  }
+}
+
+async function addWork(trx: Kysely<any>, ctx: Ctx, task: string, unit: Unit, payload: Record<string, unknown>, queueName?: string) {
+  await addWorks(trx, ctx, [{ task, unit, payload, queueName }]);
 }
 
 /** Enqueues the work that new messages cause; runs inside their transaction. */
@@ -68,6 +91,7 @@ export async function enqueueForMessages(
   for (const p of await trx.selectFrom('v3_peers').select(['name', 'configuration']).where('workspace', '=', workspace).where('name', 'in', [...new Set(rows.map((r) => r.peer))]).execute()) {
     peerConfs.set(p.name, meta(p.configuration));
   }
+  const work: Parameters<typeof addWorks>[2] = [];
   for (let i = 0; i < rows.length; i++) {
     const m = rows[i]!;
     if (!enabled(messageConfigs[i]?.reasoning, sConf.reasoning, wsConf.reasoning)) continue;
@@ -78,19 +102,20 @@ export async function enqueueForMessages(
     for (const [peer, c] of conf) if (peer !== m.peer && c.observe_others === true && observeMe !== false) observers.push(peer);
     for (const observer of observers) {
       // One named queue per (observer, observed): conclusions arrive in message order, so deduplication sees earlier ones.
-      await addWork(trx, ctx, DERIVE_TASK, { workspace, session, observer, sender: m.peer }, { workspace, session, message_id: m.id, observer, observed: m.peer }, `v3:${workspace}:${observer}:${m.peer}`);
+      work.push({ task: DERIVE_TASK, unit: { workspace, session, observer, sender: m.peer }, payload: { workspace, session, message_id: m.id, observer, observed: m.peer }, queueName: `v3:${workspace}:${observer}:${m.peer}` });
     }
   }
-  if (!enabled(sConf.summary, wsConf.summary)) return;
+  if (!enabled(sConf.summary, wsConf.summary)) return addWorks(trx, ctx, work);
   const short = Number(sConf.summary?.messages_per_short_summary ?? wsConf.summary?.messages_per_short_summary ?? MESSAGES_PER_SHORT_SUMMARY);
   const long = Number(sConf.summary?.messages_per_long_summary ?? wsConf.summary?.messages_per_long_summary ?? MESSAGES_PER_LONG_SUMMARY);
   for (const m of rows) {
     for (const [type, every] of [['short', short], ['long', long]] as const) {
       if (every > 0 && m.seq_in_session % every === 0) {
-        await addWork(trx, ctx, SUMMARY_TASK, { workspace, session }, { workspace, session, summary_type: type, upto: m.seq_in_session, message_id: m.id }, `v3-summary:${workspace}:${session}`);
+        work.push({ task: SUMMARY_TASK, unit: { workspace, session }, payload: { workspace, session, summary_type: type, upto: m.seq_in_session, message_id: m.id }, queueName: `v3-summary:${workspace}:${session}` });
       }
     }
   }
+  await addWorks(trx, ctx, work);
 }
 
 export async function enqueueDream(ctx: Ctx, workspace: string, observer: string, observed: string, dreamType: string, session: string | null) {
@@ -198,7 +223,7 @@ export async function storeConclusions(
     });
     if (!rows.length) return [];
     await trx.insertInto('v3_conclusions').values(rows.map(({ _v, ...r }) => r)).execute();
-    await storeVectors(trx, input.workspace, rows.map((r) => ({ id: r.id, vector: r._v })));
+    await storeVectors(trx, input.workspace, rows.map((r) => ({ id: r.id, vector: r._v, content: r.content })));
     return rows.map(({ _v, ...r }) => r);
   });
 }

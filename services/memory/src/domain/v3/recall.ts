@@ -25,13 +25,13 @@ export async function embedTexts(ctx: Ctx, texts: string[]): Promise<Array<Float
   }
 }
 
-export async function storeVectors(trx: Kysely<any>, workspace: string, items: Array<{ id: string; vector: Float32Array | undefined }>): Promise<void> {
-  const rows = items.filter((x) => x.vector).map((x) => ({ id: x.id, workspace, vector: vectorToBuffer(x.vector!) }));
+export async function storeVectors(trx: Kysely<any>, workspace: string, items: Array<{ id: string; vector: Float32Array | undefined; content?: string }>): Promise<void> {
+  const rows = items.filter((x) => x.vector).map((x) => ({ id: x.id, workspace, vector: vectorToBuffer(x.vector!), body: x.content === undefined ? null : indexBody(x.content) }));
   for (let i = 0; i < rows.length; i += 100) await trx.insertInto('v3_vectors').values(rows.slice(i, i + 100)).execute();
 }
 
 /** Ranks candidate rows `{id, content, vector}` for a query; best first, at most `limit`. */
-export async function rank<T extends { id: string; content: string; vector?: unknown; seq?: unknown }>(
+export async function rank<T extends { id: string; content: string; vector?: unknown; body?: unknown; seq?: unknown }>(
   ctx: Ctx,
   rows: T[],
   query: string,
@@ -42,7 +42,7 @@ export async function rank<T extends { id: string; content: string; vector?: unk
   const terms = queryTerms(query);
   const [qv] = await embedTexts(ctx, [query]);
   // Full-text: bm25-like weight of the query stems each row contains (idf over the candidates).
-  const stems = rows.map((r) => new Set(indexBody(r.content).split(' ')));
+  const stems = rows.map((r) => new Set((typeof r.body === 'string' ? r.body : indexBody(r.content)).split(' ')));
   const df = new Map<string, number>();
   for (const t of terms) df.set(t, stems.reduce((n, s) => n + (s.has(t) ? 1 : 0), 0));
   const textHits = rows
@@ -80,7 +80,7 @@ export async function searchMessages(ctx: Ctx, workspace: string, scope: { sessi
     .selectFrom('v3_messages')
     .leftJoin('v3_vectors', 'v3_vectors.id', 'v3_messages.id')
     .selectAll('v3_messages')
-    .select('v3_vectors.vector')
+    .select(['v3_vectors.vector', 'v3_vectors.body'])
     .where('v3_messages.workspace', '=', workspace) as any;
   if (scope.session !== undefined) q = q.where('v3_messages.session', '=', scope.session);
   if (scope.peer !== undefined) q = q.where('v3_messages.peer', '=', scope.peer);
