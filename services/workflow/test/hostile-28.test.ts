@@ -417,6 +417,31 @@ forEachStorage('issue 28: hostile clients, hosted runtime', (storage) => {
       assert.equal(ok.status, 201);
     });
 
+    test('output file numbers are per workspace: a save tells nothing of another workspace\'s files, and each sees its own', async () => {
+      const a = await signupUser(srv.url, 'out-a');
+      const b = await signupUser(srv.url, 'out-b');
+      const save = async (u: typeof a, color: number) => {
+        const r = await u.http.post('/api/prompt', { prompt: { i: { class_type: 'EmptyImage', inputs: { width: 8, height: 8, batch_size: 1, color } }, s: { class_type: 'SaveImage', inputs: { images: ['i', 0], filename_prefix: 'secret' } } } });
+        assert.equal(r.status, 200, r.text);
+        const job = await waitJob(u.http, r.body.prompt_id);
+        assert.equal(job.status, 'completed', JSON.stringify(job.execution_error));
+        return job.outputs.s.images[0] as { filename: string; subfolder: string; type: string };
+      };
+      const fa = await save(a, 0xff0000);
+      const fb = await save(b, 0x0000ff);
+      // B's first 'secret' image is number 1 whatever A saved under that prefix.
+      assert.equal(fa.filename, 'secret_00001_.png');
+      assert.equal(fb.filename, 'secret_00001_.png');
+      const view = async (u: typeof a, f: typeof fa) => {
+        const r = await fetch(`${srv.url}/api/view?filename=${f.filename}&type=output&subfolder=`, { headers: { authorization: `Bearer ${u.token}` } });
+        assert.equal(r.status, 200);
+        return Buffer.from(await r.arrayBuffer());
+      };
+      const [va, vb] = [await view(a, fa), await view(b, fb)];
+      assert.ok(!va.equals(vb), 'each workspace sees its own file under the shared name');
+      assert.equal((await save(a, 0x00ff00)).filename, 'secret_00002_.png');
+    });
+
     test('an API key cannot mint API keys (whatever its creator\'s role); a signed-in member can', async () => {
       const u = await signupUser(srv.url, 'keys');
       const made = await u.http.post('/api/workspace/api-keys', { name: 'first' });

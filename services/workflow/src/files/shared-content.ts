@@ -97,7 +97,7 @@ export class SharedContent {
    * Failures are logged, never fail the job (the local file is still there).
    */
   async fileWritten(info: { type: 'input' | 'output' | 'temp'; subfolder: string; filename: string }, owner: string): Promise<void> {
-    const base = info.type === 'input' && this.dirs.workspaces ? path.join(this.dirs.workspaces, workspaceFolderName(owner), 'input') : this.dirs[info.type];
+    const base = info.type !== 'temp' && this.dirs.workspaces ? path.join(this.dirs.workspaces, workspaceFolderName(owner), info.type) : this.dirs[info.type];
     const sub = info.subfolder.replace(/^\/+|\/+$/g, '');
     const file = path.resolve(base, sub, info.filename);
     if (!file.startsWith(path.resolve(base) + path.sep)) return;

@@ -16,9 +16,12 @@ export function workspacesRoot(dataDir: string): string {
 
 /**
  * The folders a workspace's requests and prompts see in the hosted runtime:
- * its own input folder (uploads, LoadImage's list), and the shared output and
- * temp folders, whose files are checked against the job that wrote them.
+ * its own input and output folders (uploads, LoadImage's list, saved images:
+ * a save's next file number counts only the workspace's own files, so it
+ * tells nothing of another workspace's), and the shared temp folder, whose
+ * files are checked against the job that wrote them.
  */
 export function workspaceScope(base: NodeEnv['dirs'], dataDir: string, owner: string, canRead?: NodeScope['canRead']): NodeScope {
-  return { dirs: { ...base, input: path.join(workspacesRoot(dataDir), workspaceFolderName(owner), 'input') }, canRead };
+  const own = path.join(workspacesRoot(dataDir), workspaceFolderName(owner));
+  return { dirs: { ...base, input: path.join(own, 'input'), output: path.join(own, 'output') }, canRead };
 }

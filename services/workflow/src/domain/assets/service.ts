@@ -316,9 +316,9 @@ export class AssetService {
   }): Promise<Created | undefined> {
     if (f.type === 'temp') return undefined;
     const rel = f.subfolder ? `${f.subfolder.replace(/^\/+|\/+$/g, '')}/${f.filename}` : f.filename;
-    // Hosted runtime: an input file is in its workspace's own folder, and its asset is that workspace's.
-    const ownInput = f.type === 'input' && this.dirs.workspaces !== undefined;
-    const logical = ownInput ? `workspaces/${workspaceFolderName(f.owner)}/input/${rel}` : `${f.type}/${rel}`;
+    // Hosted runtime: an input or output file is in its workspace's own folder, and its asset is that workspace's.
+    const ownInput = (f.type === 'input' || f.type === 'output') && this.dirs.workspaces !== undefined;
+    const logical = ownInput ? `workspaces/${workspaceFolderName(f.owner)}/${f.type}/${rel}` : `${f.type}/${rel}`;
     const file = resolveLogical(this.dirs, logical);
     if (!file) return undefined;
     const known = f.known;
