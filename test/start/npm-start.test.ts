@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
-import { freePort, npmStart, portFree, processesWith, servicePid, supervisorPid, waitFor, type Started } from './helpers.ts';
+import { freePort, npmStart, portFree, processesWith, ROOT, servicePid, supervisorPid, waitFor, type Started } from './helpers.ts';
 
 /**
  * `npm start` as a process supervisor runs it (systemd, Docker, PM2): one pid,
@@ -148,6 +149,22 @@ describe('npm start under a process supervisor', () => {
     } finally {
       await new Promise((r) => blocker.close(r));
     }
+  });
+
+  test('npm run memory: SIGTERM to the npm pid stops the service gracefully (exit 0, port free)', async () => {
+    const dataDir = tempDir();
+    const port = await freePort();
+    const proc = spawn('npm', ['run', '--silent', 'memory', '--', '--port', String(port), '--data-dir', dataDir], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, DATABASE_URL: '' } });
+    let out = '';
+    proc.stdout!.on('data', (c) => (out += String(c)));
+    proc.stderr!.on('data', (c) => (out += String(c)));
+    const exited = new Promise<number | null>((r) => proc.once('exit', (code) => r(code)));
+    await waitFor('memory to listen', () => /memory listening on/.test(out), 120_000);
+    process.kill(proc.pid!, 'SIGTERM');
+    assert.equal(await exited, 0, out);
+    assert.match(out, /received SIGTERM, shutting down/);
+    assert.ok(portFree(port));
+    assert.deepEqual(processesWith(dataDir), []);
   });
 
   test('an unknown flag is refused with the usage', async () => {
