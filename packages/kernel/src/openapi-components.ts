@@ -202,8 +202,17 @@ export function shareComponents(doc: Obj, opts: ShareOptions = {}): Obj {
     set({ $ref: `#/components/responses/${name}` });
   });
   if (Object.keys(responses).length > 0) components.responses = responses;
+  return doc;
+}
 
-  // 5. Parameters that repeat (filters, paging) become components.parameters, named after the parameter.
+/**
+ * Parameters that repeat (filters, paging) become components.parameters,
+ * named after the parameter. Only for the copy Swagger UI reads: clients
+ * (NetBox's Ansible inventory among them) read the parameter names of an
+ * operation straight from its list.
+ */
+export function shareParameters(doc: Obj): Obj {
+  const components: Obj = isObj(doc.components) ? doc.components : (doc.components = {});
   const parameters: Obj = isObj(components.parameters) ? components.parameters : {};
   const paramCounts = new Map<string, number>();
   const eachParam = (fn: (p: Obj, list: Json[], i: number) => void) => {
