@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import http from 'node:http';
+import path from 'node:path';
 import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { forEachStorage } from '@svc/testkit';
@@ -440,6 +442,12 @@ forEachStorage('issue 28: hostile clients, hosted runtime', (storage) => {
       const [va, vb] = [await view(a, fa), await view(b, fb)];
       assert.ok(!va.equals(vb), 'each workspace sees its own file under the shared name');
       assert.equal((await save(a, 0x00ff00)).filename, 'secret_00002_.png');
+      // An output saved before workspaces had their own folders (in the shared one) is still served to its workspace only.
+      const legacy = await save(a, 0x123456);
+      fs.renameSync(path.join(srv.cfg.dataDir, 'workspaces', a.workspaceId, 'output', legacy.filename), path.join(srv.cfg.dataDir, 'output', legacy.filename));
+      assert.equal((await view(a, legacy)).length > 0, true);
+      const other = await fetch(`${srv.url}/api/view?filename=${legacy.filename}&type=output`, { headers: { authorization: `Bearer ${b.token}` } });
+      assert.equal(other.status, 404);
     });
 
     test('an API key cannot mint API keys (whatever its creator\'s role); a signed-in member can', async () => {

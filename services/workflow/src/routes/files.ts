@@ -362,7 +362,23 @@ export function fileRoutes(app: FastifyInstance, ctx: RouteCtx, opts: FileRoutes
         filename = v.filename;
         if (opts.multiUser && v.type !== 'input') ownerCheck = v;
       }
-      const st = await fs.promises.stat(file).catch(() => undefined);
+      let st = await fs.promises.stat(file).catch(() => undefined);
+      // Hosted runtime: outputs saved before workspaces had their own output folder are in the shared one (and
+      // shown only to the workspace whose job wrote them: the owner check below).
+      if (!st?.isFile() && ownerCheck?.type === 'output') {
+        const legacy = (() => {
+          try {
+            return safeJoin(opts.dirs.output, ownerCheck.subfolder, ownerCheck.filename);
+          } catch {
+            return undefined;
+          }
+        })();
+        const lst = legacy && legacy !== file ? await fs.promises.stat(legacy).catch(() => undefined) : undefined;
+        if (lst?.isFile()) {
+          file = legacy!;
+          st = lst;
+        }
+      }
       // Not on this disk (written by a process elsewhere): the shared content store's copy.
       let stored: StoredObject | undefined;
       if (!st?.isFile() && opts.content) stored = await opts.content.head(file);
