@@ -564,13 +564,19 @@ describe('workflow built-in page: the node editor in a browser', { skip }, () =>
       });
       const png = await sharp({ create: { width: 6, height: 4, channels: 3, background: { r: 200, g: 40, b: 90 } } }).png().toBuffer();
       const button = await screenOf(page, { node: load, widget: 'upload' });
-      const chooser = page.waitForEvent('filechooser', { timeout: 10_000 });
-      await page.mouse.click(button.x, button.y);
-      await chooser.catch(async () => {
-        await page.screenshot({ path: path.join(os.tmpdir(), 'workflow-upload-failed.png') });
-        console.log(`# upload button at ${JSON.stringify(button)}: ${JSON.stringify(await page.evaluate((n) => (window as any).wfPage.graph.getNodeById(n).widgets.map((w: any) => [w.name, w.y]), load))}`);
-      });
-      await (await chooser).setFiles({ name: 'pic.png', mimeType: 'image/png', buffer: png });
+      // On a loaded machine headless Chromium now and then drops the first click on the canvas (about 1 run in 40,
+      // cause not found): a person clicks again, and so does the test, saying so.
+      let chooser;
+      for (let attempt = 1; !chooser; attempt++) {
+        const waiting = page.waitForEvent('filechooser', { timeout: 5_000 });
+        await page.mouse.click(button.x, button.y);
+        chooser = await waiting.catch(async (err) => {
+          if (attempt === 3) throw err;
+          console.log(`# ${storage}: no file chooser after click ${attempt} on the upload button at ${JSON.stringify(button)}; clicking again`);
+          return undefined;
+        });
+      }
+      await chooser.setFiles({ name: 'pic.png', mimeType: 'image/png', buffer: png });
       await page.waitForFunction((n) => (window as any).wfPage.graph.getNodeById(n).imgs?.[0]?.naturalWidth === 6, load);
       assert.deepEqual(fs.readFileSync(path.join(srv.cfg.dataDir, 'input', 'pic.png')), png);
       const id = await run(page);
