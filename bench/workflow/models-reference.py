@@ -115,8 +115,11 @@ clip_config = {
 }
 clip = comfy.sd1_clip.SDClipModel(textmodel_json_config=clip_config)
 clip.transformer.load_state_dict(text_sd, strict=False)
-tokenizer = comfy.sd1_clip.SDTokenizer(embedding_directory=None, embedding_size=hidden)
-prompts = ["a photo of a cat", "Hello, World! café 東京 🙂", "", "it's (big:1.3) ((red)) \\(x\\) (a (b:0.5) c)", "masterpiece, " * 30]
+import tempfile  # noqa: E402
+# CheckpointLoaderSimple always passes the embeddings folder: here an empty one, so embedding: names are missing.
+tokenizer = comfy.sd1_clip.SDTokenizer(embedding_directory=[tempfile.mkdtemp()], embedding_size=hidden)
+prompts = ["a photo of a cat", "Hello, World! café 東京 🙂", "", "it's (big:1.3) ((red)) \\(x\\) (a (b:0.5) c)", "masterpiece, " * 30,
+           "a embedding:missing cat", "embedding:gone, (red embedding:x:1.2) dog\nembedding:last"]
 out["tokens"] = {p: [[t for t, _ in chunk] for chunk in tokenizer.tokenize_with_weights(p)] for p in prompts}
 out["weights"] = {p: [[w for _, w in chunk] for chunk in tokenizer.tokenize_with_weights(p)] for p in prompts}
 

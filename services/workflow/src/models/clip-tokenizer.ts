@@ -216,21 +216,41 @@ export function tokenWeights(text: string, weight = 1.0): [string, number][] {
   return out;
 }
 
+export interface TokenizeOptions {
+  /** Whether models/embeddings holds a textual inversion of this name (a match is refused: not supported yet). */
+  embeddingExists?: (name: string) => boolean;
+}
+
 /**
  * SDTokenizer.tokenize_with_weights for CLIP-L: 77-token chunks (start, up to
  * 75 tokens, end, end-padding) of (token, weight). A word of 8 tokens or more
  * may be split across chunks; a shorter one moves whole to the next chunk.
  */
-export function tokenizeWithWeights(text: string, tok = ClipTokenizer.shared()): WeightedToken[][] {
+export function tokenizeWithWeights(text: string, tok = ClipTokenizer.shared(), opts: TokenizeOptions = {}): WeightedToken[][] {
   const escaped = text.replaceAll('\\)', '\u0000\u0001').replaceAll('\\(', '\u0000\u0002');
   const groups: WeightedToken[][] = [];
   for (const [segment, weight] of tokenWeights(escaped)) {
     const plain = segment.replaceAll('\u0000\u0001', ')').replaceAll('\u0000\u0002', '(');
-    // The reference splits words off at " embedding:" to look up textual inversions; without an
-    // embeddings folder every piece is tokenized as text, which is what it does then too.
+    // Words starting "embedding:" name textual inversions in models/embeddings (the reference's SDTokenizer).
     const pieces = plain.split(/ embedding:|\nembedding:/);
     const words = [pieces[0]!, ...pieces.slice(1).map((p) => `embedding:${p}`)].filter((w) => w !== '');
-    for (const w of words) groups.push(tok.encode(w).map((token) => ({ token, weight })));
+    for (let word of words) {
+      if (word.startsWith('embedding:')) {
+        const [name = '', ...rest] = word.slice('embedding:'.length).replace(/^\n+|\n+$/g, '').split(/\s+/);
+        let leftover = rest.join(' ');
+        const stripped = name.replace(/^,+|,+$/g, '');
+        for (const candidate of stripped.length < name.length ? [name, stripped] : [name]) {
+          if (candidate && opts.embeddingExists?.(candidate)) {
+            throw new Error(`embedding:${candidate}: textual inversion embeddings are not supported yet`);
+          }
+        }
+        // Not found: the reference warns and drops the name (keeping commas stripped from it).
+        if (stripped.length < name.length) leftover = `${name.slice(stripped.length)} ${leftover}`;
+        if (leftover === '') continue;
+        word = leftover;
+      }
+      groups.push(tok.encode(word).map((token) => ({ token, weight })));
+    }
   }
   const max = CHUNK_LENGTH;
   const chunks: WeightedToken[][] = [];

@@ -6,7 +6,7 @@
  * HTTP, the engine or the database.
  */
 import fs from 'node:fs';
-import { tokenizeWithWeights, type WeightedToken } from './clip-tokenizer.ts';
+import { ClipTokenizer, tokenizeWithWeights, type TokenizeOptions, type WeightedToken } from './clip-tokenizer.ts';
 import { buildClipGraph } from './clip-graph.ts';
 import { CLIP_PREFIX, detectCheckpoint, UNET_PREFIX, VAE_PREFIX, type DetectedCheckpoint } from './detect.ts';
 import { OnnxGraph } from './graph-builder.ts';
@@ -180,8 +180,8 @@ export class ClipModel {
    * an empty prompt is encoded too and each weighted token's vector becomes
    * empty + (vector − empty)·weight; chunks are joined along the tokens.
    */
-  async encode(text: string): Promise<ConditioningEntry[]> {
-    const chunks: WeightedToken[][] = tokenizeWithWeights(text);
+  async encode(text: string, opts: TokenizeOptions = {}): Promise<ConditioningEntry[]> {
+    const chunks: WeightedToken[][] = tokenizeWithWeights(text, ClipTokenizer.shared(), opts);
     const hasWeights = chunks.some((c) => c.some((t) => t.weight !== 1));
     const ids = chunks.map((c) => c.map((t) => t.token));
     if (hasWeights) ids.push(emptyTokens());

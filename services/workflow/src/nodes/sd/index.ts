@@ -213,10 +213,13 @@ export function sdNodes(dirs: NodeEnv['dirs']): NodeDefinition[] {
       },
       outputs: ['CONDITIONING'],
       outputTooltips: ['A conditioning containing the embedded text used to guide the diffusion model.'],
-      execute: async ({ text, clip }) => {
+      execute: async ({ text, clip }, ctx) => {
         if (!(clip instanceof ClipModel))
           throw nodeError('ERROR: clip input is invalid: None\n\nIf the clip is from a checkpoint loader node your checkpoint does not contain a valid clip or text encoder model.');
-        return [await clip.encode(String(text))];
+        const f = folders(ctx.env.dirs);
+        // load_embed's candidates: the name as given, then with the weight file extensions.
+        const embeddingExists = (name: string) => ['', '.safetensors', '.pt', '.bin'].some((ext) => f.fullPath('embeddings', name + ext) !== undefined);
+        return [await clip.encode(String(text), { embeddingExists })];
       },
     },
     {
