@@ -85,6 +85,16 @@ async function updateOne(w: WriteContext, m: ModelDef, id: number, data: unknown
   return {};
 }
 
+/** `?omit=` plus NetBox's `?exclude=config_context` (devices and VMs: the rendered context left out, as Ansible's inventory asks). */
+function omitted(q: Query): string | undefined {
+  const pick = (v: unknown) => (Array.isArray(v) ? v[v.length - 1] : v);
+  const omit = pick(q.omit);
+  const exclude = pick(q.exclude);
+  const excluded = typeof exclude === 'string' && exclude.split(',').some((x) => x.trim() === 'config_context');
+  if (!excluded) return typeof omit === 'string' ? omit : undefined;
+  return typeof omit === 'string' && omit.trim() ? `${omit},config_context` : 'config_context';
+}
+
 /** Representations for the response: those the write already computed (re-based to absolute URLs), else read afresh. */
 export async function showObjects(sink: ChangeSink, req: FastifyRequest, m: ModelDef, ids: number[], known?: Map<string, Record<string, unknown>>) {
   const base = baseUrl(req);
@@ -137,7 +147,8 @@ export function registerModelRoutes(app: FastifyInstance, sink: ChangeSink, m: M
     const page = pageOf(q);
     const ctx = readCtx(sink, req);
     const { count, rows } = await listRows(ctx, m, q, page);
-    const results = (await represent(ctx, m, rows, truthy(q.brief))).map((r) => selectFields(r, q.fields, q.omit));
+    const omit = omitted(q);
+    const results = (await represent(ctx, m, rows, truthy(q.brief))).map((r) => selectFields(r, q.fields, omit));
     return paginated(req, page, count, results);
   });
 
@@ -147,7 +158,7 @@ export function registerModelRoutes(app: FastifyInstance, sink: ChangeSink, m: M
     const row = await fetchRow(ctx, m, id);
     if (!row) throw notFound();
     const q = req.query as Query;
-    return selectFields((await represent(ctx, m, [row], truthy(q.brief)))[0]!, q.fields, q.omit);
+    return selectFields((await represent(ctx, m, [row], truthy(q.brief)))[0]!, q.fields, omitted(q));
   });
 
   app.post(

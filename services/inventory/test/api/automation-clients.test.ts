@@ -139,6 +139,17 @@ forEachStorage('inventory API: what NetBox automation clients request', (storage
     assert.deepEqual(ids(await h.get('/api/dcim/devices/?region_id=null')), [w.sw.id, w.rt.id].sort((a, b) => a - b));
   });
 
+  it('?exclude=config_context leaves the rendered context out of devices (the Ansible inventory default)', async () => {
+    const h = api.http;
+    const with_ = await h.get(`/api/dcim/devices/${w.sw.id}/`);
+    assert.ok('config_context' in with_.body);
+    const list = await h.get('/api/dcim/devices/?exclude=config_context&limit=0');
+    assert.equal(list.status, 200);
+    assert.ok(list.body.results.length >= 2 && list.body.results.every((d: any) => !('config_context' in d) && 'local_context_data' in d));
+    const one = await h.get(`/api/dcim/devices/${w.sw.id}/?exclude=config_context&omit=serial`);
+    assert.ok(!('config_context' in one.body) && !('serial' in one.body) && 'name' in one.body);
+  });
+
   it('the OpenAPI document lists the device and interface filters clients read from it', async () => {
     const doc = (await api.http.get('/api/schema/?format=json')).body;
     // Ansible's nb_inventory reads `p["name"]` of each parameter of the devices and VMs GET: parameters stay inline (no `$ref`).
