@@ -123,7 +123,7 @@ export async function enqueueDream(ctx: Ctx, workspace: string, observer: string
   ctx.queue.wake();
 }
 
-async function setStatus(db: Kysely<any>, id: string | undefined, status: 'in_progress' | 'completed') {
+async function setStatus(db: Kysely<any>, id: string | undefined, status: 'pending' | 'in_progress' | 'completed') {
   if (id) await db.updateTable('v3_work').set({ status }).where('id', '=', id).execute();
 }
 
@@ -135,10 +135,16 @@ const QUEUE_TYPE: Record<string, string> = { [DERIVE_TASK]: 'representation', [S
  * observer/observed pair, `queue.empty` goes to the workspace's webhooks.
  */
 function tracked(ctx: () => Ctx, hooks: WebhookSettings, run: (p: any, c: Ctx) => Promise<void>): TaskHandler {
-  return async (p) => {
+  return async (p, job) => {
     const c = ctx();
     await setStatus(c.storage.db, p.work_id, 'in_progress');
-    await run(p, c);
+    try {
+      await run(p, c);
+    } catch (err) {
+      // Back to pending while the queue will try again; a unit whose last try failed is done, so the status drains.
+      await setStatus(c.storage.db, p.work_id, job.attempt >= job.maxAttempts ? 'completed' : 'pending').catch(() => {});
+      throw err;
+    }
     await setStatus(c.storage.db, p.work_id, 'completed');
     if (!p.work_id || !hooks.secret) return;
     const w = await c.storage.db.selectFrom('v3_work').selectAll().where('id', '=', p.work_id).executeTakeFirst();
