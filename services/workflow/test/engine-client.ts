@@ -6,6 +6,23 @@ import { startWorkflow, WsClient, type Msg } from './helpers.ts';
 
 export type Server = Awaited<ReturnType<typeof startWorkflow>>;
 
+/**
+ * A Python float in a prompt: JavaScript writes `5.0` as `5`, the reference's client (json.dumps) as `5.0`,
+ * and the service tells them apart as the reference does. `pyFloat(5)` is sent as `5.0`.
+ */
+export class PyFloat {
+  constructor(readonly value: number) {}
+  toJSON(): string {
+    return `\u0000pyfloat:${Number.isInteger(this.value) ? this.value.toFixed(1) : String(this.value)}\u0000`;
+  }
+}
+export const pyFloat = (v: number) => new PyFloat(v);
+
+/** JSON text with every PyFloat written as a float literal. */
+export function pyJson(body: unknown): string {
+  return JSON.stringify(body).replace(/"\\u0000pyfloat:([^\\"]+)\\u0000"/g, '$1');
+}
+
 /** A refused POST /prompt (the reference client raises urllib's HTTPError). */
 export class HttpError extends Error {
   constructor(
@@ -97,7 +114,7 @@ export class ComfyClient {
   async queue(prompt: GraphSpec | Record<string, unknown>, partial?: string[], extra: Record<string, unknown> = {}): Promise<{ prompt_id: string; number: number; node_errors: any }> {
     const body: Record<string, unknown> = { prompt, client_id: this.clientId, ...extra };
     if (partial !== undefined) body.partial_execution_targets = partial;
-    const r = await this.srv.http.post('/prompt', body);
+    const r = await this.srv.http.post('/prompt', pyJson(body));
     if (r.status !== 200) throw new HttpError(r.status, r.body);
     return r.body;
   }

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import { forEachStorage } from '@svc/testkit';
-import { byte, ComfyClient, ExecutionError, GraphBuilder, HttpError, startEngineServer, type CacheMode, type Server } from './engine-client.ts';
+import { byte, ComfyClient, ExecutionError, GraphBuilder, HttpError, pyFloat, startEngineServer, type CacheMode, type Server } from './engine-client.ts';
 import { waitJob } from './helpers.ts';
 
 const S = 64;
@@ -127,10 +127,10 @@ forEachStorage('engine: test_execution', (storage) => {
         for (const [value, ok] of [
           ['foo', false],
           [true, false],
-          [5.0, true],
+          [pyFloat(5), true],
         ] as const) {
           const g = builder();
-          const v = g.node('TestCustomValidation1', undefined, { input1: value, input2: 3.0 });
+          const v = g.node('TestCustomValidation1', undefined, { input1: value, input2: pyFloat(3) });
           g.node('SaveImage', undefined, { images: v.out(0) });
           if (ok) {
             const r = await client.run(g);
@@ -150,18 +150,18 @@ forEachStorage('engine: test_execution', (storage) => {
       test('validation edge cases: linked types against custom validators', async () => {
         const cases: Array<[string, string, unknown, boolean, string?]> = [
           ['TestCustomValidation1', 'StubInt', 5, false, 'return_type_mismatch'],
-          ['TestCustomValidation1', 'StubMask', 5.0, false, 'return_type_mismatch'],
+          ['TestCustomValidation1', 'StubMask', pyFloat(5), false, 'return_type_mismatch'],
           ['TestCustomValidation2', 'StubInt', 5, false, 'custom_validation_failed'],
-          ['TestCustomValidation2', 'StubFloat', 5.0, true],
+          ['TestCustomValidation2', 'StubFloat', pyFloat(5), true],
           ['TestCustomValidation3', 'StubInt', 5, false, 'custom_validation_failed'],
-          ['TestCustomValidation3', 'StubFloat', 5.0, true],
+          ['TestCustomValidation3', 'StubFloat', pyFloat(5), true],
           ['TestCustomValidation4', 'StubInt', 5, false, 'return_type_mismatch'],
-          ['TestCustomValidation4', 'StubFloat', 5.0, true],
+          ['TestCustomValidation4', 'StubFloat', pyFloat(5), true],
         ];
         for (const [cls, stubType, value, ok, errType] of cases) {
           const g = builder();
           const stub = g.node(stubType, undefined, { value });
-          const v = g.node(cls, undefined, { input1: stub.out(0), input2: 3.0 });
+          const v = g.node(cls, undefined, { input1: stub.out(0), input2: pyFloat(3) });
           g.node('SaveImage', undefined, { images: v.out(0) });
           if (ok) {
             await client.run(g);

@@ -18,7 +18,8 @@ import type { PromptGraph } from './validate.ts';
 
 /** Where a run's messages go (the runtime routes them to the prompt's WebSocket client). */
 export interface ExecutionSink {
-  send(type: string, data: Record<string, unknown>, broadcast?: boolean): void;
+  /** `history`: the message is one of the run's recorded status messages (RunResult.messages). */
+  send(type: string, data: Record<string, unknown>, broadcast?: boolean, history?: boolean): void;
   /** A node's progress; a sink may keep only the latest per node. */
   progress(data: { value: number; max: number; prompt_id: string; node: string }): void;
   /** The progress map changed; a sink may coalesce and read `snapshot()` when it sends. */
@@ -333,7 +334,7 @@ class Run {
   addMessage(type: string, data: Record<string, unknown>, broadcast = false): void {
     const d = { ...data, timestamp: Date.now() };
     this.messages.push([type, d]);
-    this.spec.sink.send(type, d, broadcast);
+    this.spec.sink.send(type, d, broadcast, true);
   }
 
   /** IS_CHANGED with constant inputs only; an exception counts as "always changed". */
@@ -364,6 +365,7 @@ class Run {
   setUi(id: string, entry: UiEntry): void {
     if (this.ui.has(id)) {
       this.ui.set(id, entry);
+      this.spec.sink.recorded?.(id, false, entry);
       return;
     }
     const { maxOutputBytes, maxOutputItems } = this.limits;

@@ -48,9 +48,6 @@ export interface PoolOptions {
   log: Log;
 }
 
-/** The messages a run records in its history (the engine's addMessage types). */
-const HISTORY_TYPES = new Set(['execution_start', 'execution_cached', 'execution_success', 'execution_error', 'execution_interrupted']);
-
 /** The module an execution thread starts from: the bundle's own (scripts/run-service.mjs names it) or the TypeScript source under tsx. */
 function threadEntry(): URL {
   const bundled = (globalThis as { __workflowExecutionThread?: string }).__workflowExecutionThread;
@@ -63,6 +60,7 @@ interface ActiveRun {
   mirror: ProgressMirror;
   messages: Array<[string, Record<string, unknown>]>;
   executed: string[];
+  executedSet: Set<string>;
   outputs: RunResult['outputs'];
   meta: RunResult['meta'];
   lastNode: string | null;
@@ -138,6 +136,7 @@ class ExecutionThread {
         mirror: new ProgressMirror(spec.promptId),
         messages: [],
         executed: [],
+        executedSet: new Set(),
         outputs: {},
         meta: {},
         lastNode: null,
@@ -221,7 +220,7 @@ class ExecutionThread {
         break;
       case 'done':
         this.finish(run);
-        run.resolve(m.result);
+        run.resolve({ status: m.status, interrupted: m.interrupted, messages: run.messages, outputs: run.outputs, meta: run.meta, executed: run.executed });
         break;
       case 'crashed':
         // The engine threw outside a node (a bug): the prompt fails with what it said, the thread stays.
@@ -247,8 +246,8 @@ class ExecutionThread {
     const sink = run.spec.sink;
     switch (e[0]) {
       case 'send': {
-        const [, type, data, broadcast] = e;
-        if (HISTORY_TYPES.has(type)) run.messages.push([type, data]);
+        const [, type, data, broadcast, history] = e;
+        if (history) run.messages.push([type, data]);
         if (type === 'executing') run.lastNode = (data.node as string | null) ?? null;
         sink.send(type, data, broadcast);
         break;
@@ -265,10 +264,14 @@ class ExecutionThread {
         break;
       case 'recorded': {
         const [, id, executed, ui] = e;
-        if (executed) run.executed.push(id);
+        if (executed && !run.executedSet.has(id)) {
+          run.executedSet.add(id);
+          run.executed.push(id);
+        }
         if (ui) {
-          run.outputs[id] = ui.output;
-          run.meta[id] = ui.meta;
+          // Node ids are the client's strings ('__proto__' included): own properties, never the prototype.
+          Object.defineProperty(run.outputs, id, { value: ui.output, enumerable: true, writable: true, configurable: true });
+          Object.defineProperty(run.meta, id, { value: ui.meta, enumerable: true, writable: true, configurable: true });
         }
         break;
       }

@@ -84,8 +84,8 @@ function sinkFor(seq: number, client: boolean, prompt: Record<string, { class_ty
   };
   return {
     flush,
-    send(type, data, broadcast) {
-      events.push(['send', type, data, broadcast === true]);
+    send(type, data, broadcast, history) {
+      events.push(['send', type, data, broadcast === true, history === true]);
       if (type !== 'executing' || typeof data.node !== 'string') return later();
       startedAt.set(data.node, performance.now());
       const cls = classOf(data.node);
@@ -135,7 +135,7 @@ async function run(m: Extract<ToThread, { t: 'run' }>): Promise<void> {
   try {
     const result = await executor.run({ promptId: m.promptId, prompt: m.prompt as never, outputs: m.outputs, extraData: m.extraData, sink, interrupt, env });
     sink.flush();
-    post({ t: 'done', seq: m.seq, result });
+    post({ t: 'done', seq: m.seq, status: result.status, interrupted: result.interrupted });
   } catch (err) {
     sink.flush();
     post({ t: 'crashed', seq: m.seq, error: err instanceof Error ? (err.stack ?? err.message) : String(err) });

@@ -40,7 +40,7 @@ export type ToThread =
 
 /** One sink call of a run, in order. */
 export type RunEvent =
-  | ['send', string, Record<string, unknown>, boolean]
+  | ['send', string, Record<string, unknown>, boolean, boolean]
   | ['progress', { value: number; max: number; prompt_id: string; node: string }]
   | ['state', NodeProgress[]]
   | ['preview', Uint8Array, 'png' | 'jpeg', Record<string, unknown>]
@@ -51,6 +51,7 @@ export type FromThread =
   | { t: 'events'; seq: number; events: RunEvent[] }
   | { t: 'call'; seq: number; id: number; fn: EnvCall; args: unknown[] }
   | { t: 'ack'; seq: number }
-  | { t: 'done'; seq: number; result: RunResult }
+  /** The end of a run: its messages, outputs and executed nodes came with the events (`send`, `recorded`), so only the verdict crosses. */
+  | { t: 'done'; seq: number; status: RunResult['status']; interrupted: boolean }
   | { t: 'crashed'; seq: number; error: string }
   | { t: 'log'; level: 'warn' | 'error'; msg: string; data: Record<string, unknown> };
