@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { forEachStorage } from '@svc/testkit';
 import { Tensor } from '../src/nodes/latent.ts';
+import { gitsSigmas } from '../src/nodes/gits.ts';
 import { alignYourSteps, ltxvSigmas, sigmaNodes } from '../src/nodes/sigmas.ts';
 import { startWorkflow } from './helpers.ts';
 import { run, type Server } from './nodes-helpers.ts';
@@ -60,6 +61,22 @@ test('Align Your Steps (log-linear interpolation of the published levels) and th
   close([...ltxvSigmas(4, 2.05, 0.95, false, 0.1, 4096).data], raw, 'ltxv', 1e-5);
   const scale = (1 - raw[3]!) / (1 - 0.1);
   close([...ltxvSigmas(4, 2.05, 0.95, true, 0.1, 4096).data], raw.map((v) => (v === 0 ? 0 : 1 - (1 - v) / scale)), 'ltxv stretched', 1e-5);
+});
+
+test('GITSScheduler: the published levels per coeff, log-linear beyond 20 steps, denoise — values the reference computed (float32)', () => {
+  // [coeff, steps, denoise, the reference's GITSScheduler.execute output], produced by running comfy_extras/nodes_gits.py.
+  const cases: Array<[number, number, number, number[]]> = [
+    [1.2, 10, 1.0, [14.614641189575195, 5.85520076751709, 2.8448498249053955, 1.6705001592636108, 1.0889533758163452, 0.748070478439331, 0.501183807849884, 0.32104822993278503, 0.1989491581916809, 0.09824532270431519, 0.0]],
+    [0.8, 2, 1.0, [14.614641189575195, 7.490016460418701, 0.0]],
+    [1.5, 25, 1.0, [14.614641189575195, 3.502596616744995, 1.7629297971725464, 1.2085057497024536, 0.901753306388855, 0.7213385105133057, 0.5984838008880615, 0.5135321617126465, 0.4597837030887604, 0.42391830682754517, 0.3885338306427002, 0.37053734064102173, 0.3525213301181793, 0.3344570994377136, 0.3163168430328369, 0.298078328371048, 0.279177725315094, 0.2599124014377594, 0.2401832491159439, 0.2198844701051712, 0.1989491581916809, 0.1756467968225479, 0.15004600584506989, 0.12042129784822464, 0.07706007361412048, 0.0]],
+    [1.05, 10, 0.5, [1.5117926597595215, 0.9535092115402222, 0.5951632261276245, 0.34370604157447815, 0.13792116940021515, 0.0]],
+    [1.35, 30, 0.6, [0.45573690533638, 0.4097547233104706, 0.3729766309261322, 0.34370604157447815, 0.32842981815338135, 0.313201367855072, 0.298078328371048, 0.28224247694015503, 0.2663591206073761, 0.25053367018699646, 0.23352164030075073, 0.21624818444252014, 0.1989491581916809, 0.17933174967765808, 0.15871579945087433, 0.13792116940021515, 0.11000646650791168, 0.06554020196199417, 0.0]],
+    [1.2, 4, 0.1, [0.0]],
+  ];
+  for (const [coeff, steps, denoise, expected] of cases) close([...gitsSigmas(coeff, steps, denoise).data], expected, `gits ${coeff}/${steps}/${denoise}`, 1e-6);
+  assert.equal(gitsSigmas(1.2, 10, 0).data.length, 0);
+  // A coeff between the table's rows is the reference's KeyError.
+  assert.throws(() => gitsSigmas(1.23, 10, 1), (e: any) => e.pyType === 'KeyError' && e.message === '1.23');
 });
 
 test('sigma tools: split, split by denoise, flip, set first, extend', () => {

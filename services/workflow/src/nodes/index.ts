@@ -17,6 +17,7 @@ import { previewAnyNodes } from './preview-any.ts';
 import { primitiveNodes } from './primitives.ts';
 import { regexNodes } from './regex.ts';
 import { sdNodes } from './sd/index.ts';
+import { gitsNodes } from './gits.ts';
 import { sigmaNodes } from './sigmas.ts';
 import { stringNodes } from './strings.ts';
 
@@ -40,6 +41,7 @@ export function builtinNodes(dirs: NodeEnv['dirs']): NodeDefinition[] {
     ...latentFileNodes(dirs),
     ...emptyLatentNodes,
     ...sigmaNodes,
+    ...gitsNodes,
     ...sdNodes(dirs),
     ...audioNodes(dirs),
   ].map(materialisingInputs);

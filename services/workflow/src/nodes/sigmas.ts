@@ -84,7 +84,7 @@ function pySlice(v: Float32Array, start: number | undefined, stop: number | unde
   return new Tensor([out.length], out);
 }
 
-function pyRound(x: number): number {
+export function pyRound(x: number): number {
   const r = Math.round(x);
   return Math.abs(x % 1) === 0.5 && r % 2 !== 0 ? r - 1 : r;
 }
@@ -235,7 +235,7 @@ const AYS_LEVELS: Record<string, number[]> = {
 };
 
 /** loglinear_interp: np.interp of the reversed log levels on an even grid (float64, as numpy). */
-function loglinearInterp(levels: number[], n: number): number[] {
+export function loglinearInterp(levels: number[], n: number): number[] {
   const ys = levels.map(Math.log).reverse();
   const m = ys.length;
   const out: number[] = [];
