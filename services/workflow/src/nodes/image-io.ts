@@ -86,6 +86,27 @@ export function imageChanged(scope: NodeScope, name: unknown): unknown {
   return file ? fileDigest(file) : NaN;
 }
 
+/**
+ * What every node that loads an image file by name shares (LoadImage, LoadImageOutput, WebcamCapture):
+ * VALIDATE_INPUTS and IS_CHANGED of its `image` input, and the load itself.
+ */
+export function imageFileInput(dirs: NodeEnv['dirs']): Pick<NodeDefinition, 'validateInputs' | 'isChanged'> {
+  return {
+    validateInputs: {
+      inputs: ['image'],
+      fn: async ({ image }, scope) => ((await readableImage(scope ?? { dirs }, image)) ? true : `Invalid image file: ${image}`),
+    },
+    isChanged: ({ image }, scope) => imageChanged(scope ?? { dirs }, image),
+  };
+}
+
+/** Decodes the image file a node names (its IMAGE and the MASK from its alpha); a name it may not read is FileNotFoundError. */
+export async function loadImageFile(env: NodeScope, image: unknown): Promise<{ image: ImageBatch; mask: MaskBatch }> {
+  const file = await readableImage(env, image);
+  if (!file) throw Object.assign(new Error(`Invalid image file: ${image}`), { pyType: 'FileNotFoundError' });
+  return decodeImage(file);
+}
+
 export async function decodeImage(file: string | Buffer): Promise<{ image: ImageBatch; mask: MaskBatch }> {
   const meta = await sharp(file, { limitInputPixels: MAX_IMAGE_SIDE * MAX_IMAGE_SIDE, animated: true }).metadata();
   const pages = Math.min(meta.pages ?? 1, MAX_BATCH);
@@ -288,15 +309,9 @@ export function imageIoNodes(dirs: NodeEnv['dirs']): NodeDefinition[] {
       inputs: { required: { image: [[], { image_upload: true }] } },
       dynamicInputs: (scope) => ({ required: { image: [listInputImages((scope?.dirs ?? dirs).input), { image_upload: true }] } }),
       outputs: ['IMAGE', 'MASK'],
-      validateInputs: {
-        inputs: ['image'],
-        fn: async ({ image }, scope) => ((await readableImage(scope ?? { dirs }, image)) ? true : `Invalid image file: ${image}`),
-      },
-      isChanged: ({ image }, scope) => imageChanged(scope ?? { dirs }, image),
+      ...imageFileInput(dirs),
       execute: async ({ image }, ctx) => {
-        const file = await readableImage(ctx.env, image);
-        if (!file) throw Object.assign(new Error(`Invalid image file: ${image}`), { pyType: 'FileNotFoundError' });
-        const { image: img, mask } = await decodeImage(file);
+        const { image: img, mask } = await loadImageFile(ctx.env, image);
         return [img, mask];
       },
     },

@@ -1,5 +1,5 @@
 import type { NodeDefinition, NodeEnv } from './api.ts';
-import { decodeImage, imageChanged, readableImage } from './image-io.ts';
+import { imageFileInput, loadImageFile } from './image-io.ts';
 import { MAX_RESOLUTION } from './image-types.ts';
 
 /**
@@ -24,15 +24,9 @@ export function loadImageOutputNodes(dirs: NodeEnv['dirs']): NodeDefinition[] {
         },
       },
       outputs: ['IMAGE', 'MASK'],
-      validateInputs: {
-        inputs: ['image'],
-        fn: async ({ image }, scope) => ((await readableImage(scope ?? { dirs }, image)) ? true : `Invalid image file: ${image}`),
-      },
-      isChanged: ({ image }, scope) => imageChanged(scope ?? { dirs }, image),
+      ...imageFileInput(dirs),
       execute: async ({ image }, ctx) => {
-        const file = await readableImage(ctx.env, image);
-        if (!file) throw Object.assign(new Error(`Invalid image file: ${image}`), { pyType: 'FileNotFoundError' });
-        const { image: img, mask } = await decodeImage(file);
+        const { image: img, mask } = await loadImageFile(ctx.env, image);
         return [img, mask];
       },
     },
@@ -51,16 +45,8 @@ export function loadImageOutputNodes(dirs: NodeEnv['dirs']): NodeDefinition[] {
         },
       },
       outputs: ['IMAGE'],
-      validateInputs: {
-        inputs: ['image'],
-        fn: async ({ image }, scope) => ((await readableImage(scope ?? { dirs }, image)) ? true : `Invalid image file: ${image}`),
-      },
-      isChanged: ({ image }, scope) => imageChanged(scope ?? { dirs }, image),
-      execute: async ({ image }, ctx) => {
-        const file = await readableImage(ctx.env, image);
-        if (!file) throw Object.assign(new Error(`Invalid image file: ${image}`), { pyType: 'FileNotFoundError' });
-        return [(await decodeImage(file)).image];
-      },
+      ...imageFileInput(dirs),
+      execute: async ({ image }, ctx) => [(await loadImageFile(ctx.env, image)).image],
     },
   ];
 }
