@@ -208,7 +208,18 @@ class ExecutionThread {
     if (!run || (m.t !== 'ready' && m.seq !== run.seq)) return;
     switch (m.t) {
       case 'events':
-        for (const e of m.events) this.replay(run, e);
+        for (const e of m.events) {
+          // A sink that throws must not take the process down (this runs in a worker's message listener).
+          try {
+            this.replay(run, e);
+          } catch (err) {
+            this.o.log.error({ err, prompt_id: run.spec.promptId }, 'a run event could not be delivered');
+          }
+        }
+        if (m.end) {
+          this.finish(run);
+          run.resolve({ status: m.end.status, interrupted: m.end.interrupted, messages: run.messages, outputs: run.outputs, meta: run.meta, executed: run.executed });
+        }
         break;
       case 'call':
         void this.serveCall(run, m.id, m.fn, m.args);
@@ -217,10 +228,6 @@ class ExecutionThread {
         // The thread's loop turned after the interrupt: it is not stuck, the run ends by itself.
         for (const t of run.timers.splice(0)) clearTimeout(t);
         if (this.o.timeLimitMs > 0) this.rearmTimeLimit(run);
-        break;
-      case 'done':
-        this.finish(run);
-        run.resolve({ status: m.status, interrupted: m.interrupted, messages: run.messages, outputs: run.outputs, meta: run.meta, executed: run.executed });
         break;
       case 'crashed':
         // The engine threw outside a node (a bug): the prompt fails with what it said, the thread stays.

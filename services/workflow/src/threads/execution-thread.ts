@@ -9,7 +9,7 @@ import { Executor, InterruptSignal, type ExecutionSink } from '../engine/executo
 import type { ProgressRegistry } from '../engine/progress.ts';
 import type { NodeEnv } from '../nodes/api.ts';
 import { buildRegistry } from './node-registry.ts';
-import type { EnvCall, FromThread, RunEvent, ThreadInit, ToThread } from './protocol.ts';
+import type { EnvCall, FromThread, RunEnd, RunEvent, ThreadInit, ToThread } from './protocol.ts';
 
 const port = parentPort!;
 const init = workerData as ThreadInit;
@@ -49,7 +49,7 @@ const PROGRESS_GAP_MS = 20;
 const classMs = new Map<string, number>();
 const QUICK_MS = 1;
 
-function sinkFor(seq: number, client: boolean, prompt: Record<string, { class_type?: unknown } | undefined>): ExecutionSink & { flush(): void } {
+function sinkFor(seq: number, client: boolean, prompt: Record<string, { class_type?: unknown } | undefined>): ExecutionSink & { flush(end?: RunEnd): void } {
   const startedAt = new Map<string, number>();
   const classOf = (id: string): string | undefined => {
     const c = Object.hasOwn(prompt, id) ? prompt[id]?.class_type : undefined;
@@ -60,19 +60,20 @@ function sinkFor(seq: number, client: boolean, prompt: Record<string, { class_ty
   let state: ProgressRegistry | null = null;
   let scheduled = false;
   let lastFlush = 0;
-  const flush = () => {
+  /** Posts what is pending; with `end`, the run's verdict goes in the same message (one crossing for a short prompt). */
+  const flush = (end?: RunEnd) => {
     if (state) {
       const changes = state.takeChanges();
       if (changes.length) events.push(['state', changes]);
       state = null;
     }
-    if (events.length === 0) return;
+    if (events.length === 0 && end === undefined) return;
     const batch = events;
     const moved = transfer;
     events = [];
     transfer = [];
     lastFlush = performance.now();
-    port.postMessage({ t: 'events', seq, events: batch } satisfies FromThread, moved);
+    port.postMessage({ t: 'events', seq, events: batch, end } satisfies FromThread, moved);
   };
   const later = () => {
     if (scheduled) return;
@@ -83,7 +84,7 @@ function sinkFor(seq: number, client: boolean, prompt: Record<string, { class_ty
     });
   };
   return {
-    flush,
+    flush: (end?: RunEnd) => flush(end),
     send(type, data, broadcast, history) {
       events.push(['send', type, data, broadcast === true, history === true]);
       if (type !== 'executing' || typeof data.node !== 'string') return later();
@@ -134,8 +135,7 @@ async function run(m: Extract<ToThread, { t: 'run' }>): Promise<void> {
   };
   try {
     const result = await executor.run({ promptId: m.promptId, prompt: m.prompt as never, outputs: m.outputs, extraData: m.extraData, sink, interrupt, env });
-    sink.flush();
-    post({ t: 'done', seq: m.seq, status: result.status, interrupted: result.interrupted });
+    sink.flush({ status: result.status, interrupted: result.interrupted });
   } catch (err) {
     sink.flush();
     post({ t: 'crashed', seq: m.seq, error: err instanceof Error ? (err.stack ?? err.message) : String(err) });

@@ -38,6 +38,12 @@ export type ToThread =
   | { t: 'reply'; id: number; ok: true; value: unknown }
   | { t: 'reply'; id: number; ok: false; error: string };
 
+/** The end of a run: its messages, outputs and executed nodes came with the events (`send`, `recorded`), so only the verdict crosses. */
+export interface RunEnd {
+  status: RunResult['status'];
+  interrupted: boolean;
+}
+
 /** One sink call of a run, in order. */
 export type RunEvent =
   | ['send', string, Record<string, unknown>, boolean, boolean]
@@ -48,10 +54,9 @@ export type RunEvent =
 
 export type FromThread =
   | { t: 'ready' }
-  | { t: 'events'; seq: number; events: RunEvent[] }
+  /** A run's events in order; the last batch carries the run's end. */
+  | { t: 'events'; seq: number; events: RunEvent[]; end?: RunEnd }
   | { t: 'call'; seq: number; id: number; fn: EnvCall; args: unknown[] }
   | { t: 'ack'; seq: number }
-  /** The end of a run: its messages, outputs and executed nodes came with the events (`send`, `recorded`), so only the verdict crosses. */
-  | { t: 'done'; seq: number; status: RunResult['status']; interrupted: boolean }
   | { t: 'crashed'; seq: number; error: string }
   | { t: 'log'; level: 'warn' | 'error'; msg: string; data: Record<string, unknown> };
