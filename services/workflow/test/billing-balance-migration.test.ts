@@ -32,7 +32,8 @@ forEachStorage('workflow migration 009: billing balances follow the ledger', (ki
 
   test('balances from the existing ledger, then kept in step by inserts (one row or many) and deletes', async () => {
     const before009 = workflowMigrations.filter((m) => m.name < '009');
-    assert.equal(before009.length, workflowMigrations.length - 1);
+    // The ledger as it stood before 009, then 009 (and what came after it) on top.
+    assert.equal(before009.length, workflowMigrations.findIndex((m) => m.name.startsWith('009')));
     await migrate(storage.db, storage.dialect, before009);
     await storage.db.insertInto('billing_accounts').values({ owner: 'a', cancel_at_period_end: 0, created_at: 1, updated_at: 1 }).execute();
     await storage.db.insertInto('billing_accounts').values({ owner: 'idle', cancel_at_period_end: 0, created_at: 1, updated_at: 1 }).execute();
