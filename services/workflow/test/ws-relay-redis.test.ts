@@ -119,7 +119,9 @@ test('relay factory: Redis with REDIS_URL or --redis-url on PostgreSQL, LISTEN/N
 
 test('PostgreSQL + Redis, two API processes: prompts queued on one reach the socket held by the other through Redis, in order, large frames too', { skip }, async () => {
   const a = await startWorkflow('postgres', { redisUrl: REDIS_URL });
-  const bApp = await buildApp(a.cfg);
+  // B holds the socket and runs no prompts: every prompt runs in A, in queue order (two running processes would each
+  // take the next prompt, and their execution threads start at different times).
+  const bApp = await buildApp({ ...a.cfg, runWorkers: false });
   const seen = await tap(redisChannel(a.cfg.databaseUrl!, a.cfg.pgSchema));
   try {
     const bUrl = await bApp.listen({ port: 0, host: '127.0.0.1' });

@@ -57,6 +57,8 @@ export function renderLibrary(onAdd) {
 // ---------------------------------------------------------------- queue and history
 
 const details = new Map();
+/** Jobs deleted from this page (kept out of refreshes that were already under way). */
+const deletedJobs = new Set();
 const FINISHED = new Set(['completed', 'failed', 'cancelled']);
 
 async function detailOf(job) {
@@ -119,7 +121,8 @@ export async function refreshQueue({ onOpenJob, maxHistory = 64 }) {
     $('#queue-remaining').textContent = String((q.body.queue_running?.length ?? 0) + (q.body.queue_pending?.length ?? 0));
   }
   if (!j.ok) return [];
-  const jobs = j.body.jobs ?? [];
+  // A refresh that was under way when a job was deleted must not bring its card back.
+  const jobs = (j.body.jobs ?? []).filter((job) => !deletedJobs.has(job.id));
   const ds = await Promise.all(jobs.map((job) => detailOf(job).catch(() => null)));
   const cards = jobs.map((job, i) => {
     const { images, texts } = imagesOf(ds[i], job);
@@ -145,6 +148,9 @@ export async function refreshQueue({ onOpenJob, maxHistory = 64 }) {
             const r = await api('/history', { method: 'POST', json: { delete: [job.id] } });
             if (!r.ok) return toast(`Delete failed: ${errorText(r)}`, 'error');
             details.delete(job.id);
+            deletedJobs.add(job.id);
+            // The list may have been drawn again since this card was made: remove the job's card wherever it is now.
+            for (const c of $('#history-list').querySelectorAll('.job')) if (c.dataset.jobId === job.id) c.remove();
             card.remove();
           },
         }),
