@@ -412,7 +412,7 @@ class Run {
           missing.add(name);
           data[name] = [null];
         } else data[name] = slot;
-      } else if (info) data[name] = [v];
+      } else if (info || cls.def.acceptAllInputs) data[name] = [v];
     }
     for (const [name, kind] of Object.entries(cls.def.inputs.hidden ?? {})) {
       const x = this.spec.extraData;

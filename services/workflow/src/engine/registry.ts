@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { InputOptions, NodeDefinition, NodeScope } from '../nodes/api.ts';
+import type { InputOptions, InputSpec, NodeDefinition, NodeScope } from '../nodes/api.ts';
 
 export type InputCategory = 'required' | 'optional' | 'hidden';
 
@@ -20,16 +20,107 @@ export interface NodeClass {
   readonly hasUniqueIdHidden: boolean;
   /** required then optional, in declaration order. */
   readonly validInputs: string[];
+  /** Whether the class has V3 dynamic inputs (Autogrow): its input names are `<id>.<name>`. */
+  readonly hasDynamicInputs: boolean;
   inputInfo(name: string): InputInfo | undefined;
   readonly lazyInputs: ReadonlySet<string>;
 }
 
+/** The V3 input kinds of the reference's comfy_api io (2026). */
+export const MATCHTYPE = 'COMFY_MATCHTYPE_V3';
+export const AUTOGROW = 'COMFY_AUTOGROW_V3';
+/** The reference's Autogrow._MaxNames. */
+const AUTOGROW_MAX_NAMES = 100;
+
+/** One Autogrow input: its id and the names of the inputs it stands for (`<id>.<name>`). */
+interface AutogrowGroup {
+  id: string;
+  names: string[];
+}
+
+function isRecord(v: unknown): v is Record<string, any> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/**
+ * The inputs an Autogrow input stands for, as the reference's get_finalized_class_inputs:
+ * `<id>.<prefix>0` … `<id>.<prefix>{max-1}` (or `<id>.<name>` per listed name), the first
+ * `min` required when the template input is required, the rest optional; the Autogrow
+ * input itself is not an input of the prompt.
+ */
+function expandAutogrow(def: NodeDefinition, id: string, template: unknown): { group: AutogrowGroup; inputs: Array<[string, InputSpec, 'required' | 'optional']> } {
+  if (!isRecord(template) || !isRecord(template.input)) throw new Error(`${def.name}: Autogrow input ${id} needs a template with an input`);
+  let spec: InputSpec | undefined;
+  let required = true;
+  for (const [category, specs] of Object.entries(template.input)) {
+    if (!isRecord(specs) || Object.keys(specs).length === 0) continue;
+    spec = Object.values(specs)[0] as InputSpec;
+    required = category === 'required';
+    break;
+  }
+  if (!spec) throw new Error(`${def.name}: Autogrow input ${id} has no template input`);
+  const min = typeof template.min === 'number' ? template.min : 1;
+  let names: string[];
+  if (Array.isArray(template.names)) names = template.names.slice(0, AUTOGROW_MAX_NAMES).map(String);
+  else {
+    const max = typeof template.max === 'number' ? Math.min(template.max, AUTOGROW_MAX_NAMES) : 10;
+    names = Array.from({ length: max }, (_, i) => `${String(template.prefix ?? '')}${i}`);
+  }
+  return {
+    group: { id, names },
+    inputs: names.map((name, i) => [`${id}.${name}`, spec, i < min && required ? 'required' : 'optional']),
+  };
+}
+
+/**
+ * build_nested_inputs: the flat `<id>.<name>` arguments of each Autogrow input become
+ * `{<id>: {<name>: value, …}}` in template order (an empty object when none was given).
+ */
+function nestAutogrow(groups: AutogrowGroup[], args: Record<string, any>): Record<string, any> {
+  const out: Record<string, any> = { ...args };
+  for (const g of groups) {
+    const nested: Record<string, unknown> = {};
+    for (const name of g.names) {
+      const key = `${g.id}.${name}`;
+      if (!Object.hasOwn(out, key)) continue;
+      nested[name] = out[key];
+      delete out[key];
+    }
+    out[g.id] = nested;
+  }
+  return out;
+}
+
+/** A definition whose functions receive Autogrow inputs nested, as the reference's V3 nodes do. */
+function withNestedInputs(def: NodeDefinition, groups: AutogrowGroup[]): NodeDefinition {
+  const wrapped: NodeDefinition = { ...def, execute: (inputs, ctx) => def.execute.call(def, nestAutogrow(groups, inputs), ctx) };
+  if (def.checkLazyStatus) wrapped.checkLazyStatus = (inputs, ctx) => def.checkLazyStatus!.call(def, nestAutogrow(groups, inputs), ctx);
+  if (def.validateInputs) {
+    const v = def.validateInputs;
+    wrapped.validateInputs = { inputs: v.inputs, fn: (inputs, scope) => v.fn.call(v, nestAutogrow(groups, inputs), scope) };
+  }
+  if (def.isChanged) wrapped.isChanged = (inputs, scope) => def.isChanged!.call(def, nestAutogrow(groups, inputs), scope);
+  return wrapped;
+}
+
 function makeClass(def: NodeDefinition): NodeClass {
   const infos = new Map<string, InputInfo>();
+  const groups: AutogrowGroup[] = [];
+  const order: string[] = [];
   for (const category of ['required', 'optional'] as const) {
     for (const [name, spec] of Object.entries(def.inputs[category] ?? {})) {
+      if (spec[0] === AUTOGROW) {
+        const { group, inputs } = expandAutogrow(def, name, spec[1]?.template);
+        groups.push(group);
+        for (const [full, s, c] of inputs) {
+          if (!infos.has(full)) infos.set(full, { type: s[0], category: c, options: s[1] ?? {} });
+          order.push(full);
+        }
+        continue;
+      }
       // get_input_info looks in required first: a name declared in both stays required.
       if (!infos.has(name)) infos.set(name, { type: spec[0], category, options: spec[1] ?? {} });
+      order.push(name);
     }
   }
   for (const [name, kind] of Object.entries(def.inputs.hidden ?? {})) {
@@ -38,15 +129,17 @@ function makeClass(def: NodeDefinition): NodeClass {
   const outputTypes = def.outputs ?? [];
   const lazy = new Set<string>();
   for (const [name, info] of infos) if (info.options.lazy) lazy.add(name);
+  const isAsync = def.isAsync ?? def.execute.constructor.name === 'AsyncFunction';
   return {
-    def,
+    def: groups.length > 0 ? withNestedInputs(def, groups) : def,
     outputTypes,
     outputIsList: def.outputIsList ?? outputTypes.map(() => false),
     isOutput: def.outputNode === true,
-    isAsync: def.isAsync ?? def.execute.constructor.name === 'AsyncFunction',
+    isAsync,
     hasUniqueIdHidden: Object.values(def.inputs.hidden ?? {}).includes('UNIQUE_ID'),
-    validInputs: [...new Set([...Object.keys(def.inputs.required ?? {}), ...Object.keys(def.inputs.optional ?? {})])],
-    inputInfo: (name) => infos.get(name),
+    validInputs: [...new Set(order)],
+    hasDynamicInputs: groups.length > 0,
+    inputInfo: (name) => (typeof name === 'string' ? infos.get(name) : undefined),
     lazyInputs: lazy,
   };
 }
@@ -85,10 +178,12 @@ export function nodeInfo(def: NodeDefinition, scope?: NodeScope): Record<string,
     experimental: def.experimental === true,
     dev_only: def.devOnly === true,
     api_node: def.apiNode === true,
-    search_aliases: def.searchAliases ?? [],
+    search_aliases: def.searchAliases === undefined ? [] : def.searchAliases,
     essentials_category: def.essentialsCategory ?? null,
   };
   if (def.outputTooltips) info.output_tooltips = def.outputTooltips;
+  if (def.outputMatchtypes !== undefined) info.output_matchtypes = def.outputMatchtypes;
+  if (def.priceBadge !== undefined) info.price_badge = def.priceBadge;
   return info;
 }
 

@@ -1,7 +1,7 @@
 import { isLink, type NodeScope } from '../nodes/api.ts';
 import { carryFloatMark, setFloatMark } from '../nodes/json-floats.ts';
 import { pyNumber, pyRepr, pyStr } from './pyrepr.ts';
-import type { InputInfo, NodeClass, NodeRegistry } from './registry.ts';
+import { MATCHTYPE, type InputInfo, type NodeClass, type NodeRegistry } from './registry.ts';
 
 export interface PromptError {
   type: string;
@@ -87,6 +87,8 @@ function pyTypeName(v: unknown): string {
 
 /** Types are comma-separated sets; two match when the sets overlap; `*` matches anything. */
 export function typesMatch(received: unknown, expected: unknown): boolean {
+  // The reference's validate_node_input: a MatchType input or output accepts any link (the frontend matches the template).
+  if (received === MATCHTYPE || expected === MATCHTYPE) return true;
   if (Array.isArray(expected)) return received === 'COMBO' || Array.isArray(received) || received === '*';
   if (typeof received !== 'string' || typeof expected !== 'string') return false;
   if (received === '*' || expected === '*') return true;
@@ -364,7 +366,9 @@ async function checkNode(registry: NodeRegistry, graph: PromptGraph, id: string,
     const info = cls.inputInfo(name)!;
     if (!Object.hasOwn(inputs, name)) {
       if (info.category === 'required') {
-        errors.push({ type: 'required_input_missing', message: 'Required input is missing', details: name, extra_info: { input_name: name } });
+        // A node with V3 dynamic inputs names the missing one by its last part (`values.value0` → `value0`), as the reference.
+        const details = cls.hasDynamicInputs ? name.split('.').pop()! : name;
+        errors.push({ type: 'required_input_missing', message: 'Required input is missing', details, extra_info: { input_name: name } });
       }
       continue;
     }

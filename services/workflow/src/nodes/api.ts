@@ -28,6 +28,15 @@ export interface InputOptions {
    * A link into a secret input is refused.
    */
   secret?: boolean;
+  /**
+   * V3 dynamic inputs (the reference's comfy_api io): `COMFY_MATCHTYPE_V3` inputs carry
+   * `{template_id, allowed_types}` (any linked type is accepted, as the reference's
+   * validate_node_input: matching is the frontend's); `COMFY_AUTOGROW_V3` inputs carry
+   * `{input: {required|optional: {name: spec}}, prefix, min, max}` or `{input, names, min}`
+   * and stand for the inputs `<id>.<prefix>0` … (see registry.ts: the node receives them
+   * nested, `{<id>: {<prefix>0: v, …}}`).
+   */
+  template?: Record<string, unknown>;
   [key: string]: unknown;
 }
 
@@ -128,8 +137,19 @@ export interface NodeDefinition {
   devOnly?: boolean;
   /** object_info `essentials_category`: the key is always emitted (null when unset). */
   essentialsCategory?: string | null;
-  searchAliases?: string[];
+  /** null: the key is emitted as null (the 2026 reference's V3 nodes without aliases). */
+  searchAliases?: string[] | null;
+  /** V3 `price_badge` (API nodes' client-side price); present (null) only for nodes rendered the 2026 reference's way. */
+  priceBadge?: Record<string, unknown> | null;
   hasIntermediateOutput?: boolean;
+  /**
+   * V3 `output_matchtypes`: per output, the MatchType template id it follows (null for
+   * other outputs). Absent, object_info has no such key (V1 nodes and V3 nodes of the
+   * 2025-10 reference); null, the key is present and null (the 2026 reference's V3 nodes).
+   */
+  outputMatchtypes?: Array<string | null> | null;
+  /** V3 `accept_all_inputs`: prompt inputs the schema does not declare are passed to the node too (constants as given). */
+  acceptAllInputs?: boolean;
   /** Runs the node. Returning a Promise makes it an async node: other ready nodes run meanwhile. */
   execute(inputs: Record<string, any>, ctx: NodeContext): NodeReturn | Promise<NodeReturn>;
   /** Marks the node async for the scheduler's pick order before it has run (detected for `async` functions). */

@@ -10,6 +10,7 @@ import { imageTransformNodes } from './image-transform.ts';
 import { latentFileNodes } from './latent-files.ts';
 import { latentNodes } from './latent-nodes.ts';
 import { loadImageOutputNodes } from './load-image-output.ts';
+import { logicNodes } from './logic.ts';
 import { maskNodes } from './masks.ts';
 import { materialisingInputs } from './pending-images.ts';
 import { mathNodes } from './math-expression.ts';
@@ -29,6 +30,7 @@ export function builtinNodes(dirs: NodeEnv['dirs']): NodeDefinition[] {
     ...regexNodes,
     ...mathNodes,
     ...previewAnyNodes,
+    ...logicNodes,
     ...imageIoNodes(dirs),
     ...imageTransformNodes,
     ...imageFilterNodes,
