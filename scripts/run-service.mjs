@@ -173,7 +173,23 @@ async function bundleFile(entry, out, workers, workersDir) {
   });
 }
 
+/**
+ * Under scripts/tie-to-parent.sh (the root npm scripts): whether the process
+ * that ran it (npm) died before the parent-death signal was armed, so that
+ * this process now has another parent. Read once, then removed from the
+ * environment: this process's own children have another parent by design.
+ */
+export function parentDiedEarly() {
+  const want = Number(process.env.SVC_PARENT_PID);
+  delete process.env.SVC_PARENT_PID;
+  return Number.isInteger(want) && want > 0 && process.ppid !== want;
+}
+
 if (process.argv[1] && path.resolve(process.argv[1]) === import.meta.filename) {
+  if (parentDiedEarly()) {
+    console.error('run-service: the process that started this one (npm) has already exited; not starting');
+    process.exit(1);
+  }
   const name = process.argv[2];
   if (!name || !/^[a-z][a-z0-9-]*(:[a-z][a-z0-9-]*)?$/.test(name) || !fs.existsSync(entryOf(name).source)) {
     console.error('usage: node scripts/run-service.mjs <service>[:<entry>] [flags…]   (entry: a file in services/<service>/src, default main)');

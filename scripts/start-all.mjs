@@ -10,6 +10,8 @@
  * Stopping: SIGTERM, SIGINT or SIGHUP to this process (or to the npm process
  * that runs it: the npm script execs into it) stops every service gracefully
  * and exits 0, or kills what is left after --stop-timeout-ms and exits 1.
+ * When npm itself is killed (SIGKILL), scripts/tie-to-parent.sh has the
+ * kernel send this process SIGTERM: the same graceful stop.
  * Children run in process groups of their own (a terminal's Ctrl-C reaches
  * only this process, which stops them once) and hold an IPC channel to it:
  * when this process dies, even by SIGKILL, the channel closes and each child
@@ -20,7 +22,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { bundleIsStale, bundleService, stopBundler, THREAD_ENTRIES } from './run-service.mjs';
+import { bundleIsStale, bundleService, parentDiedEarly, stopBundler, THREAD_ENTRIES } from './run-service.mjs';
 import { logFormatter } from './log-format.mjs';
 
 const root = path.resolve(import.meta.dirname, '..');
@@ -115,6 +117,10 @@ function banner(s, info) {
 }
 
 async function main() {
+  if (parentDiedEarly()) {
+    process.stderr.write('npm start: the process that started this one (npm) has already exited; not starting\n');
+    return 1;
+  }
   let args;
   try {
     args = parse(process.argv.slice(2));

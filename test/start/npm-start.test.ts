@@ -167,6 +167,54 @@ describe('npm start under a process supervisor', () => {
     assert.deepEqual(processesWith(dataDir), []);
   });
 
+  test('SIGKILL of the npm pid under npm start: the kernel tells the supervisor, which stops every service', async () => {
+    const dataDir = tempDir();
+    const p = { memory: await freePort(), inventory: await freePort() };
+    const s = npmStart(['--data-dir', dataDir, '--memory-port', String(p.memory), '--inventory-port', String(p.inventory), '--only', 'memory,inventory']);
+    running.push(s);
+    await s.waitForOutput(BANNER_DONE);
+    assert.ok(supervisorPid(s.proc.pid!));
+    process.kill(s.proc.pid!, 'SIGKILL');
+    await s.exited;
+    await waitFor('the supervisor and the services to stop after npm was killed', () => processesWith(dataDir).length === 0, 20_000);
+    await allReleased(dataDir, p);
+    // It stopped as on SIGTERM (graceful), not because its output pipe broke.
+    assert.match(s.output(), /received SIGTERM: stopping memory, inventory/);
+  });
+
+  test('npm run memory: SIGKILL of the npm pid stops the service too (parent-death signal, graceful)', async () => {
+    const dataDir = tempDir();
+    const port = await freePort();
+    const proc = spawn('npm', ['run', '--silent', 'memory', '--', '--port', String(port), '--data-dir', dataDir], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, DATABASE_URL: '' } });
+    let out = '';
+    proc.stdout!.on('data', (c) => (out += String(c)));
+    proc.stderr!.on('data', (c) => (out += String(c)));
+    const exited = new Promise((r) => proc.once('exit', r));
+    await waitFor('memory to listen', () => /memory listening on/.test(out), 120_000);
+    // npm's child: the shell execs setpriv, which execs node (one pid).
+    const service = processesWith(dataDir).filter((pid) => pid !== proc.pid);
+    assert.equal(service.length, 1);
+    assert.match(fs.readFileSync(`/proc/${service[0]}/cmdline`, 'utf8'), /^node\0scripts\/run-service\.mjs\0memory\0/);
+    process.kill(proc.pid!, 'SIGKILL');
+    await exited;
+    await waitFor('the service to stop after npm was killed', () => processesWith(dataDir).length === 0, 20_000);
+    assert.ok(portFree(port));
+    assert.match(out, /received SIGTERM, shutting down/);
+  });
+
+  test('tie-to-parent: a process whose starter died before the signal was armed does not start', async () => {
+    const dataDir = tempDir();
+    const port = await freePort();
+    // SVC_PARENT_PID names a parent that is not this process's: as if npm had died between fork and prctl.
+    const proc = spawn(process.execPath, ['scripts/run-service.mjs', 'memory', '--port', String(port), '--data-dir', dataDir], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, DATABASE_URL: '', SVC_PARENT_PID: '1' } });
+    let out = '';
+    proc.stderr!.on('data', (c) => (out += String(c)));
+    const code = await new Promise((r) => proc.once('exit', r));
+    assert.equal(code, 1);
+    assert.match(out, /has already exited; not starting/);
+    assert.ok(portFree(port));
+  });
+
   test('an unknown flag is refused with the usage', async () => {
     const s = npmStart(['--no-such-flag']);
     running.push(s);
