@@ -8,8 +8,11 @@
 import fs from 'node:fs';
 import { ClipTokenizer, tokenizeWithWeights, type TokenizeOptions, type WeightedToken } from './clip-tokenizer.ts';
 import { buildClipGraph } from './clip-graph.ts';
+import { calcCondBatch, prepareConds } from './conditioning.ts';
+import { resolveModelType } from './detect-families.ts';
 import { CLIP_PREFIX, detectCheckpoint, UNET_PREFIX, VAE_PREFIX, type DetectedCheckpoint } from './detect.ts';
 import { OnnxGraph } from './graph-builder.ts';
+import { defaultSampling, encodeAdm, SD15_FORMAT, SDXL_FORMAT, type LatentFormat, type ModelSampling } from './model-sampling.ts';
 import { prepareNoise, TorchGenerator } from './noise.ts';
 import { CFG_PP_SAMPLERS, getSampler, type StepInfo } from './samplers.ts';
 import { DiscreteSchedule, ksamplerSigmas } from './schedules.ts';
@@ -51,7 +54,7 @@ export class Checkpoint {
   static async open(path: string): Promise<Checkpoint> {
     if (/\.(ckpt|pt|pth|bin)$/i.test(path)) throw new ModelFileError(path, 'pickled checkpoints (.ckpt, .pt, .pth, .bin) cannot be loaded safely here: convert it to .safetensors');
     const file = await SafetensorsFile.open(path);
-    return new Checkpoint(file, detectCheckpoint(file));
+    return new Checkpoint(file, await resolveModelType(file, detectCheckpoint(file)));
   }
 
   get name(): string {
@@ -128,23 +131,78 @@ export function loadedCheckpoints(): string[] {
   return [...cache.keys()];
 }
 
-/** MODEL: the UNet of a checkpoint and its noise schedule. */
+/** A text embedding with, for SDXL, the entry's adm vector `y` ([1 or B, adm]) riding along. */
+export type ModelContext = FloatTensor & { y?: Float32Array };
+
+/** A sampler_cfg_function (RescaleCFG): the denoised predictions, the unscaled input, σ, cfg, batch size → the guided prediction. */
+export type CfgFunction = (cond: Float32Array, uncond: Float32Array, x: Float32Array, sigma: number, cfg: number, batch: number) => Float32Array;
+
+/** MODEL: the UNet of a checkpoint, its sampling (σ schedule, ε/v/lcm output) and latent format. */
 export class UNetModel {
-  readonly schedule = new DiscreteSchedule();
-  constructor(readonly checkpoint: Checkpoint) {}
+  /** The σ schedule and how the output becomes the denoised latent (ModelSamplingDiscrete replaces it on a clone). */
+  sampling: ModelSampling;
+  readonly latentFormat: LatentFormat;
+  /** RescaleCFG's sampler_cfg_function, when patched. */
+  cfgFunction?: CfgFunction;
+
+  constructor(readonly checkpoint: Checkpoint) {
+    const d = checkpoint.detected;
+    this.sampling = defaultSampling(d.modelType, d.zsnr);
+    this.latentFormat = d.family === 'sdxl' || d.family === 'sdxl_refiner' ? SDXL_FORMAT : SD15_FORMAT;
+  }
+
+  get schedule(): DiscreteSchedule {
+    return this.sampling.schedule;
+  }
+
+  /** The reference's model.clone() with patches: the same sessions, another sampling or CFG function. */
+  clone(patch: { sampling?: ModelSampling; cfgFunction?: CfgFunction } = {}): this {
+    return Object.assign(Object.create(Object.getPrototypeOf(this)) as this, this, patch);
+  }
+
+  /**
+   * SDXL: each entry's tensor gains its adm vector `y` (pooled output and
+   * size/crop or aesthetic embeddings, encode_model_conds' defaults from the
+   * latent's size); other families' entries pass unchanged.
+   */
+  withAdm(entries: ConditioningEntry[], latentShape: readonly number[], promptType: 'positive' | 'negative'): ConditioningEntry[] {
+    const d = this.checkpoint.detected;
+    if (!d.unet.admInChannels) return entries;
+    const family = d.family === 'sdxl_refiner' ? 'sdxl_refiner' : 'sdxl';
+    return entries.map(([t, opts]) => [{ ...t, y: encodeAdm(family, opts ?? {}, latentShape, promptType, d.unet.admInChannels) } as ModelContext, opts]);
+  }
+
+  /** apply_model: the input scaled for σ, the UNet's output, the denoised latent (ε, v, lcm … by the sampling). */
+  async denoised(x: Float32Array, shape: number[], sigma: number, context: ModelContext): Promise<Float32Array> {
+    const s = this.sampling;
+    const k = s.inputScale(sigma);
+    const out = await this.eps(k === 1 ? x : x.map((v) => v * k), shape, s.schedule.timestep(sigma), context);
+    return s.denoised(sigma, out, x);
+  }
 
   private build = () => buildUNetGraph(new OnnxGraph(this.checkpoint.file, WEIGHTS_LOCATION, UNET_PREFIX), this.checkpoint.detected.unet);
 
-  /** ε for a batch: x [B,C,H,W] (unscaled), one timestep for all, context [B,T,D]. */
-  async eps(x: Float32Array, shape: number[], timestep: number, context: FloatTensor): Promise<Float32Array> {
+  /** The UNet's raw output (ε or v) for a batch: x [B,C,H,W] (already scaled), one timestep for all, context [B,T,D] (and SDXL's y). */
+  async eps(x: Float32Array, shape: number[], timestep: number, context: ModelContext): Promise<Float32Array> {
     const b = shape[0]!;
-    const dim = this.checkpoint.detected.unet.modelChannels;
+    const { modelChannels: dim, admInChannels: adm } = this.checkpoint.detected.unet;
     await this.checkpoint.session('unet', this.build);
-    const out = await this.checkpoint.run('unet', this.build, {
+    const feeds: Record<string, OrtTensor> = {
       x: ortTensor('float32', x, shape),
       t_emb: ortTensor('float32', timestepEmbedding(new Array(b).fill(timestep), dim), [b, dim]),
       context: ortTensor('float32', context.data, context.shape),
-    });
+    };
+    if (adm) {
+      if (!context.y || context.y.length % adm !== 0) throw new Error(`this model (${this.checkpoint.detected.family}) needs each conditioning's adm vector of ${adm} values: use its own text encoder's conditioning`);
+      const rows = context.y.length / adm;
+      let y = context.y;
+      if (rows !== b) {
+        y = new Float32Array(b * adm);
+        for (let i = 0; i < b; i++) y.set(context.y.subarray((i % rows) * adm, ((i % rows) + 1) * adm), i * adm);
+      }
+      feeds.y = ortTensor('float32', y, [b, adm]);
+    }
+    const out = await this.checkpoint.run('unet', this.build, feeds);
     return out.eps!.data as Float32Array;
   }
 }
@@ -327,20 +385,10 @@ export function prepareMask(mask: FloatTensor, shape: readonly number[]): Float3
   return full;
 }
 
-/** Repeats a [1, T, D] embedding to [B, T, D]. */
-function repeatCond(c: FloatTensor, b: number): FloatTensor {
-  const [n, t, d] = c.shape as [number, number, number];
-  if (n === b) return c;
-  const per = t * d;
-  const data = new Float32Array(b * per);
-  for (let i = 0; i < b; i++) data.set(c.data.subarray((i % n) * per, (i % n + 1) * per), i * per);
-  return { shape: [b, t, d], data };
-}
-
 /**
- * comfy.sample.sample → CFGGuider: the denoised prediction is the average of
- * each conditioning entry's (full-area entries), and with cfg ≠ 1 the
- * negative's is mixed in as uncond + (cond − uncond)·cfg.
+ * comfy.sample.sample → CFGGuider: each list's prediction is calc_cond_batch's
+ * (conditioning.ts: areas, strengths, masks, timestep ranges), and with cfg ≠ 1
+ * the negative's is mixed in as uncond + (cond − uncond)·cfg.
  */
 export async function sample(o: SampleOptions): Promise<FloatTensor> {
   const schedule = o.model.schedule;
@@ -361,32 +409,27 @@ export async function sample(o: SampleOptions): Promise<FloatTensor> {
   const noise = o.disableNoise ? new Float32Array(n) : prepareNoise(shape, o.seed, o.batchIndex);
 
   let latentIn = o.latent.data;
-  if (latentIn.some((v) => v !== 0)) latentIn = latentIn.map((v) => v * SD15_SCALE_FACTOR);
+  const scaleFactor = o.model.latentFormat.scaleFactor;
+  if (latentIn.some((v) => v !== 0)) latentIn = latentIn.map((v) => v * scaleFactor);
 
-  const pos = o.positive.map(([c]) => repeatCond(c, b));
-  const neg = o.negative.map(([c]) => repeatCond(c, b));
+  const [h, w] = [shape[2]!, shape[3]!];
+  const [pos, neg] = prepareConds(o.model.withAdm(o.positive, shape, 'positive'), o.model.withAdm(o.negative, shape, 'negative'), h, w, schedule);
+  const D = o.model.checkpoint.detected.unet.contextDim;
+  for (const c of [...pos, ...neg]) {
+    if (c.context.shape.length !== 3 || c.context.shape[2] !== D) throw new Error(`the conditioning has width ${c.context.shape[2]}; this model's cross-attention takes ${D}`);
+  }
   // math.isclose(cfg, 1) skips the negative, unless the sampler reads it (disable_cfg1_optimization).
   const useUncond = Math.abs(o.cfg - 1) > 1e-9 * Math.max(1, Math.abs(o.cfg)) || CFG_PP_SAMPLERS.has(o.samplerName);
   let lastUncond: Float32Array | undefined;
+  // apply_model for a batch: the input scaled for σ, the UNet's output, the denoised latent (ε, v or lcm as the model's sampling says).
+  const apply = (x: Float32Array, s: number[], sigma: number, context: FloatTensor): Promise<Float32Array> => o.model.denoised(x, s, sigma, context);
   const denoise = async (x: Float32Array, sigma: number): Promise<Float32Array> => {
-    const inScale = 1 / Math.sqrt(sigma * sigma + 1);
-    const xin = x.map((v) => v * inScale);
-    const t = schedule.timestep(sigma);
-    const average = async (conds: FloatTensor[]): Promise<Float32Array> => {
-      const acc = new Float32Array(n);
-      for (const c of conds) {
-        const eps = await o.model.eps(xin, shape, t, c);
-        for (let i = 0; i < n; i++) acc[i]! += x[i]! - eps[i]! * sigma;
-      }
-      if (conds.length > 1) for (let i = 0; i < n; i++) acc[i]! /= conds.length;
-      return acc;
-    };
-    const cond = await average(pos);
-    if (!useUncond) return cond;
-    const uncond = await average(neg);
-    lastUncond = uncond;
+    const [cond, uncond] = await calcCondBatch(apply, [pos, useUncond ? neg : null], x, shape, sigma);
+    if (!useUncond) return cond!;
+    lastUncond = uncond!;
     const out = new Float32Array(n);
-    for (let i = 0; i < n; i++) out[i] = uncond[i]! + (cond[i]! - uncond[i]!) * o.cfg;
+    if (o.model.cfgFunction) return o.model.cfgFunction(cond!, uncond!, x, sigma, o.cfg, b);
+    for (let i = 0; i < n; i++) out[i] = uncond![i]! + (cond![i]! - uncond![i]!) * o.cfg;
     return out;
   };
   let model = denoise;
@@ -411,6 +454,6 @@ export async function sample(o: SampleOptions): Promise<FloatTensor> {
   for (let i = 0; i < n; i++) x0[i] = noise[i]! * k + latentIn[i]!;
   const samples = await sampler(model, x0, sigmas, { seed: o.seed, callback: o.onStep, uncond: () => lastUncond! });
   const out = new Float32Array(n);
-  for (let i = 0; i < n; i++) out[i] = samples[i]! / SD15_SCALE_FACTOR;
+  for (let i = 0; i < n; i++) out[i] = samples[i]! / scaleFactor;
   return { shape: [...shape], data: out };
 }

@@ -14,6 +14,7 @@ import { SUPPORTED_SCHEDULERS } from '../../models/schedules.ts';
 import type { NodeContext, NodeDefinition, NodeEnv, NodeInputs } from '../api.ts';
 import { Frame, ImageBatch } from '../image-types.ts';
 import { isLatent, Tensor, type Latent } from '../latent.ts';
+import { conditioningNodes } from './conditioning-nodes.ts';
 
 const MAX_SEED = 0xffffffffffffffff;
 
@@ -330,5 +331,6 @@ export function sdNodes(dirs: NodeEnv['dirs']): NodeDefinition[] {
         return [{ samples: new Tensor(z.shape, z.data) } satisfies Latent];
       },
     },
+    ...conditioningNodes,
   ];
 }
