@@ -17,6 +17,7 @@ import { deriverTasks } from './deriver/index.ts';
 import { installValidators } from './http/validators.ts';
 import { inputGuard } from './http/input-guard.ts';
 import { apiKeyHook } from './http/auth.ts';
+import { v3AuthHook } from './http/v3-auth.ts';
 import { memoryOpenApi } from './http/openapi.ts';
 import { rateLimitHook, type RateLimit } from './http/rate-limit.ts';
 import { memoryErrorStyle } from './http/error-order.ts';
@@ -89,7 +90,7 @@ export async function buildApp(base: ServiceConfig): Promise<FastifyInstance> {
       version: VERSION,
       logLevel: config.logLevel,
       errorStyle: memoryErrorStyle,
-      openapi: memoryOpenApi((config.apiKeys?.length ?? 0) > 0),
+      openapi: memoryOpenApi((config.apiKeys?.length ?? 0) > 0 || config.authUseAuth === true, config.authUseAuth === true),
       laxCoercion: true,
       bodyLimit: 2 * 1024 * 1024,
       health: async () => ({ storage: storage.dialect.kind, queue_depth: await queue.depth() }),
@@ -122,7 +123,8 @@ export async function buildApp(base: ServiceConfig): Promise<FastifyInstance> {
     });
     // Counted before authentication, as slowapi did: refused keys use up the client's budget too.
     if (config.rateLimit) app.addHook('onRequest', rateLimitHook(config.rateLimit as RateLimit));
-    if (config.apiKeys?.length) app.addHook('onRequest', apiKeyHook(config.apiKeys));
+    if (config.authUseAuth) app.addHook('onRequest', v3AuthHook(ctx, { secret: config.authJwtSecret!, apiKeys: config.apiKeys }));
+    else if (config.apiKeys?.length) app.addHook('onRequest', apiKeyHook(config.apiKeys));
     app.addHook('preHandler', inputGuard);
 
     // The service has no page of its own: its root URL leads to the docs.

@@ -22,6 +22,10 @@ export interface MemoryConfig extends ServiceConfig {
   webhookSecret?: string;
   /** v3 webhooks: accept endpoint URLs whose host is a private or loopback IP literal (`--webhook-allow-private` / MEMORY_WEBHOOK_ALLOW_PRIVATE=1; for local receivers). */
   webhookAllowPrivate?: boolean;
+  /** Scoped JWT keys on (the reference's AUTH_USE_AUTH; `--auth-use-auth`): every route needs a key, see src/http/v3-auth.ts. */
+  authUseAuth?: boolean;
+  /** The HS256 secret of the keys (AUTH_JWT_SECRET; `--auth-jwt-secret`); required when auth is on. */
+  authJwtSecret?: string;
 }
 
 function list(v: unknown): string[] | undefined {
@@ -42,7 +46,25 @@ export function memoryConfig(cfg: ServiceConfig, env: NodeJS.ProcessEnv = proces
     llm: base.llm ?? {},
     webhookSecret: base.webhookSecret ?? (typeof cfg.flags.webhookSecret === 'string' ? cfg.flags.webhookSecret : undefined) ?? (env.MEMORY_WEBHOOK_SECRET || undefined),
     webhookAllowPrivate: base.webhookAllowPrivate ?? (cfg.flags.webhookAllowPrivate === true || cfg.flags.webhookAllowPrivate === 'true' || env.MEMORY_WEBHOOK_ALLOW_PRIVATE === '1'),
+    ...authSettings(base, cfg, env),
   };
+}
+
+/** pydantic's bool: true/1/yes/on/t/y (any case); false/0/no/off/f/n; anything else is an error. */
+function pyBool(v: unknown, name: string): boolean | undefined {
+  if (v === undefined || v === null || v === '') return undefined;
+  if (typeof v === 'boolean') return v;
+  const s = String(v).trim().toLowerCase();
+  if (['true', '1', 'yes', 'on', 't', 'y'].includes(s)) return true;
+  if (['false', '0', 'no', 'off', 'f', 'n'].includes(s)) return false;
+  throw new Error(`invalid ${name} "${v}" (a boolean)`);
+}
+
+function authSettings(base: Partial<MemoryConfig>, cfg: ServiceConfig, env: NodeJS.ProcessEnv): Pick<MemoryConfig, 'authUseAuth' | 'authJwtSecret'> {
+  const useAuth = base.authUseAuth ?? pyBool(cfg.flags.authUseAuth, '--auth-use-auth') ?? pyBool(env.AUTH_USE_AUTH, 'AUTH_USE_AUTH') ?? false;
+  const secret = base.authJwtSecret ?? (typeof cfg.flags.authJwtSecret === 'string' ? cfg.flags.authJwtSecret : undefined) ?? (env.AUTH_JWT_SECRET || undefined);
+  if (useAuth && !secret) throw new Error('JWT_SECRET must be set if USE_AUTH is true (AUTH_JWT_SECRET or --auth-jwt-secret)');
+  return { authUseAuth: useAuth, authJwtSecret: secret };
 }
 
 function rateLimitFrom(v: unknown): RateLimit | undefined {

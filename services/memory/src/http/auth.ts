@@ -3,7 +3,7 @@ import type { FastifyRequest } from 'fastify';
 import { HttpError } from '@svc/kernel';
 
 // The root URL only redirects to the docs.
-const OPEN = /^\/((health|openapi\.json|docs)(\/|\?|$)|(\?|$))/;
+export const OPEN = /^\/((health|openapi\.json|docs)(\/|\?|$)|(\?|$))/;
 
 const digest = (s: string) => createHash('sha256').update(s).digest();
 

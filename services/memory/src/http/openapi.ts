@@ -6,10 +6,14 @@ import type { OpenApiOptions } from '@svc/kernel';
  * the header is accepted and ignored (the reference's clients always send
  * one), so each operation is open or Bearer.
  */
-export function memoryOpenApi(keysRequired: boolean): OpenApiOptions {
+export function memoryOpenApi(keysRequired: boolean, jwt = false): OpenApiOptions {
   return {
     securitySchemes: {
-      bearerAuth: { type: 'http', scheme: 'bearer', description: keysRequired ? 'One of the keys given with --api-keys.' : 'Not checked: this server runs without --api-keys.' },
+      bearerAuth: { type: 'http', scheme: 'bearer', description: jwt
+          ? 'A key minted by POST /v3/keys (or the admin key of AUTH_JWT_SECRET), or one of the keys given with --api-keys.'
+          : keysRequired
+            ? 'One of the keys given with --api-keys.'
+            : 'Not checked: this server runs without --api-keys.' },
     },
     security: keysRequired ? [{ bearerAuth: [] }] : [{}, { bearerAuth: [] }],
   };

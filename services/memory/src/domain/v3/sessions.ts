@@ -296,3 +296,22 @@ export async function setSessionPeerConfig(ctx: Ctx, workspace: string, session:
     }
   });
 }
+
+/** Whether a peer is an active member of a session (joined, not left): what a peer key's member reads need. */
+export async function isActiveMember(db: Kysely<any>, workspace: string, session: string, peer: string): Promise<boolean> {
+  const r = await db
+    .selectFrom('v3_session_peers')
+    .select('peer')
+    .where('workspace', '=', workspace)
+    .where('session', '=', session)
+    .where('peer', '=', peer)
+    .where('left_at', 'is', null)
+    .executeTakeFirst();
+  return r !== undefined;
+}
+
+/** The sessions a peer is an active member of. */
+export async function activeSessionsOf(db: Kysely<any>, workspace: string, peer: string): Promise<string[]> {
+  const rows = await db.selectFrom('v3_session_peers').select('session').where('workspace', '=', workspace).where('peer', '=', peer).where('left_at', 'is', null).execute();
+  return rows.map((r: any) => String(r.session));
+}

@@ -5,6 +5,8 @@ import type { MemoryConfig } from '../../config.ts';
 import { createLlm, llmSettings } from '../../chat/llm.ts';
 import { answer, prepareChat } from '../../domain/v3/dialectic.ts';
 import { DialecticOptions, DialecticResponse, PeerParams } from '../../schemas/v3.ts';
+import { checkMemberSessions } from '../../http/v3-auth.ts';
+import { sessionAllowlist } from '../../domain/v3/memory.ts';
 import { v3op, W } from './common.ts';
 
 const frame = (reply: FastifyReply, data: unknown) => reply.raw.write(`data: ${JSON.stringify(data)}\n\n`);
@@ -28,6 +30,9 @@ export function v3ChatRoutes(app: App, ctx: Ctx, config: MemoryConfig): void {
     },
     async (req, reply) => {
       const body = req.body as any;
+      if (body.session_id) await checkMemberSessions(ctx, req, req.params.workspace_id, [body.session_id]);
+      const allow = sessionAllowlist(body.filters, body.session_id);
+      if (allow) await checkMemberSessions(ctx, req, req.params.workspace_id, allow);
       const prepared = await prepareChat(ctx, req.params.workspace_id, req.params.peer_id, body);
       if (!body.stream) return { content: await answer(prepared, body.query, llm) };
       // Errors until here are JSON; once streaming, a failure ends the stream with an error frame.

@@ -6,6 +6,7 @@ import { v3ChatRoutes } from './chat.ts';
 import { v3ConclusionRoutes } from './conclusions.ts';
 import { v3MemoryRoutes } from './memory.ts';
 import { v3MessageRoutes, v3UploadRoute } from './messages.ts';
+import { v3KeyRoutes } from './keys.ts';
 import { v3WebhookRoutes } from './webhooks.ts';
 import { v3PeerRoutes } from './peers.ts';
 import { v3SessionRoutes } from './sessions.ts';
@@ -14,6 +15,7 @@ import { v3WorkspaceRoutes } from './workspaces.ts';
 /** The v3 API (today's Honcho SDKs) beside the seed's, on the same storage. */
 export async function v3Routes(app: App, ctx: Ctx, config: MemoryConfig): Promise<void> {
   v3WorkspaceRoutes(app, ctx);
+  v3KeyRoutes(app, config.authUseAuth ? config.authJwtSecret : undefined);
   v3PeerRoutes(app, ctx);
   v3SessionRoutes(app, ctx);
   v3MessageRoutes(app, ctx);

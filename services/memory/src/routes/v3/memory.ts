@@ -23,6 +23,7 @@ import {
   TargetQuery,
   WorkspaceParams,
 } from '../../schemas/v3.ts';
+import { checkOwnPeer } from '../../http/v3-auth.ts';
 import { v3op, W } from './common.ts';
 
 export function v3MemoryRoutes(app: App, ctx: Ctx): void {
@@ -44,7 +45,10 @@ export function v3MemoryRoutes(app: App, ctx: Ctx): void {
   app.get(
     `${W}/sessions/:session_id/context`,
     { schema: { ...v3op('sessions', 'Get Session Context', SessionContext, 200, 'Summary, messages and (with peer_target) representation and peer card, within a token budget (40% summary, the rest recent messages).'), params: SessionParams, querystring: SessionContextQuery } },
-    (req) => getSessionContext(ctx, req.params.workspace_id, req.params.session_id, req.query),
+    (req) => {
+      if (req.query.peer_target) checkOwnPeer(req, req.query.peer_perspective ?? req.query.peer_target);
+      return getSessionContext(ctx, req.params.workspace_id, req.params.session_id, req.query);
+    },
   );
   app.get(
     `${W}/sessions/:session_id/summaries`,

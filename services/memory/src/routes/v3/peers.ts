@@ -2,6 +2,7 @@ import type { App } from '@svc/kernel';
 import type { Ctx } from '../../domain/context.ts';
 import { getOrCreatePeer, listPeers, listPeerSessions, updatePeer } from '../../domain/v3/peers.ts';
 import { ListBody, ListQuery, PagePeer, PageSession, Peer, PeerCreate, PeerParams, PeerUpdate, WorkspaceParams } from '../../schemas/v3.ts';
+import { checkPeerCreate } from '../../http/v3-auth.ts';
 import { optionalBody, v3op, W } from './common.ts';
 
 export function v3PeerRoutes(app: App, ctx: Ctx): void {
@@ -14,6 +15,7 @@ export function v3PeerRoutes(app: App, ctx: Ctx): void {
     `${W}/peers`,
     { schema: { ...v3op('peers', 'Get Or Create Peer', Peer, 200, 'Get a Peer by ID or create it (201 when created); metadata/configuration given replace those of an existing peer.'), params: WorkspaceParams, body: PeerCreate } },
     async (req, reply) => {
+      checkPeerCreate(req, req.params.workspace_id, req.body.id);
       const r = await getOrCreatePeer(ctx, req.params.workspace_id, req.body);
       return reply.code(r.created ? 201 : 200).send(r.peer);
     },

@@ -31,6 +31,7 @@ import {
   SessionUpdate,
   WorkspaceParams,
 } from '../../schemas/v3.ts';
+import { checkOwnPeer, checkSessionCreate } from '../../http/v3-auth.ts';
 import { optionalBody, v3op, W } from './common.ts';
 
 const S = `${W}/sessions/:session_id`;
@@ -45,6 +46,7 @@ export function v3SessionRoutes(app: App, ctx: Ctx): void {
     `${W}/sessions`,
     { schema: { ...v3op('sessions', 'Get Or Create Session', Session, 200, 'Get a Session by ID or create it (201 when created), adding the given peers.'), params: WorkspaceParams, body: SessionCreate } },
     async (req, reply) => {
+      checkSessionCreate(req, req.params.workspace_id, req.body.id);
       const r = await getOrCreateSession(ctx, req.params.workspace_id, req.body);
       return reply.code(r.created ? 201 : 200).send(r.session);
     },
@@ -93,7 +95,10 @@ export function v3SessionRoutes(app: App, ctx: Ctx): void {
   app.get(
     `${S}/peers/:peer_id/config`,
     { schema: { ...v3op('sessions', 'Get Peer Config', SessionPeerConfig, 200, "A Peer's configuration in a Session."), params: SessionPeerParams } },
-    (req) => getSessionPeerConfig(ctx, req.params.workspace_id, req.params.session_id, req.params.peer_id),
+    (req) => {
+      checkOwnPeer(req, req.params.peer_id);
+      return getSessionPeerConfig(ctx, req.params.workspace_id, req.params.session_id, req.params.peer_id);
+    },
   );
   app.put(
     `${S}/peers/:peer_id/config`,

@@ -2,6 +2,7 @@ import type { App } from '@svc/kernel';
 import type { Ctx } from '../../domain/context.ts';
 import { deleteWorkspace, getOrCreateWorkspace, listWorkspaces, updateWorkspace } from '../../domain/v3/workspaces.ts';
 import { Accepted, ListBody, ListQuery, PageWorkspace, Workspace, WorkspaceCreate, WorkspaceParams, WorkspaceUpdate } from '../../schemas/v3.ts';
+import { checkWorkspaceCreate } from '../../http/v3-auth.ts';
 import { optionalBody, V3, v3op, W } from './common.ts';
 
 export function v3WorkspaceRoutes(app: App, ctx: Ctx): void {
@@ -9,6 +10,7 @@ export function v3WorkspaceRoutes(app: App, ctx: Ctx): void {
     `${V3}/workspaces`,
     { schema: { ...v3op('workspaces', 'Get Or Create Workspace', Workspace, 200, 'Get a Workspace by ID, creating it if it does not exist (201 when created).'), body: WorkspaceCreate } },
     async (req, reply) => {
+      checkWorkspaceCreate(req, req.body.id);
       const r = await getOrCreateWorkspace(ctx, req.body);
       return reply.code(r.created ? 201 : 200).send(r.workspace);
     },
