@@ -1,9 +1,11 @@
 /**
  * Reads a checkpoint's architecture from its keys and shapes, as the
  * reference's comfy/model_detection.py does: which family it is, and the
- * widths, levels, res blocks and transformer depths its graphs need. Only
- * SD1.x is known so far; anything else is a clear error naming what was found.
+ * widths, levels, res blocks and transformer depths its graphs need. SD1.x
+ * here, SD2.x and SDXL in detect-families.ts; anything else is a clear error
+ * naming what was found.
  */
+import { detectFamily, type ModelType, type TextEncoderSpec } from './detect-families.ts';
 import { ModelFileError, type SafetensorsFile } from './safetensors.ts';
 
 export const UNET_PREFIX = 'model.diffusion_model.';
@@ -26,7 +28,12 @@ export interface UNetConfig {
   outChannels: number;
   modelChannels: number;
   contextDim: number;
+  /** Attention heads where every transformer has the same count (SD1: 8); ignored when headChannels > 0. */
   numHeads: number;
+  /** Channels per attention head (SD2, SDXL: 64; the heads are a transformer's width / 64); -1 = numHeads heads. */
+  headChannels: number;
+  /** Width of the `y` vector label_emb takes (SDXL 2816, refiner 2560); 0 = none. */
+  admInChannels: number;
   inputBlocks: UNetBlock[];
   middleDepth: number;
   outputBlocks: UNetBlock[];
@@ -55,12 +62,20 @@ export interface VaeConfig {
 }
 
 export interface DetectedCheckpoint {
-  family: 'sd1';
+  family: 'sd1' | 'sd2' | 'sdxl' | 'sdxl_refiner';
   /** Whether the reference itself would accept the widths (model_channels 320, context 768, CLIP-L, the SD VAE). */
   referenceShaped: boolean;
   unet: UNetConfig;
   clip: ClipConfig | null;
   vae: VaeConfig | null;
+  /** SD2.x and SDXL: every text encoder, in the order the reference concatenates them (detect-families.ts). */
+  textEncoders?: TextEncoderSpec[];
+  /** ε or v-prediction (the reference's model_type); absent = ε. */
+  modelType?: ModelType;
+  /** Zero terminal SNR sigmas (a `ztsnr` key). */
+  zsnr?: boolean;
+  /** A tensor whose values decide ε or v (SD2.x): resolveModelType reads it. */
+  vPredProbe?: string;
 }
 
 function countPrefixed(keys: readonly string[], prefix: string): number {
@@ -82,8 +97,13 @@ export function detectUNet(file: SafetensorsFile, prefix = UNET_PREFIX): UNetCon
   const fail = (problem: string): never => {
     throw new ModelFileError(file.path, problem);
   };
-  if (!has('input_blocks.0.0.weight')) fail(`no UNet (${prefix}input_blocks.0.0.weight missing): not an SD1.x checkpoint`);
-  if (has('label_emb.0.0.weight')) fail('the UNet has adm_in_channels (SDXL or SD2-unCLIP), which is not supported yet: only SD1.x checkpoints are');
+  if (!has('input_blocks.0.0.weight')) fail(`no UNet (${prefix}input_blocks.0.0.weight missing): not an SD1.x, SD2.x or SDXL checkpoint`);
+  let admInChannels = 0;
+  if (has('label_emb.0.0.weight')) {
+    const adm = shape('label_emb.0.0.weight');
+    if (adm.length !== 2 || !has('label_emb.0.2.weight')) fail(`label_emb.0.0.weight has shape [${adm.join(', ')}], expected a 2-d Linear weight followed by label_emb.0.2`);
+    admInChannels = adm[1]!;
+  }
   const convIn = shape('input_blocks.0.0.weight');
   if (convIn.length !== 4) fail(`input_blocks.0.0.weight has shape [${convIn.join(', ')}], expected a 4-d conv weight`);
   const modelChannels = convIn[0]!;
@@ -129,8 +149,13 @@ export function detectUNet(file: SafetensorsFile, prefix = UNET_PREFIX): UNetCon
   if (outputBlocks.length !== inputBlocks.length) fail(`${inputBlocks.length} input blocks but ${outputBlocks.length} output blocks`);
   if (contextDim === -1) fail('the UNet has no cross-attention transformer');
   if (!has('out.2.weight')) fail(`${prefix}out.2.weight missing`);
-  if (modelChannels % 8 !== 0) fail(`model_channels ${modelChannels} is not a multiple of the 8 attention heads`);
-  return { inChannels, outChannels: shape('out.2.weight')[0]!, modelChannels, contextDim, numHeads: 8, inputBlocks, middleDepth, outputBlocks, linearProjection };
+  if (!linearProjection && !admInChannels && modelChannels % 8 !== 0) fail(`model_channels ${modelChannels} is not a multiple of the 8 attention heads`);
+  // SD1.x: 8 heads everywhere (the reference's SD15 num_heads); SD2.x and SDXL (linear projections or adm): 64-channel heads.
+  const headChannels = linearProjection || admInChannels ? 64 : -1;
+  if (headChannels > 0) {
+    for (const b of [...inputBlocks, ...outputBlocks]) if (b.depth && b.outChannels % 64 !== 0) fail(`a transformer of ${b.outChannels} channels is not a whole number of 64-channel attention heads`);
+  }
+  return { inChannels, outChannels: shape('out.2.weight')[0]!, modelChannels, contextDim, numHeads: 8, headChannels, admInChannels, inputBlocks, middleDepth, outputBlocks, linearProjection };
 }
 
 export function detectClip(file: SafetensorsFile, prefix = CLIP_PREFIX): ClipConfig | null {
@@ -169,10 +194,10 @@ export function detectVae(file: SafetensorsFile, prefix = VAE_PREFIX): VaeConfig
   return { ch, chMult, numResBlocks, zChannels, inChannels, hasEncoder, downscale: 2 ** (levels - 1) };
 }
 
-/** The whole checkpoint: SD1.x UNet, CLIP-L-shaped text encoder and VAE. */
+/** The whole checkpoint: SD1.x UNet, CLIP-L-shaped text encoder and VAE; SD2.x and SDXL in detect-families.ts. */
 export function detectCheckpoint(file: SafetensorsFile): DetectedCheckpoint {
   const unet = detectUNet(file);
-  if (unet.linearProjection) throw new ModelFileError(file.path, 'the UNet projects with Linear layers (SD2.x), which is not supported yet: only SD1.x checkpoints are');
+  if (unet.linearProjection || unet.admInChannels) return detectFamily(file, unet);
   const clip = detectClip(file);
   const vae = detectVae(file);
   if (clip && clip.hiddenSize !== unet.contextDim) throw new ModelFileError(file.path, `the text encoder's width ${clip.hiddenSize} does not match the UNet's context width ${unet.contextDim}`);

@@ -2,7 +2,8 @@
  * The SD1.x UNet (the reference's openaimodel.UNetModel) as an ONNX graph.
  * Inputs: `x` [B, C, H, W] (already scaled by the sampler: x / √(σ²+1)),
  * `t_emb` [B, model_channels] (the sinusoidal timestep embedding, computed
- * in JavaScript), `context` [B, T, context_dim]. Output: `eps`.
+ * in JavaScript), `context` [B, T, context_dim], and for SDXL `y`
+ * [B, adm_in_channels]. Output: `eps` (the raw model output: ε or v).
  */
 import type { UNetConfig } from './detect.ts';
 import { OnnxGraph } from './graph-builder.ts';
@@ -39,7 +40,11 @@ function transformerBlock(g: OnnxGraph, x: string, context: string, key: string,
   return g.add(ff, x);
 }
 
-function spatialTransformer(g: OnnxGraph, x: string, context: string, key: string, depth: number, heads: number, linear: boolean): string {
+function spatialTransformer(g: OnnxGraph, x: string, context: string, key: string, depth: number, cfg: UNetConfig): string {
+  const linear = cfg.linearProjection;
+  const channels = g.shape(`${key}.norm.weight`)[0]!;
+  // SD1: a fixed head count; SD2.x and SDXL: 64-channel heads (the reference's num_head_channels).
+  const heads = cfg.headChannels > 0 ? channels / cfg.headChannels : cfg.numHeads;
   const normed = g.groupNorm(x, `${key}.norm`, GN_GROUPS, 1e-6);
   let t = linear ? g.linear(g.toTokens(normed), `${key}.proj_in`) : g.toTokens(g.conv(normed, `${key}.proj_in`));
   for (let d = 0; d < depth; d++) t = transformerBlock(g, t, context, `${key}.transformer_blocks.${d}`, heads);
@@ -51,9 +56,12 @@ export function buildUNetGraph(g: OnnxGraph, cfg: UNetConfig): Uint8Array {
   const x = g.input('x', DataType.FLOAT, ['batch', cfg.inChannels, 'height', 'width']);
   const tEmb = g.input('t_emb', DataType.FLOAT, ['batch', cfg.modelChannels]);
   const context = g.input('context', DataType.FLOAT, ['batch', 'tokens', cfg.contextDim]);
-  const emb = g.linear(g.silu(g.linear(tEmb, 'time_embed.0')), 'time_embed.2');
-  const heads = cfg.numHeads;
-  const lin = cfg.linearProjection;
+  let emb = g.linear(g.silu(g.linear(tEmb, 'time_embed.0')), 'time_embed.2');
+  if (cfg.admInChannels) {
+    // SDXL: the adm vector `y` (pooled text + size/crop embeddings) through label_emb, added to the time embedding.
+    const y = g.input('y', DataType.FLOAT, ['batch', cfg.admInChannels]);
+    emb = g.add(emb, g.linear(g.silu(g.linear(y, 'label_emb.0.0')), 'label_emb.0.2'));
+  }
 
   const skips: string[] = [];
   let h = x;
@@ -63,18 +71,18 @@ export function buildUNetGraph(g: OnnxGraph, cfg: UNetConfig): Uint8Array {
     else if (b.kind === 'down') h = g.conv(h, `${key}.0.op`, { stride: 2 });
     else {
       h = resBlock(g, h, emb, `${key}.0`);
-      if (b.depth) h = spatialTransformer(g, h, context, `${key}.1`, b.depth, heads, lin);
+      if (b.depth) h = spatialTransformer(g, h, context, `${key}.1`, b.depth, cfg);
     }
     skips.push(h);
   }
   h = resBlock(g, h, emb, 'middle_block.0');
-  if (cfg.middleDepth) h = spatialTransformer(g, h, context, 'middle_block.1', cfg.middleDepth, heads, lin);
+  if (cfg.middleDepth) h = spatialTransformer(g, h, context, 'middle_block.1', cfg.middleDepth, cfg);
   h = resBlock(g, h, emb, 'middle_block.2');
   for (const b of cfg.outputBlocks) {
     const key = `output_blocks.${b.index}`;
     h = g.op('Concat', [h, skips.pop()!], { axis: 1 });
     h = resBlock(g, h, emb, `${key}.0`);
-    if (b.depth) h = spatialTransformer(g, h, context, `${key}.1`, b.depth, heads, lin);
+    if (b.depth) h = spatialTransformer(g, h, context, `${key}.1`, b.depth, cfg);
     if (b.upsample) h = g.conv(g.upsample2x(h), b.upsample);
   }
   const out = g.conv(g.silu(g.groupNorm(h, 'out.0', GN_GROUPS, 1e-5)), 'out.2');

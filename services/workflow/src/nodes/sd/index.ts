@@ -15,6 +15,8 @@ import type { NodeContext, NodeDefinition, NodeEnv, NodeInputs } from '../api.ts
 import { Frame, ImageBatch } from '../image-types.ts';
 import { isLatent, Tensor, type Latent } from '../latent.ts';
 import { conditioningNodes } from './conditioning-nodes.ts';
+import { XLClipModel } from '../../models/sdxl.ts';
+import { xlNodes } from './xl-nodes.ts';
 
 const MAX_SEED = 0xffffffffffffffff;
 
@@ -147,7 +149,9 @@ export function sdNodes(dirs: NodeEnv['dirs']): NodeDefinition[] {
   const loadOutputs = async (ckpt_name: string, ctx: NodeContext) => {
     const ck = await openCheckpoint(ctx.env.dirs, ckpt_name);
     const d = ck.detected;
-    return [new UNetModel(ck), d.clip ? new ClipModel(ck) : null, d.vae ? new VaeModel(ck) : null];
+    // SD2.x and SDXL: their own text encoders (OpenCLIP-H; CLIP-L + OpenCLIP-G; OpenCLIP-G).
+    const clip = d.family === 'sd1' ? (d.clip ? new ClipModel(ck) : null) : d.textEncoders?.length ? new XLClipModel(ck) : null;
+    return [new UNetModel(ck), clip, d.vae ? new VaeModel(ck) : null];
   };
   return [
     {
@@ -332,5 +336,6 @@ export function sdNodes(dirs: NodeEnv['dirs']): NodeDefinition[] {
       },
     },
     ...conditioningNodes,
+    ...xlNodes,
   ];
 }

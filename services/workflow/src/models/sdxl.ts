@@ -1,0 +1,165 @@
+/**
+ * CLIP for SD2.x and SDXL checkpoints: the reference's SD2ClipModel
+ * (OpenCLIP-H, penultimate layer, final-layer-normed), SDXLClipModel (CLIP-L
+ * and OpenCLIP-G, both penultimate and not normed, concatenated along the
+ * width; the pooled output is G's) and SDXLRefinerClipModel (OpenCLIP-G
+ * alone). CONDITIONING entries carry `pooled_output` as the reference's, and
+ * the SDXL text nodes add their size, crop and aesthetic options.
+ */
+import { ClipTokenizer, tokenizeWithWeights, type TokenizeOptions, type WeightedToken } from './clip-tokenizer.ts';
+import type { TextEncoderSpec } from './detect-families.ts';
+import { OnnxGraph } from './graph-builder.ts';
+import { ortTensor, WEIGHTS_LOCATION } from './session.ts';
+import { ClipModel, type Checkpoint, type ConditioningEntry, type FloatTensor } from './sd1.ts';
+import { buildTextEncoderGraph } from './text-encoder-graph.ts';
+
+const START = 49406;
+const END = 49407;
+
+/** One encoder's tokens: CLIP-L pads with the end token, OpenCLIP (pad_with_end=False) with 0 after each chunk's end. */
+function padFor(spec: TextEncoderSpec, chunks: WeightedToken[][]): WeightedToken[][] {
+  if (spec.name === 'l') return chunks;
+  return chunks.map((c) => {
+    const end = c.findIndex((t) => t.token === END);
+    return c.map((t, i) => (i > end && t.token === END ? { ...t, token: 0 } : t));
+  });
+}
+
+function emptyChunk(spec: TextEncoderSpec): number[] {
+  const t = new Array(77).fill(spec.name === 'l' ? END : 0);
+  t[0] = START;
+  t[1] = END;
+  return t;
+}
+
+/** Tokens per encoder name, as the reference's SD2Tokenizer / SDXLTokenizer give them ({g, l} or {h}). */
+export type XLTokens = Partial<Record<TextEncoderSpec['name'], WeightedToken[][]>>;
+
+/** CLIP of an SD2.x, SDXL or SDXL refiner checkpoint. */
+export class XLClipModel extends ClipModel {
+  /**
+   * @param layerIdx CLIPSetLastLayer's choice; undefined = the model's default (the penultimate layer)
+   */
+  constructor(
+    checkpoint: Checkpoint,
+    readonly layerIdx?: number,
+  ) {
+    super(checkpoint, layerIdx ?? -2);
+  }
+
+  get encoders(): TextEncoderSpec[] {
+    return this.checkpoint.detected.textEncoders ?? [];
+  }
+
+  override withLayer(layer: number): XLClipModel {
+    return new XLClipModel(this.checkpoint, layer);
+  }
+
+  /** set_clip_options: a layer beyond an encoder's depth means its last (normed) output. */
+  private layerFor(spec: TextEncoderSpec): 'last' | number {
+    const idx = this.layerIdx ?? -2;
+    return Math.abs(idx) > spec.config.layers ? 'last' : idx;
+  }
+
+  tokenize(text: string, opts: TokenizeOptions = {}): XLTokens {
+    const chunks = tokenizeWithWeights(text, ClipTokenizer.shared(), opts);
+    const out: XLTokens = {};
+    for (const e of this.encoders) out[e.name] = padFor(e, chunks);
+    return out;
+  }
+
+  /** One encoder over token chunks: hidden states [k, 77, D] and pooled outputs [k, P] (when it projects). */
+  private async run(spec: TextEncoderSpec, ids: number[][]): Promise<{ hidden: FloatTensor; pooled?: Float32Array }> {
+    const layer = this.layerFor(spec);
+    const kind = `text:${spec.name}:${layer}`;
+    const build = () =>
+      buildTextEncoderGraph(new OnnxGraph(this.checkpoint.file, WEIGHTS_LOCATION, spec.prefix), spec, {
+        layer,
+        // SD2's encoder norms its hidden layer; SDXL's two do not (layer_norm_hidden_state=False).
+        layerNormHidden: spec.name === 'h',
+        activation: spec.name === 'l' ? 'quick_gelu' : 'gelu',
+      });
+    const tokens = new BigInt64Array(ids.length * 77);
+    const eos = new Float32Array(ids.length * 77);
+    ids.forEach((c, i) => {
+      c.forEach((t, j) => (tokens[i * 77 + j] = BigInt(t)));
+      // The pooled row: the first end token (the reference's num_tokens − 1; the last position when there is none).
+      const at = c.indexOf(END);
+      eos[i * 77 + (at < 0 ? 76 : at)] = 1;
+    });
+    const out = await this.checkpoint.run(kind, build, { tokens: ortTensor('int64', tokens, [ids.length, 77]), eos: ortTensor('float32', eos, [ids.length, 77]) });
+    const h = out.hidden!;
+    return { hidden: { shape: [...h.dims], data: h.data as Float32Array }, pooled: out.pooled ? (out.pooled.data as Float32Array) : undefined };
+  }
+
+  /** encode_token_weights for one encoder: weighted chunks joined along the tokens, the first chunk's pooled output. */
+  async encodeWeighted(spec: TextEncoderSpec, chunks: WeightedToken[][]): Promise<{ cond: FloatTensor; pooled?: FloatTensor }> {
+    const hasWeights = chunks.some((c) => c.some((t) => t.weight !== 1));
+    const ids = chunks.map((c) => c.map((t) => t.token));
+    if (hasWeights || ids.length === 0) ids.push(emptyChunk(spec));
+    const { hidden, pooled } = await this.run(spec, ids);
+    const D = hidden.shape[2]!;
+    const per = 77 * D;
+    const sections = chunks.length;
+    let data: Float32Array;
+    if (sections === 0) data = hidden.data.slice(0, per);
+    else {
+      data = hidden.data.slice(0, sections * per);
+      if (hasWeights) {
+        const empty = hidden.data.subarray(sections * per);
+        chunks.forEach((c, k) =>
+          c.forEach(({ weight }, j) => {
+            if (weight === 1) return;
+            for (let d = 0; d < D; d++) {
+              const at = k * per + j * D + d;
+              data[at] = (data[at]! - empty[j * D + d]!) * weight + empty[j * D + d]!;
+            }
+          }),
+        );
+      }
+    }
+    const P = spec.projection;
+    return { cond: { shape: [1, Math.max(1, sections) * 77, D], data }, pooled: pooled && P ? { shape: [1, P], data: pooled.slice(0, P) } : undefined };
+  }
+
+  /** The reference's encode_from_tokens (return_pooled) for these tokens, with extra options on the entry. */
+  async encodeTokensXL(tokens: XLTokens, extra: Record<string, unknown> = {}): Promise<ConditioningEntry[]> {
+    const family = this.checkpoint.detected.family;
+    const byName = (n: TextEncoderSpec['name']) => this.encoders.find((e) => e.name === n);
+    if (family === 'sdxl') {
+      const l = byName('l')!;
+      const g = byName('g')!;
+      const gOut = await this.encodeWeighted(g, tokens.g ?? []);
+      const lOut = await this.encodeWeighted(l, tokens.l ?? []);
+      // torch.cat([l_out[:, :cut], g_out[:, :cut]], dim=-1)
+      const cut = Math.min(lOut.cond.shape[1]!, gOut.cond.shape[1]!);
+      const [Dl, Dg] = [lOut.cond.shape[2]!, gOut.cond.shape[2]!];
+      const data = new Float32Array(cut * (Dl + Dg));
+      for (let t = 0; t < cut; t++) {
+        data.set(lOut.cond.data.subarray(t * Dl, (t + 1) * Dl), t * (Dl + Dg));
+        data.set(gOut.cond.data.subarray(t * Dg, (t + 1) * Dg), t * (Dl + Dg) + Dl);
+      }
+      return [[{ shape: [1, cut, Dl + Dg], data }, { pooled_output: gOut.pooled, ...extra }]];
+    }
+    const spec = this.encoders[0];
+    if (!spec) throw new Error('this checkpoint has no text encoder');
+    const out = await this.encodeWeighted(spec, tokens[spec.name] ?? []);
+    return [[out.cond, { pooled_output: out.pooled, ...extra }]];
+  }
+
+  /** CLIPTextEncode: the same text through every encoder. */
+  override async encode(text: string, opts: TokenizeOptions = {}): Promise<ConditioningEntry[]> {
+    return this.encodeTokensXL(this.tokenize(text, opts));
+  }
+
+  /** CLIPTextEncodeSDXL: text_g through G, text_l through L, the shorter padded with empty chunks. */
+  async encodeSDXL(textG: string, textL: string, extra: Record<string, unknown>, opts: TokenizeOptions = {}): Promise<ConditioningEntry[]> {
+    if (this.checkpoint.detected.family !== 'sdxl') throw new Error(`CLIPTextEncodeSDXL needs an SDXL CLIP (CLIP-L and OpenCLIP-G); this one is ${this.checkpoint.detected.family}'s`);
+    const tokens = this.tokenize(textG, opts);
+    tokens.l = this.tokenize(textL, opts).l;
+    const empty = this.tokenize('', opts);
+    while (tokens.l!.length < tokens.g!.length) tokens.l!.push(...empty.l!);
+    while (tokens.l!.length > tokens.g!.length) tokens.g!.push(...empty.g!);
+    return this.encodeTokensXL(tokens, extra);
+  }
+}
