@@ -6,7 +6,7 @@ import websocket from '@fastify/websocket';
 import { createHttpServer, type ServiceConfig } from '@svc/kernel';
 import { workflowOpenApi } from './http/openapi.ts';
 import { migrate, openStorage, type Storage } from '@svc/storage';
-import { workflowConfig, type WorkflowConfig } from './config.ts';
+import { publishFfmpegPath, workflowConfig, type WorkflowConfig } from './config.ts';
 import { workflowMigrations } from './db/index.ts';
 import { ModelFolders } from './domain/models.ts';
 import { getPrompt } from './domain/prompts.ts';
@@ -69,6 +69,7 @@ export async function openWorkflowStorage(cfg: ServiceConfig, opts: { relaxedCom
 /** The workflow execution service (local runtime): prompts, queue, jobs, history, nodes and the WebSocket. */
 export async function buildApp(base: ServiceConfig): Promise<FastifyInstance> {
   const config = workflowConfig(base);
+  publishFfmpegPath(config);
   for (const d of Object.values(config.dirs)) fs.mkdirSync(d, { recursive: true });
   const storage = await openWorkflowStorage(config);
   try {

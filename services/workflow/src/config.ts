@@ -14,6 +14,8 @@ export interface ExecutionConfig {
   timeLimitMs: number;
   /** Each execution thread's JavaScript heap limit in MB (0: V8's default). */
   memoryLimitMb: number;
+  /** Niceness added to each execution thread (Linux): the thread that answers HTTP and sockets is scheduled first. */
+  nice: number;
   limits: Required<ExecutorLimits>;
 }
 
@@ -30,6 +32,8 @@ export interface WorkflowConfig extends ServiceConfig {
   enableTestNodes: boolean;
   maxUploadSize: number;
   execution: ExecutionConfig;
+  /** `--ffmpeg-path` / WORKFLOW_FFMPEG_PATH: the ffmpeg the video and MP3 nodes run (default: `ffmpeg` on PATH; ffprobe beside it). */
+  ffmpegPath?: string;
 }
 
 function str(v: unknown): string | undefined {
@@ -57,6 +61,7 @@ function executionConfig(f: Record<string, unknown>, env: NodeJS.ProcessEnv, run
     interruptGraceMs: int('interruptGraceMs', 'WORKFLOW_INTERRUPT_GRACE_MS', 100),
     timeLimitMs: Math.round(nonNegative(flag('promptTimeLimit', 'WORKFLOW_PROMPT_TIME_LIMIT'), 'prompt-time-limit', cloud ? 3600 : 0) * 1000),
     memoryLimitMb: int('promptMemoryLimit', 'WORKFLOW_PROMPT_MEMORY_LIMIT', cloud ? 4096 : 0),
+    nice: Math.min(19, int('executionNice', 'WORKFLOW_EXECUTION_NICE', 5)),
     limits: {
       maxOutputBytes: int('maxOutputBytes', 'WORKFLOW_MAX_OUTPUT_BYTES', DEFAULT_LIMITS.maxOutputBytes),
       maxOutputItems: int('maxOutputItems', 'WORKFLOW_MAX_OUTPUT_ITEMS', DEFAULT_LIMITS.maxOutputItems),
@@ -71,6 +76,14 @@ function positiveInt(v: string | undefined, name: string, fallback: number): num
   const n = Number(v);
   if (!Number.isInteger(n) || n < 1) throw new Error(`${name} must be a positive integer, got ${v}`);
   return n;
+}
+
+/**
+ * Makes `--ffmpeg-path` known to the video and MP3 nodes (src/nodes/ffmpeg.ts) of this process and of the
+ * execution threads it starts afterwards (a thread's environment is a copy of the process's).
+ */
+export function publishFfmpegPath(config: WorkflowConfig): void {
+  process.env.WORKFLOW_FFMPEG_RESOLVED = config.ffmpegPath ?? 'ffmpeg';
 }
 
 /** Workflow flags on top of the kernel's: the reference's names where it has them. */
@@ -99,6 +112,7 @@ export function workflowConfig(base: ServiceConfig, env = process.env): Workflow
     cache: { ...parseCachePolicy(cacheFlag), noSubgraphCaching: f.disableSubgraphCaching === true },
     enableTestNodes: f.enableTestNodes === true || env.WORKFLOW_TEST_NODES === '1',
     execution: executionConfig(f, env, runtime),
+    ffmpegPath: str(f.ffmpegPath) ?? env.WORKFLOW_FFMPEG_PATH ?? undefined,
     maxUploadSize: positiveInt(str(f.maxUploadSize) ?? env.WORKFLOW_MAX_UPLOAD_MB, 'max-upload-size', 100) * 1024 * 1024,
   };
 }

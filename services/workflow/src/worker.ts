@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import pino from 'pino';
 import { onShutdown, type ServiceConfig } from '@svc/kernel';
 import type { Storage } from '@svc/storage';
-import { workflowConfig } from './config.ts';
+import { publishFfmpegPath, workflowConfig } from './config.ts';
 import { Billing, billingConfig } from './domain/cloud/billing.ts';
 import { secretReader } from './routes/cloud-content.ts';
 import { buildExecution, type Execution } from './runtime/execution.ts';
@@ -17,6 +17,7 @@ import { buildExecution, type Execution } from './runtime/execution.ts';
  */
 export async function startWorker(base: ServiceConfig, open: (cfg: ServiceConfig, opts?: { relaxedCommits?: boolean }) => Promise<Storage>): Promise<{ ex: Execution; close(): Promise<void> }> {
   const config = workflowConfig({ ...base, flags: { ...base.flags, runtime: 'cloud' } });
+  publishFfmpegPath(config);
   if (!config.databaseUrl) throw new Error('a workflow worker shares the queue of the API processes: set DATABASE_URL (PostgreSQL)');
   for (const d of Object.values(config.dirs)) fs.mkdirSync(d, { recursive: true });
   const log = pino({ level: config.logLevel, base: { service: 'workflow-worker' } });

@@ -7,12 +7,13 @@ import { asciiJson } from '../files/png.ts';
 import { imagePath, saveImagePath } from './image-io.ts';
 import { numel, Tensor } from './latent.ts';
 import { encodeOggOpus, opusRate } from './ogg-opus.ts';
+import { ffmpeg } from './ffmpeg.ts';
 
 /**
  * The weight-free nodes of comfy_extras.nodes_audio (V1 schemas): loading
  * (LoadAudio, RecordAudio), saving as FLAC (SaveAudio, PreviewAudio) and the
- * waveform tools; SaveAudioOpus (ogg-opus.ts). SaveAudioMP3 is not here: see
- * the README's list of missing nodes.
+ * waveform tools; SaveAudioOpus (ogg-opus.ts); SaveAudioMP3 through the
+ * system's ffmpeg (ffmpeg.ts).
  */
 
 /** Extensions whose content type Python's mimetypes calls audio/* or video/* (the reference lists both). */
@@ -52,7 +53,7 @@ async function loadAudio(dirs: NodeEnv['dirs'], name: unknown): Promise<Audio> {
  * extra_pnginfo as Vorbis comments; FLAC at the audio's rate, Opus at the
  * rate the reference picks (resampled as torchaudio does) and bit rate.
  */
-async function saveAudio(audio: Audio, prefix: string, type: 'output' | 'temp', hidden: { prompt?: unknown; extra_pnginfo?: unknown }, ctx: NodeContext, format: { ext: 'flac' } | { ext: 'opus'; bitrate: number } = { ext: 'flac' }): Promise<Array<Record<string, unknown>>> {
+async function saveAudio(audio: Audio, prefix: string, type: 'output' | 'temp', hidden: { prompt?: unknown; extra_pnginfo?: unknown }, ctx: NodeContext, format: { ext: 'flac' } | { ext: 'opus'; bitrate: number } | { ext: 'mp3'; quality: string } = { ext: 'flac' }): Promise<Array<Record<string, unknown>>> {
   const target = saveImagePath(prefix, ctx.env.dirs[type], 0, 0);
   const comments: Array<[string, string]> = [];
   if (hidden.prompt !== undefined && hidden.prompt !== null) comments.push(['prompt', asciiJson(hidden.prompt)]);
@@ -66,6 +67,8 @@ async function saveAudio(audio: Audio, prefix: string, type: 'output' | 'temp', 
     if (format.ext === 'flac') {
       const chans = Array.from({ length: C }, (_, c) => audio.waveform.data.subarray((b * C + c) * T, (b * C + c + 1) * T));
       bytes = encodeFlac(chans, audio.sample_rate, comments);
+    } else if (format.ext === 'mp3') {
+      bytes = await encodeMp3(audio.waveform.data.subarray(b * C * T, (b + 1) * C * T), C, T, audio.sample_rate, format.quality, comments, ctx);
     } else {
       const rate = opusRate(audio.sample_rate);
       const item = new Tensor([1, C, T], audio.waveform.data.slice(b * C * T, (b + 1) * C * T));
@@ -96,6 +99,27 @@ async function saveAudio(audio: Audio, prefix: string, type: 'output' | 'temp', 
   }
   return results;
 }
+
+/**
+ * MP3 through ffmpeg's libmp3lame (see ffmpeg.ts), as the reference's PyAV
+ * stream: V0 is VBR quality 0, 128k and 320k constant bit rates, tags as ID3
+ * text frames.
+ */
+async function encodeMp3(planar: Float32Array, C: number, T: number, rate: number, quality: string, comments: Array<[string, string]>, ctx: NodeContext): Promise<Buffer> {
+  const inter = new Float32Array(C * T);
+  for (let t = 0; t < T; t++) for (let c = 0; c < C; c++) inter[t * C + c] = planar[c * T + t]!;
+  const q = quality === 'V0' ? ['-q:a', '0'] : quality === '320k' ? ['-b:a', '320k'] : ['-b:a', '128k'];
+  const meta = comments.flatMap(([k, v]) => ['-metadata', `${k}=${v}`]);
+  return ffmpeg(['-f', 'f32le', '-ar', String(Math.trunc(rate)), '-ac', String(C), '-i', 'pipe:0', '-c:a', 'libmp3lame', ...q, ...meta, '-f', 'mp3', 'pipe:1'], {
+    input: Buffer.from(inter.buffer, inter.byteOffset, inter.byteLength),
+    signal: ctx.signal,
+    maxOutputBytes: MAX_ENCODED_MP3,
+    what: 'the encoded MP3',
+  });
+}
+
+/** An MP3 is at most this big (320 kb/s over 64 Mi samples is far below it). */
+const MAX_ENCODED_MP3 = 512 * 1024 * 1024;
 
 /** match_audio_sample_rates: the lower-rate waveform resampled to the higher rate. */
 function matchRates(a: Audio, b: Audio, ctx: NodeContext): [Tensor, Tensor, number] {
@@ -133,6 +157,20 @@ export function audioNodes(dirs: NodeEnv['dirs']): NodeDefinition[] {
       outputs: [],
       outputNode: true,
       execute: async ({ audio, filename_prefix, prompt, extra_pnginfo }, ctx) => ({ ui: { audio: await saveAudio(checkAudio(audio), String(filename_prefix), 'output', { prompt, extra_pnginfo }, ctx) } }),
+    },
+    {
+      name: 'SaveAudioMP3',
+      displayName: 'Save Audio (MP3)',
+      category: 'audio',
+      inputs: {
+        required: { audio: ['AUDIO'], filename_prefix: ['STRING', { default: 'audio/ComfyUI' }], quality: [['V0', '128k', '320k'], { default: 'V0' }] },
+        hidden: HIDDEN,
+      },
+      outputs: [],
+      outputNode: true,
+      execute: async ({ audio, filename_prefix, quality, prompt, extra_pnginfo }, ctx) => ({
+        ui: { audio: await saveAudio(checkAudio(audio), String(filename_prefix), 'output', { prompt, extra_pnginfo }, ctx, { ext: 'mp3', quality: String(quality) }) },
+      }),
     },
     {
       name: 'SaveAudioOpus',

@@ -21,6 +21,7 @@ import { sdNodes } from './sd/index.ts';
 import { gitsNodes } from './gits.ts';
 import { sigmaNodes } from './sigmas.ts';
 import { stringNodes } from './strings.ts';
+import { videoNodes } from './video.ts';
 
 /** Every built-in node family (nodes that read pixels get IMAGE inputs with their pixels made: see pending-images.ts). */
 export function builtinNodes(dirs: NodeEnv['dirs']): NodeDefinition[] {
@@ -46,5 +47,6 @@ export function builtinNodes(dirs: NodeEnv['dirs']): NodeDefinition[] {
     ...gitsNodes,
     ...sdNodes(dirs),
     ...audioNodes(dirs),
+    ...videoNodes(dirs),
   ].map(materialisingInputs);
 }
