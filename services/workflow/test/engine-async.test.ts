@@ -305,3 +305,14 @@ forEachStorage('engine: test_async_nodes', (storage) => {
     });
   }
 });
+
+test('TestSyncProgressUpdate is a plain synchronous node, as the reference (it returns its value, not a promise)', async () => {
+  const { apiTestNodes } = await import('../src/nodes/testing-pack/async-nodes.ts');
+  const def = apiTestNodes.find((d) => d.name === 'TestSyncProgressUpdate')!;
+  const reports: number[] = [];
+  const ctx = { checkInterrupt() {}, progress: (v: number) => void reports.push(v) } as any;
+  const out = def.execute({ value: 'v', sleep_seconds: 0.05 }, ctx);
+  assert.deepEqual(out, ['v']);
+  assert.ok(reports.length > 1 && reports.every((v) => v >= 0 && v <= 1), String(reports));
+  assert.equal(def.execute.constructor.name, 'Function');
+});

@@ -38,6 +38,9 @@ const activeResources = new Map<string, boolean>();
 const concurrency = new Semaphore(2);
 
 /** async_test_nodes.py: async validation, errors, time-outs, lazy checks, expansion into async nodes, resources. */
+/** Blocks a thread for a while (Atomics.wait on a cell nobody writes). */
+const SLEEPER = new Int32Array(new SharedArrayBuffer(4));
+
 export const asyncTestNodes: NodeDefinition[] = [
   {
     name: 'TestAsyncValidation',
@@ -233,9 +236,18 @@ export const apiTestNodes: NodeDefinition[] = [
     category: CATEGORY,
     inputs: { required: { value: ['*', {}], sleep_seconds: ['FLOAT', { default: 1.0 }] } },
     outputs: ['*'],
-    // A plain function: the reference blocks its worker thread here; blocking Node's only thread would stall the server, so it returns a promise.
+    // Synchronous, as the reference's: it blocks the execution thread it runs on (10 ms waits between
+    // progress reports) and returns its value, not a promise; an interrupt is seen through checkInterrupt.
     execute({ value, sleep_seconds }, ctx) {
-      return sleepWithProgress(sleep_seconds, ctx, (elapsed) => ctx.progress(sleep_seconds > 0 ? Math.min(1, elapsed / sleep_seconds) : 1, 1.0)).then(() => [value]);
+      const start = performance.now();
+      const end = start + Math.max(0, sleep_seconds) * 1000;
+      for (let now = start; now < end; ) {
+        ctx.checkInterrupt();
+        now = performance.now();
+        ctx.progress(Math.min(1, (now - start) / (sleep_seconds * 1000)), 1.0);
+        Atomics.wait(SLEEPER, 0, 0, 10);
+      }
+      return [value];
     },
   },
 ];
