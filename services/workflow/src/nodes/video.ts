@@ -163,7 +163,8 @@ async function encodeComponents(c: VideoComponents, file: string, meta: Record<s
     args.push('-map', '0:v');
     if (audioFile) args.push('-map', '1:a');
     args.push('-c:v', 'libx264', '-pix_fmt', 'yuv420p');
-    if (audioFile) args.push('-c:a', 'aac');
+    // PyAV's add_stream('aac') is stereo whatever the frames are: a mono track is upmixed by swresample as there.
+    if (audioFile) args.push('-c:a', 'aac', '-ac', '2');
     args.push('-movflags', 'use_metadata_tags', ...metadataArgs(meta), '-f', 'mp4');
     await encodeInto(file, args, rgbFrames(c.images, ctx), ctx);
   } finally {
