@@ -29,6 +29,7 @@ forEachStorage('workflow run from its bundle', (storage: StorageKind) => {
 
   before(async () => {
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'wf-bundle-'));
+    writeApiPacks(path.join(dataDir, 'custom_nodes'));
     const db = storage === 'postgres' ? ['--database-url', TEST_DATABASE_URL, '--pg-schema', schema] : [];
     proc = spawn(process.execPath, [path.join(ROOT, 'scripts', 'run-service.mjs'), 'workflow', '--port', '0', '--host', '127.0.0.1', '--data-dir', dataDir, '--log-level', 'warn', ...db], {
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -92,8 +93,59 @@ forEachStorage('workflow run from its bundle', (storage: StorageKind) => {
     assert.equal(head.subarray(8, 12).toString('latin1'), 'WEBP');
   });
 
+  test('loads packs that import the node API (api.ts) from a .mjs and a .ts module, and runs their expansions and blockers', async () => {
+    const info = await client(url).get('/object_info');
+    for (const name of ['MjsExpand', 'MjsBlock', 'TsExpand']) assert.ok(info.body[name], `${name} is in /object_info`);
+    const ws = new WsClient(url, 'bundle-packs');
+    await ws.opened;
+    const prompt = {
+      '1': { class_type: 'MjsExpand', inputs: { text: 'a' } },
+      '2': { class_type: 'PreviewAny', inputs: { source: ['1', 0] } },
+      '3': { class_type: 'TsExpand', inputs: { text: 'b' } },
+      '4': { class_type: 'PreviewAny', inputs: { source: ['3', 0] } },
+      '5': { class_type: 'MjsBlock', inputs: { text: 'c' } },
+      '6': { class_type: 'PreviewAny', inputs: { source: ['5', 0] } },
+    };
+    const r = await client(url).post('/prompt', { prompt, client_id: 'bundle-packs' });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    const msgs = await ws.promptDone(r.body.prompt_id);
+    assert.ok(msgs.some((m) => m.type === 'execution_success'), JSON.stringify(msgs.filter((m) => m.type === 'execution_error')));
+    const texts = Object.fromEntries(msgs.filter((m) => m.type === 'executed').map((m) => [m.data.node, m.data.output.text]));
+    // The expansions ran under the engine's id prefix (a pack's own GraphBuilder copy would reuse ids across nodes).
+    assert.deepEqual(texts['2'], ['a+1']);
+    assert.deepEqual(texts['4'], ['b+3']);
+    // The blocker was recognised as the engine's: its output node was skipped, the prompt still succeeded.
+    assert.equal(texts['6'], undefined);
+    ws.close();
+  });
+
   test('stops cleanly on SIGTERM', async () => {
     proc.kill('SIGTERM');
     assert.equal(await exited, 0);
   });
 });
+
+/** Two packs written as the README shows: importing the node API by its path in the repository. */
+function writeApiPacks(dir: string): void {
+  const api = path.join(ROOT, 'services', 'workflow', 'src', 'nodes', 'api.ts');
+  const expand = (name: string) => `{
+    name: '${name}',
+    category: 'testing',
+    inputs: { required: { text: ['STRING', { default: '' }] }, hidden: { unique_id: 'UNIQUE_ID' } },
+    outputs: ['STRING'],
+    execute: ({ text, unique_id }) => {
+      const g = new GraphBuilder();
+      const n = g.node('StringConcatenate', 'join', { string_a: text, string_b: String(unique_id), delimiter: '+' });
+      return { result: [n.out(0)], expand: g.finalize() };
+    },
+  }`;
+  fs.mkdirSync(path.join(dir, 'mjs_pack'), { recursive: true });
+  fs.writeFileSync(
+    path.join(dir, 'mjs_pack', 'index.mjs'),
+    `import { ExecutionBlocker, GraphBuilder } from ${JSON.stringify(api)};
+export const nodes = [${expand('MjsExpand')}, { name: 'MjsBlock', category: 'testing', inputs: { required: { text: ['STRING', { default: '' }] } }, outputs: ['STRING'], execute: () => [new ExecutionBlocker(null)] }];
+`,
+  );
+  fs.mkdirSync(path.join(dir, 'ts_pack'), { recursive: true });
+  fs.writeFileSync(path.join(dir, 'ts_pack', 'index.ts'), `import { GraphBuilder, type NodeDefinition } from ${JSON.stringify(api)};\nexport const nodes: NodeDefinition[] = [${expand('TsExpand')}];\n`);
+}

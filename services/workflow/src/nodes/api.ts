@@ -167,12 +167,12 @@ export interface NodeDefinition {
 }
 
 /** A value that blocks every node downstream of it; with a message, the first blocked output reports it as an error. */
-export class ExecutionBlocker {
+class ExecutionBlockerClass {
   constructor(readonly message: string | null) {}
 }
 
 /** Raised by `checkInterrupt` and by the engine between nodes after an interrupt. */
-export class InterruptError extends Error {
+class InterruptErrorClass extends Error {
   constructor() {
     super('Processing interrupted');
     this.name = 'InterruptProcessingException';
@@ -183,37 +183,37 @@ export class InterruptError extends Error {
  * Builds an expansion graph with ids unique to the expanding node's call
  * (the reference's GraphBuilder: `{prefix}{id}`, prefix `"{node}.{call}.{n}."`).
  */
-export class GraphBuilder {
+class GraphBuilderClass {
   private static defaultPrefix = '';
   private static counter = 0;
   readonly prefix: string;
-  private readonly nodes = new Map<string, GraphNode>();
+  private readonly nodes = new Map<string, GraphNodeClass>();
   private idCounter = 1;
 
   constructor(prefix?: string) {
-    this.prefix = prefix ?? GraphBuilder.allocPrefix();
+    this.prefix = prefix ?? GraphBuilderClass.allocPrefix();
   }
 
   /** Set by the engine before each call of an expanding node. */
   static setDefaultPrefix(nodeId: string, callIndex: number): void {
-    GraphBuilder.defaultPrefix = `${nodeId}.${callIndex}.`;
-    GraphBuilder.counter = 0;
+    GraphBuilderClass.defaultPrefix = `${nodeId}.${callIndex}.`;
+    GraphBuilderClass.counter = 0;
   }
 
   private static allocPrefix(): string {
-    return `${GraphBuilder.defaultPrefix}${GraphBuilder.counter++}.`;
+    return `${GraphBuilderClass.defaultPrefix}${GraphBuilderClass.counter++}.`;
   }
 
-  node(classType: string, id?: string, inputs: Record<string, unknown> = {}): GraphNode {
+  node(classType: string, id?: string, inputs: Record<string, unknown> = {}): GraphNodeClass {
     const nodeId = this.prefix + (id ?? String(this.idCounter++));
     const existing = this.nodes.get(nodeId);
     if (existing) return existing;
-    const n = new GraphNode(nodeId, classType, { ...inputs });
+    const n = new GraphNodeClass(nodeId, classType, { ...inputs });
     this.nodes.set(nodeId, n);
     return n;
   }
 
-  lookup(id: string): GraphNode | undefined {
+  lookup(id: string): GraphNodeClass | undefined {
     return this.nodes.get(this.prefix + id);
   }
 
@@ -224,7 +224,7 @@ export class GraphBuilder {
   }
 }
 
-export class GraphNode {
+class GraphNodeClass {
   overrideDisplayId?: string;
   constructor(
     readonly id: string,
@@ -237,7 +237,7 @@ export class GraphNode {
   }
   setInput(name: string, value: unknown): this {
     if (value === undefined) delete this.inputs[name];
-    else this.inputs[name] = value instanceof GraphNode ? value.out(0) : value;
+    else this.inputs[name] = value instanceof GraphNodeClass ? value.out(0) : value;
     return this;
   }
   setOverrideDisplayId(id: string): this {
@@ -250,6 +250,33 @@ export class GraphNode {
     return s;
   }
 }
+
+/**
+ * The API's classes, once per thread. A pack may reach this module by another
+ * path than the engine (the service runs from its bundle; a TypeScript pack is
+ * compiled with its imports), which would give it classes of its own: an
+ * `ExecutionBlocker` the engine does not recognise, a `GraphBuilder` whose id
+ * prefix the engine never sets. Whichever copy loads first registers its
+ * classes under a global symbol and every later copy uses those.
+ */
+interface ApiClasses {
+  ExecutionBlocker: typeof ExecutionBlockerClass;
+  InterruptError: typeof InterruptErrorClass;
+  GraphBuilder: typeof GraphBuilderClass;
+  GraphNode: typeof GraphNodeClass;
+}
+const SHARED_CLASSES = Symbol.for('comfy-workflow.node-api.classes.v1');
+const registry = globalThis as unknown as Record<symbol, ApiClasses | undefined>;
+const shared: ApiClasses = (registry[SHARED_CLASSES] ??= { ExecutionBlocker: ExecutionBlockerClass, InterruptError: InterruptErrorClass, GraphBuilder: GraphBuilderClass, GraphNode: GraphNodeClass });
+
+export const ExecutionBlocker = shared.ExecutionBlocker;
+export type ExecutionBlocker = ExecutionBlockerClass;
+export const InterruptError = shared.InterruptError;
+export type InterruptError = InterruptErrorClass;
+export const GraphBuilder = shared.GraphBuilder;
+export type GraphBuilder = GraphBuilderClass;
+export const GraphNode = shared.GraphNode;
+export type GraphNode = GraphNodeClass;
 
 /** `is_link`: a 2-item list whose first item is a string and second a number. */
 export function isLink(v: unknown): v is [string, number] {

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { threadId } from 'node:worker_threads';
 import type { NodeDefinition } from './api.ts';
 import { materialisingInputs } from './pending-images.ts';
 
@@ -29,17 +30,25 @@ function entryOf(dir: string, name: string): string | undefined {
  * default export of them). A pack that fails to load is reported, never fatal.
  */
 /**
- * Imports a pack module. A TypeScript pack under plain node (the service runs
- * from its bundle) is compiled with esbuild into `.build/` beside it first.
+ * Imports a pack module. Under plain node (the service runs from its bundle)
+ * a pack that is TypeScript, or that imports TypeScript (the node API's
+ * `api.ts`, as the README's example does), is compiled with esbuild into
+ * `.build/` beside it first; the API's classes are shared across copies
+ * (api.ts), so what the compiled pack builds is what the engine expects.
  */
 async function importPack(entry: string): Promise<Record<string, unknown>> {
   try {
     return await import(pathToFileURL(entry).href);
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ERR_UNKNOWN_FILE_EXTENSION' || !/\.m?ts$/.test(entry)) throw err;
+    if ((err as NodeJS.ErrnoException).code !== 'ERR_UNKNOWN_FILE_EXTENSION') throw err;
     const { build } = await import('esbuild');
-    const out = path.join(path.dirname(entry), '.build', `${path.basename(entry).replace(/\.m?ts$/, '')}.mjs`);
-    await build({ entryPoints: [entry], bundle: true, packages: 'external', platform: 'node', format: 'esm', outfile: out, logLevel: 'silent' });
+    const out = path.join(path.dirname(entry), '.build', `${path.basename(entry).replace(/\.(m?ts|m?js)$/, '')}.mjs`);
+    const built = await build({ entryPoints: [entry], bundle: true, packages: 'external', platform: 'node', format: 'esm', outfile: out, logLevel: 'silent', write: false });
+    // Every execution thread loads the packs too: each writes a file of its own and renames it into place, so none imports a half-written one.
+    fs.mkdirSync(path.dirname(out), { recursive: true });
+    const tmp = `${out}.${process.pid}.${threadId}.tmp`;
+    fs.writeFileSync(tmp, built.outputFiles[0]!.contents);
+    fs.renameSync(tmp, out);
     return import(pathToFileURL(out).href);
   }
 }
