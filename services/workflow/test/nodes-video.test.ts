@@ -5,7 +5,8 @@ import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { forEachStorage } from '@svc/testkit';
 import { upload } from './files-helpers.ts';
-import { startWorkflow } from './helpers.ts';
+import { randomUUID } from 'node:crypto';
+import { startWorkflow, WsClient } from './helpers.ts';
 import { readOutput, run, type Server } from './nodes-helpers.ts';
 
 /**
@@ -204,7 +205,44 @@ forEachStorage('workflow video and MP3 nodes', (storage) => {
     assert.equal(missing.status, 400);
   });
 
-  // Last: this server's --ffmpeg-path reaches the process's environment (the next server sets its own).
+  // These two come last: a server's --ffmpeg-path reaches the process's environment (the next server sets its own).
+  test('an interrupt kills the running ffmpeg and ends the prompt interrupted', async () => {
+    // A stand-in for ffmpeg that never finishes and says where it runs.
+    const dir = fs.mkdtempSync(path.join(srv.cfg.dataDir, 'fake-'));
+    const pidFile = path.join(dir, 'pid');
+    const fake = path.join(dir, 'ffmpeg');
+    fs.writeFileSync(fake, `#!/bin/sh\necho $$ > '${pidFile}'\nexec sleep 120\n`, { mode: 0o755 });
+    const slow = await startWorkflow(storage, { ffmpegPath: fake });
+    const clientId = randomUUID();
+    const ws = new WsClient(slow.url, clientId);
+    try {
+      await ws.opened;
+      fs.writeFileSync(path.join(slow.cfg.dataDir, 'input', 'tone.wav'), wav(8000, 800));
+      const q = await slow.http.post('/prompt', { prompt: { aud: s('LoadAudio', { audio: 'tone.wav' }), mp3: s('SaveAudioMP3', { audio: ['aud', 0], filename_prefix: 'x', quality: 'V0' }) }, client_id: clientId });
+      assert.equal(q.status, 200, q.text);
+      // Wait until the stand-in runs, then interrupt.
+      await ws.until((ms) => ms.some((m) => m.type === 'executing' && m.data.node === 'mp3'));
+      while (!fs.existsSync(pidFile) || fs.readFileSync(pidFile, 'utf8').trim() === '') await new Promise((r) => setImmediate(r));
+      const pid = Number(fs.readFileSync(pidFile, 'utf8'));
+      assert.equal((await slow.http.post('/interrupt', {})).status, 200);
+      const msgs = await ws.promptDone(q.body.prompt_id);
+      assert.ok(msgs.some((m) => m.type === 'execution_interrupted'), JSON.stringify(msgs.map((m) => m.type)));
+      // The child is gone (killed, and reaped by Node).
+      const alive = () => {
+        try {
+          process.kill(pid, 0);
+          return true;
+        } catch {
+          return false;
+        }
+      };
+      while (alive()) await new Promise((r) => setTimeout(r, 5));
+    } finally {
+      ws.close();
+      await slow.close();
+    }
+  });
+
   test('without ffmpeg the nodes are listed and fail with an error that names ffmpeg and how to install it', async () => {
     const bare = await startWorkflow(storage, { ffmpegPath: '/nonexistent/bin/ffmpeg' });
     try {
