@@ -149,7 +149,7 @@ forEachStorage('workflow video and MP3 nodes', (storage) => {
     assert.equal(Number(cv.nb_read_frames), 5);
   });
 
-  test('SaveWEBM: VP9 yuv420p at the given rate and crf, prompt tag, the reference ui shape', { skip: SKIP }, async () => {
+  test('SaveWEBM: VP9 yuv420p or AV1 yuv420p10le at the given rate and crf, prompt tag, the reference ui shape', { skip: SKIP }, async () => {
     const r = await run(srv, {
       img: s('EmptyImage', { width: 32, height: 32, batch_size: 3, color: 0xff0000 }),
       save: s('SaveWEBM', { images: ['img', 0], filename_prefix: 'clips/w', codec: 'vp9', fps: 8, crf: 40 }),
@@ -168,6 +168,15 @@ forEachStorage('workflow video and MP3 nodes', (storage) => {
     assert.equal(Number(v.nb_read_frames), 3);
     const tags = Object.fromEntries(Object.entries(info.format.tags ?? {}).map(([k, v]) => [k.toLowerCase(), v]));
     assert.equal(JSON.parse(tags.prompt as string).save.class_type, 'SaveWEBM');
+
+    // AV1: SVT-AV1 in 10-bit 4:2:0 (it needs at least 64×64, as the reference's).
+    const a = await run(srv, {
+      img: s('EmptyImage', { width: 64, height: 64, batch_size: 2, color: 0x00ff00 }),
+      save: s('SaveWEBM', { images: ['img', 0], filename_prefix: 'clips/a', codec: 'av1', fps: 24, crf: 32 }),
+    });
+    assert.equal(a.error, undefined, JSON.stringify(a.error));
+    const av1 = ffprobe(file(a.outputs.save.images[0])).streams[0];
+    assert.deepEqual([av1.codec_name, av1.pix_fmt, av1.avg_frame_rate, Number(av1.nb_read_frames)], ['av1', 'yuv420p10le', '24/1', 2]);
   });
 
   test('SaveAudioMP3: libmp3lame at the audio rate, V0 and constant bit rates, the prompt as an ID3 tag', { skip: SKIP }, async () => {
