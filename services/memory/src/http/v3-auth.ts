@@ -48,6 +48,7 @@ export const V3_POLICIES: Record<string, RoutePolicy> = {
   [`PUT ${W}`]: Wk,
   [`DELETE ${W}`]: Wk,
   [`POST ${W}/search`]: Wk,
+  [`POST ${W}/chat`]: Wk,
   [`GET ${W}/queue/status`]: Wk,
   [`POST ${W}/schedule_dream`]: Wk,
   [`POST ${W}/peers/list`]: Wk,

@@ -95,6 +95,7 @@ export const SessionCreate = Type.Object(
     metadata: OptObj,
     peers: Type.Optional(nullable(Type.Record(Type.String(), SessionPeerConfig))),
     configuration: Type.Optional(nullable(SessionConfiguration)),
+    scopes: Type.Optional(Type.Unknown({ description: 'Scopes are not served: any value other than null is a 422.' })),
   },
   { title: 'SessionCreate' },
 );
@@ -149,6 +150,7 @@ export const MessageSearchOptions = Type.Object(
     query: Type.String({ maxLength: 10000, description: 'Search query' }),
     filters: OptObj,
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 10, description: 'Number of results to return' })),
+    scope: Type.Optional(Type.Unknown({ description: 'Scopes are not served: any value other than null is a 422.' })),
   },
   { title: 'MessageSearchOptions' },
 );
@@ -188,7 +190,7 @@ export const PeerContext = Type.Object(
   { title: 'PeerContext' },
 );
 export const PeerRepresentationGet = Type.Object(
-  { session_id: Type.Optional(nullable(Type.String())), target: Type.Optional(nullable(Type.String())), filters: OptObj, ...searchParams },
+  { session_id: Type.Optional(nullable(Type.String())), target: Type.Optional(nullable(Type.String())), filters: OptObj, ...searchParams, scope: Type.Optional(Type.Unknown({ description: 'Scopes are not served: any value other than null is a 422.' })) },
   { title: 'PeerRepresentationGet' },
 );
 export const RepresentationResponse = Type.Object({ representation: Type.String() }, { title: 'RepresentationResponse' });
@@ -235,10 +237,35 @@ export const DialecticOptions = Type.Object(
     stream: Type.Optional(Type.Boolean({ default: false })),
     reasoning_level: Type.Optional(Type.String({ enum: ['minimal', 'low', 'medium', 'high', 'max'], default: 'low' })),
     response_format: OptObj,
+    include_evidence: Type.Optional(nullable(Type.Boolean({ description: 'Also return what the dialectic read (conclusions and messages).' }))),
+    scope: Type.Optional(Type.Unknown({ description: 'Scopes are not served: any value other than null is a 422.' })),
   },
   { title: 'DialecticOptions' },
 );
-export const DialecticResponse = Type.Object({ content: nullable(Type.String()) }, { title: 'DialecticResponse' });
+export const WorkspaceChatOptions = Type.Object(
+  {
+    query: Type.String({ minLength: 1, maxLength: 10000, description: 'Question about the workspace as a whole' }),
+    session_id: Type.Optional(nullable(Type.String())),
+    stream: Type.Optional(Type.Boolean({ default: false })),
+    reasoning_level: Type.Optional(Type.String({ enum: ['minimal', 'low', 'medium', 'high', 'max'], default: 'low' })),
+    response_format: OptObj,
+    include_evidence: Type.Optional(nullable(Type.Boolean())),
+    scope: Type.Optional(Type.Unknown({ description: 'Scopes are not served: any value other than null is a 422.' })),
+  },
+  { title: 'WorkspaceChatOptions' },
+);
+const Evidence = Type.Object(
+  {
+    conclusions: Type.Array(
+      Type.Object({ id: Type.String(), level: Type.String(), content: Type.String(), created_at: Type.String(), session_id: nullable(Type.String()), source_ids: Type.Array(Type.String()) }),
+    ),
+    messages: Type.Array(Type.Object({ id: Type.String(), session_id: Type.String(), peer_id: Type.String(), created_at: Type.String() })),
+    tool_calls: Type.Array(Type.Object({ tool_name: Type.String(), tool_input: Type.Record(Type.String(), Type.Unknown()) })),
+    reasoning_trace_id: nullable(Type.String()),
+  },
+  { title: 'Evidence' },
+);
+export const DialecticResponse = Type.Object({ content: nullable(Type.String()), evidence: Type.Optional(nullable(Evidence)) }, { title: 'DialecticResponse' });
 
 const WorkCounts = {
   total_work_units: Type.Integer(),

@@ -183,6 +183,22 @@ forEachStorage('memory v3 through @honcho-ai/sdk', (storage) => {
     assert.match(streamed, /nurse/);
     const structured: any = await alice.chat('Where does alice live?', { responseFormat: { type: 'object', properties: { answer: { type: 'string' } }, required: ['answer'] } } as any);
     assert.match(JSON.parse(structured).answer, /Lyon/);
+    // SDK 2.5: evidence, and the workspace-wide dialectic.
+    const withEvidence: any = await alice.chat('Where does alice live?', { includeEvidence: true } as any);
+    assert.match(withEvidence.content, /Lyon/);
+    assert.ok(withEvidence.evidence.conclusions.some((c: any) => c.content === 'alice lives in Lyon.'), JSON.stringify(withEvidence.evidence));
+    assert.ok(withEvidence.evidence.messages.length > 0 && withEvidence.evidence.messages.every((m: any) => m.peer_id && m.session_id && m.id));
+    assert.deepEqual(withEvidence.evidence.tool_calls, []);
+    const wsAnswer = await h.chat('Who lives in Lyon?');
+    assert.match(String(wsAnswer), /alice lives in Lyon/);
+    const wsStream: any = await h.chatStream('Who is a nurse?', { includeEvidence: true } as any);
+    let wsStreamed = '';
+    for await (const piece of wsStream) wsStreamed += piece;
+    assert.match(wsStreamed, /nurse/);
+    assert.ok(wsStream.evidence && wsStream.evidence.conclusions.length > 0, 'evidence arrives on the last frame');
+    const inSession: any = await h.chat('What is the dog called?', { session: session, includeEvidence: true } as any);
+    assert.ok(inSession.evidence.messages.every((m: any) => m.session_id === 's1'));
+    await assert.rejects(h.chat('x', { scope: 'team' } as any), UnprocessableEntityError);
     await h.scheduleDream({ observer: alice } as any);
     await waitFor(async () => {
       const st: any = await h.queueStatus();

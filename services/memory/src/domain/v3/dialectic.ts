@@ -12,7 +12,8 @@ import { sessionAllowlist } from './memory.ts';
 import { ensurePeers } from './peers.ts';
 import { aboutPeer } from './reasoning.ts';
 import { requireSession } from './sessions.ts';
-import { validation } from './util.ts';
+import { refuseScope, ts, validation } from './util.ts';
+import { requireWorkspace } from './workspaces.ts';
 
 export interface DialecticOptions {
   query: string;
@@ -22,6 +23,8 @@ export interface DialecticOptions {
   stream?: boolean;
   reasoning_level?: 'minimal' | 'low' | 'medium' | 'high' | 'max';
   response_format?: Record<string, unknown> | null;
+  include_evidence?: boolean | null;
+  scope?: unknown;
 }
 
 /** Conclusions recalled per reasoning level (the reference's agent searches deeper as the level rises). */
@@ -42,11 +45,21 @@ export function compileResponseFormat(schema: Record<string, unknown> | null | u
   }
 }
 
+/** What the dialectic read while answering (the SDK's `Evidence`): no agent tools run here, so `tool_calls` is empty. */
+export interface Evidence {
+  conclusions: Array<{ id: string; level: string; content: string; created_at: string; session_id: string | null; source_ids: string[] }>;
+  messages: Array<{ id: string; session_id: string; peer_id: string; created_at: string }>;
+  tool_calls: Array<{ tool_name: string; tool_input: Record<string, unknown> }>;
+  reasoning_trace_id: string | null;
+}
+
 export interface Prepared {
   observer: string;
+  /** The peer asked about; '' for a workspace-wide question. */
   observed: string;
   facts: string[];
   recent: Array<{ peer: string; content: string }>;
+  evidence: Evidence;
   messages: ChatMessage[];
   check?: ((v: unknown) => boolean) & { errors?: any[] };
   schema?: Record<string, unknown>;
@@ -54,6 +67,7 @@ export interface Prepared {
 
 /** Validation, then retrieval: the pair's conclusions relevant to the query and the recent messages in scope. */
 export async function prepareChat(ctx: Ctx, workspace: string, peer: string, o: DialecticOptions): Promise<Prepared> {
+  noScopes(o);
   const allow = sessionAllowlist(o.filters, o.session_id);
   const check = compileResponseFormat(o.response_format);
   await ctx.storage.db.transaction().execute((trx) => ensurePeers(trx, ctx, workspace, [{ id: peer }]));
@@ -62,24 +76,61 @@ export async function prepareChat(ctx: Ctx, workspace: string, peer: string, o: 
   const observed = o.target ?? peer;
   const sessions = allow ?? (o.session_id ? [o.session_id] : undefined);
   const found = await recallConclusions(ctx, workspace, { observer, observed, sessions }, o.query, RECALL[o.reasoning_level ?? 'low'] ?? 10);
-  let q = ctx.storage.db.selectFrom('v3_messages').select(['peer', 'content']).where('workspace', '=', workspace) as any;
+  const recent = await recentMessages(ctx, workspace, sessions, observed);
+  return assemble(o, observer, observed, found, recent, check, `conclusions about ${observed}`);
+}
+
+/**
+ * `POST /v3/workspaces/{w}/chat` (SDK 2.5's `honcho.chat`): the same
+ * dialectic over the whole workspace — conclusions of every observer/observed
+ * pair relevant to the query, and the newest messages of the workspace (or
+ * of `session_id`).
+ */
+export async function prepareWorkspaceChat(ctx: Ctx, workspace: string, o: DialecticOptions): Promise<Prepared> {
+  noScopes(o);
+  const check = compileResponseFormat(o.response_format);
+  await requireWorkspace(ctx.storage.db, workspace);
+  if (o.session_id) await requireSession(ctx.storage.db, workspace, o.session_id);
+  const sessions = o.session_id ? [o.session_id] : undefined;
+  const found = await recallConclusions(ctx, workspace, { observer: undefined, observed: undefined, sessions }, o.query, RECALL[o.reasoning_level ?? 'low'] ?? 10);
+  const recent = await recentMessages(ctx, workspace, sessions ?? null, undefined);
+  return assemble(o, '', '', found, recent, check, 'conclusions about the peers of this workspace');
+}
+
+/** Scopes (SDK 2.5's `scope` option) are not served: a clear 422 rather than an answer that ignored it. */
+function noScopes(o: DialecticOptions): void {
+  refuseScope(o.scope);
+}
+
+/** The newest messages of the sessions given (all sessions when null), else those `peer` sent. */
+async function recentMessages(ctx: Ctx, workspace: string, sessions: string[] | null | undefined, peer: string | undefined): Promise<any[]> {
+  let q = ctx.storage.db.selectFrom('v3_messages').select(['id', 'session', 'peer', 'content', 'created_at']).where('workspace', '=', workspace) as any;
   if (sessions) q = sessions.length ? q.where('session', 'in', sessions) : q.where('id', '=', '');
-  else q = q.where('peer', '=', observed);
-  const recent = ((await q.orderBy('seq', 'desc').limit(RECENT_MESSAGES).execute()) as any[]).reverse();
+  else if (peer !== undefined) q = q.where('peer', '=', peer);
+  return ((await q.orderBy('seq', 'desc').limit(RECENT_MESSAGES).execute()) as any[]).reverse();
+}
+
+function assemble(o: DialecticOptions, observer: string, observed: string, found: any[], recent: any[], check: Prepared['check'], heading: string): Prepared {
   const facts = found.map((r: any) => String(r.content));
   const parts: string[] = [];
-  if (facts.length) parts.push(`conclusions about ${observed}:\n` + facts.map((f) => `- ${f}`).join('\n'));
+  if (facts.length) parts.push(`${heading}:\n` + facts.map((f) => `- ${f}`).join('\n'));
   if (recent.length) parts.push('recent messages:\n' + recent.map((m) => `${m.peer}: ${m.content}`).join('\n'));
   let prompt = dialecticPrompt(o.query, parts.length ? parts.join('\n\n') : 'None');
   if (o.response_format) prompt += `\n\nAnswer only with a JSON object that validates against this JSON Schema:\n${JSON.stringify(o.response_format)}`;
-  return { observer, observed, facts, recent, messages: [{ role: 'user', content: prompt }], check, schema: o.response_format ?? undefined };
+  const evidence: Evidence = {
+    conclusions: found.map((r: any) => ({ id: r.id, level: r.level, content: r.content, created_at: r.created_at, session_id: r.session_id ?? null, source_ids: [] })),
+    messages: recent.map((m) => ({ id: m.id, session_id: m.session, peer_id: m.peer, created_at: ts(m.created_at) })),
+    tool_calls: [],
+    reasoning_trace_id: null,
+  };
+  return { observer, observed, facts, recent: recent.map((m) => ({ peer: m.peer, content: m.content })), evidence, messages: [{ role: 'user', content: prompt }], check, schema: o.response_format ?? undefined };
 }
 
 /** The answer without a model: the most relevant conclusions (and facts stated in recent messages), best first. */
 export function extractive(p: Prepared, query: string): string[] {
-  const stated = p.recent.filter((m) => m.peer === p.observed).flatMap((m) => extractFacts(m.content).map((f) => aboutPeer(f, p.observed)));
+  const stated = p.recent.filter((m) => !p.observed || m.peer === p.observed).flatMap((m) => extractFacts(m.content).map((f) => aboutPeer(f, m.peer)));
   // The peer's name is the subject every fact shares: it stands where "the user" stood in the seed's facts.
-  const focusName = (t: string) => t.split(p.observed).join('the user');
+  const focusName = (t: string) => (p.observed ? t.split(p.observed).join('the user') : t);
   const scored = [...p.facts, ...stated]
     .map((fact, i) => ({ fact, i, score: Math.max(relevance(query, fact), relevance(focusName(query), focusName(fact))) }))
     .filter((c) => c.score >= RELEVANCE_THRESHOLD)
@@ -125,7 +176,7 @@ const LLM_FAILED = 'LLM request failed';
 export async function answer(p: Prepared, query: string, llm: LlmClient | undefined): Promise<string> {
   if (!llm) {
     const facts = extractive(p, query);
-    const text = facts.length ? facts.join(' ') : `I don't have enough information about ${p.observed} to answer that.`;
+    const text = facts.length ? facts.join(' ') : p.observed ? `I don't have enough information about ${p.observed} to answer that.` : "I don't have enough information to answer that.";
     if (!p.check) return text;
     const value = fill(p.schema, text, facts);
     if (!p.check(value)) throw validation(`response_format cannot be satisfied without a configured LLM: ${ajv.errorsText(p.check.errors)}`);

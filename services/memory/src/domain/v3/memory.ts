@@ -2,7 +2,7 @@ import type { Ctx } from '../context.ts';
 import { recallConclusions } from './conclusions.ts';
 import { setPeerCard } from './reasoning.ts';
 import { requireSession } from './sessions.ts';
-import { estimateTokens, meta, notFound, ts, validation } from './util.ts';
+import { estimateTokens, meta, notFound, refuseScope, ts, validation } from './util.ts';
 import { messageToJson } from './wire.ts';
 
 /** The reference's WORKING_REPRESENTATION_MAX_OBSERVATIONS and GET_CONTEXT_MAX_TOKENS. */
@@ -78,6 +78,7 @@ export async function workingRepresentation(ctx: Ctx, workspace: string, observe
 }
 
 export async function getRepresentation(ctx: Ctx, workspace: string, peer: string, o: RepresentationOptions) {
+  refuseScope((o as { scope?: unknown }).scope);
   const sessions = sessionAllowlist(o.filters, o.session_id);
   const scoped = sessions ?? (o.session_id ? [o.session_id] : undefined);
   const rows = await workingRepresentation(ctx, workspace, peer, o.target ?? peer, o, scoped);

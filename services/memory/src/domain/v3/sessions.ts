@@ -4,7 +4,7 @@ import { nextSeq, type Meta } from '../values.ts';
 import { compileFilter, SESSION_FILTER } from './filter.ts';
 import { pageQuery, pagingOf, type V3Paging } from './paging.ts';
 import { ensurePeers } from './peers.ts';
-import { badRequest, checkNewName, meta, nanoid, notFound } from './util.ts';
+import { badRequest, checkNewName, meta, nanoid, notFound, refuseScope } from './util.ts';
 import { peerToJson, sessionToJson } from './wire.ts';
 import { dropNones, DELETE_TASK, ensureWorkspace } from './workspaces.ts';
 
@@ -128,7 +128,8 @@ async function joinPeers(trx: Kysely<any>, ctx: Ctx, workspace: string, session:
   void observers;
 }
 
-export async function getOrCreateSession(ctx: Ctx, workspace: string, input: Parameters<typeof ensureSession>[3]) {
+export async function getOrCreateSession(ctx: Ctx, workspace: string, input: Parameters<typeof ensureSession>[3] & { scopes?: unknown }) {
+  refuseScope(input.scopes, 'scopes');
   const { created, row } = await ctx.storage.db.transaction().execute((trx) => ensureSession(trx, ctx, workspace, input));
   return { created, session: sessionToJson(row) };
 }

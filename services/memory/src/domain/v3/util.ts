@@ -26,6 +26,11 @@ export function checkNewName(kind: 'Workspace' | 'Peer' | 'Session', names: stri
   if (bad.length) throw validation(`${kind} name(s) ${pyList(bad)} must match pattern ${NAME_PATTERN}`);
 }
 
+/** Scopes (SDK 2.5) are not served: a `scope`/`scopes` option is a clear 422, never silently ignored. */
+export function refuseScope(v: unknown, field = 'scope'): void {
+  if (v !== undefined && v !== null) throw validation(`${field} is not supported by this server (scopes are not implemented)`);
+}
+
 /** Python's repr of a list of strings, as the reference's messages print them. */
 export function pyList(items: string[]): string {
   return `[${items.map((s) => `'${s.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`).join(', ')}]`;

@@ -3,6 +3,7 @@ import type { Ctx } from '../../domain/context.ts';
 import { getPeerCard, getPeerContext, getRepresentation, getSessionContext, getSummaries, putPeerCard, queueStatus } from '../../domain/v3/memory.ts';
 import { scheduleDream } from '../../domain/v3/dreams.ts';
 import { searchMessages } from '../../domain/v3/recall.ts';
+import { refuseScope } from '../../domain/v3/util.ts';
 import {
   MessageList,
   MessageSearchOptions,
@@ -30,17 +31,17 @@ export function v3MemoryRoutes(app: App, ctx: Ctx): void {
   app.post(
     `${W}/search`,
     { schema: { ...v3op('workspaces', 'Search Workspace', MessageList, 200, 'Hybrid (full-text and semantic) search of the messages of a Workspace, with optional filters.'), params: WorkspaceParams, body: MessageSearchOptions } },
-    (req) => searchMessages(ctx, req.params.workspace_id, {}, req.body.query, req.body.filters, req.body.limit ?? 10),
+    (req) => refuseScope(req.body.scope) ?? searchMessages(ctx, req.params.workspace_id, {}, req.body.query, req.body.filters, req.body.limit ?? 10),
   );
   app.post(
     `${W}/peers/:peer_id/search`,
     { schema: { ...v3op('peers', 'Search Peer', MessageList, 200, 'Search the messages a Peer sent.'), params: PeerParams, body: MessageSearchOptions } },
-    (req) => searchMessages(ctx, req.params.workspace_id, { peer: req.params.peer_id }, req.body.query, req.body.filters, req.body.limit ?? 10),
+    (req) => refuseScope(req.body.scope) ?? searchMessages(ctx, req.params.workspace_id, { peer: req.params.peer_id }, req.body.query, req.body.filters, req.body.limit ?? 10),
   );
   app.post(
     `${W}/sessions/:session_id/search`,
     { schema: { ...v3op('sessions', 'Search Session', MessageList, 200, 'Search the messages of a Session.'), params: SessionParams, body: MessageSearchOptions } },
-    (req) => searchMessages(ctx, req.params.workspace_id, { session: req.params.session_id }, req.body.query, req.body.filters, req.body.limit ?? 10),
+    (req) => refuseScope(req.body.scope) ?? searchMessages(ctx, req.params.workspace_id, { session: req.params.session_id }, req.body.query, req.body.filters, req.body.limit ?? 10),
   );
   app.get(
     `${W}/sessions/:session_id/context`,
