@@ -249,7 +249,7 @@ async function main() {
   console.log(`ratio   : throughput ${(median(svc.rate) / median(base.rate)).toFixed(2)}, latency ${(median(svc.lat1) / median(base.lat1)).toFixed(2)}x`);
   if (args['main-thread']) {
     const m = results.main!;
-    console.log(`main thread (--execution-threads 0): ${median(m.rate).toFixed(0)} prompts/s, sequential latency p50 ${median(m.lat1).toFixed(2)} ms; threads / main: throughput ${(median(svc.rate) / median(m.rate)).toFixed(2)}, latency ${(median(svc.lat1) / median(m.lat1)).toFixed(2)}x`);
+    console.log(`main thread (--execution-threads 0): ${median(m.rate).toFixed(0)} prompts/s (${median(m.perCpu).toFixed(0)} per server CPU-second), sequential latency p50 ${median(m.lat1).toFixed(2)} ms; threads / main: throughput ${(median(svc.rate) / median(m.rate)).toFixed(2)}, latency ${(median(svc.lat1) / median(m.lat1)).toFixed(2)}x`);
   }
   const starts: Array<{ ms: number; rss: number }> = [];
   for (let i = 0; i < rounds; i++) starts.push(await startupAndRss());

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import { after, before, test } from 'node:test';
 import { forEachStorage, type StorageKind } from '@svc/testkit';
 import { TEST_LIMITS, signupUser } from './cloud-helpers.ts';
@@ -48,6 +49,14 @@ forEachStorage('execution threads', (storage: StorageKind) => {
   after(async () => {
     ws.close();
     await srv.close();
+  });
+
+  test('execution threads run nicer than the thread that answers requests (Linux)', { skip: process.platform !== 'linux' }, async () => {
+    await stillRuns(srv, ws, 'nice');
+    const niceOf = (task: string) => Number(fs.readFileSync(`/proc/self/task/${task}/stat`, 'utf8').split(') ')[1]!.split(' ')[16]);
+    const base = niceOf(String(process.pid));
+    const tasks = fs.readdirSync('/proc/self/task').map((t) => ({ t, nice: niceOf(t) }));
+    assert.ok(tasks.some((x) => x.nice === Math.min(19, base + 5)), JSON.stringify(tasks));
   });
 
   test('the API and WebSockets answer while a node computes for seconds without yielding', async () => {

@@ -204,6 +204,8 @@ export class PromptRunner implements ClaimHandler {
   private readonly wakers = new Set<() => void>();
   private stopped = true;
   private loopDone: Promise<void> = Promise.resolve();
+  /** Ends being recorded while the slot's next prompt already runs. */
+  private readonly recordings = new Set<Promise<void>>();
   private pendingFree = false;
   private readonly inserter: PromptInserter;
   /**
@@ -261,6 +263,7 @@ export class PromptRunner implements ClaimHandler {
     this.wakeAll();
     if (this.o.shared) await this.o.shared.stop();
     await this.loopDone;
+    await Promise.all([...this.recordings]);
   }
 
   /** queue_remaining read from the database now (shared queue), else the kept count. */
@@ -723,37 +726,19 @@ export class PromptRunner implements ClaimHandler {
     });
     let status: JobStatus = 'failed';
     let result: RunResult | undefined;
-    let next: PromptRecord | null = null;
-    try {
-      const scope = this.o.scopeFor?.(record.owner) ?? { dirs: this.o.dirs };
-      await this.o.fetchInputs?.(record.prompt, scope.dirs);
-      result = await this.o.executor.run({
-        promptId: record.id,
-        prompt: record.prompt,
-        outputs: record.outputsToExecute,
-        extraData: { ...record.extraData, ...(record.sensitive ?? {}) },
-        sink,
-        interrupt: current.interrupt,
-        env: { ...scope, fileWritten: this.fileWrittenFor(record), secret: this.o.readSecret && ((name: string) => this.o.readSecret!(record.owner, name)) },
-      }, record.owner);
-      status = result.status === 'success' ? 'completed' : result.interrupted ? 'cancelled' : 'failed';
-    } finally {
+    /** Records the run's end (claiming the next prompt in the same transaction when asked) and lets its last messages go. */
+    const finish = async (fusedClaim: boolean): Promise<PromptRecord | null> => {
+      let next: PromptRecord | null = null;
       const completion: { status: JobStatus; endTime: number; outputs: RunResult['outputs']; meta: RunResult['meta']; messages: RunResult['messages'] } = { status, endTime: Date.now(), outputs: result?.outputs ?? {}, meta: result?.meta ?? {}, messages: result?.messages ?? [] };
-      engineFree?.();
       let recorded = false;
       let remaining: number | undefined;
       try {
-        // With nothing else known to be queued, the end is recorded alone (a prompt stored meanwhile is claimed by the loop).
-        // Shared queue: the next prompt comes with the next job; history is trimmed every so many ends (its count is everyone's).
-        // A per-owner limit is checked by its own claim, not the one fused with the end.
-        const limited = (this.o.slots ?? 1) > 1 && (this.o.maxPerOwner ?? 0) > 0;
-        const claimNext = !this.o.shared && !this.stopped && this.remaining > 1 && !limited;
         // Shared queue with per-owner status: the owner's count comes back with the end (no second query for the status).
         const countOwner = this.o.shared !== undefined && this.o.perOwnerStatus === true;
         const trim = this.historyTrim();
         let done: Awaited<ReturnType<typeof completeAndClaimNext>>;
         try {
-          done = await completeAndClaimNext(this.o.storage, record.id, completion, claimNext ? this.workerId : null, trim, countOwner);
+          done = await completeAndClaimNext(this.o.storage, record.id, completion, fusedClaim ? this.workerId : null, trim, countOwner);
         } catch (err) {
           // Outputs that cannot be stored (they are bounded, so this is the database refusing them) must not leave the
           // prompt running forever or uncharged: it ends failed, without them, and says why.
@@ -786,7 +771,48 @@ export class PromptRunner implements ClaimHandler {
         flushHeld();
         settle();
       }
+      return next;
+    };
+    try {
+      const scope = this.o.scopeFor?.(record.owner) ?? { dirs: this.o.dirs };
+      await this.o.fetchInputs?.(record.prompt, scope.dirs);
+      result = await this.o.executor.run({
+        promptId: record.id,
+        prompt: record.prompt,
+        outputs: record.outputsToExecute,
+        extraData: { ...record.extraData, ...(record.sensitive ?? {}) },
+        sink,
+        interrupt: current.interrupt,
+        env: { ...scope, fileWritten: this.fileWrittenFor(record), secret: this.o.readSecret && ((name: string) => this.o.readSecret!(record.owner, name)) },
+      }, record.owner);
+      status = result.status === 'success' ? 'completed' : result.interrupted ? 'cancelled' : 'failed';
+    } catch (err) {
+      engineFree?.();
+      await finish(false);
+      throw err;
     }
-    return next;
+    engineFree?.();
+    // With nothing else known to be queued, the end is recorded alone (a prompt stored meanwhile is claimed by the loop).
+    // Shared queue: the next prompt comes with the next job; history is trimmed every so many ends (its count is everyone's).
+    // A per-owner limit is checked by its own claim, not one that comes with the end.
+    const limited = (this.o.slots ?? 1) > 1 && (this.o.maxPerOwner ?? 0) > 0;
+    const more = !this.o.shared && !this.stopped && this.remaining > 1 && !limited;
+    if (!more || !this.o.executor.offThread) return finish(more);
+    // Prompts run in a thread: the next one is claimed and handed to it first, and this one's end is recorded while it
+    // runs (its messages wait for this one's last, through the slot's lastSent chain).
+    let early: PromptRecord | null = null;
+    try {
+      early = await claimNext(this.o.storage, this.workerId, Date.now());
+    } catch (err) {
+      this.o.log.error({ err }, 'claiming the next prompt failed');
+    }
+    if (!early) return finish(false);
+    const recording = finish(false).then(
+      () => {},
+      (err) => this.o.log.error({ err, prompt_id: record.id }, 'recording the end of a prompt failed'),
+    );
+    this.recordings.add(recording);
+    void recording.finally(() => this.recordings.delete(recording));
+    return early;
   }
 }

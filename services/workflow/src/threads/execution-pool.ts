@@ -26,6 +26,8 @@ type Log = { warn(o: object, m: string): void; error(o: object, m: string): void
 /** What the prompt runner needs of an engine: the main thread's Executor, or the pool of execution threads. */
 export interface Engine {
   readonly registry: NodeRegistry;
+  /** Prompts run outside the main thread: the runner may record one prompt's end while the next already runs. */
+  readonly offThread?: boolean;
   /** Runs one prompt; `affinity` (the owner) prefers the slot that ran that owner's last prompt, whose cache holds its values. */
   run(spec: PromptRun, affinity?: string): Promise<RunResult>;
   freeMemory(): void;
@@ -73,6 +75,8 @@ interface ActiveRun {
 class ExecutionThread {
   private worker: Worker | undefined;
   private ready!: Promise<void>;
+  /** Whether `ready` has settled fulfilled for the current thread. */
+  private isReady = false;
   private readonly flag = new Int32Array(new SharedArrayBuffer(4));
   private seq = 0;
   private active: ActiveRun | null = null;
@@ -105,10 +109,12 @@ class ExecutionThread {
       execArgv: [],
     });
     this.worker = worker;
+    this.isReady = false;
     this.ready = new Promise<void>((resolve, reject) => {
       const onReady = (m: FromThread) => {
         if (m.t !== 'ready') return;
         worker.off('message', onReady);
+        if (this.worker === worker) this.isReady = true;
         resolve();
       };
       worker.on('message', onReady);
@@ -146,36 +152,10 @@ class ExecutionThread {
         onAbort: () => this.interrupt(run),
       };
       this.active = run;
-      void this.ready.then(
-        () => {
-          if (this.active !== run) return;
-          const env = spec.env;
-          const calls: EnvCall[] = [];
-          if (env.canRead) calls.push('canRead');
-          if (env.fileWritten) calls.push('fileWritten');
-          if (env.secret) calls.push('secret');
-          this.post({
-            t: 'run',
-            seq,
-            promptId: spec.promptId,
-            prompt: spec.prompt,
-            outputs: spec.outputs,
-            extraData: spec.extraData,
-            dirs: env.dirs,
-            calls,
-            client: typeof spec.extraData.client_id === 'string',
-          });
-          if (spec.interrupt.signal.aborted) this.interrupt(run);
-          else spec.interrupt.signal.addEventListener('abort', run.onAbort, { once: true });
-          if (this.o.timeLimitMs > 0) {
-            run.timers.push(
-              setTimeout(() => {
-                const s = this.o.timeLimitMs / 1000;
-                this.kill(run, 'error', { type: 'TimeoutError', message: `The prompt ran longer than its time limit of ${s} s (--prompt-time-limit)` });
-              }, this.o.timeLimitMs),
-            );
-          }
-        },
+      // A thread already up gets the prompt now, not a microtask later: the POST answer is written meanwhile.
+      if (this.isReady) this.dispatch(run);
+      else void this.ready.then(
+        () => this.dispatch(run),
         (err) => {
           // The thread could not start (a pack that throws in it, an exhausted heap): the run fails, the next one tries a new thread.
           if (this.active !== run) return;
@@ -184,6 +164,38 @@ class ExecutionThread {
         },
       );
     });
+  }
+
+  /** Hands the run to the thread (once it is ready) and arms its interrupt and time limit. */
+  private dispatch(run: ActiveRun): void {
+    const { spec, seq } = run;
+    if (this.active !== run) return;
+    const env = spec.env;
+    const calls: EnvCall[] = [];
+    if (env.canRead) calls.push('canRead');
+    if (env.fileWritten) calls.push('fileWritten');
+    if (env.secret) calls.push('secret');
+    this.post({
+      t: 'run',
+      seq,
+      promptId: spec.promptId,
+      prompt: spec.prompt,
+      outputs: spec.outputs,
+      extraData: spec.extraData,
+      dirs: env.dirs,
+      calls,
+      client: typeof spec.extraData.client_id === 'string',
+    });
+    if (spec.interrupt.signal.aborted) this.interrupt(run);
+    else spec.interrupt.signal.addEventListener('abort', run.onAbort, { once: true });
+    if (this.o.timeLimitMs > 0) {
+      run.timers.push(
+        setTimeout(() => {
+          const s = this.o.timeLimitMs / 1000;
+          this.kill(run, 'error', { type: 'TimeoutError', message: `The prompt ran longer than its time limit of ${s} s (--prompt-time-limit)` });
+        }, this.o.timeLimitMs),
+      );
+    }
   }
 
   private interrupt(run: ActiveRun): void {
@@ -353,6 +365,7 @@ class ExecutionThread {
     this.o.log.error({ err }, oom ? 'an execution thread ran out of memory' : 'an execution thread died');
     // Started again by the next run, not now: a thread that dies as it starts must not be restarted in a loop.
     this.worker = undefined;
+    this.isReady = false;
     if (run) {
       this.finish(run);
       const limit = this.o.memoryLimitMb > 0 ? `its memory limit of ${this.o.memoryLimitMb} MB (--prompt-memory-limit)` : 'the memory an execution thread may use';
@@ -374,6 +387,7 @@ class ExecutionThread {
 /** Execution slots: one thread each; a prompt goes to a free one, preferably the one that last ran its owner's prompt. */
 export class ExecutionPool implements Engine {
   readonly registry: NodeRegistry;
+  readonly offThread = true;
   private readonly threads: ExecutionThread[];
 
   constructor(o: PoolOptions) {

@@ -4,6 +4,8 @@
  * time. Node code runs here, so a node that computes for seconds never holds
  * the thread that answers HTTP and WebSockets.
  */
+import fs from 'node:fs';
+import os from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import { Executor, InterruptSignal, type ExecutionSink } from '../engine/executor.ts';
 import type { ProgressRegistry } from '../engine/progress.ts';
@@ -13,6 +15,23 @@ import type { EnvCall, FromThread, RunEnd, RunEvent, ThreadInit, ToThread } from
 
 const port = parentPort!;
 const init = workerData as ThreadInit;
+
+lowerPriority(init.config.execution?.nice ?? 0);
+
+/**
+ * Makes this thread nicer than the process (Linux: setpriority on the thread's own id). Waking an idle thread
+ * of equal priority lets it preempt the waker on a busy core: the main thread, in the middle of answering a
+ * request, would wait for the prompt it has just handed over.
+ */
+function lowerPriority(nice: number): void {
+  if (nice <= 0 || process.platform !== 'linux') return;
+  try {
+    const tid = Number(fs.readlinkSync('/proc/thread-self').split('/').pop());
+    if (Number.isInteger(tid) && tid > 0) os.setPriority(tid, Math.min(19, os.getPriority(tid) + nice));
+  } catch {
+    // No /proc, or not allowed: the thread keeps the process's priority.
+  }
+}
 const interruptFlag = new Int32Array(init.interruptFlag);
 
 function post(m: FromThread): void {
