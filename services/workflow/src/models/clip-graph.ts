@@ -13,11 +13,18 @@ import { DataType } from './onnx-proto.ts';
 /**
  * @param stopAtLayer the reference's clip_layer: -1 = last layer, -2 = the one before …
  */
-export function buildClipGraph(g: OnnxGraph, cfg: ClipConfig, stopAtLayer = -1): Uint8Array {
+export function buildClipGraph(g: OnnxGraph, cfg: ClipConfig, stopAtLayer = -1, withEmbeddings = false): Uint8Array {
   const D = cfg.hiddenSize;
   const tokens = g.input('tokens', DataType.INT64, ['batch', 77]);
   const positions = g.i64(Array.from({ length: 77 }, (_, i) => i), [77]);
-  let x = g.add(g.op('Gather', [g.w('embeddings.token_embedding.weight'), tokens], { axis: 0 }), g.op('Gather', [g.w('embeddings.position_embedding.weight'), positions], { axis: 0 }));
+  let tokenVectors = g.op('Gather', [g.w('embeddings.token_embedding.weight'), tokens], { axis: 0 });
+  if (withEmbeddings) {
+    // Textual inversions: where `use_embeds` is set, the vector from `embeds` replaces the token's (process_tokens).
+    const embeds = g.input('embeds', DataType.FLOAT, ['batch', 77, D]);
+    const use = g.input('use_embeds', DataType.BOOL, ['batch', 77, 1]);
+    tokenVectors = g.op('Where', [use, embeds, tokenVectors]);
+  }
+  let x = g.add(tokenVectors, g.op('Gather', [g.w('embeddings.position_embedding.weight'), positions], { axis: 0 }));
   // Causal mask: -max-float above the diagonal, as the reference builds it.
   const mask: number[] = [];
   for (let i = 0; i < 77; i++) for (let j = 0; j < 77; j++) mask.push(j > i ? -3.4028234663852886e38 : 0);

@@ -21,10 +21,11 @@ export const START_TOKEN = 49406;
 export const END_TOKEN = 49407;
 export const CHUNK_LENGTH = 77;
 
-/** One token id with its weight (embedding vectors come with textual inversions, not yet supported). */
+/** One token id with its weight, or a textual inversion's vector in place of a token (`token` is then 0). */
 export interface WeightedToken {
   token: number;
   weight: number;
+  embedding?: Float32Array;
 }
 
 /** [byte → symbol table, the symbols in CLIP's vocabulary order]. */
@@ -217,8 +218,8 @@ export function tokenWeights(text: string, weight = 1.0): [string, number][] {
 }
 
 export interface TokenizeOptions {
-  /** Whether models/embeddings holds a textual inversion of this name (a match is refused: not supported yet). */
-  embeddingExists?: (name: string) => boolean;
+  /** The vectors of the textual inversion `embedding:<name>` names, or undefined when models/embeddings has none of that name. */
+  embedding?: (name: string) => Float32Array[] | undefined;
 }
 
 /**
@@ -239,13 +240,19 @@ export function tokenizeWithWeights(text: string, tok = ClipTokenizer.shared(), 
         const [name = '', ...rest] = word.slice('embedding:'.length).replace(/^\n+|\n+$/g, '').split(/\s+/);
         let leftover = rest.join(' ');
         const stripped = name.replace(/^,+|,+$/g, '');
+        // _try_get_embedding: the name as written, then without its commas (which then go back into the text).
+        let vectors: Float32Array[] | undefined;
+        let asWritten = false;
         for (const candidate of stripped.length < name.length ? [name, stripped] : [name]) {
-          if (candidate && opts.embeddingExists?.(candidate)) {
-            throw new Error(`embedding:${candidate}: textual inversion embeddings are not supported yet`);
+          vectors = candidate ? opts.embedding?.(candidate) : undefined;
+          if (vectors) {
+            asWritten = candidate === name;
+            break;
           }
         }
-        // Not found: the reference warns and drops the name (keeping commas stripped from it).
-        if (stripped.length < name.length) leftover = `${name.slice(stripped.length)} ${leftover}`;
+        if (vectors) groups.push(vectors.map((embedding) => ({ token: 0, weight, embedding })));
+        // A name not found is dropped, as the reference does (with a warning).
+        if (!asWritten && stripped.length < name.length) leftover = `${name.slice(stripped.length)} ${leftover}`;
         if (leftover === '') continue;
         word = leftover;
       }

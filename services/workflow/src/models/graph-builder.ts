@@ -7,6 +7,7 @@
  * same checkpoint gives the same numbers (within float32 rounding).
  */
 import { DataType, encodeModel, type GraphSpec, type NodeSpec, type TensorValue, type ValueInfo } from './onnx-proto.ts';
+import type { WeightPatches } from './lora.ts';
 import { ModelFileError, type SafetensorsFile } from './safetensors.ts';
 
 const ONNX_DTYPE: Record<string, number> = { F32: DataType.FLOAT, F16: DataType.FLOAT16, BF16: DataType.BFLOAT16, F64: DataType.DOUBLE };
@@ -18,6 +19,11 @@ export class OnnxGraph {
   private readonly inputs: ValueInfo[] = [];
   private readonly outputs: ValueInfo[] = [];
   private n = 0;
+  /** LoRA-patched weights: their float32 values come from the patches file instead of the checkpoint. */
+  readonly patches?: WeightPatches;
+
+  /** Patches for the graphs built while a patched model's session is made (set around the synchronous build, see sd1.ts). */
+  static activePatches: WeightPatches | undefined;
 
   /**
    * @param file the checkpoint
@@ -28,7 +34,10 @@ export class OnnxGraph {
     readonly file: SafetensorsFile,
     readonly location: string,
     readonly prefix: string,
-  ) {}
+  ) {
+    const p = OnnxGraph.activePatches;
+    if (p && p.target === file && p.prefix === prefix && !p.empty) this.patches = p;
+  }
 
   has(key: string): boolean {
     return this.file.has(this.prefix + key);
@@ -57,6 +66,13 @@ export class OnnxGraph {
     const full = this.prefix + key;
     const known = this.weightNames.get(full);
     if (known) return known;
+    const patched = this.patches?.plan.get(full);
+    if (patched) {
+      const name = `p:${full}`;
+      this.inits.push({ name, dataType: DataType.FLOAT, dims: patched.shape, external: { location: this.patches!.location, offset: patched.offset, length: patched.length } });
+      this.weightNames.set(full, name);
+      return name;
+    }
     const info = this.file.info(full);
     const dataType = ONNX_DTYPE[info.dtype];
     if (dataType === undefined) throw new ModelFileError(this.file.path, `tensor ${JSON.stringify(full)} has dtype ${info.dtype}, expected a float type`);
@@ -181,6 +197,14 @@ export class OnnxGraph {
   /** Nearest-neighbour ×2 (torch interpolate scale_factor=2, mode nearest). */
   upsample2x(x: string): string {
     return this.op('Resize', [x, '', this.f32([1, 1, 2, 2], [4])], { mode: 'nearest', coordinate_transformation_mode: 'asymmetric', nearest_mode: 'floor' });
+  }
+
+  /** Nearest-neighbour to the height and width of `like` (torch interpolate size=…, mode nearest). */
+  upsampleTo(x: string, like: string): string {
+    const nc = this.op('Slice', [this.op('Shape', [x]), this.i64([0]), this.i64([2])]);
+    const hw = this.op('Slice', [this.op('Shape', [like]), this.i64([2]), this.i64([4])]);
+    const sizes = this.op('Concat', [nc, hw], { axis: 0 });
+    return this.op('Resize', [x, '', '', sizes], { mode: 'nearest', coordinate_transformation_mode: 'asymmetric', nearest_mode: 'floor' });
   }
 
   encode(name: string): Uint8Array {

@@ -82,6 +82,16 @@ export class SafetensorsFile {
     return this.tensors.has(name);
   }
 
+  /** The same file with its tensors under other names (`rename` → undefined drops one); offsets and bytes are unchanged. */
+  renamed(rename: (name: string) => string | undefined): SafetensorsFile {
+    const tensors = new Map<string, TensorInfo>();
+    for (const [k, t] of this.tensors) {
+      const n = rename(k);
+      if (n !== undefined) tensors.set(n, t);
+    }
+    return new SafetensorsFile(this.path, this.size, this.dataStart, tensors, { ...this.metadata });
+  }
+
   info(name: string): TensorInfo {
     const t = this.tensors.get(name);
     if (!t) throw new ModelFileError(this.path, `tensor ${JSON.stringify(name)} is missing`);

@@ -12,6 +12,8 @@ import { calcCondBatch, prepareConds } from './conditioning.ts';
 import { resolveModelType } from './detect-families.ts';
 import { CLIP_PREFIX, detectCheckpoint, UNET_PREFIX, VAE_PREFIX, type DetectedCheckpoint } from './detect.ts';
 import { OnnxGraph } from './graph-builder.ts';
+import type { WeightPatches } from './lora.ts';
+import { detectPart, partView, type ModelPart } from './parts.ts';
 import { defaultSampling, encodeAdm, SD15_FORMAT, SDXL_FORMAT, type LatentFormat, type ModelSampling } from './model-sampling.ts';
 import { prepareNoise, TorchGenerator } from './noise.ts';
 import { CFG_PP_SAMPLERS, getSampler, type StepInfo } from './samplers.ts';
@@ -57,25 +59,66 @@ export class Checkpoint {
     return new Checkpoint(file, await resolveModelType(file, detectCheckpoint(file)));
   }
 
+  /**
+   * A diffusion model, text encoder or VAE alone (UNETLoader, CLIPLoader,
+   * VAELoader): its keys are viewed under the checkpoint's prefixes (no copy),
+   * so the same graphs run it. Only the single-file (ldm/OpenAI) layouts are read.
+   */
+  static async openPart(path: string, part: ModelPart): Promise<Checkpoint> {
+    if (/\.(ckpt|pt|pth|bin)$/i.test(path)) throw new ModelFileError(path, 'pickled model files (.ckpt, .pt, .pth, .bin) cannot be loaded safely here: convert it to .safetensors');
+    const view = partView(await SafetensorsFile.open(path), part);
+    if (part === 'unet') return new Checkpoint(view, await resolveModelType(view, detectCheckpoint(view)));
+    return new Checkpoint(view, detectPart(view, part));
+  }
+
   get name(): string {
     return this.file.path;
   }
 
-  /** A session, made once per kind; a failed build is forgotten so the next call tries again. */
+  /** LoRA patches of the model part this view runs (withPatches); sessions are keyed by them. */
+  readonly patches?: WeightPatches;
+
+  /** A view of this checkpoint whose graphs read `patches` for the weights they patch; it shares the checkpoint's sessions. */
+  withPatches(patches: WeightPatches): Checkpoint {
+    const base = this.patches ? (Object.getPrototypeOf(this) as Checkpoint) : this;
+    return Object.assign(Object.create(base) as Checkpoint, { patches });
+  }
+
+  /** A session, made once per kind (and patch set); a failed build is forgotten so the next call tries again. */
   session(kind: string, build: () => Uint8Array): Promise<Session> {
-    let s = this.sessions.get(kind);
+    const patches = this.patches && !this.patches.empty ? this.patches : undefined;
+    const key = patches ? `${kind}#${patches.key}` : kind;
+    let s = this.sessions.get(key);
     if (!s) {
       s = (async () => {
         try {
-          return await createSession(build(), this.file, runtimeOptions);
+          if (!patches) return await createSession(build(), this.file, runtimeOptions);
+          const data = await patches.data();
+          let model: Uint8Array;
+          OnnxGraph.activePatches = patches;
+          try {
+            model = build();
+          } finally {
+            OnnxGraph.activePatches = undefined;
+          }
+          return await createSession(model, this.file, runtimeOptions, [{ name: patches.location, data }]);
         } catch (err) {
           // Shapes that passed detection but do not fit together end here: name the file, not only ONNX Runtime's node.
           if (err instanceof ModelFileError) throw err;
           throw new ModelFileError(this.file.path, `its ${kind} weights do not form a valid model (${(err as Error).message.split('\n')[0]})`);
         }
       })();
-      this.sessions.set(kind, s);
-      s.catch(() => this.sessions.delete(kind));
+      this.sessions.set(key, s);
+      s.catch(() => this.sessions.delete(key));
+      // Patched sessions of one part: the two most recent patch sets stay (each holds a copy of the patched weights).
+      if (patches) {
+        const older = [...this.sessions.keys()].filter((k) => k.startsWith(`${kind}#`) && k !== key);
+        for (const k of older.slice(0, Math.max(0, older.length - 1))) {
+          const old = this.sessions.get(k)!;
+          this.sessions.delete(k);
+          void old.then((x) => x.release()).catch(() => {});
+        }
+      }
     }
     return s;
   }
@@ -103,19 +146,21 @@ interface CacheEntry {
 }
 const cache = new Map<string, CacheEntry>();
 
-/** The checkpoint at `path`, loaded once while the file is unchanged. A load that fails leaves nothing cached. */
-export async function loadCheckpoint(path: string): Promise<Checkpoint> {
+/** The checkpoint (or one part, see Checkpoint.openPart) at `path`, loaded once while the file is unchanged. A load that fails leaves nothing cached. */
+export async function loadCheckpoint(path: string, part: ModelPart | 'checkpoint' = 'checkpoint'): Promise<Checkpoint> {
   const st = await fs.promises.stat(path).catch(() => {
     throw new ModelFileError(path, 'file not found');
   });
   const key = `${st.size}:${st.mtimeMs}:${st.ino}`;
-  const hit = cache.get(path);
+  // Parts are cached apart from whole checkpoints (the same file may be both).
+  const at = part === 'checkpoint' ? path : `${part}:${path}`;
+  const hit = cache.get(at);
   if (hit && hit.key === key) return hit.checkpoint;
   if (hit) void hit.checkpoint.then((c) => c.release()).catch(() => {});
-  const entry: CacheEntry = { key, checkpoint: Checkpoint.open(path) };
-  cache.set(path, entry);
+  const entry: CacheEntry = { key, checkpoint: part === 'checkpoint' ? Checkpoint.open(path) : Checkpoint.openPart(path, part) };
+  cache.set(at, entry);
   entry.checkpoint.catch(() => {
-    if (cache.get(path) === entry) cache.delete(path);
+    if (cache.get(at) === entry) cache.delete(at);
   });
   return entry.checkpoint;
 }
@@ -233,6 +278,44 @@ export class ClipModel {
     return { shape: [...h.dims], data: h.data as Float32Array };
   }
 
+  private buildEmbedded = () => buildClipGraph(new OnnxGraph(this.checkpoint.file, WEIGHTS_LOCATION, CLIP_PREFIX), this.checkpoint.detected.clip!, this.layer, true);
+
+  /**
+   * Chunks holding textual-inversion vectors (process_tokens): each vector
+   * takes its token's place; one of another width is dropped and the chunk
+   * padded at its end, as the reference does.
+   */
+  async encodeEmbedded(chunks: WeightedToken[][], withEmpty: boolean): Promise<FloatTensor> {
+    const D = this.checkpoint.detected.clip!.hiddenSize;
+    const rows = chunks.map((c) => {
+      const kept = c.filter((t) => !t.embedding || t.embedding.length === D);
+      while (kept.length < c.length) kept.push({ token: 49407, weight: 1 });
+      return kept;
+    });
+    if (withEmpty) rows.push(emptyTokens().map((token) => ({ token, weight: 1 })));
+    const n = rows.length;
+    const ids = new BigInt64Array(n * 77);
+    const embeds = new Float32Array(n * 77 * D);
+    const use = new Uint8Array(n * 77);
+    rows.forEach((c, i) =>
+      c.forEach((t, j) => {
+        if (t.embedding) {
+          use[i * 77 + j] = 1;
+          embeds.set(t.embedding, (i * 77 + j) * D);
+        } else ids[i * 77 + j] = BigInt(t.token);
+      }),
+    );
+    const kind = `clip:${this.layer}:embeddings`;
+    await this.checkpoint.session(kind, this.buildEmbedded);
+    const out = await this.checkpoint.run(kind, this.buildEmbedded, {
+      tokens: ortTensor('int64', ids, [n, 77]),
+      embeds: ortTensor('float32', embeds, [n, 77, D]),
+      use_embeds: ortTensor('bool', use, [n, 77, 1]),
+    });
+    const h = out.hidden!;
+    return { shape: [...h.dims], data: h.data as Float32Array };
+  }
+
   /**
    * CLIPTextEncode: the reference's encode_token_weights. With any weight ≠ 1
    * an empty prompt is encoded too and each weighted token's vector becomes
@@ -243,7 +326,7 @@ export class ClipModel {
     const hasWeights = chunks.some((c) => c.some((t) => t.weight !== 1));
     const ids = chunks.map((c) => c.map((t) => t.token));
     if (hasWeights) ids.push(emptyTokens());
-    const out = await this.encodeTokens(ids);
+    const out = chunks.some((c) => c.some((t) => t.embedding)) ? await this.encodeEmbedded(chunks, hasWeights) : await this.encodeTokens(ids);
     const D = out.shape[2]!;
     const per = 77 * D;
     const data = new Float32Array(chunks.length * per);

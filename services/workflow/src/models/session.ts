@@ -40,12 +40,19 @@ async function loadOrt(): Promise<typeof Ort> {
 /** A tensor for a session's inputs (a session exists, so the runtime is loaded). */
 export function ortTensor(type: 'float32', data: Float32Array, dims: readonly number[]): OrtTensor;
 export function ortTensor(type: 'int64', data: BigInt64Array, dims: readonly number[]): OrtTensor;
-export function ortTensor(type: 'float32' | 'int64', data: Float32Array | BigInt64Array, dims: readonly number[]): OrtTensor {
+export function ortTensor(type: 'bool', data: Uint8Array, dims: readonly number[]): OrtTensor;
+export function ortTensor(type: 'float32' | 'int64' | 'bool', data: Float32Array | BigInt64Array | Uint8Array, dims: readonly number[]): OrtTensor {
   if (!ortModule) throw new Error('ONNX Runtime is not loaded yet');
   return new ortModule.Tensor(type as 'float32', data as Float32Array, dims);
 }
 
-export async function createSession(model: Uint8Array, file: SafetensorsFile, opts: RuntimeOptions = {}): Promise<Session> {
+/** Another external-data file a graph reads (LoRA-patched weights), written beside the model for the session's creation only. */
+export interface ExtraWeights {
+  name: string;
+  data: Uint8Array;
+}
+
+export async function createSession(model: Uint8Array, file: SafetensorsFile, opts: RuntimeOptions = {}, extra: readonly ExtraWeights[] = []): Promise<Session> {
   const ort = await loadOrt();
   const base = opts.workDir ?? os.tmpdir();
   await fs.promises.mkdir(base, { recursive: true });
@@ -64,9 +71,13 @@ export async function createSession(model: Uint8Array, file: SafetensorsFile, op
     } catch {
       linked = false;
     }
+    for (const e of extra) {
+      if (e.name.includes('/') || e.name === WEIGHTS_LOCATION) throw new Error(`bad external data name ${e.name}`);
+      if (linked) await fs.promises.writeFile(path.join(dir, e.name), e.data);
+    }
     if (linked) return await ort.InferenceSession.create(modelPath, sessionOptions);
     const bytes = await fs.promises.readFile(file.path);
-    return await ort.InferenceSession.create(model, { ...sessionOptions, externalData: [{ path: WEIGHTS_LOCATION, data: bytes }] });
+    return await ort.InferenceSession.create(model, { ...sessionOptions, externalData: [{ path: WEIGHTS_LOCATION, data: bytes }, ...extra.map((e) => ({ path: e.name, data: e.data }))] });
   } finally {
     // Once created the session holds its weights: the folder is not needed any more.
     await fs.promises.rm(dir, { recursive: true, force: true });

@@ -83,7 +83,8 @@ export function buildUNetGraph(g: OnnxGraph, cfg: UNetConfig): Uint8Array {
     h = g.op('Concat', [h, skips.pop()!], { axis: 1 });
     h = resBlock(g, h, emb, `${key}.0`);
     if (b.depth) h = spatialTransformer(g, h, context, `${key}.1`, b.depth, cfg);
-    if (b.upsample) h = g.conv(g.upsample2x(h), b.upsample);
+    // The reference's Upsample takes the next skip's size (output_shape), so odd sizes (areas, latents) meet their skips.
+    if (b.upsample) h = g.conv(skips.length ? g.upsampleTo(h, skips[skips.length - 1]!) : g.upsample2x(h), b.upsample);
   }
   const out = g.conv(g.silu(g.groupNorm(h, 'out.0', GN_GROUPS, 1e-5)), 'out.2');
   g.output(out, 'eps', ['batch', cfg.outChannels, 'height', 'width']);

@@ -1,0 +1,47 @@
+/**
+ * Model parts in files of their own, as the reference's UNETLoader,
+ * CLIPLoader (type sd1) and VAELoader read them: each file's keys are viewed
+ * under the prefixes a whole SD1.x checkpoint uses, so the checkpoint's graphs
+ * run them unchanged and the weights are still read from the file itself.
+ */
+import { CLIP_PREFIX, detectClip, detectVae, UNET_PREFIX, VAE_PREFIX, type DetectedCheckpoint, type UNetConfig } from './detect.ts';
+import { ModelFileError, type SafetensorsFile } from './safetensors.ts';
+
+export type ModelPart = 'unet' | 'clip' | 'vae';
+
+function rebase(file: SafetensorsFile, from: string, to: string): SafetensorsFile {
+  return file.renamed((k) => (k.startsWith(from) ? to + k.slice(from.length) : undefined));
+}
+
+/** The file's tensors under the checkpoint prefix of `part`; a layout this service cannot read is a ModelFileError. */
+export function partView(file: SafetensorsFile, part: ModelPart): SafetensorsFile {
+  const fail = (problem: string): never => {
+    throw new ModelFileError(file.path, problem);
+  };
+  if (part === 'unet') {
+    for (const p of [UNET_PREFIX, 'diffusion_model.', '']) if (file.has(`${p}input_blocks.0.0.weight`)) return rebase(file, p, UNET_PREFIX);
+    if (file.has('conv_in.weight') && file.has('down_blocks.0.resnets.0.conv1.weight')) fail('a diffusion model in the diffusers layout is not supported yet: use the single-file (input_blocks …) layout');
+    return fail('no diffusion model: input_blocks.0.0.weight is missing');
+  }
+  if (part === 'clip') {
+    for (const p of ['', 'transformer.', 'cond_stage_model.transformer.', 'clip_l.transformer.']) {
+      if (file.has(`${p}text_model.embeddings.token_embedding.weight`)) return rebase(file, `${p}text_model.`, CLIP_PREFIX);
+    }
+    if (file.has('transformer.resblocks.0.ln_1.weight') || file.has('token_embedding.weight')) fail('an OpenCLIP-layout text encoder is not supported yet: only CLIP-L in the transformers layout (text_model. …) is');
+    return fail('no CLIP text encoder: text_model.embeddings.token_embedding.weight is missing');
+  }
+  for (const p of [VAE_PREFIX, '']) if (file.has(`${p}decoder.conv_in.weight`)) return rebase(file, p, VAE_PREFIX);
+  if (file.has('decoder.up_blocks.0.resnets.0.norm1.weight')) fail('a VAE in the diffusers layout is not supported yet: use the single-file (encoder./decoder. …) layout');
+  if (file.has('decoder.layers.0.weight') || file.has('decoder.1.conv.0.weight')) fail('a TAESD approximation is not a full VAE; it is not supported as one yet');
+  return fail('no VAE: decoder.conv_in.weight is missing');
+}
+
+/** What a CLIP-only or VAE-only file holds, in the checkpoint's terms (no diffusion model: `unet` is never read for these parts). */
+export function detectPart(file: SafetensorsFile, part: 'clip' | 'vae'): DetectedCheckpoint {
+  const clip = part === 'clip' ? detectClip(file) : null;
+  const vae = part === 'vae' ? detectVae(file) : null;
+  if (part === 'clip' && !clip) throw new ModelFileError(file.path, 'no CLIP text encoder');
+  if (part === 'vae' && !vae) throw new ModelFileError(file.path, 'no VAE');
+  const referenceShaped = clip ? clip.hiddenSize === 768 && clip.layers === 12 : vae!.ch === 128 && vae!.chMult.join() === '1,2,4,4';
+  return { family: 'sd1', referenceShaped, unet: undefined as unknown as UNetConfig, clip, vae };
+}

@@ -1,0 +1,280 @@
+/**
+ * Conditioning (areas, strengths, masks, timestep ranges), LoRA (kohya,
+ * LoCon, LoCon with Tucker mid, diffusers, PEFT), textual inversions and the
+ * separate loaders, against values the reference computed on the same
+ * generated files (test/fixtures/models-reference-patches.json, written by
+ * bench/workflow/models-reference-patches.ts); hostile LoRA files; and the
+ * nodes over HTTP on SQLite and PostgreSQL.
+ */
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { forEachStorage } from '@svc/testkit';
+import { ClipTokenizer, tokenizeWithWeights } from '../src/models/clip-tokenizer.ts';
+import { loadEmbedding } from '../src/models/embeddings.ts';
+import { LoadedLora, loraKeyMap, unetToDiffusers, WeightPatches } from '../src/models/lora.ts';
+import { ModelFileError } from '../src/models/safetensors.ts';
+import { ClipModel, loadCheckpoint, sample, unloadAll, UNetModel, VaeModel, type ConditioningEntry, type FloatTensor } from '../src/models/sd1.ts';
+import { startWorkflow } from './helpers.ts';
+import { TINY, writeFixture } from './models-fixture.ts';
+import { EMBEDDING_PROMPTS, embeddingTensors, loraTensors, seeded, writeTensors } from './models-patches-fixture.ts';
+import { readOutput, run, type Server } from './nodes-helpers.ts';
+
+const ref = JSON.parse(fs.readFileSync(path.join(import.meta.dirname, 'fixtures', 'models-reference-patches.json'), 'utf8'));
+
+interface Summary {
+  shape: number[];
+  head: number[];
+  sum: number;
+  absmax: number;
+}
+
+function closeTo(actual: FloatTensor, expected: Summary, tol: number, what: string): void {
+  assert.deepEqual(actual.shape, expected.shape, `${what}: shape`);
+  const scale = Math.max(1, expected.absmax);
+  let worst = 0;
+  expected.head.forEach((v, i) => (worst = Math.max(worst, Math.abs(actual.data[i]! - v))));
+  assert.ok(worst <= tol * scale, `${what}: values differ by ${worst} (allowed ${tol * scale})`);
+  let sum = 0;
+  for (const v of actual.data) sum += v;
+  assert.ok(Math.abs(sum - expected.sum) <= tol * scale * Math.sqrt(actual.data.length) * 4, `${what}: sum ${sum} vs ${expected.sum}`);
+}
+
+const UNET = 'model.diffusion_model.';
+const CLIP = 'cond_stage_model.transformer.text_model.';
+
+let dir: string;
+let ckptPath: string;
+let loraPath: string;
+let embPath: string;
+
+before(() => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'models-patches-'));
+  ckptPath = path.join(dir, 'tiny.safetensors');
+  writeFixture(ckptPath, TINY);
+  loraPath = path.join(dir, 'lora.safetensors');
+  writeTensors(loraPath, loraTensors());
+  embPath = path.join(dir, 'tiny_emb.safetensors');
+  writeTensors(embPath, embeddingTensors());
+});
+
+after(async () => {
+  await unloadAll();
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+const latent = (): FloatTensor => ({ shape: [1, 4, 8, 8], data: new Float32Array(256) });
+
+describe('conditioning in the model call as the reference computes it', () => {
+  test('areas, percentages, strengths, masks (with and without bounds), timestep ranges, areas in the negative', async () => {
+    const ck = await loadCheckpoint(ckptPath);
+    const model = new UNetModel(ck);
+    const clip = new ClipModel(ck);
+    const A = (await clip.encode('a photo of a cat'))[0]![0];
+    const B = (await clip.encode('a red dog'))[0]![0];
+    const N = (await clip.encode(''))[0]![0];
+    const ramp: FloatTensor = { shape: [1, 16, 16], data: Float32Array.from({ length: 256 }, (_, i) => (i % 16) / 15) };
+    const box: FloatTensor = { shape: [1, 16, 16], data: Float32Array.from({ length: 256 }, (_, i) => (Math.floor(i / 16) >= 4 && Math.floor(i / 16) < 12 && i % 16 >= 8 ? 1 : 0)) };
+    const e = (t: FloatTensor, o: Record<string, unknown> = {}): ConditioningEntry => [t, o];
+    const cases: Record<string, [ConditioningEntry[], ConditioningEntry[]]> = {
+      area: [[e(A), e(B, { area: [4, 4, 2, 4], strength: 0.8, set_area_to_bounds: false })], [e(N)]],
+      percentage: [[e(A), e(B, { area: ['percentage', 0.5, 0.25, 0.25, 0.5], strength: 1.5, set_area_to_bounds: false })], [e(N)]],
+      mask: [[e(A), e(B, { mask: ramp, mask_strength: 0.7, set_area_to_bounds: false })], [e(N)]],
+      mask_bounds: [[e(A), e(B, { mask: box, mask_strength: 1.0, set_area_to_bounds: true })], [e(N)]],
+      timestep: [[e(A, { start_percent: 0, end_percent: 0.5 }), e(B, { start_percent: 0.5, end_percent: 1 })], [e(N)]],
+      negative_area: [[e(A)], [e(N), e(B, { area: [3, 5, 4, 0], strength: 1.0, set_area_to_bounds: false })]],
+      strength: [[e(A, { strength: 0.6 }), e(B)], [e(N)]],
+    };
+    let i = 0;
+    for (const [name, [positive, negative]] of Object.entries(cases)) {
+      const out = await sample({ model, positive, negative, cfg: 6, samplerName: 'euler', scheduler: 'normal', steps: 5, seed: 50 + i++, latent: latent() });
+      closeTo(out, ref.cond[name], 1e-5, name);
+    }
+  });
+});
+
+describe('LoRA as the reference applies it', () => {
+  test('the diffusers names of the tiny UNet (comfy.utils.unet_to_diffusers)', async () => {
+    const ck = await loadCheckpoint(ckptPath);
+    const map = unetToDiffusers(ck.detected.unet);
+    assert.equal(map.get('down_blocks.0.attentions.0.transformer_blocks.0.attn1.to_q'), 'input_blocks.1.1.transformer_blocks.0.attn1.to_q');
+    assert.equal(map.get('down_blocks.0.downsamplers.0.conv'), 'input_blocks.2.0.op');
+    assert.equal(map.get('up_blocks.0.upsamplers.0.conv'), 'output_blocks.1.2.conv');
+    assert.equal(map.get('up_blocks.1.resnets.1.conv_shortcut'), 'output_blocks.3.0.skip_connection');
+    assert.equal(map.get('mid_block.resnets.1.time_emb_proj'), 'middle_block.2.emb_layers.1');
+  });
+
+  test('kohya, LoCon, LoCon with mid, diffusers and PEFT keys patch the weights the reference patches; text, sampling and model-only results match', async () => {
+    const ck = await loadCheckpoint(ckptPath);
+    const keyMap = new Map([...loraKeyMap({ file: ck.file, unet: { prefix: UNET, config: ck.detected.unet } }), ...loraKeyMap({ file: ck.file, clip: { prefix: CLIP } })]);
+    const lora = await LoadedLora.load(loraPath, keyMap);
+    const toRef = (k: string) => (k.startsWith(UNET) ? `diffusion_model.${k.slice(UNET.length)}` : `clip_l.transformer.text_model.${k.slice(CLIP.length)}`);
+    assert.deepEqual([...lora.patches.keys()].map(toRef).sort(), ref.lora_keys);
+    const model = new UNetModel(ck).clone({ checkpoint: ck.withPatches(new WeightPatches(ck.file, UNET, [{ lora, strength: 0.8 }])) } as never);
+    const clip = new ClipModel(ck.withPatches(new WeightPatches(ck.file, CLIP, [{ lora, strength: 1.3 }])));
+    const [[A]] = [await clip.encode('a photo of a cat')];
+    closeTo(A![0], ref.lora_cond, 1e-5, 'patched text encoder');
+    const [[N]] = [await clip.encode('')];
+    closeTo(await sample({ model, positive: [[A![0], {}]], negative: [[N![0], {}]], cfg: 6, samplerName: 'euler', scheduler: 'normal', steps: 5, seed: 60, latent: latent() }), ref.lora_sample, 1e-5, 'patched sampling');
+    // LoraLoaderModelOnly at −0.5 with the plain text encoder.
+    const plain = new ClipModel(ck);
+    const unetOnly = await LoadedLora.load(loraPath, loraKeyMap({ file: ck.file, unet: { prefix: UNET, config: ck.detected.unet } }));
+    const m3 = new UNetModel(ck).clone({ checkpoint: ck.withPatches(new WeightPatches(ck.file, UNET, [{ lora: unetOnly, strength: -0.5 }])) } as never);
+    const [[pa]] = [await plain.encode('a photo of a cat')];
+    const [[pn]] = [await plain.encode('')];
+    closeTo(await sample({ model: m3, positive: [[pa![0], {}]], negative: [[pn![0], {}]], cfg: 6, samplerName: 'euler', scheduler: 'normal', steps: 5, seed: 61, latent: latent() }), ref.lora_model_only, 1e-5, 'model only');
+  });
+
+  test('hostile LoRA files are ModelFileErrors naming the file and the problem', async () => {
+    const ck = await loadCheckpoint(ckptPath);
+    const keyMap = new Map([...loraKeyMap({ file: ck.file, unet: { prefix: UNET, config: ck.detected.unet } }), ...loraKeyMap({ file: ck.file, clip: { prefix: CLIP } })]);
+    const k = 'lora_unet_down_blocks_0_attentions_0_transformer_blocks_0_attn1_to_q';
+    const cases: [string, (f: string) => void, RegExp][] = [
+      ['truncated.safetensors', (f) => fs.writeFileSync(f, Buffer.from([0xff, 0xff, 0, 0, 0, 0, 0, 0, 0x7b, 0x7d])), /truncated\.safetensors: header length/],
+      ['other.safetensors', (f) => writeTensors(f, { 'lora_unet_label_emb_0_0.lora_up.weight': seeded([8, 2], 1, 1), 'lora_unet_label_emb_0_0.lora_down.weight': seeded([2, 8], 2, 1) }), /other\.safetensors: none of its keys names a weight of this model/],
+      ['rank.safetensors', (f) => writeTensors(f, { [`${k}.lora_up.weight`]: seeded([32, 4], 1, 1), [`${k}.lora_down.weight`]: seeded([3, 32], 2, 1) }), /rank\.safetensors: .*disagree on the rank/],
+      ['shape.safetensors', (f) => writeTensors(f, { [`${k}.lora_up.weight`]: seeded([16, 4], 1, 1), [`${k}.lora_down.weight`]: seeded([4, 32], 2, 1) }), /shape\.safetensors: .*does not give the weight/],
+      ['loha.safetensors', (f) => writeTensors(f, { [`${k}.hada_w1_a`]: seeded([32, 4], 1, 1) }), /loha\.safetensors: .*LoHa patches are not supported yet/],
+      ['half.safetensors', (f) => writeTensors(f, { [`${k}.lora_up.weight`]: seeded([32, 4], 1, 1) }), /half\.safetensors: .*has no/],
+      ['alpha.safetensors', (f) => writeTensors(f, { [`${k}.lora_up.weight`]: seeded([32, 4], 1, 1), [`${k}.lora_down.weight`]: seeded([4, 32], 2, 1), [`${k}.alpha`]: seeded([3], 3, 1) }), /alpha\.safetensors: .*alpha must be one finite number/],
+      ['old.pt', (f) => fs.writeFileSync(f, 'PK'), /old\.pt: pickled LoRA files/],
+    ];
+    for (const [name, write, re] of cases) {
+      const f = path.join(dir, name);
+      write(f);
+      await assert.rejects(
+        (async () => {
+          const l = await LoadedLora.load(f, keyMap);
+          // Shapes are checked when the patched weights are computed.
+          await new WeightPatches(ck.file, UNET, [{ lora: l, strength: 1 }]).data();
+        })(),
+        (err: Error) => err instanceof ModelFileError && re.test(err.message),
+        name,
+      );
+    }
+  });
+});
+
+describe('textual inversions and separate model files', () => {
+  test('embedding:name vectors take their tokens\' places (with weights) as the reference encodes them', async () => {
+    const vectors = await loadEmbedding(embPath);
+    assert.equal(vectors.length, 2);
+    const clip = new ClipModel(await loadCheckpoint(ckptPath));
+    const embedding = (name: string) => (name === 'tiny_emb' || name === 'tiny_emb.safetensors' ? vectors : undefined);
+    for (const p of EMBEDDING_PROMPTS) {
+      const chunks = tokenizeWithWeights(p, ClipTokenizer.shared(), { embedding });
+      assert.deepEqual(
+        chunks.map((c) => c.map((t) => (t.embedding ? -1 : t.token))),
+        ref.embedding[p].tokens,
+        p,
+      );
+      const [[c]] = [await clip.encode(p, { embedding })];
+      closeTo(c![0], ref.embedding[p].cond, 1e-5, p);
+    }
+    await assert.rejects(loadEmbedding(path.join(dir, 'x.pt')), /x\.pt: pickled embeddings/);
+  });
+
+  test('a VAE, text encoder and diffusion model in files of their own run as the checkpoint\'s parts', async () => {
+    const ck = await loadCheckpoint(ckptPath);
+    const copy = async (prefix: string, to: string, file: string) => {
+      const t: Record<string, { shape: number[]; data: Float32Array }> = {};
+      for (const k of ck.file.tensors.keys()) if (k.startsWith(prefix)) t[to + k.slice(prefix.length)] = { shape: [...ck.file.info(k).shape], data: await ck.file.readFloat32(k) };
+      writeTensors(path.join(dir, file), t);
+      return path.join(dir, file);
+    };
+    const vae = new VaeModel(await loadCheckpoint(await copy('first_stage_model.', '', 'vae.safetensors'), 'vae'));
+    const clip = new ClipModel(await loadCheckpoint(await copy('cond_stage_model.transformer.', '', 'clip.safetensors'), 'clip'));
+    const unet = new UNetModel(await loadCheckpoint(await copy(UNET, '', 'unet.safetensors'), 'unet'));
+    const z: FloatTensor = { shape: [1, 4, 4, 4], data: Float32Array.from({ length: 64 }, (_, i) => Math.sin(i)) };
+    assert.deepEqual((await vae.decode(z)).data, (await new VaeModel(ck).decode(z)).data);
+    const [[a]] = [await clip.encode('a cat')];
+    const [[b]] = [await new ClipModel(ck).encode('a cat')];
+    assert.deepEqual(a![0].data, b![0].data);
+    const opts = { positive: [[a![0], {}]] as ConditioningEntry[], negative: [[a![0], {}]] as ConditioningEntry[], cfg: 3, samplerName: 'euler', scheduler: 'normal', steps: 2, seed: 5, latent: latent() };
+    assert.deepEqual((await sample({ model: unet, ...opts })).data, (await sample({ model: new UNetModel(ck), ...opts })).data);
+    await assert.rejects(loadCheckpoint(path.join(dir, 'vae.safetensors'), 'clip'), /vae\.safetensors: no CLIP text encoder/);
+  });
+});
+
+forEachStorage('workflow conditioning, LoRA and loader nodes', (storage) => {
+  let srv: Server;
+  before(async () => {
+    srv = await startWorkflow(storage);
+    const m = path.join(srv.cfg.dataDir, 'models');
+    for (const d of ['checkpoints', 'loras', 'embeddings']) fs.mkdirSync(path.join(m, d), { recursive: true });
+    writeFixture(path.join(m, 'checkpoints', 'tiny.safetensors'), TINY);
+    writeTensors(path.join(m, 'loras', 'style.safetensors'), loraTensors());
+    writeTensors(path.join(m, 'embeddings', 'tiny_emb.safetensors'), embeddingTensors());
+    fs.writeFileSync(path.join(m, 'loras', 'broken.safetensors'), 'not a safetensors file');
+  });
+  after(async () => {
+    await srv.close();
+    await unloadAll();
+  });
+
+  test('/object_info lists the nodes with the reference\'s inputs; the lists read the folders', async () => {
+    const r = await srv.http.get('/object_info');
+    assert.equal(r.status, 200);
+    for (const n of ['ConditioningCombine', 'ConditioningAverage', 'ConditioningConcat', 'ConditioningSetArea', 'ConditioningSetAreaPercentage', 'ConditioningSetAreaStrength', 'ConditioningSetMask', 'ConditioningZeroOut', 'ConditioningSetTimestepRange', 'VAELoader', 'CLIPLoader', 'UNETLoader', 'LoraLoader', 'LoraLoaderModelOnly']) {
+      assert.ok(r.body[n], n);
+    }
+    assert.deepEqual(r.body.LoraLoader.input.required.lora_name[0], ['broken.safetensors', 'style.safetensors']);
+    assert.deepEqual(Object.keys(r.body.LoraLoader.input.required), ['model', 'clip', 'lora_name', 'strength_model', 'strength_clip']);
+    assert.deepEqual(r.body.LoraLoader.output, ['MODEL', 'CLIP']);
+    assert.deepEqual(r.body.ConditioningSetArea.input.required.width, ['INT', { default: 64, min: 64, max: 16384, step: 8 }]);
+    assert.deepEqual(r.body.ConditioningSetMask.input.required.set_cond_area, [['default', 'mask bounds']]);
+    assert.equal(r.body.ConditioningZeroOut.category, 'advanced/conditioning');
+  });
+
+  test('LoRA, embedding and area conditioning in one workflow give the layer\'s result; a broken LoRA is a node error and the server goes on', async () => {
+    const g = (lora: string) => ({
+      ck: { class_type: 'CheckpointLoaderSimple', inputs: { ckpt_name: 'tiny.safetensors' } },
+      lora: { class_type: 'LoraLoader', inputs: { model: ['ck', 0], clip: ['ck', 1], lora_name: lora, strength_model: 0.8, strength_clip: 1.3 } },
+      a: { class_type: 'CLIPTextEncode', inputs: { text: 'a photo of a cat, embedding:tiny_emb', clip: ['lora', 1] } },
+      b: { class_type: 'CLIPTextEncode', inputs: { text: 'a red dog', clip: ['lora', 1] } },
+      n: { class_type: 'CLIPTextEncode', inputs: { text: '', clip: ['lora', 1] } },
+      area: { class_type: 'ConditioningSetArea', inputs: { conditioning: ['b', 0], width: 64, height: 64, x: 0, y: 0, strength: 0.8 } },
+      both: { class_type: 'ConditioningCombine', inputs: { conditioning_1: ['a', 0], conditioning_2: ['area', 0] } },
+      empty: { class_type: 'EmptyLatentImage', inputs: { width: 128, height: 64, batch_size: 1 } },
+      ks: { class_type: 'KSampler', inputs: { model: ['lora', 0], seed: 9, steps: 3, cfg: 5, sampler_name: 'euler', scheduler: 'normal', positive: ['both', 0], negative: ['n', 0], latent_image: ['empty', 0], denoise: 1 } },
+      dec: { class_type: 'VAEDecode', inputs: { samples: ['ks', 0], vae: ['ck', 2] } },
+      save: { class_type: 'SaveImage', inputs: { images: ['dec', 0], filename_prefix: 'lora' } },
+    });
+    const res = await run(srv, g('style.safetensors'));
+    assert.equal(res.error, undefined, JSON.stringify(res.error));
+    const px = await readOutput(srv, res.outputs.save.images[0]);
+    // The same computation through the model layer.
+    const ck = await loadCheckpoint(path.join(srv.cfg.dataDir, 'models', 'checkpoints', 'tiny.safetensors'));
+    const keyMap = new Map([...loraKeyMap({ file: ck.file, unet: { prefix: UNET, config: ck.detected.unet } }), ...loraKeyMap({ file: ck.file, clip: { prefix: CLIP } })]);
+    const lora = await LoadedLora.load(path.join(srv.cfg.dataDir, 'models', 'loras', 'style.safetensors'), keyMap);
+    const model = new UNetModel(ck).clone({ checkpoint: ck.withPatches(new WeightPatches(ck.file, UNET, [{ lora, strength: 0.8 }])) } as never);
+    const clip = new ClipModel(ck.withPatches(new WeightPatches(ck.file, CLIP, [{ lora, strength: 1.3 }])));
+    const vectors = await loadEmbedding(path.join(srv.cfg.dataDir, 'models', 'embeddings', 'tiny_emb.safetensors'));
+    const [[a]] = [await clip.encode('a photo of a cat, embedding:tiny_emb', { embedding: (n) => (n === 'tiny_emb' ? vectors : undefined) })];
+    const [[b]] = [await clip.encode('a red dog')];
+    const [[n]] = [await clip.encode('')];
+    const out = await sample({
+      model,
+      positive: [[a![0], {}], [b![0], { area: [8, 8, 0, 0], strength: 0.8, set_area_to_bounds: false }]],
+      negative: [[n![0], {}]],
+      cfg: 5,
+      samplerName: 'euler',
+      scheduler: 'normal',
+      steps: 3,
+      seed: 9,
+      latent: { shape: [1, 4, 8, 16], data: new Float32Array(512) },
+    });
+    const img = await new VaeModel(ck).decode(out);
+    img.data.forEach((v, i) => assert.ok(Math.abs(Math.trunc(Math.fround(255 * v)) - px.data[i]!) <= 1, `byte ${i}`));
+    const bad = await run(srv, g('broken.safetensors'));
+    assert.equal(bad.error?.node_id, 'lora');
+    assert.match(bad.error.exception_message, /could not load LoRA broken\.safetensors: .*broken\.safetensors: /);
+    const missing = await srv.http.post('/prompt', { prompt: g('../checkpoints/tiny.safetensors') });
+    assert.equal(missing.status, 400);
+    assert.equal(missing.body.node_errors.lora.errors[0].type, 'custom_validation_failed');
+    const again = await run(srv, g('style.safetensors'));
+    assert.equal(again.error, undefined, JSON.stringify(again.error));
+  });
+});
