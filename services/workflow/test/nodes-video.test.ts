@@ -60,6 +60,11 @@ forEachStorage('workflow video and MP3 nodes', (storage) => {
     assert.deepEqual(sv.input.required.format, ['COMBO', { tooltip: 'The format to save the video as.', default: 'auto', multiselect: false, options: ['auto', 'mp4'] }]);
     assert.deepEqual(sv.input.required.codec[1].options, ['auto', 'h264']);
     assert.deepEqual(sv.input.required.video, ['VIDEO', { tooltip: 'The video to save.' }]);
+    // As the reference's V3 get_v1_info renders them (checked against a125cd84's GET_NODE_INFO_V1).
+    assert.deepEqual(sv.input.hidden, { prompt: ['PROMPT'], extra_pnginfo: ['EXTRA_PNGINFO'] });
+    assert.deepEqual(sv.input_order, { required: ['video', 'filename_prefix', 'format', 'codec'], hidden: ['prompt', 'extra_pnginfo'] });
+    assert.equal(sv.input.required.filename_prefix[1].multiline, false);
+    assert.equal(r.body.SaveWEBM.display_name, null);
     assert.equal(sv.output_node, true);
     assert.equal(sv.python_module, 'comfy_extras.nodes_video');
     assert.equal(sv.category, 'image/video');

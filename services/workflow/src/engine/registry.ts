@@ -156,7 +156,8 @@ export function nodeInfo(def: NodeDefinition, scope?: NodeScope): Record<string,
     order[category] = Object.keys(specs);
   }
   if (inputs.hidden) {
-    input.hidden = { ...inputs.hidden };
+    // V3 schemas render each hidden input as a tuple of its kind (get_v1_info), V1 nodes as the bare kind.
+    input.hidden = def.v3Schema ? Object.fromEntries(Object.entries(inputs.hidden).map(([k, v]) => [k, [v]])) : { ...inputs.hidden };
     order.hidden = Object.keys(inputs.hidden);
   }
   const outputs = def.outputs ?? [];
@@ -168,7 +169,7 @@ export function nodeInfo(def: NodeDefinition, scope?: NodeScope): Record<string,
     output_is_list: def.outputIsList ?? outputs.map(() => false),
     output_name: def.outputNames ?? outputs,
     name: def.name,
-    display_name: def.displayName ?? def.name,
+    display_name: def.displayName === undefined ? def.name : def.displayName,
     description: def.description ?? '',
     python_module: def.pythonModule ?? 'nodes',
     category: def.category ?? 'sd',

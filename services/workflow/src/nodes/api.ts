@@ -111,7 +111,10 @@ export interface NodeEnv {
 export interface NodeDefinition {
   /** The class_type, unique across packs. */
   name: string;
-  displayName?: string;
+  /** null: object_info's display_name is null (a V3 node of the reference without one, e.g. SaveWEBM). */
+  displayName?: string | null;
+  /** Rendered by the reference's V3 schema: hidden inputs appear as one-item lists (`{"prompt": ["PROMPT"]}`). */
+  v3Schema?: boolean;
   description?: string;
   /** Default "sd", as the reference. */
   category?: string;

@@ -17,7 +17,7 @@ export function combo(options: readonly (string | number)[], extra: Record<strin
   return ['COMBO', { ...opts, ...rest, multiselect: false, options: [...options] }];
 }
 
-/** Fills what V3 nodes report: one null tooltip per output. */
+/** Fills what V3 nodes report: one null tooltip per output, hidden inputs as one-item lists. */
 export function v3(pythonModule: string, defs: NodeDefinition[]): NodeDefinition[] {
-  return defs.map((d) => ({ ...d, pythonModule, outputTooltips: d.outputTooltips ?? (d.outputs ?? []).map(() => null as unknown as string) }));
+  return defs.map((d) => ({ ...d, pythonModule, v3Schema: true, outputTooltips: d.outputTooltips ?? (d.outputs ?? []).map(() => null as unknown as string) }));
 }

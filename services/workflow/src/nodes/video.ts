@@ -266,12 +266,13 @@ export function videoNodes(dirs: NodeEnv['dirs']): NodeDefinition[] {
   return v3('comfy_extras.nodes_video', [
     {
       name: 'SaveWEBM',
+      displayName: null,
       category: 'image/video',
       experimental: true,
       inputs: {
         required: {
           images: ['IMAGE', {}],
-          filename_prefix: ['STRING', { default: 'ComfyUI' }],
+          filename_prefix: ['STRING', { default: 'ComfyUI', multiline: false }],
           codec: combo(['vp9', 'av1']),
           fps: ['FLOAT', { default: 24.0, min: 0.01, max: 1000.0, step: 0.01 }],
           crf: ['FLOAT', { tooltip: 'Higher crf means lower quality with a smaller file size, lower crf means higher quality higher filesize.', default: 32.0, min: 0, max: 63.0, step: 1 }],
@@ -309,7 +310,7 @@ export function videoNodes(dirs: NodeEnv['dirs']): NodeDefinition[] {
       inputs: {
         required: {
           video: ['VIDEO', { tooltip: 'The video to save.' }],
-          filename_prefix: ['STRING', { tooltip: PREFIX_TOOLTIP, default: 'video/ComfyUI' }],
+          filename_prefix: ['STRING', { tooltip: PREFIX_TOOLTIP, default: 'video/ComfyUI', multiline: false }],
           format: combo(['auto', 'mp4'], { tooltip: 'The format to save the video as.', default: 'auto' }),
           codec: combo(['auto', 'h264'], { tooltip: 'The codec to use for the video.', default: 'auto' }),
         },
