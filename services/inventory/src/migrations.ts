@@ -268,4 +268,63 @@ export const coreMigrations: Migration[] = [
       ]);
     },
   },
+  {
+    // Cabling (console, power and pass-through ports, cables and their terminations), circuits and virtual circuits,
+    // RIRs, aggregates, IPAM roles and ASNs (issue 24: the endpoints NetBox's clients reach).
+    name: '010_cabling_circuits',
+    async up(db, d) {
+      const c = common(d);
+      const component = (table: string, columns: string) =>
+        `create table ${table} (id ${d.serialPrimaryKey}, device_id bigint not null references dcim_device(id), name varchar(64) not null,
+          _name varchar(100), label varchar(64) not null, ${columns}, description varchar(200) not null, mark_connected ${d.booleanType} not null,
+          cable_id bigint, cable_end varchar(1), ${c}, unique (device_id, name))`;
+      const org = (table: string, extra = '') =>
+        `create table ${table} (id ${d.serialPrimaryKey}, name varchar(100) not null unique, slug varchar(100) not null unique,
+          ${extra} description varchar(200) not null, ${c})`;
+      await exec(db, [
+        component('dcim_consoleport', 'type varchar(50), speed integer'),
+        component('dcim_consoleserverport', 'type varchar(50), speed integer'),
+        component('dcim_powerport', 'type varchar(50), maximum_draw integer, allocated_draw integer'),
+        component('dcim_poweroutlet', `type varchar(50), status varchar(50) not null, color varchar(6) not null, power_port_id bigint references dcim_powerport(id), feed_leg varchar(50)`),
+        component('dcim_rearport', 'type varchar(50) not null, color varchar(6) not null, positions integer not null'),
+        component('dcim_frontport', 'type varchar(50) not null, color varchar(6) not null, rear_port_id bigint not null references dcim_rearport(id), rear_port_position integer not null'),
+        `create unique index dcim_frontport_rear_position on dcim_frontport (rear_port_id, rear_port_position)`,
+        `create table dcim_cable (id ${d.serialPrimaryKey}, type varchar(50), a_terminations ${d.jsonType} not null, b_terminations ${d.jsonType} not null,
+          status varchar(50) not null, tenant_id bigint references tenancy_tenant(id), label varchar(100) not null, color varchar(6) not null,
+          length numeric(8,2), length_unit varchar(50), description varchar(200) not null, comments text not null, ${c})`,
+        `create table dcim_cabletermination (id ${d.serialPrimaryKey}, cable_id bigint not null references dcim_cable(id) on delete cascade,
+          cable_end varchar(1) not null, termination_type varchar(100) not null, termination_id bigint not null, unique (termination_type, termination_id))`,
+        `create index dcim_cabletermination_cable on dcim_cabletermination (cable_id)`,
+        `alter table dcim_interface add column cable_id bigint`,
+        `alter table dcim_interface add column cable_end varchar(1)`,
+        `create table circuits_provider (id ${d.serialPrimaryKey}, name varchar(100) not null unique, slug varchar(100) not null unique,
+          description varchar(200) not null, comments text not null, ${c})`,
+        `create table circuits_providernetwork (id ${d.serialPrimaryKey}, provider_id bigint not null references circuits_provider(id),
+          name varchar(100) not null, service_id varchar(100) not null, description varchar(200) not null, comments text not null, ${c}, unique (provider_id, name))`,
+        org('circuits_circuittype', 'color varchar(6) not null,'),
+        org('circuits_virtualcircuittype', 'color varchar(6) not null,'),
+        `create table circuits_circuit (id ${d.serialPrimaryKey}, cid varchar(100) not null, provider_id bigint not null references circuits_provider(id),
+          type_id bigint not null references circuits_circuittype(id), status varchar(50) not null, tenant_id bigint references tenancy_tenant(id),
+          install_date varchar(10), termination_date varchar(10), commit_rate integer, description varchar(200) not null, distance numeric(8,2),
+          distance_unit varchar(50), comments text not null, termination_a_id bigint, termination_z_id bigint, ${c}, unique (provider_id, cid))`,
+        `create table circuits_circuittermination (id ${d.serialPrimaryKey}, circuit_id bigint not null references circuits_circuit(id),
+          term_side varchar(1) not null, termination_type varchar(100), termination_id bigint, port_speed integer, upstream_speed integer,
+          xconnect_id varchar(50) not null, pp_info varchar(100) not null, description varchar(200) not null, mark_connected ${d.booleanType} not null,
+          cable_id bigint, cable_end varchar(1), ${c}, unique (circuit_id, term_side))`,
+        `create table circuits_virtualcircuit (id ${d.serialPrimaryKey}, cid varchar(100) not null,
+          provider_network_id bigint not null references circuits_providernetwork(id), type_id bigint not null references circuits_virtualcircuittype(id),
+          status varchar(50) not null, tenant_id bigint references tenancy_tenant(id), description varchar(200) not null, comments text not null, ${c},
+          unique (provider_network_id, cid))`,
+        `create table circuits_virtualcircuittermination (id ${d.serialPrimaryKey}, virtual_circuit_id bigint not null references circuits_virtualcircuit(id),
+          role varchar(50) not null, interface_id bigint not null unique references dcim_interface(id), description varchar(200) not null, ${c})`,
+        org('ipam_rir', `is_private ${d.booleanType} not null,`),
+        `create table ipam_aggregate (id ${d.serialPrimaryKey}, prefix varchar(64) not null, family integer not null, rir_id bigint not null references ipam_rir(id),
+          _first varchar(32) not null, _last varchar(32) not null, _len integer not null,
+          tenant_id bigint references tenancy_tenant(id), date_added varchar(10), description varchar(200) not null, comments text not null, ${c})`,
+        org('ipam_role', 'weight integer not null,'),
+        `create table ipam_asn (id ${d.serialPrimaryKey}, asn bigint not null unique, rir_id bigint not null references ipam_rir(id),
+          tenant_id bigint references tenancy_tenant(id), description varchar(200) not null, comments text not null, ${c})`,
+      ]);
+    },
+  },
 ];

@@ -2,6 +2,7 @@ import { DEVICE_AIRFLOW, DEVICE_FACE, DEVICE_STATUS, INTERFACE_DUPLEX, INTERFACE
 import { commentsField, descriptionField, nameField, nestedGroup, ref, refFilters, siteTreeFilters, slugField, tenancyFilters, treeFilters } from './tenancy.ts';
 import type { FieldDef, ModelDef } from './types.ts';
 import { checkDevice, checkInterface, deviceComputed } from './device-rules.ts';
+import { cabledFilters, cabledObject } from './cabling.ts';
 
 const name = (max = 100, extra: Partial<FieldDef> = {}): FieldDef => ({ name: 'name', column: 'name', kind: 'char', required: true, maxLength: max, filter: true, ...extra });
 const slug = (extra: Partial<FieldDef> = {}): FieldDef => ({ name: 'slug', column: 'slug', kind: 'slug', required: true, maxLength: 100, filter: true, ...extra });
@@ -322,13 +323,13 @@ export const device: ModelDef = {
   computed: deviceComputed,
   unmodelled: { parent_device: null, virtual_chassis: null, vc_position: null, vc_priority: null, config_template: null },
   counts: {
-    console_port_count: null,
-    console_server_port_count: null,
-    power_port_count: null,
-    power_outlet_count: null,
+    console_port_count: { model: 'consoleport', column: 'device_id' },
+    console_server_port_count: { model: 'consoleserverport', column: 'device_id' },
+    power_port_count: { model: 'powerport', column: 'device_id' },
+    power_outlet_count: { model: 'poweroutlet', column: 'device_id' },
     interface_count: { model: 'interface', column: 'device_id' },
-    front_port_count: null,
-    rear_port_count: null,
+    front_port_count: { model: 'frontport', column: 'device_id' },
+    rear_port_count: { model: 'rearport', column: 'device_id' },
     device_bay_count: null,
     module_bay_count: null,
     inventory_item_count: null,
@@ -362,6 +363,12 @@ export const device: ModelDef = {
   ],
   cascade: [
     { model: 'interface', column: 'device_id' },
+    { model: 'consoleport', column: 'device_id' },
+    { model: 'consoleserverport', column: 'device_id' },
+    { model: 'poweroutlet', column: 'device_id' },
+    { model: 'powerport', column: 'device_id' },
+    { model: 'frontport', column: 'device_id' },
+    { model: 'rearport', column: 'device_id' },
     { model: 'service', column: 'parent_object_id', typeColumn: 'parent_object_type' },
   ],
   protectedBy: [{ model: 'virtualmachine', column: 'device_id' }],
@@ -398,10 +405,12 @@ export const iface: ModelDef = {
   uniqueTogether: [['device', 'name']],
   ordering: ['device', 'name'],
   search: ['name', 'description', 'mac_address'],
-  brief: ['device', 'name', 'description'],
+  brief: ['device', 'name', 'description', 'cable', '_occupied'],
   taggable: true,
   display: (r) => r.name,
+  ...cabledObject('dcim.interface', true),
   extraFilters: [
+    ...cabledFilters,
     { name: 'device_id', kind: 'fk_id', column: 'device_id', model: 'device' },
     { name: 'device', kind: 'fk_slug', column: 'device_id', model: 'device', attribute: 'name' },
     { name: 'site_id', kind: 'custom' },
@@ -422,8 +431,11 @@ export const iface: ModelDef = {
     { name: 'vlan', kind: 'custom' },
   ],
   check: checkInterface,
-  unmodelled: { module: null, vdcs: [], bridge: null, wwn: null, vrf: null, qinq_svlan: null, vlan_translation_policy: null, cable: null, wireless_link: null, wireless_lans: [], poe_mode: null, poe_type: null, rf_role: null, rf_channel: null, tx_power: null },
+  unmodelled: { module: null, vdcs: [], bridge: null, wwn: null, vrf: null, qinq_svlan: null, vlan_translation_policy: null, wireless_link: null, wireless_lans: [], poe_mode: null, poe_type: null, rf_role: null, rf_channel: null, tx_power: null },
   counts: { count_ipaddresses: { model: 'ipaddress', column: 'assigned_object_id', typeColumn: 'assigned_object_type' }, count_fhrp_groups: null },
-  cascade: [{ model: 'ipaddress', column: 'assigned_object_id', typeColumn: 'assigned_object_type' }],
+  cascade: [
+    { model: 'ipaddress', column: 'assigned_object_id', typeColumn: 'assigned_object_type' },
+    { model: 'virtualcircuittermination', column: 'interface_id' },
+  ],
   setNull: [{ model: 'interface', column: 'parent_id' }, { model: 'interface', column: 'lag_id' }],
 };

@@ -7,6 +7,7 @@ import { normaliseMac } from './values.ts';
 import { hexKey, parseNet } from './ip.ts';
 import { NETBOX_FILTERS, NETBOX_LOOKUPS } from './netbox-filters.ts';
 import { DEVICE_STATUS } from './choices.ts';
+import { cablingFilterSql } from './cabling.ts';
 
 export type Query = Record<string, string | string[] | undefined>;
 type Cond = RawBuilder<unknown>;
@@ -402,6 +403,37 @@ async function customFilter(ctx: ReadCtx, m: ModelDef, f: ExtraFilter, q: Query,
       return sql`(${fam} and ${col(m.table, '_first')} >= ${first} and ${col(m.table, '_last')} <= ${last} and ${strict})`;
     };
     conds.push(sql`(${sql.join(nets.map(one), sql` or `)})`);
+    return;
+  }
+  if (f.name === 'cabled' || f.name === 'occupied' || f.name === 'cable_end' || m.key === 'cable') {
+    let ids: number[] | undefined;
+    let name = f.name;
+    if (key === 'cable.device') {
+      ids = (await ctx.db.selectFrom('dcim_device').select('id').where('name', 'in', vals).execute()).map((r) => Number(r.id));
+      name = 'device_id';
+    } else if (/_id$/.test(f.name)) {
+      ids = parseNumbers(vals, f.name, errors);
+      if (!ids) return;
+    }
+    const c = cablingFilterSql(m, name, vals, ids);
+    if (c === 'bad') (errors[f.name] ??= []).push(f.name === 'cabled' || f.name === 'occupied' ? 'Select a valid choice. That choice is not one of the available choices.' : 'Enter a number.');
+    else if (c) conds.push(c);
+    return;
+  }
+  if (key === 'circuit.site' || key === 'circuit.site_id' || key === 'circuittermination.site' || key === 'circuittermination.site_id' || key === 'circuittermination.provider_network_id' || key === 'circuittermination.termination_type') {
+    let target: Cond;
+    if (key.endsWith('.termination_type')) {
+      conds.push(inList(col(m.table, 'termination_type'), vals));
+      return;
+    }
+    if (key.endsWith('_id')) {
+      const ids = parseNumbers(vals, f.name, errors);
+      if (!ids) return;
+      target = sql`(${sql.join(ids.length ? ids : [0])})`;
+    } else target = sql`(select id from dcim_site where ${inList(sql.ref('slug'), vals)})`;
+    const type = key.endsWith('provider_network_id') ? 'circuits.providernetwork' : 'dcim.site';
+    const own = sql`termination_type = ${type} and termination_id in ${target}`;
+    conds.push(m.key === 'circuit' ? sql`${col(m.table, 'id')} in (select circuit_id from circuits_circuittermination where ${own})` : sql`(${col(m.table, 'termination_type')} = ${type} and ${col(m.table, 'termination_id')} in ${target})`);
     return;
   }
   const ids = parseNumbers(vals, f.name, errors);

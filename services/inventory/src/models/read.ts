@@ -42,7 +42,13 @@ function planOf(m: ModelDef): RowPlan {
   if (!p) {
     const cols = m.fields.filter((f) => f.kind !== 'm2m');
     p = {
-      numbers: cols.filter((f) => f.kind === 'fk' || f.kind === 'integer' || f.kind === 'decimal').map((f) => f.column),
+      numbers: [
+        ...new Set([
+          ...cols.filter((f) => f.kind === 'fk' || f.kind === 'integer' || f.kind === 'decimal').map((f) => f.column),
+          // Id columns kept beside the fields (a component's cable_id) read as numbers too.
+          ...Object.values(m.extraRefs ?? {}).map((r) => r.column),
+        ]),
+      ],
       booleans: cols.filter((f) => f.kind === 'boolean').map((f) => f.column),
       json: cols.filter((f) => f.kind === 'json').map((f) => f.column),
       all: cols.map((f) => f.column),
@@ -84,7 +90,7 @@ export function normaliseRow(d: SqlDialect, m: ModelDef, raw: Row): Row {
   r.last_updated = timestamp(d, raw.last_updated);
   r.custom_fields = raw.custom_fields === '{}' ? {} : (d.parseJson(raw.custom_fields) ?? {});
   for (const c of p.all) if (r[c] === undefined) r[c] = null;
-  for (const c of p.numbers) if (r[c] !== null) r[c] = Number(r[c]);
+  for (const c of p.numbers) if (r[c] !== null && r[c] !== undefined) r[c] = Number(r[c]);
   for (const c of p.booleans) if (r[c] !== null) r[c] = d.readBool(r[c]);
   for (const c of p.json) if (r[c] !== null) r[c] = d.parseJson(r[c]);
   if ('family' in raw) r.family = Number(raw.family);

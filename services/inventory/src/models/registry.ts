@@ -5,6 +5,9 @@ import { ipAddress, prefix, vlan, vlanGroup, vrf } from './ipam.ts';
 import { tenant, tenantGroup } from './tenancy.ts';
 import { cluster, clusterGroup, clusterType, virtualDisk, virtualMachine, vmInterface } from './virtualization.ts';
 import type { ModelDef } from './types.ts';
+import { CABLING_MODELS } from './cabling.ts';
+import { CIRCUIT_MODELS } from './circuits.ts';
+import { IPAM_REGISTRY_MODELS } from './ipam-registry.ts';
 
 /** Every object type: its REST endpoints, change logging and event rules all come from here. */
 export const MODELS: ModelDef[] = [
@@ -34,6 +37,9 @@ export const MODELS: ModelDef[] = [
   vmInterface,
   virtualDisk,
   service,
+  ...CABLING_MODELS,
+  ...CIRCUIT_MODELS,
+  ...IPAM_REGISTRY_MODELS,
 ];
 
 const byKey = new Map(MODELS.map((m) => [m.key, m]));

@@ -83,6 +83,8 @@ function briefOf(ctx: ReadCtx, m: ModelDef, row: Row, refs: Refs, counts?: Map<s
     if (name === 'family') out.family = { value: row.family, label: `IPv${row.family}` };
     else if (m.counts && name in m.counts) out[name] = counts?.get(name)?.get(row.id) ?? 0;
     else if (m.unmodelled && name in m.unmodelled) out[name] = m.unmodelled[name];
+    else if (m.briefValues && name in m.briefValues) out[name] = m.briefValues[name]!(row, refs);
+    else if (m.extraRefs && name in m.extraRefs) out[name] = refs[name] ?? null;
     else out[name] = apiValue(m.fields.find((f) => f.name === name)!, row, refs);
   }
   return out;
@@ -172,7 +174,7 @@ export async function represent(ctx: ReadCtx, m: ModelDef, rows: Row[], brief = 
   const tags = await loadTags(ctx, m, ids);
   const usage = m.key === 'tag' ? await tagUsage(ctx, ids) : undefined;
   const { fields, unmodelled, countNames, make } = fullPlan(m);
-  return rows.map((r) => {
+  const outs = rows.map((r) => {
     const rr = refs.get(r.id)!;
     const v: unknown[] = [r.id, objectUrl(ctx.base, m, r.id), displayUrl(ctx.base, m, r.id), m.display(r, rr)];
     for (const [f, extra] of fields) {
@@ -187,6 +189,8 @@ export async function represent(ctx: ReadCtx, m: ModelDef, rows: Row[], brief = 
     const out = make(v);
     return m.represent ? m.represent(r, out, rr) : out;
   });
+  if (m.enrich) await m.enrich(ctx, rows, outs);
+  return outs;
 }
 
 interface FullPlan {

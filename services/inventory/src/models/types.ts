@@ -122,4 +122,12 @@ export interface ModelDef {
   setNull?: Array<{ model: string; column: string }>;
   /** FK-like references not declared as fields (ip assigned interface): api name → [model, id column]. */
   extraRefs?: Record<string, { model: string; column: string; typeColumn?: string; type?: string }>;
+  /** Read-only values of the brief form that are not fields (`_occupied`); extra refs in `brief` come from their briefs. */
+  briefValues?: Record<string, (row: Row, refs: Refs) => unknown>;
+  /** Read-only values that need the database (cable peers, traced endpoints), added to full representations of many rows at once. */
+  enrich?: (ctx: import('./read.ts').ReadCtx, rows: Row[], out: Array<Record<string, unknown>>) => Promise<void>;
+  /** Runs in the write transaction after the object's row was inserted or updated (keeps index tables in step). */
+  afterSave?: (w: import('../changes/write.ts').WriteContext, id: number, row: Row, existing: Row | null) => Promise<void>;
+  /** Runs in the write transaction before the object's row is deleted. */
+  beforeDelete?: (w: import('../changes/write.ts').WriteContext, row: Row) => Promise<void>;
 }

@@ -124,6 +124,7 @@ export async function createObject(w: WriteContext, m: ModelDef, v: Validated): 
   if (m.taggable && v.tags?.length) await setTags(w, m, id, v.tags);
   await setLinks(w, m, id, v.m2m);
   const after = normaliseRow(w.dialect, m, fastRows([inserted])[0]!);
+  if (m.afterSave) await m.afterSave(w, id, after, null);
   w.changes.push({
     action: 'create',
     objectType: m.objectType,
@@ -145,7 +146,11 @@ export async function updateObject(w: WriteContext, m: ModelDef, existing: Row, 
   await w.trx.updateTable(m.table).set(set).where('id', '=', existing.id).execute();
   if (m.taggable && v.tags) await setTags(w, m, existing.id, v.tags);
   await setLinks(w, m, existing.id, v.m2m);
-  const after = (await fetchRow(ctx, m, existing.id))!;
+  let after = (await fetchRow(ctx, m, existing.id))!;
+  if (m.afterSave) {
+    await m.afterSave(w, existing.id, after, existing);
+    after = (await fetchRow(ctx, m, existing.id))!;
+  }
   w.changes.push({
     action: 'update',
     objectType: m.objectType,
@@ -179,6 +184,7 @@ export async function deleteObject(w: WriteContext, m: ModelDef, existing: Row):
     const child = model(s.model);
     await w.trx.updateTable(child.table).set({ [s.column]: null }).where(s.column, '=', existing.id).execute();
   }
+  if (m.beforeDelete) await m.beforeDelete(w, existing);
   const before = await snapshot(ctx, m, existing);
   const [data] = await represent(ctx, m, [existing]);
   for (const f of m.fields) if (f.kind === 'm2m') await w.trx.deleteFrom(f.through!.table).where(f.through!.column, '=', existing.id).execute();

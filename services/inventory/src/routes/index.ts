@@ -17,9 +17,10 @@ import { statusRoutes } from './status.ts';
 import { tenancyRoutes } from './tenancy.ts';
 import { userRoutes } from './users.ts';
 import { virtualizationRoutes } from './virtualization.ts';
+import { circuitRoutes } from './circuits.ts';
 
 /** The apps whose roots `/api/` lists (besides `plugins` and `status`). */
-export const API_APPS = ['core', 'dcim', 'extras', 'ipam', 'tenancy', 'users', 'virtualization'];
+export const API_APPS = ['circuits', 'core', 'dcim', 'extras', 'ipam', 'tenancy', 'users', 'virtualization'];
 
 export interface CoreRouteOptions {
   deps: InventoryDeps;
@@ -58,6 +59,7 @@ export async function coreRoutes(app: FastifyInstance, opts: CoreRouteOptions): 
   ipamRoutes(app, sink);
   tenancyRoutes(app, sink);
   virtualizationRoutes(app, sink);
+  circuitRoutes(app, sink);
   tagRoutes(app, sink);
   await objectChangeRoutes(app, deps);
   await userRoutes(app, deps);
