@@ -162,7 +162,7 @@ export const deviceComponentFilters: ExtraFilter[] = [
 /** A device component with a cable end (console, power and pass-through ports). */
 function component(key: string, path: string, title: string, verboseName: string, fields: FieldDef[], opts: Partial<ModelDef> & { endpoint: boolean }): ModelDef {
   const objectType = `dcim.${key}`;
-  const { endpoint, ...rest } = opts;
+  const { endpoint, extraFilters, ...rest } = opts;
   return {
     key,
     app: 'dcim',
@@ -181,7 +181,7 @@ function component(key: string, path: string, title: string, verboseName: string
     display: (r) => r.name,
     // Modules are not modelled: a component always sits on the device itself.
     unmodelled: { module: null },
-    extraFilters: [...deviceComponentFilters, ...cabledFilters, ...(rest.extraFilters ?? [])],
+    extraFilters: [...deviceComponentFilters, ...cabledFilters, { name: 'device_status', kind: 'custom' }, ...(extraFilters ?? [])],
     ...cabledObject(objectType, endpoint),
     ...rest,
   };

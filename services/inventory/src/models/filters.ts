@@ -219,7 +219,13 @@ async function customFilter(ctx: ReadCtx, m: ModelDef, f: ExtraFilter, q: Query,
     case 'interface.virtual_chassis_member_or_master':
       conds.push(sql`${col(m.table, 'device_id')} in (select id from dcim_device where ${inList(sql.ref('name'), vals)})`);
       return;
-    case 'interface.device_status': {
+    case 'interface.device_status':
+    case 'consoleport.device_status':
+    case 'consoleserverport.device_status':
+    case 'powerport.device_status':
+    case 'poweroutlet.device_status':
+    case 'frontport.device_status':
+    case 'rearport.device_status': {
       const bad = vals.find((v) => !DEVICE_STATUS.some((c) => c.value === v));
       if (bad !== undefined) (errors[f.name] ??= []).push(invalidChoice(bad));
       else conds.push(sql`${col(m.table, 'device_id')} in (select id from dcim_device where ${inList(sql.ref('status'), vals)})`);

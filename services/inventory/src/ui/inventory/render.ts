@@ -46,6 +46,11 @@ export function cell(value: unknown, key = ''): SafeHtml {
       if (key === 'status') return html`<span class="badge badge-${STATUS_COLOURS[String(o.value)] ?? 'gray'}">${String(o.label)}</span>`;
       return html`${String(o.label)}`;
     }
+    // A cable end ({object_type, object_id, object}): the terminated object's link, with its device.
+    if ('object_type' in o && 'object' in o && o.object && typeof o.object === 'object') {
+      const t = o.object as Record<string, unknown>;
+      return t.device ? html`${cell(t.device)} › ${cell(t)}` : cell(t);
+    }
     if ('display' in o || 'name' in o) {
       const label = String(o.display ?? o.name);
       const href = pageOf(o);
