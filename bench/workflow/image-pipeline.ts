@@ -1,140 +1,338 @@
 /**
- * Image pipeline: LoadImage → ImageScale 1024² → 1536² → ImageBlur (radius 1,
- * sigma 1) → SaveImage, queued over HTTP and awaited on the WebSocket (the
- * service in this process, SQLite, output cache off so every node runs each
- * round), against a same-run baseline: the same sharp calls made directly
- * (metadata + decode, resize, 3×3 convolution, PNG encode at level 4, file
- * write). The reference takes 411 ms for this pipeline on this machine class.
- * Saved files are not registered as assets (the baseline does not hash or
- * copy them); BENCH_ASSETS=1 measures the service with asset registration on.
+ * Image and mask pipelines side by side with the reference (issue 29).
  *
- *   npx tsx bench/workflow/image-pipeline.ts [--rounds 15] [--method nearest-exact]
+ * Each row is a prompt queued over HTTP (`POST /prompt`) and awaited on the
+ * WebSocket (`execution_success`), or an upload (`POST /upload/image`).
+ * Servers run one at a time, each round a fresh process of each (fresh data
+ * dir, `--cache-none` on both so that every node runs each time), rounds
+ * interleaved so that load from other processes hits both alike. Per round
+ * and row: one warm-up run, then `--repeat` timed runs; the row's figure is
+ * the median over all timed runs of all rounds.
  *
- * In the service, nearest-exact (ImageScale's default) on an RGB frame is
- * sharp's nearest resize, as here, and the blur stays pending libvips work
- * that SaveImage runs in its PNG encoder's pipeline (the baseline makes each
- * step's pixels). Other methods are reported too:
- * bilinear/bicubic/area/lanczos enlarge on typed arrays (the reference's
- * exact kernels), their baseline is sharp's nearest kernel resize (so their
- * ratio includes the cost of the exact kernel).
+ *   npx tsx bench/workflow/image-pipeline.ts [--rounds 3] [--repeat 3] [--rows a,b] [--service-only]
  *
- * Also reported, for scale: the whole chain as ONE sharp pipeline (decode,
- * nearest resize, convolution, PNG), the floor for libvips on this machine;
- * its pixels are not the reference's (libvips' nearest indices, edges
- * copied instead of reflected), so it is not a baseline.
+ * The reference (ComfyUI a125cd84, torch CPU) runs where REF_PYTHON (default
+ * /work/team/refvenv/bin/python) and COMFY_DIR (default /work/team/ComfyUI)
+ * exist, as ../shared/reference/models.md §6 describes: `--cpu`,
+ * `--front-end-root` an empty folder, OMP_NUM_THREADS=REF_THREADS (default 1,
+ * the measured best on a busy machine). Without it (or with --service-only)
+ * each row is reported as the service's time alone.
+ *
+ * Inputs: a photo-like 1024² RGB PNG (smooth gradients plus noise, ~1.3 MB)
+ * for LoadImage, and a noisier 1024² PNG of about 2.6 MB for the upload row.
+ * Kernel rows end in GetImageSize → PreviewAny, so that they time the kernel
+ * and not a PNG encoder; the encode rows time SaveImage / SaveAnimatedWEBP.
  */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import sharp from 'sharp';
 import WebSocket from 'ws';
 
-const { values: args } = parseArgs({ options: { rounds: { type: 'string', default: '15' }, method: { type: 'string', default: 'nearest-exact' }, all: { type: 'boolean', default: false } }, strict: false });
-const ROUNDS = Number(args.rounds);
-const SIZE_IN = 1024;
-const SIZE_OUT = 1536;
-
-process.env.LOG_REQUESTS = '0';
-const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'wf-imgbench-'));
-fs.mkdirSync(path.join(dir, 'input'), { recursive: true });
-
-// A photo-like input: smooth gradients plus mild noise (PNG of ~1-2 MB).
-const px = Buffer.alloc(SIZE_IN * SIZE_IN * 3);
-let seed = 1;
-for (let y = 0; y < SIZE_IN; y++) {
-  for (let x = 0; x < SIZE_IN; x++) {
-    seed = (seed * 1103515245 + 12345) & 0x7fffffff;
-    const n = (seed >> 16) % 9;
-    const i = (y * SIZE_IN + x) * 3;
-    px[i] = (x >> 2) + n;
-    px[i + 1] = (y >> 2) + n;
-    px[i + 2] = ((x + y) >> 3) + n;
-  }
-}
-const inputFile = path.join(dir, 'input', 'bench.png');
-fs.writeFileSync(inputFile, await sharp(px, { raw: { width: SIZE_IN, height: SIZE_IN, channels: 3 } }).png().toBuffer());
-
-const { buildApp } = await import('../../services/workflow/src/app.ts');
-const app = await buildApp({ port: 0, host: '127.0.0.1', dataDir: dir, databaseUrl: undefined, pgSchema: `bench_img_${process.pid}`, logLevel: 'warn', runWorkers: true, flags: { cacheNone: true, disableAssets: process.env.BENCH_ASSETS !== '1' } } as never);
-const address = await app.listen({ port: 0, host: '127.0.0.1' });
-const clientId = 'bench';
-const ws = new WebSocket(`${address.replace('http', 'ws')}/ws?clientId=${clientId}`);
-await new Promise((r) => ws.once('open', r));
-const waiters = new Map<string, (m: any) => void>();
-ws.on('message', (data, binary) => {
-  if (binary) return;
-  const m = JSON.parse(String(data));
-  const id = m.data?.prompt_id;
-  if ((m.type === 'execution_success' || m.type === 'execution_error') && waiters.has(id)) waiters.get(id)!(m);
+const { values: args } = parseArgs({
+  options: {
+    rounds: { type: 'string', default: '3' },
+    repeat: { type: 'string', default: '3' },
+    rows: { type: 'string' },
+    'service-only': { type: 'boolean', default: false },
+  },
+  strict: false,
 });
+const ROUNDS = Number(args.rounds);
+const REPEAT = Number(args.repeat);
+const root = path.resolve(import.meta.dirname, '../..');
+const REF_PYTHON = process.env.REF_PYTHON ?? '/work/team/refvenv/bin/python';
+const COMFY_DIR = process.env.COMFY_DIR ?? '/work/team/ComfyUI';
+const REF_THREADS = process.env.REF_THREADS ?? '1';
+const withReference = !args['service-only'] && fs.existsSync(REF_PYTHON) && fs.existsSync(path.join(COMFY_DIR, 'main.py'));
 
-async function viaService(method: string, round: number): Promise<number> {
-  const prompt = {
-    load: { class_type: 'LoadImage', inputs: { image: 'bench.png' } },
-    scale: { class_type: 'ImageScale', inputs: { image: ['load', 0], upscale_method: method, width: SIZE_OUT, height: SIZE_OUT, crop: 'disabled' } },
-    blur: { class_type: 'ImageBlur', inputs: { image: ['scale', 0], blur_radius: 1, sigma: 1 } },
-    save: { class_type: 'SaveImage', inputs: { images: ['blur', 0], filename_prefix: `bench_${method}_${round}` } },
-  };
+const work = fs.mkdtempSync(path.join(os.tmpdir(), 'wf-imgbench-'));
+
+// ---- inputs ----
+function pattern(size: number, noise: number): Buffer {
+  const px = Buffer.alloc(size * size * 3);
+  let seed = 1;
+  for (let y = 0; y < size; y++) {
+    for (let x = 0; x < size; x++) {
+      seed = (seed * 1103515245 + 12345) & 0x7fffffff;
+      const n = (seed >> 16) % noise;
+      const i = (y * size + x) * 3;
+      px[i] = ((x >> 2) + n) & 255;
+      px[i + 1] = ((y >> 2) + n) & 255;
+      px[i + 2] = (((x + y) >> 3) + n) & 255;
+    }
+  }
+  return px;
+}
+const photoPng = await sharp(pattern(1024, 9), { raw: { width: 1024, height: 1024, channels: 3 } }).png().toBuffer();
+const uploadPng = await sharp(pattern(1024, 48), { raw: { width: 1024, height: 1024, channels: 3 } }).png({ compressionLevel: 6 }).toBuffer();
+
+// ---- rows ----
+type Graph = Record<string, { class_type: string; inputs: Record<string, unknown> }>;
+interface Row {
+  name: string;
+  prompt?: (tag: number) => Graph;
+  upload?: boolean;
+}
+const load = { class_type: 'LoadImage', inputs: { image: 'bench.png' } };
+const empty = { class_type: 'EmptyImage', inputs: { width: 1024, height: 1024, batch_size: 1, color: 0 } };
+/** source → node(s) → GetImageSize → PreviewAny. */
+function kernel(nodes: Graph, last: string, src: Graph[string] = load): () => Graph {
+  return () => ({ src, ...nodes, size: { class_type: 'GetImageSize', inputs: { image: [last, 0] } }, out: { class_type: 'PreviewAny', inputs: { source: ['size', 0] } } });
+}
+const scale = (method: string, w: number, h: number, crop = 'disabled', image: [string, number] = ['src', 0]) => ({ class_type: 'ImageScale', inputs: { image, upscale_method: method, width: w, height: h, crop } });
+const blur = (r: number, sigma = 1, image: [string, number] = ['src', 0]) => ({ class_type: 'ImageBlur', inputs: { image, blur_radius: r, sigma } });
+const save = (image: [string, number], tag: number) => ({ class_type: 'SaveImage', inputs: { images: image, filename_prefix: `bench_${tag}` } });
+
+const METHODS = ['nearest-exact', 'bilinear', 'bicubic', 'area', 'lanczos'];
+const allRows: Row[] = [
+  { name: 'EmptyImage 1024² → bilinear 1536² → blur r5 σ1 → SaveImage', prompt: (t) => ({ src: empty, s: scale('bilinear', 1536, 1536), b: blur(5, 1, ['s', 0]), o: save(['b', 0], t) }) },
+  { name: 'LoadImage 1024² PNG → bilinear 1536² → blur r5 σ1 → SaveImage', prompt: (t) => ({ src: load, s: scale('bilinear', 1536, 1536), b: blur(5, 1, ['s', 0]), o: save(['b', 0], t) }) },
+  { name: 'POST /upload/image, 2.6 MB PNG', upload: true },
+  ...METHODS.map((m) => ({ name: `ImageScale ${m} 1024² → 1536²`, prompt: kernel({ s: scale(m, 1536, 1536) }, 's') })),
+  ...METHODS.map((m) => ({ name: `ImageScale ${m} 1024² → 640×480 crop center`, prompt: kernel({ s: scale(m, 640, 480, 'center') }, 's') })),
+  ...[1, 5, 11, 31].map((r) => ({ name: `ImageBlur r${r} σ${r === 31 ? 5 : 1} 1024²`, prompt: kernel({ b: blur(r, r === 31 ? 5 : 1) }, 'b') })),
+  ...[1, 5].map((r) => ({ name: `ImageSharpen r${r} α1 1024²`, prompt: kernel({ k: { class_type: 'ImageSharpen', inputs: { image: ['src', 0], sharpen_radius: r, sigma: 1, alpha: 1 } } }, 'k') })),
+  ...(
+    [
+      [256, 'none'],
+      [16, 'floyd-steinberg'],
+      [16, 'bayer-4'],
+    ] as const
+  ).map(([c, d]) => ({ name: `ImageQuantize ${c} colours, dither ${d}, 1024²`, prompt: kernel({ q: { class_type: 'ImageQuantize', inputs: { image: ['src', 0], colors: c, dither: d } } }, 'q') })),
+  {
+    name: 'masks: ImageToMask → GrowMask 8 → FeatherMask 32 → ThresholdMask → MaskToImage, 1024²',
+    prompt: kernel(
+      {
+        m: { class_type: 'ImageToMask', inputs: { image: ['src', 0], channel: 'red' } },
+        g: { class_type: 'GrowMask', inputs: { mask: ['m', 0], expand: 8, tapered_corners: true } },
+        f: { class_type: 'FeatherMask', inputs: { mask: ['g', 0], left: 32, top: 32, right: 32, bottom: 32 } },
+        t: { class_type: 'ThresholdMask', inputs: { mask: ['f', 0], value: 0.5 } },
+        i: { class_type: 'MaskToImage', inputs: { mask: ['t', 0] } },
+      },
+      'i',
+    ),
+  },
+  {
+    name: 'compositing: ImageCompositeMasked 512² onto 1024² with a mask, ImageBlend multiply',
+    prompt: kernel(
+      {
+        small: scale('area', 512, 512),
+        m: { class_type: 'SolidMask', inputs: { value: 0.5, width: 512, height: 512 } },
+        c: { class_type: 'ImageCompositeMasked', inputs: { destination: ['src', 0], source: ['small', 0], x: 100, y: 200, resize_source: false, mask: ['m', 0] } },
+        b: { class_type: 'ImageBlend', inputs: { image1: ['c', 0], image2: ['src', 0], blend_factor: 0.5, blend_mode: 'multiply' } },
+      },
+      'b',
+    ),
+  },
+  {
+    name: 'batch: RepeatImageBatch 4 → ImageBatch with a 768² image (bilinear, centre crop) → ImageFromBatch',
+    prompt: kernel(
+      {
+        r: { class_type: 'RepeatImageBatch', inputs: { image: ['src', 0], amount: 4 } },
+        small: scale('nearest-exact', 768, 768),
+        j: { class_type: 'ImageBatch', inputs: { image1: ['r', 0], image2: ['small', 0] } },
+        f: { class_type: 'ImageFromBatch', inputs: { image: ['j', 0], batch_index: 2, length: 3 } },
+      },
+      'f',
+    ),
+  },
+  { name: 'PNG: LoadImage 1024² → SaveImage', prompt: (t) => ({ src: load, o: save(['src', 0], t) }) },
+  { name: 'WebP: LoadImage 1024² → SaveAnimatedWEBP (lossy q80)', prompt: (t) => ({ src: load, o: { class_type: 'SaveAnimatedWEBP', inputs: { images: ['src', 0], filename_prefix: `bench_${t}`, fps: 6, lossless: false, quality: 80, method: 'default' } } }) },
+];
+const wanted = args.rows ? String(args.rows).split(',') : undefined;
+const rows = wanted ? allRows.filter((r, i) => wanted.some((w) => (/^\d+$/.test(w) ? String(i) === w : r.name.includes(w)))) : allRows;
+
+// ---- servers ----
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = net.createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const p = (s.address() as net.AddressInfo).port;
+      s.close(() => resolve(p));
+    });
+  });
+}
+
+interface Running {
+  url: string;
+  proc: ChildProcess;
+  dir: string;
+}
+
+async function waitReady(url: string, proc: ChildProcess, log: () => string): Promise<void> {
+  const t0 = Date.now();
+  while (Date.now() - t0 < 180_000) {
+    if (proc.exitCode !== null) throw new Error(`server exited (${proc.exitCode}): ${log().slice(-2000)}`);
+    try {
+      const r = await fetch(`${url}/system_stats`);
+      if (r.ok) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`server at ${url} not ready after 180 s: ${log().slice(-2000)}`);
+}
+
+/**
+ * torchvision and torchsde: the local index has only CUDA builds of the first
+ * and not the second, and the reference imports them at start-up for what no
+ * image node uses (Stable Cascade, Cosmos and ACE models; SDE samplers). Where
+ * REF_PYTHON lacks one, a stand-in package whose every attribute fails when
+ * used goes on the reference's PYTHONPATH (none of these rows reaches it).
+ */
+function pythonStandIns(): string | undefined {
+  const dir = path.join(work, 'py-stand-ins');
+  let any = false;
+  for (const [mod, subs] of [
+    ['torchvision', ['transforms', 'models']],
+    ['torchsde', []],
+  ] as const) {
+    if (spawnSync(REF_PYTHON, ['-c', `import ${mod}`], { stdio: 'ignore' }).status === 0) continue;
+    any = true;
+    const pkg = path.join(dir, mod);
+    fs.mkdirSync(pkg, { recursive: true });
+    const body = (name: string) =>
+      [
+        `# Stand-in for ${mod} (not installed): the image rows of the benchmark never use it.`,
+        'class _Missing:',
+        '    def __init__(self, name): self._name = name',
+        '    def __getattr__(self, a): return _Missing(self._name + "." + a)',
+        `    def __call__(self, *a, **k): raise ImportError("${mod} is not installed (" + self._name + ")")`,
+        `def __getattr__(name): return _Missing("${name}." + name)`,
+        '',
+      ].join('\n');
+    fs.writeFileSync(path.join(pkg, '__init__.py'), body(mod));
+    for (const sub of subs) fs.writeFileSync(path.join(pkg, `${sub}.py`), body(`${mod}.${sub}`));
+  }
+  return any ? dir : undefined;
+}
+let standIns: string | undefined | null = null;
+
+async function start(kind: 'service' | 'reference', round: number): Promise<Running> {
+  const dir = path.join(work, `${kind}-${round}`);
+  fs.mkdirSync(path.join(dir, 'input'), { recursive: true });
+  fs.writeFileSync(path.join(dir, 'input', 'bench.png'), photoPng);
+  const port = await freePort();
+  let out = '';
+  let proc: ChildProcess;
+  if (kind === 'service') {
+    proc = spawn(process.execPath, [path.join(root, 'scripts/run-service.mjs'), 'workflow', '--port', String(port), '--host', '127.0.0.1', '--data-dir', dir, '--cache-none', '--disable-assets'], {
+      cwd: root,
+      env: { ...process.env, LOG_REQUESTS: '0', LOG_LEVEL: 'warn' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+  } else {
+    if (standIns === null) standIns = pythonStandIns();
+    const fe = path.join(dir, 'frontend');
+    for (const d of [fe, path.join(dir, 'custom_nodes'), path.join(dir, 'models'), path.join(dir, 'output'), path.join(dir, 'temp'), path.join(dir, 'user')]) fs.mkdirSync(d, { recursive: true });
+    proc = spawn(
+      REF_PYTHON,
+      ['main.py', '--cpu', '--listen', '127.0.0.1', '--port', String(port), '--base-directory', dir, '--front-end-root', fe, '--cache-none', '--disable-auto-launch', '--disable-all-custom-nodes', '--database-url', `sqlite:///${path.join(dir, 'comfy.db')}`, '--verbose', 'WARNING'],
+      { cwd: COMFY_DIR, env: { ...process.env, OMP_NUM_THREADS: REF_THREADS, ...(standIns ? { PYTHONPATH: standIns } : {}) }, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+  }
+  proc.stdout!.on('data', (d) => (out += d));
+  proc.stderr!.on('data', (d) => (out += d));
+  const url = `http://127.0.0.1:${port}`;
   const t0 = performance.now();
-  const res = await fetch(`${address}/prompt`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ prompt, client_id: clientId }) });
-  const { prompt_id } = (await res.json()) as { prompt_id: string };
-  const msg = await new Promise<any>((r) => waiters.set(prompt_id, r));
-  waiters.delete(prompt_id);
-  if (msg.type !== 'execution_success') throw new Error(`prompt failed: ${JSON.stringify(msg.data)}`);
+  await waitReady(url, proc, () => out);
+  console.error(`${kind} ready in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+  return { url, proc, dir };
+}
+
+async function stop(r: Running): Promise<void> {
+  if (r.proc.exitCode !== null) return;
+  const exited = new Promise((res) => r.proc.once('exit', res));
+  r.proc.kill('SIGTERM');
+  const timer = setTimeout(() => r.proc.kill('SIGKILL'), 10_000);
+  await exited;
+  clearTimeout(timer);
+}
+
+// ---- measuring ----
+let tagSeq = 0;
+async function runPrompt(srv: Running, ws: WebSocket, waiters: Map<string, (m: any) => void>, clientId: string, graph: Graph): Promise<number> {
+  const t0 = performance.now();
+  const res = await fetch(`${srv.url}/prompt`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ prompt: graph, client_id: clientId }) });
+  const body = (await res.json()) as { prompt_id?: string };
+  if (!res.ok || !body.prompt_id) throw new Error(`queue refused: ${JSON.stringify(body)}`);
+  const msg = await new Promise<any>((r) => waiters.set(body.prompt_id!, r));
+  waiters.delete(body.prompt_id);
+  if (msg.type !== 'execution_success') throw new Error(`prompt failed: ${JSON.stringify(msg.data).slice(0, 1000)}`);
   return performance.now() - t0;
 }
 
-const k = Math.exp(-0.5) / (1 + 2 * Math.exp(-0.5));
-const k1 = [k, 1 - 2 * k, k];
-const kernel = k1.flatMap((a) => k1.map((b) => a * b));
-
-async function direct(round: number): Promise<number> {
+async function upload(srv: Running): Promise<number> {
   const t0 = performance.now();
-  await sharp(inputFile).metadata();
-  const rgb = await sharp(inputFile).rotate().removeAlpha().raw().toBuffer();
-  const scaled = await sharp(rgb, { raw: { width: SIZE_IN, height: SIZE_IN, channels: 3 } }).resize(SIZE_OUT, SIZE_OUT, { kernel: 'nearest', fit: 'fill' }).raw().toBuffer();
-  const blurred = await sharp(scaled, { raw: { width: SIZE_OUT, height: SIZE_OUT, channels: 3 } }).convolve({ width: 3, height: 3, kernel, scale: 1 }).linear(1, 0.5).raw().toBuffer();
-  const png = await sharp(blurred, { raw: { width: SIZE_OUT, height: SIZE_OUT, channels: 3 } }).png({ compressionLevel: 4 }).toBuffer();
-  fs.writeFileSync(path.join(dir, 'output', `direct_${round}.png`), png, { flag: 'w' });
+  const form = new FormData();
+  form.append('image', new Blob([uploadPng], { type: 'image/png' }), 'upload.png');
+  form.append('overwrite', 'true');
+  const res = await fetch(`${srv.url}/upload/image`, { method: 'POST', body: form });
+  if (!res.ok) throw new Error(`upload: ${res.status} ${await res.text()}`);
+  await res.arrayBuffer();
   return performance.now() - t0;
 }
 
-async function onePipeline(round: number): Promise<number> {
-  const t0 = performance.now();
-  const png = await sharp(inputFile).rotate().removeAlpha().resize(SIZE_OUT, SIZE_OUT, { kernel: 'nearest', fit: 'fill' }).convolve({ width: 3, height: 3, kernel, scale: 1 }).linear(1, 0.5).png({ compressionLevel: 4 }).toBuffer();
-  fs.writeFileSync(path.join(dir, 'output', `fused_${round}.png`), png, { flag: 'w' });
-  return performance.now() - t0;
+const times: Record<'service' | 'reference', number[][]> = { service: rows.map(() => []), reference: rows.map(() => []) };
+
+async function measure(kind: 'service' | 'reference', round: number): Promise<void> {
+  const srv = await start(kind, round);
+  const clientId = `bench-${kind}-${round}`;
+  const ws = new WebSocket(`${srv.url.replace('http', 'ws')}/ws?clientId=${clientId}`);
+  await new Promise((r, j) => {
+    ws.once('open', r);
+    ws.once('error', j);
+  });
+  const waiters = new Map<string, (m: any) => void>();
+  ws.on('message', (data, binary) => {
+    if (binary) return;
+    const m = JSON.parse(String(data));
+    const id = m.data?.prompt_id;
+    if ((m.type === 'execution_success' || m.type === 'execution_error') && waiters.has(id)) waiters.get(id)!(m);
+  });
+  try {
+    for (const [i, row] of rows.entries()) {
+      const once = () => (row.upload ? upload(srv) : runPrompt(srv, ws, waiters, clientId, row.prompt!(tagSeq++)));
+      const warm = await once();
+      for (let k = 0; k < REPEAT; k++) times[kind][i]!.push(await once());
+      if (process.env.BENCH_VERBOSE) console.error(`  ${kind} ${row.name}: warm-up ${warm.toFixed(0)} ms, then ${times[kind][i]!.slice(-REPEAT).map((t) => t.toFixed(0)).join(', ')}`);
+    }
+  } finally {
+    ws.close();
+    await stop(srv);
+    fs.rmSync(srv.dir, { recursive: true, force: true });
+  }
 }
 
 const median = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+  return s.length === 0 ? NaN : s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
 };
 
-fs.mkdirSync(path.join(dir, 'output'), { recursive: true });
-const methods = args.all ? ['nearest-exact', 'bilinear', 'bicubic', 'area', 'lanczos'] : [String(args.method)];
-// Warm-up: JIT, sharp's thread pool, the database.
-await viaService(methods[0]!, -1);
-await direct(-1);
-await onePipeline(-1);
-const base: number[] = [];
-const fused: number[] = [];
-const service: Record<string, number[]> = Object.fromEntries(methods.map((m) => [m, []]));
-for (let r = 0; r < ROUNDS; r++) {
-  // Interleaved so that noise from other processes hits both sides alike.
-  base.push(await direct(r));
-  fused.push(await onePipeline(r));
-  for (const m of methods) service[m]!.push(await viaService(m, r));
+try {
+  for (let round = 0; round < ROUNDS; round++) {
+    // Alternating which goes first, so neither always runs on a machine the other just warmed.
+    const order: ('service' | 'reference')[] = withReference ? (round % 2 ? ['reference', 'service'] : ['service', 'reference']) : ['service'];
+    for (const kind of order) {
+      const t0 = performance.now();
+      await measure(kind, round);
+      console.error(`round ${round + 1}/${ROUNDS}: ${kind} done in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+    }
+  }
+  console.log(`image and mask pipelines, ${ROUNDS} rounds × ${REPEAT} runs (medians, ms; ratio = reference / service, above 1 = the service is faster)`);
+  console.log(withReference ? `reference: ComfyUI (${COMFY_DIR}) on ${REF_PYTHON}, --cpu, OMP_NUM_THREADS=${REF_THREADS}; load average ${os.loadavg()[0]!.toFixed(1)}` : 'reference: not run (service only)');
+  console.log('| row | service | reference | ratio |');
+  console.log('|---|---|---|---|');
+  for (const [i, row] of rows.entries()) {
+    const s = median(times.service[i]!);
+    const r = median(times.reference[i]!);
+    console.log(`| ${row.name} | ${s.toFixed(1)} | ${withReference ? r.toFixed(1) : '–'} | ${withReference ? `${(r / s).toFixed(2)}×` : '–'} |`);
+  }
+} finally {
+  fs.rmSync(work, { recursive: true, force: true });
 }
-const b = median(base);
-console.log(`image pipeline 1024² → 1536² → blur → PNG, ${ROUNDS} rounds (medians)`);
-console.log(`  direct sharp calls: ${b.toFixed(1)} ms`);
-console.log(`  one sharp pipeline (floor, not the reference's pixels): ${median(fused).toFixed(1)} ms`);
-for (const m of methods) {
-  const s = median(service[m]!);
-  console.log(`  service, ${m.padEnd(13)}: ${s.toFixed(1)} ms  ratio ${(s / b).toFixed(2)}×  (reference: 411 ms, ${(411 / s).toFixed(1)}× faster)`);
-}
-ws.close();
-await app.close();
-fs.rmSync(dir, { recursive: true, force: true });

@@ -1,4 +1,3 @@
-import sharp from '../files/sharp.ts';
 import { checkSize, clampByte, Frame, MaskPlane } from './image-types.ts';
 
 /**
@@ -14,26 +13,31 @@ import { checkSize, clampByte, Frame, MaskPlane } from './image-types.ts';
  *   antialiasing (half-pixel centres, bicubic a = -0.75 with clamped edges,
  *   area = adaptive average pooling). sharp has no such kernels (its upscaler
  *   aligns pixel centres differently and always antialiases when shrinking), so
- *   these are separable typed-array passes with precomputed taps, exact to the
- *   reference up to the final rounding to bytes.
+ *   these are separable typed-array passes with precomputed taps
+ *   (`resampleBytes`: loops per channel count and tap count), the reference's
+ *   values up to the final rounding to bytes. Measured against ONNX Runtime's
+ *   `Resize` (same semantics, MLAS): as fast or faster for bilinear on this
+ *   2-core machine under load, and ORT's cubic shrink only runs unoptimised
+ *   (seconds for a megapixel), so these stay here.
  * - `lanczos`: the reference goes through PIL's LANCZOS (a = 3, support scaled
- *   when shrinking, premultiplied alpha). Shrinking uses sharp's `lanczos3`
- *   kernel, the same filter (within ±4 levels of PIL). Enlarging uses the
- *   typed-array path with PIL's taps, because libvips enlarges on a grid
- *   shifted by a quarter pixel.
+ *   when shrinking, RGBA premultiplied as RGBa). `pilLanczos` computes it as
+ *   PIL does, enlarging and shrinking: fixed-point weights of 2^22, a
+ *   horizontal pass clipped to bytes, then a vertical one (PIL's pixels exactly
+ *   on the reference fixtures). libvips' lanczos3 was 8–12 levels off PIL's on
+ *   textured images, and enlarges on a grid shifted by a quarter pixel.
  */
 export const UPSCALE_METHODS = ['nearest-exact', 'bilinear', 'area', 'bicubic', 'lanczos'] as const;
 export type UpscaleMethod = (typeof UPSCALE_METHODS)[number];
 export const CROP_METHODS = ['disabled', 'center'] as const;
 
 /** Per output position: `k` source indices and weights (weight 0 pads shorter rows). */
-interface Taps {
+export interface Taps {
   k: number;
   idx: Int32Array;
   w: Float32Array;
 }
 
-function makeTaps(inSize: number, outSize: number, method: Exclude<UpscaleMethod, 'lanczos'> | 'pil-lanczos'): Taps {
+export function makeTaps(inSize: number, outSize: number, method: Exclude<UpscaleMethod, 'lanczos'> | 'pil-lanczos'): Taps {
   const scale = inSize / outSize;
   if (method === 'nearest-exact') {
     const idx = new Int32Array(outSize);
@@ -204,23 +208,242 @@ export async function resizeFrame(
   }
   // Same size: torch's kernels reduce to the identity and PIL returns a copy.
   if (f.width === ow && f.height === oh) return f;
-  const shrinking = ow <= f.width && oh <= f.height;
   if (method === 'nearest-exact') return nearestFrame(f, ow, oh, checkInterrupt);
-  if (method === 'lanczos' && shrinking) {
-    const data = await sharp(f.data, { raw: { width: f.width, height: f.height, channels: f.channels } })
-      .resize(ow, oh, { kernel: 'lanczos3', fit: 'fill' })
-      .raw()
-      .toBuffer();
-    return new Frame(ow, oh, f.channels, data);
+  if (method === 'lanczos') return new Frame(ow, oh, f.channels, pilLanczos(f, ow, oh, checkInterrupt));
+  const src = bytes(f.data);
+  return new Frame(ow, oh, f.channels, resampleBytes(src, f.width, f.height, f.channels, ow, oh, makeTaps(f.width, ow, method), makeTaps(f.height, oh, method), checkInterrupt));
+}
+
+/** A plain Uint8Array view of a Buffer (sharp's Buffers and JavaScript's have different hidden classes). */
+function bytes(b: Uint8Array): Uint8Array {
+  return new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
+}
+
+/** Source rows that a vertical pass reads (weight not 0). */
+function rowsNeeded(h: number, ty: Taps): Uint8Array {
+  const need = new Uint8Array(h);
+  for (let i = 0; i < ty.idx.length; i++) if (ty.w[i] !== 0) need[ty.idx[i]!] = 1;
+  return need;
+}
+
+/**
+ * Separable resampling of 8-bit interleaved samples (HWC) in float: each
+ * needed source row through the horizontal taps into a float row, then each
+ * output row as the weighted sum of its `ty.k` float rows, rounded to bytes.
+ * The loops are written per channel count and per vertical tap count (2 for
+ * bilinear, 4 for bicubic) so that V8 keeps the sums in registers; this is
+ * the same arithmetic as torch's separable kernels (float weights, float
+ * sums), 3 to 5 times faster than one generic loop.
+ */
+export function resampleBytes(src: Uint8Array, w: number, h: number, c: number, ow: number, oh: number, tx: Taps, ty: Taps, checkInterrupt: () => void = noop): Buffer {
+  const kx = tx.k;
+  const ky = ty.k;
+  const xo = new Int32Array(tx.idx.length);
+  for (let i = 0; i < xo.length; i++) xo[i] = tx.idx[i]! * c;
+  const xw = tx.w;
+  const need = rowsNeeded(h, ty);
+  const rowLen = ow * c;
+  const tmp = new Float32Array(h * rowLen);
+  for (let y = 0; y < h; y++) {
+    if (!need[y]) continue;
+    horizontalRow(src, y * w * c, tmp, y * rowLen, ow, c, kx, xo, xw);
+    if ((y & 255) === 255) checkInterrupt();
   }
-  const kind = method === 'lanczos' ? 'pil-lanczos' : method;
-  let src: ArrayLike<number> = f.data;
-  if (method === 'lanczos' && f.channels === 4) src = premultiply(f.data);
-  const out = resampleSamples(src, f.width, f.height, f.channels, ow, oh, makeTaps(f.width, ow, kind), makeTaps(f.height, oh, kind), checkInterrupt);
-  if (method === 'lanczos' && f.channels === 4) unpremultiply(out);
-  const data = Buffer.alloc(out.length);
-  for (let i = 0; i < out.length; i++) data[i] = clampByte(out[i]!);
-  return new Frame(ow, oh, f.channels, data);
+  const out = Buffer.allocUnsafe(oh * rowLen);
+  const dst = bytes(out);
+  const acc = new Float32Array(rowLen);
+  const yw = ty.w;
+  const yi = ty.idx;
+  for (let y = 0; y < oh; y++) {
+    const b = y * ky;
+    const o = y * rowLen;
+    if (ky === 2) verticalRow2(tmp, yi[b]! * rowLen, yw[b]!, yi[b + 1]! * rowLen, yw[b + 1]!, dst, o, rowLen);
+    else if (ky === 4) verticalRow4(tmp, yi[b]! * rowLen, yw[b]!, yi[b + 1]! * rowLen, yw[b + 1]!, yi[b + 2]! * rowLen, yw[b + 2]!, yi[b + 3]! * rowLen, yw[b + 3]!, dst, o, rowLen);
+    else {
+      acc.fill(0.5);
+      for (let t = 0; t < ky; t++) {
+        const wt = yw[b + t]!;
+        if (wt === 0) continue;
+        const s = yi[b + t]! * rowLen;
+        for (let i = 0; i < rowLen; i++) acc[i]! += wt * tmp[s + i]!;
+      }
+      for (let i = 0; i < rowLen; i++) {
+        const v = acc[i]!;
+        dst[o + i] = v <= 0 ? 0 : v >= 255 ? 255 : v;
+      }
+    }
+    if ((y & 255) === 255) checkInterrupt();
+  }
+  return out;
+}
+
+function horizontalRow(src: Uint8Array, rin: number, tmp: Float32Array, rout: number, ow: number, c: number, kx: number, xo: Int32Array, xw: Float32Array): void {
+  if (c === 3) {
+    for (let x = 0, o = rout, b = 0; x < ow; x++, o += 3, b += kx) {
+      let a0 = 0;
+      let a1 = 0;
+      let a2 = 0;
+      for (let t = 0; t < kx; t++) {
+        const wt = xw[b + t]!;
+        const s = rin + xo[b + t]!;
+        a0 += wt * src[s]!;
+        a1 += wt * src[s + 1]!;
+        a2 += wt * src[s + 2]!;
+      }
+      tmp[o] = a0;
+      tmp[o + 1] = a1;
+      tmp[o + 2] = a2;
+    }
+  } else if (c === 4) {
+    for (let x = 0, o = rout, b = 0; x < ow; x++, o += 4, b += kx) {
+      let a0 = 0;
+      let a1 = 0;
+      let a2 = 0;
+      let a3 = 0;
+      for (let t = 0; t < kx; t++) {
+        const wt = xw[b + t]!;
+        const s = rin + xo[b + t]!;
+        a0 += wt * src[s]!;
+        a1 += wt * src[s + 1]!;
+        a2 += wt * src[s + 2]!;
+        a3 += wt * src[s + 3]!;
+      }
+      tmp[o] = a0;
+      tmp[o + 1] = a1;
+      tmp[o + 2] = a2;
+      tmp[o + 3] = a3;
+    }
+  } else {
+    for (let x = 0, o = rout, b = 0; x < ow; x++, o += c, b += kx) {
+      for (let ch = 0; ch < c; ch++) {
+        let a = 0;
+        for (let t = 0; t < kx; t++) a += xw[b + t]! * src[rin + xo[b + t]! + ch]!;
+        tmp[o + ch] = a;
+      }
+    }
+  }
+}
+
+function verticalRow2(tmp: Float32Array, s0: number, w0: number, s1: number, w1: number, dst: Uint8Array, o: number, n: number): void {
+  for (let i = 0; i < n; i++) {
+    const v = w0 * tmp[s0 + i]! + w1 * tmp[s1 + i]! + 0.5;
+    dst[o + i] = v <= 0 ? 0 : v >= 255 ? 255 : v;
+  }
+}
+
+function verticalRow4(tmp: Float32Array, s0: number, w0: number, s1: number, w1: number, s2: number, w2: number, s3: number, w3: number, dst: Uint8Array, o: number, n: number): void {
+  for (let i = 0; i < n; i++) {
+    const v = w0 * tmp[s0 + i]! + w1 * tmp[s1 + i]! + w2 * tmp[s2 + i]! + w3 * tmp[s3 + i]! + 0.5;
+    dst[o + i] = v <= 0 ? 0 : v >= 255 ? 255 : v;
+  }
+}
+
+/** PIL's fixed-point precision for 8-bit images (32 − 8 − 2 bits). */
+const PIL_PRECISION_BITS = 22;
+
+/** PIL's normalize_coeffs_8bpc: each weight as an integer of 2^22, rounded away from zero. */
+function pilFixedTaps(t: Taps): Float64Array {
+  const out = new Float64Array(t.w.length);
+  const one = 2 ** PIL_PRECISION_BITS;
+  for (let i = 0; i < out.length; i++) {
+    const v = t.w[i]!;
+    out[i] = v < 0 ? Math.trunc(v * one - 0.5) : Math.trunc(v * one + 0.5);
+  }
+  return out;
+}
+
+/**
+ * Image.resize(LANCZOS) for 8-bit RGB/RGBA as PIL computes it (the
+ * reference's comfy.utils.lanczos): taps in double, weights as fixed-point
+ * integers, a horizontal pass rounded and clipped to bytes, then a vertical
+ * one; RGBA goes through PIL's premultiplied RGBa and back. The integer sums
+ * stay below 2^53, so plain JavaScript numbers hold them exactly.
+ */
+function pilLanczos(f: Frame, ow: number, oh: number, checkInterrupt: () => void): Buffer {
+  const { width: w, height: h, channels: c } = f;
+  let src = bytes(f.data);
+  if (c === 4) src = pilPremultiply(src);
+  const tx = makeTaps(w, ow, 'pil-lanczos');
+  const ty = makeTaps(h, oh, 'pil-lanczos');
+  const kxw = pilFixedTaps(tx);
+  const kyw = pilFixedTaps(ty);
+  const half = 2 ** (PIL_PRECISION_BITS - 1);
+  const shift = 2 ** PIL_PRECISION_BITS;
+  const kx = tx.k;
+  const ky = ty.k;
+  const rowLen = ow * c;
+  const need = rowsNeeded(h, ty);
+  // PIL skips a pass whose size does not change.
+  let mid: Uint8Array;
+  if (ow === w) mid = src;
+  else {
+    mid = new Uint8Array(h * rowLen);
+    const xo = new Int32Array(tx.idx.length);
+    for (let i = 0; i < xo.length; i++) xo[i] = tx.idx[i]! * c;
+    for (let y = 0; y < h; y++) {
+      if (!need[y] && oh !== h) continue;
+      const rin = y * w * c;
+      for (let x = 0, o = y * rowLen, b = 0; x < ow; x++, o += c, b += kx) {
+        for (let ch = 0; ch < c; ch++) {
+          let ss = half;
+          for (let t = 0; t < kx; t++) {
+            const k = kxw[b + t]!;
+            if (k !== 0) ss += k * src[rin + xo[b + t]! + ch]!;
+          }
+          const v = Math.floor(ss / shift);
+          mid[o + ch] = v < 0 ? 0 : v > 255 ? 255 : v;
+        }
+      }
+      if ((y & 127) === 127) checkInterrupt();
+    }
+  }
+  let out: Uint8Array;
+  if (oh === h) out = mid;
+  else {
+    out = new Uint8Array(oh * rowLen);
+    const acc = new Float64Array(rowLen);
+    for (let y = 0; y < oh; y++) {
+      acc.fill(half);
+      const b = y * ky;
+      for (let t = 0; t < ky; t++) {
+        const k = kyw[b + t]!;
+        if (k === 0) continue;
+        const s = ty.idx[b + t]! * rowLen;
+        for (let i = 0; i < rowLen; i++) acc[i]! += k * mid[s + i]!;
+      }
+      const o = y * rowLen;
+      for (let i = 0; i < rowLen; i++) {
+        const v = Math.floor(acc[i]! / shift);
+        out[o + i] = v < 0 ? 0 : v > 255 ? 255 : v;
+      }
+      if ((y & 127) === 127) checkInterrupt();
+    }
+  }
+  if (c === 4) pilUnpremultiply(out);
+  return Buffer.from(out.buffer, out.byteOffset, out.byteLength);
+}
+
+/** PIL's RGBA → RGBa: each colour times alpha / 255, rounded as its MULDIV255. */
+function pilPremultiply(d: Uint8Array): Uint8Array {
+  const out = new Uint8Array(d.length);
+  for (let i = 0; i < d.length; i += 4) {
+    const a = d[i + 3]!;
+    for (let ch = 0; ch < 3; ch++) {
+      const t = d[i + ch]! * a + 128;
+      out[i + ch] = ((t >> 8) + t) >> 8;
+    }
+    out[i + 3] = a;
+  }
+  return out;
+}
+
+/** PIL's RGBa → RGBA: colour · 255 / alpha, truncated and clipped; alpha 0 and 255 keep the colour. */
+function pilUnpremultiply(d: Uint8Array): void {
+  for (let i = 0; i < d.length; i += 4) {
+    const a = d[i + 3]!;
+    if (a === 0 || a === 255) continue;
+    for (let ch = 0; ch < 3; ch++) d[i + ch] = Math.min(255, Math.trunc((255 * d[i + ch]!) / a));
+  }
 }
 
 /** Gathers one output row of `ow` pixels of `c` bytes from source offsets `srcOf` (relative to `row`). */
@@ -289,29 +512,4 @@ export function resizePlane(p: MaskPlane, ow: number, oh: number, method: Upscal
     return new MaskPlane(ow, oh, out);
   }
   return new MaskPlane(ow, oh, resampleSamples(p.data, p.width, p.height, 1, ow, oh, makeTaps(p.width, ow, method), makeTaps(p.height, oh, method), checkInterrupt));
-}
-
-function premultiply(d: Buffer): Float32Array {
-  const out = new Float32Array(d.length);
-  for (let i = 0; i < d.length; i += 4) {
-    const a = d[i + 3]! / 255;
-    out[i] = d[i]! * a;
-    out[i + 1] = d[i + 1]! * a;
-    out[i + 2] = d[i + 2]! * a;
-    out[i + 3] = d[i + 3]!;
-  }
-  return out;
-}
-
-function unpremultiply(d: Float32Array): void {
-  for (let i = 0; i < d.length; i += 4) {
-    const a = d[i + 3]! / 255;
-    if (a <= 0) {
-      d[i] = d[i + 1] = d[i + 2] = 0;
-      continue;
-    }
-    d[i] = d[i]! / a;
-    d[i + 1] = d[i + 1]! / a;
-    d[i + 2] = d[i + 2]! / a;
-  }
 }

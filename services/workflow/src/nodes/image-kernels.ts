@@ -1,0 +1,218 @@
+/**
+ * Image kernels run by ONNX Runtime (onnxruntime-node, MLAS's vectorised and
+ * multithreaded CPU operators) where the reference's torch operations map
+ * onto ONNX operators with the same semantics:
+ *
+ * - `Resize` mode `linear` / `cubic` (cubic_coeff_a −0.75, exclude_outside 0,
+ *   no antialias) with `half_pixel` coordinates is torch's
+ *   `interpolate(mode='bilinear'|'bicubic', align_corners=False)`: source
+ *   (i + 0.5)·in/out − 0.5, clamped to the first sample for linear, indices
+ *   clamped to the edge for cubic.
+ * - `Pad` mode `reflect` + depthwise `Conv` is the reference's ImageBlur and
+ *   ImageSharpen (`F.pad(…, 'reflect')` then `F.conv2d(…, groups=C)`); the
+ *   reference's Gaussian is the outer product of one 1-D kernel, so it runs as
+ *   a 1×K and a K×1 convolution (2K instead of K² multiplies per sample).
+ *
+ * Frames go in and come out as 8-bit HWC; the graphs cast to float, work in
+ * NCHW as torch does, and round to the nearest byte (floor(x + 0.5), as
+ * `clampByte`). One session per graph and channel count, made on first use in
+ * the thread that runs the node (sessions are per thread, like the node's
+ * registry); ONNX Runtime's native library loads with the first one.
+ *
+ * Threads: `WORKFLOW_IMAGE_THREADS` (default: the machine's cores, at most 4)
+ * per operator, without spin-waiting between operators (a busy machine would
+ * lose those cores to spinning).
+ */
+import { createRequire } from 'node:module';
+import os from 'node:os';
+import type * as Ort from 'onnxruntime-node';
+import { DataType, encodeModel, type NodeSpec, type TensorValue } from '../models/onnx-proto.ts';
+
+type OrtModule = typeof Ort;
+let ortModule: OrtModule | undefined;
+let ortFailed: unknown;
+
+function loadOrt(): OrtModule | undefined {
+  if (ortModule || ortFailed) return ortModule;
+  try {
+    ortModule = createRequire(import.meta.url)('onnxruntime-node') as OrtModule;
+  } catch (e) {
+    ortFailed = e;
+  }
+  return ortModule;
+}
+
+/** Whether the ONNX kernels can run here (ONNX Runtime loads); WORKFLOW_IMAGE_KERNELS=js turns them off. */
+export function onnxKernelsAvailable(): boolean {
+  if (process.env.WORKFLOW_IMAGE_KERNELS === 'js') return false;
+  return loadOrt() !== undefined;
+}
+
+function threads(): number {
+  const n = Number(process.env.WORKFLOW_IMAGE_THREADS);
+  if (Number.isInteger(n) && n > 0) return n;
+  return Math.max(1, Math.min(4, os.availableParallelism()));
+}
+
+const sessions = new Map<string, Promise<Ort.InferenceSession>>();
+
+/**
+ * `level`: ORT's optimisations; 'disabled' keeps its transpose optimiser
+ * away from a graph (it turns Resize into an NHWC Resize, whose cubic mode
+ * refuses to shrink).
+ */
+function session(key: string, build: () => Uint8Array, level: 'disabled' | 'all' = 'all'): Promise<Ort.InferenceSession> {
+  let s = sessions.get(key);
+  if (!s) {
+    const ort = loadOrt()!;
+    s = ort.InferenceSession.create(build(), {
+      graphOptimizationLevel: level,
+      executionMode: 'sequential',
+      intraOpNumThreads: threads(),
+      interOpNumThreads: 1,
+      extra: { session: { intra_op: { allow_spinning: '0' }, inter_op: { allow_spinning: '0' } } },
+    });
+    // A failed creation is not kept: the next call tries again.
+    s.catch(() => sessions.delete(key));
+    sessions.set(key, s);
+  }
+  return s;
+}
+
+function f32(...v: number[]): Uint8Array {
+  return new Uint8Array(new Float32Array(v).buffer);
+}
+
+const CONSTANTS: TensorValue[] = [
+  { name: 'half', dataType: DataType.FLOAT, dims: [], raw: f32(0.5) },
+  { name: 'zero', dataType: DataType.FLOAT, dims: [], raw: f32(0) },
+  { name: 'top', dataType: DataType.FLOAT, dims: [], raw: f32(255) },
+];
+
+/** uint8 NHWC `x` → float NCHW `xt`. */
+const IN: NodeSpec[] = [
+  { op: 'Cast', inputs: ['x'], outputs: ['xf'], attrs: { to: DataType.FLOAT } },
+  { op: 'Transpose', inputs: ['xf'], outputs: ['xt'], attrs: { perm: [0, 3, 1, 2] } },
+];
+
+/** float NCHW `from` → uint8 NHWC `y`, each value rounded half up and clamped to 0..255. */
+function out(from: string): NodeSpec[] {
+  return [
+    { op: 'Transpose', inputs: [from], outputs: ['ot'], attrs: { perm: [0, 2, 3, 1] } },
+    { op: 'Add', inputs: ['ot', 'half'], outputs: ['oh'] },
+    { op: 'Floor', inputs: ['oh'], outputs: ['of'] },
+    { op: 'Clip', inputs: ['of', 'zero', 'top'], outputs: ['oc'] },
+    { op: 'Cast', inputs: ['oc'], outputs: ['y'], attrs: { to: DataType.UINT8 } },
+  ];
+}
+
+function resizeGraph(mode: 'linear' | 'cubic'): Uint8Array {
+  return encodeModel({
+    name: `resize-${mode}`,
+    nodes: [
+      ...IN,
+      {
+        op: 'Resize',
+        inputs: ['xt', '', '', 'sizes'],
+        outputs: ['r'],
+        attrs: { mode, coordinate_transformation_mode: 'half_pixel', cubic_coeff_a: { float: -0.75 }, exclude_outside: 0 },
+      },
+      ...out('r'),
+    ],
+    initializers: CONSTANTS,
+    inputs: [
+      { name: 'x', elemType: DataType.UINT8, dims: [1, 'h', 'w', 'c'] },
+      { name: 'sizes', elemType: DataType.INT64, dims: [4] },
+    ],
+    outputs: [{ name: 'y', elemType: DataType.UINT8, dims: [1, 'oh', 'ow', 'c'] }],
+  });
+}
+
+/**
+ * Reflect-padded separable convolution with the kernel `kh` (C×1×1×K) then
+ * `kv` (C×1×K×1); `sharpen` mixes the result with the input: p·x + q·conv.
+ */
+function convGraph(channels: number, sharpen: boolean): Uint8Array {
+  const nodes: NodeSpec[] = [
+    ...IN,
+    { op: 'Pad', inputs: ['xt', 'pads'], outputs: ['xp'], attrs: { mode: 'reflect' } },
+    { op: 'Conv', inputs: ['xp', 'kh'], outputs: ['c1'], attrs: { group: channels } },
+    { op: 'Conv', inputs: ['c1', 'kv'], outputs: ['c2'], attrs: { group: channels } },
+  ];
+  let result = 'c2';
+  if (sharpen) {
+    nodes.push(
+      { op: 'Mul', inputs: ['xt', 'p'], outputs: ['px'] },
+      { op: 'Mul', inputs: ['c2', 'q'], outputs: ['qc'] },
+      { op: 'Add', inputs: ['px', 'qc'], outputs: ['mix'] },
+    );
+    result = 'mix';
+  }
+  nodes.push(...out(result));
+  return encodeModel({
+    name: `conv${channels}${sharpen ? '-sharpen' : ''}`,
+    nodes,
+    initializers: CONSTANTS,
+    inputs: [
+      { name: 'x', elemType: DataType.UINT8, dims: [1, 'h', 'w', channels] },
+      { name: 'kh', elemType: DataType.FLOAT, dims: [channels, 1, 1, 'k'] },
+      { name: 'kv', elemType: DataType.FLOAT, dims: [channels, 1, 'k', 1] },
+      { name: 'pads', elemType: DataType.INT64, dims: [8] },
+      ...(sharpen
+        ? [
+            { name: 'p', elemType: DataType.FLOAT, dims: [1] },
+            { name: 'q', elemType: DataType.FLOAT, dims: [1] },
+          ]
+        : []),
+    ],
+    outputs: [{ name: 'y', elemType: DataType.UINT8, dims: [1, 'h', 'w', channels] }],
+  });
+}
+
+function bytesOf(t: Ort.Tensor): Buffer {
+  const d = t.data as Uint8Array;
+  return Buffer.from(d.buffer, d.byteOffset, d.byteLength);
+}
+
+function u8(data: Uint8Array): Uint8Array {
+  return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+}
+
+/** torch's bilinear / bicubic resize (align_corners False, no antialias) of 8-bit HWC pixels. */
+export async function onnxResize(data: Uint8Array, w: number, h: number, c: number, ow: number, oh: number, mode: 'bilinear' | 'bicubic'): Promise<Buffer> {
+  const ort = loadOrt()!;
+  const kind = mode === 'bilinear' ? 'linear' : 'cubic';
+  const s = await session(`resize-${kind}`, () => resizeGraph(kind), 'disabled');
+  const r = await s.run({
+    x: new ort.Tensor('uint8', u8(data), [1, h, w, c]),
+    sizes: new ort.Tensor('int64', BigInt64Array.from([1n, BigInt(c), BigInt(oh), BigInt(ow)]), [4]),
+  });
+  return bytesOf(r.y!);
+}
+
+/**
+ * The reference's 2-D convolution by `k1d`⊗`k1d` with reflect padding (the
+ * radius must be below both sides, as torch's reflect padding requires), as
+ * p·x + q·conv(x) (blur: p = 0, q = 1), rounded to bytes.
+ */
+export async function onnxSeparableConv(data: Uint8Array, w: number, h: number, c: number, k1d: ArrayLike<number>, p = 0, q = 1): Promise<Buffer> {
+  const ort = loadOrt()!;
+  const K = k1d.length;
+  const r = (K - 1) / 2;
+  const sharpen = p !== 0 || q !== 1;
+  const s = await session(`conv${c}${sharpen ? '-sharpen' : ''}`, () => convGraph(c, sharpen));
+  const kern = new Float32Array(c * K);
+  for (let ch = 0; ch < c; ch++) for (let i = 0; i < K; i++) kern[ch * K + i] = k1d[i]!;
+  const feeds: Record<string, Ort.Tensor> = {
+    x: new ort.Tensor('uint8', u8(data), [1, h, w, c]),
+    kh: new ort.Tensor('float32', kern, [c, 1, 1, K]),
+    kv: new ort.Tensor('float32', kern, [c, 1, K, 1]),
+    pads: new ort.Tensor('int64', BigInt64Array.from([0, 0, r, r, 0, 0, r, r].map(BigInt)), [8]),
+  };
+  if (sharpen) {
+    feeds.p = new ort.Tensor('float32', Float32Array.of(p), [1]);
+    feeds.q = new ort.Tensor('float32', Float32Array.of(q), [1]);
+  }
+  const res = await s.run(feeds);
+  return bytesOf(res.y!);
+}
