@@ -97,7 +97,7 @@ export function detectUNet(file: SafetensorsFile, prefix = UNET_PREFIX): UNetCon
   const fail = (problem: string): never => {
     throw new ModelFileError(file.path, problem);
   };
-  if (!has('input_blocks.0.0.weight')) fail(`no UNet (${prefix}input_blocks.0.0.weight missing): not an SD1.x, SD2.x or SDXL checkpoint`);
+  if (!has('input_blocks.0.0.weight')) fail(`no UNet (${prefix}input_blocks.0.0.weight missing): not an SD1.x checkpoint, nor SD2.x or SDXL`);
   let admInChannels = 0;
   if (has('label_emb.0.0.weight')) {
     const adm = shape('label_emb.0.0.weight');

@@ -135,23 +135,26 @@ export class ModelSampling {
     return new ModelSampling(kind, kind === 'lcm' ? new DistilledSchedule(zsnr) : discreteSchedule(zsnr));
   }
 
-  /** calculate_input: what the UNet sees at σ. */
-  inputScale(sigma: number): number {
-    return this.kind === 'img_to_img' ? 1 : 1 / Math.sqrt(sigma * sigma + this.sigmaData * this.sigmaData);
+  /** calculate_input: what the UNet sees at σ, x / √(σ² + σ_data²) in float32 steps as torch computes it. */
+  input(sigma: number, x: Float32Array): Float32Array {
+    if (this.kind === 'img_to_img') return x;
+    const d = f(Math.sqrt(f(f(sigma * sigma) + this.sigmaData * this.sigmaData)));
+    return x.map((v) => v / d);
   }
 
   /** calculate_denoised(σ, model output, model input), in place into `out`. */
   denoised(sigma: number, output: Float32Array, input: Float32Array, out = new Float32Array(input.length)): Float32Array {
     const n = input.length;
-    const sd2 = this.sigmaData * this.sigmaData;
+    // float32 at every step, in torch's order of operations (the latent is large at high σ: rounding order shows).
+    const sd2 = f(this.sigmaData * this.sigmaData);
     switch (this.kind) {
       case 'eps':
-        for (let i = 0; i < n; i++) out[i] = input[i]! - output[i]! * sigma;
+        for (let i = 0; i < n; i++) out[i] = input[i]! - f(output[i]! * sigma);
         break;
       case 'v_prediction': {
-        const a = sd2 / (sigma * sigma + sd2);
-        const b = (sigma * this.sigmaData) / Math.sqrt(sigma * sigma + sd2);
-        for (let i = 0; i < n; i++) out[i] = input[i]! * a - output[i]! * b;
+        const s2 = f(f(sigma * sigma) + sd2);
+        const root = f(Math.sqrt(s2));
+        for (let i = 0; i < n; i++) out[i] = f(f(input[i]! * sd2) / s2) - f(f(f(output[i]! * sigma) * this.sigmaData) / root);
         break;
       }
       case 'lcm': {

@@ -220,8 +220,7 @@ export class UNetModel {
   /** apply_model: the input scaled for σ, the UNet's output, the denoised latent (ε, v, lcm … by the sampling). */
   async denoised(x: Float32Array, shape: number[], sigma: number, context: ModelContext): Promise<Float32Array> {
     const s = this.sampling;
-    const k = s.inputScale(sigma);
-    const out = await this.eps(k === 1 ? x : x.map((v) => v * k), shape, s.schedule.timestep(sigma), context);
+    const out = await this.eps(s.input(sigma, x), shape, s.schedule.timestep(sigma), context);
     return s.denoised(sigma, out, x);
   }
 

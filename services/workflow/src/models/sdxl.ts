@@ -63,6 +63,7 @@ export class XLClipModel extends ClipModel {
 
   tokenize(text: string, opts: TokenizeOptions = {}): XLTokens {
     const chunks = tokenizeWithWeights(text, ClipTokenizer.shared(), opts);
+    if (chunks.some((c) => c.some((t) => t.embedding))) throw new Error('textual inversions (embedding:) for SD2.x and SDXL text encoders are not supported yet');
     const out: XLTokens = {};
     for (const e of this.encoders) out[e.name] = padFor(e, chunks);
     return out;
@@ -79,6 +80,8 @@ export class XLClipModel extends ClipModel {
         layerNormHidden: spec.name === 'h',
         activation: spec.name === 'l' ? 'quick_gelu' : 'gelu',
       });
+    // The session first: it loads the runtime the input tensors need.
+    await this.checkpoint.session(kind, build);
     const tokens = new BigInt64Array(ids.length * 77);
     const eos = new Float32Array(ids.length * 77);
     ids.forEach((c, i) => {

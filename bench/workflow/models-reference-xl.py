@@ -1,0 +1,239 @@
+#!/usr/bin/env python3
+"""
+Runs the reference (ComfyUI's own modules, commit a125cd84) on generated SD2.x,
+SDXL and SDXL-refiner checkpoints and writes what it computed as JSON, for
+services/workflow/test/models-xl.test.ts. Run by hand, not in CI (needs torch
+and a ComfyUI source tree):
+
+  REF_PYTHON=<venv>/bin/python COMFY_DIR=<ComfyUI> npx tsx bench/workflow/models-reference-xl.ts
+
+or directly: python3 models-reference-xl.py COMFY_DIR SD2_EPS SD2_V SDXL REFINER OUT.json
+
+The reference only recognises these families at full width, so the parts are
+built the way its checkpoint loader builds them: the UNet config from
+comfy.model_detection.detect_unet_config, completed by the family's
+supported_models class (SD20, SDXL, SDXLRefiner: which also decide ε or v),
+its get_model in a ModelPatcher; the text encoders as comfy.sd.CLIP of the
+family's ClipTarget with the checkpoint's widths (model_options' *_model_config)
+and the family's process_clip_state_dict; conditioning from the reference's own
+nodes (CLIPTextEncode, CLIPSetLastLayer, CLIPTextEncodeSDXL,
+CLIPTextEncodeSDXLRefiner), ModelSamplingDiscrete and RescaleCFG patches,
+sampling through comfy.sample.sample.
+"""
+import base64
+import importlib.util
+import json
+import sys
+import tempfile
+import types
+
+comfy_dir, sd2_eps, sd2_v, sdxl_path, refiner_path, out_path = sys.argv[1:7]
+sys.path.insert(0, comfy_dir)
+sys.argv = [sys.argv[0], "--cpu"]
+
+
+class _Stub(types.ModuleType):
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _Stub(f"{self.__name__}.{name}")
+
+    def __call__(self, *a, **k):
+        return _Stub(self.__name__)
+
+
+import transformers  # noqa: E402,F401
+for name in ["torchsde", "torchvision", "torchvision.transforms", "torchvision.transforms.functional", "torchaudio", "kornia", "spandrel", "av"]:
+    top = name.split(".")[0]
+    if isinstance(sys.modules.get(top), _Stub) or (top not in sys.modules and importlib.util.find_spec(top) is None):
+        sys.modules[name] = _Stub(name)
+
+import torch  # noqa: E402
+from safetensors.torch import load_file  # noqa: E402
+
+import comfy.options  # noqa: E402
+comfy.options.enable_args_parsing(False)
+import comfy.cli_args  # noqa: E402
+comfy.cli_args.args.cpu = True
+import comfy.model_detection  # noqa: E402
+import comfy.model_management  # noqa: E402
+import comfy.model_patcher  # noqa: E402
+import comfy.sample  # noqa: E402
+import comfy.samplers  # noqa: E402
+import comfy.sd  # noqa: E402
+import comfy.supported_models  # noqa: E402
+import comfy.supported_models_base  # noqa: E402
+import nodes  # noqa: E402
+from comfy_extras import nodes_clip_sdxl, nodes_model_advanced  # noqa: E402
+
+torch.set_num_threads(1)
+torch.set_grad_enabled(False)
+PREFIX = "model.diffusion_model."
+
+
+def flat(t):
+    return [float(f"{v:.8g}") for v in t.detach().float().flatten().tolist()]
+
+
+def summary(t, head=48):
+    v = t.detach().double().flatten()
+    return {"shape": list(t.shape), "head": flat(t)[:head], "sum": float(v.sum()), "absmax": float(v.abs().max())}
+
+
+def pattern(shape, scale=1.5):
+    n = 1
+    for d in shape:
+        n *= d
+    return (torch.sin(torch.arange(n, dtype=torch.float64) * 0.37) * scale).float().reshape(shape)
+
+
+def text_config(sd, prefix, act):
+    """The CLIP config of a text tower from its (converted, transformers-layout) keys."""
+    hidden = sd[prefix + "text_model.embeddings.token_embedding.weight"].shape[1]
+    lp = prefix + "text_model.encoder.layers."
+    layers = len({k[len(lp):].split(".")[0] for k in sd if k.startswith(lp)})
+    return {"hidden_act": act, "hidden_size": hidden, "intermediate_size": sd[prefix + "text_model.encoder.layers.0.mlp.fc1.weight"].shape[0],
+            "num_attention_heads": hidden // 64, "num_hidden_layers": layers, "max_position_embeddings": 77, "vocab_size": 49408,
+            "layer_norm_eps": 1e-5, "projection_dim": hidden, "eos_token_id": 49407}
+
+
+def load(path, cls):
+    sd = load_file(path)
+    unet_config = comfy.model_detection.detect_unet_config(sd, PREFIX)
+    model_config = cls(unet_config)
+    model = model_config.get_model(sd, PREFIX)
+    model.load_model_weights(sd, PREFIX)
+    patcher = comfy.model_patcher.ModelPatcher(model, load_device=torch.device("cpu"), offload_device=torch.device("cpu"))
+    clip_sd = model_config.process_clip_state_dict({k: v for k, v in sd.items() if k.startswith("cond_stage_model.") or k.startswith("conditioner.")})
+    target = model_config.clip_target(clip_sd)
+    options = {}
+    for name, act in [("clip_l", "quick_gelu"), ("clip_g", "gelu"), ("clip_h", "gelu")]:
+        if any(k.startswith(name + ".transformer.text_model.") for k in clip_sd):
+            options[name + "_model_config"] = text_config(clip_sd, name + ".transformer.", act)
+    # float32 weights: on the CPU the reference's CLIP would round them to float16 (text_encoder_dtype); the comparison is of the math.
+    clip = comfy.sd.CLIP(target, embedding_directory=[tempfile.mkdtemp()], model_options={**options, "dtype": torch.float32})
+    missing, unexpected = clip.load_sd(clip_sd, full_model=True)
+    missing = [m for m in missing if not m.endswith("text_projection.weight") and "logit_scale" not in m and "position_ids" not in m]
+    assert not missing, missing
+    vprefix = "first_stage_model."
+    vae_sd = {k[len(vprefix):]: v for k, v in sd.items() if k.startswith(vprefix)}
+    ch = vae_sd["decoder.conv_out.weight"].shape[1]
+    levels = len({k.split(".")[2] for k in vae_sd if k.startswith("decoder.up.")})
+    ch_mult = [vae_sd[f"decoder.up.{lv}.block.0.conv2.weight"].shape[0] // ch for lv in range(levels)]
+    res_blocks = len({k.split(".")[4] for k in vae_sd if k.startswith("decoder.up.0.block.")}) - 1
+    ddconfig = {"double_z": True, "z_channels": 4, "resolution": 256, "in_channels": 3, "out_ch": 3, "ch": ch, "ch_mult": ch_mult, "num_res_blocks": res_blocks, "attn_resolutions": [], "dropout": 0.0}
+    vae = comfy.sd.VAE(sd=vae_sd, config={"params": {"ddconfig": ddconfig, "embed_dim": 4}})
+    return model, patcher, clip, vae
+
+
+def encode(clip, text):
+    return nodes.CLIPTextEncode().encode(clip, text)[0]
+
+
+def node_out(o):
+    return o.result[0] if hasattr(o, "result") else o[0]
+
+
+def cond_summary(c):
+    return {"cond": summary(c[0][0], 64), "pooled": summary(c[0][1]["pooled_output"], 64)}
+
+
+def run(patcher, pos, neg, latent, seed, steps=4, cfg=6.0, sampler="euler", scheduler="normal", denoise=1.0):
+    noise = comfy.sample.prepare_noise(latent, seed)
+    return comfy.sample.sample(patcher, noise, steps, cfg, sampler, scheduler, pos, neg, latent, denoise=denoise, disable_pbar=True, seed=seed)
+
+
+def image_bytes(vae, lat):
+    img = vae.decode(lat)
+    return base64.b64encode((255.0 * img.cpu().numpy()).clip(0, 255).astype("uint8").tobytes()).decode()
+
+
+out = {}
+prompts = ["a photo of a cat", "it's (big:1.3) ((red)) cat", ""]
+x = pattern((2, 4, 8, 8))
+t = torch.tensor([999.0, 500.0])
+
+# --- SD2.x: the ε and the v checkpoint (same layout, the probe bias differs)
+sd2 = {}
+for key, path in [("eps", sd2_eps), ("v", sd2_v)]:
+    model, patcher, clip, vae = load(path, comfy.supported_models.SD20)
+    r = {"model_type": model.model_type.name}
+    if key == "eps":
+        r["cond"] = {p: cond_summary(encode(clip, p)) for p in prompts}
+        last = nodes.CLIPSetLastLayer().set_last_layer(clip, -1)[0]
+        r["cond_layer-1"] = cond_summary(encode(last, "a photo of a cat"))
+    pos = encode(clip, "a photo of a cat")
+    neg = encode(clip, "")
+    ctx = pos[0][0].repeat(2, 1, 1)
+    r["unet"] = summary(model.diffusion_model(x, timesteps=t, context=ctx), 256)
+    latent = torch.zeros((1, 4, 8, 8))
+    r["sample"] = summary(run(patcher, pos, neg, latent, 11), 64)
+    if key == "eps":
+        # x0 at cfg 1: with a random tiny UNet, x0 output at cfg 6 moves by 0.6 for a 1e-6 change of the conditioning.
+        for sampling in ["v_prediction", "lcm", "x0"]:
+            m = nodes_model_advanced.ModelSamplingDiscrete().patch(patcher, sampling, False)[0]
+            sampler = "lcm" if sampling == "lcm" else "euler"
+            r["sample_" + sampling] = summary(run(m, pos, neg, latent, 12, sampler=sampler, scheduler="sgm_uniform" if sampling == "lcm" else "normal", cfg={"lcm": 1.5, "x0": 1.0}.get(sampling, 6.0)), 64)
+        mz = nodes_model_advanced.ModelSamplingDiscrete().patch(patcher, "v_prediction", True)[0]
+        ms = mz.get_model_object("model_sampling")
+        r["zsnr_sigmas"] = {s: flat(comfy.samplers.calculate_sigmas(ms, s, 6)) for s in ["normal", "karras", "simple"]}
+        r["sample_vzsnr"] = summary(run(mz, pos, neg, latent, 13), 64)
+        ml = nodes_model_advanced.ModelSamplingDiscrete().patch(patcher, "lcm", False)[0]
+        r["lcm_sigmas"] = {s: flat(comfy.samplers.calculate_sigmas(ml.get_model_object("model_sampling"), s, 4)) for s in ["normal", "sgm_uniform", "karras"]}
+    else:
+        rc = nodes_model_advanced.RescaleCFG().patch(patcher, 0.7)[0]
+        r["sample_rescale"] = summary(run(rc, pos, neg, latent, 14, cfg=7.0), 64)
+        # The patched sampler_cfg_function itself on fixed inputs (as cfg_function calls it).
+        fn = rc.model_options["sampler_cfg_function"]
+        xo, cp, up = pattern((2, 4, 4, 4), 3.0), pattern((2, 4, 4, 4), 1.0) * 0.5 + 0.1, pattern((2, 4, 4, 4), 2.0).flip(-1)
+        for sg in [14.614642, 0.5]:
+            sig = torch.tensor([sg, sg])
+            r[f"rescale_fn_{sg}"] = summary(xo - fn({"cond": xo - cp, "uncond": xo - up, "cond_scale": 7.0, "input": xo, "sigma": sig, "timestep": sig}), 128)
+        # One step: a single guided model call, free of the amplification several steps of a random model add.
+        r["sample_rescale_1"] = summary(run(rc, pos, neg, latent, 14, steps=1, cfg=7.0), 64)
+        r["sample_1"] = summary(run(patcher, pos, neg, latent, 14, steps=1, cfg=7.0), 64)
+        # img2img: denoise 0.6 from a latent.
+        r["sample_img2img"] = summary(run(patcher, pos, neg, pattern((1, 4, 8, 8)), 15, steps=5, denoise=0.6), 64)
+    sd2[key] = r
+out["sd2"] = sd2
+
+# --- SDXL base
+model, patcher, clip, vae = load(sdxl_path, comfy.supported_models.SDXL)
+sdxl = {"model_type": model.model_type.name}
+sdxl["cond"] = {p: cond_summary(encode(clip, p)) for p in prompts}
+sdxl_node = node_out(nodes_clip_sdxl.CLIPTextEncodeSDXL.execute(clip, 1024, 768, 16, 32, 1024, 1024, "a photo of a cat, " * 20, "a dog"))
+sdxl["cond_sdxl"] = cond_summary(sdxl_node)
+sdxl["cond_sdxl_opts"] = {k: v for k, v in sdxl_node[0][1].items() if k != "pooled_output"}
+sdxl["adm"] = summary(model.encode_adm(pooled_output=sdxl_node[0][1]["pooled_output"], width=1024, height=768, crop_w=16, crop_h=32, target_width=1024, target_height=1024), 2048)
+sdxl["adm_default"] = summary(model.encode_adm(pooled_output=sdxl_node[0][1]["pooled_output"], width=64, height=48), 2048)
+pos = encode(clip, "a photo of a cat")
+neg = encode(clip, "")
+y = model.encode_adm(pooled_output=pos[0][1]["pooled_output"], width=64, height=64).repeat(2, 1)
+sdxl["unet"] = summary(model.diffusion_model(x, timesteps=t, context=pos[0][0].repeat(2, 1, 1), y=y), 256)
+latent = torch.zeros((1, 4, 8, 8))
+sdxl["sample"] = summary(run(patcher, pos, neg, latent, 21), 64)
+npos = node_out(nodes_clip_sdxl.CLIPTextEncodeSDXL.execute(clip, 512, 512, 0, 0, 512, 512, "a castle", "a castle, oil"))
+nneg = node_out(nodes_clip_sdxl.CLIPTextEncodeSDXL.execute(clip, 512, 512, 0, 0, 512, 512, "blurry", "blurry"))
+empty = torch.zeros((1, 4, 6, 8))
+lat = run(patcher, npos, nneg, empty, 22, steps=5, cfg=7.0, sampler="euler_ancestral", scheduler="karras")
+sdxl["workflow"] = {"latent": summary(lat, 96), "bytes": image_bytes(vae, lat)}
+out["sdxl"] = sdxl
+
+# --- SDXL refiner
+model, patcher, clip, vae = load(refiner_path, comfy.supported_models.SDXLRefiner)
+ref = {"model_type": model.model_type.name}
+rpos = node_out(nodes_clip_sdxl.CLIPTextEncodeSDXLRefiner.execute(clip, 6.0, 1024, 1024, "a castle"))
+rneg = node_out(nodes_clip_sdxl.CLIPTextEncodeSDXLRefiner.execute(clip, 2.5, 1024, 1024, "blurry"))
+ref["cond"] = cond_summary(rpos)
+ref["adm"] = summary(model.encode_adm(pooled_output=rpos[0][1]["pooled_output"], width=1024, height=1024, aesthetic_score=6.0), 2048)
+ref["adm_negative_default"] = summary(model.encode_adm(pooled_output=rpos[0][1]["pooled_output"], width=64, height=64, prompt_type="negative"), 2048)
+# The refiner's half of a base + refiner run: KSamplerAdvanced steps 3..5 of 5 without added noise, from a latent.
+start = pattern((1, 4, 8, 8), 2.0)
+ref["sample"] = summary(comfy.sample.sample(patcher, torch.zeros_like(start), 5, 6.0, "euler", "normal", rpos, rneg, start, disable_noise=True, start_step=3, last_step=10000, force_full_denoise=True, disable_pbar=True, seed=31), 64)
+plain = encode(clip, "a castle")
+ref["sample_plain"] = summary(run(patcher, plain, encode(clip, ""), torch.zeros((1, 4, 8, 8)), 32), 64)
+out["refiner"] = ref
+
+with open(out_path, "w") as f:
+    json.dump(out, f, separators=(",", ":"))
+print("wrote", out_path)
