@@ -177,6 +177,9 @@ describe('the tiny SD1.x checkpoint against the reference', () => {
       closeTo(out, expected, 1e-5, key);
       assert.equal(steps_.length, Math.round(Number(steps)), `${key}: one callback per step`);
     }
+    // The other samplers are compared in models-samplers.test.ts (their own fixture, with the Brownian-tree noise).
+    const more = JSON.parse(fs.readFileSync(path.join(import.meta.dirname, 'fixtures', 'models-samplers-reference.json'), 'utf8'));
+    for (const k of Object.keys(more.sample)) seen.add(k.split(':')[0]!);
     for (const s of SUPPORTED_SAMPLERS) assert.ok(seen.has(s), `${s} is compared with the reference`);
     // KSamplerAdvanced: the first steps with leftover noise, then the rest without adding noise.
     const a = await sample({ model, positive, negative, cfg: 6, samplerName: 'euler', scheduler: 'normal', steps: 6, seed: 3, latent: { shape: [1, 4, 8, 8], data: new Float32Array(256) }, startStep: 0, lastStep: 3, forceFullDenoise: false });

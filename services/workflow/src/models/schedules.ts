@@ -200,7 +200,7 @@ export function betaPpf(p: number, a: number, b: number): number {
   return (lo + hi) / 2;
 }
 
-function betaScheduler(s: DiscreteSchedule, steps: number, alpha = 0.6, beta = 0.6): Float32Array {
+export function betaScheduler(s: DiscreteSchedule, steps: number, alpha = 0.6, beta = 0.6): Float32Array {
   const total = s.sigmas.length - 1;
   const sigs: number[] = [];
   let last = -1;

@@ -16,7 +16,7 @@ import type { WeightPatches } from './lora.ts';
 import { detectPart, partView, type ModelPart } from './parts.ts';
 import { defaultSampling, encodeAdm, SD15_FORMAT, SDXL_FORMAT, type LatentFormat, type ModelSampling } from './model-sampling.ts';
 import { prepareNoise, TorchGenerator } from './noise.ts';
-import { CFG_PP_SAMPLERS, getSampler, type StepInfo } from './samplers.ts';
+import { CFG_PP_SAMPLERS, getSampler, type SamplerOptions, type StepInfo } from './samplers.ts';
 import { DiscreteSchedule, ksamplerSigmas } from './schedules.ts';
 import { ModelFileError, SafetensorsFile } from './safetensors.ts';
 import { createSession, ortTensor, WEIGHTS_LOCATION, type OrtTensor, type RuntimeOptions, type Session } from './session.ts';
@@ -422,6 +422,16 @@ export interface SampleOptions {
   startStep?: number;
   lastStep?: number;
   forceFullDenoise?: boolean;
+  /** The σ to step through (SamplerCustom's SIGMAS), instead of scheduler, steps and denoise. */
+  sigmas?: Float32Array;
+  /** The sampler's extra options (the Sampler* nodes' eta, s_noise, order, …). */
+  samplerOptions?: SamplerOptions;
+  /**
+   * DualCFGGuider: a middle conditioning between the positive and the negative;
+   * `cfg` scales positive − middle and `cfg2` middle − negative ("regular"), or
+   * the nested form negative + cfg2·(middle + cfg·(positive − middle) − negative).
+   */
+  dual?: { middle: ConditioningEntry[]; cfg2: number; nested: boolean };
   /** LATENT's noise_mask ([B or 1, 1, h, w] at any resolution): where to denoise (1) and where to keep the latent (0). */
   noiseMask?: FloatTensor;
   /** After each step (progress); throwing stops sampling (interrupt). */
@@ -474,7 +484,7 @@ export function prepareMask(mask: FloatTensor, shape: readonly number[]): Float3
  */
 export async function sample(o: SampleOptions): Promise<FloatTensor> {
   const schedule = o.model.schedule;
-  let sigmas = ksamplerSigmas(schedule, o.samplerName, o.scheduler, o.steps, o.denoise ?? 1);
+  let sigmas = o.sigmas ?? ksamplerSigmas(schedule, o.samplerName, o.scheduler, o.steps, o.denoise ?? 1);
   const shape = o.latent.shape;
   const b = shape[0]!;
   if (o.lastStep !== undefined && o.lastStep < sigmas.length - 1) {
@@ -505,7 +515,25 @@ export async function sample(o: SampleOptions): Promise<FloatTensor> {
   let lastUncond: Float32Array | undefined;
   // apply_model for a batch: the input scaled for σ, the UNet's output, the denoised latent (ε, v or lcm as the model's sampling says).
   const apply = (x: Float32Array, s: number[], sigma: number, context: FloatTensor): Promise<Float32Array> => o.model.denoised(x, s, sigma, context);
+  const mid = o.dual ? prepareConds(o.model.withAdm(o.dual.middle, shape, 'negative'), [], h, w, schedule)[0] : [];
+  const dualGuidance = async (x: Float32Array, sigma: number, d: NonNullable<SampleOptions['dual']>): Promise<Float32Array> => {
+    const isOne = (v: number) => Math.abs(v - 1) <= 1e-9 * Math.max(1, Math.abs(v));
+    // Guider_DualCFG.predict_noise: with cfg2 = 1 the negative is skipped, and with both 1 the middle too (unless a CFG++ sampler reads them).
+    const keepNeg = d.nested || CFG_PP_SAMPLERS.has(o.samplerName) || !isOne(d.cfg2);
+    const keepMid = keepNeg || !isOne(o.cfg);
+    const [n0, n1, n2] = await calcCondBatch(apply, [keepNeg ? neg : null, keepMid ? mid : null, pos], x, shape, sigma);
+    const out = new Float32Array(n);
+    if (d.nested) {
+      lastUncond = n1!;
+      for (let i = 0; i < n; i++) out[i] = n0![i]! + d.cfg2 * (n1![i]! + (n2![i]! - n1![i]!) * o.cfg - n0![i]!);
+    } else {
+      lastUncond = n0!;
+      for (let i = 0; i < n; i++) out[i] = n0![i]! + (n1![i]! - n0![i]!) * d.cfg2 + (n2![i]! - n1![i]!) * o.cfg;
+    }
+    return out;
+  };
   const denoise = async (x: Float32Array, sigma: number): Promise<Float32Array> => {
+    if (o.dual) return dualGuidance(x, sigma, o.dual);
     const [cond, uncond] = await calcCondBatch(apply, [pos, useUncond ? neg : null], x, shape, sigma);
     if (!useUncond) return cond!;
     lastUncond = uncond!;
@@ -534,7 +562,8 @@ export async function sample(o: SampleOptions): Promise<FloatTensor> {
   const k = maxDenoise ? Math.sqrt(1 + s0 * s0) : s0;
   const x0 = new Float32Array(n);
   for (let i = 0; i < n; i++) x0[i] = noise[i]! * k + latentIn[i]!;
-  const samples = await sampler(model, x0, sigmas, { seed: o.seed, callback: o.onStep, uncond: () => lastUncond! });
+  const ctx = { seed: o.seed, callback: o.onStep, uncond: () => lastUncond!, percentToSigma: (p: number) => schedule.percentToSigma(p) };
+  const samples = await sampler(model, x0, sigmas, ctx, o.samplerOptions ?? {});
   const out = new Float32Array(n);
   for (let i = 0; i < n; i++) out[i] = samples[i]! / scaleFactor;
   return { shape: [...shape], data: out };

@@ -17,6 +17,7 @@ import type { NodeContext, NodeDefinition, NodeEnv, NodeInputs } from '../api.ts
 import { Frame, ImageBatch } from '../image-types.ts';
 import { isLatent, Tensor, type Latent } from '../latent.ts';
 import { conditioningNodes } from './conditioning-nodes.ts';
+import { customSamplingNodes } from './custom-sampling.ts';
 import { loaderNodes } from './loader-nodes.ts';
 import { XLClipModel } from '../../models/sdxl.ts';
 import { xlNodes } from './xl-nodes.ts';
@@ -359,5 +360,6 @@ export function sdNodes(dirs: NodeEnv['dirs']): NodeDefinition[] {
     ...conditioningNodes,
     ...loaderNodes(dirs),
     ...xlNodes,
+    ...customSamplingNodes,
   ];
 }
