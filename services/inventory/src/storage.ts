@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import { migrate, openStorage, type Storage } from '@svc/storage';
 import type { InventoryConfig } from './config.ts';
 import { coreMigrations } from './migrations.ts';
+import { sqliteRegexp } from './models/regex-lookup.ts';
 // The event tables' migrations from their own leaf module: importing the events package here would close the
 // cycle storage → events → event routes → routes/extras-* → storage.
 import { eventMigrations } from './events/schema.ts';
@@ -16,6 +17,8 @@ export async function openInventoryStorage(config: InventoryConfig): Promise<Sto
     // Every committed change carries its outbox rows: they must survive power loss.
     sqliteSynchronous: 'FULL',
     sqliteStatementCache: 500,
+    // `__regex` filters on SQLite run RE2 (linear time); PostgreSQL uses its own operator.
+    onSqliteOpen: (db) => void db.function('inventory_regexp', { deterministic: true }, sqliteRegexp),
   });
   try {
     await migrate(storage.db, storage.dialect, [...coreMigrations, ...eventMigrations]);

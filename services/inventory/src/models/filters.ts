@@ -8,6 +8,7 @@ import { hexKey, parseNet } from './ip.ts';
 import { NETBOX_FILTERS, NETBOX_LOOKUPS } from './netbox-filters.ts';
 import { DEVICE_STATUS } from './choices.ts';
 import { cablingFilterSql } from './cabling.ts';
+import { compileLookup } from './regex-lookup.ts';
 
 export type Query = Record<string, string | string[] | undefined>;
 type Cond = RawBuilder<unknown>;
@@ -77,8 +78,27 @@ function numericFilters(table: string, column: string, name: string, q: Query, e
   }
 }
 
-function stringFilters(table: string, column: string, name: string, q: Query, conds: Cond[], normalise = (s: string) => s): void {
+/** `__regex` / `__iregex`: RE2-checked patterns, matched by the storage (see regex-lookup.ts). */
+function regexFilters(ctx: ReadCtx | undefined, table: string, column: string, name: string, q: Query, errors: Errors | undefined, conds: Cond[]): void {
+  for (const lookup of ['regex', 'iregex'] as const) {
+    const key = `${name}__${lookup}`;
+    for (const pattern of values(q, key)) {
+      const re = compileLookup(pattern, lookup === 'iregex');
+      if (re instanceof Error) {
+        if (errors) (errors[key] ??= []).push(re.message);
+        else conds.push(sql`1 = 0`);
+        continue;
+      }
+      const c = col(table, column);
+      if (ctx?.dialect.kind === 'postgres') conds.push(lookup === 'iregex' ? sql`cast(${c} as text) ~* ${pattern}` : sql`cast(${c} as text) ~ ${pattern}`);
+      else conds.push(sql`inventory_regexp(${pattern}, ${lookup === 'iregex' ? 'i' : ''}, ${c}) = 1`);
+    }
+  }
+}
+
+function stringFilters(table: string, column: string, name: string, q: Query, conds: Cond[], normalise = (s: string) => s, ctx?: ReadCtx, errors?: Errors): void {
   const c = `${table}.${column}`;
+  regexFilters(ctx, table, column, name, q, errors, conds);
   const exact = values(q, name).map(normalise);
   if (exact.length) conds.push(inList(col(table, column), exact));
   const neg = values(q, `${name}__n`).map(normalise);
@@ -453,7 +473,7 @@ async function customFilter(ctx: ReadCtx, m: ModelDef, f: ExtraFilter, q: Query,
     );
 }
 
-function fieldFilters(m: ModelDef, f: FieldDef, q: Query, errors: Errors, conds: Cond[]): void {
+function fieldFilters(ctx: ReadCtx, m: ModelDef, f: FieldDef, q: Query, errors: Errors, conds: Cond[]): void {
   const name = f.name;
   switch (f.kind) {
     case 'choice': {
@@ -480,7 +500,7 @@ function fieldFilters(m: ModelDef, f: FieldDef, q: Query, errors: Errors, conds:
       return;
     }
     case 'mac':
-      return stringFilters(m.table, f.column, name, q, conds, (s) => normaliseMac(s) ?? s);
+      return stringFilters(m.table, f.column, name, q, conds, (s) => normaliseMac(s) ?? s, ctx, errors);
     case 'ipaddress': {
       // NetBox matches the host part, whatever the mask.
       const vals = values(q, name).map((v) => v.split('/')[0]!.trim().toLowerCase());
@@ -488,7 +508,7 @@ function fieldFilters(m: ModelDef, f: FieldDef, q: Query, errors: Errors, conds:
       return;
     }
     default:
-      return stringFilters(m.table, f.column, name, q, conds);
+      return stringFilters(m.table, f.column, name, q, conds, undefined, ctx, errors);
   }
 }
 
@@ -518,7 +538,7 @@ export async function buildFilters(ctx: ReadCtx, m: ModelDef, q: Query): Promise
   const errors: Errors = unsupportedFilters(m, q);
   const conds: Cond[] = [];
   numericFilters(m.table, 'id', 'id', q, errors, conds);
-  for (const f of m.fields) if (f.filter) fieldFilters(m, f, q, errors, conds);
+  for (const f of m.fields) if (f.filter) fieldFilters(ctx, m, f, q, errors, conds);
   for (const f of m.extraFilters ?? []) {
     if (f.kind === 'fk_id' || f.kind === 'fk_slug') await relatedFilter(ctx, m, f, q, errors, conds);
     else if (f.kind === 'int') numericFilters(m.table, f.column!, f.name, q, errors, conds);
@@ -545,7 +565,7 @@ export async function buildFilters(ctx: ReadCtx, m: ModelDef, q: Query): Promise
 }
 
 const NUMERIC = ['', '__n', '__gt', '__gte', '__lt', '__lte'];
-const STRING = ['', '__n', '__ic', '__nic', '__ie', '__nie', '__isw', '__nisw', '__iew', '__niew', '__empty'];
+const STRING = ['', '__n', '__ic', '__nic', '__ie', '__nie', '__isw', '__nisw', '__iew', '__niew', '__empty', '__regex', '__iregex'];
 const implementedCache = new Map<string, Set<string>>();
 
 /** Every query parameter buildFilters() acts on for a model (kept in step with it). */

@@ -70,7 +70,8 @@ forEachStorage('inventory API: NetBox client conventions', (storage) => {
     r = await api.http.get('/api/dcim/devices/?cluster_id=3&name=r1');
     assert.equal(r.status, 400);
     assert.ok(r.body.cluster_id);
-    r = await api.http.get('/api/dcim/devices/?serial__regex=^a');
+    // __regex is implemented (RE2): a pattern RE2 cannot run in linear time is a 400 naming the parameter.
+    r = await api.http.get('/api/dcim/devices/?serial__regex=(a)%5C1');
     assert.equal(r.status, 400);
     assert.ok(r.body['serial__regex']);
     // The dangerous pynetbox idiom: filter(...).delete() reads the list first; it gets a 400, nothing is deleted.
