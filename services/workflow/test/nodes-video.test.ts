@@ -199,6 +199,10 @@ forEachStorage('workflow video and MP3 nodes', (storage) => {
     assert.equal(info.streams[0].codec_name, 'mp3');
     assert.equal(Number(info.streams[0].sample_rate), 8000);
     assert.equal(JSON.parse(info.format.tags.prompt).v0.class_type, 'SaveAudioMP3');
+    // As the reference's file for these inputs: the Xing/LAME header filled in, 1.152 s (8,000 samples in 576-sample frames).
+    assert.equal(info.format.duration, '1.152000');
+    const head = fs.readFileSync(file(item)).subarray(0, 4096).toString('latin1');
+    assert.ok(head.includes('Xing') || head.includes('Info'), 'no Xing/Info header');
     const cbr = ffprobe(file(r.outputs.cbr.audio[0]));
     assert.equal(cbr.streams[0].codec_name, 'mp3');
   });

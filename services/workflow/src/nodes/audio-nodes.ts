@@ -1,5 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import type { NodeContext, NodeDefinition, NodeEnv, NodeScope } from './api.ts';
 import { type Audio, checkAudio, decodeAudioFile, encodeFlac, MAX_AUDIO_SAMPLES, resample, waveformOf } from './audio.ts';
@@ -110,12 +111,19 @@ async function encodeMp3(planar: Float32Array, C: number, T: number, rate: numbe
   for (let t = 0; t < T; t++) for (let c = 0; c < C; c++) inter[t * C + c] = planar[c * T + t]!;
   const q = quality === 'V0' ? ['-q:a', '0'] : quality === '320k' ? ['-b:a', '320k'] : ['-b:a', '128k'];
   const meta = comments.flatMap(([k, v]) => ['-metadata', `${k}=${v}`]);
-  return ffmpeg(['-f', 'f32le', '-ar', String(Math.trunc(rate)), '-ac', String(C), '-i', 'pipe:0', '-c:a', 'libmp3lame', ...q, ...meta, '-f', 'mp3', 'pipe:1'], {
-    input: Buffer.from(inter.buffer, inter.byteOffset, inter.byteLength),
-    signal: ctx.signal,
-    maxOutputBytes: MAX_ENCODED_MP3,
-    what: 'the encoded MP3',
-  });
+  // Into a file, not a pipe: the muxer goes back to fill in the Xing/LAME header (frame count, duration) as PyAV's BytesIO lets it.
+  const tmp = path.join(os.tmpdir(), `wf-mp3-${randomBytes(8).toString('hex')}.mp3`);
+  try {
+    await ffmpeg(['-f', 'f32le', '-ar', String(Math.trunc(rate)), '-ac', String(C), '-i', 'pipe:0', '-c:a', 'libmp3lame', ...q, ...meta, '-fs', String(MAX_ENCODED_MP3), '-f', 'mp3', '-y', tmp], {
+      input: Buffer.from(inter.buffer, inter.byteOffset, inter.byteLength),
+      signal: ctx.signal,
+      maxOutputBytes: 1024 * 1024,
+      what: "ffmpeg's output",
+    });
+    return fs.readFileSync(tmp);
+  } finally {
+    fs.rmSync(tmp, { force: true });
+  }
 }
 
 /** An MP3 is at most this big (320 kb/s over 64 Mi samples is far below it). */
