@@ -216,6 +216,16 @@ forEachStorage('workflow video and MP3 nodes', (storage) => {
     });
     assert.equal(r.error?.node_id, 'parts');
     assert.match(r.error.exception_message, /cannot read the video file bad\.mp4/);
+    // A playlist under a video name: ffmpeg would follow it to other files or URLs; only media containers are read.
+    const playlist = `#EXTM3U\n#EXT-X-MEDIA-SEQUENCE:0\n#EXTINF:1.0,\n${path.join(srv.cfg.dataDir, 'input', 'clip.mp4')}\n#EXT-X-ENDLIST\n`;
+    assert.equal((await upload(srv.url, '/upload/image', Buffer.from(playlist), 'playlist.mp4')).status, 200);
+    const hls = await run(srv, {
+      load: s('LoadVideo', { file: 'playlist.mp4' }),
+      parts: s('GetVideoComponents', { video: ['load', 0] }),
+      out: s('PreviewAny', { source: ['parts', 2] }),
+    });
+    assert.equal(hls.error?.node_id, 'parts');
+    assert.match(hls.error.exception_message, /cannot read the video file playlist\.mp4/);
     const ok = await run(srv, { v: s('PrimitiveString', { value: 'still here' }), out: s('PreviewAny', { source: ['v', 0] }) });
     assert.equal(ok.outputs.out.text[0], 'still here');
     // A name that is not in the input folder fails validation as the reference's.

@@ -25,6 +25,18 @@ const MAX_PROBE_BYTES = 4 * 1024 * 1024;
 /** The end of ffmpeg's stderr kept for an error message. */
 const STDERR_KEPT = 4000;
 
+/**
+ * Put before `-i <file>` for every file a client may have uploaded: only local files and only
+ * ordinary media containers are read. A playlist (HLS), a concat list or an image sequence
+ * uploaded under a video name would otherwise make ffmpeg open other files or URLs.
+ */
+export const UNTRUSTED_INPUT: readonly string[] = [
+  '-protocol_whitelist',
+  'file',
+  '-format_whitelist',
+  'mov,mp4,m4a,3gp,3g2,mj2,matroska,webm,avi,mpeg,mpegts,ogg,flv,asf,dv,mpegvideo,h264,hevc,m4v,ivf',
+];
+
 export function ffmpegPath(): string {
   const p = process.env[FFMPEG_ENV];
   return p && p.length > 0 ? p : 'ffmpeg';
@@ -172,7 +184,7 @@ export interface Probe {
 
 /** ffprobe's view of a file; an unreadable file is an error naming it, never a crash. */
 export async function probe(file: string, signal?: AbortSignal): Promise<Probe> {
-  const out = await runTool(ffprobePath(), ['-v', 'error', '-print_format', 'json', '-show_format', '-show_streams', '--', file], {
+  const out = await runTool(ffprobePath(), ['-v', 'error', ...UNTRUSTED_INPUT, '-print_format', 'json', '-show_format', '-show_streams', '--', file], {
     signal,
     timeoutMs: 60_000,
     maxOutputBytes: MAX_PROBE_BYTES,

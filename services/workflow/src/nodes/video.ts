@@ -5,7 +5,7 @@ import path from 'node:path';
 import type { InputSpec, NodeContext, NodeDefinition, NodeEnv, NodeScope } from './api.ts';
 import { type Audio, checkAudio, MAX_AUDIO_SAMPLES } from './audio.ts';
 import { asciiJson } from '../files/png.ts';
-import { ffmpeg, FfmpegError, MAX_DECODED_BYTES, MAX_ENCODED_BYTES, parseRate, probe } from './ffmpeg.ts';
+import { ffmpeg, FfmpegError, MAX_DECODED_BYTES, MAX_ENCODED_BYTES, parseRate, probe, UNTRUSTED_INPUT } from './ffmpeg.ts';
 import { checkSize, Frame, ImageBatch, MAX_BATCH } from './image-types.ts';
 import { imagePath, saveImagePath } from './image-io.ts';
 import { Tensor } from './latent.ts';
@@ -188,7 +188,7 @@ export async function decodeVideo(file: string, ctx: NodeContext): Promise<Video
   const { width: W, height: H } = vs;
   checkSize(W, H);
   const frameBytes = W * H * 3;
-  const raw = await ffmpeg(['-noautorotate', '-i', file, '-map', `0:${vs.index}`, '-frames:v', String(MAX_BATCH + 1), '-fps_mode', 'passthrough', '-f', 'rawvideo', '-pix_fmt', 'rgb24', 'pipe:1'], {
+  const raw = await ffmpeg(['-noautorotate', ...UNTRUSTED_INPUT, '-i', file, '-map', `0:${vs.index}`, '-frames:v', String(MAX_BATCH + 1), '-fps_mode', 'passthrough', '-f', 'rawvideo', '-pix_fmt', 'rgb24', 'pipe:1'], {
     signal: ctx.signal,
     maxOutputBytes: MAX_DECODED_BYTES,
     what: `the decoded frames of ${path.basename(file)}`,
@@ -205,7 +205,7 @@ export async function decodeVideo(file: string, ctx: NodeContext): Promise<Video
   const sr = Number(as?.sample_rate);
   const C = as?.channels ?? 0;
   if (as && C > 0 && C <= 64) {
-    const pcm = await ffmpeg(['-i', file, '-map', `0:${as.index}`, '-f', 'f32le', '-acodec', 'pcm_f32le', 'pipe:1'], {
+    const pcm = await ffmpeg([...UNTRUSTED_INPUT, '-i', file, '-map', `0:${as.index}`, '-f', 'f32le', '-acodec', 'pcm_f32le', 'pipe:1'], {
       signal: ctx.signal,
       maxOutputBytes: MAX_AUDIO_SAMPLES * 4,
       what: `the decoded audio of ${path.basename(file)}`,
@@ -243,7 +243,7 @@ async function saveVideoTo(v: Video, file: string, format: string, codec: string
   // Streams copied as they are, into the source's own container format (the reference names the file .mp4 whatever it holds).
   const to = format === 'auto' ? containers[0] : format;
   if (!to) throw new FfmpegError(`cannot read the container of ${path.basename(src)}`);
-  await encodeInto(file, ['-i', src, '-map', '0:v?', '-map', '0:a?', '-map', '0:s?', '-c', 'copy', '-map_metadata', '0', ...metadataArgs(meta), '-f', to], undefined, ctx);
+  await encodeInto(file, [...UNTRUSTED_INPUT, '-i', src, '-map', '0:v?', '-map', '0:a?', '-map', '0:s?', '-c', 'copy', '-map_metadata', '0', ...metadataArgs(meta), '-f', to], undefined, ctx);
 }
 
 function savedMetadata(prompt: unknown, extra: unknown): Record<string, unknown> | null {
