@@ -34,6 +34,8 @@ export interface WorkflowConfig extends ServiceConfig {
   execution: ExecutionConfig;
   /** `--ffmpeg-path` / WORKFLOW_FFMPEG_PATH: the ffmpeg the video and MP3 nodes run (default: `ffmpeg` on PATH; ffprobe beside it). */
   ffmpegPath?: string;
+  /** `--preview-method` (none, auto, latent2rgb, taesd; default none as the reference) and `--preview-size` (512): sampler previews. */
+  preview: { method: 'none' | 'auto' | 'latent2rgb' | 'taesd'; size: number };
 }
 
 function str(v: unknown): string | undefined {
@@ -84,6 +86,16 @@ function positiveInt(v: string | undefined, name: string, fallback: number): num
  */
 export function publishFfmpegPath(config: WorkflowConfig): void {
   process.env.WORKFLOW_FFMPEG_RESOLVED = config.ffmpegPath ?? 'ffmpeg';
+  // --preview-method and --preview-size reach the sampler nodes (src/models/preview.ts) the same way.
+  process.env.WORKFLOW_PREVIEW_RESOLVED = `${config.preview.method}:${config.preview.size}`;
+}
+
+function previewConfig(method: string | undefined, size: string | undefined): WorkflowConfig['preview'] {
+  const m = method ?? 'none';
+  if (m !== 'none' && m !== 'auto' && m !== 'latent2rgb' && m !== 'taesd') throw new Error(`--preview-method must be one of none, auto, latent2rgb, taesd, got ${m}`);
+  const px = positiveInt(size, 'preview-size', 512);
+  if (px > 4096) throw new Error(`--preview-size must be at most 4096, got ${px}`);
+  return { method: m, size: px };
 }
 
 /** Workflow flags on top of the kernel's: the reference's names where it has them. */
@@ -113,6 +125,7 @@ export function workflowConfig(base: ServiceConfig, env = process.env): Workflow
     enableTestNodes: f.enableTestNodes === true || env.WORKFLOW_TEST_NODES === '1',
     execution: executionConfig(f, env, runtime),
     ffmpegPath: str(f.ffmpegPath) ?? env.WORKFLOW_FFMPEG_PATH ?? undefined,
+    preview: previewConfig(str(f.previewMethod) ?? env.WORKFLOW_PREVIEW_METHOD, str(f.previewSize) ?? env.WORKFLOW_PREVIEW_SIZE),
     maxUploadSize: positiveInt(str(f.maxUploadSize) ?? env.WORKFLOW_MAX_UPLOAD_MB, 'max-upload-size', 100) * 1024 * 1024,
   };
 }

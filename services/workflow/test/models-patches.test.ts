@@ -278,3 +278,104 @@ forEachStorage('workflow conditioning, LoRA and loader nodes', (storage) => {
     assert.equal(again.error, undefined, JSON.stringify(again.error));
   });
 });
+
+describe('previews', () => {
+  test('latent→RGB as latent_preview.Latent2RGBPreviewer: first item, SD1.5 factors, (v + 1)/2 clamped, ×255 truncated', async () => {
+    const { latentToRgb, SD15_LATENT_RGB_FACTORS } = await import('../src/models/preview.ts');
+    const x0 = Float32Array.from({ length: 2 * 4 * 2 * 3 }, (_, i) => Math.sin(i * 0.7) * 2);
+    const img = latentToRgb(x0, [2, 4, 2, 3]);
+    assert.deepEqual([img.width, img.height], [3, 2]);
+    for (let p = 0; p < 6; p++)
+      for (let c = 0; c < 3; c++) {
+        let v = 0;
+        for (let k = 0; k < 4; k++) v += x0[k * 6 + p]! * SD15_LATENT_RGB_FACTORS[k]![c]!;
+        const expected = Math.trunc(Math.min(1, Math.max(0, (v + 1) / 2)) * 255);
+        assert.ok(Math.abs(img.data[p * 3 + c]! - expected) <= 1, `pixel ${p} channel ${c}`);
+      }
+  });
+});
+
+const previewGraph = (seed = 3) => ({
+  ck: { class_type: 'CheckpointLoaderSimple', inputs: { ckpt_name: 'tiny.safetensors' } },
+  p: { class_type: 'CLIPTextEncode', inputs: { text: 'a cat', clip: ['ck', 1] } },
+  n: { class_type: 'CLIPTextEncode', inputs: { text: '', clip: ['ck', 1] } },
+  e: { class_type: 'EmptyLatentImage', inputs: { width: 48, height: 32, batch_size: 1 } },
+  ks: { class_type: 'KSampler', inputs: { model: ['ck', 0], seed, steps: 3, cfg: 4, sampler_name: 'euler', scheduler: 'normal', positive: ['p', 0], negative: ['n', 0], latent_image: ['e', 0], denoise: 1 } },
+  d: { class_type: 'VAEDecode', inputs: { samples: ['ks', 0], vae: ['ck', 2] } },
+  s: { class_type: 'SaveImage', inputs: { images: ['d', 0], filename_prefix: 'pv' } },
+});
+
+/** Runs a prompt on its own socket: its messages and the binary frames received. */
+async function runWithFrames(s: Server, prompt: Record<string, unknown>): Promise<{ msgs: any[]; frames: Buffer[] }> {
+  const { randomUUID } = await import('node:crypto');
+  const { WsClient } = await import('./helpers.ts');
+  const clientId = randomUUID();
+  const ws = new WsClient(s.url, clientId);
+  await ws.opened;
+  try {
+    const r = await s.http.post('/prompt', { prompt, client_id: clientId });
+    assert.equal(r.status, 200);
+    const msgs = await ws.promptDone(r.body.prompt_id);
+    return { msgs, frames: [...ws.binary] };
+  } finally {
+    ws.close();
+  }
+}
+
+// The preview flags reach execution threads through the process environment (as --ffmpeg-path): the servers with
+// previews and those without are in separate suites, each started when the previous suite's threads exist.
+forEachStorage('workflow previews (--preview-method latent2rgb)', (storage) => {
+  let srv: Server;
+  before(async () => {
+    srv = await startWorkflow(storage, { previewMethod: 'latent2rgb', previewSize: '64' });
+    fs.mkdirSync(path.join(srv.cfg.dataDir, 'models', 'checkpoints'), { recursive: true });
+    writeFixture(path.join(srv.cfg.dataDir, 'models', 'checkpoints', 'tiny.safetensors'), TINY);
+  });
+  after(async () => {
+    await srv.close();
+    await unloadAll();
+  });
+
+  test('one JPEG preview frame per step, before the sampler\'s result, sized as ImageOps.contain to --preview-size', async () => {
+    const { msgs, frames } = await runWithFrames(srv, previewGraph());
+    assert.equal(msgs.find((m) => m.type === 'execution_error'), undefined);
+    assert.equal(frames.length, 3);
+    const sharp = (await import('sharp')).default;
+    for (const frame of frames) {
+      assert.equal(frame.readUInt32BE(0), 1, 'PREVIEW_IMAGE');
+      assert.equal(frame.readUInt32BE(4), 1, 'JPEG');
+      const meta = await sharp(frame.subarray(8)).metadata();
+      assert.deepEqual([meta.format, meta.width, meta.height], ['jpeg', 64, 43]);
+    }
+  });
+});
+
+forEachStorage('workflow POST /free (and no previews by default)', (storage) => {
+  let plain: Server;
+  before(async () => {
+    plain = await startWorkflow(storage);
+    fs.mkdirSync(path.join(plain.cfg.dataDir, 'models', 'checkpoints'), { recursive: true });
+    writeFixture(path.join(plain.cfg.dataDir, 'models', 'checkpoints', 'tiny.safetensors'), TINY);
+  });
+  after(async () => {
+    await plain.close();
+    await unloadAll();
+  });
+
+  test('unload_models keeps the output cache (models load again on use), free_memory empties it; results unchanged; no preview frames', async () => {
+    const { msgs, frames } = await runWithFrames(plain, previewGraph(7));
+    assert.equal(msgs.find((m) => m.type === 'execution_error'), undefined);
+    assert.equal(frames.length, 0, 'previews are off by default (--preview-method none)');
+    const first = msgs.find((m) => m.type === 'executed' && m.data.node === 's')!.data.output;
+    const bytes = (await readOutput(plain, first.images[0])).data;
+    const executedNodes = (res: Awaited<ReturnType<typeof run>>) => res.messages.filter((m) => m.type === 'executing' && m.data.node).map((m) => m.data.node);
+    assert.equal((await plain.http.post('/free', { unload_models: true })).status, 200);
+    const cached = await run(plain, previewGraph(7));
+    assert.ok(!executedNodes(cached).includes('ks'), 'the sampler output stays cached');
+    assert.equal((await plain.http.post('/free', { free_memory: true })).status, 200);
+    const again = await run(plain, previewGraph(7));
+    assert.equal(again.error, undefined, JSON.stringify(again.error));
+    assert.ok(executedNodes(again).includes('ks'), 'the cache was emptied: the sampler runs again');
+    assert.deepEqual((await readOutput(plain, again.outputs.s.images[0])).data, bytes);
+  });
+});

@@ -1,3 +1,4 @@
+import { unloadAll } from '../models/sd1.ts';
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import {
   ExecutionBlocker,
@@ -738,10 +739,14 @@ export class Executor {
   }
 
   /** POST /free with free_memory: drop every cached output. */
-  freeMemory(): void {
-    this.cache.clear();
-    this.table.clear();
-    this.lazyEvidence.clear();
+  /** POST /free on this thread: free_memory (the default) empties the cache; unload_models (implied by free_memory) unloads the models. */
+  freeMemory(opts: { unloadModels?: boolean; freeMemory?: boolean } = { freeMemory: true }): void {
+    if (opts.freeMemory) {
+      this.cache.clear();
+      this.table.clear();
+      this.lazyEvidence.clear();
+    }
+    if (opts.unloadModels || opts.freeMemory) void unloadAll().catch(() => {});
   }
 
   async run(spec: PromptRun): Promise<RunResult> {

@@ -220,6 +220,8 @@ export function tokenWeights(text: string, weight = 1.0): [string, number][] {
 export interface TokenizeOptions {
   /** The vectors of the textual inversion `embedding:<name>` names, or undefined when models/embeddings has none of that name. */
   embedding?: (name: string) => Float32Array[] | undefined;
+  /** Without `embedding`: whether models/embeddings holds this name (such a name is then refused, as textual inversions are not read by that caller). */
+  embeddingExists?: (name: string) => boolean;
 }
 
 /**
@@ -244,6 +246,7 @@ export function tokenizeWithWeights(text: string, tok = ClipTokenizer.shared(), 
         let vectors: Float32Array[] | undefined;
         let asWritten = false;
         for (const candidate of stripped.length < name.length ? [name, stripped] : [name]) {
+          if (candidate && !opts.embedding && opts.embeddingExists?.(candidate)) throw new Error(`embedding:${candidate}: textual inversion embeddings are not supported yet`);
           vectors = candidate ? opts.embedding?.(candidate) : undefined;
           if (vectors) {
             asWritten = candidate === name;

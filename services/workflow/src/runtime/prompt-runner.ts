@@ -206,7 +206,7 @@ export class PromptRunner implements ClaimHandler {
   private loopDone: Promise<void> = Promise.resolve();
   /** Ends being recorded while the slot's next prompt already runs. */
   private readonly recordings = new Set<Promise<void>>();
-  private pendingFree = false;
+  private pendingFree: { unloadModels: boolean; freeMemory: boolean } | false = false;
   private readonly inserter: PromptInserter;
   /**
    * A prompt stored already claimed for this idle runner (its insert may
@@ -494,8 +494,9 @@ export class PromptRunner implements ClaimHandler {
       this.claimSlots.push(slot);
     }
     if (this.pendingFree && this.currents.size === 0) {
+      const free = this.pendingFree;
       this.pendingFree = false;
-      this.o.executor.freeMemory();
+      this.o.executor.freeMemory(free);
     }
   }
 
@@ -524,8 +525,11 @@ export class PromptRunner implements ClaimHandler {
   /** POST /free: free_memory empties the output cache (after the running prompt, as the reference). */
   free(opts: { freeMemory: boolean; unloadModels: boolean }): void {
     if (!opts.freeMemory && !opts.unloadModels) return;
-    if (this.currents.size > 0) this.pendingFree = true;
-    else this.o.executor.freeMemory();
+    // Requests while a prompt runs add up and are applied after it.
+    const prev = this.pendingFree || { unloadModels: false, freeMemory: false };
+    const free = { unloadModels: prev.unloadModels || opts.unloadModels, freeMemory: prev.freeMemory || opts.freeMemory };
+    if (this.currents.size > 0) this.pendingFree = free;
+    else this.o.executor.freeMemory(free);
   }
 
   async deletePending(ids: string[] | 'all', owner?: string): Promise<void> {
@@ -607,8 +611,9 @@ export class PromptRunner implements ClaimHandler {
       // Another slot's prompt ended while this one ran: that slot may take what it would have left queued.
       if ((this.o.slots ?? 1) > 1) this.wakeAll();
       if (this.pendingFree && this.currents.size === 0) {
+        const free = this.pendingFree;
         this.pendingFree = false;
-        this.o.executor.freeMemory();
+        this.o.executor.freeMemory(free);
       }
     }
   }

@@ -30,8 +30,14 @@ export interface Engine {
   readonly offThread?: boolean;
   /** Runs one prompt; `affinity` (the owner) prefers the slot that ran that owner's last prompt, whose cache holds its values. */
   run(spec: PromptRun, affinity?: string): Promise<RunResult>;
-  freeMemory(): void;
+  /** POST /free: `freeMemory` empties the output cache; `unloadModels` (or `freeMemory`, as the reference) unloads the loaded models. */
+  freeMemory(opts?: FreeOptions): void;
   close?(): Promise<void>;
+}
+
+export interface FreeOptions {
+  unloadModels?: boolean;
+  freeMemory?: boolean;
 }
 
 export interface PoolOptions {
@@ -206,8 +212,8 @@ class ExecutionThread {
     run.timers.push(setTimeout(() => this.kill(run, 'interrupted'), this.o.interruptGraceMs));
   }
 
-  free(): void {
-    this.post({ t: 'free' });
+  free(opts: FreeOptions = { freeMemory: true }): void {
+    this.post({ t: 'free', unloadModels: opts.unloadModels === true || opts.freeMemory === true, freeMemory: opts.freeMemory === true });
   }
 
   private onMessage(worker: Worker, m: FromThread): void {
@@ -414,8 +420,8 @@ export class ExecutionPool implements Engine {
     return t.run(spec);
   }
 
-  freeMemory(): void {
-    for (const t of this.threads) t.free();
+  freeMemory(opts?: FreeOptions): void {
+    for (const t of this.threads) t.free(opts);
   }
 
   async close(): Promise<void> {

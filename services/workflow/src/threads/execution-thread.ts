@@ -10,6 +10,8 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { Executor, InterruptSignal, type ExecutionSink } from '../engine/executor.ts';
 import type { ProgressRegistry } from '../engine/progress.ts';
 import type { NodeEnv } from '../nodes/api.ts';
+import { configurePreviews } from '../models/preview.ts';
+import { unloadAll } from '../models/sd1.ts';
 import { buildRegistry } from './node-registry.ts';
 import type { EnvCall, FromThread, RunEnd, RunEvent, ThreadInit, ToThread } from './protocol.ts';
 
@@ -17,6 +19,7 @@ const port = parentPort!;
 const init = workerData as ThreadInit;
 
 lowerPriority(init.config.execution?.nice ?? 0);
+if (init.config.preview) configurePreviews(init.config.preview);
 
 /**
  * Makes this thread nicer than the process (Linux: setpriority on the thread's own id). Waking an idle thread
@@ -174,7 +177,9 @@ port.on('message', (m: ToThread) => {
       post({ t: 'ack', seq: m.seq });
       break;
     case 'free':
-      executor.freeMemory();
+      // The reference: unload_models (implied by free_memory) unloads the models, free_memory also empties the cache.
+      if (m.freeMemory) executor.freeMemory();
+      if (m.unloadModels) void unloadAll().catch(() => {});
       break;
     case 'reply': {
       const c = calls.get(m.id);

@@ -34,7 +34,7 @@ export type ToThread =
       client: boolean;
     }
   | { t: 'interrupt'; seq: number }
-  | { t: 'free' }
+  | { t: 'free'; unloadModels: boolean; freeMemory: boolean }
   | { t: 'reply'; id: number; ok: true; value: unknown }
   | { t: 'reply'; id: number; ok: false; error: string };
 

@@ -19,6 +19,7 @@ import { isLatent, Tensor, type Latent } from '../latent.ts';
 import { conditioningNodes } from './conditioning-nodes.ts';
 import { customSamplingNodes } from './custom-sampling.ts';
 import { loaderNodes } from './loader-nodes.ts';
+import { stepPreviewer } from './preview.ts';
 import { XLClipModel } from '../../models/sdxl.ts';
 import { xlNodes } from './xl-nodes.ts';
 
@@ -109,6 +110,8 @@ async function commonKSampler(a: KSamplerArgs, ctx: NodeContext): Promise<[Laten
   if (latent.samples.ndim !== 4 || latent.samples.shape[1] !== model.checkpoint.detected.unet.inChannels) {
     throw nodeError(`the latent has shape [${latent.samples.shape.join(', ')}]; this model samples [B, ${model.checkpoint.detected.unet.inChannels}, H, W] latents`);
   }
+  // latent_preview.prepare_callback: the denoised latent of each step as a preview, when --preview-method asks.
+  const preview = stepPreviewer(ctx, model.latentFormat.rgbFactors, model.latentFormat.rgbBias);
   const samples = await sample({
     model,
     positive: checkConditioning(a.positive, 'positive'),
@@ -128,9 +131,12 @@ async function commonKSampler(a: KSamplerArgs, ctx: NodeContext): Promise<[Laten
     forceFullDenoise: a.forceFullDenoise,
     onStep: (s) => {
       ctx.checkInterrupt();
+      preview?.step(s.denoised, latent.samples.shape);
       ctx.progress(s.i + 1, s.total);
     },
   });
+  // The last previews reach the client before the node's result, as the reference sends them with each step.
+  await preview?.done();
   ctx.checkInterrupt();
   return [{ ...latent, samples: new Tensor(samples.shape, samples.data) }];
 }
@@ -359,7 +365,7 @@ export function sdNodes(dirs: NodeEnv['dirs']): NodeDefinition[] {
     },
     ...conditioningNodes,
     ...loaderNodes(dirs),
-    ...xlNodes,
+    ...xlNodes(dirs),
     ...customSamplingNodes,
   ];
 }
