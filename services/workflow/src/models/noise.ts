@@ -79,6 +79,46 @@ export class TorchGenerator {
     return data;
   }
 
+  /**
+   * The same `count` values one at a time, holding 32 at most (ImageAddNoise
+   * over a large batch). The last full block and the remainder are drawn
+   * together: the block as usual, the remainder's uniforms consumed, then the
+   * last 16 values drawn again, as randn does.
+   */
+  randnStream(count: number): () => number {
+    if (count < 16) {
+      const all = this.randn(count);
+      let at = 0;
+      return () => all[at++]!;
+    }
+    const full = Math.floor(count / 16);
+    const rest = count % 16;
+    let block = 0;
+    let buf = new Float32Array(0);
+    let pos = 0;
+    return () => {
+      if (pos >= buf.length) {
+        if (block < full - 1 || rest === 0) {
+          buf = new Float32Array(16);
+          for (let i = 0; i < 16; i++) buf[i] = this.uniform();
+          fill16(buf, 0);
+        } else {
+          buf = new Float32Array(16 + rest);
+          for (let i = 0; i < 16; i++) buf[i] = this.uniform();
+          fill16(buf, 0);
+          for (let i = 0; i < rest; i++) this.uniform();
+          const last = new Float32Array(16);
+          for (let i = 0; i < 16; i++) last[i] = this.uniform();
+          fill16(last, 0);
+          buf.set(last, rest);
+        }
+        block++;
+        pos = 0;
+      }
+      return buf[pos++]!;
+    };
+  }
+
   private uniform53(): number {
     // random64: two 32-bit draws, high word first, masked to 53 bits.
     const hi = this.mt.nextUint32();

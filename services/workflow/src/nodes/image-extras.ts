@@ -2,7 +2,7 @@ import type { NodeContext, NodeDefinition } from './api.ts';
 import { Frame, ImageBatch, MaskBatch, MaskPlane, maskPlanes, toByte } from './image-types.ts';
 import { resizeFrame, resizePlane } from './resample.ts';
 import { combo, IMAGE_IN, MASK_IN, v3 } from './schema.ts';
-import { torchRandnStream } from './torch-random.ts';
+import { TorchGenerator } from '../models/noise.ts';
 
 /**
  * Image nodes of comfy_extras whose reference computes with torch/kornia:
@@ -29,7 +29,7 @@ function* eachFrame(images: ImageBatch, ctx: NodeContext): Generator<Frame> {
 /** ImageAddNoise: clip(image + strength · torch.randn(image.size()) with manual_seed(seed), 0, 1). */
 function addNoise(images: ImageBatch, seed: number, strength: number, ctx: NodeContext): ImageBatch {
   const total = images.frames.reduce((n, f) => n + f.data.length, 0);
-  const noise = torchRandnStream(seed, total);
+  const noise = new TorchGenerator(seed).randnStream(total);
   const s = f32(strength);
   const out: Frame[] = [];
   for (const f of eachFrame(images, ctx)) {
