@@ -224,3 +224,70 @@ export function writeXLFixture(file: string, cfg: XLFixtureConfig): string[] {
   }
   return specs.map((x) => x[0]);
 }
+
+/** Writes float32 tensors as a .safetensors file. */
+export function writeTensors(file: string, tensors: Map<string, { shape: number[]; data: Float32Array }>): void {
+  const header: Record<string, unknown> = {};
+  let off = 0;
+  for (const [name, t] of tensors) {
+    header[name] = { dtype: 'F32', shape: t.shape, data_offsets: [off, off + t.data.length * 4] };
+    off += t.data.length * 4;
+  }
+  let json = Buffer.from(JSON.stringify(header));
+  json = Buffer.concat([json, Buffer.alloc((8 - (json.length % 8)) % 8, 0x20)]);
+  const len = Buffer.alloc(8);
+  len.writeBigUInt64LE(BigInt(json.length));
+  fs.writeFileSync(file, Buffer.concat([len, json, ...[...tensors.values()].map((t) => Buffer.from(t.data.buffer, t.data.byteOffset, t.data.byteLength))]));
+}
+
+/**
+ * The text encoders of an SDXL fixture as files of their own, as users get
+ * them for DualCLIPLoader: CLIP-L in transformers' layout, and OpenCLIP-G in
+ * transformers' layout (q/k/v split from in_proj, text_projection.weight
+ * transposed) or left in open_clip's.
+ */
+export async function writeSdxlTextEncoders(checkpoint: string, lPath: string, gPath: string, gLayout: 'hf' | 'openclip'): Promise<void> {
+  const { SafetensorsFile } = await import('../src/models/safetensors.ts');
+  const f = await SafetensorsFile.open(checkpoint);
+  const read = async (k: string) => ({ shape: [...f.info(k).shape], data: await f.readFloat32(k) });
+  const L = 'conditioner.embedders.0.transformer.';
+  const G = 'conditioner.embedders.1.model.';
+  const l = new Map<string, { shape: number[]; data: Float32Array }>();
+  for (const k of f.tensors.keys()) if (k.startsWith(L)) l.set(k.slice(L.length), await read(k));
+  writeTensors(lPath, l);
+  const g = new Map<string, { shape: number[]; data: Float32Array }>();
+  if (gLayout === 'openclip') {
+    for (const k of f.tensors.keys()) if (k.startsWith(G)) g.set(k.slice(G.length), await read(k));
+  } else {
+    const T = 'text_model.';
+    const rename: Record<string, string> = { ln_1: 'layer_norm1', ln_2: 'layer_norm2', 'mlp.c_fc': 'mlp.fc1', 'mlp.c_proj': 'mlp.fc2', 'attn.out_proj': 'self_attn.out_proj' };
+    for (const k of f.tensors.keys()) {
+      if (!k.startsWith(G)) continue;
+      const key = k.slice(G.length);
+      const t = await read(k);
+      if (key === 'token_embedding.weight') g.set(`${T}embeddings.token_embedding.weight`, t);
+      else if (key === 'positional_embedding') g.set(`${T}embeddings.position_embedding.weight`, t);
+      else if (key.startsWith('ln_final.')) g.set(`${T}final_layer_norm.${key.slice('ln_final.'.length)}`, t);
+      else if (key === 'text_projection') {
+        const [d, p] = t.shape as [number, number];
+        const tr = new Float32Array(d * p);
+        for (let i = 0; i < d; i++) for (let j = 0; j < p; j++) tr[j * d + i] = t.data[i * p + j]!;
+        g.set('text_projection.weight', { shape: [p, d], data: tr });
+      } else if (key === 'logit_scale') continue;
+      else {
+        const m = /^transformer\.resblocks\.(\d+)\.(.+)\.(weight|bias)$/.exec(key.replace('in_proj_weight', 'in_proj.weight').replace('in_proj_bias', 'in_proj.bias'));
+        if (!m) throw new Error(`unexpected key ${key}`);
+        const [, n, mod, kind] = m;
+        if (mod === 'attn.in_proj') {
+          const d = t.shape[t.shape.length - 1]!;
+          const rows = t.shape[0]! / 3;
+          ['q_proj', 'k_proj', 'v_proj'].forEach((q, i) => {
+            const size = kind === 'weight' ? rows * d : rows;
+            g.set(`${T}encoder.layers.${n}.self_attn.${q}.${kind}`, { shape: kind === 'weight' ? [rows, d] : [rows], data: t.data.slice(i * size, (i + 1) * size) });
+          });
+        } else g.set(`${T}encoder.layers.${n}.${rename[mod!]}.${kind}`, t);
+      }
+    }
+  }
+  writeTensors(gPath, g);
+}

@@ -16,7 +16,7 @@ import { forEachStorage } from '@svc/testkit';
 import { unloadAll } from '../src/models/sd1.ts';
 import { startWorkflow } from './helpers.ts';
 import { TINY, writeFixture } from './models-fixture.ts';
-import { REFINER_TINY, SD2_TINY, SDXL_TINY, writeXLFixture } from './models-fixture-xl.ts';
+import { REFINER_TINY, SD2_TINY, SDXL_TINY, writeSdxlTextEncoders, writeXLFixture } from './models-fixture-xl.ts';
 import { readOutput, run, type Server } from './nodes-helpers.ts';
 
 const ref = JSON.parse(fs.readFileSync(path.join(import.meta.dirname, 'fixtures', 'models-reference-xl.json'), 'utf8'));
@@ -33,6 +33,9 @@ forEachStorage('workflow SD2.x and SDXL nodes', (storage) => {
     writeXLFixture(path.join(ckptDir, 'sd2-v.safetensors'), { ...SD2_TINY, vpredSpread: true });
     writeXLFixture(path.join(ckptDir, 'sd2.safetensors'), SD2_TINY);
     writeFixture(path.join(ckptDir, 'sd1.safetensors'), TINY);
+    const te = path.join(srv.cfg.dataDir, 'models', 'text_encoders');
+    fs.mkdirSync(te, { recursive: true });
+    await writeSdxlTextEncoders(path.join(ckptDir, 'sdxl.safetensors'), path.join(te, 'clip_l.safetensors'), path.join(te, 'clip_g.safetensors'), 'hf');
   });
   after(async () => {
     await srv.close();
@@ -57,38 +60,48 @@ forEachStorage('workflow SD2.x and SDXL nodes', (storage) => {
     assert.deepEqual(ms.input.required.zsnr, ['BOOLEAN', { default: false }]);
     assert.equal(ms.category, 'advanced/model');
     assert.deepEqual(r.body.RescaleCFG.input.required.multiplier, ['FLOAT', { default: 0.7, min: 0.0, max: 1.0, step: 0.01 }]);
+    const dual = r.body.DualCLIPLoader;
+    assert.deepEqual(dual.input.required.clip_name1, [['clip_g.safetensors', 'clip_l.safetensors']]);
+    assert.deepEqual(dual.input.required.type, [['sdxl']]);
+    assert.deepEqual(dual.input.optional.device, [['default', 'cpu'], { advanced: true }]);
+    assert.deepEqual(dual.output, ['CLIP']);
+    assert.equal(dual.category, 'advanced/loaders');
     assert.ok(r.body.CheckpointLoaderSimple.input.required.ckpt_name[0].includes('sdxl.safetensors'));
   });
 
-  test('SDXL: CLIPTextEncodeSDXL → KSampler → VAEDecode gives the reference\'s image on the same checkpoint', async () => {
-    const enc = (text_g: string, text_l: string) => ({
-      class_type: 'CLIPTextEncodeSDXL',
-      inputs: { clip: ['ck', 1], width: 512, height: 512, crop_w: 0, crop_h: 0, target_width: 512, target_height: 512, text_g, text_l },
+  for (const via of ['checkpoint', 'DualCLIPLoader'] as const) {
+    test(`SDXL: CLIPTextEncodeSDXL → KSampler → VAEDecode gives the reference\'s image on the same checkpoint (CLIP from the ${via})`, async () => {
+      const clip = via === 'checkpoint' ? ['ck', 1] : ['dual', 0];
+      const enc = (text_g: string, text_l: string) => ({
+        class_type: 'CLIPTextEncodeSDXL',
+        inputs: { clip, width: 512, height: 512, crop_w: 0, crop_h: 0, target_width: 512, target_height: 512, text_g, text_l },
+      });
+      const res = await run(srv, {
+        dual: { class_type: 'DualCLIPLoader', inputs: { clip_name1: 'clip_g.safetensors', clip_name2: 'clip_l.safetensors', type: 'sdxl' } },
+        ck: { class_type: 'CheckpointLoaderSimple', inputs: { ckpt_name: 'sdxl.safetensors' } },
+        pos: enc('a castle', 'a castle, oil'),
+        neg: enc('blurry', 'blurry'),
+        empty: { class_type: 'EmptyLatentImage', inputs: { width: 64, height: 48, batch_size: 1 } },
+        ks: {
+          class_type: 'KSampler',
+          inputs: { model: ['ck', 0], seed: 22, steps: 5, cfg: 7, sampler_name: 'euler_ancestral', scheduler: 'karras', positive: ['pos', 0], negative: ['neg', 0], latent_image: ['empty', 0], denoise: 1 },
+        },
+        dec: { class_type: 'VAEDecode', inputs: { samples: ['ks', 0], vae: ['ck', 2] } },
+        save: { class_type: 'SaveImage', inputs: { images: ['dec', 0], filename_prefix: 'sdxl' } },
+      });
+      assert.equal(res.error, undefined, JSON.stringify(res.error));
+      const px = await readOutput(srv, res.outputs.save.images[0]);
+      assert.deepEqual([px.width, px.height, px.channels], [64, 48, 3]);
+      const expected = Buffer.from(ref.sdxl.workflow.bytes, 'base64');
+      let worst = 0;
+      let off = 0;
+      px.data.forEach((v, i) => {
+        worst = Math.max(worst, Math.abs(v - expected[i]!));
+        if (Math.abs(v - expected[i]!) > 1) off++;
+      });
+      assert.ok(off <= expected.length * 0.001, `${off} of ${expected.length} bytes differ by more than one level (worst ${worst})`);
     });
-    const res = await run(srv, {
-      ck: { class_type: 'CheckpointLoaderSimple', inputs: { ckpt_name: 'sdxl.safetensors' } },
-      pos: enc('a castle', 'a castle, oil'),
-      neg: enc('blurry', 'blurry'),
-      empty: { class_type: 'EmptyLatentImage', inputs: { width: 64, height: 48, batch_size: 1 } },
-      ks: {
-        class_type: 'KSampler',
-        inputs: { model: ['ck', 0], seed: 22, steps: 5, cfg: 7, sampler_name: 'euler_ancestral', scheduler: 'karras', positive: ['pos', 0], negative: ['neg', 0], latent_image: ['empty', 0], denoise: 1 },
-      },
-      dec: { class_type: 'VAEDecode', inputs: { samples: ['ks', 0], vae: ['ck', 2] } },
-      save: { class_type: 'SaveImage', inputs: { images: ['dec', 0], filename_prefix: 'sdxl' } },
-    });
-    assert.equal(res.error, undefined, JSON.stringify(res.error));
-    const px = await readOutput(srv, res.outputs.save.images[0]);
-    assert.deepEqual([px.width, px.height, px.channels], [64, 48, 3]);
-    const expected = Buffer.from(ref.sdxl.workflow.bytes, 'base64');
-    let worst = 0;
-    let off = 0;
-    px.data.forEach((v, i) => {
-      worst = Math.max(worst, Math.abs(v - expected[i]!));
-      if (Math.abs(v - expected[i]!) > 1) off++;
-    });
-    assert.ok(off <= expected.length * 0.001, `${off} of ${expected.length} bytes differ by more than one level (worst ${worst})`);
-  });
+  }
 
   test('SDXL base + refiner (KSamplerAdvanced halves, CLIPTextEncodeSDXLRefiner), SD2 v-prediction, ModelSamplingDiscrete, RescaleCFG, img2img', async () => {
     const res = await run(srv, {

@@ -18,8 +18,8 @@ import { encodeAdm, ModelSampling, rescaleCfg } from '../src/models/model-sampli
 import { calculateSigmas } from '../src/models/schedules.ts';
 import { SafetensorsFile } from '../src/models/safetensors.ts';
 import { loadCheckpoint, sample, unloadAll, UNetModel, type FloatTensor } from '../src/models/sd1.ts';
-import { XLClipModel } from '../src/models/sdxl.ts';
-import { REFINER_TINY, SD2_TINY, SDXL_TINY, writeXLFixture, type XLFixtureConfig } from './models-fixture-xl.ts';
+import { loadDualClip, XLClipModel } from '../src/models/sdxl.ts';
+import { REFINER_TINY, SD2_TINY, SDXL_TINY, writeSdxlTextEncoders, writeTensors, writeXLFixture, type XLFixtureConfig } from './models-fixture-xl.ts';
 
 const ref = JSON.parse(fs.readFileSync(path.join(import.meta.dirname, 'fixtures', 'models-reference-xl.json'), 'utf8'));
 
@@ -308,5 +308,40 @@ describe('hostile SD2/SDXL files', () => {
       h['model.diffusion_model.input_blocks.1.1.transformer_blocks.0.attn2.to_k.weight'].shape = [32, 128];
     });
     await assert.rejects(loadCheckpoint(wide), /cross-attention context widths differ|does not match the UNet's context width/);
+  });
+});
+
+describe('DualCLIPLoader (sdxl): CLIP-L and OpenCLIP-G from files of their own', () => {
+  test('the same conditioning and pooled output as the checkpoint\'s CLIP, whichever order and G layout', async () => {
+    const l = path.join(dir, 'clip_l.safetensors');
+    const gHf = path.join(dir, 'clip_g.safetensors');
+    const gOc = path.join(dir, 'clip_g_openclip.safetensors');
+    await writeSdxlTextEncoders(files.sdxl!, l, gHf, 'hf');
+    await writeSdxlTextEncoders(files.sdxl!, l, gOc, 'openclip');
+    const own = new XLClipModel(await loadCheckpoint(files.sdxl!));
+    const size = { width: 512, height: 512, crop_w: 0, crop_h: 0, target_width: 512, target_height: 512 };
+    const expected = await own.encodeSDXL('a castle, (oil:1.3)', 'a castle', size);
+    for (const [a, b] of [
+      [l, gHf],
+      [gHf, l],
+      [gOc, l],
+    ] as const) {
+      const dual = await loadDualClip(a, b);
+      assert.equal(dual.family, 'sdxl');
+      assert.deepEqual(dual.encoders.map((e) => e.name), ['l', 'g']);
+      const [[cond, opts]] = await dual.encodeSDXL('a castle, (oil:1.3)', 'a castle', size);
+      const [[econd, eopts]] = expected;
+      closeTo(cond, { shape: econd.shape, head: Array.from(econd.data.subarray(0, 512)), sum: econd.data.reduce((s, v) => s + v, 0), absmax: Math.max(...econd.data.map(Math.abs)) }, 1e-6, `${path.basename(a)} + ${path.basename(b)}`);
+      const ep = eopts.pooled_output as FloatTensor;
+      closeTo(opts.pooled_output as FloatTensor, { shape: ep.shape, head: Array.from(ep.data), sum: ep.data.reduce((s, v) => s + v, 0), absmax: Math.max(...ep.data.map(Math.abs)) }, 1e-6, 'pooled');
+    }
+    // A G without its projection cannot feed SDXL's adm; a file with no text encoder is named.
+    const noProj = path.join(dir, 'g_noproj.safetensors');
+    const g = await SafetensorsFile.open(gHf);
+    const keep = new Map<string, { shape: number[]; data: Float32Array }>();
+    for (const k of g.tensors.keys()) if (k !== 'text_projection.weight') keep.set(k, { shape: [...g.info(k).shape], data: await g.readFloat32(k) });
+    writeTensors(noProj, keep);
+    await assert.rejects(loadDualClip(l, noProj), /g_noproj\.safetensors: OpenCLIP-G needs its text_projection|clip_l\.safetensors: OpenCLIP-G needs its text_projection/);
+    await assert.rejects(loadDualClip(l, files.sd2eps!), /sd2eps\.safetensors: no CLIP text encoder/);
   });
 });

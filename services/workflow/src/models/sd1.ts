@@ -59,6 +59,13 @@ export class Checkpoint {
     return new Checkpoint(file, await resolveModelType(file, detectCheckpoint(file)));
   }
 
+  /** A file read by the caller's own detection (DualCLIPLoader's text-encoder files, sdxl.ts); pickles are refused as by open. */
+  static async openWith(path: string, detect: (file: SafetensorsFile) => DetectedCheckpoint): Promise<Checkpoint> {
+    if (/\.(ckpt|pt|pth|bin)$/i.test(path)) throw new ModelFileError(path, 'pickled model files (.ckpt, .pt, .pth, .bin) cannot be loaded safely here: convert it to .safetensors');
+    const file = await SafetensorsFile.open(path);
+    return new Checkpoint(file, detect(file));
+  }
+
   /**
    * A diffusion model, text encoder or VAE alone (UNETLoader, CLIPLoader,
    * VAELoader): its keys are viewed under the checkpoint's prefixes (no copy),

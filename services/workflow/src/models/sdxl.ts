@@ -7,10 +7,14 @@
  * the SDXL text nodes add their size, crop and aesthetic options.
  */
 import { ClipTokenizer, tokenizeWithWeights, type TokenizeOptions, type WeightedToken } from './clip-tokenizer.ts';
-import type { TextEncoderSpec } from './detect-families.ts';
+import { detectHfClip, detectOpenClip, type TextEncoderSpec } from './detect-families.ts';
 import { OnnxGraph } from './graph-builder.ts';
+import { ModelFileError, type SafetensorsFile } from './safetensors.ts';
 import { ortTensor, WEIGHTS_LOCATION } from './session.ts';
-import { ClipModel, type Checkpoint, type ConditioningEntry, type FloatTensor } from './sd1.ts';
+import type { DetectedCheckpoint, UNetConfig } from './detect.ts';
+import { Checkpoint, ClipModel, type ConditioningEntry, type FloatTensor } from './sd1.ts';
+
+type DetectedCheckpointFamily = DetectedCheckpoint['family'];
 import { buildTextEncoderGraph } from './text-encoder-graph.ts';
 
 const START = 49406;
@@ -35,24 +39,37 @@ function emptyChunk(spec: TextEncoderSpec): number[] {
 /** Tokens per encoder name, as the reference's SD2Tokenizer / SDXLTokenizer give them ({g, l} or {h}). */
 export type XLTokens = Partial<Record<TextEncoderSpec['name'], WeightedToken[][]>>;
 
-/** CLIP of an SD2.x, SDXL or SDXL refiner checkpoint. */
+/** One text encoder and the file (checkpoint or text-encoder file) its weights are in. */
+export interface TextEncoderPart {
+  ck: Checkpoint;
+  spec: TextEncoderSpec;
+}
+
+/** CLIP of an SD2.x, SDXL or SDXL refiner checkpoint, or of text-encoder files (DualCLIPLoader). */
 export class XLClipModel extends ClipModel {
+  readonly parts: TextEncoderPart[];
+  readonly family: DetectedCheckpointFamily;
+
   /**
    * @param layerIdx CLIPSetLastLayer's choice; undefined = the model's default (the penultimate layer)
+   * @param from text encoders in files of their own, and the family they make (default: the checkpoint's)
    */
   constructor(
     checkpoint: Checkpoint,
     readonly layerIdx?: number,
+    from?: { parts: TextEncoderPart[]; family: DetectedCheckpointFamily },
   ) {
     super(checkpoint, layerIdx ?? -2);
+    this.parts = from?.parts ?? (checkpoint.detected.textEncoders ?? []).map((spec) => ({ ck: checkpoint, spec }));
+    this.family = from?.family ?? checkpoint.detected.family;
   }
 
   get encoders(): TextEncoderSpec[] {
-    return this.checkpoint.detected.textEncoders ?? [];
+    return this.parts.map((p) => p.spec);
   }
 
   override withLayer(layer: number): XLClipModel {
-    return new XLClipModel(this.checkpoint, layer);
+    return new XLClipModel(this.checkpoint, layer, { parts: this.parts, family: this.family });
   }
 
   /** set_clip_options: a layer beyond an encoder's depth means its last (normed) output. */
@@ -73,15 +90,16 @@ export class XLClipModel extends ClipModel {
   private async run(spec: TextEncoderSpec, ids: number[][]): Promise<{ hidden: FloatTensor; pooled?: Float32Array }> {
     const layer = this.layerFor(spec);
     const kind = `text:${spec.name}:${layer}`;
+    const ck = this.parts.find((p) => p.spec === spec)!.ck;
     const build = () =>
-      buildTextEncoderGraph(new OnnxGraph(this.checkpoint.file, WEIGHTS_LOCATION, spec.prefix), spec, {
+      buildTextEncoderGraph(new OnnxGraph(ck.file, WEIGHTS_LOCATION, spec.prefix), spec, {
         layer,
         // SD2's encoder norms its hidden layer; SDXL's two do not (layer_norm_hidden_state=False).
         layerNormHidden: spec.name === 'h',
         activation: spec.name === 'l' ? 'quick_gelu' : 'gelu',
       });
     // The session first: it loads the runtime the input tensors need.
-    await this.checkpoint.session(kind, build);
+    await ck.session(kind, build);
     const tokens = new BigInt64Array(ids.length * 77);
     const eos = new Float32Array(ids.length * 77);
     ids.forEach((c, i) => {
@@ -90,7 +108,7 @@ export class XLClipModel extends ClipModel {
       const at = c.indexOf(END);
       eos[i * 77 + (at < 0 ? 76 : at)] = 1;
     });
-    const out = await this.checkpoint.run(kind, build, { tokens: ortTensor('int64', tokens, [ids.length, 77]), eos: ortTensor('float32', eos, [ids.length, 77]) });
+    const out = await ck.run(kind, build, { tokens: ortTensor('int64', tokens, [ids.length, 77]), eos: ortTensor('float32', eos, [ids.length, 77]) });
     const h = out.hidden!;
     return { hidden: { shape: [...h.dims], data: h.data as Float32Array }, pooled: out.pooled ? (out.pooled.data as Float32Array) : undefined };
   }
@@ -127,7 +145,7 @@ export class XLClipModel extends ClipModel {
 
   /** The reference's encode_from_tokens (return_pooled) for these tokens, with extra options on the entry. */
   async encodeTokensXL(tokens: XLTokens, extra: Record<string, unknown> = {}): Promise<ConditioningEntry[]> {
-    const family = this.checkpoint.detected.family;
+    const family = this.family;
     const byName = (n: TextEncoderSpec['name']) => this.encoders.find((e) => e.name === n);
     if (family === 'sdxl') {
       const l = byName('l')!;
@@ -157,7 +175,7 @@ export class XLClipModel extends ClipModel {
 
   /** CLIPTextEncodeSDXL: text_g through G, text_l through L, the shorter padded with empty chunks. */
   async encodeSDXL(textG: string, textL: string, extra: Record<string, unknown>, opts: TokenizeOptions = {}): Promise<ConditioningEntry[]> {
-    if (this.checkpoint.detected.family !== 'sdxl') throw new Error(`CLIPTextEncodeSDXL needs an SDXL CLIP (CLIP-L and OpenCLIP-G); this one is ${this.checkpoint.detected.family}'s`);
+    if (this.family !== 'sdxl') throw new Error(`CLIPTextEncodeSDXL needs an SDXL CLIP (CLIP-L and OpenCLIP-G); this one is ${this.family}'s`);
     const tokens = this.tokenize(textG, opts);
     tokens.l = this.tokenize(textL, opts).l;
     const empty = this.tokenize('', opts);
@@ -165,4 +183,50 @@ export class XLClipModel extends ClipModel {
     while (tokens.l!.length > tokens.g!.length) tokens.g!.push(...empty.g!);
     return this.encodeTokensXL(tokens, extra);
   }
+}
+
+/**
+ * A text encoder alone in a file (models/text_encoders): transformers' layout
+ * (text_model.*, text_projection.weight; an older text_projection [width, proj]
+ * as the reference's CLIPSave wrote it) or open_clip's (transformer.resblocks.*).
+ */
+export function detectTextEncoderFile(file: SafetensorsFile): { layout: TextEncoderSpec['layout']; prefix: string; config: TextEncoderSpec['config']; projection: number; layers30: boolean } {
+  if (file.has('transformer.resblocks.0.ln_1.weight')) {
+    const c = detectOpenClip(file, '');
+    const { projection, ...config } = c;
+    return { layout: 'openclip', prefix: '', config, projection, layers30: config.layers > 30 };
+  }
+  for (const p of ['', 'transformer.', 'clip_l.transformer.', 'clip_g.transformer.']) {
+    if (!file.has(`${p}text_model.embeddings.token_embedding.weight`)) continue;
+    if (file.has(`${p}text_projection`) && !file.has(`${p}text_projection.weight`)) throw new ModelFileError(file.path, 'a text_projection saved as [width, proj] is not supported yet: save it as text_projection.weight');
+    const { projection, ...config } = detectHfClip(file, p)!;
+    return { layout: 'hf', prefix: p, config, projection, layers30: file.has(`${p}text_model.encoder.layers.30.mlp.fc1.weight`) };
+  }
+  throw new ModelFileError(file.path, 'no CLIP text encoder: text_model.embeddings.token_embedding.weight (or open_clip\'s transformer.resblocks.0) is missing');
+}
+
+/**
+ * DualCLIPLoader type sdxl: one file is OpenCLIP-G, the other CLIP-L. As the
+ * reference (SDXLClipModel.load_sd) a file with a 31st layer is G; when
+ * neither or both have one (small files), the one with a text projection and
+ * the wider one is G, and otherwise the second file.
+ */
+export async function loadDualClip(path1: string, path2: string): Promise<XLClipModel> {
+  // A text-encoder file in the checkpoint's terms: no diffusion model or VAE (never read for a CLIP).
+  const asPart = (file: SafetensorsFile): DetectedCheckpoint => ({ family: 'sdxl', referenceShaped: false, unet: undefined as unknown as UNetConfig, clip: detectTextEncoderFile(file).config, vae: null });
+  const [a, b] = await Promise.all([Checkpoint.openWith(path1, asPart), Checkpoint.openWith(path2, asPart)]);
+  const da = detectTextEncoderFile(a.file);
+  const db = detectTextEncoderFile(b.file);
+  let gFirst: boolean;
+  if (da.layers30 !== db.layers30) gFirst = da.layers30;
+  else if ((da.projection > 0) !== (db.projection > 0)) gFirst = da.projection > 0;
+  else if (da.config.hiddenSize !== db.config.hiddenSize) gFirst = da.config.hiddenSize > db.config.hiddenSize;
+  else gFirst = false;
+  const [g, l] = gFirst ? [[a, da], [b, db]] as const : [[b, db], [a, da]] as const;
+  if (!g[1].projection) throw new ModelFileError(g[0].file.path, 'OpenCLIP-G needs its text_projection: its pooled output feeds SDXL\'s adm');
+  const parts: TextEncoderPart[] = [
+    { ck: l[0], spec: { name: 'l', prefix: l[1].prefix, layout: l[1].layout, config: l[1].config, projection: l[1].projection } },
+    { ck: g[0], spec: { name: 'g', prefix: g[1].prefix, layout: g[1].layout, config: g[1].config, projection: g[1].projection } },
+  ];
+  return new XLClipModel(l[0], undefined, { parts, family: 'sdxl' });
 }

@@ -1,15 +1,17 @@
 /**
  * The reference's nodes for SD2.x and SDXL beyond the loaders:
  * CLIPTextEncodeSDXL and CLIPTextEncodeSDXLRefiner (comfy_extras.nodes_clip_sdxl),
- * ModelSamplingDiscrete and RescaleCFG (comfy_extras.nodes_model_advanced).
+ * ModelSamplingDiscrete and RescaleCFG (comfy_extras.nodes_model_advanced),
+ * DualCLIPLoader (nodes.py; type sdxl).
  * MODEL and CLIP are the model layer's objects (src/models/sd1.ts, sdxl.ts).
  */
 import { ModelSampling, rescaleCfg, type SamplingKind } from '../../models/model-sampling.ts';
 import { ClipModel, UNetModel } from '../../models/sd1.ts';
-import { XLClipModel } from '../../models/sdxl.ts';
+import { ModelFileError } from '../../models/safetensors.ts';
+import { loadDualClip, XLClipModel } from '../../models/sdxl.ts';
 import { ModelFolders } from '../../domain/models.ts';
 import type { TokenizeOptions } from '../../models/clip-tokenizer.ts';
-import type { NodeContext, NodeDefinition } from '../api.ts';
+import type { NodeContext, NodeDefinition, NodeEnv, NodeInputs } from '../api.ts';
 import { MAX_RESOLUTION } from '../image-types.ts';
 
 function nodeError(message: string, pyType = 'RuntimeError'): Error {
@@ -45,7 +47,52 @@ const SAMPLING_KINDS: SamplingKind[] = ['eps', 'v_prediction', 'lcm', 'x0', 'img
 const size = (d: number) => ['INT', { default: d, min: 0, max: MAX_RESOLUTION }] as const;
 const text = ['STRING', { multiline: true, dynamicPrompts: true }] as const;
 
-export const xlNodes: NodeDefinition[] = [
+type Dirs = NodeEnv['dirs'];
+
+export function xlNodes(dirs: Dirs): NodeDefinition[] {
+  const names = (scope?: { dirs: Dirs }) => new ModelFolders((scope ?? { dirs }).dirs.models, '').filenames('text_encoders');
+  const dualInputs = (scope?: { dirs: Dirs }): NodeInputs => ({
+    required: { clip_name1: [names(scope)], clip_name2: [names(scope)], type: [['sdxl']] },
+    optional: { device: [['default', 'cpu'], { advanced: true }] },
+  });
+  return [dualClipLoader(dualInputs, names), ...XL_NODES];
+}
+
+function dualClipLoader(dualInputs: (scope?: { dirs: Dirs }) => NodeInputs, names: (scope?: { dirs: Dirs }) => string[]): NodeDefinition {
+  return {
+    name: 'DualCLIPLoader',
+    displayName: 'DualCLIPLoader',
+    description:
+      '[Recipes]\n\nsdxl: clip-l, clip-g\nsd3: clip-l, clip-g / clip-l, t5 / clip-g, t5\nflux: clip-l, t5\nhidream: at least one of t5 or llama, recommended t5 and llama\nhunyuan_image: qwen2.5vl 7b and byt5 small',
+    category: 'advanced/loaders',
+    inputs: dualInputs(),
+    dynamicInputs: (scope) => dualInputs(scope),
+    // The folder is read when a prompt is validated (files come while the server runs).
+    validateInputs: {
+      inputs: ['clip_name1', 'clip_name2'],
+      fn: (a, scope) => {
+        const n = names(scope);
+        for (const k of ['clip_name1', 'clip_name2']) if (!n.includes(a[k])) return `Value not in list: ${k}: '${String(a[k])}' not in (list of length ${n.length})`;
+        return true;
+      },
+    },
+    outputs: ['CLIP'],
+    execute: async ({ clip_name1, clip_name2, type }, ctx) => {
+      if (type !== 'sdxl') throw nodeError(`DualCLIPLoader type ${String(type)} is not supported here: only sdxl (CLIP-L + OpenCLIP-G)`, 'ValueError');
+      const f = new ModelFolders(ctx.env.dirs.models, '');
+      const [p1, p2] = [f.fullPath('text_encoders', clip_name1), f.fullPath('text_encoders', clip_name2)];
+      if (!p1 || !p2) throw nodeError(`Model in folder 'text_encoders' with filename '${!p1 ? clip_name1 : clip_name2}' not found.`, 'FileNotFoundError');
+      try {
+        return [await loadDualClip(p1, p2)];
+      } catch (err) {
+        if (err instanceof ModelFileError) throw nodeError(`ERROR: could not load text encoders ${clip_name1}, ${clip_name2}: ${err.message}`);
+        throw err;
+      }
+    },
+  };
+}
+
+const XL_NODES: NodeDefinition[] = [
   {
     name: 'CLIPTextEncodeSDXL',
     displayName: 'CLIPTextEncodeSDXL',
