@@ -148,8 +148,8 @@ export async function buildApp(base: ServiceConfig): Promise<FastifyInstance> {
     frontendRoutes(app, ctx, { dirs: config.dirs, customNodesDir: config.dirs.customNodes, models, multiUser: config.multiUser || cloud !== undefined, frontEndRoot: config.flags.frontEndRoot as string | undefined, templatesRoot: config.flags.templatesRoot as string | undefined, hub });
     if (ops && cloud) ops.routes(app, { ctx, runner, registry, hub, assets, view: cloud.view });
     else cloudOnlyPathsOnLocal(app);
-    // Without a frontend build, the local runtime serves its built-in page at /.
-    if (!config.flags.frontEndRoot && config.runtime === 'local') webPageRoutes(app);
+    // Without a frontend build, the built-in page is at / (in the hosted runtime it signs in first).
+    if (!config.flags.frontEndRoot) webPageRoutes(app, { runtime: cloud ? 'cloud' : 'local' });
 
     app.addHook('onClose', async () => {
       await ex.close();

@@ -243,7 +243,7 @@ export class Identity {
    * Authenticates a request: Bearer JWT or API key (Authorization or
    * X-API-Key), else the session cookie (writes then need the CSRF header,
    * WebSocket upgrades a same-origin Origin). Then applies X-Workspace-Id
-   * and the token's scopes.
+   * (on a WebSocket also `?workspace_id=`) and the token's scopes.
    */
   async authenticate(req: FastifyRequest, opts: { allowQueryToken?: boolean; allowCookie?: boolean; csrfExempt?: boolean; websocket?: boolean } = {}): Promise<AuthOutcome> {
     let principal: Principal | null = null;
@@ -266,7 +266,9 @@ export class Identity {
       principal = p;
     } else return { error: 'missing' };
 
-    const want = req.headers[WORKSPACE_HEADER];
+    // A browser's WebSocket cannot send headers: on /ws the workspace may come as ?workspace_id= (same check).
+    const query = req.query as Record<string, unknown> | undefined;
+    const want = req.headers[WORKSPACE_HEADER] ?? (opts.websocket && typeof query?.workspace_id === 'string' ? query.workspace_id : undefined);
     if (typeof want === 'string' && want !== '' && want !== principal.workspaceId) {
       if (!principal.switchable) return { error: 'workspace' };
       const m = await this.membership(principal.userId, want);

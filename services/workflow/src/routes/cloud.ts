@@ -17,8 +17,8 @@ import { installContent, type CloudContent, type CloudContentOptions } from './c
 
 /** Routes every caller reaches without credentials (besides those declared `public` by the cloud routes). */
 const PUBLIC_URLS = new Set(['/health', '/openapi.json', '/docs', '/docs/*', '/docs/json', '/docs/yaml', '/docs/static/*']);
-/** The web page itself (it logs in); its data comes through authenticated routes. */
-const PUBLIC_GET_URLS = new Set(['/', '/*']);
+/** The web page itself and its script and style sheet (it signs in); its data comes through authenticated routes. */
+const PUBLIC_GET_URLS = new Set(['/', '/*', '/web/app.js', '/web/app.css']);
 /** Local-runtime conveniences that would show one tenant the server's internals or other tenants' traces. */
 const LOCAL_ONLY: Array<[string, string]> = [
   ['GET', '/internal/logs'],

@@ -22,12 +22,15 @@ const CSP = [
  * The built-in page at `/` when no `--front-end-root` is given: a node-graph
  * editor (src/web, README "Built-in page"). index.html and the script and
  * style sheet esbuild bundles from src/web/editor (built when stale), read
- * once at start.
+ * once at start. In the hosted runtime (`--runtime cloud`) the same page
+ * signs in (a session cookie) and offers the user's workspaces.
  */
-export function webPageRoutes(app: FastifyInstance): void {
+export function webPageRoutes(app: FastifyInstance, opts: { runtime: 'local' | 'cloud' } = { runtime: 'local' }): void {
   const bundle = webBundle();
+  // The page learns the runtime from its body: in the hosted one it signs in before anything else.
+  const index = fs.readFileSync(path.join(WEB_DIR, 'index.html'), 'utf8').replace('<body ', `<body data-runtime="${opts.runtime}" `);
   const files: Array<[url: string, body: Buffer, type: string]> = [
-    ['/', fs.readFileSync(path.join(WEB_DIR, 'index.html')), 'text/html; charset=utf-8'],
+    ['/', Buffer.from(index), 'text/html; charset=utf-8'],
     ['/web/app.js', bundle.js, 'text/javascript; charset=utf-8'],
     ['/web/app.css', bundle.css, 'text/css; charset=utf-8'],
   ];

@@ -673,6 +673,79 @@ describe('workflow built-in page: the node editor in a browser', { skip }, () =>
       await page.fill('#library-filter', '');
     });
 
+    step('multiline text is typed on the node itself: a text area on the node that follows the view, sent, saved and undone', async () => {
+      await newWorkflow(page);
+      const canvas = (await page.locator('#graph-canvas').boundingBox())!;
+      const text = await addBySearch(page, { x: canvas.x + 150, y: canvas.y + 220 }, 'string multiline', 'PrimitiveStringMultiline');
+      await dragToNew(page, text, 0, { x: canvas.x + 620, y: canvas.y + 220 }, 'preview any', 'PreviewAny', 'nodes that take STRING');
+      const area = page.locator('textarea.comfy-multiline-input[data-widget="value"]:visible');
+      await area.waitFor();
+      // It lies on its node, below the title.
+      const nodeBox = () =>
+        page.evaluate((id) => {
+          const p = (window as any).wfPage;
+          const n = p.graph.getNodeById(id);
+          return { a: p.toScreen([n.pos[0], n.pos[1]]), b: p.toScreen([n.pos[0] + n.size[0], n.pos[1] + n.size[1]]) };
+        }, text);
+      const inside = async () => {
+        const [box, node] = [(await area.boundingBox())!, await nodeBox()];
+        const [ax, ay, bx, by] = [node.a.x, node.a.y, node.b.x, node.b.y];
+        assert.ok(box.x >= ax - 1 && box.y >= ay - 1 && box.x + box.width <= bx + 1 && box.y + box.height <= by + 1, `text area ${JSON.stringify(box)} outside its node ${JSON.stringify({ ax, ay, bx, by })}`);
+        return box;
+      };
+      const before = await inside();
+      await area.click();
+      await page.keyboard.type('first line');
+      await page.keyboard.press('Enter');
+      await page.keyboard.type('second linx');
+      // Keys typed here edit the text: Backspace does not delete the node, Ctrl+Z is the text's own undo.
+      await page.keyboard.press('Backspace');
+      await page.keyboard.type('e');
+      assert.deepEqual(await nodeIds(page).then((ids) => ids.includes(text)), true);
+      const value = () => page.evaluate((id) => (window as any).wfPage.graph.getNodeById(id).widgets.find((w: any) => w.name === 'value').value, text);
+      assert.equal(await value(), 'first line\nsecond line');
+      // Leaving the text area makes the edit one step of the page's undo: Ctrl+Z takes it all back, Ctrl+Y brings it again.
+      await page.click('#graph-canvas', { position: { x: 5, y: 5 } });
+      const valueIs = (v: string) => page.waitForFunction(([id, v]) => (window as any).wfPage.graph.getNodeById(id)?.widgets.find((w: any) => w.name === 'value').value === v, [text, v] as const);
+      await page.keyboard.press('Control+z');
+      await valueIs('');
+      assert.equal(await area.inputValue(), '');
+      await page.keyboard.press('Control+y');
+      await valueIs('first line\nsecond line');
+      assert.equal(await area.inputValue(), 'first line\nsecond line');
+      await shot('multiline');
+      // Queued (the text area loses focus: one undo step), sent, shown on PreviewAny.
+      const id = await run(page);
+      await waitJob(srv, id);
+      assert.equal((await sentPrompt(srv, id))[String(text)].inputs.value, 'first line\nsecond line');
+      await page.waitForFunction(() => (window as any).wfPage.graph.nodes.find((n: any) => n.type === 'PreviewAny')?.outputText?.[0] === 'first line\nsecond line');
+      // Saved in the workflow as the widget's value.
+      const saved = await page.evaluate(() => (window as any).wfPage.graph.serialize());
+      assert.deepEqual(saved.nodes.find((n: any) => n.id === text).widgets_values, ['first line\nsecond line']);
+      // It follows the view: panned and zoomed with the canvas, still on its node.
+      await page.evaluate(() => {
+        const c = (window as any).wfPage.canvas;
+        c.ds.offset[0] += 80;
+        c.ds.offset[1] += 40;
+        c.ds.scale = 1.25;
+        c.setDirty(true, true);
+      });
+      await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+      const moved = await inside();
+      assert.notDeepEqual(moved, before);
+      // Collapsed, its node draws no widgets: the text area goes too, and comes back.
+      await page.evaluate((id) => (window as any).wfPage.graph.getNodeById(id).collapse(true), text);
+      await page.evaluate(() => (window as any).wfPage.canvas.setDirty(true, true));
+      await page.locator('textarea.comfy-multiline-input[data-widget="value"]').first().waitFor({ state: 'hidden' });
+      await page.evaluate((id) => (window as any).wfPage.graph.getNodeById(id).collapse(true), text);
+      await page.evaluate(() => (window as any).wfPage.canvas.setDirty(true, true));
+      await area.waitFor();
+      // A removed node takes its text area with it.
+      await newWorkflow(page);
+      await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+      assert.equal(await page.locator('textarea.comfy-multiline-input[data-widget="value"]:visible').count(), 0);
+    });
+
     step('settings are stored through /settings under the reference\'s ids', async () => {
       await openTab(page, 'settings');
       await page.selectOption('[data-setting-id="Comfy.WidgetControlMode"]', 'before');
@@ -776,6 +849,116 @@ describe('workflow built-in page: --api-key and --multi-user', { skip }, () => {
         assert.ok(fs.existsSync(path.join(multi.cfg.dataDir, 'user', aliceId, 'workflows', 'alice flow.json')));
       } finally {
         await p.close();
+      }
+    });
+  });
+});
+
+describe('workflow built-in page: the hosted runtime (--runtime cloud)', { skip }, () => {
+  forEachStorage('editor-cloud', (storage) => {
+    let srv: Srv;
+    let browser: Browser;
+    before(async () => {
+      srv = await startServer(storage, { runtime: 'cloud', authRateLimits: 'login=100000,login_account=100000,signup=100000,token=100000,register=100000' });
+      browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: LAUNCH_ARGS });
+    });
+    after(async () => {
+      await browser?.close();
+      await srv?.close();
+    });
+
+    test('sign up on the page, edit and run against the hosted API with its session cookie, switch workspace, sign out', async () => {
+      const ctx = await browser.newContext({ viewport: { width: 1360, height: 900 } });
+      ctx.setDefaultTimeout(30_000);
+      const p = await ctx.newPage();
+      const problems: string[] = [];
+      p.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+      p.on('response', (r) => {
+        const u = new URL(r.url());
+        // Expected refusals: no session yet, a wrong password.
+        const expected = r.status() === 401 && ['/api/auth/session', '/api/auth/login'].includes(u.pathname);
+        if (r.status() >= 500 || (r.status() >= 400 && !expected && u.pathname !== '/api/userdata')) problems.push(`${r.status()} ${r.request().method()} ${u.pathname}`);
+      });
+      try {
+        // Without a session nothing but the page and its files is served; the page asks to sign in.
+        assert.equal((await fetch(`${srv.url}/api/object_info`)).status, 401);
+        assert.equal((await fetch(`${srv.url}/web/app.js`)).status, 200);
+        await p.goto(`${srv.url}/`);
+        await p.waitForSelector('#signin-dialog[open]');
+        assert.equal(await p.getAttribute('body', 'data-runtime'), 'cloud');
+        assert.equal(await p.getAttribute('body', 'data-ready'), 'false');
+        // Creating an account from the page.
+        const email = `ada-${process.pid}-${storage}@example.test`;
+        await p.click('#signin-toggle');
+        await p.fill('#signin-email', email);
+        await p.fill('#signin-password', 'correct horse battery staple');
+        await p.fill('#signin-name', 'Ada');
+        await p.click('#signin-submit');
+        await p.waitForSelector('body[data-ready=true]');
+        await p.waitForSelector('#conn[data-state=connected]');
+        assert.equal(await p.textContent('#account-name'), email);
+        const cookies = await ctx.cookies();
+        assert.ok(cookies.some((c) => c.name === 'wf_session' && c.httpOnly), 'an HttpOnly session cookie');
+        assert.equal(await p.evaluate(() => Object.keys(sessionStorage).some((k) => /token/i.test(sessionStorage.getItem(k) ?? ''))), false);
+        const options = await p.locator('#workspace-select option').allTextContents();
+        assert.equal(options.length, 1);
+        assert.match(options[0]!, /\(personal\)$/);
+
+        // The editor works against the hosted API: a template runs (a write with the CSRF header, messages over the cookie's socket).
+        await p.click('[data-template=text]');
+        const first = await run(p);
+        await p.waitForFunction(() => (window as any).wfPage.graph.nodes.find((n: any) => n.type === 'PreviewAny')?.outputText?.[0] === 'HELLO, WORKFLOW');
+        // Settings and saved workflows are the workspace's.
+        await p.click('#graph-canvas', { position: { x: 5, y: 5 } });
+        await p.keyboard.press('Control+s');
+        await p.fill('#ask-input', 'cloud flow');
+        await p.keyboard.press('Enter');
+        await p.waitForFunction(() => document.querySelector('#workflow-name')?.textContent === 'cloud flow');
+
+        // A second workspace (made through the API with a login token): the switcher offers it, and the page then acts in it.
+        const login = await client(srv.url).post('/api/auth/login', { email, password: 'correct horse battery staple' });
+        assert.equal(login.status, 200, login.text);
+        const personal = login.body.workspace.id as string;
+        const api = client(srv.url, { authorization: `Bearer ${login.body.access_token}` });
+        const team = await api.post('/api/workspaces', { name: 'Team <b>x</b>' });
+        assert.equal(team.status, 201, team.text);
+        await p.reload();
+        await p.waitForSelector('body[data-ready=true]');
+        assert.deepEqual((await p.locator('#workspace-select option').allTextContents()).sort(), [options[0]!, 'Team <b>x</b>'].sort());
+        await p.selectOption('#workspace-select', team.body.id);
+        await p.waitForSelector('body[data-ready=true]');
+        await p.waitForSelector('#conn[data-state=connected]');
+        assert.equal(await p.inputValue('#workspace-select'), team.body.id);
+        await openTab(p, 'templates');
+        await p.click('[data-template=text]');
+        const second = await run(p);
+        await p.waitForFunction(() => (window as any).wfPage.graph.nodes.find((n: any) => n.type === 'PreviewAny')?.outputText?.[0] === 'HELLO, WORKFLOW');
+        // Each prompt belongs to the workspace it was queued in; the team does not see the personal workflow file.
+        const inWs = (ws: string, id: string) => api.get(`/api/jobs/${id}`, { 'x-workspace-id': ws }).then((r) => r.status);
+        assert.equal(await inWs(personal, first), 200);
+        assert.equal(await inWs(team.body.id, first), 404);
+        assert.equal(await inWs(team.body.id, second), 200);
+        assert.equal(await inWs(personal, second), 404);
+        const files = await api.get('/api/userdata?dir=workflows', { 'x-workspace-id': team.body.id });
+        assert.ok(files.status === 404 || !JSON.stringify(files.body).includes('cloud flow'), files.text);
+        assert.equal((await api.get('/api/userdata?dir=workflows', { 'x-workspace-id': personal })).body.includes('cloud flow.json'), true);
+
+        // Sign out: the session ends, the page asks again; a wrong password is said so.
+        await p.click('#sign-out');
+        await p.waitForSelector('#signin-dialog[open]');
+        assert.equal((await ctx.cookies()).some((c) => c.name === 'wf_session' && c.value !== ''), false);
+        await p.fill('#signin-email', email);
+        await p.fill('#signin-password', 'not the password at all');
+        await p.click('#signin-submit');
+        await p.waitForFunction(() => (document.querySelector('#signin-error')?.textContent ?? '') !== '');
+        // Signed in again: back in the personal workspace, its saved workflow there.
+        await p.fill('#signin-password', 'correct horse battery staple');
+        await p.click('#signin-submit');
+        await p.waitForSelector('body[data-ready=true]');
+        assert.equal(await p.inputValue('#workspace-select'), personal);
+        assert.deepEqual(problems, []);
+      } finally {
+        await ctx.close();
       }
     });
   });

@@ -9,10 +9,34 @@ if (params.has('token')) sessionStorage.setItem('wf-token', token);
 export const user = params.get('user') ?? sessionStorage.getItem('wf-user');
 if (params.has('user')) sessionStorage.setItem('wf-user', user);
 
+// The hosted runtime (`--runtime cloud`): the page is signed in by the session cookie, which the
+// browser sends itself; writes carry the session's CSRF token (the readable wf_csrf cookie), and
+// every request the workspace chosen in the top bar (X-Workspace-Id).
+export const runtime = document.body.dataset.runtime === 'cloud' ? 'cloud' : 'local';
+export const workspace = {
+  get id() {
+    return runtime === 'cloud' ? sessionStorage.getItem('wf-workspace') : null;
+  },
+  set id(v) {
+    if (v) sessionStorage.setItem('wf-workspace', v);
+    else sessionStorage.removeItem('wf-workspace');
+  },
+};
+
+function csrfToken() {
+  const m = /(?:^|;\s*)wf_csrf=([^;]*)/.exec(document.cookie);
+  return m ? decodeURIComponent(m[1]) : null;
+}
+
 export function authHeaders() {
   const h = {};
   if (token) h.authorization = `Bearer ${token}`;
   if (user) h['comfy-user'] = user;
+  if (runtime === 'cloud') {
+    const csrf = csrfToken();
+    if (csrf) h['x-csrf-token'] = csrf;
+    if (workspace.id) h['x-workspace-id'] = workspace.id;
+  }
   return h;
 }
 
@@ -73,7 +97,7 @@ export function viewUrl(item, { preview = false, withToken = false, bust } = {})
 /** Images loaded with headers become blob URLs, kept (bounded) so a re-render does not fetch them again. */
 const blobs = new Map();
 export function imageSrc(url) {
-  if (!token && !user) return Promise.resolve(url);
+  if (!token && !user && !workspace.id) return Promise.resolve(url);
   const hit = blobs.get(url);
   if (hit) return Promise.resolve(hit);
   return fetch(url, { headers: authHeaders() })

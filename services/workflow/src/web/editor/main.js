@@ -4,7 +4,7 @@
 import '@comfyorg/litegraph/style.css';
 import '../style.css';
 import { ContextMenu, LGraph, LGraphCanvas, LGraphGroup, LiteGraph, SubgraphNode } from '@comfyorg/litegraph';
-import { api, errorText } from './api.js';
+import { api, errorText, runtime } from './api.js';
 import { $, el, escapeHtml, toast } from './dom.js';
 import { History } from './history.js';
 import { setUploadedFile } from './images.js';
@@ -26,7 +26,9 @@ import {
   workflowPath,
 } from './workflow-io.js';
 import { TEMPLATES } from './templates.js';
+import { installTextareaLayer } from './textarea.js';
 import { chooseUser } from './users.js';
+import { signIn } from './cloud.js';
 
 const STORE_KEY = 'wf-page:workflow';
 
@@ -55,6 +57,7 @@ LGraphCanvas.onMenuNodeColors = function (value, options, e, menu, node) {
 const graph = new LGraph();
 const canvasEl = $('#graph-canvas');
 const canvas = new LGraphCanvas(canvasEl, graph);
+installTextareaLayer(canvas, $('#canvas-wrap'));
 applyTypeColours(canvas);
 LiteGraph.release_link_on_empty_shows_menu = true;
 LiteGraph.alt_drag_do_clone_nodes = true;
@@ -538,6 +541,10 @@ document.addEventListener('keydown', (e) => {
 document.addEventListener('keyup', (e) => {
   if (!inField(e)) history.check();
 });
+// Text typed on a node is one undo step, recorded when the text area is left.
+document.addEventListener('focusout', (e) => {
+  if (e.target instanceof HTMLElement && e.target.classList.contains('comfy-multiline-input')) history.check();
+});
 canvasEl.addEventListener('pointerdown', () => canvasEl.focus());
 window.addEventListener('pointerup', () => history.check());
 
@@ -599,7 +606,9 @@ function applySetting(id, v) {
 // ---------------------------------------------------------------- start
 
 async function start() {
-  await chooseUser();
+  // Hosted runtime: signed in, in a workspace, before anything is loaded; --multi-user: a user chosen.
+  if (runtime === 'cloud') await signIn();
+  else await chooseUser();
   const [, , stored] = await Promise.all([loadDefs(), loadSettings(), Promise.resolve(localStorage.getItem(STORE_KEY))]);
   for (const [id, v] of Object.entries(settings)) applySetting(id, v);
   renderLibrary(addNodeAtCentre);

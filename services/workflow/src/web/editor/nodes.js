@@ -7,6 +7,7 @@
 import { LGraphCanvas, LGraphNode, LiteGraph } from '@comfyorg/litegraph';
 import { addControlWidget } from './controls.js';
 import { addImageUpload, drawNodeImages } from './images.js';
+import { addTextareaWidget } from './textarea.js';
 
 const noop = () => {};
 
@@ -110,7 +111,9 @@ function addInputWidget(node, input) {
       return w;
     }
     case 'STRING':
-      return node.addWidget('text', input.name, typeof o.default === 'string' ? o.default : '', noop, { multiline: !!o.multiline, placeholder: o.placeholder });
+      // Multiline text is typed on the node itself, as in the reference frontend.
+      if (o.multiline) return addTextareaWidget(node, input.name, typeof o.default === 'string' ? o.default : '', { placeholder: o.placeholder });
+      return node.addWidget('text', input.name, typeof o.default === 'string' ? o.default : '', noop, { multiline: false, placeholder: o.placeholder });
     case 'BOOLEAN':
       return node.addWidget('toggle', input.name, typeof o.default === 'boolean' ? o.default : false, noop, { on: o.label_on ?? 'true', off: o.label_off ?? 'false' });
     case 'COMBO': {
@@ -261,7 +264,7 @@ function registerFrontendNodes() {
         this.serialize_widgets = true;
         this.color = '#432';
         this.bgcolor = '#653';
-        this.addWidget('text', 'text', '', noop, { multiline: true });
+        addTextareaWidget(this, 'text', '', { placeholder: type === 'Note' ? 'A note (not sent to the server)' : 'Markdown (not sent to the server)' });
         this.size = [320, 120];
       }
     }
@@ -302,7 +305,8 @@ function registerFrontendNodes() {
       this.outputs[0].type = t.input.type;
       this.outputs[0].name = t.input.type;
       this.outputs[0].widget = { name: t.input.widget.name };
-      const w = this.addWidget(t.widget.type, 'value', kept?.[0] ?? t.widget.value, noop, { ...t.widget.options });
+      const value = kept?.[0] ?? t.widget.value;
+      const w = t.widget.type === 'customtext' ? addTextareaWidget(this, 'value', value) : this.addWidget(t.widget.type, 'value', value, noop, { ...t.widget.options });
       if (t.node.widgets?.some((x) => x.name === 'control_after_generate' && x.linkedWidgets?.[0] === t.widget)) addControlWidget(this, w, kept?.[1] ?? 'fixed');
       this.setSize(this.computeSize());
     }

@@ -2,7 +2,7 @@
 // messages drawn on the nodes (executing outline, progress bars, live
 // previews, output images and text), and errors: /prompt's node_errors mark
 // nodes and inputs, execution errors open a panel with the traceback.
-import { api, clientId, errorText, newId, token } from './api.js';
+import { api, clientId, errorText, newId, token, workspace } from './api.js';
 import { $, el, toast } from './dom.js';
 import { applyControls } from './controls.js';
 import { graphToPrompt } from './prompt.js';
@@ -225,6 +225,8 @@ export function connect(graph, canvas, { onOpen = () => {} } = {}) {
     u.protocol = u.protocol === 'https:' ? 'wss:' : 'ws:';
     u.searchParams.set('clientId', clientId);
     if (token) u.searchParams.set('token', token);
+    // A socket cannot send headers: the chosen workspace goes in the query (hosted runtime).
+    if (workspace.id) u.searchParams.set('workspace_id', workspace.id);
     const ws = new WebSocket(u);
     ws.binaryType = 'arraybuffer';
     ws.onopen = () => {
