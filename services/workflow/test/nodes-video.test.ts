@@ -174,6 +174,25 @@ forEachStorage('workflow video and MP3 nodes', (storage) => {
     const tags = Object.fromEntries(Object.entries(info.format.tags ?? {}).map(([k, v]) => [k.toLowerCase(), v]));
     assert.equal(JSON.parse(tags.prompt as string).save.class_type, 'SaveWEBM');
 
+    // SaveVideo of that file: format auto copies the VP9 stream into its own container (Matroska, in a file named .mp4,
+    // as the reference's PyAV remux); format mp4 decodes and writes H.264 in MP4.
+    const loaded = `${item.subfolder}/${item.filename} [output]`;
+    const resave = await run(srv, {
+      load: s('LoadVideo', { file: loaded }),
+      auto: s('SaveVideo', { video: ['load', 0], filename_prefix: 'resave/auto', format: 'auto', codec: 'auto' }),
+      mp4: s('SaveVideo', { video: ['load', 0], filename_prefix: 'resave/mp4', format: 'mp4', codec: 'auto' }),
+    });
+    assert.equal(resave.error, undefined, JSON.stringify(resave.error));
+    const auto = ffprobe(file(resave.outputs.auto.images[0]));
+    assert.match(resave.outputs.auto.images[0].filename, /\.mp4$/);
+    assert.match(auto.format.format_name, /matroska/);
+    assert.equal(auto.streams[0].codec_name, 'vp9');
+    const mp4 = ffprobe(file(resave.outputs.mp4.images[0]));
+    assert.match(mp4.format.format_name, /mp4/);
+    assert.equal(mp4.streams[0].codec_name, 'h264');
+    assert.equal(Number(mp4.streams[0].nb_read_frames), 3);
+    assert.equal(mp4.streams[0].avg_frame_rate, '8/1');
+
     // AV1: SVT-AV1 in 10-bit 4:2:0 (it needs at least 64×64, as the reference's).
     const a = await run(srv, {
       img: s('EmptyImage', { width: 64, height: 64, batch_size: 2, color: 0x00ff00 }),
