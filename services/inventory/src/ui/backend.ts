@@ -8,6 +8,8 @@ export type UiDeps = InventoryDeps;
 export interface ApiResult {
   status: number;
   body: any;
+  /** `Retry-After` of a throttled answer. */
+  retryAfter?: string;
 }
 
 /**
@@ -22,6 +24,11 @@ export interface UiBackend {
   tasks: TaskSource;
   /** Counts a login attempt from a client address; seconds to wait when over budget, else 0. */
   throttleLogin?(address: string): number;
+  /**
+   * NetBox's username/password login: trades them for a new API token through the API's token provisioning
+   * (same password check, throttling per client address and username, last_login), as the client at `address`.
+   */
+  passwordLogin?(username: string, password: string, address: string, host?: string): Promise<ApiResult>;
 }
 
 export function createBackend(app: FastifyInstance, deps: UiDeps): UiBackend {
@@ -46,6 +53,22 @@ export function createBackend(app: FastifyInstance, deps: UiDeps): UiBackend {
         /* not JSON: keep the text */
       }
       return { status: res.statusCode, body: parsed };
+    },
+    async passwordLogin(username, password, address, host) {
+      const res = await app.inject({
+        method: 'POST',
+        url: '/api/users/tokens/provision/',
+        remoteAddress: address,
+        headers: { accept: 'application/json', 'content-type': 'application/json', ...(host ? { host } : {}) },
+        payload: JSON.stringify({ username, password, description: 'Web UI login' }),
+      });
+      let parsed: unknown = res.body;
+      try {
+        parsed = res.body ? JSON.parse(res.body) : undefined;
+      } catch {
+        /* not JSON: keep the text */
+      }
+      return { status: res.statusCode, body: parsed, retryAfter: res.headers['retry-after'] === undefined ? undefined : String(res.headers['retry-after']) };
     },
     tasks: createTaskSource(deps),
   };

@@ -43,6 +43,14 @@ export async function registerUi(app: FastifyInstance, backend: UiBackend, sessi
   app.get('/', { schema: { hide: true } }, async (_req, reply) => reply.redirect('/ui/'));
   // Its own encapsulated context: the hooks, error pages and form parser below touch no API route.
   await app.register(async (ui) => uiPlugin(ui, backend, sessions), { prefix: '/ui' });
+  // NetBox's login page URL (`/login/`, which NetBox's clients and health checks use), same form and session.
+  await app.register(
+    async (ui) => {
+      await installUiGuards(ui, backend, sessions);
+      registerLoginRoutes(ui, sessions, backend, '/');
+    },
+    { prefix: '/login' },
+  );
   // The inventory's own pages at NetBox's URLs (`display_url`), one context per app, sharing the session.
   for (const prefix of INVENTORY_PREFIXES) {
     await app.register(
