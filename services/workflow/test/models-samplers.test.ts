@@ -301,3 +301,46 @@ forEachStorage('custom-sampling nodes', (storage) => {
     assert.match(JSON.stringify(mismatch.body), /return_type_mismatch|Return type mismatch/);
   });
 });
+
+// Previews need their own server: the preview flags reach the execution threads through the process environment.
+forEachStorage('custom-sampling previews (--preview-method latent2rgb)', (storage) => {
+  let srv: Server;
+  before(async () => {
+    srv = await startWorkflow(storage, { previewMethod: 'latent2rgb', previewSize: '64' });
+    fs.mkdirSync(path.join(srv.cfg.dataDir, 'models', 'checkpoints'), { recursive: true });
+    writeFixture(path.join(srv.cfg.dataDir, 'models', 'checkpoints', 'tiny.safetensors'), TINY);
+  });
+  after(async () => {
+    await srv.close();
+    await unloadAll();
+  });
+
+  test('SamplerCustomAdvanced sends one preview frame per step before its result', async () => {
+    const { WsClient } = await import('./helpers.ts');
+    const { randomUUID } = await import('node:crypto');
+    const clientId = randomUUID();
+    const ws = new WsClient(srv.url, clientId);
+    await ws.opened;
+    try {
+      const prompt = {
+        ck: { class_type: 'CheckpointLoaderSimple', inputs: { ckpt_name: 'tiny.safetensors' } },
+        pos: { class_type: 'CLIPTextEncode', inputs: { text: 'a cat', clip: ['ck', 1] } },
+        g: { class_type: 'BasicGuider', inputs: { model: ['ck', 0], conditioning: ['pos', 0] } },
+        n: { class_type: 'RandomNoise', inputs: { noise_seed: 3 } },
+        smp: { class_type: 'KSamplerSelect', inputs: { sampler_name: 'dpmpp_sde' } },
+        sig: { class_type: 'BasicScheduler', inputs: { model: ['ck', 0], scheduler: 'karras', steps: 4, denoise: 1 } },
+        e: { class_type: 'EmptyLatentImage', inputs: { width: 96, height: 64, batch_size: 1 } },
+        a: { class_type: 'SamplerCustomAdvanced', inputs: { noise: ['n', 0], guider: ['g', 0], sampler: ['smp', 0], sigmas: ['sig', 0], latent_image: ['e', 0] } },
+        s: { class_type: 'SaveLatent', inputs: { samples: ['a', 1], filename_prefix: 'preview/x' } },
+      };
+      const r = await srv.http.post('/prompt', { prompt, client_id: clientId });
+      assert.equal(r.status, 200);
+      const msgs = await ws.promptDone(r.body.prompt_id);
+      assert.equal(msgs.find((m) => m.type === 'execution_error'), undefined);
+      assert.equal(ws.binary.length, 4);
+      for (const frame of ws.binary) assert.equal(frame.readUInt32BE(0), 1, 'PREVIEW_IMAGE');
+    } finally {
+      ws.close();
+    }
+  });
+});

@@ -13,6 +13,7 @@ import { betaScheduler, calculateSigmas, SUPPORTED_SCHEDULERS } from '../../mode
 import { sample, UNetModel, type ConditioningEntry } from '../../models/sd1.ts';
 import type { InputSpec, NodeContext, NodeDefinition } from '../api.ts';
 import { isLatent, Tensor, type Latent } from '../latent.ts';
+import { stepPreviewer } from './preview.ts';
 
 const f = Math.fround;
 const MAX_SEED = 0xffffffffffffffff;
@@ -90,6 +91,8 @@ async function runGuider(guider: GuiderValue, noise: NoiseValue, sampler: Sample
   const latent = checkLatent(latentIn, guider.model);
   let x0: Float32Array | undefined;
   const total = sigmas.length - 1;
+  // latent_preview.prepare_callback: each step's denoised latent as a preview (when --preview-method asks), the last one kept as x0.
+  const preview = stepPreviewer(ctx, guider.model.latentFormat.rgbFactors, guider.model.latentFormat.rgbBias);
   const samples = await sample({
     model: guider.model,
     positive: guider.positive,
@@ -110,9 +113,11 @@ async function runGuider(guider: GuiderValue, noise: NoiseValue, sampler: Sample
     onStep: (s) => {
       ctx.checkInterrupt();
       x0 = s.denoised;
+      preview?.step(s.denoised, latent.samples.shape);
       ctx.progress(Math.min(s.i + 1, total), total);
     },
   });
+  await preview?.done();
   ctx.checkInterrupt();
   const out: Latent = { ...latent, samples: new Tensor(samples.shape, samples.data) };
   if (!x0) return [out, out];
