@@ -36,6 +36,8 @@ export interface WorkflowConfig extends ServiceConfig {
   ffmpegPath?: string;
   /** `--preview-method` (none, auto, latent2rgb, taesd; default none as the reference) and `--preview-size` (512): sampler previews. */
   preview: { method: 'none' | 'auto' | 'latent2rgb' | 'taesd'; size: number };
+  /** `--max-model-memory` (MB; WORKFLOW_MAX_MODEL_MEMORY): loaded models beyond it are unloaded, least recently used first, per execution thread; 0 = no limit. */
+  maxModelMemoryMb: number;
 }
 
 function str(v: unknown): string | undefined {
@@ -125,6 +127,7 @@ export function workflowConfig(base: ServiceConfig, env = process.env): Workflow
     enableTestNodes: f.enableTestNodes === true || env.WORKFLOW_TEST_NODES === '1',
     execution: executionConfig(f, env, runtime),
     ffmpegPath: str(f.ffmpegPath) ?? env.WORKFLOW_FFMPEG_PATH ?? undefined,
+    maxModelMemoryMb: nonNegative(str(f.maxModelMemory) ?? env.WORKFLOW_MAX_MODEL_MEMORY, 'max-model-memory', 0),
     preview: previewConfig(str(f.previewMethod) ?? env.WORKFLOW_PREVIEW_METHOD, str(f.previewSize) ?? env.WORKFLOW_PREVIEW_SIZE),
     maxUploadSize: positiveInt(str(f.maxUploadSize) ?? env.WORKFLOW_MAX_UPLOAD_MB, 'max-upload-size', 100) * 1024 * 1024,
   };

@@ -379,3 +379,31 @@ forEachStorage('workflow POST /free (and no previews by default)', (storage) => 
     assert.deepEqual((await readOutput(plain, again.outputs.s.images[0])).data, bytes);
   });
 });
+
+describe('loaded models and the memory budget', () => {
+  test('--max-model-memory: the least recently used checkpoint is unloaded; one that cannot fit is a clear error and is not cached', async () => {
+    const { configureModelMemory, checkpointFootprint, loadedCheckpoints } = await import('../src/models/sd1.ts');
+    await unloadAll();
+    const a = path.join(dir, 'budget-a.safetensors');
+    const b = path.join(dir, 'budget-b.safetensors');
+    writeFixture(a, TINY, 2);
+    writeFixture(b, TINY, 3);
+    try {
+      const ca = await loadCheckpoint(a);
+      const bytes = checkpointFootprint(ca);
+      configureModelMemory(Math.floor(bytes * 1.5));
+      await loadCheckpoint(b);
+      assert.deepEqual(loadedCheckpoints(), [b], 'a was unloaded to make room for b');
+      // Using a again makes it the most recent: b goes.
+      await loadCheckpoint(a);
+      assert.deepEqual(loadedCheckpoints(), [a]);
+      configureModelMemory(Math.floor(bytes / 2));
+      await unloadAll();
+      await assert.rejects(loadCheckpoint(b), (err: Error) => err instanceof ModelFileError && /budget-b\.safetensors: its weights need about \d+ MB as float32, more than --max-model-memory/.test(err.message));
+      assert.deepEqual(loadedCheckpoints(), []);
+    } finally {
+      configureModelMemory(0);
+      await unloadAll();
+    }
+  });
+});

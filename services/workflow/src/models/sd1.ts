@@ -150,8 +150,39 @@ export class Checkpoint {
 interface CacheEntry {
   key: string;
   checkpoint: Promise<Checkpoint>;
+  /** Bytes its sessions may hold once loaded (every float weight as float32). */
+  bytes?: number;
 }
+/** Loaded checkpoints, least recently used first. */
 const cache = new Map<string, CacheEntry>();
+
+let memoryBudget = 0;
+
+/** `--max-model-memory`: loaded models beyond this many bytes are unloaded, least recently used first (0: no limit). */
+export function configureModelMemory(bytes: number): void {
+  memoryBudget = bytes > 0 ? bytes : 0;
+}
+
+/** What a checkpoint's sessions may hold: its float weights as float32 (ONNX Runtime folds fp16/bf16 into float32). */
+export function checkpointFootprint(c: Checkpoint): number {
+  let n = 0;
+  for (const t of c.file.tensors.values()) if (t.dtype === 'F32' || t.dtype === 'F16' || t.dtype === 'BF16' || t.dtype === 'F64') n += t.shape.reduce((a, b) => a * b, 1) * 4;
+  return n;
+}
+
+/** Unloads the least recently used checkpoints until the loaded ones fit the budget (`keep` stays). */
+function evictOver(keep: string): void {
+  if (!memoryBudget) return;
+  let total = 0;
+  for (const e of cache.values()) total += e.bytes ?? 0;
+  for (const [at, e] of cache) {
+    if (total <= memoryBudget) break;
+    if (at === keep || e.bytes === undefined) continue;
+    cache.delete(at);
+    total -= e.bytes;
+    void e.checkpoint.then((c) => c.release()).catch(() => {});
+  }
+}
 
 /** The checkpoint (or one part, see Checkpoint.openPart) at `path`, loaded once while the file is unchanged. A load that fails leaves nothing cached. */
 export async function loadCheckpoint(path: string, part: ModelPart | 'checkpoint' = 'checkpoint'): Promise<Checkpoint> {
@@ -162,9 +193,27 @@ export async function loadCheckpoint(path: string, part: ModelPart | 'checkpoint
   // Parts are cached apart from whole checkpoints (the same file may be both).
   const at = part === 'checkpoint' ? path : `${part}:${path}`;
   const hit = cache.get(at);
-  if (hit && hit.key === key) return hit.checkpoint;
+  if (hit && hit.key === key) {
+    // Most recently used: last in the eviction order.
+    cache.delete(at);
+    cache.set(at, hit);
+    return hit.checkpoint;
+  }
   if (hit) void hit.checkpoint.then((c) => c.release()).catch(() => {});
-  const entry: CacheEntry = { key, checkpoint: part === 'checkpoint' ? Checkpoint.open(path) : Checkpoint.openPart(path, part) };
+  const opened = part === 'checkpoint' ? Checkpoint.open(path) : Checkpoint.openPart(path, part);
+  const entry: CacheEntry = {
+    key,
+    checkpoint: opened.then((c) => {
+      const bytes = checkpointFootprint(c);
+      if (memoryBudget && bytes > memoryBudget) {
+        const mb = (v: number) => `${Math.ceil(v / 2 ** 20)} MB`;
+        throw new ModelFileError(path, `its weights need about ${mb(bytes)} as float32, more than --max-model-memory (${mb(memoryBudget)})`);
+      }
+      entry.bytes = bytes;
+      evictOver(at);
+      return c;
+    }),
+  };
   cache.set(at, entry);
   entry.checkpoint.catch(() => {
     if (cache.get(at) === entry) cache.delete(at);
