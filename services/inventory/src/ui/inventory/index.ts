@@ -8,6 +8,7 @@ import { formList, formString, type FieldErrors, type FormBody } from '../forms.
 import { html, urlPart, type SafeHtml } from '../html.ts';
 import { csrfField, formatTime } from '../layout.ts';
 import { parseCsv } from './csv.ts';
+import { parseYamlRecords } from './yaml.ts';
 import { bodyFromCsv, bodyFromForm, control, editableFields, formValue, generalErrors, MAX_OPTIONS, targetOf, type Options } from './fields.ts';
 import { cell, labelOf, pageOf } from './render.ts';
 
@@ -513,9 +514,9 @@ function importPage(req: FastifyRequest, reply: FastifyReply, m: ModelDef, data:
   const body = html`${menu(m)}
 ${errors.length ? html`<ul class="errors" role="alert" data-testid="import-errors">${errors.map((e) => html`<li>${e}</li>`)}</ul>` : ''}
 <form method="post" action="${listUrl(m)}import/" class="edit-form" data-testid="import-form">${csrfField(session.csrfToken)}
-<div class="field"><label for="f-format">Format</label><select id="f-format" name="format">${['csv', 'json'].map((f) => html`<option value="${f}"${f === format ? html` selected` : ''}>${f.toUpperCase()}</option>`)}</select></div>
+<div class="field"><label for="f-format">Format</label><select id="f-format" name="format">${['csv', 'json', 'yaml'].map((f) => html`<option value="${f}"${f === format ? html` selected` : ''}>${f.toUpperCase()}</option>`)}</select></div>
 <div class="field"><label for="f-data">Data</label><textarea id="f-data" name="data" rows="14" spellcheck="false">${data}</textarea>
-<div class="help">CSV: a header row of field names (required: ${required.join(', ')}); related objects by ID or name, tags by slug. JSON: a list of objects as the REST API takes them.</div></div>
+<div class="help">CSV: a header row of field names (required: ${required.join(', ')}); related objects by ID or name, tags by slug. JSON: a list of objects as the REST API takes them. YAML: the same as a list, or one object per document (separated by <code>---</code>).</div></div>
 <div class="actions"><button type="submit" data-testid="submit-import">Import</button> <a class="button secondary" href="${listUrl(m)}">Cancel</a></div>
 </form>
 <h2>Fields</h2><table><thead><tr><th>Field</th><th>Required</th><th>Accepted values</th></tr></thead><tbody>${editableFields(m).map(
@@ -528,7 +529,8 @@ async function importObjects(req: FastifyRequest, reply: FastifyReply, backend: 
   if (!needWrite(req, reply)) return reply;
   const form = (req.body ?? {}) as FormBody;
   const data = formString(form, 'data');
-  const format = formString(form, 'format') === 'json' ? 'json' : 'csv';
+  const chosen = formString(form, 'format');
+  const format = chosen === 'json' || chosen === 'yaml' ? chosen : 'csv';
   if (data.length > MAX_IMPORT_CHARS) return importPage(req, reply, m, '', format, [`The data is too large: at most ${MAX_IMPORT_CHARS} characters.`], 400);
   let records: Record<string, unknown>[] = [];
   const errors: string[] = [];
@@ -540,6 +542,10 @@ async function importObjects(req: FastifyRequest, reply: FastifyReply, backend: 
     } catch (err) {
       errors.push(`Invalid JSON: ${err instanceof Error ? err.message : String(err)}`);
     }
+  } else if (format === 'yaml') {
+    const parsed = parseYamlRecords(data);
+    if ('error' in parsed) errors.push(parsed.error);
+    else records = parsed.records;
   } else {
     const parsed = parseCsv(data);
     if ('error' in parsed) errors.push(parsed.error);
