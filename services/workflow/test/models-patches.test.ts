@@ -226,6 +226,13 @@ forEachStorage('workflow conditioning, LoRA and loader nodes', (storage) => {
     assert.deepEqual(r.body.ConditioningSetArea.input.required.width, ['INT', { default: 64, min: 64, max: 16384, step: 8 }]);
     assert.deepEqual(r.body.ConditioningSetMask.input.required.set_cond_area, [['default', 'mask bounds']]);
     assert.equal(r.body.ConditioningZeroOut.category, 'advanced/conditioning');
+    // /system_stats on the CPU as the reference: os.name, and the system's memory in both memory pairs.
+    const stats = await srv.http.get('/system_stats');
+    assert.equal(stats.body.system.os, 'posix');
+    const dev = stats.body.devices[0];
+    assert.deepEqual([dev.name, dev.type, dev.index], ['cpu', 'cpu', null]);
+    assert.equal(dev.torch_vram_total, dev.vram_total);
+    assert.ok(dev.torch_vram_free > 0 && dev.torch_vram_free <= dev.torch_vram_total);
   });
 
   test('LoRA, embedding and area conditioning in one workflow give the layer\'s result; a broken LoRA is a node error and the server goes on', async () => {

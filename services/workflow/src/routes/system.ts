@@ -60,7 +60,8 @@ export function systemRoutes(app: FastifyInstance, registry: NodeRegistry, opts:
     const free = os.freemem();
     return {
       system: {
-        os: process.platform,
+        // Python's os.name, as the reference reports it.
+        os: process.platform === 'win32' ? 'nt' : 'posix',
         ram_total: total,
         ram_free: free,
         comfyui_version: SERVICE_VERSION,
@@ -74,7 +75,8 @@ export function systemRoutes(app: FastifyInstance, registry: NodeRegistry, opts:
         deploy_environment: 'local',
         argv: redactArgv(process.argv.slice(1)),
       },
-      devices: [{ name: 'cpu', type: 'cpu', index: null, vram_total: total, vram_free: free, torch_vram_total: 0, torch_vram_free: 0 }],
+      // On the CPU the reference's get_total_memory/get_free_memory give the system's memory for both pairs.
+      devices: [{ name: 'cpu', type: 'cpu', index: null, vram_total: total, vram_free: free, torch_vram_total: total, torch_vram_free: free }],
     };
   });
 
