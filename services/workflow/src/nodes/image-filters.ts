@@ -219,8 +219,8 @@ function vipsGaussianParams(radius: number, sigma: number): { sigma: number; min
   return { sigma: s, minAmplitude };
 }
 
-/** Largest radius run by libvips: beyond it ONNX Runtime's convolutions were faster (63 taps: 2.9 s against 0.9 s at 1536²). */
-const VIPS_GAUSSIAN_MAX_RADIUS = 11;
+/** Largest radius run by libvips' separable Gaussian (without ONNX Runtime): its cost grows with the radius much faster than ORT's (63 taps at 1,536²: 2.9 s). */
+const VIPS_GAUSSIAN_MAX_RADIUS = 15;
 
 async function vipsGaussian(f: Frame, radius: number, sigma: number, sharpenBy?: number): Promise<Buffer | undefined> {
   const { width: w, height: h, channels: c } = f;
@@ -281,19 +281,23 @@ function onnxConvolution(f: Frame, radius: number): boolean {
 
 /**
  * ImageBlur of one frame, by the fastest engine measured that gives the
- * reference's pixels: libvips' separable Gaussian for RGB up to radius 11
- * (`vipsGaussian`), ONNX Runtime's depthwise convolutions as a 1×K and a K×1
- * pass for larger radii and RGBA (image-kernels.ts); without ONNX Runtime,
- * RGB kernels up to 11×11 go through libvips' 2-D convolution (pending:
- * SaveImage encodes while it convolves) and the rest through typed arrays.
+ * reference's pixels: libvips' 2-D convolution for RGB up to 5×5, ONNX
+ * Runtime's depthwise convolutions as a 1×K and a K×1 pass beyond and for
+ * RGBA (image-kernels.ts; 1,536², one thread: radius 5 97 ms, 11 106 ms
+ * against libvips' separable Gaussian's 106 and 214 ms in the same run).
+ * Without ONNX Runtime: libvips' separable Gaussian (`vipsGaussian`), then
+ * libvips' 2-D convolution up to 11×11 (pending: SaveImage encodes while it
+ * convolves) and typed arrays for the rest.
  */
 export async function blurFrame(f: Frame, radius: number, sigma: number, ctx: NodeContext): Promise<Frame> {
   const size = radius * 2 + 1;
   const k = gaussianKernel1d(size, sigma);
   await f.materialise();
+  // Up to 5×5 libvips' 2-D convolution is the fastest (no padded 16-bit copy); beyond, its separable Gaussian.
+  if (f.channels === 3 && size <= 5 && f.width > size && f.height > size) return new Frame(f.width, f.height, 3, await convolveSharp(f, outer(k), size));
+  if (onnxConvolution(f, radius)) return new Frame(f.width, f.height, f.channels, await onnxSeparableConv(f.data, f.width, f.height, f.channels, k));
   const vips = await vipsGaussian(f, radius, sigma);
   if (vips) return new Frame(f.width, f.height, 3, vips);
-  if (onnxConvolution(f, radius)) return new Frame(f.width, f.height, f.channels, await onnxSeparableConv(f.data, f.width, f.height, f.channels, k));
   if (f.channels === 3 && size <= SHARP_KERNEL_MAX) {
     // Pending only where the edge bands are a small part of the image.
     if (f.width >= 8 * size && f.height >= 8 * size) return pendingConvolution(f, outer(k), size);
@@ -310,9 +314,16 @@ export async function sharpenFrame(f: Frame, radius: number, sigma: number, alph
   const size = radius * 2 + 1;
   const k = gaussianKernel1d(size, sigma);
   const a = alpha * 10;
+  // Up to 5×5 libvips' 2-D convolution is the fastest (25 taps, rounded in its own cast); beyond, the separable Gaussian.
+  if (f.channels === 3 && size <= 5 && f.width > size && f.height > size) {
+    const k2 = outer(k).map((v) => -a * v);
+    const centre = (size * size - 1) / 2;
+    k2[centre] = k2[centre]! + 1 + a;
+    return new Frame(f.width, f.height, 3, await convolveSharp(f, k2, size));
+  }
+  if (onnxConvolution(f, radius)) return new Frame(f.width, f.height, f.channels, await onnxSeparableConv(f.data, f.width, f.height, f.channels, k, 1 + a, -a));
   const vips = await vipsGaussian(f, radius, sigma, a);
   if (vips) return new Frame(f.width, f.height, 3, vips);
-  if (onnxConvolution(f, radius)) return new Frame(f.width, f.height, f.channels, await onnxSeparableConv(f.data, f.width, f.height, f.channels, k, 1 + a, -a));
   if (f.channels === 3 && size <= SHARP_KERNEL_MAX) {
     const k2 = outer(k).map((v) => -a * v);
     const centre = (size * size - 1) / 2;
@@ -363,20 +374,175 @@ async function blend(image1: ImageBatch, image2: ImageBatch, factor: number, mod
   }
   const n = broadcastPairs(image1.frames.length, frames2.length);
   checkSize(f1.width, f1.height, n);
-  const lut = new Float64Array(256).map((_, i) => i / 255);
+  // The result depends on the two input bytes only: one table of 256² results, then a lookup per sample.
+  const table = new Uint8Array(65536);
+  for (let a = 0; a < 256; a++) {
+    const x = a / 255;
+    for (let c = 0; c < 256; c++) table[(a << 8) | c] = toByte(x * (1 - factor) + blendValue(x, c / 255, mode) * factor);
+  }
   const out: Frame[] = [];
   for (let b = 0; b < n; b++) {
     ctx.checkInterrupt();
     const a = image1.frames[Math.min(b, image1.frames.length - 1)]!.data;
     const c = frames2[Math.min(b, frames2.length - 1)]!.data;
-    const data = Buffer.alloc(a.length);
-    for (let i = 0; i < a.length; i++) {
-      const x = lut[a[i]!]!;
-      data[i] = toByte(x * (1 - factor) + blendValue(x, lut[c[i]!]!, mode) * factor);
-    }
+    const data = Buffer.allocUnsafe(a.length);
+    for (let i = 0; i < a.length; i++) data[i] = table[(a[i]! << 8) | c[i]!]!;
     out.push(new Frame(f1.width, f1.height, f1.channels, data));
   }
   return new ImageBatch(out);
+}
+
+const COLOURS = 1 << 24;
+
+/**
+ * Median cut as PIL's quantize() does it for RGB images: boxes of the colour
+ * histogram are split at the median of their widest channel, the most
+ * populous box first, and each box's palette entry is its mean colour. An
+ * image with no more colours than asked keeps them exactly.
+ *
+ * The histogram is a table over all 2^24 colours (64 MiB while it runs) that
+ * numbers distinct colours in the order they first appear; a box is a range
+ * of those, sorted by its split channel with a stable counting sort (the
+ * order, and so the cut, of a stable comparison sort).
+ */
+export function medianCut(data: Uint8Array, colors: number): number[] {
+  const n = data.length / 3;
+  const slot = new Uint32Array(COLOURS);
+  let keys = new Uint32Array(Math.min(n, COLOURS));
+  let counts = new Float64Array(keys.length);
+  let u = 0;
+  for (let i = 0, j = 0; i < n; i++, j += 3) {
+    const key = (data[j]! << 16) | (data[j + 1]! << 8) | data[j + 2]!;
+    let s = slot[key]!;
+    if (s === 0) {
+      keys[u] = key;
+      s = slot[key] = ++u;
+    }
+    counts[s - 1]!++;
+  }
+  keys = keys.subarray(0, u);
+  counts = counts.subarray(0, u);
+  type Box = { start: number; end: number; count: number };
+  const boxes: Box[] = [{ start: 0, end: u, count: n }];
+  const tmpKeys = new Uint32Array(u);
+  const tmpCounts = new Float64Array(u);
+  const bucket = new Uint32Array(257);
+  while (boxes.length < colors) {
+    let pick = -1;
+    for (let i = 0; i < boxes.length; i++) if (boxes[i]!.end - boxes[i]!.start > 1 && (pick < 0 || boxes[i]!.count > boxes[pick]!.count)) pick = i;
+    if (pick < 0) break;
+    const box = boxes[pick]!;
+    const { start, end } = box;
+    let axis = 0;
+    let widest = -1;
+    for (let c = 0; c < 3; c++) {
+      const shift = 16 - 8 * c;
+      let lo = 255;
+      let hi = 0;
+      for (let i = start; i < end; i++) {
+        const v = (keys[i]! >> shift) & 255;
+        if (v < lo) lo = v;
+        if (v > hi) hi = v;
+      }
+      if (hi - lo > widest) {
+        widest = hi - lo;
+        axis = c;
+      }
+    }
+    // Stable counting sort of the range by the axis channel.
+    const shift = 16 - 8 * axis;
+    bucket.fill(0);
+    for (let i = start; i < end; i++) bucket[((keys[i]! >> shift) & 255) + 1]!++;
+    for (let v = 0; v < 256; v++) bucket[v + 1]! += bucket[v]!;
+    for (let i = start; i < end; i++) {
+      const at = start + bucket[(keys[i]! >> shift) & 255]!++;
+      tmpKeys[at] = keys[i]!;
+      tmpCounts[at] = counts[i]!;
+    }
+    keys.set(tmpKeys.subarray(start, end), start);
+    counts.set(tmpCounts.subarray(start, end), start);
+    let acc = 0;
+    let cut = start + 1;
+    for (let i = start; i < end - 1; i++) {
+      acc += counts[i]!;
+      cut = i + 1;
+      if (acc * 2 >= box.count) break;
+    }
+    let lc = 0;
+    for (let i = start; i < cut; i++) lc += counts[i]!;
+    boxes.splice(pick, 1, { start, end: cut, count: lc }, { start: cut, end, count: box.count - lc });
+  }
+  return boxes.map((b) => {
+    let r = 0;
+    let g = 0;
+    let bl = 0;
+    for (let i = b.start; i < b.end; i++) {
+      const k = keys[i]!;
+      const m = counts[i]!;
+      r += (k >> 16) * m;
+      g += ((k >> 8) & 255) * m;
+      bl += (k & 255) * m;
+    }
+    return (Math.round(r / b.count) << 16) | (Math.round(g / b.count) << 8) | Math.round(bl / b.count);
+  });
+}
+
+/**
+ * The palette entry nearest to a colour (squared RGB distance; the first in
+ * palette order among equals), each colour computed once: a search over the
+ * palette sorted by red that stops where red alone is farther than the best.
+ */
+function nearestPalette(palette: number[]): (key: number) => number {
+  const order = palette.map((p, i) => i).sort((a, b) => (palette[a]! >> 16) - (palette[b]! >> 16) || a - b);
+  const pr = Int32Array.from(order, (i) => palette[i]! >> 16);
+  const pg = Int32Array.from(order, (i) => (palette[i]! >> 8) & 255);
+  const pb = Int32Array.from(order, (i) => palette[i]! & 255);
+  const pi = Int32Array.from(order);
+  const m = order.length;
+  // Palette index + 1 per colour, 0 while unknown (a zeroed table costs nothing until touched).
+  const cache = new Int32Array(COLOURS);
+  return (key: number): number => {
+    const hit = cache[key]!;
+    if (hit > 0) return palette[hit - 1]!;
+    const r = key >> 16;
+    const g = (key >> 8) & 255;
+    const b = key & 255;
+    // First sorted position with red >= r.
+    let lo = 0;
+    let hi = m;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (pr[mid]! < r) lo = mid + 1;
+      else hi = mid;
+    }
+    let best = -1;
+    let bestD = Infinity;
+    // Upwards in red from r, then downwards; each side stops where red alone is farther than the best.
+    for (let j = lo; j < m; j++) {
+      const dr = pr[j]! - r;
+      if (dr * dr > bestD) break;
+      const dg = g - pg[j]!;
+      const db = b - pb[j]!;
+      const d = dr * dr + dg * dg + db * db;
+      if (d < bestD || (d === bestD && pi[j]! < best)) {
+        bestD = d;
+        best = pi[j]!;
+      }
+    }
+    for (let j = lo - 1; j >= 0; j--) {
+      const dr = r - pr[j]!;
+      if (dr * dr > bestD) break;
+      const dg = g - pg[j]!;
+      const db = b - pb[j]!;
+      const d = dr * dr + dg * dg + db * db;
+      if (d < bestD || (d === bestD && pi[j]! < best)) {
+        bestD = d;
+        best = pi[j]!;
+      }
+    }
+    cache[key] = best + 1;
+    return palette[best]!;
+  };
 }
 
 /** normalized_bayer_matrix(n) of the reference, as rows. */
@@ -397,110 +563,58 @@ function bayerMatrix(n: number): number[][] {
   return out;
 }
 
-/**
- * Median cut as PIL's quantize() does it for RGB images: boxes of the colour
- * histogram are split at the median of their widest channel, the most
- * populous box first, and each box's palette entry is its mean colour. An
- * image with no more colours than asked keeps them exactly.
- */
-export function medianCut(data: Buffer, colors: number): number[] {
-  const hist = new Map<number, number>();
-  for (let i = 0; i < data.length; i += 3) {
-    const key = (data[i]! << 16) | (data[i + 1]! << 8) | data[i + 2]!;
-    hist.set(key, (hist.get(key) ?? 0) + 1);
-  }
-  type Box = { keys: number[]; count: number };
-  const boxes: Box[] = [{ keys: [...hist.keys()], count: data.length / 3 }];
-  const chan = (k: number, c: number) => (k >> (16 - 8 * c)) & 255;
-  while (boxes.length < colors) {
-    let pick = -1;
-    for (let i = 0; i < boxes.length; i++) if (boxes[i]!.keys.length > 1 && (pick < 0 || boxes[i]!.count > boxes[pick]!.count)) pick = i;
-    if (pick < 0) break;
-    const box = boxes[pick]!;
-    let axis = 0;
-    let widest = -1;
-    for (let c = 0; c < 3; c++) {
-      let lo = 255;
-      let hi = 0;
-      for (const k of box.keys) {
-        const v = chan(k, c);
-        if (v < lo) lo = v;
-        if (v > hi) hi = v;
-      }
-      if (hi - lo > widest) {
-        widest = hi - lo;
-        axis = c;
-      }
-    }
-    box.keys.sort((a, b) => chan(a, axis) - chan(b, axis));
-    let acc = 0;
-    let cut = 1;
-    for (let i = 0; i < box.keys.length - 1; i++) {
-      acc += hist.get(box.keys[i]!)!;
-      cut = i + 1;
-      if (acc * 2 >= box.count) break;
-    }
-    const left = box.keys.slice(0, cut);
-    const right = box.keys.slice(cut);
-    const lc = left.reduce((s, k) => s + hist.get(k)!, 0);
-    boxes.splice(pick, 1, { keys: left, count: lc }, { keys: right, count: box.count - lc });
-  }
-  return boxes.map((b) => {
-    const sum = [0, 0, 0];
-    for (const k of b.keys) for (let c = 0; c < 3; c++) sum[c]! += chan(k, c) * hist.get(k)!;
-    const [r, g, bl] = sum.map((v) => Math.round(v / b.count));
-    return (r! << 16) | (g! << 8) | bl!;
-  });
-}
-
-function nearestColour(palette: number[], r: number, g: number, b: number): number {
-  let best = palette[0]!;
-  let bestD = Infinity;
-  for (const p of palette) {
-    const d = (r - (p >> 16)) ** 2 + (g - ((p >> 8) & 255)) ** 2 + (b - (p & 255)) ** 2;
-    if (d < bestD) {
-      bestD = d;
-      best = p;
-    }
-  }
-  return best;
-}
+const clampRound = (v: number) => (v <= 0 ? 0 : v >= 255 ? 255 : Math.round(v));
 
 /** ImageQuantize: a median-cut palette, then no dithering, Floyd–Steinberg error diffusion, or an ordered Bayer threshold (the reference's matrix and spread). */
 async function quantizeFrame(f: Frame, colors: number, dither: string, ctx: NodeContext): Promise<Frame> {
   const rgb = f.channels === 3 ? f : withChannels(f, 3);
   const { width: w, height: h } = rgb;
-  const palette = medianCut(rgb.data, colors);
+  const src = new Uint8Array(rgb.data.buffer, rgb.data.byteOffset, rgb.data.length);
+  const palette = medianCut(src, colors);
+  const nearest = nearestPalette(palette);
   const data = Buffer.alloc(w * h * 3);
-  const put = (i: number, p: number) => {
-    data[i] = p >> 16;
-    data[i + 1] = (p >> 8) & 255;
-    data[i + 2] = p & 255;
-  };
   if (dither === 'floyd-steinberg') {
     const err = new Float32Array(w * h * 3);
-    for (let i = 0; i < err.length; i++) err[i] = rgb.data[i]!;
+    for (let i = 0; i < err.length; i++) err[i] = src[i]!;
     for (let y = 0; y < h; y++) {
       if ((y & 63) === 63) ctx.checkInterrupt();
       for (let x = 0; x < w; x++) {
         const i = (y * w + x) * 3;
-        const r = clampByte(err[i]!);
-        const g = clampByte(err[i + 1]!);
-        const b = clampByte(err[i + 2]!);
-        const p = nearestColour(palette, r, g, b);
-        put(i, p);
-        const e = [r - (p >> 16), g - ((p >> 8) & 255), b - (p & 255)];
-        const spread = (dx: number, dy: number, wt: number) => {
-          const xx = x + dx;
-          const yy = y + dy;
-          if (xx < 0 || xx >= w || yy >= h) return;
-          const j = (yy * w + xx) * 3;
-          for (let c = 0; c < 3; c++) err[j + c]! += (e[c]! * wt) / 16;
-        };
-        spread(1, 0, 7);
-        spread(-1, 1, 3);
-        spread(0, 1, 5);
-        spread(1, 1, 1);
+        const r = clampRound(err[i]!);
+        const g = clampRound(err[i + 1]!);
+        const b = clampRound(err[i + 2]!);
+        const p = nearest((r << 16) | (g << 8) | b);
+        const pr = p >> 16;
+        const pg = (p >> 8) & 255;
+        const pb = p & 255;
+        data[i] = pr;
+        data[i + 1] = pg;
+        data[i + 2] = pb;
+        const er = r - pr;
+        const eg = g - pg;
+        const eb = b - pb;
+        // 7/16 right, 3/16 below left, 5/16 below, 1/16 below right.
+        if (x + 1 < w) {
+          err[i + 3]! += (er * 7) / 16;
+          err[i + 4]! += (eg * 7) / 16;
+          err[i + 5]! += (eb * 7) / 16;
+        }
+        if (y + 1 < h) {
+          const j = i + w * 3;
+          if (x > 0) {
+            err[j - 3]! += (er * 3) / 16;
+            err[j - 2]! += (eg * 3) / 16;
+            err[j - 1]! += (eb * 3) / 16;
+          }
+          err[j]! += (er * 5) / 16;
+          err[j + 1]! += (eg * 5) / 16;
+          err[j + 2]! += (eb * 5) / 16;
+          if (x + 1 < w) {
+            err[j + 3]! += (er * 1) / 16;
+            err[j + 4]! += (eg * 1) / 16;
+            err[j + 5]! += (eb * 1) / 16;
+          }
+        }
       }
     }
     return new Frame(w, h, 3, data);
@@ -508,27 +622,23 @@ async function quantizeFrame(f: Frame, colors: number, dither: string, ctx: Node
   const bayer = dither.startsWith('bayer') ? Number(dither.split('-').at(-1)) : 0;
   const m = bayer ? bayerMatrix(Math.log2(bayer)) : [[0]];
   const spread = (2 * 256) / palette.length;
-  const cache = new Map<number, number>();
   for (let y = 0; y < h; y++) {
     if ((y & 63) === 63) ctx.checkInterrupt();
-    for (let x = 0; x < w; x++) {
-      const i = (y * w + x) * 3;
-      let r = rgb.data[i]!;
-      let g = rgb.data[i + 1]!;
-      let b = rgb.data[i + 2]!;
-      if (bayer) {
-        const t = spread * m[y % bayer]![x % bayer]! + 0.5;
+    const row = bayer ? m[y % bayer]! : undefined;
+    for (let x = 0, i = y * w * 3; x < w; x++, i += 3) {
+      let r = src[i]!;
+      let g = src[i + 1]!;
+      let b = src[i + 2]!;
+      if (row) {
+        const t = spread * row[x % bayer]! + 0.5;
         r = Math.trunc(Math.min(255, Math.max(0, r + t)));
         g = Math.trunc(Math.min(255, Math.max(0, g + t)));
         b = Math.trunc(Math.min(255, Math.max(0, b + t)));
       }
-      const key = (r << 16) | (g << 8) | b;
-      let p = cache.get(key);
-      if (p === undefined) {
-        p = nearestColour(palette, r, g, b);
-        cache.set(key, p);
-      }
-      put(i, p);
+      const p = nearest((r << 16) | (g << 8) | b);
+      data[i] = p >> 16;
+      data[i + 1] = (p >> 8) & 255;
+      data[i + 2] = p & 255;
     }
   }
   return new Frame(w, h, 3, data);

@@ -19,12 +19,12 @@
  * the thread that runs the node (sessions are per thread, like the node's
  * registry); ONNX Runtime's native library loads with the first one.
  *
- * Threads: `WORKFLOW_IMAGE_THREADS` (default: the machine's cores, at most 4)
- * per operator, without spin-waiting between operators (a busy machine would
- * lose those cores to spinning).
+ * Threads: `WORKFLOW_IMAGE_THREADS` per operator (default 1: on this 2-core
+ * machine a second thread made the convolutions no faster and small ones
+ * slower, and every execution thread has its own sessions), without
+ * spin-waiting between operators (a busy machine would lose cores to it).
  */
 import { createRequire } from 'node:module';
-import os from 'node:os';
 import type * as Ort from 'onnxruntime-node';
 import { DataType, encodeModel, type NodeSpec, type TensorValue } from '../models/onnx-proto.ts';
 
@@ -51,7 +51,7 @@ export function onnxKernelsAvailable(): boolean {
 function threads(): number {
   const n = Number(process.env.WORKFLOW_IMAGE_THREADS);
   if (Number.isInteger(n) && n > 0) return n;
-  return Math.max(1, Math.min(4, os.availableParallelism()));
+  return 1;
 }
 
 const sessions = new Map<string, Promise<Ort.InferenceSession>>();

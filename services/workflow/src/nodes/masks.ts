@@ -147,23 +147,58 @@ function grow(p: MaskPlane, expand: number, tapered: boolean, ctx: NodeContext):
   }
   let cur = Float32Array.from(p.data);
   let next = new Float32Array(cur.length);
-  const pick = max ? Math.max : Math.min;
   for (let it = 0; it < n; it++) {
     ctx.checkInterrupt();
-    for (let y = 0; y < h; y++) {
-      for (let x = 0; x < w; x++) {
-        const i = y * w + x;
-        let v = cur[i]!;
-        if (x > 0) v = pick(v, cur[i - 1]!);
-        if (x < w - 1) v = pick(v, cur[i + 1]!);
-        if (y > 0) v = pick(v, cur[i - w]!);
-        if (y < h - 1) v = pick(v, cur[i + w]!);
-        next[i] = v;
-      }
-    }
+    if (max) crossRound(cur, next, w, h, 1);
+    else crossRound(cur, next, w, h, -1);
     [cur, next] = [next, cur];
   }
   return new MaskPlane(w, h, cur);
+}
+
+/**
+ * One round of grey dilation (sign 1) or erosion (sign −1) with the 3×3 cross:
+ * each sample and its four neighbours inside the plane. Comparisons on
+ * sign·value keep the loop free of calls (the same extremum as Math.max /
+ * Math.min for the finite values masks hold).
+ */
+function crossRound(cur: Float32Array, next: Float32Array, w: number, h: number, sign: 1 | -1): void {
+  for (let y = 0; y < h; y++) {
+    const row = y * w;
+    const hasUp = y > 0;
+    const hasDown = y < h - 1;
+    for (let x = 0; x < w; x++) {
+      const i = row + x;
+      let v = cur[i]!;
+      let best = sign * v;
+      if (x > 0) {
+        const u = cur[i - 1]!;
+        if (sign * u > best) {
+          best = sign * u;
+          v = u;
+        }
+      }
+      if (x < w - 1) {
+        const u = cur[i + 1]!;
+        if (sign * u > best) {
+          best = sign * u;
+          v = u;
+        }
+      }
+      if (hasUp) {
+        const u = cur[i - w]!;
+        if (sign * u > best) {
+          best = sign * u;
+          v = u;
+        }
+      }
+      if (hasDown) {
+        const u = cur[i + w]!;
+        if (sign * u > best) v = u;
+      }
+      next[i] = v;
+    }
+  }
 }
 
 const CHANNELS = ['red', 'green', 'blue', 'alpha'];

@@ -210,8 +210,66 @@ export async function resizeFrame(
   if (f.width === ow && f.height === oh) return f;
   if (method === 'nearest-exact') return nearestFrame(f, ow, oh, checkInterrupt);
   if (method === 'lanczos') return new Frame(ow, oh, f.channels, pilLanczos(f, ow, oh, checkInterrupt));
+  if (method === 'bilinear' && f.channels === 3) return new Frame(ow, oh, 3, await vipsBilinear(f, ow, oh));
   const src = bytes(f.data);
   return new Frame(ow, oh, f.channels, resampleBytes(src, f.width, f.height, f.channels, ow, oh, makeTaps(f.width, ow, method), makeTaps(f.height, oh, method), checkInterrupt));
+}
+
+/**
+ * torch's bilinear resize of an RGB frame through libvips' affine transform
+ * with its bilinear interpolator (multithreaded C, 3–5× faster than the
+ * typed-array passes): scale out/in on each axis with the input and output
+ * offsets that put pixel centres at +0.5 (source (i + 0.5)·in/out − 0.5, as
+ * torch). libvips fills what falls outside the image with black where torch
+ * clamps the source position to the edge, so the output rows and columns
+ * whose source position leaves [0, in − 1] are recomputed here from torch's
+ * taps. libvips interpolates in fixed point: within one level of torch's
+ * float sums (the reference fixtures' tolerance).
+ */
+async function vipsBilinear(f: Frame, ow: number, oh: number): Promise<Buffer> {
+  const { width: w, height: h } = f;
+  const sx = ow / w;
+  const sy = oh / h;
+  const { data, info } = await f
+    .pipeline()
+    .affine([sx, 0, 0, sy], { interpolator: 'bilinear', idx: 0.5, idy: 0.5, odx: -0.5, ody: -0.5 })
+    .raw()
+    .toBuffer({ resolveWithObject: true });
+  let out = data;
+  if (info.width !== ow || info.height !== oh || info.channels !== 3) {
+    // libvips rounds its output area outwards: keep the top-left ow×oh.
+    out = Buffer.allocUnsafe(ow * oh * 3);
+    for (let y = 0; y < oh; y++) data.copy(out, y * ow * 3, y * info.width * info.channels, (y * info.width + ow) * info.channels);
+  }
+  const tx = makeTaps(w, ow, 'bilinear');
+  const ty = makeTaps(h, oh, 'bilinear');
+  const outside = (i: number, scale: number, n: number) => {
+    const src = (i + 0.5) / scale - 0.5;
+    return src < 0 || src > n - 1;
+  };
+  const src = bytes(f.data);
+  const dst = bytes(out);
+  const at = (x: number, y: number) => {
+    for (let ch = 0; ch < 3; ch++) {
+      let v = 0.5;
+      for (let a = 0; a < 2; a++) {
+        const row = ty.idx[y * 2 + a]! * w;
+        const wy = ty.w[y * 2 + a]!;
+        for (let b = 0; b < 2; b++) v += wy * tx.w[x * 2 + b]! * src[(row + tx.idx[x * 2 + b]!) * 3 + ch]!;
+      }
+      dst[(y * ow + x) * 3 + ch] = v <= 0 ? 0 : v >= 255 ? 255 : v;
+    }
+  };
+  for (let y = 0; y < oh; y++) {
+    if (outside(y, sy, h)) {
+      for (let x = 0; x < ow; x++) at(x, y);
+      continue;
+    }
+    let left = 0;
+    for (; left < ow && outside(left, sx, w); left++) at(left, y);
+    for (let x = ow - 1; x >= left && outside(x, sx, w); x--) at(x, y);
+  }
+  return out;
 }
 
 /** A plain Uint8Array view of a Buffer (sharp's Buffers and JavaScript's have different hidden classes). */
@@ -382,18 +440,7 @@ function pilLanczos(f: Frame, ow: number, oh: number, checkInterrupt: () => void
     for (let i = 0; i < xo.length; i++) xo[i] = tx.idx[i]! * c;
     for (let y = 0; y < h; y++) {
       if (!need[y] && oh !== h) continue;
-      const rin = y * w * c;
-      for (let x = 0, o = y * rowLen, b = 0; x < ow; x++, o += c, b += kx) {
-        for (let ch = 0; ch < c; ch++) {
-          let ss = half;
-          for (let t = 0; t < kx; t++) {
-            const k = kxw[b + t]!;
-            if (k !== 0) ss += k * src[rin + xo[b + t]! + ch]!;
-          }
-          const v = Math.floor(ss / shift);
-          mid[o + ch] = v < 0 ? 0 : v > 255 ? 255 : v;
-        }
-      }
+      pilHorizontalRow(src, y * w * c, mid, y * rowLen, ow, c, kx, xo, kxw, half, shift);
       if ((y & 127) === 127) checkInterrupt();
     }
   }
@@ -421,6 +468,41 @@ function pilLanczos(f: Frame, ow: number, oh: number, checkInterrupt: () => void
   }
   if (c === 4) pilUnpremultiply(out);
   return Buffer.from(out.buffer, out.byteOffset, out.byteLength);
+}
+
+/** One row of PIL's horizontal pass: fixed-point sums from `half`, divided by `shift`, clipped to bytes. */
+function pilHorizontalRow(src: Uint8Array, rin: number, mid: Uint8Array, rout: number, ow: number, c: number, kx: number, xo: Int32Array, kw: Float64Array, half: number, shift: number): void {
+  if (c === 3) {
+    for (let x = 0, o = rout, b = 0; x < ow; x++, o += 3, b += kx) {
+      let s0 = half;
+      let s1 = half;
+      let s2 = half;
+      for (let t = 0; t < kx; t++) {
+        const k = kw[b + t]!;
+        const s = rin + xo[b + t]!;
+        s0 += k * src[s]!;
+        s1 += k * src[s + 1]!;
+        s2 += k * src[s + 2]!;
+      }
+      mid[o] = pilClip(s0, shift);
+      mid[o + 1] = pilClip(s1, shift);
+      mid[o + 2] = pilClip(s2, shift);
+    }
+    return;
+  }
+  for (let x = 0, o = rout, b = 0; x < ow; x++, o += c, b += kx) {
+    for (let ch = 0; ch < c; ch++) {
+      let ss = half;
+      for (let t = 0; t < kx; t++) ss += kw[b + t]! * src[rin + xo[b + t]! + ch]!;
+      mid[o + ch] = pilClip(ss, shift);
+    }
+  }
+}
+
+/** PIL's clip8: the integer part of a fixed-point sum, clipped to 0..255. */
+function pilClip(ss: number, shift: number): number {
+  const v = Math.floor(ss / shift);
+  return v < 0 ? 0 : v > 255 ? 255 : v;
 }
 
 /** PIL's RGBA → RGBa: each colour times alpha / 255, rounded as its MULDIV255. */
