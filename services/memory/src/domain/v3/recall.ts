@@ -4,6 +4,7 @@ import { bufferToVector, dot, vectorToBuffer } from '../../search/embedding.ts';
 import { queryTerms, indexBody } from '../../search/text.ts';
 import { reciprocalRankFusion } from '../../search/rrf.ts';
 import { compileFilter, MESSAGE_FILTER } from './filter.ts';
+import { indexedSearch } from './message-index.ts';
 import { messageToJson } from './wire.ts';
 
 /**
@@ -76,6 +77,12 @@ export async function rank<T extends { id: string; content: string; vector?: unk
 /** `POST …/search` at workspace, peer or session level: messages, best first. */
 export async function searchMessages(ctx: Ctx, workspace: string, scope: { session?: string; peer?: string }, query: string, filters: unknown, limit: number) {
   const cond = compileFilter(filters, MESSAGE_FILTER, ctx.storage.dialect);
+  if (!cond) {
+    // No filters: the workspace's in-memory index ranks every message in scope.
+    if (limit <= 0) return [];
+    const [qv] = await embedTexts(ctx, [query]);
+    return (await indexedSearch(ctx, workspace, scope, query, qv, limit)).map(messageToJson);
+  }
   let q = ctx.storage.db
     .selectFrom('v3_messages')
     .leftJoin('v3_vectors', 'v3_vectors.id', 'v3_messages.id')

@@ -1,0 +1,294 @@
+import type { Storage } from '@svc/storage';
+import type { Ctx } from '../context.ts';
+import { bufferToVector, dot } from '../../search/embedding.ts';
+import { indexBody, queryTerms } from '../../search/text.ts';
+import { reciprocalRankFusion } from '../../search/rrf.ts';
+
+/**
+ * An in-memory index of a workspace's v3 messages for search: each message's
+ * stems (postings) and an int8 copy of its embedding (one byte per dimension,
+ * with its scale), built on the workspace's first search and brought up to
+ * date on every search by reading the messages written since (an indexed read
+ * by `seq`). The database stays the only source of truth: candidates are read
+ * back from it by id before they are answered, so a message deleted by any
+ * process is never returned (and is then dropped from the index), and the
+ * exact cosine of the stored float vectors re-ranks the int8 pre-ranking.
+ *
+ * Rows of transactions that commit out of `seq` order (PostgreSQL, several
+ * processes) are caught by re-reading the ids of the last REREAD_US of `seq`
+ * (seq is a microsecond clock) on each refresh; a write committing later than
+ * that after taking its seq would be missed until the index is rebuilt
+ * (REBUILD_MS).
+ */
+const REREAD_US = 30_000_000;
+const REBUILD_MS = 10 * 60_000;
+const CHUNK = 5_000;
+
+interface WsIndex {
+  ids: string[];
+  seqs: number[];
+  session: number[];
+  peer: number[];
+  alive: Uint8Array;
+  /** int8 vectors, `dims` per row; a row without a vector has scale 0. */
+  q8: Int8Array;
+  invScale: Float32Array;
+  dims: number;
+  postings: Map<string, number[]>;
+  rowOf: Map<string, number>;
+  names: Map<string, number>;
+  hw: number;
+  builtAt: number;
+  refreshing?: Promise<void>;
+}
+
+const indexes = new WeakMap<Storage, Map<string, WsIndex>>();
+
+function empty(): WsIndex {
+  return {
+    ids: [],
+    seqs: [],
+    session: [],
+    peer: [],
+    alive: new Uint8Array(1024),
+    q8: new Int8Array(0),
+    invScale: new Float32Array(1024),
+    dims: 0,
+    postings: new Map(),
+    rowOf: new Map(),
+    names: new Map(),
+    hw: -1,
+    builtAt: Date.now(),
+  };
+}
+
+const intern = (ix: WsIndex, name: string) => {
+  let n = ix.names.get(name);
+  if (n === undefined) ix.names.set(name, (n = ix.names.size));
+  return n;
+};
+
+function add(ix: WsIndex, r: any): void {
+  if (ix.rowOf.has(r.id)) return;
+  const row = ix.ids.length;
+  if (row >= ix.alive.length) {
+    const cap = ix.alive.length * 2;
+    const a = new Uint8Array(cap);
+    a.set(ix.alive);
+    ix.alive = a;
+    const s = new Float32Array(cap);
+    s.set(ix.invScale);
+    ix.invScale = s;
+    if (ix.dims) {
+      const q = new Int8Array(cap * ix.dims);
+      q.set(ix.q8);
+      ix.q8 = q;
+    }
+  }
+  ix.ids.push(r.id);
+  ix.seqs.push(Number(r.seq));
+  ix.session.push(intern(ix, r.session));
+  ix.peer.push(intern(ix, r.peer));
+  ix.alive[row] = 1;
+  ix.rowOf.set(r.id, row);
+  if (r.vector) {
+    const v = bufferToVector(r.vector as Uint8Array);
+    if (!ix.dims) {
+      ix.dims = v.length;
+      ix.q8 = new Int8Array(ix.alive.length * ix.dims);
+    }
+    if (v.length === ix.dims) {
+      let max = 0;
+      for (let i = 0; i < v.length; i++) max = Math.max(max, Math.abs(v[i]!));
+      if (max > 0) {
+        const scale = 127 / max;
+        const base = row * ix.dims;
+        for (let i = 0; i < v.length; i++) ix.q8[base + i] = Math.round(v[i]! * scale);
+        ix.invScale[row] = 1 / scale;
+      }
+    }
+  }
+  const body: string = typeof r.body === 'string' ? r.body : indexBody(String(r.content ?? ''));
+  for (const stem of new Set<string>(body.split(' '))) {
+    if (!stem) continue;
+    let p = ix.postings.get(stem);
+    if (!p) ix.postings.set(stem, (p = []));
+    p.push(row);
+  }
+}
+
+function rowsQuery(ctx: Ctx, workspace: string) {
+  return ctx.storage.db
+    .selectFrom('v3_messages')
+    .leftJoin('v3_vectors', 'v3_vectors.id', 'v3_messages.id')
+    .select(['v3_messages.id', 'v3_messages.seq', 'v3_messages.session', 'v3_messages.peer', 'v3_messages.content', 'v3_vectors.vector', 'v3_vectors.body'])
+    .where('v3_messages.workspace', '=', workspace) as any;
+}
+
+async function refresh(ctx: Ctx, workspace: string, ix: WsIndex): Promise<void> {
+  if (ix.hw < 0) {
+    // First build: every message, in seq order, a chunk at a time.
+    let after = -1;
+    for (;;) {
+      const rows: any[] = await rowsQuery(ctx, workspace).where('v3_messages.seq', '>', after).orderBy('v3_messages.seq').limit(CHUNK).execute();
+      for (const r of rows) add(ix, r);
+      if (rows.length) after = Number(rows[rows.length - 1].seq);
+      if (rows.length < CHUNK) break;
+    }
+    ix.hw = Math.max(after, 0);
+    return;
+  }
+  // Since the last refresh, and the ids of a trailing window again (late commits).
+  const recent: any[] = await ctx.storage.db
+    .selectFrom('v3_messages')
+    .select(['id', 'seq'])
+    .where('workspace', '=', workspace)
+    .where('seq', '>', ix.hw - REREAD_US)
+    .execute();
+  const missing = recent.filter((r) => !ix.rowOf.has(r.id)).map((r) => r.id as string);
+  for (let i = 0; i < missing.length; i += 500) {
+    const rows: any[] = await rowsQuery(ctx, workspace).where('v3_messages.id', 'in', missing.slice(i, i + 500)).orderBy('v3_messages.seq').execute();
+    for (const r of rows) add(ix, r);
+  }
+  for (const r of recent) ix.hw = Math.max(ix.hw, Number(r.seq));
+}
+
+async function indexFor(ctx: Ctx, workspace: string): Promise<WsIndex> {
+  let byWs = indexes.get(ctx.storage);
+  if (!byWs) indexes.set(ctx.storage, (byWs = new Map()));
+  let ix = byWs.get(workspace);
+  if (!ix || Date.now() - ix.builtAt > REBUILD_MS) byWs.set(workspace, (ix = empty()));
+  // One refresh at a time per workspace; concurrent searches share it.
+  while (ix.refreshing) await ix.refreshing;
+  ix.refreshing = refresh(ctx, workspace, ix).finally(() => (ix!.refreshing = undefined));
+  await ix.refreshing;
+  return ix;
+}
+
+/** The k best (score, row) pairs of a stream, as a min-heap on score. */
+class TopK {
+  scores: number[] = [];
+  rows: number[] = [];
+  constructor(private k: number) {}
+  push(score: number, row: number): void {
+    const s = this.scores;
+    if (s.length < this.k) {
+      s.push(score);
+      this.rows.push(row);
+      let i = s.length - 1;
+      while (i > 0) {
+        const p = (i - 1) >> 1;
+        if (s[p]! <= s[i]!) break;
+        this.swap(i, p);
+        i = p;
+      }
+    } else if (score > s[0]!) {
+      s[0] = score;
+      this.rows[0] = row;
+      let i = 0;
+      for (;;) {
+        const l = 2 * i + 1;
+        const r = l + 1;
+        let m = i;
+        if (l < s.length && s[l]! < s[m]!) m = l;
+        if (r < s.length && s[r]! < s[m]!) m = r;
+        if (m === i) break;
+        this.swap(i, m);
+        i = m;
+      }
+    }
+  }
+  private swap(a: number, b: number) {
+    [this.scores[a], this.scores[b]] = [this.scores[b]!, this.scores[a]!];
+    [this.rows[a], this.rows[b]] = [this.rows[b]!, this.rows[a]!];
+  }
+}
+
+/**
+ * Hybrid search of a workspace's messages (optionally one session's or one
+ * peer's) through the index: bm25-style weights of the query's stems over the
+ * messages in scope, and cosine similarity (int8 pre-rank of all, exact
+ * re-rank of the best `max(200, 20 × limit)`), fused by reciprocal rank
+ * fusion, ties to the newer message. Returns the rows read back from the
+ * database, best first.
+ */
+export async function indexedSearch(
+  ctx: Ctx,
+  workspace: string,
+  scope: { session?: string; peer?: string },
+  query: string,
+  qv: Float32Array | undefined,
+  limit: number,
+): Promise<any[]> {
+  const ix = await indexFor(ctx, workspace);
+  const session = scope.session === undefined ? -1 : (ix.names.get(scope.session) ?? -2);
+  const peer = scope.peer === undefined ? -1 : (ix.names.get(scope.peer) ?? -2);
+  if (session === -2 || peer === -2) return [];
+  const n = ix.ids.length;
+  const inScope = (row: number) => ix.alive[row] === 1 && (session < 0 || ix.session[row] === session) && (peer < 0 || ix.peer[row] === peer);
+  let total = 0;
+  for (let row = 0; row < n; row++) if (inScope(row)) total++;
+  if (!total) return [];
+  const keep = Math.max(10, limit + 5);
+
+  // Full text.
+  const textScore = new Map<number, number>();
+  for (const t of queryTerms(query)) {
+    const p = ix.postings.get(t);
+    if (!p) continue;
+    const rows = p.filter(inScope);
+    if (!rows.length) continue;
+    const idf = Math.log(1 + (total - rows.length + 0.5) / (rows.length + 0.5));
+    for (const r of rows) textScore.set(r, (textScore.get(r) ?? 0) + idf);
+  }
+  const textTop = [...textScore.entries()].sort((a, b) => b[1] - a[1] || ix.seqs[b[0]]! - ix.seqs[a[0]]!).slice(0, keep * 2);
+
+  // Vectors: int8 pre-rank over the scope.
+  let vecRows: number[] = [];
+  if (qv && ix.dims === qv.length) {
+    const d = ix.dims;
+    const top = new TopK(Math.max(200, 20 * limit));
+    const q = ix.q8;
+    for (let row = 0; row < n; row++) {
+      const inv = ix.invScale[row]!;
+      if (inv === 0 || !inScope(row)) continue;
+      let s = 0;
+      const base = row * d;
+      for (let i = 0; i < d; i++) s += q[base + i]! * qv[i]!;
+      top.push(s * inv, row);
+    }
+    vecRows = top.rows;
+  }
+
+  // Read the candidates back: deleted ones are gone (and leave the index), vectors are exact.
+  const wanted = [...new Set([...textTop.map((e) => e[0]), ...vecRows])].map((r) => ix.ids[r]!);
+  const fetched = new Map<string, any>();
+  for (let i = 0; i < wanted.length; i += 500) {
+    const rows: any[] = await ctx.storage.db
+      .selectFrom('v3_messages')
+      .leftJoin('v3_vectors', 'v3_vectors.id', 'v3_messages.id')
+      .selectAll('v3_messages')
+      .select(['v3_vectors.vector'])
+      .where('v3_messages.workspace', '=', workspace)
+      .where('v3_messages.id', 'in', wanted.slice(i, i + 500))
+      .execute();
+    for (const r of rows) fetched.set(r.id, r);
+  }
+  for (const id of wanted) if (!fetched.has(id)) ix.alive[ix.rowOf.get(id)!] = 0;
+
+  const order = (id: string) => -Number(fetched.get(id).seq);
+  const textHits = textTop
+    .map((e) => ix.ids[e[0]]!)
+    .filter((id) => fetched.has(id))
+    .slice(0, keep)
+    .map((id) => ({ key: id, order: order(id), score: textScore.get(ix.rowOf.get(id)!)! }));
+  const vectorHits = qv
+    ? vecRows
+        .map((r) => ix.ids[r]!)
+        .filter((id) => fetched.get(id)?.vector)
+        .map((id) => ({ key: id, order: order(id), score: dot(qv, bufferToVector(fetched.get(id).vector)) }))
+        .sort((a, b) => b.score - a.score || a.order - b.order)
+        .slice(0, keep)
+    : [];
+  return reciprocalRankFusion([textHits, vectorHits], limit).map((h) => fetched.get(h.key as string));
+}
