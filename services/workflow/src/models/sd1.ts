@@ -20,7 +20,7 @@ import { CFG_PP_SAMPLERS, getSampler, type SamplerOptions, type StepInfo } from 
 import { DiscreteSchedule, ksamplerSigmas } from './schedules.ts';
 import { ModelFileError, SafetensorsFile } from './safetensors.ts';
 import { createSession, ortTensor, WEIGHTS_LOCATION, type OrtTensor, type RuntimeOptions, type Session } from './session.ts';
-import { buildUNetGraph, timestepEmbedding } from './unet-graph.ts';
+import { attentionChunksFor, buildUNetGraph, timestepEmbedding } from './unet-graph.ts';
 import { buildVaeDecoderGraph, buildVaeEncoderGraph } from './vae-graph.ts';
 
 /** SD1.x latents: 4 channels, scaled by 0.18215 for the UNet (the reference's latent_formats.SD15). */
@@ -282,11 +282,23 @@ export class UNetModel {
 
   private build = () => buildUNetGraph(new OnnxGraph(this.checkpoint.file, WEIGHTS_LOCATION, UNET_PREFIX), this.checkpoint.detected.unet);
 
+  /**
+   * Attention score matrices ([B, heads, T, T] floats) larger than this are
+   * computed in query slices (a session per slice count, a power of two), so
+   * SDXL at 1024² does not hold gigabytes of scores at once.
+   */
+  static attentionLimitBytes = 256 * 2 ** 20;
+
   /** The UNet's raw output (ε or v) for a batch: x [B,C,H,W] (already scaled), one timestep for all, context [B,T,D] (and SDXL's y). */
   async eps(x: Float32Array, shape: number[], timestep: number, context: ModelContext): Promise<Float32Array> {
     const b = shape[0]!;
-    const { modelChannels: dim, admInChannels: adm } = this.checkpoint.detected.unet;
-    await this.checkpoint.session('unet', this.build);
+    const cfg = this.checkpoint.detected.unet;
+    const { modelChannels: dim, admInChannels: adm } = cfg;
+    const need = attentionChunksFor(cfg, shape, UNetModel.attentionLimitBytes);
+    const chunks = need > 1 ? 2 ** Math.ceil(Math.log2(need)) : 1;
+    const kind = chunks > 1 ? `unet:q${chunks}` : 'unet';
+    const build = chunks > 1 ? () => buildUNetGraph(new OnnxGraph(this.checkpoint.file, WEIGHTS_LOCATION, UNET_PREFIX), cfg, { attentionChunks: chunks }) : this.build;
+    await this.checkpoint.session(kind, build);
     const feeds: Record<string, OrtTensor> = {
       x: ortTensor('float32', x, shape),
       t_emb: ortTensor('float32', timestepEmbedding(new Array(b).fill(timestep), dim), [b, dim]),
@@ -302,7 +314,7 @@ export class UNetModel {
       }
       feeds.y = ortTensor('float32', y, [b, adm]);
     }
-    const out = await this.checkpoint.run('unet', this.build, feeds);
+    const out = await this.checkpoint.run(kind, build, feeds);
     return out.eps!.data as Float32Array;
   }
 }

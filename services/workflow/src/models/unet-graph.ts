@@ -20,19 +20,31 @@ function resBlock(g: OnnxGraph, x: string, emb: string, key: string): string {
   return g.add(skip, h);
 }
 
-function crossAttention(g: OnnxGraph, x: string, context: string, key: string, heads: number): string {
+/**
+ * Attention with the queries in `chunks` slices along the tokens (the last may
+ * be shorter): each slice's score matrix is made, used and freed before the
+ * next, so the largest one is 1/chunks of the whole (the reference's split
+ * attention, for the memory budget). The result is the same.
+ */
+function crossAttention(g: OnnxGraph, x: string, context: string, key: string, heads: number, chunks = 1): string {
   const channels = g.shape(`${key}.to_q.weight`)[0]!;
   const q = g.linear(x, `${key}.to_q`);
   const k = g.linear(context, `${key}.to_k`);
   const v = g.linear(context, `${key}.to_v`);
-  return g.linear(g.attention(q, k, v, heads, channels), `${key}.to_out.0`);
+  let out: string;
+  if (chunks <= 1) out = g.attention(q, k, v, heads, channels);
+  else {
+    const parts = g.opN('Split', [q], chunks, { axis: 1, num_outputs: chunks });
+    out = g.op('Concat', parts.map((qi) => g.attention(qi, k, v, heads, channels)), { axis: 1 });
+  }
+  return g.linear(out, `${key}.to_out.0`);
 }
 
-function transformerBlock(g: OnnxGraph, x: string, context: string, key: string, heads: number): string {
+function transformerBlock(g: OnnxGraph, x: string, context: string, key: string, heads: number, chunks: number): string {
   let n = g.layerNorm(x, `${key}.norm1`, 1e-5);
-  x = g.add(crossAttention(g, n, n, `${key}.attn1`, heads), x);
+  x = g.add(crossAttention(g, n, n, `${key}.attn1`, heads, chunks), x);
   n = g.layerNorm(x, `${key}.norm2`, 1e-5);
-  x = g.add(crossAttention(g, n, context, `${key}.attn2`, heads), x);
+  x = g.add(crossAttention(g, n, context, `${key}.attn2`, heads, chunks), x);
   n = g.layerNorm(x, `${key}.norm3`, 1e-5);
   // GEGLU: one projection to twice the width, value × gelu(gate).
   const [value, gate] = g.opN('Split', [g.linear(n, `${key}.ff.net.0.proj`)], 2, { axis: -1, num_outputs: 2 });
@@ -40,19 +52,40 @@ function transformerBlock(g: OnnxGraph, x: string, context: string, key: string,
   return g.add(ff, x);
 }
 
-function spatialTransformer(g: OnnxGraph, x: string, context: string, key: string, depth: number, cfg: UNetConfig): string {
+function spatialTransformer(g: OnnxGraph, x: string, context: string, key: string, depth: number, cfg: UNetConfig, chunks = 1): string {
   const linear = cfg.linearProjection;
   const channels = g.shape(`${key}.norm.weight`)[0]!;
   // SD1: a fixed head count; SD2.x and SDXL: 64-channel heads (the reference's num_head_channels).
   const heads = cfg.headChannels > 0 ? channels / cfg.headChannels : cfg.numHeads;
   const normed = g.groupNorm(x, `${key}.norm`, GN_GROUPS, 1e-6);
   let t = linear ? g.linear(g.toTokens(normed), `${key}.proj_in`) : g.toTokens(g.conv(normed, `${key}.proj_in`));
-  for (let d = 0; d < depth; d++) t = transformerBlock(g, t, context, `${key}.transformer_blocks.${d}`, heads);
+  for (let d = 0; d < depth; d++) t = transformerBlock(g, t, context, `${key}.transformer_blocks.${d}`, heads, chunks);
   const out = linear ? g.fromTokens(g.linear(t, `${key}.proj_out`), x) : g.conv(g.fromTokens(t, x), `${key}.proj_out`);
   return g.add(out, x);
 }
 
-export function buildUNetGraph(g: OnnxGraph, cfg: UNetConfig): Uint8Array {
+export interface UNetGraphOptions {
+  /**
+   * Query slices for attention at the full latent resolution; a level whose
+   * side is halved L times takes ⌈n / 16^L⌉ (its score matrices are 16^L
+   * times smaller). 1 = whole (unsliced) attention.
+   */
+  attentionChunks?: number;
+}
+
+/** How many query slices keep one attention score matrix ([B, heads, T, T] floats) within `limitBytes` at the full latent resolution. */
+export function attentionChunksFor(cfg: UNetConfig, shape: readonly number[], limitBytes: number): number {
+  const [b, , h, w] = shape as [number, number, number, number];
+  const t = h * w;
+  // The most heads any transformer has (deeper levels are covered by the 16^L rule).
+  const heads = Math.max(cfg.headChannels > 0 ? 1 : cfg.numHeads, ...[...cfg.inputBlocks, ...cfg.outputBlocks].filter((x) => x.depth).map((x) => (cfg.headChannels > 0 ? x.outChannels / cfg.headChannels : cfg.numHeads)));
+  const bytes = b * heads * t * t * 4;
+  return bytes <= limitBytes ? 1 : Math.min(t, Math.ceil(bytes / limitBytes));
+}
+
+export function buildUNetGraph(g: OnnxGraph, cfg: UNetConfig, opts: UNetGraphOptions = {}): Uint8Array {
+  const chunksAt = (level: number) => Math.max(1, Math.ceil((opts.attentionChunks ?? 1) / 16 ** level));
+  let level = 0;
   const x = g.input('x', DataType.FLOAT, ['batch', cfg.inChannels, 'height', 'width']);
   const tEmb = g.input('t_emb', DataType.FLOAT, ['batch', cfg.modelChannels]);
   const context = g.input('context', DataType.FLOAT, ['batch', 'tokens', cfg.contextDim]);
@@ -68,21 +101,24 @@ export function buildUNetGraph(g: OnnxGraph, cfg: UNetConfig): Uint8Array {
   for (const b of cfg.inputBlocks) {
     const key = `input_blocks.${b.index}`;
     if (b.kind === 'conv_in') h = g.conv(h, `${key}.0`);
-    else if (b.kind === 'down') h = g.conv(h, `${key}.0.op`, { stride: 2 });
-    else {
+    else if (b.kind === 'down') {
+      h = g.conv(h, `${key}.0.op`, { stride: 2 });
+      level++;
+    } else {
       h = resBlock(g, h, emb, `${key}.0`);
-      if (b.depth) h = spatialTransformer(g, h, context, `${key}.1`, b.depth, cfg);
+      if (b.depth) h = spatialTransformer(g, h, context, `${key}.1`, b.depth, cfg, chunksAt(level));
     }
     skips.push(h);
   }
   h = resBlock(g, h, emb, 'middle_block.0');
-  if (cfg.middleDepth) h = spatialTransformer(g, h, context, 'middle_block.1', cfg.middleDepth, cfg);
+  if (cfg.middleDepth) h = spatialTransformer(g, h, context, 'middle_block.1', cfg.middleDepth, cfg, chunksAt(level));
   h = resBlock(g, h, emb, 'middle_block.2');
   for (const b of cfg.outputBlocks) {
     const key = `output_blocks.${b.index}`;
     h = g.op('Concat', [h, skips.pop()!], { axis: 1 });
     h = resBlock(g, h, emb, `${key}.0`);
-    if (b.depth) h = spatialTransformer(g, h, context, `${key}.1`, b.depth, cfg);
+    if (b.depth) h = spatialTransformer(g, h, context, `${key}.1`, b.depth, cfg, chunksAt(level));
+    if (b.upsample) level--;
     // The reference's Upsample takes the next skip's size (output_shape), so odd sizes (areas, latents) meet their skips.
     if (b.upsample) h = g.conv(skips.length ? g.upsampleTo(h, skips[skips.length - 1]!) : g.upsample2x(h), b.upsample);
   }
