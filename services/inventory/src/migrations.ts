@@ -327,4 +327,18 @@ export const coreMigrations: Migration[] = [
       ]);
     },
   },
+  {
+    // NetBox's custom field definitions (issue 24).
+    name: '011_custom_fields',
+    async up(db, d) {
+      await exec(db, [
+        `create table extras_customfield (id ${d.serialPrimaryKey}, object_types ${d.jsonType} not null, type varchar(50) not null,
+          name varchar(50) not null unique, label varchar(50) not null, group_name varchar(50) not null, description varchar(200) not null,
+          required ${d.booleanType} not null, is_unique ${d.booleanType} not null, search_weight integer not null, filter_logic varchar(50) not null,
+          ui_visible varchar(50) not null, ui_editable varchar(50) not null, is_cloneable ${d.booleanType} not null, default_value ${d.jsonType},
+          weight integer not null, validation_minimum numeric(20,4), validation_maximum numeric(20,4), validation_regex varchar(500) not null,
+          comments text not null, custom_fields ${d.jsonType} not null, created ${d.timestampType} not null, last_updated ${d.timestampType} not null)`,
+      ]);
+    },
+  },
 ];

@@ -9,6 +9,7 @@ import { NETBOX_FILTERS, NETBOX_LOOKUPS } from './netbox-filters.ts';
 import { DEVICE_STATUS } from './choices.ts';
 import { cablingFilterSql } from './cabling.ts';
 import { compileLookup } from './regex-lookup.ts';
+import { customFieldsFor } from './custom-fields.ts';
 
 export type Query = Record<string, string | string[] | undefined>;
 type Cond = RawBuilder<unknown>;
@@ -431,6 +432,11 @@ async function customFilter(ctx: ReadCtx, m: ModelDef, f: ExtraFilter, q: Query,
     conds.push(sql`(${sql.join(nets.map(one), sql` or `)})`);
     return;
   }
+  if (key0 === 'customfield.object_type') {
+    // Definitions whose object_types list holds the type (a JSON list: matched on its quoted element).
+    conds.push(sql`(${sql.join(vals.map((v) => sql`cast(${col(m.table, 'object_types')} as text) like ${`%${likeEscape(JSON.stringify(v.trim()))}%`} escape '!'`), sql` or `)})`);
+    return;
+  }
   if (f.name === 'cabled' || f.name === 'occupied' || f.name === 'cable_end' || m.key === 'cable') {
     let ids: number[] | undefined;
     let name = f.name;
@@ -527,6 +533,53 @@ function tagFilters(ctx: ReadCtx, m: ModelDef, q: Query, errors: Errors, conds: 
   for (const id of ids ?? []) conds.push(tagged(sql`t.id = ${id}`));
 }
 
+/** `cf_<name>` (exact; `__n`, `__ic`, `__gt/__gte/__lt/__lte` for numbers and dates) on the stored custom field data. */
+async function customFieldFilters(ctx: ReadCtx, m: ModelDef, q: Query, errors: Errors, conds: Cond[]): Promise<void> {
+  const defs = m.taggable ? await customFieldsFor(ctx, m.objectType) : [];
+  for (const key of Object.keys(q)) {
+    if (!key.startsWith('cf_')) continue;
+    const match = /^cf_([a-z0-9_]+?)(?:__(n|ic|gt|gte|lt|lte))?$/.exec(key);
+    const def = match ? defs.find((d) => d.name === match[1]) : undefined;
+    if (!match || !def) {
+      (errors[key] ??= []).push(`No custom field of this name is defined for ${m.verboseName}s; the request was refused rather than ignored.`);
+      continue;
+    }
+    const lookup = match[2] ?? '';
+    const pg = ctx.dialect.kind === 'postgres';
+    const text = pg ? sql`(${col(m.table, 'custom_fields')} ->> ${def.name})` : sql`cast(json_extract(${col(m.table, 'custom_fields')}, ${`$."${def.name}"`}) as text)`;
+    const numeric = def.type === 'integer' || def.type === 'decimal';
+    for (const raw of values(q, key)) {
+      const v = raw.trim();
+      if (v === 'null' && (lookup === '' || lookup === 'n')) {
+        conds.push(lookup === 'n' ? sql`${text} is not null` : sql`${text} is null`);
+        continue;
+      }
+      if (numeric) {
+        if (!/^-?\d{1,15}(\.\d{1,6})?$/.test(v)) {
+          (errors[key] ??= []).push('Enter a number.');
+          continue;
+        }
+        const n = sql`cast(${text} as ${sql.raw(pg ? 'numeric' : 'real')})`;
+        const op = { '': '=', n: '<>', gt: '>', gte: '>=', lt: '<', lte: '<=' }[lookup];
+        if (!op) (errors[key] ??= []).push('Unsupported lookup for a number.');
+        else conds.push(lookup === 'n' ? sql`(${text} is null or ${n} <> ${Number(v)})` : sql`${n} ${sql.raw(op)} ${Number(v)}`);
+        continue;
+      }
+      if (def.type === 'boolean') {
+        const b = parseBool(v);
+        if (b === undefined) (errors[key] ??= []).push('Select a valid choice.');
+        else conds.push(pg ? sql`${text} = ${b ? 'true' : 'false'}` : sql`${text} = ${b ? '1' : '0'}`);
+        continue;
+      }
+      if (lookup === 'ic') conds.push(sql`lower(${text}) like lower(${`%${likeEscape(v)}%`}) escape '!'`);
+      else if (lookup === 'n') conds.push(sql`(${text} is null or ${text} <> ${v})`);
+      else if (lookup === '') conds.push(sql`${text} = ${v}`);
+      else if (def.type === 'date' || def.type === 'datetime') conds.push(sql`${text} ${sql.raw({ gt: '>', gte: '>=', lt: '<', lte: '<=' }[lookup]!)} ${v}`);
+      else (errors[key] ??= []).push('Unsupported lookup for this custom field type.');
+    }
+  }
+}
+
 const TIME_LOOKUPS: Record<string, string> = { '': '=', __gt: '>', __gte: '>=', __lt: '<', __lte: '<=' };
 
 /**
@@ -544,6 +597,7 @@ export async function buildFilters(ctx: ReadCtx, m: ModelDef, q: Query): Promise
     else if (f.kind === 'int') numericFilters(m.table, f.column!, f.name, q, errors, conds);
     else if (f.kind === 'custom') await customFilter(ctx, m, f, q, errors, conds);
   }
+  if (Object.keys(q).some((k) => k.startsWith('cf_'))) await customFieldFilters(ctx, m, q, errors, conds);
   const search = values(q, 'q')[0]?.trim();
   if (search) conds.push(sql`(${sql.join(m.search.map((c) => ilike(`${m.table}.${c}`, `%${likeEscape(search)}%`)), sql` or `)})`);
   if (m.taggable && (q.tag !== undefined || q.tag__n !== undefined || q.tag_id !== undefined)) {
@@ -606,7 +660,9 @@ export function unsupportedFilters(m: ModelDef, q: Query): Errors {
     const cut = key.lastIndexOf('__');
     const base = cut > 0 ? key.slice(0, cut) : key;
     const lookup = cut > 0 ? key.slice(cut + 2) : '';
-    const netbox = known.includes(key) || (known.includes(base) && (lookup === '' || NETBOX_LOOKUPS.has(lookup))) || /^cf_/.test(key);
+    // cf_<name> filters are checked against the custom field definitions in buildFilters.
+    if (/^cf_/.test(key)) continue;
+    const netbox = known.includes(key) || (known.includes(base) && (lookup === '' || NETBOX_LOOKUPS.has(lookup)));
     if (netbox) errors[key] = [`This NetBox filter is not supported by this service; the request was refused rather than ignored.`];
   }
   return errors;

@@ -49,6 +49,7 @@ export const NETBOX_FILTERS: Record<string, readonly string[]> = {
   rir: ["created", "created_by_request", "description", "id", "is_private", "last_updated", "modified_by_request", "name", "q", "slug", "tag", "tag_id", "updated_by_request"],
   aggregate: ["contact", "contact_group", "contact_role", "created", "created_by_request", "date_added", "description", "family", "id", "last_updated", "modified_by_request", "prefix", "q", "rir", "rir_id", "tag", "tag_id", "tenant", "tenant_group", "tenant_group_id", "tenant_id", "updated_by_request"],
   role: ["created", "created_by_request", "description", "id", "last_updated", "modified_by_request", "name", "q", "slug", "tag", "tag_id", "updated_by_request", "weight"],
+  customfield: ["choice_set", "choice_set_id", "created", "created_by_request", "description", "filter_logic", "group_name", "id", "is_cloneable", "label", "last_updated", "modified_by_request", "name", "object_type", "object_type_id", "q", "related_object_type", "related_object_type_id", "required", "search_weight", "type", "ui_editable", "ui_visible", "unique", "updated_by_request", "validation_maximum", "validation_minimum", "validation_regex", "weight"],
   asn: ["asn", "created", "created_by_request", "description", "id", "last_updated", "modified_by_request", "provider", "provider_id", "q", "rir", "rir_id", "site", "site_group", "site_group_id", "site_id", "tag", "tag_id", "tenant", "tenant_group", "tenant_group_id", "tenant_id", "updated_by_request"],
 };
 

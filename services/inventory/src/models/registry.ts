@@ -8,6 +8,7 @@ import type { ModelDef } from './types.ts';
 import { CABLING_MODELS } from './cabling.ts';
 import { CIRCUIT_MODELS } from './circuits.ts';
 import { IPAM_REGISTRY_MODELS } from './ipam-registry.ts';
+import { customField } from './custom-fields.ts';
 
 /** Every object type: its REST endpoints, change logging and event rules all come from here. */
 export const MODELS: ModelDef[] = [
@@ -40,6 +41,7 @@ export const MODELS: ModelDef[] = [
   ...CABLING_MODELS,
   ...CIRCUIT_MODELS,
   ...IPAM_REGISTRY_MODELS,
+  customField,
 ];
 
 const byKey = new Map(MODELS.map((m) => [m.key, m]));

@@ -3,6 +3,7 @@ import { chunks, fetchRowsByIds, type ReadCtx } from './read.ts';
 import { displayUrl, model, objectUrl } from './registry.ts';
 import type { FieldDef, ModelDef, Refs, Row } from './types.ts';
 import { djangoIso } from './values.ts';
+import { customFieldsFor } from './custom-fields.ts';
 
 type Obj = Record<string, unknown>;
 
@@ -174,6 +175,9 @@ export async function represent(ctx: ReadCtx, m: ModelDef, rows: Row[], brief = 
   const tags = await loadTags(ctx, m, ids);
   const usage = m.key === 'tag' ? await tagUsage(ctx, ids) : undefined;
   const { fields, unmodelled, countNames, make } = fullPlan(m);
+  // With custom fields defined for the type, each object shows every one of them (null when unset), as NetBox.
+  const cfNames = m.taggable ? (await customFieldsFor(ctx, m.objectType)).map((d) => d.name) : [];
+  const cfOf = (stored: Record<string, unknown> | null | undefined) => (cfNames.length ? Object.fromEntries(cfNames.map((n) => [n, stored?.[n] ?? null])) : (stored ?? {}));
   const outs = rows.map((r) => {
     const rr = refs.get(r.id)!;
     const v: unknown[] = [r.id, objectUrl(ctx.base, m, r.id), displayUrl(ctx.base, m, r.id), m.display(r, rr)];
@@ -182,7 +186,7 @@ export async function represent(ctx: ReadCtx, m: ModelDef, rows: Row[], brief = 
       v.push(apiValue(f, r, rr));
     }
     for (const [, x] of unmodelled) v.push(x === null ? null : Array.isArray(x) && x.length === 0 ? [] : typeof x !== 'object' ? x : structuredClone(x));
-    if (m.taggable) v.push(tags.get(r.id) ?? [], r.custom_fields ?? {});
+    if (m.taggable) v.push(tags.get(r.id) ?? [], cfOf(r.custom_fields));
     if (usage) v.push([], usage.get(r.id) ?? 0);
     v.push(r.created, r.last_updated);
     for (const name of countNames) v.push(counts!.get(name)!.get(r.id) ?? (m.counts![name]?.sum ? null : 0));

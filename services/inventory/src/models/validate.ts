@@ -4,6 +4,7 @@ import { model } from './registry.ts';
 import type { FieldDef, ModelDef, Row } from './types.ts';
 import { netString, parseNet } from './ip.ts';
 import { normaliseMac, parseIpInterface, pyRepr, pyType } from './values.ts';
+import { cleanCustomFields, customFieldsFor } from './custom-fields.ts';
 
 export type Errors = Record<string, string[]>;
 
@@ -240,9 +241,27 @@ export async function validateInput(ctx: ReadCtx, m: ModelDef, data: unknown, ex
     }
   }
   if (m.taggable) {
+    // Custom field definitions of this type: when there are any, the data is checked against them (NetBox's
+    // CustomFieldsDataField); without any, custom_fields stays a free JSON object as before.
+    const defs = await customFieldsFor(ctx, m.objectType);
+    const cleanCf = (v: unknown) => {
+      const merged = customFields(v, null);
+      if (!defs.length) return customFields(v, existing);
+      const r = cleanCustomFields(defs, merged, existing?.custom_fields ?? null, !existing);
+      if ('error' in r) fail(r.error);
+      return (r as { data: Record<string, unknown> }).data;
+    };
+    if (defs.length && !existing && !Object.prototype.hasOwnProperty.call(input, 'custom_fields')) {
+      try {
+        out.customFields = cleanCf({});
+      } catch (err) {
+        if (!(err instanceof FieldProblem)) throw err;
+        errors.custom_fields = [err.message];
+      }
+    }
     for (const [key, run] of [
       ['tags', async () => (out.tags = await tagIds(ctx, input.tags))],
-      ['custom_fields', async () => (out.customFields = customFields(input.custom_fields, existing))],
+      ['custom_fields', async () => (out.customFields = cleanCf(input.custom_fields))],
     ] as const) {
       if (!Object.prototype.hasOwnProperty.call(input, key)) continue;
       try {

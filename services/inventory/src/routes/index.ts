@@ -15,6 +15,7 @@ import { ipamRoutes } from './ipam.ts';
 import { schemaRoutes } from './schema.ts';
 import { statusRoutes } from './status.ts';
 import { tenancyRoutes } from './tenancy.ts';
+import { registerModelRoutes } from './objects.ts';
 import { userRoutes } from './users.ts';
 import { virtualizationRoutes } from './virtualization.ts';
 import { circuitRoutes } from './circuits.ts';
@@ -61,6 +62,7 @@ export async function coreRoutes(app: FastifyInstance, opts: CoreRouteOptions): 
   virtualizationRoutes(app, sink);
   circuitRoutes(app, sink);
   tagRoutes(app, sink);
+  registerModelRoutes(app, sink, MODELS.find((m) => m.key === 'customfield')!);
   await objectChangeRoutes(app, deps);
   await userRoutes(app, deps);
 }
