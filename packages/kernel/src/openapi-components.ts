@@ -253,3 +253,126 @@ export function shareParameters(doc: Obj): Obj {
   if (Object.keys(parameters).length > 0) components.parameters = parameters;
   return doc;
 }
+
+/**
+ * The same document as OpenAPI 3.0.3, for Swagger UI only. Swagger UI 5
+ * resolves a 3.1 document through ApiDOM, which walks and clones every node
+ * of it: the inventory's /docs took 6–8 s to list its tags and 4 s to open an
+ * operation on this machine; a 3.0 document goes through its older resolver.
+ * The only 3.1 constructs the services' documents use are JSON Schema's
+ * `{type: 'null'}` alternatives, `type` lists, `const` and `examples`: they
+ * become 3.0's `nullable`, `enum` and `example`. Rewrites `doc` in place.
+ */
+export function toOpenApi30(doc: Obj): Obj {
+  const schema = (s: Json): Json => {
+    if (Array.isArray(s)) return s.map(schema);
+    if (!isObj(s)) return s;
+    for (const k of Object.keys(s)) {
+      if (k === 'properties' || k === 'patternProperties' || k === '$defs') {
+        const m = s[k];
+        if (isObj(m)) for (const p of Object.keys(m)) m[p] = schema(m[p]!);
+      } else if (k !== 'enum' && k !== 'example' && k !== 'default') s[k] = schema(s[k]!);
+    }
+    if (Array.isArray(s.type)) {
+      const types = s.type.filter((t) => t !== 'null');
+      if (types.length < s.type.length) s.nullable = true;
+      if (types.length === 1) s.type = types[0]!;
+      else {
+        delete s.type;
+        s.anyOf = types.map((t) => ({ type: t }));
+      }
+    }
+    for (const key of ['anyOf', 'oneOf'] as const) {
+      const list = s[key];
+      if (!Array.isArray(list)) continue;
+      const rest = list.filter((x) => !(isObj(x) && x.type === 'null' && Object.keys(x).length === 1));
+      if (rest.length === list.length) continue;
+      s.nullable = true;
+      if (rest.length === 1 && isObj(rest[0]) && !('$ref' in rest[0]) && Object.keys(s).length === 2) return { ...rest[0], nullable: true };
+      if (rest.length === 0) {
+        delete s[key];
+      } else s[key] = rest;
+    }
+    if ('const' in s) {
+      s.enum = [s.const!];
+      delete s.const;
+    }
+    if (Array.isArray(s.examples) && !('example' in s)) {
+      s.example = s.examples[0]!;
+      delete s.examples;
+    }
+    return s;
+  };
+  const media = (content: Json) => {
+    if (isObj(content)) for (const m of Object.values(content)) if (isObj(m) && m.schema !== undefined) m.schema = schema(m.schema);
+  };
+  const components = isObj(doc.components) ? doc.components : {};
+  if (isObj(components.schemas)) for (const n of Object.keys(components.schemas)) components.schemas[n] = schema(components.schemas[n]!);
+  const param = (p: Json) => {
+    if (isObj(p) && p.schema !== undefined) p.schema = schema(p.schema);
+  };
+  if (isObj(components.parameters)) Object.values(components.parameters).forEach(param);
+  if (isObj(components.responses)) for (const r of Object.values(components.responses)) if (isObj(r)) media(r.content ?? null);
+  for (const item of Object.values(isObj(doc.paths) ? doc.paths : {})) {
+    if (!isObj(item)) continue;
+    for (const op of Object.values(item)) {
+      if (!isObj(op)) continue;
+      if (Array.isArray(op.parameters)) op.parameters.forEach(param);
+      if (isObj(op.requestBody)) media(op.requestBody.content ?? null);
+      if (isObj(op.responses)) for (const r of Object.values(op.responses)) if (isObj(r)) media(r.content ?? null);
+    }
+  }
+  doc.openapi = '3.0.3';
+  return doc;
+}
+
+/**
+ * One document per tag (an operation goes under its first tag), each holding
+ * only the components its operations reach, in the order the tags are first
+ * used. Swagger UI's cost grows with the whole document it is given (it
+ * converts and walks all of it before it draws anything), so /docs can offer
+ * a large API section by section.
+ */
+export function splitByTag(doc: Obj): Map<string, Obj> {
+  const byTag = new Map<string, Obj>();
+  for (const [url, item] of Object.entries(isObj(doc.paths) ? doc.paths : {})) {
+    if (!isObj(item)) continue;
+    for (const [method, op] of Object.entries(item)) {
+      if (!isObj(op)) continue;
+      const tag = Array.isArray(op.tags) && typeof op.tags[0] === 'string' ? op.tags[0] : 'default';
+      let paths = byTag.get(tag);
+      if (!paths) byTag.set(tag, (paths = {}));
+      const target = (paths[url] ??= {}) as Obj;
+      target[method] = op;
+    }
+  }
+  const components = isObj(doc.components) ? doc.components : {};
+  const out = new Map<string, Obj>();
+  for (const [tag, paths] of byTag) {
+    const kept: Record<string, Obj> = {};
+    const seen = new Set<string>();
+    const walk = (v: Json) => {
+      if (Array.isArray(v)) v.forEach(walk);
+      else if (isObj(v)) {
+        const ref = v.$ref;
+        if (typeof ref === 'string' && ref.startsWith('#/components/') && !seen.has(ref)) {
+          seen.add(ref);
+          const [kind, name] = ref.slice('#/components/'.length).split('/') as [string, string];
+          const group = components[kind];
+          const target = isObj(group) ? group[name] : undefined;
+          if (target !== undefined) {
+            (kept[kind] ??= {})[name] = target;
+            walk(target);
+          }
+        }
+        for (const x of Object.values(v)) walk(x);
+      }
+    };
+    walk(paths);
+    if (components.securitySchemes !== undefined) kept.securitySchemes = components.securitySchemes as Obj;
+    const section: Obj = { ...doc, paths, components: kept };
+    if (Array.isArray(doc.tags)) section.tags = doc.tags.filter((t) => isObj(t) && t.name === tag);
+    out.set(tag, section);
+  }
+  return out;
+}

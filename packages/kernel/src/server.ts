@@ -9,7 +9,8 @@ import { applyHttpTimeouts, httpTimeoutsFrom, type HttpTimeouts } from './http-t
 import type { ErrorStyle } from './error-style.ts';
 import { addLaxCoercion } from './lax-coercion.ts';
 import { MethodIndex } from './method-index.ts';
-import { shareComponents, shareParameters } from './openapi-components.ts';
+import { gzipSync } from 'node:zlib';
+import { shareComponents, shareParameters, splitByTag, toOpenApi30 } from './openapi-components.ts';
 
 export type App = FastifyInstance<any, any, any, any, TypeBoxTypeProvider>;
 
@@ -50,6 +51,12 @@ export interface OpenApiOptions {
   docsShape?: (doc: any) => void;
   /** Swagger UI settings at /docs (e.g. docExpansion 'none' for a document with hundreds of operations). */
   ui?: Record<string, unknown>;
+  /**
+   * /docs offers the API one tag at a time (Swagger UI's definition selector,
+   * `primary` first, then the others, then the whole document as "all"): for
+   * an API whose single document takes Swagger UI seconds to draw.
+   */
+  docsSections?: { primary: string; ui?: Record<string, unknown> };
   /**
    * Error responses an operation can give that its route schema does not declare (status → description),
    * documented with `errorSchema`. Only the document changes: route schemas also drive serialization.
@@ -133,24 +140,56 @@ export async function createHttpServer(opts: HttpServerOptions): Promise<App> {
     transformObject: (built: any) => finishDocument(built.openapiObject, doc),
   });
   // The token typed into Authorize survives a reload; the search box filters by tag.
-  // Swagger UI reads its own copy of the document (/docs/json), made once: parameters shared too.
+  // Swagger UI reads its own copy of the document (/docs/json), made once: parameters shared
+  // too, and written as OpenAPI 3.0 (Swagger UI's 3.1 path walks every node through ApiDOM).
   let forDocs: Record<string, any> | undefined;
+  const docsCopy = (spec: unknown): Record<string, any> => {
+    if (forDocs === undefined) {
+      const copy = structuredClone(spec) as Record<string, any>;
+      doc.docsShape?.(copy);
+      forDocs = toOpenApi30(shareParameters(copy));
+    }
+    return forDocs;
+  };
   await app.register(swaggerUi, {
     routePrefix: '/docs',
     staticCSP: false,
-    uiConfig: { persistAuthorization: true, filter: true, displayRequestDuration: true, ...doc.ui },
-    transformSpecificationClone: false,
-    transformSpecification: (spec: any) => {
-      if (forDocs === undefined) {
-        const copy = structuredClone(spec);
-        doc.docsShape?.(copy);
-        forDocs = shareParameters(copy);
-      }
-      return forDocs!;
+    uiConfig: {
+      persistAuthorization: true,
+      filter: true,
+      displayRequestDuration: true,
+      ...doc.ui,
+      ...(doc.docsSections ? { configUrl: '/docs/sections.json', ...doc.docsSections.ui } : {}),
     },
+    transformSpecificationClone: false,
+    transformSpecification: (spec: any) => docsCopy(spec),
   });
 
-  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  // The documents never change once built: each is serialized (and gzipped) once.
+  const cache = new Map<string, CachedJson>();
+  const cached = (key: string, build: () => unknown) => {
+    let hit = cache.get(key);
+    if (!hit) cache.set(key, (hit = new CachedJson(JSON.stringify(build()))));
+    return hit;
+  };
+  app.get('/openapi.json', { schema: { hide: true } }, async (req, reply) => cached('openapi', () => app.swagger()).send(req, reply, 'application/json; charset=utf-8'));
+  if (doc.docsSections) {
+    const primary = doc.docsSections.primary;
+    let sections: Map<string, Record<string, any>> | undefined;
+    const sectionsOf = () => (sections ??= splitByTag(docsCopy(app.swagger())));
+    app.get('/docs/sections.json', { schema: { hide: true } }, async (req, reply) =>
+      cached('sections', () => {
+        const names = [...sectionsOf().keys()].sort((a, b) => (a === primary ? -1 : b === primary ? 1 : 0));
+        return { urls: [...names.map((name) => ({ name, url: `/docs/sections/${encodeURIComponent(name)}.json` })), { name: 'all', url: '/docs/json' }], 'urls.primaryName': primary };
+      }).send(req, reply, 'application/json; charset=utf-8'),
+    );
+    app.get('/docs/sections/:file', { schema: { hide: true } }, async (req, reply) => {
+      const name = /^(.+)\.json$/.exec((req.params as { file: string }).file)?.[1];
+      const section = name === undefined ? undefined : sectionsOf().get(name);
+      if (!section) return send(reply, opts.errorStyle.notFound(req, false));
+      return cached(`section:${name}`, () => section).send(req, reply, 'application/json; charset=utf-8');
+    });
+  }
 
   app.get('/health', { schema: { hide: true } }, async (_req, reply) => {
     try {
@@ -200,6 +239,21 @@ export async function createHttpServer(opts: HttpServerOptions): Promise<App> {
   });
 
   return app;
+}
+
+/** A serialized document, sent gzipped to clients that accept it (the inventory's is hundreds of KB). */
+export class CachedJson {
+  private gz?: Buffer;
+  constructor(readonly text: string) {}
+  send(req: { headers: Record<string, string | string[] | undefined> }, reply: any, type: string) {
+    const vary = reply.getHeader('Vary');
+    reply.type(type).header('Vary', vary ? `${String(vary)}, Accept-Encoding` : 'Accept-Encoding');
+    if (/\bgzip\b/.test(String(req.headers['accept-encoding'] ?? '')) && this.text.length > 1024) {
+      this.gz ??= gzipSync(this.text);
+      return reply.header('Content-Encoding', 'gzip').send(this.gz);
+    }
+    return reply.send(this.text);
+  }
 }
 
 function finishDocument(openapiObject: any, doc: OpenApiOptions) {

@@ -16,7 +16,7 @@ export const inventoryOpenApi: OpenApiOptions = {
   security: [{ tokenAuth: [] }, { bearerAuth: [] }],
   // Trading a username and password for a token needs no token.
   securityFor: ({ method, url }) => (method === 'POST' && url === '/api/users/tokens/provision/' ? [] : undefined),
-  hide: (url) => url === '/' || url.startsWith('/ui/') || url === '/ui',
+  hide: (url) => url === '/' || url.startsWith('/ui/') || url === '/ui' || url === '/login' || url.startsWith('/login/'),
   // Only in the copy /docs shows: /api/schema/ and /openapi.json list every lookup, as NetBox's (Ansible reads them).
   docsShape: foldLookups,
   errors: ({ url, secured, hasInput }) => ({
@@ -25,8 +25,10 @@ export const inventoryOpenApi: OpenApiOptions = {
     ...(url.includes('{') ? { 404: 'No such object: {"detail": "Not found."}' } : {}),
   }),
   errorSchema: { type: 'object', title: 'Error', additionalProperties: true },
-  // Hundreds of operations and models: /docs lists the tags and renders a tag's operations when it is opened.
+  // Hundreds of operations and models: /docs shows one tag (NetBox app) at a time, dcim first, its
+  // operations listed; "all" in the selector is the whole document, its tags collapsed.
   ui: { docExpansion: 'none', defaultModelsExpandDepth: -1 },
+  docsSections: { primary: 'dcim', ui: { docExpansion: 'list' } },
 };
 
 /** `<filter>__<lookup>` query parameters of an operation that also has `<filter>`: folded into the filter's description. */
