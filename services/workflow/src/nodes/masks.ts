@@ -149,56 +149,67 @@ function grow(p: MaskPlane, expand: number, tapered: boolean, ctx: NodeContext):
   let next = new Float32Array(cur.length);
   for (let it = 0; it < n; it++) {
     ctx.checkInterrupt();
-    if (max) crossRound(cur, next, w, h, 1);
-    else crossRound(cur, next, w, h, -1);
+    crossRound(cur, next, w, h, max);
     [cur, next] = [next, cur];
   }
   return new MaskPlane(w, h, cur);
 }
 
 /**
- * One round of grey dilation (sign 1) or erosion (sign −1) with the 3×3 cross:
- * each sample and its four neighbours inside the plane. Comparisons on
- * sign·value keep the loop free of calls (the same extremum as Math.max /
- * Math.min for the finite values masks hold).
+ * One round of grey dilation (`max`) or erosion with the 3×3 cross: each
+ * sample and its four neighbours inside the plane. Interior samples take no
+ * bounds checks and no calls; the edges go through `crossAt`.
  */
-function crossRound(cur: Float32Array, next: Float32Array, w: number, h: number, sign: 1 | -1): void {
+function crossRound(cur: Float32Array, next: Float32Array, w: number, h: number, max: boolean): void {
   for (let y = 0; y < h; y++) {
     const row = y * w;
-    const hasUp = y > 0;
-    const hasDown = y < h - 1;
-    for (let x = 0; x < w; x++) {
-      const i = row + x;
-      let v = cur[i]!;
-      let best = sign * v;
-      if (x > 0) {
-        const u = cur[i - 1]!;
-        if (sign * u > best) {
-          best = sign * u;
-          v = u;
-        }
+    if (y === 0 || y === h - 1 || w < 3) {
+      for (let x = 0; x < w; x++) next[row + x] = crossAt(cur, w, h, x, y, max);
+      continue;
+    }
+    next[row] = crossAt(cur, w, h, 0, y, max);
+    next[row + w - 1] = crossAt(cur, w, h, w - 1, y, max);
+    if (max) {
+      for (let i = row + 1, end = row + w - 1; i < end; i++) {
+        let v = cur[i]!;
+        let u = cur[i - 1]!;
+        if (u > v) v = u;
+        u = cur[i + 1]!;
+        if (u > v) v = u;
+        u = cur[i - w]!;
+        if (u > v) v = u;
+        u = cur[i + w]!;
+        if (u > v) v = u;
+        next[i] = v;
       }
-      if (x < w - 1) {
-        const u = cur[i + 1]!;
-        if (sign * u > best) {
-          best = sign * u;
-          v = u;
-        }
+    } else {
+      for (let i = row + 1, end = row + w - 1; i < end; i++) {
+        let v = cur[i]!;
+        let u = cur[i - 1]!;
+        if (u < v) v = u;
+        u = cur[i + 1]!;
+        if (u < v) v = u;
+        u = cur[i - w]!;
+        if (u < v) v = u;
+        u = cur[i + w]!;
+        if (u < v) v = u;
+        next[i] = v;
       }
-      if (hasUp) {
-        const u = cur[i - w]!;
-        if (sign * u > best) {
-          best = sign * u;
-          v = u;
-        }
-      }
-      if (hasDown) {
-        const u = cur[i + w]!;
-        if (sign * u > best) v = u;
-      }
-      next[i] = v;
     }
   }
+}
+
+function crossAt(cur: Float32Array, w: number, h: number, x: number, y: number, max: boolean): number {
+  const i = y * w + x;
+  let v = cur[i]!;
+  const take = (u: number) => {
+    if (max ? u > v : u < v) v = u;
+  };
+  if (x > 0) take(cur[i - 1]!);
+  if (x < w - 1) take(cur[i + 1]!);
+  if (y > 0) take(cur[i - w]!);
+  if (y < h - 1) take(cur[i + w]!);
+  return v;
 }
 
 const CHANNELS = ['red', 'green', 'blue', 'alpha'];

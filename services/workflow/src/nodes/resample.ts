@@ -299,38 +299,55 @@ export function resampleBytes(src: Uint8Array, w: number, h: number, c: number, 
   const xo = new Int32Array(tx.idx.length);
   for (let i = 0; i < xo.length; i++) xo[i] = tx.idx[i]! * c;
   const xw = tx.w;
-  const need = rowsNeeded(h, ty);
-  const rowLen = ow * c;
-  const tmp = new Float32Array(h * rowLen);
-  for (let y = 0; y < h; y++) {
-    if (!need[y]) continue;
-    horizontalRow(src, y * w * c, tmp, y * rowLen, ow, c, kx, xo, xw);
-    if ((y & 255) === 255) checkInterrupt();
+  const yw = ty.w;
+  const yi = ty.idx;
+  // Each output row reads a window of source rows that only moves down: the horizontally resampled rows live in a
+  // ring of the widest window's size (memory: that many float rows, not the whole intermediate image).
+  const lo = new Int32Array(oh);
+  const hi = new Int32Array(oh);
+  let ringRows = 1;
+  for (let y = 0; y < oh; y++) {
+    let a = h;
+    let b = -1;
+    for (let t = 0; t < ky; t++) {
+      if (yw[y * ky + t] === 0) continue;
+      const r = yi[y * ky + t]!;
+      if (r < a) a = r;
+      if (r > b) b = r;
+    }
+    if (b < 0) a = b = 0;
+    lo[y] = a;
+    hi[y] = b;
+    if (b - a + 1 > ringRows) ringRows = b - a + 1;
   }
+  const rowLen = ow * c;
+  const ring = new Float32Array(ringRows * rowLen);
+  const slot = new Int32Array(h);
+  for (let r = 0; r < h; r++) slot[r] = (r % ringRows) * rowLen;
   const out = Buffer.allocUnsafe(oh * rowLen);
   const dst = bytes(out);
   const acc = new Float32Array(rowLen);
-  const yw = ty.w;
-  const yi = ty.idx;
+  let next = 0;
   for (let y = 0; y < oh; y++) {
+    for (; next <= hi[y]!; next++) if (next >= lo[y]!) horizontalRow(src, next * w * c, ring, slot[next]!, ow, c, kx, xo, xw);
     const b = y * ky;
     const o = y * rowLen;
-    if (ky === 2) verticalRow2(tmp, yi[b]! * rowLen, yw[b]!, yi[b + 1]! * rowLen, yw[b + 1]!, dst, o, rowLen);
-    else if (ky === 4) verticalRow4(tmp, yi[b]! * rowLen, yw[b]!, yi[b + 1]! * rowLen, yw[b + 1]!, yi[b + 2]! * rowLen, yw[b + 2]!, yi[b + 3]! * rowLen, yw[b + 3]!, dst, o, rowLen);
+    if (ky === 2) verticalRow2(ring, slot[yi[b]!]!, yw[b]!, slot[yi[b + 1]!]!, yw[b + 1]!, dst, o, rowLen);
+    else if (ky === 4) verticalRow4(ring, slot[yi[b]!]!, yw[b]!, slot[yi[b + 1]!]!, yw[b + 1]!, slot[yi[b + 2]!]!, yw[b + 2]!, slot[yi[b + 3]!]!, yw[b + 3]!, dst, o, rowLen);
     else {
       acc.fill(0.5);
       for (let t = 0; t < ky; t++) {
         const wt = yw[b + t]!;
         if (wt === 0) continue;
-        const s = yi[b + t]! * rowLen;
-        for (let i = 0; i < rowLen; i++) acc[i]! += wt * tmp[s + i]!;
+        const s = slot[yi[b + t]!]!;
+        for (let i = 0; i < rowLen; i++) acc[i]! += wt * ring[s + i]!;
       }
       for (let i = 0; i < rowLen; i++) {
         const v = acc[i]!;
         dst[o + i] = v <= 0 ? 0 : v >= 255 ? 255 : v;
       }
     }
-    if ((y & 255) === 255) checkInterrupt();
+    if ((y & 127) === 127) checkInterrupt();
   }
   return out;
 }
