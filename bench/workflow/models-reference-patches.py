@@ -162,6 +162,19 @@ out["embedding"] = {}
 for p in ["a embedding:tiny_emb cat", "(embedding:tiny_emb:1.2) dog, embedding:tiny_emb.safetensors"]:
     out["embedding"][p] = {"tokens": [[t if isinstance(t, int) else -1 for t, _ in c] for c in tokenizer.tokenize_with_weights(p)], "cond": summary(encode(p), 512)}
 
+# --- TAESD through VAELoader.load_taesd's state dict and comfy.sd.VAE (vae_scale 0.18215, shift 0)
+taesd_sd = {}
+for part in ["encoder", "decoder"]:
+    for k, v in load_file(os.path.join(work, "taesd_{}.safetensors".format(part))).items():
+        taesd_sd["taesd_{}.{}".format(part, k)] = v
+taesd_sd["vae_scale"] = torch.tensor(0.18215)
+taesd_sd["vae_shift"] = torch.tensor(0.0)
+tvae = comfy.sd.VAE(sd=taesd_sd)
+tz = pattern((1, 4, 3, 4), 3.0)
+timg = tvae.decode(tz)
+out["taesd_decode"] = summary(timg, 128)
+out["taesd_encode"] = summary(tvae.encode(timg), 48)
+
 with open(out_path, "w") as f:
     json.dump(out, f, separators=(",", ":"))
 print("wrote", out_path)

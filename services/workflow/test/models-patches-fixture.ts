@@ -78,3 +78,29 @@ export function embeddingTensors(): Record<string, RawTensor> {
 }
 
 export const EMBEDDING_PROMPTS = ['a embedding:tiny_emb cat', '(embedding:tiny_emb:1.2) dog, embedding:tiny_emb.safetensors'];
+
+/** TAESD encoder and decoder files (the reference's nn.Sequential layout, 64 channels, 4 latent channels), seeded. */
+export function taesdTensors(part: 'encoder' | 'decoder'): Record<string, RawTensor> {
+  const t: Record<string, RawTensor> = {};
+  let seed = part === 'encoder' ? 1000 : 2000;
+  const conv = (k: string, o: number, i: number, bias = true) => {
+    const a = Math.sqrt(3 / (i * 9));
+    t[`${k}.weight`] = seeded([o, i, 3, 3], seed++, a);
+    if (bias) t[`${k}.bias`] = seeded([o], seed++, 0.05);
+  };
+  const block = (i: number) => {
+    for (const c of [0, 2, 4]) conv(`${i}.conv.${c}`, 64, 64);
+  };
+  if (part === 'decoder') {
+    conv('1', 64, 4);
+    for (const i of [3, 4, 5, 8, 9, 10, 13, 14, 15, 18]) block(i);
+    for (const i of [7, 12, 17]) conv(String(i), 64, 64, false);
+    conv('19', 3, 64);
+  } else {
+    conv('0', 64, 3);
+    for (const i of [1, 3, 4, 5, 7, 8, 9, 11, 12, 13]) block(i);
+    for (const i of [2, 6, 10]) conv(String(i), 64, 64, false);
+    conv('14', 4, 64);
+  }
+  return t;
+}

@@ -19,7 +19,7 @@ import { ModelFileError } from '../src/models/safetensors.ts';
 import { ClipModel, loadCheckpoint, sample, unloadAll, UNetModel, VaeModel, type ConditioningEntry, type FloatTensor } from '../src/models/sd1.ts';
 import { startWorkflow } from './helpers.ts';
 import { TINY, writeFixture } from './models-fixture.ts';
-import { EMBEDDING_PROMPTS, embeddingTensors, loraTensors, seeded, writeTensors } from './models-patches-fixture.ts';
+import { EMBEDDING_PROMPTS, embeddingTensors, loraTensors, seeded, taesdTensors, writeTensors } from './models-patches-fixture.ts';
 import { readOutput, run, type Server } from './nodes-helpers.ts';
 
 const ref = JSON.parse(fs.readFileSync(path.join(import.meta.dirname, 'fixtures', 'models-reference-patches.json'), 'utf8'));
@@ -207,6 +207,9 @@ forEachStorage('workflow conditioning, LoRA and loader nodes', (storage) => {
     writeFixture(path.join(m, 'checkpoints', 'tiny.safetensors'), TINY);
     writeTensors(path.join(m, 'loras', 'style.safetensors'), loraTensors());
     writeTensors(path.join(m, 'embeddings', 'tiny_emb.safetensors'), embeddingTensors());
+    fs.mkdirSync(path.join(m, 'vae_approx'), { recursive: true });
+    writeTensors(path.join(m, 'vae_approx', 'taesd_encoder.safetensors'), taesdTensors('encoder'));
+    writeTensors(path.join(m, 'vae_approx', 'taesd_decoder.safetensors'), taesdTensors('decoder'));
     fs.writeFileSync(path.join(m, 'loras', 'broken.safetensors'), 'not a safetensors file');
   });
   after(async () => {
@@ -221,6 +224,8 @@ forEachStorage('workflow conditioning, LoRA and loader nodes', (storage) => {
       assert.ok(r.body[n], n);
     }
     assert.deepEqual(r.body.LoraLoader.input.required.lora_name[0], ['broken.safetensors', 'style.safetensors']);
+    // VAELoader lists taesd once models/vae_approx holds its encoder and decoder, as vae_list.
+    assert.deepEqual(r.body.VAELoader.input.required.vae_name[0], ['taesd']);
     assert.deepEqual(Object.keys(r.body.LoraLoader.input.required), ['model', 'clip', 'lora_name', 'strength_model', 'strength_clip']);
     assert.deepEqual(r.body.LoraLoader.output, ['MODEL', 'CLIP']);
     assert.deepEqual(r.body.ConditioningSetArea.input.required.width, ['INT', { default: 64, min: 64, max: 16384, step: 8 }]);
@@ -248,10 +253,15 @@ forEachStorage('workflow conditioning, LoRA and loader nodes', (storage) => {
       ks: { class_type: 'KSampler', inputs: { model: ['lora', 0], seed: 9, steps: 3, cfg: 5, sampler_name: 'euler', scheduler: 'normal', positive: ['both', 0], negative: ['n', 0], latent_image: ['empty', 0], denoise: 1 } },
       dec: { class_type: 'VAEDecode', inputs: { samples: ['ks', 0], vae: ['ck', 2] } },
       save: { class_type: 'SaveImage', inputs: { images: ['dec', 0], filename_prefix: 'lora' } },
+      tv: { class_type: 'VAELoader', inputs: { vae_name: 'taesd' } },
+      td: { class_type: 'VAEDecode', inputs: { samples: ['ks', 0], vae: ['tv', 0] } },
+      ts: { class_type: 'SaveImage', inputs: { images: ['td', 0], filename_prefix: 'taesd' } },
     });
     const res = await run(srv, g('style.safetensors'));
     assert.equal(res.error, undefined, JSON.stringify(res.error));
     const px = await readOutput(srv, res.outputs.save.images[0]);
+    const tpx = await readOutput(srv, res.outputs.ts.images[0]);
+    assert.deepEqual([tpx.width, tpx.height], [128, 64], 'the TAESD decode of the same latent');
     // The same computation through the model layer.
     const ck = await loadCheckpoint(path.join(srv.cfg.dataDir, 'models', 'checkpoints', 'tiny.safetensors'));
     const keyMap = new Map([...loraKeyMap({ file: ck.file, unet: { prefix: UNET, config: ck.detected.unet } }), ...loraKeyMap({ file: ck.file, clip: { prefix: CLIP } })]);
@@ -331,16 +341,34 @@ async function runWithFrames(s: Server, prompt: Record<string, unknown>): Promis
 
 // The preview flags reach execution threads through the process environment (as --ffmpeg-path): the servers with
 // previews and those without are in separate suites, each started when the previous suite's threads exist.
-forEachStorage('workflow previews (--preview-method latent2rgb)', (storage) => {
+forEachStorage('workflow previews (--preview-method latent2rgb, taesd)', (storage) => {
   let srv: Server;
+  let srvT: Server;
   before(async () => {
     srv = await startWorkflow(storage, { previewMethod: 'latent2rgb', previewSize: '64' });
-    fs.mkdirSync(path.join(srv.cfg.dataDir, 'models', 'checkpoints'), { recursive: true });
-    writeFixture(path.join(srv.cfg.dataDir, 'models', 'checkpoints', 'tiny.safetensors'), TINY);
+    srvT = await startWorkflow(storage, { previewMethod: 'taesd', previewSize: '64' });
+    for (const s of [srv, srvT]) {
+      fs.mkdirSync(path.join(s.cfg.dataDir, 'models', 'checkpoints'), { recursive: true });
+      writeFixture(path.join(s.cfg.dataDir, 'models', 'checkpoints', 'tiny.safetensors'), TINY);
+    }
+    fs.mkdirSync(path.join(srvT.cfg.dataDir, 'models', 'vae_approx'), { recursive: true });
+    writeTensors(path.join(srvT.cfg.dataDir, 'models', 'vae_approx', 'taesd_decoder.safetensors'), taesdTensors('decoder'));
   });
   after(async () => {
     await srv.close();
+    await srvT.close();
     await unloadAll();
+  });
+
+  test('--preview-method taesd: previews through models/vae_approx/taesd_decoder (other pixels than latent→RGB, same frame size)', async () => {
+    const a = await runWithFrames(srv, previewGraph(11));
+    const b = await runWithFrames(srvT, previewGraph(11));
+    assert.equal(b.msgs.find((m) => m.type === 'execution_error'), undefined);
+    assert.equal(b.frames.length, 3);
+    const sharp = (await import('sharp')).default;
+    const meta = await sharp(b.frames[0]!.subarray(8)).metadata();
+    assert.deepEqual([meta.format, meta.width, meta.height], ['jpeg', 64, 43]);
+    assert.notDeepEqual(b.frames[2], a.frames[2]);
   });
 
   test('one JPEG preview frame per step, before the sampler\'s result, sized as ImageOps.contain to --preview-size', async () => {
@@ -384,6 +412,22 @@ forEachStorage('workflow POST /free (and no previews by default)', (storage) => 
     assert.equal(again.error, undefined, JSON.stringify(again.error));
     assert.ok(executedNodes(again).includes('ks'), 'the cache was emptied: the sampler runs again');
     assert.deepEqual((await readOutput(plain, again.outputs.s.images[0])).data, bytes);
+  });
+});
+
+describe('TAESD', () => {
+  test('VAELoader\'s taesd: decode and encode as comfy.sd.VAE runs the reference\'s TAESD (scale 0.18215)', async () => {
+    const { TaesdVae } = await import('../src/models/taesd.ts');
+    const enc = path.join(dir, 'taesd_encoder.safetensors');
+    const dec = path.join(dir, 'taesd_decoder.safetensors');
+    writeTensors(enc, taesdTensors('encoder'));
+    writeTensors(dec, taesdTensors('decoder'));
+    const vae = new TaesdVae(await loadCheckpoint(dec, 'taesd'), await loadCheckpoint(enc, 'taesd'), 0.18215, 0);
+    const z: FloatTensor = { shape: [1, 4, 3, 4], data: Float32Array.from({ length: 48 }, (_, i) => Math.sin(i * 0.37) * 3) };
+    const img = await vae.decode(z);
+    closeTo(img, ref.taesd_decode, 1e-5, 'taesd decode');
+    closeTo(await vae.encode(img), ref.taesd_encode, 1e-5, 'taesd encode');
+    await assert.rejects(async () => new TaesdVae(await loadCheckpoint(enc, 'taesd'), null, 1, 0), /taesd_encoder\.safetensors: not a TAESD decoder/);
   });
 });
 

@@ -7,7 +7,7 @@
 import { CLIP_PREFIX, detectClip, detectVae, UNET_PREFIX, VAE_PREFIX, type DetectedCheckpoint, type UNetConfig } from './detect.ts';
 import { ModelFileError, type SafetensorsFile } from './safetensors.ts';
 
-export type ModelPart = 'unet' | 'clip' | 'vae';
+export type ModelPart = 'unet' | 'clip' | 'vae' | 'taesd';
 
 function rebase(file: SafetensorsFile, from: string, to: string): SafetensorsFile {
   return file.renamed((k) => (k.startsWith(from) ? to + k.slice(from.length) : undefined));
@@ -15,6 +15,8 @@ function rebase(file: SafetensorsFile, from: string, to: string): SafetensorsFil
 
 /** The file's tensors under the checkpoint prefix of `part`; a layout this service cannot read is a ModelFileError. */
 export function partView(file: SafetensorsFile, part: ModelPart): SafetensorsFile {
+  // TAESD encoder and decoder files keep their own (nn.Sequential) names.
+  if (part === 'taesd') return file;
   const fail = (problem: string): never => {
     throw new ModelFileError(file.path, problem);
   };
@@ -37,7 +39,11 @@ export function partView(file: SafetensorsFile, part: ModelPart): SafetensorsFil
 }
 
 /** What a CLIP-only or VAE-only file holds, in the checkpoint's terms (no diffusion model: `unet` is never read for these parts). */
-export function detectPart(file: SafetensorsFile, part: 'clip' | 'vae'): DetectedCheckpoint {
+export function detectPart(file: SafetensorsFile, part: 'clip' | 'vae' | 'taesd'): DetectedCheckpoint {
+  if (part === 'taesd') {
+    if (!file.has('1.weight') && !file.has('0.weight')) throw new ModelFileError(file.path, 'not a TAESD encoder or decoder: neither 0.weight nor 1.weight is there');
+    return { family: 'sd1', referenceShaped: false, unet: undefined as unknown as UNetConfig, clip: null, vae: null };
+  }
   const clip = part === 'clip' ? detectClip(file) : null;
   const vae = part === 'vae' ? detectVae(file) : null;
   if (part === 'clip' && !clip) throw new ModelFileError(file.path, 'no CLIP text encoder');

@@ -111,7 +111,7 @@ async function commonKSampler(a: KSamplerArgs, ctx: NodeContext): Promise<[Laten
     throw nodeError(`the latent has shape [${latent.samples.shape.join(', ')}]; this model samples [B, ${model.checkpoint.detected.unet.inChannels}, H, W] latents`);
   }
   // latent_preview.prepare_callback: the denoised latent of each step as a preview, when --preview-method asks.
-  const preview = stepPreviewer(ctx, model.latentFormat.rgbFactors, model.latentFormat.rgbBias);
+  const preview = stepPreviewer(ctx, model.latentFormat.rgbFactors, model.latentFormat.rgbBias, model.latentFormat.name);
   const samples = await sample({
     model,
     positive: checkConditioning(a.positive, 'positive'),

@@ -8,6 +8,7 @@ import { ModelFolders } from '../../domain/models.ts';
 import { LoadedLora, loraKeyMap, WeightPatches, type AppliedLora } from '../../models/lora.ts';
 import type { ModelPart } from '../../models/parts.ts';
 import { ModelFileError } from '../../models/safetensors.ts';
+import { TAESD_SCALE, TaesdVae } from '../../models/taesd.ts';
 import { ClipModel, loadCheckpoint, UNetModel, VaeModel, type Checkpoint } from '../../models/sd1.ts';
 import type { NodeDefinition, NodeEnv, NodeInputs } from '../api.ts';
 
@@ -25,7 +26,7 @@ async function openPart(dirs: NodeEnv['dirs'], folder: string, name: unknown, pa
   try {
     return await loadCheckpoint(file, part);
   } catch (err) {
-    if (err instanceof ModelFileError) throw nodeError(`ERROR: could not load ${part === 'unet' ? 'diffusion model' : part === 'clip' ? 'text encoder' : 'VAE'} ${String(name)}: ${err.message}`);
+    if (err instanceof ModelFileError) throw nodeError(`ERROR: could not load ${part === 'unet' ? 'diffusion model' : part === 'clip' ? 'text encoder' : part === 'taesd' ? 'TAESD' : 'VAE'} ${String(name)}: ${err.message}`);
     throw err;
   }
 }
@@ -46,6 +47,26 @@ function listed(dirs: NodeEnv['dirs'], input: string, folder: string, extra: (di
       },
     },
   };
+}
+
+/** VAELoader.vae_list's TAESD entries: a name is listed when models/vae_approx holds both its encoder and its decoder. */
+function taesdNames(dirs: NodeEnv['dirs']): string[] {
+  const files = folders(dirs).filenames('vae_approx');
+  return Object.keys(TAESD_SCALE).filter((n) => files.some((f) => f.startsWith(`${n}_encoder.`)) && files.some((f) => f.startsWith(`${n}_decoder.`)));
+}
+
+/** VAELoader.load_taesd: the encoder and decoder files, with the name's scale and shift. */
+async function loadTaesd(dirs: NodeEnv['dirs'], name: string): Promise<TaesdVae> {
+  const files = folders(dirs).filenames('vae_approx');
+  const [enc, dec] = ['encoder', 'decoder'].map((k) => files.find((f) => f.startsWith(`${name}_${k}.`)));
+  if (!enc || !dec) throw nodeError(`Model in folder 'vae_approx' with filename '${name}_${enc ? 'decoder' : 'encoder'}' not found.`, 'FileNotFoundError');
+  const [scale, shift] = TAESD_SCALE[name]!;
+  try {
+    return new TaesdVae(await openPart(dirs, 'vae_approx', dec, 'taesd'), await openPart(dirs, 'vae_approx', enc, 'taesd'), scale, shift);
+  } catch (err) {
+    if (err instanceof ModelFileError) throw nodeError(`ERROR: could not load VAE ${name}: ${err.message}`);
+    throw err;
+  }
 }
 
 /** The patches a model part carries, plus one more LoRA. */
@@ -86,7 +107,7 @@ async function applyLora(dirs: NodeEnv['dirs'], model: unknown, clip: unknown, l
 }
 
 export function loaderNodes(dirs: NodeEnv['dirs']): NodeDefinition[] {
-  const vaes = listed(dirs, 'vae_name', 'vae');
+  const vaes = listed(dirs, 'vae_name', 'vae', taesdNames);
   const clips = listed(dirs, 'clip_name', 'text_encoders');
   const unets = listed(dirs, 'unet_name', 'diffusion_models');
   const loras = listed(dirs, 'lora_name', 'loras');
@@ -115,7 +136,7 @@ export function loaderNodes(dirs: NodeEnv['dirs']): NodeDefinition[] {
       dynamicInputs: (scope) => ({ required: { vae_name: [vaes.names(scope)] } }),
       validateInputs: vaes.validate,
       outputs: ['VAE'],
-      execute: async ({ vae_name }, ctx) => [new VaeModel(await openPart(ctx.env.dirs, 'vae', vae_name, 'vae'))],
+      execute: async ({ vae_name }, ctx) => [vae_name in TAESD_SCALE ? await loadTaesd(ctx.env.dirs, vae_name) : new VaeModel(await openPart(ctx.env.dirs, 'vae', vae_name, 'vae'))],
     },
     {
       name: 'CLIPLoader',

@@ -1,0 +1,138 @@
+/**
+ * TAESD, the tiny autoencoder the reference loads from models/vae_approx
+ * (comfy/taesd/taesd.py): its encoder and decoder as ONNX graphs written
+ * from the files' own keys (nn.Sequential indices: 3×3 convs, Blocks of
+ * conv-ReLU-conv-ReLU-conv plus skip, nearest ×2 upsampling, tanh clamp),
+ * and the VAE the reference's VAELoader makes of them (`taesd`, `taesdxl`,
+ * `taesd3`, `taef1` with their scale and shift).
+ */
+import { OnnxGraph } from './graph-builder.ts';
+import { DataType } from './onnx-proto.ts';
+import { ModelFileError } from './safetensors.ts';
+import { ortTensor, WEIGHTS_LOCATION } from './session.ts';
+import { VaeModel, type Checkpoint, type FloatTensor } from './sd1.ts';
+
+/** VAELoader.load_taesd's vae_scale and vae_shift per name. */
+export const TAESD_SCALE: Record<string, [scale: number, shift: number]> = {
+  taesd: [0.18215, 0],
+  taesdxl: [0.13025, 0],
+  taesd3: [1.5305, 0.0609],
+  taef1: [0.3611, 0.1159],
+};
+
+function relu(g: OnnxGraph, x: string): string {
+  return g.op('Relu', [x]);
+}
+
+function block(g: OnnxGraph, x: string, i: number): string {
+  let h = relu(g, g.conv(x, `${i}.conv.0`));
+  h = relu(g, g.conv(h, `${i}.conv.2`));
+  h = g.conv(h, `${i}.conv.4`);
+  const skip = g.has(`${i}.skip.weight`) ? g.conv(x, `${i}.skip`) : x;
+  return relu(g, g.add(h, skip));
+}
+
+/** Decoder: z [B, C, h, w] (already shifted and scaled) → [B, 3, 8h, 8w], the network's raw output. */
+export function buildTaesdDecoder(g: OnnxGraph): Uint8Array {
+  const c = g.shape('1.weight')[1]!;
+  const z = g.input('z', DataType.FLOAT, ['batch', c, 'height', 'width']);
+  // Clamp: tanh(x / 3) · 3
+  let h = g.scale(g.op('Tanh', [g.scale(z, 1 / 3)]), 3);
+  h = relu(g, g.conv(h, '1'));
+  let i = 3;
+  for (const up of [true, true, true]) {
+    for (let k = 0; k < 3; k++) h = block(g, h, i++);
+    if (up) {
+      i++; // nn.Upsample has no weights
+      h = g.conv(g.upsample2x(h), String(i++));
+    }
+  }
+  h = block(g, h, i++);
+  h = g.conv(h, String(i));
+  g.output(h, 'image', ['batch', 3, 'height', 'width']);
+  return g.encode('taesd_decoder');
+}
+
+/** Encoder: pixels [B, 3, H, W] in [0, 1] → [B, C, H/8, W/8] (before scale and shift). */
+export function buildTaesdEncoder(g: OnnxGraph): Uint8Array {
+  const image = g.input('image', DataType.FLOAT, ['batch', 3, 'height', 'width']);
+  let h = g.conv(image, '0');
+  h = block(g, h, 1);
+  let i = 2;
+  for (let level = 0; level < 3; level++) {
+    h = g.conv(h, String(i++), { stride: 2 });
+    for (let k = 0; k < 3; k++) h = block(g, h, i++);
+  }
+  h = g.conv(h, String(i));
+  g.output(h, 'z', ['batch', 'channels', 'height', 'width']);
+  return g.encode('taesd_encoder');
+}
+
+/** VAE from TAESD files (VAELoader's `taesd` entries): decode and encode as comfy.sd.VAE runs a TAESD. */
+export class TaesdVae extends VaeModel {
+  constructor(
+    readonly decoder: Checkpoint,
+    readonly encoder: Checkpoint | null,
+    readonly vaeScale: number,
+    readonly vaeShift: number,
+  ) {
+    super(decoder);
+    if (!decoder.file.has('1.weight') || decoder.file.info('1.weight').shape.length !== 4) throw new ModelFileError(decoder.file.path, 'not a TAESD decoder: 1.weight (its first conv) is missing');
+  }
+
+  override get downscale(): number {
+    return 8;
+  }
+
+  get latentChannels(): number {
+    return this.decoder.file.info('1.weight').shape[1]!;
+  }
+
+  /** latent [B, C, h, w] → pixels [B, 8h, 8w, 3] in [0, 1]: taesd_decoder((x − shift)·scale), then (y − 0.5)·2, then the VAE's (v + 1)/2 clamped. */
+  override async decode(latent: FloatTensor): Promise<FloatTensor> {
+    const [b, c] = latent.shape as [number, number];
+    if (c !== this.latentChannels) throw new Error(`this TAESD decodes latents of ${this.latentChannels} channels, got ${c}`);
+    const f = Math.fround;
+    const z = latent.data.map((v) => f(f(v - this.vaeShift) * this.vaeScale));
+    const build = () => buildTaesdDecoder(new OnnxGraph(this.decoder.file, WEIGHTS_LOCATION, ''));
+    await this.decoder.session('taesd:decoder', build);
+    const out = (await this.decoder.run('taesd:decoder', build, { z: ortTensor('float32', z, latent.shape) })).image!;
+    const [, , H, W] = out.dims as [number, number, number, number];
+    const src = out.data as Float32Array;
+    const px = new Float32Array(b * H * W * 3);
+    for (let n = 0; n < b; n++)
+      for (let ch = 0; ch < 3; ch++)
+        for (let i = 0; i < H * W; i++) {
+          const y = f(f(src[(n * 3 + ch) * H * W + i]! - 0.5) * 2);
+          const v = f(f(y + 1) / 2);
+          px[(n * H * W + i) * 3 + ch] = v < 0 ? 0 : v > 1 ? 1 : v;
+        }
+    return { shape: [b, H, W, 3], data: px };
+  }
+
+  /** pixels [B, H, W, 3] → latent: taesd_encoder(x·2 − 1 then ·0.5 + 0.5) / scale + shift, cropped to multiples of 8 about the centre. */
+  override async encode(pixels: FloatTensor): Promise<FloatTensor> {
+    const enc = this.encoder;
+    if (!enc) throw new Error('this TAESD has no encoder');
+    const [b, H, W, C] = pixels.shape as [number, number, number, number];
+    const h = Math.floor(H / 8) * 8;
+    const w = Math.floor(W / 8) * 8;
+    if (h === 0 || w === 0) throw new Error(`an image of ${W}x${H} is smaller than the VAE's 8-pixel cell`);
+    const oy = Math.floor((H % 8) / 2);
+    const ox = Math.floor((W % 8) / 2);
+    const f = Math.fround;
+    const img = new Float32Array(b * 3 * h * w);
+    for (let n = 0; n < b; n++)
+      for (let ch = 0; ch < 3; ch++)
+        for (let y = 0; y < h; y++)
+          for (let x = 0; x < w; x++) {
+            const v = pixels.data[((n * H + y + oy) * W + x + ox) * C + ch]!;
+            img[((n * 3 + ch) * h + y) * w + x] = f(f(f(f(v * 2) - 1) * 0.5) + 0.5);
+          }
+    const build = () => buildTaesdEncoder(new OnnxGraph(enc.file, WEIGHTS_LOCATION, ''));
+    await enc.session('taesd:encoder', build);
+    const out = (await enc.run('taesd:encoder', build, { image: ortTensor('float32', img, [b, 3, h, w]) })).z!;
+    const data = (out.data as Float32Array).map((v) => f(f(v / this.vaeScale) + this.vaeShift));
+    return { shape: [...out.dims], data };
+  }
+}
