@@ -194,6 +194,15 @@ for key, path in [("eps", sd2_eps), ("v", sd2_v)]:
         r["sample_1"] = summary(run(patcher, pos, neg, latent, 14, steps=1, cfg=7.0), 64)
         # img2img: denoise 0.6 from a latent.
         r["sample_img2img"] = summary(run(patcher, pos, neg, pattern((1, 4, 8, 8)), 15, steps=5, denoise=0.6), 64)
+    if key == "eps":
+        # VAEEncodeForInpaint: a 37x45 image (bytes 7919 i mod 256), a 20x24 mask (a diagonal ramp), grow 6, 5 and 0.
+        img = (torch.arange(37 * 45 * 3, dtype=torch.int64) * 7919 % 256).float().reshape((1, 37, 45, 3)) / 255.0
+        # /41.7: no value lands on a rounding half after the bilinear resize (float32 rounding there would decide).
+        m = ((torch.arange(20).reshape(20, 1) + torch.arange(24).reshape(1, 24)).float() / 41.7).reshape((1, 20, 24))
+        r["inpaint"] = {}
+        for grow in [6, 5, 0]:
+            lat = nodes.VAEEncodeForInpaint().encode(vae, img, m, grow)[0]
+            r["inpaint"][str(grow)] = {"samples": summary(lat["samples"], 96), "noise_mask": summary(lat["noise_mask"], 2048)}
     sd2[key] = r
 out["sd2"] = sd2
 

@@ -157,6 +157,32 @@ forEachStorage('workflow SD2.x and SDXL nodes', (storage) => {
     assert.equal(progress.at(-1)?.data.max, 2);
   });
 
+  test('VAEEncodeForInpaint: object_info, and a masked SD2 inpaint with a grown mask runs to an image', async () => {
+    const info = (await srv.http.get('/object_info/VAEEncodeForInpaint')).body.VAEEncodeForInpaint;
+    assert.deepEqual(info.input.required, { pixels: ['IMAGE'], vae: ['VAE'], mask: ['MASK'], grow_mask_by: ['INT', { default: 6, min: 0, max: 64, step: 1 }] });
+    assert.equal(info.category, 'latent/inpaint');
+    assert.equal(info.display_name, 'VAE Encode (for Inpainting)');
+    const res = await run(srv, {
+      ck: { class_type: 'CheckpointLoaderSimple', inputs: { ckpt_name: 'sd2.safetensors' } },
+      img: { class_type: 'EmptyImage', inputs: { width: 44, height: 36, batch_size: 1, color: 0x336699 } },
+      mask: { class_type: 'SolidMask', inputs: { value: 1, width: 16, height: 16 } },
+      pad: { class_type: 'MaskComposite', inputs: { destination: ['zero', 0], source: ['mask', 0], x: 8, y: 8, operation: 'add' } },
+      zero: { class_type: 'SolidMask', inputs: { value: 0, width: 44, height: 36 } },
+      enc: { class_type: 'VAEEncodeForInpaint', inputs: { pixels: ['img', 0], vae: ['ck', 2], mask: ['pad', 0], grow_mask_by: 6 } },
+      pos: { class_type: 'CLIPTextEncode', inputs: { text: 'a window', clip: ['ck', 1] } },
+      ks: {
+        class_type: 'KSampler',
+        inputs: { model: ['ck', 0], seed: 2, steps: 2, cfg: 4, sampler_name: 'euler', scheduler: 'normal', positive: ['pos', 0], negative: ['pos', 0], latent_image: ['enc', 0], denoise: 1 },
+      },
+      dec: { class_type: 'VAEDecode', inputs: { samples: ['ks', 0], vae: ['ck', 2] } },
+      save: { class_type: 'SaveImage', inputs: { images: ['dec', 0], filename_prefix: 'inpaint' } },
+    });
+    assert.equal(res.error, undefined, JSON.stringify(res.error));
+    const px = await readOutput(srv, res.outputs.save.images[0]);
+    // Cropped to the VAE's 8-pixel cell as the reference: 44×36 → 40×32.
+    assert.deepEqual([px.width, px.height], [40, 32]);
+  });
+
   test('mixing families and broken files: clear node errors, and the server keeps running', async () => {
     // SD1 CLIP into CLIPTextEncodeSDXL.
     let res = await run(srv, {

@@ -17,7 +17,8 @@ import { detectCheckpoint } from '../src/models/detect.ts';
 import { encodeAdm, ModelSampling, rescaleCfg } from '../src/models/model-sampling.ts';
 import { calculateSigmas } from '../src/models/schedules.ts';
 import { SafetensorsFile } from '../src/models/safetensors.ts';
-import { loadCheckpoint, sample, unloadAll, UNetModel, type FloatTensor } from '../src/models/sd1.ts';
+import { loadCheckpoint, sample, unloadAll, UNetModel, VaeModel, type FloatTensor } from '../src/models/sd1.ts';
+import { inpaintPrepare } from '../src/nodes/sd/inpaint-nodes.ts';
 import { loadDualClip, XLClipModel } from '../src/models/sdxl.ts';
 import { attentionChunksFor } from '../src/models/unet-graph.ts';
 import { REFINER_TINY, SD2_TINY, SDXL_TINY, writeSdxlTextEncoders, writeTensors, writeXLFixture, type XLFixtureConfig } from './models-fixture-xl.ts';
@@ -374,6 +375,20 @@ describe('attention in query slices (memory budget)', () => {
       assert.ok(worst <= 1e-5 * Math.max(1, absmax), `sliced attention differs by ${worst}`);
     } finally {
       UNetModel.attentionLimitBytes = saved;
+    }
+  });
+});
+
+describe('VAEEncodeForInpaint', () => {
+  test('cropped pixels greyed under the mask, the latent, and the grown noise mask as the reference (grow 6, 5, 0)', async () => {
+    const vae = new VaeModel(await loadCheckpoint(files.sd2eps!));
+    const img = { shape: [1, 37, 45, 3], data: Float32Array.from({ length: 37 * 45 * 3 }, (_, i) => ((i * 7919) % 256) / 255) };
+    const mask = { width: 24, height: 20, data: Float32Array.from({ length: 20 * 24 }, (_, i) => (Math.floor(i / 24) + (i % 24)) / 41.7) };
+    for (const grow of [6, 5, 0]) {
+      const prep = inpaintPrepare(img, [mask], vae.downscale, grow);
+      const expected = ref.sd2.eps.inpaint[String(grow)];
+      closeTo(prep.noiseMask, expected.noise_mask, 0, `noise mask, grow ${grow}`);
+      closeTo(await vae.encode(prep.pixels), expected.samples, 1e-5, `latent, grow ${grow}`);
     }
   });
 });

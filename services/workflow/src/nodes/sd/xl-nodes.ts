@@ -13,6 +13,7 @@ import { ModelFolders } from '../../domain/models.ts';
 import type { TokenizeOptions } from '../../models/clip-tokenizer.ts';
 import type { NodeContext, NodeDefinition, NodeEnv, NodeInputs } from '../api.ts';
 import { MAX_RESOLUTION } from '../image-types.ts';
+import { inpaintNodes } from './inpaint-nodes.ts';
 
 function nodeError(message: string, pyType = 'RuntimeError'): Error {
   return Object.assign(new Error(message), { pyType });
@@ -55,7 +56,7 @@ export function xlNodes(dirs: Dirs): NodeDefinition[] {
     required: { clip_name1: [names(scope)], clip_name2: [names(scope)], type: [['sdxl']] },
     optional: { device: [['default', 'cpu'], { advanced: true }] },
   });
-  return [dualClipLoader(dualInputs, names), ...XL_NODES];
+  return [dualClipLoader(dualInputs, names), ...XL_NODES, ...inpaintNodes];
 }
 
 function dualClipLoader(dualInputs: (scope?: { dirs: Dirs }) => NodeInputs, names: (scope?: { dirs: Dirs }) => string[]): NodeDefinition {
