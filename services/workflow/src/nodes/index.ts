@@ -22,6 +22,8 @@ import { gitsNodes } from './gits.ts';
 import { sigmaNodes } from './sigmas.ts';
 import { stringNodes } from './strings.ts';
 import { videoNodes } from './video.ts';
+import { load3dNodes } from './load-3d.ts';
+import { imageSetNodes } from './image-sets.ts';
 
 /** Every built-in node family (nodes that read pixels get IMAGE inputs with their pixels made: see pending-images.ts). */
 export function builtinNodes(dirs: NodeEnv['dirs']): NodeDefinition[] {
@@ -48,5 +50,7 @@ export function builtinNodes(dirs: NodeEnv['dirs']): NodeDefinition[] {
     ...sdNodes(dirs),
     ...audioNodes(dirs),
     ...videoNodes(dirs),
+    ...load3dNodes(dirs),
+    ...imageSetNodes(dirs),
   ].map(materialisingInputs);
 }
