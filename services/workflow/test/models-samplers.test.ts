@@ -15,7 +15,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { forEachStorage } from '@svc/testkit';
 import { brownianNoiseSampler, seedSequenceState } from '../src/models/brownian.ts';
-import { SAMPLER_NAMES, SUPPORTED_SAMPLERS } from '../src/models/samplers.ts';
+import { getSampler, SAMPLER_NAMES, SUPPORTED_SAMPLERS } from '../src/models/samplers.ts';
 import { ClipModel, loadCheckpoint, sample, unloadAll, UNetModel, type FloatTensor } from '../src/models/sd1.ts';
 import { customSamplingNodes } from '../src/nodes/sd/custom-sampling.ts';
 import { decodeSafetensors } from '../src/nodes/safetensors.ts';
@@ -343,4 +343,14 @@ forEachStorage('custom-sampling previews (--preview-method latent2rgb)', (storag
       ws.close();
     }
   });
+});
+
+test('dpm_adaptive with a zero first step or tolerances it cannot meet stops with a clear error (the reference would loop forever)', async () => {
+  const run = getSampler('dpm_adaptive');
+  const sigmas = Float32Array.from([14.6, 3, 0.5, 0]);
+  const x = new Float32Array(16).fill(1);
+  const model = async (v: Float32Array) => v.map((y) => y * 0.9);
+  await assert.rejects(run(model, x, sigmas, { seed: 1 }, { h_init: 0 }), /dpm_adaptive needs h_init > 0/);
+  // icoeff 0 keeps the step at 1e-300, which float32 time cannot advance by.
+  await assert.rejects(run(model, x, sigmas, { seed: 1 }, { h_init: 1e-300, icoeff: 0 }), /did not reach the last σ in 10000 steps/);
 });

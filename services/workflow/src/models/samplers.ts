@@ -954,6 +954,8 @@ const dpmFast: Sampler = async (model, x, sigmas, ctx, opts = {}) => {
   return x;
 };
 
+const MAX_ADAPTIVE_STEPS = 10000;
+
 /** dpm_adaptive: embedded DPM-Solver-12/23 pairs under a PID step-size controller on the error between them. */
 const dpmAdaptive: Sampler = async (model, x, sigmas, ctx, opts = {}) => {
   if (sigmas.length <= 1) return x;
@@ -977,6 +979,8 @@ const dpmAdaptive: Sampler = async (model, x, sigmas, ctx, opts = {}) => {
   if (!forward && eta) throw new Error('eta must be 0 for reverse sampling');
   // The PID controller of k-diffusion (PIDStepSizeController).
   let hStep = Math.abs(num(opts, 'h_init', 0.05)) * (forward ? 1 : -1);
+  // The reference loops forever on a zero step (h only ever scales); here that, and a run that will not end, is an error.
+  if (!(Math.abs(hStep) > 0) || !Number.isFinite(hStep)) throw new Error('dpm_adaptive needs h_init > 0');
   const ctrlOrder = eta ? 1.5 : order;
   const b1 = (pcoeff + icoeff + dcoeff) / ctrlOrder;
   const b2 = -(pcoeff + 2 * dcoeff) / ctrlOrder;
@@ -997,6 +1001,7 @@ const dpmAdaptive: Sampler = async (model, x, sigmas, ctx, opts = {}) => {
   let steps = 0;
   const total = sigmas.length - 1;
   while (forward ? s < tEnd - 1e-5 : s > tEnd + 1e-5) {
+    if (steps >= MAX_ADAPTIVE_STEPS) throw new Error(`dpm_adaptive did not reach the last σ in ${MAX_ADAPTIVE_STEPS} steps (rtol ${rtol}, atol ${atol}): loosen the tolerances`);
     const cache = new Map<string, Float32Array>();
     const t = forward ? Math.min(tEnd, f(s + hStep)) : Math.max(tEnd, f(s + hStep));
     let t_ = t;
