@@ -458,3 +458,37 @@ describe('loaded models and the memory budget', () => {
     }
   });
 });
+
+describe('conditioning nodes', () => {
+  test('Average, Concat, ZeroOut, SetAreaStrength, SetTimestepRange, SetMask, Combine and SetArea build the reference\'s entries', async () => {
+    const { conditioningNodes } = await import('../src/nodes/sd/conditioning-nodes.ts');
+    const { MaskBatch, MaskPlane } = await import('../src/nodes/image-types.ts');
+    const node = (name: string) => conditioningNodes.find((n) => n.name === name)!;
+    const exec = async (name: string, inputs: Record<string, unknown>) => ((await node(name).execute(inputs, {} as never)) as unknown[])[0] as ConditioningEntry[];
+    const t = (T: number, base: number): FloatTensor => ({ shape: [1, T, 2], data: Float32Array.from({ length: T * 2 }, (_, i) => base + i) });
+    const to: ConditioningEntry[] = [[t(3, 10), { strength: 2 }]];
+    const from: ConditioningEntry[] = [[t(2, 100), {}], [t(2, 500), {}]];
+    // t1·s + t0·(1 − s), t0 the first T tokens of the first `from` entry, zero-padded.
+    const avg = await exec('ConditioningAverage', { conditioning_to: to, conditioning_from: from, conditioning_to_strength: 0.25 });
+    assert.deepEqual([...avg[0]![0].data], [10, 11, 12, 13, 14, 15].map((v, i) => Math.fround(Math.fround(v * 0.25) + Math.fround((i < 4 ? 100 + i : 0) * 0.75))));
+    assert.deepEqual(avg[0]![1], { strength: 2 });
+    const cat = await exec('ConditioningConcat', { conditioning_to: to, conditioning_from: from });
+    assert.deepEqual(cat[0]![0].shape, [1, 5, 2]);
+    assert.deepEqual([...cat[0]![0].data], [10, 11, 12, 13, 14, 15, 100, 101, 102, 103]);
+    const zero = await exec('ConditioningZeroOut', { conditioning: to });
+    assert.ok(zero[0]![0].data.every((v) => v === 0));
+    assert.deepEqual(await exec('ConditioningCombine', { conditioning_1: to, conditioning_2: from }), [...to, ...from]);
+    assert.deepEqual((await exec('ConditioningSetArea', { conditioning: to, width: 100, height: 64, x: 17, y: 8, strength: 0.5 }))[0]![1], { strength: 0.5, area: [8, 12, 1, 2], set_area_to_bounds: false });
+    assert.deepEqual((await exec('ConditioningSetAreaPercentage', { conditioning: to, width: 0.5, height: 0.25, x: 0.1, y: 0.2, strength: 1 }))[0]![1], { strength: 1, area: ['percentage', 0.25, 0.5, 0.2, 0.1], set_area_to_bounds: false });
+    assert.deepEqual((await exec('ConditioningSetAreaStrength', { conditioning: to, strength: 3 }))[0]![1], { strength: 3 });
+    assert.deepEqual((await exec('ConditioningSetTimestepRange', { conditioning: to, start: 0.2, end: 0.7 }))[0]![1], { strength: 2, start_percent: 0.2, end_percent: 0.7 });
+    const mask = new MaskBatch([new MaskPlane(2, 1, Float32Array.of(0, 1))]);
+    const masked = (await exec('ConditioningSetMask', { conditioning: to, mask, strength: 0.5, set_cond_area: 'mask bounds' }))[0]![1];
+    assert.deepEqual(masked.mask, { shape: [1, 1, 2], data: Float32Array.of(0, 1) });
+    assert.equal(masked.set_area_to_bounds, true);
+    assert.equal(masked.mask_strength, 0.5);
+    // The input's options are copied, never changed.
+    assert.deepEqual(to[0]![1], { strength: 2 });
+    await assert.rejects(async () => exec('ConditioningConcat', { conditioning_to: to, conditioning_from: [] }), /conditioning_from is empty/);
+  });
+});
