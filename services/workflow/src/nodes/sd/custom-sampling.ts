@@ -75,7 +75,8 @@ function checkSigmas(v: unknown): Float32Array {
 
 function checkLatent(v: unknown, model: UNetModel): Latent {
   if (!isLatent(v)) throw nodeError('the latent_image input is not a LATENT');
-  const ch = model.checkpoint.detected.unet.inChannels;
+  // outChannels: an inpainting UNet takes 9 channels but samples 4-channel latents.
+  const ch = model.checkpoint.detected.unet.outChannels;
   if (v.samples.ndim !== 4 || v.samples.shape[1] !== ch) throw nodeError(`the latent has shape [${v.samples.shape.join(', ')}]; this model samples [B, ${ch}, H, W] latents`);
   return v;
 }
@@ -92,7 +93,7 @@ async function runGuider(guider: GuiderValue, noise: NoiseValue, sampler: Sample
   let x0: Float32Array | undefined;
   const total = sigmas.length - 1;
   // latent_preview.prepare_callback: each step's denoised latent as a preview (when --preview-method asks), the last one kept as x0.
-  const preview = stepPreviewer(ctx, guider.model.latentFormat.rgbFactors, guider.model.latentFormat.rgbBias);
+  const preview = stepPreviewer(ctx, guider.model.latentFormat.rgbFactors, guider.model.latentFormat.rgbBias, guider.model.latentFormat.name);
   const samples = await sample({
     model: guider.model,
     positive: guider.positive,
