@@ -15,12 +15,12 @@ import { reciprocalRankFusion } from '../../search/rrf.ts';
  * exact cosine of the stored float vectors re-ranks the int8 pre-ranking.
  *
  * Rows of transactions that commit out of `seq` order (PostgreSQL, several
- * processes) are caught by re-reading the ids of the last REREAD_US of `seq`
- * (seq is a microsecond clock) on each refresh; a write committing later than
- * that after taking its seq would be missed until the index is rebuilt
- * (REBUILD_MS).
+ * processes) are caught by re-reading the ids of the last few seconds of
+ * `seq` (a microsecond clock; REREAD_US) on each refresh; a write committing
+ * later than that after taking its seq would be missed until the index is
+ * rebuilt (REBUILD_MS).
  */
-const REREAD_US = 30_000_000;
+const REREAD_US = { sqlite: 1_000_000, postgres: 5_000_000 } as const;
 const REBUILD_MS = 10 * 60_000;
 const CHUNK = 5_000;
 
@@ -143,7 +143,7 @@ async function refresh(ctx: Ctx, workspace: string, ix: WsIndex): Promise<void> 
     .selectFrom('v3_messages')
     .select(['id', 'seq'])
     .where('workspace', '=', workspace)
-    .where('seq', '>', ix.hw - REREAD_US)
+    .where('seq', '>', ix.hw - (ctx.storage.dialect.kind === 'postgres' ? REREAD_US.postgres : REREAD_US.sqlite))
     .execute();
   const missing = recent.filter((r) => !ix.rowOf.has(r.id)).map((r) => r.id as string);
   for (let i = 0; i < missing.length; i += 500) {
@@ -231,17 +231,27 @@ export async function indexedSearch(
   if (!total) return [];
   const keep = Math.max(10, limit + 5);
 
-  // Full text.
-  const textScore = new Map<number, number>();
+  // Full text: scores accumulated in an array over the rows the query's stems touch, the best kept by a heap.
+  const scores = new Float64Array(n);
+  const touched: number[] = [];
   for (const t of queryTerms(query)) {
     const p = ix.postings.get(t);
     if (!p) continue;
-    const rows = p.filter(inScope);
-    if (!rows.length) continue;
-    const idf = Math.log(1 + (total - rows.length + 0.5) / (rows.length + 0.5));
-    for (const r of rows) textScore.set(r, (textScore.get(r) ?? 0) + idf);
+    let df = 0;
+    for (const r of p) if (inScope(r)) df++;
+    if (!df) continue;
+    const idf = Math.log(1 + (total - df + 0.5) / (df + 0.5));
+    for (const r of p) {
+      if (!inScope(r)) continue;
+      if (scores[r] === 0) touched.push(r);
+      scores[r] += idf;
+    }
   }
-  const textTop = [...textScore.entries()].sort((a, b) => b[1] - a[1] || ix.seqs[b[0]]! - ix.seqs[a[0]]!).slice(0, keep * 2);
+  const best = new TopK(keep * 2);
+  // Ties go to the newer message: a tiny bonus by row (rows are in seq order) breaks them.
+  for (const r of touched) best.push(scores[r]! + r * 1e-12, r);
+  const textTop: Array<[number, number]> = best.rows.map((r) => [r, scores[r]!] as [number, number]).sort((a, b) => b[1] - a[1] || ix.seqs[b[0]]! - ix.seqs[a[0]]!);
+  const textScore = new Map(textTop);
 
   // Vectors: int8 pre-rank over the scope.
   let vecRows: number[] = [];
