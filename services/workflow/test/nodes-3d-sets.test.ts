@@ -88,11 +88,20 @@ forEachStorage('3D viewer and image set nodes', (storage: StorageKind) => {
     assert.equal(missing.error?.exception_type, 'FileNotFoundError');
     const traversal = await srv.http.post('/prompt', { prompt: { '1': { class_type: 'Load3D', inputs: { model_file: '../secret.glb', image: {}, width: 8, height: 8 } }, '2': { class_type: 'Preview3D', inputs: { model_file: ['1', 2] } } } });
     assert.equal(traversal.status, 400);
-    assert.equal(traversal.body.node_errors['1'].errors[0].type, 'custom_validation_failed');
-    assert.match(traversal.body.node_errors['1'].errors[0].details, /model_file: '\.\.\/secret\.glb' not in/);
+    assert.deepEqual(traversal.body.node_errors['1'].errors[0], {
+      type: 'value_not_in_list',
+      message: 'Value not in list',
+      details: "model_file: '../secret.glb' not in ['3d/a.glb', '3d/sub/b.obj']",
+      extra_info: { input_name: 'model_file', input_config: [['3d/a.glb', '3d/sub/b.obj'], { file_upload: true }], received_value: '../secret.glb' },
+    });
     const folder = await srv.http.post('/prompt', { prompt: { '1': { class_type: 'LoadImageSetFromFolderNode', inputs: { folder: '..' } }, '2': { class_type: 'SaveImage', inputs: { images: ['1', 0] } } } });
     assert.equal(folder.status, 400);
-    assert.equal(folder.body.node_errors['1'].errors[0].type, 'custom_validation_failed');
+    assert.equal(folder.body.node_errors['1'].errors[0].type, 'value_not_in_list');
+    // A model file added after start is valid at once (the list is read at validation, as the reference's INPUT_TYPES).
+    fs.writeFileSync(path.join(srv.cfg.dataDir, 'input', '3d', 'new.stl'), 'solid x');
+    const added = await srv.http.post('/prompt', { prompt: { '1': { class_type: 'Load3D', inputs: { model_file: '3d/new.stl', image: {}, width: 8, height: 8 } }, '2': { class_type: 'Preview3D', inputs: { model_file: ['1', 2] } } } });
+    assert.equal(added.status, 200, JSON.stringify(added.body));
+    fs.rmSync(path.join(srv.cfg.dataDir, 'input', '3d', 'new.stl'));
   });
 
   test('LoadImageSetFromFolderNode: refuses a size mismatch, stretches with PIL LANCZOS, crops from the top left', async () => {

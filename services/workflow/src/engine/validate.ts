@@ -362,6 +362,7 @@ async function checkNode(registry: NodeRegistry, graph: PromptGraph, id: string,
   const errors: PromptError[] = [];
   let valid = true;
   const receivedTypes: Record<string, string> = {};
+  let fresh: Map<string, InputInfo> | undefined;
   for (const name of cls.validInputs) {
     const info = cls.inputInfo(name)!;
     if (!Object.hasOwn(inputs, name)) {
@@ -420,7 +421,9 @@ async function checkNode(registry: NodeRegistry, graph: PromptGraph, id: string,
       continue;
     }
     if (custom.all || custom.names.has(name)) continue;
-    const e = rangeAndListError(name, info, val, config);
+    // Lists of files are read as the folders are now (the reference calls INPUT_TYPES at each validation).
+    const now = cls.def.dynamicInputs ? (fresh ??= freshInfos(cls, scope)).get(name) : undefined;
+    const e = now ? rangeAndListError(name, now, val, [now.type, now.options]) : rangeAndListError(name, info, val, config);
     if (e) errors.push(e);
   }
 
@@ -472,6 +475,18 @@ function coerce(info: InputInfo, val: unknown): unknown {
 
 function fmt(info: InputInfo, v: unknown): string {
   return typeof v === 'number' ? pyNumber(v, info.type === 'FLOAT') : pyStr(v);
+}
+
+/** The required and optional inputs of a class with file lists, as its dynamicInputs renders them for this caller now. */
+function freshInfos(cls: NodeClass, scope: NodeScope | undefined): Map<string, InputInfo> {
+  const out = new Map<string, InputInfo>();
+  const inputs = cls.def.dynamicInputs!(scope);
+  for (const category of ['required', 'optional'] as const) {
+    for (const [name, spec] of Object.entries(inputs[category] ?? {})) {
+      if (!out.has(name) && cls.inputInfo(name)) out.set(name, { type: spec[0], category, options: spec[1] ?? {} });
+    }
+  }
+  return out;
 }
 
 function rangeAndListError(name: string, info: InputInfo, val: unknown, config: unknown[]): PromptError | undefined {

@@ -88,14 +88,6 @@ export function imageSetNodes(dirs: NodeEnv['dirs']): NodeDefinition[] {
       experimental: true,
       inputs: setInputs(undefined, dirs),
       dynamicInputs: (scope) => setInputs(scope, dirs),
-      // The folder list changes while the service runs: checked against the input folder as it is now.
-      validateInputs: {
-        inputs: ['folder'],
-        fn: ({ folder }, scope) => {
-          const names = inputSubfolders((scope?.dirs ?? dirs).input);
-          return names.includes(folder) ? true : `Value not in list: folder: '${String(folder)}' not in (list of length ${names.length})`;
-        },
-      },
       outputs: ['IMAGE'],
       execute: async ({ folder, resize_method }, ctx) => {
         const dir = safeRelative(ctx.env.dirs.input, String(folder));

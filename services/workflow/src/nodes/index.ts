@@ -24,6 +24,7 @@ import { stringNodes } from './strings.ts';
 import { videoNodes } from './video.ts';
 import { load3dNodes } from './load-3d.ts';
 import { imageSetNodes } from './image-sets.ts';
+import { upscaleModelNodes } from './sd/upscale-nodes.ts';
 
 /** Every built-in node family (nodes that read pixels get IMAGE inputs with their pixels made: see pending-images.ts). */
 export function builtinNodes(dirs: NodeEnv['dirs']): NodeDefinition[] {
@@ -52,5 +53,6 @@ export function builtinNodes(dirs: NodeEnv['dirs']): NodeDefinition[] {
     ...videoNodes(dirs),
     ...load3dNodes(dirs),
     ...imageSetNodes(dirs),
+    ...upscaleModelNodes(dirs),
   ].map(materialisingInputs);
 }

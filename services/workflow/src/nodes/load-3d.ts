@@ -39,17 +39,6 @@ function listModels(inputDir: string, ext: RegExp): string[] {
   return out.sort();
 }
 
-/** The file lists change while the service runs: a name is checked against the folder as it is now (as the reference calls INPUT_TYPES). */
-function listed(dirs: NodeEnv['dirs'], ext: RegExp): NonNullable<NodeDefinition['validateInputs']> {
-  return {
-    inputs: ['model_file'],
-    fn: ({ model_file }, scope) => {
-      const names = listModels((scope?.dirs ?? dirs).input, ext);
-      return names.includes(model_file) ? true : `Value not in list: model_file: '${String(model_file)}' not in (list of length ${names.length})`;
-    },
-  };
-}
-
 function viewerInputs(scope: NodeScope | undefined, dirs: NodeEnv['dirs'], widget: string, ext: RegExp): NodeInputs {
   return {
     required: {
@@ -108,7 +97,6 @@ export function load3dNodes(dirs: NodeEnv['dirs']): NodeDefinition[] {
       experimental: true,
       inputs: viewerInputs(undefined, dirs, 'LOAD_3D', MODEL_EXT),
       dynamicInputs: (scope) => viewerInputs(scope, dirs, 'LOAD_3D', MODEL_EXT),
-      validateInputs: listed(dirs, MODEL_EXT),
       outputs: ['IMAGE', 'MASK', 'STRING', 'IMAGE', 'IMAGE', 'LOAD3D_CAMERA', 'VIDEO'],
       outputNames: ['image', 'mask', 'mesh_path', 'normal', 'lineart', 'camera_info', 'recording_video'],
       execute: async ({ model_file, image }, ctx) => {
@@ -125,7 +113,6 @@ export function load3dNodes(dirs: NodeEnv['dirs']): NodeDefinition[] {
       experimental: true,
       inputs: viewerInputs(undefined, dirs, 'LOAD_3D_ANIMATION', ANIMATED_EXT),
       dynamicInputs: (scope) => viewerInputs(scope, dirs, 'LOAD_3D_ANIMATION', ANIMATED_EXT),
-      validateInputs: listed(dirs, ANIMATED_EXT),
       outputs: ['IMAGE', 'MASK', 'STRING', 'IMAGE', 'LOAD3D_CAMERA', 'VIDEO'],
       outputNames: ['image', 'mask', 'mesh_path', 'normal', 'camera_info', 'recording_video'],
       execute: async ({ model_file, image }, ctx) => {
