@@ -27,7 +27,7 @@ import sys
 import tempfile
 import types
 
-comfy_dir, sd2_eps, sd2_v, sdxl_path, refiner_path, out_path = sys.argv[1:7]
+comfy_dir, sd2_eps, sd2_v, sdxl_path, refiner_path, sd2_inpaint, out_path = sys.argv[1:8]
 sys.path.insert(0, comfy_dir)
 sys.argv = [sys.argv[0], "--cpu"]
 
@@ -242,6 +242,21 @@ ref["sample"] = summary(comfy.sample.sample(patcher, torch.zeros_like(start), 5,
 plain = encode(clip, "a castle")
 ref["sample_plain"] = summary(run(patcher, plain, encode(clip, ""), torch.zeros((1, 4, 8, 8)), 32), 64)
 out["refiner"] = ref
+
+# --- SD2 inpainting UNet (9 input channels): InpaintModelConditioning's conds and latent, and no mask at all (ones + blank image)
+model, patcher, clip, vae = load(sd2_inpaint, comfy.supported_models.SD20)
+ip = {"model_type": model.model_type.name, "concat_keys": list(model.concat_keys)}
+img = (torch.arange(40 * 48 * 3, dtype=torch.int64) * 7919 % 256).float().reshape((1, 40, 48, 3)) / 255.0
+mask = torch.zeros((1, 40, 48))
+mask[:, 8:30, 12:40] = 1.0
+pos, neg = encode(clip, "a window"), encode(clip, "")
+ipos, ineg, ilat = nodes.InpaintModelConditioning().encode(pos, neg, img, vae, mask, True)
+ip["concat_latent"] = summary(ipos[0][1]["concat_latent_image"], 64)
+ip["latent"] = summary(ilat["samples"], 64)
+noise = comfy.sample.prepare_noise(ilat["samples"], 41)
+ip["sample"] = summary(comfy.sample.sample(patcher, noise, 3, 5.0, "euler", "normal", ipos, ineg, ilat["samples"], noise_mask=ilat["noise_mask"], disable_pbar=True, seed=41), 64)
+ip["sample_nomask"] = summary(run(patcher, pos, neg, torch.zeros((1, 4, 6, 5)), 42, steps=3, cfg=5.0), 64)
+out["inpaint"] = ip
 
 with open(out_path, "w") as f:
     json.dump(out, f, separators=(",", ":"))

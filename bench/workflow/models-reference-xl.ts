@@ -22,14 +22,16 @@ const files = {
   sd2v: path.join(dir, 'sd2-v.safetensors'),
   sdxl: path.join(dir, 'sdxl.safetensors'),
   refiner: path.join(dir, 'refiner.safetensors'),
+  sd2inpaint: path.join(dir, 'sd2-inpaint.safetensors'),
 };
 writeXLFixture(files.sd2eps, SD2_TINY);
 writeXLFixture(files.sd2v, { ...SD2_TINY, vpredSpread: true });
 writeXLFixture(files.sdxl, SDXL_TINY);
 writeXLFixture(files.refiner, REFINER_TINY);
+writeXLFixture(files.sd2inpaint, { ...SD2_TINY, unet: { ...SD2_TINY.unet, inChannels: 9 } });
 const out = path.join(import.meta.dirname, '../../services/workflow/test/fixtures/models-reference-xl.json');
 try {
-  execFileSync(python, [path.join(import.meta.dirname, 'models-reference-xl.py'), comfy, files.sd2eps, files.sd2v, files.sdxl, files.refiner, out], {
+  execFileSync(python, [path.join(import.meta.dirname, 'models-reference-xl.py'), comfy, files.sd2eps, files.sd2v, files.sdxl, files.refiner, files.sd2inpaint, out], {
     stdio: 'inherit',
     env: { ...process.env, OMP_NUM_THREADS: '1' },
   });

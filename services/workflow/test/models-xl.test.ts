@@ -392,3 +392,33 @@ describe('VAEEncodeForInpaint', () => {
     }
   });
 });
+
+describe('inpainting UNet (9 input channels)', () => {
+  test('InpaintModelConditioning\'s mask and masked image feed the UNet as the reference\'s concat_cond; without a mask, ones and the blank image', async () => {
+    const file = path.join(dir, 'sd2-inpaint.safetensors');
+    writeXLFixture(file, { ...SD2_TINY, unet: { ...SD2_TINY.unet, inChannels: 9 } });
+    const ck = await loadCheckpoint(file);
+    assert.equal(ck.detected.unet.inChannels, 9);
+    assert.equal(ck.detected.modelType, 'eps');
+    assert.deepEqual(ref.inpaint.concat_keys, ['mask', 'masked_image']);
+    const clip = new XLClipModel(ck);
+    const vae = new VaeModel(ck);
+    const model = new UNetModel(ck);
+    const img = { shape: [1, 40, 48, 3], data: Float32Array.from({ length: 40 * 48 * 3 }, (_, i) => ((i * 7919) % 256) / 255) };
+    const m = new Float32Array(40 * 48);
+    for (let y = 8; y < 30; y++) for (let x = 12; x < 40; x++) m[y * 48 + x] = 1;
+    // InpaintModelConditioning: cell 8, the mask unrounded as concat_mask and noise_mask.
+    const prep = inpaintPrepare(img, [{ width: 48, height: 40, data: m }], 8, 0);
+    const concat = await vae.encode(prep.pixels);
+    const orig = await vae.encode(img);
+    closeTo(concat, ref.inpaint.concat_latent, 1e-5, 'concat latent');
+    closeTo(orig, ref.inpaint.latent, 1e-5, 'latent');
+    const values = { concat_latent_image: concat, concat_mask: prep.mask };
+    const positive = (await clip.encode('a window')).map(([t, o]) => [t, { ...o, ...values }] as [FloatTensor, Record<string, unknown>]);
+    const negative = (await clip.encode('')).map(([t, o]) => [t, { ...o, ...values }] as [FloatTensor, Record<string, unknown>]);
+    const out = await sample({ model, positive, negative, cfg: 5, samplerName: 'euler', scheduler: 'normal', steps: 3, seed: 41, latent: orig, noiseMask: prep.mask });
+    closeTo(out, ref.inpaint.sample, SAMPLE_TOL, 'inpaint sample');
+    const plain = await sample({ model, positive: await clip.encode('a window'), negative: await clip.encode(''), cfg: 5, samplerName: 'euler', scheduler: 'normal', steps: 3, seed: 42, latent: zeros([1, 4, 6, 5]) });
+    closeTo(plain, ref.inpaint.sample_nomask, SAMPLE_TOL, 'no mask: ones and the blank image');
+  });
+});

@@ -16,6 +16,8 @@ export interface CondTensor {
   data: Float32Array;
   /** SDXL's adm vector for this entry (one row, sd1.ts UNetModel.withAdm); calcCondBatch repeats it per batch item beside the context. */
   y?: Float32Array;
+  /** An inpainting UNet's extra input channels for this entry, [B, k, H, W] at the latent's size (UNetModel.withAdm). */
+  concat?: Float32Array;
 }
 
 /** One entry ready for sampling: areas resolved to latent cells, masks resized to the latent, percents turned into σ. */
@@ -250,7 +252,7 @@ export async function calcCondBatch(model: BatchModel, lists: Array<PreparedCond
   while (jobs.length) {
     const first = jobs[0]!;
     const same = (j: Job) =>
-      j.box[0] === first.box[0] && j.box[1] === first.box[1] && j.context.shape[1] === first.context.shape[1] && j.context.shape[2] === first.context.shape[2] && j.context.y?.length === first.context.y?.length;
+      j.box[0] === first.box[0] && j.box[1] === first.box[1] && j.context.shape[1] === first.context.shape[1] && j.context.shape[2] === first.context.shape[2] && j.context.y?.length === first.context.y?.length && j.context.concat?.length === first.context.concat?.length;
     const [bh, bw] = first.box;
     const per = b * ch * bh * bw;
     const limit = Math.max(1, Math.floor(maxBatchValues / per));
@@ -265,6 +267,9 @@ export async function calcCondBatch(model: BatchModel, lists: Array<PreparedCond
     // One adm row per entry, repeated over the latent batch.
     const yw = first.context.y?.length ?? 0;
     const ys = yw ? new Float32Array(group.length * b * yw) : undefined;
+    // Inpainting UNets' extra channels ([B, k, H, W] per entry): cropped to the box like x (the reference's CONDNoiseShape).
+    const kc = first.context.concat ? first.context.concat.length / (b * H * W) : 0;
+    const cs = kc ? new Float32Array(group.length * b * kc * bh * bw) : undefined;
     group.forEach((j, gi) => {
       const [, , by, bx] = j.box;
       for (let i = 0; i < b * ch; i++)
@@ -274,8 +279,14 @@ export async function calcCondBatch(model: BatchModel, lists: Array<PreparedCond
         }
       ctx.set(repeatContext(j.context, b).data, gi * b * T * D);
       if (ys) for (let i = 0; i < b; i++) ys.set(j.context.y!, (gi * b + i) * yw);
+      if (cs)
+        for (let i = 0; i < b * kc; i++)
+          for (let y = 0; y < bh; y++) {
+            const src = (i * H + y + by) * W + bx;
+            cs.set(j.context.concat!.subarray(src, src + bw), gi * b * kc * bh * bw + (i * bh + y) * bw);
+          }
     });
-    const out = await model(xin, [group.length * b, ch, bh, bw], sigma, { shape: [group.length * b, T, D], data: ctx, ...(ys ? { y: ys } : {}) });
+    const out = await model(xin, [group.length * b, ch, bh, bw], sigma, { shape: [group.length * b, T, D], data: ctx, ...(ys ? { y: ys } : {}), ...(cs ? { concat: cs } : {}) });
     group.forEach((j, gi) => {
       const [, , by, bx] = j.box;
       const o = outs[j.list]!;

@@ -253,3 +253,76 @@ export function rescaleCfg(multiplier: number, cond: Float32Array, uncond: Float
   }
   return out;
 }
+
+/** torch.round: halves to the even neighbour. */
+function roundHalfEven(v: number): number {
+  const r = Math.round(v);
+  return Math.abs(v % 1) === 0.5 && r % 2 !== 0 ? r - 1 : r;
+}
+
+/** torch interpolate(mode='bilinear', align_corners=False) of one plane (sh×sw → dh×dw). */
+function bilinear(src: Float32Array, sh: number, sw: number, dh: number, dw: number): Float32Array {
+  if (sh === dh && sw === dw) return src;
+  const out = new Float32Array(dh * dw);
+  for (let y = 0; y < dh; y++) {
+    const fy = Math.max((y + 0.5) * (sh / dh) - 0.5, 0);
+    const y0 = Math.min(Math.floor(fy), sh - 1);
+    const y1 = Math.min(y0 + 1, sh - 1);
+    const ly = fy - y0;
+    for (let x = 0; x < dw; x++) {
+      const fx = Math.max((x + 0.5) * (sw / dw) - 0.5, 0);
+      const x0 = Math.min(Math.floor(fx), sw - 1);
+      const x1 = Math.min(x0 + 1, sw - 1);
+      const lx = fx - x0;
+      out[y * dw + x] = (src[y0 * sw + x0]! * (1 - lx) + src[y0 * sw + x1]! * lx) * (1 - ly) + (src[y1 * sw + x0]! * (1 - lx) + src[y1 * sw + x1]! * lx) * ly;
+    }
+  }
+  return out;
+}
+
+/** "Zero" in pixel space as SD latents (the reference's blank_inpaint_image_like). */
+const BLANK_INPAINT = [0.8223, -0.6876, 0.6364, 0.138];
+
+/**
+ * An inpainting UNet's extra input channels for one conditioning entry (the
+ * reference's concat_cond with concat_keys mask, masked_image): the mask
+ * (the entry's concat_mask, else the LATENT's noise mask; resized to the
+ * latent, first channel, rounded) and the masked image (the entry's
+ * concat_latent_image scaled in, else the latent itself), repeated to the
+ * batch; without a mask, ones and the blank image. [B, 1 + C, h, w].
+ */
+export function inpaintConcat(options: Record<string, unknown>, latentShape: readonly number[], latentIn: Float32Array, denoiseMask: { shape: number[]; data: Float32Array } | undefined, scaleFactor: number): Float32Array {
+  const [B, C, h, w] = latentShape as [number, number, number, number];
+  const plane = h * w;
+  const out = new Float32Array(B * (1 + C) * plane);
+  const isTensor = (v: unknown): v is { shape: number[]; data: Float32Array } => typeof v === 'object' && v !== null && Array.isArray((v as { shape: unknown }).shape) && (v as { data: unknown }).data instanceof Float32Array;
+  const mask = isTensor(options.concat_mask) ? options.concat_mask : denoiseMask;
+  if (!mask) {
+    for (let b = 0; b < B; b++) {
+      out.fill(1, b * (1 + C) * plane, (b * (1 + C) + 1) * plane);
+      for (let c = 0; c < C; c++) out.fill(BLANK_INPAINT[c] ?? 0, (b * (1 + C) + 1 + c) * plane, (b * (1 + C) + 2 + c) * plane);
+    }
+    return out;
+  }
+  const mh = mask.shape[mask.shape.length - 2]!;
+  const mw = mask.shape[mask.shape.length - 1]!;
+  // [:, :1] of a mask shaped like the latent; any other leading dims are planes.
+  const planes: Float32Array[] = [];
+  if (mask.shape.length === 4) for (let i = 0; i < mask.shape[0]!; i++) planes.push(mask.data.subarray(i * mask.shape[1]! * mh * mw, (i * mask.shape[1]! + 1) * mh * mw));
+  else for (let i = 0; i < mask.data.length / (mh * mw); i++) planes.push(mask.data.subarray(i * mh * mw, (i + 1) * mh * mw));
+  const m = planes.map((p) => bilinear(p, mh, mw, h, w).map(roundHalfEven));
+  let image: Float32Array = latentIn;
+  let ish = [B, C, h, w];
+  if (isTensor(options.concat_latent_image)) {
+    image = options.concat_latent_image.data.map((v) => v * scaleFactor);
+    ish = options.concat_latent_image.shape;
+  }
+  const [ib, ic, ih, iw] = ish as [number, number, number, number];
+  if (ic !== C) throw new Error(`the inpainting image latent has ${ic} channels; this model's latents have ${C}`);
+  for (let b = 0; b < B; b++) {
+    out.set(m[b % m.length]!, b * (1 + C) * plane);
+    const src = b % ib;
+    for (let c = 0; c < C; c++) out.set(bilinear(image.subarray((src * C + c) * ih * iw, (src * C + c + 1) * ih * iw), ih, iw, h, w), (b * (1 + C) + 1 + c) * plane);
+  }
+  return out;
+}

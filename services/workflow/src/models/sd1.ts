@@ -14,7 +14,7 @@ import { CLIP_PREFIX, detectCheckpoint, UNET_PREFIX, VAE_PREFIX, type DetectedCh
 import { OnnxGraph } from './graph-builder.ts';
 import type { WeightPatches } from './lora.ts';
 import { detectPart, partView, type ModelPart } from './parts.ts';
-import { defaultSampling, encodeAdm, SD15_FORMAT, SDXL_FORMAT, type LatentFormat, type ModelSampling } from './model-sampling.ts';
+import { defaultSampling, encodeAdm, inpaintConcat, SD15_FORMAT, SDXL_FORMAT, type LatentFormat, type ModelSampling } from './model-sampling.ts';
 import { prepareNoise, TorchGenerator } from './noise.ts';
 import { CFG_PP_SAMPLERS, getSampler, type SamplerOptions, type StepInfo } from './samplers.ts';
 import { DiscreteSchedule, ksamplerSigmas } from './schedules.ts';
@@ -232,8 +232,8 @@ export function loadedCheckpoints(): string[] {
   return [...cache.keys()];
 }
 
-/** A text embedding with, for SDXL, the entry's adm vector `y` ([1 or B, adm]) riding along. */
-export type ModelContext = FloatTensor & { y?: Float32Array };
+/** A text embedding with, for SDXL, the entry's adm vector `y` ([1 or B, adm]) and, for inpainting UNets, its extra input channels `concat` ([B, k, h, w]) riding along. */
+export type ModelContext = FloatTensor & { y?: Float32Array; concat?: Float32Array };
 
 /** A sampler_cfg_function (RescaleCFG): the denoised predictions, the unscaled input, σ, cfg, batch size → the guided prediction. */
 export type CfgFunction = (cond: Float32Array, uncond: Float32Array, x: Float32Array, sigma: number, cfg: number, batch: number) => Float32Array;
@@ -266,11 +266,18 @@ export class UNetModel {
    * size/crop or aesthetic embeddings, encode_model_conds' defaults from the
    * latent's size); other families' entries pass unchanged.
    */
-  withAdm(entries: ConditioningEntry[], latentShape: readonly number[], promptType: 'positive' | 'negative'): ConditioningEntry[] {
+  withAdm(entries: ConditioningEntry[], latentShape: readonly number[], promptType: 'positive' | 'negative', inpaint?: { latentIn: Float32Array; denoiseMask?: FloatTensor }): ConditioningEntry[] {
     const d = this.checkpoint.detected;
-    if (!d.unet.admInChannels) return entries;
+    // An inpainting UNet (more input channels than latent channels) gets each entry's mask and masked image (concat_cond).
+    const concat = d.unet.inChannels > latentShape[1]! && inpaint;
+    if (!d.unet.admInChannels && !concat) return entries;
     const family = d.family === 'sdxl_refiner' ? 'sdxl_refiner' : 'sdxl';
-    return entries.map(([t, opts]) => [{ ...t, y: encodeAdm(family, opts ?? {}, latentShape, promptType, d.unet.admInChannels) } as ModelContext, opts]);
+    return entries.map(([t, opts]) => {
+      const c: ModelContext = { ...t };
+      if (d.unet.admInChannels) c.y = encodeAdm(family, opts ?? {}, latentShape, promptType, d.unet.admInChannels);
+      if (concat) c.concat = inpaintConcat(opts ?? {}, latentShape, inpaint.latentIn, inpaint.denoiseMask, this.latentFormat.scaleFactor);
+      return [c, opts];
+    });
   }
 
   /** apply_model: the input scaled for σ, the UNet's output, the denoised latent (ε, v, lcm … by the sampling). */
@@ -299,8 +306,22 @@ export class UNetModel {
     const kind = chunks > 1 ? `unet:q${chunks}` : 'unet';
     const build = chunks > 1 ? () => buildUNetGraph(new OnnxGraph(this.checkpoint.file, WEIGHTS_LOCATION, UNET_PREFIX), cfg, { attentionChunks: chunks }) : this.build;
     await this.checkpoint.session(kind, build);
+    let xin = x;
+    let xshape = shape;
+    if (cfg.inChannels !== shape[1]) {
+      // Inpainting UNets: [scaled x | mask | masked image] along the channels (the reference's c_concat).
+      const k = cfg.inChannels - shape[1]!;
+      const plane = shape[2]! * shape[3]!;
+      if (!context.concat || context.concat.length !== b * k * plane) throw new Error(`this model takes ${cfg.inChannels} input channels; the latent has ${shape[1]} and no inpainting mask/image came with the conditioning`);
+      xin = new Float32Array(b * cfg.inChannels * plane);
+      for (let i = 0; i < b; i++) {
+        xin.set(x.subarray(i * shape[1]! * plane, (i + 1) * shape[1]! * plane), i * cfg.inChannels * plane);
+        xin.set(context.concat.subarray(i * k * plane, (i + 1) * k * plane), (i * cfg.inChannels + shape[1]!) * plane);
+      }
+      xshape = [b, cfg.inChannels, shape[2]!, shape[3]!];
+    }
     const feeds: Record<string, OrtTensor> = {
-      x: ortTensor('float32', x, shape),
+      x: ortTensor('float32', xin, xshape),
       t_emb: ortTensor('float32', timestepEmbedding(new Array(b).fill(timestep), dim), [b, dim]),
       context: ortTensor('float32', context.data, context.shape),
     };
@@ -573,7 +594,8 @@ export async function sample(o: SampleOptions): Promise<FloatTensor> {
   if (latentIn.some((v) => v !== 0)) latentIn = latentIn.map((v) => v * scaleFactor);
 
   const [h, w] = [shape[2]!, shape[3]!];
-  const [pos, neg] = prepareConds(o.model.withAdm(o.positive, shape, 'positive'), o.model.withAdm(o.negative, shape, 'negative'), h, w, schedule);
+  const inpaint = { latentIn, denoiseMask: o.noiseMask };
+  const [pos, neg] = prepareConds(o.model.withAdm(o.positive, shape, 'positive', inpaint), o.model.withAdm(o.negative, shape, 'negative', inpaint), h, w, schedule);
   const D = o.model.checkpoint.detected.unet.contextDim;
   for (const c of [...pos, ...neg]) {
     if (c.context.shape.length !== 3 || c.context.shape[2] !== D) throw new Error(`the conditioning has width ${c.context.shape[2]}; this model's cross-attention takes ${D}`);
@@ -583,7 +605,7 @@ export async function sample(o: SampleOptions): Promise<FloatTensor> {
   let lastUncond: Float32Array | undefined;
   // apply_model for a batch: the input scaled for σ, the UNet's output, the denoised latent (ε, v or lcm as the model's sampling says).
   const apply = (x: Float32Array, s: number[], sigma: number, context: FloatTensor): Promise<Float32Array> => o.model.denoised(x, s, sigma, context);
-  const mid = o.dual ? prepareConds(o.model.withAdm(o.dual.middle, shape, 'negative'), [], h, w, schedule)[0] : [];
+  const mid = o.dual ? prepareConds(o.model.withAdm(o.dual.middle, shape, 'negative', inpaint), [], h, w, schedule)[0] : [];
   const dualGuidance = async (x: Float32Array, sigma: number, d: NonNullable<SampleOptions['dual']>): Promise<Float32Array> => {
     const isOne = (v: number) => Math.abs(v - 1) <= 1e-9 * Math.max(1, Math.abs(v));
     // Guider_DualCFG.predict_noise: with cfg2 = 1 the negative is skipped, and with both 1 the middle too (unless a CFG++ sampler reads them).

@@ -107,8 +107,9 @@ interface KSamplerArgs {
 async function commonKSampler(a: KSamplerArgs, ctx: NodeContext): Promise<[Latent]> {
   const model = checkModel(a.model, UNetModel, 'model');
   const latent = checkLatent(a.latent_image);
-  if (latent.samples.ndim !== 4 || latent.samples.shape[1] !== model.checkpoint.detected.unet.inChannels) {
-    throw nodeError(`the latent has shape [${latent.samples.shape.join(', ')}]; this model samples [B, ${model.checkpoint.detected.unet.inChannels}, H, W] latents`);
+  // outChannels: an inpainting UNet takes 9 channels but samples 4-channel latents (the other 5 are its mask and image).
+  if (latent.samples.ndim !== 4 || latent.samples.shape[1] !== model.checkpoint.detected.unet.outChannels) {
+    throw nodeError(`the latent has shape [${latent.samples.shape.join(', ')}]; this model samples [B, ${model.checkpoint.detected.unet.outChannels}, H, W] latents`);
   }
   // latent_preview.prepare_callback: the denoised latent of each step as a preview, when --preview-method asks.
   const preview = stepPreviewer(ctx, model.latentFormat.rgbFactors, model.latentFormat.rgbBias, model.latentFormat.name);

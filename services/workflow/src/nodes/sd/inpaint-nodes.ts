@@ -6,7 +6,7 @@
  * denoises only there.
  */
 import { resizeBilinear } from '../../models/conditioning.ts';
-import { VaeModel, type FloatTensor } from '../../models/sd1.ts';
+import { VaeModel, type ConditioningEntry, type FloatTensor } from '../../models/sd1.ts';
 import type { NodeDefinition } from '../api.ts';
 import { ImageBatch, MaskBatch, maskPlanes } from '../image-types.ts';
 import { Tensor, type Latent } from '../latent.ts';
@@ -26,7 +26,7 @@ function roundEven(v: number): number {
  * resized to the image), the VAE's cell size → the pixels to encode and the
  * noise mask [n, 1, h, w] at pixel resolution.
  */
-export function inpaintPrepare(pixels: FloatTensor, masks: { width: number; height: number; data: Float32Array }[], cell: number, grow: number): { pixels: FloatTensor; noiseMask: FloatTensor } {
+export function inpaintPrepare(pixels: FloatTensor, masks: { width: number; height: number; data: Float32Array }[], cell: number, grow: number): { pixels: FloatTensor; noiseMask: FloatTensor; mask: FloatTensor } {
   const [b, H, W] = pixels.shape as [number, number, number];
   const C = pixels.shape[3]!;
   const h = Math.floor(H / cell) * cell;
@@ -77,7 +77,24 @@ export function inpaintPrepare(pixels: FloatTensor, masks: { width: number; heig
         noise[i * h * w + y * w + x] = roundEven(v);
       }
   });
-  return { pixels: { shape: [b, h, w, 3], data: px }, noiseMask: { shape: [rounded.length, 1, h, w], data: noise } };
+  const mask = new Float32Array(planes.length * h * w);
+  planes.forEach((p, i) => mask.set(p, i * h * w));
+  return { pixels: { shape: [b, h, w, 3], data: px }, noiseMask: { shape: [rounded.length, 1, h, w], data: noise }, mask: { shape: [planes.length, 1, h, w], data: mask } };
+}
+
+function imageTensor(pixels: ImageBatch): FloatTensor {
+  const { width: W, height: H } = pixels;
+  const data = new Float32Array(pixels.frames.length * H * W * 3);
+  pixels.frames.forEach((f, n) => {
+    const src = f.data;
+    for (let i = 0; i < H * W; i++) for (let c = 0; c < 3; c++) data[(n * H * W + i) * 3 + c] = src[i * f.channels + c]! / 255;
+  });
+  return { shape: [pixels.frames.length, H, W, 3], data };
+}
+
+function conditioning(v: unknown, name: string): ConditioningEntry[] {
+  if (!Array.isArray(v) || v.some((e) => !Array.isArray(e) || !e[0] || !(e[0].data instanceof Float32Array))) throw nodeError(`the ${name} input is not a CONDITIONING`);
+  return v as ConditioningEntry[];
 }
 
 export const inpaintNodes: NodeDefinition[] = [
@@ -91,16 +108,47 @@ export const inpaintNodes: NodeDefinition[] = [
       if (!(vae instanceof VaeModel)) throw nodeError('ERROR: vae input is invalid: None\n\nIf the vae is from a checkpoint loader node your checkpoint does not contain a valid vae model.');
       if (!(pixels instanceof ImageBatch)) throw nodeError('the pixels input is not an IMAGE');
       if (!(mask instanceof MaskBatch)) throw nodeError('the mask input is not a MASK');
-      const { width: W, height: H } = pixels;
-      const data = new Float32Array(pixels.frames.length * H * W * 3);
-      pixels.frames.forEach((f, n) => {
-        const src = f.data;
-        for (let i = 0; i < H * W; i++) for (let c = 0; c < 3; c++) data[(n * H * W + i) * 3 + c] = src[i * f.channels + c]! / 255;
-      });
-      const prep = inpaintPrepare({ shape: [pixels.frames.length, H, W, 3], data }, maskPlanes(mask), vae.downscale, Number(grow_mask_by));
+      const prep = inpaintPrepare(imageTensor(pixels), maskPlanes(mask), vae.downscale, Number(grow_mask_by));
       const z = await vae.encode(prep.pixels);
       ctx.checkInterrupt();
       return [{ samples: new Tensor(z.shape, z.data), noise_mask: new Tensor(prep.noiseMask.shape, prep.noiseMask.data) } satisfies Latent];
+    },
+  },
+  {
+    name: 'InpaintModelConditioning',
+    displayName: 'InpaintModelConditioning',
+    category: 'conditioning/inpaint',
+    inputs: {
+      required: {
+        positive: ['CONDITIONING'],
+        negative: ['CONDITIONING'],
+        vae: ['VAE'],
+        pixels: ['IMAGE'],
+        mask: ['MASK'],
+        noise_mask: [
+          'BOOLEAN',
+          { default: true, tooltip: 'Add a noise mask to the latent so sampling will only happen within the mask. Might improve results or completely break things depending on the model.' },
+        ],
+      },
+    },
+    outputs: ['CONDITIONING', 'CONDITIONING', 'LATENT'],
+    outputNames: ['positive', 'negative', 'latent'],
+    execute: async ({ positive, negative, vae, pixels, mask, noise_mask }, ctx) => {
+      if (!(vae instanceof VaeModel)) throw nodeError('ERROR: vae input is invalid: None\n\nIf the vae is from a checkpoint loader node your checkpoint does not contain a valid vae model.');
+      if (!(pixels instanceof ImageBatch)) throw nodeError('the pixels input is not an IMAGE');
+      if (!(mask instanceof MaskBatch)) throw nodeError('the mask input is not a MASK');
+      const pos = conditioning(positive, 'positive');
+      const neg = conditioning(negative, 'negative');
+      const img = imageTensor(pixels);
+      // The reference crops to multiples of 8 here whatever the VAE; the greyed image is the model's masked_image.
+      const prep = inpaintPrepare(img, maskPlanes(mask), 8, 0);
+      const concat = await vae.encode(prep.pixels);
+      const orig = await vae.encode(img);
+      ctx.checkInterrupt();
+      const values = { concat_latent_image: concat, concat_mask: prep.mask };
+      const latent: Latent = { samples: new Tensor(orig.shape, orig.data) };
+      if (noise_mask !== false) latent.noise_mask = new Tensor(prep.mask.shape, prep.mask.data);
+      return [pos.map(([t, o]) => [t, { ...o, ...values }]), neg.map(([t, o]) => [t, { ...o, ...values }]), latent];
     },
   },
 ];
