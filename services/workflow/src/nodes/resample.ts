@@ -77,7 +77,9 @@ export function makeTaps(inSize: number, outSize: number, method: Exclude<Upscal
     return { k: 4, idx, w };
   }
   if (method === 'area') {
-    const k = Math.ceil(inSize / outSize) + 1;
+    // The widest window (2 for an exact 2:1 shrink, where the bound ceil(in/out) + 1 would say 3): the vertical pass has fast paths for 2 and 4 taps.
+    let k = 1;
+    for (let i = 0; i < outSize; i++) k = Math.max(k, Math.ceil(((i + 1) * inSize) / outSize) - Math.floor((i * inSize) / outSize));
     const idx = new Int32Array(outSize * k);
     const w = new Float32Array(outSize * k);
     for (let i = 0; i < outSize; i++) {
