@@ -68,4 +68,24 @@ forEachStorage('memory v3 search index', (storage) => {
     const plain = await s.http.post(`${W}/search`, { query: 'pasta', limit: 100, filters: ALL });
     assert.deepEqual(ids(after), ids(plain));
   });
+
+  it('past the exact re-rank (1,100 messages: int8 pre-rank in the SIMD kernel, index storage grown) answers as the plain ranking', async () => {
+    const W = `/v3/workspaces/${wsName('big')}`;
+    const words = ['apple', 'river', 'mountain', 'guitar', 'winter', 'coffee', 'bicycle', 'library', 'ocean', 'garden', 'rocket', 'piano'];
+    for (let b = 0; b < 11; b++) {
+      const messages = Array.from({ length: 100 }, (_, i) => {
+        const k = b * 100 + i;
+        return { peer_id: k % 2 ? 'alice' : 'bob', content: `${words[k % 12]} ${words[(k * 5) % 12]} ${words[(k * 7 + 3) % 12]} item${k % 97}` };
+      });
+      assert.equal((await s.http.post(`${W}/sessions/s${b % 3}/messages`, { messages })).status, 201);
+    }
+    const ids = (r: any) => (r.body as any[]).map((m) => m.id);
+    for (const query of ['apple river', 'guitar winter coffee', 'item42', 'ocean rocket piano', 'library']) {
+      for (const limit of [3, 10]) {
+        const indexed = await s.http.post(`${W}/search`, { query, limit });
+        const plain = await s.http.post(`${W}/search`, { query, limit, filters: ALL });
+        assert.deepEqual(ids(indexed), ids(plain), `"${query}" limit ${limit}`);
+      }
+    }
+  });
 });

@@ -3,6 +3,24 @@ import type { Ctx } from '../context.ts';
 import { bufferToVector, dot } from '../../search/embedding.ts';
 import { indexBody, queryTerms } from '../../search/text.ts';
 import { reciprocalRankFusion } from '../../search/rrf.ts';
+import { hammingKernel, type HammingKernel } from '../../search/hamming-wasm.ts';
+
+/**
+ * 384-dimension vectors (the local embedding's) live in a WebAssembly memory
+ * and are scanned by the document index's SIMD `dot8` kernel (int8 × int16):
+ * the int16 query at 0, the row list at ROWS_AT, the dot products after it
+ * and the int8 rows after those; other dimensions use a plain JS loop.
+ */
+const KERNEL_DIMS = 384;
+const ROWS_AT = 1024;
+const layout = (cap: number) => ({ out: ROWS_AT + cap * 4, v8: ROWS_AT + cap * 8, end: ROWS_AT + cap * 8 + cap * KERNEL_DIMS });
+
+function vectorStore(cap: number, dims: number): { q8: Int8Array; kernel?: HammingKernel } {
+  if (dims !== KERNEL_DIMS) return { q8: new Int8Array(cap * dims) };
+  const l = layout(cap);
+  const kernel = hammingKernel(Math.ceil(l.end / 65536));
+  return { q8: new Int8Array(kernel.memory.buffer, l.v8, cap * dims), kernel };
+}
 
 /**
  * An in-memory index of a workspace's v3 messages for search: each message's
@@ -32,6 +50,7 @@ interface WsIndex {
   alive: Uint8Array;
   /** int8 vectors, `dims` per row; a row without a vector has scale 0. */
   q8: Int8Array;
+  kernel?: HammingKernel;
   invScale: Float32Array;
   dims: number;
   postings: Map<string, number[]>;
@@ -80,9 +99,10 @@ function add(ix: WsIndex, r: any): void {
     s.set(ix.invScale);
     ix.invScale = s;
     if (ix.dims) {
-      const q = new Int8Array(cap * ix.dims);
-      q.set(ix.q8);
-      ix.q8 = q;
+      const store = vectorStore(cap, ix.dims);
+      store.q8.set(ix.q8);
+      ix.q8 = store.q8;
+      ix.kernel = store.kernel;
     }
   }
   ix.ids.push(r.id);
@@ -95,7 +115,9 @@ function add(ix: WsIndex, r: any): void {
     const v = bufferToVector(r.vector as Uint8Array);
     if (!ix.dims) {
       ix.dims = v.length;
-      ix.q8 = new Int8Array(ix.alive.length * ix.dims);
+      const store = vectorStore(ix.alive.length, ix.dims);
+      ix.q8 = store.q8;
+      ix.kernel = store.kernel;
     }
     if (v.length === ix.dims) {
       let max = 0;
@@ -258,14 +280,29 @@ export async function indexedSearch(
   if (qv && ix.dims === qv.length) {
     const d = ix.dims;
     const top = new TopK(Math.max(200, 20 * limit));
-    const q = ix.q8;
-    for (let row = 0; row < n; row++) {
-      const inv = ix.invScale[row]!;
-      if (inv === 0 || !inScope(row)) continue;
-      let s = 0;
-      const base = row * d;
-      for (let i = 0; i < d; i++) s += q[base + i]! * qv[i]!;
-      top.push(s * inv, row);
+    if (ix.kernel) {
+      const l = layout(ix.alive.length);
+      const mem = ix.kernel.memory.buffer;
+      let max = 0;
+      for (let i = 0; i < d; i++) max = Math.max(max, Math.abs(qv[i]!));
+      const q16 = new Int16Array(mem, 0, d);
+      for (let i = 0; i < d; i++) q16[i] = max > 0 ? Math.round((qv[i]! * 32767) / max) : 0;
+      const rows = new Int32Array(mem, ROWS_AT, ix.alive.length);
+      let m = 0;
+      for (let row = 0; row < n; row++) if (ix.invScale[row] !== 0 && inScope(row)) rows[m++] = row;
+      ix.kernel.dot8(l.v8, ROWS_AT, m, 0, l.out);
+      const out = new Int32Array(mem, l.out, m);
+      for (let k = 0; k < m; k++) top.push(out[k]! * ix.invScale[rows[k]!]!, rows[k]!);
+    } else {
+      const q = ix.q8;
+      for (let row = 0; row < n; row++) {
+        const inv = ix.invScale[row]!;
+        if (inv === 0 || !inScope(row)) continue;
+        let s = 0;
+        const base = row * d;
+        for (let i = 0; i < d; i++) s += q[base + i]! * qv[i]!;
+        top.push(s * inv, row);
+      }
     }
     vecRows = top.rows;
   }
