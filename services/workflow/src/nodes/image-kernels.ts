@@ -1,13 +1,11 @@
 /**
- * Image kernels run by ONNX Runtime (onnxruntime-node, MLAS's vectorised and
- * multithreaded CPU operators) where the reference's torch operations map
- * onto ONNX operators with the same semantics:
+ * Image kernels run by ONNX Runtime (onnxruntime-node, MLAS's vectorised CPU
+ * operators) where the reference's torch operations map onto ONNX operators
+ * with the same semantics and were measured faster than the alternatives
+ * (`Resize` with `half_pixel` coordinates is torch's bilinear/bicubic too, but
+ * was no faster than resample.ts for linear and runs its cubic shrink only
+ * unoptimised, so it is not used):
  *
- * - `Resize` mode `linear` / `cubic` (cubic_coeff_a −0.75, exclude_outside 0,
- *   no antialias) with `half_pixel` coordinates is torch's
- *   `interpolate(mode='bilinear'|'bicubic', align_corners=False)`: source
- *   (i + 0.5)·in/out − 0.5, clamped to the first sample for linear, indices
- *   clamped to the edge for cubic.
  * - `Pad` mode `reflect` + depthwise `Conv` is the reference's ImageBlur and
  *   ImageSharpen (`F.pad(…, 'reflect')` then `F.conv2d(…, groups=C)`); the
  *   reference's Gaussian is the outer product of one 1-D kernel, so it runs as
@@ -56,17 +54,12 @@ function threads(): number {
 
 const sessions = new Map<string, Promise<Ort.InferenceSession>>();
 
-/**
- * `level`: ORT's optimisations; 'disabled' keeps its transpose optimiser
- * away from a graph (it turns Resize into an NHWC Resize, whose cubic mode
- * refuses to shrink).
- */
-function session(key: string, build: () => Uint8Array, level: 'disabled' | 'all' = 'all'): Promise<Ort.InferenceSession> {
+function session(key: string, build: () => Uint8Array): Promise<Ort.InferenceSession> {
   let s = sessions.get(key);
   if (!s) {
     const ort = loadOrt()!;
     s = ort.InferenceSession.create(build(), {
-      graphOptimizationLevel: level,
+      graphOptimizationLevel: 'all',
       executionMode: 'sequential',
       intraOpNumThreads: threads(),
       interOpNumThreads: 1,
@@ -104,28 +97,6 @@ function out(from: string): NodeSpec[] {
     { op: 'Clip', inputs: ['of', 'zero', 'top'], outputs: ['oc'] },
     { op: 'Cast', inputs: ['oc'], outputs: ['y'], attrs: { to: DataType.UINT8 } },
   ];
-}
-
-function resizeGraph(mode: 'linear' | 'cubic'): Uint8Array {
-  return encodeModel({
-    name: `resize-${mode}`,
-    nodes: [
-      ...IN,
-      {
-        op: 'Resize',
-        inputs: ['xt', '', '', 'sizes'],
-        outputs: ['r'],
-        attrs: { mode, coordinate_transformation_mode: 'half_pixel', cubic_coeff_a: { float: -0.75 }, exclude_outside: 0 },
-      },
-      ...out('r'),
-    ],
-    initializers: CONSTANTS,
-    inputs: [
-      { name: 'x', elemType: DataType.UINT8, dims: [1, 'h', 'w', 'c'] },
-      { name: 'sizes', elemType: DataType.INT64, dims: [4] },
-    ],
-    outputs: [{ name: 'y', elemType: DataType.UINT8, dims: [1, 'oh', 'ow', 'c'] }],
-  });
 }
 
 /**
@@ -176,18 +147,6 @@ function bytesOf(t: Ort.Tensor): Buffer {
 
 function u8(data: Uint8Array): Uint8Array {
   return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
-}
-
-/** torch's bilinear / bicubic resize (align_corners False, no antialias) of 8-bit HWC pixels. */
-export async function onnxResize(data: Uint8Array, w: number, h: number, c: number, ow: number, oh: number, mode: 'bilinear' | 'bicubic'): Promise<Buffer> {
-  const ort = loadOrt()!;
-  const kind = mode === 'bilinear' ? 'linear' : 'cubic';
-  const s = await session(`resize-${kind}`, () => resizeGraph(kind), 'disabled');
-  const r = await s.run({
-    x: new ort.Tensor('uint8', u8(data), [1, h, w, c]),
-    sizes: new ort.Tensor('int64', BigInt64Array.from([1n, BigInt(c), BigInt(oh), BigInt(ow)]), [4]),
-  });
-  return bytesOf(r.y!);
 }
 
 /**
