@@ -82,7 +82,11 @@ function resolve(context: CondTensor, opts: Record<string, unknown>, h: number, 
   if (area !== undefined) {
     if (!Array.isArray(area)) throw new ConditioningError('conditioning area must be a list');
     if (area[0] === 'percentage') {
-      const [ph, pw, py, px] = area.slice(1).map((v, i) => num(v, `area[${i + 1}]`)) as [number, number, number, number];
+      // resolve_areas_and_cond_masks_multidim: sizes first, offsets after the half; a video area ([t, h, w, z, y, x]) on a 2-D latent takes its first two of each.
+      const a = area.slice(1);
+      const half = Math.floor(a.length / 2);
+      if (half < 2) throw new ConditioningError(`a percentage area needs at least 4 values, got ${a.length}`);
+      const [ph, pw, py, px] = [a[0], a[1], a[half], a[half + 1]].map((v, i) => num(v, `area[${i + 1}]`)) as [number, number, number, number];
       c.area = [Math.max(1, roundHalfEven(ph * h)), Math.max(1, roundHalfEven(pw * w)), roundHalfEven(py * h), roundHalfEven(px * w)];
     } else {
       if (area.length !== 4) throw new ConditioningError(`conditioning area must have 4 values (h, w, y, x), got ${area.length}`);

@@ -25,6 +25,7 @@ import { videoNodes } from './video.ts';
 import { load3dNodes } from './load-3d.ts';
 import { imageSetNodes } from './image-sets.ts';
 import { upscaleModelNodes } from './sd/upscale-nodes.ts';
+import { conditioningValueNodes } from './conditioning-values.ts';
 
 /** Every built-in node family (nodes that read pixels get IMAGE inputs with their pixels made: see pending-images.ts). */
 export function builtinNodes(dirs: NodeEnv['dirs']): NodeDefinition[] {
@@ -54,5 +55,6 @@ export function builtinNodes(dirs: NodeEnv['dirs']): NodeDefinition[] {
     ...load3dNodes(dirs),
     ...imageSetNodes(dirs),
     ...upscaleModelNodes(dirs),
+    ...conditioningValueNodes,
   ].map(materialisingInputs);
 }
