@@ -341,4 +341,42 @@ export const coreMigrations: Migration[] = [
       ]);
     },
   },
+  {
+    // Route targets, tenancy contacts, power panels and feeds, module types/bays/modules, inventory items (issue 24).
+    name: '012_more_models',
+    async up(db, d) {
+      const c = common(d);
+      const org = (table: string, extra = '') =>
+        `create table ${table} (id ${d.serialPrimaryKey}, name varchar(100) not null unique, slug varchar(100) not null unique,
+          ${extra} description varchar(200) not null, ${c})`;
+      await exec(db, [
+        `create table ipam_routetarget (id ${d.serialPrimaryKey}, name varchar(21) not null unique, tenant_id bigint references tenancy_tenant(id),
+          description varchar(200) not null, comments text not null, ${c})`,
+        `create table tenancy_contactgroup (id ${d.serialPrimaryKey}, name varchar(100) not null unique, slug varchar(100) not null unique,
+          parent_id bigint references tenancy_contactgroup(id), description varchar(200) not null, comments text not null, ${c})`,
+        org('tenancy_contactrole'),
+        `create table tenancy_contact (id ${d.serialPrimaryKey}, name varchar(100) not null, title varchar(100) not null, phone varchar(50) not null,
+          email varchar(254) not null, address varchar(200) not null, link varchar(200) not null, description varchar(200) not null, comments text not null, ${c})`,
+        `create table dcim_powerpanel (id ${d.serialPrimaryKey}, site_id bigint not null references dcim_site(id), location_id bigint references dcim_location(id),
+          name varchar(100) not null, description varchar(200) not null, comments text not null, ${c}, unique (site_id, name))`,
+        `create table dcim_powerfeed (id ${d.serialPrimaryKey}, power_panel_id bigint not null references dcim_powerpanel(id), rack_id bigint references dcim_rack(id),
+          name varchar(100) not null, status varchar(50) not null, type varchar(50) not null, supply varchar(50) not null, phase varchar(50) not null,
+          voltage integer not null, amperage integer not null, max_utilization integer not null, mark_connected ${d.booleanType} not null,
+          description varchar(200) not null, tenant_id bigint references tenancy_tenant(id), comments text not null, cable_id bigint, cable_end varchar(1), ${c},
+          unique (power_panel_id, name))`,
+        `create table dcim_moduletype (id ${d.serialPrimaryKey}, manufacturer_id bigint not null references dcim_manufacturer(id), model varchar(100) not null,
+          part_number varchar(50) not null, airflow varchar(50), description varchar(200) not null, comments text not null, ${c}, unique (manufacturer_id, model))`,
+        `create table dcim_modulebay (id ${d.serialPrimaryKey}, device_id bigint not null references dcim_device(id), name varchar(64) not null, _name varchar(100),
+          label varchar(64) not null, position varchar(30) not null, description varchar(200) not null, installed_module_id bigint, ${c}, unique (device_id, name))`,
+        `create table dcim_module (id ${d.serialPrimaryKey}, device_id bigint not null references dcim_device(id), module_bay_id bigint not null unique references dcim_modulebay(id),
+          module_type_id bigint not null references dcim_moduletype(id), status varchar(50) not null, serial varchar(50) not null, asset_tag varchar(50) unique,
+          description varchar(200) not null, comments text not null, ${c})`,
+        org('dcim_inventoryitemrole', 'color varchar(6) not null,'),
+        `create table dcim_inventoryitem (id ${d.serialPrimaryKey}, device_id bigint not null references dcim_device(id), parent_id bigint references dcim_inventoryitem(id),
+          name varchar(64) not null, _name varchar(100), label varchar(64) not null, status varchar(50) not null, role_id bigint references dcim_inventoryitemrole(id),
+          manufacturer_id bigint references dcim_manufacturer(id), part_id varchar(50) not null, serial varchar(50) not null, asset_tag varchar(50) unique,
+          discovered ${d.booleanType} not null, description varchar(200) not null, ${c})`,
+      ]);
+    },
+  },
 ];

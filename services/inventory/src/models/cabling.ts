@@ -16,6 +16,7 @@ export const CABLE_TERMINATION_TYPES = [
   'dcim.consoleserverport',
   'dcim.frontport',
   'dcim.interface',
+  'dcim.powerfeed',
   'dcim.poweroutlet',
   'dcim.powerport',
   'dcim.rearport',
@@ -26,7 +27,8 @@ export const COMPATIBLE: Record<string, string[]> = {
   'circuits.circuittermination': ['dcim.interface', 'dcim.frontport', 'dcim.rearport', 'circuits.circuittermination'],
   'dcim.consoleport': ['dcim.consoleserverport', 'dcim.frontport', 'dcim.rearport'],
   'dcim.consoleserverport': ['dcim.consoleport', 'dcim.frontport', 'dcim.rearport'],
-  'dcim.powerport': ['dcim.poweroutlet'],
+  'dcim.powerport': ['dcim.poweroutlet', 'dcim.powerfeed'],
+  'dcim.powerfeed': ['dcim.powerport'],
   'dcim.poweroutlet': ['dcim.powerport'],
   'dcim.interface': ['dcim.interface', 'circuits.circuittermination', 'dcim.frontport', 'dcim.rearport'],
   'dcim.frontport': ['dcim.consoleport', 'dcim.consoleserverport', 'dcim.interface', 'dcim.frontport', 'dcim.rearport', 'circuits.circuittermination'],
@@ -34,7 +36,7 @@ export const COMPATIBLE: Record<string, string[]> = {
 };
 
 /** Path endpoints: a trace from one ends at another (pass-through ports and circuits are crossed). */
-export const ENDPOINT_TYPES = new Set(['dcim.interface', 'dcim.consoleport', 'dcim.consoleserverport', 'dcim.powerport', 'dcim.poweroutlet']);
+export const ENDPOINT_TYPES = new Set(['dcim.interface', 'dcim.consoleport', 'dcim.consoleserverport', 'dcim.powerport', 'dcim.poweroutlet', 'dcim.powerfeed']);
 const MAX_TERMINATIONS = 100;
 
 export interface Termination {
@@ -361,6 +363,7 @@ export const cable: ModelDef = {
     { name: 'frontport_id', kind: 'custom' },
     { name: 'rearport_id', kind: 'custom' },
     { name: 'circuittermination_id', kind: 'custom' },
+    { name: 'powerfeed_id', kind: 'custom' },
   ],
 };
 
@@ -382,7 +385,7 @@ export function cablingFilterSql(m: ModelDef, name: string, vals: string[], ids:
   if (!ids) return 'bad';
   if (!ids.length) return sql`1 = 0`;
   if (name === 'termination_a_id' || name === 'termination_b_id') return term(sql`cable_end = ${name.includes('_a_') ? 'A' : 'B'} and termination_id in (${sql.join(ids)})`);
-  const component = /^(interface|consoleport|consoleserverport|powerport|poweroutlet|frontport|rearport|circuittermination)_id$/.exec(name)?.[1];
+  const component = /^(interface|consoleport|consoleserverport|powerport|poweroutlet|frontport|rearport|circuittermination|powerfeed)_id$/.exec(name)?.[1];
   if (component) return term(sql`termination_type = ${component === 'circuittermination' ? 'circuits.circuittermination' : `dcim.${component}`} and termination_id in (${sql.join(ids)})`);
   const components = ['interface', 'consoleport', 'consoleserverport', 'powerport', 'poweroutlet', 'frontport', 'rearport'];
   const onDevices = (devices: ReturnType<typeof sql>) => term(sql.join(components.map((c) => sql`(termination_type = ${`dcim.${c}`} and termination_id in (select id from ${sql.table(`dcim_${c}`)} where device_id in ${devices}))`), sql` or `));

@@ -39,7 +39,7 @@ export const site: ModelDef = {
   taggable: true,
   display: (r) => r.name,
   extraFilters: [...treeFilters('region', 'region', 'region_id'), ...treeFilters('group', 'sitegroup', 'group_id'), ...tenancyFilters],
-  protectedBy: [{ model: 'device', column: 'site_id' }, { model: 'rack', column: 'site_id' }, { model: 'location', column: 'site_id' }, { model: 'virtualmachine', column: 'site_id' }],
+  protectedBy: [{ model: 'device', column: 'site_id' }, { model: 'rack', column: 'site_id' }, { model: 'location', column: 'site_id' }, { model: 'virtualmachine', column: 'site_id' }, { model: 'powerpanel', column: 'site_id' }],
   setNull: [{ model: 'prefix', column: 'site_id' }, { model: 'vlan', column: 'site_id' }],
   unmodelled: { time_zone: null, asns: [] },
   counts: {
@@ -92,7 +92,7 @@ export const location: ModelDef = {
   display: (r) => r.name,
   extraFilters: [...refFilters('site', 'site'), ...siteTreeFilters(), ...refFilters('parent', 'location'), ...treeFilters('ancestor', 'location', 'parent_id'), ...tenancyFilters],
   cascade: [{ model: 'location', column: 'parent_id' }],
-  setNull: [{ model: 'rack', column: 'location_id' }, { model: 'device', column: 'location_id' }],
+  setNull: [{ model: 'rack', column: 'location_id' }, { model: 'device', column: 'location_id' }, { model: 'powerpanel', column: 'location_id' }],
   counts: { rack_count: { model: 'rack', column: 'location_id' }, device_count: { model: 'device', column: 'location_id' }, prefix_count: null },
   unmodelled: { _depth: 0 },
   async check(ctx, values, existing, errors) {
@@ -160,7 +160,7 @@ export const rack: ModelDef = {
   display: (r) => r.name,
   extraFilters: [...refFilters('site', 'site'), ...siteTreeFilters(), ...treeFilters('location', 'location', 'location_id'), ...tenancyFilters],
   protectedBy: [],
-  setNull: [{ model: 'device', column: 'rack_id' }],
+  setNull: [{ model: 'device', column: 'rack_id' }, { model: 'powerfeed', column: 'rack_id' }],
   unmodelled: { role: null, rack_type: null, outer_width: null, outer_height: null, outer_depth: null, outer_unit: null, mounting_depth: null, weight: null, max_weight: null, weight_unit: null },
   counts: { device_count: { model: 'device', column: 'rack_id' }, powerfeed_count: null },
   async check(ctx, values, existing, errors) {
@@ -201,7 +201,9 @@ export const manufacturer: ModelDef = {
   taggable: true,
   display: (r) => r.name,
   counts: { devicetype_count: { model: 'devicetype', column: 'manufacturer_id' }, inventoryitem_count: null, platform_count: { model: 'platform', column: 'manufacturer_id' } },
-  protectedBy: [{ model: 'devicetype', column: 'manufacturer_id' }],
+  protectedBy: [{ model: 'devicetype', column: 'manufacturer_id' }, { model: 'moduletype', column: 'manufacturer_id' }],
+  // Inventory items keep going without their manufacturer (NetBox SET_NULL).
+  setNull: [{ model: 'inventoryitem', column: 'manufacturer_id' }],
 };
 
 export const deviceType: ModelDef = {
@@ -331,8 +333,8 @@ export const device: ModelDef = {
     front_port_count: { model: 'frontport', column: 'device_id' },
     rear_port_count: { model: 'rearport', column: 'device_id' },
     device_bay_count: null,
-    module_bay_count: null,
-    inventory_item_count: null,
+    module_bay_count: { model: 'modulebay', column: 'device_id' },
+    inventory_item_count: { model: 'inventoryitem', column: 'device_id' },
   },
   displayNeeds: ['device_type'],
   display: (r, refs) => {
@@ -369,6 +371,9 @@ export const device: ModelDef = {
     { model: 'powerport', column: 'device_id' },
     { model: 'frontport', column: 'device_id' },
     { model: 'rearport', column: 'device_id' },
+    { model: 'module', column: 'device_id' },
+    { model: 'modulebay', column: 'device_id' },
+    { model: 'inventoryitem', column: 'device_id' },
     { model: 'service', column: 'parent_object_id', typeColumn: 'parent_object_type' },
   ],
   protectedBy: [{ model: 'virtualmachine', column: 'device_id' }],

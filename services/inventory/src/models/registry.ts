@@ -9,6 +9,7 @@ import { CABLING_MODELS } from './cabling.ts';
 import { CIRCUIT_MODELS } from './circuits.ts';
 import { IPAM_REGISTRY_MODELS } from './ipam-registry.ts';
 import { customField } from './custom-fields.ts';
+import { MORE_MODELS } from './more-models.ts';
 
 /** Every object type: its REST endpoints, change logging and event rules all come from here. */
 export const MODELS: ModelDef[] = [
@@ -42,6 +43,7 @@ export const MODELS: ModelDef[] = [
   ...CIRCUIT_MODELS,
   ...IPAM_REGISTRY_MODELS,
   customField,
+  ...MORE_MODELS,
 ];
 
 const byKey = new Map(MODELS.map((m) => [m.key, m]));

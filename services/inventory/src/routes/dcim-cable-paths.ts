@@ -9,7 +9,7 @@ import { fetchRow, type ReadCtx } from '../models/read.ts';
 import { MODELS } from '../models/registry.ts';
 
 /** Path endpoints answer `/trace/` (NetBox's PathEndpointMixin); pass-through ports and circuit terminations `/paths/`. */
-const TRACE = new Set(['interface', 'consoleport', 'consoleserverport', 'powerport', 'poweroutlet']);
+const TRACE = new Set(['interface', 'consoleport', 'consoleserverport', 'powerport', 'poweroutlet', 'powerfeed']);
 const PATHS = new Set(['frontport', 'rearport', 'circuittermination', 'virtualcircuittermination']);
 
 export function cablePathRoutes(app: FastifyInstance, sink: ChangeSink, appLabel: string): void {

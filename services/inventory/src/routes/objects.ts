@@ -146,7 +146,14 @@ export function registerModelRoutes(app: FastifyInstance, sink: ChangeSink, m: M
     const q = req.query as Query;
     const page = pageOf(q);
     const ctx = readCtx(sink, req);
-    const { count, rows } = await listRows(ctx, m, q, page);
+    const { count, rows } = await listRows(ctx, m, q, page).catch((err) => {
+      // PostgreSQL refuses a few patterns RE2 accepts (`$?`): its "invalid regular expression" is the filter's 400.
+      if ((err as { code?: string })?.code === '2201B') {
+        const key = Object.keys(q).find((k) => /__i?regex$/.test(k)) ?? 'non_field_errors';
+        throw validationError({ [key]: [`Invalid regular expression: ${String((err as Error).message).slice(0, 200)}`] });
+      }
+      throw err;
+    });
     const omit = omitted(q);
     const results = (await represent(ctx, m, rows, truthy(q.brief))).map((r) => selectFields(r, q.fields, omit));
     return paginated(req, page, count, results);

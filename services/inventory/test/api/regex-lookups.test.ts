@@ -40,6 +40,9 @@ forEachStorage('inventory API: __regex and __iregex filter lookups', (storage) =
       assert.equal(Object.keys(r.body)[0], 'name__regex');
       assert.match(r.body.name__regex[0], /regular expression/i);
     }
+    // RE2 takes `$?`; PostgreSQL's engine refuses it: a 400 there (found by the fuzzer), never a 500.
+    const quirk = await api.http.get(`/api/dcim/devices/?name__regex=${encodeURIComponent('$?')}`);
+    assert.ok(quirk.status === 200 || (quirk.status === 400 && quirk.body.name__regex), `${quirk.status} ${quirk.text}`);
     const started = Date.now();
     const r = await api.http.get(`/api/dcim/devices/?serial__regex=${encodeURIComponent('^(a+)+$')}`);
     assert.equal(r.status, 200);

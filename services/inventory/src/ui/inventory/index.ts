@@ -67,17 +67,27 @@ const DEFAULT_COLUMNS: Record<string, string[]> = {
   aggregate: ['prefix', 'rir', 'tenant', 'date_added', 'description'],
   role: ['name', 'weight', 'description'],
   asn: ['asn', 'rir', 'tenant', 'description'],
+  powerfeed: ['name', 'power_panel', 'rack', 'status', 'type', 'supply', 'voltage', 'amperage', 'cable'],
+  powerpanel: ['name', 'site', 'location', 'powerfeed_count'],
+  module: ['id', 'device', 'module_bay', 'module_type', 'status', 'serial', 'asset_tag'],
+  modulebay: ['name', 'device', 'label', 'position', 'installed_module'],
+  moduletype: ['model', 'manufacturer', 'part_number', 'description'],
+  inventoryitem: ['name', 'device', 'parent', 'role', 'manufacturer', 'part_id', 'serial', 'discovered'],
+  contact: ['name', 'title', 'phone', 'email', 'description'],
+  customfield: ['name', 'label', 'type', 'object_types', 'required', 'description'],
 };
 
 /** Menu groups as NetBox's navigation (Organization, Devices, IPAM, Virtualization, Other). */
 const MENU: Array<[string, string[]]> = [
-  ['Organization', ['site', 'region', 'sitegroup', 'location', 'tenant', 'tenantgroup']],
+  ['Organization', ['site', 'region', 'sitegroup', 'location', 'tenant', 'tenantgroup', 'contact', 'contactgroup', 'contactrole']],
   ['Racks & devices', ['rack', 'device', 'devicerole', 'platform', 'devicetype', 'manufacturer', 'interface']],
+  ['Modules & inventory', ['module', 'modulebay', 'moduletype', 'inventoryitem', 'inventoryitemrole']],
+  ['Power', ['powerpanel', 'powerfeed']],
   ['Connections', ['cable', 'consoleport', 'consoleserverport', 'powerport', 'poweroutlet', 'frontport', 'rearport']],
-  ['IPAM', ['ipaddress', 'prefix', 'aggregate', 'rir', 'role', 'asn', 'vrf', 'vlan', 'vlangroup', 'service']],
+  ['IPAM', ['ipaddress', 'prefix', 'aggregate', 'rir', 'role', 'asn', 'vrf', 'routetarget', 'vlan', 'vlangroup', 'service']],
   ['Circuits', ['circuit', 'circuittype', 'circuittermination', 'provider', 'providernetwork', 'virtualcircuit', 'virtualcircuittype', 'virtualcircuittermination']],
   ['Virtualization', ['virtualmachine', 'vminterface', 'virtualdisk', 'cluster', 'clustertype', 'clustergroup']],
-  ['Other', ['tag']],
+  ['Other', ['tag', 'customfield']],
 ];
 
 const BASE_KEYS = new Set(['id', 'url', 'display_url', 'display', 'tags', 'custom_fields', 'created', 'last_updated']);
