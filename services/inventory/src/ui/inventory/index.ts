@@ -96,7 +96,7 @@ type Q = Record<string, string | string[] | undefined>;
 
 const listUrl = (m: ModelDef) => `/${m.app}/${m.path}/`;
 const apiList = (m: ModelDef) => `/api/${m.app}/${m.path}/`;
-const plural = (m: ModelDef) => (/(s|x)$/.test(m.verboseName) ? `${m.verboseName}es` : m.verboseName.endsWith('y') ? `${m.verboseName.slice(0, -1)}ies` : `${m.verboseName}s`);
+const plural = (m: ModelDef) => (/(s|x)$/.test(m.verboseName) ? `${m.verboseName}es` : /[^aeiou]y$/.test(m.verboseName) ? `${m.verboseName.slice(0, -1)}ies` : `${m.verboseName}s`);
 /** A field's label as the model declares it (`Primary IPv4`), else one derived from its name. */
 const fieldLabel = (m: ModelDef, name: string) => m.fields.find((f) => f.name === name)?.label ?? labelOf(name);
 const title = (s: string) => s.charAt(0).toUpperCase() + s.slice(1);
