@@ -173,6 +173,7 @@ function component(key: string, path: string, title: string, verboseName: string
     objectType,
     verboseName,
     title,
+    docsTag: 'dcim-cabling',
     naturalName: true,
     fields: [device, nameField(64), label, ...fields, descriptionField, markConnected],
     uniqueTogether: [['device', 'name']],
@@ -305,6 +306,7 @@ export const cable: ModelDef = {
   path: 'cables',
   table: 'dcim_cable',
   objectType: 'dcim.cable',
+  docsTag: 'dcim-cabling',
   verboseName: 'cable',
   title: 'Cable',
   fields: [

@@ -128,6 +128,8 @@ export interface ModelDef {
   enrich?: (ctx: import('./read.ts').ReadCtx, rows: Row[], out: Array<Record<string, unknown>>) => Promise<void>;
   /** Runs in the write transaction after the object's row was inserted or updated (keeps index tables in step). */
   afterSave?: (w: import('../changes/write.ts').WriteContext, id: number, row: Row, existing: Row | null) => Promise<void>;
+  /** The OpenAPI tag of its operations when not the app (`dcim-cabling`: /docs shows one tag at a time, so big apps are split). */
+  docsTag?: string;
   /** Runs in the write transaction before the object's row is deleted. */
   beforeDelete?: (w: import('../changes/write.ts').WriteContext, row: Row) => Promise<void>;
 }

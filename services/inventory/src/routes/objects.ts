@@ -126,7 +126,7 @@ export { createOne, asList };
 export function registerModelRoutes(app: FastifyInstance, sink: ChangeSink, m: ModelDef): void {
   const list = `/api/${m.app}/${m.path}/`;
   const detail = `${list}:id/`;
-  const tags = [`${m.app}`];
+  const tags = [m.docsTag ?? m.app];
   const out = responseSchemas(MODELS);
   const one = Type.Union([out.full(m), out.brief(m.key)]);
   const errors4xx = { 400: errorBody, 403: errorBody, 404: errorBody };
