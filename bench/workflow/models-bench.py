@@ -10,41 +10,15 @@ import json
 import resource
 import sys
 import time
-import types
-
 comfy_dir, ckpt, size, evals = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-sys.path.insert(0, comfy_dir)
-sys.argv = [sys.argv[0], "--cpu"]
+from reference_env import open_reference  # noqa: E402
 
-
-class _Stub(types.ModuleType):
-    def __getattr__(self, name):
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return _Stub(f"{self.__name__}.{name}")
-
-    def __call__(self, *a, **k):
-        return _Stub(self.__name__)
-
-
-import importlib.util  # noqa: E402
-import transformers  # noqa: E402,F401
-for name in ["torchsde", "torchvision", "torchvision.transforms", "torchvision.transforms.functional", "torchaudio", "kornia", "spandrel", "av"]:
-    top = name.split(".")[0]
-    if isinstance(sys.modules.get(top), _Stub) or (top not in sys.modules and importlib.util.find_spec(top) is None):
-        sys.modules[name] = _Stub(name)
-
-import torch  # noqa: E402
+torch = open_reference(comfy_dir, threads=None)
 from safetensors.torch import load_file  # noqa: E402
-import comfy.options  # noqa: E402
-comfy.options.enable_args_parsing(False)
-import comfy.cli_args  # noqa: E402
-comfy.cli_args.args.cpu = True
 import comfy.model_detection  # noqa: E402
 import comfy.sd  # noqa: E402
 import comfy.supported_models  # noqa: E402
 
-torch.set_grad_enabled(False)
 t0 = time.perf_counter()
 sd = load_file(ckpt)
 unet_config = comfy.model_detection.detect_unet_config(sd, "model.diffusion_model.")

@@ -11,40 +11,13 @@ models-reference-patches.ts (which writes the files into WORK_DIR):
 """
 import json
 import sys
-import types
-
 comfy_dir, work, out_path = sys.argv[1:4]
 import os
 ckpt = os.path.join(work, "tiny.safetensors")
-sys.path.insert(0, comfy_dir)
-sys.argv = [sys.argv[0], "--cpu"]
+from reference_env import open_reference, pattern, summary  # noqa: E402
 
-# Modules the reference imports for parts not compared here (SDE samplers, video and audio families); none is
-# installable from the local index (models.md §6). Each import gets an empty stand-in, used by nothing that runs.
-class _Stub(types.ModuleType):
-    def __getattr__(self, name):
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return _Stub(f"{self.__name__}.{name}")
-
-    def __call__(self, *a, **k):
-        return _Stub(self.__name__)
-
-import importlib.util  # noqa: E402
-import transformers  # noqa: E402,F401  (before the stand-ins: it probes for torchvision itself)
-from transformers import CLIPTokenizer  # noqa: E402,F401
-for name in ["torchsde", "torchvision", "torchvision.transforms", "torchvision.transforms.functional", "torchaudio", "kornia", "spandrel", "av"]:
-    top = name.split(".")[0]
-    if isinstance(sys.modules.get(top), _Stub) or (top not in sys.modules and importlib.util.find_spec(top) is None):
-        sys.modules[name] = _Stub(name)
-
-import torch  # noqa: E402
+torch = open_reference(comfy_dir)
 from safetensors.torch import load_file  # noqa: E402
-
-import comfy.options  # noqa: E402
-comfy.options.enable_args_parsing(False)
-import comfy.cli_args  # noqa: E402
-comfy.cli_args.args.cpu = True
 import comfy.model_detection  # noqa: E402
 import comfy.model_management  # noqa: E402
 import comfy.model_patcher  # noqa: E402
@@ -54,27 +27,8 @@ import comfy.sd  # noqa: E402
 import comfy.sd1_clip  # noqa: E402
 import comfy.supported_models  # noqa: E402
 
-torch.set_num_threads(1)
-torch.set_grad_enabled(False)
 sd = load_file(ckpt)
 out = {}
-
-def flat(t):
-    return [float(f"{v:.8g}") for v in t.detach().float().flatten().tolist()]
-
-
-def summary(t, head=48):
-    """The first values, the sum and the largest magnitude: enough to catch a wrong tensor, small enough to commit."""
-    v = t.detach().double().flatten()
-    return {"shape": list(t.shape), "head": flat(t)[:head], "sum": float(v.sum()), "absmax": float(v.abs().max())}
-
-
-def pattern(shape, scale=1.5):
-    """Deterministic input both sides compute: scale * sin(0.37 i)."""
-    n = 1
-    for d in shape:
-        n *= d
-    return (torch.sin(torch.arange(n, dtype=torch.float64) * 0.37) * scale).float().reshape(shape)
 
 # --- UNet
 unet_config = comfy.model_detection.detect_unet_config(sd, "model.diffusion_model.")

@@ -19,71 +19,18 @@ Models are built the way models-reference.py builds them (the reference's own UN
 text encoder and ModelPatcher from the checkpoint's keys).
 """
 import json
-import os
 import sys
-import types
-
 comfy_dir, ckpt, out_path = sys.argv[1:4]
-sys.path.insert(0, comfy_dir)
-if os.environ.get("TORCHSDE_DIR"):
-    sys.path.insert(0, os.environ["TORCHSDE_DIR"])
-sys.argv = [sys.argv[0], "--cpu"]
+from reference_env import flat, open_reference, pattern, summary as summary_of  # noqa: E402
 
-import importlib.util  # noqa: E402
-
-if importlib.util.find_spec("trampoline") is None:
-    tr = types.ModuleType("trampoline")
-
-    class TailCall(BaseException):
-        def __init__(self, call):
-            super().__init__(call)
-            self.call = call
-
-    def trampoline(gen):
-        stack, value = [gen], None
-        while stack:
-            try:
-                value = stack[-1].send(value)
-                stack.append(value)
-                value = None
-            except StopIteration as e:
-                stack.pop()
-                value = e.value
-            except TailCall as t:
-                stack.pop()
-                stack.append(t.call)
-                value = None
-        return value
-
-    tr.TailCall = TailCall
-    tr.trampoline = trampoline
-    sys.modules["trampoline"] = tr
+torch = open_reference(comfy_dir, sde=True)
 
 
-class _Stub(types.ModuleType):
-    def __getattr__(self, name):
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return _Stub(f"{self.__name__}.{name}")
+def summary(t, head=64):
+    return summary_of(t, head)
 
-    def __call__(self, *a, **k):
-        return _Stub(self.__name__)
-
-
-import transformers  # noqa: E402,F401
-for name in ["torchvision", "torchvision.transforms", "torchvision.transforms.functional", "torchaudio", "kornia", "spandrel", "av"]:
-    top = name.split(".")[0]
-    if isinstance(sys.modules.get(top), _Stub) or (top not in sys.modules and importlib.util.find_spec(top) is None):
-        sys.modules[name] = _Stub(name)
-
-import torch  # noqa: E402
 import torchsde  # noqa: E402,F401  (the real one: the SDE samplers' noise)
 from safetensors.torch import load_file  # noqa: E402
-
-import comfy.options  # noqa: E402
-comfy.options.enable_args_parsing(False)
-import comfy.cli_args  # noqa: E402
-comfy.cli_args.args.cpu = True
 import comfy.model_detection  # noqa: E402
 import comfy.model_patcher  # noqa: E402
 import comfy.sample  # noqa: E402
@@ -94,27 +41,9 @@ import comfy.utils  # noqa: E402
 from comfy.k_diffusion.sampling import BrownianTreeNoiseSampler  # noqa: E402
 import comfy_extras.nodes_custom_sampler as ncs  # noqa: E402
 
-torch.set_num_threads(1)
-torch.set_grad_enabled(False)
 comfy.utils.PROGRESS_BAR_ENABLED = False
 sd = load_file(ckpt)
 out = {}
-
-
-def flat(t):
-    return [float(f"{v:.8g}") for v in t.detach().float().flatten().tolist()]
-
-
-def summary(t, head=64):
-    v = t.detach().double().flatten()
-    return {"shape": list(t.shape), "head": flat(t)[:head], "sum": float(v.sum()), "absmax": float(v.abs().max())}
-
-
-def pattern(shape, scale=1.5):
-    n = 1
-    for d in shape:
-        n *= d
-    return (torch.sin(torch.arange(n, dtype=torch.float64) * 0.37) * scale).float().reshape(shape)
 
 
 unet_config = comfy.model_detection.detect_unet_config(sd, "model.diffusion_model.")

@@ -21,40 +21,14 @@ CLIPTextEncodeSDXLRefiner), ModelSamplingDiscrete and RescaleCFG patches,
 sampling through comfy.sample.sample.
 """
 import base64
-import importlib.util
 import json
 import sys
 import tempfile
-import types
-
 comfy_dir, sd2_eps, sd2_v, sdxl_path, refiner_path, sd2_inpaint, out_path = sys.argv[1:8]
-sys.path.insert(0, comfy_dir)
-sys.argv = [sys.argv[0], "--cpu"]
+from reference_env import flat, open_reference, pattern, summary  # noqa: E402
 
-
-class _Stub(types.ModuleType):
-    def __getattr__(self, name):
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return _Stub(f"{self.__name__}.{name}")
-
-    def __call__(self, *a, **k):
-        return _Stub(self.__name__)
-
-
-import transformers  # noqa: E402,F401
-for name in ["torchsde", "torchvision", "torchvision.transforms", "torchvision.transforms.functional", "torchaudio", "kornia", "spandrel", "av"]:
-    top = name.split(".")[0]
-    if isinstance(sys.modules.get(top), _Stub) or (top not in sys.modules and importlib.util.find_spec(top) is None):
-        sys.modules[name] = _Stub(name)
-
-import torch  # noqa: E402
+torch = open_reference(comfy_dir)
 from safetensors.torch import load_file  # noqa: E402
-
-import comfy.options  # noqa: E402
-comfy.options.enable_args_parsing(False)
-import comfy.cli_args  # noqa: E402
-comfy.cli_args.args.cpu = True
 import comfy.model_detection  # noqa: E402
 import comfy.model_management  # noqa: E402
 import comfy.model_patcher  # noqa: E402
@@ -66,25 +40,7 @@ import comfy.supported_models_base  # noqa: E402
 import nodes  # noqa: E402
 from comfy_extras import nodes_clip_sdxl, nodes_model_advanced  # noqa: E402
 
-torch.set_num_threads(1)
-torch.set_grad_enabled(False)
 PREFIX = "model.diffusion_model."
-
-
-def flat(t):
-    return [float(f"{v:.8g}") for v in t.detach().float().flatten().tolist()]
-
-
-def summary(t, head=48):
-    v = t.detach().double().flatten()
-    return {"shape": list(t.shape), "head": flat(t)[:head], "sum": float(v.sum()), "absmax": float(v.abs().max())}
-
-
-def pattern(shape, scale=1.5):
-    n = 1
-    for d in shape:
-        n *= d
-    return (torch.sin(torch.arange(n, dtype=torch.float64) * 0.37) * scale).float().reshape(shape)
 
 
 def text_config(sd, prefix, act):

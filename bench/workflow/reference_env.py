@@ -1,0 +1,101 @@
+"""
+The reference (a ComfyUI source tree) made importable for the hand-run scripts of bench/workflow that compute
+reference values (models-reference*.py, samplers-reference.py, models-bench.py), and the helpers they share.
+
+ComfyUI imports modules for parts these scripts never run (other model families' video, audio and upscale code).
+Those that are not installable from the local package index (models.md §6) get an empty stand-in. torchsde
+is real where a script needs the SDE samplers' noise (TORCHSDE_DIR names its public source), with an
+equivalent of its `trampoline` dependency when that is missing.
+"""
+import importlib.util
+import os
+import sys
+import types
+
+_OPTIONAL = ["torchvision", "torchvision.transforms", "torchvision.transforms.functional", "torchaudio", "kornia", "spandrel", "av"]
+
+
+class _Stub(types.ModuleType):
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _Stub(f"{self.__name__}.{name}")
+
+    def __call__(self, *a, **k):
+        return _Stub(self.__name__)
+
+
+def _install_trampoline():
+    """torchsde's `trampoline` (not on the package index): run a generator, push those it yields, replace the running one on TailCall."""
+    if importlib.util.find_spec("trampoline") is not None:
+        return
+    tr = types.ModuleType("trampoline")
+
+    class TailCall(BaseException):
+        def __init__(self, call):
+            super().__init__(call)
+            self.call = call
+
+    def trampoline(gen):
+        stack, value = [gen], None
+        while stack:
+            try:
+                value = stack[-1].send(value)
+                stack.append(value)
+                value = None
+            except StopIteration as e:
+                stack.pop()
+                value = e.value
+            except TailCall as t:
+                stack.pop()
+                stack.append(t.call)
+                value = None
+        return value
+
+    tr.TailCall, tr.trampoline = TailCall, trampoline
+    sys.modules["trampoline"] = tr
+
+
+def open_reference(comfy_dir, sde=False, threads=1):
+    """Puts the checkout first on sys.path with --cpu, stands in for the optional modules, sets the reference's
+    options for a library caller; returns torch (one thread unless `threads` is None, gradients off)."""
+    sys.path.insert(0, comfy_dir)
+    if sde:
+        if os.environ.get("TORCHSDE_DIR"):
+            sys.path.insert(0, os.environ["TORCHSDE_DIR"])
+        _install_trampoline()
+    sys.argv = [sys.argv[0], "--cpu"]
+    import transformers  # noqa: F401  (before the stand-ins: it probes for torchvision itself)
+    from transformers import CLIPTokenizer  # noqa: F401
+    for name in _OPTIONAL if sde else ["torchsde", *_OPTIONAL]:
+        top = name.split(".")[0]
+        if isinstance(sys.modules.get(top), _Stub) or (top not in sys.modules and importlib.util.find_spec(top) is None):
+            sys.modules[name] = _Stub(name)
+    import torch
+    import comfy.options
+    comfy.options.enable_args_parsing(False)
+    import comfy.cli_args
+    comfy.cli_args.args.cpu = True
+    if threads is not None:
+        torch.set_num_threads(threads)
+    torch.set_grad_enabled(False)
+    return torch
+
+
+def flat(t):
+    return [float(f"{v:.8g}") for v in t.detach().float().flatten().tolist()]
+
+
+def summary(t, head=48):
+    """The first values, the sum and the largest magnitude: enough to catch a wrong tensor, small enough to commit."""
+    v = t.detach().double().flatten()
+    return {"shape": list(t.shape), "head": flat(t)[:head], "sum": float(v.sum()), "absmax": float(v.abs().max())}
+
+
+def pattern(shape, scale=1.5):
+    """Deterministic input both sides compute: scale * sin(0.37 i)."""
+    import torch
+    n = 1
+    for d in shape:
+        n *= d
+    return (torch.sin(torch.arange(n, dtype=torch.float64) * 0.37) * scale).float().reshape(shape)
