@@ -17,38 +17,9 @@ import { calculateSigmas, DiscreteSchedule, ksamplerSigmas } from '../src/models
 import { ModelFileError, SafetensorsFile } from '../src/models/safetensors.ts';
 import { ClipModel, loadCheckpoint, sample, unloadAll, UNetModel, VaeModel, type FloatTensor } from '../src/models/sd1.ts';
 import { TINY, writeFixture } from './models-fixture.ts';
+import { closeTo, pattern, type Summary } from './models-compare.ts';
 
 const ref = JSON.parse(fs.readFileSync(path.join(import.meta.dirname, 'fixtures', 'models-reference.json'), 'utf8'));
-
-interface Summary {
-  shape: number[];
-  head: number[];
-  sum: number;
-  absmax: number;
-}
-
-/** Largest difference over the summarised values, relative to the tensor's largest magnitude (at least 1). */
-function closeTo(actual: FloatTensor, expected: Summary, tol: number, what: string): void {
-  assert.deepEqual(actual.shape, expected.shape, `${what}: shape`);
-  const scale = Math.max(1, expected.absmax);
-  let worst = 0;
-  expected.head.forEach((v, i) => (worst = Math.max(worst, Math.abs(actual.data[i]! - v))));
-  assert.ok(worst <= tol * scale, `${what}: values differ by ${worst} (allowed ${tol * scale})`);
-  let sum = 0;
-  let absmax = 0;
-  for (const v of actual.data) {
-    sum += v;
-    absmax = Math.max(absmax, Math.abs(v));
-  }
-  assert.ok(Math.abs(sum - expected.sum) <= tol * scale * Math.sqrt(actual.data.length) * 4, `${what}: sum ${sum} vs ${expected.sum}`);
-  assert.ok(Math.abs(absmax - expected.absmax) <= tol * scale, `${what}: absmax ${absmax} vs ${expected.absmax}`);
-}
-
-/** scale · sin(0.37 i), as the reference script builds its inputs. */
-function pattern(shape: number[], scale = 1.5): FloatTensor {
-  const n = shape.reduce((a, b) => a * b, 1);
-  return { shape, data: Float32Array.from({ length: n }, (_, i) => Math.sin(i * 0.37) * scale) };
-}
 
 let dir: string;
 let ckptPath: string;

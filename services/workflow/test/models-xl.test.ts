@@ -22,36 +22,9 @@ import { inpaintPrepare } from '../src/nodes/sd/inpaint-nodes.ts';
 import { loadDualClip, XLClipModel } from '../src/models/sdxl.ts';
 import { attentionChunksFor } from '../src/models/unet-graph.ts';
 import { REFINER_TINY, SD2_TINY, SDXL_TINY, writeSdxlTextEncoders, writeTensors, writeXLFixture, type XLFixtureConfig } from './models-fixture-xl.ts';
+import { closeTo, pattern, type Summary } from './models-compare.ts';
 
 const ref = JSON.parse(fs.readFileSync(path.join(import.meta.dirname, 'fixtures', 'models-reference-xl.json'), 'utf8'));
-
-interface Summary {
-  shape: number[];
-  head: number[];
-  sum: number;
-  absmax: number;
-}
-
-function closeTo(actual: FloatTensor, expected: Summary, tol: number, what: string): void {
-  assert.deepEqual(actual.shape, expected.shape, `${what}: shape`);
-  const scale = Math.max(1, expected.absmax);
-  let worst = 0;
-  expected.head.forEach((v, i) => (worst = Math.max(worst, Math.abs(actual.data[i]! - v))));
-  assert.ok(worst <= tol * scale, `${what}: values differ by ${worst} (allowed ${tol * scale})`);
-  let sum = 0;
-  let absmax = 0;
-  for (const v of actual.data) {
-    sum += v;
-    absmax = Math.max(absmax, Math.abs(v));
-  }
-  assert.ok(Math.abs(sum - expected.sum) <= tol * scale * Math.sqrt(actual.data.length) * 4, `${what}: sum ${sum} vs ${expected.sum}`);
-  assert.ok(Math.abs(absmax - expected.absmax) <= tol * scale, `${what}: absmax ${absmax} vs ${expected.absmax}`);
-}
-
-function pattern(shape: number[], scale = 1.5): FloatTensor {
-  const n = shape.reduce((a, b) => a * b, 1);
-  return { shape, data: Float32Array.from({ length: n }, (_, i) => Math.sin(i * 0.37) * scale) };
-}
 
 /**
  * Sampled latents: these random tiny UNets amplify float32 rounding at cfg 6 (a 1e-6 relative change of the
