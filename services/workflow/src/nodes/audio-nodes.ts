@@ -5,10 +5,11 @@ import path from 'node:path';
 import type { NodeContext, NodeDefinition, NodeEnv, NodeScope } from './api.ts';
 import { type Audio, checkAudio, decodeAudioFile, encodeFlac, MAX_AUDIO_SAMPLES, resample, waveformOf } from './audio.ts';
 import { asciiJson } from '../files/png.ts';
-import { imagePath, saveImagePath } from './image-io.ts';
+import { saveImagePath } from './image-io.ts';
 import { numel, Tensor } from './latent.ts';
 import { encodeOggOpus, opusRate } from './ogg-opus.ts';
 import { ffmpeg } from './ffmpeg.ts';
+import { existingInput, listInputFiles } from './input-files.ts';
 
 /**
  * The weight-free nodes of comfy_extras.nodes_audio (V1 schemas): loading
@@ -21,26 +22,10 @@ import { ffmpeg } from './ffmpeg.ts';
 const AUDIO_VIDEO_EXT = /\.(wav|flac|mp3|ogg|oga|opus|m4a|aac|wma|aif|aiff|aifc|au|snd|mid|midi|mp2|ra|weba|mp4|m4v|webm|mkv|mov|avi|mpeg|mpg|ogv|3gp|flv|wmv|ts)$/i;
 
 function listAudio(inputDir: string): string[] {
-  try {
-    return fs
-      .readdirSync(inputDir, { withFileTypes: true })
-      .filter((e) => e.isFile() && AUDIO_VIDEO_EXT.test(e.name))
-      .map((e) => e.name)
-      .sort();
-  } catch {
-    return [];
-  }
+  return listInputFiles(inputDir, AUDIO_VIDEO_EXT);
 }
 
-function existing(dirs: NodeEnv['dirs'], name: unknown): string | undefined {
-  if (typeof name !== 'string') return undefined;
-  try {
-    const file = imagePath(dirs, name);
-    return fs.statSync(file).isFile() ? file : undefined;
-  } catch {
-    return undefined;
-  }
-}
+const existing = existingInput;
 
 async function loadAudio(dirs: NodeEnv['dirs'], name: unknown): Promise<Audio> {
   const file = existing(dirs, name);

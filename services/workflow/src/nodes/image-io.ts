@@ -3,47 +3,23 @@ import fs from 'node:fs';
 import path from 'node:path';
 import sharp from '../files/sharp.ts';
 import { asciiJson, textChunkParts } from '../files/png.ts';
-import { parseAnnotated, safeJoin, safeRelative, UnsafePathError } from '../files/paths.ts';
+import { parseAnnotated, safeJoin, UnsafePathError } from '../files/paths.ts';
 import type { NodeContext, NodeDefinition, NodeEnv, NodeScope } from './api.ts';
 import { checkSize, Frame, ImageBatch, MaskBatch, MaskPlane, MAX_BATCH, MAX_IMAGE_SIDE } from './image-types.ts';
+import { existingInput, inputPath, listInputFiles } from './input-files.ts';
 import { takesPendingImages } from './pending-images.ts';
 
 const IMAGE_EXT = /\.(png|jpe?g|webp|gif|bmp|tiff?|avif)$/i;
 
-/**
- * Image files directly in the input folder, as the reference's LoadImage lists
- * them (os.listdir, files only): files in subfolders (the mask editor's
- * clipspace, pasted images) are loaded by name but not offered, so a large
- * tree never bloats object_info. Symlinks are not listed.
- */
+/** Image files directly in the input folder, as the reference's LoadImage lists them. */
 export function listInputImages(inputDir: string): string[] {
-  let entries: fs.Dirent[];
-  try {
-    entries = fs.readdirSync(inputDir, { withFileTypes: true });
-  } catch {
-    return [];
-  }
-  return entries
-    .filter((e) => e.isFile() && IMAGE_EXT.test(e.name))
-    .map((e) => e.name)
-    .sort();
+  return listInputFiles(inputDir, IMAGE_EXT);
 }
 
 /** Resolves an image name as LoadImage takes it (`sub/name.png`, `name.png [output]`). */
-export function imagePath(dirs: NodeEnv['dirs'], name: string): string {
-  const { name: rel, type } = parseAnnotated(name, 'input');
-  return safeRelative(dirs[type], rel);
-}
+export const imagePath = inputPath;
 
-function existingImage(dirs: NodeEnv['dirs'], name: unknown): string | undefined {
-  if (typeof name !== 'string') return undefined;
-  try {
-    const file = imagePath(dirs, name);
-    return fs.statSync(file).isFile() ? file : undefined;
-  } catch {
-    return undefined;
-  }
-}
+const existingImage = existingInput;
 
 /** An image LoadImage may open for this caller: a file of its input folder, or an output/temp file its scope lets it read. */
 export async function readableImage(scope: NodeScope, name: unknown): Promise<string | undefined> {

@@ -7,9 +7,10 @@ import { type Audio, checkAudio, MAX_AUDIO_SAMPLES } from './audio.ts';
 import { asciiJson } from '../files/png.ts';
 import { ffmpeg, FfmpegError, MAX_DECODED_BYTES, MAX_ENCODED_BYTES, parseRate, probe, UNTRUSTED_INPUT } from './ffmpeg.ts';
 import { checkSize, Frame, ImageBatch, MAX_BATCH } from './image-types.ts';
-import { imagePath, saveImagePath } from './image-io.ts';
+import { saveImagePath } from './image-io.ts';
 import { Tensor } from './latent.ts';
 import { combo, v3 } from './schema.ts';
+import { existingInput, listInputFiles } from './input-files.ts';
 
 /**
  * The VIDEO type and the nodes of comfy_extras.nodes_video (SaveWEBM,
@@ -45,26 +46,10 @@ function checkVideo(v: unknown): Video {
 const VIDEO_EXT = /\.(mp4|m4v|mov|qt|webm|mkv|avi|mpeg|mpg|mpe|m1v|m2v|mpa|movie|ogv|flv|wmv|dv)$/i;
 
 function listVideos(inputDir: string): string[] {
-  try {
-    return fs
-      .readdirSync(inputDir, { withFileTypes: true })
-      .filter((e) => e.isFile() && VIDEO_EXT.test(e.name))
-      .map((e) => e.name)
-      .sort();
-  } catch {
-    return [];
-  }
+  return listInputFiles(inputDir, VIDEO_EXT);
 }
 
-function existing(dirs: NodeEnv['dirs'], name: unknown): string | undefined {
-  if (typeof name !== 'string') return undefined;
-  try {
-    const file = imagePath(dirs, name);
-    return fs.statSync(file).isFile() ? file : undefined;
-  } catch {
-    return undefined;
-  }
-}
+const existing = existingInput;
 
 /** Python's repr of a float for ffmpeg options the reference passes as str(float). */
 function pyFloatStr(v: number): string {
