@@ -133,7 +133,8 @@ async function commonKSampler(a: KSamplerArgs, ctx: NodeContext): Promise<[Laten
     onStep: (s) => {
       ctx.checkInterrupt();
       preview?.step(s.denoised, latent.samples.shape);
-      ctx.progress(s.i + 1, s.total);
+      // ProgressBar.update_absolute caps at the total: dpm_adaptive may take more steps than it announced.
+      ctx.progress(Math.min(s.i + 1, s.total), s.total);
     },
   });
   // The last previews reach the client before the node's result, as the reference sends them with each step.
