@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { ClipTokenizer, tokenizeWithWeights, tokenWeights } from '../src/models/clip-tokenizer.ts';
-import { detectCheckpoint } from '../src/models/detect.ts';
+import { detectCheckpoint } from '../src/models/detect-families.ts';
 import { prepareNoise, TorchGenerator } from '../src/models/noise.ts';
 import { SUPPORTED_SAMPLERS } from '../src/models/samplers.ts';
 import { calculateSigmas, DiscreteSchedule, ksamplerSigmas } from '../src/models/schedules.ts';

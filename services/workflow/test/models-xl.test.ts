@@ -13,7 +13,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { detectCheckpoint } from '../src/models/detect.ts';
+import { detectCheckpoint } from '../src/models/detect-families.ts';
 import { encodeAdm, ModelSampling, rescaleCfg } from '../src/models/model-sampling.ts';
 import { calculateSigmas } from '../src/models/schedules.ts';
 import { SafetensorsFile } from '../src/models/safetensors.ts';

@@ -11,21 +11,10 @@
  * (`conditioner.embedders.0.model.*`). Widths are read from the keys, so
  * small generated checkpoints of each family load too.
  */
-import { detectClip, detectVae, type ClipConfig, type DetectedCheckpoint, type UNetConfig } from './detect.ts';
+import { detectClip, detectUNet, detectVae, type ClipConfig, type DetectedCheckpoint, type ModelType, type TextEncoderSpec, type UNetConfig } from './detect.ts';
 import { ModelFileError, type SafetensorsFile } from './safetensors.ts';
 
-/** One text encoder of a checkpoint: which (l, g, h), where its keys are, and their layout. */
-export interface TextEncoderSpec {
-  name: 'l' | 'g' | 'h';
-  prefix: string;
-  /** `hf`: transformers' CLIPTextModel keys under prefix (text_model.encoder.layers.N.*, text_projection.weight); `openclip`: open_clip's (transformer.resblocks.N.*, fused in_proj). */
-  layout: 'hf' | 'openclip';
-  config: ClipConfig;
-  /** Width of the projected pooled output (0 when the file has no text projection). */
-  projection: number;
-}
-
-export type ModelType = 'eps' | 'v_prediction';
+export type { ModelType, TextEncoderSpec };
 
 function countPrefixed(file: SafetensorsFile, prefix: string): number {
   const seen = new Set<number>();
@@ -161,3 +150,16 @@ export async function resolveModelType(file: SafetensorsFile, detected: Detected
   const std = Math.sqrt(varSum / v.length);
   return { ...detected, modelType: std > 0.09 ? 'v_prediction' : 'eps' };
 }
+
+/** The whole checkpoint: SD1.x UNet, CLIP-L-shaped text encoder and VAE; SD2.x and SDXL by detectFamily. */
+export function detectCheckpoint(file: SafetensorsFile): DetectedCheckpoint {
+  const unet = detectUNet(file);
+  if (unet.linearProjection || unet.admInChannels) return detectFamily(file, unet);
+  const clip = detectClip(file);
+  const vae = detectVae(file);
+  if (clip && clip.hiddenSize !== unet.contextDim) throw new ModelFileError(file.path, `the text encoder's width ${clip.hiddenSize} does not match the UNet's context width ${unet.contextDim}`);
+  const referenceShaped =
+    unet.modelChannels === 320 && unet.contextDim === 768 && (!clip || (clip.hiddenSize === 768 && clip.layers === 12)) && (!vae || (vae.ch === 128 && vae.chMult.join() === '1,2,4,4'));
+  return { family: 'sd1', referenceShaped, unet, clip, vae };
+}
+

@@ -5,7 +5,6 @@
  * here, SD2.x and SDXL in detect-families.ts; anything else is a clear error
  * naming what was found.
  */
-import { detectFamily, type ModelType, type TextEncoderSpec } from './detect-families.ts';
 import { ModelFileError, type SafetensorsFile } from './safetensors.ts';
 
 export const UNET_PREFIX = 'model.diffusion_model.';
@@ -60,6 +59,19 @@ export interface VaeConfig {
   /** Pixels per latent pixel along a side: 2^(levels − 1). */
   downscale: number;
 }
+
+/** One text encoder of a checkpoint: which (l, g, h), where its keys are, and their layout. */
+export interface TextEncoderSpec {
+  name: 'l' | 'g' | 'h';
+  prefix: string;
+  /** `hf`: transformers' CLIPTextModel keys under prefix (text_model.encoder.layers.N.*, text_projection.weight); `openclip`: open_clip's (transformer.resblocks.N.*, fused in_proj). */
+  layout: 'hf' | 'openclip';
+  config: ClipConfig;
+  /** Width of the projected pooled output (0 when the file has no text projection). */
+  projection: number;
+}
+
+export type ModelType = 'eps' | 'v_prediction';
 
 export interface DetectedCheckpoint {
   family: 'sd1' | 'sd2' | 'sdxl' | 'sdxl_refiner';
@@ -192,16 +204,4 @@ export function detectVae(file: SafetensorsFile, prefix = VAE_PREFIX): VaeConfig
   const hasEncoder = file.has(`${prefix}encoder.conv_in.weight`);
   const inChannels = hasEncoder ? file.info(`${prefix}encoder.conv_in.weight`).shape[1]! : 3;
   return { ch, chMult, numResBlocks, zChannels, inChannels, hasEncoder, downscale: 2 ** (levels - 1) };
-}
-
-/** The whole checkpoint: SD1.x UNet, CLIP-L-shaped text encoder and VAE; SD2.x and SDXL in detect-families.ts. */
-export function detectCheckpoint(file: SafetensorsFile): DetectedCheckpoint {
-  const unet = detectUNet(file);
-  if (unet.linearProjection || unet.admInChannels) return detectFamily(file, unet);
-  const clip = detectClip(file);
-  const vae = detectVae(file);
-  if (clip && clip.hiddenSize !== unet.contextDim) throw new ModelFileError(file.path, `the text encoder's width ${clip.hiddenSize} does not match the UNet's context width ${unet.contextDim}`);
-  const referenceShaped =
-    unet.modelChannels === 320 && unet.contextDim === 768 && (!clip || (clip.hiddenSize === 768 && clip.layers === 12)) && (!vae || (vae.ch === 128 && vae.chMult.join() === '1,2,4,4'));
-  return { family: 'sd1', referenceShaped, unet, clip, vae };
 }
