@@ -56,11 +56,27 @@ async function screenOf(page: Page, what: { node: number; output?: number; widge
   }, what as any);
 }
 
+/**
+ * Double-clicks empty canvas until the search box is open. The graph library pairs a click with the one before it
+ * by time and place, so a click of the test's just before (run()'s, on the corner) can leave a double-click unpaired;
+ * a second double-click is then answered.
+ */
+async function openSearch(page: Page, at: { x: number; y: number }): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    await page.mouse.dblclick(at.x, at.y);
+    try {
+      await page.waitForSelector('#search-dialog[open]', { timeout: attempt < 3 ? 3_000 : 30_000 });
+      return;
+    } catch (err) {
+      if (attempt >= 3) throw err;
+    }
+  }
+}
+
 /** Double-clicks empty canvas, searches and picks a node; answers its id. */
 async function addBySearch(page: Page, at: { x: number; y: number }, query: string, type: string): Promise<number> {
   const before = await nodeIds(page);
-  await page.mouse.dblclick(at.x, at.y);
-  await page.waitForSelector('#search-dialog[open]');
+  await openSearch(page, at);
   await page.keyboard.type(query);
   await page.waitForSelector(`#search-results li[data-type="${type}"]`);
   assert.equal(await page.getAttribute('#search-results li.selected', 'data-type'), type, `"${query}" ranks ${type} first`);
@@ -487,6 +503,25 @@ describe('workflow built-in page: the node editor in a browser', { skip }, () =>
       assert.equal(Object.values<any>(job.outputs)[0].images[0].filename.startsWith('ComfyUI_'), true);
     });
 
+    step('Ctrl+Enter with the search box open queues the graph and adds no node (two quick clicks on the canvas open the box, as a test\'s clicks may)', async () => {
+      await newWorkflow(page);
+      await page.evaluate(() => {
+        const p = (window as any).wfPage;
+        const img = p.addNode('EmptyImage', [0, 0]);
+        const prev = p.addNode('PreviewImage', [300, 0]);
+        img.connect(0, prev, 0);
+      });
+      await openSearch(page, { x: 700, y: 500 });
+      await page.keyboard.type('or');
+      const prev = await page.evaluate(() => document.body.dataset.lastPromptId ?? '');
+      await page.keyboard.press('Control+Enter');
+      const h = await page.waitForFunction((p) => (document.body.dataset.lastPromptId && document.body.dataset.lastPromptId !== p ? document.body.dataset.lastPromptId : false), prev);
+      const id = (await h.jsonValue()) as string;
+      await page.waitForSelector('#search-dialog:not([open])', { state: 'attached' });
+      assert.deepEqual(Object.values<any>(await sentPrompt(srv, id)).map((n) => n.class_type).sort(), ['EmptyImage', 'PreviewImage']);
+      assert.equal((await nodeIds(page)).length, 2);
+    });
+
     step('open a workflow in the reference frontend\'s format (widget sockets, reroute, primitive, group) and run it', async () => {
       await newWorkflow(page);
       await page.setInputFiles('#file-input', path.join(FIXTURES, 'reference-workflow.json'));
@@ -707,12 +742,18 @@ describe('workflow built-in page: the node editor in a browser', { skip }, () =>
       // Leaving the text area makes the edit one step of the page's undo: Ctrl+Z takes it all back, Ctrl+Y brings it again.
       await page.click('#graph-canvas', { position: { x: 5, y: 5 } });
       const valueIs = (v: string) => page.waitForFunction(([id, v]) => (window as any).wfPage.graph.getNodeById(id)?.widgets.find((w: any) => w.name === 'value').value === v, [text, v] as const);
+      // The text area shows the widget's value from the next frame on.
+      const areaShows = async (v: string) => {
+        // The locator is resolved again each frame: the page may put a new text area in place of the old one.
+        for (let frame = 0; frame < 600 && (await area.inputValue()) !== v; frame++) await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => r(null))));
+        assert.equal(await area.inputValue(), v);
+      };
       await page.keyboard.press('Control+z');
       await valueIs('');
-      assert.equal(await area.inputValue(), '');
+      await areaShows('');
       await page.keyboard.press('Control+y');
       await valueIs('first line\nsecond line');
-      assert.equal(await area.inputValue(), 'first line\nsecond line');
+      await areaShows('first line\nsecond line');
       await shot('multiline');
       // Queued (the text area loses focus: one undo step), sent, shown on PreviewAny.
       const id = await run(page);
@@ -874,11 +915,13 @@ describe('workflow built-in page: the hosted runtime (--runtime cloud)', { skip 
       const problems: string[] = [];
       // From sign-out on, a refresh already on its way when the session ended is answered 401, as it should be.
       let signedOut = false;
+      let switched = false;
       p.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
       p.on('response', (r) => {
         const u = new URL(r.url());
         // Expected refusals: no session yet, a wrong password, requests of the ended session.
-        const expected = r.status() === 401 && (signedOut || ['/api/auth/session', '/api/auth/login'].includes(u.pathname));
+        // A job card of the workspace left behind may still be fetched once after a switch: 404 there, as it should.
+        const expected = (r.status() === 401 && (signedOut || ['/api/auth/session', '/api/auth/login'].includes(u.pathname))) || (r.status() === 404 && switched && u.pathname.startsWith('/api/jobs/'));
         if (r.status() >= 500 || (r.status() >= 400 && !expected && u.pathname !== '/api/userdata')) problems.push(`${r.status()} ${r.request().method()} ${u.pathname}`);
       });
       try {
@@ -927,6 +970,7 @@ describe('workflow built-in page: the hosted runtime (--runtime cloud)', { skip 
         await p.reload();
         await p.waitForSelector('body[data-ready=true]');
         assert.deepEqual((await p.locator('#workspace-select option').allTextContents()).sort(), [options[0]!, 'Team <b>x</b>'].sort());
+        switched = true;
         await p.selectOption('#workspace-select', team.body.id);
         await p.waitForSelector('body[data-ready=true]');
         await p.waitForSelector('#conn[data-state=connected]');

@@ -179,7 +179,11 @@ export function openSearch(canvas, event, opts = {}) {
   input.onkeydown = (e) => {
     if (e.key === 'ArrowDown') selected = Math.min(results.length - 1, selected + 1);
     else if (e.key === 'ArrowUp') selected = Math.max(0, selected - 1);
-    else if (e.key === 'Enter') {
+    else if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) {
+      // Ctrl+Enter queues the graph wherever focus is (main.js): the box closes without adding a node.
+      close();
+      return;
+    } else if (e.key === 'Enter') {
       e.preventDefault();
       if (results[selected]) choose(results[selected]);
       return;
