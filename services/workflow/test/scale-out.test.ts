@@ -199,9 +199,20 @@ describe('hosted runtime scaled out: two API processes, worker processes, one Po
         const bal = (await http.get('/api/billing/balance')).body;
         assert.ok(Math.abs(bal.credits_used - used) < 1e-9, `${bal.credits_used} vs ${used}`);
       }
-      // Fairness: a workspace's first prompt goes before another's sixth, though queued after it.
-      const u0Last = spans[0]!.at(-1)![0];
-      assert.ok(spans[1]![0]![0] < u0Last && spans[2]![0]![0] < u0Last, JSON.stringify(spans));
+      // Fairness: a workspace's first prompt is claimed before another's sixth, though queued after it. The
+      // claim times (prompts.start_time) are the scheduler's decisions; execution_start also counts how long
+      // the claiming process took to begin (a replacement worker's first prompt waits for its thread to load).
+      const pgm = (await import('pg')).default;
+      const db = new pgm.Client({ connectionString: a.cfg.databaseUrl });
+      await db.connect();
+      try {
+        const claimed = async (id: string) => scalar(db, `select start_time from "${a.cfg.pgSchema}".prompts where id = $1`, [id]);
+        const u0Last = await claimed(ids[0]!.at(-1)!);
+        const firsts = [await claimed(ids[1]![0]!), await claimed(ids[2]![0]!)];
+        assert.ok(firsts.every((t) => t < u0Last), `claims: u0's sixth ${u0Last}, u1's and u2's first ${firsts}; execution spans ${JSON.stringify(spans)}`);
+      } finally {
+        await db.end();
+      }
 
       // Both APIs report the shared queue: empty now.
       for (const url of apis) {
