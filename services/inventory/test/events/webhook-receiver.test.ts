@@ -1,19 +1,10 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import net from 'node:net';
+import { freePort } from '@svc/testkit';
 import path from 'node:path';
 
 const root = path.resolve(import.meta.dirname, '../..');
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const p = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(p));
-    });
-  });
-}
 
 describe('manage webhook_receiver', () => {
   let child: ChildProcess;
