@@ -11,20 +11,9 @@ import { coalesce, type RecordedChange } from './coalesce.ts';
 import { writeChangelog } from './changelog.ts';
 import { pythonIsoNow } from './time.ts';
 import type { ObjectEvent } from './types.ts';
+import type { WriteContext } from './write-context.ts';
 
-/** What a domain write function gets: the request's transaction and its change list. */
-export interface WriteContext {
-  trx: Kysely<any>;
-  dialect: SqlDialect;
-  principal: Principal;
-  requestId: string;
-  /** One clock reading per request: created/last_updated and the changelog agree. */
-  now: Date;
-  changes: RecordedChange[];
-  settings?: import('../models/read.ts').ModelSettings;
-  /** Final REST representations (relative URLs) of the changed objects, by `type:id`, filled when the request's changes are flushed. */
-  representations: Map<string, Record<string, unknown>>;
-}
+export type { WriteContext } from './write-context.ts';
 
 export interface ChangeSink {
   deps: InventoryDeps;

@@ -1,5 +1,5 @@
 /** Cable domain functions that read other models: terminations, traces and paths (loaded lazily by cabling.ts). */
-import type { WriteContext } from '../changes/write.ts';
+import type { WriteContext } from '../changes/write-context.ts';
 import { LINK_STATUS, CABLE_LENGTH_UNITS, CABLE_TYPES } from './netbox-choices.ts';
 import { chunks, fetchRowsByIds, type ReadCtx } from './read.ts';
 import { model, modelForObjectType, objectUrl, displayUrl } from './registry.ts';

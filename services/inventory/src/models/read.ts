@@ -1,22 +1,8 @@
-import type { Kysely } from 'kysely';
 import type { SqlDialect } from '@svc/storage';
-import type { ModelDef, Row } from './types.ts';
+import type { ModelDef, ReadCtx, Row } from './types.ts';
 
-/** What reading and representing objects needs: a connection (maybe the request's transaction), the dialect, the URL base. */
-export interface ReadCtx {
-  db: Kysely<any>;
-  dialect: SqlDialect;
-  /** `http://host:port` for API responses; '' for event data (NetBox serialises those without a request). */
-  base: string;
-  /** Validation settings (writes only). */
-  settings?: ModelSettings;
-}
-
-/** Configurable NetBox validation rules. */
-export interface ModelSettings {
-  /** ENFORCE_GLOBAL_UNIQUE: no duplicate IP addresses outside VRFs (NetBox's default since 3.7: true). */
-  enforceGlobalUnique: boolean;
-}
+export type { ReadCtx } from './types.ts';
+export type { ModelSettings } from '../changes/write-context.ts';
 
 /** Chunks keep IN lists well under SQLite's bound-parameter limit. */
 export function chunks<T>(items: T[], size = 500): T[][] {

@@ -1,3 +1,7 @@
+import type { Kysely } from 'kysely';
+import type { SqlDialect } from '@svc/storage';
+import type { ModelSettings, WriteContext } from '../changes/write-context.ts';
+
 /** A NetBox choice: stored `value`, shown `label` (REST gives both). */
 export interface Choice {
   value: string;
@@ -104,7 +108,7 @@ export interface ModelDef {
   /** Model-specific additions to the representation (ip family, assigned_object). */
   represent?: (row: Row, out: Record<string, unknown>, refs: Refs) => Record<string, unknown>;
   /** Checks that need the database (relations between fields, uniqueness rules of NetBox's clean()). */
-  check?: (ctx: import('./read.ts').ReadCtx, values: Row, existing: Row | null, errors: Record<string, string[]>, m2m?: Record<string, number[]>) => Promise<void>;
+  check?: (ctx: ReadCtx, values: Row, existing: Row | null, errors: Record<string, string[]>, m2m?: Record<string, number[]>) => Promise<void>;
   /** Columns derived from the values on every write (sort keys, ranges). */
   derived?: (merged: Row) => Row;
   /**
@@ -125,11 +129,21 @@ export interface ModelDef {
   /** Read-only values of the brief form that are not fields (`_occupied`); extra refs in `brief` come from their briefs. */
   briefValues?: Record<string, (row: Row, refs: Refs) => unknown>;
   /** Read-only values that need the database (cable peers, traced endpoints), added to full representations of many rows at once. */
-  enrich?: (ctx: import('./read.ts').ReadCtx, rows: Row[], out: Array<Record<string, unknown>>) => Promise<void>;
+  enrich?: (ctx: ReadCtx, rows: Row[], out: Array<Record<string, unknown>>) => Promise<void>;
   /** Runs in the write transaction after the object's row was inserted or updated (keeps index tables in step). */
-  afterSave?: (w: import('../changes/write.ts').WriteContext, id: number, row: Row, existing: Row | null) => Promise<void>;
+  afterSave?: (w: WriteContext, id: number, row: Row, existing: Row | null) => Promise<void>;
   /** The OpenAPI tag of its operations when not the app (`dcim-cabling`: /docs shows one tag at a time, so big apps are split). */
   docsTag?: string;
   /** Runs in the write transaction before the object's row is deleted. */
-  beforeDelete?: (w: import('../changes/write.ts').WriteContext, row: Row) => Promise<void>;
+  beforeDelete?: (w: WriteContext, row: Row) => Promise<void>;
+}
+
+/** What reading and representing objects needs: a connection (maybe the request's transaction), the dialect, the URL base. */
+export interface ReadCtx {
+  db: Kysely<any>;
+  dialect: SqlDialect;
+  /** `http://host:port` for API responses; '' for event data (NetBox serialises those without a request). */
+  base: string;
+  /** Validation settings (writes only). */
+  settings?: ModelSettings;
 }

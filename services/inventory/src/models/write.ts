@@ -1,4 +1,4 @@
-import type { WriteContext } from '../changes/write.ts';
+import type { WriteContext } from '../changes/write-context.ts';
 import { conflict } from '../api/errors.ts';
 import { chunks, fastRows, fetchRow, fetchRowsByIds, normaliseRow, type ReadCtx } from './read.ts';
 import { model } from './registry.ts';
