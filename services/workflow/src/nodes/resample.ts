@@ -279,13 +279,6 @@ function bytes(b: Uint8Array): Uint8Array {
   return new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
 }
 
-/** Source rows that a vertical pass reads (weight not 0). */
-function rowsNeeded(h: number, ty: Taps): Uint8Array {
-  const need = new Uint8Array(h);
-  for (let i = 0; i < ty.idx.length; i++) if (ty.w[i] !== 0) need[ty.idx[i]!] = 1;
-  return need;
-}
-
 /**
  * Separable resampling of 8-bit interleaved samples (HWC) in float: each
  * needed source row through the horizontal taps into a float row, then each
@@ -418,124 +411,217 @@ function verticalRow4(tmp: Float32Array, s0: number, w0: number, s1: number, w1:
 /** PIL's fixed-point precision for 8-bit images (32 − 8 − 2 bits). */
 const PIL_PRECISION_BITS = 22;
 
-/** PIL's normalize_coeffs_8bpc: each weight as an integer of 2^22, rounded away from zero. */
-function pilFixedTaps(t: Taps): Float64Array {
-  const out = new Float64Array(t.w.length);
+/**
+ * PIL's taps for one axis in the form its loops use: per output position the
+ * first source index `lo`, the tap count `n` and `n` weights as integers of
+ * 2^22 (normalize_coeffs_8bpc: rounded away from zero) at `kk[i · k …]`.
+ */
+interface PilTaps {
+  k: number;
+  lo: Int32Array;
+  n: Int32Array;
+  kk: Int32Array;
+}
+
+function pilTaps(inSize: number, outSize: number): PilTaps {
+  const t = makeTaps(inSize, outSize, 'pil-lanczos');
+  const { k } = t;
+  const lo = new Int32Array(outSize);
+  const n = new Int32Array(outSize);
+  const kk = new Int32Array(t.w.length);
   const one = 2 ** PIL_PRECISION_BITS;
-  for (let i = 0; i < out.length; i++) {
-    const v = t.w[i]!;
-    out[i] = v < 0 ? Math.trunc(v * one - 0.5) : Math.trunc(v * one + 0.5);
+  for (let i = 0; i < outSize; i++) {
+    // makeTaps pads a window shorter than k with index 0 and weight 0 after its last tap.
+    let m = 1;
+    for (let j = 1; j < k; j++) if (t.idx[i * k + j] === t.idx[i * k] + j) m = j + 1;
+    lo[i] = t.idx[i * k]!;
+    n[i] = Math.min(m, inSize - lo[i]!);
+    for (let j = 0; j < k; j++) {
+      const v = t.w[i * k + j]!;
+      kk[i * k + j] = v < 0 ? Math.trunc(v * one - 0.5) : Math.trunc(v * one + 0.5);
+    }
   }
-  return out;
+  return { k, lo, n, kk };
 }
 
 /**
  * Image.resize(LANCZOS) for 8-bit RGB/RGBA as PIL computes it (the
  * reference's comfy.utils.lanczos): taps in double, weights as fixed-point
  * integers, a horizontal pass rounded and clipped to bytes, then a vertical
- * one; RGBA goes through PIL's premultiplied RGBa and back. The integer sums
- * stay below 2^53, so plain JavaScript numbers hold them exactly.
+ * one; RGBA goes through PIL's premultiplied RGBa and back.
+ *
+ * PIL sums in 32-bit integers (|weight| ≤ 2^22 · 1.3, samples ≤ 255: no
+ * overflow), so the sums here are int32 too (`| 0`, `>> 22` is PIL's
+ * arithmetic shift), and the clip to 0..255 is a Uint8ClampedArray store of
+ * an integer. The horizontally resampled rows live in a ring of the widest
+ * vertical window (each output row's window of source rows only moves down),
+ * computed when the first output row needs them; RGBA rows are premultiplied
+ * one at a time into a scratch row.
  */
 function pilLanczos(f: Frame, ow: number, oh: number, checkInterrupt: () => void): Buffer {
   const { width: w, height: h, channels: c } = f;
-  let src = bytes(f.data);
-  if (c === 4) src = pilPremultiply(src);
-  const tx = makeTaps(w, ow, 'pil-lanczos');
-  const ty = makeTaps(h, oh, 'pil-lanczos');
-  const kxw = pilFixedTaps(tx);
-  const kyw = pilFixedTaps(ty);
-  const half = 2 ** (PIL_PRECISION_BITS - 1);
-  const shift = 2 ** PIL_PRECISION_BITS;
-  const kx = tx.k;
-  const ky = ty.k;
+  const src = bytes(f.data);
+  const rowIn = w * c;
   const rowLen = ow * c;
-  const need = rowsNeeded(h, ty);
+  const out = Buffer.allocUnsafe(oh * rowLen);
+  const dst = new Uint8ClampedArray(out.buffer, out.byteOffset, out.byteLength);
   // PIL skips a pass whose size does not change.
-  let mid: Uint8Array;
-  if (ow === w) mid = src;
-  else {
-    mid = new Uint8Array(h * rowLen);
-    const xo = new Int32Array(tx.idx.length);
-    for (let i = 0; i < xo.length; i++) xo[i] = tx.idx[i]! * c;
+  const tx = ow === w ? undefined : pilTaps(w, ow);
+  const ty = oh === h ? undefined : pilTaps(h, oh);
+  const pre = c === 4 ? new Uint8Array(rowIn) : undefined;
+  /** Source row r (premultiplied when RGBA) as a view of `src` or of the scratch row. */
+  const sourceRow = (r: number): [Uint8Array, number] => {
+    if (pre === undefined) return [src, r * rowIn];
+    pilPremultiplyRow(src, r * rowIn, pre, rowIn);
+    return [pre, 0];
+  };
+  if (ty === undefined) {
+    // Horizontal pass only, straight into the output.
     for (let y = 0; y < h; y++) {
-      if (!need[y] && oh !== h) continue;
-      pilHorizontalRow(src, y * w * c, mid, y * rowLen, ow, c, kx, xo, kxw, half, shift);
+      const [s, o] = sourceRow(y);
+      pilHorizontalRow(s, o, dst, y * rowLen, ow, c, tx!);
       if ((y & 127) === 127) checkInterrupt();
     }
-  }
-  let out: Uint8Array;
-  if (oh === h) out = mid;
-  else {
-    out = new Uint8Array(oh * rowLen);
-    const acc = new Float64Array(rowLen);
+  } else {
+    const { k: ky, lo, n, kk } = ty;
+    let ringRows = 1;
+    for (let y = 0; y < oh; y++) if (n[y]! > ringRows) ringRows = n[y]!;
+    let mid: Uint8ClampedArray;
+    let slotOf: (r: number) => number;
+    const ringed = tx !== undefined || pre !== undefined;
+    if (!ringed) {
+      // Vertical pass only, on the source rows themselves.
+      mid = new Uint8ClampedArray(src.buffer, src.byteOffset, src.byteLength);
+      slotOf = (r) => r * rowLen;
+    } else {
+      mid = new Uint8ClampedArray(ringRows * rowLen);
+      slotOf = (r) => (r % ringRows) * rowLen;
+    }
+    const offs = new Int32Array(ky);
+    let next = 0;
     for (let y = 0; y < oh; y++) {
-      acc.fill(half);
-      const b = y * ky;
-      for (let t = 0; t < ky; t++) {
-        const k = kyw[b + t]!;
-        if (k === 0) continue;
-        const s = ty.idx[b + t]! * rowLen;
-        for (let i = 0; i < rowLen; i++) acc[i]! += k * mid[s + i]!;
+      const a = lo[y]!;
+      const m = n[y]!;
+      if (ringed) {
+        if (next < a) next = a;
+        for (; next < a + m; next++) {
+          const [s, o] = sourceRow(next);
+          if (tx === undefined) mid.set(s.subarray(o, o + rowIn), slotOf(next));
+          else pilHorizontalRow(s, o, mid, slotOf(next), ow, c, tx);
+        }
       }
-      const o = y * rowLen;
-      for (let i = 0; i < rowLen; i++) {
-        const v = Math.floor(acc[i]! / shift);
-        out[o + i] = v < 0 ? 0 : v > 255 ? 255 : v;
-      }
+      for (let t = 0; t < m; t++) offs[t] = slotOf(a + t);
+      pilVerticalRow(mid, offs, kk, y * ky, m, dst, y * rowLen, rowLen);
       if ((y & 127) === 127) checkInterrupt();
     }
   }
   if (c === 4) pilUnpremultiply(out);
-  return Buffer.from(out.buffer, out.byteOffset, out.byteLength);
+  return out;
 }
 
-/** One row of PIL's horizontal pass: fixed-point sums from `half`, divided by `shift`, clipped to bytes. */
-function pilHorizontalRow(src: Uint8Array, rin: number, mid: Uint8Array, rout: number, ow: number, c: number, kx: number, xo: Int32Array, kw: Float64Array, half: number, shift: number): void {
+/** One row of PIL's horizontal pass: int32 sums from 2^21, shifted right by 22, clipped to bytes by the clamped array. */
+function pilHorizontalRow(src: Uint8Array, rin: number, mid: Uint8ClampedArray, rout: number, ow: number, c: number, tx: PilTaps): void {
+  const { k, lo, n, kk } = tx;
+  const half = 1 << (PIL_PRECISION_BITS - 1);
   if (c === 3) {
-    for (let x = 0, o = rout, b = 0; x < ow; x++, o += 3, b += kx) {
+    for (let x = 0, o = rout, b = 0; x < ow; x++, o += 3, b += k) {
       let s0 = half;
       let s1 = half;
       let s2 = half;
-      for (let t = 0; t < kx; t++) {
-        const k = kw[b + t]!;
-        const s = rin + xo[b + t]!;
-        s0 += k * src[s]!;
-        s1 += k * src[s + 1]!;
-        s2 += k * src[s + 2]!;
+      let p = rin + lo[x]! * 3;
+      for (let t = b, e = b + n[x]!; t < e; t++, p += 3) {
+        const kv = kk[t]!;
+        s0 = (s0 + Math.imul(kv, src[p]!)) | 0;
+        s1 = (s1 + Math.imul(kv, src[p + 1]!)) | 0;
+        s2 = (s2 + Math.imul(kv, src[p + 2]!)) | 0;
       }
-      mid[o] = pilClip(s0, shift);
-      mid[o + 1] = pilClip(s1, shift);
-      mid[o + 2] = pilClip(s2, shift);
+      mid[o] = s0 >> PIL_PRECISION_BITS;
+      mid[o + 1] = s1 >> PIL_PRECISION_BITS;
+      mid[o + 2] = s2 >> PIL_PRECISION_BITS;
     }
     return;
   }
-  for (let x = 0, o = rout, b = 0; x < ow; x++, o += c, b += kx) {
+  if (c === 4) {
+    for (let x = 0, o = rout, b = 0; x < ow; x++, o += 4, b += k) {
+      let s0 = half;
+      let s1 = half;
+      let s2 = half;
+      let s3 = half;
+      let p = rin + lo[x]! * 4;
+      for (let t = b, e = b + n[x]!; t < e; t++, p += 4) {
+        const kv = kk[t]!;
+        s0 = (s0 + Math.imul(kv, src[p]!)) | 0;
+        s1 = (s1 + Math.imul(kv, src[p + 1]!)) | 0;
+        s2 = (s2 + Math.imul(kv, src[p + 2]!)) | 0;
+        s3 = (s3 + Math.imul(kv, src[p + 3]!)) | 0;
+      }
+      mid[o] = s0 >> PIL_PRECISION_BITS;
+      mid[o + 1] = s1 >> PIL_PRECISION_BITS;
+      mid[o + 2] = s2 >> PIL_PRECISION_BITS;
+      mid[o + 3] = s3 >> PIL_PRECISION_BITS;
+    }
+    return;
+  }
+  for (let x = 0, o = rout, b = 0; x < ow; x++, o += c, b += k) {
     for (let ch = 0; ch < c; ch++) {
       let ss = half;
-      for (let t = 0; t < kx; t++) ss += kw[b + t]! * src[rin + xo[b + t]! + ch]!;
-      mid[o + ch] = pilClip(ss, shift);
+      for (let t = 0; t < n[x]!; t++) ss = (ss + Math.imul(kk[b + t]!, src[rin + (lo[x]! + t) * c + ch]!)) | 0;
+      mid[o + ch] = ss >> PIL_PRECISION_BITS;
     }
   }
 }
 
-/** PIL's clip8: the integer part of a fixed-point sum, clipped to 0..255. */
-function pilClip(ss: number, shift: number): number {
-  const v = Math.floor(ss / shift);
-  return v < 0 ? 0 : v > 255 ? 255 : v;
+/** One output row of PIL's vertical pass over the `m` rows at `offs` of `mid`, weights at `kk[b …]`. */
+function pilVerticalRow(mid: Uint8ClampedArray, offs: Int32Array, kk: Int32Array, b: number, m: number, dst: Uint8ClampedArray, o: number, len: number): void {
+  const half = 1 << (PIL_PRECISION_BITS - 1);
+  if (m === 7) {
+    const r0 = offs[0]!, r1 = offs[1]!, r2 = offs[2]!, r3 = offs[3]!, r4 = offs[4]!, r5 = offs[5]!, r6 = offs[6]!;
+    const k0 = kk[b]!, k1 = kk[b + 1]!, k2 = kk[b + 2]!, k3 = kk[b + 3]!, k4 = kk[b + 4]!, k5 = kk[b + 5]!, k6 = kk[b + 6]!;
+    for (let i = 0; i < len; i++) {
+      let ss = (half + Math.imul(k0, mid[r0 + i]!)) | 0;
+      ss = (ss + Math.imul(k1, mid[r1 + i]!)) | 0;
+      ss = (ss + Math.imul(k2, mid[r2 + i]!)) | 0;
+      ss = (ss + Math.imul(k3, mid[r3 + i]!)) | 0;
+      ss = (ss + Math.imul(k4, mid[r4 + i]!)) | 0;
+      ss = (ss + Math.imul(k5, mid[r5 + i]!)) | 0;
+      ss = (ss + Math.imul(k6, mid[r6 + i]!)) | 0;
+      dst[o + i] = ss >> PIL_PRECISION_BITS;
+    }
+    return;
+  }
+  if (m === 6) {
+    const r0 = offs[0]!, r1 = offs[1]!, r2 = offs[2]!, r3 = offs[3]!, r4 = offs[4]!, r5 = offs[5]!;
+    const k0 = kk[b]!, k1 = kk[b + 1]!, k2 = kk[b + 2]!, k3 = kk[b + 3]!, k4 = kk[b + 4]!, k5 = kk[b + 5]!;
+    for (let i = 0; i < len; i++) {
+      let ss = (half + Math.imul(k0, mid[r0 + i]!)) | 0;
+      ss = (ss + Math.imul(k1, mid[r1 + i]!)) | 0;
+      ss = (ss + Math.imul(k2, mid[r2 + i]!)) | 0;
+      ss = (ss + Math.imul(k3, mid[r3 + i]!)) | 0;
+      ss = (ss + Math.imul(k4, mid[r4 + i]!)) | 0;
+      ss = (ss + Math.imul(k5, mid[r5 + i]!)) | 0;
+      dst[o + i] = ss >> PIL_PRECISION_BITS;
+    }
+    return;
+  }
+  for (let i = 0; i < len; i++) {
+    let ss = half;
+    for (let t = 0; t < m; t++) ss = (ss + Math.imul(kk[b + t]!, mid[offs[t]! + i]!)) | 0;
+    dst[o + i] = ss >> PIL_PRECISION_BITS;
+  }
 }
 
-/** PIL's RGBA → RGBa: each colour times alpha / 255, rounded as its MULDIV255. */
-function pilPremultiply(d: Uint8Array): Uint8Array {
-  const out = new Uint8Array(d.length);
-  for (let i = 0; i < d.length; i += 4) {
-    const a = d[i + 3]!;
-    for (let ch = 0; ch < 3; ch++) {
-      const t = d[i + ch]! * a + 128;
-      out[i + ch] = ((t >> 8) + t) >> 8;
-    }
+/** PIL's RGBA → RGBa of one row: each colour times alpha / 255, rounded as its MULDIV255. */
+function pilPremultiplyRow(d: Uint8Array, from: number, out: Uint8Array, len: number): void {
+  for (let i = 0, j = from; i < len; i += 4, j += 4) {
+    const a = d[j + 3]!;
+    let t = d[j]! * a + 128;
+    out[i] = ((t >> 8) + t) >> 8;
+    t = d[j + 1]! * a + 128;
+    out[i + 1] = ((t >> 8) + t) >> 8;
+    t = d[j + 2]! * a + 128;
+    out[i + 2] = ((t >> 8) + t) >> 8;
     out[i + 3] = a;
   }
-  return out;
 }
 
 /** PIL's RGBa → RGBA: colour · 255 / alpha, truncated and clipped; alpha 0 and 255 keep the colour. */
