@@ -95,6 +95,30 @@ forEachStorage('workflow mask and compositing nodes', (storage) => {
     near(m!, plane(7, 7, () => 255), 0, 'huge expand');
   });
 
+  test('GrowMask with tapered corners over many steps: the max (min) over the diamond |dx| + |dy| ≤ n inside the plane', async () => {
+    // Textured 24×19 grey values; n from 3 up (the diagonal decomposition, row-wise and, for n = 40, line by line).
+    const w = 24;
+    const h = 19;
+    const value = (x: number, y: number) => (x * 37 + y * 91 + ((x * y) % 7) * 13) % 256;
+    const src = await loaded(srv, image(w, h, 3, (x, y) => grey(value(x, y))), 'tex');
+    const red = { ...src, r: { class_type: 'ImageToMask', inputs: { image: ['tex', 0], channel: 'red' } } };
+    for (const expand of [3, 4, 7, -6, 40]) {
+      const [m] = await savedMask(srv, { ...red, g: { class_type: 'GrowMask', inputs: { mask: ['r', 0], expand, tapered_corners: true } } }, ['g', 0]);
+      const n = Math.abs(expand);
+      const expected = plane(w, h, (x, y) => {
+        let v = value(x, y);
+        for (let yy = 0; yy < h; yy++) {
+          for (let xx = 0; xx < w; xx++) {
+            if (Math.abs(xx - x) + Math.abs(yy - y) > n) continue;
+            v = expand > 0 ? Math.max(v, value(xx, yy)) : Math.min(v, value(xx, yy));
+          }
+        }
+        return v;
+      });
+      near(m!, expected, 0, `expand ${expand}`);
+    }
+  });
+
   test('MaskComposite: each operation on the overlap, clamped; logic ops round half to even', async () => {
     const src = await loaded(srv, image(4, 1, 3, (x) => grey([51, 153, 255, 0][x]!)));
     const graph = (operation: string) => ({

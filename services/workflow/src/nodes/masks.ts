@@ -145,14 +145,212 @@ function grow(p: MaskPlane, expand: number, tapered: boolean, ctx: NodeContext):
     for (let x = 0; x < w; x++) slide(b, x, w, h, r, max, a, g, hb);
     return new MaskPlane(w, h, a);
   }
+  // NaN samples make the rounds' comparisons order-dependent: those planes keep the round-by-round path.
+  if (n > 2 && !hasNaN(p.data)) return diamond(p, n, max, ctx);
   let cur = Float32Array.from(p.data);
   let next = new Float32Array(cur.length);
   for (let it = 0; it < n; it++) {
     ctx.checkInterrupt();
     crossRound(cur, next, w, h, max);
-    [cur, next] = [next, cur];
+    const t = cur;
+    cur = next;
+    next = t;
   }
   return new MaskPlane(w, h, cur);
+}
+
+function hasNaN(d: Float32Array): boolean {
+  for (let i = 0; i < d.length; i++) if (d[i] !== d[i]) return true;
+  return false;
+}
+
+/**
+ * n rounds of the 3×3 cross (samples outside the plane ignored) in
+ * O(pixels): they compose to the max (min) over the diamond |dx| + |dy| ≤ n
+ * within the plane (the plane is a rectangle, so every sample of the diamond
+ * is reached by a staircase of cross steps inside it). With m = ⌊(n − 1)/2⌋,
+ * the diamond is the 45°-rotated square {(t + s, t − s) : |t|, |s| ≤ m} (the
+ * samples of even parity up to 2m) grown by n − 2m ∈ {1, 2} cross rounds.
+ * The square is two sliding windows of 2m + 1, along the diagonals then the
+ * anti-diagonals, on a copy padded by m + 2 with −∞ (+∞ for erosion), so
+ * every intermediate point lies in the copy and the padding never wins.
+ */
+function diamond(p: MaskPlane, n: number, max: boolean, ctx: NodeContext): MaskPlane {
+  const { width: w, height: h } = p;
+  const m = (n - 1) >> 1;
+  const rounds = n - 2 * m;
+  // Row-wise windows need m more padding (their windows stay inside the copy); for a large n against the plane
+  // (more than 4× its area in padding) each diagonal is walked on its own instead, with the smaller copy.
+  const rowWise = (w + 4 * m + 2 * rounds) * (h + 4 * m + 2 * rounds) <= 4 * w * h + 4096;
+  const pad = m + rounds + (rowWise ? m : 0);
+  const W = w + 2 * pad;
+  const H = h + 2 * pad;
+  const fill = max ? -Infinity : Infinity;
+  let a = new Float32Array(W * H).fill(fill);
+  for (let y = 0; y < h; y++) a.set(p.data.subarray(y * w, y * w + w), (y + pad) * W + pad);
+  let b = new Float32Array(a.length).fill(fill);
+  const k = 2 * m + 1;
+  if (m > 0 && rowWise) {
+    const g = new Float32Array(a.length);
+    const hb = new Float32Array(a.length);
+    diagonalRows(a, b, W, H, m, 1, max, g, hb);
+    ctx.checkInterrupt();
+    diagonalRows(b, a, W, H, m, -1, max, g, hb);
+  } else if (m > 0) {
+    const line = Math.min(W, H) + 2 * m;
+    const g = new Float32Array(line);
+    const hb = new Float32Array(line);
+    // Down-right diagonals: from every sample of the top row and of the left column.
+    for (let x = 0; x < W; x++) diagonalSlide(a, b, x, W + 1, Math.min(W - x, H), m, k, max, g, hb);
+    for (let y = 1; y < H; y++) diagonalSlide(a, b, y * W, W + 1, Math.min(W, H - y), m, k, max, g, hb);
+    ctx.checkInterrupt();
+    // Down-left anti-diagonals: from every sample of the top row and of the right column.
+    for (let x = 0; x < W; x++) diagonalSlide(b, a, x, W - 1, Math.min(x + 1, H), m, k, max, g, hb);
+    for (let y = 1; y < H; y++) diagonalSlide(b, a, y * W + W - 1, W - 1, Math.min(W, H - y), m, k, max, g, hb);
+  }
+  for (let it = 0; it < rounds; it++) {
+    ctx.checkInterrupt();
+    crossRound(a, b, W, H, max);
+    const t = a;
+    a = b;
+    b = t;
+  }
+  const out = new Float32Array(w * h);
+  for (let y = 0; y < h; y++) out.set(a.subarray((y + pad) * W + pad, (y + pad) * W + pad + w), y * w);
+  return new MaskPlane(w, h, out);
+}
+
+/**
+ * Sliding max (min) of radius r along every diagonal (dx = 1: down-right,
+ * −1: down-left) of a W×H copy, row by row so that memory is read in order:
+ * van Herk / Gil-Werman with blocks of k = 2r + 1 rows, `g` the extremum
+ * from the block's first row (or the line's first sample) down to each
+ * sample, `hb` from each sample down to the block's last row (or the line's
+ * last sample), and each window the extremum of `hb` at its first sample and
+ * `g` at its last. Written for the samples whose window lies inside the copy
+ * (at least r from every side); the others keep what `out` held.
+ */
+function diagonalRows(src: Float32Array, out: Float32Array, W: number, H: number, r: number, dx: 1 | -1, max: boolean, g: Float32Array, hb: Float32Array): void {
+  const k = 2 * r + 1;
+  // The first sample of a line in a row: column 0 going down-right, W − 1 going down-left.
+  const x0 = dx === 1 ? 0 : W - 1;
+  for (let y = 0; y < H; y++) {
+    const row = y * W;
+    if (y % k === 0) {
+      g.set(src.subarray(row, row + W), row);
+      continue;
+    }
+    const prev = row - W - dx;
+    g[row + x0] = src[row + x0]!;
+    const from = dx === 1 ? 1 : 0;
+    const to = dx === 1 ? W : W - 1;
+    if (max) {
+      for (let i = row + from, e = row + to; i < e; i++) {
+        const u = g[i + prev - row]!;
+        const v = src[i]!;
+        g[i] = u > v ? u : v;
+      }
+    } else {
+      for (let i = row + from, e = row + to; i < e; i++) {
+        const u = g[i + prev - row]!;
+        const v = src[i]!;
+        g[i] = u < v ? u : v;
+      }
+    }
+  }
+  // The last sample of a line in a row: column W − 1 going down-right, 0 going down-left.
+  const x1 = dx === 1 ? W - 1 : 0;
+  for (let y = H - 1; y >= 0; y--) {
+    const row = y * W;
+    if (y === H - 1 || y % k === k - 1) {
+      hb.set(src.subarray(row, row + W), row);
+      continue;
+    }
+    const nextOff = W + dx;
+    hb[row + x1] = src[row + x1]!;
+    const from = dx === 1 ? 0 : 1;
+    const to = dx === 1 ? W - 1 : W;
+    if (max) {
+      for (let i = row + from, e = row + to; i < e; i++) {
+        const u = hb[i + nextOff]!;
+        const v = src[i]!;
+        hb[i] = u > v ? u : v;
+      }
+    } else {
+      for (let i = row + from, e = row + to; i < e; i++) {
+        const u = hb[i + nextOff]!;
+        const v = src[i]!;
+        hb[i] = u < v ? u : v;
+      }
+    }
+  }
+  // Window of sample (x, y): from (x − r·dx, y − r) to (x + r·dx, y + r).
+  const first = -r * W - r * dx;
+  const last = r * W + r * dx;
+  for (let y = r; y < H - r; y++) {
+    if (max) {
+      for (let i = y * W + r, e = y * W + W - r; i < e; i++) {
+        const u = hb[i + first]!;
+        const v = g[i + last]!;
+        out[i] = u > v ? u : v;
+      }
+    } else {
+      for (let i = y * W + r, e = y * W + W - r; i < e; i++) {
+        const u = hb[i + first]!;
+        const v = g[i + last]!;
+        out[i] = u < v ? u : v;
+      }
+    }
+  }
+}
+
+/**
+ * Sliding max (min) of radius r (window k = 2r + 1) along one line of `len`
+ * samples from `start` by `stride`, samples beyond the line ignored (van Herk
+ * / Gil-Werman: block-wise prefix and suffix extrema, O(1) per sample).
+ */
+function diagonalSlide(src: Float32Array, out: Float32Array, start: number, stride: number, len: number, r: number, k: number, max: boolean, g: Float32Array, hb: Float32Array): void {
+  if (r === 0) {
+    for (let j = 0, i = start; j < len; j++, i += stride) out[i] = src[i]!;
+    return;
+  }
+  const fill = max ? -Infinity : Infinity;
+  const total = len + 2 * r;
+  if (max) {
+    for (let i = 0, q = 0; i < total; i++, q++) {
+      const j = i - r;
+      const v = j >= 0 && j < len ? src[start + j * stride]! : fill;
+      if (q === k) q = 0;
+      g[i] = q === 0 ? v : g[i - 1]! > v ? g[i - 1]! : v;
+    }
+    for (let i = total - 1; i >= 0; i--) {
+      const j = i - r;
+      const v = j >= 0 && j < len ? src[start + j * stride]! : fill;
+      hb[i] = i === total - 1 || (i + 1) % k === 0 ? v : hb[i + 1]! > v ? hb[i + 1]! : v;
+    }
+    for (let j = 0, i = start; j < len; j++, i += stride) {
+      const u = hb[j]!;
+      const v = g[j + 2 * r]!;
+      out[i] = u > v ? u : v;
+    }
+  } else {
+    for (let i = 0, q = 0; i < total; i++, q++) {
+      const j = i - r;
+      const v = j >= 0 && j < len ? src[start + j * stride]! : fill;
+      if (q === k) q = 0;
+      g[i] = q === 0 ? v : g[i - 1]! < v ? g[i - 1]! : v;
+    }
+    for (let i = total - 1; i >= 0; i--) {
+      const j = i - r;
+      const v = j >= 0 && j < len ? src[start + j * stride]! : fill;
+      hb[i] = i === total - 1 || (i + 1) % k === 0 ? v : hb[i + 1]! < v ? hb[i + 1]! : v;
+    }
+    for (let j = 0, i = start; j < len; j++, i += stride) {
+      const u = hb[j]!;
+      const v = g[j + 2 * r]!;
+      out[i] = u < v ? u : v;
+    }
+  }
 }
 
 /**
