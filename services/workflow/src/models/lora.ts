@@ -4,12 +4,14 @@
  * `lora_te_…` in the diffusers layout or the checkpoint's own, diffusers
  * `unet.…processor.to_q_lora`, PEFT `lora_A/lora_B`, `lycoris_…`, generic
  * `diffusion_model.…` and `text_encoders.…`), the adapters (up·down with
- * alpha/rank, LoCon's Tucker `lora_mid`, full `diff`/`diff_b`, `set_weight`)
- * and the patched weight w + strength·alpha/rank·(up·down), computed in
- * float32. Patched weights go to the ONNX graph as external data of their
+ * alpha/rank, LoCon's Tucker `lora_mid`, LyCORIS LoHa, LoKr, GLoRA, OFT and
+ * BOFT (lycoris.ts), DoRA magnitudes on any of them, full `diff`/`diff_b`,
+ * `w_norm`/`b_norm`, `set_weight`) and the patched weight
+ * w + strength·alpha/rank·(up·down), computed in float32. Patched weights go to the ONNX graph as external data of their
  * own (graph-builder.ts); the checkpoint itself is never copied.
  */
 import type { UNetConfig } from './detect.ts';
+import { applyDora, boftDiff, gloraDiff, lohaDiff, lokrDiff, matmul, oftDiff, PatchShapeError, type Tensor } from './lycoris.ts';
 import { ModelFileError, SafetensorsFile } from './safetensors.ts';
 
 /** Resnet sub-modules: the checkpoint's name → diffusers' (comfy.utils UNET_MAP_RESNET). */
@@ -133,10 +135,17 @@ export function loraKeyMap(t: KeyMapTarget): Map<string, string> {
   return map;
 }
 
-type Adapter =
-  | { kind: 'lora'; up: string; down: string; mid?: string; alpha?: number }
+/** Tensor names in the LoRA file, per adapter (comfy/weight_adapter), with the layer's alpha and DoRA magnitudes. */
+type Adapter = (
+  | { kind: 'lora'; up: string; down: string; mid?: string }
+  | { kind: 'loha'; w1a: string; w1b: string; w2a: string; w2b: string; t1?: string; t2?: string }
+  | { kind: 'lokr'; w1?: string; w2?: string; w1a?: string; w1b?: string; w2a?: string; w2b?: string; t2?: string }
+  | { kind: 'glora'; a1: string; a2: string; b1: string; b2: string }
+  | { kind: 'oft'; blocks: string }
+  | { kind: 'boft'; blocks: string; rescale?: string }
   | { kind: 'diff'; tensor: string }
-  | { kind: 'set'; tensor: string };
+  | { kind: 'set'; tensor: string }
+) & { alpha?: number; dora?: string };
 
 /** The up/down names of each LoRA layout the reference reads (LoRAAdapter.load). */
 const LORA_LAYOUTS: [up: string, down: string, mid?: string][] = [
@@ -147,16 +156,6 @@ const LORA_LAYOUTS: [up: string, down: string, mid?: string][] = [
   ['.lora_B', '.lora_A'],
   ['.lora_linear_layer.up.weight', '.lora_linear_layer.down.weight'],
   ['.lora_B.default.weight', '.lora_A.default.weight'],
-];
-/** Other LyCORIS adapters the reference knows: refused by name rather than ignored. */
-const UNSUPPORTED_SUFFIXES: [string, string][] = [
-  ['.hada_w1_a', 'LoHa'],
-  ['.lokr_w1', 'LoKr'],
-  ['.lokr_w1_a', 'LoKr'],
-  ['.a1.weight', 'GLoRA'],
-  ['.oft_blocks', 'OFT'],
-  ['.oft_diag', 'BOFT'],
-  ['.dora_scale', 'DoRA'],
 ];
 
 /** A LoRA file read against one model's key map: target weight key → adapters. */
@@ -175,26 +174,49 @@ export class LoadedLora {
     };
     const has = (k: string) => file.has(k);
     const patches = new Map<string, Adapter>();
+    const need = (name: string) => {
+      if (!has(name)) fail(`${name} is missing`);
+      return name;
+    };
+    const opt = (name: string) => (has(name) ? name : undefined);
     for (const [x, target] of keyMap) {
-      for (const [suffix, name] of UNSUPPORTED_SUFFIXES) if (has(x + suffix)) fail(`${x}${suffix}: ${name} patches are not supported yet (LoRA and LoCon are)`);
       let alpha: number | undefined;
       if (has(`${x}.alpha`)) {
         const a = await file.readFloat32(`${x}.alpha`);
         if (a.length !== 1 || !Number.isFinite(a[0]!)) fail(`${x}.alpha must be one finite number`);
         alpha = a[0]!;
       }
+      const dora = opt(`${x}.dora_scale`);
+      // The adapters in the reference's order (weight_adapter.adapters): when a layer has keys of two, the later one wins.
+      let found: Adapter | undefined;
       for (const [up, down, mid] of LORA_LAYOUTS) {
         if (!has(x + up)) continue;
         if (!has(x + down)) fail(`${x}${up} has no ${x}${down}`);
-        patches.set(target, { kind: 'lora', up: x + up, down: x + down, mid: mid && has(x + mid) ? x + mid : undefined, alpha });
+        found = { kind: 'lora', up: x + up, down: x + down, mid: mid && has(x + mid) ? x + mid : undefined };
         break;
       }
-      for (const [suffix, kind] of [
-        ['.diff', 'diff'],
-        ['.set_weight', 'set'],
-      ] as const)
-        if (has(x + suffix)) patches.set(target, { kind, tensor: x + suffix });
-      if (has(`${x}.diff_b`)) patches.set(`${target.slice(0, -'.weight'.length)}.bias`, { kind: 'diff', tensor: `${x}.diff_b` });
+      if (has(`${x}.hada_w1_a`)) {
+        const t1 = opt(`${x}.hada_t1`);
+        found = { kind: 'loha', w1a: `${x}.hada_w1_a`, w1b: need(`${x}.hada_w1_b`), w2a: need(`${x}.hada_w2_a`), w2b: need(`${x}.hada_w2_b`), t1, t2: t1 && need(`${x}.hada_t2`) };
+      }
+      const lokr = (n: string) => opt(`${x}.lokr_${n}`);
+      if (lokr('w1') || lokr('w2') || lokr('w1_a') || lokr('w2_a')) found = { kind: 'lokr', w1: lokr('w1'), w2: lokr('w2'), w1a: lokr('w1_a'), w1b: lokr('w1_b'), w2a: lokr('w2_a'), w2b: lokr('w2_b'), t2: lokr('t2') };
+      if (has(`${x}.a1.weight`)) found = { kind: 'glora', a1: `${x}.a1.weight`, a2: need(`${x}.a2.weight`), b1: need(`${x}.b1.weight`), b2: need(`${x}.b2.weight`) };
+      if (has(`${x}.oft_blocks`)) {
+        const rank = file.info(`${x}.oft_blocks`).shape.length;
+        if (rank === 3) found = { kind: 'oft', blocks: `${x}.oft_blocks` };
+        else if (rank === 4) found = { kind: 'boft', blocks: `${x}.oft_blocks`, rescale: opt(`${x}.rescale`) };
+        else fail(`${x}.oft_blocks must have 3 (OFT) or 4 (BOFT) dimensions`);
+      }
+      if (found) patches.set(target, { ...found, alpha, dora });
+      const bias = `${target.slice(0, -'.weight'.length)}.bias`;
+      if (has(`${x}.w_norm`)) {
+        patches.set(target, { kind: 'diff', tensor: `${x}.w_norm` });
+        if (has(`${x}.b_norm`)) patches.set(bias, { kind: 'diff', tensor: `${x}.b_norm` });
+      }
+      if (has(`${x}.diff`)) patches.set(target, { kind: 'diff', tensor: `${x}.diff` });
+      if (has(`${x}.diff_b`)) patches.set(bias, { kind: 'diff', tensor: `${x}.diff_b` });
+      if (has(`${x}.set_weight`)) patches.set(target, { kind: 'set', tensor: `${x}.set_weight` });
     }
     if (patches.size === 0) fail('none of its keys names a weight of this model (a LoRA for another model family?)');
     const st = file.tensors.size;
@@ -260,6 +282,8 @@ async function applyPatch(w: Float32Array, shape: readonly number[], p: Adapter,
     throw new ModelFileError(file.path, problem);
   };
   const count = w.length;
+  const read = async (name: string): Promise<Tensor> => ({ data: await file.readFloat32(name), shape: file.info(name).shape, name });
+  const maybe = async (name: string | undefined) => (name === undefined ? undefined : read(name));
   if (p.kind === 'set' || p.kind === 'diff') {
     const v = await file.readFloat32(p.tensor);
     const vs = file.info(p.tensor).shape;
@@ -271,6 +295,69 @@ async function applyPatch(w: Float32Array, shape: readonly number[], p: Adapter,
     }
     return;
   }
+  try {
+    // Each adapter's difference and the alpha it is scaled by (the reference's alpha / rank, or its own rule).
+    let diff: Float32Array;
+    let alpha: number;
+    switch (p.kind) {
+      case 'lora': {
+        const r = await loraDiff(p, shape, file, key, fail);
+        if (!p.dora) return addLowRank(w, r, Math.fround(strength * r.alpha));
+        diff = matmul(r.up, r.out, r.rank, r.down, r.inner);
+        alpha = r.alpha;
+        break;
+      }
+      case 'loha': {
+        const w1b = await read(p.w1b);
+        diff = lohaDiff({ w1a: await read(p.w1a), w1b, w2a: await read(p.w2a), w2b: await read(p.w2b), t1: await maybe(p.t1), t2: await maybe(p.t2) }, shape);
+        alpha = p.alpha === undefined ? 1 : p.alpha / w1b.shape[0]!;
+        break;
+      }
+      case 'lokr': {
+        const r = lokrDiff({ w1: await maybe(p.w1), w2: await maybe(p.w2), w1a: await maybe(p.w1a), w1b: await maybe(p.w1b), w2a: await maybe(p.w2a), w2b: await maybe(p.w2b), t2: await maybe(p.t2), name: key }, shape);
+        diff = r.diff;
+        alpha = p.alpha !== undefined && r.rank !== undefined ? p.alpha / r.rank : 1;
+        break;
+      }
+      case 'glora': {
+        const r = gloraDiff({ a1: await read(p.a1), a2: await read(p.a2), b1: await read(p.b1), b2: await read(p.b2) }, w, shape);
+        diff = r.diff;
+        alpha = p.alpha === undefined ? 1 : p.alpha / r.rank;
+        break;
+      }
+      case 'oft':
+      case 'boft': {
+        // alpha is OFT's norm constraint here, and what DoRA scales the difference by (the reference's quirk: 0 without one).
+        alpha = p.alpha ?? 0;
+        diff = p.kind === 'oft' ? oftDiff(await read(p.blocks), alpha, strength, w, shape) : boftDiff(await read(p.blocks), await maybe(p.rescale), alpha, strength, w, shape);
+        if (!p.dora) {
+          const s = Math.fround(strength);
+          for (let i = 0; i < count; i++) w[i] = w[i]! + Math.fround(s * diff[i]!);
+          return;
+        }
+        break;
+      }
+    }
+    if (p.dora) return applyDora(w, shape, diff, alpha, strength, await read(p.dora));
+    const s = Math.fround(strength * alpha);
+    for (let i = 0; i < count; i++) w[i] = w[i]! + Math.fround(s * diff[i]!);
+  } catch (err) {
+    if (err instanceof PatchShapeError) fail(`${key}: ${err.message}`);
+    throw err;
+  }
+}
+
+interface LowRank {
+  up: Float32Array;
+  down: Float32Array;
+  out: number;
+  rank: number;
+  inner: number;
+  alpha: number;
+}
+
+/** up·down of a LoRA layer (LoCon's Tucker mid folded into down), checked against the weight; alpha is alpha/rank. */
+async function loraDiff(p: { up: string; down: string; mid?: string; alpha?: number }, shape: readonly number[], file: SafetensorsFile, key: string, fail: (problem: string) => never): Promise<LowRank> {
   const upShape = file.info(p.up).shape;
   let downShape = file.info(p.down).shape;
   if (upShape.length < 2 || downShape.length < 2) fail(`${p.up} and ${p.down} must be matrices or conv weights`);
@@ -298,17 +385,22 @@ async function applyPatch(w: Float32Array, shape: readonly number[], p: Adapter,
     downShape = [r, inDim, kh, kw];
   }
   const inner = downShape.slice(1).reduce((a, b) => a * b, 1);
+  const count = shape.reduce((a, b) => a * b, 1);
   if (out * inner !== count) fail(`${p.up} [${upShape.join(', ')}] · ${p.down} [${downShape.join(', ')}] does not give the weight ${key} [${shape.join(', ')}]`);
   const up = await file.readFloat32(p.up);
-  const alpha = p.alpha === undefined ? 1 : p.alpha / rank;
-  const s = Math.fround(strength * alpha);
+  return { up, down, out, rank, inner, alpha: p.alpha === undefined ? 1 : p.alpha / rank };
+}
+
+/** w += s·(up·down), one output row at a time (the product is never held whole). */
+function addLowRank(w: Float32Array, r: LowRank, s: number): void {
+  const { up, down, out, rank, inner } = r;
   const row = new Float64Array(inner);
   for (let o = 0; o < out; o++) {
     row.fill(0);
-    for (let r = 0; r < rank; r++) {
-      const u = up[o * rank + r]!;
+    for (let k = 0; k < rank; k++) {
+      const u = up[o * rank + k]!;
       if (u === 0) continue;
-      const base = r * inner;
+      const base = k * inner;
       for (let i = 0; i < inner; i++) row[i]! += u * down[base + i]!;
     }
     const at = o * inner;
