@@ -159,4 +159,35 @@ forEachStorage('workflow image filter nodes', (storage) => {
     [f] = await saved(srv, { ...r, q: { class_type: 'ImageQuantize', inputs: { image: ['r', 0], colors: 1, dither: 'none' } } }, ['q', 0]);
     near(f!, image(32, 8, 3, () => grey(124)), 0, 'one colour is the mean');
   });
+
+  test('ImageQuantize over thousands of colours: nearest palette colour per pixel, mean of all for one colour, exact below the limit', async () => {
+    // 96×64 pixels, every one a different colour (the colour tables grow past their first size).
+    const w = 96;
+    const h = 64;
+    const many = image(w, h, 3, (x, y) => [(x * 5 + y * 3) & 255, (y * 4 + (x >> 4)) & 255, (x * 7 + y * 11) & 255]);
+    const src = await loaded(srv, many);
+    const px = (p: Pixels, i: number) => [p.data[i * 3]!, p.data[i * 3 + 1]!, p.data[i * 3 + 2]!];
+    let [f] = await saved(srv, { ...src, q: { class_type: 'ImageQuantize', inputs: { image: ['load', 0], colors: 256, dither: 'none' } } }, ['q', 0]);
+    const palette = [...new Set(Array.from({ length: w * h }, (_, i) => px(f!, i).join(',')))].map((c) => c.split(',').map(Number));
+    assert.ok(palette.length <= 256 && palette.length > 200, `${palette.length} colours`);
+    const d2 = (a: number[], b: number[]) => (a[0]! - b[0]!) ** 2 + (a[1]! - b[1]!) ** 2 + (a[2]! - b[2]!) ** 2;
+    for (let i = 0; i < w * h; i++) {
+      const want = Math.min(...palette.map((c) => d2(px(many, i), c)));
+      assert.equal(d2(px(many, i), px(f!, i)), want, `pixel ${i}: not the nearest palette colour`);
+    }
+    [f] = await saved(srv, { ...src, q: { class_type: 'ImageQuantize', inputs: { image: ['load', 0], colors: 1, dither: 'none' } } }, ['q', 0]);
+    const mean = [0, 1, 2].map((c) => Math.round(Array.from({ length: w * h }, (_, i) => many.data[i * 3 + c]!).reduce((a, b) => a + b, 0) / (w * h)));
+    near(f!, image(w, h, 3, () => mean), 0, 'one colour is the mean');
+    // 200 colours scattered over the frame: with 256 allowed, every mode gives the image back.
+    const few = image(w, h, 3, (x, y) => {
+      const k = (x * 31 + y * 17) % 200;
+      return [k, (k * 3) & 255, 255 - k];
+    });
+    const fsrc = await loaded(srv, few, 'f');
+    for (const dither of ['none', 'floyd-steinberg', 'bayer-4']) {
+      [f] = await saved(srv, { ...fsrc, q: { class_type: 'ImageQuantize', inputs: { image: ['f', 0], colors: 256, dither } } }, ['q', 0]);
+      if (dither !== 'bayer-4') near(f!, few, 0, `${dither}: exact`);
+      else assert.ok(new Set(Array.from({ length: w * h }, (_, i) => px(f!, i).join(','))).size <= 200, 'bayer-4 stays on the palette');
+    }
+  });
 });

@@ -395,30 +395,83 @@ async function blend(image1: ImageBatch, image2: ImageBatch, factor: number, mod
 const COLOURS = 1 << 24;
 
 /**
+ * A map from 24-bit colours to non-negative integers: open addressing with
+ * linear probing over the colours present, grown at half full. It replaces
+ * tables over all 2^24 colours (64 MiB each, whose pages were faulted in one
+ * by one as colours were first seen); a few thousand colours stay in cache.
+ */
+class ColourMap {
+  #bits = 12;
+  #keys = new Int32Array(1 << 12).fill(-1);
+  #values = new Int32Array(1 << 12);
+  #size = 0;
+  get(key: number): number {
+    const keys = this.#keys;
+    const mask = keys.length - 1;
+    let h = Math.imul(key, 0x9e3779b1) >>> (32 - this.#bits);
+    for (;;) {
+      const k = keys[h]!;
+      if (k === key) return this.#values[h]!;
+      if (k === -1) return -1;
+      h = (h + 1) & mask;
+    }
+  }
+  /** Adds a colour not yet in the map. */
+  set(key: number, value: number): void {
+    if (++this.#size * 2 > this.#keys.length) this.#grow();
+    this.#put(key, value);
+  }
+  #put(key: number, value: number): void {
+    const keys = this.#keys;
+    const mask = keys.length - 1;
+    let h = Math.imul(key, 0x9e3779b1) >>> (32 - this.#bits);
+    while (keys[h] !== -1) h = (h + 1) & mask;
+    keys[h] = key;
+    this.#values[h] = value;
+  }
+  #grow(): void {
+    const keys = this.#keys;
+    const values = this.#values;
+    this.#bits++;
+    this.#keys = new Int32Array(1 << this.#bits).fill(-1);
+    this.#values = new Int32Array(1 << this.#bits);
+    for (let i = 0; i < keys.length; i++) if (keys[i] !== -1) this.#put(keys[i]!, values[i]!);
+  }
+}
+
+/**
  * Median cut as PIL's quantize() does it for RGB images: boxes of the colour
  * histogram are split at the median of their widest channel, the most
  * populous box first, and each box's palette entry is its mean colour. An
  * image with no more colours than asked keeps them exactly.
  *
- * The histogram is a table over all 2^24 colours (64 MiB while it runs) that
- * numbers distinct colours in the order they first appear; a box is a range
+ * The histogram numbers distinct colours in the order they first appear (a
+ * hash table of the colours present, `ColourMap`); a box is a range
  * of those, sorted by its split channel with a stable counting sort (the
  * order, and so the cut, of a stable comparison sort).
  */
 export function medianCut(data: Uint8Array, colors: number): number[] {
   const n = data.length / 3;
-  const slot = new Uint32Array(COLOURS);
+  const slot = new ColourMap();
   let keys = new Uint32Array(Math.min(n, COLOURS));
   let counts = new Float64Array(keys.length);
   let u = 0;
+  let last = -1;
+  let lastSlot = 0;
   for (let i = 0, j = 0; i < n; i++, j += 3) {
     const key = (data[j]! << 16) | (data[j + 1]! << 8) | data[j + 2]!;
-    let s = slot[key]!;
-    if (s === 0) {
-      keys[u] = key;
-      s = slot[key] = ++u;
+    // Neighbouring pixels often share a colour: the previous one's slot is kept.
+    if (key !== last) {
+      let s = slot.get(key);
+      if (s < 0) {
+        keys[u] = key;
+        s = u++;
+        slot.set(key, s);
+      }
+      last = key;
+      lastSlot = s;
     }
-    counts[s - 1]!++;
+    counts[lastSlot]!++;
   }
   keys = keys.subarray(0, u);
   counts = counts.subarray(0, u);
@@ -499,11 +552,13 @@ function nearestPalette(palette: number[]): (key: number) => number {
   const pb = Int32Array.from(order, (i) => palette[i]! & 255);
   const pi = Int32Array.from(order);
   const m = order.length;
-  // Palette index + 1 per colour, 0 while unknown (a zeroed table costs nothing until touched).
-  const cache = new Int32Array(COLOURS);
+  // The palette index per colour already looked up (a few entries are searched faster than any cache).
+  const cache = m > 32 ? new ColourMap() : undefined;
   return (key: number): number => {
-    const hit = cache[key]!;
-    if (hit > 0) return palette[hit - 1]!;
+    if (cache !== undefined) {
+      const hit = cache.get(key);
+      if (hit >= 0) return palette[hit]!;
+    }
     const r = key >> 16;
     const g = (key >> 8) & 255;
     const b = key & 255;
@@ -540,7 +595,7 @@ function nearestPalette(palette: number[]): (key: number) => number {
         best = pi[j]!;
       }
     }
-    cache[key] = best + 1;
+    cache?.set(key, best);
     return palette[best]!;
   };
 }
@@ -565,6 +620,49 @@ function bayerMatrix(n: number): number[][] {
 
 const clampRound = (v: number) => (v <= 0 ? 0 : v >= 255 ? 255 : Math.round(v));
 
+/**
+ * One row of Floyd–Steinberg error diffusion: each value rounded and clamped,
+ * its nearest palette colour written to `data`, the error spread 7/16 right,
+ * and 3/16, 5/16, 1/16 to the row below (`below`, when there is one).
+ */
+function floydSteinbergRow(err: Float32Array, below: Float32Array, more: boolean, data: Uint8Array, o: number, w: number, nearest: (key: number) => number): void {
+  for (let x = 0, i = 0; x < w; x++, i += 3) {
+    const r = clampRound(err[i]!);
+    const g = clampRound(err[i + 1]!);
+    const b = clampRound(err[i + 2]!);
+    const p = nearest((r << 16) | (g << 8) | b);
+    const pr = p >> 16;
+    const pg = (p >> 8) & 255;
+    const pb = p & 255;
+    data[o + i] = pr;
+    data[o + i + 1] = pg;
+    data[o + i + 2] = pb;
+    const er = r - pr;
+    const eg = g - pg;
+    const eb = b - pb;
+    if (x + 1 < w) {
+      err[i + 3]! += (er * 7) / 16;
+      err[i + 4]! += (eg * 7) / 16;
+      err[i + 5]! += (eb * 7) / 16;
+    }
+    if (more) {
+      if (x > 0) {
+        below[i - 3]! += (er * 3) / 16;
+        below[i - 2]! += (eg * 3) / 16;
+        below[i - 1]! += (eb * 3) / 16;
+      }
+      below[i]! += (er * 5) / 16;
+      below[i + 1]! += (eg * 5) / 16;
+      below[i + 2]! += (eb * 5) / 16;
+      if (x + 1 < w) {
+        below[i + 3]! += (er * 1) / 16;
+        below[i + 4]! += (eg * 1) / 16;
+        below[i + 5]! += (eb * 1) / 16;
+      }
+    }
+  }
+}
+
 /** ImageQuantize: a median-cut palette, then no dithering, Floyd–Steinberg error diffusion, or an ordered Bayer threshold (the reference's matrix and spread). */
 async function quantizeFrame(f: Frame, colors: number, dither: string, ctx: NodeContext): Promise<Frame> {
   const rgb = f.channels === 3 ? f : withChannels(f, 3);
@@ -574,48 +672,19 @@ async function quantizeFrame(f: Frame, colors: number, dither: string, ctx: Node
   const nearest = nearestPalette(palette);
   const data = Buffer.alloc(w * h * 3);
   if (dither === 'floyd-steinberg') {
-    const err = new Float32Array(w * h * 3);
-    for (let i = 0; i < err.length; i++) err[i] = src[i]!;
+    // The diffused values of this row and the next (float32, as the whole-frame array they replace).
+    const rowLen = w * 3;
+    let cur = new Float32Array(rowLen);
+    let below = new Float32Array(rowLen);
+    for (let i = 0; i < rowLen; i++) cur[i] = src[i]!;
     for (let y = 0; y < h; y++) {
       if ((y & 63) === 63) ctx.checkInterrupt();
-      for (let x = 0; x < w; x++) {
-        const i = (y * w + x) * 3;
-        const r = clampRound(err[i]!);
-        const g = clampRound(err[i + 1]!);
-        const b = clampRound(err[i + 2]!);
-        const p = nearest((r << 16) | (g << 8) | b);
-        const pr = p >> 16;
-        const pg = (p >> 8) & 255;
-        const pb = p & 255;
-        data[i] = pr;
-        data[i + 1] = pg;
-        data[i + 2] = pb;
-        const er = r - pr;
-        const eg = g - pg;
-        const eb = b - pb;
-        // 7/16 right, 3/16 below left, 5/16 below, 1/16 below right.
-        if (x + 1 < w) {
-          err[i + 3]! += (er * 7) / 16;
-          err[i + 4]! += (eg * 7) / 16;
-          err[i + 5]! += (eb * 7) / 16;
-        }
-        if (y + 1 < h) {
-          const j = i + w * 3;
-          if (x > 0) {
-            err[j - 3]! += (er * 3) / 16;
-            err[j - 2]! += (eg * 3) / 16;
-            err[j - 1]! += (eb * 3) / 16;
-          }
-          err[j]! += (er * 5) / 16;
-          err[j + 1]! += (eg * 5) / 16;
-          err[j + 2]! += (eb * 5) / 16;
-          if (x + 1 < w) {
-            err[j + 3]! += (er * 1) / 16;
-            err[j + 4]! += (eg * 1) / 16;
-            err[j + 5]! += (eb * 1) / 16;
-          }
-        }
-      }
+      const more = y + 1 < h;
+      if (more) for (let i = 0, s = (y + 1) * rowLen; i < rowLen; i++, s++) below[i] = src[s]!;
+      floydSteinbergRow(cur, below, more, data, y * rowLen, w, nearest);
+      const t = cur;
+      cur = below;
+      below = t;
     }
     return new Frame(w, h, 3, data);
   }
