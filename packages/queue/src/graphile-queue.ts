@@ -4,7 +4,7 @@ import { EventEmitter } from 'node:events';
 import type { Logger, Runner, TaskList, WorkerEvents } from 'graphile-worker';
 import type { Storage } from '@svc/storage';
 import { quoteIdent } from '@svc/storage';
-import type { AddJobOptions, JobQueue, QueueOptions, SqlJobOptions } from './types.ts';
+import type { AddJobOptions, JobQueue, NewJob, QueueOptions, SqlJobOptions } from './types.ts';
 import type pg from 'pg';
 import { LIVENESS_LOCK_CLASS, PoolLiveness, releaseDeadPoolsSql } from './pool-liveness.ts';
 
@@ -94,6 +94,36 @@ export class GraphileQueue implements JobQueue {
 
   async add(task: string, payload: unknown, opts: AddJobOptions = {}, executor?: Kysely<any>): Promise<void> {
     await sql`select ${this.addSql(task, payload, opts)}`.execute(executor ?? this.#storage.db);
+  }
+
+  /**
+   * One statement: add_job for each element of a JSON array, in array order
+   * (a function scan yields its rows in order and add_job runs per row, so
+   * clock_timestamp() gives each job a later run_at than the one before it).
+   */
+  async addMany(jobs: ReadonlyArray<NewJob>, executor?: Kysely<any>): Promise<void> {
+    if (!jobs.length) return;
+    if (jobs.length === 1) return this.add(jobs[0]!.task, jobs[0]!.payload, jobs[0]!.opts, executor);
+    const spec = jobs.map(({ task, payload, opts = {} }) => ({
+      t: task,
+      p: payload ?? null,
+      r: opts.runAt ? opts.runAt.toISOString() : null,
+      m: opts.maxAttempts ?? 25,
+      k: opts.jobKey ?? null,
+      q: opts.queueName ?? null,
+      o: opts.priority ?? 0,
+    }));
+    const fn = sql.raw(`${quoteIdent(this.#schema)}.add_job`);
+    await sql`select (${fn}(
+        identifier => e.j->>'t',
+        payload => e.j->'p',
+        run_at => coalesce((e.j->>'r')::timestamptz, clock_timestamp()),
+        max_attempts => (e.j->>'m')::int,
+        job_key => e.j->>'k',
+        queue_name => e.j->>'q',
+        priority => (e.j->>'o')::int
+      )).id
+      from json_array_elements(${JSON.stringify(spec)}::json) with ordinality as e(j, n)`.execute(executor ?? this.#storage.db);
   }
 
   /**

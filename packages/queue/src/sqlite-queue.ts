@@ -1,7 +1,7 @@
 import os from 'node:os';
 import { sql, type Kysely } from 'kysely';
 import type { Storage } from '@svc/storage';
-import type { AddJobOptions, JobContext, JobQueue, QueueOptions } from './types.ts';
+import type { AddJobOptions, JobContext, JobQueue, NewJob, QueueOptions } from './types.ts';
 
 interface JobRow {
   id: number;
@@ -82,6 +82,31 @@ export class SqliteQueue implements JobQueue {
       await sql`insert into jobs (task, payload, priority, run_at, max_attempts, job_key, queue_name, created_at)
         values (${sql.join(values)})`.execute(db);
     }
+    if (!executor) this.wake();
+  }
+
+  #insertStmt: { run(...params: unknown[]): unknown } | undefined;
+
+  async addMany(jobs: ReadonlyArray<NewJob>, executor?: Kysely<any>): Promise<void> {
+    const raw = this.#storage.sqlite!;
+    // Inside the caller's transaction (the one connection is held by it while it is open) or
+    // without one, keyless jobs go through one prepared statement on the raw handle; jobs
+    // with a key, or an executor that is not in a transaction, take the ordinary path.
+    if (!jobs.length) return;
+    if (jobs.some((j) => j.opts?.jobKey) || (executor && !raw.inTransaction) || (!executor && raw.inTransaction)) {
+      for (const j of jobs) await this.add(j.task, j.payload, j.opts, executor);
+      return;
+    }
+    this.#insertStmt ??= raw.prepare('insert into jobs (task, payload, priority, run_at, max_attempts, queue_name, created_at) values (?, ?, ?, ?, ?, ?, ?)');
+    const stmt = this.#insertStmt;
+    const now = Date.now();
+    const insert = () => {
+      for (const { task, payload, opts = {} } of jobs) {
+        stmt.run(task, JSON.stringify(payload ?? null), opts.priority ?? 0, opts.runAt ? opts.runAt.getTime() : now, opts.maxAttempts ?? 25, opts.queueName ?? null, now);
+      }
+    };
+    if (executor) insert();
+    else raw.transaction(insert).immediate();
     if (!executor) this.wake();
   }
 

@@ -34,6 +34,12 @@ export interface SqlJobOptions extends Omit<AddJobOptions, 'priority' | 'queueNa
   queueName?: string | RawBuilder<unknown>;
 }
 
+export interface NewJob {
+  task: string;
+  payload: unknown;
+  opts?: AddJobOptions;
+}
+
 export interface JobQueue {
   readonly kind: 'sqlite' | 'graphile-worker';
   /**
@@ -41,6 +47,13 @@ export interface JobQueue {
    * enqueue atomic with the caller's own writes (outbox semantics).
    */
   add(task: string, payload: unknown, opts?: AddJobOptions, executor?: Kysely<any>): Promise<void>;
+  /**
+   * Enqueues several jobs, in order (as that many `add` calls would, jobs of
+   * one named queue run in this order), in one statement where the backend
+   * allows: PostgreSQL one round trip, SQLite one prepared statement run per
+   * job inside the caller's transaction.
+   */
+  addMany(jobs: ReadonlyArray<NewJob>, executor?: Kysely<any>): Promise<void>;
   /**
    * PostgreSQL only: the enqueue as an SQL expression to embed in a
    * statement of the caller's (one round trip for a row and its job).

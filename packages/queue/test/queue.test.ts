@@ -94,4 +94,33 @@ forEachStorage('job queue', (kind) => {
     await waitFor(() => events.length === 8, 15_000);
     assert.deepEqual(events, ['start 1', 'end 1', 'start 2', 'end 2', 'start 3', 'end 3', 'start 4', 'end 4']);
   });
+
+  it('addMany: one call enqueues jobs in order, with the transaction, and none on rollback', { timeout: 20_000 }, async () => {
+    const before = events.length;
+    await storage.db.transaction().execute(async (trx) => {
+      await sql`insert into items (id, name) values (2, 'b')`.execute(trx);
+      await queue.addMany(
+        [5, 6, 7, 8, 9, 10].map((n) => ({ task: 'serial', payload: { n }, opts: { queueName: 'user-2', maxAttempts: 5 } })),
+        trx,
+      );
+    });
+    await assert.rejects(
+      storage.db.transaction().execute(async (trx) => {
+        await queue.addMany([{ task: 'record', payload: { n: 11 } }, { task: 'record', payload: { n: 12 } }], trx);
+        throw new Error('rollback');
+      }),
+    );
+    // Without a transaction of the caller's, and a job scheduled later.
+    await queue.addMany([
+      { task: 'record', payload: { n: 13 } },
+      { task: 'record', payload: { n: 14 }, opts: { runAt: new Date(Date.now() + 3_600_000) } },
+    ]);
+    queue.wake();
+    await waitFor(() => events.length === before + 12 && seen.some((s) => s.n === 13), 15_000);
+    assert.deepEqual(events.slice(before), [5, 6, 7, 8, 9, 10].flatMap((n) => [`start ${n}`, `end ${n}`]));
+    assert.ok(!seen.some((s) => s.n === 11 || s.n === 12 || s.n === 14));
+    const t = sql.raw(kind === 'postgres' ? `${cfg.pgSchema}_worker._private_jobs` : 'jobs');
+    const pending = await sql<{ n: number }>`select count(*) as n from ${t} where ${sql.raw(kind === 'postgres' ? 'payload::text' : 'payload')} like '%"n":14%'`.execute(storage.db);
+    assert.equal(Number(pending.rows[0]!.n), 1);
+  });
 });
