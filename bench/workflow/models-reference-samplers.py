@@ -210,6 +210,14 @@ out["add_noise"] = {
     "one": summary(node(ncs.AddNoise, patcher, node(ncs.RandomNoise, 67)[0], karras4[:1], lat(init))[0]["samples"]),
 }
 
+# SamplerEulerCFGpp (comfy_extras/nodes_advanced_samplers.py): both versions through CFGGuider at cfg 1.5.
+import comfy_extras.nodes_advanced_samplers as nas  # noqa: E402
+out["euler_cfgpp"] = {}
+for i, version in enumerate(["regular", "alternative"]):
+    smp = nas.SamplerEulerCFGpp.execute(version).args[0]
+    o, _ = node(ncs.SamplerCustomAdvanced, node(ncs.RandomNoise, 80 + i)[0], node(ncs.CFGGuider, patcher, positive, negative, 1.5)[0], smp, karras4, lat(zeros))
+    out["euler_cfgpp"][version] = summary(o["samples"])
+
 with open(out_path, "w") as fh:
     json.dump(out, fh, separators=(",", ":"))
 print("wrote", out_path)

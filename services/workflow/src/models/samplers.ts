@@ -588,6 +588,21 @@ function eulerAncestralCfgPp(defaultEta: number, defaultSNoise: number): Sampler
   });
 }
 
+/**
+ * SamplerEulerCFGpp's "alternative" version (sample_euler_pp): Euler along
+ * d = (x − denoised + uncond − denoised)/σ, in torch's order of operations.
+ */
+const eulerPp = stepSampler((_m, _s, ctx) => ({ x, denoised, sigma, next }) => {
+  const uncond = uncondOf(ctx);
+  const dt = f(next - sigma);
+  const out = new Float32Array(x.length);
+  for (let i = 0; i < x.length; i++) {
+    const d = f(f(f(f(x[i]! - denoised[i]!) + uncond[i]!) - denoised[i]!) / sigma);
+    out[i] = x[i]! + f(d * dt);
+  }
+  return out;
+});
+
 // ---------------------------------------------------------------- res_multistep
 
 /** res_multistep (+ ancestral, + CFG++): a second-order exponential multistep step from arXiv:2308.02157. */
@@ -1140,7 +1155,7 @@ function uniPc(variant: 'bh1' | 'bh2'): Sampler {
 // ---------------------------------------------------------------- the table
 
 /** Samplers that read the unconditional prediction: guidance runs the negative even at cfg 1 for them. */
-export const CFG_PP_SAMPLERS = new Set(['euler_cfg_pp', 'euler_ancestral_cfg_pp', 'dpmpp_2s_ancestral_cfg_pp', 'dpmpp_2m_cfg_pp', 'gradient_estimation_cfg_pp', 'res_multistep_cfg_pp', 'res_multistep_ancestral_cfg_pp']);
+export const CFG_PP_SAMPLERS = new Set(['euler_pp', 'euler_cfg_pp', 'euler_ancestral_cfg_pp', 'dpmpp_2s_ancestral_cfg_pp', 'dpmpp_2m_cfg_pp', 'gradient_estimation_cfg_pp', 'res_multistep_cfg_pp', 'res_multistep_ancestral_cfg_pp']);
 
 const SAMPLERS: Record<string, Sampler> = {
   euler,
@@ -1187,6 +1202,8 @@ const SAMPLERS: Record<string, Sampler> = {
   ddim: euler,
   uni_pc: uniPc('bh1'),
   uni_pc_bh2: uniPc('bh2'),
+  // Not in KSampler's list: only SamplerEulerCFGpp (version "alternative") names it.
+  euler_pp: eulerPp,
 };
 
 /** The samplers that work here, in the reference's order (what /object_info lists). */

@@ -269,6 +269,16 @@ const defs: NodeDefinition[] = [
     (a) => new SamplerValue('euler_ancestral_cfg_pp', { eta: a.eta, s_noise: a.s_noise }),
     'SamplerEulerAncestralCFG++',
   ),
+  {
+    name: 'SamplerEulerCFGpp',
+    displayName: 'SamplerEulerCFG++',
+    category: '_for_testing',
+    experimental: true,
+    pythonModule: 'comfy_extras.nodes_advanced_samplers',
+    inputs: { required: { version: ['COMBO', { options: ['regular', 'alternative'] }] } },
+    outputs: ['SAMPLER'],
+    execute: ({ version }) => [new SamplerValue(version === 'alternative' ? 'euler_pp' : 'euler_cfg_pp')],
+  },
   samplerNode('SamplerLMS', { order: ['INT', { default: 4, min: 1, max: 100 }] }, (a) => new SamplerValue('lms', { order: a.order })),
   samplerNode(
     'SamplerDPMAdaptative',
@@ -444,4 +454,4 @@ const defs: NodeDefinition[] = [
   },
 ];
 
-export const customSamplingNodes: NodeDefinition[] = defs.map((d) => ({ ...d, pythonModule: 'comfy_extras.nodes_custom_sampler' }));
+export const customSamplingNodes: NodeDefinition[] = defs.map((d) => ({ pythonModule: 'comfy_extras.nodes_custom_sampler', ...d }));
