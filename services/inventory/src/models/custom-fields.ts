@@ -2,6 +2,15 @@ import { fail } from './field-problem.ts';
 import { compileLookup } from './regex-lookup.ts';
 import type { ReadCtx } from './read.ts';
 import type { Choice, ModelDef, Row } from './types.ts';
+import { choicesOf } from './choice-sets.ts';
+import { createHash } from 'node:crypto';
+
+/** A value as Python's str() shows it in NetBox's messages (strings bare, lists with quotes). */
+function pyText(v: unknown): string {
+  if (typeof v === 'string') return v.slice(0, 200);
+  const repr = (x: unknown): string => (typeof x === 'string' ? `'${x.slice(0, 100)}'` : x === null ? 'None' : typeof x === 'boolean' ? (x ? 'True' : 'False') : Array.isArray(x) ? `[${x.slice(0, 50).map(repr).join(', ')}]` : typeof x === 'object' ? JSON.stringify(x).slice(0, 200) : String(x));
+  return repr(v);
+}
 
 /**
  * NetBox's custom fields (`/api/extras/custom-fields/`): typed extra attributes of chosen object types.
@@ -20,6 +29,8 @@ const TYPES: Choice[] = [
   { value: 'datetime', label: 'Date & time' },
   { value: 'url', label: 'URL' },
   { value: 'json', label: 'JSON' },
+  { value: 'select', label: 'Selection' },
+  { value: 'multiselect', label: 'Multiple selection' },
 ];
 const FILTER_LOGIC: Choice[] = [
   { value: 'disabled', label: 'Disabled' },
@@ -77,6 +88,7 @@ export const customField: ModelDef = {
         return v;
       },
     },
+    { name: 'choice_set', column: 'choice_set_id', kind: 'fk', fk: 'customfieldchoiceset', nullable: true, default: null },
     { name: 'label', column: 'label', kind: 'char', blank: true, maxLength: 50, default: '', filter: true },
     { name: 'group_name', column: 'group_name', kind: 'char', blank: true, maxLength: 50, default: '', filter: true },
     { name: 'description', column: 'description', kind: 'char', blank: true, maxLength: 200, default: '', filter: true },
@@ -104,14 +116,18 @@ export const customField: ModelDef = {
     { name: 'validation_regex', column: 'validation_regex', kind: 'char', blank: true, maxLength: 500, default: '' },
     { name: 'comments', column: 'comments', kind: 'text', blank: true, maxLength: 100_000, default: '' },
   ],
-  // Choice sets and object-typed custom fields are not modelled.
-  unmodelled: { related_object_type: null, related_object_filter: null, choice_set: null },
+  // Object-typed custom fields are not modelled.
+  unmodelled: { related_object_type: null, related_object_filter: null },
   ordering: ['group_name', 'weight', 'name'],
   search: ['name', 'label', 'description'],
   brief: ['name', 'description'],
   taggable: false,
   display: (r) => r.label || r.name,
   extraFilters: [{ name: 'object_type', kind: 'custom' }],
+  afterSave: async (w, _id, row) => reindexUniqueField({ db: w.trx, dialect: w.dialect, base: '' }, row),
+  beforeDelete: async (w, row) => {
+    await w.trx.deleteFrom('extras_customfield_unique').where('field_name', '=', row.name).execute();
+  },
   represent(row, out) {
     const t = String(row.type);
     return { ...out, data_type: t === 'integer' ? 'integer' : t === 'decimal' ? 'number' : t === 'boolean' ? 'boolean' : t === 'json' ? 'object' : 'string' };
@@ -122,6 +138,11 @@ export const customField: ModelDef = {
     if (merged.validation_regex) {
       if (compileLookup(String(merged.validation_regex), false) instanceof Error) (errors.validation_regex ??= []).push('Invalid regular expression.');
     }
+    const isSelect = merged.type === 'select' || merged.type === 'multiselect';
+    if (isSelect && (merged.choice_set_id === null || merged.choice_set_id === undefined)) (errors.choice_set ??= []).push('Selection fields must specify a set of choices.');
+    else if (!isSelect && merged.choice_set_id !== null && merged.choice_set_id !== undefined) (errors.choice_set ??= []).push('Choices may be set only on selection fields.');
+    if (errors.choice_set) return;
+    if (isSelect) merged.choices = await choiceValues(ctx, Number(merged.choice_set_id));
     const { modelForObjectType } = await import('./registry.ts');
     for (const t of (values.object_types ?? []) as string[]) {
       const m = modelForObjectType(t);
@@ -146,6 +167,16 @@ export interface CustomFieldDef {
   min: number | null;
   max: number | null;
   regex: string;
+  /** Values of the field's choice set (select and multiselect). */
+  choices?: string[];
+  /** NetBox's `unique`: no two objects of a type share a non-empty value. */
+  unique?: boolean;
+}
+
+async function choiceValues(ctx: ReadCtx, setId: number): Promise<string[]> {
+  const row = await ctx.db.selectFrom('extras_customfieldchoiceset').select(['extra_choices', 'order_alphabetically']).where('id', '=', setId).executeTakeFirst();
+  if (!row) return [];
+  return choicesOf({ extra_choices: ctx.dialect.parseJson(row.extra_choices), order_alphabetically: ctx.dialect.readBool(row.order_alphabetically) }).map(([v]) => v);
 }
 
 function definitionOf(r: Row): CustomFieldDef {
@@ -157,15 +188,21 @@ function definitionOf(r: Row): CustomFieldDef {
     min: r.validation_minimum === null || r.validation_minimum === undefined ? null : Number(r.validation_minimum),
     max: r.validation_maximum === null || r.validation_maximum === undefined ? null : Number(r.validation_maximum),
     regex: String(r.validation_regex ?? ''),
+    choices: Array.isArray(r.choices) ? r.choices : undefined,
+    unique: !!r.is_unique,
   };
 }
 
 /** The custom fields defined for an object type, in NetBox's order. */
 export async function customFieldsFor(ctx: ReadCtx, objectType: string): Promise<CustomFieldDef[]> {
   const rows = await ctx.db.selectFrom('extras_customfield').selectAll().orderBy('group_name').orderBy('weight').orderBy('name').execute();
-  return rows
-    .filter((r) => (ctx.dialect.parseJson<string[]>(r.object_types) ?? []).includes(objectType))
-    .map((r) => definitionOf({ ...r, required: ctx.dialect.readBool(r.required), default_value: r.default_value === null ? null : ctx.dialect.parseJson(r.default_value) }));
+  const out: CustomFieldDef[] = [];
+  for (const r of rows) {
+    if (!(ctx.dialect.parseJson<string[]>(r.object_types) ?? []).includes(objectType)) continue;
+    const choices = r.choice_set_id === null || r.choice_set_id === undefined ? undefined : await choiceValues(ctx, Number(r.choice_set_id));
+    out.push(definitionOf({ ...r, choices, required: ctx.dialect.readBool(r.required), is_unique: ctx.dialect.readBool(r.is_unique), default_value: r.default_value === null ? null : ctx.dialect.parseJson(r.default_value) }));
+  }
+  return out;
 }
 
 /** A value checked against its field's type and limits (NetBox's CustomField.validate()); throws with its message. */
@@ -211,6 +248,17 @@ export function cleanValue(f: CustomFieldDef, v: unknown): unknown {
       return v;
     case 'json':
       return v;
+    case 'select': {
+      const choices = f.choices ?? [];
+      if (typeof v !== 'string' || !choices.includes(v)) throw new Error(`Invalid choice (${pyText(v)}). Available choices are: ${choices.join(', ')}`);
+      return v;
+    }
+    case 'multiselect': {
+      const choices = f.choices ?? [];
+      if (!Array.isArray(v)) throw new Error(`Value must be a list.`);
+      if (!v.every((x) => typeof x === 'string' && choices.includes(x))) throw new Error(`Invalid choice(s) (${pyText(v)}). Available choices are: ${choices.join(', ')}`);
+      return [...new Set(v as string[])];
+    }
     default:
       throw new Error(`Unsupported custom field type: ${f.type}`);
   }
@@ -250,4 +298,60 @@ export function cleanCustomFields(defs: CustomFieldDef[], input: Record<string, 
     data[d.name] = v;
   }
   return { data };
+}
+
+const isEmpty = (v: unknown) => v === null || v === undefined || v === '' || (Array.isArray(v) && v.length === 0);
+
+/** The stored key of a unique custom field's value (its JSON; long values by their SHA-256). */
+function uniqueValueKey(v: unknown): string {
+  const s = JSON.stringify(v);
+  return s.length <= 400 ? s : `sha256:${createHash('sha256').update(s).digest('hex')}`;
+}
+
+/** NetBox's check of `unique` custom fields (CustomFieldsMixin.clean): another object of the type with the value. */
+export async function uniqueCustomFieldError(ctx: ReadCtx, objectType: string, defs: CustomFieldDef[], data: Record<string, unknown>, objectId: number | null): Promise<string | undefined> {
+  for (const d of defs) {
+    if (!d.unique || isEmpty(data[d.name])) continue;
+    let q = ctx.db.selectFrom('extras_customfield_unique').select('object_id').where('field_name', '=', d.name).where('object_type', '=', objectType).where('value_key', '=', uniqueValueKey(data[d.name]));
+    if (objectId !== null) q = q.where('object_id', '<>', objectId);
+    if (await q.executeTakeFirst()) return `Custom field '${d.name}' must have a unique value.`;
+  }
+  return undefined;
+}
+
+/**
+ * Keeps the index of unique custom field values in step with an object's data, in its write transaction: the
+ * table's unique key refuses the second of two racing writers (the write then runs again and answers as above).
+ */
+export async function syncUniqueCustomFields(ctx: ReadCtx, objectType: string, objectId: number, data: Record<string, unknown> | null): Promise<void> {
+  await ctx.db.deleteFrom('extras_customfield_unique').where('object_type', '=', objectType).where('object_id', '=', objectId).execute();
+  if (!data) return;
+  const unique = (await ctx.db.selectFrom('extras_customfield').select(['name', 'object_types']).where('is_unique', '=', ctx.dialect.bool(true)).execute()).filter((r) =>
+    (ctx.dialect.parseJson<string[]>(r.object_types) ?? []).includes(objectType),
+  );
+  const rows = unique.filter((r) => !isEmpty(data[r.name])).map((r) => ({ field_name: r.name, object_type: objectType, value_key: uniqueValueKey(data[r.name]), object_id: objectId }));
+  if (rows.length) await ctx.db.insertInto('extras_customfield_unique').values(rows).execute();
+}
+
+/** After a custom field is saved: its index of values rebuilt from the objects (first object wins a clash). */
+export async function reindexUniqueField(ctx: ReadCtx, row: Row): Promise<void> {
+  await ctx.db.deleteFrom('extras_customfield_unique').where('field_name', '=', row.name).execute();
+  if (!row.unique && !row.is_unique) return;
+  const { modelForObjectType } = await import('./registry.ts');
+  for (const type of (Array.isArray(row.object_types) ? row.object_types : (ctx.dialect.parseJson<string[]>(row.object_types) ?? [])) as string[]) {
+    const m = modelForObjectType(type);
+    if (!m?.taggable) continue;
+    const seen = new Set<string>();
+    const objects = await ctx.db.selectFrom(m.table).select(['id', 'custom_fields']).orderBy('id').execute();
+    const out: Row[] = [];
+    for (const o of objects) {
+      const v = (ctx.dialect.parseJson<Record<string, unknown>>(o.custom_fields) ?? {})[row.name];
+      if (isEmpty(v)) continue;
+      const key = uniqueValueKey(v);
+      if (seen.has(key)) continue;
+      seen.add(key);
+      out.push({ field_name: row.name, object_type: type, value_key: key, object_id: Number(o.id) });
+    }
+    for (let i = 0; i < out.length; i += 500) await ctx.db.insertInto('extras_customfield_unique').values(out.slice(i, i + 500)).execute();
+  }
 }

@@ -48,6 +48,7 @@ export const contactRole: ModelDef = {
   brief: ['name', 'slug', 'description'],
   taggable: true,
   display: (r) => r.name,
+  protectedBy: [{ model: 'contactassignment', column: 'role_id' }],
 };
 
 export const contact: ModelDef = {
@@ -73,6 +74,7 @@ export const contact: ModelDef = {
   ],
   // NetBox 4.3 lets a contact sit in several groups; group membership is not modelled here.
   unmodelled: { groups: [] },
+  protectedBy: [{ model: 'contactassignment', column: 'contact_id' }],
   ordering: ['name'],
   search: ['name', 'title', 'phone', 'email', 'address', 'link', 'description', 'comments'],
   brief: ['name', 'description'],

@@ -10,6 +10,7 @@ import { CIRCUIT_MODELS } from './circuits.ts';
 import { IPAM_REGISTRY_MODELS } from './ipam-registry.ts';
 import { customField } from './custom-fields.ts';
 import { MORE_MODELS } from './more-models.ts';
+import { JOURNAL_CONFIG_MODELS } from './journal-config-models.ts';
 
 /** Every object type: its REST endpoints, change logging and event rules all come from here. */
 export const MODELS: ModelDef[] = [
@@ -44,6 +45,7 @@ export const MODELS: ModelDef[] = [
   ...IPAM_REGISTRY_MODELS,
   customField,
   ...MORE_MODELS,
+  ...JOURNAL_CONFIG_MODELS,
 ];
 
 const byKey = new Map(MODELS.map((m) => [m.key, m]));

@@ -4,6 +4,7 @@ import { displayUrl, model, objectUrl } from './registry.ts';
 import type { FieldDef, ModelDef, Refs, Row } from './types.ts';
 import { djangoIso } from './values.ts';
 import { customFieldsFor } from './custom-fields.ts';
+import { applyConfigContexts } from './config-contexts.ts';
 
 type Obj = Record<string, unknown>;
 
@@ -194,6 +195,8 @@ export async function represent(ctx: ReadCtx, m: ModelDef, rows: Row[], brief = 
     return m.represent ? m.represent(r, out, rr) : out;
   });
   if (m.enrich) await m.enrich(ctx, rows, outs);
+  // Devices and VMs: config contexts merged under the local context data (`config_context`).
+  if (m.fields.some((f) => f.name === 'local_context_data')) await applyConfigContexts(ctx, m, rows, outs);
   return outs;
 }
 

@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import type { Kysely, RawBuilder } from 'kysely';
 import type { SqlDialect } from '@svc/storage';
 import type { ModelSettings, WriteContext } from '../changes/write-context.ts';
 
@@ -41,6 +41,8 @@ export interface FieldDef {
   parse?: (v: unknown) => unknown;
   /** kind 'm2m': the link table, its column for this object and for the referenced one. */
   through?: { table: string; column: string; target: string };
+  /** kind 'm2m': a string item names the referenced object by this attribute (NetBox's SlugRelatedField). */
+  itemAttribute?: string;
 }
 
 export type Row = Record<string, any>;
@@ -67,6 +69,8 @@ export interface ExtraFilter {
    * the id of `through[0].table`, whose `through[0].column` holds … the ids being filtered on.
    */
   through?: Array<{ table: string; column: string }>;
+  /** kind 'custom': the condition for the given values (errors as django-filter words them), defined with the model. */
+  where?: (ctx: ReadCtx, vals: string[], errors: Record<string, string[]>) => Promise<RawBuilder<unknown> | undefined>;
 }
 
 export interface ModelDef {
@@ -146,4 +150,6 @@ export interface ReadCtx {
   base: string;
   /** Validation settings (writes only). */
   settings?: ModelSettings;
+  /** The writing user (writes only): NetBox's CurrentUserDefault, e.g. a journal entry's created_by. */
+  userId?: number;
 }

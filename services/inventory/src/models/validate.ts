@@ -4,7 +4,7 @@ import { model } from './registry.ts';
 import type { FieldDef, ModelDef, Row } from './types.ts';
 import { netString, parseNet } from './ip.ts';
 import { normaliseMac, parseIpInterface, pyRepr, pyType } from './values.ts';
-import { cleanCustomFields, customFieldsFor } from './custom-fields.ts';
+import { cleanCustomFields, customFieldsFor, uniqueCustomFieldError } from './custom-fields.ts';
 
 export type Errors = Record<string, string[]>;
 
@@ -185,7 +185,7 @@ async function fieldValue(ctx: ReadCtx, f: FieldDef, v: unknown): Promise<unknow
       const list = v as unknown[];
       if (list.length > 4094) fail('Ensure this field has no more than 4094 elements.');
       const ids: number[] = [];
-      for (const item of list) ids.push(await resolveRelated(ctx, model(f.fk!), item));
+      for (const item of list) ids.push(await resolveRelated(ctx, model(f.fk!), f.itemAttribute && typeof item === 'string' ? { [f.itemAttribute]: item } : item));
       return [...new Set(ids)];
     }
   }
@@ -270,6 +270,10 @@ export async function validateInput(ctx: ReadCtx, m: ModelDef, data: unknown, ex
         if (!(err instanceof FieldProblem)) throw err;
         errors[key] = [err.message];
       }
+    }
+    if (out.customFields && !errors.custom_fields && defs.some((d) => d.unique)) {
+      const clash = await uniqueCustomFieldError(ctx, m.objectType, defs, out.customFields, existing ? Number(existing.id) : null);
+      if (clash) (errors.non_field_errors ??= []).push(clash);
     }
   }
   for (const [key, fixed] of Object.entries(m.unmodelled ?? {})) {

@@ -90,14 +90,14 @@ export const virtualMachine: ModelDef = {
     { name: 'disk', column: 'disk', kind: 'integer', nullable: true, default: null, min: 0, max: 2147483647, filter: true, label: 'Disk (MB)' },
     descriptionField,
     commentsField,
+    ref('config_template', 'configtemplate'),
     { name: 'local_context_data', column: 'local_context_data', kind: 'json', nullable: true, default: null },
   ],
   computed: {
     primary_ip4: [['primary_ip', (_row, refs) => refs.primary_ip6 ?? refs.primary_ip4 ?? null]],
-    // Config contexts are not modelled: a VM's rendered context is its local context data, as on devices.
+    // The local context data; config contexts are merged under it when the VM is represented (models/config-contexts.ts).
     local_context_data: [['config_context', (row) => row.local_context_data ?? {}]],
   },
-  unmodelled: { config_template: null },
   ordering: ['name', 'id'],
   search: ['name', 'description', 'comments', 'serial'],
   brief: ['name', 'description'],
@@ -105,6 +105,7 @@ export const virtualMachine: ModelDef = {
   display: (r) => r.name,
   check: checkVirtualMachine,
   extraFilters: [
+    { name: 'config_template_id', kind: 'fk_id', column: 'config_template_id', model: 'configtemplate' },
     ...refFilters('cluster', 'cluster', 'name'),
     ...refFilters('cluster_type', 'clustertype', 'slug', 'cluster_id').map((f) => ({ ...f, through: [{ table: 'virtualization_cluster', column: 'type_id' }] })),
     ...refFilters('cluster_group', 'clustergroup', 'slug', 'cluster_id').map((f) => ({ ...f, through: [{ table: 'virtualization_cluster', column: 'group_id' }] })),

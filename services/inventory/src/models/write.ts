@@ -2,6 +2,8 @@ import type { WriteContext } from '../changes/write-context.ts';
 import { conflict } from '../api/errors.ts';
 import { chunks, fastRows, fetchRow, fetchRowsByIds, normaliseRow, type ReadCtx } from './read.ts';
 import { model } from './registry.ts';
+import { syncUniqueCustomFields } from './custom-fields.ts';
+import { GENERIC_CHILDREN } from './generic-object.ts';
 import { represent, snapshot } from './represent.ts';
 import type { ModelDef, Row } from './types.ts';
 import type { Errors, Validated } from './validate.ts';
@@ -9,7 +11,7 @@ import { naturalize } from './values.ts';
 import { resolveRelated, FieldProblem } from './validate.ts';
 
 export function readCtxOf(w: WriteContext): ReadCtx {
-  return { db: w.trx, dialect: w.dialect, base: '', settings: w.settings };
+  return { db: w.trx, dialect: w.dialect, base: '', settings: w.settings, userId: w.principal?.userId };
 }
 
 /**
@@ -124,6 +126,7 @@ export async function createObject(w: WriteContext, m: ModelDef, v: Validated): 
   if (m.taggable && v.tags?.length) await setTags(w, m, id, v.tags);
   await setLinks(w, m, id, v.m2m);
   const after = normaliseRow(w.dialect, m, fastRows([inserted])[0]!);
+  if (m.taggable && v.customFields && Object.keys(v.customFields).length) await syncUniqueCustomFields(readCtxOf(w), m.objectType, id, v.customFields);
   if (m.afterSave) await m.afterSave(w, id, after, null);
   w.changes.push({
     action: 'create',
@@ -145,6 +148,7 @@ export async function updateObject(w: WriteContext, m: ModelDef, existing: Row, 
   if (m.taggable && v.customFields) set.custom_fields = w.dialect.json(v.customFields);
   await w.trx.updateTable(m.table).set(set).where('id', '=', existing.id).execute();
   if (m.taggable && v.tags) await setTags(w, m, existing.id, v.tags);
+  if (m.taggable && v.customFields) await syncUniqueCustomFields(ctx, m.objectType, existing.id, v.customFields);
   await setLinks(w, m, existing.id, v.m2m);
   let after = (await fetchRow(ctx, m, existing.id))!;
   if (m.afterSave) {
@@ -180,6 +184,13 @@ export async function deleteObject(w: WriteContext, m: ModelDef, existing: Row):
     const ids = (await q.execute()).map((r) => Number(r.id));
     for (const row of (await lockRows(w, child, ids)).values()) await deleteObject(w, child, row);
   }
+  // Journal entries and contact assignments go with their object (NetBox's GenericRelation), each change-logged.
+  for (const g of GENERIC_CHILDREN) {
+    if (g.model === m.key) continue;
+    const child = model(g.model);
+    const ids = (await w.trx.selectFrom(child.table).select('id').where(g.typeColumn, '=', m.objectType).where(g.idColumn, '=', existing.id).execute()).map((r) => Number(r.id));
+    for (const row of (await lockRows(w, child, ids)).values()) await deleteObject(w, child, row);
+  }
   for (const s of m.setNull ?? []) {
     const child = model(s.model);
     await w.trx.updateTable(child.table).set({ [s.column]: null }).where(s.column, '=', existing.id).execute();
@@ -189,6 +200,7 @@ export async function deleteObject(w: WriteContext, m: ModelDef, existing: Row):
   const [data] = await represent(ctx, m, [existing]);
   for (const f of m.fields) if (f.kind === 'm2m') await w.trx.deleteFrom(f.through!.table).where(f.through!.column, '=', existing.id).execute();
   if (m.taggable) await w.trx.deleteFrom('extras_taggeditem').where('object_type', '=', m.objectType).where('object_id', '=', existing.id).execute();
+  if (m.taggable) await syncUniqueCustomFields(ctx, m.objectType, existing.id, null);
   await w.trx.deleteFrom(m.table).where('id', '=', existing.id).execute();
   w.changes.push({
     action: 'delete',

@@ -19,6 +19,7 @@ import { registerModelRoutes } from './objects.ts';
 import { userRoutes } from './users.ts';
 import { virtualizationRoutes } from './virtualization.ts';
 import { circuitRoutes } from './circuits.ts';
+import { extrasConfigRoutes } from './extras-config.ts';
 
 /** The apps whose roots `/api/` lists (besides `plugins` and `status`). */
 export const API_APPS = ['circuits', 'core', 'dcim', 'extras', 'ipam', 'tenancy', 'users', 'virtualization'];
@@ -63,6 +64,7 @@ export async function coreRoutes(app: FastifyInstance, opts: CoreRouteOptions): 
   circuitRoutes(app, sink);
   tagRoutes(app, sink);
   registerModelRoutes(app, sink, MODELS.find((m) => m.key === 'customfield')!);
+  extrasConfigRoutes(app, sink);
   await objectChangeRoutes(app, deps);
   await userRoutes(app, deps);
 }

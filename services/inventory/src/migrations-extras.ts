@@ -1,0 +1,54 @@
+import { sql, type Kysely } from 'kysely';
+import type { Migration, SqlDialect } from '@svc/storage';
+import { CONFIG_CONTEXT_ASSIGNMENTS } from './models/config-contexts.ts';
+
+async function exec(db: Kysely<any>, statements: string[]): Promise<void> {
+  for (const s of statements) await sql.raw(s).execute(db);
+}
+
+function common(d: SqlDialect): string {
+  return `custom_fields ${d.jsonType} not null, created ${d.timestampType} not null, last_updated ${d.timestampType} not null`;
+}
+
+/**
+ * Issue 24's extras: journal entries, config contexts and templates (with the config_template of devices, VMs,
+ * roles and platforms), custom field choice sets (and custom fields' choice_set), contact assignments.
+ */
+export const extrasMigrations: Migration[] = [
+  {
+    name: '014_journal_config_choice_sets_contacts',
+    async up(db, d) {
+      const c = common(d);
+      await exec(db, [
+        `create table extras_journalentry (id ${d.serialPrimaryKey}, assigned_object_type varchar(100) not null, assigned_object_id bigint not null,
+          created_by_id bigint, kind varchar(30) not null, comments text not null, ${c})`,
+        `create index extras_journalentry_object on extras_journalentry (assigned_object_type, assigned_object_id)`,
+        `create table extras_configtemplate (id ${d.serialPrimaryKey}, name varchar(100) not null, description varchar(200) not null,
+          template_code text not null, environment_params ${d.jsonType}, mime_type varchar(50) not null, file_name varchar(200) not null,
+          file_extension varchar(15) not null, as_attachment ${d.booleanType} not null, ${c})`,
+        `create table extras_configcontext (id ${d.serialPrimaryKey}, name varchar(100) not null unique, weight integer not null,
+          description varchar(200) not null, is_active ${d.booleanType} not null, data ${d.jsonType} not null, ${c})`,
+        ...CONFIG_CONTEXT_ASSIGNMENTS.flatMap((a) => [
+          `create table ${a.through} (id ${d.serialPrimaryKey}, configcontext_id bigint not null references extras_configcontext(id) on delete cascade,
+            ${a.target} bigint not null references ${a.targetTable}(id) on delete cascade, unique (configcontext_id, ${a.target}))`,
+          `create index ${a.through}_target on ${a.through} (${a.target})`,
+        ]),
+        `alter table dcim_device add column config_template_id bigint references extras_configtemplate(id)`,
+        `alter table virtualization_virtualmachine add column config_template_id bigint references extras_configtemplate(id)`,
+        `alter table dcim_devicerole add column config_template_id bigint references extras_configtemplate(id)`,
+        `alter table dcim_platform add column config_template_id bigint references extras_configtemplate(id)`,
+        `create table extras_customfieldchoiceset (id ${d.serialPrimaryKey}, name varchar(100) not null unique, description varchar(200) not null,
+          base_choices varchar(50), extra_choices ${d.jsonType}, order_alphabetically ${d.booleanType} not null, ${c})`,
+        `alter table extras_customfield add column choice_set_id bigint references extras_customfieldchoiceset(id)`,
+        // One row per (field, value) of every unique custom field: the database refuses the second of two racing writers.
+        `create table extras_customfield_unique (id ${d.serialPrimaryKey}, field_name varchar(50) not null, object_type varchar(100) not null,
+          value_key varchar(500) not null, object_id bigint not null, unique (field_name, object_type, value_key))`,
+        `create index extras_customfield_unique_object on extras_customfield_unique (object_type, object_id)`,
+        `create table tenancy_contactassignment (id ${d.serialPrimaryKey}, object_type varchar(100) not null, object_id bigint not null,
+          contact_id bigint not null references tenancy_contact(id), role_id bigint not null references tenancy_contactrole(id),
+          priority varchar(50), ${c}, unique (object_type, object_id, contact_id, role_id))`,
+        `create index tenancy_contactassignment_object on tenancy_contactassignment (object_type, object_id)`,
+      ]);
+    },
+  },
+];

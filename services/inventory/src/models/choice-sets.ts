@@ -1,0 +1,88 @@
+import { sql } from 'kysely';
+import { fail } from './field-problem.ts';
+import type { ModelDef, Row } from './types.ts';
+
+/**
+ * NetBox's custom field choice sets (`/api/extras/custom-field-choice-sets/`): the values a select or multiselect
+ * custom field takes. `extra_choices` is a list of `[value, label]` pairs; NetBox's built-in `base_choices` lists
+ * (IATA, ISO 3166, UN/LOCODE) are not shipped with this service, so only null is accepted there.
+ */
+
+const MAX_CHOICES = 10_000;
+
+function parseExtraChoices(v: unknown): unknown {
+  if (!Array.isArray(v)) fail(`Expected a list of items but got type "${v === null ? 'NoneType' : typeof v === 'string' ? 'str' : typeof v === 'object' ? 'dict' : typeof v}".`);
+  const list = v as unknown[];
+  if (list.length > MAX_CHOICES) fail(`Ensure this field has no more than ${MAX_CHOICES} elements.`);
+  const seen = new Set<string>();
+  return list.map((pair) => {
+    if (!Array.isArray(pair)) fail(`Expected a list of items but got type "${typeof pair === 'string' ? 'str' : pair === null ? 'NoneType' : typeof pair === 'object' ? 'dict' : typeof pair}".`);
+    const p = pair as unknown[];
+    if (p.length < 2) fail('Ensure this field has at least 2 elements.');
+    if (p.length > 2) fail('Ensure this field has no more than 2 elements.');
+    const [value, label] = p.map((x) => {
+      if (typeof x !== 'string' && typeof x !== 'number') fail('Not a valid string.');
+      const s = String(x);
+      if (s.trim() === '') fail('This field may not be blank.');
+      if (s.length > 100) fail('Ensure this field has no more than 100 characters.');
+      return s;
+    }) as [string, string];
+    if (seen.has(value)) fail(`Duplicate value "${value.slice(0, 100)}" found in extra choices.`);
+    seen.add(value);
+    return [value, label];
+  });
+}
+
+/** The choices of a set as `[value, label]` pairs, in the set's order (alphabetical by label when asked). */
+export function choicesOf(row: Row): Array<[string, string]> {
+  const extra = (Array.isArray(row.extra_choices) ? row.extra_choices : []) as Array<[string, string]>;
+  const out = extra.map(([v, l]) => [String(v), String(l)] as [string, string]);
+  if (row.order_alphabetically) out.sort((a, b) => (a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0));
+  return out;
+}
+
+export const customFieldChoiceSet: ModelDef = {
+  key: 'customfieldchoiceset',
+  app: 'extras',
+  path: 'custom-field-choice-sets',
+  table: 'extras_customfieldchoiceset',
+  objectType: 'extras.customfieldchoiceset',
+  verboseName: 'custom field choice set',
+  title: 'CustomFieldChoiceSet',
+  fields: [
+    { name: 'name', column: 'name', kind: 'char', required: true, maxLength: 100, unique: true, filter: true },
+    { name: 'description', column: 'description', kind: 'char', blank: true, maxLength: 200, default: '', filter: true },
+    { name: 'extra_choices', column: 'extra_choices', kind: 'json', nullable: true, default: null, parse: parseExtraChoices },
+    { name: 'order_alphabetically', column: 'order_alphabetically', kind: 'boolean', default: false, filter: true },
+  ],
+  unmodelled: { base_choices: null },
+  ordering: ['name'],
+  search: ['name', 'description'],
+  brief: ['name', 'description', 'choices_count'],
+  briefValues: { choices_count: (r) => choicesOf(r).length },
+  taggable: false,
+  display: (r) => r.name,
+  protectedBy: [{ model: 'customfield', column: 'choice_set_id' }],
+  extraFilters: [
+    {
+      // A set offering any of the values (NetBox's `choice` filter over extra_choices).
+      name: 'choice',
+      kind: 'custom',
+      where: async (ctx, vals) => {
+        const text = ctx.dialect.kind === 'postgres' ? sql`(extras_customfieldchoiceset.extra_choices)::text` : sql`extras_customfieldchoiceset.extra_choices`;
+        const like = (v: string) => `%[${JSON.stringify(v).replace(/[!%_]/g, (c) => `!${c}`)},%`;
+        const compact = sql`replace(replace(${text}, ', ', ','), '[ ', '[')`;
+        return sql`(${sql.join(vals.map((v) => sql`${compact} like ${like(v)} escape '!'`), sql` or `)})`;
+      },
+    },
+  ],
+  check: async (_ctx, values, existing, errors) => {
+    const merged = { ...(existing ?? {}), ...values };
+    const extra = merged.extra_choices;
+    if (!Array.isArray(extra) || extra.length === 0) (errors.non_field_errors ??= []).push('Must define base or extra choices.');
+  },
+  represent(row, out) {
+    const { base_choices, extra_choices, order_alphabetically, created, last_updated, ...rest } = out;
+    return { ...rest, base_choices, extra_choices: extra_choices ?? [], order_alphabetically, choices_count: choicesOf(row).length, created, last_updated };
+  },
+};

@@ -1,0 +1,60 @@
+import { checkGeneric, contentTypeLabel, enrichGeneric, genericFields, genericFilters, type GenericRef } from './generic-object.ts';
+import { NETBOX_FILTERS } from './netbox-filters.ts';
+import { refFilters } from './tenancy.ts';
+import type { Choice, ModelDef, Row } from './types.ts';
+
+/** NetBox's ContactPriorityChoices. */
+export const CONTACT_PRIORITIES: Choice[] = [
+  { value: 'primary', label: 'Primary' },
+  { value: 'secondary', label: 'Secondary' },
+  { value: 'tertiary', label: 'Tertiary' },
+  { value: 'inactive', label: 'Inactive' },
+];
+
+const OBJECT: GenericRef = { typeColumn: 'object_type', idColumn: 'object_id', objectName: 'object' };
+
+/** Models with NetBox's contacts feature (ContactsMixin): those whose filter sets have the `contact` filter. */
+export function takesContacts(m: ModelDef): boolean {
+  return NETBOX_FILTERS[m.key]?.includes('contact') ?? false;
+}
+
+/** `/api/tenancy/contact-assignments/`: a contact in a role on any object with contacts. */
+export const contactAssignment: ModelDef = {
+  key: 'contactassignment',
+  app: 'tenancy',
+  path: 'contact-assignments',
+  table: 'tenancy_contactassignment',
+  objectType: 'tenancy.contactassignment',
+  verboseName: 'contact assignment',
+  title: 'ContactAssignment',
+  fields: [
+    ...genericFields(OBJECT),
+    { name: 'contact', column: 'contact_id', kind: 'fk', fk: 'contact', required: true },
+    { name: 'role', column: 'role_id', kind: 'fk', fk: 'contactrole', required: true },
+    { name: 'priority', column: 'priority', kind: 'choice', choices: CONTACT_PRIORITIES, nullable: true, default: null, filter: true },
+  ],
+  uniqueTogether: [['object_type', 'object_id', 'contact', 'role']],
+  ordering: ['contact', 'priority', 'role', 'id'],
+  search: ['priority'],
+  brief: ['contact', 'role', 'priority'],
+  displayNeeds: ['contact', 'role'],
+  taggable: true,
+  display: (_r, refs) => `${(refs.contact as any)?.display ?? ''}${refs.role ? ` (${(refs.role as any).display})` : ''}`,
+  extraFilters: [
+    ...genericFilters('tenancy_contactassignment', OBJECT),
+    ...refFilters('contact', 'contact', 'name').filter((f) => f.name === 'contact_id'),
+    ...refFilters('role', 'contactrole'),
+  ],
+  async check(ctx, values, existing, errors) {
+    await checkGeneric(ctx, OBJECT, values, existing, errors, {
+      supported: takesContacts,
+      unsupported: (m) => ['non_field_errors', `Contacts cannot be assigned to this object type (${contentTypeLabel(m)}).`],
+      missing: (_label, id) => ['object_id', `Related object not found using the provided numeric ID: ${id}`],
+    });
+  },
+  enrich: (ctx, rows: Row[], out) => enrichGeneric(ctx, OBJECT, rows, out),
+  represent(_row, out) {
+    const { id, url, display_url, display, object_type, object_id, contact, role, priority, tags, custom_fields, created, last_updated } = out;
+    return { id, url, display_url, display, object_type, object_id, contact, role, priority, tags, custom_fields, created, last_updated };
+  },
+};
