@@ -379,4 +379,25 @@ export const coreMigrations: Migration[] = [
       ]);
     },
   },
+  {
+    // Virtual chassis, device bays and their templates, device type subdevice roles, VLAN group VID ranges (issue 24).
+    name: '013_virtual_chassis_device_bays',
+    async up(db, d) {
+      const c = common(d);
+      await exec(db, [
+        `create table dcim_virtualchassis (id ${d.serialPrimaryKey}, name varchar(64) not null, _name varchar(100), domain varchar(30) not null,
+          master_id bigint unique references dcim_device(id), description varchar(200) not null, comments text not null, ${c})`,
+        `alter table dcim_device add column virtual_chassis_id bigint references dcim_virtualchassis(id)`,
+        `alter table dcim_device add column vc_position integer`,
+        `alter table dcim_device add column vc_priority integer`,
+        `create unique index dcim_device_unique_virtual_chassis_vc_position on dcim_device (virtual_chassis_id, vc_position)`,
+        `alter table dcim_devicetype add column subdevice_role varchar(50)`,
+        `create table dcim_devicebay (id ${d.serialPrimaryKey}, device_id bigint not null references dcim_device(id), name varchar(64) not null, _name varchar(100),
+          label varchar(64) not null, description varchar(200) not null, installed_device_id bigint unique references dcim_device(id), ${c}, unique (device_id, name))`,
+        `create table dcim_devicebaytemplate (id ${d.serialPrimaryKey}, device_type_id bigint not null references dcim_devicetype(id), name varchar(64) not null,
+          _name varchar(100), label varchar(64) not null, description varchar(200) not null, ${c}, unique (device_type_id, name))`,
+        `alter table ipam_vlangroup add column vid_ranges ${d.jsonType} not null default '[[1, 4094]]'`,
+      ]);
+    },
+  },
 ];

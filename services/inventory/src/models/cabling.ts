@@ -159,6 +159,7 @@ export const deviceComponentFilters: ExtraFilter[] = [
   ...refFilters('rack', 'rack', 'name', 'device_id').map((f) => ({ ...f, through: [{ table: 'dcim_device', column: 'rack_id' }] })),
   ...refFilters('device_type', 'devicetype', 'model', 'device_id').map((f) => ({ ...f, through: [{ table: 'dcim_device', column: 'device_type_id' }] })),
   ...refFilters('device_role', 'devicerole', 'slug', 'device_id').map((f) => ({ ...f, through: [{ table: 'dcim_device', column: 'role_id' }] })),
+  ...refFilters('virtual_chassis', 'virtualchassis', 'name', 'device_id').map((f) => ({ ...f, through: [{ table: 'dcim_device', column: 'virtual_chassis_id' }] })),
 ];
 
 /** A device component with a cable end (console, power and pass-through ports). */

@@ -73,6 +73,7 @@ export const DEVICE_AIRFLOW: Choice[] = [
 ];
 
 export const DEVICE_FACE: Choice[] = [c('front', 'Front'), c('rear', 'Rear')];
+export const SUBDEVICE_ROLE: Choice[] = [c('parent', 'Parent'), c('child', 'Child')];
 
 export const PREFIX_STATUS: Choice[] = [c('container', 'Container'), c('active', 'Active'), c('reserved', 'Reserved'), c('deprecated', 'Deprecated')];
 

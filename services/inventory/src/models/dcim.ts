@@ -1,8 +1,9 @@
-import { DEVICE_AIRFLOW, DEVICE_FACE, DEVICE_STATUS, INTERFACE_DUPLEX, INTERFACE_MODE, INTERFACE_TYPES, LOCATION_STATUS, RACK_AIRFLOW, RACK_FORM_FACTOR, RACK_STATUS, RACK_WIDTH, SITE_STATUS } from './choices.ts';
+import { DEVICE_AIRFLOW, DEVICE_FACE, SUBDEVICE_ROLE, DEVICE_STATUS, INTERFACE_DUPLEX, INTERFACE_MODE, INTERFACE_TYPES, LOCATION_STATUS, RACK_AIRFLOW, RACK_FORM_FACTOR, RACK_STATUS, RACK_WIDTH, SITE_STATUS } from './choices.ts';
 import { commentsField, descriptionField, nameField, nestedGroup, ref, refFilters, siteTreeFilters, slugField, tenancyFilters, treeFilters } from './tenancy.ts';
 import type { FieldDef, ModelDef } from './types.ts';
 import { checkDevice, checkInterface, deviceComputed } from './device-rules.ts';
 import { cabledFilters, cabledObject } from './cabling.ts';
+import { afterDeviceSave, checkDeviceChassisBay, checkDeviceTypeRole, enrichParentDevice } from './chassis-bays.ts';
 
 const name = (max = 100, extra: Partial<FieldDef> = {}): FieldDef => ({ name: 'name', column: 'name', kind: 'char', required: true, maxLength: max, filter: true, ...extra });
 const slug = (extra: Partial<FieldDef> = {}): FieldDef => ({ name: 'slug', column: 'slug', kind: 'slug', required: true, maxLength: 100, filter: true, ...extra });
@@ -113,14 +114,15 @@ export const platform: ModelDef = {
   objectType: 'dcim.platform',
   verboseName: 'platform',
   title: 'Platform',
-  fields: [nameField(100, { unique: true }), slugField({ unique: true }), ref('manufacturer', 'manufacturer'), ref('config_template', 'configtemplate'), descriptionField, commentsField],
+  fields: [nameField(100, { unique: true }), slugField({ unique: true }), ref('manufacturer', 'manufacturer'), descriptionField, commentsField],
   ordering: ['name'],
   search: ['name', 'slug', 'description'],
   brief: ['name', 'slug', 'description', 'device_count', 'virtualmachine_count'],
   taggable: true,
   display: (r) => r.name,
-  extraFilters: [...refFilters('manufacturer', 'manufacturer'), { name: 'config_template_id', kind: 'fk_id', column: 'config_template_id', model: 'configtemplate' }],
+  extraFilters: refFilters('manufacturer', 'manufacturer'),
   setNull: [{ model: 'device', column: 'platform_id' }, { model: 'virtualmachine', column: 'platform_id' }],
+  unmodelled: { config_template: null },
   counts: { device_count: { model: 'device', column: 'platform_id' }, virtualmachine_count: { model: 'virtualmachine', column: 'platform_id' } },
 };
 
@@ -218,15 +220,16 @@ export const deviceType: ModelDef = {
     { name: 'model', column: 'model', kind: 'char', required: true, maxLength: 100, filter: true },
     slug(),
     { name: 'u_height', column: 'u_height', kind: 'decimal', default: 1, min: 0, max: 999.5 },
+    { name: 'subdevice_role', column: 'subdevice_role', kind: 'choice', choices: SUBDEVICE_ROLE, nullable: true, default: null, filter: true, label: 'Parent/child status' },
     description,
     comments,
   ],
+  check: checkDeviceTypeRole,
   unmodelled: {
     default_platform: null,
     part_number: '',
     exclude_from_utilization: false,
     is_full_depth: true,
-    subdevice_role: null,
     airflow: null,
     weight: null,
     weight_unit: null,
@@ -242,7 +245,7 @@ export const deviceType: ModelDef = {
     interface_template_count: null,
     front_port_template_count: null,
     rear_port_template_count: null,
-    device_bay_template_count: null,
+    device_bay_template_count: { model: 'devicebaytemplate', column: 'device_type_id' },
     module_bay_template_count: null,
     inventory_item_template_count: null,
   },
@@ -258,8 +261,10 @@ export const deviceType: ModelDef = {
   extraFilters: [
     { name: 'manufacturer_id', kind: 'fk_id', column: 'manufacturer_id', model: 'manufacturer' },
     { name: 'manufacturer', kind: 'fk_slug', column: 'manufacturer_id', model: 'manufacturer', attribute: 'slug' },
+    { name: 'device_bays', kind: 'custom' },
   ],
   protectedBy: [{ model: 'device', column: 'device_type_id' }],
+  cascade: [{ model: 'devicebaytemplate', column: 'device_type_id' }],
 };
 
 export const deviceRole: ModelDef = {
@@ -270,12 +275,11 @@ export const deviceRole: ModelDef = {
   objectType: 'dcim.devicerole',
   verboseName: 'device role',
   title: 'DeviceRole',
-  fields: [name(100, { unique: true }), slug({ unique: true }), { name: 'color', column: 'color', kind: 'color', default: '9e9e9e', filter: true }, ref('config_template', 'configtemplate'), description, comments],
+  fields: [name(100, { unique: true }), slug({ unique: true }), { name: 'color', column: 'color', kind: 'color', default: '9e9e9e', filter: true }, description, comments],
   ordering: ['name'],
   search: ['name', 'slug', 'description'],
   brief: ['name', 'slug', 'description', 'device_count', 'virtualmachine_count', '_depth'],
-  unmodelled: { vm_role: true, parent: null, _depth: 0 },
-  extraFilters: [{ name: 'config_template_id', kind: 'fk_id', column: 'config_template_id', model: 'configtemplate' }],
+  unmodelled: { vm_role: true, config_template: null, parent: null, _depth: 0 },
   counts: { device_count: { model: 'device', column: 'role_id' }, virtualmachine_count: { model: 'virtualmachine', column: 'role_id' } },
   taggable: true,
   display: (r) => r.name,
@@ -312,19 +316,26 @@ export const device: ModelDef = {
     ref('primary_ip6', 'ipaddress', { label: 'Primary IPv6' }),
     ref('oob_ip', 'ipaddress', { label: 'Out-of-band IP' }),
     ref('cluster', 'cluster'),
-    ref('config_template', 'configtemplate'),
+    ref('virtual_chassis', 'virtualchassis'),
+    { name: 'vc_position', column: 'vc_position', kind: 'integer', nullable: true, default: null, min: 0, max: 255, filter: true, label: 'VC position' },
+    { name: 'vc_priority', column: 'vc_priority', kind: 'integer', nullable: true, default: null, min: 0, max: 255, filter: true, label: 'VC priority' },
     { name: 'local_context_data', column: 'local_context_data', kind: 'json', nullable: true, default: null },
     description,
     comments,
   ],
-  uniqueTogether: [['name', 'site']],
+  uniqueTogether: [['name', 'site'], ['virtual_chassis', 'vc_position']],
   ordering: ['name'],
   search: ['name', 'serial', 'asset_tag', 'description', 'comments'],
   brief: ['name', 'description'],
   taggable: true,
-  check: checkDevice,
+  check: async (ctx, values, existing, errors) => {
+    await checkDeviceChassisBay(ctx, values, existing, errors);
+    if (!Object.keys(errors).length) await checkDevice(ctx, values, existing, errors);
+  },
   computed: deviceComputed,
-  unmodelled: { parent_device: null, virtual_chassis: null, vc_position: null, vc_priority: null },
+  afterSave: afterDeviceSave,
+  enrich: enrichParentDevice,
+  unmodelled: { config_template: null },
   counts: {
     console_port_count: { model: 'consoleport', column: 'device_id' },
     console_server_port_count: { model: 'consoleserverport', column: 'device_id' },
@@ -333,7 +344,7 @@ export const device: ModelDef = {
     interface_count: { model: 'interface', column: 'device_id' },
     front_port_count: { model: 'frontport', column: 'device_id' },
     rear_port_count: { model: 'rearport', column: 'device_id' },
-    device_bay_count: null,
+    device_bay_count: { model: 'devicebay', column: 'device_id' },
     module_bay_count: { model: 'modulebay', column: 'device_id' },
     inventory_item_count: { model: 'inventoryitem', column: 'device_id' },
   },
@@ -360,10 +371,14 @@ export const device: ModelDef = {
     { name: 'oob_ip_id', kind: 'fk_id', column: 'oob_ip_id', model: 'ipaddress' },
     { name: 'has_primary_ip', kind: 'custom' },
     { name: 'has_oob_ip', kind: 'custom' },
-    { name: 'config_template_id', kind: 'fk_id', column: 'config_template_id', model: 'configtemplate' },
     { name: 'cluster_id', kind: 'fk_id', column: 'cluster_id', model: 'cluster' },
     ...refFilters('cluster_group', 'clustergroup', 'slug', 'cluster_id').map((f) => ({ ...f, through: [{ table: 'virtualization_cluster', column: 'group_id' }] })),
     ...tenancyFilters,
+    { name: 'virtual_chassis_id', kind: 'fk_id', column: 'virtual_chassis_id', model: 'virtualchassis' },
+    { name: 'virtual_chassis_member', kind: 'custom' },
+    { name: 'parent_device_id', kind: 'custom' },
+    { name: 'parent_bay_id', kind: 'custom' },
+    { name: 'device_bays', kind: 'custom' },
   ],
   cascade: [
     { model: 'interface', column: 'device_id' },
@@ -376,9 +391,12 @@ export const device: ModelDef = {
     { model: 'module', column: 'device_id' },
     { model: 'modulebay', column: 'device_id' },
     { model: 'inventoryitem', column: 'device_id' },
+    { model: 'devicebay', column: 'device_id' },
     { model: 'service', column: 'parent_object_id', typeColumn: 'parent_object_type' },
   ],
-  protectedBy: [{ model: 'virtualmachine', column: 'device_id' }],
+  protectedBy: [{ model: 'virtualmachine', column: 'device_id' }, { model: 'virtualchassis', column: 'master_id' }],
+  // A deleted child device leaves its bay empty (DeviceBay.installed_device SET_NULL).
+  setNull: [{ model: 'devicebay', column: 'installed_device_id' }],
 };
 
 export const iface: ModelDef = {
@@ -429,6 +447,7 @@ export const iface: ModelDef = {
     ...refFilters('device_role', 'devicerole', 'slug', 'device_id').map((f) => ({ ...f, through: [{ table: 'dcim_device', column: 'role_id' }] })),
     ...refFilters('rack', 'rack', 'name', 'device_id').map((f) => ({ ...f, through: [{ table: 'dcim_device', column: 'rack_id' }] })),
     { name: 'device_status', kind: 'custom' },
+    ...refFilters('virtual_chassis', 'virtualchassis', 'name', 'device_id').map((f) => ({ ...f, through: [{ table: 'dcim_device', column: 'virtual_chassis_id' }] })),
     { name: 'virtual_chassis_member_id', kind: 'custom' },
     { name: 'virtual_chassis_member', kind: 'custom' },
     { name: 'virtual_chassis_member_or_master_id', kind: 'custom' },

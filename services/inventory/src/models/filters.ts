@@ -10,6 +10,7 @@ import { DEVICE_STATUS } from './choices.ts';
 import { cablingFilterSql } from './cabling.ts';
 import { compileLookup } from './regex-lookup.ts';
 import { customFieldsFor } from './custom-fields.ts';
+import { chassisBayFilter } from './chassis-bay-filters.ts';
 
 export type Query = Record<string, string | string[] | undefined>;
 type Cond = RawBuilder<unknown>;
@@ -219,7 +220,7 @@ async function subtreeIds(ctx: ReadCtx, table: string, roots: number[]): Promise
 const VIRTUAL_IFACE_TYPES = ['virtual', 'bridge', 'lag'];
 const WIRELESS_IFACE_TYPES = ['ieee802.11a', 'ieee802.11g', 'ieee802.11n', 'ieee802.11ac', 'ieee802.11ad', 'ieee802.11ax', 'ieee802.11ay', 'ieee802.11be', 'ieee802.15.1', 'other-wireless'];
 
-/** Interfaces of the named devices (a device's own; virtual chassis are not modelled, so no member adds more). */
+/** Interfaces of the named devices (their own). */
 function interfacesOfDevices(devices: Cond): Cond {
   return sql`(select id from dcim_interface where device_id in ${devices})`;
 }
@@ -228,23 +229,9 @@ function interfacesOfDevices(devices: Cond): Cond {
 async function customFilter(ctx: ReadCtx, m: ModelDef, f: ExtraFilter, q: Query, errors: Errors, conds: Cond[]): Promise<void> {
   const vals = values(q, f.name);
   if (!vals.length) return;
-  if (f.where) {
-    const c = await f.where(ctx, vals, errors);
-    if (c) conds.push(c);
-    return;
-  }
   const key0 = `${m.key}.${f.name}`;
+  if (await chassisBayFilter(ctx, key0, m.table, f.name, vals, errors, conds)) return;
   switch (key0) {
-    case 'interface.virtual_chassis_member_id':
-    case 'interface.virtual_chassis_member_or_master_id': {
-      const ids = parseNumbers(vals, f.name, errors);
-      if (ids) conds.push(inList(col(m.table, 'device_id'), ids));
-      return;
-    }
-    case 'interface.virtual_chassis_member':
-    case 'interface.virtual_chassis_member_or_master':
-      conds.push(sql`${col(m.table, 'device_id')} in (select id from dcim_device where ${inList(sql.ref('name'), vals)})`);
-      return;
     case 'interface.device_status':
     case 'consoleport.device_status':
     case 'consoleserverport.device_status':

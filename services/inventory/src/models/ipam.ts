@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import { IPADDRESS_ROLE, IPADDRESS_STATUS, PREFIX_STATUS, VLAN_STATUS } from './choices.ts';
 import { hexKey, hostKey, parseNet } from './ip.ts';
 import { commentsField, descriptionField, nameField, ref, refFilters, siteTreeFilters, slugField, tenancyFilters } from './tenancy.ts';
+import { parseVidRanges, rangesToString, totalVids, vidRangesField } from './vid-ranges.ts';
 import type { ModelDef } from './types.ts';
 
 /** Roles whose addresses may repeat under ENFORCE_GLOBAL_UNIQUE (NetBox's IPADDRESS_ROLES_NONUNIQUE). */
@@ -211,14 +212,21 @@ export const vlanGroup: ModelDef = {
   objectType: 'ipam.vlangroup',
   verboseName: 'VLAN group',
   title: 'VLANGroup',
-  fields: [nameField(100, { unique: true }), slugField({ unique: true }), descriptionField, commentsField],
+  fields: [nameField(100, { unique: true }), slugField({ unique: true }), vidRangesField, descriptionField, commentsField],
   ordering: ['name'],
   search: ['name', 'slug', 'description'],
   brief: ['name', 'slug', 'description', 'vlan_count'],
   taggable: true,
   display: (r) => r.name,
-  unmodelled: { scope_type: null, scope_id: null, scope: null, vid_ranges: [[1, 4094]], tenant: null },
+  unmodelled: { scope_type: null, scope_id: null, scope: null, tenant: null },
   counts: { vlan_count: { model: 'vlan', column: 'group_id' } },
+  extraFilters: [{ name: 'contains_vid', kind: 'custom' }],
+  // NetBox's annotate_utilization: VLANs per VID of the ranges, in percent with two decimals.
+  represent(row, out) {
+    const total = totalVids(parseVidRanges(row.vid_ranges));
+    const hundredths = total ? Math.round((Number(out.vlan_count ?? 0) * 10_000) / total) : null;
+    return { ...out, utilization: hundredths === null ? null : `${Math.floor(hundredths / 100)}.${String(hundredths % 100).padStart(2, '0')}` };
+  },
   protectedBy: [{ model: 'vlan', column: 'group_id' }],
 };
 
@@ -250,6 +258,15 @@ export const vlan: ModelDef = {
   taggable: true,
   display: (r) => `${r.name} (${r.vid})`,
   extraFilters: [...refFilters('site', 'site'), ...siteTreeFilters(), ...refFilters('group', 'vlangroup'), ...tenancyFilters],
+  // VLAN.clean(): a VLAN of a group has a VID of the group's ranges.
+  async check(ctx, values, existing, errors) {
+    const group = 'group_id' in values ? values.group_id : existing?.group_id;
+    if (group === null || group === undefined) return;
+    const g = await ctx.db.selectFrom('ipam_vlangroup').select(['name', 'vid_ranges']).where('id', '=', group).executeTakeFirst();
+    const vid = Number('vid' in values ? values.vid : existing?.vid);
+    const ranges = g ? parseVidRanges(ctx.dialect.parseJson(g.vid_ranges)) : [];
+    if (g && !ranges.some(([lo, hi]) => vid >= lo && vid <= hi)) (errors.vid ??= []).push(`VID must be in ranges ${rangesToString(ranges)} for VLANs in group ${g.name}`);
+  },
   unmodelled: { role: null, qinq_role: null, qinq_svlan: null, l2vpn_termination: null },
   counts: { prefix_count: { model: 'prefix', column: 'vlan_id' } },
   setNull: [

@@ -75,12 +75,15 @@ const DEFAULT_COLUMNS: Record<string, string[]> = {
   inventoryitem: ['name', 'device', 'parent', 'role', 'manufacturer', 'part_id', 'serial', 'discovered'],
   contact: ['name', 'title', 'phone', 'email', 'description'],
   customfield: ['name', 'label', 'type', 'object_types', 'required', 'description'],
+  virtualchassis: ['name', 'domain', 'master', 'member_count', 'description'],
+  devicebay: ['name', 'device', 'label', 'installed_device', 'description'],
+  devicebaytemplate: ['name', 'device_type', 'label', 'description'],
 };
 
 /** Menu groups as NetBox's navigation (Organization, Devices, IPAM, Virtualization, Other). */
 const MENU: Array<[string, string[]]> = [
   ['Organization', ['site', 'region', 'sitegroup', 'location', 'tenant', 'tenantgroup', 'contact', 'contactgroup', 'contactrole']],
-  ['Racks & devices', ['rack', 'device', 'devicerole', 'platform', 'devicetype', 'manufacturer', 'interface']],
+  ['Racks & devices', ['rack', 'device', 'devicerole', 'platform', 'devicetype', 'manufacturer', 'interface', 'virtualchassis', 'devicebay', 'devicebaytemplate']],
   ['Modules & inventory', ['module', 'modulebay', 'moduletype', 'inventoryitem', 'inventoryitemrole']],
   ['Power', ['powerpanel', 'powerfeed']],
   ['Connections', ['cable', 'consoleport', 'consoleserverport', 'powerport', 'poweroutlet', 'frontport', 'rearport']],
