@@ -229,6 +229,11 @@ function interfacesOfDevices(devices: Cond): Cond {
 async function customFilter(ctx: ReadCtx, m: ModelDef, f: ExtraFilter, q: Query, errors: Errors, conds: Cond[]): Promise<void> {
   const vals = values(q, f.name);
   if (!vals.length) return;
+  if (f.where) {
+    const c = await f.where(ctx, vals, errors);
+    if (c) conds.push(c);
+    return;
+  }
   const key0 = `${m.key}.${f.name}`;
   if (await chassisBayFilter(ctx, key0, m.table, f.name, vals, errors, conds)) return;
   switch (key0) {

@@ -10,6 +10,7 @@ import { CIRCUIT_MODELS } from './circuits.ts';
 import { IPAM_REGISTRY_MODELS } from './ipam-registry.ts';
 import { customField } from './custom-fields.ts';
 import { MORE_MODELS } from './more-models.ts';
+import { JOURNAL_CONFIG_MODELS } from './journal-config-models.ts';
 import { CHASSIS_BAY_MODELS } from './chassis-bays.ts';
 
 /** Every object type: its REST endpoints, change logging and event rules all come from here. */
@@ -46,6 +47,7 @@ export const MODELS: ModelDef[] = [
   customField,
   ...MORE_MODELS,
   ...CHASSIS_BAY_MODELS,
+  ...JOURNAL_CONFIG_MODELS,
 ];
 
 const byKey = new Map(MODELS.map((m) => [m.key, m]));
