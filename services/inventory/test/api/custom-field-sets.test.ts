@@ -1,0 +1,102 @@
+import { after, before, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { forEachStorage } from '@svc/testkit';
+import { startApi, type Api } from './helpers.ts';
+
+/** Custom field choice sets, select/multiselect custom fields and the `unique` flag (issue 24), over HTTP. */
+forEachStorage('inventory API: custom field choice sets and unique custom fields', (storage) => {
+  let api: Api;
+  const ok = (r: { status: number; body: any }, status = 201) => {
+    assert.equal(r.status, status, JSON.stringify(r.body));
+    return r.body;
+  };
+  before(async () => {
+    api = await startApi(storage);
+  });
+  after(() => api.close());
+
+  it('choice sets: shape, validation, filters; select and multiselect fields check values against them', async () => {
+    const h = api.http;
+    const set = ok(await h.post('/api/extras/custom-field-choice-sets/', { name: 'Tiers', extra_choices: [['gold', 'Gold'], ['bronze', 'Bronze'], ['silver', 'Silver']], order_alphabetically: true }));
+    assert.deepEqual(Object.keys(set), ['id', 'url', 'display_url', 'display', 'name', 'description', 'base_choices', 'extra_choices', 'order_alphabetically', 'choices_count', 'created', 'last_updated']);
+    assert.equal(set.choices_count, 3);
+    assert.equal(set.base_choices, null);
+    assert.deepEqual(set.extra_choices, [['gold', 'Gold'], ['bronze', 'Bronze'], ['silver', 'Silver']]);
+    const brief = ok(await h.get(`/api/extras/custom-field-choice-sets/${set.id}/?brief=true`), 200);
+    assert.equal(brief.choices_count, 3);
+    for (const [body, errors] of [
+      [{ name: 'Empty' }, { non_field_errors: ['Must define base or extra choices.'] }],
+      [{ name: 'Odd', extra_choices: [['a']] }, { extra_choices: ['Ensure this field has at least 2 elements.'] }],
+      [{ name: 'Flat', extra_choices: ['a', 'b'] }, { extra_choices: ['Expected a list of items but got type "str".'] }],
+      [{ name: 'Dup', extra_choices: [['a', 'A'], ['a', 'B']] }, { extra_choices: ['Duplicate value "a" found in extra choices.'] }],
+      [{ name: 'Base', base_choices: 'IATA', extra_choices: [['a', 'A']] }, { base_choices: ['This service does not model base_choices; only null is accepted.'] }],
+      [{ name: 'Tiers', extra_choices: [['a', 'A']] }, { name: ['custom field choice set with this name already exists.'] }],
+    ] as const) {
+      const r = await h.post('/api/extras/custom-field-choice-sets/', body);
+      assert.equal(r.status, 400);
+      assert.deepEqual(r.body, errors);
+    }
+    ok(await h.post('/api/extras/custom-field-choice-sets/', { name: 'Colors', extra_choices: [['red', 'Red']] }));
+    const names = async (q: string) => ok(await h.get(`/api/extras/custom-field-choice-sets/?${q}`), 200).results.map((s: any) => s.name);
+    assert.deepEqual(await names('choice=silver'), ['Tiers']);
+    assert.deepEqual(await names('choice=red&choice=gold'), ['Colors', 'Tiers']);
+    assert.deepEqual(await names('q=col'), ['Colors']);
+    assert.equal((await h.get('/api/extras/custom-field-choice-sets/?base_choices=IATA')).status, 400);
+
+    // Selection fields need a set; other types may not have one.
+    assert.deepEqual((await h.post('/api/extras/custom-fields/', { name: 'tier', type: 'select', object_types: ['dcim.site'] })).body, { choice_set: ['Selection fields must specify a set of choices.'] });
+    assert.deepEqual((await h.post('/api/extras/custom-fields/', { name: 'tier', type: 'text', choice_set: set.id, object_types: ['dcim.site'] })).body, { choice_set: ['Choices may be set only on selection fields.'] });
+    const tier = ok(await h.post('/api/extras/custom-fields/', { name: 'tier', type: 'select', choice_set: set.id, object_types: ['dcim.site'] }));
+    assert.equal(tier.choice_set.id, set.id);
+    assert.deepEqual(tier.type, { value: 'select', label: 'Selection' });
+    ok(await h.post('/api/extras/custom-fields/', { name: 'tiers', type: 'multiselect', choice_set: set.id, object_types: ['dcim.site'] }));
+    const site = ok(await h.post('/api/dcim/sites/', { name: 'S1', slug: 's1', custom_fields: { tier: 'gold', tiers: ['silver', 'bronze'] } }));
+    assert.deepEqual(site.custom_fields, { tier: 'gold', tiers: ['silver', 'bronze'] });
+    assert.deepEqual((await h.post('/api/dcim/sites/', { name: 'S2', slug: 's2', custom_fields: { tier: 'platinum' } })).body, {
+      custom_fields: ["Invalid value for custom field 'tier': Invalid choice (platinum). Available choices are: bronze, gold, silver"],
+    });
+    assert.deepEqual((await h.post('/api/dcim/sites/', { name: 'S2', slug: 's2', custom_fields: { tiers: ['gold', 'lead'] } })).body, {
+      custom_fields: ["Invalid value for custom field 'tiers': Invalid choice(s) (['gold', 'lead']). Available choices are: bronze, gold, silver"],
+    });
+    assert.deepEqual(ok(await h.get('/api/dcim/sites/?cf_tier=gold'), 200).results.map((s: any) => s.name), ['S1']);
+    // A set in use is protected.
+    assert.equal((await h.delete(`/api/extras/custom-field-choice-sets/${set.id}/`)).status, 409);
+    // Changes are change-logged like any object's.
+    const log = ok(await h.get(`/api/core/object-changes/?changed_object_type=extras.customfieldchoiceset&changed_object_id=${set.id}`), 200);
+    assert.equal(log.count, 1);
+  });
+
+  it('unique custom fields refuse a second object with the value, sequentially and when requests race', async () => {
+    const h = api.http;
+    ok(await h.post('/api/extras/custom-fields/', { name: 'serial_ref', type: 'text', unique: true, object_types: ['dcim.manufacturer'] }));
+    const a = ok(await h.post('/api/dcim/manufacturers/', { name: 'M1', slug: 'm1', custom_fields: { serial_ref: 'X1' } }));
+    assert.deepEqual((await h.post('/api/dcim/manufacturers/', { name: 'M2', slug: 'm2', custom_fields: { serial_ref: 'X1' } })).body, {
+      non_field_errors: ["Custom field 'serial_ref' must have a unique value."],
+    });
+    // Empty values never clash; an object keeps its own value on update; a freed value can be taken.
+    ok(await h.post('/api/dcim/manufacturers/', { name: 'M3', slug: 'm3' }));
+    ok(await h.post('/api/dcim/manufacturers/', { name: 'M4', slug: 'm4' }));
+    ok(await h.patch(`/api/dcim/manufacturers/${a.id}/`, { custom_fields: { serial_ref: 'X1' }, description: 'same' }), 200);
+    ok(await h.patch(`/api/dcim/manufacturers/${a.id}/`, { custom_fields: { serial_ref: 'X2' } }), 200);
+    const b = ok(await h.post('/api/dcim/manufacturers/', { name: 'M5', slug: 'm5', custom_fields: { serial_ref: 'X1' } }));
+    ok(await h.delete(`/api/dcim/manufacturers/${b.id}/`), 204);
+    ok(await h.post('/api/dcim/manufacturers/', { name: 'M6', slug: 'm6', custom_fields: { serial_ref: 'X1' } }));
+    // Racing writers: exactly one of each pair wins, the others get NetBox's message (never a 5xx).
+    for (let round = 0; round < 3; round++) {
+      const results = await Promise.all(
+        [0, 1, 2, 3].map((i) => h.post('/api/dcim/manufacturers/', { name: `R${round}-${i}`, slug: `r${round}-${i}`, custom_fields: { serial_ref: `race-${round}` } })),
+      );
+      assert.deepEqual(results.map((r) => r.status).sort(), [201, 400, 400, 400], JSON.stringify(results.map((r) => r.body)));
+      for (const r of results.filter((x) => x.status === 400)) assert.deepEqual(r.body, { non_field_errors: ["Custom field 'serial_ref' must have a unique value."] });
+    }
+    // Marking an existing field unique indexes the values already stored.
+    ok(await h.post('/api/extras/custom-fields/', { name: 'asset', type: 'text', object_types: ['dcim.manufacturer'] }));
+    const m7 = ok(await h.post('/api/dcim/manufacturers/', { name: 'M7', slug: 'm7', custom_fields: { asset: 'A-1' } }));
+    const field = ok(await h.get('/api/extras/custom-fields/?name=asset'), 200).results[0];
+    ok(await h.patch(`/api/extras/custom-fields/${field.id}/`, { unique: true }), 200);
+    assert.deepEqual((await h.post('/api/dcim/manufacturers/', { name: 'M8', slug: 'm8', custom_fields: { asset: 'A-1' } })).body, {
+      non_field_errors: ["Custom field 'asset' must have a unique value."],
+    });
+    assert.equal(m7.custom_fields.asset, 'A-1');
+  });
+});
