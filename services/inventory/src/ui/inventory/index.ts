@@ -11,6 +11,8 @@ import { parseCsv } from './csv.ts';
 import { parseYamlRecords } from './yaml.ts';
 import { bodyFromCsv, bodyFromForm, control, editableFields, formValue, generalErrors, MAX_OPTIONS, targetOf, type Options } from './fields.ts';
 import { cell, labelOf, pageOf } from './render.ts';
+import { registerJournalPages } from './journal.ts';
+import { takesJournal } from '../../models/journal.ts';
 
 export { INVENTORY_PREFIXES } from './prefixes.ts';
 
@@ -82,7 +84,7 @@ const DEFAULT_COLUMNS: Record<string, string[]> = {
 
 /** Menu groups as NetBox's navigation (Organization, Devices, IPAM, Virtualization, Other). */
 const MENU: Array<[string, string[]]> = [
-  ['Organization', ['site', 'region', 'sitegroup', 'location', 'tenant', 'tenantgroup', 'contact', 'contactgroup', 'contactrole']],
+  ['Organization', ['site', 'region', 'sitegroup', 'location', 'tenant', 'tenantgroup', 'contact', 'contactgroup', 'contactrole', 'contactassignment']],
   ['Racks & devices', ['rack', 'device', 'devicerole', 'platform', 'devicetype', 'manufacturer', 'interface', 'virtualchassis', 'devicebay', 'devicebaytemplate']],
   ['Modules & inventory', ['module', 'modulebay', 'moduletype', 'inventoryitem', 'inventoryitemrole']],
   ['Power', ['powerpanel', 'powerfeed']],
@@ -90,7 +92,7 @@ const MENU: Array<[string, string[]]> = [
   ['IPAM', ['ipaddress', 'prefix', 'aggregate', 'rir', 'role', 'asn', 'vrf', 'routetarget', 'vlan', 'vlangroup', 'service']],
   ['Circuits', ['circuit', 'circuittype', 'circuittermination', 'provider', 'providernetwork', 'virtualcircuit', 'virtualcircuittype', 'virtualcircuittermination']],
   ['Virtualization', ['virtualmachine', 'vminterface', 'virtualdisk', 'cluster', 'clustertype', 'clustergroup']],
-  ['Other', ['tag', 'customfield']],
+  ['Other', ['tag', 'customfield', 'customfieldchoiceset', 'configcontext', 'configtemplate', 'journalentry']],
 ];
 
 const BASE_KEYS = new Set(['id', 'url', 'display_url', 'display', 'tags', 'custom_fields', 'created', 'last_updated']);
@@ -164,6 +166,7 @@ function registerModel(app: FastifyInstance, backend: UiBackend, m: ModelDef): v
   app.post(`${base}/:id/edit/`, { schema: HIDE }, (req, reply) => saveObject(req, reply, backend, m, idOf(req)));
   app.get(`${base}/:id/delete/`, { schema: HIDE }, (req, reply) => deletePage(req, reply, backend, m));
   app.post(`${base}/:id/delete/`, { schema: HIDE }, (req, reply) => deleteObject(req, reply, backend, m));
+  registerJournalPages(app, backend, m, { menu, tabs, api: (req, method, url, body) => api(req, backend, method, url, body), message: apiMessage });
 }
 
 function idOf(req: FastifyRequest): number {
@@ -287,8 +290,9 @@ function relatedOf(m: ModelDef): Array<{ model: ModelDef; filter: string }> {
   return out;
 }
 
-function tabs(m: ModelDef, id: number, active: 'object' | 'changelog'): SafeHtml {
-  return html`<div class="tabs"><a href="${listUrl(m)}${id}/" class="${active === 'object' ? 'active' : ''}">${title(m.verboseName)}</a><a href="${listUrl(m)}${id}/changelog/" class="${active === 'changelog' ? 'active' : ''}" data-testid="changelog-tab">Changelog</a></div>`;
+function tabs(m: ModelDef, id: number, active: 'object' | 'changelog' | 'journal'): SafeHtml {
+  const journal = takesJournal(m) ? html`<a href="${listUrl(m)}${id}/journal/" class="${active === 'journal' ? 'active' : ''}" data-testid="journal-tab">Journal</a>` : '';
+  return html`<div class="tabs"><a href="${listUrl(m)}${id}/" class="${active === 'object' ? 'active' : ''}">${title(m.verboseName)}</a>${journal}<a href="${listUrl(m)}${id}/changelog/" class="${active === 'changelog' ? 'active' : ''}" data-testid="changelog-tab">Changelog</a></div>`;
 }
 
 async function objectPage(req: FastifyRequest, reply: FastifyReply, backend: UiBackend, m: ModelDef) {
