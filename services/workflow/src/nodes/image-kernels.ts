@@ -103,7 +103,7 @@ function out(from: string): NodeSpec[] {
  * Reflect-padded separable convolution with the kernel `kh` (C×1×1×K) then
  * `kv` (C×1×K×1); `sharpen` mixes the result with the input: p·x + q·conv.
  */
-function convGraph(channels: number, sharpen: boolean): Uint8Array {
+function convGraph(channels: number, sharpen: boolean, strip = false): Uint8Array {
   const nodes: NodeSpec[] = [
     ...IN,
     { op: 'Pad', inputs: ['xt', 'pads'], outputs: ['xp'], attrs: { mode: 'reflect' } },
@@ -112,8 +112,10 @@ function convGraph(channels: number, sharpen: boolean): Uint8Array {
   ];
   let result = 'c2';
   if (sharpen) {
+    // A strip carries its halo rows: the input it mixes with is its rows ys..ye.
+    if (strip) nodes.push({ op: 'Slice', inputs: ['xt', 'ys', 'ye', 'axis2'], outputs: ['xs'] });
     nodes.push(
-      { op: 'Mul', inputs: ['xt', 'p'], outputs: ['px'] },
+      { op: 'Mul', inputs: [strip ? 'xs' : 'xt', 'p'], outputs: ['px'] },
       { op: 'Mul', inputs: ['c2', 'q'], outputs: ['qc'] },
       { op: 'Add', inputs: ['px', 'qc'], outputs: ['mix'] },
     );
@@ -121,9 +123,9 @@ function convGraph(channels: number, sharpen: boolean): Uint8Array {
   }
   nodes.push(...out(result));
   return encodeModel({
-    name: `conv${channels}${sharpen ? '-sharpen' : ''}`,
+    name: `conv${channels}${sharpen ? '-sharpen' : ''}${strip ? '-strip' : ''}`,
     nodes,
-    initializers: CONSTANTS,
+    initializers: strip && sharpen ? [...CONSTANTS, { name: 'axis2', dataType: DataType.INT64, dims: [1], raw: new Uint8Array(BigInt64Array.of(2n).buffer) }] : CONSTANTS,
     inputs: [
       { name: 'x', elemType: DataType.UINT8, dims: [1, 'h', 'w', channels] },
       { name: 'kh', elemType: DataType.FLOAT, dims: [channels, 1, 1, 'k'] },
@@ -133,6 +135,12 @@ function convGraph(channels: number, sharpen: boolean): Uint8Array {
         ? [
             { name: 'p', elemType: DataType.FLOAT, dims: [1] },
             { name: 'q', elemType: DataType.FLOAT, dims: [1] },
+          ]
+        : []),
+      ...(sharpen && strip
+        ? [
+            { name: 'ys', elemType: DataType.INT64, dims: [1] },
+            { name: 'ye', elemType: DataType.INT64, dims: [1] },
           ]
         : []),
     ],
@@ -150,28 +158,74 @@ function u8(data: Uint8Array): Uint8Array {
 }
 
 /**
+ * Frames above this many pixels (2048²) are convolved in horizontal strips of
+ * about STRIP_PIXELS: ONNX Runtime's float NCHW copies of a whole frame take
+ * about 34 bytes per pixel (0.5–0.7 GiB at 4096²), a strip's about 70 MiB
+ * whatever the frame (4096², radius 5 to 31: +120–135 MiB with the output).
+ */
+const TILE_ABOVE_PIXELS = 1 << 22;
+const STRIP_PIXELS = 1 << 19;
+
+/**
  * The reference's 2-D convolution by `k1d`⊗`k1d` with reflect padding (the
  * radius must be below both sides, as torch's reflect padding requires), as
  * p·x + q·conv(x) (blur: p = 0, q = 1), rounded to bytes.
+ *
+ * A frame above TILE_ABOVE_PIXELS (or any frame, with `stripRows`) goes
+ * through in strips of rows: each strip with r rows of halo above and below,
+ * taken from the frame or, at its top and bottom edges, reflected as torch
+ * reflects them, so that ONNX Runtime pads only the sides; every output
+ * sample sees the same neighbourhood and the same arithmetic as in one call.
  */
-export async function onnxSeparableConv(data: Uint8Array, w: number, h: number, c: number, k1d: ArrayLike<number>, p = 0, q = 1): Promise<Buffer> {
+export async function onnxSeparableConv(data: Uint8Array, w: number, h: number, c: number, k1d: ArrayLike<number>, p = 0, q = 1, stripRows?: number): Promise<Buffer> {
   const ort = loadOrt()!;
   const K = k1d.length;
   const r = (K - 1) / 2;
   const sharpen = p !== 0 || q !== 1;
-  const s = await session(`conv${c}${sharpen ? '-sharpen' : ''}`, () => convGraph(c, sharpen));
   const kern = new Float32Array(c * K);
   for (let ch = 0; ch < c; ch++) for (let i = 0; i < K; i++) kern[ch * K + i] = k1d[i]!;
   const feeds: Record<string, Ort.Tensor> = {
-    x: new ort.Tensor('uint8', u8(data), [1, h, w, c]),
     kh: new ort.Tensor('float32', kern, [c, 1, 1, K]),
     kv: new ort.Tensor('float32', kern, [c, 1, K, 1]),
-    pads: new ort.Tensor('int64', BigInt64Array.from([0, 0, r, r, 0, 0, r, r].map(BigInt)), [8]),
   };
   if (sharpen) {
     feeds.p = new ort.Tensor('float32', Float32Array.of(p), [1]);
     feeds.q = new ort.Tensor('float32', Float32Array.of(q), [1]);
   }
-  const res = await s.run(feeds);
-  return bytesOf(res.y!);
+  const rows = stripRows ?? (w * h > TILE_ABOVE_PIXELS ? Math.max(1, Math.floor(STRIP_PIXELS / w)) : h);
+  if (rows >= h) {
+    const s = await session(`conv${c}${sharpen ? '-sharpen' : ''}`, () => convGraph(c, sharpen));
+    feeds.x = new ort.Tensor('uint8', u8(data), [1, h, w, c]);
+    feeds.pads = new ort.Tensor('int64', BigInt64Array.from([0, 0, r, r, 0, 0, r, r].map(BigInt)), [8]);
+    const res = await s.run(feeds);
+    return bytesOf(res.y!);
+  }
+  const s = await session(`conv${c}${sharpen ? '-sharpen' : ''}-strip`, () => convGraph(c, sharpen, true));
+  feeds.pads = new ort.Tensor('int64', BigInt64Array.from([0, 0, 0, r, 0, 0, 0, r].map(BigInt)), [8]);
+  if (sharpen) {
+    feeds.ys = new ort.Tensor('int64', BigInt64Array.of(BigInt(r)), [1]);
+  }
+  const rowLen = w * c;
+  const src = u8(data);
+  const result = Buffer.allocUnsafe(h * rowLen);
+  const strip = new Uint8Array((rows + 2 * r) * rowLen);
+  for (let y0 = 0; y0 < h; y0 += rows) {
+    const n = Math.min(rows, h - y0);
+    const total = n + 2 * r;
+    // Rows y0 − r … y0 + n + r − 1 of the frame, reflected at its edges (torch's reflect: the edge row is not repeated).
+    const first = y0 - r;
+    const inside0 = Math.max(0, first);
+    const inside1 = Math.min(h, y0 + n + r);
+    strip.set(src.subarray(inside0 * rowLen, inside1 * rowLen), (inside0 - first) * rowLen);
+    for (let i = first; i < inside0; i++) strip.set(src.subarray(-i * rowLen, -i * rowLen + rowLen), (i - first) * rowLen);
+    for (let i = inside1; i < y0 + n + r; i++) {
+      const from = 2 * (h - 1) - i;
+      strip.set(src.subarray(from * rowLen, from * rowLen + rowLen), (i - first) * rowLen);
+    }
+    feeds.x = new ort.Tensor('uint8', strip.subarray(0, total * rowLen), [1, total, w, c]);
+    if (sharpen) feeds.ye = new ort.Tensor('int64', BigInt64Array.of(BigInt(r + n)), [1]);
+    const res = await s.run(feeds);
+    result.set(u8(res.y!.data as Uint8Array), y0 * rowLen);
+  }
+  return result;
 }
