@@ -72,6 +72,10 @@ for input_name in inputs:
             # ImageScale.upscale: IMAGE [B,H,W,C] → [B,C,H,W] → common_upscale → back.
             s = comfy.utils.common_upscale(img.movedim(-1, 1), w, h, method, crop).movedim(1, -1)
             add("ImageScale", input_name, {"upscale_method": method, "width": w, "height": h, "crop": crop}, s)
+    # PIL skips the pass of a side that keeps its size: lanczos changing only the width, then only the height.
+    for (w, h) in [(meta["width"] + 15, meta["height"]), (meta["width"], meta["height"] + 13)]:
+        s = comfy.utils.common_upscale(img.movedim(-1, 1), w, h, "lanczos", "disabled").movedim(1, -1)
+        add("ImageScale", input_name, {"upscale_method": "lanczos", "width": w, "height": h, "crop": "disabled"}, s)
     for (r, sigma) in [(1, 1.0), (2, 0.5), (5, 1.0), (9, 2.5), (16, 10.0)]:
         if r >= min(meta["width"], meta["height"]):
             continue
