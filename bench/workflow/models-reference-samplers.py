@@ -217,6 +217,12 @@ for i, version in enumerate(["regular", "alternative"]):
     smp = nas.SamplerEulerCFGpp.execute(version).args[0]
     o, _ = node(ncs.SamplerCustomAdvanced, node(ncs.RandomNoise, 80 + i)[0], node(ncs.CFGGuider, patcher, positive, negative, 1.5)[0], smp, karras4, lat(zeros))
     out["euler_cfgpp"][version] = summary(o["samples"])
+# SamplerLCMUpscale: the latent enlarged between steps, the fresh noise from torch's global generator.
+out["lcm_upscale"] = {}
+for i, (ratio, steps, method) in enumerate([(1.5, -1, "bislerp"), (1.5, -1, "bilinear"), (2.0, 1, "nearest-exact"), (1.3, 2, "bicubic"), (1.7, 3, "area")]):
+    smp = nas.SamplerLCMUpscale.execute(ratio, steps, method).args[0]
+    o, d = node(ncs.SamplerCustomAdvanced, node(ncs.RandomNoise, 90 + i)[0], node(ncs.CFGGuider, patcher, positive, negative, 5.0)[0], smp, karras4, lat(zeros))
+    out["lcm_upscale"][f"{ratio}:{steps}:{method}"] = {"seed": 90 + i, "output": summary(o["samples"]), "denoised": summary(d["samples"])}
 
 with open(out_path, "w") as fh:
     json.dump(out, fh, separators=(",", ":"))

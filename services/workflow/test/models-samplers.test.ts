@@ -201,6 +201,22 @@ function customGraph(): { prompt: Record<string, unknown>; saves: Record<string,
     p[`an_${seed}`] = { class_type: 'AddNoise', inputs: { model: ['ck', 0], noise: [`an_n_${seed}`, 0], sigmas: sig, latent_image: lat } };
     save(key, [`an_${seed}`, 0]);
   }
+  // SamplerLCMUpscale: the latent grows between steps (both outputs at the final size).
+  const lcm: [number, number, string][] = [
+    [1.5, -1, 'bislerp'],
+    [1.5, -1, 'bilinear'],
+    [2.0, 1, 'nearest-exact'],
+    [1.3, 2, 'bicubic'],
+    [1.7, 3, 'area'],
+  ];
+  lcm.forEach(([ratio, steps, method], i) => {
+    const key = `${ratio === 2 ? '2.0' : ratio}:${steps}:${method}`;
+    p[`lcm_s${i}`] = { class_type: 'SamplerLCMUpscale', inputs: { scale_ratio: ratio, scale_steps: steps, upscale_method: method } };
+    p[`lcm_n${i}`] = { class_type: 'RandomNoise', inputs: { noise_seed: ref.lcm_upscale[key].seed } };
+    p[`lcm_${i}`] = { class_type: 'SamplerCustomAdvanced', inputs: { noise: [`lcm_n${i}`, 0], guider: ['cfg5', 0], sampler: [`lcm_s${i}`, 0], sigmas: ['karras4', 0], latent_image: ['empty', 0] } };
+    save(`lcm_upscale:${key}:output`, [`lcm_${i}`, 0]);
+    save(`lcm_upscale:${key}:denoised`, [`lcm_${i}`, 1]);
+  });
   return { prompt: p, saves };
 }
 
@@ -208,6 +224,7 @@ function customGraph(): { prompt: Record<string, unknown>; saves: Record<string,
 function expectedOf(key: string): Summary {
   const parts = key.split(':');
   if (parts[0] === 'custom') return ref.custom[parts.slice(1, -1).join(':')][parts.at(-1)!];
+  if (parts[0] === 'lcm_upscale') return ref.lcm_upscale[parts.slice(1, -1).join(':')][parts.at(-1)!];
   if (parts[0] === 'add_noise') return ref.add_noise[parts[1]!];
   if (parts.length === 2) return ref[parts[0]!][parts[1]!];
   return ref[key];

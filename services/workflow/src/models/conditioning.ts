@@ -188,6 +188,8 @@ function areaAndMult(c: PreparedCond, shape: readonly number[], sigma: number): 
   const mult = new Float32Array(b * ch * plane);
   if (c.mask) {
     const { data, n } = c.mask;
+    // The reference asserts this too: a mask is resized to the latent once, before sampling.
+    if (data.length !== n * H * W) throw new ConditioningError(`a conditioning mask of ${data.length / n} values per plane does not fit a latent of ${H}×${W} (a sampler that changed the latent's size)`);
     const planes = Math.min(n, b);
     if (b % planes !== 0) throw new ConditioningError(`a conditioning mask of ${n} planes does not fit a batch of ${b}`);
     for (let i = 0; i < b; i++) {

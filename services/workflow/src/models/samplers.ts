@@ -14,9 +14,11 @@
  */
 import { brownianNoiseSampler } from './brownian.ts';
 import { seedLow32, TorchGenerator } from './noise.ts';
+import { roundHalfEven } from './conditioning.ts';
 import { linspace32 } from './schedules.ts';
 
-export type Denoiser = (x: Float32Array, sigma: number) => Promise<Float32Array>;
+/** x → the denoised latent at σ; `shape` is x's when a sampler changed the latent's size (SamplerLCMUpscale). */
+export type Denoiser = (x: Float32Array, sigma: number, shape?: readonly number[]) => Promise<Float32Array>;
 /** (σ, σ_next) → unit-variance noise the size of the latent. */
 export type NoiseSampler = (sigma: number, sigmaNext: number) => Float32Array;
 
@@ -26,6 +28,8 @@ export interface StepInfo {
   denoised: Float32Array;
   sigma: number;
   total: number;
+  /** x's shape, when the sampler changed the latent's size. */
+  shape?: readonly number[];
 }
 
 export interface SamplerContext {
@@ -36,6 +40,14 @@ export interface SamplerContext {
   callback?: (info: StepInfo) => void;
   /** The model's sampling percent → σ (sa_solver's default stochastic interval). */
   percentToSigma?: (percent: number) => number;
+  /** The latent's shape [b, c, h, w] (a sampler that resizes starts from it). */
+  shape?: readonly number[];
+  /** comfy.utils.common_upscale of a latent (crop disabled) with one of its methods. */
+  upscale?: (x: Float32Array, shape: readonly number[], width: number, height: number, method: string) => Float32Array;
+  /** torch's global generator as the initial noise left it (torch.randn_like in a sampler draws from it). */
+  globalRandn?: () => (count: number) => Float32Array;
+  /** Set by a sampler that returns a latent of another size. */
+  outShape?: readonly number[];
 }
 
 /** A sampler's extra options (the reference's extra_options: eta, s_noise, order, …). */
@@ -565,6 +577,48 @@ const lcm = stepSampler((_m, _s, ctx, _o, n) => {
   const noise = defaultNoise(ctx, n);
   return ({ denoised, sigma, next }) => (next > 0 ? lin([1, denoised], [next, noise(sigma, next)]) : denoised);
 });
+
+/**
+ * SamplerLCMUpscale (sample_lcm_upscale): LCM steps that enlarge the latent
+ * after each of the first steps, to total_upscale in even ratios
+ * (np.linspace), the fresh noise from torch's global generator (randn_like).
+ */
+const lcmUpscale: Sampler = async (model, x, sigmas, ctx, opts = {}) => {
+  const total = num(opts, 'total_upscale', 2);
+  const method = typeof opts.upscale_method === 'string' ? opts.upscale_method : 'bislerp';
+  let count = typeof opts.upscale_steps === 'number' ? Math.min(opts.upscale_steps + 1, sigmas.length + 1) : Math.max(Math.floor(sigmas.length / 2) + 1, 2);
+  count = Math.max(count, 1);
+  // np.linspace(1, total, count)[1:]: start + k·step, the last exactly `total`.
+  const step = count > 1 ? (total - 1) / (count - 1) : 0;
+  const upscales = Array.from({ length: count - 1 }, (_, k) => (k + 1 === count - 1 ? total : (k + 1) * step + 1));
+  const orig = ctx.shape;
+  if (!orig || !ctx.upscale) throw new Error('SamplerLCMUpscale needs the latent shape and an upscaler');
+  let shape: readonly number[] = orig;
+  let gen: TorchGenerator | undefined;
+  const randn = ctx.globalRandn?.() ?? ((count: number) => (gen ??= new TorchGenerator(seedLow32(ctx.seed))).randn(count));
+  const steps = sigmas.length - 1;
+  for (let i = 0; i < steps; i++) {
+    const sigma = sigmas[i]!;
+    const denoised = await model(x, sigma, shape);
+    ctx.callback?.({ i, x, denoised, sigma, total: steps, shape });
+    x = denoised;
+    if (i < upscales.length) {
+      const w = roundHalfEven(orig[3]! * upscales[i]!);
+      const h = roundHalfEven(orig[2]! * upscales[i]!);
+      x = ctx.upscale(x, shape, w, h, method);
+      shape = [shape[0]!, shape[1]!, h, w];
+    }
+    const next = sigmas[i + 1]!;
+    if (next > 0) {
+      const noise = randn(x.length);
+      const out = new Float32Array(x.length);
+      for (let k = 0; k < x.length; k++) out[k] = x[k]! + f(next * noise[k]!);
+      x = out;
+    }
+  }
+  ctx.outShape = shape;
+  return x;
+};
 
 // ---------------------------------------------------------------- CFG++ Euler
 
@@ -1202,8 +1256,9 @@ const SAMPLERS: Record<string, Sampler> = {
   ddim: euler,
   uni_pc: uniPc('bh1'),
   uni_pc_bh2: uniPc('bh2'),
-  // Not in KSampler's list: only SamplerEulerCFGpp (version "alternative") names it.
+  // Not in KSampler's list: only SamplerEulerCFGpp (version "alternative") and SamplerLCMUpscale name them.
   euler_pp: eulerPp,
+  lcm_upscale: lcmUpscale,
 };
 
 /** The samplers that work here, in the reference's order (what /object_info lists). */

@@ -16,7 +16,7 @@ import type { WeightPatches } from './lora.ts';
 import { detectPart, partView, type ModelPart } from './parts.ts';
 import { defaultSampling, encodeAdm, inpaintConcat, SD15_FORMAT, SDXL_FORMAT, type LatentFormat, type ModelSampling } from './model-sampling.ts';
 import { prepareNoise, TorchGenerator } from './noise.ts';
-import { CFG_PP_SAMPLERS, getSampler, type SamplerOptions, type StepInfo } from './samplers.ts';
+import { CFG_PP_SAMPLERS, getSampler, type SamplerContext, type SamplerOptions, type StepInfo } from './samplers.ts';
 import { DiscreteSchedule, ksamplerSigmas } from './schedules.ts';
 import { ModelFileError, SafetensorsFile } from './safetensors.ts';
 import { createSession, ortTensor, WEIGHTS_LOCATION, type OrtTensor, type RuntimeOptions, type Session } from './session.ts';
@@ -525,6 +525,8 @@ export interface SampleOptions {
   noiseMask?: FloatTensor;
   /** After each step (progress); throwing stops sampling (interrupt). */
   onStep?: (info: StepInfo) => void;
+  /** comfy.utils.common_upscale of a latent, for a sampler that enlarges it (SamplerLCMUpscale). */
+  upscaleLatent?: (x: Float32Array, shape: readonly number[], width: number, height: number, method: string) => Float32Array;
 }
 
 /**
@@ -606,12 +608,13 @@ export async function sample(o: SampleOptions): Promise<FloatTensor> {
   // apply_model for a batch: the input scaled for σ, the UNet's output, the denoised latent (ε, v or lcm as the model's sampling says).
   const apply = (x: Float32Array, s: number[], sigma: number, context: FloatTensor): Promise<Float32Array> => o.model.denoised(x, s, sigma, context);
   const mid = o.dual ? prepareConds(o.model.withAdm(o.dual.middle, shape, 'negative', inpaint), [], h, w, schedule)[0] : [];
-  const dualGuidance = async (x: Float32Array, sigma: number, d: NonNullable<SampleOptions['dual']>): Promise<Float32Array> => {
+  const dualGuidance = async (x: Float32Array, sigma: number, d: NonNullable<SampleOptions['dual']>, xs: readonly number[]): Promise<Float32Array> => {
+    const n = x.length;
     const isOne = (v: number) => Math.abs(v - 1) <= 1e-9 * Math.max(1, Math.abs(v));
     // Guider_DualCFG.predict_noise: with cfg2 = 1 the negative is skipped, and with both 1 the middle too (unless a CFG++ sampler reads them).
     const keepNeg = d.nested || CFG_PP_SAMPLERS.has(o.samplerName) || !isOne(d.cfg2);
     const keepMid = keepNeg || !isOne(o.cfg);
-    const [n0, n1, n2] = await calcCondBatch(apply, [keepNeg ? neg : null, keepMid ? mid : null, pos], x, shape, sigma);
+    const [n0, n1, n2] = await calcCondBatch(apply, [keepNeg ? neg : null, keepMid ? mid : null, pos], x, xs, sigma);
     const out = new Float32Array(n);
     if (d.nested) {
       lastUncond = n1!;
@@ -622,9 +625,10 @@ export async function sample(o: SampleOptions): Promise<FloatTensor> {
     }
     return out;
   };
-  const denoise = async (x: Float32Array, sigma: number): Promise<Float32Array> => {
-    if (o.dual) return dualGuidance(x, sigma, o.dual);
-    const [cond, uncond] = await calcCondBatch(apply, [pos, useUncond ? neg : null], x, shape, sigma);
+  const denoise = async (x: Float32Array, sigma: number, xs: readonly number[] = shape): Promise<Float32Array> => {
+    if (o.dual) return dualGuidance(x, sigma, o.dual, xs);
+    const n = x.length;
+    const [cond, uncond] = await calcCondBatch(apply, [pos, useUncond ? neg : null], x, xs, sigma);
     if (!useUncond) return cond!;
     lastUncond = uncond!;
     const out = new Float32Array(n);
@@ -638,7 +642,8 @@ export async function sample(o: SampleOptions): Promise<FloatTensor> {
     const m = prepareMask(o.noiseMask, shape);
     // ddim draws this noise from seed + 1 (the reference's inpaint_options random).
     const fill = o.samplerName === 'ddim' ? new TorchGenerator(BigInt(o.seed) + 1n).randn(n) : noise;
-    model = async (x, sigma) => {
+    model = async (x, sigma, xs) => {
+      if (x.length !== n) throw new Error(`a latent with a noise mask cannot change its size while sampling (${shape.join('×')} → ${xs?.join('×')})`);
       const xm = new Float32Array(n);
       for (let i = 0; i < n; i++) xm[i] = x[i]! * m[i]! + (fill[i]! * sigma + latentIn[i]!) * (1 - m[i]!);
       const out = await denoise(xm, sigma);
@@ -652,9 +657,16 @@ export async function sample(o: SampleOptions): Promise<FloatTensor> {
   const k = maxDenoise ? Math.sqrt(1 + s0 * s0) : s0;
   const x0 = new Float32Array(n);
   for (let i = 0; i < n; i++) x0[i] = noise[i]! * k + latentIn[i]!;
-  const ctx = { seed: o.seed, callback: o.onStep, uncond: () => lastUncond!, percentToSigma: (p: number) => schedule.percentToSigma(p) };
+  // torch's global generator after prepare_noise (comfy.sample seeds it with torch.manual_seed and draws the noise from it).
+  const globalRandn = () => {
+    const gen = new TorchGenerator(o.seed);
+    if (!o.batchIndex) gen.randn(n);
+    else for (let i = 0; i <= Math.max(-1, ...o.batchIndex); i++) gen.randn(n / b);
+    return (count: number) => gen.randn(count);
+  };
+  const ctx: SamplerContext = { seed: o.seed, callback: o.onStep, uncond: () => lastUncond!, percentToSigma: (p: number) => schedule.percentToSigma(p), shape, upscale: o.upscaleLatent, globalRandn };
   const samples = await sampler(model, x0, sigmas, ctx, o.samplerOptions ?? {});
-  const out = new Float32Array(n);
-  for (let i = 0; i < n; i++) out[i] = samples[i]! / scaleFactor;
-  return { shape: [...shape], data: out };
+  const out = new Float32Array(samples.length);
+  for (let i = 0; i < samples.length; i++) out[i] = samples[i]! / scaleFactor;
+  return { shape: [...(ctx.outShape ?? shape)], data: out };
 }

@@ -12,7 +12,8 @@ import { SUPPORTED_SAMPLERS, type SamplerOptions } from '../../models/samplers.t
 import { betaScheduler, calculateSigmas, SUPPORTED_SCHEDULERS } from '../../models/schedules.ts';
 import { sample, UNetModel, type ConditioningEntry } from '../../models/sd1.ts';
 import type { InputSpec, NodeContext, NodeDefinition } from '../api.ts';
-import { isLatent, Tensor, type Latent } from '../latent.ts';
+import { isLatent, Tensor, upscaleTensor, type Latent } from '../latent.ts';
+import type { UpscaleMethod } from '../resample.ts';
 import { stepPreviewer } from './preview.ts';
 
 const f = Math.fround;
@@ -91,6 +92,7 @@ const sigmasTensor = (v: ArrayLike<number>) => new Tensor([v.length], Float32Arr
 async function runGuider(guider: GuiderValue, noise: NoiseValue, sampler: SamplerValue, sigmas: Float32Array, latentIn: unknown, ctx: NodeContext): Promise<[Latent, Latent]> {
   const latent = checkLatent(latentIn, guider.model);
   let x0: Float32Array | undefined;
+  let x0Shape: readonly number[] = latent.samples.shape;
   const total = sigmas.length - 1;
   // latent_preview.prepare_callback: each step's denoised latent as a preview (when --preview-method asks), the last one kept as x0.
   const preview = stepPreviewer(ctx, guider.model.latentFormat.rgbFactors, guider.model.latentFormat.rgbBias, guider.model.latentFormat.name);
@@ -114,16 +116,18 @@ async function runGuider(guider: GuiderValue, noise: NoiseValue, sampler: Sample
     onStep: (s) => {
       ctx.checkInterrupt();
       x0 = s.denoised;
-      preview?.step(s.denoised, latent.samples.shape);
+      x0Shape = s.shape ?? latent.samples.shape;
+      preview?.step(s.denoised, x0Shape);
       ctx.progress(Math.min(s.i + 1, total), total);
     },
+    upscaleLatent: (x, shape, width, height, method) => upscaleTensor(new Tensor(shape, x), width, height, method as UpscaleMethod | 'bislerp', 'disabled', () => ctx.checkInterrupt()).data,
   });
   await preview?.done();
   ctx.checkInterrupt();
   const out: Latent = { ...latent, samples: new Tensor(samples.shape, samples.data) };
   if (!x0) return [out, out];
   const scale = guider.model.latentFormat.scaleFactor;
-  return [out, { ...latent, samples: new Tensor([...latent.samples.shape], x0.map((v) => v / scale)) }];
+  return [out, { ...latent, samples: new Tensor([...x0Shape], x0.map((v) => v / scale)) }];
 }
 
 const ETA: InputSpec = ['FLOAT', { default: 1.0, min: 0.0, max: 100.0, step: 0.01, round: false }];
@@ -278,6 +282,22 @@ const defs: NodeDefinition[] = [
     inputs: { required: { version: ['COMBO', { options: ['regular', 'alternative'] }] } },
     outputs: ['SAMPLER'],
     execute: ({ version }) => [new SamplerValue(version === 'alternative' ? 'euler_pp' : 'euler_cfg_pp')],
+  },
+  {
+    name: 'SamplerLCMUpscale',
+    pythonModule: 'comfy_extras.nodes_advanced_samplers',
+    category: SAMPLERS,
+    inputs: {
+      required: {
+        scale_ratio: ['FLOAT', { default: 1.0, min: 0.1, max: 20.0, step: 0.01 }],
+        scale_steps: ['INT', { default: -1, min: -1, max: 1000, step: 1 }],
+        upscale_method: ['COMBO', { options: ['bislerp', 'nearest-exact', 'bilinear', 'area', 'bicubic'] }],
+      },
+    },
+    outputs: ['SAMPLER'],
+    execute: ({ scale_ratio, scale_steps, upscale_method }) => [
+      new SamplerValue('lcm_upscale', { total_upscale: scale_ratio, upscale_steps: scale_steps < 0 ? undefined : scale_steps, upscale_method }),
+    ],
   },
   samplerNode('SamplerLMS', { order: ['INT', { default: 4, min: 1, max: 100 }] }, (a) => new SamplerValue('lms', { order: a.order })),
   samplerNode(
