@@ -74,10 +74,10 @@ forEachStorage('inventory API: CRUD and representations', (storage) => {
     const d = r.body;
     assert.deepEqual(Object.keys(d), [
       'id', 'url', 'display_url', 'display', 'name', 'device_type', 'role', 'site', 'status', 'serial', 'platform', 'tenant', 'location', 'rack', 'position', 'face',
-      'asset_tag', 'airflow', 'latitude', 'longitude', 'primary_ip4', 'primary_ip6', 'primary_ip', 'oob_ip', 'cluster', 'config_context', 'local_context_data', 'description', 'comments',
-      'parent_device', 'virtual_chassis', 'vc_position', 'vc_priority', 'config_template', 'tags', 'custom_fields', 'created', 'last_updated',
+      'asset_tag', 'airflow', 'latitude', 'longitude', 'primary_ip4', 'primary_ip6', 'primary_ip', 'oob_ip', 'cluster', 'virtual_chassis', 'vc_position', 'vc_priority',
+      'config_template', 'config_context', 'local_context_data', 'description', 'comments', 'tags', 'custom_fields', 'created', 'last_updated',
       'console_port_count', 'console_server_port_count', 'power_port_count', 'power_outlet_count', 'interface_count', 'front_port_count', 'rear_port_count',
-      'device_bay_count', 'module_bay_count', 'inventory_item_count',
+      'device_bay_count', 'module_bay_count', 'inventory_item_count', 'parent_device',
     ]);
     assert.deepEqual(d.site, { id: basics.site.id, url: basics.site.url, display: 'Site', name: 'Site', slug: 'site', description: '' });
     assert.deepEqual(d.device_type, {
