@@ -73,7 +73,9 @@ for input_name in inputs:
             s = comfy.utils.common_upscale(img.movedim(-1, 1), w, h, method, crop).movedim(1, -1)
             add("ImageScale", input_name, {"upscale_method": method, "width": w, "height": h, "crop": crop}, s)
     # PIL skips the pass of a side that keeps its size: lanczos changing only the width, then only the height.
-    for (w, h) in [(meta["width"] + 15, meta["height"]), (meta["width"], meta["height"] + 13)]:
+    # and sizes where weights rounded to float32 (instead of PIL's double) moved a sample by a level or more.
+    extra = {"rgb": [(48, 50), (16, 9)], "rgba": [(54, 50)]}[input_name]
+    for (w, h) in [(meta["width"] + 15, meta["height"]), (meta["width"], meta["height"] + 13), *extra]:
         s = comfy.utils.common_upscale(img.movedim(-1, 1), w, h, "lanczos", "disabled").movedim(1, -1)
         add("ImageScale", input_name, {"upscale_method": "lanczos", "width": w, "height": h, "crop": "disabled"}, s)
     for (r, sigma) in [(1, 1.0), (2, 0.5), (5, 1.0), (9, 2.5), (16, 10.0)]:

@@ -424,21 +424,40 @@ interface PilTaps {
 }
 
 function pilTaps(inSize: number, outSize: number): PilTaps {
-  const t = makeTaps(inSize, outSize, 'pil-lanczos');
-  const { k } = t;
+  // PIL's precompute_coeffs with its lanczos filter, in double as PIL: the support widened by the shrink factor,
+  // taps at (x + xmin − centre + 0.5) · (1 / filterscale), the filter nonzero on [−3, 3), weights normalised by
+  // their sum, then normalize_coeffs_8bpc (integers of 2^22, rounded away from zero).
+  const scale = inSize / outSize;
+  const filterscale = Math.max(scale, 1);
+  const support = 3 * filterscale;
+  const ss = 1 / filterscale;
+  const k = Math.ceil(support) * 2 + 1;
   const lo = new Int32Array(outSize);
   const n = new Int32Array(outSize);
-  const kk = new Int32Array(t.w.length);
+  const kk = new Int32Array(outSize * k);
   const one = 2 ** PIL_PRECISION_BITS;
+  const sinc = (x: number) => {
+    if (x === 0) return 1;
+    x *= Math.PI;
+    return Math.sin(x) / x;
+  };
+  const ws = new Float64Array(k);
   for (let i = 0; i < outSize; i++) {
-    // makeTaps pads a window shorter than k with index 0 and weight 0 after its last tap.
-    let m = 1;
-    for (let j = 1; j < k; j++) if (t.idx[i * k + j] === t.idx[i * k] + j) m = j + 1;
-    lo[i] = t.idx[i * k]!;
-    n[i] = Math.min(m, inSize - lo[i]!);
-    for (let j = 0; j < k; j++) {
-      const v = t.w[i * k + j]!;
-      kk[i * k + j] = v < 0 ? Math.trunc(v * one - 0.5) : Math.trunc(v * one + 0.5);
+    const centre = (i + 0.5) * scale;
+    const xmin = Math.max(0, Math.trunc(centre - support + 0.5));
+    const m = Math.min(inSize, Math.trunc(centre + support + 0.5)) - xmin;
+    let ww = 0;
+    for (let x = 0; x < m; x++) {
+      const t = (x + xmin - centre + 0.5) * ss;
+      const v = t >= -3 && t < 3 ? sinc(t) * sinc(t / 3) : 0;
+      ws[x] = v;
+      ww += v;
+    }
+    lo[i] = xmin;
+    n[i] = m;
+    for (let x = 0; x < m; x++) {
+      const v = ww !== 0 ? ws[x]! / ww : ws[x]!;
+      kk[i * k + x] = v < 0 ? Math.trunc(v * one - 0.5) : Math.trunc(v * one + 0.5);
     }
   }
   return { k, lo, n, kk };
