@@ -117,6 +117,21 @@ const allRows: Row[] = [
     ),
   },
   {
+    name: 'GrowMask 32, tapered corners, 1024² (ImageToMask → GrowMask → MaskToImage)',
+    prompt: kernel(
+      {
+        m: { class_type: 'ImageToMask', inputs: { image: ['src', 0], channel: 'green' } },
+        g: { class_type: 'GrowMask', inputs: { mask: ['m', 0], expand: 32, tapered_corners: true } },
+        i: { class_type: 'MaskToImage', inputs: { mask: ['g', 0] } },
+      },
+      'i',
+    ),
+  },
+  {
+    name: 'ImageBlur r5 σ1 4096² (EmptyImage, strips)',
+    prompt: kernel({ b: blur(5, 1) }, 'b', { class_type: 'EmptyImage', inputs: { width: 4096, height: 4096, batch_size: 1, color: 0x336699 } }),
+  },
+  {
     name: 'compositing: ImageCompositeMasked 512² onto 1024² with a mask, ImageBlend multiply',
     prompt: kernel(
       {
