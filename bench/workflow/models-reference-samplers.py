@@ -223,6 +223,12 @@ for i, (ratio, steps, method) in enumerate([(1.5, -1, "bislerp"), (1.5, -1, "bil
     smp = nas.SamplerLCMUpscale.execute(ratio, steps, method).args[0]
     o, d = node(ncs.SamplerCustomAdvanced, node(ncs.RandomNoise, 90 + i)[0], node(ncs.CFGGuider, patcher, positive, negative, 5.0)[0], smp, karras4, lat(zeros))
     out["lcm_upscale"][f"{ratio}:{steps}:{method}"] = {"seed": 90 + i, "output": summary(o["samples"]), "denoised": summary(d["samples"])}
+# /object_info of the two nodes of nodes_advanced_samplers (V3 nodes: the server asks the class itself).
+out["object_info_advanced"] = {}
+for cls in [nas.SamplerLCMUpscale, nas.SamplerEulerCFGpp]:
+    info = cls.GET_NODE_INFO_V1()
+    info["python_module"] = "comfy_extras.nodes_advanced_samplers"
+    out["object_info_advanced"][info["name"]] = info
 
 with open(out_path, "w") as fh:
     json.dump(out, fh, separators=(",", ":"))

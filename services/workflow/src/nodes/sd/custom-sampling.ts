@@ -12,6 +12,7 @@ import { SUPPORTED_SAMPLERS, type SamplerOptions } from '../../models/samplers.t
 import { betaScheduler, calculateSigmas, SUPPORTED_SCHEDULERS } from '../../models/schedules.ts';
 import { sample, UNetModel, type ConditioningEntry } from '../../models/sd1.ts';
 import type { InputSpec, NodeContext, NodeDefinition } from '../api.ts';
+import { combo, v3 } from '../schema.ts';
 import { isLatent, Tensor, upscaleTensor, type Latent } from '../latent.ts';
 import type { UpscaleMethod } from '../resample.ts';
 import { stepPreviewer } from './preview.ts';
@@ -273,32 +274,6 @@ const defs: NodeDefinition[] = [
     (a) => new SamplerValue('euler_ancestral_cfg_pp', { eta: a.eta, s_noise: a.s_noise }),
     'SamplerEulerAncestralCFG++',
   ),
-  {
-    name: 'SamplerEulerCFGpp',
-    displayName: 'SamplerEulerCFG++',
-    category: '_for_testing',
-    experimental: true,
-    pythonModule: 'comfy_extras.nodes_advanced_samplers',
-    inputs: { required: { version: ['COMBO', { options: ['regular', 'alternative'] }] } },
-    outputs: ['SAMPLER'],
-    execute: ({ version }) => [new SamplerValue(version === 'alternative' ? 'euler_pp' : 'euler_cfg_pp')],
-  },
-  {
-    name: 'SamplerLCMUpscale',
-    pythonModule: 'comfy_extras.nodes_advanced_samplers',
-    category: SAMPLERS,
-    inputs: {
-      required: {
-        scale_ratio: ['FLOAT', { default: 1.0, min: 0.1, max: 20.0, step: 0.01 }],
-        scale_steps: ['INT', { default: -1, min: -1, max: 1000, step: 1 }],
-        upscale_method: ['COMBO', { options: ['bislerp', 'nearest-exact', 'bilinear', 'area', 'bicubic'] }],
-      },
-    },
-    outputs: ['SAMPLER'],
-    execute: ({ scale_ratio, scale_steps, upscale_method }) => [
-      new SamplerValue('lcm_upscale', { total_upscale: scale_ratio, upscale_steps: scale_steps < 0 ? undefined : scale_steps, upscale_method }),
-    ],
-  },
   samplerNode('SamplerLMS', { order: ['INT', { default: 4, min: 1, max: 100 }] }, (a) => new SamplerValue('lms', { order: a.order })),
   samplerNode(
     'SamplerDPMAdaptative',
@@ -474,4 +449,33 @@ const defs: NodeDefinition[] = [
   },
 ];
 
-export const customSamplingNodes: NodeDefinition[] = defs.map((d) => ({ pythonModule: 'comfy_extras.nodes_custom_sampler', ...d }));
+/** comfy_extras/nodes_advanced_samplers.py (V3 nodes). */
+const advancedSamplers: NodeDefinition[] = v3('comfy_extras.nodes_advanced_samplers', [
+  {
+    name: 'SamplerLCMUpscale',
+    displayName: null,
+    category: SAMPLERS,
+    inputs: {
+      required: {
+        scale_ratio: ['FLOAT', { default: 1.0, min: 0.1, max: 20.0, step: 0.01 }],
+        scale_steps: ['INT', { default: -1, min: -1, max: 1000, step: 1 }],
+        upscale_method: combo(['bislerp', 'nearest-exact', 'bilinear', 'area', 'bicubic']),
+      },
+    },
+    outputs: ['SAMPLER'],
+    execute: ({ scale_ratio, scale_steps, upscale_method }) => [
+      new SamplerValue('lcm_upscale', { total_upscale: scale_ratio, upscale_steps: scale_steps < 0 ? undefined : scale_steps, upscale_method }),
+    ],
+  },
+  {
+    name: 'SamplerEulerCFGpp',
+    displayName: 'SamplerEulerCFG++',
+    category: '_for_testing',
+    experimental: true,
+    inputs: { required: { version: combo(['regular', 'alternative']) } },
+    outputs: ['SAMPLER'],
+    execute: ({ version }) => [new SamplerValue(version === 'alternative' ? 'euler_pp' : 'euler_cfg_pp')],
+  },
+]);
+
+export const customSamplingNodes: NodeDefinition[] = [...defs.map((d) => ({ ...d, pythonModule: 'comfy_extras.nodes_custom_sampler' })), ...advancedSamplers];
