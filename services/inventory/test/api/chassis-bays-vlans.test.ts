@@ -189,6 +189,35 @@ forEachStorage('inventory API: virtual chassis, device bays, available VLANs', (
     assert.equal(log[0].postchange_data.vid, 1);
   });
 
+  it('event rules on the new types queue webhook deliveries with their REST data (chassis, bays, templates, allocated VLANs)', async () => {
+    const h = api.http;
+    const hook = ok(await h.post('/api/extras/webhooks/', { name: 'cbv', payload_url: 'http://127.0.0.1:9/cbv' }));
+    const types = ['dcim.virtualchassis', 'dcim.devicebay', 'dcim.devicebaytemplate', 'ipam.vlan'];
+    ok(await h.post('/api/extras/event-rules/', { name: 'cbv-rule', object_types: types, event_types: ['object_created', 'object_deleted'], action_type: 'webhook', action_object_type: 'extras.webhook', action_object_id: hook.id }));
+    const dt = ok(await h.post('/api/dcim/device-types/', { manufacturer: w.mfr.id, model: 'Encl', slug: 'encl', subdevice_role: 'parent' }));
+    const tpl = ok(await h.post('/api/dcim/device-bay-templates/', { device_type: dt.id, name: 'Slot' }));
+    const enc = await device('encl1', dt.id);
+    const bay = ok(await h.get(`/api/dcim/device-bays/?device_id=${enc.id}`), 200).results[0];
+    const vc = ok(await h.post('/api/dcim/virtual-chassis/', { name: 'evc', master: enc.id }));
+    const g = ok(await h.post('/api/ipam/vlan-groups/', { name: 'evg', slug: 'evg', vid_ranges: [[7, 8]] }));
+    const vlan = ok(await h.post(`/api/ipam/vlan-groups/${g.id}/available-vlans/`, { name: 'ev' }));
+    assert.equal((await h.delete(`/api/dcim/virtual-chassis/${vc.id}/`)).status, 204);
+    const tasks = ok(await h.get(`/api/core/background-tasks/?webhook=${hook.id}&limit=100`), 200).results;
+    const seen = new Map<string, any>();
+    for (const t of tasks) seen.set(`${t.object_type}:${t.object_id}:${t.event}`, t);
+    for (const k of [`dcim.devicebaytemplate:${tpl.id}:created`, `dcim.devicebay:${bay.id}:created`, `dcim.virtualchassis:${vc.id}:created`, `ipam.vlan:${vlan.id}:created`, `dcim.virtualchassis:${vc.id}:deleted`]) {
+      assert.ok(seen.has(k), `no delivery for ${k}: ${[...seen.keys()].join(', ')}`);
+    }
+    const detail = ok(await h.get(`/api/core/background-tasks/${seen.get(`dcim.virtualchassis:${vc.id}:created`).id}/`), 200);
+    assert.equal(detail.kwargs.model, 'virtualchassis');
+    assert.equal(detail.kwargs.data.url, `/api/dcim/virtual-chassis/${vc.id}/`);
+    assert.equal(detail.kwargs.data.master.id, enc.id);
+    assert.equal(detail.kwargs.data.member_count, 1);
+    const vlanTask = ok(await h.get(`/api/core/background-tasks/${seen.get(`ipam.vlan:${vlan.id}:created`).id}/`), 200);
+    assert.equal(vlanTask.kwargs.data.vid, 7);
+    assert.equal(vlanTask.kwargs.snapshots.postchange.group, g.id);
+  });
+
   it('concurrent available-vlans allocations from two API processes never share a VID', { timeout: 240_000 }, async () => {
     const procs = await startApiProcesses(storage, 2);
     try {
