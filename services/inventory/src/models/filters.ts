@@ -220,9 +220,13 @@ async function subtreeIds(ctx: ReadCtx, table: string, roots: number[]): Promise
 const VIRTUAL_IFACE_TYPES = ['virtual', 'bridge', 'lag'];
 const WIRELESS_IFACE_TYPES = ['ieee802.11a', 'ieee802.11g', 'ieee802.11n', 'ieee802.11ac', 'ieee802.11ad', 'ieee802.11ax', 'ieee802.11ay', 'ieee802.11be', 'ieee802.15.1', 'other-wireless'];
 
-/** Interfaces of the named devices (their own). */
+/**
+ * NetBox's Device.vc_interfaces() of the named devices: their own interfaces, and for a virtual chassis' master
+ * also the other members' non-management ones (what IP address `device`/`device_id` filters match).
+ */
 function interfacesOfDevices(devices: Cond): Cond {
-  return sql`(select id from dcim_interface where device_id in ${devices})`;
+  const members = sql`(select m.id from dcim_device m join dcim_device d on m.virtual_chassis_id = d.virtual_chassis_id join dcim_virtualchassis vc on vc.id = d.virtual_chassis_id and vc.master_id = d.id where d.id in ${devices})`;
+  return sql`(select id from dcim_interface where device_id in ${devices} or (mgmt_only = ${sql.lit(false)} and device_id in ${members}))`;
 }
 
 /** Model-specific filters that follow a relation through another table. */
@@ -472,7 +476,7 @@ async function customFilter(ctx: ReadCtx, m: ModelDef, f: ExtraFilter, q: Query,
   else if (key === 'ipaddress.interface_id') conds.push(sql`(${col(m.table, 'assigned_object_type')} = 'dcim.interface' and ${inList(col(m.table, 'assigned_object_id'), ids)})`);
   else if (key === 'ipaddress.device_id')
     conds.push(
-      sql`(${col(m.table, 'assigned_object_type')} = 'dcim.interface' and ${col(m.table, 'assigned_object_id')} in (select id from dcim_interface where ${inList(sql.ref('device_id'), ids)}))`,
+      sql`(${col(m.table, 'assigned_object_type')} = 'dcim.interface' and ${col(m.table, 'assigned_object_id')} in ${interfacesOfDevices(ids.length ? sql`(${sql.join(ids)})` : sql`(null)`)})`,
     );
 }
 

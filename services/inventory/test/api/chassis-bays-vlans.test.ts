@@ -71,6 +71,13 @@ forEachStorage('inventory API: virtual chassis, device bays, available VLANs', (
     assert.deepEqual(ids(await h.get(`/api/dcim/virtual-chassis/?member_count=2`)), [vc.id]);
     assert.deepEqual((await h.get('/api/dcim/virtual-chassis/?master_id=999999')).body, { master_id: ['Select a valid choice. 999999 is not one of the available choices.'] });
 
+    // IP addresses by device: a master's include the other members' non-management interfaces (vc_interfaces).
+    const ipE2 = ok(await h.post('/api/ipam/ip-addresses/', { address: '192.0.2.2/24', assigned_object_type: 'dcim.interface', assigned_object_id: e2.id }));
+    const ipM2 = ok(await h.post('/api/ipam/ip-addresses/', { address: '192.0.2.3/24', assigned_object_type: 'dcim.interface', assigned_object_id: m2.id }));
+    assert.deepEqual(ids(await h.get(`/api/ipam/ip-addresses/?device_id=${d1.id}`)), [ipE2.id]);
+    assert.deepEqual(ids(await h.get('/api/ipam/ip-addresses/?device=sw1')), [ipE2.id]);
+    assert.deepEqual(ids(await h.get(`/api/ipam/ip-addresses/?device_id=${d2.id}`)), [ipE2.id, ipM2.id]);
+
     // Deleting the chassis releases its members (each change-logged with the same request id).
     const del = await h.delete(`/api/dcim/virtual-chassis/${vc.id}/`);
     assert.equal(del.status, 204);
