@@ -55,6 +55,7 @@ forEachStorage('inventory API: bulk operations, change log and events', (storage
       primary_ip6: null,
       oob_ip: null,
       cluster: null,
+      config_template: null,
       local_context_data: null,
       description: '',
       comments: '',
