@@ -135,7 +135,13 @@ export async function buildApp(base: ServiceConfig): Promise<FastifyInstance> {
     promptRoutes(app, ctx, runner, { cloud: cloud !== undefined, bodyLimit: config.maxUploadSize + 1024 * 1024 });
     queueRoutes(app, ctx, runner);
     jobRoutes(app, ctx, runner);
-    systemRoutes(app, registry, { folders: (req) => ctx.folders(req), maxUploadSize: config.maxUploadSize, assets: assets !== undefined, extraFeatures: ops?.features() });
+    systemRoutes(app, registry, {
+      folders: (req) => ctx.folders(req),
+      maxUploadSize: config.maxUploadSize,
+      assets: assets !== undefined,
+      extraFeatures: ops?.features(),
+      models: { loaded: () => runner.loadedModels(), budget: config.maxModelMemoryMb * 2 ** 20, namesHidden: cloud !== undefined },
+    });
     assetRoutes(app, ctx, { service: assets, seeder: assets && new AssetSeeder(assets), maxUploadSize: config.maxUploadSize, fromUrl: assetFromUrl(ops?.outbound ?? outboundConfig(config.flags.outboundAllow, process.env, config.flags.outboundTimeoutMs), config.maxUploadSize) });
     wsRoutes(app, ctx, hub, runner, { ...features(config.maxUploadSize, assets !== undefined), ...ops?.features() });
     const models = new ModelFolders(config.dirs.models, config.dirs.customNodes);

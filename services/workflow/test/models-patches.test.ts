@@ -387,7 +387,17 @@ forEachStorage('workflow POST /free (and no previews by default)', (storage) => 
     const first = msgs.find((m) => m.type === 'executed' && m.data.node === 's')!.data.output;
     const bytes = (await readOutput(plain, first.images[0])).data;
     const executedNodes = (res: Awaited<ReturnType<typeof run>>) => res.messages.filter((m) => m.type === 'executing' && m.data.node).map((m) => m.data.node);
+    // /system_stats lists the loaded checkpoint by folder and name (never the server's path), in the thread that holds it.
+    const models = async () => (await plain.http.get('/system_stats')).body.models;
+    const loaded = await models();
+    assert.equal(loaded.count, 1, JSON.stringify(loaded));
+    assert.deepEqual(loaded.loaded.map((m: any) => [m.name, m.part, m.execution_thread]), [['checkpoints/tiny.safetensors', 'checkpoint', 0]]);
+    assert.ok(loaded.loaded[0].memory > 0 && loaded.memory === loaded.loaded[0].memory, JSON.stringify(loaded));
+    assert.equal(loaded.max_model_memory, null);
+    assert.equal(JSON.stringify(loaded).includes(plain.cfg.dataDir), false);
     assert.equal((await plain.http.post('/free', { unload_models: true })).status, 200);
+    while ((await models()).count !== 0) await new Promise((r) => setImmediate(r));
+    assert.deepEqual(await models(), { loaded: [], count: 0, memory: 0, max_model_memory: null });
     const cached = await run(plain, previewGraph(7));
     assert.ok(!executedNodes(cached).includes('ks'), 'the sampler output stays cached');
     assert.equal((await plain.http.post('/free', { free_memory: true })).status, 200);

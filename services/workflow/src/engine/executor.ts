@@ -1,4 +1,4 @@
-import { unloadAll } from '../models/sd1.ts';
+import { loadedModels, unloadAll, type LoadedModel } from '../models/sd1.ts';
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import {
   ExecutionBlocker,
@@ -747,6 +747,11 @@ export class Executor {
       this.lazyEvidence.clear();
     }
     if (opts.unloadModels || opts.freeMemory) void unloadAll().catch(() => {});
+  }
+
+  /** The models loaded in this thread (the engine when prompts run on the main thread). */
+  loadedModels(): Array<LoadedModel & { thread: null }> {
+    return loadedModels().map((m) => ({ ...m, thread: null }));
   }
 
   async run(spec: PromptRun): Promise<RunResult> {

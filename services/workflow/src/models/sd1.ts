@@ -149,12 +149,37 @@ export class Checkpoint {
 
 interface CacheEntry {
   key: string;
+  path: string;
+  part: ModelPart | 'checkpoint';
   checkpoint: Promise<Checkpoint>;
   /** Bytes its sessions may hold once loaded (every float weight as float32). */
   bytes?: number;
 }
 /** Loaded checkpoints, least recently used first. */
 const cache = new Map<string, CacheEntry>();
+
+/** A loaded checkpoint (or part) and what its weights take as float32 (/system_stats). */
+export interface LoadedModel {
+  path: string;
+  part: string;
+  bytes: number;
+}
+
+let cacheListener: ((models: LoadedModel[]) => void) | undefined;
+
+/** Called with the loaded models whenever one is loaded or unloaded (an execution thread reports them to the main thread). */
+export function onLoadedModelsChange(fn: ((models: LoadedModel[]) => void) | undefined): void {
+  cacheListener = fn;
+}
+
+/** The models loaded now, least recently used first (a load in progress is not listed yet). */
+export function loadedModels(): LoadedModel[] {
+  return [...cache.values()].filter((e) => e.bytes !== undefined).map((e) => ({ path: e.path, part: e.part, bytes: e.bytes! }));
+}
+
+function cacheChanged(): void {
+  cacheListener?.(loadedModels());
+}
 
 let memoryBudget = 0;
 
@@ -199,10 +224,16 @@ export async function loadCheckpoint(path: string, part: ModelPart | 'checkpoint
     cache.set(at, hit);
     return hit.checkpoint;
   }
-  if (hit) void hit.checkpoint.then((c) => c.release()).catch(() => {});
+  if (hit) {
+    void hit.checkpoint.then((c) => c.release()).catch(() => {});
+    cache.delete(at);
+    cacheChanged();
+  }
   const opened = part === 'checkpoint' ? Checkpoint.open(path) : Checkpoint.openPart(path, part);
   const entry: CacheEntry = {
     key,
+    path,
+    part,
     checkpoint: opened.then((c) => {
       const bytes = checkpointFootprint(c);
       if (memoryBudget && bytes > memoryBudget) {
@@ -211,6 +242,7 @@ export async function loadCheckpoint(path: string, part: ModelPart | 'checkpoint
       }
       entry.bytes = bytes;
       evictOver(at);
+      cacheChanged();
       return c;
     }),
   };
@@ -225,6 +257,7 @@ export async function loadCheckpoint(path: string, part: ModelPart | 'checkpoint
 export async function unloadAll(): Promise<void> {
   const entries = [...cache.values()];
   cache.clear();
+  cacheChanged();
   await Promise.all(entries.map((e) => e.checkpoint.then((c) => c.release()).catch(() => {})));
 }
 

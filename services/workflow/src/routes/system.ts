@@ -1,4 +1,5 @@
 import os from 'node:os';
+import path from 'node:path';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { NodeScope } from '../nodes/api.ts';
 import type { Rendered } from '../engine/registry.ts';
@@ -46,7 +47,31 @@ export function features(maxUploadSize: number, assets = false): Record<string, 
   };
 }
 
-export function systemRoutes(app: FastifyInstance, registry: NodeRegistry, opts: { folders?: (req: FastifyRequest) => NodeScope; maxUploadSize: number; assets?: boolean; extraFeatures?: Record<string, unknown> }): void {
+/** What /system_stats says of the loaded models (not in the reference's answer, which has no such list): names by folder, never the server's paths. */
+export interface ModelsReport {
+  loaded(): Array<{ path: string; part: string; bytes: number; thread: number | null }>;
+  /** --max-model-memory in bytes per execution thread (0: none). */
+  budget: number;
+  /** Hosted runtime: workspaces share the process, so only the totals are shown. */
+  namesHidden: boolean;
+}
+
+function modelsOf(r: ModelsReport): Record<string, unknown> {
+  const loaded = r.loaded();
+  const memory = loaded.reduce((s, m) => s + m.bytes, 0);
+  return {
+    loaded: r.namesHidden ? [] : loaded.map((m) => ({ name: `${path.basename(path.dirname(m.path))}/${path.basename(m.path)}`, part: m.part, memory: m.bytes, execution_thread: m.thread })),
+    count: loaded.length,
+    memory,
+    max_model_memory: r.budget > 0 ? r.budget : null,
+  };
+}
+
+export function systemRoutes(
+  app: FastifyInstance,
+  registry: NodeRegistry,
+  opts: { folders?: (req: FastifyRequest) => NodeScope; maxUploadSize: number; assets?: boolean; extraFeatures?: Record<string, unknown>; models?: ModelsReport },
+): void {
   dual(app, 'GET', '/object_info', { operationId: 'getObjectInfo', tags: ['node'] }, (req, reply) => sendRendered(req, reply, registry.objectInfoRendered(opts.folders?.(req))));
 
   dual(app, 'GET', '/object_info/:node_class', { operationId: 'getObjectInfoByClass', tags: ['node'] }, (req, reply) => {
@@ -77,6 +102,7 @@ export function systemRoutes(app: FastifyInstance, registry: NodeRegistry, opts:
       },
       // On the CPU the reference's get_total_memory/get_free_memory give the system's memory for both pairs.
       devices: [{ name: 'cpu', type: 'cpu', index: null, vram_total: total, vram_free: free, torch_vram_total: total, torch_vram_free: free }],
+      ...(opts.models ? { models: modelsOf(opts.models) } : {}),
     };
   });
 

@@ -5,6 +5,7 @@ import { AssetService } from '../domain/assets/service.ts';
 import { billingConfig } from '../domain/cloud/billing.ts';
 import { mayViewOutput } from '../domain/output-owners.ts';
 import { Executor } from '../engine/executor.ts';
+import { configureModelMemory } from '../models/sd1.ts';
 import { ExecutionPool, type Engine } from '../threads/execution-pool.ts';
 import type { NodeRegistry } from '../engine/registry.ts';
 import { workspaceScope, workspacesRoot } from '../files/workspace-folders.ts';
@@ -56,6 +57,8 @@ export async function buildExecution(
   const registry = await buildRegistry(config, log);
   const ex = config.execution;
   // Node code runs in execution threads (one prompt each): the API and sockets keep answering while it computes.
+  // With no execution threads the models load here: the budget is this thread's (each thread sets its own).
+  if (ex.threads === 0) configureModelMemory(config.maxModelMemoryMb * 2 ** 20);
   const executor: Engine =
     ex.threads === 0
       ? new Executor(registry, config.cache, ex.limits)

@@ -3,7 +3,7 @@ import os from 'node:os';
 import type { Storage } from '@svc/storage';
 import { InterruptSignal, type ExecutionSink, type RunResult } from '../engine/executor.ts';
 import type { ProgressView } from '../engine/progress.ts';
-import type { Engine } from '../threads/execution-pool.ts';
+import type { Engine, EngineModel } from '../threads/execution-pool.ts';
 import { claimNextWithinLimit } from '../domain/claim-within-limit.ts';
 import { validatePrompt, type PromptError } from '../engine/validate.ts';
 import type { NodeEnv, NodeScope } from '../nodes/api.ts';
@@ -520,6 +520,11 @@ export class PromptRunner implements ClaimHandler {
     // It ended without running: one more row of history.
     if (!this.o.shared) this.finished += 1;
     this.broadcastStatus(owner);
+  }
+
+  /** The models the engine holds now (/system_stats). */
+  loadedModels(): EngineModel[] {
+    return this.o.executor.loadedModels?.() ?? [];
   }
 
   /** POST /free: free_memory empties the output cache (after the running prompt, as the reference). */

@@ -19,6 +19,7 @@ import type { WorkflowConfig } from '../config.ts';
 import type { ExecutorLimits, PromptRun, RunResult } from '../engine/executor.ts';
 import { ProgressMirror } from '../engine/progress.ts';
 import type { NodeRegistry } from '../engine/registry.ts';
+import type { LoadedModel } from '../models/sd1.ts';
 import type { EnvCall, FromThread, ThreadInit, ToThread } from './protocol.ts';
 
 type Log = { warn(o: object, m: string): void; error(o: object, m: string): void };
@@ -32,8 +33,13 @@ export interface Engine {
   run(spec: PromptRun, affinity?: string): Promise<RunResult>;
   /** POST /free: `freeMemory` empties the output cache; `unloadModels` (or `freeMemory`, as the reference) unloads the loaded models. */
   freeMemory(opts?: FreeOptions): void;
+  /** The models loaded now, in every thread. */
+  loadedModels?(): EngineModel[];
   close?(): Promise<void>;
 }
+
+/** A model an engine holds, and in which execution thread (/system_stats). */
+export type EngineModel = LoadedModel & { thread: number | null };
 
 export interface FreeOptions {
   unloadModels?: boolean;
@@ -89,6 +95,8 @@ class ExecutionThread {
   private closed = false;
   /** The owner whose prompt ran here last (the cache holds its values). */
   lastOwner: string | undefined;
+  /** The models the thread reported last (none once it is gone). */
+  models: LoadedModel[] = [];
 
   constructor(
     private readonly o: PoolOptions,
@@ -116,6 +124,7 @@ class ExecutionThread {
     });
     this.worker = worker;
     this.isReady = false;
+    this.models = [];
     this.ready = new Promise<void>((resolve, reject) => {
       const onReady = (m: FromThread) => {
         if (m.t !== 'ready') return;
@@ -220,6 +229,10 @@ class ExecutionThread {
     if (worker !== this.worker) return;
     if (m.t === 'log') {
       this.o.log[m.level](m.data, m.msg);
+      return;
+    }
+    if (m.t === 'models') {
+      this.models = m.models;
       return;
     }
     const run = this.active;
@@ -371,6 +384,7 @@ class ExecutionThread {
     this.o.log.error({ err }, oom ? 'an execution thread ran out of memory' : 'an execution thread died');
     // Started again by the next run, not now: a thread that dies as it starts must not be restarted in a loop.
     this.worker = undefined;
+    this.models = [];
     this.isReady = false;
     if (run) {
       this.finish(run);
@@ -422,6 +436,10 @@ export class ExecutionPool implements Engine {
 
   freeMemory(opts?: FreeOptions): void {
     for (const t of this.threads) t.free(opts);
+  }
+
+  loadedModels(): EngineModel[] {
+    return this.threads.flatMap((t, i) => t.models.map((m) => ({ ...m, thread: i })));
   }
 
   async close(): Promise<void> {

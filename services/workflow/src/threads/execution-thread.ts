@@ -11,7 +11,7 @@ import { Executor, InterruptSignal, type ExecutionSink } from '../engine/executo
 import type { ProgressRegistry } from '../engine/progress.ts';
 import type { NodeEnv } from '../nodes/api.ts';
 import { configurePreviews } from '../models/preview.ts';
-import { configureModelMemory, unloadAll } from '../models/sd1.ts';
+import { configureModelMemory, onLoadedModelsChange, unloadAll } from '../models/sd1.ts';
 import { buildRegistry } from './node-registry.ts';
 import type { EnvCall, FromThread, RunEnd, RunEvent, ThreadInit, ToThread } from './protocol.ts';
 
@@ -21,6 +21,7 @@ const init = workerData as ThreadInit;
 lowerPriority(init.config.execution?.nice ?? 0);
 if (init.config.preview) configurePreviews(init.config.preview);
 configureModelMemory((init.config.maxModelMemoryMb ?? 0) * 2 ** 20);
+onLoadedModelsChange((models) => post({ t: 'models', models }));
 
 /**
  * Makes this thread nicer than the process (Linux: setpriority on the thread's own id). Waking an idle thread

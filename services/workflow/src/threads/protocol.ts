@@ -7,6 +7,7 @@ import type { WorkflowConfig } from '../config.ts';
 import type { ExecutorLimits, NodeMeta, RunResult } from '../engine/executor.ts';
 import type { NodeProgress } from '../engine/progress.ts';
 import type { NodeEnv } from '../nodes/api.ts';
+import type { LoadedModel } from '../models/sd1.ts';
 
 /** `workerData` of an execution thread. */
 export interface ThreadInit {
@@ -59,4 +60,6 @@ export type FromThread =
   | { t: 'call'; seq: number; id: number; fn: EnvCall; args: unknown[] }
   | { t: 'ack'; seq: number }
   | { t: 'crashed'; seq: number; error: string }
-  | { t: 'log'; level: 'warn' | 'error'; msg: string; data: Record<string, unknown> };
+  | { t: 'log'; level: 'warn' | 'error'; msg: string; data: Record<string, unknown> }
+  /** The models this thread holds now, after each load or unload. */
+  | { t: 'models'; models: LoadedModel[] };
