@@ -1,7 +1,8 @@
+import { sql } from 'kysely';
 import { checkGeneric, contentTypeLabel, enrichGeneric, genericFields, genericFilters, type GenericRef } from './generic-object.ts';
 import { NETBOX_FILTERS } from './netbox-filters.ts';
 import { refFilters } from './tenancy.ts';
-import type { Choice, ModelDef, Row } from './types.ts';
+import type { Choice, ExtraFilter, ModelDef, Row } from './types.ts';
 
 /** NetBox's ContactPriorityChoices. */
 export const CONTACT_PRIORITIES: Choice[] = [
@@ -58,3 +59,28 @@ export const contactAssignment: ModelDef = {
     return { id, url, display_url, display, object_type, object_id, contact, role, priority, tags, custom_fields, created, last_updated };
   },
 };
+
+/**
+ * NetBox's ContactModelFilterSet on every model with contacts: `contact` and `contact_role` (ids) match the objects
+ * that have such an assignment. `contact_group` stays refused (contacts' group membership is not modelled).
+ */
+export function contactFilters(m: ModelDef): ExtraFilter[] {
+  return ([['contact', 'tenancy_contact', 'contact_id'], ['contact_role', 'tenancy_contactrole', 'role_id']] as const).map(([name, table, column]) => ({
+    name,
+    kind: 'custom' as const,
+    where: async (ctx, vals, errors) => {
+      const bad = vals.find((v) => !/^\d{1,16}$/.test(v.trim()));
+      if (bad !== undefined) return void (errors[name] = [`Select a valid choice. ${bad} is not one of the available choices.`]);
+      const ids = vals.map(Number);
+      const found = new Set((await ctx.db.selectFrom(table).select('id').where('id', 'in', ids).execute()).map((r) => Number(r.id)));
+      const missing = ids.find((id) => !found.has(id));
+      if (missing !== undefined) return void (errors[name] = [`Select a valid choice. ${missing} is not one of the available choices.`]);
+      return sql`${sql.ref(`${m.table}.id`)} in (select object_id from tenancy_contactassignment where object_type = ${m.objectType} and ${sql.ref(column)} in (${sql.join(ids)}))`;
+    },
+  }));
+}
+
+/** Adds the contact filters to the models with contacts (as NetBox's filter sets mix ContactModelFilterSet in). */
+export function withContactFilters(models: ModelDef[]): void {
+  for (const m of models) if (takesContacts(m)) m.extraFilters = [...(m.extraFilters ?? []), ...contactFilters(m)];
+}

@@ -1,6 +1,8 @@
 import { customFieldChoiceSet } from './choice-sets.ts';
 import { configContext, configTemplate } from './config-contexts.ts';
 import { contactAssignment } from './contact-assignments.ts';
+
+export { withContactFilters } from './contact-assignments.ts';
 import { journalEntry } from './journal.ts';
 import type { ModelDef } from './types.ts';
 

@@ -10,7 +10,7 @@ import { CIRCUIT_MODELS } from './circuits.ts';
 import { IPAM_REGISTRY_MODELS } from './ipam-registry.ts';
 import { customField } from './custom-fields.ts';
 import { MORE_MODELS } from './more-models.ts';
-import { JOURNAL_CONFIG_MODELS } from './journal-config-models.ts';
+import { JOURNAL_CONFIG_MODELS, withContactFilters } from './journal-config-models.ts';
 import { CHASSIS_BAY_MODELS } from './chassis-bays.ts';
 
 /** Every object type: its REST endpoints, change logging and event rules all come from here. */
@@ -49,6 +49,8 @@ export const MODELS: ModelDef[] = [
   ...CHASSIS_BAY_MODELS,
   ...JOURNAL_CONFIG_MODELS,
 ];
+
+withContactFilters(MODELS);
 
 const byKey = new Map(MODELS.map((m) => [m.key, m]));
 const byType = new Map(MODELS.map((m) => [m.objectType, m]));
