@@ -1,12 +1,15 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
+import { createRequire } from 'node:module';
 import path from 'node:path';
+import { Worker } from 'node:worker_threads';
 import BetterSqlite3 from 'better-sqlite3';
 import type pg from 'pg';
 import { CompiledQuery, Kysely, PostgresDialect, SqliteDialect, SqliteDriver, sql, type DatabaseConnection, type Driver, type SqliteDialectConfig } from 'kysely';
 import { postgresDialect, sqliteDialect, type SqlDialect } from './dialect.ts';
 import { registerSqliteFunctions } from './sqlite-functions.ts';
 
+const requireHere = createRequire(import.meta.url);
 let pgModule: Promise<typeof pg> | undefined;
 
 /** The pg driver, loaded on first use: a service on SQLite never pays its memory. */
@@ -33,6 +36,13 @@ export interface StorageOptions {
   onSqliteOpen?: (db: BetterSqlite3.Database) => void;
   /** `synchronous` pragma: FULL for data that must survive power loss. */
   sqliteSynchronous?: 'NORMAL' | 'FULL';
+  /**
+   * SQLite: WAL checkpoints run in a worker thread of this process (its own
+   * connection, a PASSIVE checkpoint every 200 ms) instead of inside the
+   * commit that crosses SQLite's 1,000-page threshold, which then copies the
+   * WAL into the database file and syncs it on the event loop. Off when unset.
+   */
+  sqliteCheckpointThread?: boolean;
   /** Reuse prepared statements for repeated SQL (Kysely prepares every query afresh); the number kept. Off when unset. */
   sqliteStatementCache?: number;
   pgPoolSize?: number;
@@ -98,6 +108,7 @@ function openSqlite(opts: StorageOptions): Storage {
   opts.onSqliteOpen?.(raw);
   const database = opts.sqliteStatementCache ? cachingStatements(raw, opts.sqliteStatementCache) : raw;
   const db = new Kysely<any>({ dialect: new ImmediateSqliteDialect({ database }) });
+  const checkpointer = opts.sqliteCheckpointThread ? startCheckpointThread(raw, file) : undefined;
   const durable = sql.raw(`pragma synchronous = ${opts.sqliteSynchronous ?? 'NORMAL'}`);
   return {
     dialect: sqliteDialect,
@@ -115,8 +126,53 @@ function openSqlite(opts: StorageOptions): Storage {
         }
       }),
     async close() {
+      await checkpointer?.stop();
       await db.destroy();
     },
+  };
+}
+
+const CHECKPOINT_THREAD = `
+const { parentPort, workerData } = require('node:worker_threads');
+const Database = require(workerData.module);
+const db = new Database(workerData.file);
+db.pragma('busy_timeout = 0');
+const tick = () => {
+  try {
+    db.pragma('wal_checkpoint(PASSIVE)');
+  } catch {
+    // Busy (another checkpointer, a file being replaced): the next tick tries again.
+  }
+};
+const timer = setInterval(tick, workerData.intervalMs);
+parentPort.on('message', () => {
+  clearInterval(timer);
+  tick();
+  db.close();
+  parentPort.postMessage('closed');
+});
+`;
+
+/**
+ * Turns off the connection's automatic checkpoints and checkpoints from a
+ * worker thread instead. A PASSIVE checkpoint never waits for or blocks
+ * readers and writers; once it has copied every frame, the next writer
+ * restarts the WAL from its beginning, so the file stays as small as before.
+ */
+function startCheckpointThread(raw: BetterSqlite3.Database, file: string): { stop(): Promise<void> } {
+  raw.pragma('wal_autocheckpoint = 0');
+  const worker = new Worker(CHECKPOINT_THREAD, { eval: true, workerData: { module: requireHere.resolve('better-sqlite3'), file, intervalMs: 200 } });
+  worker.unref();
+  let stopped: Promise<void> | undefined;
+  return {
+    stop: () =>
+      (stopped ??= new Promise<void>((resolve) => {
+        const done = () => resolve();
+        worker.once('message', () => void worker.terminate().then(done, done));
+        worker.once('error', done);
+        worker.once('exit', done);
+        worker.postMessage('stop');
+      })),
   };
 }
 
