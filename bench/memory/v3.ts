@@ -180,8 +180,8 @@ async function main() {
 
   // Session context over 10,000 messages.
   const ctxN = Number(args['context-messages']);
-  for (let i = 0; i < ctxN / 100; i++) await call(`${W}/sessions/ctx/messages`, { messages: batch(`c${i}`) });
-  for (const tokens of [2000, 100000]) {
+  if (ctxN > 0) for (let i = 0; i < ctxN / 100; i++) await call(`${W}/sessions/ctx/messages`, { messages: batch(`c${i}`) });
+  for (const tokens of ctxN > 0 ? [2000, 100000] : []) {
     const times: number[] = [];
     for (let q = 0; q < 100; q++) {
       const t = performance.now();
@@ -193,6 +193,22 @@ async function main() {
 
   // Search over 100,000 messages (in sessions of 1,000).
   const searchN = Number(args['search-messages']);
+  if (searchN > 0) await searchRounds(W, searchN);
+
+  await base.close();
+  await svc.app.close();
+  if (DATABASE_URL) {
+    const pg = (await import('pg')).default;
+    const c = new pg.Client({ connectionString: DATABASE_URL });
+    await c.connect();
+    await c.query(`drop schema if exists ${svc.schema} cascade; drop schema if exists ${svc.schema}_worker cascade`);
+    await c.end();
+  }
+  fs.rmSync(dir, { recursive: true, force: true });
+}
+
+/** Loads searchN messages (sessions of 1,000), then the first search (index build) and the indexed vs plain plans. */
+async function searchRounds(W: string, searchN: number) {
   const t0 = performance.now();
   for (let i = 0; i < searchN / 100; i++) await call(`${W}/sessions/s${Math.floor(i / 10)}/messages`, { messages: batch(`s${i}`) });
   console.log(`loaded ${searchN} messages for search in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
@@ -220,17 +236,6 @@ async function main() {
   console.log(
     `plain plan (newest 20,000 ranked per query), ${plainTimes.length} queries: p50 ${median(plainTimes).toFixed(1)} ms; ratio of p50s plain/indexed ${(median(plainTimes) / median(times)).toFixed(1)}x`,
   );
-
-  await base.close();
-  await svc.app.close();
-  if (DATABASE_URL) {
-    const pg = (await import('pg')).default;
-    const c = new pg.Client({ connectionString: DATABASE_URL });
-    await c.connect();
-    await c.query(`drop schema if exists ${svc.schema} cascade; drop schema if exists ${svc.schema}_worker cascade`);
-    await c.end();
-  }
-  fs.rmSync(dir, { recursive: true, force: true });
 }
 
 await main();

@@ -3,10 +3,13 @@ import type { Ctx } from '../context.ts';
 import { nextSeq, type Meta } from '../values.ts';
 import { compileFilter, MESSAGE_FILTER } from './filter.ts';
 import { pageQuery, pagingOf, type V3Paging } from './paging.ts';
-import { embedTexts, storeVectors } from './recall.ts';
-import { enqueueForMessages } from './reasoning.ts';
+import { vectorToBuffer } from '../../search/embedding.ts';
+import { indexBody } from '../../search/text.ts';
+import { insertRows } from './bulk.ts';
+import { embedTexts } from './recall.ts';
+import { planMessageWork, workRowsAndJobs, type EnqueueState } from './reasoning.ts';
 import { ensureSession } from './sessions.ts';
-import { estimateTokens, nanoid, notFound, parseClientTime } from './util.ts';
+import { estimateTokens, meta, nanoid, notFound, parseClientTime, ts } from './util.ts';
 import { messageToJson } from './wire.ts';
 
 export interface MessageInput {
@@ -20,47 +23,96 @@ export interface MessageInput {
 /**
  * A batch of messages, in order, in one transaction: the session (and
  * workspace) is got or created, the authors are created and joined, and
- * `seq_in_session` continues the session's numbering under a per-session lock
- * (PostgreSQL advisory lock; SQLite write transactions are serial), so
+ * `seq_in_session` continues the session's numbering under the session row's
+ * lock (PostgreSQL `for update`; SQLite write transactions are serial), so
  * concurrent batches interleave whole and never share a number.
+ *
+ * Statements (both storages): the session row (locked) with the workspace's
+ * configuration; the active members with their configurations and the last
+ * `seq_in_session`; the messages, their vectors and their work units (one
+ * statement on PostgreSQL, prepared inserts on SQLite); the jobs (one
+ * statement). A missing or inactive session, or a sender that is not an
+ * active member, goes through `ensureSession` first (get-or-create, join).
  */
 export async function createMessages(ctx: Ctx, workspace: string, session: string, messages: MessageInput[]) {
   const { db, dialect: d } = ctx.storage;
   // Client timestamps are checked before anything is written.
   const times = messages.map((m, i) => (m.created_at == null ? undefined : parseClientTime(m.created_at, `messages.${i}.created_at`)));
   const vectors = await embedTexts(ctx, messages.map((m) => m.content));
-  const rows = await db.transaction().execute(async (trx) => {
-    const peers: Record<string, null> = {};
-    for (const m of messages) peers[m.peer_id] = null;
-    await ensureSession(trx, ctx, workspace, { id: session, peers });
-    if (d.kind === 'postgres') await sql`select pg_advisory_xact_lock(hashtext(${workspace}), hashtext(${session}))`.execute(trx);
-    const last = await trx
-      .selectFrom('v3_messages')
-      .select((eb) => eb.fn.max('seq_in_session').as('n'))
-      .where('workspace', '=', workspace)
-      .where('session', '=', session)
-      .executeTakeFirst();
-    let n = Number(last?.n ?? 0);
+  const senders = [...new Set(messages.map((m) => m.peer_id))];
+  const out = await db.transaction().execute(async (trx) => {
+    let state = await readBatchState(trx, ctx, workspace, session);
+    if (!state || senders.some((p) => !state!.members.has(p))) {
+      const peers: Record<string, null> = {};
+      for (const p of senders) peers[p] = null;
+      await ensureSession(trx, ctx, workspace, { id: session, peers });
+      state = (await readBatchState(trx, ctx, workspace, session))!;
+    }
+    let n = state.last;
     const now = new Date();
-    const out = messages.map((m, i) => ({
+    const rows = messages.map((m, i) => ({
       id: nanoid(),
-      workspace,
-      session,
       peer: m.peer_id,
-      content: m.content,
-      metadata: d.json(m.metadata ?? {}),
-      token_count: estimateTokens(m.content),
       created_at: d.timestamp(times[i] ?? now),
-      seq: nextSeq(),
       seq_in_session: ++n,
     }));
-    await trx.insertInto('v3_messages').values(out).execute();
-    await storeVectors(trx, workspace, out.map((m, i) => ({ id: m.id, vector: m.content.trim() ? vectors[i] : undefined, content: m.content })));
-    await enqueueForMessages(trx, ctx, workspace, session, out, messages.map((m) => m.configuration));
-    return out;
+    const messageRows = rows.map((r, i) => {
+      const m = messages[i]!;
+      return [r.id, workspace, session, r.peer, m.content, d.json(m.metadata ?? {}), estimateTokens(m.content), r.created_at, nextSeq(), r.seq_in_session];
+    });
+    const vectorRows: unknown[][] = [];
+    for (let i = 0; i < rows.length; i++) {
+      const content = messages[i]!.content;
+      if (vectors[i] && content.trim()) vectorRows.push([rows[i]!.id, workspace, vectorToBuffer(vectors[i]!), indexBody(content)]);
+    }
+    const work = workRowsAndJobs(ctx, planMessageWork(state, workspace, session, rows, messages.map((m) => m.configuration)));
+    await insertRows(trx, ctx.storage, [{ table: 'v3_messages', columns: MESSAGE_COLUMNS, rows: messageRows }, { table: 'v3_vectors', columns: VECTOR_COLUMNS, rows: vectorRows }, work.rows]);
+    await ctx.queue.addMany(work.jobs, trx);
+    return messageRows;
   });
   ctx.queue.wake();
-  return rows.map(messageToJson);
+  // The stored values, without reading them back (metadata as given: the stored JSON is its serialisation).
+  return out.map((r, i) => ({
+    id: r[0] as string,
+    content: messages[i]!.content,
+    peer_id: messages[i]!.peer_id,
+    session_id: session,
+    metadata: messages[i]!.metadata ?? {},
+    created_at: ts(r[7]),
+    workspace_id: workspace,
+    token_count: r[6] as number,
+  }));
+}
+
+const MESSAGE_COLUMNS = ['id', 'workspace', 'session', 'peer', 'content', 'metadata', 'token_count', 'created_at', 'seq', 'seq_in_session'] as const;
+const VECTOR_COLUMNS = ['id', 'workspace', 'vector', 'body'] as const;
+
+/**
+ * The session row (locked until the transaction ends, on PostgreSQL) and, read after the lock, its active
+ * members with their session and peer configuration and its last `seq_in_session`. Undefined when the session
+ * is missing or inactive.
+ */
+async function readBatchState(trx: Kysely<any>, ctx: Ctx, workspace: string, session: string): Promise<(EnqueueState & { last: number }) | undefined> {
+  const pg = ctx.storage.dialect.kind === 'postgres';
+  const s = await sql<{ is_active: unknown; s_conf: unknown; w_conf: unknown }>`select s.is_active, s.configuration as s_conf, w.configuration as w_conf
+    from v3_sessions s join v3_workspaces w on w.name = s.workspace
+    where s.workspace = ${workspace} and s.name = ${session}${pg ? sql` for update of s` : sql``}`.execute(trx);
+  const row = s.rows[0];
+  if (!row || !(row.is_active === true || row.is_active === 1)) return undefined;
+  const r = await sql<{ last: unknown; peer: string | null; m_conf: unknown; p_conf: unknown }>`select
+      (select max(seq_in_session) from v3_messages where workspace = ${workspace} and session = ${session}) as last,
+      sp.peer, sp.configuration as m_conf, p.configuration as p_conf
+    from (select 1 as one) x
+    left join v3_session_peers sp on sp.workspace = ${workspace} and sp.session = ${session} and sp.left_at is null
+    left join v3_peers p on p.workspace = sp.workspace and p.name = sp.peer`.execute(trx);
+  const members = new Map<string, Record<string, any>>();
+  const peerConfs = new Map<string, Record<string, any>>();
+  for (const m of r.rows) {
+    if (m.peer == null) continue;
+    members.set(m.peer, meta(m.m_conf));
+    peerConfs.set(m.peer, meta(m.p_conf));
+  }
+  return { wsConf: meta(row.w_conf), sConf: meta(row.s_conf), members, peerConfs, last: Number(r.rows[0]?.last ?? 0) };
 }
 
 export async function listMessages(ctx: Ctx, workspace: string, session: string, filters: unknown, q: V3Paging) {

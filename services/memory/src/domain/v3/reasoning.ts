@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import type { TaskHandler } from '@svc/queue';
+import type { NewJob, TaskHandler } from '@svc/queue';
 import type { Ctx } from '../context.ts';
 import type { MemoryConfig } from '../../config.ts';
 import { createLlm, llmSettings, type LlmClient } from '../../chat/llm.ts';
@@ -8,6 +8,7 @@ import { extractFacts } from '../../deriver/extract.ts';
 import { DUPLICATE_COSINE } from '../../deriver/facts.ts';
 import { bufferToVector, dot } from '../../search/embedding.ts';
 import { nextSeq } from '../values.ts';
+import { insertRows, type RowSet } from './bulk.ts';
 import { embedTexts, storeVectors } from './recall.ts';
 import { publishEvent, webhookTasks, type WebhookSettings } from './webhooks.ts';
 import { estimateTokens, meta, nanoid } from './util.ts';
@@ -47,51 +48,74 @@ interface Unit {
   sender?: string;
 }
 
-/** Work units and their jobs, written in the caller's transaction: the rows in one statement per 100, then one job each. */
-async function addWorks(trx: Kysely<any>, ctx: Ctx, items: Array<{ task: string; unit: Unit; payload: Record<string, unknown>; queueName?: string }>) {
-  if (!items.length) return;
+export interface WorkItem {
+  task: string;
+  unit: Unit;
+  payload: Record<string, unknown>;
+  queueName?: string;
+}
+
+/** The `v3_work` rows of work items (ids given here) and their jobs, each carrying its row's id. */
+export function workRowsAndJobs(ctx: Ctx, items: WorkItem[]): { rows: RowSet; jobs: NewJob[] } {
   const now = ctx.storage.dialect.timestamp(new Date());
-  const rows = items.map((it) => ({
-    id: nanoid(),
-    workspace: it.unit.workspace,
-    session: it.unit.session ?? null,
-    observer: it.unit.observer ?? null,
-    sender: it.unit.sender ?? null,
-    task: it.task,
-    status: 'pending',
-    created_at: now,
-  }));
-  for (let i = 0; i < rows.length; i += 100) await trx.insertInto('v3_work').values(rows.slice(i, i + 100)).execute();
-  for (let i = 0; i < items.length; i++) {
-    const it = items[i]!;
-    await ctx.queue.add(it.task, { ...it.payload, work_id: rows[i]!.id }, { maxAttempts: 5, ...(it.queueName ? { queueName: it.queueName } : {}) }, trx);
+  const rows: unknown[][] = [];
+  const jobs: NewJob[] = [];
+  for (const it of items) {
+    const id = nanoid();
+    rows.push([id, it.unit.workspace, it.unit.session ?? null, it.unit.observer ?? null, it.unit.sender ?? null, it.task, 'pending', now]);
+    jobs.push({ task: it.task, payload: { ...it.payload, work_id: id }, opts: { maxAttempts: 5, ...(it.queueName ? { queueName: it.queueName } : {}) } });
   }
+  return { rows: { table: 'v3_work', columns: WORK_COLUMNS, rows }, jobs };
+}
+const WORK_COLUMNS = ['id', 'workspace', 'session', 'observer', 'sender', 'task', 'status', 'created_at'] as const;
+
+/** Work units and their jobs, written in the caller's transaction: the rows in one statement, the jobs in one more. */
+async function addWorks(trx: Kysely<any>, ctx: Ctx, items: WorkItem[]) {
+  if (!items.length) return;
+  const { rows, jobs } = workRowsAndJobs(ctx, items);
+  await insertRows(trx, ctx.storage, [rows]);
+  await ctx.queue.addMany(jobs, trx);
 }
 
 async function addWork(trx: Kysely<any>, ctx: Ctx, task: string, unit: Unit, payload: Record<string, unknown>, queueName?: string) {
   await addWorks(trx, ctx, [{ task, unit, payload, queueName }]);
 }
 
-/** Enqueues the work that new messages cause; runs inside their transaction. */
-export async function enqueueForMessages(
-  trx: Kysely<any>,
-  ctx: Ctx,
+/** What the work of new messages depends on: workspace and session configuration, the active members' session configuration, and the senders' peer configuration. */
+export interface EnqueueState {
+  wsConf: Config;
+  sConf: Config;
+  /** Active members: peer → session-level configuration. */
+  members: Map<string, Config>;
+  /** Peer-level configuration, at least of every sender. */
+  peerConfs: Map<string, Config>;
+}
+
+async function readEnqueueState(trx: Kysely<any>, workspace: string, session: string, senders: string[]): Promise<EnqueueState> {
+  const ws = await trx.selectFrom('v3_workspaces').select('configuration').where('name', '=', workspace).executeTakeFirst();
+  const ss = await trx.selectFrom('v3_sessions').select('configuration').where('workspace', '=', workspace).where('name', '=', session).executeTakeFirst();
+  const members = await trx.selectFrom('v3_session_peers').select(['peer', 'configuration']).where('workspace', '=', workspace).where('session', '=', session).where('left_at', 'is', null).execute();
+  const peerConfs = new Map<string, Config>();
+  for (const p of await trx.selectFrom('v3_peers').select(['name', 'configuration']).where('workspace', '=', workspace).where('name', 'in', senders).execute()) {
+    peerConfs.set(p.name, meta(p.configuration));
+  }
+  return { wsConf: meta(ws?.configuration) as Config, sConf: meta(ss?.configuration) as Config, members: new Map(members.map((m: any) => [m.peer, meta(m.configuration)])), peerConfs };
+}
+
+/**
+ * The work that new messages cause: for each message a representation unit
+ * per observer of its sender (in its (observer, observed) named queue) unless
+ * reasoning is off, and summaries at the configured intervals.
+ */
+export function planMessageWork(
+  state: EnqueueState,
   workspace: string,
   session: string,
   rows: Array<{ id: string; peer: string; seq_in_session: number }>,
   messageConfigs: Array<Config | null | undefined>,
-): Promise<void> {
-  const ws = await trx.selectFrom('v3_workspaces').select('configuration').where('name', '=', workspace).executeTakeFirst();
-  const ss = await trx.selectFrom('v3_sessions').select('configuration').where('workspace', '=', workspace).where('name', '=', session).executeTakeFirst();
-  const wsConf = meta(ws?.configuration) as Config;
-  const sConf = meta(ss?.configuration) as Config;
-  const members = await trx.selectFrom('v3_session_peers').select(['peer', 'configuration']).where('workspace', '=', workspace).where('session', '=', session).where('left_at', 'is', null).execute();
-  const conf = new Map(members.map((m: any) => [m.peer, meta(m.configuration)]));
-  const peerConfs = new Map<string, Config>();
-  for (const p of await trx.selectFrom('v3_peers').select(['name', 'configuration']).where('workspace', '=', workspace).where('name', 'in', [...new Set(rows.map((r) => r.peer))]).execute()) {
-    peerConfs.set(p.name, meta(p.configuration));
-  }
-  const work: Parameters<typeof addWorks>[2] = [];
+): WorkItem[] {
+  const { wsConf, sConf, members: conf, peerConfs } = state;
+  const work: WorkItem[] = [];
   for (let i = 0; i < rows.length; i++) {
     const m = rows[i]!;
     if (!enabled(messageConfigs[i]?.reasoning, sConf.reasoning, wsConf.reasoning)) continue;
@@ -105,7 +129,7 @@ export async function enqueueForMessages(
       work.push({ task: DERIVE_TASK, unit: { workspace, session, observer, sender: m.peer }, payload: { workspace, session, message_id: m.id, observer, observed: m.peer }, queueName: `v3:${workspace}:${observer}:${m.peer}` });
     }
   }
-  if (!enabled(sConf.summary, wsConf.summary)) return addWorks(trx, ctx, work);
+  if (!enabled(sConf.summary, wsConf.summary)) return work;
   const short = Number(sConf.summary?.messages_per_short_summary ?? wsConf.summary?.messages_per_short_summary ?? MESSAGES_PER_SHORT_SUMMARY);
   const long = Number(sConf.summary?.messages_per_long_summary ?? wsConf.summary?.messages_per_long_summary ?? MESSAGES_PER_LONG_SUMMARY);
   for (const m of rows) {
@@ -115,7 +139,20 @@ export async function enqueueForMessages(
       }
     }
   }
-  await addWorks(trx, ctx, work);
+  return work;
+}
+
+/** Enqueues the work that new messages cause; runs inside their transaction. */
+export async function enqueueForMessages(
+  trx: Kysely<any>,
+  ctx: Ctx,
+  workspace: string,
+  session: string,
+  rows: Array<{ id: string; peer: string; seq_in_session: number }>,
+  messageConfigs: Array<Config | null | undefined>,
+): Promise<void> {
+  const state = await readEnqueueState(trx, workspace, session, [...new Set(rows.map((r) => r.peer))]);
+  await addWorks(trx, ctx, planMessageWork(state, workspace, session, rows, messageConfigs));
 }
 
 export async function enqueueDream(ctx: Ctx, workspace: string, observer: string, observed: string, dreamType: string, session: string | null) {
