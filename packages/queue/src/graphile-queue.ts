@@ -97,33 +97,34 @@ export class GraphileQueue implements JobQueue {
   }
 
   /**
-   * One statement: add_job for each element of a JSON array, in array order
-   * (a function scan yields its rows in order and add_job runs per row, so
-   * clock_timestamp() gives each job a later run_at than the one before it).
+   * One statement: graphile-worker's add_jobs over the whole list. Its jobs
+   * are ordered by (priority, run_at) only, so a job without its own run_at
+   * gets the statement's clock_timestamp() plus its position in microseconds:
+   * the list's order, as that many `add` calls would give (a later statement
+   * of the caller's starts after this one's clock). Jobs with a key (a
+   * key may repeat within the list) go one by one through `add`.
    */
   async addMany(jobs: ReadonlyArray<NewJob>, executor?: Kysely<any>): Promise<void> {
     if (!jobs.length) return;
-    if (jobs.length === 1) return this.add(jobs[0]!.task, jobs[0]!.payload, jobs[0]!.opts, executor);
+    if (jobs.length === 1 || jobs.some((j) => j.opts?.jobKey)) {
+      for (const j of jobs) await this.add(j.task, j.payload, j.opts, executor);
+      return;
+    }
     const spec = jobs.map(({ task, payload, opts = {} }) => ({
       t: task,
       p: payload ?? null,
       r: opts.runAt ? opts.runAt.toISOString() : null,
       m: opts.maxAttempts ?? 25,
-      k: opts.jobKey ?? null,
       q: opts.queueName ?? null,
       o: opts.priority ?? 0,
     }));
-    const fn = sql.raw(`${quoteIdent(this.#schema)}.add_job`);
-    await sql`select (${fn}(
-        identifier => e.j->>'t',
-        payload => e.j->'p',
-        run_at => coalesce((e.j->>'r')::timestamptz, clock_timestamp()),
-        max_attempts => (e.j->>'m')::int,
-        job_key => e.j->>'k',
-        queue_name => e.j->>'q',
-        priority => (e.j->>'o')::int
-      )).id
-      from json_array_elements(${JSON.stringify(spec)}::json) with ordinality as e(j, n)`.execute(executor ?? this.#storage.db);
+    const s = quoteIdent(this.#schema);
+    const fn = sql.raw(`${s}.add_jobs`);
+    const type = sql.raw(`${s}.job_spec`);
+    await sql`select count(*) from ${fn}(array(
+        select row(e.j->>'t', e.j->'p', e.j->>'q', coalesce((e.j->>'r')::timestamptz, c.t + e.n * interval '1 microsecond'), (e.j->>'m')::int, null, (e.j->>'o')::int, null)::${type}
+        from json_array_elements(${JSON.stringify(spec)}::json) with ordinality as e(j, n), (select clock_timestamp() as t) c
+        order by e.n))`.execute(executor ?? this.#storage.db);
   }
 
   /**
