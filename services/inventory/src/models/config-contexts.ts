@@ -203,16 +203,19 @@ async function activeContexts(ctx: ReadCtx): Promise<ActiveContext[]> {
   if (!rows.length) return [];
   const byId = new Map<number, ActiveContext>();
   for (const r of rows) byId.set(Number(r.id), { id: Number(r.id), name: String(r.name), weight: Number(r.weight), data: (ctx.dialect.parseJson<Record<string, unknown>>(r.data) ?? {}) as Record<string, unknown>, sets: new Map() });
-  for (const a of CONFIG_CONTEXT_ASSIGNMENTS) {
-    for (const part of chunks([...byId.keys()])) {
-      const links = await ctx.db.selectFrom(a.through).select(['configcontext_id', a.target]).where('configcontext_id', 'in', part).execute();
-      for (const l of links) {
-        const c = byId.get(Number(l.configcontext_id))!;
-        let s = c.sets.get(a.name);
-        if (!s) c.sets.set(a.name, (s = new Set()));
-        s.add(Number((l as Row)[a.target]));
-      }
-    }
+  // Every assignment link in one statement (the link tables are small: one row per assignment).
+  const union = sql.join(
+    CONFIG_CONTEXT_ASSIGNMENTS.map((a, i) => sql`select ${i} as a, configcontext_id as c, ${sql.ref(a.target)} as t from ${sql.table(a.through)}`),
+    sql` union all `,
+  );
+  const links = await sql<{ a: unknown; c: unknown; t: unknown }>`${union}`.execute(ctx.db);
+  for (const l of links.rows) {
+    const c = byId.get(Number(l.c));
+    if (!c) continue;
+    const name = CONFIG_CONTEXT_ASSIGNMENTS[Number(l.a)]!.name;
+    let set = c.sets.get(name);
+    if (!set) c.sets.set(name, (set = new Set()));
+    set.add(Number(l.t));
   }
   // NetBox's order: weight, then name (Python's string order: code points).
   return [...byId.values()].sort((x, y) => x.weight - y.weight || (x.name < y.name ? -1 : x.name > y.name ? 1 : 0));
@@ -261,7 +264,7 @@ async function columnOf(ctx: ReadCtx, table: string, column: string, ids: number
  * weight and name, then the object's local context data. Replaces the value the representation carries.
  */
 export async function applyConfigContexts(ctx: ReadCtx, m: ModelDef, rows: Row[], out: Array<Record<string, unknown>>): Promise<void> {
-  if (!rows.length || !out.some((o) => 'config_context' in o)) return;
+  if (ctx.skipConfigContext || !rows.length || !out.some((o) => 'config_context' in o)) return;
   const contexts = await activeContexts(ctx);
   if (!contexts.length) return;
   const used = (name: string) => contexts.some((c) => c.sets.has(name));

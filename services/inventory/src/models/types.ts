@@ -152,4 +152,6 @@ export interface ReadCtx {
   settings?: ModelSettings;
   /** The writing user (writes only): NetBox's CurrentUserDefault, e.g. a journal entry's created_by. */
   userId?: number;
+  /** The request leaves `config_context` out (`?exclude=config_context`): config contexts are not merged. */
+  skipConfigContext?: boolean;
 }

@@ -30,7 +30,10 @@ function absoluteUrls(v: unknown, base: string): any {
 }
 
 function readCtx(sink: ChangeSink, req: FastifyRequest): ReadCtx {
-  return { db: sink.deps.storage.db, dialect: sink.deps.storage.dialect, base: baseUrl(req) };
+  const ctx: ReadCtx = { db: sink.deps.storage.db, dialect: sink.deps.storage.dialect, base: baseUrl(req) };
+  // As NetBox skips the config context annotation: `?exclude=config_context` costs no merge.
+  if (omitted((req.query ?? {}) as Query)?.split(',').includes('config_context')) ctx.skipConfigContext = true;
+  return ctx;
 }
 
 function asList(body: unknown, max = MAX_BULK): unknown[] {
