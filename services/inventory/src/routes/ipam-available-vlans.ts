@@ -9,12 +9,14 @@ import { fetchRow, type ReadCtx } from '../models/read.ts';
 import { loadBriefs } from '../models/represent.ts';
 import { model } from '../models/registry.ts';
 import type { Row } from '../models/types.ts';
-import type { Errors } from '../models/validate.ts';
+import { validateInput, type Errors } from '../models/validate.ts';
 import { availableVids, parseVidRanges } from '../models/vid-ranges.ts';
 import { lockRow, readCtxOf } from '../models/write.ts';
 import { asList, createOne, showObjects, writeAs } from './objects.ts';
 
 const groupModel = () => model('vlangroup');
+/** The fields of NetBox's CreateAvailableVLANSerializer (the rest are set by the allocation or by the VLAN create). */
+const CREATE_FIELDS = new Set(['non_field_errors', 'name', 'site', 'tenant', 'status', 'role', 'description', 'tags', 'custom_fields']);
 const vlanModel = () => model('vlan');
 
 /** Free VIDs of a group: its ranges minus the VIDs its VLANs use, in order. */
@@ -46,11 +48,14 @@ export function availableVlanRoutes(app: FastifyInstance, sink: ChangeSink): voi
     const id = objectId(req.params);
     const many = Array.isArray(req.body);
     const items = many ? asList(req.body, sink.deps.config.maxBulk) : [req.body ?? {}];
-    // NetBox validates the request as a list (CreateAvailableVLANSerializer, many=True), so these errors are a list even for one object.
-    const first: Errors[] = items.map((item): Errors => {
-      if (item === null || typeof item !== 'object' || Array.isArray(item)) return { non_field_errors: ['Invalid data. Expected a dictionary, but got ' + (Array.isArray(item) ? 'list' : item === null ? 'NoneType' : typeof item === 'string' ? 'str' : typeof item) + '.'] };
-      return Object.prototype.hasOwnProperty.call(item, 'name') ? {} : { name: ['This field is required.'] };
-    });
+    // NetBox validates the request as a list first (CreateAvailableVLANSerializer, many=True: the VLAN's fields without vid and
+    // group), so these errors are a list even for one object, and come before the 409.
+    const ctx: ReadCtx = { db: sink.deps.storage.db, dialect: sink.deps.storage.dialect, base: '' };
+    const first: Errors[] = [];
+    for (const item of items) {
+      const v = await validateInput(ctx, vlanModel(), item !== null && typeof item === 'object' && !Array.isArray(item) ? { ...item, vid: 1, group: null } : item, null, false);
+      first.push(v.ok ? {} : Object.fromEntries(Object.entries(v.errors).filter(([k]) => CREATE_FIELDS.has(k))));
+    }
     if (first.some((e) => Object.keys(e).length)) throw validationError(first);
     const [created, w] = await writeAs(sink, req, async (w) => {
       const g = await lockRow(w, groupModel(), id);

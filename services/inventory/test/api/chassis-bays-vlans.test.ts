@@ -182,6 +182,11 @@ forEachStorage('inventory API: virtual chassis, device bays, available VLANs', (
     assert.deepEqual(two.map((v: any) => v.vid), [3, 10]);
     // The request is validated as a list first (NetBox's CreateAvailableVLANSerializer, many=True).
     assert.deepEqual((await h.post(`/api/ipam/vlan-groups/${g.id}/available-vlans/`, { description: 'no name' })).body, [{ name: ['This field is required.'] }]);
+    assert.deepEqual((await h.post(`/api/ipam/vlan-groups/${g.id}/available-vlans/`, [{ name: 'ok' }, { name: 'x', status: 'bogus' }, 'str'])).body, [
+      {},
+      { status: ['"bogus" is not a valid choice.'] },
+      { non_field_errors: ['Invalid data. Expected a dictionary, but got str.'] },
+    ]);
     assert.deepEqual((await h.post(`/api/ipam/vlan-groups/${g.id}/available-vlans/`, { name: 'a' })).body, { non_field_errors: ['The fields group, name must make a unique set.'] });
     const short = await h.post(`/api/ipam/vlan-groups/${g.id}/available-vlans/`, [{ name: 'd' }, { name: 'e' }, { name: 'f' }]);
     assert.equal(short.status, 409);
