@@ -542,17 +542,43 @@ export function medianCut(data: Uint8Array, colors: number): number[] {
 
 /**
  * The palette entry nearest to a colour (squared RGB distance; the first in
- * palette order among equals), each colour computed once: a search over the
- * palette sorted by red that stops where red alone is farther than the best.
+ * palette order among equals). RGB space is cut into 16³ cells; a cell's
+ * candidates, listed on its first use, are the entries that could be nearest
+ * to some colour in it: those whose distance to the cell is at most the
+ * smallest farthest-distance of any entry to the cell. Every entry nearest to
+ * a colour of the cell (ties included) is among them, so scanning them in
+ * palette order with a strict < gives the full search's answer.
  */
 function nearestPalette(palette: number[]): (key: number) => number {
-  const order = palette.map((p, i) => i).sort((a, b) => (palette[a]! >> 16) - (palette[b]! >> 16) || a - b);
-  const pr = Int32Array.from(order, (i) => palette[i]! >> 16);
-  const pg = Int32Array.from(order, (i) => (palette[i]! >> 8) & 255);
-  const pb = Int32Array.from(order, (i) => palette[i]! & 255);
-  const pi = Int32Array.from(order);
-  const m = order.length;
-  // The palette index per colour already looked up (a few entries are searched faster than any cache).
+  const m = palette.length;
+  const pr = Int32Array.from(palette, (p) => p >> 16);
+  const pg = Int32Array.from(palette, (p) => (p >> 8) & 255);
+  const pb = Int32Array.from(palette, (p) => p & 255);
+  const cells: (Int32Array | undefined)[] = new Array(4096).fill(undefined);
+  const minD = new Float64Array(m);
+  const axis = (v: number, lo: number, hi: number) => (v < lo ? lo - v : v > hi ? v - hi : 0);
+  const far = (v: number, lo: number, hi: number) => Math.max(v - lo, hi - v);
+  const listCell = (cell: number): Int32Array => {
+    const r0 = (cell >> 8) << 4;
+    const g0 = ((cell >> 4) & 15) << 4;
+    const b0 = (cell & 15) << 4;
+    let bound = Infinity;
+    for (let j = 0; j < m; j++) {
+      const dr = axis(pr[j]!, r0, r0 + 15);
+      const dg = axis(pg[j]!, g0, g0 + 15);
+      const db = axis(pb[j]!, b0, b0 + 15);
+      minD[j] = dr * dr + dg * dg + db * db;
+      const fr = far(pr[j]!, r0, r0 + 15);
+      const fg = far(pg[j]!, g0, g0 + 15);
+      const fb = far(pb[j]!, b0, b0 + 15);
+      const d = fr * fr + fg * fg + fb * fb;
+      if (d < bound) bound = d;
+    }
+    const list: number[] = [];
+    for (let j = 0; j < m; j++) if (minD[j]! <= bound) list.push(j);
+    return (cells[cell] = Int32Array.from(list));
+  };
+  // Large palettes have long candidate lists: each colour's answer is also kept (images repeat colours).
   const cache = m > 32 ? new ColourMap() : undefined;
   return (key: number): number => {
     if (cache !== undefined) {
@@ -562,37 +588,19 @@ function nearestPalette(palette: number[]): (key: number) => number {
     const r = key >> 16;
     const g = (key >> 8) & 255;
     const b = key & 255;
-    // First sorted position with red >= r.
-    let lo = 0;
-    let hi = m;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      if (pr[mid]! < r) lo = mid + 1;
-      else hi = mid;
-    }
-    let best = -1;
+    const cell = ((r >> 4) << 8) | ((g >> 4) << 4) | (b >> 4);
+    const list = cells[cell] ?? listCell(cell);
+    let best = list[0]!;
     let bestD = Infinity;
-    // Upwards in red from r, then downwards; each side stops where red alone is farther than the best.
-    for (let j = lo; j < m; j++) {
-      const dr = pr[j]! - r;
-      if (dr * dr > bestD) break;
-      const dg = g - pg[j]!;
-      const db = b - pb[j]!;
-      const d = dr * dr + dg * dg + db * db;
-      if (d < bestD || (d === bestD && pi[j]! < best)) {
-        bestD = d;
-        best = pi[j]!;
-      }
-    }
-    for (let j = lo - 1; j >= 0; j--) {
+    for (let i = 0; i < list.length; i++) {
+      const j = list[i]!;
       const dr = r - pr[j]!;
-      if (dr * dr > bestD) break;
       const dg = g - pg[j]!;
       const db = b - pb[j]!;
       const d = dr * dr + dg * dg + db * db;
-      if (d < bestD || (d === bestD && pi[j]! < best)) {
+      if (d < bestD) {
         bestD = d;
-        best = pi[j]!;
+        best = j;
       }
     }
     cache?.set(key, best);
