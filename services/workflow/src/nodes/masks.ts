@@ -179,59 +179,126 @@ function diamond(p: MaskPlane, n: number, max: boolean, ctx: NodeContext): MaskP
   const { width: w, height: h } = p;
   const m = (n - 1) >> 1;
   const rounds = n - 2 * m;
-  // Row-wise windows need m more padding (their windows stay inside the copy); for a large n against the plane
-  // (more than 4× its area in padding) each diagonal is walked on its own instead, with the smaller copy.
-  const rowWise = (w + 4 * m + 2 * rounds) * (h + 4 * m + 2 * rounds) <= 4 * w * h + 4096;
+  // Row-wise windows need m more padding (their windows stay inside the copy): used unless that padding is more than
+  // 4× the plane's area, and when no sample has its sign bit set (then the float bits order as int32 and compare
+  // without branches); otherwise each diagonal is walked on its own in float.
+  const rowWise = (w + 4 * m + 2 * rounds) * (h + 4 * m + 2 * rounds) <= 4 * w * h + 4096 && nonNegative(p.data);
   const pad = m + rounds + (rowWise ? m : 0);
   const W = w + 2 * pad;
   const H = h + 2 * pad;
-  const fill = max ? -Infinity : Infinity;
-  let a = new Float32Array(W * H).fill(fill);
-  for (let y = 0; y < h; y++) a.set(p.data.subarray(y * w, y * w + w), (y + pad) * W + pad);
-  let b = new Float32Array(a.length).fill(fill);
-  const k = 2 * m + 1;
-  if (m > 0 && rowWise) {
-    const g = new Float32Array(a.length);
-    const hb = new Float32Array(a.length);
-    diagonalRows(a, b, W, H, m, 1, max, g, hb);
-    ctx.checkInterrupt();
-    diagonalRows(b, a, W, H, m, -1, max, g, hb);
-  } else if (m > 0) {
-    const line = Math.min(W, H) + 2 * m;
-    const g = new Float32Array(line);
-    const hb = new Float32Array(line);
-    // Down-right diagonals: from every sample of the top row and of the left column.
-    for (let x = 0; x < W; x++) diagonalSlide(a, b, x, W + 1, Math.min(W - x, H), m, k, max, g, hb);
-    for (let y = 1; y < H; y++) diagonalSlide(a, b, y * W, W + 1, Math.min(W, H - y), m, k, max, g, hb);
-    ctx.checkInterrupt();
-    // Down-left anti-diagonals: from every sample of the top row and of the right column.
-    for (let x = 0; x < W; x++) diagonalSlide(b, a, x, W - 1, Math.min(x + 1, H), m, k, max, g, hb);
-    for (let y = 1; y < H; y++) diagonalSlide(b, a, y * W + W - 1, W - 1, Math.min(W, H - y), m, k, max, g, hb);
-  }
-  for (let it = 0; it < rounds; it++) {
-    ctx.checkInterrupt();
-    crossRound(a, b, W, H, max);
-    const t = a;
-    a = b;
-    b = t;
+  // Padding never wins: −∞ (+∞ for erosion); in the int32 form +0 (the least non-negative float) and +∞.
+  const fill = rowWise ? (max ? 0 : 0x7f800000) : max ? -Infinity : Infinity;
+  const A = rowWise ? new Int32Array(W * H) : new Float32Array(W * H);
+  const B = rowWise ? new Int32Array(W * H) : new Float32Array(W * H);
+  A.fill(fill);
+  B.fill(fill);
+  const src = rowWise ? new Int32Array(p.data.buffer, p.data.byteOffset, p.data.length) : p.data;
+  for (let y = 0; y < h; y++) A.set(src.subarray(y * w, y * w + w), (y + pad) * W + pad);
+  let a = A;
+  let b = B;
+  if (rowWise) {
+    const ai = A as Int32Array;
+    const bi = B as Int32Array;
+    if (m > 0) {
+      const g = new Int32Array(ai.length);
+      const hb = new Int32Array(ai.length);
+      diagonalRows(ai, bi, W, H, m, 1, max, g, hb);
+      ctx.checkInterrupt();
+      diagonalRows(bi, ai, W, H, m, -1, max, g, hb);
+    }
+    for (let it = 0; it < rounds; it++) {
+      ctx.checkInterrupt();
+      crossRoundBits(it % 2 ? bi : ai, it % 2 ? ai : bi, W, H, max);
+    }
+    if (rounds % 2) [a, b] = [b, a];
+  } else {
+    const af = A as Float32Array;
+    const bf = B as Float32Array;
+    if (m > 0) {
+      const k = 2 * m + 1;
+      const line = Math.min(W, H) + 2 * m;
+      const g = new Float32Array(line);
+      const hb = new Float32Array(line);
+      // Down-right diagonals: from every sample of the top row and of the left column.
+      for (let x = 0; x < W; x++) diagonalSlide(af, bf, x, W + 1, Math.min(W - x, H), m, k, max, g, hb);
+      for (let y = 1; y < H; y++) diagonalSlide(af, bf, y * W, W + 1, Math.min(W, H - y), m, k, max, g, hb);
+      ctx.checkInterrupt();
+      // Down-left anti-diagonals: from every sample of the top row and of the right column.
+      for (let x = 0; x < W; x++) diagonalSlide(bf, af, x, W - 1, Math.min(x + 1, H), m, k, max, g, hb);
+      for (let y = 1; y < H; y++) diagonalSlide(bf, af, y * W + W - 1, W - 1, Math.min(W, H - y), m, k, max, g, hb);
+    }
+    for (let it = 0; it < rounds; it++) {
+      ctx.checkInterrupt();
+      crossRound(it % 2 ? bf : af, it % 2 ? af : bf, W, H, max);
+    }
+    if (rounds % 2) [a, b] = [b, a];
   }
   const out = new Float32Array(w * h);
-  for (let y = 0; y < h; y++) out.set(a.subarray((y + pad) * W + pad, (y + pad) * W + pad + w), y * w);
+  const dst = rowWise ? new Int32Array(out.buffer) : out;
+  for (let y = 0; y < h; y++) dst.set(a.subarray((y + pad) * W + pad, (y + pad) * W + pad + w), y * w);
   return new MaskPlane(w, h, out);
+}
+
+/** Whether no sample has its sign bit set (no negative value, no −0): their bits then order as the floats. */
+function nonNegative(d: Float32Array): boolean {
+  const bits = new Int32Array(d.buffer, d.byteOffset, d.length);
+  for (let i = 0; i < bits.length; i++) if (bits[i]! < 0) return false;
+  return true;
+}
+
+/**
+ * One cross round on the int32 bits of non-negative floats, without branches
+ * (max(v, u) = v ^ ((v ^ u) & ((v − u) >> 31)): the differences stay within
+ * int32). The border rows and columns are not written: they are padding.
+ */
+function crossRoundBits(cur: Int32Array, next: Int32Array, w: number, h: number, max: boolean): void {
+  for (let y = 1; y < h - 1; y++) {
+    const row = y * w;
+    if (max) {
+      for (let i = row + 1, end = row + w - 1; i < end; i++) {
+        let v = cur[i]!;
+        let u = cur[i - 1]!;
+        v ^= (v ^ u) & ((v - u) >> 31);
+        u = cur[i + 1]!;
+        v ^= (v ^ u) & ((v - u) >> 31);
+        u = cur[i - w]!;
+        v ^= (v ^ u) & ((v - u) >> 31);
+        u = cur[i + w]!;
+        v ^= (v ^ u) & ((v - u) >> 31);
+        next[i] = v;
+      }
+    } else {
+      for (let i = row + 1, end = row + w - 1; i < end; i++) {
+        let v = cur[i]!;
+        let u = cur[i - 1]!;
+        v ^= (v ^ u) & ((u - v) >> 31);
+        u = cur[i + 1]!;
+        v ^= (v ^ u) & ((u - v) >> 31);
+        u = cur[i - w]!;
+        v ^= (v ^ u) & ((u - v) >> 31);
+        u = cur[i + w]!;
+        v ^= (v ^ u) & ((u - v) >> 31);
+        next[i] = v;
+      }
+    }
+  }
 }
 
 /**
  * Sliding max (min) of radius r along every diagonal (dx = 1: down-right,
- * −1: down-left) of a W×H copy, row by row so that memory is read in order:
- * van Herk / Gil-Werman with blocks of k = 2r + 1 rows, `g` the extremum
- * from the block's first row (or the line's first sample) down to each
- * sample, `hb` from each sample down to the block's last row (or the line's
- * last sample), and each window the extremum of `hb` at its first sample and
- * `g` at its last. Written for the samples whose window lies inside the copy
- * (at least r from every side); the others keep what `out` held.
+ * −1: down-left) of a W×H copy holding the int32 bits of non-negative
+ * floats, row by row so that memory is read in order: van Herk / Gil-Werman
+ * with blocks of k = 2r + 1 rows, `g` the extremum from the block's first row
+ * (or the line's first sample) down to each sample, `hb` from each sample
+ * down to the block's last row (or the line's last sample), and each window
+ * the extremum of `hb` at its first sample and `g` at its last (branch-free,
+ * as crossRoundBits). Written for the samples whose window lies inside the
+ * copy (at least r from every side); the others keep what `out` held.
  */
-function diagonalRows(src: Float32Array, out: Float32Array, W: number, H: number, r: number, dx: 1 | -1, max: boolean, g: Float32Array, hb: Float32Array): void {
+function diagonalRows(src: Int32Array, out: Int32Array, W: number, H: number, r: number, dx: 1 | -1, max: boolean, g: Int32Array, hb: Int32Array): void {
   const k = 2 * r + 1;
+  // s = 1 for max, 0 for min: the branch-free pick takes u where (v − u) >> 31 (max) or (u − v) >> 31 (min) is −1.
+  const s = max ? 1 : 0;
   // The first sample of a line in a row: column 0 going down-right, W − 1 going down-left.
   const x0 = dx === 1 ? 0 : W - 1;
   for (let y = 0; y < H; y++) {
@@ -240,22 +307,12 @@ function diagonalRows(src: Float32Array, out: Float32Array, W: number, H: number
       g.set(src.subarray(row, row + W), row);
       continue;
     }
-    const prev = row - W - dx;
+    const back = W + dx;
     g[row + x0] = src[row + x0]!;
-    const from = dx === 1 ? 1 : 0;
-    const to = dx === 1 ? W : W - 1;
-    if (max) {
-      for (let i = row + from, e = row + to; i < e; i++) {
-        const u = g[i + prev - row]!;
-        const v = src[i]!;
-        g[i] = u > v ? u : v;
-      }
-    } else {
-      for (let i = row + from, e = row + to; i < e; i++) {
-        const u = g[i + prev - row]!;
-        const v = src[i]!;
-        g[i] = u < v ? u : v;
-      }
+    for (let i = row + (dx === 1 ? 1 : 0), e = row + (dx === 1 ? W : W - 1); i < e; i++) {
+      const u = g[i - back]!;
+      const v = src[i]!;
+      g[i] = v ^ ((v ^ u) & ((s ? v - u : u - v) >> 31));
     }
   }
   // The last sample of a line in a row: column W − 1 going down-right, 0 going down-left.
@@ -266,40 +323,22 @@ function diagonalRows(src: Float32Array, out: Float32Array, W: number, H: number
       hb.set(src.subarray(row, row + W), row);
       continue;
     }
-    const nextOff = W + dx;
+    const ahead = W + dx;
     hb[row + x1] = src[row + x1]!;
-    const from = dx === 1 ? 0 : 1;
-    const to = dx === 1 ? W - 1 : W;
-    if (max) {
-      for (let i = row + from, e = row + to; i < e; i++) {
-        const u = hb[i + nextOff]!;
-        const v = src[i]!;
-        hb[i] = u > v ? u : v;
-      }
-    } else {
-      for (let i = row + from, e = row + to; i < e; i++) {
-        const u = hb[i + nextOff]!;
-        const v = src[i]!;
-        hb[i] = u < v ? u : v;
-      }
+    for (let i = row + (dx === 1 ? 0 : 1), e = row + (dx === 1 ? W - 1 : W); i < e; i++) {
+      const u = hb[i + ahead]!;
+      const v = src[i]!;
+      hb[i] = v ^ ((v ^ u) & ((s ? v - u : u - v) >> 31));
     }
   }
   // Window of sample (x, y): from (x − r·dx, y − r) to (x + r·dx, y + r).
   const first = -r * W - r * dx;
   const last = r * W + r * dx;
   for (let y = r; y < H - r; y++) {
-    if (max) {
-      for (let i = y * W + r, e = y * W + W - r; i < e; i++) {
-        const u = hb[i + first]!;
-        const v = g[i + last]!;
-        out[i] = u > v ? u : v;
-      }
-    } else {
-      for (let i = y * W + r, e = y * W + W - r; i < e; i++) {
-        const u = hb[i + first]!;
-        const v = g[i + last]!;
-        out[i] = u < v ? u : v;
-      }
+    for (let i = y * W + r, e = y * W + W - r; i < e; i++) {
+      const v = hb[i + first]!;
+      const u = g[i + last]!;
+      out[i] = v ^ ((v ^ u) & ((s ? v - u : u - v) >> 31));
     }
   }
 }
