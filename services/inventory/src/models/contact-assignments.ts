@@ -1,8 +1,8 @@
 import { sql } from 'kysely';
-import { checkGeneric, contentTypeLabel, enrichGeneric, genericFields, genericFilters, type GenericRef } from './generic-object.ts';
+import { contentTypeLabel, genericFields, genericFilters } from './generic-object.ts';
 import { NETBOX_FILTERS } from './netbox-filters.ts';
 import { refFilters } from './tenancy.ts';
-import type { Choice, ExtraFilter, ModelDef, Row } from './types.ts';
+import type { Choice, ExtraFilter, GenericRef, ModelDef } from './types.ts';
 
 /** NetBox's ContactPriorityChoices. */
 export const CONTACT_PRIORITIES: Choice[] = [
@@ -12,7 +12,14 @@ export const CONTACT_PRIORITIES: Choice[] = [
   { value: 'inactive', label: 'Inactive' },
 ];
 
-const OBJECT: GenericRef = { typeColumn: 'object_type', idColumn: 'object_id', objectName: 'object' };
+const OBJECT: GenericRef = {
+  typeColumn: 'object_type',
+  idColumn: 'object_id',
+  objectName: 'object',
+  supported: (m) => takesContacts(m),
+  unsupported: (m) => ['non_field_errors', `Contacts cannot be assigned to this object type (${contentTypeLabel(m)}).`],
+  missing: (_label, id) => ['object_id', `Related object not found using the provided numeric ID: ${id}`],
+};
 
 /** Models with NetBox's contacts feature (ContactsMixin): those whose filter sets have the `contact` filter. */
 export function takesContacts(m: ModelDef): boolean {
@@ -46,14 +53,7 @@ export const contactAssignment: ModelDef = {
     ...refFilters('contact', 'contact', 'name').filter((f) => f.name === 'contact_id'),
     ...refFilters('role', 'contactrole'),
   ],
-  async check(ctx, values, existing, errors) {
-    await checkGeneric(ctx, OBJECT, values, existing, errors, {
-      supported: takesContacts,
-      unsupported: (m) => ['non_field_errors', `Contacts cannot be assigned to this object type (${contentTypeLabel(m)}).`],
-      missing: (_label, id) => ['object_id', `Related object not found using the provided numeric ID: ${id}`],
-    });
-  },
-  enrich: (ctx, rows: Row[], out) => enrichGeneric(ctx, OBJECT, rows, out),
+  genericRef: OBJECT,
   represent(_row, out) {
     const { id, url, display_url, display, object_type, object_id, contact, role, priority, tags, custom_fields, created, last_updated } = out;
     return { id, url, display_url, display, object_type, object_id, contact, role, priority, tags, custom_fields, created, last_updated };

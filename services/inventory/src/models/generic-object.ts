@@ -1,17 +1,17 @@
 import { sql } from 'kysely';
 import { fail } from './field-problem.ts';
-import type { ExtraFilter, FieldDef, ModelDef, ReadCtx, Row } from './types.ts';
+import type { ExtraFilter, FieldDef, GenericRef, ModelDef, ReadCtx, Row } from './types.ts';
 
 /**
  * A NetBox generic foreign key (`assigned_object_type` + `assigned_object_id`, `object_type` + `object_id`) to any
  * object of the allowed types: the type field's format and support, the object's existence, the nested `object`
- * brief of the representation and the `<type>` / `<id>` filters. Journal entries and contact assignments use it.
+ * brief of the representation and the `<type>` / `<id>` filters. Journal entries and contact assignments use it
+ * (ModelDef.genericRef); validation and representation pass in the registry's lookups, so this module stays a leaf.
  */
 
-/** The registry, loaded when first needed (it imports the models that use this module). */
-async function registry(): Promise<typeof import('./registry.ts')> {
-  return import('./registry.ts');
-}
+/** The registry's object-type lookup and brief loader, as validate.ts and represent.ts hand them in. */
+export type ModelLookup = (objectType: string) => ModelDef | undefined;
+export type BriefLoader = (ctx: ReadCtx, m: ModelDef, ids: number[]) => Promise<Map<number, Record<string, unknown>>>;
 
 const APP_VERBOSE: Record<string, string> = { dcim: 'DCIM', ipam: 'IPAM', extras: 'Extras', tenancy: 'Tenancy', virtualization: 'Virtualization', circuits: 'Circuits' };
 
@@ -26,60 +26,40 @@ function parseObjectType(v: unknown): string {
   return v as string;
 }
 
-export interface GenericRef {
-  typeColumn: string;
-  idColumn: string;
-  /** API name of the nested object (`assigned_object`, `object`). */
-  objectName: string;
-}
-
-export function genericFields(g: GenericRef): FieldDef[] {
+export function genericFields(g: Pick<GenericRef, 'typeColumn' | 'idColumn'>): FieldDef[] {
   return [
     { name: g.typeColumn, column: g.typeColumn, kind: 'char', required: true, maxLength: 100, parse: parseObjectType },
     { name: g.idColumn, column: g.idColumn, kind: 'integer', required: true, min: 0, max: 2 ** 53 - 1 },
   ];
 }
 
-/**
- * Checks the pair: `supported(m)` says whether the type takes part (else `unsupported(m)` is NetBox's message, or the
- * type is unknown), then that the object exists (`missing(label, id)`).
- */
-export async function checkGeneric(
-  ctx: ReadCtx,
-  g: GenericRef,
-  values: Row,
-  existing: Row | null,
-  errors: Record<string, string[]>,
-  opts: { supported: (m: ModelDef) => boolean; unsupported?: (m: ModelDef) => [field: string, message: string]; missing: (label: string, id: number) => [field: string, message: string] },
-): Promise<void> {
+/** Checks the pair: the type takes part (else NetBox's message, or the type is unknown), then the object exists. */
+export async function checkGeneric(ctx: ReadCtx, g: GenericRef, lookup: ModelLookup, values: Row, existing: Row | null, errors: Record<string, string[]>): Promise<void> {
   if (!(g.typeColumn in values) && !(g.idColumn in values)) return;
   const type = String(values[g.typeColumn] ?? existing?.[g.typeColumn]);
   const id = Number(values[g.idColumn] ?? existing?.[g.idColumn]);
-  const { modelForObjectType } = await registry();
-  const m = modelForObjectType(type);
-  if (!m || !opts.supported(m)) {
-    if (m && opts.unsupported) {
-      const [field, message] = opts.unsupported(m);
+  const m = lookup(type);
+  if (!m || !g.supported(m)) {
+    if (m) {
+      const [field, message] = g.unsupported(m);
       (errors[field] ??= []).push(message);
     } else (errors[g.typeColumn] ??= []).push(`Invalid content type: ${type}`);
     return;
   }
   const row = await ctx.db.selectFrom(m.table).select('id').where('id', '=', id).executeTakeFirst();
   if (!row) {
-    const [field, message] = opts.missing(contentTypeLabel(m), id);
+    const [field, message] = g.missing(contentTypeLabel(m), id);
     (errors[field] ??= []).push(message);
   }
 }
 
 /** Adds the nested object (its brief) to each representation, right after the id field. */
-export async function enrichGeneric(ctx: ReadCtx, g: GenericRef, rows: Row[], out: Array<Record<string, unknown>>): Promise<void> {
-  const { modelForObjectType } = await registry();
-  const { loadBriefs } = await import('./represent.ts');
+export async function enrichGeneric(ctx: ReadCtx, g: GenericRef, lookup: ModelLookup, loadBriefs: BriefLoader, rows: Row[], out: Array<Record<string, unknown>>): Promise<void> {
   const byType = new Map<string, number[]>();
   for (const r of rows) byType.set(String(r[g.typeColumn]), [...(byType.get(String(r[g.typeColumn])) ?? []), Number(r[g.idColumn])]);
   const briefs = new Map<string, Record<string, unknown>>();
   for (const [type, ids] of byType) {
-    const m = modelForObjectType(type);
+    const m = lookup(type);
     if (!m) continue;
     for (const [id, b] of await loadBriefs(ctx, m, ids)) briefs.set(`${type}:${id}`, b);
   }
@@ -97,7 +77,7 @@ export async function enrichGeneric(ctx: ReadCtx, g: GenericRef, rows: Row[], ou
 }
 
 /** `<type>` (`dcim.device`, several allowed) and `<id>` filters. */
-export function genericFilters(table: string, g: GenericRef): ExtraFilter[] {
+export function genericFilters(table: string, g: Pick<GenericRef, 'typeColumn' | 'idColumn'>): ExtraFilter[] {
   const ref = (c: string) => sql.ref(`${table}.${c}`);
   return [
     {

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { fail } from './field-problem.ts';
-import { checkGeneric, contentTypeLabel, enrichGeneric, genericFields, genericFilters, type GenericRef } from './generic-object.ts';
-import type { Choice, ModelDef, Row } from './types.ts';
+import { contentTypeLabel, genericFields, genericFilters } from './generic-object.ts';
+import type { Choice, GenericRef, ModelDef, ReadCtx } from './types.ts';
 
 /** NetBox's JournalEntryKindChoices. */
 export const JOURNAL_KINDS: Choice[] = [
@@ -11,7 +11,14 @@ export const JOURNAL_KINDS: Choice[] = [
   { value: 'danger', label: 'Danger' },
 ];
 
-const ASSIGNED: GenericRef = { typeColumn: 'assigned_object_type', idColumn: 'assigned_object_id', objectName: 'assigned_object' };
+const ASSIGNED: GenericRef = {
+  typeColumn: 'assigned_object_type',
+  idColumn: 'assigned_object_id',
+  objectName: 'assigned_object',
+  supported: (m) => takesJournal(m),
+  unsupported: (m) => ['non_field_errors', `Journaling is not supported for this object type (${contentTypeLabel(m)}).`],
+  missing: (label, id) => ['non_field_errors', `Invalid assigned_object: ${label} ID ${id}`],
+};
 
 /** NetBox's SHORT_DATETIME_FORMAT (`Y-m-d H:i`) of a stored timestamp. */
 function shortDateTime(v: unknown): string {
@@ -84,7 +91,7 @@ export const journalEntry: ModelDef = {
     ...(['created_after', 'created_before'] as const).map((name) => ({
       name,
       kind: 'custom' as const,
-      where: async (ctx: import('./types.ts').ReadCtx, vals: string[], errors: Record<string, string[]>) => {
+      where: async (ctx: ReadCtx, vals: string[], errors: Record<string, string[]>) => {
         const t = vals[0]!.trim();
         const d = /^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d{2}:?\d{2})?)?$/.test(t) ? new Date(/[T ]/.test(t) && !/(Z|[+-]\d{2}:?\d{2})$/.test(t) ? t.replace(' ', 'T') + 'Z' : t.replace(' ', 'T')) : new Date(NaN);
         if (Number.isNaN(d.getTime())) return void (errors[name] = ['Enter a valid date/time.']);
@@ -99,13 +106,8 @@ export const journalEntry: ModelDef = {
       const u = await ctx.db.selectFrom('users_user').select('id').where('id', '=', values.created_by_id).executeTakeFirst();
       if (!u) (errors.created_by ??= []).push(`Invalid pk "${values.created_by_id}" - object does not exist.`);
     }
-    await checkGeneric(ctx, ASSIGNED, values, existing, errors, {
-      supported: takesJournal,
-      unsupported: (m) => ['non_field_errors', `Journaling is not supported for this object type (${contentTypeLabel(m)}).`],
-      missing: (label, id) => ['non_field_errors', `Invalid assigned_object: ${label} ID ${id}`],
-    });
   },
-  enrich: (ctx, rows: Row[], out) => enrichGeneric(ctx, ASSIGNED, rows, out),
+  genericRef: ASSIGNED,
   represent(_row, out) {
     // NetBox's field order: created and created_by before kind.
     const { id, url, display_url, display, assigned_object_type, assigned_object_id, created, created_by, kind, comments, tags, custom_fields, last_updated } = out;

@@ -1,6 +1,7 @@
 import { choiceLabel } from './choices.ts';
 import { chunks, fetchRowsByIds, type ReadCtx } from './read.ts';
-import { displayUrl, model, objectUrl } from './registry.ts';
+import { displayUrl, model, modelForObjectType, objectUrl } from './registry.ts';
+import { enrichGeneric } from './generic-object.ts';
 import type { FieldDef, ModelDef, Refs, Row } from './types.ts';
 import { djangoIso } from './values.ts';
 import { customFieldsFor } from './custom-fields.ts';
@@ -195,6 +196,7 @@ export async function represent(ctx: ReadCtx, m: ModelDef, rows: Row[], brief = 
     return m.represent ? m.represent(r, out, rr) : out;
   });
   if (m.enrich) await m.enrich(ctx, rows, outs);
+  if (m.genericRef) await enrichGeneric(ctx, m.genericRef, modelForObjectType, loadBriefs, rows, outs);
   // Devices and VMs: config contexts merged under the local context data (`config_context`).
   if (m.fields.some((f) => f.name === 'local_context_data')) await applyConfigContexts(ctx, m, rows, outs);
   return outs;

@@ -140,6 +140,22 @@ export interface ModelDef {
   docsTag?: string;
   /** Runs in the write transaction before the object's row is deleted. */
   beforeDelete?: (w: WriteContext, row: Row) => Promise<void>;
+  /** A NetBox generic foreign key to any object of the allowed types: checked on write, its brief in the representation. */
+  genericRef?: GenericRef;
+}
+
+/** A generic foreign key's columns, API name and NetBox's rules (see models/generic-object.ts). */
+export interface GenericRef {
+  typeColumn: string;
+  idColumn: string;
+  /** API name of the nested object (`assigned_object`, `object`), placed right after the id field. */
+  objectName: string;
+  /** Whether objects of a type may be referenced (NetBox's model feature: journaling, contacts). */
+  supported(m: ModelDef): boolean;
+  /** Field and message for a known type without the feature. */
+  unsupported(m: ModelDef): [field: string, message: string];
+  /** Field and message when the object does not exist (`label` as Django prints the content type). */
+  missing(label: string, id: number): [field: string, message: string];
 }
 
 /** What reading and representing objects needs: a connection (maybe the request's transaction), the dialect, the URL base. */

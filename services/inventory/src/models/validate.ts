@@ -1,6 +1,7 @@
 import { FieldProblem, fail } from './field-problem.ts';
 import { fetchRowsByIds, type ReadCtx } from './read.ts';
-import { model } from './registry.ts';
+import { model, modelForObjectType } from './registry.ts';
+import { checkGeneric } from './generic-object.ts';
 import type { FieldDef, ModelDef, Row } from './types.ts';
 import { netString, parseNet } from './ip.ts';
 import { normaliseMac, parseIpInterface, pyRepr, pyType } from './values.ts';
@@ -283,6 +284,7 @@ export async function validateInput(ctx: ReadCtx, m: ModelDef, data: unknown, ex
   }
   if (Object.keys(errors).length === 0) m.clean?.(values, existing, errors);
   if (Object.keys(errors).length === 0) await m.check?.(ctx, values, existing, errors, out.m2m);
+  if (Object.keys(errors).length === 0 && m.genericRef) await checkGeneric(ctx, m.genericRef, modelForObjectType, values, existing, errors);
   return Object.keys(errors).length ? { ok: false, errors, values } : { ok: true, value: out };
 }
 
