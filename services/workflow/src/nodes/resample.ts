@@ -622,12 +622,34 @@ function pilVerticalRow(mid: Uint8ClampedArray, offs: Int32Array, kk: Int32Array
     }
     return;
   }
-  for (let i = 0; i < len; i++) {
-    let ss = half;
-    for (let t = 0; t < m; t++) ss = (ss + Math.imul(kk[b + t]!, mid[offs[t]! + i]!)) | 0;
-    dst[o + i] = ss >> PIL_PRECISION_BITS;
+  // Other windows (shrinking: wider): four rows at a time into an int32 row of partial sums (a missing fourth tap weighs 0).
+  if (partial.length < len) partial = new Int32Array(len);
+  const acc = partial;
+  for (let t = 0; t < m; t += 4) {
+    const r0 = offs[t]!;
+    const k0 = kk[b + t]!;
+    const r1 = t + 1 < m ? offs[t + 1]! : r0;
+    const k1 = t + 1 < m ? kk[b + t + 1]! : 0;
+    const r2 = t + 2 < m ? offs[t + 2]! : r0;
+    const k2 = t + 2 < m ? kk[b + t + 2]! : 0;
+    const r3 = t + 3 < m ? offs[t + 3]! : r0;
+    const k3 = t + 3 < m ? kk[b + t + 3]! : 0;
+    const first = t === 0;
+    const last = t + 4 >= m;
+    for (let i = 0; i < len; i++) {
+      let ss = first ? half : acc[i]!;
+      ss = (ss + Math.imul(k0, mid[r0 + i]!)) | 0;
+      ss = (ss + Math.imul(k1, mid[r1 + i]!)) | 0;
+      ss = (ss + Math.imul(k2, mid[r2 + i]!)) | 0;
+      ss = (ss + Math.imul(k3, mid[r3 + i]!)) | 0;
+      if (last) dst[o + i] = ss >> PIL_PRECISION_BITS;
+      else acc[i] = ss;
+    }
   }
 }
+
+/** pilVerticalRow's row of partial sums for other windows (grown to the longest row). */
+let partial = new Int32Array(0);
 
 /** PIL's RGBA → RGBa of one row: each colour times alpha / 255, rounded as its MULDIV255. */
 function pilPremultiplyRow(d: Uint8Array, from: number, out: Uint8Array, len: number): void {
