@@ -1,3 +1,4 @@
+import { conflict } from '../api/errors.ts';
 import type { WriteContext } from '../changes/write-context.ts';
 import { deviceComponentFilters } from './cabling.ts';
 import { chunks, type ReadCtx } from './read.ts';
@@ -80,6 +81,17 @@ export const virtualChassis: ModelDef = {
   },
   // clear_virtualchassis_members: members leave with their position and priority cleared (each change-logged).
   async beforeDelete(w, row) {
+    // VirtualChassis.delete(): not while a member's interface is in a LAG of another member.
+    const crossLag = await w.trx
+      .selectFrom('dcim_interface as i')
+      .innerJoin('dcim_interface as l', 'l.id', 'i.lag_id')
+      .innerJoin('dcim_device as d', 'd.id', 'i.device_id')
+      .select('i.id')
+      .where('d.virtual_chassis_id', '=', row.id)
+      .whereRef('l.device_id', '!=', 'i.device_id')
+      .limit(1)
+      .executeTakeFirst();
+    if (crossLag) throw conflict(`Unable to delete virtual chassis ${row.name}. There are member interfaces which form a cross-chassis LAG interfaces.`);
     const ids = (await w.trx.selectFrom('dcim_device').select('id').where('virtual_chassis_id', '=', row.id).execute()).map((r) => Number(r.id));
     for (const dev of (await lockRows(w, model('device'), ids)).values()) {
       await updateObject(w, model('device'), dev, { values: { virtual_chassis_id: null, vc_position: null, vc_priority: null } });

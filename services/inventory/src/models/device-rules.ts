@@ -116,7 +116,16 @@ export async function checkInterface(ctx: ReadCtx, values: Row, existing: Row | 
   if (lag !== null) {
     if (lag === self) return one(errors, 'lag', 'A LAG interface cannot be its own parent.');
     const l = await other(lag);
-    if (l && Number(l.device_id) !== Number(device)) return one(errors, 'lag', `The selected LAG interface (${l.name}) belongs to a different device (${await nameOf(ctx, 'dcim_device', Number(l.device_id))}).`);
+    if (l && Number(l.device_id) !== Number(device)) {
+      // A LAG may span the members of one virtual chassis (NetBox's Interface.clean()).
+      const vcOf = async (id: number) => (await ctx.db.selectFrom('dcim_device').select('virtual_chassis_id').where('id', '=', id).executeTakeFirst())?.virtual_chassis_id ?? null;
+      const vc = await vcOf(Number(device));
+      const lagName = await nameOf(ctx, 'dcim_device', Number(l.device_id));
+      if (vc === null) return one(errors, 'lag', `The selected LAG interface (${l.name}) belongs to a different device (${lagName}).`);
+      if (Number(await vcOf(Number(l.device_id))) !== Number(vc)) {
+        return one(errors, 'lag', `The selected LAG interface (${l.name}) belongs to ${lagName}, which is not part of virtual chassis ${await nameOf(ctx, 'dcim_virtualchassis', Number(vc))}.`);
+      }
+    }
     if (l && l.type !== 'lag') return one(errors, 'lag', `${l.name} is not a LAG interface.`);
   }
   const type = pick(values, existing, 'type');

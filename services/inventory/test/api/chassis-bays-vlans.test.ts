@@ -78,6 +78,19 @@ forEachStorage('inventory API: virtual chassis, device bays, available VLANs', (
     assert.deepEqual(ids(await h.get('/api/ipam/ip-addresses/?device=sw1')), [ipE2.id]);
     assert.deepEqual(ids(await h.get(`/api/ipam/ip-addresses/?device_id=${d2.id}`)), [ipE2.id, ipM2.id]);
 
+    // A LAG may span members of one chassis, not other devices; such a LAG keeps the chassis from being deleted.
+    const lag = ok(await h.post('/api/dcim/interfaces/', { device: d1.id, name: 'ae0', type: 'lag' }));
+    ok(await h.patch(`/api/dcim/interfaces/${e2.id}/`, { lag: lag.id }), 200);
+    const e3 = ok(await h.post('/api/dcim/interfaces/', { device: d3.id, name: 'eth0', type: '1000base-t' }));
+    assert.deepEqual((await h.patch(`/api/dcim/interfaces/${e3.id}/`, { lag: lag.id })).body, { lag: ['The selected LAG interface (ae0) belongs to a different device (sw1).'] });
+    const other = ok(await h.post('/api/dcim/virtual-chassis/', { name: 'stack9', master: d3.id }));
+    assert.deepEqual((await h.patch(`/api/dcim/interfaces/${e3.id}/`, { lag: lag.id })).body, { lag: ['The selected LAG interface (ae0) belongs to sw1, which is not part of virtual chassis stack9.'] });
+    assert.equal((await h.delete(`/api/dcim/virtual-chassis/${other.id}/`)).status, 204);
+    const refused = await h.delete(`/api/dcim/virtual-chassis/${vc.id}/`);
+    assert.equal(refused.status, 409);
+    assert.deepEqual(refused.body, { detail: 'Unable to delete virtual chassis stack1. There are member interfaces which form a cross-chassis LAG interfaces.' });
+    ok(await h.patch(`/api/dcim/interfaces/${e2.id}/`, { lag: null }), 200);
+
     // Deleting the chassis releases its members (each change-logged with the same request id).
     const del = await h.delete(`/api/dcim/virtual-chassis/${vc.id}/`);
     assert.equal(del.status, 204);
