@@ -154,6 +154,46 @@ forEachStorage('inventory API: journal entries, config contexts, render-config, 
     assert.deepEqual((await api.as(token.key).post(`/api/dcim/devices/${dev.id}/render-config/`, {})).body, { detail: 'You do not have permission to perform this action.' });
   });
 
+  it('event rules on the new types queue webhook deliveries with their REST data; a device event carries its merged config_context', async () => {
+    const h = api.http;
+    const hook = ok(await h.post('/api/extras/webhooks/', { name: 'jc', payload_url: 'http://127.0.0.1:9/jc' }));
+    const types = ['extras.journalentry', 'extras.configcontext', 'extras.configtemplate', 'extras.customfieldchoiceset', 'tenancy.contactassignment', 'dcim.device'];
+    ok(await h.post('/api/extras/event-rules/', { name: 'jc-rule', object_types: types, event_types: ['object_created', 'object_updated', 'object_deleted'], action_type: 'webhook', action_object_type: 'extras.webhook', action_object_id: hook.id }));
+    const { site, type, role } = await seedBasics(api, 'e');
+    const cc = ok(await h.post('/api/extras/config-contexts/', { name: 'ev-ctx', weight: 5000, sites: [site.id], data: { evsite: site.slug } }));
+    const tpl = ok(await h.post('/api/extras/config-templates/', { name: 'ev-tpl', template_code: '{{ evsite }}' }));
+    const set = ok(await h.post('/api/extras/custom-field-choice-sets/', { name: 'ev-set', extra_choices: [['a', 'A']] }));
+    const dev = ok(await h.post('/api/dcim/devices/', { name: 'e1', site: site.id, device_type: type.id, role: role.id, config_template: tpl.id }));
+    const entry = ok(await h.post('/api/extras/journal-entries/', { assigned_object_type: 'dcim.device', assigned_object_id: dev.id, comments: 'ev' }));
+    const contact = ok(await h.post('/api/tenancy/contacts/', { name: 'Eve' }));
+    const crole = ok(await h.post('/api/tenancy/contact-roles/', { name: 'Ev', slug: 'ev' }));
+    const ca = ok(await h.post('/api/tenancy/contact-assignments/', { object_type: 'dcim.device', object_id: dev.id, contact: contact.id, role: crole.id }));
+    ok(await h.delete(`/api/dcim/devices/${dev.id}/`), 204);
+    const tasks = ok(await h.get(`/api/core/background-tasks/?webhook=${hook.id}&limit=200`), 200).results;
+    const seen = new Map<string, any>();
+    for (const t of tasks) seen.set(`${t.object_type}:${t.object_id}:${t.event}`, t);
+    for (const k of [
+      `extras.configcontext:${cc.id}:created`,
+      `extras.configtemplate:${tpl.id}:created`,
+      `extras.customfieldchoiceset:${set.id}:created`,
+      `extras.journalentry:${entry.id}:created`,
+      `tenancy.contactassignment:${ca.id}:created`,
+      `dcim.device:${dev.id}:created`,
+      // The device's journal entry and contact assignment go with it, each with its own event.
+      `extras.journalentry:${entry.id}:deleted`,
+      `tenancy.contactassignment:${ca.id}:deleted`,
+      `dcim.device:${dev.id}:deleted`,
+    ]) {
+      assert.ok(seen.has(k), `no delivery for ${k}: ${[...seen.keys()].join(', ')}`);
+    }
+    const created = ok(await h.get(`/api/core/background-tasks/${seen.get(`dcim.device:${dev.id}:created`).id}/`), 200);
+    assert.equal(created.kwargs.data.config_context.evsite, site.slug);
+    assert.equal(created.kwargs.data.config_template.id, tpl.id);
+    const je = ok(await h.get(`/api/core/background-tasks/${seen.get(`extras.journalentry:${entry.id}:created`).id}/`), 200);
+    assert.equal(je.kwargs.data.url, `/api/extras/journal-entries/${entry.id}/`);
+    assert.equal(je.kwargs.data.assigned_object.id, dev.id);
+  });
+
   it('contact assignments: NetBox shape, uniqueness, supported types, filters, protection and cascade', async () => {
     const h = api.http;
     const { site } = await seedBasics(api, 'k');
