@@ -66,6 +66,22 @@ forEachStorage('inventory UI: journal tab and extras pages', (storage) => {
       assert.equal(r.status, 200, `${list}: ${r.text.slice(0, 200)}`);
       if (id !== null) assert.equal((await ui.get(`${list}${id}/`)).status, 200);
     }
+    // A config context from the form: JSON data, a site and a tag (tags by slug, as the API names them); the edit form keeps them.
+    const site = (await api.post('/api/dcim/sites/', { name: 'CC', slug: 'cc' })).body;
+    await api.post('/api/extras/tags/', { name: 'Core', slug: 'core' });
+    const form = await ui.get('/extras/config-contexts/add/');
+    assert.equal(form.status, 200);
+    const bad = await ui.post('/extras/config-contexts/add/', { csrf_token: ui.csrfOf(form.text), name: 'from-ui', weight: '10', data: '{oops', is_active: 'on' });
+    assert.equal(bad.status, 400);
+    assert.match(bad.text, /Invalid JSON/);
+    const saved = await ui.post('/extras/config-contexts/add/', { csrf_token: ui.csrfOf(form.text), name: 'from-ui', weight: '10', data: '{"snmp": {"community": "x"}}', is_active: 'on', sites: String(site.id), tags: 'core' });
+    assert.equal(saved.status, 303, saved.text.slice(0, 400));
+    const made = (await api.get('/api/extras/config-contexts/?name=from-ui')).body.results[0];
+    assert.deepEqual(made.data, { snmp: { community: 'x' } });
+    assert.deepEqual(made.tags, ['core']);
+    assert.equal(made.sites[0].id, site.id);
+    const edit = await ui.get(`/extras/config-contexts/${made.id}/edit/`);
+    assert.match(edit.text, /<option value="core" selected>/);
     const menu = (await ui.get('/extras/config-contexts/')).text;
     for (const href of ['/extras/config-contexts/', '/extras/config-templates/', '/extras/custom-field-choice-sets/', '/extras/journal-entries/', '/tenancy/contact-assignments/']) assert.ok(menu.includes(`href="${href}"`), href);
   });

@@ -359,7 +359,8 @@ async function loadOptions(req: FastifyRequest, backend: UiBackend, m: ModelDef)
       if (r.status !== 200 || r.body.count > MAX_OPTIONS) return void out.set(f.name, null);
       out.set(
         f.name,
-        (r.body.results as any[]).map((x) => ({ value: String(x.id), label: String(x.display) })),
+        // A list the API names by an attribute (config contexts' tags by slug) offers that attribute's values.
+        (r.body.results as any[]).map((x) => ({ value: String(f.itemAttribute ? x[f.itemAttribute] : x.id), label: String(x.display) })),
       );
     }),
   );
