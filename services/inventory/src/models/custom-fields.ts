@@ -123,7 +123,11 @@ export const customField: ModelDef = {
   brief: ['name', 'description'],
   taggable: false,
   display: (r) => r.label || r.name,
-  extraFilters: [{ name: 'object_type', kind: 'custom' }],
+  extraFilters: [
+    { name: 'object_type', kind: 'custom' },
+    { name: 'choice_set_id', kind: 'fk_id', column: 'choice_set_id', model: 'customfieldchoiceset' },
+    { name: 'choice_set', kind: 'fk_slug', column: 'choice_set_id', model: 'customfieldchoiceset', attribute: 'name' },
+  ],
   afterSave: async (w, _id, row) => reindexUniqueField({ db: w.trx, dialect: w.dialect, base: '' }, row),
   beforeDelete: async (w, row) => {
     await w.trx.deleteFrom('extras_customfield_unique').where('field_name', '=', row.name).execute();

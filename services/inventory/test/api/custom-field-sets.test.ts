@@ -50,6 +50,9 @@ forEachStorage('inventory API: custom field choice sets and unique custom fields
     assert.equal(tier.choice_set.id, set.id);
     assert.deepEqual(tier.type, { value: 'select', label: 'Selection' });
     ok(await h.post('/api/extras/custom-fields/', { name: 'tiers', type: 'multiselect', choice_set: set.id, object_types: ['dcim.site'] }));
+    assert.deepEqual(ok(await h.get(`/api/extras/custom-fields/?choice_set_id=${set.id}&ordering=name`), 200).results.map((f: any) => f.name), ['tier', 'tiers']);
+    assert.deepEqual(ok(await h.get('/api/extras/custom-fields/?choice_set=Tiers&ordering=name'), 200).results.map((f: any) => f.name), ['tier', 'tiers']);
+    assert.deepEqual((await h.get('/api/extras/custom-fields/?choice_set=Nope')).body, { choice_set: ['Select a valid choice. Nope is not one of the available choices.'] });
     const site = ok(await h.post('/api/dcim/sites/', { name: 'S1', slug: 's1', custom_fields: { tier: 'gold', tiers: ['silver', 'bronze'] } }));
     assert.deepEqual(site.custom_fields, { tier: 'gold', tiers: ['silver', 'bronze'] });
     assert.deepEqual((await h.post('/api/dcim/sites/', { name: 'S2', slug: 's2', custom_fields: { tier: 'platinum' } })).body, {
