@@ -6,9 +6,11 @@ import { uniq, useServer } from '../helpers.ts';
 
 /**
  * v3 message search through the in-memory index (no filters) against the
- * plain path (a filter that matches everything ranks in SQL-read rows):
- * the same answers at workspace, session and peer level; writes of another
- * process seen; deleted messages never returned.
+ * filtered path with a filter that matches everything (the filter's matches
+ * read from SQL, then ranked through the index under that mask): the same
+ * answers at workspace, session and peer level; writes of another process
+ * seen; deleted messages never returned. Exactness against the plain ranking
+ * of every stored vector is search-filters.test.ts.
  */
 const wsName = (p: string) => uniq(p).replace(/[^a-zA-Z0-9_-]/g, '_');
 const TOPICS = ['my dog Rex likes the park', 'I work as a nurse in Lyon', 'we cooked pasta with tomatoes', 'the train to Paris was late', 'I am learning to play the violin', 'our garden has roses and tulips'];

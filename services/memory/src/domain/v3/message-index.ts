@@ -41,6 +41,8 @@ function vectorStore(cap: number, dims: number): { q8: Int8Array; kernel?: Hammi
 const REREAD_US = { sqlite: 1_000_000, postgres: 5_000_000 } as const;
 const REBUILD_MS = 10 * 60_000;
 const CHUNK = 5_000;
+/** SQLite reads block the thread: smaller chunks (a few milliseconds each). */
+const SQLITE_CHUNK = 500;
 
 interface WsIndex {
   ids: string[];
@@ -147,15 +149,36 @@ function rowsQuery(ctx: Ctx, workspace: string) {
     .where('v3_messages.workspace', '=', workspace) as any;
 }
 
+/**
+ * The event loop is never held for long by a build or a catch-up: rows are
+ * read a chunk at a time (a chunk's read is synchronous on SQLite) and added
+ * in slices of at most STEP_MS, each followed by a turn of the event loop.
+ */
+const STEP_MS = 8;
+const yieldToLoop = () => new Promise<void>((r) => setImmediate(r));
+
+async function addAll(ix: WsIndex, rows: any[]): Promise<void> {
+  let t = performance.now();
+  for (let i = 0; i < rows.length; i++) {
+    add(ix, rows[i]);
+    if ((i & 63) === 63 && performance.now() - t > STEP_MS) {
+      await yieldToLoop();
+      t = performance.now();
+    }
+  }
+}
+
 async function refresh(ctx: Ctx, workspace: string, ix: WsIndex): Promise<void> {
   if (ix.hw < 0) {
     // First build: every message, in seq order, a chunk at a time.
+    const chunk = ctx.storage.dialect.kind === 'sqlite' ? SQLITE_CHUNK : CHUNK;
     let after = -1;
     for (;;) {
-      const rows: any[] = await rowsQuery(ctx, workspace).where('v3_messages.seq', '>', after).orderBy('v3_messages.seq').limit(CHUNK).execute();
-      for (const r of rows) add(ix, r);
+      const rows: any[] = await rowsQuery(ctx, workspace).where('v3_messages.seq', '>', after).orderBy('v3_messages.seq').limit(chunk).execute();
+      await addAll(ix, rows);
       if (rows.length) after = Number(rows[rows.length - 1].seq);
-      if (rows.length < CHUNK) break;
+      if (rows.length < chunk) break;
+      await yieldToLoop();
     }
     ix.hw = Math.max(after, 0);
     return;
@@ -170,7 +193,7 @@ async function refresh(ctx: Ctx, workspace: string, ix: WsIndex): Promise<void> 
   const missing = recent.filter((r) => !ix.rowOf.has(r.id)).map((r) => r.id as string);
   for (let i = 0; i < missing.length; i += 500) {
     const rows: any[] = await rowsQuery(ctx, workspace).where('v3_messages.id', 'in', missing.slice(i, i + 500)).orderBy('v3_messages.seq').execute();
-    for (const r of rows) add(ix, r);
+    await addAll(ix, rows);
   }
   for (const r of recent) ix.hw = Math.max(ix.hw, Number(r.seq));
 }
@@ -228,7 +251,8 @@ class TopK {
 
 /**
  * Hybrid search of a workspace's messages (optionally one session's or one
- * peer's) through the index: bm25-style weights of the query's stems over the
+ * peer's, and with `only`, the messages whose ids it returns: a filter's
+ * matches, read from the database) through the index: bm25-style weights of the query's stems over the
  * messages in scope, and cosine similarity (int8 pre-rank of all, exact
  * re-rank of the best `max(200, 20 × limit)`), fused by reciprocal rank
  * fusion, ties to the newer message. Returns the rows read back from the
@@ -241,13 +265,25 @@ export async function indexedSearch(
   query: string,
   qv: Float32Array | undefined,
   limit: number,
+  only?: () => Promise<string[]>,
 ): Promise<any[]> {
+  // The filter's matches are read before the index catches up, so every match is in the index.
+  const matching = only ? await only() : undefined;
   const ix = await indexFor(ctx, workspace);
   const session = scope.session === undefined ? -1 : (ix.names.get(scope.session) ?? -2);
   const peer = scope.peer === undefined ? -1 : (ix.names.get(scope.peer) ?? -2);
   if (session === -2 || peer === -2) return [];
   const n = ix.ids.length;
-  const inScope = (row: number) => ix.alive[row] === 1 && (session < 0 || ix.session[row] === session) && (peer < 0 || ix.peer[row] === peer);
+  let allowed: Uint8Array | undefined;
+  if (matching) {
+    allowed = new Uint8Array(n);
+    for (const id of matching) {
+      const row = ix.rowOf.get(id);
+      if (row !== undefined) allowed[row] = 1;
+    }
+  }
+  const inScope = (row: number) =>
+    ix.alive[row] === 1 && (session < 0 || ix.session[row] === session) && (peer < 0 || ix.peer[row] === peer) && (allowed === undefined || allowed[row] === 1);
   let total = 0;
   for (let row = 0; row < n; row++) if (inScope(row)) total++;
   if (!total) return [];

@@ -8,13 +8,11 @@ import { indexedSearch } from './message-index.ts';
 import { messageToJson } from './wire.ts';
 
 /**
- * Search over v3 messages: the service's hybrid ranking (a full-text ranking
- * over the same stems as the document index, and cosine over the same
- * embeddings, fused by reciprocal rank fusion), computed over the messages the
- * scope and filters select. Ranking happens in this process over at most
- * SCAN_LIMIT of the newest matching messages.
+ * Search over v3 messages and conclusions: the service's hybrid ranking (a
+ * full-text ranking over the same stems as the document index, and cosine
+ * over the same embeddings, fused by reciprocal rank fusion). Messages are
+ * ranked by the workspace's index (message-index.ts), conclusions by `rank`.
  */
-export const SCAN_LIMIT = 20_000;
 
 /** Embeddings of new texts; a provider failure leaves them unembedded (full-text still finds them). */
 export async function embedTexts(ctx: Ctx, texts: string[]): Promise<Array<Float32Array | undefined>> {
@@ -74,25 +72,35 @@ export async function rank<T extends { id: string; content: string; vector?: unk
   return fused.map((h) => rows[h.key as number]!);
 }
 
-/** `POST …/search` at workspace, peer or session level: messages, best first. */
+/** A filter's matches are read from the database in pages of this many ids (on SQLite each page is a synchronous read, its metadata tests JS functions: short pages). */
+const MATCH_PAGE = { sqlite: 1_000, postgres: 20_000 } as const;
+
+/**
+ * `POST …/search` at workspace, peer or session level: messages, best first.
+ * The workspace's in-memory index ranks every message in scope; with
+ * `filters`, the filter (compiled to SQL) first selects the ids of every
+ * matching message in scope, and only those are ranked.
+ */
 export async function searchMessages(ctx: Ctx, workspace: string, scope: { session?: string; peer?: string }, query: string, filters: unknown, limit: number) {
   const cond = compileFilter(filters, MESSAGE_FILTER, ctx.storage.dialect);
-  if (!cond) {
-    // No filters: the workspace's in-memory index ranks every message in scope.
-    if (limit <= 0) return [];
-    const [qv] = await embedTexts(ctx, [query]);
-    return (await indexedSearch(ctx, workspace, scope, query, qv, limit)).map(messageToJson);
+  if (limit <= 0) return [];
+  const [qv] = await embedTexts(ctx, [query]);
+  const only = cond ? () => matchingIds(ctx, workspace, scope, cond) : undefined;
+  return (await indexedSearch(ctx, workspace, scope, query, qv, limit, only)).map(messageToJson);
+}
+
+async function matchingIds(ctx: Ctx, workspace: string, scope: { session?: string; peer?: string }, cond: unknown): Promise<string[]> {
+  const ids: string[] = [];
+  const page = MATCH_PAGE[ctx.storage.dialect.kind];
+  let after = -1;
+  for (;;) {
+    let q = ctx.storage.db.selectFrom('v3_messages').select(['v3_messages.id', 'v3_messages.seq']).where('v3_messages.workspace', '=', workspace).where('v3_messages.seq', '>', after) as any;
+    if (scope.session !== undefined) q = q.where('v3_messages.session', '=', scope.session);
+    if (scope.peer !== undefined) q = q.where('v3_messages.peer', '=', scope.peer);
+    const rows: Array<{ id: string; seq: unknown }> = await q.where(cond).orderBy('v3_messages.seq').limit(page).execute();
+    for (const r of rows) ids.push(r.id);
+    if (rows.length < page) return ids;
+    after = Number(rows[rows.length - 1]!.seq);
+    await new Promise<void>((r) => setImmediate(r));
   }
-  let q = ctx.storage.db
-    .selectFrom('v3_messages')
-    .leftJoin('v3_vectors', 'v3_vectors.id', 'v3_messages.id')
-    .selectAll('v3_messages')
-    .select(['v3_vectors.vector', 'v3_vectors.body'])
-    .where('v3_messages.workspace', '=', workspace) as any;
-  if (scope.session !== undefined) q = q.where('v3_messages.session', '=', scope.session);
-  if (scope.peer !== undefined) q = q.where('v3_messages.peer', '=', scope.peer);
-  if (cond) q = q.where(cond);
-  const rows = await q.orderBy('v3_messages.seq', 'desc').limit(SCAN_LIMIT).execute();
-  const ranked = await rank(ctx, rows, query, limit);
-  return ranked.map(messageToJson);
 }
