@@ -57,6 +57,24 @@ forEachStorage('inventory UI: journal tab and extras pages', (storage) => {
     assert.equal((await ui.get('/dcim/sites/999999/journal/')).status, 404);
   });
 
+  it('shows the render config tab of a device: its context data and the rendered template, or the API error', async () => {
+    const site = (await api.post('/api/dcim/sites/', { name: 'RC', slug: 'rc' })).body;
+    const mfr = (await api.post('/api/dcim/manufacturers/', { name: 'RCM', slug: 'rcm' })).body;
+    const type = (await api.post('/api/dcim/device-types/', { manufacturer: mfr.id, model: 'RCT', slug: 'rct' })).body;
+    const role = (await api.post('/api/dcim/device-roles/', { name: 'RCR', slug: 'rcr' })).body;
+    const dev = (await api.post('/api/dcim/devices/', { name: 'rc1', site: site.id, device_type: type.id, role: role.id, local_context_data: { motd: '<hi>' } })).body;
+    const none = await ui.get(`/dcim/devices/${dev.id}/render-config/`);
+    assert.equal(none.status, 200);
+    assert.match(none.text, /data-testid="render-error">error: No config template found for this device\./);
+    assert.ok(none.text.includes('&quot;motd&quot;: &quot;&lt;hi&gt;&quot;') || none.text.includes('"motd": "&lt;hi&gt;"'), 'context shown, escaped');
+    const tpl = (await api.post('/api/extras/config-templates/', { name: 'rc', template_code: 'motd {{ motd }} on {{ device.name }}' })).body;
+    await api.patch(`/api/dcim/devices/${dev.id}/`, { config_template: tpl.id });
+    const page = await ui.get(`/dcim/devices/${dev.id}/render-config/`);
+    assert.match(page.text, /data-testid="rendered-config">motd &lt;hi&gt; on rc1</);
+    assert.match((await ui.get(`/dcim/devices/${dev.id}/`)).text, /data-testid="render-config-tab"/);
+    assert.equal((await ui.get('/dcim/devices/999999/render-config/')).status, 404);
+  });
+
   it('lists and shows config contexts, templates, choice sets, journal entries and contact assignments', async () => {
     const ctx = (await api.post('/api/extras/config-contexts/', { name: 'ntp', data: { ntp: ['a'] } })).body;
     const tpl = (await api.post('/api/extras/config-templates/', { name: 'base', template_code: 'x' })).body;

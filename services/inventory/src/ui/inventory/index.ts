@@ -12,6 +12,7 @@ import { parseYamlRecords } from './yaml.ts';
 import { bodyFromCsv, bodyFromForm, control, editableFields, formValue, generalErrors, MAX_OPTIONS, targetOf, type Options } from './fields.ts';
 import { cell, labelOf, pageOf } from './render.ts';
 import { registerJournalPages } from './journal.ts';
+import { registerRenderConfigPage, rendersConfig } from './render-config.ts';
 import { takesJournal } from '../../models/journal.ts';
 
 export { INVENTORY_PREFIXES } from './prefixes.ts';
@@ -166,7 +167,9 @@ function registerModel(app: FastifyInstance, backend: UiBackend, m: ModelDef): v
   app.post(`${base}/:id/edit/`, { schema: HIDE }, (req, reply) => saveObject(req, reply, backend, m, idOf(req)));
   app.get(`${base}/:id/delete/`, { schema: HIDE }, (req, reply) => deletePage(req, reply, backend, m));
   app.post(`${base}/:id/delete/`, { schema: HIDE }, (req, reply) => deleteObject(req, reply, backend, m));
-  registerJournalPages(app, backend, m, { menu, tabs, api: (req, method, url, body) => api(req, backend, method, url, body), message: apiMessage });
+  const parts = { menu, tabs, api: (req: FastifyRequest, method: 'GET' | 'POST', url: string, body?: unknown) => api(req, backend, method, url, body), message: apiMessage };
+  registerJournalPages(app, backend, m, parts);
+  registerRenderConfigPage(app, m, parts);
 }
 
 function idOf(req: FastifyRequest): number {
@@ -290,9 +293,10 @@ function relatedOf(m: ModelDef): Array<{ model: ModelDef; filter: string }> {
   return out;
 }
 
-function tabs(m: ModelDef, id: number, active: 'object' | 'changelog' | 'journal'): SafeHtml {
+function tabs(m: ModelDef, id: number, active: 'object' | 'changelog' | 'journal' | 'render-config'): SafeHtml {
+  const render = rendersConfig(m) ? html`<a href="${listUrl(m)}${id}/render-config/" class="${active === 'render-config' ? 'active' : ''}" data-testid="render-config-tab">Render config</a>` : '';
   const journal = takesJournal(m) ? html`<a href="${listUrl(m)}${id}/journal/" class="${active === 'journal' ? 'active' : ''}" data-testid="journal-tab">Journal</a>` : '';
-  return html`<div class="tabs"><a href="${listUrl(m)}${id}/" class="${active === 'object' ? 'active' : ''}">${title(m.verboseName)}</a>${journal}<a href="${listUrl(m)}${id}/changelog/" class="${active === 'changelog' ? 'active' : ''}" data-testid="changelog-tab">Changelog</a></div>`;
+  return html`<div class="tabs"><a href="${listUrl(m)}${id}/" class="${active === 'object' ? 'active' : ''}">${title(m.verboseName)}</a>${render}${journal}<a href="${listUrl(m)}${id}/changelog/" class="${active === 'changelog' ? 'active' : ''}" data-testid="changelog-tab">Changelog</a></div>`;
 }
 
 async function objectPage(req: FastifyRequest, reply: FastifyReply, backend: UiBackend, m: ModelDef) {
