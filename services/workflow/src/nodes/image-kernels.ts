@@ -192,7 +192,8 @@ export async function onnxSeparableConv(data: Uint8Array, w: number, h: number, 
     feeds.p = new ort.Tensor('float32', Float32Array.of(p), [1]);
     feeds.q = new ort.Tensor('float32', Float32Array.of(q), [1]);
   }
-  const rows = stripRows ?? (w * h > TILE_ABOVE_PIXELS ? Math.max(1, Math.floor(STRIP_PIXELS / w)) : h);
+  // At least 8r rows per strip, so that the halo adds at most a quarter to the work.
+  const rows = stripRows ?? (w * h > TILE_ABOVE_PIXELS ? Math.max(1, Math.floor(STRIP_PIXELS / w), 8 * r) : h);
   if (rows >= h) {
     const s = await session(`conv${c}${sharpen ? '-sharpen' : ''}`, () => convGraph(c, sharpen));
     feeds.x = new ort.Tensor('uint8', u8(data), [1, h, w, c]);
