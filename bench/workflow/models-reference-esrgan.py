@@ -1,7 +1,8 @@
 """Reference values for the ESRGAN upscale test (services/workflow/test/models-upscale.test.ts).
 
-Runs the published RRDBNet forward pass (as spandrel's ESRGAN architecture computes it) in torch over the
-tiny checkpoint the test writes, through the reference's own comfy.utils.tiled_scale with
+Runs the published RRDBNet forward pass (as spandrel's ESRGAN architecture computes it, its output clamped to
+[0, 1] as spandrel's model descriptor does) in torch over the tiny checkpoint the test writes (growth 4, which
+spandrel's loader itself would not read: it assumes 32), through the reference's own comfy.utils.tiled_scale with
 ImageUpscaleWithModel's tile 512 / overlap 32, then torch.clamp and SaveImage's 255*v truncation.
 
   <refvenv>/bin/python bench/workflow/models-reference-esrgan.py <ComfyUI checkout> <model.safetensors> <width> <height>
@@ -57,7 +58,8 @@ def pattern(x, y, c):
 
 img = torch.tensor([[[pattern(x, y, c) for c in range(3)] for x in range(W)] for y in range(H)], dtype=torch.float32) / 255.0
 with torch.no_grad():
-    s = comfy.utils.tiled_scale(img[None].movedim(-1, -3), net, tile_x=512, tile_y=512, overlap=32, upscale_amount=4)
+    # spandrel's ImageModelDescriptor clamps each tile's output to [0, 1] before tiled_scale blends it.
+    s = comfy.utils.tiled_scale(img[None].movedim(-1, -3), lambda a: torch.clamp(net(a), 0, 1), tile_x=512, tile_y=512, overlap=32, upscale_amount=4)
 s = torch.clamp(s.movedim(-3, -1), min=0, max=1.0)[0]
 b = (255.0 * s).numpy().astype("uint8")  # SaveImage: np.clip(255 * i, 0, 255).astype(uint8) truncates
 pts = [(0, 0), (1, 0), (5, 3), (W * 4 - 1, H * 4 - 1), (1919, 10), (1950, 40), (1985, 50), (2000, 20), (2047, 7), (2048, 90), (2100, 33), (W * 2, H * 2)]

@@ -8,8 +8,10 @@
  * (five 3×3 convs with dense concatenation, LeakyReLU 0.2, residuals scaled
  * by 0.2), a trunk conv added to the first features, nearest ×2 upsampling
  * with a conv and LeakyReLU per factor of two, an HR conv and the last conv.
- * Real-ESRGAN's ×2 and ×1 variants (pixel-unshuffled input) are recognised
- * and refused for now.
+ * Real-ESRGAN's ×2 and ×1 variants take the image pixel-unshuffled by 2 or
+ * 4 (reflect-padded to a multiple first, the output cropped back), as
+ * spandrel runs them; and its compact model (SRVGGNetCompact: convs with
+ * PReLU, a pixel shuffle, plus the input enlarged by nearest neighbour).
  */
 import { OnnxGraph } from './graph-builder.ts';
 import { DataType } from './onnx-proto.ts';
@@ -24,8 +26,27 @@ export interface EsrganConfig {
   features: number;
   blocks: number;
   growth: number;
+  /** The network's own factor (2 per upsampling conv). */
+  netScale: number;
+  /** Pixel-unshuffle of the input (1: none; 2 and 4 for Real-ESRGAN ×2 and ×1). */
+  shuffle: number;
+  /** What the image grows by: netScale / shuffle. */
   scale: number;
 }
+
+/** SRVGGNetCompact: body.0 conv, then PReLU and conv pairs, the last conv giving C·s² channels. */
+export interface CompactConfig {
+  kind: 'compact';
+  convs: string[];
+  prelus: string[];
+  inChannels: number;
+  outChannels: number;
+  features: number;
+  scale: number;
+  shuffle: 1;
+}
+
+export type UpscaleConfig = (EsrganConfig & { kind: 'rrdb' }) | CompactConfig;
 
 function fail(file: SafetensorsFile, problem: string): never {
   throw new ModelFileError(file.path, problem);
@@ -52,8 +73,6 @@ export function detectEsrgan(file: SafetensorsFile): EsrganConfig {
     let trunk = -1;
     for (let i = 0; file.has(`model.1.sub.${i}.RDB1.conv1.0.weight`); i++) trunk = i + 1;
     keys = { first: 'model.0', rdb: (b, r, c) => `model.1.sub.${b}.RDB${r}.conv${c}.0`, trunk: `model.1.sub.${trunk}`, ups: convs.slice(0, -2), hr: convs.at(-2)!, last: convs.at(-1)! };
-  } else if (file.has('body.0.weight') && file.has('body.1.weight') && !file.has('conv_first.weight')) {
-    return fail(file, 'a compact Real-ESRGAN (SRVGGNetCompact) model: not supported yet (ESRGAN/RRDBNet models are)');
   } else {
     return fail(file, 'not an upscale model this service can run: ESRGAN/RRDBNet weights (conv_first + body.N.rdb1… or model.0 + model.1.sub.N.RDB1…) are not there');
   }
@@ -62,9 +81,10 @@ export function detectEsrgan(file: SafetensorsFile): EsrganConfig {
   const [features, inChannels] = shape(keys.first) as [number, number];
   const growth = shape(keys.rdb(0, 1, 1))[0]!;
   const outChannels = shape(keys.last)[0]!;
-  if (inChannels !== 3 && inChannels !== 1) {
-    fail(file, `its first conv takes ${inChannels} channels: a pixel-unshuffled Real-ESRGAN ×2/×1 model, not supported yet (×4 and ×8 RRDBNet models are)`);
-  }
+  // spandrel: an input of 4× or 16× the output's channels is a pixel-unshuffled Real-ESRGAN ×2 or ×1.
+  const shuffle = inChannels === outChannels * 4 ? 2 : inChannels === outChannels * 16 ? 4 : 1;
+  if (shuffle === 1 && inChannels !== outChannels) fail(file, `its first conv takes ${inChannels} channels and its last gives ${outChannels}: not an RRDBNet this service can run`);
+  if (![1, 3, 4].includes(outChannels)) fail(file, `it gives ${outChannels} channels (1, 3 or 4 are images)`);
   if (!conv3(keys.trunk) || !conv3(keys.hr) || !conv3(keys.last)) fail(file, 'an RRDBNet without its trunk, HR or last conv');
   if (keys.ups.length === 0 || keys.ups.length > 4) fail(file, `an RRDBNet with ${keys.ups.length} upsampling convs (1 to 4 are read)`);
   // Every conv's shape must fit the dense wiring; a hostile header must not reach ONNX Runtime with shapes that do not add up.
@@ -80,7 +100,56 @@ export function detectEsrgan(file: SafetensorsFile): EsrganConfig {
     if (s.join() !== [features, features, 3, 3].join()) fail(file, `${k}.weight has shape [${s.join(', ')}], expected [${features}, ${features}, 3, 3]`);
   }
   if (shape(keys.last).slice(1).join() !== [features, 3, 3].join()) fail(file, `${keys.last}.weight does not take ${features} channels`);
-  return { keys, inChannels, outChannels, features, blocks, growth, scale: 2 ** keys.ups.length };
+  const netScale = 2 ** keys.ups.length;
+  if (netScale % shuffle !== 0) fail(file, `a pixel-unshuffle by ${shuffle} with a ×${netScale} network`);
+  return { keys, inChannels, outChannels, features, blocks, growth, netScale, shuffle, scale: netScale / shuffle };
+}
+
+/** SRVGGNetCompact's layout and shapes (spandrel's Compact), or null when the file is not one. */
+export function detectCompact(file: SafetensorsFile): CompactConfig | null {
+  if (!file.has('body.0.weight') || !file.has('body.1.weight') || file.has('conv_first.weight') || file.has('body.0.rdb1.conv1.weight')) return null;
+  let highest = -1;
+  for (const k of file.tensors.keys()) {
+    const m = /^body\.(\d+)\./.exec(k);
+    if (m) highest = Math.max(highest, Number(m[1]));
+  }
+  const shape = (k: string) => (file.has(k) ? file.info(k).shape : undefined);
+  const first = shape('body.0.weight');
+  if (!first || first.length !== 4) fail(file, 'body.0.weight is not a conv: not a compact upscale model');
+  const [features, inChannels] = first as [number, number];
+  if (highest < 2 || highest % 2 !== 0) fail(file, `a compact model ends with body.${highest}, which is not its last conv`);
+  const convs: string[] = [];
+  const prelus: string[] = [];
+  for (let i = 0; i <= highest; i++) {
+    if (i % 2 === 1) {
+      const s = shape(`body.${i}.weight`);
+      if (!s || s.join() !== String(features)) fail(file, `body.${i}.weight must be ${features} PReLU slopes`);
+      prelus.push(`body.${i}`);
+      continue;
+    }
+    const s = shape(`body.${i}.weight`);
+    const bias = shape(`body.${i}.bias`);
+    const want = i === highest ? undefined : [features, i === 0 ? inChannels : features, 3, 3];
+    if (!s || s.length !== 4 || s[2] !== 3 || s[3] !== 3 || (want && s.join() !== want.join()) || (i === highest && s[1] !== features)) fail(file, `body.${i}.weight has shape [${s?.join(', ') ?? ''}], not a 3×3 conv of this compact model`);
+    if (!bias || bias.join() !== String(s![0])) fail(file, `body.${i}.bias does not match body.${i}.weight`);
+    convs.push(`body.${i}`);
+  }
+  // spandrel's get_scale_and_output_channels: the last conv gives out·s² channels, out tried as the input's, 3, 4, 1.
+  const lastOut = shape(`body.${highest}.weight`)![0]!;
+  for (const c of [inChannels, 3, 4, 1]) {
+    const r = lastOut / c;
+    if (Number.isInteger(r) && Number.isInteger(Math.sqrt(r))) {
+      const scale = Math.sqrt(r);
+      if (scale > 16) fail(file, `a ×${scale} compact model (at most ×16 is run)`);
+      return { kind: 'compact', convs, prelus, inChannels, outChannels: c, features, scale, shuffle: 1 };
+    }
+  }
+  return fail(file, `its last conv gives ${lastOut} channels, not channels × scale²`);
+}
+
+/** The upscale model in the file: a compact Real-ESRGAN or an RRDBNet. */
+export function detectUpscaleModel(file: SafetensorsFile): UpscaleConfig {
+  return detectCompact(file) ?? { kind: 'rrdb', ...detectEsrgan(file) };
 }
 
 function lrelu(g: OnnxGraph, x: string): string {
@@ -111,19 +180,79 @@ export function buildEsrganGraph(g: OnnxGraph, cfg: EsrganConfig): Uint8Array {
   return g.encode('esrgan');
 }
 
+/** image [B, C, H, W] → SRVGGNetCompact's output [B, C_out, sH, sW]. */
+export function buildCompactGraph(g: OnnxGraph, cfg: CompactConfig): Uint8Array {
+  const image = g.input('image', DataType.FLOAT, ['batch', cfg.inChannels, 'height', 'width']);
+  let h = image;
+  cfg.convs.forEach((conv, i) => {
+    h = g.conv(h, conv);
+    const slope = cfg.prelus[i];
+    if (slope) h = g.op('PRelu', [h, g.wReshaped(`${slope}.weight`, [cfg.features, 1, 1])]);
+  });
+  const s = cfg.scale;
+  if (s > 1) {
+    h = g.op('DepthToSpace', [h], { blocksize: s, mode: 'CRD' });
+    h = g.add(h, g.op('Resize', [image, '', g.f32([1, 1, s, s], [4])], { mode: 'nearest', coordinate_transformation_mode: 'asymmetric', nearest_mode: 'floor' }));
+  } else h = g.add(h, image);
+  g.output(h, 'upscaled', ['batch', cfg.outChannels, 'out_height', 'out_width']);
+  return g.encode('compact');
+}
+
+/**
+ * spandrel's pad_tensor: the bottom and right padded by `ph` and `pw`,
+ * reflecting as far as the image allows (size − 1) and replicating the rest.
+ */
+export function padImage(x: Float32Array, dims: readonly number[], ph: number, pw: number): { data: Float32Array; dims: number[] } {
+  const [b, c, h, w] = dims as [number, number, number, number];
+  const rh = Math.min(ph, h - 1);
+  const rw = Math.min(pw, w - 1);
+  // Padded index → source index: itself, its reflection, or (replicated) the last reflected one.
+  const src = (i: number, n: number, r: number) => (i < n ? i : i < n + r ? 2 * (n - 1) - i : n - 1 - r);
+  const H = h + ph;
+  const W = w + pw;
+  const cols = Int32Array.from({ length: W }, (_, x) => src(x, w, rw));
+  const out = new Float32Array(b * c * H * W);
+  for (let p = 0; p < b * c; p++)
+    for (let y = 0; y < H; y++) {
+      const row = (p * h + src(y, h, rh)) * w;
+      const at = (p * H + y) * W;
+      for (let xx = 0; xx < W; xx++) out[at + xx] = x[row + cols[xx]!]!;
+    }
+  return { data: out, dims: [b, c, H, W] };
+}
+
+/** torch.pixel_unshuffle by `f` (sizes divisible by it): [B, C, H, W] → [B, C·f², H/f, W/f]. */
+export function pixelUnshuffle(x: Float32Array, dims: readonly number[], f: number): { data: Float32Array; dims: number[] } {
+  const [b, c, h, w] = dims as [number, number, number, number];
+  const oh = h / f;
+  const ow = w / f;
+  const out = new Float32Array(x.length);
+  for (let n = 0; n < b; n++)
+    for (let ch = 0; ch < c; ch++)
+      for (let i = 0; i < f; i++)
+        for (let j = 0; j < f; j++) {
+          const base = (((n * c + ch) * f + i) * f + j) * oh * ow;
+          for (let y = 0; y < oh; y++) {
+            const row = ((n * c + ch) * h + y * f + i) * w;
+            for (let xx = 0; xx < ow; xx++) out[base + y * ow + xx] = x[row + xx * f + j]!;
+          }
+        }
+  return { data: out, dims: [b, c * f * f, oh, ow] };
+}
+
 /** A loaded upscale model (UPSCALE_MODEL): the file, its architecture and, once used, its session. */
 export class UpscaleModel {
   private session: Promise<Session> | undefined;
 
   private constructor(
     readonly file: SafetensorsFile,
-    readonly config: EsrganConfig,
+    readonly config: UpscaleConfig,
   ) {}
 
   static async open(path: string): Promise<UpscaleModel> {
     if (/\.(ckpt|pt|pth|bin)$/i.test(path)) throw new ModelFileError(path, 'pickled model files (.ckpt, .pt, .pth, .bin) cannot be loaded safely here: convert it to .safetensors');
     const file = await SafetensorsFile.open(path);
-    return new UpscaleModel(file, detectEsrgan(file));
+    return new UpscaleModel(file, detectUpscaleModel(file));
   }
 
   get scale(): number {
@@ -131,7 +260,7 @@ export class UpscaleModel {
   }
 
   describe(): string {
-    return `<UPSCALE_MODEL ESRGAN ×${this.scale}>`;
+    return `<UPSCALE_MODEL ${this.config.kind === 'compact' ? 'Compact' : 'ESRGAN'} ×${this.scale}>`;
   }
 
   toJSON(): string {
@@ -140,13 +269,29 @@ export class UpscaleModel {
 
   /** One tile through the network: [1, C, h, w] → [1, C_out, s·h, s·w]. */
   async run(tile: Float32Array, dims: readonly number[], opts: RuntimeOptions = {}): Promise<{ data: Float32Array; dims: number[] }> {
-    this.session ??= createSession(buildEsrganGraph(new OnnxGraph(this.file, WEIGHTS_LOCATION, ''), this.config), this.file, opts).catch((err: unknown) => {
+    const cfg = this.config;
+    const graph = (g: OnnxGraph) => (cfg.kind === 'compact' ? buildCompactGraph(g, cfg) : buildEsrganGraph(g, cfg));
+    this.session ??= createSession(graph(new OnnxGraph(this.file, WEIGHTS_LOCATION, '')), this.file, opts).catch((err: unknown) => {
       this.session = undefined;
       throw new ModelFileError(this.file.path, `its weights do not form a valid model (${(err as Error).message.split('\n')[0]})`);
     });
     const s = await this.session;
-    const out = (await s.run({ image: ortTensor('float32', tile, dims) })).upscaled!;
-    return { data: out.data as Float32Array, dims: [...out.dims] };
+    // spandrel's ImageModelDescriptor: the tile padded to the architecture's size requirements (ESRGAN: at least 2
+    // pixels, a multiple of 4 when pixel-unshuffled), the output clamped to [0, 1] and cropped back.
+    const [b, , h, w] = dims as [number, number, number, number];
+    const [minimum, multiple] = cfg.kind === 'rrdb' ? [cfg.shuffle > 1 ? 4 : 2, cfg.shuffle > 1 ? 4 : 1] : [0, 1];
+    const need = (n: number) => Math.ceil(Math.max(minimum, n) / multiple) * multiple;
+    let input = { data: tile, dims: [...dims] };
+    if (need(h) !== h || need(w) !== w) input = padImage(tile, dims, need(h) - h, need(w) - w);
+    if (cfg.shuffle > 1) input = pixelUnshuffle(input.data, input.dims, cfg.shuffle);
+    const out = (await s.run({ image: ortTensor('float32', input.data, input.dims) })).upscaled!;
+    const [, oc, OH, OW] = out.dims as [number, number, number, number];
+    const [th, tw] = [h * cfg.scale, w * cfg.scale];
+    const src = out.data as Float32Array;
+    const data = th === OH && tw === OW ? src : new Float32Array(b * oc * th * tw);
+    if (data !== src) for (let p = 0; p < b * oc; p++) for (let y = 0; y < th; y++) data.set(src.subarray((p * OH + y) * OW, (p * OH + y) * OW + tw), (p * th + y) * tw);
+    for (let i = 0; i < data.length; i++) data[i] = data[i]! < 0 ? 0 : data[i]! > 1 ? 1 : data[i]!;
+    return { data, dims: [b, oc, th, tw] };
   }
 
   async release(): Promise<void> {

@@ -83,7 +83,8 @@ export function upscaleModelNodes(dirs: NodeEnv['dirs']): NodeDefinition[] {
         const B = image.frames.length;
         const s = model.scale;
         checkSize(W * s, H * s, B);
-        if (model.config.inChannels !== 3) throw nodeError(`this upscale model takes ${model.config.inChannels}-channel images; IMAGE has 3`);
+        const channels = model.config.inChannels / model.config.shuffle ** 2;
+        if (channels !== 3) throw nodeError(`this upscale model takes ${channels}-channel images; IMAGE has 3`);
         // [B, H, W, 3] bytes → planar [B, 3, H, W] in [0, 1], as image.movedim(-1, -3).
         const planar = new Float32Array(B * 3 * H * W);
         image.frames.forEach((f, n) => {
