@@ -88,9 +88,3 @@ export function genericFilters(table: string, g: Pick<GenericRef, 'typeColumn' |
     { name: g.idColumn, kind: 'int', column: g.idColumn },
   ];
 }
-
-/** Objects of a type whose rows point at one object (journal entries, contact assignments), deleted with it. */
-export const GENERIC_CHILDREN: Array<{ model: string; typeColumn: string; idColumn: string }> = [
-  { model: 'journalentry', typeColumn: 'assigned_object_type', idColumn: 'assigned_object_id' },
-  { model: 'contactassignment', typeColumn: 'object_type', idColumn: 'object_id' },
-];

@@ -1,9 +1,8 @@
 import type { WriteContext } from '../changes/write-context.ts';
 import { conflict } from '../api/errors.ts';
 import { chunks, fastRows, fetchRow, fetchRowsByIds, normaliseRow, type ReadCtx } from './read.ts';
-import { model } from './registry.ts';
+import { MODELS, model } from './registry.ts';
 import { syncUniqueCustomFields } from './custom-fields.ts';
-import { GENERIC_CHILDREN } from './generic-object.ts';
 import { represent, snapshot } from './represent.ts';
 import type { ModelDef, Row } from './types.ts';
 import type { Errors, Validated } from './validate.ts';
@@ -185,9 +184,9 @@ export async function deleteObject(w: WriteContext, m: ModelDef, existing: Row):
     for (const row of (await lockRows(w, child, ids)).values()) await deleteObject(w, child, row);
   }
   // Journal entries and contact assignments go with their object (NetBox's GenericRelation), each change-logged.
-  for (const g of GENERIC_CHILDREN) {
-    if (g.model === m.key) continue;
-    const child = model(g.model);
+  for (const child of MODELS) {
+    const g = child.genericRef;
+    if (!g || child === m || !g.supported(m)) continue;
     const ids = (await w.trx.selectFrom(child.table).select('id').where(g.typeColumn, '=', m.objectType).where(g.idColumn, '=', existing.id).execute()).map((r) => Number(r.id));
     for (const row of (await lockRows(w, child, ids)).values()) await deleteObject(w, child, row);
   }
