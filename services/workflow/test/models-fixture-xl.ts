@@ -51,7 +51,7 @@ export const REFINER_TINY: XLFixtureConfig = {
   vae: true,
 };
 
-function openPrefix(family: XLFixtureConfig['family']): string {
+export function openPrefix(family: XLFixtureConfig['family']): string {
   return family === 'sd2' ? 'cond_stage_model.model.' : family === 'sdxl' ? 'conditioner.embedders.1.model.' : 'conditioner.embedders.0.model.';
 }
 

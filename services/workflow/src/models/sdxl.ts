@@ -230,3 +230,30 @@ export async function loadDualClip(path1: string, path2: string): Promise<XLClip
   ];
   return new XLClipModel(l[0], undefined, { parts, family: 'sdxl' });
 }
+
+/**
+ * CLIPLoader (type stable_diffusion) on one text-encoder file, as the
+ * reference's detect_te_model tells them apart: a 31st layer is OpenCLIP-G
+ * (the SDXL refiner's text encoder), a 23rd OpenCLIP-H (SD2.x's); null for
+ * anything else, which CLIPLoader reads as CLIP-L (SD1.x).
+ */
+export async function loadSingleClip(path: string): Promise<XLClipModel | null> {
+  let te: ReturnType<typeof detectTextEncoderFile> | undefined;
+  let kind: 'g' | 'h' | 'l' = 'l';
+  const detect = (file: SafetensorsFile): DetectedCheckpoint => {
+    try {
+      te = detectTextEncoderFile(file);
+    } catch (err) {
+      // Not a text encoder this reads: the CLIP-L path names the problem.
+      if (err instanceof ModelFileError) return { family: 'sd1', referenceShaped: false, unet: undefined as unknown as UNetConfig, clip: null, vae: null };
+      throw err;
+    }
+    kind = te.config.layers > 30 ? 'g' : te.config.layers > 22 ? 'h' : 'l';
+    return { family: kind === 'g' ? 'sdxl_refiner' : kind === 'h' ? 'sd2' : 'sd1', referenceShaped: false, unet: undefined as unknown as UNetConfig, clip: te.config, vae: null };
+  };
+  const ck = await Checkpoint.openWith(path, detect);
+  if (kind === 'l' || !te) return null;
+  if (kind === 'g' && !te.projection) throw new ModelFileError(path, "OpenCLIP-G needs its text_projection: its pooled output feeds the SDXL refiner's adm");
+  const spec: TextEncoderSpec = { name: kind, prefix: te.prefix, layout: te.layout, config: te.config, projection: te.projection };
+  return new XLClipModel(ck, undefined, { parts: [{ ck, spec }], family: kind === 'g' ? 'sdxl_refiner' : 'sd2' });
+}

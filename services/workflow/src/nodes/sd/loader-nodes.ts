@@ -1,6 +1,6 @@
 /**
  * The reference's separate loaders and LoRA nodes (nodes.py): VAELoader,
- * CLIPLoader (stable_diffusion: CLIP-L), UNETLoader, LoraLoader and
+ * CLIPLoader (stable_diffusion: CLIP-L, OpenCLIP-H as SD2.x's, OpenCLIP-G as the SDXL refiner's), UNETLoader, LoraLoader and
  * LoraLoaderModelOnly. File names go through the model-folder table, so a
  * name cannot leave its folder; a bad file is a node error naming it.
  */
@@ -10,6 +10,7 @@ import type { ModelPart } from '../../models/parts.ts';
 import { ModelFileError } from '../../models/safetensors.ts';
 import { TAESD_SCALE, TaesdVae } from '../../models/taesd.ts';
 import { ClipModel, loadCheckpoint, UNetModel, VaeModel, type Checkpoint } from '../../models/sd1.ts';
+import { loadSingleClip } from '../../models/sdxl.ts';
 import type { NodeDefinition, NodeEnv, NodeInputs } from '../api.ts';
 
 function nodeError(message: string, pyType = 'RuntimeError'): Error {
@@ -148,7 +149,20 @@ export function loaderNodes(dirs: NodeEnv['dirs']): NodeDefinition[] {
       dynamicInputs: (scope) => clipInputs(scope),
       validateInputs: clips.validate,
       outputs: ['CLIP'],
-      execute: async ({ clip_name }, ctx) => [new ClipModel(await openPart(ctx.env.dirs, 'text_encoders', clip_name, 'clip'))],
+      execute: async ({ clip_name }, ctx) => {
+        // OpenCLIP-H (SD2.x) and OpenCLIP-G (the SDXL refiner) files are told apart by their layer count, as the reference does.
+        const file = typeof clip_name === 'string' ? folders(ctx.env.dirs).fullPath('text_encoders', clip_name) : undefined;
+        if (file) {
+          try {
+            const open = await loadSingleClip(file);
+            if (open) return [open];
+          } catch (err) {
+            if (err instanceof ModelFileError) throw nodeError(`ERROR: could not load text encoder ${String(clip_name)}: ${err.message}`);
+            throw err;
+          }
+        }
+        return [new ClipModel(await openPart(ctx.env.dirs, 'text_encoders', clip_name, 'clip'))];
+      },
     },
     {
       name: 'UNETLoader',
