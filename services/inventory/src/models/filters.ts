@@ -566,6 +566,15 @@ async function customFieldFilters(ctx: ReadCtx, m: ModelDef, q: Query, errors: E
         else conds.push(lookup === 'n' ? sql`(${text} is null or ${n} <> ${Number(v)})` : sql`${n} ${sql.raw(op)} ${Number(v)}`);
         continue;
       }
+      if (def.type === 'multiselect') {
+        // A multiple selection matches when its list holds the value (`__n`: when it does not).
+        const data = col(m.table, 'custom_fields');
+        const has = pg ? sql`coalesce((${data} -> ${def.name}) @> to_jsonb(cast(${v} as text)), false)` : sql`exists (select 1 from json_each(${data}, ${`$."${def.name}"`}) where value = ${v})`;
+        if (lookup === '') conds.push(has);
+        else if (lookup === 'n') conds.push(sql`not ${has}`);
+        else (errors[key] ??= []).push('Unsupported lookup for a multiple selection.');
+        continue;
+      }
       if (def.type === 'boolean') {
         const b = parseBool(v);
         if (b === undefined) (errors[key] ??= []).push('Select a valid choice.');

@@ -62,6 +62,11 @@ forEachStorage('inventory API: custom field choice sets and unique custom fields
       custom_fields: ["Invalid value for custom field 'tiers': Invalid choice(s) (['gold', 'lead']). Available choices are: bronze, gold, silver"],
     });
     assert.deepEqual(ok(await h.get('/api/dcim/sites/?cf_tier=gold'), 200).results.map((s: any) => s.name), ['S1']);
+    ok(await h.post('/api/dcim/sites/', { name: 'S3', slug: 's3', custom_fields: { tiers: ['gold'] } }));
+    assert.deepEqual(ok(await h.get('/api/dcim/sites/?cf_tiers=silver'), 200).results.map((s: any) => s.name), ['S1']);
+    assert.deepEqual(ok(await h.get('/api/dcim/sites/?cf_tiers=gold&ordering=name'), 200).results.map((s: any) => s.name), ['S3']);
+    assert.deepEqual(ok(await h.get('/api/dcim/sites/?cf_tiers__n=gold&ordering=name'), 200).results.map((s: any) => s.name), ['S1']);
+    assert.deepEqual(ok(await h.get('/api/dcim/sites/?cf_tiers=null&ordering=name'), 200).results.map((s: any) => s.name), []);
     // A set in use is protected.
     assert.equal((await h.delete(`/api/extras/custom-field-choice-sets/${set.id}/`)).status, 409);
     // Changes are change-logged like any object's.
