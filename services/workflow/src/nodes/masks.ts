@@ -14,18 +14,19 @@ function mapPlanes(mask: MaskBatch, fn: (p: MaskPlane) => MaskPlane, ctx: NodeCo
   );
 }
 
-function mapValues(p: MaskPlane, fn: (v: number) => number): MaskPlane {
-  const out = new Float32Array(p.data.length);
-  for (let i = 0; i < out.length; i++) out[i] = fn(p.data[i]!);
-  return new MaskPlane(p.width, p.height, out);
-}
-
 /** MASK → IMAGE: each plane becomes a grey RGB frame. */
 export function maskToImage(mask: MaskBatch): ImageBatch {
   return new ImageBatch(
     maskPlanes(mask).map((p) => {
-      const data = Buffer.alloc(p.data.length * 3);
-      for (let i = 0; i < p.data.length; i++) data[i * 3] = data[i * 3 + 1] = data[i * 3 + 2] = toByte(p.data[i]!);
+      const data = Buffer.allocUnsafe(p.data.length * 3);
+      const d = p.data;
+      const o = new Uint8Array(data.buffer, data.byteOffset, data.length);
+      for (let i = 0, j = 0; i < d.length; i++, j += 3) {
+        const v = toByte(d[i]!);
+        o[j] = v;
+        o[j + 1] = v;
+        o[j + 2] = v;
+      }
       return new Frame(p.width, p.height, 3, data);
     }),
   );
@@ -477,7 +478,10 @@ export const maskNodes: NodeDefinition[] = v3('comfy_extras.nodes_mask', [
             const out = new Float32Array(n);
             // Alpha of an RGB image is opaque (the reference raises an IndexError there).
             if (c >= f.channels) out.fill(1);
-            else for (let i = 0; i < n; i++) out[i] = f.data[i * f.channels + c]! / 255;
+            else {
+              const d = new Uint8Array(f.data.buffer, f.data.byteOffset, f.data.length);
+              for (let i = 0, j = c, step = f.channels; i < n; i++, j += step) out[i] = d[j]! / 255;
+            }
             return new MaskPlane(f.width, f.height, out);
           }),
         ),
@@ -525,7 +529,19 @@ export const maskNodes: NodeDefinition[] = v3('comfy_extras.nodes_mask', [
     searchAliases: ['reverse mask', 'flip mask'],
     inputs: { required: { mask: MASK_IN } },
     outputs: ['MASK'],
-    execute: ({ mask }, ctx) => [mapPlanes(mask, (p) => mapValues(p, (v) => 1 - v), ctx)],
+    execute: ({ mask }, ctx) => [
+      mapPlanes(
+        mask,
+        (p) => {
+          // A loop per node instead of a shared one taking a callback (one call site for many callbacks is not inlined).
+          const out = new Float32Array(p.data.length);
+          const d = p.data;
+          for (let i = 0; i < out.length; i++) out[i] = 1 - d[i]!;
+          return new MaskPlane(p.width, p.height, out);
+        },
+        ctx,
+      ),
+    ],
   },
   {
     name: 'CropMask',
@@ -603,7 +619,18 @@ export const maskNodes: NodeDefinition[] = v3('comfy_extras.nodes_mask', [
     searchAliases: ['binary mask'],
     inputs: { required: { mask: MASK_IN, value: ['FLOAT', { default: 0.5, min: 0.0, max: 1.0, step: 0.01 }] } },
     outputs: ['MASK'],
-    execute: ({ mask, value }, ctx) => [mapPlanes(mask, (p) => mapValues(p, (v) => (v > value ? 1 : 0)), ctx)],
+    execute: ({ mask, value }, ctx) => [
+      mapPlanes(
+        mask,
+        (p) => {
+          const out = new Float32Array(p.data.length);
+          const d = p.data;
+          for (let i = 0; i < out.length; i++) out[i] = d[i]! > value ? 1 : 0;
+          return new MaskPlane(p.width, p.height, out);
+        },
+        ctx,
+      ),
+    ],
   },
   {
     name: 'MaskPreview',
