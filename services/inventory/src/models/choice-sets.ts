@@ -33,13 +33,15 @@ function parseExtraChoices(v: unknown): unknown {
   });
 }
 
-/** The choices of a set as `[value, label]` pairs, in the set's order (alphabetical by label when asked). */
+/** The choices of a set as `[value, label]` pairs, in the set's order (by value when ordered alphabetically, as NetBox). */
 export function choicesOf(row: Row): Array<[string, string]> {
   const extra = (Array.isArray(row.extra_choices) ? row.extra_choices : []) as Array<[string, string]>;
   const out = extra.map(([v, l]) => [String(v), String(l)] as [string, string]);
-  if (row.order_alphabetically) out.sort((a, b) => (a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0));
+  if (row.order_alphabetically) out.sort(byValue);
   return out;
 }
+
+const byValue = (a: [string, string], b: [string, string]) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0);
 
 export const customFieldChoiceSet: ModelDef = {
   key: 'customfieldchoiceset',
@@ -80,6 +82,8 @@ export const customFieldChoiceSet: ModelDef = {
     const merged = { ...(existing ?? {}), ...values };
     const extra = merged.extra_choices;
     if (!Array.isArray(extra) || extra.length === 0) (errors.non_field_errors ??= []).push('Must define base or extra choices.');
+    // NetBox's save(): a set ordered alphabetically stores its extra choices sorted by value.
+    else if (merged.order_alphabetically) values.extra_choices = [...(extra as Array<[string, string]>)].sort(byValue);
   },
   represent(row, out) {
     const { base_choices, extra_choices, order_alphabetically, created, last_updated, ...rest } = out;

@@ -146,7 +146,11 @@ export const customField: ModelDef = {
     if (isSelect && (merged.choice_set_id === null || merged.choice_set_id === undefined)) (errors.choice_set ??= []).push('Selection fields must specify a set of choices.');
     else if (!isSelect && merged.choice_set_id !== null && merged.choice_set_id !== undefined) (errors.choice_set ??= []).push('Choices may be set only on selection fields.');
     if (errors.choice_set) return;
-    if (isSelect) merged.choices = await choiceValues(ctx, Number(merged.choice_set_id));
+    if (isSelect) {
+      const set = await choiceSetOf(ctx, Number(merged.choice_set_id));
+      merged.choices = set.values;
+      merged.choice_set_name = set.name;
+    }
     const { modelForObjectType } = await import('./registry.ts');
     for (const t of (values.object_types ?? []) as string[]) {
       const m = modelForObjectType(t);
@@ -173,14 +177,16 @@ export interface CustomFieldDef {
   regex: string;
   /** Values of the field's choice set (select and multiselect). */
   choices?: string[];
+  /** The choice set's name, as NetBox's messages print it. */
+  choiceSet?: string;
   /** NetBox's `unique`: no two objects of a type share a non-empty value. */
   unique?: boolean;
 }
 
-async function choiceValues(ctx: ReadCtx, setId: number): Promise<string[]> {
-  const row = await ctx.db.selectFrom('extras_customfieldchoiceset').select(['extra_choices', 'order_alphabetically']).where('id', '=', setId).executeTakeFirst();
-  if (!row) return [];
-  return choicesOf({ extra_choices: ctx.dialect.parseJson(row.extra_choices), order_alphabetically: ctx.dialect.readBool(row.order_alphabetically) }).map(([v]) => v);
+async function choiceSetOf(ctx: ReadCtx, setId: number): Promise<{ name: string; values: string[] }> {
+  const row = await ctx.db.selectFrom('extras_customfieldchoiceset').select(['name', 'extra_choices', 'order_alphabetically']).where('id', '=', setId).executeTakeFirst();
+  if (!row) return { name: '', values: [] };
+  return { name: String(row.name), values: choicesOf({ extra_choices: ctx.dialect.parseJson(row.extra_choices), order_alphabetically: ctx.dialect.readBool(row.order_alphabetically) }).map(([v]) => v) };
 }
 
 function definitionOf(r: Row): CustomFieldDef {
@@ -193,6 +199,7 @@ function definitionOf(r: Row): CustomFieldDef {
     max: r.validation_maximum === null || r.validation_maximum === undefined ? null : Number(r.validation_maximum),
     regex: String(r.validation_regex ?? ''),
     choices: Array.isArray(r.choices) ? r.choices : undefined,
+    choiceSet: typeof r.choice_set_name === 'string' ? r.choice_set_name : undefined,
     unique: !!r.is_unique,
   };
 }
@@ -203,8 +210,8 @@ export async function customFieldsFor(ctx: ReadCtx, objectType: string): Promise
   const out: CustomFieldDef[] = [];
   for (const r of rows) {
     if (!(ctx.dialect.parseJson<string[]>(r.object_types) ?? []).includes(objectType)) continue;
-    const choices = r.choice_set_id === null || r.choice_set_id === undefined ? undefined : await choiceValues(ctx, Number(r.choice_set_id));
-    out.push(definitionOf({ ...r, choices, required: ctx.dialect.readBool(r.required), is_unique: ctx.dialect.readBool(r.is_unique), default_value: r.default_value === null ? null : ctx.dialect.parseJson(r.default_value) }));
+    const set = r.choice_set_id === null || r.choice_set_id === undefined ? undefined : await choiceSetOf(ctx, Number(r.choice_set_id));
+    out.push(definitionOf({ ...r, choices: set?.values, choice_set_name: set?.name, required: ctx.dialect.readBool(r.required), is_unique: ctx.dialect.readBool(r.is_unique), default_value: r.default_value === null ? null : ctx.dialect.parseJson(r.default_value) }));
   }
   return out;
 }
@@ -254,13 +261,13 @@ export function cleanValue(f: CustomFieldDef, v: unknown): unknown {
       return v;
     case 'select': {
       const choices = f.choices ?? [];
-      if (typeof v !== 'string' || !choices.includes(v)) throw new Error(`Invalid choice (${pyText(v)}). Available choices are: ${choices.join(', ')}`);
+      if (typeof v !== 'string' || !choices.includes(v)) throw new Error(`Invalid choice (${pyText(v)}) for choice set ${f.choiceSet ?? ''}.`);
       return v;
     }
     case 'multiselect': {
       const choices = f.choices ?? [];
       if (!Array.isArray(v)) throw new Error(`Value must be a list.`);
-      if (!v.every((x) => typeof x === 'string' && choices.includes(x))) throw new Error(`Invalid choice(s) (${pyText(v)}). Available choices are: ${choices.join(', ')}`);
+      if (!v.every((x) => typeof x === 'string' && choices.includes(x))) throw new Error(`Invalid choice(s) (${pyText(v)}) for choice set ${f.choiceSet ?? ''}.`);
       return [...new Set(v as string[])];
     }
     default:

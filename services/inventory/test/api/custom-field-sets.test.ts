@@ -21,7 +21,8 @@ forEachStorage('inventory API: custom field choice sets and unique custom fields
     assert.deepEqual(Object.keys(set), ['id', 'url', 'display_url', 'display', 'name', 'description', 'base_choices', 'extra_choices', 'order_alphabetically', 'choices_count', 'created', 'last_updated']);
     assert.equal(set.choices_count, 3);
     assert.equal(set.base_choices, null);
-    assert.deepEqual(set.extra_choices, [['gold', 'Gold'], ['bronze', 'Bronze'], ['silver', 'Silver']]);
+    // Ordered alphabetically: stored sorted by value, as NetBox's save().
+    assert.deepEqual(set.extra_choices, [['bronze', 'Bronze'], ['gold', 'Gold'], ['silver', 'Silver']]);
     const brief = ok(await h.get(`/api/extras/custom-field-choice-sets/${set.id}/?brief=true`), 200);
     assert.equal(brief.choices_count, 3);
     for (const [body, errors] of [
@@ -56,10 +57,10 @@ forEachStorage('inventory API: custom field choice sets and unique custom fields
     const site = ok(await h.post('/api/dcim/sites/', { name: 'S1', slug: 's1', custom_fields: { tier: 'gold', tiers: ['silver', 'bronze'] } }));
     assert.deepEqual(site.custom_fields, { tier: 'gold', tiers: ['silver', 'bronze'] });
     assert.deepEqual((await h.post('/api/dcim/sites/', { name: 'S2', slug: 's2', custom_fields: { tier: 'platinum' } })).body, {
-      custom_fields: ["Invalid value for custom field 'tier': Invalid choice (platinum). Available choices are: bronze, gold, silver"],
+      custom_fields: ["Invalid value for custom field 'tier': Invalid choice (platinum) for choice set Tiers."],
     });
     assert.deepEqual((await h.post('/api/dcim/sites/', { name: 'S2', slug: 's2', custom_fields: { tiers: ['gold', 'lead'] } })).body, {
-      custom_fields: ["Invalid value for custom field 'tiers': Invalid choice(s) (['gold', 'lead']). Available choices are: bronze, gold, silver"],
+      custom_fields: ["Invalid value for custom field 'tiers': Invalid choice(s) (['gold', 'lead']) for choice set Tiers."],
     });
     assert.deepEqual(ok(await h.get('/api/dcim/sites/?cf_tier=gold'), 200).results.map((s: any) => s.name), ['S1']);
     ok(await h.post('/api/dcim/sites/', { name: 'S3', slug: 's3', custom_fields: { tiers: ['gold'] } }));
