@@ -1,6 +1,5 @@
 import { sql, type Kysely } from 'kysely';
 import type { Migration, SqlDialect } from '@svc/storage';
-import { CONFIG_CONTEXT_ASSIGNMENTS } from './models/config-contexts.ts';
 
 async function exec(db: Kysely<any>, statements: string[]): Promise<void> {
   for (const s of statements) await sql.raw(s).execute(db);
@@ -9,6 +8,23 @@ async function exec(db: Kysely<any>, statements: string[]): Promise<void> {
 function common(d: SqlDialect): string {
   return `custom_fields ${d.jsonType} not null, created ${d.timestampType} not null, last_updated ${d.timestampType} not null`;
 }
+
+/** Config context assignment link tables as migration 014 made them: name, referenced column and table (frozen here). */
+const ASSIGNMENTS_014: Array<[name: string, target: string, table: string]> = [
+  ['regions', 'region_id', 'dcim_region'],
+  ['site_groups', 'sitegroup_id', 'dcim_sitegroup'],
+  ['sites', 'site_id', 'dcim_site'],
+  ['locations', 'location_id', 'dcim_location'],
+  ['device_types', 'devicetype_id', 'dcim_devicetype'],
+  ['roles', 'devicerole_id', 'dcim_devicerole'],
+  ['platforms', 'platform_id', 'dcim_platform'],
+  ['cluster_types', 'clustertype_id', 'virtualization_clustertype'],
+  ['cluster_groups', 'clustergroup_id', 'virtualization_clustergroup'],
+  ['clusters', 'cluster_id', 'virtualization_cluster'],
+  ['tenant_groups', 'tenantgroup_id', 'tenancy_tenantgroup'],
+  ['tenants', 'tenant_id', 'tenancy_tenant'],
+  ['tags', 'tag_id', 'extras_tag'],
+];
 
 /**
  * Issue 24's extras: journal entries, config contexts and templates (with the config_template of devices, VMs,
@@ -28,10 +44,10 @@ export const extrasMigrations: Migration[] = [
           file_extension varchar(15) not null, as_attachment ${d.booleanType} not null, ${c})`,
         `create table extras_configcontext (id ${d.serialPrimaryKey}, name varchar(100) not null unique, weight integer not null,
           description varchar(200) not null, is_active ${d.booleanType} not null, data ${d.jsonType} not null, ${c})`,
-        ...CONFIG_CONTEXT_ASSIGNMENTS.flatMap((a) => [
-          `create table ${a.through} (id ${d.serialPrimaryKey}, configcontext_id bigint not null references extras_configcontext(id) on delete cascade,
-            ${a.target} bigint not null references ${a.targetTable}(id) on delete cascade, unique (configcontext_id, ${a.target}))`,
-          `create index ${a.through}_target on ${a.through} (${a.target})`,
+        ...ASSIGNMENTS_014.flatMap(([name, target, table]) => [
+          `create table extras_configcontext_${name} (id ${d.serialPrimaryKey}, configcontext_id bigint not null references extras_configcontext(id) on delete cascade,
+            ${target} bigint not null references ${table}(id) on delete cascade, unique (configcontext_id, ${target}))`,
+          `create index extras_configcontext_${name}_target on extras_configcontext_${name} (${target})`,
         ]),
         `alter table dcim_device add column config_template_id bigint references extras_configtemplate(id)`,
         `alter table virtualization_virtualmachine add column config_template_id bigint references extras_configtemplate(id)`,
