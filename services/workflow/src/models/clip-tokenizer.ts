@@ -222,6 +222,8 @@ export interface TokenizeOptions {
   embedding?: (name: string) => Float32Array[] | undefined;
   /** Without `embedding`: whether models/embeddings holds this name (such a name is then refused, as textual inversions are not read by that caller). */
   embeddingExists?: (name: string) => boolean;
+  /** The vectors of `embedding:<name>` for one text encoder (`clip_l`, `clip_g`, `clip_h`: the reference's embedding_key); SD2.x and SDXL tokenize once per encoder with it. */
+  embeddingFor?: (name: string, key: string) => Float32Array[] | undefined;
 }
 
 /**

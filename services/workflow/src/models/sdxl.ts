@@ -78,18 +78,35 @@ export class XLClipModel extends ClipModel {
     return Math.abs(idx) > spec.config.layers ? 'last' : idx;
   }
 
+  /** Tokens per encoder: with textual inversions each encoder reads its own vectors (embedding key clip_l, clip_g or clip_h), as the reference's per-encoder tokenizers. */
   tokenize(text: string, opts: TokenizeOptions = {}): XLTokens {
-    const chunks = tokenizeWithWeights(text, ClipTokenizer.shared(), opts);
-    if (chunks.some((c) => c.some((t) => t.embedding))) throw new Error('textual inversions (embedding:) for SD2.x and SDXL text encoders are not supported yet');
     const out: XLTokens = {};
-    for (const e of this.encoders) out[e.name] = padFor(e, chunks);
+    let shared: WeightedToken[][] | undefined;
+    for (const e of this.encoders) {
+      const forKey = opts.embeddingFor;
+      const chunks = forKey ? tokenizeWithWeights(text, ClipTokenizer.shared(), { ...opts, embedding: (name) => forKey(name, `clip_${e.name}`) }) : (shared ??= tokenizeWithWeights(text, ClipTokenizer.shared(), opts));
+      out[e.name] = padFor(e, chunks);
+    }
     return out;
   }
 
-  /** One encoder over token chunks: hidden states [k, 77, D] and pooled outputs [k, P] (when it projects). */
-  private async run(spec: TextEncoderSpec, ids: number[][]): Promise<{ hidden: FloatTensor; pooled?: Float32Array }> {
+  /**
+   * One encoder over token chunks: hidden states [k, 77, D] and pooled outputs [k, P] (when it projects).
+   * Rows with textual-inversion vectors (process_tokens): each vector takes its token's place; one of another
+   * width is dropped and the row padded at its end with the encoder's pad token (end for CLIP-L, 0 for OpenCLIP).
+   */
+  private async run(spec: TextEncoderSpec, rows: Array<number[] | WeightedToken[]>): Promise<{ hidden: FloatTensor; pooled?: Float32Array }> {
+    const D = spec.config.hiddenSize;
+    const embedded = rows.some((r) => r.some((t) => typeof t !== 'number' && t.embedding !== undefined));
+    const pad = spec.name === 'l' ? END : 0;
+    const kept = rows.map((r): WeightedToken[] => {
+      const k = r.map((t) => (typeof t === 'number' ? { token: t, weight: 1 } : t)).filter((t) => !t.embedding || t.embedding.length === D);
+      while (k.length < r.length) k.push({ token: pad, weight: 1 });
+      return k;
+    });
+    const ids = kept.map((r) => r.map((t) => (t.embedding ? 0 : t.token)));
     const layer = this.layerFor(spec);
-    const kind = `text:${spec.name}:${layer}`;
+    const kind = embedded ? `text:${spec.name}:${layer}:embeddings` : `text:${spec.name}:${layer}`;
     const ck = this.parts.find((p) => p.spec === spec)!.ck;
     const build = () =>
       buildTextEncoderGraph(new OnnxGraph(ck.file, WEIGHTS_LOCATION, spec.prefix), spec, {
@@ -97,6 +114,7 @@ export class XLClipModel extends ClipModel {
         // SD2's encoder norms its hidden layer; SDXL's two do not (layer_norm_hidden_state=False).
         layerNormHidden: spec.name === 'h',
         activation: spec.name === 'l' ? 'quick_gelu' : 'gelu',
+        embeds: embedded,
       });
     // The session first: it loads the runtime the input tensors need.
     await ck.session(kind, build);
@@ -108,7 +126,21 @@ export class XLClipModel extends ClipModel {
       const at = c.indexOf(END);
       eos[i * 77 + (at < 0 ? 76 : at)] = 1;
     });
-    const out = await ck.run(kind, build, { tokens: ortTensor('int64', tokens, [ids.length, 77]), eos: ortTensor('float32', eos, [ids.length, 77]) });
+    const feeds: Record<string, ReturnType<typeof ortTensor>> = { tokens: ortTensor('int64', tokens, [ids.length, 77]), eos: ortTensor('float32', eos, [ids.length, 77]) };
+    if (embedded) {
+      const embeds = new Float32Array(ids.length * 77 * D);
+      const use = new Uint8Array(ids.length * 77);
+      kept.forEach((r, i) =>
+        r.forEach((t, j) => {
+          if (!t.embedding) return;
+          use[i * 77 + j] = 1;
+          embeds.set(t.embedding, (i * 77 + j) * D);
+        }),
+      );
+      feeds.embeds = ortTensor('float32', embeds, [ids.length, 77, D]);
+      feeds.use_embeds = ortTensor('bool', use, [ids.length, 77, 1]);
+    }
+    const out = await ck.run(kind, build, feeds);
     const h = out.hidden!;
     return { hidden: { shape: [...h.dims], data: h.data as Float32Array }, pooled: out.pooled ? (out.pooled.data as Float32Array) : undefined };
   }
@@ -116,9 +148,9 @@ export class XLClipModel extends ClipModel {
   /** encode_token_weights for one encoder: weighted chunks joined along the tokens, the first chunk's pooled output. */
   async encodeWeighted(spec: TextEncoderSpec, chunks: WeightedToken[][]): Promise<{ cond: FloatTensor; pooled?: FloatTensor }> {
     const hasWeights = chunks.some((c) => c.some((t) => t.weight !== 1));
-    const ids = chunks.map((c) => c.map((t) => t.token));
-    if (hasWeights || ids.length === 0) ids.push(emptyChunk(spec));
-    const { hidden, pooled } = await this.run(spec, ids);
+    const rows: Array<number[] | WeightedToken[]> = [...chunks];
+    if (hasWeights || rows.length === 0) rows.push(emptyChunk(spec));
+    const { hidden, pooled } = await this.run(spec, rows);
     const D = hidden.shape[2]!;
     const per = 77 * D;
     const sections = chunks.length;

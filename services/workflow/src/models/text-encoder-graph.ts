@@ -23,6 +23,8 @@ export interface TextEncoderGraphOptions {
   layer: 'last' | number;
   layerNormHidden: boolean;
   activation: 'gelu' | 'quick_gelu';
+  /** Textual inversions: inputs `embeds` [B, 77, D] and `use_embeds` [B, 77, 1]; where set, the vector replaces the token's. */
+  embeds?: boolean;
 }
 
 /** torch Linear from rows [k·D, (k+1)·D) of a fused open_clip in_proj weight and bias. */
@@ -43,7 +45,13 @@ export function buildTextEncoderGraph(g: OnnxGraph, spec: TextEncoderSpec, opts:
   const positions = g.i64(Array.from({ length: 77 }, (_, i) => i), [77]);
   const tokenTable = g.w(oc ? 'token_embedding.weight' : `${tm}embeddings.token_embedding.weight`);
   const posTable = g.w(oc ? 'positional_embedding' : `${tm}embeddings.position_embedding.weight`);
-  let x = g.add(g.op('Gather', [tokenTable, tokens], { axis: 0 }), g.op('Gather', [posTable, positions], { axis: 0 }));
+  let tokenVectors = g.op('Gather', [tokenTable, tokens], { axis: 0 });
+  if (opts.embeds) {
+    const embeds = g.input('embeds', DataType.FLOAT, ['batch', 77, D]);
+    const use = g.input('use_embeds', DataType.BOOL, ['batch', 77, 1]);
+    tokenVectors = g.op('Where', [use, embeds, tokenVectors]);
+  }
+  let x = g.add(tokenVectors, g.op('Gather', [posTable, positions], { axis: 0 }));
   const mask: number[] = [];
   for (let i = 0; i < 77; i++) for (let j = 0; j < 77; j++) mask.push(j > i ? -3.4028234663852886e38 : 0);
   const causal = g.f32(mask, [77, 77]);

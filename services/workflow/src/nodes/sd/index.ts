@@ -7,8 +7,6 @@
  * leave its folder.
  */
 import { ModelFolders } from '../../domain/models.ts';
-import { ClipTokenizer, tokenizeWithWeights } from '../../models/clip-tokenizer.ts';
-import { loadEmbedding } from '../../models/embeddings.ts';
 import { ModelFileError } from '../../models/safetensors.ts';
 import { ClipModel, loadCheckpoint, sample, UNetModel, VaeModel, type ConditioningEntry, type FloatTensor } from '../../models/sd1.ts';
 import { SUPPORTED_SAMPLERS } from '../../models/samplers.ts';
@@ -22,6 +20,7 @@ import { loaderNodes } from './loader-nodes.ts';
 import { stepPreviewer } from './preview.ts';
 import { XLClipModel } from '../../models/sdxl.ts';
 import { xlNodes } from './xl-nodes.ts';
+import { embeddingOptions } from './embeddings.ts';
 
 const MAX_SEED = 0xffffffffffffffff;
 
@@ -233,28 +232,7 @@ export function sdNodes(dirs: NodeEnv['dirs']): NodeDefinition[] {
       execute: async ({ text, clip }, ctx) => {
         if (!(clip instanceof ClipModel))
           throw nodeError('ERROR: clip input is invalid: None\n\nIf the clip is from a checkpoint loader node your checkpoint does not contain a valid clip or text encoder model.');
-        const f = folders(ctx.env.dirs);
-        // load_embed's candidates: the name as given, then with the weight file extensions.
-        const find = (name: string) => ['', '.safetensors', '.pt', '.bin'].map((ext) => f.fullPath('embeddings', name + ext)).find((p) => p !== undefined);
-        // The names the prompt uses that models/embeddings holds, loaded before the text is encoded.
-        const paths = new Map<string, string>();
-        tokenizeWithWeights(String(text), ClipTokenizer.shared(), {
-          embedding: (name) => {
-            const p = find(name);
-            if (p) paths.set(name, p);
-            return undefined;
-          },
-        });
-        const vectors = new Map<string, Float32Array[]>();
-        for (const [name, p] of paths) {
-          try {
-            vectors.set(name, await loadEmbedding(p));
-          } catch (err) {
-            if (err instanceof ModelFileError) throw nodeError(`embedding:${name}: ${err.message}`);
-            throw err;
-          }
-        }
-        return [await clip.encode(String(text), { embedding: (name) => vectors.get(name) })];
+        return [await clip.encode(String(text), await embeddingOptions(ctx.env.dirs, [String(text)], clip))];
       },
     },
     {

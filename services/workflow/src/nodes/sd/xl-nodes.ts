@@ -10,8 +10,8 @@ import { ClipModel, UNetModel } from '../../models/sd1.ts';
 import { ModelFileError } from '../../models/safetensors.ts';
 import { loadDualClip, XLClipModel } from '../../models/sdxl.ts';
 import { ModelFolders } from '../../domain/models.ts';
-import type { TokenizeOptions } from '../../models/clip-tokenizer.ts';
-import type { NodeContext, NodeDefinition, NodeEnv, NodeInputs } from '../api.ts';
+import { embeddingOptions } from './embeddings.ts';
+import type { NodeDefinition, NodeEnv, NodeInputs } from '../api.ts';
 import { MAX_RESOLUTION } from '../image-types.ts';
 import { inpaintNodes } from './inpaint-nodes.ts';
 
@@ -30,18 +30,6 @@ function xlClip(v: unknown, node: string): XLClipModel {
   throw nodeError('ERROR: clip input is invalid: None\n\nIf the clip is from a checkpoint loader node your checkpoint does not contain a valid clip or text encoder model.');
 }
 
-/** `embedding:name` words: a name models/embeddings lacks is dropped (as the reference); one it holds is refused (SD2/SDXL textual inversions are not supported yet). */
-function tokenizeOptions(ctx: NodeContext): TokenizeOptions {
-  const f = new ModelFolders(ctx.env.dirs.models, '');
-  return {
-    embedding: (name) => {
-      if (['', '.safetensors', '.pt', '.bin'].some((ext) => f.fullPath('embeddings', name + ext) !== undefined)) {
-        throw nodeError(`embedding:${name}: textual inversions for SD2.x and SDXL text encoders are not supported yet`);
-      }
-      return undefined;
-    },
-  };
-}
 
 const SAMPLING_KINDS: SamplingKind[] = ['eps', 'v_prediction', 'lcm', 'x0', 'img_to_img'];
 
@@ -116,7 +104,7 @@ const XL_NODES: NodeDefinition[] = [
     execute: async (a, ctx) => {
       const c = xlClip(a.clip, 'CLIPTextEncodeSDXL');
       const extra = { width: a.width, height: a.height, crop_w: a.crop_w, crop_h: a.crop_h, target_width: a.target_width, target_height: a.target_height };
-      return [await c.encodeSDXL(String(a.text_g), String(a.text_l), extra, tokenizeOptions(ctx))];
+      return [await c.encodeSDXL(String(a.text_g), String(a.text_l), extra, await embeddingOptions(ctx.env.dirs, [String(a.text_g), String(a.text_l)], c))];
     },
   },
   {
@@ -136,7 +124,7 @@ const XL_NODES: NodeDefinition[] = [
     outputs: ['CONDITIONING'],
     execute: async (a, ctx) => {
       const c = xlClip(a.clip, 'CLIPTextEncodeSDXLRefiner');
-      return [await c.encodeTokensXL(c.tokenize(String(a.text), tokenizeOptions(ctx)), { aesthetic_score: a.ascore, width: a.width, height: a.height })];
+      return [await c.encodeTokensXL(c.tokenize(String(a.text), await embeddingOptions(ctx.env.dirs, [String(a.text)], c)), { aesthetic_score: a.ascore, width: a.width, height: a.height })];
     },
   },
   {
