@@ -116,6 +116,21 @@ async function writeTemp(folder: string, data: Buffer[] | Buffer | UploadBody, k
     await fs.promises.copyFile(data.file, tmp, fs.constants.COPYFILE_EXCL);
     return { tmp, handle: keepOpen ? await fs.promises.open(tmp, 'r') : undefined };
   }
+  if (!keepOpen) {
+    // A body held in memory (at most SPOOL_MEMORY_LIMIT) goes to the page cache in about a millisecond: written
+    // synchronously, as the reference writes it, instead of three round trips through the thread pool (open, writev,
+    // close), each waiting for a pool thread and then for the event loop on a busy machine.
+    const fd = fs.openSync(tmp, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW, 0o644);
+    try {
+      for (const c of data instanceof UploadBody ? data.chunks : Array.isArray(data) ? data : [data]) {
+        // A write may take less than asked: the rest goes in further calls.
+        for (let off = 0; off < c.length; ) off += fs.writeSync(fd, c, off);
+      }
+    } finally {
+      fs.closeSync(fd);
+    }
+    return { tmp };
+  }
   const fh = await fs.promises.open(tmp, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW, 0o644);
   try {
     await fh.writev(data instanceof UploadBody ? data.chunks : Array.isArray(data) ? data : [data]);
@@ -163,7 +178,9 @@ export async function placeUpload(
     const target = path.join(folder, name);
     try {
       if (handle) await written!(handle);
-      await fs.promises.rename(tmp, target);
+      // Without a handle to hold (assets off) the rename is one metadata call: synchronous, as the write above.
+      if (handle) await fs.promises.rename(tmp, target);
+      else fs.renameSync(tmp, target);
     } catch (err) {
       await handle?.close();
       await fs.promises.rm(tmp, { force: true });
