@@ -13,6 +13,7 @@
  * spandrel runs them; and its compact model (SRVGGNetCompact: convs with
  * PReLU, a pixel shuffle, plus the input enlarged by nearest neighbour).
  */
+import { roundHalfEven } from './conditioning.ts';
 import { OnnxGraph } from './graph-builder.ts';
 import { DataType } from './onnx-proto.ts';
 import { ModelFileError, SafetensorsFile } from './safetensors.ts';
@@ -310,11 +311,14 @@ export class UpscaleModel {
 export async function tiledScale(
   samples: { data: Float32Array; dims: [number, number, number, number] },
   fn: (tile: Float32Array, dims: number[]) => Promise<{ data: Float32Array; dims: number[] }>,
-  o: { tile: number; overlap: number; scale: number; outChannels: number; step?: () => void },
+  o: { tile: number; tileX?: number; tileY?: number; overlap: number; scale: number; outChannels: number; step?: () => void },
 ): Promise<{ data: Float32Array; dims: [number, number, number, number] }> {
   const [B, C, H, W] = samples.dims;
-  const oh = Math.round(H * o.scale);
-  const ow = Math.round(W * o.scale);
+  const tileX = o.tileX ?? o.tile;
+  const tileY = o.tileY ?? o.tile;
+  // Python's round (halves to even): positions and sizes scaled by a fraction (a VAE encoder's 1/8) may fall on a half.
+  const oh = roundHalfEven(H * o.scale);
+  const ow = roundHalfEven(W * o.scale);
   const oc = o.outChannels;
   const output = new Float32Array(B * oc * oh * ow);
   const crop = (b: number, y0: number, x0: number, h: number, w: number): Float32Array => {
@@ -323,7 +327,7 @@ export async function tiledScale(
     return t;
   };
   for (let b = 0; b < B; b++) {
-    if (H <= o.tile && W <= o.tile) {
+    if (H <= tileY && W <= tileX) {
       const r = await fn(crop(b, 0, 0, H, W), [1, C, H, W]);
       output.set(r.data.subarray(0, oc * oh * ow), b * oc * oh * ow);
       o.step?.();
@@ -331,13 +335,14 @@ export async function tiledScale(
     }
     const out = new Float32Array(oc * oh * ow);
     const div = new Float32Array(oh * ow);
-    const positions = (size: number) => {
-      if (size <= o.tile) return [0];
+    const positions = (size: number, tile: number) => {
+      if (size <= tile) return [0];
+      if (tile <= o.overlap) throw new Error(`a tile of ${tile} does not exceed the overlap of ${o.overlap}`);
       const p: number[] = [];
-      for (let v = 0; v < size - o.overlap; v += o.tile - o.overlap) p.push(v);
+      for (let v = 0; v < size - o.overlap; v += tile - o.overlap) p.push(v);
       return p;
     };
-    const feather = Math.round(o.scale * o.overlap);
+    const feather = roundHalfEven(o.scale * o.overlap);
     const ramp = (n: number): Float32Array => {
       const m = new Float32Array(n).fill(1);
       if (feather >= n) return m;
@@ -348,18 +353,18 @@ export async function tiledScale(
       }
       return m;
     };
-    for (const py of positions(H))
-      for (const px of positions(W)) {
+    for (const py of positions(H, tileY))
+      for (const px of positions(W, tileX)) {
         const y0 = Math.max(0, Math.min(H - o.overlap, py));
         const x0 = Math.max(0, Math.min(W - o.overlap, px));
-        const h = Math.min(o.tile, H - y0);
-        const w = Math.min(o.tile, W - x0);
+        const h = Math.min(tileY, H - y0);
+        const w = Math.min(tileX, W - x0);
         const r = await fn(crop(b, y0, x0, h, w), [1, C, h, w]);
         const [, , th, tw] = r.dims as [number, number, number, number];
         const my = ramp(th);
         const mx = ramp(tw);
-        const uy = Math.round(y0 * o.scale);
-        const ux = Math.round(x0 * o.scale);
+        const uy = roundHalfEven(y0 * o.scale);
+        const ux = roundHalfEven(x0 * o.scale);
         for (let y = 0; y < th && uy + y < oh; y++)
           for (let x = 0; x < tw && ux + x < ow; x++) {
             // torch multiplies the mask one dimension at a time, in float32.

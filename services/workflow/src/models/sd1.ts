@@ -482,6 +482,11 @@ export class VaeModel {
     return this.checkpoint.detected.vae!.downscale;
   }
 
+  /** Channels of the latents it makes and reads. */
+  get latentChannelsOut(): number {
+    return this.checkpoint.detected.vae!.zChannels;
+  }
+
   /** latent [B,4,h,w] → pixels [B,H,W,3] in [0,1] (channels last, as the reference's IMAGE). */
   async decode(latent: FloatTensor): Promise<FloatTensor> {
     const cfg = this.checkpoint.detected.vae!;
@@ -502,6 +507,26 @@ export class VaeModel {
     void h;
     void w;
     return { shape: [b, H, W, 3], data: px };
+  }
+
+  /** first_stage_model.decode: latent [B, C, h, w] → the decoder's own output [B, 3, 8h, 8w] (about [−1, 1], unclamped): what tiled decoding blends. */
+  async decodeRaw(latent: FloatTensor): Promise<FloatTensor> {
+    const cfg = this.checkpoint.detected.vae!;
+    const build = () => buildVaeDecoderGraph(new OnnxGraph(this.checkpoint.file, WEIGHTS_LOCATION, VAE_PREFIX), cfg);
+    await this.checkpoint.session('vae:decoder', build);
+    if (latent.shape[1] !== cfg.zChannels) throw new Error(`the VAE decodes latents of ${cfg.zChannels} channels, got ${latent.shape[1]}`);
+    const out = (await this.checkpoint.run('vae:decoder', build, { z: ortTensor('float32', latent.data, latent.shape) })).image!;
+    return { shape: [...out.dims], data: out.data as Float32Array };
+  }
+
+  /** first_stage_model.encode: pixels [B, 3, h, w] in [−1, 1] (h, w multiples of 8) → latent [B, C, h/8, w/8]. */
+  async encodeRaw(image: FloatTensor): Promise<FloatTensor> {
+    const cfg = this.checkpoint.detected.vae!;
+    if (!cfg.hasEncoder) throw new Error('this VAE has no encoder');
+    const build = () => buildVaeEncoderGraph(new OnnxGraph(this.checkpoint.file, WEIGHTS_LOCATION, VAE_PREFIX), cfg);
+    await this.checkpoint.session('vae:encoder', build);
+    const out = (await this.checkpoint.run('vae:encoder', build, { image: ortTensor('float32', image.data, image.shape) })).z!;
+    return { shape: [...out.dims], data: out.data as Float32Array };
   }
 
   /** pixels [B,H,W,3] in [0,1] → latent [B,4,H/8,W/8], cropping to a multiple of 8 about the centre as the reference. */

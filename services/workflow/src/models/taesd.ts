@@ -88,6 +88,10 @@ export class TaesdVae extends VaeModel {
     return this.decoder.file.info('1.weight').shape[1]!;
   }
 
+  override get latentChannelsOut(): number {
+    return this.latentChannels;
+  }
+
   /** latent [B, C, h, w] → pixels [B, 8h, 8w, 3] in [0, 1]: taesd_decoder((x − shift)·scale), then (y − 0.5)·2, then the VAE's (v + 1)/2 clamped. */
   override async decode(latent: FloatTensor): Promise<FloatTensor> {
     const [b, c] = latent.shape as [number, number];
@@ -108,6 +112,28 @@ export class TaesdVae extends VaeModel {
           px[(n * H * W + i) * 3 + ch] = v < 0 ? 0 : v > 1 ? 1 : v;
         }
     return { shape: [b, H, W, 3], data: px };
+  }
+
+  /** TAESD.decode: (taesd_decoder((z − shift)·scale) − 0.5)·2, unclamped [B, 3, 8h, 8w] (tiled decoding blends it). */
+  override async decodeRaw(latent: FloatTensor): Promise<FloatTensor> {
+    if (latent.shape[1] !== this.latentChannels) throw new Error(`this TAESD decodes latents of ${this.latentChannels} channels, got ${latent.shape[1]}`);
+    const f = Math.fround;
+    const z = latent.data.map((v) => f(f(v - this.vaeShift) * this.vaeScale));
+    const build = () => buildTaesdDecoder(new OnnxGraph(this.decoder.file, WEIGHTS_LOCATION, ''));
+    await this.decoder.session('taesd:decoder', build);
+    const out = (await this.decoder.run('taesd:decoder', build, { z: ortTensor('float32', z, latent.shape) })).image!;
+    return { shape: [...out.dims], data: (out.data as Float32Array).map((v) => f(f(v - 0.5) * 2)) };
+  }
+
+  /** TAESD.encode: taesd_encoder(x·0.5 + 0.5) / scale + shift for pixels [B, 3, h, w] in [−1, 1]. */
+  override async encodeRaw(image: FloatTensor): Promise<FloatTensor> {
+    const enc = this.encoder;
+    if (!enc) throw new Error('this TAESD has no encoder');
+    const f = Math.fround;
+    const build = () => buildTaesdEncoder(new OnnxGraph(enc.file, WEIGHTS_LOCATION, ''));
+    await enc.session('taesd:encoder', build);
+    const out = (await enc.run('taesd:encoder', build, { image: ortTensor('float32', image.data.map((v) => f(f(v * 0.5) + 0.5)), image.shape) })).z!;
+    return { shape: [...out.dims], data: (out.data as Float32Array).map((v) => f(f(v / this.vaeScale) + this.vaeShift)) };
   }
 
   /** pixels [B, H, W, 3] → latent: taesd_encoder(x·2 − 1 then ·0.5 + 0.5) / scale + shift, cropped to multiples of 8 about the centre. */

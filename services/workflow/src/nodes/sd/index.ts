@@ -21,6 +21,7 @@ import { stepPreviewer } from './preview.ts';
 import { XLClipModel } from '../../models/sdxl.ts';
 import { xlNodes } from './xl-nodes.ts';
 import { embeddingOptions } from './embeddings.ts';
+import { decodeTiled, encodeTiled } from '../../models/vae-tiled.ts';
 
 const MAX_SEED = 0xffffffffffffffff;
 
@@ -327,6 +328,58 @@ export function sdNodes(dirs: NodeEnv['dirs']): NodeDefinition[] {
         const px = await v.decode(asFloat(latent.samples));
         ctx.checkInterrupt();
         return [toImage(px)];
+      },
+    },
+    {
+      name: 'VAEDecodeTiled',
+      displayName: 'VAE Decode (Tiled)',
+      category: '_for_testing',
+      inputs: {
+        required: {
+          samples: ['LATENT'],
+          vae: ['VAE'],
+          tile_size: ['INT', { default: 512, min: 64, max: 4096, step: 32 }],
+          overlap: ['INT', { default: 64, min: 0, max: 4096, step: 32 }],
+          temporal_size: ['INT', { default: 64, min: 8, max: 4096, step: 4, tooltip: 'Only used for video VAEs: Amount of frames to decode at a time.' }],
+          temporal_overlap: ['INT', { default: 8, min: 4, max: 4096, step: 4, tooltip: 'Only used for video VAEs: Amount of frames to overlap.' }],
+        },
+      },
+      outputs: ['IMAGE'],
+      execute: async ({ samples, vae, tile_size, overlap }, ctx) => {
+        const v = checkModel(vae, VaeModel, 'vae');
+        const latent = checkLatent(samples);
+        if (latent.samples.ndim !== 4) throw nodeError(`VAEDecodeTiled needs a [B, C, H, W] latent, got [${latent.samples.shape.join(', ')}]`);
+        // The reference: an overlap of more than a quarter tile is cut to a quarter; both go to latent cells.
+        const ov = tile_size < overlap * 4 ? Math.floor(tile_size / 4) : overlap;
+        const r = v.downscale;
+        const px = await decodeTiled(v, asFloat(latent.samples), Math.floor(tile_size / r), Math.floor(ov / r), { step: (d, t) => ctx.progress(d, t), checkInterrupt: () => ctx.checkInterrupt() });
+        ctx.checkInterrupt();
+        return [toImage(px)];
+      },
+    },
+    {
+      name: 'VAEEncodeTiled',
+      displayName: 'VAE Encode (Tiled)',
+      category: '_for_testing',
+      inputs: {
+        required: {
+          pixels: ['IMAGE'],
+          vae: ['VAE'],
+          tile_size: ['INT', { default: 512, min: 64, max: 4096, step: 64 }],
+          overlap: ['INT', { default: 64, min: 0, max: 4096, step: 32 }],
+          temporal_size: ['INT', { default: 64, min: 8, max: 4096, step: 4, tooltip: 'Only used for video VAEs: Amount of frames to encode at a time.' }],
+          temporal_overlap: ['INT', { default: 8, min: 4, max: 4096, step: 4, tooltip: 'Only used for video VAEs: Amount of frames to overlap.' }],
+        },
+      },
+      outputs: ['LATENT'],
+      execute: async ({ pixels, vae, tile_size, overlap }, ctx) => {
+        const v = checkModel(vae, VaeModel, 'vae');
+        if (!(pixels instanceof ImageBatch)) throw nodeError('the pixels input is not an IMAGE');
+        // Unlike the decoder, the reference does not cut the overlap here: a half tile that does not exceed it divides by zero there, a clear error here.
+        if (Math.floor(tile_size / 2) <= overlap) throw nodeError(`VAEEncodeTiled: an overlap of ${overlap} needs tiles of more than ${overlap * 2} pixels (tile_size is ${tile_size})`, 'ValueError');
+        const z = await encodeTiled(v, fromImage(pixels), tile_size, overlap, { step: (d, t) => ctx.progress(d, t), checkInterrupt: () => ctx.checkInterrupt() });
+        ctx.checkInterrupt();
+        return [{ samples: new Tensor(z.shape, z.data) } satisfies Latent];
       },
     },
     {
