@@ -85,24 +85,33 @@ export class SqliteQueue implements JobQueue {
     if (!executor) this.wake();
   }
 
-  #insertStmt: { run(...params: unknown[]): unknown } | undefined;
+  #insertStmts = new Map<number, { run(...params: unknown[]): unknown }>();
 
   async addMany(jobs: ReadonlyArray<NewJob>, executor?: Kysely<any>): Promise<void> {
     const raw = this.#storage.sqlite!;
     // Inside the caller's transaction (the one connection is held by it while it is open) or
-    // without one, keyless jobs go through one prepared statement on the raw handle; jobs
-    // with a key, or an executor that is not in a transaction, take the ordinary path.
+    // without one, keyless jobs go through prepared multi-row inserts on the raw handle (up to
+    // 100 rows each, one statement per row count); jobs with a key, or an executor that is not
+    // in a transaction, take the ordinary path.
     if (!jobs.length) return;
     if (jobs.some((j) => j.opts?.jobKey) || (executor && !raw.inTransaction) || (!executor && raw.inTransaction)) {
       for (const j of jobs) await this.add(j.task, j.payload, j.opts, executor);
       return;
     }
-    this.#insertStmt ??= raw.prepare('insert into jobs (task, payload, priority, run_at, max_attempts, queue_name, created_at) values (?, ?, ?, ?, ?, ?, ?)');
-    const stmt = this.#insertStmt;
     const now = Date.now();
     const insert = () => {
-      for (const { task, payload, opts = {} } of jobs) {
-        stmt.run(task, JSON.stringify(payload ?? null), opts.priority ?? 0, opts.runAt ? opts.runAt.getTime() : now, opts.maxAttempts ?? 25, opts.queueName ?? null, now);
+      for (let i = 0; i < jobs.length; i += 100) {
+        const chunk = jobs.slice(i, i + 100);
+        let stmt = this.#insertStmts.get(chunk.length);
+        if (!stmt) {
+          stmt = raw.prepare(`insert into jobs (task, payload, priority, run_at, max_attempts, queue_name, created_at) values ${chunk.map(() => '(?, ?, ?, ?, ?, ?, ?)').join(', ')}`);
+          this.#insertStmts.set(chunk.length, stmt);
+        }
+        const params: unknown[] = [];
+        for (const { task, payload, opts = {} } of chunk) {
+          params.push(task, JSON.stringify(payload ?? null), opts.priority ?? 0, opts.runAt ? opts.runAt.getTime() : now, opts.maxAttempts ?? 25, opts.queueName ?? null, now);
+        }
+        stmt.run(...params);
       }
     };
     if (executor) insert();

@@ -11,6 +11,8 @@ export interface RowSet {
 const quote = (name: string) => `"${name.replace(/"/g, '""')}"`;
 
 type Stmt = { run(...params: unknown[]): unknown };
+/** Rows per SQLite insert statement (11 columns × 100 stays far below SQLite's 32,766 parameters). */
+const SQLITE_ROWS = 100;
 const sqliteStatements = new WeakMap<object, Map<string, Stmt>>();
 const pgTexts = new Map<string, string>();
 
@@ -18,9 +20,9 @@ const pgTexts = new Map<string, string>();
  * Inserts the rows of several tables inside the caller's open transaction,
  * in the order given, without the query builder (whose compile of a
  * 1,000-parameter insert costs more than the insert):
- *  - SQLite: one cached prepared single-row insert per table, run per row on
- *    the raw handle — the transaction holds SQLite's only connection, so the
- *    raw statements are part of it;
+ *  - SQLite: cached prepared multi-row inserts (up to SQLITE_ROWS rows each,
+ *    a statement per row count) on the raw handle — the transaction holds
+ *    SQLite's only connection, so the raw statements are part of it;
  *  - PostgreSQL: one statement for everything (every set but the last in a
  *    data-modifying CTE), one round trip.
  */
@@ -33,13 +35,18 @@ export async function insertRows(trx: Kysely<any>, storage: Storage, sets: RowSe
     let cache = sqliteStatements.get(raw);
     if (!cache) sqliteStatements.set(raw, (cache = new Map()));
     for (const s of live) {
-      const key = `${s.table}(${s.columns.join(',')})`;
-      let stmt = cache.get(key);
-      if (!stmt) {
-        stmt = raw.prepare(`insert into ${quote(s.table)} (${s.columns.map(quote).join(', ')}) values (${s.columns.map(() => '?').join(', ')})`) as Stmt;
-        cache.set(key, stmt);
+      for (let i = 0; i < s.rows.length; i += SQLITE_ROWS) {
+        const rows = s.rows.slice(i, i + SQLITE_ROWS);
+        const key = `${s.table}(${s.columns.join(',')})x${rows.length}`;
+        let stmt = cache.get(key);
+        if (!stmt) {
+          const tuple = `(${s.columns.map(() => '?').join(', ')})`;
+          stmt = raw.prepare(`insert into ${quote(s.table)} (${s.columns.map(quote).join(', ')}) values ${rows.map(() => tuple).join(', ')}`) as Stmt;
+          if (cache.size > 256) cache.clear();
+          cache.set(key, stmt);
+        }
+        stmt.run(...rows.flat());
       }
-      for (const r of s.rows) stmt.run(...r);
     }
     return;
   }
