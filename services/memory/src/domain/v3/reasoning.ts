@@ -91,17 +91,6 @@ export interface EnqueueState {
   peerConfs: Map<string, Config>;
 }
 
-async function readEnqueueState(trx: Kysely<any>, workspace: string, session: string, senders: string[]): Promise<EnqueueState> {
-  const ws = await trx.selectFrom('v3_workspaces').select('configuration').where('name', '=', workspace).executeTakeFirst();
-  const ss = await trx.selectFrom('v3_sessions').select('configuration').where('workspace', '=', workspace).where('name', '=', session).executeTakeFirst();
-  const members = await trx.selectFrom('v3_session_peers').select(['peer', 'configuration']).where('workspace', '=', workspace).where('session', '=', session).where('left_at', 'is', null).execute();
-  const peerConfs = new Map<string, Config>();
-  for (const p of await trx.selectFrom('v3_peers').select(['name', 'configuration']).where('workspace', '=', workspace).where('name', 'in', senders).execute()) {
-    peerConfs.set(p.name, meta(p.configuration));
-  }
-  return { wsConf: meta(ws?.configuration) as Config, sConf: meta(ss?.configuration) as Config, members: new Map(members.map((m: any) => [m.peer, meta(m.configuration)])), peerConfs };
-}
-
 /**
  * The work that new messages cause: for each message a representation unit
  * per observer of its sender (in its (observer, observed) named queue) unless
@@ -140,19 +129,6 @@ export function planMessageWork(
     }
   }
   return work;
-}
-
-/** Enqueues the work that new messages cause; runs inside their transaction. */
-export async function enqueueForMessages(
-  trx: Kysely<any>,
-  ctx: Ctx,
-  workspace: string,
-  session: string,
-  rows: Array<{ id: string; peer: string; seq_in_session: number }>,
-  messageConfigs: Array<Config | null | undefined>,
-): Promise<void> {
-  const state = await readEnqueueState(trx, workspace, session, [...new Set(rows.map((r) => r.peer))]);
-  await addWorks(trx, ctx, planMessageWork(state, workspace, session, rows, messageConfigs));
 }
 
 export async function enqueueDream(ctx: Ctx, workspace: string, observer: string, observed: string, dreamType: string, session: string | null) {
