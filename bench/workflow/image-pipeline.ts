@@ -22,6 +22,10 @@
  * runs prompts 5 nicer than the process, so on a busy machine its kernels get
  * less CPU than the reference's, which computes at its process's priority).
  *
+ * Each row also reports the CPU time (user + system, all threads, /proc) the
+ * server process spent per timed run, median over rounds: a figure that other
+ * processes' load does not move as much as wall time.
+ *
  * Inputs: a photo-like 1024² RGB PNG (smooth gradients plus noise, ~1.3 MB)
  * for LoadImage, and a noisier 1024² PNG of about 2.6 MB for the upload row.
  * Kernel rows end in GetImageSize → PreviewAny, so that they time the kernel
@@ -298,6 +302,20 @@ async function upload(srv: Running): Promise<number> {
 }
 
 const times: Record<'service' | 'reference', number[][]> = { service: rows.map(() => []), reference: rows.map(() => []) };
+/** CPU time (user + system, all threads, from /proc) the server spent per timed run of each row, one entry per round. */
+const cpuTimes: Record<'service' | 'reference', number[][]> = { service: rows.map(() => []), reference: rows.map(() => []) };
+const TICK_MS = 1000 / (Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout) || 100);
+
+/** CPU milliseconds a process has used so far, all its threads (Linux; NaN elsewhere). */
+function processCpuMs(pid: number): number {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(f[11]) + Number(f[12])) * TICK_MS;
+  } catch {
+    return NaN;
+  }
+}
 
 async function measure(kind: 'service' | 'reference', round: number): Promise<void> {
   const srv = await start(kind, round);
@@ -318,7 +336,9 @@ async function measure(kind: 'service' | 'reference', round: number): Promise<vo
     for (const [i, row] of rows.entries()) {
       const once = () => (row.upload ? upload(srv) : runPrompt(srv, ws, waiters, clientId, row.prompt!(tagSeq++)));
       const warm = await once();
+      const cpu0 = processCpuMs(srv.proc.pid!);
       for (let k = 0; k < REPEAT; k++) times[kind][i]!.push(await once());
+      cpuTimes[kind][i]!.push((processCpuMs(srv.proc.pid!) - cpu0) / REPEAT);
       if (process.env.BENCH_VERBOSE) console.error(`  ${kind} ${row.name}: warm-up ${warm.toFixed(0)} ms, then ${times[kind][i]!.slice(-REPEAT).map((t) => t.toFixed(0)).join(', ')}`);
     }
   } finally {
@@ -345,12 +365,14 @@ try {
   }
   console.log(`image and mask pipelines, ${ROUNDS} rounds × ${REPEAT} runs (medians, ms; ratio = reference / service, above 1 = the service is faster)`);
   console.log(withReference ? `reference: ComfyUI (${COMFY_DIR}) on ${REF_PYTHON}, --cpu, OMP_NUM_THREADS=${REF_THREADS}; load average ${os.loadavg()[0]!.toFixed(1)}` : 'reference: not run (service only)');
-  console.log('| row | service | reference | ratio |');
-  console.log('|---|---|---|---|');
+  console.log('| row | service | reference | ratio | server CPU per run: service / reference | CPU ratio |');
+  console.log('|---|---|---|---|---|---|');
   for (const [i, row] of rows.entries()) {
     const s = median(times.service[i]!);
     const r = median(times.reference[i]!);
-    console.log(`| ${row.name} | ${s.toFixed(1)} | ${withReference ? r.toFixed(1) : '–'} | ${withReference ? `${(r / s).toFixed(2)}×` : '–'} |`);
+    const sc = median(cpuTimes.service[i]!);
+    const rc = median(cpuTimes.reference[i]!);
+    console.log(`| ${row.name} | ${s.toFixed(1)} | ${withReference ? r.toFixed(1) : '–'} | ${withReference ? `${(r / s).toFixed(2)}×` : '–'} | ${sc.toFixed(0)} / ${withReference ? rc.toFixed(0) : '–'} ms | ${withReference ? `${(rc / sc).toFixed(2)}×` : '–'} |`);
   }
 } finally {
   fs.rmSync(work, { recursive: true, force: true });
