@@ -10,22 +10,14 @@ import json
 import sys
 
 comfy_dir, ckpt, out_path = sys.argv[1:4]
-from reference_env import open_reference, pattern, summary  # noqa: E402
+from reference_env import open_reference, pattern, sd_vae, summary  # noqa: E402
 
 torch = open_reference(comfy_dir)
 from safetensors.torch import load_file  # noqa: E402
-import comfy.sd  # noqa: E402
 import nodes  # noqa: E402
 
 sd = load_file(ckpt)
-vprefix = "first_stage_model."
-vae_sd = {k[len(vprefix):]: v for k, v in sd.items() if k.startswith(vprefix)}
-ch = vae_sd["decoder.conv_out.weight"].shape[1]
-levels = len({k.split(".")[2] for k in vae_sd if k.startswith("decoder.up.")})
-ch_mult = [vae_sd[f"decoder.up.{l}.block.0.conv2.weight"].shape[0] // ch for l in range(levels)]
-res_blocks = len({k.split(".")[4] for k in vae_sd if k.startswith("decoder.up.0.block.")}) - 1
-ddconfig = {"double_z": True, "z_channels": 4, "resolution": 256, "in_channels": 3, "out_ch": 3, "ch": ch, "ch_mult": ch_mult, "num_res_blocks": res_blocks, "attn_resolutions": [], "dropout": 0.0}
-vae = comfy.sd.VAE(sd=vae_sd, config={"params": {"ddconfig": ddconfig, "embed_dim": 4}})
+vae = sd_vae(sd)
 
 out = {"decode": {}, "encode": {}}
 # The reference's executor runs every node under torch.inference_mode().

@@ -14,34 +14,9 @@ sys.path.insert(0, sys.argv[1])
 sys.path.insert(0, sys.argv[2])
 import comfy.utils  # noqa: E402
 from safetensors.torch import load_file  # noqa: E402
-import types  # noqa: E402
+from reference_env import import_standing_in  # noqa: E402
 
-
-class _Stub(types.ModuleType):
-    """A stand-in for a module that other architectures of spandrel import (torchvision, timm …) and these models never use."""
-
-    def __getattr__(self, name):
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return _Stub(f"{self.__name__}.{name}")
-
-    def __call__(self, *a, **k):
-        return _Stub(self.__name__)
-
-    def __mro_entries__(self, bases):
-        return (object,)
-
-
-while True:
-    try:
-        from spandrel import ModelLoader  # noqa: E402
-        break
-    except ModuleNotFoundError as e:
-        for k in [m for m in sys.modules if m == "spandrel" or m.startswith("spandrel.")]:
-            del sys.modules[k]
-        parts = e.name.split(".")
-        for i in range(1, len(parts) + 1):
-            sys.modules.setdefault(".".join(parts[:i]), _Stub(".".join(parts[:i])))
+ModelLoader = import_standing_in("spandrel").ModelLoader
 
 
 def pattern(x, y, c):

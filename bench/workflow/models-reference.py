@@ -20,7 +20,7 @@ KSampler calls, with comfy.sample.prepare_noise.
 import json
 import sys
 comfy_dir, ckpt, out_path = sys.argv[1:4]
-from reference_env import flat, open_reference, pattern, summary  # noqa: E402
+from reference_env import flat, open_reference, pattern, sd_vae, summary  # noqa: E402
 
 torch = open_reference(comfy_dir)
 from safetensors.torch import load_file  # noqa: E402
@@ -138,14 +138,7 @@ b = comfy.sample.sample(patcher, torch.zeros_like(latent), 6, 6.0, "euler", "nor
 out["advanced"] = {"first": summary(a, 64), "second": summary(b, 64)}
 
 # --- VAE
-vprefix = "first_stage_model."
-vae_sd = {k[len(vprefix):]: v for k, v in sd.items() if k.startswith(vprefix)}
-ch = vae_sd["decoder.conv_out.weight"].shape[1]
-levels = len({k.split(".")[2] for k in vae_sd if k.startswith("decoder.up.")})
-ch_mult = [vae_sd[f"decoder.up.{l}.block.0.conv2.weight"].shape[0] // ch for l in range(levels)]
-res_blocks = len({k.split(".")[4] for k in vae_sd if k.startswith("decoder.up.0.block.")}) - 1
-ddconfig = {"double_z": True, "z_channels": 4, "resolution": 256, "in_channels": 3, "out_ch": 3, "ch": ch, "ch_mult": ch_mult, "num_res_blocks": res_blocks, "attn_resolutions": [], "dropout": 0.0}
-vae = comfy.sd.VAE(sd=vae_sd, config={"params": {"ddconfig": ddconfig, "embed_dim": 4}})
+vae = sd_vae(sd)
 z = pattern((1, 4, 4, 6), 3.0)
 img = vae.decode(z)
 out["vae_decode"] = summary(img, 64)

@@ -99,3 +99,30 @@ def pattern(shape, scale=1.5):
     for d in shape:
         n *= d
     return (torch.sin(torch.arange(n, dtype=torch.float64) * 0.37) * scale).float().reshape(shape)
+
+
+def sd_vae(sd, prefix="first_stage_model."):
+    """comfy.sd.VAE over a generated checkpoint's VAE, its widths and depths read from the keys."""
+    import comfy.sd
+    vae_sd = {k[len(prefix):]: v for k, v in sd.items() if k.startswith(prefix)}
+    ch = vae_sd["decoder.conv_out.weight"].shape[1]
+    levels = len({k.split(".")[2] for k in vae_sd if k.startswith("decoder.up.")})
+    ch_mult = [vae_sd[f"decoder.up.{l}.block.0.conv2.weight"].shape[0] // ch for l in range(levels)]
+    res_blocks = len({k.split(".")[4] for k in vae_sd if k.startswith("decoder.up.0.block.")}) - 1
+    ddconfig = {"double_z": True, "z_channels": 4, "resolution": 256, "in_channels": 3, "out_ch": 3, "ch": ch, "ch_mult": ch_mult, "num_res_blocks": res_blocks, "attn_resolutions": [], "dropout": 0.0}
+    return comfy.sd.VAE(sd=vae_sd, config={"params": {"ddconfig": ddconfig, "embed_dim": 4}})
+
+
+def import_standing_in(name):
+    """Imports `name`, standing in (as open_reference does) for every module it asks for that is not installed."""
+    while True:
+        try:
+            return importlib.import_module(name)
+        except ModuleNotFoundError as e:
+            if e.name is None or e.name == name or e.name.startswith(name + "."):
+                raise
+            for k in [m for m in sys.modules if m == name or m.startswith(name + ".")]:
+                del sys.modules[k]
+            parts = e.name.split(".")
+            for i in range(1, len(parts) + 1):
+                sys.modules.setdefault(".".join(parts[:i]), _Stub(".".join(parts[:i])))

@@ -531,26 +531,28 @@ export class VaeModel {
 
   /** pixels [B,H,W,3] in [0,1] → latent [B,4,H/8,W/8], cropping to a multiple of 8 about the centre as the reference. */
   async encode(pixels: FloatTensor): Promise<FloatTensor> {
-    const cfg = this.checkpoint.detected.vae!;
-    if (!cfg.hasEncoder) throw new Error('this VAE has no encoder');
-    const build = () => buildVaeEncoderGraph(new OnnxGraph(this.checkpoint.file, WEIGHTS_LOCATION, VAE_PREFIX), cfg);
-    await this.checkpoint.session('vae:encoder', build);
-    const [b, H, W] = pixels.shape as [number, number, number, number];
-    const r = this.downscale;
-    const h = Math.floor(H / r) * r;
-    const w = Math.floor(W / r) * r;
-    if (h === 0 || w === 0) throw new Error(`an image of ${W}x${H} is smaller than the VAE's ${r}-pixel cell`);
-    const oy = Math.floor((H % r) / 2);
-    const ox = Math.floor((W % r) / 2);
-    const C = pixels.shape[3]!;
-    const img = new Float32Array(b * 3 * h * w);
-    for (let n = 0; n < b; n++)
-      for (let ch = 0; ch < 3; ch++)
-        for (let y = 0; y < h; y++)
-          for (let x = 0; x < w; x++) img[((n * 3 + ch) * h + y) * w + x] = pixels.data[((n * H + y + oy) * W + x + ox) * C + ch]! * 2 - 1;
-    const out = (await this.checkpoint.run('vae:encoder', build, { image: ortTensor('float32', img, [b, 3, h, w]) })).z!;
-    return { shape: [...out.dims], data: out.data as Float32Array };
+    const img = cropToCells(pixels, this.downscale);
+    return this.encodeRaw({ shape: img.shape, data: img.data.map((v) => v * 2 - 1) });
   }
+}
+
+/**
+ * vae_encode_crop_pixels then movedim(-1, 1): pixels [B, H, W, ≥3] cropped to
+ * multiples of the VAE's cell `r` about the centre, as planar [B, 3, h, w].
+ */
+export function cropToCells(pixels: FloatTensor, r: number): FloatTensor {
+  const [b, H, W, C] = pixels.shape as [number, number, number, number];
+  const h = Math.floor(H / r) * r;
+  const w = Math.floor(W / r) * r;
+  if (h === 0 || w === 0) throw new Error(`an image of ${W}x${H} is smaller than the VAE's ${r}-pixel cell`);
+  const oy = Math.floor((H % r) / 2);
+  const ox = Math.floor((W % r) / 2);
+  const img = new Float32Array(b * 3 * h * w);
+  for (let n = 0; n < b; n++)
+    for (let ch = 0; ch < 3; ch++)
+      for (let y = 0; y < h; y++)
+        for (let x = 0; x < w; x++) img[((n * 3 + ch) * h + y) * w + x] = pixels.data[((n * H + y + oy) * W + x + ox) * C + ch]!;
+  return { shape: [b, 3, h, w], data: img };
 }
 
 export interface SampleOptions {

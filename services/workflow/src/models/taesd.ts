@@ -10,7 +10,7 @@ import { OnnxGraph } from './graph-builder.ts';
 import { DataType } from './onnx-proto.ts';
 import { ModelFileError } from './safetensors.ts';
 import { ortTensor, WEIGHTS_LOCATION } from './session.ts';
-import { VaeModel, type Checkpoint, type FloatTensor } from './sd1.ts';
+import { cropToCells, VaeModel, type Checkpoint, type FloatTensor } from './sd1.ts';
 
 /** VAELoader.load_taesd's vae_scale and vae_shift per name. */
 export const TAESD_SCALE: Record<string, [scale: number, shift: number]> = {
@@ -138,27 +138,8 @@ export class TaesdVae extends VaeModel {
 
   /** pixels [B, H, W, 3] → latent: taesd_encoder(x·2 − 1 then ·0.5 + 0.5) / scale + shift, cropped to multiples of 8 about the centre. */
   override async encode(pixels: FloatTensor): Promise<FloatTensor> {
-    const enc = this.encoder;
-    if (!enc) throw new Error('this TAESD has no encoder');
-    const [b, H, W, C] = pixels.shape as [number, number, number, number];
-    const h = Math.floor(H / 8) * 8;
-    const w = Math.floor(W / 8) * 8;
-    if (h === 0 || w === 0) throw new Error(`an image of ${W}x${H} is smaller than the VAE's 8-pixel cell`);
-    const oy = Math.floor((H % 8) / 2);
-    const ox = Math.floor((W % 8) / 2);
-    const f = Math.fround;
-    const img = new Float32Array(b * 3 * h * w);
-    for (let n = 0; n < b; n++)
-      for (let ch = 0; ch < 3; ch++)
-        for (let y = 0; y < h; y++)
-          for (let x = 0; x < w; x++) {
-            const v = pixels.data[((n * H + y + oy) * W + x + ox) * C + ch]!;
-            img[((n * 3 + ch) * h + y) * w + x] = f(f(f(f(v * 2) - 1) * 0.5) + 0.5);
-          }
-    const build = () => buildTaesdEncoder(new OnnxGraph(enc.file, WEIGHTS_LOCATION, ''));
-    await enc.session('taesd:encoder', build);
-    const out = (await enc.run('taesd:encoder', build, { image: ortTensor('float32', img, [b, 3, h, w]) })).z!;
-    const data = (out.data as Float32Array).map((v) => f(f(v / this.vaeScale) + this.vaeShift));
-    return { shape: [...out.dims], data };
+    if (!this.encoder) throw new Error('this TAESD has no encoder');
+    const img = cropToCells(pixels, 8);
+    return this.encodeRaw({ shape: img.shape, data: img.data.map((v) => Math.fround(Math.fround(v * 2) - 1)) });
   }
 }

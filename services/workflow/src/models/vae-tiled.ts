@@ -8,7 +8,7 @@
  * the VAE's cell about its centre and maps it to [−1, 1].
  */
 import { tiledScale } from './esrgan.ts';
-import type { FloatTensor, VaeModel } from './sd1.ts';
+import { cropToCells, type FloatTensor, type VaeModel } from './sd1.ts';
 
 /** How many tiles tiled_scale runs for one image (get_tiled_scale_steps). */
 function steps(w: number, h: number, tx: number, ty: number, overlap: number): number {
@@ -66,19 +66,10 @@ export async function decodeTiled(vae: VaeModel, latent: FloatTensor, tile: numb
 
 /** pixels [B, H, W, ≥3] in [0, 1] → latent [B, C, H/8, W/8]; `tile` and `overlap` in pixels. */
 export async function encodeTiled(vae: VaeModel, pixels: FloatTensor, tile: number, overlap: number, p: TiledProgress): Promise<FloatTensor> {
-  const [B, H, W, Cin] = pixels.shape as [number, number, number, number];
   const r = vae.downscale;
-  const h = Math.floor(H / r) * r;
-  const w = Math.floor(W / r) * r;
-  if (h === 0 || w === 0) throw new Error(`an image of ${W}x${H} is smaller than the VAE's ${r}-pixel cell`);
-  const oy = Math.floor((H % r) / 2);
-  const ox = Math.floor((W % r) / 2);
-  // vae_encode_crop_pixels, then movedim(-1, 1): planar [B, 3, h, w] in [0, 1].
-  const planar = new Float32Array(B * 3 * h * w);
-  for (let n = 0; n < B; n++)
-    for (let ch = 0; ch < 3; ch++)
-      for (let y = 0; y < h; y++)
-        for (let x = 0; x < w; x++) planar[((n * 3 + ch) * h + y) * w + x] = pixels.data[((n * H + y + oy) * W + x + ox) * Cin + ch]!;
+  const img = cropToCells(pixels, r);
+  const [B, , h, w] = img.shape as [number, number, number, number];
+  const planar = img.data;
   const passes = ENCODE_PASSES(tile);
   const total = B * passes.reduce((n, [tx, ty]) => n + steps(w, h, tx, ty, overlap), 0);
   let done = 0;
