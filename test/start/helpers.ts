@@ -28,6 +28,20 @@ export function portFree(port: number): boolean {
 }
 
 /** Pids of live processes whose command line contains `needle` (e.g. a test's data directory). */
+function allThreadsGone(pid: string): boolean {
+  try {
+    return fs.readdirSync(`/proc/${pid}/task`).every((t) => {
+      try {
+        return /^\d+ \(.*\) [ZX] /.test(fs.readFileSync(`/proc/${pid}/task/${t}/stat`, 'utf8'));
+      } catch {
+        return true;
+      }
+    });
+  } catch {
+    return true;
+  }
+}
+
 export function processesWith(needle: string): number[] {
   const out: number[] = [];
   for (const d of fs.readdirSync('/proc')) {
@@ -35,8 +49,10 @@ export function processesWith(needle: string): number[] {
     try {
       const cmd = fs.readFileSync(`/proc/${d}/cmdline`, 'utf8');
       const stat = fs.readFileSync(`/proc/${d}/stat`, 'utf8');
-      // A zombie has exited: it holds no port, only a line in its parent's table.
-      if (cmd.includes(needle) && !/^\d+ \(.*\) Z /.test(stat)) out.push(Number(d));
+      // A zombie has exited: it holds no port, only a line in its parent's table. But a leader shows Z as soon
+      // as its own thread ends, while the process's other threads (and its sockets) are still being torn down:
+      // gone only when every thread is.
+      if (cmd.includes(needle) && !(/^\d+ \(.*\) Z /.test(stat) && allThreadsGone(d))) out.push(Number(d));
     } catch {
       // gone meanwhile
     }

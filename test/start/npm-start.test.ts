@@ -47,8 +47,10 @@ function startAll(dataDir: string, p: { memory: number; workflow: number; invent
 }
 
 async function allReleased(dataDir: string, p: Record<string, number>) {
-  for (const port of Object.values(p)) assert.ok(portFree(port), `port ${port} still has a listener`);
+  // An exiting process closes its sockets when its last thread is gone, a moment after its exit is reported.
+  await waitFor('every process of this npm start to be gone', () => processesWith(dataDir).length === 0, 10_000).catch(() => {});
   assert.deepEqual(processesWith(dataDir), [], 'a process of this npm start is still running');
+  for (const port of Object.values(p)) assert.ok(portFree(port), `port ${port} still has a listener`);
 }
 
 describe('npm start under a process supervisor', () => {
