@@ -586,8 +586,7 @@ const lcm = stepSampler((_m, _s, ctx, _o, n) => {
 const lcmUpscale: Sampler = async (model, x, sigmas, ctx, opts = {}) => {
   const total = num(opts, 'total_upscale', 2);
   const method = typeof opts.upscale_method === 'string' ? opts.upscale_method : 'bislerp';
-  let count = typeof opts.upscale_steps === 'number' ? Math.min(opts.upscale_steps + 1, sigmas.length + 1) : Math.max(Math.floor(sigmas.length / 2) + 1, 2);
-  count = Math.max(count, 1);
+  const count = typeof opts.upscale_steps === 'number' ? Math.min(opts.upscale_steps + 1, sigmas.length + 1) : Math.max(Math.floor(sigmas.length / 2) + 1, 2);
   // np.linspace(1, total, count)[1:]: start + k·step, the last exactly `total`.
   const step = count > 1 ? (total - 1) / (count - 1) : 0;
   const upscales = Array.from({ length: count - 1 }, (_, k) => (k + 1 === count - 1 ? total : (k + 1) * step + 1));

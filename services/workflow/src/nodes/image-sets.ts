@@ -3,6 +3,7 @@ import path from 'node:path';
 import { safeRelative } from '../files/paths.ts';
 import type { NodeDefinition, NodeEnv, NodeInputs, NodeScope } from './api.ts';
 import { decodeImage } from './image-io.ts';
+import { walkInput } from './input-files.ts';
 import { checkSize, Frame, ImageBatch, MAX_BATCH } from './image-types.ts';
 import { resizeFrame } from './resample.ts';
 
@@ -21,24 +22,7 @@ const SET_EXT = /\.(png|jpg|jpeg|webp)$/i;
 
 /** folder_paths.get_input_subfolders: every folder below the input folder, recursively, sorted. */
 function inputSubfolders(inputDir: string): string[] {
-  const out: string[] = [];
-  const stack = [inputDir];
-  while (stack.length > 0 && out.length < MAX_FOLDERS) {
-    const dir = stack.pop()!;
-    let entries: fs.Dirent[];
-    try {
-      entries = fs.readdirSync(dir, { withFileTypes: true });
-    } catch {
-      continue;
-    }
-    for (const e of entries) {
-      if (!e.isDirectory()) continue;
-      const p = path.join(dir, e.name);
-      out.push(path.relative(inputDir, p).split(path.sep).join('/'));
-      stack.push(p);
-    }
-  }
-  return out.sort();
+  return walkInput(inputDir, inputDir, MAX_FOLDERS, (e) => e.isDirectory());
 }
 
 function setInputs(scope: NodeScope | undefined, dirs: NodeEnv['dirs']): NodeInputs {

@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import path from 'node:path';
 import { parseAnnotated, safeRelative } from '../files/paths.ts';
 import type { NodeEnv } from './api.ts';
 
@@ -37,4 +38,29 @@ export function existingInput(dirs: NodeEnv['dirs'], name: unknown): string | un
   } catch {
     return undefined;
   }
+}
+
+/**
+ * A bounded walk of the folders below `root` (inside the input folder): the
+ * input-relative, '/'-separated paths of the entries `pick` keeps, sorted;
+ * it stops once `limit` are found. Unreadable folders are passed over.
+ */
+export function walkInput(inputDir: string, root: string, limit: number, pick: (e: fs.Dirent) => boolean): string[] {
+  const out: string[] = [];
+  const stack = [root];
+  while (stack.length > 0 && out.length < limit) {
+    const dir = stack.pop()!;
+    let entries: fs.Dirent[];
+    try {
+      entries = fs.readdirSync(dir, { withFileTypes: true });
+    } catch {
+      continue;
+    }
+    for (const e of entries) {
+      const p = path.join(dir, e.name);
+      if (pick(e)) out.push(path.relative(inputDir, p).split(path.sep).join('/'));
+      if (e.isDirectory()) stack.push(p);
+    }
+  }
+  return out.sort();
 }

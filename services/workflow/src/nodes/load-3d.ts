@@ -1,7 +1,7 @@
-import fs from 'node:fs';
 import path from 'node:path';
 import type { NodeDefinition, NodeEnv, NodeInputs, NodeScope } from './api.ts';
 import { loadImageFile, readableImage } from './image-io.ts';
+import { walkInput } from './input-files.ts';
 import { Video } from './video.ts';
 
 /**
@@ -19,24 +19,7 @@ const ANIMATED_EXT = /\.(gltf|glb|fbx)$/i;
 const MAX_LISTED = 10_000;
 
 function listModels(inputDir: string, ext: RegExp): string[] {
-  const out: string[] = [];
-  const root = path.join(inputDir, '3d');
-  const stack = [root];
-  while (stack.length > 0 && out.length < MAX_LISTED) {
-    const dir = stack.pop()!;
-    let entries: fs.Dirent[];
-    try {
-      entries = fs.readdirSync(dir, { withFileTypes: true });
-    } catch {
-      continue;
-    }
-    for (const e of entries) {
-      const p = path.join(dir, e.name);
-      if (e.isDirectory()) stack.push(p);
-      else if (e.isFile() && ext.test(e.name)) out.push(path.relative(inputDir, p).split(path.sep).join('/'));
-    }
-  }
-  return out.sort();
+  return walkInput(inputDir, path.join(inputDir, '3d'), MAX_LISTED, (e) => e.isFile() && ext.test(e.name));
 }
 
 function viewerInputs(scope: NodeScope | undefined, dirs: NodeEnv['dirs'], widget: string, ext: RegExp): NodeInputs {
