@@ -17,6 +17,20 @@ export interface JournalPageParts {
 
 const MAX_COMMENTS = 100_000;
 
+/** NetBox's JournalEntryKindChoices colours. */
+const KIND_COLOURS: Record<string, string> = { info: 'cyan', success: 'green', warning: 'yellow', danger: 'red' };
+
+/**
+ * Usernames of the entries' authors (`created_by` is a user id in the API, as NetBox's). Only administrators may read
+ * users through the API, so others see `user #<id>`.
+ */
+async function authorNames(req: FastifyRequest, parts: JournalPageParts, entries: any[]): Promise<Map<number, string>> {
+  const ids = [...new Set(entries.map((e) => e.created_by).filter((v): v is number => typeof v === 'number'))].slice(0, 20);
+  if (!ids.length || !authed(req).viewer.isSuperuser) return new Map();
+  const found = await Promise.all(ids.map(async (id) => [id, await parts.api(req, 'GET', `/api/users/users/${id}/`)] as const));
+  return new Map(found.filter(([, r]) => r.status === 200).map(([id, r]) => [id, String(r.body.username)]));
+}
+
 /** The object's journal tab (NetBox's `/<app>/<model>/<id>/journal/`): its entries, newest first, and a form to add one. */
 export function registerJournalPages(app: FastifyInstance, _backend: UiBackend, m: ModelDef, parts: JournalPageParts): void {
   if (!takesJournal(m)) return;
@@ -33,6 +47,7 @@ async function journalPage(req: FastifyRequest, reply: FastifyReply, m: ModelDef
   if (obj.status !== 200) return sendError(req, reply, 404, 'Not found', `No ${m.verboseName} with ID ${id} exists.`);
   const r = await parts.api(req, 'GET', `/api/extras/journal-entries/?assigned_object_type=${urlPart(m.objectType)}&assigned_object_id=${id}&limit=200`);
   const entries: any[] = r.status === 200 ? r.body.results : [];
+  const authors = await authorNames(req, parts, entries);
   const kind = form.kind ?? 'info';
   const body = html`${parts.menu(m)}${parts.tabs(m, id, 'journal')}
 ${
@@ -45,7 +60,7 @@ ${form.error ? html`<p class="error" data-testid="journal-error">${form.error}</
     : ''
 }
 <table data-testid="journal"><thead><tr><th>Created</th><th>Created by</th><th>Kind</th><th>Comments</th></tr></thead><tbody>
-${entries.map((e) => html`<tr><td>${formatTime(e.created)}</td><td>${e.created_by ?? '—'}</td><td><span class="badge">${e.kind?.label ?? e.kind}</span></td><td class="pre">${e.comments}</td></tr>`)}
+${entries.map((e) => html`<tr><td>${formatTime(e.created)}</td><td>${e.created_by === null || e.created_by === undefined ? '—' : authors.get(Number(e.created_by)) ?? `user #${e.created_by}`}</td><td><span class="badge badge-${KIND_COLOURS[e.kind?.value ?? e.kind] ?? 'gray'}">${e.kind?.label ?? e.kind}</span></td><td class="pre">${e.comments}</td></tr>`)}
 </tbody></table>${entries.length === 0 ? html`<p class="muted">No journal entries.</p>` : ''}`;
   return sendPage(req, reply, { title: `${String(obj.body.display)} · Journal`, section: 'inventory', body }, status);
 }

@@ -38,6 +38,8 @@ export function cell(value: unknown, key = ''): SafeHtml {
   if (typeof value === 'boolean') return value ? html`<span class="yes" title="yes">✓</span>` : html`<span class="no" title="no">✗</span>`;
   if (Array.isArray(value)) {
     if (value.length === 0) return html`<span class="muted">—</span>`;
+    // A choice set's `[value, label]` pairs.
+    if (key === 'extra_choices') return html`${value.map((v, i) => html`${i ? ', ' : ''}${Array.isArray(v) ? `${String(v[0])} (${String(v[1])})` : String(v)}`)}`;
     return html`${value.map((v, i) => html`${i ? ', ' : ''}${cell(v)}`)}`;
   }
   if (typeof value === 'object') {
@@ -66,6 +68,6 @@ export function cell(value: unknown, key = ''): SafeHtml {
 export function labelOf(name: string): string {
   const special: Record<string, string> = { vrf: 'VRF', vlan: 'VLAN', vid: 'VID', mtu: 'MTU', vcpus: 'vCPUs', id: 'ID', rd: 'RD', mac_address: 'MAC address', dns_name: 'DNS name', ipaddresses: 'IP addresses' };
   if (special[name]) return special[name]!;
-  const text = name.replace(/_count$/, 's').replace(/_/g, ' ').replace(/\bip\b/g, 'IP').replace(/\bvlans?\b/g, (v) => v.toUpperCase()).replace(/\boob\b/g, 'OOB');
+  const text = name.replace(/s?_count$/, 's').replace(/_/g, ' ').replace(/\bip\b/g, 'IP').replace(/\bvlans?\b/g, (v) => v.toUpperCase()).replace(/\boob\b/g, 'OOB');
   return text.charAt(0).toUpperCase() + text.slice(1);
 }
