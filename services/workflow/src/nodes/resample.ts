@@ -1,4 +1,5 @@
 import { checkSize, clampByte, Frame, MaskPlane } from './image-types.ts';
+import { simdKernels, type SimdKernels } from './simd-kernels.ts';
 
 /**
  * Resampling with the reference's semantics (comfy.utils.common_upscale).
@@ -214,6 +215,11 @@ export async function resizeFrame(
   if (method === 'lanczos') return new Frame(ow, oh, f.channels, pilLanczos(f, ow, oh, checkInterrupt));
   if (method === 'bilinear' && f.channels === 3) return new Frame(ow, oh, 3, await vipsBilinear(f, ow, oh));
   const src = bytes(f.data);
+  if (method === 'area') {
+    const ax = areaWindows(f.width, ow);
+    const ay = areaWindows(f.height, oh);
+    if (ax && ay) return new Frame(ow, oh, f.channels, areaBytes(src, f.width, f.height, f.channels, ow, oh, ax, ay, checkInterrupt));
+  }
   return new Frame(ow, oh, f.channels, resampleBytes(src, f.width, f.height, f.channels, ow, oh, makeTaps(f.width, ow, method), makeTaps(f.height, oh, method), checkInterrupt));
 }
 
@@ -408,6 +414,130 @@ function verticalRow4(tmp: Float32Array, s0: number, w0: number, s1: number, w1:
   }
 }
 
+/**
+ * torch's area windows on one axis (adaptive average pooling: output i
+ * averages inputs floor(i·in/out) … ceil((i + 1)·in/out) − 1) when every
+ * window's length is a power of two: the first input `lo`, the length `n`,
+ * and `mul` = D / n with D the longest window, so that a window's sum times
+ * `mul` is its mean times D, an integer. Undefined when a window is another
+ * length (3 for a 1.6× shrink), whose mean is not exact in binary.
+ * Enlarging gives lengths 1 and 2 only, an exact 2:1 or 4:1 shrink 2 or 4.
+ */
+interface AreaWindows {
+  lo: Int32Array;
+  n: Int32Array;
+  mul: Int32Array;
+  bits: number;
+}
+
+function areaWindows(inSize: number, outSize: number): AreaWindows | undefined {
+  const lo = new Int32Array(outSize);
+  const n = new Int32Array(outSize);
+  let longest = 1;
+  for (let i = 0; i < outSize; i++) {
+    const start = Math.floor((i * inSize) / outSize);
+    const len = Math.ceil(((i + 1) * inSize) / outSize) - start;
+    if (len > 256 || (len & (len - 1)) !== 0) return undefined;
+    lo[i] = start;
+    n[i] = len;
+    if (len > longest) longest = len;
+  }
+  const mul = new Int32Array(outSize);
+  for (let i = 0; i < outSize; i++) mul[i] = longest / n[i]!;
+  return { lo, n, mul, bits: Math.log2(longest) };
+}
+
+/**
+ * `area` where both axes' windows have power-of-two lengths (areaWindows),
+ * in integers: each needed source row's window sums times `mul` (the
+ * horizontal mean times Dx, exact), then per output row the sum over its
+ * rows times the vertical `mul` (the mean times Dx·Dy), rounded half up by a
+ * shift. Every mean here is exact in binary, so this is bit for bit the float
+ * passes' result (resampleBytes: the exact mean plus 0.5, truncated), in a
+ * fraction of the time.
+ */
+function areaBytes(src: Uint8Array, w: number, h: number, c: number, ow: number, oh: number, ax: AreaWindows, ay: AreaWindows, checkInterrupt: () => void): Buffer {
+  const rowLen = ow * c;
+  let ringRows = 1;
+  for (let y = 0; y < oh; y++) if (ay.n[y]! > ringRows) ringRows = ay.n[y]!;
+  const ring = new Int32Array(ringRows * rowLen);
+  const out = Buffer.allocUnsafe(oh * rowLen);
+  const dst = bytes(out);
+  const shift = ax.bits + ay.bits;
+  const half = (1 << shift) >> 1;
+  const xo = new Int32Array(ow);
+  for (let x = 0; x < ow; x++) xo[x] = ax.lo[x]! * c;
+  let next = 0;
+  for (let y = 0; y < oh; y++) {
+    const a = ay.lo[y]!;
+    const m = ay.n[y]!;
+    if (next < a) next = a;
+    for (; next < a + m; next++) areaRow(src, next * w * c, ring, (next % ringRows) * rowLen, ow, c, xo, ax.n, ax.mul);
+    const o = y * rowLen;
+    const my = ay.mul[y]!;
+    const r0 = (a % ringRows) * rowLen;
+    if (m <= 2) areaColumn2(ring, r0, m === 2 ? ((a + 1) % ringRows) * rowLen : -1, my, half, shift, dst, o, rowLen);
+    else {
+      for (let i = 0; i < rowLen; i++) {
+        let v = 0;
+        for (let t = 0; t < m; t++) v += ring[((a + t) % ringRows) * rowLen + i]!;
+        dst[o + i] = (v * my + half) >> shift;
+      }
+    }
+    if ((y & 127) === 127) checkInterrupt();
+  }
+  return out;
+}
+
+/** One output row of areaBytes from one ring row at `r0`, or two (`r1` ≥ 0). */
+function areaColumn2(ring: Int32Array, r0: number, r1: number, my: number, half: number, shift: number, dst: Uint8Array, o: number, n: number): void {
+  if (r1 < 0) for (let i = 0; i < n; i++) dst[o + i] = (ring[r0 + i]! * my + half) >> shift;
+  else for (let i = 0; i < n; i++) dst[o + i] = ((ring[r0 + i]! + ring[r1 + i]!) * my + half) >> shift;
+}
+
+/** One source row's horizontal window sums times their `mul` (areaBytes). */
+function areaRow(src: Uint8Array, rin: number, ring: Int32Array, rout: number, ow: number, c: number, xo: Int32Array, n: Int32Array, mul: Int32Array): void {
+  if (c === 3) {
+    for (let x = 0, o = rout; x < ow; x++, o += 3) {
+      const p = rin + xo[x]!;
+      const k = mul[x]!;
+      const len = n[x]!;
+      if (len === 1) {
+        ring[o] = src[p]! * k;
+        ring[o + 1] = src[p + 1]! * k;
+        ring[o + 2] = src[p + 2]! * k;
+      } else if (len === 2) {
+        ring[o] = (src[p]! + src[p + 3]!) * k;
+        ring[o + 1] = (src[p + 1]! + src[p + 4]!) * k;
+        ring[o + 2] = (src[p + 2]! + src[p + 5]!) * k;
+      } else {
+        let s0 = 0;
+        let s1 = 0;
+        let s2 = 0;
+        for (let t = 0, q = p; t < len; t++, q += 3) {
+          s0 += src[q]!;
+          s1 += src[q + 1]!;
+          s2 += src[q + 2]!;
+        }
+        ring[o] = s0 * k;
+        ring[o + 1] = s1 * k;
+        ring[o + 2] = s2 * k;
+      }
+    }
+    return;
+  }
+  for (let x = 0, o = rout; x < ow; x++, o += c) {
+    const p = rin + xo[x]!;
+    const k = mul[x]!;
+    const len = n[x]!;
+    for (let ch = 0; ch < c; ch++) {
+      let s = 0;
+      for (let t = 0, q = p + ch; t < len; t++, q += c) s += src[q]!;
+      ring[o + ch] = s * k;
+    }
+  }
+}
+
 /** PIL's fixed-point precision for 8-bit images (32 − 8 − 2 bits). */
 const PIL_PRECISION_BITS = 22;
 
@@ -478,6 +608,8 @@ function pilTaps(inSize: number, outSize: number): PilTaps {
  * one at a time into a scratch row.
  */
 function pilLanczos(f: Frame, ow: number, oh: number, checkInterrupt: () => void): Buffer {
+  const simd = simdKernels();
+  if (simd) return pilLanczosSimd(simd, f, ow, oh, checkInterrupt);
   const { width: w, height: h, channels: c } = f;
   const src = bytes(f.data);
   const rowIn = w * c;
@@ -531,6 +663,77 @@ function pilLanczos(f: Frame, ow: number, oh: number, checkInterrupt: () => void
       }
       for (let t = 0; t < m; t++) offs[t] = slotOf(a + t);
       pilVerticalRow(mid, offs, kk, y * ky, m, dst, y * rowLen, rowLen);
+      if ((y & 127) === 127) checkInterrupt();
+    }
+  }
+  if (c === 4) pilUnpremultiply(out);
+  return out;
+}
+
+/**
+ * pilLanczos with its loops in WebAssembly SIMD (simd-kernels.ts: the same
+ * int32 arithmetic, 4 or 16 samples an instruction): the same passes and
+ * ring of horizontally resampled rows, in the kernels' memory; source rows
+ * are copied in one at a time (premultiplied there when RGBA) and output rows
+ * copied out, so that memory holds the taps and a few rows.
+ */
+function pilLanczosSimd(k: SimdKernels, f: Frame, ow: number, oh: number, checkInterrupt: () => void): Buffer {
+  const { width: w, height: h, channels: c } = f;
+  const src = bytes(f.data);
+  const rowIn = w * c;
+  const rowLen = ow * c;
+  const out = Buffer.allocUnsafe(oh * rowLen);
+  const tx = ow === w ? undefined : pilTaps(w, ow);
+  const ty = oh === h ? undefined : pilTaps(h, oh);
+  let ringRows = 1;
+  if (ty) for (let y = 0; y < oh; y++) if (ty.n[y]! > ringRows) ringRows = ty.n[y]!;
+  // Layout (16-byte aligned blocks): horizontal offsets, counts, weights; vertical weights; row offsets; a source row; the ring; an output row.
+  const align = (n: number) => (n + 15) & ~15;
+  const xoAt = 0;
+  const nAt = xoAt + align(tx ? ow * 4 : 0);
+  const kxAt = nAt + align(tx ? ow * 4 : 0);
+  const kyAt = kxAt + align(tx ? tx.kk.length * 4 : 0);
+  const offsAt = kyAt + align(ty ? ty.kk.length * 4 : 0);
+  const rowAt = offsAt + align(ringRows * 4);
+  const ringStride = align(rowLen + 16);
+  const ringAt = rowAt + align(rowIn + 16);
+  const outAt = ringAt + ringRows * ringStride;
+  k.reserve(outAt + align(rowLen + 16));
+  const { u8, i32 } = k;
+  if (tx) {
+    for (let x = 0; x < ow; x++) i32[(xoAt >> 2) + x] = tx.lo[x]! * c;
+    i32.set(tx.n, nAt >> 2);
+    i32.set(tx.kk, kxAt >> 2);
+  }
+  if (ty) i32.set(ty.kk, kyAt >> 2);
+  /** Source row r into the row block (premultiplied when RGBA). */
+  const rowIntoMemory = (r: number) => {
+    if (c === 4) pilPremultiplyRow(src, r * rowIn, u8, rowIn, rowAt);
+    else u8.set(src.subarray(r * rowIn, (r + 1) * rowIn), rowAt);
+  };
+  if (!ty) {
+    for (let y = 0; y < h; y++) {
+      rowIntoMemory(y);
+      k.lanczosH(rowAt, xoAt, nAt, kxAt, tx!.k, ow, outAt, c);
+      out.set(u8.subarray(outAt, outAt + rowLen), y * rowLen);
+      if ((y & 127) === 127) checkInterrupt();
+    }
+  } else {
+    const { k: ky, lo, n } = ty;
+    let next = 0;
+    for (let y = 0; y < oh; y++) {
+      const a = lo[y]!;
+      const m = n[y]!;
+      if (next < a) next = a;
+      for (; next < a + m; next++) {
+        rowIntoMemory(next);
+        const slot = ringAt + (next % ringRows) * ringStride;
+        if (tx) k.lanczosH(rowAt, xoAt, nAt, kxAt, tx.k, ow, slot, c);
+        else u8.copyWithin(slot, rowAt, rowAt + rowIn);
+      }
+      for (let t = 0; t < m; t++) i32[(offsAt >> 2) + t] = ringAt + ((a + t) % ringRows) * ringStride;
+      k.lanczosV(offsAt, kyAt + y * ky * 4, m, outAt, rowLen);
+      out.set(u8.subarray(outAt, outAt + rowLen), y * rowLen);
       if ((y & 127) === 127) checkInterrupt();
     }
   }
@@ -652,8 +855,8 @@ function pilVerticalRow(mid: Uint8ClampedArray, offs: Int32Array, kk: Int32Array
 let partial = new Int32Array(0);
 
 /** PIL's RGBA → RGBa of one row: each colour times alpha / 255, rounded as its MULDIV255. */
-function pilPremultiplyRow(d: Uint8Array, from: number, out: Uint8Array, len: number): void {
-  for (let i = 0, j = from; i < len; i += 4, j += 4) {
+function pilPremultiplyRow(d: Uint8Array, from: number, out: Uint8Array, len: number, to = 0): void {
+  for (let i = to, j = from, e = to + len; i < e; i += 4, j += 4) {
     const a = d[j + 3]!;
     let t = d[j]! * a + 128;
     out[i] = ((t >> 8) + t) >> 8;

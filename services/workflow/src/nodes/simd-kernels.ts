@@ -1,0 +1,357 @@
+/**
+ * Pixel loops in WebAssembly SIMD (128-bit vectors: 4 × int32 or float32,
+ * 16 bytes), for the kernels where typed-array JavaScript stayed slower than
+ * the reference's C: PIL's lanczos passes (fixed-point int32, as PIL) and the
+ * small Gaussian blurs (float32, as torch's conv2d).
+ *
+ * The module is assembled here from its instructions (no toolchain, no
+ * dependency): a few functions over one imported memory. Images never move
+ * into that memory whole: each call works on a few rows (a source row in, a
+ * ring of intermediate rows, an output row out), copied in and out by the
+ * callers, so the memory stays a few rows wide whatever the image (it grows
+ * to the widest rows seen and is kept per thread). Every vector loop may read
+ * and write up to 16 bytes past the end of its rows: the layouts pad for it.
+ *
+ * `simdKernels()` is undefined where WebAssembly SIMD does not validate (the
+ * callers then keep their JavaScript loops) or WORKFLOW_IMAGE_KERNELS=js.
+ */
+
+// ---- a minimal WebAssembly binary encoder ----
+
+type Code = number[];
+
+function uleb(n: number): Code {
+  const out: Code = [];
+  do {
+    let b = n & 0x7f;
+    n >>>= 7;
+    if (n !== 0) b |= 0x80;
+    out.push(b);
+  } while (n !== 0);
+  return out;
+}
+
+function sleb(n: number): Code {
+  const out: Code = [];
+  for (;;) {
+    const b = n & 0x7f;
+    n >>= 7;
+    if ((n === 0 && (b & 0x40) === 0) || (n === -1 && (b & 0x40) !== 0)) {
+      out.push(b);
+      return out;
+    }
+    out.push(b | 0x80);
+  }
+}
+
+const bytesOfString = (s: string): Code => [...uleb(s.length), ...Buffer.from(s, 'latin1')];
+const vec = (items: Code[]): Code => [...uleb(items.length), ...items.flat()];
+const section = (id: number, body: Code): Code => [id, ...uleb(body.length), ...body];
+
+const I32 = 0x7f;
+const F32 = 0x7d;
+const V128 = 0x7b;
+
+// Plain instructions.
+const get = (i: number): Code => [0x20, ...uleb(i)];
+const set = (i: number): Code => [0x21, ...uleb(i)];
+const i32 = (v: number): Code => [0x41, ...sleb(v)];
+const add = [0x6a];
+const mul = [0x6c];
+const geS = [0x4e];
+const load32 = (offset = 0): Code => [0x28, 2, ...uleb(offset)];
+const store32 = (offset = 0): Code => [0x36, 2, ...uleb(offset)];
+const f32load = (offset = 0): Code => [0x2a, 2, ...uleb(offset)];
+const block = (...body: Code[]): Code => [0x02, 0x40, ...body.flat(), 0x0b];
+const loop = (...body: Code[]): Code => [0x03, 0x40, ...body.flat(), 0x0b];
+const brIf = (depth: number): Code => [0x0d, ...uleb(depth)];
+const br = (depth: number): Code => [0x0c, ...uleb(depth)];
+/** `local += step` (i32). */
+const inc = (local: number, step: Code): Code => [...get(local), ...step, ...add, ...set(local)];
+/** while (a < b) { body } — `body` runs inside a block and a loop (br 1 leaves, br 0 repeats). */
+const whileLt = (a: number, b: number, ...body: Code[]): Code => block(loop(get(a), get(b), geS, brIf(1), ...body, br(0)));
+
+// SIMD instructions (prefix 0xfd).
+const simd = (op: number, ...imm: number[]): Code => [0xfd, ...uleb(op), ...imm];
+const v128load = (offset = 0): Code => simd(0x00, 0, ...uleb(offset));
+const v128store = (offset = 0): Code => simd(0x0b, 0, ...uleb(offset));
+const load32zero = simd(0x5c, 0, 0);
+const i32x4splat = simd(0x11);
+const f32x4splat = simd(0x13);
+const i32x4lane0 = simd(0x1b, 0);
+const i16x8extLowU8 = simd(0x89);
+const i16x8extHighU8 = simd(0x8a);
+const i32x4extLowU16 = simd(0xa9);
+const i32x4extHighU16 = simd(0xaa);
+const i16x8narrowS32 = simd(0x85);
+const i8x16narrowU16 = simd(0x66);
+const i32x4shrS = simd(0xac);
+const i32x4add = simd(0xae);
+const i32x4mul = simd(0xb5);
+const f32x4add = simd(0xe4);
+const f32x4mul = simd(0xe6);
+const f32x4fromI32 = simd(0xfa);
+const i32x4truncSatF32 = simd(0xf8);
+
+interface Fn {
+  name: string;
+  params: number[];
+  locals: number[];
+  body: Code[];
+}
+
+function encodeModule(fns: Fn[]): Uint8Array {
+  const types = fns.map((f) => [0x60, ...vec(f.params.map((p) => [p])), 0]);
+  const imports = vec([[...bytesOfString('env'), ...bytesOfString('mem'), 0x02, 0x00, ...uleb(1)]]);
+  const code = fns.map((f) => {
+    const locals = vec(f.locals.map((t) => [1, t]));
+    const body = [...locals, ...f.body.flat(), 0x0b];
+    return [...uleb(body.length), ...body];
+  });
+  return Uint8Array.from([
+    0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
+    ...section(1, vec(types)),
+    ...section(2, imports),
+    ...section(3, vec(fns.map((_, i) => uleb(i)))),
+    ...section(7, vec(fns.map((f, i) => [...bytesOfString(f.name), 0x00, ...uleb(i)]))),
+    ...section(10, vec(code)),
+  ]);
+}
+
+// ---- the kernels ----
+
+/** PIL's fixed-point precision for 8-bit images. */
+const PIL_BITS = 22;
+const PIL_HALF = 1 << (PIL_BITS - 1);
+
+const shl = [0x74];
+/** ptr + index·4 */
+const at4 = (ptr: number, index: number): Code => [...get(ptr), ...get(index), ...i32(2), ...shl, ...add];
+
+/**
+ * lanczosH(src, xo, n, kk, k, ow, dst, c): PIL's horizontal pass over one
+ * row of 3- or 4-channel pixels, one pixel per vector (its channels in the
+ * lanes): for output x, n[x] taps from src + xo[x] (bytes, step c) with the
+ * int32 weights kk[x·k …], summed from 2^21, shifted right by 22 and clipped
+ * to 0..255 (i32 → i16 signed saturation, then i16 → u8 unsigned: PIL's
+ * clip8); 4 bytes stored at dst + x·c (the fourth, for c = 3, belongs to
+ * the next pixel, which overwrites it). xo and n are int32 arrays. Reads 4
+ * bytes at each tap: src needs a byte of padding, dst one too.
+ */
+function lanczosH(): Fn {
+  const [src, xo, n, kk, k, ow, dst, c] = [0, 1, 2, 3, 4, 5, 6, 7];
+  const [x, p, t, e, kb, acc] = [8, 9, 10, 11, 12, 13];
+  return {
+    name: 'lanczosH',
+    params: [I32, I32, I32, I32, I32, I32, I32, I32],
+    locals: [I32, I32, I32, I32, I32, V128],
+    body: [
+      i32(0), set(x),
+      get(kk), set(kb),
+      whileLt(x, ow,
+        get(src), at4(xo, x), load32(), add, set(p),
+        at4(n, x), load32(), set(e),
+        i32(PIL_HALF), i32x4splat, set(acc),
+        i32(0), set(t),
+        whileLt(t, e,
+          get(acc),
+          get(p), load32zero, i16x8extLowU8, i32x4extLowU16,
+          at4(kb, t), load32(), i32x4splat,
+          i32x4mul, i32x4add, set(acc),
+          inc(p, get(c)),
+          inc(t, i32(1)),
+        ),
+        get(dst),
+        get(acc), i32(PIL_BITS), i32x4shrS, get(acc), i16x8narrowS32,
+        get(acc), i8x16narrowU16,
+        i32x4lane0,
+        store32(),
+        inc(dst, get(c)),
+        inc(kb, [...get(k), ...i32(2), ...shl]),
+        inc(x, i32(1)),
+      ),
+    ],
+  };
+}
+
+/**
+ * lanczosV(offs, kk, m, dst, len): PIL's vertical pass for one output row,
+ * 16 samples a vector: the m source rows at the byte addresses offs[0 … m)
+ * (int32 array) weighted by kk[0 … m), summed from 2^21 in int32, shifted
+ * right by 22 and clipped to bytes, stored at dst. Reads and writes up to
+ * 15 bytes past len.
+ */
+function lanczosV(): Fn {
+  const [offs, kk, m, dst, len] = [0, 1, 2, 3, 4];
+  const [i, t, kv, v, lo, hi, a0, a1, a2, a3] = [5, 6, 7, 8, 9, 10, 11, 12, 13, 14];
+  const half = [...i32(PIL_HALF), ...i32x4splat];
+  const shr = [...i32(PIL_BITS), ...i32x4shrS];
+  const acc = (a: number, part: number, ext: Code): Code => [...get(a), ...get(part), ...ext, ...get(kv), ...i32x4mul, ...i32x4add, ...set(a)];
+  return {
+    name: 'lanczosV',
+    params: [I32, I32, I32, I32, I32],
+    locals: [I32, I32, V128, V128, V128, V128, V128, V128, V128, V128],
+    body: [
+      i32(0), set(i),
+      whileLt(i, len,
+        half, set(a0), half, set(a1), half, set(a2), half, set(a3),
+        i32(0), set(t),
+        whileLt(t, m,
+          at4(offs, t), load32(), get(i), add, v128load(), set(v),
+          at4(kk, t), load32(), i32x4splat, set(kv),
+          get(v), i16x8extLowU8, set(lo),
+          get(v), i16x8extHighU8, set(hi),
+          acc(a0, lo, i32x4extLowU16),
+          acc(a1, lo, i32x4extHighU16),
+          acc(a2, hi, i32x4extLowU16),
+          acc(a3, hi, i32x4extHighU16),
+          inc(t, i32(1)),
+        ),
+        get(dst), get(i), add,
+        get(a0), shr, get(a1), shr, i16x8narrowS32,
+        get(a2), shr, get(a3), shr, i16x8narrowS32,
+        i8x16narrowU16,
+        v128store(),
+        inc(i, i32(16)),
+      ),
+    ],
+  };
+}
+
+/**
+ * convH(src, kern, K, c, n, dst): one row of a horizontal convolution in
+ * float32, 4 samples a vector: dst[i] = Σₜ kern[t] · src[i + t·c] for
+ * i < n (src: bytes, the row padded by (K − 1)/2 pixels each side; kern:
+ * float32; dst: float32), summed in tap order. Reads 3 bytes and writes
+ * 3 floats past n at most.
+ */
+function convH(): Fn {
+  const [src, kern, K, c, n, dst] = [0, 1, 2, 3, 4, 5];
+  const [i, t, p, acc] = [6, 7, 8, 9];
+  return {
+    name: 'convH',
+    params: [I32, I32, I32, I32, I32, I32],
+    locals: [I32, I32, I32, V128],
+    body: [
+      i32(0), set(i),
+      whileLt(i, n,
+        i32(0), i32x4splat, f32x4fromI32, set(acc),
+        get(src), get(i), add, set(p),
+        i32(0), set(t),
+        whileLt(t, K,
+          get(acc),
+          get(p), load32zero, i16x8extLowU8, i32x4extLowU16, f32x4fromI32,
+          at4(kern, t), f32load(), f32x4splat,
+          f32x4mul, f32x4add, set(acc),
+          inc(p, get(c)),
+          inc(t, i32(1)),
+        ),
+        at4(dst, i), get(acc), v128store(),
+        inc(i, i32(4)),
+      ),
+    ],
+  };
+}
+
+/**
+ * convV(offs, kern, K, dst, len, p, q, x): one output row of the vertical
+ * pass, 16 samples a step: s = Σₜ kern[t] · row_t[i] (float32 rows at the
+ * byte addresses offs[0 … K), summed in tap order), then p·x[i] + q·s when
+ * p ≠ 0 (sharpen: x the source bytes), else s; rounded half up
+ * (floor(v + 0.5), truncation after +0.5, clipped to 0..255) to bytes at
+ * dst. Reads and writes up to 15 samples past len.
+ */
+function convV(): Fn {
+  const [offs, kern, K, dst, len, p, q, x] = [0, 1, 2, 3, 4, 5, 6, 7];
+  const [i, t, kv, r, a0, a1, a2, a3, xv, xl, xh] = [8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18];
+  const zero = [...i32(0), ...i32x4splat];
+  const acc = (a: number, off: number): Code => [...get(a), ...get(r), ...v128load(off), ...get(kv), ...f32x4mul, ...f32x4add, ...set(a)];
+  // v → v·q + p·x (x: the 4 source samples as float)
+  const mix = (a: number, xs: Code): Code => [...get(a), ...get(q), ...f32x4splat, ...f32x4mul, ...xs, ...f32x4fromI32, ...get(p), ...f32x4splat, ...f32x4mul, ...f32x4add, ...set(a)];
+  const round = (a: number): Code => [...get(a), ...i32(0x3f000000), ...i32x4splat, ...f32x4add, ...i32x4truncSatF32];
+  return {
+    name: 'convV',
+    params: [I32, I32, I32, I32, I32, F32, F32, I32],
+    locals: [I32, I32, V128, I32, V128, V128, V128, V128, V128, V128, V128],
+    body: [
+      i32(0), set(i),
+      whileLt(i, len,
+        zero, f32x4fromI32, set(a0), zero, f32x4fromI32, set(a1), zero, f32x4fromI32, set(a2), zero, f32x4fromI32, set(a3),
+        i32(0), set(t),
+        whileLt(t, K,
+          at4(offs, t), load32(), get(i), i32(2), shl, add, set(r),
+          at4(kern, t), f32load(), f32x4splat, set(kv),
+          acc(a0, 0), acc(a1, 16), acc(a2, 32), acc(a3, 48),
+          inc(t, i32(1)),
+        ),
+        get(p), [0x43, 0, 0, 0, 0], [0x5c], // p != 0.0
+        [0x04, 0x40],
+        get(x), get(i), add, v128load(), set(xv),
+        get(xv), i16x8extLowU8, set(xl),
+        get(xv), i16x8extHighU8, set(xh),
+        mix(a0, [...get(xl), ...i32x4extLowU16]),
+        mix(a1, [...get(xl), ...i32x4extHighU16]),
+        mix(a2, [...get(xh), ...i32x4extLowU16]),
+        mix(a3, [...get(xh), ...i32x4extHighU16]),
+        [0x0b],
+        get(dst), get(i), add,
+        round(a0), round(a1), i16x8narrowS32,
+        round(a2), round(a3), i16x8narrowS32,
+        i8x16narrowU16,
+        v128store(),
+        inc(i, i32(16)),
+      ),
+    ],
+  };
+}
+
+// ---- instances ----
+
+export interface SimdKernels {
+  /** The module's memory as bytes (a new view after every `reserve` that grew it). */
+  u8: Uint8Array;
+  i32: Int32Array;
+  f32: Float32Array;
+  /** Makes the memory at least `bytes` long. */
+  reserve(bytes: number): void;
+  lanczosH(src: number, xo: number, n: number, kk: number, k: number, ow: number, dst: number, c: number): void;
+  lanczosV(offs: number, kk: number, m: number, dst: number, len: number): void;
+  convH(src: number, kern: number, K: number, c: number, n: number, dst: number): void;
+  convV(offs: number, kern: number, K: number, dst: number, len: number, p: number, q: number, x: number): void;
+}
+
+let kernels: SimdKernels | undefined | null = null;
+
+/** This thread's instance of the SIMD kernels, made on first use; undefined where they cannot run. */
+export function simdKernels(): SimdKernels | undefined {
+  if (kernels !== null) return kernels;
+  kernels = undefined;
+  if (process.env.WORKFLOW_IMAGE_KERNELS === 'js') return undefined;
+  try {
+    const bytes = encodeModule([lanczosH(), lanczosV(), convH(), convV()]);
+    if (!WebAssembly.validate(bytes)) return undefined;
+    const memory = new WebAssembly.Memory({ initial: 16 });
+    const inst = new WebAssembly.Instance(new WebAssembly.Module(bytes), { env: { mem: memory } });
+    const e = inst.exports as unknown as SimdKernels;
+    const k: SimdKernels = {
+      u8: new Uint8Array(memory.buffer),
+      i32: new Int32Array(memory.buffer),
+      f32: new Float32Array(memory.buffer),
+      reserve(n: number) {
+        if (n <= memory.buffer.byteLength) return;
+        memory.grow(Math.ceil((n - memory.buffer.byteLength) / 65536));
+        k.u8 = new Uint8Array(memory.buffer);
+        k.i32 = new Int32Array(memory.buffer);
+        k.f32 = new Float32Array(memory.buffer);
+      },
+      lanczosH: e.lanczosH,
+      lanczosV: e.lanczosV,
+      convH: e.convH,
+      convV: e.convV,
+    };
+    kernels = k;
+  } catch {
+    kernels = undefined;
+  }
+  return kernels;
+}
