@@ -4,6 +4,7 @@ import { alphaFix, checkSize, clampByte, Frame, ImageBatch, toByte, withChannels
 import { takesPendingImages } from './pending-images.ts';
 import { onnxKernelsAvailable, onnxSeparableConv } from './image-kernels.ts';
 import { resizeFrame } from './resample.ts';
+import { simdKernels } from './simd-kernels.ts';
 import { combo, IMAGE_IN, v3 } from './schema.ts';
 
 const POST = { category: 'image/postprocessing' };
@@ -57,6 +58,58 @@ function convolveSeparable(f: Frame, k: Float64Array, ctx: NodeContext): Float32
       const s = ys[y + t]! * rowLen;
       for (let i = 0; i < rowLen; i++) out[o + i]! += wt * tmp[s + i]!;
     }
+    if ((y & 127) === 127) ctx.checkInterrupt();
+  }
+  return out;
+}
+
+/**
+ * The reference's separable convolution with reflect padding, as p·x + q·conv
+ * (blur: p = 0, q = 1), in WebAssembly SIMD float32 (simd-kernels.ts): each
+ * source row reflect-padded by r pixels and convolved horizontally into a
+ * ring of 2r + 1 float rows (a row's reflected neighbours above and below are
+ * always among the last 2r + 1 made), then each output row as the weighted
+ * sum of its rows, rounded half up to bytes. torch's float32 conv2d sums the
+ * same products in another order: within a rounding step of it. Undefined
+ * where the kernels cannot run or the radius is not below both sides (as
+ * torch's reflect padding needs).
+ */
+function simdConvolution(f: Frame, k1d: Float64Array, p: number, q: number, ctx: NodeContext): Buffer | undefined {
+  const k = simdKernels();
+  const { width: w, height: h, channels: c } = f;
+  const K = k1d.length;
+  const r = (K - 1) / 2;
+  if (!k || r >= w || r >= h) return undefined;
+  const src = bytes(f.data);
+  const rowLen = w * c;
+  const align = (n: number) => (n + 15) & ~15;
+  const kernAt = 0;
+  const offsAt = align(K * 4);
+  const padAt = offsAt + align(K * 4);
+  const ringStride = align(rowLen * 4 + 64);
+  const ringAt = padAt + align((w + 2 * r) * c + 16);
+  const xAt = ringAt + K * ringStride;
+  const outAt = xAt + align(rowLen + 16);
+  k.reserve(outAt + align(rowLen + 16));
+  const { u8, i32, f32 } = k;
+  for (let t = 0; t < K; t++) f32[(kernAt >> 2) + t] = k1d[t]!;
+  const out = Buffer.allocUnsafe(h * rowLen);
+  const slot = (row: number) => ringAt + (row % K) * ringStride;
+  let next = 0;
+  for (let y = 0; y < h; y++) {
+    for (const last = Math.min(h - 1, y + r); next <= last; next++) {
+      const from = next * rowLen;
+      u8.set(src.subarray(from, from + rowLen), padAt + r * c);
+      for (let j = 1; j <= r; j++) {
+        u8.copyWithin(padAt + (r - j) * c, padAt + (r + j) * c, padAt + (r + j + 1) * c);
+        u8.copyWithin(padAt + (r + w - 1 + j) * c, padAt + (r + w - 1 - j) * c, padAt + (r + w - j) * c);
+      }
+      k.convH(padAt, kernAt, K, c, rowLen, slot(next));
+    }
+    for (let t = 0; t < K; t++) i32[(offsAt >> 2) + t] = slot(reflect(y - r + t, h));
+    if (p !== 0) u8.set(src.subarray(y * rowLen, (y + 1) * rowLen), xAt);
+    k.convV(offsAt, kernAt, K, outAt, rowLen, p, q, xAt);
+    out.set(u8.subarray(outAt, outAt + rowLen), y * rowLen);
     if ((y & 127) === 127) ctx.checkInterrupt();
   }
   return out;
@@ -279,6 +332,9 @@ function onnxConvolution(f: Frame, radius: number): boolean {
   return radius < f.width && radius < f.height && f.width * f.height >= 64 && onnxKernelsAvailable();
 }
 
+/** Largest kernel side blurred by simdConvolution (beyond, ONNX Runtime's convolutions were measured faster). */
+const SIMD_BLUR_MAX = 5;
+
 /**
  * ImageBlur of one frame, by the fastest engine measured that gives the
  * reference's pixels: libvips' 2-D convolution for RGB up to 5×5, ONNX
@@ -293,6 +349,10 @@ export async function blurFrame(f: Frame, radius: number, sigma: number, ctx: No
   const size = radius * 2 + 1;
   const k = gaussianKernel1d(size, sigma);
   await f.materialise();
+  if (size <= SIMD_BLUR_MAX) {
+    const simd = simdConvolution(f, k, 0, 1, ctx);
+    if (simd) return new Frame(f.width, f.height, f.channels, simd);
+  }
   // Up to 5×5 libvips' 2-D convolution is the fastest (no padded 16-bit copy); beyond, its separable Gaussian.
   if (f.channels === 3 && size <= 5 && f.width > size && f.height > size) return new Frame(f.width, f.height, 3, await convolveSharp(f, outer(k), size));
   if (onnxConvolution(f, radius)) return new Frame(f.width, f.height, f.channels, await onnxSeparableConv(f.data, f.width, f.height, f.channels, k));
