@@ -3,6 +3,7 @@ import { Frame, ImageBatch, MaskBatch, MaskPlane, maskPlanes, toByte } from './i
 import { resizeFrame, resizePlane } from './resample.ts';
 import { combo, IMAGE_IN, MASK_IN, v3 } from './schema.ts';
 import { TorchGenerator } from '../models/noise.ts';
+import { cannyEdges, checkCanny } from './canny.ts';
 
 /**
  * Image nodes of comfy_extras whose reference computes with torch/kornia:
@@ -231,102 +232,18 @@ async function porterDuffComposite(source: ImageBatch, sourceAlpha: MaskBatch, d
   return [new ImageBatch(images), new MaskBatch(masks)];
 }
 
-/** Index reflected at the edges without repeating them (torch's 'reflect' padding). */
-function reflect(i: number, n: number): number {
-  if (i < 0) return -i;
-  if (i >= n) return 2 * (n - 1) - i;
-  return i;
-}
-
 /**
- * kornia.filters.canny with ComfyUI's arguments (5×5 Gaussian, σ = 1,
- * hysteresis on): grey (0.299, 0.587, 0.114), blur with reflected borders,
- * Sobel gradients with replicated borders, non-maximum suppression along the
- * gradient rounded to 45°, double threshold, and hysteresis (weak pixels
- * 8-connected through weak pixels to a strong one become edges, the fixed
- * point kornia's iteration reaches).
+ * The reference's Canny on one frame: kornia.filters.canny's edge map
+ * (canny.ts), white on black in three channels. kornia converts only
+ * three-channel images to grey; any other count fails in its suppression
+ * convolution, with this error.
  */
-function canny(f: Frame, low: number, high: number, ctx: NodeContext): Frame {
+function canny(f: Frame, low: number, high: number, batch: number, ctx: NodeContext): Frame {
   const { width: w, height: h, channels: c } = f;
   if (c !== 3) throw pyError(`Given groups=1, weight of size [8, 1, 3, 3], expected input[1, ${c}, ${h}, ${w}] to have 1 channels, but got ${c} channels instead`, 'RuntimeError');
-  if (w <= 2 || h <= 2) throw pyError(`Padding size should be less than the corresponding input dimension, but got: padding (2, 2) at dimension ${w <= 2 ? 3 : 2} of input [1, 1, ${h}, ${w}]`, 'RuntimeError');
-  const n = w * h;
-  const grey = new Float32Array(n);
-  const wr = f32(0.299);
-  const wg = f32(0.587);
-  const wb = f32(0.114);
-  for (let i = 0; i < n; i++) grey[i] = f32(f32(f32(wr * f32(f.data[i * c]! / 255)) + f32(wg * f32(f.data[i * c + 1]! / 255))) + f32(wb * f32(f.data[i * c + 2]! / 255)));
-  // Gaussian taps: exp(-x²/2) at x = -2..2, normalised (float32 as kornia's).
-  const g = [-2, -1, 0, 1, 2].map((x) => f32(Math.exp(f32(-(x * x) / 2))));
-  const gs = f32(f32(f32(f32(g[0]! + g[1]!) + g[2]!) + g[3]!) + g[4]!);
-  const taps = g.map((v) => f32(v / gs));
-  const tmp = new Float32Array(n);
-  for (let y = 0; y < h; y++) {
-    for (let x = 0; x < w; x++) {
-      let s = 0;
-      for (let t = 0; t < 5; t++) s = f32(s + f32(taps[t]! * grey[y * w + reflect(x + t - 2, w)]!));
-      tmp[y * w + x] = s;
-    }
-  }
-  const blurred = new Float32Array(n);
-  for (let y = 0; y < h; y++) {
-    for (let x = 0; x < w; x++) {
-      let s = 0;
-      for (let t = 0; t < 5; t++) s = f32(s + f32(taps[t]! * tmp[reflect(y + t - 2, h) * w + x]!));
-      blurred[y * w + x] = s;
-    }
-  }
-  ctx.checkInterrupt();
-  const at = (x: number, y: number) => blurred[Math.min(h - 1, Math.max(0, y)) * w + Math.min(w - 1, Math.max(0, x))]!;
-  const mag = new Float32Array(n);
-  const dir = new Int8Array(n);
-  for (let y = 0; y < h; y++) {
-    for (let x = 0; x < w; x++) {
-      const gx = f32(f32(f32(at(x + 1, y - 1) - at(x - 1, y - 1)) + f32(2 * f32(at(x + 1, y) - at(x - 1, y)))) + f32(at(x + 1, y + 1) - at(x - 1, y + 1)));
-      const gy = f32(f32(f32(at(x - 1, y + 1) - at(x - 1, y - 1)) + f32(2 * f32(at(x, y + 1) - at(x, y - 1)))) + f32(at(x + 1, y + 1) - at(x + 1, y - 1)));
-      mag[y * w + x] = f32(Math.sqrt(f32(f32(f32(gx * gx) + f32(gy * gy)) + f32(1e-6))));
-      const a45 = roundHalfEven(f32(f32(Math.atan2(gy, gx)) * f32(4 / Math.PI)));
-      dir[y * w + x] = ((a45 % 8) + 8) % 8;
-    }
-  }
-  // Neighbour offsets of kornia's NMS kernels 0..7: right, down-right, down, down-left, left, up-left, up, up-right.
-  const DX = [1, 1, 0, -1, -1, -1, 0, 1];
-  const DY = [0, 1, 1, 1, 0, -1, -1, -1];
-  const m = (x: number, y: number) => (x < 0 || y < 0 || x >= w || y >= h ? 0 : mag[y * w + x]!);
-  const lo = f32(low);
-  const hi = f32(high);
-  const state = new Uint8Array(n); // 0 none, 1 weak, 2 strong
-  for (let y = 0; y < h; y++) {
-    for (let x = 0; x < w; x++) {
-      const i = y * w + x;
-      const p = dir[i]!;
-      const q = (p + 4) % 8;
-      const v = mag[i]!;
-      const isMax = Math.min(f32(v - m(x + DX[p]!, y + DY[p]!)), f32(v - m(x + DX[q]!, y + DY[q]!))) > 0;
-      const s = isMax ? v : 0;
-      state[i] = s > hi ? 2 : s > lo ? 1 : 0;
-    }
-  }
-  ctx.checkInterrupt();
-  const stack: number[] = [];
-  for (let i = 0; i < n; i++) if (state[i] === 2) stack.push(i);
-  while (stack.length > 0) {
-    const i = stack.pop()!;
-    const x = i % w;
-    const y = (i - x) / w;
-    for (let k = 0; k < 8; k++) {
-      const nx = x + DX[k]!;
-      const ny = y + DY[k]!;
-      if (nx < 0 || ny < 0 || nx >= w || ny >= h) continue;
-      const j = ny * w + nx;
-      if (state[j] === 1) {
-        state[j] = 2;
-        stack.push(j);
-      }
-    }
-  }
-  const out = Buffer.alloc(n * 3);
-  for (let i = 0; i < n; i++) if (state[i] === 2) out.fill(255, i * 3, i * 3 + 3);
+  const edges = cannyEdges(f.data, w, h, c, low, high, { batch, progress: () => ctx.checkInterrupt() });
+  const out = Buffer.alloc(w * h * 3);
+  for (let i = 0; i < edges.length; i++) if (edges[i]) out.fill(255, i * 3, i * 3 + 3);
   return new Frame(w, h, 3, out);
 }
 
@@ -335,11 +252,6 @@ const KONTEXT_RESOLUTIONS: Array<[number, number]> = [
   [672, 1568], [688, 1504], [720, 1456], [752, 1392], [800, 1328], [832, 1248], [880, 1184], [944, 1104], [1024, 1024],
   [1104, 944], [1184, 880], [1248, 832], [1328, 800], [1392, 752], [1456, 720], [1504, 688], [1568, 672],
 ];
-
-function roundHalfEven(x: number): number {
-  const r = Math.round(x);
-  return Math.abs(x % 1) === 0.5 && r % 2 !== 0 ? r - 1 : r;
-}
 
 export const imageExtraNodes: NodeDefinition[] = [
   ...v3('comfy_extras.nodes_images', [
@@ -446,8 +358,9 @@ export const imageExtraNodes: NodeDefinition[] = [
       },
       outputs: ['IMAGE'],
       execute: ({ image, low_threshold, high_threshold }, ctx) => {
-        if (low_threshold > high_threshold) throw pyError(`Invalid input thresholds. low_threshold should be smaller than the high_threshold. Got: ${low_threshold}>${high_threshold}`, 'Exception');
-        return [new ImageBatch([...eachFrame(image as ImageBatch, ctx)].map((f) => canny(f, low_threshold, high_threshold, ctx)))];
+        const img = image as ImageBatch;
+        checkCanny(img.width, img.height, low_threshold, high_threshold);
+        return [new ImageBatch([...eachFrame(img, ctx)].map((f) => canny(f, low_threshold, high_threshold, img.frames.length, ctx)))];
       },
     },
   ]),
