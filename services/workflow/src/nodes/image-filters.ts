@@ -374,6 +374,11 @@ export async function sharpenFrame(f: Frame, radius: number, sigma: number, alph
   const size = radius * 2 + 1;
   const k = gaussianKernel1d(size, sigma);
   const a = alpha * 10;
+  if (size <= SIMD_BLUR_MAX) {
+    await f.materialise();
+    const simd = simdConvolution(f, k, 1 + a, -a, ctx);
+    if (simd) return new Frame(f.width, f.height, f.channels, simd);
+  }
   // Up to 5×5 libvips' 2-D convolution is the fastest (25 taps, rounded in its own cast); beyond, the separable Gaussian.
   if (f.channels === 3 && size <= 5 && f.width > size && f.height > size) {
     const k2 = outer(k).map((v) => -a * v);
