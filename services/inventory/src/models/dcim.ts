@@ -1,6 +1,6 @@
 import { DEVICE_AIRFLOW, DEVICE_FACE, SUBDEVICE_ROLE, DEVICE_STATUS, INTERFACE_DUPLEX, INTERFACE_MODE, INTERFACE_TYPES, LOCATION_STATUS, RACK_AIRFLOW, RACK_FORM_FACTOR, RACK_STATUS, RACK_WIDTH, SITE_STATUS } from './choices.ts';
 import { commentsField, descriptionField, nameField, nestedGroup, ref, refFilters, siteTreeFilters, slugField, tenancyFilters, treeFilters } from './tenancy.ts';
-import type { FieldDef, ModelDef } from './types.ts';
+import type { FieldDef, ModelDef, Refs, Row } from './types.ts';
 import { checkDevice, checkInterface, deviceComputed } from './device-rules.ts';
 import { cabledFilters, cabledObject } from './cabling.ts';
 import { afterDeviceSave, checkDeviceChassisBay, checkDeviceTypeRole, enrichParentDevice } from './chassis-bays.ts';
@@ -286,6 +286,20 @@ export const deviceRole: ModelDef = {
   protectedBy: [{ model: 'device', column: 'role_id' }, { model: 'virtualmachine', column: 'role_id' }],
 };
 
+/**
+ * NetBox's Device.__str__: the name, or `<virtual chassis>:<position>` for an unnamed member (Device.label), with the
+ * asset tag in brackets; without either, the type's manufacturer and model with the asset tag, else the id.
+ */
+export function deviceDisplay(r: Row, refs: Refs): string {
+  const vc = refs['virtual_chassis:row'];
+  const label = r.name ? String(r.name) : vc ? `${vc.name}:${r.vc_position ?? 'None'}` : '';
+  const tag = r.asset_tag === null || r.asset_tag === undefined || r.asset_tag === '' ? '' : String(r.asset_tag);
+  if (label) return tag ? `${label} (${tag})` : label;
+  const dt = refs.device_type;
+  if (!dt) return `Device ${r.id}`;
+  return `${dt.manufacturer?.display ?? ''} ${dt.model} (${tag || r.id})`.trim();
+}
+
 export const device: ModelDef = {
   key: 'device',
   naturalName: true,
@@ -349,11 +363,9 @@ export const device: ModelDef = {
     inventory_item_count: { model: 'inventoryitem', column: 'device_id' },
   },
   displayNeeds: ['device_type'],
-  display: (r, refs) => {
-    if (r.name) return r.name;
-    const dt = refs.device_type;
-    return dt ? `${dt.manufacturer?.display ?? ''} ${dt.model} (${r.id})`.trim() : `Device ${r.id}`;
-  },
+  // An unnamed member shows as `<chassis>:<position>`: the chassis row only, as its brief would load the master again.
+  displayRows: { virtual_chassis: (r) => !r.name },
+  display: deviceDisplay,
   extraFilters: [
     { name: 'site_id', kind: 'fk_id', column: 'site_id', model: 'site' },
     { name: 'site', kind: 'fk_slug', column: 'site_id', model: 'site', attribute: 'slug' },

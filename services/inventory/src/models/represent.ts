@@ -71,6 +71,17 @@ async function loadRefs(ctx: ReadCtx, m: ModelDef, rows: Row[], names: string[])
   return refs;
 }
 
+/** The raw rows of related objects display() needs (ModelDef.displayRows), as `refs['<field>:row']`. */
+async function loadDisplayRows(ctx: ReadCtx, m: ModelDef, rows: Row[], refs: Map<number, Refs>): Promise<void> {
+  for (const [name, needs] of Object.entries(m.displayRows ?? {})) {
+    const f = m.fields.find((x) => x.name === name && x.kind === 'fk')!;
+    const wanted = rows.filter((r) => r[f.column] !== null && r[f.column] !== undefined && needs(r));
+    if (!wanted.length) continue;
+    const found = await fetchRowsByIds(ctx, model(f.fk!), wanted.map((r) => Number(r[f.column])));
+    for (const r of wanted) refs.get(r.id)![`${name}:row`] = found.get(Number(r[f.column])) ?? null;
+  }
+}
+
 function apiValue(f: FieldDef, row: Row, refs: Refs): unknown {
   if (f.kind === 'm2m') return (refs[f.name] as unknown as unknown[]) ?? [];
   const v = row[f.column];
@@ -104,6 +115,7 @@ async function briefCounts(ctx: ReadCtx, m: ModelDef, rows: Row[]): Promise<Map<
 export async function loadBriefs(ctx: ReadCtx, m: ModelDef, ids: number[]): Promise<Map<number, Obj>> {
   const rows = [...(await fetchRowsByIds(ctx, m, ids)).values()];
   const refs = await loadRefs(ctx, m, rows, [...m.brief, ...(m.displayNeeds ?? [])]);
+  await loadDisplayRows(ctx, m, rows, refs);
   const counts = await briefCounts(ctx, m, rows);
   return new Map(rows.map((r) => [r.id as number, briefOf(ctx, m, r, refs.get(r.id)!, counts)]));
 }
@@ -162,11 +174,13 @@ export async function represent(ctx: ReadCtx, m: ModelDef, rows: Row[], brief = 
   if (rows.length === 0) return [];
   if (brief) {
     const refs = await loadRefs(ctx, m, rows, [...m.brief, ...(m.displayNeeds ?? [])]);
+    await loadDisplayRows(ctx, m, rows, refs);
     const counts = await briefCounts(ctx, m, rows);
     return rows.map((r) => briefOf(ctx, m, r, refs.get(r.id)!, counts));
   }
   const fkNames = [...m.fields.filter((f) => f.kind === 'fk').map((f) => f.name), ...Object.keys(m.extraRefs ?? {}), ...(m.displayNeeds ?? [])];
   const refs = await loadRefs(ctx, m, rows, fkNames);
+  await loadDisplayRows(ctx, m, rows, refs);
   const ids = rows.map((r) => r.id as number);
   for (const f of m.fields.filter((x) => x.kind === 'm2m')) {
     const links = await loadLinks(ctx, f, ids);

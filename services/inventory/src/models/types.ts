@@ -99,6 +99,11 @@ export interface ModelDef {
   naturalName?: boolean;
   /** FK fields whose briefs display() needs. */
   displayNeeds?: string[];
+  /**
+   * FK fields whose raw rows (not briefs: no further references are loaded, so a model may name one that points
+   * back at it) display() needs, each with the test of which rows need it; read as `refs['<field>:row']`.
+   */
+  displayRows?: Record<string, (row: Row) => boolean>;
   display(row: Row, refs: Refs): string;
   extraFilters?: ExtraFilter[];
   /** Children that prevent deleting this object (NetBox PROTECT). */
