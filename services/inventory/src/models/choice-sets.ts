@@ -1,11 +1,12 @@
 import { sql } from 'kysely';
 import { fail } from './field-problem.ts';
+import { BASE_CHOICE_SETS, baseChoices, NOT_SHIPPED } from './base-choices.ts';
 import type { ModelDef, Row } from './types.ts';
 
 /**
  * NetBox's custom field choice sets (`/api/extras/custom-field-choice-sets/`): the values a select or multiselect
- * custom field takes. `extra_choices` is a list of `[value, label]` pairs; NetBox's built-in `base_choices` lists
- * (IATA, ISO 3166, UN/LOCODE) are not shipped with this service, so only null is accepted there.
+ * custom field takes: the pairs of a predefined `base_choices` list (IATA airport codes, ISO 3166 country codes; see
+ * base-choices.ts) followed by `extra_choices`, a list of `[value, label]` pairs, as NetBox's CustomFieldChoiceSet.choices.
  */
 
 const MAX_CHOICES = 10_000;
@@ -33,12 +34,20 @@ function parseExtraChoices(v: unknown): unknown {
   });
 }
 
-/** The choices of a set as `[value, label]` pairs, in the set's order (by value when ordered alphabetically, as NetBox). */
+/**
+ * The choices of a set as `[value, label]` pairs: its base list, then its extra choices, sorted by value when the set
+ * is ordered alphabetically (NetBox's CustomFieldChoiceSet.choices).
+ */
 export function choicesOf(row: Row): Array<[string, string]> {
   const extra = (Array.isArray(row.extra_choices) ? row.extra_choices : []) as Array<[string, string]>;
-  const out = extra.map(([v, l]) => [String(v), String(l)] as [string, string]);
+  const out = [...baseChoices(row.base_choices), ...extra.map(([v, l]) => [String(v), String(l)] as const)] as Array<[string, string]>;
   if (row.order_alphabetically) out.sort(byValue);
   return out;
+}
+
+/** How many choices a set has, without building the list. */
+export function choicesCount(row: Row): number {
+  return baseChoices(row.base_choices).length + (Array.isArray(row.extra_choices) ? row.extra_choices.length : 0);
 }
 
 const byValue = (a: [string, string], b: [string, string]) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0);
@@ -54,14 +63,22 @@ export const customFieldChoiceSet: ModelDef = {
   fields: [
     { name: 'name', column: 'name', kind: 'char', required: true, maxLength: 100, unique: true, filter: true },
     { name: 'description', column: 'description', kind: 'char', blank: true, maxLength: 200, default: '', filter: true },
+    {
+      name: 'base_choices',
+      column: 'base_choices',
+      kind: 'choice',
+      choices: BASE_CHOICE_SETS,
+      nullable: true,
+      default: null,
+      filter: true,
+    },
     { name: 'extra_choices', column: 'extra_choices', kind: 'json', nullable: true, default: null, parse: parseExtraChoices },
     { name: 'order_alphabetically', column: 'order_alphabetically', kind: 'boolean', default: false, filter: true },
   ],
-  unmodelled: { base_choices: null },
   ordering: ['name'],
   search: ['name', 'description'],
   brief: ['name', 'description', 'choices_count'],
-  briefValues: { choices_count: (r) => choicesOf(r).length },
+  briefValues: { choices_count: (r) => choicesCount(r) },
   taggable: false,
   display: (r) => r.name,
   protectedBy: [{ model: 'customfield', column: 'choice_set_id' }],
@@ -80,13 +97,16 @@ export const customFieldChoiceSet: ModelDef = {
   ],
   check: async (_ctx, values, existing, errors) => {
     const merged = { ...(existing ?? {}), ...values };
+    if (typeof values.base_choices === 'string' && NOT_SHIPPED.has(values.base_choices)) {
+      return void (errors.base_choices ??= []).push(`This service does not ship the ${values.base_choices} list; choose IATA or ISO_3166, or give extra choices.`);
+    }
     const extra = merged.extra_choices;
-    if (!Array.isArray(extra) || extra.length === 0) (errors.non_field_errors ??= []).push('Must define base or extra choices.');
+    if (!merged.base_choices && (!Array.isArray(extra) || extra.length === 0)) (errors.non_field_errors ??= []).push('Must define base or extra choices.');
     // NetBox's save(): a set ordered alphabetically stores its extra choices sorted by value.
-    else if (merged.order_alphabetically) values.extra_choices = [...(extra as Array<[string, string]>)].sort(byValue);
+    else if (merged.order_alphabetically && Array.isArray(extra)) values.extra_choices = [...(extra as Array<[string, string]>)].sort(byValue);
   },
   represent(row, out) {
     const { base_choices, extra_choices, order_alphabetically, created, last_updated, ...rest } = out;
-    return { ...rest, base_choices, extra_choices: extra_choices ?? [], order_alphabetically, choices_count: choicesOf(row).length, created, last_updated };
+    return { ...rest, base_choices, extra_choices: extra_choices ?? [], order_alphabetically, choices_count: choicesCount(row), created, last_updated };
   },
 };

@@ -184,9 +184,9 @@ export interface CustomFieldDef {
 }
 
 async function choiceSetOf(ctx: ReadCtx, setId: number): Promise<{ name: string; values: string[] }> {
-  const row = await ctx.db.selectFrom('extras_customfieldchoiceset').select(['name', 'extra_choices', 'order_alphabetically']).where('id', '=', setId).executeTakeFirst();
+  const row = await ctx.db.selectFrom('extras_customfieldchoiceset').select(['name', 'base_choices', 'extra_choices', 'order_alphabetically']).where('id', '=', setId).executeTakeFirst();
   if (!row) return { name: '', values: [] };
-  return { name: String(row.name), values: choicesOf({ extra_choices: ctx.dialect.parseJson(row.extra_choices), order_alphabetically: ctx.dialect.readBool(row.order_alphabetically) }).map(([v]) => v) };
+  return { name: String(row.name), values: choicesOf({ base_choices: row.base_choices, extra_choices: ctx.dialect.parseJson(row.extra_choices), order_alphabetically: ctx.dialect.readBool(row.order_alphabetically) }).map(([v]) => v) };
 }
 
 function definitionOf(r: Row): CustomFieldDef {

@@ -2,11 +2,12 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { HttpError } from '@svc/kernel';
 import { authenticate, requireRead } from '../auth/index.ts';
 import { forbidden, notFound } from '../api/errors.ts';
-import { baseUrl } from '../api/pagination.ts';
+import { baseUrl, pageOf, paginated } from '../api/pagination.ts';
 import { objectId } from '../api/params.ts';
 import type { ChangeSink } from '../changes/write.ts';
 import { ensureWorker } from '../events/registry.ts';
 import { renderErrorText } from '../events/templates.ts';
+import { choicesOf } from '../models/choice-sets.ts';
 import { environmentName } from '../models/config-contexts.ts';
 import { JOURNAL_CONFIG_MODELS } from '../models/journal-config-models.ts';
 import { fetchRow, type ReadCtx } from '../models/read.ts';
@@ -23,6 +24,25 @@ export function extrasConfigRoutes(app: FastifyInstance, sink: ChangeSink): void
   for (const m of JOURNAL_CONFIG_MODELS.filter((x) => x.app === 'extras')) registerModelRoutes(app, sink, m);
   renderConfigRoute(app, sink, 'device', '/api/dcim/devices/:id/render-config/', 'dcim');
   renderConfigRoute(app, sink, 'virtualmachine', '/api/virtualization/virtual-machines/:id/render-config/', 'virtualization');
+  choicesRoute(app, sink);
+}
+
+/**
+ * NetBox's `GET /api/extras/custom-field-choice-sets/<id>/choices/`: the set's choices (base list and extra choices) as
+ * `{id: value, display: label}`, paginated, `?q=` matching value or label case-insensitively.
+ */
+function choicesRoute(app: FastifyInstance, sink: ChangeSink): void {
+  app.get('/api/extras/custom-field-choice-sets/:id/choices/', { preHandler: requireRead, schema: { tags: ['extras'], summary: 'List the choices of a custom field choice set' } }, async (req) => {
+    const ctx: ReadCtx = { db: sink.deps.storage.db, dialect: sink.deps.storage.dialect, base: baseUrl(req) };
+    const row = await fetchRow(ctx, model('customfieldchoiceset'), objectId(req.params));
+    if (!row) throw notFound();
+    const query = req.query as Record<string, unknown>;
+    const q = typeof query.q === 'string' ? query.q.toLowerCase() : '';
+    const all = choicesOf(row);
+    const choices = q ? all.filter(([v, l]) => v.toLowerCase().includes(q) || l.toLowerCase().includes(q)) : all;
+    const page = pageOf(query);
+    return paginated(req, page, choices.length, choices.slice(page.offset, page.offset + page.limit).map(([id, display]) => ({ id, display })));
+  });
 }
 
 /** The template an object renders with, as NetBox's get_config_template(): its own, its role's, then its platform's. */

@@ -30,7 +30,8 @@ forEachStorage('inventory API: custom field choice sets and unique custom fields
       [{ name: 'Odd', extra_choices: [['a']] }, { extra_choices: ['Ensure this field has at least 2 elements.'] }],
       [{ name: 'Flat', extra_choices: ['a', 'b'] }, { extra_choices: ['Expected a list of items but got type "str".'] }],
       [{ name: 'Dup', extra_choices: [['a', 'A'], ['a', 'B']] }, { extra_choices: ['Duplicate value "a" found in extra choices.'] }],
-      [{ name: 'Base', base_choices: 'IATA', extra_choices: [['a', 'A']] }, { base_choices: ['This service does not model base_choices; only null is accepted.'] }],
+      [{ name: 'Base', base_choices: 'IATA3', extra_choices: [['a', 'A']] }, { base_choices: ['"IATA3" is not a valid choice.'] }],
+      [{ name: 'Loc', base_choices: 'UN_LOCODE' }, { base_choices: ['This service does not ship the UN_LOCODE list; choose IATA or ISO_3166, or give extra choices.'] }],
       [{ name: 'Tiers', extra_choices: [['a', 'A']] }, { name: ['custom field choice set with this name already exists.'] }],
     ] as const) {
       const r = await h.post('/api/extras/custom-field-choice-sets/', body);
@@ -42,7 +43,7 @@ forEachStorage('inventory API: custom field choice sets and unique custom fields
     assert.deepEqual(await names('choice=silver'), ['Tiers']);
     assert.deepEqual(await names('choice=red&choice=gold'), ['Colors', 'Tiers']);
     assert.deepEqual(await names('q=col'), ['Colors']);
-    assert.equal((await h.get('/api/extras/custom-field-choice-sets/?base_choices=IATA')).status, 400);
+    assert.deepEqual(await names('base_choices=IATA'), []);
 
     // Selection fields need a set; other types may not have one.
     assert.deepEqual((await h.post('/api/extras/custom-fields/', { name: 'tier', type: 'select', object_types: ['dcim.site'] })).body, { choice_set: ['Selection fields must specify a set of choices.'] });
@@ -107,5 +108,44 @@ forEachStorage('inventory API: custom field choice sets and unique custom fields
       non_field_errors: ["Custom field 'asset' must have a unique value."],
     });
     assert.equal(m7.custom_fields.asset, 'A-1');
+  });
+
+  it("base choices: NetBox's IATA and ISO 3166 lists, before the extra choices; the choices endpoint; custom field values checked against them", async () => {
+    const h = api.http;
+    const airports = ok(await h.post('/api/extras/custom-field-choice-sets/', { name: 'Airports', base_choices: 'IATA', extra_choices: [['ZZ1', 'Private strip']] }));
+    assert.deepEqual(airports.base_choices, { value: 'IATA', label: 'IATA (Airport codes)' });
+    assert.equal(airports.choices_count, 9766);
+    assert.deepEqual(airports.extra_choices, [['ZZ1', 'Private strip']]);
+    const countries = ok(await h.post('/api/extras/custom-field-choice-sets/', { name: 'Countries', base_choices: 'ISO_3166', order_alphabetically: true }));
+    assert.equal(countries.choices_count, 249);
+    assert.deepEqual(countries.extra_choices, []);
+    assert.equal(ok(await h.get(`/api/extras/custom-field-choice-sets/${countries.id}/?brief=1`), 200).choices_count, 249);
+    const names = async (q: string) => ok(await h.get(`/api/extras/custom-field-choice-sets/?${q}`), 200).results.map((s: any) => s.name);
+    assert.deepEqual(await names('base_choices=IATA'), ['Airports']);
+    assert.deepEqual(await names('base_choices=ISO_3166&base_choices=IATA'), ['Airports', 'Countries']);
+
+    // GET …/choices/: {id, display}, paginated, ?q= over value and label.
+    const page = ok(await h.get(`/api/extras/custom-field-choice-sets/${airports.id}/choices/?limit=2`), 200);
+    assert.equal(page.count, 9766);
+    assert.deepEqual(page.results, [{ id: 'AAA', display: 'AAA (Anaa, PF)' }, { id: 'AAB', display: 'AAB (Arrabury Airport, Queensland, AU)' }]);
+    assert.match(page.next, /\/choices\/\?limit=2&offset=2$/);
+    const de = ok(await h.get(`/api/extras/custom-field-choice-sets/${countries.id}/choices/?q=germ`), 200);
+    assert.deepEqual(de.results, [{ id: 'DE', display: 'DE (Germany)' }]);
+    const extra = ok(await h.get(`/api/extras/custom-field-choice-sets/${airports.id}/choices/?q=private%20strip`), 200);
+    assert.deepEqual(extra.results, [{ id: 'ZZ1', display: 'Private strip' }]);
+    assert.equal((await h.get('/api/extras/custom-field-choice-sets/999999/choices/')).status, 404);
+
+    // Values of select fields come from the base list too; a set with a base list needs no extra choices.
+    ok(await h.post('/api/extras/custom-fields/', { name: 'airport', type: 'select', choice_set: airports.id, object_types: ['dcim.site'] }));
+    ok(await h.post('/api/extras/custom-fields/', { name: 'countries', type: 'multiselect', choice_set: countries.id, object_types: ['dcim.site'] }));
+    const site = ok(await h.post('/api/dcim/sites/', { name: 'AMS', slug: 'ams', custom_fields: { airport: 'AMS', countries: ['NL', 'DE'] } }));
+    assert.deepEqual([site.custom_fields.airport, site.custom_fields.countries], ['AMS', ['NL', 'DE']]);
+    ok(await h.patch(`/api/dcim/sites/${site.id}/`, { custom_fields: { airport: 'ZZ1' } }), 200);
+    assert.deepEqual((await h.patch(`/api/dcim/sites/${site.id}/`, { custom_fields: { airport: 'QQQQ' } })).body, {
+      custom_fields: ["Invalid value for custom field 'airport': Invalid choice (QQQQ) for choice set Airports."],
+    });
+    assert.equal((await h.patch(`/api/dcim/sites/${site.id}/`, { custom_fields: { countries: ['XX'] } })).status, 400);
+    // Dropping the base list of a set without extra choices is NetBox's error.
+    assert.deepEqual((await h.patch(`/api/extras/custom-field-choice-sets/${countries.id}/`, { base_choices: null })).body, { non_field_errors: ['Must define base or extra choices.'] });
   });
 });
