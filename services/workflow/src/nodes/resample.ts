@@ -334,6 +334,7 @@ export function resampleBytes(src: Uint8Array, w: number, h: number, c: number, 
     const b = y * ky;
     const o = y * rowLen;
     if (ky === 2) verticalRow2(ring, slot[yi[b]!]!, yw[b]!, slot[yi[b + 1]!]!, yw[b + 1]!, dst, o, rowLen);
+    else if (ky === 3) verticalRow3f(ring, slot[yi[b]!]!, yw[b]!, slot[yi[b + 1]!]!, yw[b + 1]!, slot[yi[b + 2]!]!, yw[b + 2]!, dst, o, rowLen);
     else if (ky === 4) verticalRow4(ring, slot[yi[b]!]!, yw[b]!, slot[yi[b + 1]!]!, yw[b + 1]!, slot[yi[b + 2]!]!, yw[b + 2]!, slot[yi[b + 3]!]!, yw[b + 3]!, dst, o, rowLen);
     else {
       acc.fill(0.5);
@@ -354,7 +355,19 @@ export function resampleBytes(src: Uint8Array, w: number, h: number, c: number, 
 }
 
 function horizontalRow(src: Uint8Array, rin: number, tmp: Float32Array, rout: number, ow: number, c: number, kx: number, xo: Int32Array, xw: Float32Array): void {
-  if (c === 3) {
+  if (c === 3 && kx === 3) {
+    for (let x = 0, o = rout, b = 0; x < ow; x++, o += 3, b += 3) {
+      const w0 = xw[b]!;
+      const w1 = xw[b + 1]!;
+      const w2 = xw[b + 2]!;
+      const p0 = rin + xo[b]!;
+      const p1 = rin + xo[b + 1]!;
+      const p2 = rin + xo[b + 2]!;
+      tmp[o] = w0 * src[p0]! + w1 * src[p1]! + w2 * src[p2]!;
+      tmp[o + 1] = w0 * src[p0 + 1]! + w1 * src[p1 + 1]! + w2 * src[p2 + 1]!;
+      tmp[o + 2] = w0 * src[p0 + 2]! + w1 * src[p1 + 2]! + w2 * src[p2 + 2]!;
+    }
+  } else if (c === 3) {
     for (let x = 0, o = rout, b = 0; x < ow; x++, o += 3, b += kx) {
       let a0 = 0;
       let a1 = 0;
@@ -403,6 +416,21 @@ function horizontalRow(src: Uint8Array, rin: number, tmp: Float32Array, rout: nu
 function verticalRow2(tmp: Float32Array, s0: number, w0: number, s1: number, w1: number, dst: Uint8Array, o: number, n: number): void {
   for (let i = 0; i < n; i++) {
     const v = w0 * tmp[s0 + i]! + w1 * tmp[s1 + i]! + 0.5;
+    dst[o + i] = v <= 0 ? 0 : v >= 255 ? 255 : v;
+  }
+}
+
+/**
+ * Three taps (area shrinking by less than 2): the general loop's arithmetic
+ * exactly, a float32 sum from 0.5 rounded after each tap (Math.fround as the
+ * Float32Array stores), without its row of partial sums. A weight of 0 (a
+ * shorter window's padding) adds 0, as the general loop's skipped tap.
+ */
+function verticalRow3f(tmp: Float32Array, s0: number, w0: number, s1: number, w1: number, s2: number, w2: number, dst: Uint8Array, o: number, n: number): void {
+  for (let i = 0; i < n; i++) {
+    let v = Math.fround(0.5 + w0 * tmp[s0 + i]!);
+    v = Math.fround(v + w1 * tmp[s1 + i]!);
+    v = Math.fround(v + w2 * tmp[s2 + i]!);
     dst[o + i] = v <= 0 ? 0 : v >= 255 ? 255 : v;
   }
 }
@@ -457,6 +485,8 @@ function areaWindows(inSize: number, outSize: number): AreaWindows | undefined {
  * fraction of the time.
  */
 function areaBytes(src: Uint8Array, w: number, h: number, c: number, ow: number, oh: number, ax: AreaWindows, ay: AreaWindows, checkInterrupt: () => void): Buffer {
+  const simd = simdKernels();
+  if (simd) return areaBytesSimd(simd, src, w, h, c, ow, oh, ax, ay, checkInterrupt);
   const rowLen = ow * c;
   let ringRows = 1;
   for (let y = 0; y < oh; y++) if (ay.n[y]! > ringRows) ringRows = ay.n[y]!;
@@ -484,6 +514,58 @@ function areaBytes(src: Uint8Array, w: number, h: number, c: number, ow: number,
         dst[o + i] = (v * my + half) >> shift;
       }
     }
+    if ((y & 127) === 127) checkInterrupt();
+  }
+  return out;
+}
+
+/**
+ * areaBytes in WebAssembly SIMD (simd-kernels.ts intH / intV: the same
+ * integers), source rows copied in one at a time, the windows' sums in a ring
+ * of int32 rows, output rows copied out.
+ */
+function areaBytesSimd(k: SimdKernels, src: Uint8Array, w: number, h: number, c: number, ow: number, oh: number, ax: AreaWindows, ay: AreaWindows, checkInterrupt: () => void): Buffer {
+  const rowIn = w * c;
+  const rowLen = ow * c;
+  let kx = 1;
+  for (let x = 0; x < ow; x++) if (ax.n[x]! > kx) kx = ax.n[x]!;
+  let ringRows = 1;
+  for (let y = 0; y < oh; y++) if (ay.n[y]! > ringRows) ringRows = ay.n[y]!;
+  const align = (n: number) => (n + 15) & ~15;
+  const xoAt = 0;
+  const nAt = xoAt + align(ow * 4);
+  const kxAt = nAt + align(ow * 4);
+  const kyAt = kxAt + align(ow * kx * 4);
+  const offsAt = kyAt + align(ringRows * 4);
+  const rowAt = offsAt + align(ringRows * 4);
+  const ringStride = align(rowLen * 4 + 64);
+  const ringAt = rowAt + align(rowIn + 16);
+  const outAt = ringAt + ringRows * ringStride;
+  k.reserve(outAt + align(rowLen + 16));
+  const { u8, i32 } = k;
+  for (let x = 0; x < ow; x++) {
+    i32[(xoAt >> 2) + x] = ax.lo[x]! * c;
+    i32[(nAt >> 2) + x] = ax.n[x]!;
+    for (let t = 0; t < kx; t++) i32[(kxAt >> 2) + x * kx + t] = ax.mul[x]!;
+  }
+  const shift = ax.bits + ay.bits;
+  const half = (1 << shift) >> 1;
+  const out = Buffer.allocUnsafe(oh * rowLen);
+  let next = 0;
+  for (let y = 0; y < oh; y++) {
+    const a = ay.lo[y]!;
+    const m = ay.n[y]!;
+    if (next < a) next = a;
+    for (; next < a + m; next++) {
+      u8.set(src.subarray(next * rowIn, (next + 1) * rowIn), rowAt);
+      k.intH(rowAt, xoAt, nAt, kxAt, kx, ow, ringAt + (next % ringRows) * ringStride, c);
+    }
+    for (let t = 0; t < m; t++) {
+      i32[(offsAt >> 2) + t] = ringAt + ((a + t) % ringRows) * ringStride;
+      i32[(kyAt >> 2) + t] = ay.mul[y]!;
+    }
+    k.intV(offsAt, kyAt, m, outAt, rowLen, half, shift);
+    out.set(u8.subarray(outAt, outAt + rowLen), y * rowLen);
     if ((y & 127) === 127) checkInterrupt();
   }
   return out;

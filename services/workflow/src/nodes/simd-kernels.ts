@@ -305,6 +305,105 @@ function convV(): Fn {
   };
 }
 
+/**
+ * intH(src, xo, n, kk, k, ow, dst, c): lanczosH's weighted sums without the
+ * rounding, shift and clip: for output x the int32 sum of n[x] taps from
+ * src + xo[x] (bytes, step c) times kk[x·k …], stored as int32 at
+ * dst + x·c·4 (16 bytes: for c = 3 the fourth lane is the next pixel's,
+ * which overwrites it). src needs a byte of padding, dst 4.
+ */
+function intH(): Fn {
+  const [src, xo, n, kk, k, ow, dst, c] = [0, 1, 2, 3, 4, 5, 6, 7];
+  const [x, p, t, e, kb, acc] = [8, 9, 10, 11, 12, 13];
+  return {
+    name: 'intH',
+    params: [I32, I32, I32, I32, I32, I32, I32, I32],
+    locals: [I32, I32, I32, I32, I32, V128],
+    body: [
+      i32(0), set(x),
+      get(kk), set(kb),
+      whileLt(x, ow,
+        get(src), at4(xo, x), load32(), add, set(p),
+        at4(n, x), load32(), set(e),
+        i32(0), i32x4splat, set(acc),
+        i32(0), set(t),
+        whileLt(t, e,
+          get(acc),
+          get(p), load32zero, i16x8extLowU8, i32x4extLowU16,
+          at4(kb, t), load32(), i32x4splat,
+          i32x4mul, i32x4add, set(acc),
+          inc(p, get(c)),
+          inc(t, i32(1)),
+        ),
+        get(dst), get(acc), v128store(),
+        inc(dst, [...get(c), ...i32(2), ...shl]),
+        inc(kb, [...get(k), ...i32(2), ...shl]),
+        inc(x, i32(1)),
+      ),
+    ],
+  };
+}
+
+/**
+ * intV(offs, kk, m, dst, len, bias, shift): one output row from m int32 rows
+ * at the byte addresses offs[0 … m) weighted by kk[0 … m): (bias + Σ) >> shift
+ * (arithmetic), clipped to bytes, 16 samples a step. Reads up to 15 int32
+ * and writes up to 15 bytes past len.
+ */
+function intV(): Fn {
+  const [offs, kk, m, dst, len, bias, shift] = [0, 1, 2, 3, 4, 5, 6];
+  const [i, t, kv, r, a0, a1, a2, a3] = [7, 8, 9, 10, 11, 12, 13, 14];
+  const start = [...get(bias), ...i32x4splat];
+  const acc = (a: number, off: number): Code => [...get(a), ...get(r), ...v128load(off), ...get(kv), ...i32x4mul, ...i32x4add, ...set(a)];
+  const shr = (a: number): Code => [...get(a), ...get(shift), ...i32x4shrS];
+  return {
+    name: 'intV',
+    params: [I32, I32, I32, I32, I32, I32, I32],
+    locals: [I32, I32, V128, I32, V128, V128, V128, V128],
+    body: [
+      i32(0), set(i),
+      whileLt(i, len,
+        start, set(a0), start, set(a1), start, set(a2), start, set(a3),
+        i32(0), set(t),
+        whileLt(t, m,
+          at4(offs, t), load32(), get(i), i32(2), shl, add, set(r),
+          at4(kk, t), load32(), i32x4splat, set(kv),
+          acc(a0, 0), acc(a1, 16), acc(a2, 32), acc(a3, 48),
+          inc(t, i32(1)),
+        ),
+        get(dst), get(i), add,
+        shr(a0), shr(a1), i16x8narrowS32,
+        shr(a2), shr(a3), i16x8narrowS32,
+        i8x16narrowU16,
+        v128store(),
+        inc(i, i32(16)),
+      ),
+    ],
+  };
+}
+
+/** lut2(a, c, table, out, n): out[i] = table[a[i]·256 + c[i]] for i < n (bytes; a 64 KiB table). */
+function lut2(): Fn {
+  const [a, c, table, out, n] = [0, 1, 2, 3, 4];
+  const i = 5;
+  const load8 = [0x2d, 0, 0];
+  const store8 = [0x3a, 0, 0];
+  return {
+    name: 'lut2',
+    params: [I32, I32, I32, I32, I32],
+    locals: [I32],
+    body: [
+      i32(0), set(i),
+      whileLt(i, n,
+        get(out), get(i), add,
+        get(table), get(a), get(i), add, load8, i32(8), shl, get(c), get(i), add, load8, [0x72], add, load8,
+        store8,
+        inc(i, i32(1)),
+      ),
+    ],
+  };
+}
+
 // ---- instances ----
 
 export interface SimdKernels {
@@ -318,6 +417,9 @@ export interface SimdKernels {
   lanczosV(offs: number, kk: number, m: number, dst: number, len: number): void;
   convH(src: number, kern: number, K: number, c: number, n: number, dst: number): void;
   convV(offs: number, kern: number, K: number, dst: number, len: number, p: number, q: number, x: number): void;
+  intH(src: number, xo: number, n: number, kk: number, k: number, ow: number, dst: number, c: number): void;
+  intV(offs: number, kk: number, m: number, dst: number, len: number, bias: number, shift: number): void;
+  lut2(a: number, c: number, table: number, out: number, n: number): void;
 }
 
 let kernels: SimdKernels | undefined | null = null;
@@ -328,7 +430,7 @@ export function simdKernels(): SimdKernels | undefined {
   kernels = undefined;
   if (process.env.WORKFLOW_IMAGE_KERNELS === 'js') return undefined;
   try {
-    const bytes = encodeModule([lanczosH(), lanczosV(), convH(), convV()]);
+    const bytes = encodeModule([lanczosH(), lanczosV(), convH(), convV(), intH(), intV(), lut2()]);
     if (!WebAssembly.validate(bytes)) return undefined;
     const memory = new WebAssembly.Memory({ initial: 16 });
     const inst = new WebAssembly.Instance(new WebAssembly.Module(bytes), { env: { mem: memory } });
@@ -348,6 +450,9 @@ export function simdKernels(): SimdKernels | undefined {
       lanczosV: e.lanczosV,
       convH: e.convH,
       convV: e.convV,
+      intH: e.intH,
+      intV: e.intV,
+      lut2: e.lut2,
     };
     kernels = k;
   } catch {
