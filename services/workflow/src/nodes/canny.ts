@@ -241,8 +241,8 @@ export function cannyEdges(pixels: Uint8Array, width: number, height: number, ch
       }
     }
   }
-  const edges = new Uint8Array(W * H);
-  for (let i = 0; i < W * H; i++) edges[i] = cls[i]! >= 2 ? 1 : 0;
-  return edges;
+  // The classes become the edge map in place (no second plane).
+  for (let i = 0; i < W * H; i++) cls[i] = cls[i]! >= 2 ? 1 : 0;
+  return cls;
 }
 
