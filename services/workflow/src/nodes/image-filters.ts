@@ -429,6 +429,24 @@ export function broadcastPairs(b1: number, b2: number): number {
   throw Object.assign(new Error(`The size of tensor a (${b1}) must match the size of tensor b (${b2}) at non-singleton dimension 0`), { pyType: 'RuntimeError' });
 }
 
+/** The last few blend tables made (64 KiB each), by mode and factor: a graph run again reuses its table. */
+const blendTables = new Map<string, Uint8Array>();
+
+/** The result depends on the two input bytes only: one table of 256² results, then a lookup per sample. */
+function blendTable(mode: BlendMode, factor: number): Uint8Array {
+  const key = `${mode} ${factor}`;
+  let table = blendTables.get(key);
+  if (table) return table;
+  table = new Uint8Array(65536);
+  for (let a = 0; a < 256; a++) {
+    const x = a / 255;
+    for (let c = 0; c < 256; c++) table[(a << 8) | c] = toByte(x * (1 - factor) + blendValue(x, c / 255, mode) * factor);
+  }
+  if (blendTables.size >= 8) blendTables.delete(blendTables.keys().next().value!);
+  blendTables.set(key, table);
+  return table;
+}
+
 async function blend(image1: ImageBatch, image2: ImageBatch, factor: number, mode: BlendMode, ctx: NodeContext): Promise<ImageBatch> {
   [image1, image2] = alphaFix(image1, image2);
   const f1 = image1.frames[0]!;
@@ -439,12 +457,7 @@ async function blend(image1: ImageBatch, image2: ImageBatch, factor: number, mod
   }
   const n = broadcastPairs(image1.frames.length, frames2.length);
   checkSize(f1.width, f1.height, n);
-  // The result depends on the two input bytes only: one table of 256² results, then a lookup per sample.
-  const table = new Uint8Array(65536);
-  for (let a = 0; a < 256; a++) {
-    const x = a / 255;
-    for (let c = 0; c < 256; c++) table[(a << 8) | c] = toByte(x * (1 - factor) + blendValue(x, c / 255, mode) * factor);
-  }
+  const table = blendTable(mode, factor);
   const out: Frame[] = [];
   for (let b = 0; b < n; b++) {
     ctx.checkInterrupt();
