@@ -23,63 +23,21 @@ sampling through comfy.sample.sample.
 import base64
 import json
 import sys
-import tempfile
 comfy_dir, sd2_eps, sd2_v, sdxl_path, refiner_path, sd2_inpaint, out_path = sys.argv[1:8]
-from reference_env import flat, open_reference, pattern, summary  # noqa: E402
+from reference_env import flat, load_family, open_reference, pattern, summary  # noqa: E402
 
 torch = open_reference(comfy_dir)
-from safetensors.torch import load_file  # noqa: E402
 import comfy.model_detection  # noqa: E402
 import comfy.model_management  # noqa: E402
 import comfy.model_patcher  # noqa: E402
 import comfy.sample  # noqa: E402
 import comfy.samplers  # noqa: E402
-import comfy.sd  # noqa: E402
 import comfy.supported_models  # noqa: E402
 import comfy.supported_models_base  # noqa: E402
 import nodes  # noqa: E402
 from comfy_extras import nodes_clip_sdxl, nodes_model_advanced  # noqa: E402
 
 PREFIX = "model.diffusion_model."
-
-
-def text_config(sd, prefix, act):
-    """The CLIP config of a text tower from its (converted, transformers-layout) keys."""
-    hidden = sd[prefix + "text_model.embeddings.token_embedding.weight"].shape[1]
-    lp = prefix + "text_model.encoder.layers."
-    layers = len({k[len(lp):].split(".")[0] for k in sd if k.startswith(lp)})
-    return {"hidden_act": act, "hidden_size": hidden, "intermediate_size": sd[prefix + "text_model.encoder.layers.0.mlp.fc1.weight"].shape[0],
-            "num_attention_heads": hidden // 64, "num_hidden_layers": layers, "max_position_embeddings": 77, "vocab_size": 49408,
-            "layer_norm_eps": 1e-5, "projection_dim": hidden, "eos_token_id": 49407}
-
-
-def load(path, cls):
-    sd = load_file(path)
-    unet_config = comfy.model_detection.detect_unet_config(sd, PREFIX)
-    model_config = cls(unet_config)
-    model = model_config.get_model(sd, PREFIX)
-    model.load_model_weights(sd, PREFIX)
-    patcher = comfy.model_patcher.ModelPatcher(model, load_device=torch.device("cpu"), offload_device=torch.device("cpu"))
-    clip_sd = model_config.process_clip_state_dict({k: v for k, v in sd.items() if k.startswith("cond_stage_model.") or k.startswith("conditioner.")})
-    target = model_config.clip_target(clip_sd)
-    options = {}
-    for name, act in [("clip_l", "quick_gelu"), ("clip_g", "gelu"), ("clip_h", "gelu")]:
-        if any(k.startswith(name + ".transformer.text_model.") for k in clip_sd):
-            options[name + "_model_config"] = text_config(clip_sd, name + ".transformer.", act)
-    # float32 weights: on the CPU the reference's CLIP would round them to float16 (text_encoder_dtype); the comparison is of the math.
-    clip = comfy.sd.CLIP(target, embedding_directory=[tempfile.mkdtemp()], model_options={**options, "dtype": torch.float32})
-    missing, unexpected = clip.load_sd(clip_sd, full_model=True)
-    missing = [m for m in missing if not m.endswith("text_projection.weight") and "logit_scale" not in m and "position_ids" not in m]
-    assert not missing, missing
-    vprefix = "first_stage_model."
-    vae_sd = {k[len(vprefix):]: v for k, v in sd.items() if k.startswith(vprefix)}
-    ch = vae_sd["decoder.conv_out.weight"].shape[1]
-    levels = len({k.split(".")[2] for k in vae_sd if k.startswith("decoder.up.")})
-    ch_mult = [vae_sd[f"decoder.up.{lv}.block.0.conv2.weight"].shape[0] // ch for lv in range(levels)]
-    res_blocks = len({k.split(".")[4] for k in vae_sd if k.startswith("decoder.up.0.block.")}) - 1
-    ddconfig = {"double_z": True, "z_channels": 4, "resolution": 256, "in_channels": 3, "out_ch": 3, "ch": ch, "ch_mult": ch_mult, "num_res_blocks": res_blocks, "attn_resolutions": [], "dropout": 0.0}
-    vae = comfy.sd.VAE(sd=vae_sd, config={"params": {"ddconfig": ddconfig, "embed_dim": 4}})
-    return model, patcher, clip, vae
 
 
 def encode(clip, text):
@@ -112,7 +70,7 @@ t = torch.tensor([999.0, 500.0])
 # --- SD2.x: the ε and the v checkpoint (same layout, the probe bias differs)
 sd2 = {}
 for key, path in [("eps", sd2_eps), ("v", sd2_v)]:
-    model, patcher, clip, vae = load(path, comfy.supported_models.SD20)
+    model, patcher, clip, vae = load_family(path, comfy.supported_models.SD20)
     r = {"model_type": model.model_type.name}
     if key == "eps":
         r["cond"] = {p: cond_summary(encode(clip, p)) for p in prompts}
@@ -163,7 +121,7 @@ for key, path in [("eps", sd2_eps), ("v", sd2_v)]:
 out["sd2"] = sd2
 
 # --- SDXL base
-model, patcher, clip, vae = load(sdxl_path, comfy.supported_models.SDXL)
+model, patcher, clip, vae = load_family(sdxl_path, comfy.supported_models.SDXL)
 sdxl = {"model_type": model.model_type.name}
 sdxl["cond"] = {p: cond_summary(encode(clip, p)) for p in prompts}
 sdxl_node = node_out(nodes_clip_sdxl.CLIPTextEncodeSDXL.execute(clip, 1024, 768, 16, 32, 1024, 1024, "a photo of a cat, " * 20, "a dog"))
@@ -185,7 +143,7 @@ sdxl["workflow"] = {"latent": summary(lat, 96), "bytes": image_bytes(vae, lat)}
 out["sdxl"] = sdxl
 
 # --- SDXL refiner
-model, patcher, clip, vae = load(refiner_path, comfy.supported_models.SDXLRefiner)
+model, patcher, clip, vae = load_family(refiner_path, comfy.supported_models.SDXLRefiner)
 ref = {"model_type": model.model_type.name}
 rpos = node_out(nodes_clip_sdxl.CLIPTextEncodeSDXLRefiner.execute(clip, 6.0, 1024, 1024, "a castle"))
 rneg = node_out(nodes_clip_sdxl.CLIPTextEncodeSDXLRefiner.execute(clip, 2.5, 1024, 1024, "blurry"))
@@ -200,7 +158,7 @@ ref["sample_plain"] = summary(run(patcher, plain, encode(clip, ""), torch.zeros(
 out["refiner"] = ref
 
 # --- SD2 inpainting UNet (9 input channels): InpaintModelConditioning's conds and latent, and no mask at all (ones + blank image)
-model, patcher, clip, vae = load(sd2_inpaint, comfy.supported_models.SD20)
+model, patcher, clip, vae = load_family(sd2_inpaint, comfy.supported_models.SD20)
 ip = {"model_type": model.model_type.name, "concat_keys": list(model.concat_keys)}
 img = (torch.arange(40 * 48 * 3, dtype=torch.int64) * 7919 % 256).float().reshape((1, 40, 48, 3)) / 255.0
 mask = torch.zeros((1, 40, 48))

@@ -126,3 +126,49 @@ def import_standing_in(name):
             parts = e.name.split(".")
             for i in range(1, len(parts) + 1):
                 sys.modules.setdefault(".".join(parts[:i]), _Stub(".".join(parts[:i])))
+
+
+def text_config(sd, prefix, act):
+    """The CLIP config of a text tower from its (converted, transformers-layout) keys."""
+    hidden = sd[prefix + "text_model.embeddings.token_embedding.weight"].shape[1]
+    lp = prefix + "text_model.encoder.layers."
+    layers = len({k[len(lp):].split(".")[0] for k in sd if k.startswith(lp)})
+    return {"hidden_act": act, "hidden_size": hidden, "intermediate_size": sd[prefix + "text_model.encoder.layers.0.mlp.fc1.weight"].shape[0],
+            "num_attention_heads": hidden // 64, "num_hidden_layers": layers, "max_position_embeddings": 77, "vocab_size": 49408,
+            "layer_norm_eps": 1e-5, "projection_dim": hidden, "eos_token_id": 49407}
+
+
+def load_family(path, cls):
+    """A generated checkpoint of an SD2.x/SDXL family class (`cls`) as the reference's loader builds one: model, ModelPatcher, CLIP and VAE."""
+    import tempfile
+    import torch
+    from safetensors.torch import load_file
+    import comfy.model_detection
+    import comfy.model_patcher
+    import comfy.sd
+    sd = load_file(path)
+    unet_config = comfy.model_detection.detect_unet_config(sd, "model.diffusion_model.")
+    model_config = cls(unet_config)
+    model = model_config.get_model(sd, "model.diffusion_model.")
+    model.load_model_weights(sd, "model.diffusion_model.")
+    patcher = comfy.model_patcher.ModelPatcher(model, load_device=torch.device("cpu"), offload_device=torch.device("cpu"))
+    clip_sd = model_config.process_clip_state_dict({k: v for k, v in sd.items() if k.startswith("cond_stage_model.") or k.startswith("conditioner.")})
+    target = model_config.clip_target(clip_sd)
+    options = {}
+    for name, act in [("clip_l", "quick_gelu"), ("clip_g", "gelu"), ("clip_h", "gelu")]:
+        if any(k.startswith(name + ".transformer.text_model.") for k in clip_sd):
+            options[name + "_model_config"] = text_config(clip_sd, name + ".transformer.", act)
+    # float32 weights: on the CPU the reference's CLIP would round them to float16 (text_encoder_dtype); the comparison is of the math.
+    clip = comfy.sd.CLIP(target, embedding_directory=[tempfile.mkdtemp()], model_options={**options, "dtype": torch.float32})
+    missing, unexpected = clip.load_sd(clip_sd, full_model=True)
+    missing = [m for m in missing if not m.endswith("text_projection.weight") and "logit_scale" not in m and "position_ids" not in m]
+    assert not missing, missing
+    vprefix = "first_stage_model."
+    vae_sd = {k[len(vprefix):]: v for k, v in sd.items() if k.startswith(vprefix)}
+    ch = vae_sd["decoder.conv_out.weight"].shape[1]
+    levels = len({k.split(".")[2] for k in vae_sd if k.startswith("decoder.up.")})
+    ch_mult = [vae_sd[f"decoder.up.{lv}.block.0.conv2.weight"].shape[0] // ch for lv in range(levels)]
+    res_blocks = len({k.split(".")[4] for k in vae_sd if k.startswith("decoder.up.0.block.")}) - 1
+    ddconfig = {"double_z": True, "z_channels": 4, "resolution": 256, "in_channels": 3, "out_ch": 3, "ch": ch, "ch_mult": ch_mult, "num_res_blocks": res_blocks, "attn_resolutions": [], "dropout": 0.0}
+    vae = comfy.sd.VAE(sd=vae_sd, config={"params": {"ddconfig": ddconfig, "embed_dim": 4}})
+    return model, patcher, clip, vae

@@ -31,9 +31,9 @@ export const SD15: FixtureConfig = {
   vae: { ch: 128, mult: [1, 2, 4, 4], resBlocks: 2 },
 };
 
-type Spec = [name: string, shape: number[], init: 'w' | 'one' | 'zero' | 'b' | 'emb'];
+export type Spec = [name: string, shape: number[], init: 'w' | 'one' | 'zero' | 'b' | 'emb'];
 
-function unetSpecs(c: FixtureConfig['unet'], ctx: number): Spec[] {
+export function unetSpecs(c: FixtureConfig['unet'], ctx: number): Spec[] {
   const P = 'model.diffusion_model.';
   const s: Spec[] = [];
   const conv = (k: string, o: number, i: number, ks = 3) => s.push([`${P}${k}.weight`, [o, i, ks, ks], 'w'], [`${P}${k}.bias`, [o], 'b']);
@@ -229,7 +229,11 @@ function halfToFloatBits(h: number): number {
  * the full SD1.5 layout writes in seconds.
  */
 export function writeFixture(file: string, cfg: FixtureConfig, seed = cfg.seed ?? 1): string[] {
-  const specs = fixtureSpecs(cfg);
+  return writeSpecs(file, fixtureSpecs(cfg), cfg, seed);
+}
+
+/** Writes tensors of any layout (`specs`) as writeFixture does. */
+export function writeSpecs(file: string, specs: Spec[], cfg: Pick<FixtureConfig, 'dtype' | 'roundAs'> = {}, seed = 1): string[] {
   const dtype = cfg.dtype ?? 'F32';
   const size = dtype === 'F32' ? 4 : 2;
   const header: Record<string, unknown> = { __metadata__: { format: 'pt', generator: 'svc-workflow test fixture' } };

@@ -8,6 +8,7 @@
  * the summed weights. Entries with the same area size and token count run as
  * one batch. Nothing here knows of HTTP or the nodes.
  */
+import type { ControlSource } from './control-residuals.ts';
 import type { DiscreteSchedule } from './schedules.ts';
 
 /** A float32 tensor in row-major order. */
@@ -18,6 +19,9 @@ export interface CondTensor {
   y?: Float32Array;
   /** An inpainting UNet's extra input channels for this entry, [B, k, H, W] at the latent's size (UNetModel.withAdm). */
   concat?: Float32Array;
+  /** The control (ControlNets, T2I adapters) of the batch's entries, and how many entries the batch holds (calcCondBatch). */
+  control?: ControlSource;
+  batched?: number;
 }
 
 /** One entry ready for sampling: areas resolved to latent cells, masks resized to the latent, percents turned into σ. */
@@ -33,6 +37,8 @@ export interface PreparedCond {
   /** Skipped while σ > sigmaStart or σ < sigmaEnd. */
   sigmaStart?: number;
   sigmaEnd?: number;
+  /** The entry's `control` (ControlNetApply): entries batch together only with the same one. */
+  control?: ControlSource;
 }
 
 export class ConditioningError extends Error {}
@@ -127,6 +133,10 @@ function resolve(context: CondTensor, opts: Record<string, unknown>, h: number, 
       c.area = x1 < 0 ? [8, 8, 0, 0] : [Math.max(8, y1 - y0 + 1), Math.max(8, x1 - x0 + 1), y0, x0];
     }
   }
+  if (opts.control !== undefined && opts.control !== null) {
+    if (typeof (opts.control as ControlSource).residuals !== 'function') throw new ConditioningError('conditioning control is not a CONTROL_NET application');
+    c.control = opts.control as ControlSource;
+  }
   if (opts.start_percent !== undefined) c.sigmaStart = schedule.percentToSigma(num(opts.start_percent, 'start_percent'));
   if (opts.end_percent !== undefined) c.sigmaEnd = schedule.percentToSigma(num(opts.end_percent, 'end_percent'));
   return c;
@@ -148,6 +158,29 @@ function addSameArea(conds: PreparedCond[], c: PreparedCond): void {
   conds.push({ ...c, context: smallest.context });
 }
 
+type Entry = readonly [CondTensor, Record<string, unknown>];
+
+/**
+ * apply_empty_x_to_equal_area for `control`: the controls of positive entries
+ * applied by the deprecated ControlNetApply (control_apply_to_uncond), none
+ * with an area, go to the negative entries without an area (the i-th control
+ * to entry i mod n, a later one replacing an earlier), unless a negative
+ * entry has a control of its own.
+ */
+export function controlToUncond<E extends Entry>(positive: readonly E[], negative: readonly E[]): E[] {
+  const has = (o: Record<string, unknown> | undefined, k: string) => o !== undefined && o !== null && o[k] !== undefined && o[k] !== null;
+  const controls = positive.filter(([, o]) => o?.control_apply_to_uncond === true && !has(o, 'area') && has(o, 'control')).map(([, o]) => o.control);
+  if (!controls.length) return [...negative];
+  const plain = negative.map((e, i) => [e, i] as const).filter(([[, o]]) => !has(o, 'area'));
+  if (plain.some(([[, o]]) => has(o, 'control')) || !plain.length) return [...negative];
+  const out = [...negative];
+  controls.forEach((control, x) => {
+    const [[t, o], at] = plain[x % plain.length]!;
+    out[at] = [t, { ...(o ?? {}), control }] as unknown as E;
+  });
+  return out;
+}
+
 /** process_conds for the positive and negative lists at a latent of h×w cells. */
 export function prepareConds(
   positive: ReadonlyArray<readonly [CondTensor, Record<string, unknown>]>,
@@ -167,6 +200,7 @@ export function prepareConds(
 interface Job {
   list: number;
   context: CondTensor;
+  control?: ControlSource;
   /** [h, w, y, x], the whole latent when the entry has no area. */
   box: [number, number, number, number];
   mult: Float32Array;
@@ -180,7 +214,7 @@ function areaAndMult(c: PreparedCond, shape: readonly number[], sigma: number): 
   let box: [number, number, number, number] = [H, W, 0, 0];
   if (c.area) {
     const [ah, aw, ay, ax] = c.area;
-    if (ay >= H || ax >= W) return { context: c.context, box: [0, 0, ay, ax], mult: new Float32Array(0) };
+    if (ay >= H || ax >= W) return { context: c.context, control: c.control, box: [0, 0, ay, ax], mult: new Float32Array(0) };
     box = [Math.min(H - ay, ah), Math.min(W - ax, aw), ay, ax];
   }
   const [bh, bw, by, bx] = box;
@@ -222,7 +256,7 @@ function areaAndMult(c: PreparedCond, shape: readonly number[], sigma: number): 
       }
     }
   }
-  return { context: c.context, box, mult };
+  return { context: c.context, control: c.control, box, mult };
 }
 
 /** The denoised prediction of a batch: x [n, C, h, w] (unscaled model input), σ, context [n, T, D]. */
@@ -258,7 +292,7 @@ export async function calcCondBatch(model: BatchModel, lists: Array<PreparedCond
   while (jobs.length) {
     const first = jobs[0]!;
     const same = (j: Job) =>
-      j.box[0] === first.box[0] && j.box[1] === first.box[1] && j.context.shape[1] === first.context.shape[1] && j.context.shape[2] === first.context.shape[2] && j.context.y?.length === first.context.y?.length && j.context.concat?.length === first.context.concat?.length;
+      j.box[0] === first.box[0] && j.box[1] === first.box[1] && j.context.shape[1] === first.context.shape[1] && j.context.shape[2] === first.context.shape[2] && j.context.y?.length === first.context.y?.length && j.context.concat?.length === first.context.concat?.length && j.control === first.control;
     const [bh, bw] = first.box;
     const per = b * ch * bh * bw;
     const limit = Math.max(1, Math.floor(maxBatchValues / per));
@@ -292,7 +326,8 @@ export async function calcCondBatch(model: BatchModel, lists: Array<PreparedCond
             cs.set(j.context.concat!.subarray(src, src + bw), gi * b * kc * bh * bw + (i * bh + y) * bw);
           }
     });
-    const out = await model(xin, [group.length * b, ch, bh, bw], sigma, { shape: [group.length * b, T, D], data: ctx, ...(ys ? { y: ys } : {}), ...(cs ? { concat: cs } : {}) });
+    const control = first.control ? { control: first.control, batched: group.length } : {};
+    const out = await model(xin, [group.length * b, ch, bh, bw], sigma, { shape: [group.length * b, T, D], data: ctx, ...(ys ? { y: ys } : {}), ...(cs ? { concat: cs } : {}), ...control });
     group.forEach((j, gi) => {
       const [, , by, bx] = j.box;
       const o = outs[j.list]!;

@@ -102,7 +102,11 @@ function countPrefixed(keys: readonly string[], prefix: string): number {
   return i;
 }
 
-export function detectUNet(file: SafetensorsFile, prefix = UNET_PREFIX): UNetConfig {
+/**
+ * The UNet's widths and blocks from its keys. `encoderOnly`: a ControlNet's
+ * copy of the encoder (input and middle blocks, no output blocks or `out`).
+ */
+export function detectUNet(file: SafetensorsFile, prefix = UNET_PREFIX, opts: { encoderOnly?: boolean } = {}): UNetConfig {
   const keys = [...file.tensors.keys()];
   const shape = (k: string) => file.info(prefix + k).shape;
   const has = (k: string) => file.has(prefix + k);
@@ -149,7 +153,7 @@ export function detectUNet(file: SafetensorsFile, prefix = UNET_PREFIX): UNetCon
   if (middleDepth) noteTransformer('middle_block.1');
 
   const outputBlocks: UNetBlock[] = [];
-  const nOut = countPrefixed(keys, `${prefix}output_blocks.`);
+  const nOut = opts.encoderOnly ? 0 : countPrefixed(keys, `${prefix}output_blocks.`);
   for (let i = 0; i < nOut; i++) {
     if (!has(`output_blocks.${i}.0.in_layers.0.weight`)) fail(`output_blocks.${i}.0 is not a res block`);
     const depth = has(`output_blocks.${i}.1.proj_in.weight`) ? depthAt(`output_blocks.${i}.1`) : 0;
@@ -158,16 +162,16 @@ export function detectUNet(file: SafetensorsFile, prefix = UNET_PREFIX): UNetCon
     const upsample = has(`output_blocks.${i}.${up}.conv.weight`) ? `output_blocks.${i}.${up}.conv` : undefined;
     outputBlocks.push({ index: i, kind: 'res', outChannels: shape(`output_blocks.${i}.0.out_layers.3.weight`)[0]!, depth, upsample });
   }
-  if (outputBlocks.length !== inputBlocks.length) fail(`${inputBlocks.length} input blocks but ${outputBlocks.length} output blocks`);
+  if (!opts.encoderOnly && outputBlocks.length !== inputBlocks.length) fail(`${inputBlocks.length} input blocks but ${outputBlocks.length} output blocks`);
   if (contextDim === -1) fail('the UNet has no cross-attention transformer');
-  if (!has('out.2.weight')) fail(`${prefix}out.2.weight missing`);
+  if (!opts.encoderOnly && !has('out.2.weight')) fail(`${prefix}out.2.weight missing`);
   if (!linearProjection && !admInChannels && modelChannels % 8 !== 0) fail(`model_channels ${modelChannels} is not a multiple of the 8 attention heads`);
   // SD1.x: 8 heads everywhere (the reference's SD15 num_heads); SD2.x and SDXL (linear projections or adm): 64-channel heads.
   const headChannels = linearProjection || admInChannels ? 64 : -1;
   if (headChannels > 0) {
     for (const b of [...inputBlocks, ...outputBlocks]) if (b.depth && b.outChannels % 64 !== 0) fail(`a transformer of ${b.outChannels} channels is not a whole number of 64-channel attention heads`);
   }
-  return { inChannels, outChannels: shape('out.2.weight')[0]!, modelChannels, contextDim, numHeads: 8, headChannels, admInChannels, inputBlocks, middleDepth, outputBlocks, linearProjection };
+  return { inChannels, outChannels: opts.encoderOnly ? 0 : shape('out.2.weight')[0]!, modelChannels, contextDim, numHeads: 8, headChannels, admInChannels, inputBlocks, middleDepth, outputBlocks, linearProjection };
 }
 
 export function detectClip(file: SafetensorsFile, prefix = CLIP_PREFIX): ClipConfig | null {

@@ -166,6 +166,17 @@ export class LoadedLora {
     readonly signature: string,
   ) {}
 
+  /**
+   * Weights added whole from another file (a difference ControlNet's
+   * control_model.X plus the model's diffusion_model.X): target key → the
+   * source tensor in `file` of the same shape.
+   */
+  static sums(file: SafetensorsFile, targets: Map<string, string>, signature: string): LoadedLora {
+    const patches = new Map<string, Adapter>();
+    for (const [target, tensor] of targets) patches.set(target, { kind: 'diff', tensor });
+    return new LoadedLora(file, patches, signature);
+  }
+
   static async load(path: string, keyMap: Map<string, string>): Promise<LoadedLora> {
     if (/\.(ckpt|pt|pth|bin)$/i.test(path)) throw new ModelFileError(path, 'pickled LoRA files (.ckpt, .pt, .pth, .bin) cannot be loaded safely here: convert it to .safetensors');
     const file = await SafetensorsFile.open(path);

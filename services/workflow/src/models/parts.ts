@@ -5,9 +5,11 @@
  * run them unchanged and the weights are still read from the file itself.
  */
 import { CLIP_PREFIX, detectClip, detectVae, UNET_PREFIX, VAE_PREFIX, type DetectedCheckpoint, type UNetConfig } from './detect.ts';
+import { CONTROL_PREFIX, detectControl, diffusersControlNetNames, t2iKeyName } from './detect-control.ts';
 import { ModelFileError, type SafetensorsFile } from './safetensors.ts';
 
-export type ModelPart = 'unet' | 'clip' | 'vae' | 'taesd';
+/** `control`: a ControlNet or T2I adapter (ControlNetLoader; detect-control.ts tells which). */
+export type ModelPart = 'unet' | 'clip' | 'vae' | 'taesd' | 'control';
 
 function rebase(file: SafetensorsFile, from: string, to: string): SafetensorsFile {
   return file.renamed((k) => (k.startsWith(from) ? to + k.slice(from.length) : undefined));
@@ -17,6 +19,17 @@ function rebase(file: SafetensorsFile, from: string, to: string): SafetensorsFil
 export function partView(file: SafetensorsFile, part: ModelPart): SafetensorsFile {
   // TAESD encoder and decoder files keep their own (nn.Sequential) names.
   if (part === 'taesd') return file;
+  // ControlNets are read under control_model. (the .pth layout); diffusers-layout T2I adapters under the single-file names.
+  if (part === 'control') {
+    if (!file.has(`${CONTROL_PREFIX}zero_convs.0.0.weight`) && file.has('zero_convs.0.0.weight')) return rebase(file, '', CONTROL_PREFIX);
+    if (file.has('adapter.body.0.resnets.0.block1.weight')) return file.renamed(t2iKeyName);
+    // Diffusers' layout; a union ControlNet's extra parts keep their names, so detection names it.
+    if (file.has('controlnet_cond_embedding.conv_in.weight')) {
+      if (file.has('control_add_embedding.linear_1.bias')) return file;
+      return file.renamed(diffusersControlNetNames(file.tensors.keys()));
+    }
+    return file;
+  }
   const fail = (problem: string): never => {
     throw new ModelFileError(file.path, problem);
   };
@@ -39,7 +52,13 @@ export function partView(file: SafetensorsFile, part: ModelPart): SafetensorsFil
 }
 
 /** What a CLIP-only or VAE-only file holds, in the checkpoint's terms (no diffusion model: `unet` is never read for these parts). */
-export function detectPart(file: SafetensorsFile, part: 'clip' | 'vae' | 'taesd'): DetectedCheckpoint {
+export function detectPart(file: SafetensorsFile, part: 'clip' | 'vae' | 'taesd' | 'control'): DetectedCheckpoint {
+  if (part === 'control') {
+    const spec = detectControl(file);
+    if (spec.kind === 't2i') return { family: spec.xl ? 'sdxl' : 'sd1', referenceShaped: false, unet: undefined as unknown as UNetConfig, clip: null, vae: null };
+    const u = spec.unet;
+    return { family: u.admInChannels ? 'sdxl' : u.linearProjection ? 'sd2' : 'sd1', referenceShaped: false, unet: u, clip: null, vae: null };
+  }
   if (part === 'taesd') {
     if (!file.has('1.weight') && !file.has('0.weight')) throw new ModelFileError(file.path, 'not a TAESD encoder or decoder: neither 0.weight nor 1.weight is there');
     return { family: 'sd1', referenceShaped: false, unet: undefined as unknown as UNetConfig, clip: null, vae: null };

@@ -8,9 +8,10 @@
 import fs from 'node:fs';
 import { ClipTokenizer, tokenizeWithWeights, type TokenizeOptions, type WeightedToken } from './clip-tokenizer.ts';
 import { buildClipGraph } from './clip-graph.ts';
-import { calcCondBatch, prepareConds } from './conditioning.ts';
+import { calcCondBatch, controlToUncond, prepareConds } from './conditioning.ts';
+import type { ControlResiduals, ControlSource, ResidualTensor } from './control-residuals.ts';
 import { detectCheckpoint, resolveModelType } from './detect-families.ts';
-import { CLIP_PREFIX, UNET_PREFIX, VAE_PREFIX, type DetectedCheckpoint } from './detect.ts';
+import { CLIP_PREFIX, UNET_PREFIX, VAE_PREFIX, type DetectedCheckpoint, type UNetConfig } from './detect.ts';
 import { OnnxGraph } from './graph-builder.ts';
 import type { WeightPatches } from './lora.ts';
 import { detectPart, partView, type ModelPart } from './parts.ts';
@@ -265,8 +266,12 @@ export function loadedCheckpoints(): string[] {
   return [...cache.keys()];
 }
 
-/** A text embedding with, for SDXL, the entry's adm vector `y` ([1 or B, adm]) and, for inpainting UNets, its extra input channels `concat` ([B, k, h, w]) riding along. */
-export type ModelContext = FloatTensor & { y?: Float32Array; concat?: Float32Array };
+/**
+ * A text embedding with, for SDXL, the entry's adm vector `y` ([1 or B, adm]),
+ * for inpainting UNets its extra input channels `concat` ([B, k, h, w]), and
+ * the control its entries carry with how many entries the batch holds.
+ */
+export type ModelContext = FloatTensor & { y?: Float32Array; concat?: Float32Array; control?: ControlSource; batched?: number };
 
 /** A sampler_cfg_function (RescaleCFG): the denoised predictions, the unscaled input, σ, cfg, batch size → the guided prediction. */
 export type CfgFunction = (cond: Float32Array, uncond: Float32Array, x: Float32Array, sigma: number, cfg: number, batch: number) => Float32Array;
@@ -316,8 +321,27 @@ export class UNetModel {
   /** apply_model: the input scaled for σ, the UNet's output, the denoised latent (ε, v, lcm … by the sampling). */
   async denoised(x: Float32Array, shape: number[], sigma: number, context: ModelContext): Promise<Float32Array> {
     const s = this.sampling;
-    const out = await this.eps(s.input(sigma, x), shape, s.schedule.timestep(sigma), context);
+    const xin = s.input(sigma, x);
+    const timestep = s.schedule.timestep(sigma);
+    let control: ControlResiduals | null = null;
+    if (context.control) {
+      // get_control: the ControlNets see what the UNet sees (the scaled input, the timestep, the batch's context and adm rows).
+      const y = this.checkpoint.detected.unet.admInChannels ? this.admRows(context, shape[0]!) : undefined;
+      control = await context.control.residuals({ x: xin, shape, sigma, timestep, context: { shape: context.shape, data: context.data }, y, batched: context.batched ?? 1, schedule: s.schedule });
+    }
+    const out = await this.eps(xin, shape, timestep, context, control);
     return s.denoised(sigma, out, x);
+  }
+
+  /** The batch's adm rows [b, adm]: each entry's vector repeated to the batch. */
+  private admRows(context: ModelContext, b: number): Float32Array {
+    const adm = this.checkpoint.detected.unet.admInChannels;
+    if (!context.y || context.y.length % adm !== 0) throw new Error(`this model (${this.checkpoint.detected.family}) needs each conditioning's adm vector of ${adm} values: use its own text encoder's conditioning`);
+    const rows = context.y.length / adm;
+    if (rows === b) return context.y;
+    const y = new Float32Array(b * adm);
+    for (let i = 0; i < b; i++) y.set(context.y.subarray((i % rows) * adm, ((i % rows) + 1) * adm), i * adm);
+    return y;
   }
 
   private build = () => buildUNetGraph(new OnnxGraph(this.checkpoint.file, WEIGHTS_LOCATION, UNET_PREFIX), this.checkpoint.detected.unet);
@@ -329,15 +353,15 @@ export class UNetModel {
    */
   static attentionLimitBytes = 256 * 2 ** 20;
 
-  /** The UNet's raw output (ε or v) for a batch: x [B,C,H,W] (already scaled), one timestep for all, context [B,T,D] (and SDXL's y). */
-  async eps(x: Float32Array, shape: number[], timestep: number, context: ModelContext): Promise<Float32Array> {
+  /** The UNet's raw output (ε or v) for a batch: x [B,C,H,W] (already scaled), one timestep for all, context [B,T,D] (and SDXL's y), and control residuals. */
+  async eps(x: Float32Array, shape: number[], timestep: number, context: ModelContext, control: ControlResiduals | null = null): Promise<Float32Array> {
     const b = shape[0]!;
     const cfg = this.checkpoint.detected.unet;
     const { modelChannels: dim, admInChannels: adm } = cfg;
     const need = attentionChunksFor(cfg, shape, UNetModel.attentionLimitBytes);
     const chunks = need > 1 ? 2 ** Math.ceil(Math.log2(need)) : 1;
-    const kind = chunks > 1 ? `unet:q${chunks}` : 'unet';
-    const build = chunks > 1 ? () => buildUNetGraph(new OnnxGraph(this.checkpoint.file, WEIGHTS_LOCATION, UNET_PREFIX), cfg, { attentionChunks: chunks }) : this.build;
+    const kind = `unet${chunks > 1 ? `:q${chunks}` : ''}${control ? ':control' : ''}`;
+    const build = chunks > 1 || control ? () => buildUNetGraph(new OnnxGraph(this.checkpoint.file, WEIGHTS_LOCATION, UNET_PREFIX), cfg, { attentionChunks: chunks, control: !!control }) : this.build;
     await this.checkpoint.session(kind, build);
     let xin = x;
     let xshape = shape;
@@ -358,19 +382,37 @@ export class UNetModel {
       t_emb: ortTensor('float32', timestepEmbedding(new Array(b).fill(timestep), dim), [b, dim]),
       context: ortTensor('float32', context.data, context.shape),
     };
-    if (adm) {
-      if (!context.y || context.y.length % adm !== 0) throw new Error(`this model (${this.checkpoint.detected.family}) needs each conditioning's adm vector of ${adm} values: use its own text encoder's conditioning`);
-      const rows = context.y.length / adm;
-      let y = context.y;
-      if (rows !== b) {
-        y = new Float32Array(b * adm);
-        for (let i = 0; i < b; i++) y.set(context.y.subarray((i % rows) * adm, ((i % rows) + 1) * adm), i * adm);
-      }
-      feeds.y = ortTensor('float32', y, [b, adm]);
-    }
+    if (adm) feeds.y = ortTensor('float32', this.admRows(context, b), [b, adm]);
+    if (control) Object.assign(feeds, controlFeeds(control, cfg, xshape));
     const out = await this.checkpoint.run(kind, build, feeds);
     return out.eps!.data as Float32Array;
   }
+}
+
+/**
+ * The control residuals as the UNet graph's inputs (unet-graph.ts, `control`):
+ * each list popped from its end as the reference's apply_control does, and a
+ * residual whose shape does not fit its block skipped, as the reference skips
+ * it with a warning.
+ */
+function controlFeeds(control: ControlResiduals, cfg: UNetConfig, xshape: readonly number[]): Record<string, OrtTensor> {
+  const zero = ortTensor('float32', new Float32Array(1), [1, 1, 1, 1]);
+  // Each input block's output shape: downsamples halve the sides (rounding up, a stride-2 conv with padding 1).
+  let [h, w] = [xshape[2]!, xshape[3]!];
+  const sizes = cfg.inputBlocks.map((blk) => {
+    if (blk.kind === 'down') [h, w] = [Math.floor((h - 1) / 2) + 1, Math.floor((w - 1) / 2) + 1];
+    return [blk.outChannels, h, w] as const;
+  });
+  const fits = (t: ResidualTensor | null | undefined, at: readonly [number, number, number]): t is ResidualTensor =>
+    !!t && t.shape.length === 4 && (t.shape[0] === 1 || t.shape[0] === xshape[0]) && t.shape[1] === at[0] && t.shape[2] === at[1] && t.shape[3] === at[2];
+  const feed = (t: ResidualTensor | null | undefined, at: readonly [number, number, number]) => (fits(t, at) ? ortTensor('float32', t.data, t.shape) : zero);
+  const n = cfg.inputBlocks.length;
+  const feeds: Record<string, OrtTensor> = {};
+  const { input, middle, output } = control;
+  for (let i = 0; i < n; i++) feeds[`ctl_in_${i}`] = feed(input[input.length - 1 - i], sizes[i]!);
+  feeds.ctl_mid = feed(middle[middle.length - 1], sizes[n - 1]!);
+  for (let j = 0; j < n; j++) feeds[`ctl_out_${j}`] = feed(output[output.length - n + j], sizes[j]!);
+  return feeds;
 }
 
 /** One CONDITIONING entry: the text embedding [1, 77·k, D] and its options (the reference's dict). */
@@ -657,7 +699,7 @@ export async function sample(o: SampleOptions): Promise<FloatTensor> {
 
   const [h, w] = [shape[2]!, shape[3]!];
   const inpaint = { latentIn, denoiseMask: o.noiseMask };
-  const [pos, neg] = prepareConds(o.model.withAdm(o.positive, shape, 'positive', inpaint), o.model.withAdm(o.negative, shape, 'negative', inpaint), h, w, schedule);
+  const [pos, neg] = prepareConds(o.model.withAdm(o.positive, shape, 'positive', inpaint), o.model.withAdm(controlToUncond(o.positive, o.negative), shape, 'negative', inpaint), h, w, schedule);
   const D = o.model.checkpoint.detected.unet.contextDim;
   for (const c of [...pos, ...neg]) {
     if (c.context.shape.length !== 3 || c.context.shape[2] !== D) throw new Error(`the conditioning has width ${c.context.shape[2]}; this model's cross-attention takes ${D}`);

@@ -11,7 +11,7 @@ import { DataType } from './onnx-proto.ts';
 
 const GN_GROUPS = 32;
 
-function resBlock(g: OnnxGraph, x: string, emb: string, key: string): string {
+export function resBlock(g: OnnxGraph, x: string, emb: string, key: string): string {
   let h = g.conv(g.silu(g.groupNorm(x, `${key}.in_layers.0`, GN_GROUPS, 1e-5)), `${key}.in_layers.2`);
   const e = g.linear(g.silu(emb), `${key}.emb_layers.1`);
   h = g.add(h, g.op('Unsqueeze', [e, g.i64([2, 3])]));
@@ -52,7 +52,7 @@ function transformerBlock(g: OnnxGraph, x: string, context: string, key: string,
   return g.add(ff, x);
 }
 
-function spatialTransformer(g: OnnxGraph, x: string, context: string, key: string, depth: number, cfg: UNetConfig, chunks = 1): string {
+export function spatialTransformer(g: OnnxGraph, x: string, context: string, key: string, depth: number, cfg: UNetConfig, chunks = 1): string {
   const linear = cfg.linearProjection;
   const channels = g.shape(`${key}.norm.weight`)[0]!;
   // SD1: a fixed head count; SD2.x and SDXL: 64-channel heads (the reference's num_head_channels).
@@ -71,6 +71,13 @@ export interface UNetGraphOptions {
    * times smaller). 1 = whole (unsliced) attention.
    */
   attentionChunks?: number;
+  /**
+   * Control residuals as inputs (the reference's apply_control): `ctl_in_i`
+   * added after input block i (T2I adapters), `ctl_mid` after the middle
+   * block, `ctl_out_i` to input block i's skip as the output side takes it
+   * (ControlNets). A residual that is absent is fed as a single 0.
+   */
+  control?: boolean;
 }
 
 /** How many query slices keep one attention score matrix ([B, heads, T, T] floats) within `limitBytes` at the full latent resolution. */
@@ -83,9 +90,13 @@ export function attentionChunksFor(cfg: UNetConfig, shape: readonly number[], li
   return bytes <= limitBytes ? 1 : Math.min(t, Math.ceil(bytes / limitBytes));
 }
 
-export function buildUNetGraph(g: OnnxGraph, cfg: UNetConfig, opts: UNetGraphOptions = {}): Uint8Array {
-  const chunksAt = (level: number) => Math.max(1, Math.ceil((opts.attentionChunks ?? 1) / 16 ** level));
-  let level = 0;
+/** Query slices at a level whose side is halved `level` times. */
+export function chunksAtLevel(attentionChunks: number | undefined, level: number): number {
+  return Math.max(1, Math.ceil((attentionChunks ?? 1) / 16 ** level));
+}
+
+/** The inputs every UNet-shaped graph takes (x, t_emb, context, SDXL's y) and the embedding `emb` the res blocks read. */
+export function unetInputs(g: OnnxGraph, cfg: UNetConfig): { x: string; context: string; emb: string } {
   const x = g.input('x', DataType.FLOAT, ['batch', cfg.inChannels, 'height', 'width']);
   const tEmb = g.input('t_emb', DataType.FLOAT, ['batch', cfg.modelChannels]);
   const context = g.input('context', DataType.FLOAT, ['batch', 'tokens', cfg.contextDim]);
@@ -95,29 +106,50 @@ export function buildUNetGraph(g: OnnxGraph, cfg: UNetConfig, opts: UNetGraphOpt
     const y = g.input('y', DataType.FLOAT, ['batch', cfg.admInChannels]);
     emb = g.add(emb, g.linear(g.silu(g.linear(y, 'label_emb.0.0')), 'label_emb.0.2'));
   }
+  return { x, context, emb };
+}
 
+/** One of input_blocks: the first conv, a downsample, or a res block with its transformer. Returns the value and the level after it. */
+export function inputBlock(g: OnnxGraph, h: string, b: UNetConfig['inputBlocks'][number], emb: string, context: string, cfg: UNetConfig, level: number, attentionChunks?: number): [string, number] {
+  const key = `input_blocks.${b.index}`;
+  if (b.kind === 'conv_in') return [g.conv(h, `${key}.0`), level];
+  if (b.kind === 'down') return [g.conv(h, `${key}.0.op`, { stride: 2 }), level + 1];
+  h = resBlock(g, h, emb, `${key}.0`);
+  if (b.depth) h = spatialTransformer(g, h, context, `${key}.1`, b.depth, cfg, chunksAtLevel(attentionChunks, level));
+  return [h, level];
+}
+
+/** middle_block: res, transformer, res. */
+export function middleBlock(g: OnnxGraph, h: string, emb: string, context: string, cfg: UNetConfig, level: number, attentionChunks?: number): string {
+  h = resBlock(g, h, emb, 'middle_block.0');
+  if (cfg.middleDepth) h = spatialTransformer(g, h, context, 'middle_block.1', cfg.middleDepth, cfg, chunksAtLevel(attentionChunks, level));
+  return resBlock(g, h, emb, 'middle_block.2');
+}
+
+/** A control residual input, any shape (a lone 0 when the control gives none here). */
+function controlInput(g: OnnxGraph, name: string): string {
+  return g.input(name, DataType.FLOAT, [`${name}_b`, `${name}_c`, `${name}_h`, `${name}_w`]);
+}
+
+export function buildUNetGraph(g: OnnxGraph, cfg: UNetConfig, opts: UNetGraphOptions = {}): Uint8Array {
+  let level = 0;
+  const { x, context, emb } = unetInputs(g, cfg);
   const skips: string[] = [];
   let h = x;
-  for (const b of cfg.inputBlocks) {
-    const key = `input_blocks.${b.index}`;
-    if (b.kind === 'conv_in') h = g.conv(h, `${key}.0`);
-    else if (b.kind === 'down') {
-      h = g.conv(h, `${key}.0.op`, { stride: 2 });
-      level++;
-    } else {
-      h = resBlock(g, h, emb, `${key}.0`);
-      if (b.depth) h = spatialTransformer(g, h, context, `${key}.1`, b.depth, cfg, chunksAt(level));
-    }
+  cfg.inputBlocks.forEach((b, i) => {
+    [h, level] = inputBlock(g, h, b, emb, context, cfg, level, opts.attentionChunks);
+    if (opts.control) h = g.add(h, controlInput(g, `ctl_in_${i}`));
     skips.push(h);
-  }
-  h = resBlock(g, h, emb, 'middle_block.0');
-  if (cfg.middleDepth) h = spatialTransformer(g, h, context, 'middle_block.1', cfg.middleDepth, cfg, chunksAt(level));
-  h = resBlock(g, h, emb, 'middle_block.2');
+  });
+  h = middleBlock(g, h, emb, context, cfg, level, opts.attentionChunks);
+  if (opts.control) h = g.add(h, controlInput(g, 'ctl_mid'));
   for (const b of cfg.outputBlocks) {
     const key = `output_blocks.${b.index}`;
-    h = g.op('Concat', [h, skips.pop()!], { axis: 1 });
+    let skip = skips.pop()!;
+    if (opts.control) skip = g.add(skip, controlInput(g, `ctl_out_${skips.length}`));
+    h = g.op('Concat', [h, skip], { axis: 1 });
     h = resBlock(g, h, emb, `${key}.0`);
-    if (b.depth) h = spatialTransformer(g, h, context, `${key}.1`, b.depth, cfg, chunksAt(level));
+    if (b.depth) h = spatialTransformer(g, h, context, `${key}.1`, b.depth, cfg, chunksAtLevel(opts.attentionChunks, level));
     if (b.upsample) level--;
     // The reference's Upsample takes the next skip's size (output_shape), so odd sizes (areas, latents) meet their skips.
     if (b.upsample) h = g.conv(skips.length ? g.upsampleTo(h, skips[skips.length - 1]!) : g.upsample2x(h), b.upsample);

@@ -15,6 +15,7 @@ import type { NodeContext, NodeDefinition, NodeEnv, NodeInputs } from '../api.ts
 import { Frame, ImageBatch } from '../image-types.ts';
 import { isLatent, Tensor, type Latent } from '../latent.ts';
 import { conditioningNodes } from './conditioning-nodes.ts';
+import { controlNodes } from './control-nodes.ts';
 import { customSamplingNodes } from './custom-sampling.ts';
 import { loaderNodes } from './loader-nodes.ts';
 import { stepPreviewer } from './preview.ts';
@@ -398,6 +399,7 @@ export function sdNodes(dirs: NodeEnv['dirs']): NodeDefinition[] {
     },
     ...conditioningNodes,
     ...loaderNodes(dirs),
+    ...controlNodes(dirs),
     ...xlNodes(dirs),
     ...customSamplingNodes,
   ];
