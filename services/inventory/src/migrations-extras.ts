@@ -67,4 +67,15 @@ export const extrasMigrations: Migration[] = [
       ]);
     },
   },
+  {
+    name: '015_contact_groups',
+    async up(db, d) {
+      // NetBox 4.3's Contact.groups: a contact in any number of contact groups.
+      await exec(db, [
+        `create table tenancy_contact_groups (id ${d.serialPrimaryKey}, contact_id bigint not null references tenancy_contact(id) on delete cascade,
+          contactgroup_id bigint not null references tenancy_contactgroup(id) on delete cascade, unique (contact_id, contactgroup_id))`,
+        `create index tenancy_contact_groups_group on tenancy_contact_groups (contactgroup_id)`,
+      ]);
+    },
+  },
 ];

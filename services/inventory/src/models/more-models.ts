@@ -1,7 +1,9 @@
+import { sql } from 'kysely';
 import { fail } from './field-problem.ts';
 import { blankColor, cabledFilters, cabledObject, deviceComponentFilters } from './cabling.ts';
 import { INVENTORY_ITEM_STATUS, MODULE_AIRFLOW, MODULE_STATUS, POWER_FEED_PHASE, POWER_FEED_STATUS, POWER_FEED_SUPPLY, POWER_FEED_TYPES } from './netbox-choices.ts';
 import { commentsField, descriptionField, nameField, nestedGroup, ref, refFilters, siteTreeFilters, slugField, tenancyFilters } from './tenancy.ts';
+import { contactCounts, contactGroupFilters } from './contact-assignments.ts';
 import type { FieldDef, ModelDef } from './types.ts';
 
 /**
@@ -32,7 +34,26 @@ export const routeTarget: ModelDef = {
 
 export const contactGroup = nestedGroup('contactgroup', 'tenancy', 'contact-groups', 'tenancy_contactgroup', 'ContactGroup', 'contact group', {
   counts: { contact_count: null },
+  // NetBox counts the contacts of the group and of every group below it (add_related_count, cumulative).
+  countsCustom: { contact_count: contactCounts },
 });
+// NetBox 4.3's ContactGroupFilterSet.contact_id: the groups a contact is in.
+contactGroup.extraFilters = [
+  ...(contactGroup.extraFilters ?? []),
+  {
+    name: 'contact_id',
+    kind: 'custom',
+    where: async (ctx, vals, errors) => {
+      const bad = vals.find((v) => !/^\d{1,16}$/.test(v.trim()));
+      if (bad !== undefined) return void (errors.contact_id = [`Select a valid choice. ${bad} is not one of the available choices.`]);
+      const ids = vals.map(Number);
+      const found = new Set((await ctx.db.selectFrom('tenancy_contact').select('id').where('id', 'in', ids).execute()).map((r) => Number(r.id)));
+      const missing = ids.find((id) => !found.has(id));
+      if (missing !== undefined) return void (errors.contact_id = [`Select a valid choice. ${missing} is not one of the available choices.`]);
+      return sql`tenancy_contactgroup.id in (select contactgroup_id from tenancy_contact_groups where contact_id in (${sql.join(ids)}))`;
+    },
+  },
+];
 
 export const contactRole: ModelDef = {
   key: 'contactrole',
@@ -60,6 +81,8 @@ export const contact: ModelDef = {
   verboseName: 'contact',
   title: 'Contact',
   fields: [
+    // NetBox 4.3: a contact sits in any number of groups (nested briefs; written as ids).
+    { name: 'groups', column: '', kind: 'm2m', fk: 'contactgroup', default: undefined, through: { table: 'tenancy_contact_groups', column: 'contact_id', target: 'contactgroup_id' } },
     nameField(100),
     char('title', 100),
     char('phone', 50),
@@ -72,8 +95,7 @@ export const contact: ModelDef = {
     descriptionField,
     commentsField,
   ],
-  // NetBox 4.3 lets a contact sit in several groups; group membership is not modelled here.
-  unmodelled: { groups: [] },
+  extraFilters: contactGroupFilters('tenancy_contact.id'),
   protectedBy: [{ model: 'contactassignment', column: 'contact_id' }],
   ordering: ['name'],
   search: ['name', 'title', 'phone', 'email', 'address', 'link', 'description', 'comments'],

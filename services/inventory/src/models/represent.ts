@@ -152,6 +152,11 @@ async function loadCounts(ctx: ReadCtx, m: ModelDef, ids: number[]): Promise<Map
   for (const [name, c] of Object.entries(m.counts ?? {})) {
     const per = new Map<number, number>();
     out.set(name, per);
+    const custom = m.countsCustom?.[name];
+    if (!c && custom) {
+      for (const part of chunks(ids)) if (part.length) for (const [k, n] of await custom(ctx, part)) per.set(k, n);
+      continue;
+    }
     if (!c) continue;
     const child = model(c.model);
     for (const part of chunks(ids)) {

@@ -126,6 +126,8 @@ export interface ModelDef {
    * children instead of counting them (null when there are none, as Django's Sum).
    */
   counts?: Record<string, { model: string; column: string; typeColumn?: string; sum?: string } | null>;
+  /** Counts of `counts` entries given as null that are computed by a query of their own (per batch of object ids). */
+  countsCustom?: Record<string, (ctx: ReadCtx, ids: number[]) => Promise<Map<number, number>>>;
   /**
    * Keys NetBox's serializer always returns for features this service does not model, with the
    * value they always have here; a write of any other value is refused with a 400.

@@ -218,13 +218,13 @@ forEachStorage('inventory API: journal entries, config contexts, render-config, 
     assert.equal(await count(`contact_id=${contact.id}`), 1);
     assert.equal(await count('role=owner'), 1);
     assert.equal(await count('priority=secondary'), 0);
-    assert.equal((await h.get('/api/tenancy/contact-assignments/?group_id=1')).status, 400);
+    assert.deepEqual((await h.get('/api/tenancy/contact-assignments/?group_id=999999')).body, { group_id: ['Select a valid choice. 999999 is not one of the available choices.'] });
     // The objects' own contact filters (NetBox's ContactModelFilterSet).
     assert.deepEqual(ok(await h.get(`/api/dcim/sites/?contact=${contact.id}`), 200).results.map((x: any) => x.id), [site.id]);
     assert.deepEqual(ok(await h.get(`/api/dcim/sites/?contact_role=${role.id}&id=${site.id}`), 200).count, 1);
     assert.equal(ok(await h.get(`/api/dcim/regions/?contact=${contact.id}`), 200).count, 0);
     assert.deepEqual((await h.get('/api/dcim/sites/?contact=999999')).body, { contact: ['Select a valid choice. 999999 is not one of the available choices.'] });
-    assert.equal((await h.get('/api/dcim/sites/?contact_group=1')).status, 400);
+    assert.deepEqual((await h.get('/api/dcim/sites/?contact_group=999999')).body, { contact_group: ['Select a valid choice. 999999 is not one of the available choices.'] });
     // Contacts and roles in use are protected; the assignment goes with its object.
     assert.equal((await h.delete(`/api/tenancy/contacts/${contact.id}/`)).status, 409);
     ok(await h.delete(`/api/dcim/sites/${site.id}/`), 204);
