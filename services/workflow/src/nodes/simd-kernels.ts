@@ -100,7 +100,7 @@ interface Fn {
   body: Code[];
 }
 
-function encodeModule(fns: Fn[]): Uint8Array {
+function encodeModule(fns: Fn[]): Uint8Array<ArrayBuffer> {
   const types = fns.map((f) => [0x60, ...vec(f.params.map((p) => [p])), 0]);
   const imports = vec([[...bytesOfString('env'), ...bytesOfString('mem'), 0x02, 0x00, ...uleb(1)]]);
   const code = fns.map((f) => {
