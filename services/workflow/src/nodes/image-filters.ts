@@ -84,15 +84,16 @@ function simdConvolution(f: Frame, k1d: Float64Array, p: number, q: number, ctx:
   const rowLen = w * c;
   const align = (n: number) => (n + 15) & ~15;
   const kernAt = 0;
-  const offsAt = align(K * 4);
+  const offsAt = K * 16;
   const padAt = offsAt + align(K * 4);
+  const padF32At = padAt + align((w + 2 * r) * c + 16);
   const ringStride = align(rowLen * 4 + 64);
-  const ringAt = padAt + align((w + 2 * r) * c + 16);
+  const ringAt = padF32At + align((w + 2 * r) * c * 4 + 64);
   const xAt = ringAt + K * ringStride;
   const outAt = xAt + align(rowLen + 16);
   k.reserve(outAt + align(rowLen + 16));
   const { u8, i32, f32 } = k;
-  for (let t = 0; t < K; t++) f32[(kernAt >> 2) + t] = k1d[t]!;
+  for (let t = 0; t < K; t++) f32.fill(k1d[t]!, (kernAt >> 2) + t * 4, (kernAt >> 2) + t * 4 + 4);
   const out = Buffer.allocUnsafe(h * rowLen);
   const slot = (row: number) => ringAt + (row % K) * ringStride;
   let next = 0;
@@ -104,7 +105,8 @@ function simdConvolution(f: Frame, k1d: Float64Array, p: number, q: number, ctx:
         u8.copyWithin(padAt + (r - j) * c, padAt + (r + j) * c, padAt + (r + j + 1) * c);
         u8.copyWithin(padAt + (r + w - 1 + j) * c, padAt + (r + w - 1 - j) * c, padAt + (r + w - j) * c);
       }
-      k.convH(padAt, kernAt, K, c, rowLen, slot(next));
+      k.toF32(padAt, (w + 2 * r) * c, padF32At);
+      k.convH(padF32At, kernAt, K, c, rowLen, slot(next));
     }
     for (let t = 0; t < K; t++) i32[(offsAt >> 2) + t] = slot(reflect(y - r + t, h));
     if (p !== 0) u8.set(src.subarray(y * rowLen, (y + 1) * rowLen), xAt);

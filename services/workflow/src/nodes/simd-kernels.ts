@@ -219,31 +219,60 @@ function lanczosV(): Fn {
 }
 
 /**
- * convH(src, kern, K, c, n, dst): one row of a horizontal convolution in
- * float32, 4 samples a vector: dst[i] = Σₜ kern[t] · src[i + t·c] for
- * i < n (src: bytes, the row padded by (K − 1)/2 pixels each side; kern:
- * float32; dst: float32), summed in tap order. Reads 3 bytes and writes
- * 3 floats past n at most.
+ * toF32(src, n, dst): bytes → float32, 16 a step. Reads up to 15 bytes and
+ * writes up to 15 floats past n.
  */
-function convH(): Fn {
-  const [src, kern, K, c, n, dst] = [0, 1, 2, 3, 4, 5];
-  const [i, t, p, acc] = [6, 7, 8, 9];
+function toF32(): Fn {
+  const [src, n, dst] = [0, 1, 2];
+  const [i, v, lo, hi, o] = [3, 4, 5, 6, 7];
+  const put = (part: number, ext: Code, off: number): Code => [...get(o), ...get(part), ...ext, ...f32x4fromI32, ...v128store(off)];
   return {
-    name: 'convH',
-    params: [I32, I32, I32, I32, I32, I32],
-    locals: [I32, I32, I32, V128],
+    name: 'toF32',
+    params: [I32, I32, I32],
+    locals: [I32, V128, V128, V128, I32],
     body: [
       i32(0), set(i),
       whileLt(i, n,
+        get(src), get(i), add, v128load(), set(v),
+        get(v), i16x8extLowU8, set(lo),
+        get(v), i16x8extHighU8, set(hi),
+        at4(dst, i), set(o),
+        put(lo, i32x4extLowU16, 0), put(lo, i32x4extHighU16, 16), put(hi, i32x4extLowU16, 32), put(hi, i32x4extHighU16, 48),
+        inc(i, i32(16)),
+      ),
+    ],
+  };
+}
+
+/**
+ * convH(src, kern, K, c, n, dst): one row of a horizontal convolution in
+ * float32, 4 samples a vector: dst[i] = Σₜ kern[t] · src[i + t·c] for
+ * i < n (src: the row as float32, padded by (K − 1)/2 pixels each side; kern:
+ * K vectors of 4 equal float32; dst: float32), summed in tap order from 0.
+ * Writes up to 3 floats past n.
+ */
+function convH(): Fn {
+  const [src, kern, K, c, n, dst] = [0, 1, 2, 3, 4, 5];
+  const [i, t, p, acc, kp, step] = [6, 7, 8, 9, 10, 11];
+  return {
+    name: 'convH',
+    params: [I32, I32, I32, I32, I32, I32],
+    locals: [I32, I32, I32, V128, I32, I32],
+    body: [
+      get(c), i32(2), shl, set(step),
+      i32(0), set(i),
+      whileLt(i, n,
         i32(0), i32x4splat, f32x4fromI32, set(acc),
-        get(src), get(i), add, set(p),
+        at4(src, i), set(p),
+        get(kern), set(kp),
         i32(0), set(t),
         whileLt(t, K,
           get(acc),
-          get(p), load32zero, i16x8extLowU8, i32x4extLowU16, f32x4fromI32,
-          at4(kern, t), f32load(), f32x4splat,
+          get(p), v128load(),
+          get(kp), v128load(),
           f32x4mul, f32x4add, set(acc),
-          inc(p, get(c)),
+          inc(p, get(step)),
+          inc(kp, i32(16)),
           inc(t, i32(1)),
         ),
         at4(dst, i), get(acc), v128store(),
@@ -256,7 +285,7 @@ function convH(): Fn {
 /**
  * convV(offs, kern, K, dst, len, p, q, x): one output row of the vertical
  * pass, 16 samples a step: s = Σₜ kern[t] · row_t[i] (float32 rows at the
- * byte addresses offs[0 … K), summed in tap order), then p·x[i] + q·s when
+ * byte addresses offs[0 … K), summed in tap order; kern as for convH), then p·x[i] + q·s when
  * p ≠ 0 (sharpen: x the source bytes), else s; rounded half up
  * (floor(v + 0.5), truncation after +0.5, clipped to 0..255) to bytes at
  * dst. Reads and writes up to 15 samples past len.
@@ -280,7 +309,7 @@ function convV(): Fn {
         i32(0), set(t),
         whileLt(t, K,
           at4(offs, t), load32(), get(i), i32(2), shl, add, set(r),
-          at4(kern, t), f32load(), f32x4splat, set(kv),
+          get(kern), get(t), i32(4), shl, add, v128load(), set(kv),
           acc(a0, 0), acc(a1, 16), acc(a2, 32), acc(a3, 48),
           inc(t, i32(1)),
         ),
@@ -415,6 +444,7 @@ export interface SimdKernels {
   reserve(bytes: number): void;
   lanczosH(src: number, xo: number, n: number, kk: number, k: number, ow: number, dst: number, c: number): void;
   lanczosV(offs: number, kk: number, m: number, dst: number, len: number): void;
+  toF32(src: number, n: number, dst: number): void;
   convH(src: number, kern: number, K: number, c: number, n: number, dst: number): void;
   convV(offs: number, kern: number, K: number, dst: number, len: number, p: number, q: number, x: number): void;
   intH(src: number, xo: number, n: number, kk: number, k: number, ow: number, dst: number, c: number): void;
@@ -430,7 +460,7 @@ export function simdKernels(): SimdKernels | undefined {
   kernels = undefined;
   if (process.env.WORKFLOW_IMAGE_KERNELS === 'js') return undefined;
   try {
-    const bytes = encodeModule([lanczosH(), lanczosV(), convH(), convV(), intH(), intV(), lut2()]);
+    const bytes = encodeModule([lanczosH(), lanczosV(), toF32(), convH(), convV(), intH(), intV(), lut2()]);
     if (!WebAssembly.validate(bytes)) return undefined;
     const memory = new WebAssembly.Memory({ initial: 16 });
     const inst = new WebAssembly.Instance(new WebAssembly.Module(bytes), { env: { mem: memory } });
@@ -448,6 +478,7 @@ export function simdKernels(): SimdKernels | undefined {
       },
       lanczosH: e.lanczosH,
       lanczosV: e.lanczosV,
+      toF32: e.toF32,
       convH: e.convH,
       convV: e.convV,
       intH: e.intH,
