@@ -10,8 +10,9 @@ export const ESRGAN_TINY = { features: 8, blocks: 2, growth: 4, channels: 3 };
 
 type Spec = [name: string, shape: number[]];
 
-function specs(layout: 'new' | 'old', inChannels = ESRGAN_TINY.channels, gc = ESRGAN_TINY.growth): Spec[] {
-  const { features: nf, blocks: nb, channels: c } = ESRGAN_TINY;
+function specs(layout: 'new' | 'old', inChannels = ESRGAN_TINY.channels, gc = ESRGAN_TINY.growth, size: { features: number; blocks: number } = ESRGAN_TINY): Spec[] {
+  const { features: nf, blocks: nb } = size;
+  const c = ESRGAN_TINY.channels;
   const conv = (name: string, o: number, i: number): Spec[] => [
     [`${name}.weight`, [o, i, 3, 3]],
     [`${name}.bias`, [o]],
@@ -33,9 +34,9 @@ export function fixtureValue(t: number, i: number, fanIn: number, bias: boolean,
   return (u * 5) / Math.sqrt(fanIn);
 }
 
-/** RRDBNet ×4 in either layout; `inChannels` 12 or 48 makes Real-ESRGAN's pixel-unshuffled ×2 or ×1 model. */
-export function writeEsrgan(file: string, layout: 'new' | 'old' = 'new', inChannels = ESRGAN_TINY.channels, growth = ESRGAN_TINY.growth): void {
-  writeSpecs(file, specs(layout, inChannels, growth));
+/** RRDBNet ×4 in either layout; `inChannels` 12 or 48 makes Real-ESRGAN's pixel-unshuffled ×2 or ×1 model; `size` the published one's 64 features and 23 blocks (the bench). */
+export function writeEsrgan(file: string, layout: 'new' | 'old' = 'new', inChannels = ESRGAN_TINY.channels, growth = ESRGAN_TINY.growth, size?: { features: number; blocks: number }): void {
+  writeSpecs(file, specs(layout, inChannels, growth, size));
 }
 
 /** A tiny SRVGGNetCompact (Real-ESRGAN's compact model): conv, PReLU, `convs` × (conv, PReLU), conv to C·s², pixel shuffle. */
