@@ -21,7 +21,7 @@ if (skip) console.log(`# SKIP inventory UI browser tests (issue 24's newer pages
  * templates, custom field choice sets, contacts and contact assignments — each list, object page, a form submitted
  * with an error the API reports (shown next to its field or above the form, what was typed kept) and then saved.
  */
-describe('inventory UI in a browser: virtual chassis, bays, journal, config, choice sets, contacts', { skip }, () => {
+describe('inventory UI in a browser: virtual chassis, bays, journal, config, choice sets, contacts, cables', { skip }, () => {
   forEachStorage('newer inventory pages', (storage) => {
     let srv: TestServer;
     let ctx: BrowserContext;
@@ -267,6 +267,37 @@ describe('inventory UI in a browser: virtual chassis, bays, journal, config, cho
         // The device is found by its contact through the list's filter.
         const found = (await api.get(`/api/dcim/devices/?contact=${contactPath.split('/')[3]}`)).body;
         assert.deepEqual(found.results.map((d: any) => d.name), ['ber-sw1']);
+      }));
+
+    it('cables: Connect from a port, pick the other device and its port after updating the choices, save; the edit form keeps the ends', () =>
+      step(async () => {
+        const port = async (device: number, name: string) => (await api.post('/api/dcim/interfaces/', { device, name, type: '10gbase-x-sfpp' })).body;
+        const a = await port(seed.sw1.id, 'xe-0/0/1');
+        await port(seed.sw2.id, 'xe-0/0/0');
+        const b = await port(seed.sw2.id, 'xe-0/0/1');
+        await page.goto(`${base}/dcim/interfaces/${a.id}/`);
+        await page.click('[data-testid=connect]');
+        assert.equal(await page.inputValue('#f-a_terminations_type'), 'dcim.interface');
+        assert.deepEqual(await page.locator('#f-a_terminations').evaluate((s: HTMLSelectElement) => [...s.selectedOptions].map((o) => o.textContent)), ['xe-0/0/1']);
+        await page.selectOption('#f-b_terminations_type', 'dcim.interface');
+        await page.click('[data-testid=refresh-choices]');
+        await page.selectOption('#f-termination_b_device', { label: 'ber-sw2' });
+        await page.fill('#f-label', 'uplink-1');
+        await page.click('[data-testid=refresh-choices]');
+        assert.equal(await page.inputValue('#f-label'), 'uplink-1', 'updating the choices keeps what was typed');
+        await page.selectOption('#f-b_terminations', { label: 'xe-0/0/1' });
+        await page.selectOption('#f-status', 'connected');
+        await page.click('[data-testid=save]');
+        assert.match((await page.textContent('.flash')) ?? '', /Created cable/);
+        const attrs = (await page.textContent('[data-testid=attributes]')) ?? '';
+        assert.match(attrs, /ber-sw1 › xe-0\/0\/1/);
+        assert.match(attrs, /ber-sw2 › xe-0\/0\/1/);
+        await shot('cable');
+        const cable = (await api.get(`/api/dcim/cables/?label=uplink-1`)).body.results[0];
+        assert.deepEqual([cable.a_terminations[0].object_id, cable.b_terminations[0].object_id], [a.id, b.id]);
+        await page.click('[data-testid=edit]');
+        assert.deepEqual(await page.locator('#f-b_terminations').evaluate((s: HTMLSelectElement) => [...s.selectedOptions].map((o) => o.textContent)), ['xe-0/0/1']);
+        assert.equal(await page.locator('#f-b_terminations option:has-text("xe-0/0/0")').getAttribute('disabled'), null, 'a free port is offered');
       }));
   });
 });

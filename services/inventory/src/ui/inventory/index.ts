@@ -14,6 +14,8 @@ import { cell, labelOf, pageOf } from './render.ts';
 import { registerJournalPages } from './journal.ts';
 import { registerRenderConfigPage, rendersConfig } from './render-config.ts';
 import { takesJournal } from '../../models/journal.ts';
+import { CABLE_TERMINATION_TYPES } from '../../models/cabling.ts';
+import { CABLE_ENDS, cableEndControls, cableEndFrom, cableEndOf, cableEndOptions, holderOf, refreshButton, terminationsOf, type CableEndForm } from './cable-form.ts';
 
 export { INVENTORY_PREFIXES } from './prefixes.ts';
 
@@ -316,7 +318,7 @@ async function objectPage(req: FastifyRequest, reply: FastifyReply, backend: UiB
   const cloneFields = m.fields.filter((f) => !f.unique && f.name !== 'name' && f.name !== 'slug' && f.kind !== 'm2m' && f.kind !== 'json' && f.kind !== 'text' && o[f.name] !== null && o[f.name] !== undefined && o[f.name] !== '');
   const clone = `${listUrl(m)}add/${queryString(Object.fromEntries(cloneFields.map((f) => [f.name, formValue(f, o[f.name]) as string])))}`;
   const body = html`${menu(m)}
-${viewer.canWrite ? html`<div class="actions"><a class="button" href="${listUrl(m)}${id}/edit/" data-testid="edit">Edit</a> <a class="button secondary" href="${clone}" data-testid="clone">Clone</a> <a class="button danger" href="${listUrl(m)}${id}/delete/" data-testid="delete">Delete</a></div>` : ''}
+${viewer.canWrite ? html`<div class="actions"><a class="button" href="${listUrl(m)}${id}/edit/" data-testid="edit">Edit</a> <a class="button secondary" href="${clone}" data-testid="clone">Clone</a>${connectLink(m, o)} <a class="button danger" href="${listUrl(m)}${id}/delete/" data-testid="delete">Delete</a></div>` : ''}
 ${tabs(m, id, 'object')}
 <div class="panels">
 <table class="kv" data-testid="attributes"><tbody>${attrs.map(([k, v]) => html`<tr><th>${fieldLabel(m, k)}</th><td data-field="${k}">${cell(v, k)}</td></tr>`)}</tbody></table>
@@ -327,6 +329,15 @@ ${counts.size || related.length ? html`<h2>Related objects</h2><table class="kv"
 <p class="muted">Created ${formatTime(o.created)} · Updated ${formatTime(o.last_updated)}</p>
 </div></div>`;
   return sendPage(req, reply, { title: String(o.display), section: 'inventory', body });
+}
+
+/** NetBox's "Connect" button of a cable termination without a cable: the cable form with this end filled in. */
+function connectLink(m: ModelDef, o: any): SafeHtml | string {
+  if (!(CABLE_TERMINATION_TYPES as readonly string[]).includes(m.objectType) || o.cable || o.mark_connected) return '';
+  const holder = holderOf(m.objectType);
+  const parent = o[holder.key === 'powerpanel' ? 'power_panel' : holder.key]?.id;
+  const q = new URLSearchParams({ a_terminations_type: m.objectType, a_terminations: String(o.id), ...(parent ? { [`termination_a_${holder.field}`]: String(parent) } : {}) });
+  return html` <a class="button secondary" href="/dcim/cables/add/?${q.toString()}" data-testid="connect">Connect</a>`;
 }
 
 /** Keys whose values differ between two snapshots: NetBox's change diff. */
@@ -376,16 +387,41 @@ async function tagOptions(req: FastifyRequest, backend: UiBackend): Promise<Arra
   return r.status === 200 ? (r.body.results as any[]).map((t) => ({ value: String(t.id), label: String(t.display) })) : [];
 }
 
+/** A cable form's ends from the form's values (`a_terminations_type`, `termination_a_<holder>`, `a_terminations`). */
+function cableEndsOf(values: Record<string, string | string[]>): [CableEndForm, CableEndForm] {
+  return [cableEndFrom(values, 'a'), cableEndFrom(values, 'b')];
+}
+
+/** The form values that hold a cable's ends. */
+function cableEndValues(ends: CableEndForm[]): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  CABLE_ENDS.forEach((end, i) => {
+    const e = ends[i]!;
+    out[`${end}_terminations_type`] = e.type;
+    out[`termination_${end}_${holderOf(e.type).field}`] = e.parent;
+    out[`${end}_terminations`] = e.ids;
+  });
+  return out;
+}
+
 async function renderForm(req: FastifyRequest, reply: FastifyReply, backend: UiBackend, m: ModelDef, id: number | null, values: Record<string, string | string[]>, errors: FieldErrors, status = 200) {
   const { session } = authed(req);
   const options = await loadOptions(req, backend, m);
   const tags = m.taggable ? await tagOptions(req, backend) : [];
   const action = id === null ? `${listUrl(m)}add/` : `${listUrl(m)}${id}/edit/`;
   const fields = editableFields(m);
+  // Cables: each end as NetBox's form (type, holder, terminations) instead of the API's JSON lists.
+  const ends = m.key === 'cable' ? cableEndsOf(values) : undefined;
+  const endControls = ends
+    ? await Promise.all(
+        CABLE_ENDS.map(async (end, i) => cableEndControls(end, ends[i]!, await cableEndOptions((url) => api(req, backend, 'GET', url), ends[i]!), errors, ends[1 - i])),
+      )
+    : undefined;
   const body = html`${menu(m)}
-${generalErrors(errors, [...fields.map((f) => f.name), 'tags'])}
+${generalErrors(errors, [...fields.map((f) => f.name), 'tags', ...(ends ? ['a_terminations_type', 'b_terminations_type'] : [])])}
 <form method="post" action="${action}" class="edit-form" novalidate data-testid="object-form">${csrfField(session.csrfToken)}
-${fields.map((f) => control(f, values[f.name] ?? (f.kind === 'm2m' ? [] : f.default !== undefined && f.default !== null && id === null ? formValue(f, f.default) : ''), errors, options))}
+${endControls ? html`<div class="cable-ends">${endControls[0]}${endControls[1]}<div>${refreshButton}</div></div>` : ''}
+${fields.map((f) => (endControls && (f.name === 'a_terminations' || f.name === 'b_terminations') ? '' : control(f, values[f.name] ?? (f.kind === 'm2m' ? [] : f.default !== undefined && f.default !== null && id === null ? formValue(f, f.default) : ''), errors, options)))}
 ${m.taggable ? control({ name: 'tags', column: '', kind: 'm2m', fk: 'tag', label: 'Tags' }, values.tags ?? [], errors, new Map([['tags', tags]])) : ''}
 <div class="actions"><button type="submit" data-testid="save">${id === null ? 'Create' : 'Save'}</button> <a class="button secondary" href="${id === null ? listUrl(m) : `${listUrl(m)}${id}/`}">Cancel</a></div>
 </form>`;
@@ -401,12 +437,15 @@ async function editPage(req: FastifyRequest, reply: FastifyReply, backend: UiBac
       const v = (req.query as Q)[f.name];
       if (v !== undefined) values[f.name] = f.kind === 'm2m' ? (Array.isArray(v) ? v : [v]) : Array.isArray(v) ? v[0] ?? '' : v;
     }
+    // NetBox's cable add links: `?a_terminations_type=dcim.interface&a_terminations=7&b_terminations_type=dcim.interface`.
+    if (m.key === 'cable') Object.assign(values, cableEndValues(cableEndsOf(req.query as Record<string, string | string[]>)));
     return renderForm(req, reply, backend, m, null, values, {});
   }
   const r = id > 0 ? await api(req, backend, 'GET', `${apiList(m)}${id}/`) : { status: 404, body: null };
   if (r.status !== 200) return sendError(req, reply, 404, 'Not found', `No ${m.verboseName} with ID ${id} exists.`);
   for (const f of editableFields(m)) values[f.name] = formValue(f, r.body[f.name]);
   if (m.taggable) values.tags = (r.body.tags ?? []).map((t: any) => String(t.id));
+  if (m.key === 'cable') Object.assign(values, cableEndValues([cableEndOf(r.body, 'a'), cableEndOf(r.body, 'b')]));
   return renderForm(req, reply, backend, m, id, values, {});
 }
 
@@ -418,6 +457,19 @@ async function saveObject(req: FastifyRequest, reply: FastifyReply, backend: UiB
   const typed: Record<string, string | string[]> = {};
   for (const f of editableFields(m)) typed[f.name] = f.kind === 'm2m' ? formList(form, f.name) : formString(form, f.name);
   typed.tags = formList(form, 'tags');
+  if (m.key === 'cable') {
+    // The ends come as NetBox's form sends them; the API takes them as lists of {object_type, object_id}.
+    const ends = cableEndsOf(form as Record<string, string | string[]>);
+    Object.assign(typed, cableEndValues(ends));
+    delete errors.a_terminations;
+    delete errors.b_terminations;
+    CABLE_ENDS.forEach((end, i) => {
+      const list = terminationsOf(ends[i]!, end, errors);
+      if (list) body[`${end}_terminations`] = list;
+    });
+    // "Update choices": show the holders' terminations for what was chosen, save nothing.
+    if (formString(form, '_refresh') === '1') return renderForm(req, reply, backend, m, id, typed, errors);
+  }
   if (Object.keys(errors).length) return renderForm(req, reply, backend, m, id, typed, errors, 400);
   if (id !== null && id < 0) return sendError(req, reply, 404, 'Not found', `No ${m.verboseName} with this ID exists.`);
   const r = await api(req, backend, id === null ? 'POST' : 'PATCH', id === null ? apiList(m) : `${apiList(m)}${id}/`, body);
