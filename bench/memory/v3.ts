@@ -14,7 +14,10 @@
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/test npx tsx bench/memory/v3.ts
  *
  * The service runs without its workers (the deriver's jobs wait in the queue)
- * so that background reasoning does not share the CPU with the measurements.
+ * so that background reasoning does not share the CPU with the measurements;
+ * search runs on a second service with workers (a workspace with reasoning
+ * and summaries off: only the batches' ingest jobs, which write the
+ * embeddings, run), after its queue is empty.
  */
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
@@ -66,10 +69,10 @@ async function throughput(make: (i: number) => Promise<unknown>): Promise<number
 
 const batch = (tag: string) => Array.from({ length: 100 }, (_, i) => ({ peer_id: i % 2 ? 'alice' : 'bob', content: `bench message ${tag} ${i} about the weather and the news`, metadata: { n: i } }));
 
-async function service(dir: string) {
+async function service(dir: string, runWorkers = false, tag = '') {
   const { buildApp } = await import('../../services/memory/src/app.ts');
-  const schema = `bench_v3_${process.pid}`;
-  const app = await buildApp({ port: 0, host: '127.0.0.1', dataDir: dir, databaseUrl: DATABASE_URL, pgSchema: schema, logLevel: 'warn', runWorkers: false, flags: {} } as any);
+  const schema = `bench_v3${tag}_${process.pid}`;
+  const app = await buildApp({ port: 0, host: '127.0.0.1', dataDir: dir, databaseUrl: DATABASE_URL, pgSchema: schema, logLevel: 'warn', runWorkers, flags: {} } as any);
   const address = await app.listen({ port: 0, host: '127.0.0.1' });
   return { app, address, schema };
 }
@@ -194,27 +197,44 @@ async function main() {
     console.log(`context over ${ctxN} messages, tokens=${tokens}: p50 ${median(times).toFixed(1)} ms, p99 ${pct(times, 99).toFixed(1)} ms`);
   }
 
-  // Search over 100,000 messages (in sessions of 1,000).
-  const searchN = Number(args['search-messages']);
-  if (searchN > 0) await searchRounds(W, searchN);
-
   await base.close();
   await svc.app.close();
-  if (DATABASE_URL) {
-    const pg = (await import('pg')).default;
-    const c = new pg.Client({ connectionString: DATABASE_URL });
-    await c.connect();
-    await c.query(`drop schema if exists ${svc.schema} cascade; drop schema if exists ${svc.schema}_worker cascade`);
-    await c.end();
+  await dropSchema(svc.schema);
+
+  // Search over 100,000 messages (in sessions of 1,000): a service of its own with workers, whose
+  // workspace has reasoning and summaries off, so that the only jobs are the batches' ingest jobs
+  // (embeddings), which the search waits for.
+  const searchN = Number(args['search-messages']);
+  if (searchN > 0) {
+    const dir2 = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-v3-search-'));
+    const svc2 = await service(dir2, true, 's');
+    const W2 = `${svc2.address}/v3/workspaces/search`;
+    await call(`${svc2.address}/v3/workspaces`, { id: 'search', configuration: { reasoning: { enabled: false }, summary: { enabled: false } } });
+    await searchRounds(svc2.address, W2, searchN);
+    await svc2.app.close();
+    await dropSchema(svc2.schema);
+    fs.rmSync(dir2, { recursive: true, force: true });
   }
   fs.rmSync(dir, { recursive: true, force: true });
 }
 
+async function dropSchema(schema: string) {
+  if (!DATABASE_URL) return;
+  const pg = (await import('pg')).default;
+  const c = new pg.Client({ connectionString: DATABASE_URL });
+  await c.connect();
+  await c.query(`drop schema if exists ${schema} cascade; drop schema if exists ${schema}_worker cascade`);
+  await c.end();
+}
+
 /** Loads searchN messages (sessions of 1,000), then the first search (index build) and unfiltered and filtered searches. */
-async function searchRounds(W: string, searchN: number) {
+async function searchRounds(address: string, W: string, searchN: number) {
   const t0 = performance.now();
   for (let i = 0; i < searchN / 100; i++) await call(`${W}/sessions/s${Math.floor(i / 10)}/messages`, { messages: batch(`s${i}`) });
-  console.log(`loaded ${searchN} messages for search in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
+  const loaded = performance.now();
+  // Embeddings are written by the batches' ingest jobs.
+  while ((await call(`${address}/health`, undefined, 'GET')).queue_depth > 0) await new Promise((r) => setTimeout(r, 200));
+  console.log(`loaded ${searchN} messages for search in ${((loaded - t0) / 1000).toFixed(0)} s, embedded ${((performance.now() - loaded) / 1000).toFixed(0)} s later`);
   const words = ['weather', 'news', 'message', 'about', 'bench', 'alice'];
   // The first search builds the workspace's in-memory index.
   let t1 = performance.now();

@@ -7,13 +7,15 @@ import { LocalEmbeddingProvider } from '../../src/search/embedding.ts';
 import { rank } from '../../src/domain/v3/recall.ts';
 import { readJson } from '../../src/domain/values.ts';
 import { uniq, useServer } from '../helpers.ts';
+import { embedQueued, NO_REASONING } from './embed.ts';
 
 /**
  * v3 message search with `filters`: the filter's matches among all the
  * workspace's messages are ranked (no newest-N cut), exactly as the plain
  * ranking (`rank`, every candidate's stored float vector) over the rows this
  * test selects itself; the first search's index build leaves the event loop
- * free.
+ * free. Embeddings are written after the messages (each batch's ingest job):
+ * the index picks them up for messages it already holds.
  */
 const wsName = (p: string) => uniq(p).replace(/[^a-zA-Z0-9_-]/g, '_');
 const WORDS = ['apple', 'river', 'mountain', 'guitar', 'winter', 'coffee', 'bicycle', 'library', 'ocean', 'garden', 'rocket', 'piano'];
@@ -43,6 +45,7 @@ forEachStorage('memory v3 filtered search', (storage) => {
   it('ranks exactly the matching messages at every level (1%, 50%, AND, OR, ranges)', { timeout: 120_000 }, async () => {
     const w = wsName('sf');
     const W = `/v3/workspaces/${w}`;
+    assert.equal((await s.http.post('/v3/workspaces', { id: w, configuration: NO_REASONING })).status, 201);
     for (let b = 0; b < 12; b++) {
       const messages = Array.from({ length: 100 }, (_, i) => {
         const k = b * 100 + i;
@@ -54,8 +57,13 @@ forEachStorage('memory v3 filtered search', (storage) => {
       });
       assert.equal((await s.http.post(`${W}/sessions/s${b % 3}/messages`, { messages })).status, 201);
     }
+    // The index is built before the embeddings exist (messages found by their text), then they are written.
+    assert.equal((await s.http.post(`${W}/search`, { query: 'apple', limit: 1 })).status, 200);
+    assert.equal((await allRows(w)).filter((r: any) => r.vector).length, 0);
+    await embedQueued(s.server.cfg);
     const rows = await allRows(w);
     assert.equal(rows.length, 1200);
+    assert.equal(rows.filter((r: any) => r.vector).length, 1200);
     const filters: Array<[string, unknown, (r: any) => boolean]> = [
       ['1%', { metadata: { tag: 'rare' } }, (r) => r.meta.tag === 'rare'],
       ['50%', { metadata: { group: 'odd' } }, (r) => r.meta.group === 'odd'],
@@ -90,11 +98,13 @@ forEachStorage('memory v3 filtered search', (storage) => {
   it('finds matches older than the newest 20,000; the index build does not hold the event loop', { timeout: 240_000 }, async (t) => {
     const w = wsName('old');
     const W = `/v3/workspaces/${w}`;
+    assert.equal((await s.http.post('/v3/workspaces', { id: w, configuration: NO_REASONING })).status, 201);
     assert.equal((await s.http.post(`${W}/sessions/first/messages`, { messages: [{ peer_id: 'alice', content: 'the ancient zephyr manuscript', metadata: { kind: 'note' } }] })).status, 201);
     for (let b = 0; b < 201; b++) {
       const messages = Array.from({ length: 100 }, (_, i) => ({ peer_id: 'bob', content: `${WORDS[(b + i) % 12]} ${WORDS[(b * 3 + i) % 12]} entry ${b}-${i}`, metadata: { kind: 'note' } }));
       assert.equal((await s.http.post(`${W}/sessions/s${b % 10}/messages`, { messages })).status, 201);
     }
+    await embedQueued(s.server.cfg, 120_000);
     // The first search builds the workspace's index over 20,101 messages.
     const h = monitorEventLoopDelay({ resolution: 5 });
     h.enable();

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { client, forEachStorage } from '@svc/testkit';
 import { buildApp } from '../../src/app.ts';
 import { uniq, useServer } from '../helpers.ts';
+import { embedQueued, NO_REASONING } from './embed.ts';
 
 /**
  * v3 message search through the in-memory index (no filters) against the
@@ -72,7 +73,9 @@ forEachStorage('memory v3 search index', (storage) => {
   });
 
   it('past the exact re-rank (1,100 messages: int8 pre-rank in the SIMD kernel, index storage grown) answers as the plain ranking', async () => {
-    const W = `/v3/workspaces/${wsName('big')}`;
+    const w = wsName('big');
+    const W = `/v3/workspaces/${w}`;
+    assert.equal((await s.http.post('/v3/workspaces', { id: w, configuration: NO_REASONING })).status, 201);
     const words = ['apple', 'river', 'mountain', 'guitar', 'winter', 'coffee', 'bicycle', 'library', 'ocean', 'garden', 'rocket', 'piano'];
     for (let b = 0; b < 11; b++) {
       const messages = Array.from({ length: 100 }, (_, i) => {
@@ -82,6 +85,9 @@ forEachStorage('memory v3 search index', (storage) => {
       assert.equal((await s.http.post(`${W}/sessions/s${b % 3}/messages`, { messages })).status, 201);
     }
     const ids = (r: any) => (r.body as any[]).map((m) => m.id);
+    // Built before the embeddings are written (the batches' ingest jobs), caught up after.
+    assert.equal((await s.http.post(`${W}/search`, { query: 'apple', limit: 1 })).status, 200);
+    await embedQueued(s.server.cfg);
     for (const query of ['apple river', 'guitar winter coffee', 'item42', 'ocean rocket piano', 'library']) {
       for (const limit of [3, 10]) {
         const indexed = await s.http.post(`${W}/search`, { query, limit });

@@ -6,6 +6,8 @@ export interface RowSet {
   table: string;
   columns: readonly string[];
   rows: unknown[][];
+  /** Rows whose primary key exists already are skipped (SQLite `or ignore`, PostgreSQL `on conflict do nothing`). */
+  ignoreExisting?: boolean;
 }
 
 const quote = (name: string) => `"${name.replace(/"/g, '""')}"`;
@@ -37,11 +39,11 @@ export async function insertRows(trx: Kysely<any>, storage: Storage, sets: RowSe
     for (const s of live) {
       for (let i = 0; i < s.rows.length; i += SQLITE_ROWS) {
         const rows = s.rows.slice(i, i + SQLITE_ROWS);
-        const key = `${s.table}(${s.columns.join(',')})x${rows.length}`;
+        const key = `${s.table}(${s.columns.join(',')})x${rows.length}${s.ignoreExisting ? '!' : ''}`;
         let stmt = cache.get(key);
         if (!stmt) {
           const tuple = `(${s.columns.map(() => '?').join(', ')})`;
-          stmt = raw.prepare(`insert into ${quote(s.table)} (${s.columns.map(quote).join(', ')}) values ${rows.map(() => tuple).join(', ')}`) as Stmt;
+          stmt = raw.prepare(`insert${s.ignoreExisting ? ' or ignore' : ''} into ${quote(s.table)} (${s.columns.map(quote).join(', ')}) values ${rows.map(() => tuple).join(', ')}`) as Stmt;
           if (cache.size > 256) cache.clear();
           cache.set(key, stmt);
         }
@@ -50,13 +52,13 @@ export async function insertRows(trx: Kysely<any>, storage: Storage, sets: RowSe
     }
     return;
   }
-  const key = live.map((s) => `${s.table}(${s.columns.join(',')})x${s.rows.length}`).join(';');
+  const key = live.map((s) => `${s.table}(${s.columns.join(',')})x${s.rows.length}${s.ignoreExisting ? '!' : ''}`).join(';');
   let text = pgTexts.get(key);
   if (!text) {
     let n = 0;
     const inserts = live.map((s) => {
       const tuples = s.rows.map(() => `(${s.columns.map(() => `$${++n}`).join(',')})`);
-      return `insert into ${quote(s.table)} (${s.columns.map(quote).join(', ')}) values ${tuples.join(',')}`;
+      return `insert into ${quote(s.table)} (${s.columns.map(quote).join(', ')}) values ${tuples.join(',')}${s.ignoreExisting ? ' on conflict do nothing' : ''}`;
     });
     const last = inserts.pop()!;
     text = inserts.length ? `with ${inserts.map((q, i) => `i${i} as (${q})`).join(', ')} ${last}` : last;

@@ -209,7 +209,7 @@ export async function getSessionContext(ctx: Ctx, workspace: string, session: st
 export async function queueStatus(ctx: Ctx, workspace: string, f: { observer_id?: string | null; sender_id?: string | null; session_id?: string | null }) {
   let q = ctx.storage.db
     .selectFrom('v3_work')
-    .select(['session', 'status', (eb) => eb.fn.countAll<number>().as('n')])
+    .select(['session', 'status', (eb) => eb.fn.sum<number>('units').as('n')])
     .where('workspace', '=', workspace)
     .groupBy(['session', 'status']) as any;
   if (f.observer_id) q = q.where('observer', '=', f.observer_id);
@@ -220,7 +220,8 @@ export async function queueStatus(ctx: Ctx, workspace: string, f: { observer_id?
   const all = zero();
   const per = new Map<string, ReturnType<typeof zero>>();
   for (const r of rows) {
-    const k = r.status as keyof ReturnType<typeof zero>;
+    // A message batch's units wait as one `queued` row per kind until its ingest job writes them one by one.
+    const k = (r.status === 'queued' ? 'pending' : r.status) as keyof ReturnType<typeof zero>;
     if (!(k in all)) continue;
     all[k] += Number(r.n);
     if (r.session) {

@@ -59,6 +59,8 @@ interface WsIndex {
   rowOf: Map<string, number>;
   names: Map<string, number>;
   hw: number;
+  /** The highest `v3_vectors.seq` seen: embeddings written after their messages (the ingest job). */
+  vhw: number;
   builtAt: number;
   refreshing?: Promise<void>;
 }
@@ -79,6 +81,7 @@ function empty(): WsIndex {
     rowOf: new Map(),
     names: new Map(),
     hw: -1,
+    vhw: -1,
     builtAt: Date.now(),
   };
 }
@@ -113,31 +116,33 @@ function add(ix: WsIndex, r: any): void {
   ix.peer.push(intern(ix, r.peer));
   ix.alive[row] = 1;
   ix.rowOf.set(r.id, row);
-  if (r.vector) {
-    const v = bufferToVector(r.vector as Uint8Array);
-    if (!ix.dims) {
-      ix.dims = v.length;
-      const store = vectorStore(ix.alive.length, ix.dims);
-      ix.q8 = store.q8;
-      ix.kernel = store.kernel;
-    }
-    if (v.length === ix.dims) {
-      let max = 0;
-      for (let i = 0; i < v.length; i++) max = Math.max(max, Math.abs(v[i]!));
-      if (max > 0) {
-        const scale = 127 / max;
-        const base = row * ix.dims;
-        for (let i = 0; i < v.length; i++) ix.q8[base + i] = Math.round(v[i]! * scale);
-        ix.invScale[row] = 1 / scale;
-      }
-    }
-  }
+  if (r.vector) setVector(ix, row, r.vector as Uint8Array);
   const body: string = typeof r.body === 'string' ? r.body : indexBody(String(r.content ?? ''));
   for (const stem of new Set<string>(body.split(' '))) {
     if (!stem) continue;
     let p = ix.postings.get(stem);
     if (!p) ix.postings.set(stem, (p = []));
     p.push(row);
+  }
+}
+
+/** The int8 copy of a row's embedding (a row without one has scale 0). */
+function setVector(ix: WsIndex, row: number, buf: Uint8Array): void {
+  const v = bufferToVector(buf);
+  if (!ix.dims) {
+    ix.dims = v.length;
+    const store = vectorStore(ix.alive.length, ix.dims);
+    ix.q8 = store.q8;
+    ix.kernel = store.kernel;
+  }
+  if (v.length !== ix.dims) return;
+  let max = 0;
+  for (let i = 0; i < v.length; i++) max = Math.max(max, Math.abs(v[i]!));
+  if (max > 0) {
+    const scale = 127 / max;
+    const base = row * ix.dims;
+    for (let i = 0; i < v.length; i++) ix.q8[base + i] = Math.round(v[i]! * scale);
+    ix.invScale[row] = 1 / scale;
   }
 }
 
@@ -169,7 +174,48 @@ async function addAll(ix: WsIndex, rows: any[]): Promise<void> {
 }
 
 async function refresh(ctx: Ctx, workspace: string, ix: WsIndex): Promise<void> {
+  await refreshMessages(ctx, workspace, ix);
+  await refreshVectors(ctx, workspace, ix);
+}
+
+/**
+ * Embeddings of messages the index holds without one: vectors are written by
+ * the batch's ingest job after the messages (a message is found by its text
+ * until then, as the reference leaves pending embeddings out of semantic
+ * search). Read by `v3_vectors.seq` with the same trailing window as messages.
+ */
+async function refreshVectors(ctx: Ctx, workspace: string, ix: WsIndex): Promise<void> {
+  const window = ctx.storage.dialect.kind === 'postgres' ? REREAD_US.postgres : REREAD_US.sqlite;
+  const recent: any[] = await ctx.storage.db
+    .selectFrom('v3_vectors')
+    .select(['id', 'seq'])
+    .where('workspace', '=', workspace)
+    .where('seq', '>', ix.vhw - window)
+    .execute();
+  const missing: string[] = [];
+  for (const r of recent) {
+    const row = ix.rowOf.get(r.id);
+    if (row !== undefined && ix.invScale[row] === 0 && ix.alive[row] === 1) missing.push(r.id);
+    ix.vhw = Math.max(ix.vhw, Number(r.seq));
+  }
+  for (let i = 0; i < missing.length; i += 500) {
+    const rows: any[] = await ctx.storage.db.selectFrom('v3_vectors').select(['id', 'vector']).where('id', 'in', missing.slice(i, i + 500)).execute();
+    let t = performance.now();
+    for (let k = 0; k < rows.length; k++) {
+      setVector(ix, ix.rowOf.get(rows[k].id)!, rows[k].vector);
+      if ((k & 63) === 63 && performance.now() - t > STEP_MS) {
+        await yieldToLoop();
+        t = performance.now();
+      }
+    }
+  }
+}
+
+async function refreshMessages(ctx: Ctx, workspace: string, ix: WsIndex): Promise<void> {
   if (ix.hw < 0) {
+    // Vectors written from here on are read again after the build.
+    const v: any = await ctx.storage.db.selectFrom('v3_vectors').select((eb) => eb.fn.max('seq').as('m')).where('workspace', '=', workspace).executeTakeFirst();
+    ix.vhw = v?.m == null ? -1 : Number(v.m);
     // First build: every message, in seq order, a chunk at a time.
     const chunk = ctx.storage.dialect.kind === 'sqlite' ? SQLITE_CHUNK : CHUNK;
     let after = -1;

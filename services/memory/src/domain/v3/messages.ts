@@ -3,11 +3,8 @@ import type { Ctx } from '../context.ts';
 import { nextSeq, type Meta } from '../values.ts';
 import { compileFilter, MESSAGE_FILTER } from './filter.ts';
 import { pageQuery, pagingOf, type V3Paging } from './paging.ts';
-import { vectorToBuffer } from '../../search/embedding.ts';
-import { indexBody } from '../../search/text.ts';
 import { insertRows } from './bulk.ts';
-import { embedTexts } from './recall.ts';
-import { planMessageWork, workRowsAndJobs, type EnqueueState } from './reasoning.ts';
+import { INGEST_TASK, planMessageWork, queuedWork, type EnqueueState } from './reasoning.ts';
 import { ensureSession } from './sessions.ts';
 import { estimateTokens, meta, nanoid, notFound, parseClientTime, ts } from './util.ts';
 import { messageToJson } from './wire.ts';
@@ -29,16 +26,17 @@ export interface MessageInput {
  *
  * Statements (both storages): the session row (locked) with the workspace's
  * configuration; the active members with their configurations and the last
- * `seq_in_session`; the messages, their vectors and their work units (one
- * statement on PostgreSQL, prepared inserts on SQLite); the jobs (one
- * statement). A missing or inactive session, or a sender that is not an
- * active member, goes through `ensureSession` first (get-or-create, join).
+ * `seq_in_session`; the messages and one `queued` work row per kind of unit
+ * (one statement on PostgreSQL, prepared inserts on SQLite); the batch's
+ * ingest job, which later embeds the messages and writes each work unit and
+ * its job (reasoning.ts, INGEST_TASK). A missing or inactive session, or a
+ * sender that is not an active member, goes through `ensureSession` first
+ * (get-or-create, join).
  */
 export async function createMessages(ctx: Ctx, workspace: string, session: string, messages: MessageInput[]) {
   const { db, dialect: d } = ctx.storage;
   // Client timestamps are checked before anything is written.
   const times = messages.map((m, i) => (m.created_at == null ? undefined : parseClientTime(m.created_at, `messages.${i}.created_at`)));
-  const vectors = await embedTexts(ctx, messages.map((m) => m.content));
   const senders = [...new Set(messages.map((m) => m.peer_id))];
   const out = await db.transaction().execute(async (trx) => {
     let state = await readBatchState(trx, ctx, workspace, session);
@@ -60,14 +58,9 @@ export async function createMessages(ctx: Ctx, workspace: string, session: strin
       const m = messages[i]!;
       return [r.id, workspace, session, r.peer, m.content, d.json(m.metadata ?? {}), estimateTokens(m.content), r.created_at, nextSeq(), r.seq_in_session];
     });
-    const vectorRows: unknown[][] = [];
-    for (let i = 0; i < rows.length; i++) {
-      const content = messages[i]!.content;
-      if (vectors[i] && content.trim()) vectorRows.push([rows[i]!.id, workspace, vectorToBuffer(vectors[i]!), indexBody(content)]);
-    }
-    const work = workRowsAndJobs(ctx, planMessageWork(state, workspace, session, rows, messages.map((m) => m.configuration)));
-    await insertRows(trx, ctx.storage, [{ table: 'v3_messages', columns: MESSAGE_COLUMNS, rows: messageRows }, { table: 'v3_vectors', columns: VECTOR_COLUMNS, rows: vectorRows }, work.rows]);
-    await ctx.queue.addMany(work.jobs, trx);
+    const work = queuedWork(ctx, workspace, session, rows.map((r) => r.id), planMessageWork(state, workspace, session, rows, messages.map((m) => m.configuration)));
+    await insertRows(trx, ctx.storage, [{ table: 'v3_messages', columns: MESSAGE_COLUMNS, rows: messageRows }, work.rows]);
+    await ctx.queue.add(INGEST_TASK, work.payload, { maxAttempts: 25, queueName: `v3-ingest:${workspace}` }, trx);
     return messageRows;
   });
   ctx.queue.wake();
@@ -85,7 +78,6 @@ export async function createMessages(ctx: Ctx, workspace: string, session: strin
 }
 
 const MESSAGE_COLUMNS = ['id', 'workspace', 'session', 'peer', 'content', 'metadata', 'token_count', 'created_at', 'seq', 'seq_in_session'] as const;
-const VECTOR_COLUMNS = ['id', 'workspace', 'vector', 'body'] as const;
 
 /**
  * The session row (locked until the transaction ends, on PostgreSQL) and, read after the lock, its active

@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import type { NewJob, TaskHandler } from '@svc/queue';
 import type { Ctx } from '../context.ts';
 import type { MemoryConfig } from '../../config.ts';
@@ -6,7 +6,8 @@ import { createLlm, llmSettings, type LlmClient } from '../../chat/llm.ts';
 import { deriveFactsPrompt, parseNumberedList } from '../../chat/prompts.ts';
 import { extractFacts } from '../../deriver/extract.ts';
 import { DUPLICATE_COSINE } from '../../deriver/facts.ts';
-import { bufferToVector, dot } from '../../search/embedding.ts';
+import { bufferToVector, dot, vectorToBuffer } from '../../search/embedding.ts';
+import { indexBody } from '../../search/text.ts';
 import { nextSeq } from '../values.ts';
 import { insertRows, type RowSet } from './bulk.ts';
 import { embedTexts, storeVectors } from './recall.ts';
@@ -53,6 +54,17 @@ export interface WorkItem {
   unit: Unit;
   payload: Record<string, unknown>;
   queueName?: string;
+  /** The index, in its batch, of the message this unit is about (message work only). */
+  at?: number;
+}
+
+/** A representation unit: `observer` reasons about `sender`'s message (one named queue per pair, so conclusions arrive in message order). */
+function deriveItem(workspace: string, session: string, messageId: string, observer: string, sender: string, at?: number): WorkItem {
+  return { task: DERIVE_TASK, unit: { workspace, session, observer, sender }, payload: { workspace, session, message_id: messageId, observer, observed: sender }, queueName: `v3:${workspace}:${observer}:${sender}`, at };
+}
+
+function summaryItem(workspace: string, session: string, type: string, upto: number, messageId: string, at?: number): WorkItem {
+  return { task: SUMMARY_TASK, unit: { workspace, session }, payload: { workspace, session, summary_type: type, upto, message_id: messageId }, queueName: `v3-summary:${workspace}:${session}`, at };
 }
 
 /** The `v3_work` rows of work items (ids given here) and their jobs, each carrying its row's id. */
@@ -68,6 +80,87 @@ export function workRowsAndJobs(ctx: Ctx, items: WorkItem[]): { rows: RowSet; jo
   return { rows: { table: 'v3_work', columns: WORK_COLUMNS, rows }, jobs };
 }
 const WORK_COLUMNS = ['id', 'workspace', 'session', 'observer', 'sender', 'task', 'status', 'created_at'] as const;
+const QUEUED_COLUMNS = [...WORK_COLUMNS, 'units'] as const;
+
+/**
+ * A message batch's ingest job: the messages' embeddings (and their stems)
+ * into `v3_vectors`, then its work units, each a `v3_work` row and a job.
+ * The request writes only the messages, one `queued` row per kind of unit
+ * (task, observer, sender; `units` counts them, so `queue/status` is exact
+ * from the start) and this job, in the messages' transaction. The jobs of
+ * a workspace run one at a time, in commit order, so the units of each
+ * (observer, observed) queue keep the messages' order across batches.
+ */
+export const INGEST_TASK = 'memory_v3_ingest';
+
+export interface IngestPayload {
+  workspace: string;
+  session: string;
+  /** The batch's message ids, in order. */
+  ids: string[];
+  /** Queued rows: [id, task, observer, sender]. */
+  groups: Array<[string, string, string | null, string | null]>;
+  /** Units in planned order: [group, message index] (summaries add [type, upto]). */
+  work: Array<[number, number] | [number, number, string, number]>;
+}
+
+/** The queued rows of a batch's work items and the ingest job's payload. */
+export function queuedWork(ctx: Ctx, workspace: string, session: string, ids: string[], items: WorkItem[]): { rows: RowSet; payload: IngestPayload } {
+  const now = ctx.storage.dialect.timestamp(new Date());
+  const byKey = new Map<string, number>();
+  const rows: unknown[][] = [];
+  const groups: IngestPayload['groups'] = [];
+  const work: IngestPayload['work'] = [];
+  for (const it of items) {
+    const key = `${it.task}\u0000${it.unit.observer ?? ''}\u0000${it.unit.sender ?? ''}`;
+    let g = byKey.get(key);
+    if (g === undefined) {
+      byKey.set(key, (g = groups.length));
+      const id = nanoid();
+      groups.push([id, it.task, it.unit.observer ?? null, it.unit.sender ?? null]);
+      rows.push([id, workspace, session, it.unit.observer ?? null, it.unit.sender ?? null, it.task, 'queued', now, 0]);
+    }
+    (rows[g]![8] as number)++;
+    work.push(it.task === SUMMARY_TASK ? [g, it.at!, it.payload.summary_type as string, it.payload.upto as number] : [g, it.at!]);
+  }
+  return { rows: { table: 'v3_work', columns: QUEUED_COLUMNS, rows }, payload: { workspace, session, ids, groups, work } };
+}
+
+const VECTOR_COLUMNS = ['id', 'workspace', 'vector', 'body', 'seq'] as const;
+
+async function ingest(p: IngestPayload, c: Ctx): Promise<void> {
+  const { db } = c.storage;
+  const pg = c.storage.dialect.kind === 'postgres';
+  const { workspace, session, ids } = p;
+  // Embeddings first, outside the transaction (a provider may be slow); a message deleted since is skipped.
+  const messages = ids.length ? await db.selectFrom('v3_messages').select(['id', 'content']).where('workspace', '=', workspace).where('id', 'in', ids).execute() : [];
+  const stored = new Set(messages.length ? (await db.selectFrom('v3_vectors').select('id').where('id', 'in', messages.map((m: any) => m.id)).execute()).map((r: any) => r.id) : []);
+  const todo = messages.filter((m: any) => !stored.has(m.id) && String(m.content).trim());
+  const vectors = await embedTexts(c, todo.map((m: any) => m.content));
+  const vectorRows: unknown[][] = [];
+  todo.forEach((m: any, i) => {
+    if (vectors[i]) vectorRows.push([m.id, workspace, vectorToBuffer(vectors[i]!), indexBody(m.content), nextSeq()]);
+  });
+  await db.transaction().execute(async (trx) => {
+    // The session row is shared-locked: its deactivation (which precedes its deletion) waits for this commit,
+    // so a deleted session's messages get no vectors after the deletion removed theirs.
+    const s = await sql<{ is_active: unknown }>`select is_active from v3_sessions where workspace = ${workspace} and name = ${session}${pg ? sql` for share` : sql``}`.execute(trx);
+    const active = s.rows[0] && (s.rows[0].is_active === true || s.rows[0].is_active === 1);
+    if (!active) return;
+    // The queued rows taken now: a job run again after its commit (the process died before completing it) finds none.
+    const taken = p.groups.length ? new Set((await trx.deleteFrom('v3_work').where('id', 'in', p.groups.map((g) => g[0])).where('status', '=', 'queued').returning('id').execute()).map((r: any) => r.id)) : new Set<string>();
+    const items: WorkItem[] = [];
+    for (const [g, at, type, upto] of p.work) {
+      const [id, task, observer, sender] = p.groups[g]!;
+      if (!taken.has(id) || ids[at] === undefined) continue;
+      items.push(task === SUMMARY_TASK ? summaryItem(workspace, session, type!, upto!, ids[at]!) : deriveItem(workspace, session, ids[at]!, observer!, sender!));
+    }
+    const { rows, jobs } = workRowsAndJobs(c, items);
+    await insertRows(trx, c.storage, [{ table: 'v3_vectors', columns: VECTOR_COLUMNS, rows: vectorRows, ignoreExisting: true }, rows]);
+    if (jobs.length) await c.queue.addMany(jobs, trx);
+  });
+  c.queue.wake();
+}
 
 /** Work units and their jobs, written in the caller's transaction: the rows in one statement, the jobs in one more. */
 async function addWorks(trx: Kysely<any>, ctx: Ctx, items: WorkItem[]) {
@@ -113,21 +206,17 @@ export function planMessageWork(
     const observeMe = own.observe_me ?? peerConfs.get(m.peer)?.observe_me;
     if (observeMe !== false) observers.push(m.peer);
     for (const [peer, c] of conf) if (peer !== m.peer && c.observe_others === true && observeMe !== false) observers.push(peer);
-    for (const observer of observers) {
-      // One named queue per (observer, observed): conclusions arrive in message order, so deduplication sees earlier ones.
-      work.push({ task: DERIVE_TASK, unit: { workspace, session, observer, sender: m.peer }, payload: { workspace, session, message_id: m.id, observer, observed: m.peer }, queueName: `v3:${workspace}:${observer}:${m.peer}` });
-    }
+    // One named queue per (observer, observed): conclusions arrive in message order, so deduplication sees earlier ones.
+    for (const observer of observers) work.push(deriveItem(workspace, session, m.id, observer, m.peer, i));
   }
   if (!enabled(sConf.summary, wsConf.summary)) return work;
   const short = Number(sConf.summary?.messages_per_short_summary ?? wsConf.summary?.messages_per_short_summary ?? MESSAGES_PER_SHORT_SUMMARY);
   const long = Number(sConf.summary?.messages_per_long_summary ?? wsConf.summary?.messages_per_long_summary ?? MESSAGES_PER_LONG_SUMMARY);
-  for (const m of rows) {
+  rows.forEach((m, i) => {
     for (const [type, every] of [['short', short], ['long', long]] as const) {
-      if (every > 0 && m.seq_in_session % every === 0) {
-        work.push({ task: SUMMARY_TASK, unit: { workspace, session }, payload: { workspace, session, summary_type: type, upto: m.seq_in_session, message_id: m.id }, queueName: `v3-summary:${workspace}:${session}` });
-      }
+      if (every > 0 && m.seq_in_session % every === 0) work.push(summaryItem(workspace, session, type, m.seq_in_session, m.id, i));
     }
-  }
+  });
   return work;
 }
 
@@ -354,6 +443,7 @@ export function v3ReasoningTasks(ctx: () => Ctx, config: MemoryConfig): Record<s
     [DERIVE_TASK]: tracked(ctx, hooks, (p, c) => derive(p, c, llm())),
     [SUMMARY_TASK]: tracked(ctx, hooks, (p, c) => summarize(p, c, llm())),
     [DREAM_TASK]: tracked(ctx, hooks, (p, c) => dream(p, c)),
+    [INGEST_TASK]: (p) => ingest(p, ctx()),
     ...webhookTasks(),
   };
 }
