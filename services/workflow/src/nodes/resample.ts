@@ -213,14 +213,87 @@ export async function resizeFrame(
   if (f.width === ow && f.height === oh) return f;
   if (method === 'nearest-exact') return nearestFrame(f, ow, oh, checkInterrupt);
   if (method === 'lanczos') return new Frame(ow, oh, f.channels, pilLanczos(f, ow, oh, checkInterrupt));
-  if (method === 'bilinear' && f.channels === 3) return new Frame(ow, oh, 3, await vipsBilinear(f, ow, oh));
   const src = bytes(f.data);
+  if (method === 'bilinear') {
+    const simd = simdKernels();
+    if (simd) return new Frame(ow, oh, f.channels, resampleFloatSimd(simd, src, f.width, f.height, f.channels, ow, oh, makeTaps(f.width, ow, method), makeTaps(f.height, oh, method), checkInterrupt));
+    if (f.channels === 3) return new Frame(ow, oh, 3, await vipsBilinear(f, ow, oh));
+  }
   if (method === 'area') {
     const ax = areaWindows(f.width, ow);
     const ay = areaWindows(f.height, oh);
     if (ax && ay) return new Frame(ow, oh, f.channels, areaBytes(src, f.width, f.height, f.channels, ow, oh, ax, ay, checkInterrupt));
   }
   return new Frame(ow, oh, f.channels, resampleBytes(src, f.width, f.height, f.channels, ow, oh, makeTaps(f.width, ow, method), makeTaps(f.height, oh, method), checkInterrupt));
+}
+
+/**
+ * resampleBytes' separable passes in WebAssembly SIMD float32 (simd-kernels.ts
+ * toF32 → resH → convV): each needed source row as floats through the
+ * horizontal taps into a ring of float rows, then each output row as the
+ * weighted sum of its rows plus 0.5, truncated and clipped to bytes. The
+ * arithmetic is torch's (float32 products and sums, horizontal first, as
+ * its separable upsampling); resampleBytes sums in double and rounds once,
+ * so the two differ only where a value falls within a float32 rounding of a
+ * half level. Source rows are copied in one at a time and output rows out.
+ */
+function resampleFloatSimd(k: SimdKernels, src: Uint8Array, w: number, h: number, c: number, ow: number, oh: number, tx: Taps, ty: Taps, checkInterrupt: () => void): Buffer {
+  const kx = tx.k;
+  const ky = ty.k;
+  const rowIn = w * c;
+  const rowLen = ow * c;
+  const lo = new Int32Array(oh);
+  const hi = new Int32Array(oh);
+  let ringRows = 1;
+  for (let y = 0; y < oh; y++) {
+    let a = h;
+    let b = -1;
+    for (let t = 0; t < ky; t++) {
+      if (ty.w[y * ky + t] === 0) continue;
+      const r = ty.idx[y * ky + t]!;
+      if (r < a) a = r;
+      if (r > b) b = r;
+    }
+    if (b < 0) a = b = 0;
+    lo[y] = a;
+    hi[y] = b;
+    if (b - a + 1 > ringRows) ringRows = b - a + 1;
+  }
+  const align = (n: number) => (n + 15) & ~15;
+  const xoAt = 0;
+  const xwAt = xoAt + align(ow * kx * 4);
+  const kernAt = xwAt + align(ow * kx * 4);
+  const offsAt = kernAt + ky * 16;
+  const rowAt = offsAt + align(ky * 4);
+  const rowF32At = rowAt + align(rowIn + 16);
+  const ringStride = align(rowLen * 4 + 64);
+  const ringAt = rowF32At + align(rowIn * 4 + 64);
+  const outAt = ringAt + ringRows * ringStride;
+  k.reserve(outAt + align(rowLen + 16));
+  const { u8, i32, f32 } = k;
+  for (let i = 0; i < ow * kx; i++) i32[(xoAt >> 2) + i] = tx.idx[i]! * c * 4;
+  f32.set(tx.w, xwAt >> 2);
+  const slot = (r: number) => ringAt + (r % ringRows) * ringStride;
+  const out = Buffer.allocUnsafe(oh * rowLen);
+  let next = 0;
+  for (let y = 0; y < oh; y++) {
+    for (; next <= hi[y]!; next++) {
+      if (next < lo[y]!) continue;
+      u8.set(src.subarray(next * rowIn, (next + 1) * rowIn), rowAt);
+      k.toF32(rowAt, rowIn, rowF32At);
+      k.resH(rowF32At, xoAt, xwAt, kx, ow, slot(next), c);
+    }
+    for (let t = 0; t < ky; t++) {
+      const wt = ty.w[y * ky + t]!;
+      // A tap of weight 0 may name a row not made (yet): it reads one that is, times 0.
+      i32[(offsAt >> 2) + t] = slot(wt === 0 ? lo[y]! : ty.idx[y * ky + t]!);
+      f32.fill(wt, (kernAt >> 2) + t * 4, (kernAt >> 2) + t * 4 + 4);
+    }
+    k.convV(offsAt, kernAt, ky, outAt, rowLen, 0, 1, 0);
+    out.set(u8.subarray(outAt, outAt + rowLen), y * rowLen);
+    if ((y & 127) === 127) checkInterrupt();
+  }
+  return out;
 }
 
 /**

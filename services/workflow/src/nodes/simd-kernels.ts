@@ -283,6 +283,43 @@ function convH(): Fn {
 }
 
 /**
+ * resH(src, xo, w, k, ow, dst, c): one row of a horizontal resampling in
+ * float32, one pixel a vector (its channels in the lanes): for output x,
+ * Σₜ w[x·k + t] · src[xo[x·k + t] …] over its k taps, in tap order from 0
+ * (src: the row as float32; xo: int32 byte offsets into it; w: float32),
+ * stored as 4 floats at dst + x·c·4 (for c = 3 the fourth is the next
+ * pixel's, which overwrites it). Reads and writes a float past the row.
+ */
+function resH(): Fn {
+  const [src, xo, w, k, ow, dst, c] = [0, 1, 2, 3, 4, 5, 6];
+  const [x, t, acc, b] = [7, 8, 9, 10];
+  return {
+    name: 'resH',
+    params: [I32, I32, I32, I32, I32, I32, I32],
+    locals: [I32, I32, V128, I32],
+    body: [
+      i32(0), set(x),
+      i32(0), set(b),
+      whileLt(x, ow,
+        i32(0), i32x4splat, f32x4fromI32, set(acc),
+        i32(0), set(t),
+        whileLt(t, k,
+          get(acc),
+          get(src), get(xo), get(b), get(t), add, i32(2), shl, add, load32(), add, v128load(),
+          get(w), get(b), get(t), add, i32(2), shl, add, f32load(), f32x4splat,
+          f32x4mul, f32x4add, set(acc),
+          inc(t, i32(1)),
+        ),
+        get(dst), get(acc), v128store(),
+        inc(dst, [...get(c), ...i32(2), ...shl]),
+        inc(b, get(k)),
+        inc(x, i32(1)),
+      ),
+    ],
+  };
+}
+
+/**
  * convV(offs, kern, K, dst, len, p, q, x): one output row of the vertical
  * pass, 16 samples a step: s = Σₜ kern[t] · row_t[i] (float32 rows at the
  * byte addresses offs[0 … K), summed in tap order; kern as for convH), then p·x[i] + q·s when
@@ -446,6 +483,7 @@ export interface SimdKernels {
   lanczosV(offs: number, kk: number, m: number, dst: number, len: number): void;
   toF32(src: number, n: number, dst: number): void;
   convH(src: number, kern: number, K: number, c: number, n: number, dst: number): void;
+  resH(src: number, xo: number, w: number, k: number, ow: number, dst: number, c: number): void;
   convV(offs: number, kern: number, K: number, dst: number, len: number, p: number, q: number, x: number): void;
   intH(src: number, xo: number, n: number, kk: number, k: number, ow: number, dst: number, c: number): void;
   intV(offs: number, kk: number, m: number, dst: number, len: number, bias: number, shift: number): void;
@@ -460,7 +498,7 @@ export function simdKernels(): SimdKernels | undefined {
   kernels = undefined;
   if (process.env.WORKFLOW_IMAGE_KERNELS === 'js') return undefined;
   try {
-    const bytes = encodeModule([lanczosH(), lanczosV(), toF32(), convH(), convV(), intH(), intV(), lut2()]);
+    const bytes = encodeModule([lanczosH(), lanczosV(), toF32(), convH(), resH(), convV(), intH(), intV(), lut2()]);
     if (!WebAssembly.validate(bytes)) return undefined;
     const memory = new WebAssembly.Memory({ initial: 16 });
     const inst = new WebAssembly.Instance(new WebAssembly.Module(bytes), { env: { mem: memory } });
@@ -480,6 +518,7 @@ export function simdKernels(): SimdKernels | undefined {
       lanczosV: e.lanczosV,
       toF32: e.toF32,
       convH: e.convH,
+      resH: e.resH,
       convV: e.convV,
       intH: e.intH,
       intV: e.intV,
