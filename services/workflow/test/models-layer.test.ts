@@ -261,7 +261,7 @@ describe('hostile files', () => {
     const only = withHeader({ 'model.diffusion_model.other.weight': { dtype: 'F32', shape: [1], data_offsets: [0, 4] } }, Buffer.alloc(4));
     await assert.rejects(loadCheckpoint(write('other.safetensors', only)), /no UNet .*not an SD1\.x checkpoint/);
     fs.writeFileSync(path.join(dir, 'old.ckpt'), 'PK\u0003\u0004 pickle');
-    await assert.rejects(loadCheckpoint(path.join(dir, 'old.ckpt')), /old\.ckpt: pickled checkpoints/);
+    await assert.rejects(loadCheckpoint(path.join(dir, 'old.ckpt')), /old\.ckpt: file of 11 bytes is too short for a zip/);
     const mixed = path.join(dir, 'mixed.safetensors');
     writeFixture(mixed, { ...TINY, clip: { ...TINY.clip!, hidden: 64 }, unet: { ...TINY.unet, contextDim: 32 } });
     await assert.rejects(loadCheckpoint(mixed), /text encoder's width 64 does not match the UNet's context width 32/);

@@ -251,7 +251,6 @@ export class UpscaleModel {
   ) {}
 
   static async open(path: string): Promise<UpscaleModel> {
-    if (/\.(ckpt|pt|pth|bin)$/i.test(path)) throw new ModelFileError(path, 'pickled model files (.ckpt, .pt, .pth, .bin) cannot be loaded safely here: convert it to .safetensors');
     const file = await SafetensorsFile.open(path);
     return new UpscaleModel(file, detectUpscaleModel(file));
   }

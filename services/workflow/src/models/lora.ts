@@ -178,7 +178,6 @@ export class LoadedLora {
   }
 
   static async load(path: string, keyMap: Map<string, string>): Promise<LoadedLora> {
-    if (/\.(ckpt|pt|pth|bin)$/i.test(path)) throw new ModelFileError(path, 'pickled LoRA files (.ckpt, .pt, .pth, .bin) cannot be loaded safely here: convert it to .safetensors');
     const file = await SafetensorsFile.open(path);
     const fail = (problem: string): never => {
       throw new ModelFileError(path, problem);

@@ -9,6 +9,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { isLegacyTorch, TorchFile, ZIP_MAGIC } from './torch-zip.ts';
 
 /** The largest header accepted (the safetensors crate refuses more than 100 MB too). */
 export const MAX_HEADER_BYTES = 100_000_000;
@@ -39,7 +40,7 @@ export class ModelFileError extends Error {
 export class SafetensorsFile {
   readonly tensors: ReadonlyMap<string, TensorInfo>;
   readonly metadata: Readonly<Record<string, string>>;
-  /** Absolute byte offset of the data area (8 + header length). */
+  /** Absolute byte offset of the data area (8 + header length; 0 for a PyTorch file, whose ranges are absolute). */
   readonly dataStart: number;
 
   private constructor(
@@ -48,14 +49,39 @@ export class SafetensorsFile {
     dataStart: number,
     tensors: Map<string, TensorInfo>,
     metadata: Record<string, string>,
+    /** What the file is: safetensors, or a PyTorch zip checkpoint read in place (torch-zip.ts). */
+    readonly format: 'safetensors' | 'torch' = 'safetensors',
   ) {
     this.dataStart = dataStart;
     this.tensors = tensors;
     this.metadata = metadata;
   }
 
-  /** Opens and checks a file; throws ModelFileError naming the file and the problem. */
+  /**
+   * Opens and checks a model file; throws ModelFileError naming the file and
+   * the problem. The content decides the format, whatever the name: a zip is
+   * a PyTorch checkpoint (torch.save since 1.6), read through the restricted
+   * unpickler as the reference's torch.load(weights_only=True) and viewed as
+   * its state dict (load_torch_file's choice); a legacy pickle is refused;
+   * anything else is read as safetensors.
+   */
   static async open(file: string): Promise<SafetensorsFile> {
+    const head = await readHead(file);
+    if (head.subarray(0, 4).equals(ZIP_MAGIC)) {
+      const torch = await TorchFile.open(file);
+      return SafetensorsFile.ofTorch(torch, torch.tensorsOf(torch.stateDict()));
+    }
+    if (isLegacyTorch(head)) throw new ModelFileError(file, 'a legacy PyTorch pickle (saved by torch < 1.6 or with _use_new_zipfile_serialization=False) cannot be read safely here: re-save it with a current torch.save or convert it to .safetensors');
+    if (/\.(ckpt|pt|pth|bin)$/i.test(file)) {
+      return SafetensorsFile.openSafetensors(file).catch((err: unknown) => {
+        if (err instanceof ModelFileError) throw new ModelFileError(file, `neither a PyTorch zip checkpoint (torch.save's format) nor a safetensors file (${err.message.slice(path.basename(file).length + 2)})`);
+        throw err;
+      });
+    }
+    return SafetensorsFile.openSafetensors(file);
+  }
+
+  private static async openSafetensors(file: string): Promise<SafetensorsFile> {
     const fh = await fs.promises.open(file, 'r').catch((err: NodeJS.ErrnoException) => {
       throw new ModelFileError(file, `cannot open (${err.code ?? err.message})`);
     });
@@ -78,6 +104,11 @@ export class SafetensorsFile {
     }
   }
 
+  /** A PyTorch file's tensors (absolute byte ranges) as a file of this class, so graphs point at its bytes alike. */
+  static ofTorch(torch: TorchFile, tensors: Map<string, TensorInfo>): SafetensorsFile {
+    return new SafetensorsFile(torch.path, torch.size, 0, tensors, Object.create(null) as Record<string, string>, 'torch');
+  }
+
   has(name: string): boolean {
     return this.tensors.has(name);
   }
@@ -89,7 +120,7 @@ export class SafetensorsFile {
       const n = rename(k);
       if (n !== undefined) tensors.set(n, t);
     }
-    return new SafetensorsFile(this.path, this.size, this.dataStart, tensors, { ...this.metadata });
+    return new SafetensorsFile(this.path, this.size, this.dataStart, tensors, { ...this.metadata }, this.format);
   }
 
   info(name: string): TensorInfo {
@@ -121,6 +152,20 @@ export class SafetensorsFile {
       await fh.close();
     }
     return buf;
+  }
+}
+
+/** The first bytes of a file (fewer when it is shorter), to tell the formats apart. */
+async function readHead(file: string): Promise<Buffer> {
+  const fh = await fs.promises.open(file, 'r').catch((err: NodeJS.ErrnoException) => {
+    throw new ModelFileError(file, `cannot open (${err.code ?? err.message})`);
+  });
+  try {
+    const buf = Buffer.alloc(16);
+    const { bytesRead } = await fh.read(buf, 0, 16, 0);
+    return buf.subarray(0, bytesRead);
+  } finally {
+    await fh.close();
   }
 }
 

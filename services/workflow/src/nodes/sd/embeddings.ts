@@ -19,9 +19,9 @@ function nodeError(message: string): Error {
   return Object.assign(new Error(message), { pyType: 'RuntimeError' });
 }
 
-/** The embedding keys of a CLIP's text encoders. */
-function keysOf(clip: ClipModel): string[] {
-  return clip instanceof XLClipModel ? clip.encoders.map((e) => `clip_${e.name}`) : ['clip_l'];
+/** The embedding keys of a CLIP's text encoders, with their widths (load_embed's embedding_size). */
+function keysOf(clip: ClipModel): [key: string, width: number | undefined][] {
+  return clip instanceof XLClipModel ? clip.encoders.map((e) => [`clip_${e.name}`, e.config.hiddenSize]) : [['clip_l', clip.checkpoint.detected.clip?.hiddenSize]];
 }
 
 export async function embeddingOptions(dirs: NodeEnv['dirs'], texts: string[], clip: ClipModel): Promise<TokenizeOptions> {
@@ -40,9 +40,9 @@ export async function embeddingOptions(dirs: NodeEnv['dirs'], texts: string[], c
   }
   const vectors = new Map<string, Float32Array[]>();
   for (const [name, p] of paths) {
-    for (const key of keysOf(clip)) {
+    for (const [key, width] of keysOf(clip)) {
       try {
-        vectors.set(`${key}\0${name}`, await loadEmbedding(p, key));
+        vectors.set(`${key}\0${name}`, await loadEmbedding(p, key, width));
       } catch (err) {
         if (err instanceof ModelFileError) throw nodeError(`embedding:${name}: ${err.message}`);
         throw err;
