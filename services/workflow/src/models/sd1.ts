@@ -55,14 +55,12 @@ export class Checkpoint {
   ) {}
 
   static async open(path: string): Promise<Checkpoint> {
-    if (/\.(ckpt|pt|pth|bin)$/i.test(path)) throw new ModelFileError(path, 'pickled checkpoints (.ckpt, .pt, .pth, .bin) cannot be loaded safely here: convert it to .safetensors');
     const file = await SafetensorsFile.open(path);
     return new Checkpoint(file, await resolveModelType(file, detectCheckpoint(file)));
   }
 
-  /** A file read by the caller's own detection (DualCLIPLoader's text-encoder files, sdxl.ts); pickles are refused as by open. */
+  /** A file read by the caller's own detection (DualCLIPLoader's text-encoder files, sdxl.ts). */
   static async openWith(path: string, detect: (file: SafetensorsFile) => DetectedCheckpoint): Promise<Checkpoint> {
-    if (/\.(ckpt|pt|pth|bin)$/i.test(path)) throw new ModelFileError(path, 'pickled model files (.ckpt, .pt, .pth, .bin) cannot be loaded safely here: convert it to .safetensors');
     const file = await SafetensorsFile.open(path);
     return new Checkpoint(file, detect(file));
   }
@@ -73,7 +71,6 @@ export class Checkpoint {
    * so the same graphs run it. Only the single-file (ldm/OpenAI) layouts are read.
    */
   static async openPart(path: string, part: ModelPart): Promise<Checkpoint> {
-    if (/\.(ckpt|pt|pth|bin)$/i.test(path)) throw new ModelFileError(path, 'pickled model files (.ckpt, .pt, .pth, .bin) cannot be loaded safely here: convert it to .safetensors');
     const view = partView(await SafetensorsFile.open(path), part);
     if (part === 'unet') return new Checkpoint(view, await resolveModelType(view, detectCheckpoint(view)));
     return new Checkpoint(view, detectPart(view, part));
