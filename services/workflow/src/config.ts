@@ -3,6 +3,7 @@ import path from 'node:path';
 import type { ServiceConfig } from '@svc/kernel';
 import { parseCachePolicy, type CachePolicy } from './engine/cache.ts';
 import { DEFAULT_LIMITS, type ExecutorLimits } from './engine/executor.ts';
+import { parseDevice, type DeviceSpec } from './models/device.ts';
 
 /** How prompts execute: threads (slots) and the bounds of one prompt. */
 export interface ExecutionConfig {
@@ -32,6 +33,9 @@ export interface WorkflowConfig extends ServiceConfig {
   enableTestNodes: boolean;
   maxUploadSize: number;
   execution: ExecutionConfig;
+  /** `--device` (WORKFLOW_DEVICE): where models run, cpu (default), webgpu or cuda[:N]; `--cuda-provider-dir` (WORKFLOW_CUDA_PROVIDER_DIR): ONNX Runtime's CUDA provider libraries. */
+  device: DeviceSpec;
+  cudaProviderDir?: string;
   /** `--ffmpeg-path` / WORKFLOW_FFMPEG_PATH: the ffmpeg the video and MP3 nodes run (default: `ffmpeg` on PATH; ffprobe beside it). */
   ffmpegPath?: string;
   /** `--preview-method` (none, auto, latent2rgb, taesd; default none as the reference) and `--preview-size` (512): sampler previews. */
@@ -127,6 +131,8 @@ export function workflowConfig(base: ServiceConfig, env = process.env): Workflow
     enableTestNodes: f.enableTestNodes === true || env.WORKFLOW_TEST_NODES === '1',
     execution: executionConfig(f, env, runtime),
     ffmpegPath: str(f.ffmpegPath) ?? env.WORKFLOW_FFMPEG_PATH ?? undefined,
+    device: parseDevice(str(f.device) ?? env.WORKFLOW_DEVICE ?? 'cpu'),
+    cudaProviderDir: str(f.cudaProviderDir) ?? env.WORKFLOW_CUDA_PROVIDER_DIR ?? undefined,
     maxModelMemoryMb: nonNegative(str(f.maxModelMemory) ?? env.WORKFLOW_MAX_MODEL_MEMORY, 'max-model-memory', 0),
     preview: previewConfig(str(f.previewMethod) ?? env.WORKFLOW_PREVIEW_METHOD, str(f.previewSize) ?? env.WORKFLOW_PREVIEW_SIZE),
     maxUploadSize: positiveInt(str(f.maxUploadSize) ?? env.WORKFLOW_MAX_UPLOAD_MB, 'max-upload-size', 100) * 1024 * 1024,

@@ -20,7 +20,8 @@ import { prepareNoise, TorchGenerator } from './noise.ts';
 import { CFG_PP_SAMPLERS, getSampler, type SamplerContext, type SamplerOptions, type StepInfo } from './samplers.ts';
 import { DiscreteSchedule, ksamplerSigmas } from './schedules.ts';
 import { ModelFileError, SafetensorsFile } from './safetensors.ts';
-import { createSession, ortTensor, WEIGHTS_LOCATION, type OrtTensor, type RuntimeOptions, type Session } from './session.ts';
+import { deviceName } from './device.ts';
+import { createSession, ortTensor, sessionDevice, WEIGHTS_LOCATION, type OrtTensor, type RuntimeOptions, type Session } from './session.ts';
 import { attentionChunksFor, buildUNetGraph, timestepEmbedding } from './unet-graph.ts';
 import { buildVaeDecoderGraph, buildVaeEncoderGraph } from './vae-graph.ts';
 
@@ -110,6 +111,7 @@ export class Checkpoint {
         } catch (err) {
           // Shapes that passed detection but do not fit together end here: name the file, not only ONNX Runtime's node.
           if (err instanceof ModelFileError) throw err;
+          onDeviceError(kind, err);
           throw new ModelFileError(this.file.path, `its ${kind} weights do not form a valid model (${(err as Error).message.split('\n')[0]})`);
         }
       })();
@@ -134,6 +136,7 @@ export class Checkpoint {
     try {
       return await s.run(feeds);
     } catch (err) {
+      onDeviceError(kind, err);
       throw new ModelFileError(this.file.path, `its ${kind} weights do not form a valid model (${(err as Error).message.split('\n')[0]})`);
     }
   }
@@ -143,6 +146,13 @@ export class Checkpoint {
     this.sessions.clear();
     await Promise.all(all.map((p) => p.then((s) => s.release()).catch(() => {})));
   }
+}
+
+/** On a GPU a failing session is the device's failure (memory, driver, an operator it cannot run), not the file's: said so. */
+function onDeviceError(kind: string, err: unknown): void {
+  const d = sessionDevice();
+  if (d.kind === 'cpu') return;
+  throw new Error(`the ${kind.split(':')[0]} failed on ${deviceName(d)}: ${String((err as Error)?.message ?? err).split('\n')[0]}`);
 }
 
 interface CacheEntry {

@@ -11,6 +11,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type * as Ort from 'onnxruntime-node';
+import { executionProviders, type DeviceSpec } from './device.ts';
 import type { SafetensorsFile } from './safetensors.ts';
 
 /** The external-data name every graph uses for its checkpoint. */
@@ -21,6 +22,17 @@ export interface RuntimeOptions {
   threads?: number;
   /** Where per-session folders go (default: the OS temp folder). */
   workDir?: string;
+}
+
+let device: DeviceSpec = { kind: 'cpu' };
+
+/** The device every session made from now on runs on (`--device`; probed at start-up, device.ts). */
+export function configureDevice(d: DeviceSpec): void {
+  device = d;
+}
+
+export function sessionDevice(): DeviceSpec {
+  return device;
 }
 
 export type Session = Ort.InferenceSession;
@@ -61,6 +73,7 @@ export async function createSession(model: Uint8Array, file: SafetensorsFile, op
     graphOptimizationLevel: 'all',
     executionMode: 'sequential',
     ...(opts.threads ? { intraOpNumThreads: opts.threads, interOpNumThreads: 1 } : {}),
+    ...(device.kind !== 'cpu' ? { executionProviders: executionProviders(device) as Ort.InferenceSession.SessionOptions['executionProviders'] } : {}),
   };
   try {
     const modelPath = path.join(dir, 'model.onnx');

@@ -5,6 +5,7 @@ import type { NodeScope } from '../nodes/api.ts';
 import type { Rendered } from '../engine/registry.ts';
 import type { NodeRegistry } from '../engine/registry.ts';
 import { dual } from './common.ts';
+import { deviceName, type DeviceSpec } from '../models/device.ts';
 
 export const SERVICE_VERSION = '0.1.0';
 
@@ -67,10 +68,20 @@ function modelsOf(r: ModelsReport): Record<string, unknown> {
   };
 }
 
+/**
+ * The device entry: on the CPU the reference's get_total_memory/get_free_memory give the system's memory for both
+ * pairs; a GPU's memory is not known to ONNX Runtime's JavaScript API, so it is reported as 0 (unknown).
+ */
+function deviceEntry(d: DeviceSpec, total: number, free: number): Record<string, unknown> {
+  if (d.kind === 'cpu') return { name: 'cpu', type: 'cpu', index: null, vram_total: total, vram_free: free, torch_vram_total: total, torch_vram_free: free };
+  const index = d.kind === 'cuda' ? d.index : 0;
+  return { name: `${deviceName(d)} (onnxruntime ${d.kind === 'cuda' ? 'CUDA' : 'WebGPU'})`, type: d.kind, index, vram_total: 0, vram_free: 0, torch_vram_total: 0, torch_vram_free: 0 };
+}
+
 export function systemRoutes(
   app: FastifyInstance,
   registry: NodeRegistry,
-  opts: { folders?: (req: FastifyRequest) => NodeScope; maxUploadSize: number; assets?: boolean; extraFeatures?: Record<string, unknown>; models?: ModelsReport },
+  opts: { folders?: (req: FastifyRequest) => NodeScope; maxUploadSize: number; assets?: boolean; extraFeatures?: Record<string, unknown>; models?: ModelsReport; device?: DeviceSpec },
 ): void {
   dual(app, 'GET', '/object_info', { operationId: 'getObjectInfo', tags: ['node'] }, (req, reply) => sendRendered(req, reply, registry.objectInfoRendered(opts.folders?.(req))));
 
@@ -100,8 +111,7 @@ export function systemRoutes(
         deploy_environment: 'local',
         argv: redactArgv(process.argv.slice(1)),
       },
-      // On the CPU the reference's get_total_memory/get_free_memory give the system's memory for both pairs.
-      devices: [{ name: 'cpu', type: 'cpu', index: null, vram_total: total, vram_free: free, torch_vram_total: total, torch_vram_free: free }],
+      devices: [deviceEntry(opts.device ?? { kind: 'cpu' }, total, free)],
       ...(opts.models ? { models: modelsOf(opts.models) } : {}),
     };
   });

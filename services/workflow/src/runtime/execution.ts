@@ -16,6 +16,8 @@ import { createRelay, type Relay } from '../ws/relay-factory.ts';
 import { buildRegistry } from '../threads/node-registry.ts';
 import { PromptRunner, type RunnerOptions } from './prompt-runner.ts';
 import { idempotentNodes, millisecondsFlag, prefetchHoldMs, SharedQueue } from './shared-queue.ts';
+import { probeDevice } from '../models/device.ts';
+import { configureDevice } from '../models/session.ts';
 
 export { buildRegistry };
 
@@ -59,6 +61,9 @@ export async function buildExecution(
   // Node code runs in execution threads (one prompt each): the API and sockets keep answering while it computes.
   // With no execution threads the models load here: the budget is this thread's (each thread sets its own).
   if (ex.threads === 0) configureModelMemory(config.maxModelMemoryMb * 2 ** 20);
+  // A GPU that is missing or fails stops the start here, with the reason, rather than failing every prompt later.
+  await probeDevice(config.device, { cudaProviderDir: config.cudaProviderDir });
+  configureDevice(config.device);
   const executor: Engine =
     ex.threads === 0
       ? new Executor(registry, config.cache, ex.limits)

@@ -12,6 +12,7 @@ import type { ProgressRegistry } from '../engine/progress.ts';
 import type { NodeEnv } from '../nodes/api.ts';
 import { configurePreviews } from '../models/preview.ts';
 import { configureModelMemory, onLoadedModelsChange, unloadAll } from '../models/sd1.ts';
+import { configureDevice } from '../models/session.ts';
 import { buildRegistry } from './node-registry.ts';
 import type { EnvCall, FromThread, RunEnd, RunEvent, ThreadInit, ToThread } from './protocol.ts';
 
@@ -21,6 +22,8 @@ const init = workerData as ThreadInit;
 lowerPriority(init.config.execution?.nice ?? 0);
 if (init.config.preview) configurePreviews(init.config.preview);
 configureModelMemory((init.config.maxModelMemoryMb ?? 0) * 2 ** 20);
+// The main thread probed the device at start-up.
+if (init.config.device) configureDevice(init.config.device);
 onLoadedModelsChange((models) => post({ t: 'models', models }));
 
 /**
