@@ -12,8 +12,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { loadEmbedding } from '../src/models/embeddings.ts';
+import { UpscaleModel } from '../src/models/esrgan.ts';
+import { LoadedLora } from '../src/models/lora.ts';
 import { ModelFileError, SafetensorsFile } from '../src/models/safetensors.ts';
-import { f32, Pickler, tensor, torchFileBytes, writeTorchFile, zipBytes, type PV } from './torch-zip-writer.ts';
+import { writeEsrgan } from './esrgan-fixture.ts';
+import { f32, Pickler, safetensorsToTorch, tensor, torchFileBytes, writeTorchFile, zipBytes, type PV } from './torch-zip-writer.ts';
 
 const FIX = path.join(import.meta.dirname, 'fixtures', 'torch');
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'torch-files-'));
@@ -151,6 +154,27 @@ describe('PyTorch files written here with torch\'s opcodes', () => {
     await check(put('z64.pt', torchFileBytes(sd, { zip64: true })));
     await check(put('deflated-pkl.pt', torchFileBytes(sd, { deflate: ['data.pkl'] })));
     await check(put('named.safetensors', torchFileBytes(sd)));
+  });
+
+  test('an upscale model .pth and a LoRA .pt load as their safetensors twins', async () => {
+    const st = path.join(dir, 'x4.safetensors');
+    writeEsrgan(st, 'old');
+    await safetensorsToTorch(st, path.join(dir, 'x4.pth'), 'none');
+    const [a, b] = [await UpscaleModel.open(path.join(dir, 'x4.pth')), await UpscaleModel.open(st)];
+    assert.equal(JSON.stringify(a.config), JSON.stringify(b.config));
+    assert.equal(a.file.format, 'torch');
+    await sameTensors(a.file, b.file);
+    const lora: PV = {
+      dict: [
+        ['lora_unet_a.lora_up.weight', tensor('F16', [4, 2], new Uint8Array(16).fill(0x3c))],
+        ['lora_unet_a.lora_down.weight', tensor('F32', [2, 4], f32([1, 2, 3, 4, 5, 6, 7, 8]))],
+        ['lora_unet_a.alpha', tensor('F32', [], f32([1]))],
+      ],
+    };
+    writeTorchFile(path.join(dir, 'lora.pt'), lora);
+    const l = await LoadedLora.load(path.join(dir, 'lora.pt'), new Map([['lora_unet_a', 'model.a.weight']]));
+    assert.deepEqual([...l.patches.keys()], ['model.a.weight']);
+    assert.equal(l.patches.get('model.a.weight')!.alpha, 1);
   });
 
   test('textual inversion layouts: string_to_param, a list of dicts, the encoder key, bundle_emb, the first value', async () => {

@@ -195,7 +195,12 @@ const ALLOWED = new Set<string>([
 ]);
 const BLOCKED_MODULES = new Set(['sys', 'os', 'posix', 'nt']);
 
+const storageDtypes = new Map<string, StorageDtype | null | undefined>();
 function storageDtypeOf(name: string): StorageDtype | null | undefined {
+  if (!storageDtypes.has(name)) storageDtypes.set(name, storageDtypeUncached(name));
+  return storageDtypes.get(name);
+}
+function storageDtypeUncached(name: string): StorageDtype | null | undefined {
   const m = /^torch\.(?:cuda\.)?(\w+Storage)$/.exec(name);
   if (m && Object.hasOwn(STORAGE_DTYPES, m[1]!)) return STORAGE_DTYPES[m[1]!]!;
   if (name === 'torch.storage.UntypedStorage') return 'U8';
@@ -304,6 +309,18 @@ function intTuple(v: PyValue | undefined, what: string): number[] {
  */
 export function unpickle(data: Uint8Array): PyValue {
   const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
+  const buf = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+  /** UTF-8 text of data[start, end): ASCII (nearly every key) without a decoder call, the rest checked strictly. */
+  const text = (start: number, end: number): string | undefined => {
+    let i = start;
+    while (i < end && data[i]! < 0x80) i++;
+    if (i === end) return buf.toString('latin1', start, end);
+    try {
+      return utf8.decode(data.subarray(start, end));
+    } catch {
+      return undefined;
+    }
+  };
   const utf8 = new TextDecoder('utf-8', { fatal: true });
   let pos = 0;
   let stack: PyValue[] = [];
@@ -348,24 +365,16 @@ export function unpickle(data: Uint8Array): PyValue {
   const readLine = (): string => {
     const end = data.indexOf(0x0a, pos);
     if (end < 0 || end - pos > PICKLE_LIMITS.maxGlobalLine) throw new UnpickleError(`GLOBAL at byte ${pos}: no line end within ${PICKLE_LIMITS.maxGlobalLine} bytes`);
-    let s: string;
-    try {
-      s = utf8.decode(data.subarray(pos, end));
-    } catch {
-      throw new UnpickleError(`GLOBAL at byte ${pos} is not UTF-8`);
-    }
+    const s = text(pos, end);
+    if (s === undefined) throw new UnpickleError(`GLOBAL at byte ${pos} is not UTF-8`);
     pos = end + 1;
     return s;
   };
   const readString = (len: number, op: string): string => {
     if (len > PICKLE_LIMITS.maxString) throw new UnpickleError(`${op} of ${len} bytes exceeds the limit of ${PICKLE_LIMITS.maxString}`);
     need(len, op);
-    let s: string;
-    try {
-      s = utf8.decode(data.subarray(pos, pos + len));
-    } catch {
-      throw new UnpickleError(`${op} at byte ${pos} is not valid UTF-8`);
-    }
+    const s = text(pos, pos + len);
+    if (s === undefined) throw new UnpickleError(`${op} at byte ${pos} is not valid UTF-8`);
     pos += len;
     return s;
   };

@@ -164,14 +164,24 @@ async function readDirectory(fh: fs.promises.FileHandle, size: number, file: str
   return { entries, order, cdOffset };
 }
 
-/** Reads local headers (in parallel batches) and sets each entry's data offset, checking it against its neighbours. */
+/**
+ * Reads the local headers of `want` and sets each entry's data offset, checking it against its neighbours.
+ * Headers close together (small tensors) are read in one go, at most 1 MiB a read, a few reads at a time.
+ */
 async function locateData(fh: fs.promises.FileHandle, want: ZipEntry[], all: ZipEntry[], cdOffset: number, file: string): Promise<void> {
   const sorted = [...all].sort((a, b) => a.headerOffset - b.headerOffset);
   const next = new Map<ZipEntry, number>();
   for (let i = 0; i < sorted.length; i++) next.set(sorted[i]!, i + 1 < sorted.length ? sorted[i + 1]!.headerOffset : cdOffset);
-  const one = async (e: ZipEntry) => {
+  const headEnd = (e: ZipEntry) => e.headerOffset + 30 + Buffer.byteLength(e.name);
+  const groups: ZipEntry[][] = [];
+  for (const e of [...want].sort((a, b) => a.headerOffset - b.headerOffset)) {
+    const g = groups[groups.length - 1];
+    if (g && headEnd(e) - g[0]!.headerOffset <= 1 << 20) g.push(e);
+    else groups.push([e]);
+  }
+  const one = (e: ZipEntry, chunk: Buffer, chunkStart: number) => {
     const nameBytes = Buffer.from(e.name, 'utf8');
-    const head = await readAt(fh, e.headerOffset, 30 + nameBytes.length, file);
+    const head = chunk.subarray(e.headerOffset - chunkStart, e.headerOffset - chunkStart + 30 + nameBytes.length);
     if (head.readUInt32LE(0) !== SIG_LOCAL) throw new ModelFileError(file, `zip entry ${JSON.stringify(e.name)}: no local header at byte ${e.headerOffset}`);
     if (head.readUInt16LE(26) !== nameBytes.length || !head.subarray(30).equals(nameBytes)) throw new ModelFileError(file, `zip entry ${JSON.stringify(e.name)}: local header names another file`);
     if (head.readUInt16LE(8) !== e.method) throw new ModelFileError(file, `zip entry ${JSON.stringify(e.name)}: local and central headers disagree on the compression`);
@@ -179,7 +189,12 @@ async function locateData(fh: fs.promises.FileHandle, want: ZipEntry[], all: Zip
     if (dataOffset + e.compressedSize > next.get(e)!) throw new ModelFileError(file, `zip entry ${JSON.stringify(e.name)} runs into the next entry (bytes [${dataOffset}, ${dataOffset + e.compressedSize}))`);
     e.dataOffset = dataOffset;
   };
-  for (let i = 0; i < want.length; i += 64) await Promise.all(want.slice(i, i + 64).map(one));
+  const group = async (g: ZipEntry[]) => {
+    const start = g[0]!.headerOffset;
+    const chunk = await readAt(fh, start, headEnd(g[g.length - 1]!) - start, file);
+    for (const e of g) one(e, chunk, start);
+  };
+  for (let i = 0; i < groups.length; i += 16) await Promise.all(groups.slice(i, i + 16).map(group));
 }
 
 async function readEntry(fh: fs.promises.FileHandle, e: ZipEntry, limit: number, file: string): Promise<Buffer> {
