@@ -1,4 +1,4 @@
-import { CompiledQuery, type Kysely } from 'kysely';
+import { CompiledQuery, sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Storage } from '@svc/storage';
 
 /** Rows for one table: values in `columns` order. */
@@ -26,10 +26,13 @@ const pgTexts = new Map<string, string>();
  *    a statement per row count) on the raw handle — the transaction holds
  *    SQLite's only connection, so the raw statements are part of it;
  *  - PostgreSQL: one statement for everything (every set but the last in a
- *    data-modifying CTE), one round trip.
+ *    data-modifying CTE), one round trip; with `then` (an SQL expression,
+ *    e.g. a job's enqueue) every set is a CTE and the statement selects it.
  */
-export async function insertRows(trx: Kysely<any>, storage: Storage, sets: RowSet[]): Promise<void> {
+export async function insertRows(trx: Kysely<any>, storage: Storage, sets: RowSet[], then?: RawBuilder<unknown>): Promise<void> {
   const live = sets.filter((s) => s.rows.length > 0);
+  if (then && storage.dialect.kind === 'postgres') return insertRowsThen(trx, live, then);
+  if (then) throw new Error('insertRows: `then` is for PostgreSQL');
   if (!live.length) return;
   if (storage.dialect.kind === 'sqlite') {
     const raw = storage.sqlite!;
@@ -67,5 +70,29 @@ export async function insertRows(trx: Kysely<any>, storage: Storage, sets: RowSe
   }
   const params: unknown[] = [];
   for (const s of live) for (const r of s.rows) for (const v of r) params.push(v);
+  await trx.executeQuery(CompiledQuery.raw(text, params));
+}
+
+/** PostgreSQL: the inserts as data-modifying CTEs of one statement that selects `then`. */
+async function insertRowsThen(trx: Kysely<any>, live: RowSet[], then: RawBuilder<unknown>): Promise<void> {
+  const tail = sql`select ${then}`.compile(trx);
+  const key = live.map((s) => `${s.table}(${s.columns.join(',')})x${s.rows.length}${s.ignoreExisting ? '!' : ''}`).join(';') + ';' + tail.sql;
+  let text = pgTexts.get(key);
+  let n = 0;
+  for (const s of live) n += s.rows.length * s.columns.length;
+  if (!text) {
+    let k = 0;
+    const inserts = live.map((s) => {
+      const tuples = s.rows.map(() => `(${s.columns.map(() => `$${++k}`).join(',')})`);
+      return `insert into ${quote(s.table)} (${s.columns.map(quote).join(', ')}) values ${tuples.join(',')}${s.ignoreExisting ? ' on conflict do nothing' : ''}`;
+    });
+    const select = tail.sql.replace(/\$(\d+)/g, (_, d) => `$${Number(d) + n}`);
+    text = inserts.length ? `with ${inserts.map((q, i) => `i${i} as (${q})`).join(', ')} ${select}` : select;
+    if (pgTexts.size > 256) pgTexts.clear();
+    pgTexts.set(key, text);
+  }
+  const params: unknown[] = [];
+  for (const s of live) for (const r of s.rows) for (const v of r) params.push(v);
+  params.push(...tail.parameters);
   await trx.executeQuery(CompiledQuery.raw(text, params));
 }

@@ -59,8 +59,14 @@ export async function createMessages(ctx: Ctx, workspace: string, session: strin
       return [r.id, workspace, session, r.peer, m.content, d.json(m.metadata ?? {}), estimateTokens(m.content), r.created_at, nextSeq(), r.seq_in_session];
     });
     const work = queuedWork(ctx, workspace, session, rows.map((r) => r.id), planMessageWork(state, workspace, session, rows, messages.map((m) => m.configuration)));
-    await insertRows(trx, ctx.storage, [{ table: 'v3_messages', columns: MESSAGE_COLUMNS, rows: messageRows }, work.rows]);
-    await ctx.queue.add(INGEST_TASK, work.payload, { maxAttempts: 25, queueName: `v3-ingest:${workspace}` }, trx);
+    const sets = [{ table: 'v3_messages', columns: MESSAGE_COLUMNS, rows: messageRows }, work.rows];
+    const opts = { maxAttempts: 25, queueName: `v3-ingest:${workspace}` };
+    // PostgreSQL: the rows and the job in one statement (one round trip).
+    if (ctx.queue.addSql && d.kind === 'postgres') await insertRows(trx, ctx.storage, sets, ctx.queue.addSql(INGEST_TASK, work.payload, opts));
+    else {
+      await insertRows(trx, ctx.storage, sets);
+      await ctx.queue.add(INGEST_TASK, work.payload, opts, trx);
+    }
     return messageRows;
   });
   ctx.queue.wake();

@@ -128,7 +128,7 @@ export function queuedWork(ctx: Ctx, workspace: string, session: string, ids: st
 
 const VECTOR_COLUMNS = ['id', 'workspace', 'vector', 'body', 'seq'] as const;
 
-async function ingest(p: IngestPayload, c: Ctx): Promise<void> {
+export async function ingest(p: IngestPayload, c: Ctx): Promise<void> {
   const { db } = c.storage;
   const pg = c.storage.dialect.kind === 'postgres';
   const { workspace, session, ids } = p;
