@@ -191,6 +191,15 @@ describe('PyTorch files written here with torch\'s opcodes', () => {
       writeTorchFile(f, v);
       assert.deepEqual((await loadEmbedding(f, 'clip_l', 3)).map((r) => [...r]), want, `case ${i}`);
     }
+    // A pickle torch.load refuses: the reference's safe_load_embed_zip reads the raw storages instead (the last of ≥ 768 floats).
+    const vec = Array.from({ length: 2 * 768 }, (_, i) => i / 7);
+    const refusedPickle = Buffer.from([0x80, 2, ...g('argparse', 'Namespace'), 0x29, 0x52, 0x2e]);
+    fs.writeFileSync(path.join(dir, 'emb-raw.pt'), torchFileBytes({ dict: [['small', tensor('F32', [4], f32([1, 2, 3, 4]))], ['e', tensor('F32', [2, 768], f32(vec))], ['tail', tensor('F32', [2], f32([0, 0]))]] }, { pickle: refusedPickle }));
+    const raw = await loadEmbedding(path.join(dir, 'emb-raw.pt'));
+    assert.deepEqual(raw.map((r) => r.length), [768, 768]);
+    assert.deepEqual([...raw[1]!], vec.slice(768).map(Math.fround));
+    fs.writeFileSync(path.join(dir, 'emb-none.pt'), torchFileBytes({ dict: [['small', tensor('F32', [4], f32([1, 2, 3, 4]))]] }, { pickle: refusedPickle }));
+    await assert.rejects(loadEmbedding(path.join(dir, 'emb-none.pt')), /emb-none\.pt: archive\/data\.pkl: the pickle asks for argparse\.Namespace.*no raw storage holds an embedding/);
     writeTorchFile(path.join(dir, 'emb-bad.pt'), { dict: [['string_to_param', { dict: [['*', 'no']] }]] });
     await assert.rejects(loadEmbedding(path.join(dir, 'emb-bad.pt')), /emb-bad\.pt: string_to_param\["\*"\] is not a tensor/);
   });

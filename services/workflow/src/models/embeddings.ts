@@ -6,7 +6,8 @@
  * torch.load(weights_only=True)): `string_to_param`'s first tensor (the
  * usual textual-inversion layout), a list of dicts (each tensor whose last
  * size is the width, as rows), the key, the `bundle_emb.*.string_to_param.*`
- * tensors of a LoRA-style bundle, else the first value. [n, D] gives n
+ * tensors of a LoRA-style bundle, else the first value; where the pickle is
+ * refused, the reference's raw reading of the zip's storages. [n, D] gives n
  * vectors, [D] one. Problems are ModelFileErrors naming the file.
  */
 import fs from 'node:fs';
@@ -47,7 +48,8 @@ async function isZip(path: string): Promise<boolean> {
 }
 
 async function loadTorchEmbedding(path: string, key: string, width: number | undefined): Promise<Float32Array[]> {
-  const torch = await TorchFile.open(path);
+  const torch = await TorchFile.open(path, { keepPickleErrors: true });
+  if (torch.pickleError !== undefined) return rawEmbedding(torch);
   const file = SafetensorsFile.ofTorch(torch, new Map());
   const root = torch.root;
   const tensor = (name: string, v: PyValue | undefined): TensorInfo => {
@@ -90,6 +92,23 @@ async function loadTorchEmbedding(path: string, key: string, width: number | und
     throw new ModelFileError(path, 'holds neither a dict nor a list of tensors');
   }
   return rowsOf(file, picked);
+}
+
+/**
+ * The reference's fallback when torch.load refuses the pickle (safe_load_embed_zip): the zip's `data/` entries,
+ * last first, the first of at least 768 float32 values, as rows of 768 (when they divide it) or 1024.
+ */
+async function rawEmbedding(torch: TorchFile): Promise<Float32Array[]> {
+  for (const name of torch.entryNames().filter((n) => n.includes('data/')).reverse()) {
+    const bytes = await torch.readEntry(name, MAX_EMBEDDING_VALUES * 4);
+    const n = bytes.length >> 2;
+    if (n < 768) continue;
+    const w = n % 768 === 0 ? 768 : 1024;
+    if (n % w !== 0 || bytes.length % 4 !== 0) throw new ModelFileError(torch.path, `${torch.pickleError}; its raw storage ${name} (${bytes.length} bytes) is not a whole number of vectors of 768 or 1024`);
+    const data = toFloat32(bytes, 'F32', torch.path, name);
+    return Array.from({ length: n / w }, (_, i) => data.slice(i * w, (i + 1) * w));
+  }
+  throw new ModelFileError(torch.path, `${torch.pickleError} (and no raw storage holds an embedding)`);
 }
 
 /** The tensors' rows ([n, D] → n vectors, [D] → one), concatenated. */

@@ -470,18 +470,11 @@ export function unpickle(data: Uint8Array): PyValue {
         break;
       }
       case OP.SHORT_BINSTRING: {
+        // a python 2 str; torch.load decodes them as UTF-8
         need(1, 'SHORT_BINSTRING');
         const len = data[pos++]!;
         need(len, 'SHORT_BINSTRING');
-        // torch.load's default encoding is ASCII (python 2 str)
-        let s = '';
-        for (let i = 0; i < len; i++) {
-          const c = data[pos + i]!;
-          if (c > 0x7f) throw new UnpickleError(`SHORT_BINSTRING at byte ${at} is not ASCII`);
-          s += String.fromCharCode(c);
-        }
-        pos += len;
-        push(s);
+        push(readString(len, 'SHORT_BINSTRING'));
         break;
       }
       case OP.TUPLE: {

@@ -15,6 +15,7 @@
  * refused by name). Legacy (pre-1.6) pickled files are refused.
  */
 import fs from 'node:fs';
+import path from 'node:path';
 import zlib from 'node:zlib';
 import { DTYPE_SIZE, ModelFileError, type TensorInfo } from './safetensors.ts';
 import { PyDict, PyTensor, type PyValue, typeName, unpickle, UnpickleError } from './pickle.ts';
@@ -223,9 +224,18 @@ export class TorchFile {
     readonly size: number,
     readonly root: PyValue,
     private readonly storages: Map<string, ZipEntry>,
+    /** Every zip entry, in the directory's order (the reference's namelist). */
+    private readonly entries: readonly ZipEntry[],
+    /** With `keepPickleErrors`: why data.pkl was refused (root is then None). */
+    readonly pickleError?: string,
   ) {}
 
-  static async open(file: string): Promise<TorchFile> {
+  /**
+   * Opens and checks the zip and runs data.pkl. A refused pickle throws, or
+   * with `keepPickleErrors` gives a file whose `pickleError` says why, whose
+   * raw entries can still be read (the reference's safe_load_embed_zip).
+   */
+  static async open(file: string, opts: { keepPickleErrors?: boolean } = {}): Promise<TorchFile> {
     const fh = await fs.promises.open(file, 'r').catch((err: NodeJS.ErrnoException) => {
       throw new ModelFileError(file, `cannot open (${err.code ?? err.message})`);
     });
@@ -241,22 +251,40 @@ export class TorchFile {
       if (!pkl) throw new ModelFileError(file, `a zip, but not a PyTorch file (no ${prefix}data.pkl)`);
       const byteorder = entries.get(`${prefix}byteorder`);
       const storageEntries = order.filter((e) => e.name.startsWith(`${prefix}data/`));
-      await locateData(fh, [pkl, ...(byteorder ? [byteorder] : []), ...storageEntries], order, cdOffset, file);
+      await locateData(fh, opts.keepPickleErrors ? order : [pkl, ...(byteorder ? [byteorder] : []), ...storageEntries], order, cdOffset, file);
       if (byteorder) {
         const bo = (await readEntry(fh, byteorder, 16, file)).toString('latin1');
         if (bo !== 'little') throw new ModelFileError(file, `byte order ${JSON.stringify(bo)}: only little-endian files are read`);
       }
-      const pickle = await readEntry(fh, pkl, MAX_PICKLE_BYTES, file);
-      let root: PyValue;
-      try {
-        root = unpickle(pickle);
-      } catch (err) {
-        if (err instanceof UnpickleError) throw new ModelFileError(file, `${pkl.name}: ${err.message}`);
-        throw err;
-      }
       const storages = new Map<string, ZipEntry>();
       for (const e of storageEntries) storages.set(e.name.slice(prefix.length + 5), e);
-      return new TorchFile(file, size, root, storages);
+      let root: PyValue;
+      try {
+        root = unpickle(await readEntry(fh, pkl, MAX_PICKLE_BYTES, file));
+      } catch (err) {
+        const problem = err instanceof UnpickleError ? `${pkl.name}: ${err.message}` : err instanceof ModelFileError ? err.message.slice(path.basename(file).length + 2) : undefined;
+        if (problem === undefined) throw err;
+        if (!opts.keepPickleErrors) throw new ModelFileError(file, problem);
+        return new TorchFile(file, size, null, storages, order, problem);
+      }
+      return new TorchFile(file, size, root, storages, order);
+    } finally {
+      await fh.close();
+    }
+  }
+
+  /** Names of the zip's entries, in its directory's order. */
+  entryNames(): string[] {
+    return this.entries.map((e) => e.name);
+  }
+
+  /** One entry's bytes (inflated if deflated), at most `limit` of them. */
+  async readEntry(name: string, limit: number): Promise<Buffer> {
+    const e = this.entries.find((x) => x.name === name);
+    if (!e || e.dataOffset === undefined) throw new ModelFileError(this.path, `no zip entry ${JSON.stringify(name)}`);
+    const fh = await fs.promises.open(this.path, 'r');
+    try {
+      return await readEntry(fh, e, limit, this.path);
     } finally {
       await fh.close();
     }
