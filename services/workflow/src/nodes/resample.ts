@@ -224,20 +224,26 @@ export async function resizeFrame(
     const ay = areaWindows(f.height, oh);
     if (ax && ay) return new Frame(ow, oh, f.channels, areaBytes(src, f.width, f.height, f.channels, ow, oh, ax, ay, checkInterrupt));
   }
+  const simd = simdKernels();
+  if (simd) return new Frame(ow, oh, f.channels, resampleFloatSimd(simd, src, f.width, f.height, f.channels, ow, oh, makeTaps(f.width, ow, method), makeTaps(f.height, oh, method), checkInterrupt, true));
   return new Frame(ow, oh, f.channels, resampleBytes(src, f.width, f.height, f.channels, ow, oh, makeTaps(f.width, ow, method), makeTaps(f.height, oh, method), checkInterrupt));
 }
 
 /**
- * resampleBytes' separable passes in WebAssembly SIMD float32 (simd-kernels.ts
- * toF32 → resH → convV): each needed source row as floats through the
- * horizontal taps into a ring of float rows, then each output row as the
- * weighted sum of its rows plus 0.5, truncated and clipped to bytes. The
- * arithmetic is torch's (float32 products and sums, horizontal first, as
- * its separable upsampling); resampleBytes sums in double and rounds once,
- * so the two differ only where a value falls within a float32 rounding of a
- * half level. Source rows are copied in one at a time and output rows out.
+ * resampleBytes' separable passes in WebAssembly SIMD: each needed source
+ * row through the horizontal taps into a ring of float32 rows, then each
+ * output row as the weighted sum of its rows plus 0.5, truncated and
+ * clipped to bytes; source rows are copied in one at a time and output rows
+ * out. `exact` (bicubic, area): resampleBytes' own arithmetic, bit for bit
+ * (simd-kernels.ts resH64 → resV64: double sums in two float64 lanes, rounded
+ * to float32 where it rounds, its double or float32-step vertical loop by
+ * tap count). Otherwise (bilinear) float32 throughout (toF32 → resH →
+ * convV): torch's arithmetic (float32 products and sums, horizontal first,
+ * as its separable upsampling), 4 lanes; it differs from resampleBytes'
+ * double sums only where a value falls within a float32 rounding of a half
+ * level.
  */
-function resampleFloatSimd(k: SimdKernels, src: Uint8Array, w: number, h: number, c: number, ow: number, oh: number, tx: Taps, ty: Taps, checkInterrupt: () => void): Buffer {
+function resampleFloatSimd(k: SimdKernels, src: Uint8Array, w: number, h: number, c: number, ow: number, oh: number, tx: Taps, ty: Taps, checkInterrupt: () => void, exact = false): Buffer {
   const kx = tx.k;
   const ky = ty.k;
   const rowIn = w * c;
@@ -271,8 +277,11 @@ function resampleFloatSimd(k: SimdKernels, src: Uint8Array, w: number, h: number
   const outAt = ringAt + ringRows * ringStride;
   k.reserve(outAt + align(rowLen + 16));
   const { u8, i32, f32 } = k;
-  for (let i = 0; i < ow * kx; i++) i32[(xoAt >> 2) + i] = tx.idx[i]! * c * 4;
+  // Exact: offsets into the byte row; else into its float copy.
+  for (let i = 0; i < ow * kx; i++) i32[(xoAt >> 2) + i] = tx.idx[i]! * c * (exact ? 1 : 4);
   f32.set(tx.w, xwAt >> 2);
+  // resampleBytes' vertical loops: a double sum for 2 and 4 taps, float32 steps for the others.
+  const steps = ky === 2 || ky === 4 ? 0 : 1;
   const slot = (r: number) => ringAt + (r % ringRows) * ringStride;
   const out = Buffer.allocUnsafe(oh * rowLen);
   let next = 0;
@@ -280,16 +289,21 @@ function resampleFloatSimd(k: SimdKernels, src: Uint8Array, w: number, h: number
     for (; next <= hi[y]!; next++) {
       if (next < lo[y]!) continue;
       u8.set(src.subarray(next * rowIn, (next + 1) * rowIn), rowAt);
-      k.toF32(rowAt, rowIn, rowF32At);
-      k.resH(rowF32At, xoAt, xwAt, kx, ow, slot(next), c);
+      if (exact) k.resH64(rowAt, xoAt, xwAt, kx, ow, slot(next), c);
+      else {
+        k.toF32(rowAt, rowIn, rowF32At);
+        k.resH(rowF32At, xoAt, xwAt, kx, ow, slot(next), c);
+      }
     }
     for (let t = 0; t < ky; t++) {
       const wt = ty.w[y * ky + t]!;
       // A tap of weight 0 may name a row not made (yet): it reads one that is, times 0.
       i32[(offsAt >> 2) + t] = slot(wt === 0 ? lo[y]! : ty.idx[y * ky + t]!);
-      f32.fill(wt, (kernAt >> 2) + t * 4, (kernAt >> 2) + t * 4 + 4);
+      if (exact) f32[(kernAt >> 2) + t] = wt;
+      else f32.fill(wt, (kernAt >> 2) + t * 4, (kernAt >> 2) + t * 4 + 4);
     }
-    k.convV(offsAt, kernAt, ky, outAt, rowLen, 0, 1, 0);
+    if (exact) k.resV64(offsAt, kernAt, ky, outAt, rowLen, steps);
+    else k.convV(offsAt, kernAt, ky, outAt, rowLen, 0, 1, 0);
     out.set(u8.subarray(outAt, outAt + rowLen), y * rowLen);
     if ((y & 127) === 127) checkInterrupt();
   }

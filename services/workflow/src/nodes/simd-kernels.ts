@@ -470,6 +470,108 @@ function lut2(): Fn {
   };
 }
 
+const f64x2splat = simd(0x14);
+const f64x2add = simd(0xf0);
+const f64x2mul = simd(0xf2);
+const f64x2fromI32LowU = simd(0xff);
+const f64x2promoteLow = simd(0x5f);
+const f32x4demoteZero = simd(0x5e);
+const i32x4truncSatF64Zero = simd(0xfc);
+/** i8x16.shuffle: lanes 0–15 from the first operand, 16–31 from the second. */
+const shuffle = (lanes: number[]): Code => simd(0x0d, ...lanes);
+/** Lanes 2, 3 (bytes 8–15) of the first operand moved down to lanes 0, 1. */
+const highToLow = shuffle([8, 9, 10, 11, 12, 13, 14, 15, 8, 9, 10, 11, 12, 13, 14, 15]);
+/** Lanes 0, 1 of the first operand, then lanes 0, 1 of the second. */
+const lowPairs = shuffle([0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23]);
+const f32toF64 = [0xbb];
+
+/**
+ * resH64(src, xo, w, k, ow, dst, c): resampleBytes' horizontal pass exactly:
+ * for output x the double sum, in tap order from 0, of w[x·k + t] (float32)
+ * times the source bytes at src + xo[x·k + t] (channels in the lanes, two
+ * float64 lanes a vector), rounded to float32 and stored as 4 floats at
+ * dst + x·c·4 (for c = 3 the fourth is the next pixel's, which overwrites
+ * it). Reads 4 bytes at each tap (src needs a byte of padding).
+ */
+function resH64(): Fn {
+  const [src, xo, w, k, ow, dst, c] = [0, 1, 2, 3, 4, 5, 6];
+  const [x, t, lo, hi, b, v, wv] = [7, 8, 9, 10, 11, 12, 13];
+  return {
+    name: 'resH64',
+    params: [I32, I32, I32, I32, I32, I32, I32],
+    locals: [I32, I32, V128, V128, I32, V128, V128],
+    body: [
+      i32(0), set(x),
+      i32(0), set(b),
+      whileLt(x, ow,
+        i32(0), i32x4splat, f64x2fromI32LowU, set(lo),
+        i32(0), i32x4splat, f64x2fromI32LowU, set(hi),
+        i32(0), set(t),
+        whileLt(t, k,
+          get(src), get(xo), get(b), get(t), add, i32(2), shl, add, load32(), add,
+          load32zero, i16x8extLowU8, i32x4extLowU16, set(v),
+          get(w), get(b), get(t), add, i32(2), shl, add, f32load(), f32toF64, f64x2splat, set(wv),
+          get(lo), get(v), f64x2fromI32LowU, get(wv), f64x2mul, f64x2add, set(lo),
+          get(hi), get(v), get(v), highToLow, f64x2fromI32LowU, get(wv), f64x2mul, f64x2add, set(hi),
+          inc(t, i32(1)),
+        ),
+        get(dst), get(lo), f32x4demoteZero, get(hi), f32x4demoteZero, lowPairs, v128store(),
+        inc(dst, [...get(c), ...i32(2), ...shl]),
+        inc(b, get(k)),
+        inc(x, i32(1)),
+      ),
+    ],
+  };
+}
+
+/**
+ * resV64(offs, w, K, dst, len, steps): resampleBytes' vertical pass exactly,
+ * 4 samples a step in two float64 halves, over the K float32 rows at the
+ * byte addresses offs[0 … K) with the float32 weights w[0 … K): with
+ * `steps` 0 the double sum w₀r₀ + w₁r₁ + … in tap order plus 0.5 (its 2- and
+ * 4-tap loops); with `steps` 1 a float32 sum from 0.5 rounded after each tap
+ * (its general loop and three-tap loop); then truncated and clipped to
+ * bytes at dst. Reads up to 3 floats and writes up to 3 bytes past len.
+ */
+function resV64(): Fn {
+  const [offs, w, K, dst, len, steps] = [0, 1, 2, 3, 4, 5];
+  const [i, t, lo, hi, r, wv, row] = [6, 7, 8, 9, 10, 11, 12];
+  const half = [0x44, 0, 0, 0, 0, 0, 0, 0xe0, 0x3f, ...f64x2splat];
+  const zero = [...i32(0), ...i32x4splat, ...f64x2fromI32LowU];
+  const fround = (a: number): Code => [...get(steps), 0x04, V128, ...get(a), ...f32x4demoteZero, ...f64x2promoteLow, 0x05, ...get(a), 0x0b, ...set(a)];
+  return {
+    name: 'resV64',
+    params: [I32, I32, I32, I32, I32, I32],
+    locals: [I32, I32, V128, V128, I32, V128, V128],
+    body: [
+      i32(0), set(i),
+      whileLt(i, len,
+        get(steps), 0x04, V128, half, 0x05, zero, 0x0b, set(lo),
+        get(lo), set(hi),
+        i32(0), set(t),
+        whileLt(t, K,
+          at4(offs, t), load32(), get(i), i32(2), shl, add, set(r),
+          get(w), get(t), i32(2), shl, add, f32load(), f32toF64, f64x2splat, set(wv),
+          get(r), v128load(), set(row),
+          get(lo), get(row), f64x2promoteLow, get(wv), f64x2mul, f64x2add, set(lo),
+          get(hi), get(row), get(row), highToLow, f64x2promoteLow, get(wv), f64x2mul, f64x2add, set(hi),
+          fround(lo), fround(hi),
+          inc(t, i32(1)),
+        ),
+        get(steps), i32(0), [0x46], 0x04, 0x40,
+        get(lo), half, f64x2add, set(lo),
+        get(hi), half, f64x2add, set(hi),
+        0x0b,
+        get(dst), get(i), add,
+        get(lo), i32x4truncSatF64Zero, get(hi), i32x4truncSatF64Zero, lowPairs,
+        get(lo), i16x8narrowS32, get(lo), i8x16narrowU16,
+        i32x4lane0, store32(),
+        inc(i, i32(4)),
+      ),
+    ],
+  };
+}
+
 // ---- instances ----
 
 export interface SimdKernels {
@@ -484,6 +586,8 @@ export interface SimdKernels {
   toF32(src: number, n: number, dst: number): void;
   convH(src: number, kern: number, K: number, c: number, n: number, dst: number): void;
   resH(src: number, xo: number, w: number, k: number, ow: number, dst: number, c: number): void;
+  resH64(src: number, xo: number, w: number, k: number, ow: number, dst: number, c: number): void;
+  resV64(offs: number, w: number, K: number, dst: number, len: number, steps: number): void;
   convV(offs: number, kern: number, K: number, dst: number, len: number, p: number, q: number, x: number): void;
   intH(src: number, xo: number, n: number, kk: number, k: number, ow: number, dst: number, c: number): void;
   intV(offs: number, kk: number, m: number, dst: number, len: number, bias: number, shift: number): void;
@@ -498,7 +602,7 @@ export function simdKernels(): SimdKernels | undefined {
   kernels = undefined;
   if (process.env.WORKFLOW_IMAGE_KERNELS === 'js') return undefined;
   try {
-    const bytes = encodeModule([lanczosH(), lanczosV(), toF32(), convH(), resH(), convV(), intH(), intV(), lut2()]);
+    const bytes = encodeModule([lanczosH(), lanczosV(), toF32(), convH(), resH(), resH64(), resV64(), convV(), intH(), intV(), lut2()]);
     if (!WebAssembly.validate(bytes)) return undefined;
     const memory = new WebAssembly.Memory({ initial: 16 });
     const inst = new WebAssembly.Instance(new WebAssembly.Module(bytes), { env: { mem: memory } });
@@ -519,6 +623,8 @@ export function simdKernels(): SimdKernels | undefined {
       toF32: e.toF32,
       convH: e.convH,
       resH: e.resH,
+      resH64: e.resH64,
+      resV64: e.resV64,
       convV: e.convV,
       intH: e.intH,
       intV: e.intV,
