@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { Storage } from '@svc/storage';
 import type { Ctx } from '../context.ts';
 import { bufferToVector, dot } from '../../search/embedding.ts';
@@ -116,7 +117,7 @@ function add(ix: WsIndex, r: any): void {
   ix.peer.push(intern(ix, r.peer));
   ix.alive[row] = 1;
   ix.rowOf.set(r.id, row);
-  if (r.vector) setVector(ix, row, r.vector as Uint8Array);
+  setStored(ix, row, r);
   const body: string = typeof r.body === 'string' ? r.body : indexBody(String(r.content ?? ''));
   for (const stem of new Set<string>(body.split(' '))) {
     if (!stem) continue;
@@ -126,31 +127,58 @@ function add(ix: WsIndex, r: any): void {
   }
 }
 
-/** The int8 copy of a row's embedding (a row without one has scale 0). */
-function setVector(ix: WsIndex, row: number, buf: Uint8Array): void {
-  const v = bufferToVector(buf);
-  if (!ix.dims) {
-    ix.dims = v.length;
-    const store = vectorStore(ix.alive.length, ix.dims);
-    ix.q8 = store.q8;
-    ix.kernel = store.kernel;
-  }
-  if (v.length !== ix.dims) return;
+/**
+ * An embedding's int8 copy as the index holds it: the float32 inverse scale
+ * (little-endian), then one byte per dimension (round(v × 127 / max|v|)).
+ * The ingest job stores it beside the float vector (`v3_vectors.q8`), so an
+ * index build reads a quarter of the bytes and quantizes nothing; rows
+ * without it (written before `015_v3_q8`) are quantized here, the same way.
+ */
+export function quantize(v: Float32Array): Uint8Array {
+  const out = new Uint8Array(4 + v.length);
   let max = 0;
   for (let i = 0; i < v.length; i++) max = Math.max(max, Math.abs(v[i]!));
   if (max > 0) {
     const scale = 127 / max;
-    const base = row * ix.dims;
-    for (let i = 0; i < v.length; i++) ix.q8[base + i] = Math.round(v[i]! * scale);
-    ix.invScale[row] = 1 / scale;
+    new DataView(out.buffer).setFloat32(0, 1 / scale, true);
+    const q = new Int8Array(out.buffer, 4);
+    for (let i = 0; i < v.length; i++) q[i] = Math.round(v[i]! * scale);
   }
+  return out;
+}
+
+/** A row's int8 embedding from its stored form (a row without one has scale 0). */
+function setQ8(ix: WsIndex, row: number, q: Uint8Array): void {
+  const dims = q.byteLength - 4;
+  if (!ix.dims) {
+    ix.dims = dims;
+    const store = vectorStore(ix.alive.length, ix.dims);
+    ix.q8 = store.q8;
+    ix.kernel = store.kernel;
+  }
+  if (dims !== ix.dims) return;
+  const inv = new DataView(q.buffer, q.byteOffset, 4).getFloat32(0, true);
+  if (inv === 0) return;
+  ix.q8.set(new Int8Array(q.buffer, q.byteOffset + 4, dims), row * dims);
+  ix.invScale[row] = inv;
+}
+
+const setVector = (ix: WsIndex, row: number, buf: Uint8Array) => setQ8(ix, row, quantize(bufferToVector(buf)));
+
+/** A row's stored embedding: the int8 copy when there is one, else the float vector. */
+function setStored(ix: WsIndex, row: number, r: { q8?: unknown; vector?: unknown }): void {
+  if (r.q8) setQ8(ix, row, r.q8 as Uint8Array);
+  else if (r.vector) setVector(ix, row, r.vector as Uint8Array);
 }
 
 function rowsQuery(ctx: Ctx, workspace: string) {
   return ctx.storage.db
     .selectFrom('v3_messages')
     .leftJoin('v3_vectors', 'v3_vectors.id', 'v3_messages.id')
-    .select(['v3_messages.id', 'v3_messages.seq', 'v3_messages.session', 'v3_messages.peer', 'v3_messages.content', 'v3_vectors.vector', 'v3_vectors.body'])
+    .select(['v3_messages.id', 'v3_messages.seq', 'v3_messages.session', 'v3_messages.peer', 'v3_vectors.q8', 'v3_vectors.body'])
+    // The float vector and the text only where the int8 copy or the stems are missing.
+    .select(sql<Uint8Array | null>`case when v3_vectors.q8 is null then v3_vectors.vector end`.as('vector'))
+    .select(sql<string | null>`case when v3_vectors.body is null then v3_messages.content end`.as('content'))
     .where('v3_messages.workspace', '=', workspace) as any;
 }
 
@@ -199,10 +227,15 @@ async function refreshVectors(ctx: Ctx, workspace: string, ix: WsIndex): Promise
     ix.vhw = Math.max(ix.vhw, Number(r.seq));
   }
   for (let i = 0; i < missing.length; i += 500) {
-    const rows: any[] = await ctx.storage.db.selectFrom('v3_vectors').select(['id', 'vector']).where('id', 'in', missing.slice(i, i + 500)).execute();
+    const rows: any[] = await ctx.storage.db
+      .selectFrom('v3_vectors')
+      .select(['id', 'q8'])
+      .select(sql<Uint8Array | null>`case when q8 is null then vector end`.as('vector'))
+      .where('id', 'in', missing.slice(i, i + 500))
+      .execute();
     let t = performance.now();
     for (let k = 0; k < rows.length; k++) {
-      setVector(ix, ix.rowOf.get(rows[k].id)!, rows[k].vector);
+      setStored(ix, ix.rowOf.get(rows[k].id)!, rows[k]);
       if ((k & 63) === 63 && performance.now() - t > STEP_MS) {
         await yieldToLoop();
         t = performance.now();

@@ -8,6 +8,7 @@ import { extractFacts } from '../../deriver/extract.ts';
 import { DUPLICATE_COSINE } from '../../deriver/facts.ts';
 import { bufferToVector, dot, vectorToBuffer } from '../../search/embedding.ts';
 import { indexBody } from '../../search/text.ts';
+import { quantize } from './message-index.ts';
 import { nextSeq } from '../values.ts';
 import { insertRows, type RowSet } from './bulk.ts';
 import { embedTexts, storeVectors } from './recall.ts';
@@ -126,7 +127,7 @@ export function queuedWork(ctx: Ctx, workspace: string, session: string, ids: st
   return { rows: { table: 'v3_work', columns: QUEUED_COLUMNS, rows }, payload: { workspace, session, ids, groups, work } };
 }
 
-const VECTOR_COLUMNS = ['id', 'workspace', 'vector', 'body', 'seq'] as const;
+const VECTOR_COLUMNS = ['id', 'workspace', 'vector', 'body', 'seq', 'q8'] as const;
 
 export async function ingest(p: IngestPayload, c: Ctx): Promise<void> {
   const { db } = c.storage;
@@ -139,7 +140,7 @@ export async function ingest(p: IngestPayload, c: Ctx): Promise<void> {
   const vectors = await embedTexts(c, todo.map((m: any) => m.content));
   const vectorRows: unknown[][] = [];
   todo.forEach((m: any, i) => {
-    if (vectors[i]) vectorRows.push([m.id, workspace, vectorToBuffer(vectors[i]!), indexBody(m.content), nextSeq()]);
+    if (vectors[i]) vectorRows.push([m.id, workspace, vectorToBuffer(vectors[i]!), indexBody(m.content), nextSeq(), quantize(vectors[i]!)]);
   });
   await db.transaction().execute(async (trx) => {
     // The session row is shared-locked: its deactivation (which precedes its deletion) waits for this commit,
