@@ -2,10 +2,10 @@
 import type { WriteContext } from '../changes/write-context.ts';
 import { LINK_STATUS, CABLE_LENGTH_UNITS, CABLE_TYPES } from './netbox-choices.ts';
 import { chunks, fetchRowsByIds, type ReadCtx } from './read.ts';
-import { model, modelForObjectType, objectUrl, displayUrl } from './registry.ts';
+import { model, modelForObjectType, objectUrl, displayUrl } from './lookup.ts';
 import { loadBriefs } from './represent.ts';
 import type { ModelDef, Row } from './types.ts';
-import { COMPATIBLE, ENDPOINT_TYPES, type Termination } from './cabling.ts';
+import { COMPATIBLE, ENDPOINT_TYPES, type Termination } from './cable-types.ts';
 
 type Obj = Record<string, unknown>;
 const MAX_HOPS = 64;

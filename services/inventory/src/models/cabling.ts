@@ -7,42 +7,13 @@ import type { ExtraFilter, FieldDef, ModelDef, Row } from './types.ts';
 type Obj = Record<string, unknown>;
 
 /** The cable functions that read other models through the registry, loaded when first used (the registry lists this module's models). */
+import { CABLE_TERMINATION_TYPES, ENDPOINT_TYPES, type Termination } from './cable-types.ts';
+
 const paths = () => import('./cable-paths.ts');
 
-/** Object types a cable end may attach to (NetBox's CABLE_TERMINATION_MODELS this service models). */
-export const CABLE_TERMINATION_TYPES = [
-  'circuits.circuittermination',
-  'dcim.consoleport',
-  'dcim.consoleserverport',
-  'dcim.frontport',
-  'dcim.interface',
-  'dcim.powerfeed',
-  'dcim.poweroutlet',
-  'dcim.powerport',
-  'dcim.rearport',
-] as const;
-
-/** NetBox's COMPATIBLE_TERMINATION_TYPES: what may sit at the other end of a cable. */
-export const COMPATIBLE: Record<string, string[]> = {
-  'circuits.circuittermination': ['dcim.interface', 'dcim.frontport', 'dcim.rearport', 'circuits.circuittermination'],
-  'dcim.consoleport': ['dcim.consoleserverport', 'dcim.frontport', 'dcim.rearport'],
-  'dcim.consoleserverport': ['dcim.consoleport', 'dcim.frontport', 'dcim.rearport'],
-  'dcim.powerport': ['dcim.poweroutlet', 'dcim.powerfeed'],
-  'dcim.powerfeed': ['dcim.powerport'],
-  'dcim.poweroutlet': ['dcim.powerport'],
-  'dcim.interface': ['dcim.interface', 'circuits.circuittermination', 'dcim.frontport', 'dcim.rearport'],
-  'dcim.frontport': ['dcim.consoleport', 'dcim.consoleserverport', 'dcim.interface', 'dcim.frontport', 'dcim.rearport', 'circuits.circuittermination'],
-  'dcim.rearport': ['dcim.consoleport', 'dcim.consoleserverport', 'dcim.interface', 'dcim.frontport', 'dcim.rearport', 'circuits.circuittermination'],
-};
-
-/** Path endpoints: a trace from one ends at another (pass-through ports and circuits are crossed). */
-export const ENDPOINT_TYPES = new Set(['dcim.interface', 'dcim.consoleport', 'dcim.consoleserverport', 'dcim.powerport', 'dcim.poweroutlet', 'dcim.powerfeed']);
+export { CABLE_TERMINATION_TYPES, COMPATIBLE, ENDPOINT_TYPES, type Termination } from './cable-types.ts';
 const MAX_TERMINATIONS = 100;
 
-export interface Termination {
-  object_type: string;
-  object_id: number;
-}
 
 /** `a_terminations` / `b_terminations` input: a list of `{object_type, object_id}` (NetBox's GenericObjectSerializer). */
 function parseTerminations(v: unknown): Termination[] {

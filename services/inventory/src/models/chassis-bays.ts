@@ -3,7 +3,7 @@ import type { WriteContext } from '../changes/write-context.ts';
 import { deviceComponentFilters } from './cabling.ts';
 import { chunks, type ReadCtx } from './read.ts';
 import { loadBriefs } from './represent.ts';
-import { model } from './registry.ts';
+import { model } from './lookup.ts';
 import { commentsField, descriptionField, nameField, ref, refFilters, siteTreeFilters } from './tenancy.ts';
 import type { FieldDef, ModelDef, Row } from './types.ts';
 import { createObject, lockRows, updateObject } from './write.ts';

@@ -3,6 +3,7 @@ import { compileLookup } from './regex-lookup.ts';
 import type { ReadCtx } from './read.ts';
 import type { Choice, ModelDef, Row } from './types.ts';
 import { choicesOf } from './choice-sets.ts';
+import { modelForObjectType } from './lookup.ts';
 import { createHash } from 'node:crypto';
 
 /** A value as Python's str() shows it in NetBox's messages (strings bare, lists with quotes). */
@@ -151,7 +152,6 @@ export const customField: ModelDef = {
       merged.choices = set.values;
       merged.choice_set_name = set.name;
     }
-    const { modelForObjectType } = await import('./registry.ts');
     for (const t of (values.object_types ?? []) as string[]) {
       const m = modelForObjectType(t);
       if (!m || !m.taggable) (errors.object_types ??= []).push(`Invalid object type: ${t} does not take custom fields.`);
@@ -348,7 +348,6 @@ export async function syncUniqueCustomFields(ctx: ReadCtx, objectType: string, o
 export async function reindexUniqueField(ctx: ReadCtx, row: Row): Promise<void> {
   await ctx.db.deleteFrom('extras_customfield_unique').where('field_name', '=', row.name).execute();
   if (!row.unique && !row.is_unique) return;
-  const { modelForObjectType } = await import('./registry.ts');
   for (const type of (Array.isArray(row.object_types) ? row.object_types : (ctx.dialect.parseJson<string[]>(row.object_types) ?? [])) as string[]) {
     const m = modelForObjectType(type);
     if (!m?.taggable) continue;

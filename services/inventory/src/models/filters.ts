@@ -1,6 +1,6 @@
 import { sql, type RawBuilder } from 'kysely';
 import { chunks, type ReadCtx } from './read.ts';
-import { model } from './registry.ts';
+import { model } from './lookup.ts';
 import type { ExtraFilter, FieldDef, ModelDef } from './types.ts';
 import type { Errors } from './validate.ts';
 import { normaliseMac } from './values.ts';

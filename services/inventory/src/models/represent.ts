@@ -1,6 +1,6 @@
 import { choiceLabel } from './choices.ts';
 import { chunks, fetchRowsByIds, type ReadCtx } from './read.ts';
-import { displayUrl, model, modelForObjectType, objectUrl } from './registry.ts';
+import { displayUrl, model, modelForObjectType, objectUrl } from './lookup.ts';
 import { enrichGeneric } from './generic-object.ts';
 import type { FieldDef, ModelDef, Refs, Row } from './types.ts';
 import { djangoIso } from './values.ts';

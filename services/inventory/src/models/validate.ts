@@ -1,6 +1,6 @@
 import { FieldProblem, fail } from './field-problem.ts';
 import { fetchRowsByIds, type ReadCtx } from './read.ts';
-import { model, modelForObjectType } from './registry.ts';
+import { model, modelForObjectType } from './lookup.ts';
 import { checkGeneric } from './generic-object.ts';
 import type { FieldDef, ModelDef, Row } from './types.ts';
 import { netString, parseNet } from './ip.ts';

@@ -1,7 +1,7 @@
 import type { WriteContext } from '../changes/write-context.ts';
 import { conflict } from '../api/errors.ts';
 import { chunks, fastRows, fetchRow, fetchRowsByIds, normaliseRow, type ReadCtx } from './read.ts';
-import { MODELS, model } from './registry.ts';
+import { model, registeredModels } from './lookup.ts';
 import { syncUniqueCustomFields } from './custom-fields.ts';
 import { represent, snapshot } from './represent.ts';
 import type { ModelDef, Row } from './types.ts';
@@ -184,7 +184,7 @@ export async function deleteObject(w: WriteContext, m: ModelDef, existing: Row):
     for (const row of (await lockRows(w, child, ids)).values()) await deleteObject(w, child, row);
   }
   // Journal entries and contact assignments go with their object (NetBox's GenericRelation), each change-logged.
-  for (const child of MODELS) {
+  for (const child of registeredModels()) {
     const g = child.genericRef;
     if (!g || child === m || !g.supported(m)) continue;
     const ids = (await w.trx.selectFrom(child.table).select('id').where(g.typeColumn, '=', m.objectType).where(g.idColumn, '=', existing.id).execute()).map((r) => Number(r.id));
