@@ -12,6 +12,6 @@ export {
 } from './errors.js';
 export { parseJsonPreservingFloats, JsonParseError } from './json.js';
 export { DEFAULT_LIMITS, type Limits } from './runtime/state.js';
-export { PyFloat, Markup, Undefined, Kwargs, markTuple, isTuple } from './runtime/values.js';
+export { PyFloat, Markup, Undefined, Kwargs, markTuple, isTuple, PyObject, NativeFunction, MISSING, type KwMap } from './runtime/values.js';
 export { pyStr, pyRepr } from './runtime/repr.js';
 export { RenderPool, defaultPoolSize, type RenderPoolOptions, type RenderJob, type RenderResult, type RenderError, type SetupModule } from './pool.js';

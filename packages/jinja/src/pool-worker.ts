@@ -22,10 +22,12 @@ if (data.nice > 0) {
   }
 }
 
+let setupModule: SetupModule | undefined;
+
 async function environments(): Promise<Record<string, Environment>> {
   if (!data.setup) return { default: new Environment() };
-  const mod = (await import(data.setup)) as SetupModule;
-  return mod.environments(data.setupData);
+  setupModule = (await import(data.setup)) as SetupModule;
+  return setupModule.environments(data.setupData);
 }
 
 const envs = await environments();
@@ -70,6 +72,7 @@ function handle(m: PoolRequest): RenderResult[] {
     const parsed = typeof m.context === 'string' ? (m.floats ? parseJsonPreservingFloats(m.context) : JSON.parse(m.context)) : m.context;
     if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error('context must be a JSON object');
     ctx = parsed as Record<string, unknown>;
+    setupModule?.prepareContext?.(ctx);
   } catch (err) {
     const error = describe(err);
     return m.jobs!.map(() => ({ ok: false, error }));

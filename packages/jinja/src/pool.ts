@@ -11,6 +11,8 @@ import type { Environment } from './environment.js';
 /** What a pool's setup module exports: the named environments (with host filters) renders use. */
 export interface SetupModule {
   environments(data: unknown): Record<string, Environment> | Promise<Record<string, Environment>>;
+  /** Optional: turns a parsed render context into what templates see (host objects such as query sets), in the worker. */
+  prepareContext?(context: Record<string, unknown>): void;
 }
 
 export interface RenderPoolOptions {

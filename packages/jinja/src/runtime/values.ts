@@ -279,6 +279,11 @@ export function truthy(v: unknown): boolean {
   if (v instanceof Map) return v.size > 0;
   if (isPlainObject(v)) return dictSize(v) > 0;
   if (v instanceof DictView) return dictSize(v.dict) > 0;
+  // Python's bool() of an object with __len__ (range(0), a host's empty query set) is its length.
+  if (v instanceof PyObject) {
+    const n = v.pyLen();
+    if (n !== null) return n > 0;
+  }
   return true;
 }
 

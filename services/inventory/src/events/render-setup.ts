@@ -5,6 +5,9 @@
 import { Environment } from '@svc/jinja';
 import { envFilterFor, headerSafe } from './templates.ts';
 
+// Config templates' related managers (`device.interfaces.all()`), attached to the parsed context in the worker.
+export { prepareContext } from './template-managers.ts';
+
 export function environments(data: { envParams: string[] }): Record<string, Environment> {
   const make = (headers: boolean) => {
     const env = new Environment({});
