@@ -234,3 +234,23 @@ test('scoping quirks of Jinja2: names assigned later in a scope start undefined 
     ['{{ x }}{% for i in [1] %}{{ x }}{% endfor %}{% set x = 1 %}', 'XX', ctx],
   ]);
 });
+
+test("bool() of a sized engine object is its length (range(0) is false); a host's PyObject is sized and iterable through pyLen/pyIter", async () => {
+  const { PyObject } = await import('../src/index.ts');
+  class Bag extends PyObject {
+    readonly pyTypeName = 'Bag';
+    constructor(readonly items: unknown[]) {
+      super();
+    }
+    override pyIter() {
+      return this.items;
+    }
+    override pyLen() {
+      return this.items.length;
+    }
+  }
+  cases([
+    ['{% if range(0) %}y{% else %}n{% endif %}|{{ range(2) is true }}|{{ not range(0) }}', 'n|False|True'],
+    ['{% if bag %}y{% else %}n{% endif %}{% if empty %}y{% else %}n{% endif %}|{{ bag|length }}|{% for x in bag %}{{ x }}{% endfor %}|{{ bag|join(",") }}', 'yn|2|ab|a,b', { bag: new Bag(['a', 'b']), empty: new Bag([]) }],
+  ]);
+});
