@@ -2,9 +2,10 @@ import { it } from 'node:test';
 import assert from 'node:assert/strict';
 import { sql } from 'kysely';
 import { createQueue } from '@svc/queue';
-import { forEachStorage } from '@svc/testkit';
-import { openMemoryStorage } from '../../src/app.ts';
-import { LocalEmbeddingProvider } from '../../src/search/embedding.ts';
+import { client, forEachStorage } from '@svc/testkit';
+import { buildApp, openMemoryStorage } from '../../src/app.ts';
+import { bufferToVector, LocalEmbeddingProvider } from '../../src/search/embedding.ts';
+import { quantize } from '../../src/domain/v3/message-index.ts';
 import { ingest, INGEST_TASK } from '../../src/domain/v3/reasoning.ts';
 import { uniq, useServer } from '../helpers.ts';
 import { embedQueued } from './embed.ts';
@@ -75,5 +76,27 @@ forEachStorage('memory v3 batch ingest', (storage) => {
     assert.deepEqual([st.body.total_work_units, st.body.completed_work_units, st.body.pending_work_units], [106, 106, 0]);
     const hit = await s.http.post(`${W}/search`, { query: 'note 42 Lyon', limit: 1 });
     assert.equal(hit.body[0]?.id, ids[42]);
+
+    // Vectors stored before the int8 copies existed (q8 null): a fresh index quantizes the float vectors the same way.
+    const queries = ['note 42 Lyon', 'live', 'note 7'];
+    const answers = [];
+    for (const query of queries) answers.push((await s.http.post(`${W}/search`, { query, limit: 10 })).body.map((m: any) => m.id));
+    const st3 = await openMemoryStorage(s.server.cfg);
+    // The stored int8 copy is the index's own quantization of the stored float vector.
+    const stored = await st3.db.selectFrom('v3_vectors').select(['vector', 'q8']).where('workspace', '=', w).execute();
+    assert.equal(stored.length, 100);
+    for (const v of stored as any[]) assert.deepEqual(Buffer.from(v.q8), Buffer.from(quantize(bufferToVector(v.vector))));
+    await st3.db.updateTable('v3_vectors').set({ q8: null }).where('workspace', '=', w).execute();
+    await st3.close();
+    const fresh: any = await buildApp({ ...s.server.cfg, runWorkers: false } as any);
+    try {
+      const url = await fresh.listen({ port: 0, host: '127.0.0.1' });
+      for (let i = 0; i < queries.length; i++) {
+        const r2 = await client(url).post(`${W}/search`, { query: queries[i], limit: 10 });
+        assert.deepEqual(r2.body.map((m: any) => m.id), answers[i], queries[i]);
+      }
+    } finally {
+      await fresh.close();
+    }
   });
 });
