@@ -56,7 +56,8 @@ function userCookie(req: FastifyRequest): string | undefined {
 }
 
 export async function openWorkflowStorage(cfg: ServiceConfig, opts: { relaxedCommits?: boolean } = {}): Promise<Storage> {
-  const storage = await openStorage({ databaseUrl: cfg.databaseUrl, dataDir: cfg.dataDir, sqliteFile: 'workflow.sqlite', pgSchema: cfg.pgSchema, sqliteStatementCache: 128, pgStatementCache: 256, pgRelaxedCommits: opts.relaxedCommits });
+  // SQLite: WAL checkpoints in a thread of their own, never inside a prompt's commit on the event loop.
+  const storage = await openStorage({ databaseUrl: cfg.databaseUrl, dataDir: cfg.dataDir, sqliteFile: 'workflow.sqlite', pgSchema: cfg.pgSchema, sqliteStatementCache: 128, sqliteCheckpointThread: true, pgStatementCache: 256, pgRelaxedCommits: opts.relaxedCommits });
   try {
     await migrate(storage.db, storage.dialect, workflowMigrations);
   } catch (err) {

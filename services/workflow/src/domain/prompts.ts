@@ -116,6 +116,41 @@ export async function insertPrompt(db: Kysely<any>, p: NewPrompt): Promise<void>
 
 const MAX_BATCH = 200;
 
+type RawSqlite = NonNullable<Storage['sqlite']>;
+type RawStatement = ReturnType<RawSqlite['prepare']>;
+
+/**
+ * The statements every prompt runs on SQLite, prepared once per handle and run
+ * on the raw better-sqlite3 handle: no query building per prompt. Kysely shares
+ * the handle, so they run only while none of its transactions is open (a raw
+ * statement would silently join it); callers fall back to the query builder then.
+ */
+const rawStatements = new WeakMap<RawSqlite, { insert: RawStatement; complete: RawStatement }>();
+
+function rawStatementsOf(raw: RawSqlite): { insert: RawStatement; complete: RawStatement } {
+  let s = rawStatements.get(raw);
+  if (!s) {
+    s = {
+      insert: raw.prepare(`insert into prompts (${PROMPT_COLUMNS.join(', ')}) values (${PROMPT_COLUMNS.map(() => '?').join(', ')}) on conflict (id) do nothing`),
+      complete: raw.prepare('update prompts set status = ?, end_time = ?, outputs = ?, meta = ?, status_messages = ?, sensitive = null, worker = null where id = ?'),
+    };
+    rawStatements.set(raw, s);
+  }
+  return s;
+}
+
+/** Inserts rows on the raw SQLite handle (one transaction); answers the ids stored (a taken id is not). */
+function insertRaw(raw: RawSqlite, rows: Array<Record<(typeof PROMPT_COLUMNS)[number], unknown>>): Set<string> {
+  const { insert } = rawStatementsOf(raw);
+  const ok = new Set<string>();
+  const each = () => {
+    for (const r of rows) if (insert.run(PROMPT_COLUMNS.map((c) => r[c])).changes > 0) ok.add(r.id as string);
+  };
+  if (rows.length === 1) each();
+  else raw.transaction(each).immediate();
+  return ok;
+}
+
 /**
  * Group commit for POST /prompt: prompts that arrive in the same turn of
  * the event loop are inserted in one transaction, so concurrent clients
@@ -126,10 +161,14 @@ export class PromptInserter {
   private pending: Array<{ p: NewPrompt; resolve: () => void; reject: (e: unknown) => void }> = [];
   private scheduled = false;
 
-  /** `store`, when given, stores the rows itself (the shared queue, with their jobs) and answers the ids it stored. */
+  /**
+   * `store`, when given, stores the rows itself (the shared queue, with their jobs) and answers the ids it stored.
+   * `raw`: the SQLite handle under `db`, whose rows are inserted without the query builder.
+   */
   constructor(
     private readonly db: Kysely<any>,
     private readonly store?: (rows: Array<Record<string, unknown>>) => Promise<Set<string>>,
+    private readonly raw?: RawSqlite,
   ) {}
 
   insert(p: NewPrompt): Promise<void> {
@@ -166,7 +205,9 @@ export class PromptInserter {
       const rows = unique.map((b) => row(b.p));
       const ok = this.store
         ? await (this.storing = this.store(rows).finally(() => (this.storing = undefined)))
-        : new Set((await this.db.insertInto('prompts').values(rows).onConflict((oc) => oc.column('id').doNothing()).returning('id').execute()).map((r) => r.id as string));
+        : this.raw && !this.raw.inTransaction
+          ? insertRaw(this.raw, rows)
+          : new Set((await this.db.insertInto('prompts').values(rows).onConflict((oc) => oc.column('id').doNothing()).returning('id').execute()).map((r) => r.id as string));
       for (const b of unique) (ok.has(b.p.id) ? b.resolve() : b.reject(new DuplicatePromptId(b.p.id)));
     } catch (err) {
       for (const b of unique) b.reject(err);
@@ -209,6 +250,10 @@ export async function completeAndClaimNext(
   countOwner = false,
 ): Promise<{ next: PromptRecord | null; trimmed: number; remaining?: number }> {
   if (worker === null && trim === undefined) {
+    if (!countOwner && storage.sqlite && !storage.sqlite.inTransaction) {
+      rawStatementsOf(storage.sqlite).complete.run([c.status, c.endTime, JSON.stringify(c.outputs), JSON.stringify(c.meta), JSON.stringify(c.messages), id]);
+      return { next: null, trimmed: 0 };
+    }
     if (countOwner && storage.pgPool) {
       const rows = await prepared(
         storage,

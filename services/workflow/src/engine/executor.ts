@@ -64,20 +64,44 @@ export class PromptLimitError extends Error {
   }
 }
 
-/** Set by POST /interrupt; checked between nodes and by `checkInterrupt()` inside long ones. */
+/**
+ * Set by POST /interrupt; checked between nodes and by `checkInterrupt()` inside long ones. The AbortSignal
+ * (for async work) is made when first asked for: most prompts never need one, and one costs tens of µs.
+ */
 export class InterruptSignal {
-  private readonly controller = new AbortController();
+  private controller: AbortController | undefined;
+  private aborted = false;
+  private readonly listeners = new Set<() => void>();
   /** `poll` is read whenever the flag is checked: an interrupt set by another thread is seen inside a synchronous node. */
   constructor(private readonly poll?: () => boolean) {}
   get interrupted(): boolean {
-    if (this.poll !== undefined && !this.controller.signal.aborted && this.poll()) this.interrupt();
-    return this.controller.signal.aborted;
+    if (this.poll !== undefined && !this.aborted && this.poll()) this.interrupt();
+    return this.aborted;
   }
   get signal(): AbortSignal {
+    if (this.controller === undefined) {
+      this.controller = new AbortController();
+      if (this.aborted) this.controller.abort(new InterruptError());
+    }
     return this.controller.signal;
   }
+  /** Calls `f` once, when the signal is interrupted (at once if it is already); the returned function removes it. */
+  onInterrupt(f: () => void): () => void {
+    if (this.aborted) {
+      f();
+      return () => {};
+    }
+    const once = () => f();
+    this.listeners.add(once);
+    return () => this.listeners.delete(once);
+  }
   interrupt(): void {
-    if (!this.controller.signal.aborted) this.controller.abort(new InterruptError());
+    if (this.aborted) return;
+    this.aborted = true;
+    this.controller?.abort(new InterruptError());
+    const listeners = [...this.listeners];
+    this.listeners.clear();
+    for (const f of listeners) f();
   }
 }
 

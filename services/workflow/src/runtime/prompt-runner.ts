@@ -224,7 +224,7 @@ export class PromptRunner implements ClaimHandler {
 
   constructor(private readonly o: RunnerOptions) {
     const shared = o.shared;
-    this.inserter = new PromptInserter(o.storage.db, shared && ((rows) => shared.store(rows)));
+    this.inserter = new PromptInserter(o.storage.db, shared && ((rows) => shared.store(rows)), o.storage.sqlite);
   }
 
   /** True when prompts run in whichever process of the shared queue takes them. */

@@ -81,7 +81,8 @@ interface ActiveRun {
   resolve(r: RunResult): void;
   reject(e: Error): void;
   timers: NodeJS.Timeout[];
-  onAbort: () => void;
+  /** Removes the run's interrupt listener. */
+  offInterrupt: () => void;
 }
 
 class ExecutionThread {
@@ -164,7 +165,7 @@ class ExecutionThread {
         resolve,
         reject,
         timers: [],
-        onAbort: () => this.interrupt(run),
+        offInterrupt: () => {},
       };
       this.active = run;
       // A thread already up gets the prompt now, not a microtask later: the POST answer is written meanwhile.
@@ -201,8 +202,7 @@ class ExecutionThread {
       calls,
       client: typeof spec.extraData.client_id === 'string',
     });
-    if (spec.interrupt.signal.aborted) this.interrupt(run);
-    else spec.interrupt.signal.addEventListener('abort', run.onAbort, { once: true });
+    run.offInterrupt = spec.interrupt.onInterrupt(() => this.interrupt(run));
     if (this.o.timeLimitMs > 0) {
       run.timers.push(
         setTimeout(() => {
@@ -331,7 +331,7 @@ class ExecutionThread {
 
   private finish(run: ActiveRun): void {
     for (const t of run.timers.splice(0)) clearTimeout(t);
-    run.spec.interrupt.signal.removeEventListener('abort', run.onAbort);
+    run.offInterrupt();
     if (this.active === run) this.active = null;
   }
 
