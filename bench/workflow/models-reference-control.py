@@ -15,8 +15,9 @@ answering SD15 for these widths too; the conditioning through its nodes
 """
 import base64
 import json
+import os
 import sys
-comfy_dir, base_path, cn_path, bare_path, diff_path, t2i_path, xl_path, xl_cn_path, out_path = sys.argv[1:10]
+comfy_dir, base_path, cn_path, bare_path, diff_path, t2i_path, xl_path, xl_cn_path, tiny_path, tiny_cn_path, example_path, example_image, out_path = sys.argv[1:14]
 from reference_env import load_family, open_reference, pattern, sd_vae, summary  # noqa: E402
 
 torch = open_reference(comfy_dir)
@@ -30,12 +31,6 @@ import comfy.supported_models  # noqa: E402
 import nodes  # noqa: E402
 
 PREFIX = "model.diffusion_model."
-sd = load_file(base_path)
-unet_config = comfy.model_detection.detect_unet_config(sd, PREFIX)
-model = comfy.supported_models.SD15(unet_config).get_model(sd, PREFIX)
-model.load_model_weights(sd, PREFIX)
-patcher = comfy.model_patcher.ModelPatcher(model, load_device=torch.device("cpu"), offload_device=torch.device("cpu"))
-
 _detect = comfy.model_detection.model_config_from_unet
 
 
@@ -50,25 +45,34 @@ def model_config_from_unet(state_dict, unet_key_prefix, use_base_if_no_match=Fal
 
 comfy.model_detection.model_config_from_unet = model_config_from_unet
 
-prefix = "cond_stage_model.transformer."
-text_sd = {k[len(prefix):]: v for k, v in sd.items() if k.startswith(prefix)}
-hidden = text_sd["text_model.embeddings.token_embedding.weight"].shape[1]
-layers = len({k.split(".")[3] for k in text_sd if k.startswith("text_model.encoder.layers.")})
-clip_config = {
-    "hidden_act": "quick_gelu", "hidden_size": hidden, "intermediate_size": text_sd["text_model.encoder.layers.0.mlp.fc1.weight"].shape[0],
-    "num_attention_heads": hidden // 64 if hidden % 64 == 0 else 1, "num_hidden_layers": layers, "max_position_embeddings": 77,
-    "vocab_size": 49408, "layer_norm_eps": 1e-5, "projection_dim": hidden, "eos_token_id": 49407,
-}
-clip = comfy.sd1_clip.SDClipModel(textmodel_json_config=clip_config)
-clip.transformer.load_state_dict(text_sd, strict=False)
+def load_sd1(path):
+    """A generated SD1.x checkpoint as models-reference.py builds it: ModelPatcher, an encode(text) with its CLIP, the VAE."""
+    sd = load_file(path)
+    config = comfy.model_detection.detect_unet_config(sd, PREFIX)
+    m = comfy.supported_models.SD15(config).get_model(sd, PREFIX)
+    m.load_model_weights(sd, PREFIX)
+    p = comfy.model_patcher.ModelPatcher(m, load_device=torch.device("cpu"), offload_device=torch.device("cpu"))
+    prefix = "cond_stage_model.transformer."
+    text_sd = {k[len(prefix):]: v for k, v in sd.items() if k.startswith(prefix)}
+    hidden = text_sd["text_model.embeddings.token_embedding.weight"].shape[1]
+    layers = len({k.split(".")[3] for k in text_sd if k.startswith("text_model.encoder.layers.")})
+    clip_config = {
+        "hidden_act": "quick_gelu", "hidden_size": hidden, "intermediate_size": text_sd["text_model.encoder.layers.0.mlp.fc1.weight"].shape[0],
+        "num_attention_heads": hidden // 64 if hidden % 64 == 0 else 1, "num_hidden_layers": layers, "max_position_embeddings": 77,
+        "vocab_size": 49408, "layer_norm_eps": 1e-5, "projection_dim": hidden, "eos_token_id": 49407,
+    }
+    clip = comfy.sd1_clip.SDClipModel(textmodel_json_config=clip_config)
+    clip.transformer.load_state_dict(text_sd, strict=False)
+    tokenizer = comfy.sd1_clip.SDTokenizer(embedding_directory=[tempfile.mkdtemp()], embedding_size=hidden)
+
+    def encode(text):
+        cond, pooled = clip.encode_token_weights(tokenizer.tokenize_with_weights(text))
+        return [[cond, {}]]
+    return p, encode, sd_vae(sd)
+
+
 import tempfile  # noqa: E402
-tokenizer = comfy.sd1_clip.SDTokenizer(embedding_directory=[tempfile.mkdtemp()], embedding_size=hidden)
-vae = sd_vae(sd)
-
-
-def encode(text):
-    cond, pooled = clip.encode_token_weights(tokenizer.tokenize_with_weights(text))
-    return [[cond, {}]]
+patcher, encode, vae = load_sd1(base_path)
 
 
 def hint_bytes(w, h, k):
@@ -137,6 +141,19 @@ with torch.inference_mode():
     xneg = nodes.CLIPTextEncode().encode(xl_clip, "fog")[0]
     p, n = advanced.apply_controlnet(xpos, xneg, xl_cn, image(64, 48, 19), 0.9, 0.0, 0.8)
     out["sdxl"] = run(p, n, 38, cfg=5.0, latent=torch.zeros((1, 4, 6, 8)), on=(xl_patcher, xl_vae))
+
+    # --- the reference's own ControlNet example (ComfyUI_examples controlnet/controlnet_example.png), its graph unchanged,
+    # on generated models under its file names: LoadImage → ControlNetApply → KSampler (uni_pc) → VAEDecode with VAELoader's VAE.
+    import folder_paths  # noqa: E402
+    ex = json.load(open(example_path))
+    tiny, tiny_encode, tiny_vae = load_sd1(tiny_path)
+    folder_paths.set_input_directory(os.path.dirname(example_image))
+    scribble = nodes.LoadImage().load_image(os.path.basename(example_image))[0]
+    (p,) = old.apply_controlnet(tiny_encode(ex["6"]["inputs"]["text"]), comfy.controlnet.load_controlnet(tiny_cn_path), scribble, ex["10"]["inputs"]["strength"])
+    k = ex["3"]["inputs"]
+    size = ex["5"]["inputs"]
+    out["example_controlnet"] = run(p, tiny_encode(ex["7"]["inputs"]["text"]), k["seed"], steps=k["steps"], cfg=k["cfg"], sampler=k["sampler_name"], scheduler=k["scheduler"],
+                                    latent=torch.zeros((1, 4, size["height"] // 8, size["width"] // 8)), on=(tiny, tiny_vae))
 
 with open(out_path, "w") as fh:
     json.dump(out, fh)

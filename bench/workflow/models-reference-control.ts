@@ -13,7 +13,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { writeFixture } from '../../services/workflow/test/models-fixture.ts';
-import { CONTROL_BASE, writeControlNet, writeT2IAdapter, writeXLControlNet } from '../../services/workflow/test/models-control-fixture.ts';
+import { CONTROL_BASE, EXAMPLE_TINY, writeControlNet, writeT2IAdapter, writeXLControlNet } from '../../services/workflow/test/models-control-fixture.ts';
 import { SDXL_TINY, writeXLFixture } from '../../services/workflow/test/models-fixture-xl.ts';
 
 const python = process.env.REF_PYTHON ?? 'python3';
@@ -28,6 +28,8 @@ const files = {
   t2i: path.join(dir, 't2i.safetensors'),
   xl: path.join(dir, 'sdxl.safetensors'),
   xlCn: path.join(dir, 'cn_sdxl.safetensors'),
+  tiny: path.join(dir, 'tiny.safetensors'),
+  tinyCn: path.join(dir, 'cn_tiny.safetensors'),
 };
 writeFixture(files.base, CONTROL_BASE);
 writeControlNet(files.cn, CONTROL_BASE);
@@ -36,9 +38,12 @@ writeControlNet(files.diff, CONTROL_BASE, { difference: true }, 10);
 writeT2IAdapter(files.t2i, CONTROL_BASE);
 writeXLFixture(files.xl, SDXL_TINY);
 writeXLControlNet(files.xlCn, SDXL_TINY);
+writeFixture(files.tiny, EXAMPLE_TINY);
+writeControlNet(files.tinyCn, EXAMPLE_TINY);
+const examples = path.join(import.meta.dirname, '../../services/workflow/test/fixtures/examples');
 const out = path.join(import.meta.dirname, '../../services/workflow/test/fixtures/models-reference-control.json');
 try {
-  execFileSync(python, [path.join(import.meta.dirname, 'models-reference-control.py'), comfy, files.base, files.cn, files.bare, files.diff, files.t2i, files.xl, files.xlCn, out], {
+  execFileSync(python, [path.join(import.meta.dirname, 'models-reference-control.py'), comfy, files.base, files.cn, files.bare, files.diff, files.t2i, files.xl, files.xlCn, files.tiny, files.tinyCn, path.join(examples, 'controlnet_example.json'), path.join(examples, 'input_scribble_example.png'), out], {
     stdio: 'inherit',
     env: { ...process.env, OMP_NUM_THREADS: '1' },
   });

@@ -16,6 +16,16 @@ export const CONTROL_BASE: FixtureConfig = {
   vae: { ch: 32, mult: [1, 1, 1, 1], resBlocks: 1 },
 };
 
+/**
+ * For the reference's example workflows at their own sizes (512² and up): attention only at the half-size level,
+ * so a 64×64 latent's steps take a second, not many.
+ */
+export const EXAMPLE_TINY: FixtureConfig = {
+  unet: { ch: 32, mult: [1, 2], resBlocks: 1, attnLevels: [false, true], depth: 1 },
+  clip: { hidden: 32, layers: 2, intermediate: 64, vocab: 49408 },
+  vae: { ch: 32, mult: [1, 1, 1, 1], resBlocks: 1 },
+};
+
 /** Channels of every input block's output (the zero convs' widths). */
 function blockChannels(c: { ch: number; mult: number[]; resBlocks: number }): number[] {
   const out = [c.ch];

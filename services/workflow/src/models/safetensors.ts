@@ -14,28 +14,8 @@ import { isLegacyTorch, TorchFile, ZIP_MAGIC } from './torch-zip.ts';
 /** The largest header accepted (the safetensors crate refuses more than 100 MB too). */
 export const MAX_HEADER_BYTES = 100_000_000;
 
-export const DTYPE_SIZE = { F64: 8, F32: 4, F16: 2, BF16: 2, I64: 8, I32: 4, I16: 2, I8: 1, U8: 1, BOOL: 1 } as const;
-export type Dtype = keyof typeof DTYPE_SIZE;
-
-export interface TensorInfo {
-  readonly name: string;
-  readonly dtype: Dtype;
-  readonly shape: readonly number[];
-  /** Byte range relative to the start of the data area. */
-  readonly begin: number;
-  readonly end: number;
-}
-
-/** A file that is not a valid safetensors file, or a tensor that cannot be read as asked. */
-export class ModelFileError extends Error {
-  constructor(
-    readonly file: string,
-    problem: string,
-  ) {
-    super(`${path.basename(file)}: ${problem}`);
-    this.name = 'ModelFileError';
-  }
-}
+export { DTYPE_SIZE, ModelFileError, type Dtype, type TensorInfo } from './tensor-file.ts';
+import { DTYPE_SIZE, ModelFileError, type Dtype, type TensorInfo } from './tensor-file.ts';
 
 export class SafetensorsFile {
   readonly tensors: ReadonlyMap<string, TensorInfo>;

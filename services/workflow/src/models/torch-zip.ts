@@ -17,7 +17,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import zlib from 'node:zlib';
-import { DTYPE_SIZE, ModelFileError, type TensorInfo } from './safetensors.ts';
+import { DTYPE_SIZE, ModelFileError, type TensorInfo } from './tensor-file.ts';
 import { PyDict, PyTensor, type PyValue, typeName, unpickle, UnpickleError } from './pickle.ts';
 
 /** data.pkl larger than this is refused (a checkpoint's pickle is some bytes per tensor). */

@@ -13,6 +13,7 @@ import type { NodeEnv } from '../nodes/api.ts';
 import { configurePreviews } from '../models/preview.ts';
 import { configureModelMemory, onLoadedModelsChange, unloadAll } from '../models/sd1.ts';
 import { configureDevice } from '../models/session.ts';
+import { simdKernels } from '../nodes/simd-kernels.ts';
 import { buildRegistry } from './node-registry.ts';
 import type { EnvCall, FromThread, RunEnd, RunEvent, ThreadInit, ToThread } from './protocol.ts';
 
@@ -48,6 +49,8 @@ function post(m: FromThread): void {
 
 const quiet = { info() {}, warn() {} };
 const registry = await buildRegistry(init.config, quiet);
+// The image kernels' WebAssembly compiles now, while the thread is idle, not inside a prompt's first resize or blur.
+simdKernels();
 const executor = new Executor(registry, init.config.cache, init.limits);
 
 /** Calls of env functions waiting for the main thread's reply. */
