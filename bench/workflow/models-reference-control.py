@@ -18,7 +18,7 @@ import json
 import os
 import sys
 comfy_dir, base_path, cn_path, bare_path, diff_path, t2i_path, xl_path, xl_cn_path, tiny_path, tiny_cn_path, example_path, example_image, out_path = sys.argv[1:14]
-from reference_env import load_family, open_reference, pattern, sd_vae, summary  # noqa: E402
+from reference_env import load_family, load_sd1, open_reference, pattern, summary  # noqa: E402
 
 torch = open_reference(comfy_dir)
 from safetensors.torch import load_file  # noqa: E402
@@ -26,7 +26,6 @@ import comfy.controlnet  # noqa: E402
 import comfy.model_detection  # noqa: E402
 import comfy.model_patcher  # noqa: E402
 import comfy.sample  # noqa: E402
-import comfy.sd1_clip  # noqa: E402
 import comfy.supported_models  # noqa: E402
 import nodes  # noqa: E402
 
@@ -45,33 +44,6 @@ def model_config_from_unet(state_dict, unet_key_prefix, use_base_if_no_match=Fal
 
 comfy.model_detection.model_config_from_unet = model_config_from_unet
 
-def load_sd1(path):
-    """A generated SD1.x checkpoint as models-reference.py builds it: ModelPatcher, an encode(text) with its CLIP, the VAE."""
-    sd = load_file(path)
-    config = comfy.model_detection.detect_unet_config(sd, PREFIX)
-    m = comfy.supported_models.SD15(config).get_model(sd, PREFIX)
-    m.load_model_weights(sd, PREFIX)
-    p = comfy.model_patcher.ModelPatcher(m, load_device=torch.device("cpu"), offload_device=torch.device("cpu"))
-    prefix = "cond_stage_model.transformer."
-    text_sd = {k[len(prefix):]: v for k, v in sd.items() if k.startswith(prefix)}
-    hidden = text_sd["text_model.embeddings.token_embedding.weight"].shape[1]
-    layers = len({k.split(".")[3] for k in text_sd if k.startswith("text_model.encoder.layers.")})
-    clip_config = {
-        "hidden_act": "quick_gelu", "hidden_size": hidden, "intermediate_size": text_sd["text_model.encoder.layers.0.mlp.fc1.weight"].shape[0],
-        "num_attention_heads": hidden // 64 if hidden % 64 == 0 else 1, "num_hidden_layers": layers, "max_position_embeddings": 77,
-        "vocab_size": 49408, "layer_norm_eps": 1e-5, "projection_dim": hidden, "eos_token_id": 49407,
-    }
-    clip = comfy.sd1_clip.SDClipModel(textmodel_json_config=clip_config)
-    clip.transformer.load_state_dict(text_sd, strict=False)
-    tokenizer = comfy.sd1_clip.SDTokenizer(embedding_directory=[tempfile.mkdtemp()], embedding_size=hidden)
-
-    def encode(text):
-        cond, pooled = clip.encode_token_weights(tokenizer.tokenize_with_weights(text))
-        return [[cond, {}]]
-    return p, encode, sd_vae(sd)
-
-
-import tempfile  # noqa: E402
 patcher, encode, vae = load_sd1(base_path)
 
 

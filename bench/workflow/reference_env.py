@@ -172,3 +172,37 @@ def load_family(path, cls):
     ddconfig = {"double_z": True, "z_channels": 4, "resolution": 256, "in_channels": 3, "out_ch": 3, "ch": ch, "ch_mult": ch_mult, "num_res_blocks": res_blocks, "attn_resolutions": [], "dropout": 0.0}
     vae = comfy.sd.VAE(sd=vae_sd, config={"params": {"ddconfig": ddconfig, "embed_dim": 4}})
     return model, patcher, clip, vae
+
+
+def load_sd1(path):
+    """A generated SD1.x checkpoint as models-reference.py builds it: ModelPatcher, an encode(text) with its CLIP, the VAE."""
+    import tempfile
+    import torch
+    from safetensors.torch import load_file
+    import comfy.model_detection
+    import comfy.model_patcher
+    import comfy.sd1_clip
+    import comfy.supported_models
+    PREFIX = "model.diffusion_model."
+    sd = load_file(path)
+    config = comfy.model_detection.detect_unet_config(sd, PREFIX)
+    m = comfy.supported_models.SD15(config).get_model(sd, PREFIX)
+    m.load_model_weights(sd, PREFIX)
+    p = comfy.model_patcher.ModelPatcher(m, load_device=torch.device("cpu"), offload_device=torch.device("cpu"))
+    prefix = "cond_stage_model.transformer."
+    text_sd = {k[len(prefix):]: v for k, v in sd.items() if k.startswith(prefix)}
+    hidden = text_sd["text_model.embeddings.token_embedding.weight"].shape[1]
+    layers = len({k.split(".")[3] for k in text_sd if k.startswith("text_model.encoder.layers.")})
+    clip_config = {
+        "hidden_act": "quick_gelu", "hidden_size": hidden, "intermediate_size": text_sd["text_model.encoder.layers.0.mlp.fc1.weight"].shape[0],
+        "num_attention_heads": hidden // 64 if hidden % 64 == 0 else 1, "num_hidden_layers": layers, "max_position_embeddings": 77,
+        "vocab_size": 49408, "layer_norm_eps": 1e-5, "projection_dim": hidden, "eos_token_id": 49407,
+    }
+    clip = comfy.sd1_clip.SDClipModel(textmodel_json_config=clip_config)
+    clip.transformer.load_state_dict(text_sd, strict=False)
+    tokenizer = comfy.sd1_clip.SDTokenizer(embedding_directory=[tempfile.mkdtemp()], embedding_size=hidden)
+
+    def encode(text):
+        cond, pooled = clip.encode_token_weights(tokenizer.tokenize_with_weights(text))
+        return [[cond, {}]]
+    return p, encode, sd_vae(sd)
