@@ -46,6 +46,29 @@ forEachStorage('workflow prompts', (storage) => {
     assert.deepEqual(r.body.error, { type: 'prompt_no_outputs', message: 'Prompt has no outputs', details: '', extra_info: {} });
   });
 
+  test('a prompt_id already taken is refused: nothing of the refused prompt runs, is sent or is recorded, and the next prompt runs', async () => {
+    const cid = `d-${randomUUID()}`;
+    const ws = new WsClient(srv.url, cid);
+    await ws.opened;
+    const pid = randomUUID();
+    let r = await srv.http.post('/prompt', { prompt: textPrompt('first'), prompt_id: pid, client_id: cid });
+    assert.equal(r.status, 200);
+    await ws.promptDone(pid);
+    const seen = ws.messages.length;
+    // The runner is idle again: the prompt is handed to the engine as its row is stored, and the store fails.
+    r = await srv.http.post('/prompt', { prompt: textPrompt('second'), prompt_id: pid, client_id: cid });
+    assert.equal(r.status, 400);
+    assert.equal(r.body.error.type, 'invalid_prompt_id');
+    const next = await srv.http.post('/prompt', { prompt: textPrompt('third'), client_id: cid });
+    assert.equal(next.status, 200);
+    await ws.promptDone(next.body.prompt_id);
+    const later = ws.messages.slice(seen).filter((m) => m.type !== 'status');
+    assert.ok(later.length > 0 && later.every((m) => m.data.prompt_id === next.body.prompt_id), JSON.stringify(later.map((m) => [m.type, m.data.prompt_id])));
+    const h = await srv.http.get(`/history/${pid}`);
+    assert.deepEqual(h.body[pid].outputs['2'], { text: ['first'] });
+    ws.close();
+  });
+
   test('per-input validation errors name the node, the input and the dependent outputs', async () => {
     const r = await srv.http.post('/prompt', {
       prompt: {

@@ -115,6 +115,11 @@ export interface PromptRun {
   sink: ExecutionSink;
   interrupt: InterruptSignal;
   env: Omit<NodeEnv, 'prompt' | 'extraData'>;
+  /**
+   * A prompt handed over while its row is being stored: no node runs before this settles true; false (it could
+   * not be stored, its POST failed) ends the run at once with nothing run, sent or recorded.
+   */
+  stored?: Promise<boolean>;
 }
 
 export interface NodeMeta {
@@ -779,6 +784,7 @@ export class Executor {
   }
 
   async run(spec: PromptRun): Promise<RunResult> {
+    if (spec.stored !== undefined && !(await spec.stored)) return { status: 'error', interrupted: false, messages: [], outputs: {}, meta: {}, executed: [] };
     const run = new Run(spec, this.registry, this.cache, this.table, this.lazyEvidence, this.limits);
     const { promptId, prompt } = spec;
     run.addMessage('execution_start', { prompt_id: promptId });

@@ -213,7 +213,7 @@ export class PromptRunner implements ClaimHandler {
    * still be committing): the loop takes it without a claim transaction, and
    * claims nothing else before it lands, so queue order holds.
    */
-  private handoff: Promise<PromptRecord | null> | null = null;
+  private handoff: { record: PromptRecord; stored: Promise<boolean> } | null = null;
   /** Cancels of prompts claimed but not yet started here: applied when the run starts. */
   private readonly cancelRequested = new Set<string>();
 
@@ -406,10 +406,15 @@ export class PromptRunner implements ClaimHandler {
     const claim = this.wakers.size > 0 && this.handoff === null && this.remaining === 0 && !this.stopped;
     const inserted = this.inserter.insert(claim ? { ...row, claimedBy: { worker: this.workerId, startTime: createTime } } : row);
     if (claim) {
-      this.handoff = inserted.then(
-        (): PromptRecord => ({ ...row, status: 'in_progress', sensitive: Object.keys(sensitive).length ? sensitive : null, startTime: createTime, endTime: null, outputs: null, meta: null, statusMessages: null }),
-        () => null,
-      );
+      // Handed to the engine now, while the row is stored: an execution thread wakes meanwhile and starts its
+      // first node once the row is committed (never, if it is not).
+      this.handoff = {
+        record: { ...row, status: 'in_progress', sensitive: Object.keys(sensitive).length ? sensitive : null, startTime: createTime, endTime: null, outputs: null, meta: null, statusMessages: null },
+        stored: inserted.then(
+          () => true,
+          () => false,
+        ),
+      };
       this.wakeAll();
     }
     try {
@@ -567,16 +572,19 @@ export class PromptRunner implements ClaimHandler {
 
   private async loop(slot: number): Promise<void> {
     let record: PromptRecord | null = null;
+    /** Settles whether `record`, handed over as it is being stored, was stored. */
+    let stored: Promise<boolean> | undefined;
     while (!this.stopped) {
       if (!record && this.handoff) {
-        // Taken before the wait: another idle slot's loop must not take the same prompt.
+        // Taken at once: another idle slot's loop must not take the same prompt.
         const handoff = this.handoff;
         this.handoff = null;
-        record = await handoff;
-        if (record && this.stopped) {
-          await releaseClaim(this.o.storage.db, record.id, this.workerId).catch((err) => this.o.log.error({ err }, 'returning a claimed prompt to the queue failed'));
+        if (this.stopped) {
+          if (await handoff.stored) await releaseClaim(this.o.storage.db, handoff.record.id, this.workerId).catch((err) => this.o.log.error({ err }, 'returning a claimed prompt to the queue failed'));
           break;
         }
+        record = handoff.record;
+        stored = handoff.stored;
       }
       if (!record) {
         try {
@@ -607,8 +615,10 @@ export class PromptRunner implements ClaimHandler {
         continue;
       }
       const running: PromptRecord = record;
+      const runningStored = stored;
+      stored = undefined;
       try {
-        record = await this.runOne(running, slot);
+        record = await this.runOne(running, slot, undefined, runningStored);
       } catch (err) {
         this.o.log.error({ err, prompt_id: running.id }, 'prompt failed outside the engine');
         record = null;
@@ -680,7 +690,7 @@ export class PromptRunner implements ClaimHandler {
   }
 
   /** Runs one prompt, records its end and returns the next claimed prompt (or null). */
-  private async runOne(record: PromptRecord, slot: number, engineFree?: () => void): Promise<PromptRecord | null> {
+  private async runOne(record: PromptRecord, slot: number, engineFree?: () => void, stored?: Promise<boolean>): Promise<PromptRecord | null> {
     const clientId = typeof record.extraData.client_id === 'string' ? record.extraData.client_id : null;
     const current: Current = { record, interrupt: new InterruptSignal(), clientId, lastNode: null, held: null };
     this.currents.add(current);
@@ -783,6 +793,18 @@ export class PromptRunner implements ClaimHandler {
       }
       return next;
     };
+    // Handed over as it was being stored: known (almost always) by the time the engine is done, else awaited.
+    let storedOk: boolean | undefined = stored === undefined ? true : undefined;
+    void stored?.then((ok) => (storedOk = ok));
+    /** A prompt that could not be stored (its POST answered an error) ran nothing: nothing is recorded or sent. */
+    const dropped = (): null => {
+      clearTimeout(holdTimer);
+      this.currents.delete(current);
+      current.held = null;
+      ended = true;
+      settle();
+      return null;
+    };
     try {
       const scope = this.o.scopeFor?.(record.owner) ?? { dirs: this.o.dirs };
       await this.o.fetchInputs?.(record.prompt, scope.dirs);
@@ -794,14 +816,17 @@ export class PromptRunner implements ClaimHandler {
         sink,
         interrupt: current.interrupt,
         env: { ...scope, fileWritten: this.fileWrittenFor(record), secret: this.o.readSecret && ((name: string) => this.o.readSecret!(record.owner, name)) },
+        stored,
       }, record.owner);
       status = result.status === 'success' ? 'completed' : result.interrupted ? 'cancelled' : 'failed';
     } catch (err) {
       engineFree?.();
-      await finish(false);
+      if (!(storedOk ?? (await stored!))) dropped();
+      else await finish(false);
       throw err;
     }
     engineFree?.();
+    if (!(storedOk ?? (await stored!))) return dropped();
     // With nothing else known to be queued, the end is recorded alone (a prompt stored meanwhile is claimed by the loop).
     // Shared queue: the next prompt comes with the next job; history is trimmed every so many ends (its count is everyone's).
     // A per-owner limit is checked by its own claim, not one that comes with the end.

@@ -91,6 +91,8 @@ class ExecutionThread {
   /** Whether `ready` has settled fulfilled for the current thread. */
   private isReady = false;
   private readonly flag = new Int32Array(new SharedArrayBuffer(4));
+  /** A held run's go (its seq) or drop (-seq): see ThreadInit.holdFlag. */
+  private readonly hold = new Int32Array(new SharedArrayBuffer(4));
   private seq = 0;
   private active: ActiveRun | null = null;
   private closed = false;
@@ -116,7 +118,7 @@ class ExecutionThread {
   }
 
   private spawn(): void {
-    const init: ThreadInit = { config: this.o.config, limits: this.o.limits, interruptFlag: this.flag.buffer as SharedArrayBuffer };
+    const init: ThreadInit = { config: this.o.config, limits: this.o.limits, interruptFlag: this.flag.buffer as SharedArrayBuffer, holdFlag: this.hold.buffer as SharedArrayBuffer };
     const worker: Worker = new Worker(threadEntry(), {
       workerData: init,
       resourceLimits: this.o.memoryLimitMb > 0 ? { maxOldGenerationSizeMb: this.o.memoryLimitMb } : undefined,
@@ -201,6 +203,12 @@ class ExecutionThread {
       dirs: env.dirs,
       calls,
       client: typeof spec.extraData.client_id === 'string',
+      held: spec.stored !== undefined,
+    });
+    // The thread wakes and takes the prompt while its row is stored here; it starts once told.
+    void spec.stored?.then((ok) => {
+      Atomics.store(this.hold, 0, ok ? seq : -seq);
+      Atomics.notify(this.hold, 0);
     });
     run.offInterrupt = spec.interrupt.onInterrupt(() => this.interrupt(run));
     if (this.o.timeLimitMs > 0) {

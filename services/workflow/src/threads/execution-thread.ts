@@ -42,6 +42,17 @@ function lowerPriority(nice: number): void {
   }
 }
 const interruptFlag = new Int32Array(init.interruptFlag);
+const holdFlag = new Int32Array(init.holdFlag);
+
+/** A run handed over while its prompt is being stored waits here (a fraction of a millisecond): true once stored, false if it never will be. */
+function waitStored(seq: number): boolean {
+  for (;;) {
+    const v = Atomics.load(holdFlag, 0);
+    if (v === seq) return true;
+    if (v === -seq) return false;
+    Atomics.wait(holdFlag, 0, v, 1_000);
+  }
+}
 
 function post(m: FromThread): void {
   port.postMessage(m);
@@ -154,6 +165,11 @@ function sinkFor(seq: number, client: boolean, prompt: Record<string, { class_ty
 }
 
 async function run(m: Extract<ToThread, { t: 'run' }>): Promise<void> {
+  if (m.held && !waitStored(m.seq)) {
+    // Never stored (its POST failed): nothing runs; the main thread discards the run.
+    post({ t: 'events', seq: m.seq, events: [], end: { status: 'error', interrupted: false } });
+    return;
+  }
   const interrupt = new InterruptSignal(() => Atomics.load(interruptFlag, 0) === m.seq);
   running = { seq: m.seq, interrupt };
   const sink = sinkFor(m.seq, m.client, m.prompt as Record<string, { class_type?: unknown } | undefined>);

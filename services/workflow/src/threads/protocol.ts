@@ -15,6 +15,11 @@ export interface ThreadInit {
   limits: ExecutorLimits;
   /** Int32Array[0]: the sequence number of the run the main thread interrupted (read inside synchronous nodes). */
   interruptFlag: SharedArrayBuffer;
+  /**
+   * Int32Array[0]: for a run handed over `held`, its sequence number once the prompt is stored (it may
+   * start), or the negated number when it could not be stored (it must not run).
+   */
+  holdFlag: SharedArrayBuffer;
 }
 
 /** The env functions a run may call back on the main thread (assets, workspace secrets, output visibility). */
@@ -33,6 +38,8 @@ export type ToThread =
       calls: EnvCall[];
       /** Whether the prompt has a client: without one, progress is not sent at all. */
       client: boolean;
+      /** Handed over while its row is still being stored: the run waits on `holdFlag` before any node runs. */
+      held?: boolean;
     }
   | { t: 'interrupt'; seq: number }
   | { t: 'free'; unloadModels: boolean; freeMemory: boolean }
