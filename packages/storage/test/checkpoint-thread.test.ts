@@ -30,12 +30,18 @@ it('SQLite: with sqliteCheckpointThread, commits never checkpoint; a worker thre
         await new Promise((r) => setTimeout(r, 50));
       }
     };
+    // Every WAL frame copied back (the wal-index's nBackfill equals its mxFrame), read without checkpointing from here:
+    // only then does the next writer restart the WAL; a size test alone passes mid-checkpoint, and the writer appends.
+    const backfilled = () => {
+      const shm = fs.readFileSync(`${file}-shm`);
+      return shm.length >= 100 && shm.readUInt32LE(16) > 0 && shm.readUInt32LE(96) === shm.readUInt32LE(16);
+    };
     // The thread's checkpoint copies the pages into the database file.
-    await until(() => fs.statSync(file).size > 1500 * 4000);
+    await until(() => fs.statSync(file).size > 1500 * 4000 && backfilled());
     const walAfterFirst = fs.statSync(`${file}-wal`).size;
     // Writing as much again reuses the WAL from its start (it does not keep growing).
     await write(1500);
-    await until(() => fs.statSync(file).size > 3000 * 4000);
+    await until(() => fs.statSync(file).size > 3000 * 4000 && backfilled());
     assert.ok(fs.statSync(`${file}-wal`).size <= walAfterFirst * 1.5, `WAL ${fs.statSync(`${file}-wal`).size} bytes after ${walAfterFirst}`);
     assert.equal((s.sqlite!.prepare('select count(*) as n from t').get() as { n: number }).n, 3000);
   } finally {
