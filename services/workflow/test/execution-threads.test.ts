@@ -124,6 +124,8 @@ forEachStorage('execution threads', (storage: StorageKind) => {
     assert.equal(ending(ws.messages, fn)!.type, 'execution_success');
     const executed = ws.messages.find((m) => m.type === 'executed' && m.data.prompt_id === fn)!;
     assert.deepEqual(executed.data.output, { text: ['kept', null], self: [{ nested: { ok: true } }] });
+    // History is written before `executing` with node null (as the reference's); execution_success comes earlier.
+    await ws.until((ms) => ms.some((m) => m.type === 'executing' && m.data.node === null && m.data.prompt_id === fn));
     const h = await srv.http.get(`/history/${fn}`);
     assert.deepEqual(h.body[fn].outputs.u, { text: ['kept', null], self: [{ nested: { ok: true } }] });
     const big = await queue(srv, { u: { class_type: 'TestOddUi', inputs: { kind: 'bigint' } } }, 'threads');
