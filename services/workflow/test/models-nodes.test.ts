@@ -16,25 +16,9 @@ import { SUPPORTED_SCHEDULERS } from '../src/models/schedules.ts';
 import { unloadAll } from '../src/models/sd1.ts';
 import { startWorkflow, WsClient } from './helpers.ts';
 import { TINY, writeFixture } from './models-fixture.ts';
-import { readOutput, run, type Server } from './nodes-helpers.ts';
+import { defaultWorkflow, readOutput, run, type Server } from './nodes-helpers.ts';
 
 const ref = JSON.parse(fs.readFileSync(path.join(import.meta.dirname, 'fixtures', 'models-reference.json'), 'utf8'));
-
-/** The reference's default workflow (its web page's first graph) with a small latent. */
-function defaultWorkflow(ckpt: string, prefix: string, width = 48, height = 32): Record<string, unknown> {
-  return {
-    '4': { class_type: 'CheckpointLoaderSimple', inputs: { ckpt_name: ckpt } },
-    '5': { class_type: 'EmptyLatentImage', inputs: { width, height, batch_size: 1 } },
-    '6': { class_type: 'CLIPTextEncode', inputs: { text: 'beautiful scenery nature glass bottle landscape, , purple galaxy bottle,', clip: ['4', 1] } },
-    '7': { class_type: 'CLIPTextEncode', inputs: { text: 'text, watermark', clip: ['4', 1] } },
-    '3': {
-      class_type: 'KSampler',
-      inputs: { seed: 156680208700286, steps: 20, cfg: 8, sampler_name: 'euler', scheduler: 'normal', denoise: 1, model: ['4', 0], positive: ['6', 0], negative: ['7', 0], latent_image: ['5', 0] },
-    },
-    '8': { class_type: 'VAEDecode', inputs: { samples: ['3', 0], vae: ['4', 2] } },
-    '9': { class_type: 'SaveImage', inputs: { filename_prefix: prefix, images: ['8', 0] } },
-  };
-}
 
 forEachStorage('workflow model nodes', (storage) => {
   let srv: Server;
