@@ -1,6 +1,7 @@
 /** Cable domain functions that read other models: terminations, traces and paths (loaded lazily by cabling.ts). */
 import type { WriteContext } from '../changes/write-context.ts';
 import { LINK_STATUS, CABLE_LENGTH_UNITS, CABLE_TYPES } from './netbox-choices.ts';
+import { INTERFACE_TYPES } from './choices.ts';
 import { chunks, fetchRowsByIds, type ReadCtx } from './read.ts';
 import { model, modelForObjectType, objectUrl, displayUrl } from './lookup.ts';
 import { loadBriefs } from './represent.ts';
@@ -8,6 +9,8 @@ import type { ModelDef, Row } from './types.ts';
 import { COMPATIBLE, ENDPOINT_TYPES, type Termination } from './cable-types.ts';
 
 type Obj = Record<string, unknown>;
+/** NetBox's NONCONNECTABLE_IFACE_TYPES: virtual and wireless interface types. */
+const NONCONNECTABLE_IFACE_TYPES = new Set(['virtual', 'lag', 'bridge', 'ieee802.11a', 'ieee802.11g', 'ieee802.11n', 'ieee802.11ac', 'ieee802.11ad', 'ieee802.11ax', 'ieee802.11ay', 'ieee802.11be', 'ieee802.15.1', 'ieee802.15.4', 'other-wireless', 'gsm', 'cdma', 'lte', '4g', '5g']);
 const MAX_HOPS = 64;
 
 /** Cable checks of NetBox's Cable.clean() and CableTermination.clean(): ends exist, one type per end, compatible, not already cabled. */
@@ -31,7 +34,14 @@ export async function checkCable(ctx: ReadCtx, values: Row, existing: Row | null
       const other = await ctx.db.selectFrom('dcim_cabletermination').select('cable_id').where('termination_type', '=', t.object_type).where('termination_id', '=', t.object_id).executeTakeFirst();
       if (other && Number(other.cable_id) !== existing?.id) (errors[name] ??= []).push(`Duplicate termination found for ${t.object_type} ${t.object_id}: cable ${Number(other.cable_id)}`);
       if (row.mark_connected) (errors[name] ??= []).push(`Cannot attach a cable to ${t.object_type} ${t.object_id}: it is marked as connected.`);
+      // CableTermination.clean(): virtual and wireless interfaces take no cable.
+      if (t.object_type === 'dcim.interface' && NONCONNECTABLE_IFACE_TYPES.has(String(row.type))) {
+        (errors.non_field_errors ??= []).push(`Cables cannot be terminated to ${INTERFACE_TYPES.find((c) => c.value === row.type)?.label ?? String(row.type)} interfaces`);
+      }
     }
+  }
+  if (a.length && b.length && a[0]!.object_type === b[0]!.object_type && a.some((x) => b.some((y) => y.object_id === x.object_id))) {
+    (errors.non_field_errors ??= []).push('A and B terminations cannot connect to the same object.');
   }
   if (a.length && b.length && !COMPATIBLE[a[0]!.object_type]?.includes(b[0]!.object_type)) {
     (errors.non_field_errors ??= []).push(`Incompatible termination types: ${a[0]!.object_type} and ${b[0]!.object_type}`);

@@ -93,4 +93,94 @@ forEachStorage('inventory UI: cable form ends', (storage) => {
     assert.match(bad.text, /“x1” is not a valid ID\./);
     assert.equal((await api.http.get('/api/dcim/cables/')).body.count, 1);
   });
+
+  it("imports cables by their ends' device, type and name (NetBox's CableImportForm) from CSV, JSON and YAML, with its errors per record", async () => {
+    const h = api.http;
+    const ok = (r: { status: number; body: any }) => {
+      assert.ok(r.status === 201 || r.status === 200, JSON.stringify(r.body));
+      return r.body;
+    };
+    const seed = await h.get('/api/dcim/devices/?name=d1');
+    const d1 = seed.body.results[0];
+    const siteD = ok(await h.post('/api/dcim/sites/', { name: 'SiteD', slug: 'sited' }));
+    const dev = async (name: string, site: number) => ok(await h.post('/api/dcim/devices/', { name, site, device_type: d1.device_type.id, role: d1.role.id })).id;
+    const e1 = await dev('e1', d1.site.id);
+    const e1d = await dev('e1', siteD.id);
+    const e2 = await dev('e2', d1.site.id);
+    const iface = async (device: number, name: string) => ok(await h.post('/api/dcim/interfaces/', { device, name, type: '1000base-t' })).id;
+    const ge: Record<string, number> = {};
+    for (const [d, id] of [['e1', e1], ['e2', e2]] as const) for (const n of ['ge0', 'ge1', 'ge2']) ge[`${d}-${n}`] = await iface(id, n);
+    ge['e1d-ge0'] = await iface(e1d, 'ge0');
+    const con = ok(await h.post('/api/dcim/console-ports/', { device: e2, name: 'con0' })).id;
+    const cs = ok(await h.post('/api/dcim/console-server-ports/', { device: e1, name: 'cs0' })).id;
+    const psu = ok(await h.post('/api/dcim/power-ports/', { device: e2, name: 'psu0' })).id;
+    const panel = ok(await h.post('/api/dcim/power-panels/', { site: d1.site.id, name: 'pp1' })).id;
+    const feed = ok(await h.post('/api/dcim/power-feeds/', { power_panel: panel, name: 'feed1' })).id;
+    const before = (await h.get('/api/dcim/cables/')).body.count;
+    const token = ui.csrfOf((await ui.get('/dcim/cables/import/')).text);
+    const page = await ui.get('/dcim/cables/import/');
+    assert.match(page.text, /<code>side_a_device<\/code>/, "the page lists the import form's fields");
+    const send = (format: string, data: string) => ui.post('/dcim/cables/import/', { csrf_token: token, format, data });
+    const errorsOf = (t: string) => [...t.matchAll(/<li>([^<]*)<\/li>/g)].map((x) => x[1]!.replace(/&quot;/g, '"').replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&#39;/g, "'")).filter((x) => x.startsWith('Record'));
+
+    const head = 'side_a_site,side_a_device,side_a_type,side_a_name,side_b_device,side_b_type,side_b_name,color';
+    const bad = await send('csv', [head, ',e1,dcim.interface,ge0,e2,dcim.interface,ge0,', ',nope,dcim.interface,ge0,e2,interface,ge0,', 'SiteC,e1,dcim.site,ge0,e2,dcim.interface,ge9,', 'SiteC,d1,dcim.interface,eth0,e2,dcim.interface,,not-a-colour', 'Nowhere,e1,dcim.interface,ge0,e2,,ge0,'].join('\n'));
+    assert.equal(bad.status, 400, bad.text.slice(0, 500));
+    assert.deepEqual(errorsOf(bad.text), [
+      'Record 1 side_a_device: "e1" is not a unique value for this field; multiple objects were found',
+      'Record 2 side_a_device: Object not found: nope',
+      'Record 2 side_b_type: Object type must be specified as "<app>.<model>"',
+      'Record 3 side_a_type: Invalid object type',
+      'Record 3 side_b_name: B side termination not found: e2 ge9',
+      'Record 4 side_a_name: Side A: d1 eth0 is already connected',
+      'Record 4 side_b_name: This field is required.',
+      'Record 4 color: not-a-colour did not match any used color name and was longer than six characters: invalid hex.',
+      'Record 5 side_a_site: Object not found: Nowhere',
+      'Record 5 side_a_device: Object not found: e1',
+      'Record 5 side_b_type: This field is required.',
+    ]);
+    assert.equal((await h.get('/api/dcim/cables/')).body.count, before, 'nothing imported');
+
+    // CSV: interfaces (the site tells the two e1 apart), console ports, a power feed by its panel; color by name.
+    const csv = await send('csv', [
+      'side_a_site,side_a_device,side_a_power_panel,side_a_type,side_a_name,side_b_site,side_b_device,side_b_type,side_b_name,label,color,length,length_unit,status',
+      'SiteC,e1,,dcim.interface,ge0,,e2,dcim.interface,ge0,imp-1,Red,2.5,m,planned',
+      ',e2,,dcim.consoleport,con0,SiteC,e1,dcim.consoleserverport,cs0,imp-2,,,,',
+      'SiteC,,pp1,dcim.powerfeed,feed1,,e2,dcim.powerport,psu0,imp-3,00ff00,,,',
+    ].join('\n'));
+    assert.equal(csv.status, 303, csv.text.slice(0, 1500));
+    const ends = async (label: string) => {
+      const c = (await h.get(`/api/dcim/cables/?label=${label}`)).body.results[0];
+      return { c, a: c.a_terminations.map((t: any) => [t.object_type, t.object_id]), b: c.b_terminations.map((t: any) => [t.object_type, t.object_id]) };
+    };
+    const one = await ends('imp-1');
+    assert.deepEqual([one.a, one.b], [[['dcim.interface', ge['e1-ge0']]], [['dcim.interface', ge['e2-ge0']]]]);
+    assert.deepEqual([one.c.color, one.c.length, one.c.length_unit.value, one.c.status.value], ['f44336', 2.5, 'm', 'planned']);
+    const two = await ends('imp-2');
+    assert.deepEqual([two.a, two.b], [[['dcim.consoleport', con]], [['dcim.consoleserverport', cs]]]);
+    const three = await ends('imp-3');
+    assert.deepEqual([three.a, three.b], [[['dcim.powerfeed', feed]], [['dcim.powerport', psu]]]);
+
+    // JSON: the same fields; an update by id changes only what it names.
+    const json = await send('json', JSON.stringify([{ side_a_site: 'SiteD', side_a_device: 'e1', side_a_type: 'dcim.interface', side_a_name: 'ge0', side_b_device: 'e2', side_b_type: 'dcim.interface', side_b_name: 'ge1', label: 'imp-4' }, { id: one.c.id, side_b_device: 'e2', side_b_type: 'dcim.interface', side_b_name: 'ge2', color: 'dark green' }]));
+    assert.equal(json.status, 303, json.text.slice(0, 1500));
+    const four = await ends('imp-4');
+    assert.deepEqual([four.a, four.b], [[['dcim.interface', ge['e1d-ge0']]], [['dcim.interface', ge['e2-ge1']]]]);
+    const moved = await ends('imp-1');
+    assert.deepEqual([moved.a, moved.b, moved.c.color], [[['dcim.interface', ge['e1-ge0']]], [['dcim.interface', ge['e2-ge2']]], '2f6a31']);
+
+    // YAML: on a virtual chassis' master, a port of a member is found by name; the API's own refusal is reported per record, nothing saved.
+    const vc = ok(await h.post('/api/dcim/virtual-chassis/', { name: 'stack-imp', master: e2 }));
+    ok(await h.patch(`/api/dcim/devices/${e1}/`, { virtual_chassis: vc.id, vc_position: 2 }));
+    const xe9 = await iface(e1, 'xe9');
+    const doc1 = 'side_a_device: e2\nside_a_type: dcim.interface\nside_a_name: xe9\nside_b_device: d2\nside_b_type: dcim.interface\nside_b_name: eth1\nlabel: imp-5\n';
+    const yaml = await send('yaml', `${doc1}---\nside_a_device: d1\nside_a_type: dcim.interface\nside_a_name: vlan1\nside_b_device: e2\nside_b_type: dcim.interface\nside_b_name: ge0\n`);
+    assert.equal(yaml.status, 400, yaml.text.slice(0, 500));
+    assert.deepEqual(errorsOf(yaml.text), ['Record 2: Cables cannot be terminated to Virtual interfaces']);
+    assert.equal((await h.get('/api/dcim/cables/?label=imp-5')).body.count, 0, 'all or nothing');
+    const member = await send('yaml', doc1);
+    assert.equal(member.status, 303, member.text.slice(0, 1500));
+    const five = await ends('imp-5');
+    assert.deepEqual(five.a, [['dcim.interface', xe9]]);
+  });
 });

@@ -88,7 +88,7 @@ forEachStorage('inventory UI pages (NetBox URLs)', (storage) => {
     const csrf = ui.csrfOf(page.text);
     const broken = await ui.post('/dcim/interfaces/import/', { csrf_token: csrf, format: 'csv', data: 'device,name,type\nsw1,eth0,no-such-type\n' });
     assert.equal(broken.status, 400);
-    assert.match(broken.text, /Record 1: type/);
+    assert.match(broken.text, /Record 1 type: /);
     assert.equal((await api.get('/api/dcim/interfaces/')).body.count, 0, 'nothing imported when a record fails');
     const rows = Array.from({ length: 10 }, (_, i) => `sw1,eth${i},1000base-t,"desc, ${i}"`).join('\n');
     const imported = await ui.post('/dcim/interfaces/import/', { csrf_token: csrf, format: 'csv', data: `device,name,type,description\n${rows}\n` });

@@ -15,6 +15,7 @@ import { registerJournalPages } from './journal.ts';
 import { registerRenderConfigPage, rendersConfig } from './render-config.ts';
 import { takesJournal } from '../../models/journal.ts';
 import { CABLE_TERMINATION_TYPES } from '../../models/cabling.ts';
+import { CABLE_IMPORT_FIELDS, resolveCableRecord, usesSideFields } from './cable-import.ts';
 import { CABLE_ENDS, cableEndControls, cableEndFrom, cableEndOf, cableEndOptions, holderOf, refreshButton, terminationsOf, type CableEndForm } from './cable-form.ts';
 
 export { INVENTORY_PREFIXES } from './prefixes.ts';
@@ -584,7 +585,10 @@ ${shown.map((o) => html`<input type="hidden" name="pk" value="${o.id}">`)}
 function importPage(req: FastifyRequest, reply: FastifyReply, m: ModelDef, data: string, format: string, errors: string[], status = 200) {
   if (!needWrite(req, reply)) return reply;
   const { session } = authed(req);
-  const required = m.fields.filter((f) => f.required).map((f) => f.name);
+  // Cables are imported by their ends' device, type and name (NetBox's CableImportForm), not the API's termination lists.
+  const cable = m.key === 'cable';
+  const fields = cable ? editableFields(m).filter((f) => f.name !== 'a_terminations' && f.name !== 'b_terminations') : editableFields(m);
+  const required = cable ? CABLE_IMPORT_FIELDS.filter((f) => f.required).map((f) => f.name) : m.fields.filter((f) => f.required).map((f) => f.name);
   const body = html`${menu(m)}
 ${errors.length ? html`<ul class="errors" role="alert" data-testid="import-errors">${errors.map((e) => html`<li>${e}</li>`)}</ul>` : ''}
 <form method="post" action="${listUrl(m)}import/" class="edit-form" data-testid="import-form">${csrfField(session.csrfToken)}
@@ -593,7 +597,7 @@ ${errors.length ? html`<ul class="errors" role="alert" data-testid="import-error
 <div class="help">CSV: a header row of field names (required: ${required.join(', ')}); related objects by ID or name, tags by slug. JSON: a list of objects as the REST API takes them. YAML: the same as a list, or one object per document (separated by <code>---</code>).</div></div>
 <div class="actions"><button type="submit" data-testid="submit-import">Import</button> <a class="button secondary" href="${listUrl(m)}">Cancel</a></div>
 </form>
-<h2>Fields</h2><table><thead><tr><th>Field</th><th>Required</th><th>Accepted values</th></tr></thead><tbody>${editableFields(m).map(
+<h2>Fields</h2><table><thead><tr><th>Field</th><th>Required</th><th>Accepted values</th></tr></thead><tbody>${cable ? CABLE_IMPORT_FIELDS.map((f) => html`<tr><td><code>${f.name}</code></td><td>${f.required ? '✓' : ''}</td><td>${f.help}</td></tr>`) : ''}${fields.map(
     (f) => html`<tr><td><code>${f.name}</code></td><td>${f.required ? '✓' : ''}</td><td>${f.choices ? f.choices.map((c) => c.value).join(', ') : f.kind === 'fk' ? `${targetOf(f)!.verboseName} (ID or name)` : f.kind}</td></tr>`,
   )}</tbody></table>`;
   return sendPage(req, reply, { title: `Import ${plural(m)}`, section: 'inventory', body }, status);
@@ -624,14 +628,30 @@ async function importObjects(req: FastifyRequest, reply: FastifyReply, backend: 
     const parsed = parseCsv(data);
     if ('error' in parsed) errors.push(parsed.error);
     else {
+      // A cable's ends come as the import form's side_* columns (resolved below), the rest as the model's fields.
+      const own = parsed.header.map((h) => !(m.key === 'cable' && /^side_[ab]_/.test(h)));
       parsed.records.forEach((rec, i) => {
-        const { body, errors: recErrors } = bodyFromCsv(m, parsed.header, rec);
-        for (const e of recErrors) errors.push(`Record ${i + 1}: ${e}`);
+        const { body, errors: recErrors } = bodyFromCsv(m, parsed.header.filter((_, j) => own[j]), rec.filter((_, j) => own[j]));
+        parsed.header.forEach((h, j) => {
+          if (!own[j]) body[h] = rec[j];
+        });
+        for (const e of recErrors) errors.push(`Record ${i + 1} ${e}`);
         records.push(body);
       });
     }
   }
   if (!errors.length && !records.length) errors.push('No records to import.');
+  if (!errors.length && m.key === 'cable') {
+    // NetBox's CableImportForm: the ends by device (or power panel, circuit), type and name, through the API.
+    const cache = new Map();
+    const get = (url: string) => api(req, backend, 'GET', url);
+    for (const [i, rec] of records.entries()) {
+      if (!usesSideFields(rec)) continue;
+      const id = typeof rec.id === 'number' ? rec.id : undefined;
+      const recErrors = await resolveCableRecord(rec, id, get, cache);
+      for (const [k, v] of Object.entries(recErrors)) for (const msg of v) errors.push(`Record ${i + 1} ${k}: ${msg}`);
+    }
+  }
   if (errors.length) return importPage(req, reply, m, data, format, errors, 400);
   // Records with an id update those objects (NetBox's import does the same); the rest are created. All or nothing each.
   const updates = records.filter((r) => r.id !== undefined);
@@ -642,7 +662,10 @@ async function importObjects(req: FastifyRequest, reply: FastifyReply, backend: 
     const r = await api(req, backend, method, apiList(m), list);
     if (r.status !== 200 && r.status !== 201) {
       const msgs = Array.isArray(r.body)
-        ? r.body.flatMap((e: any, i: number) => (e && typeof e === 'object' ? Object.entries(e).map(([k, v]) => `Record ${records.indexOf(list[i]!) + 1}: ${k}: ${Array.isArray(v) ? v.join(' ') : String(v)}`) : []))
+        ? r.body.flatMap((e: any, i: number) =>
+            // NetBox's import view: `Record 3 name: …` for a field, `Record 3: …` for the object as a whole.
+            e && typeof e === 'object' ? Object.entries(e).map(([k, v]) => `Record ${records.indexOf(list[i]!) + 1}${k === 'non_field_errors' || k === '__all__' ? '' : ` ${k}`}: ${Array.isArray(v) ? v.join(' ') : String(v)}`) : [],
+          )
         : [apiMessage(r.body)];
       return importPage(req, reply, m, data, format, msgs.length ? msgs : [apiMessage(r.body)], 400);
     }
