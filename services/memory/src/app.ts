@@ -11,6 +11,7 @@ import { v3BodiesMigration } from './db/migrations/012_v3_bodies.ts';
 import { v3SeqMigration } from './db/migrations/013_v3_seq.ts';
 import { v3IngestMigration } from './db/migrations/014_v3_ingest.ts';
 import { v3Q8Migration } from './db/migrations/015_v3_q8.ts';
+import { v3ScopesMigration } from './db/migrations/016_v3_scopes.ts';
 import { v3Tasks } from './domain/v3/deletion.ts';
 import { v3ReasoningTasks } from './domain/v3/reasoning.ts';
 import { v3Routes } from './routes/v3/index.ts';
@@ -52,7 +53,7 @@ export async function openMemoryStorage(cfg: ServiceConfig): Promise<Storage> {
     onSqliteOpen: (db) => sqliteVec.load(db),
   });
   try {
-    await migrate(storage.db, storage.dialect, [...coreMigrations, v3Migration, v3RecallMigration, v3BodiesMigration, v3SeqMigration, v3IngestMigration, v3Q8Migration, ...searchMigrations]);
+    await migrate(storage.db, storage.dialect, [...coreMigrations, v3Migration, v3RecallMigration, v3BodiesMigration, v3SeqMigration, v3IngestMigration, v3Q8Migration, v3ScopesMigration, ...searchMigrations]);
   } catch (err) {
     await storage.close();
     throw err;

@@ -85,6 +85,14 @@ export const V3_POLICIES: Record<string, RoutePolicy> = {
   [`POST ${W}/conclusions/query`]: Wk,
   [`GET ${W}/conclusions/:conclusion_id`]: Wk,
   [`DELETE ${W}/conclusions/:conclusion_id`]: Wk,
+  // Scopes: an app-level admin surface, workspace and admin keys only (the reference's scopes router).
+  [`POST ${W}/scopes`]: Wk,
+  [`POST ${W}/scopes/list`]: Wk,
+  [`GET ${W}/scopes/:scope_id`]: Wk,
+  [`POST ${W}/scopes/:scope_id/sessions`]: Wk,
+  [`DELETE ${W}/scopes/:scope_id/sessions/:session_id`]: Wk,
+  [`POST ${W}/scopes/:scope_id/sessions/list`]: Wk,
+  [`GET ${W}/scopes/:scope_id/status`]: Wk,
   [`POST ${W}/webhooks`]: Wk,
   [`GET ${W}/webhooks`]: Wk,
   [`DELETE ${W}/webhooks/:endpoint_id`]: Wk,
@@ -201,6 +209,18 @@ export function checkSessionCreate(req: FastifyRequest, workspace: string, id: s
   if (k.w !== undefined && k.w !== workspace) throw unauthorized('Unauthorized access to resource');
   if (k.s !== undefined && k.s !== id) throw unauthorized('Unauthorized access to resource');
   if (k.w === undefined) throw unauthorized('Unauthorized access to resource');
+}
+
+/** The `scope` option of the read routes: a scope's sessions reach past a peer's or session's own, so only workspace and admin keys (401). */
+export function checkWideKey(req: FastifyRequest): void {
+  const k = keyOf(req);
+  if (k.p !== undefined || k.s !== undefined) throw unauthorized('`scope` requires a workspace- or admin-level key');
+}
+
+/** `SessionCreate.scopes`: scope membership is a workspace-level change (401 for peer and session keys). */
+export function checkScopesOnCreate(req: FastifyRequest, scopes: unknown): void {
+  const k = keyOf(req);
+  if (Array.isArray(scopes) && scopes.length && (k.p !== undefined || k.s !== undefined)) throw unauthorized('Scope membership requires a workspace-level key');
 }
 
 /** A peer key reading a session's peer config reads only its own. */

@@ -95,7 +95,7 @@ export const SessionCreate = Type.Object(
     metadata: OptObj,
     peers: Type.Optional(nullable(Type.Record(Type.String(), SessionPeerConfig))),
     configuration: Type.Optional(nullable(SessionConfiguration)),
-    scopes: Type.Optional(Type.Unknown({ description: 'Scopes are not served: any value other than null is a 422.' })),
+    scopes: Type.Optional(nullable(Type.Array(Type.String(), { maxItems: 100, description: 'Scopes (unprefixed names) this session joins; each is created when missing, and a session with messages is backfilled into it in the background.' }))),
   },
   { title: 'SessionCreate' },
 );
@@ -121,6 +121,11 @@ export const MessageUpdate = Type.Object({ metadata: OptObj }, { title: 'Message
 
 /** Body of every `…/list` route: `{"filters": {…}}`, optional. */
 export const ListBody = (title: string) => Type.Object({ filters: OptObj }, { title });
+/** `POST …/peers/list`: `kind` "scope" lists scope peers only, "all" every peer; omitted, scope peers are left out. */
+export const PeerListBody = Type.Object(
+  { filters: OptObj, kind: Type.Optional(nullable(Type.String({ enum: ['scope', 'all'], description: 'Which kinds of peers to list: omitted, regular peers only; "scope": scope peers only; "all": every peer.' }))) },
+  { title: 'PeerGet' },
+);
 
 export const ListQuery = Type.Object({
   reverse: Type.Optional(nullable(Type.Boolean({ default: false, description: 'Whether to reverse the order of results' }))),
@@ -150,9 +155,15 @@ export const MessageSearchOptions = Type.Object(
     query: Type.String({ maxLength: 10000, description: 'Search query' }),
     filters: OptObj,
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 10, description: 'Number of results to return' })),
-    scope: Type.Optional(Type.Unknown({ description: 'Scopes are not served: any value other than null is a 422.' })),
   },
   { title: 'MessageSearchOptions' },
+);
+export const WorkspaceMessageSearchOptions = Type.Object(
+  {
+    ...MessageSearchOptions.properties,
+    scope: Type.Optional(nullable(Type.String({ description: "Optional (unprefixed) scope name restricting search to the scope's member sessions (none: no results). Mutually exclusive with a 'session_id' key in `filters`." }))),
+  },
+  { title: 'WorkspaceMessageSearchOptions' },
 );
 export const MessageList = Type.Array(Message, { title: 'MessageList' });
 
@@ -181,6 +192,7 @@ export const SessionContextQuery = Type.Object({
   summary: Type.Optional(Type.Boolean({ default: true, description: 'Whether to include a summary if one is available' })),
   peer_target: Type.Optional(nullable(Type.String())),
   peer_perspective: Type.Optional(nullable(Type.String())),
+  scope: Type.Optional(nullable(Type.String({ description: "An (unprefixed) scope name to read `peer_target`'s representation and card from, instead of the global (or `peer_perspective`) view. Needs `peer_target`; exclusive with `peer_perspective`; needs a workspace- or admin-level key." }))),
   limit_to_session: Type.Optional(Type.Boolean({ default: false })),
   ...searchParams,
 });
@@ -190,7 +202,7 @@ export const PeerContext = Type.Object(
   { title: 'PeerContext' },
 );
 export const PeerRepresentationGet = Type.Object(
-  { session_id: Type.Optional(nullable(Type.String())), target: Type.Optional(nullable(Type.String())), filters: OptObj, ...searchParams, scope: Type.Optional(Type.Unknown({ description: 'Scopes are not served: any value other than null is a 422.' })) },
+  { session_id: Type.Optional(nullable(Type.String())), target: Type.Optional(nullable(Type.String())), filters: OptObj, ...searchParams, scope: Type.Optional(Type.Unknown({ description: 'Optional (unprefixed) scope name, or a list of 1–100, to confine recall. One scope answers as the scope (its own conclusions, its member sessions); a list confines recall to the union of their member sessions. Mutually exclusive with `filters` and `session_id`; needs a workspace- or admin-level key.' })) },
   { title: 'PeerRepresentationGet' },
 );
 export const RepresentationResponse = Type.Object({ representation: Type.String() }, { title: 'RepresentationResponse' });
@@ -238,7 +250,7 @@ export const DialecticOptions = Type.Object(
     reasoning_level: Type.Optional(Type.String({ enum: ['minimal', 'low', 'medium', 'high', 'max'], default: 'low' })),
     response_format: OptObj,
     include_evidence: Type.Optional(nullable(Type.Boolean({ description: 'Also return what the dialectic read (conclusions and messages).' }))),
-    scope: Type.Optional(Type.Unknown({ description: 'Scopes are not served: any value other than null is a 422.' })),
+    scope: Type.Optional(Type.Unknown({ description: 'Optional (unprefixed) scope name, or a list of 1–100, to confine recall. One scope answers as the scope (its own conclusions, its member sessions); a list confines recall to the union of their member sessions. Mutually exclusive with `filters` and `session_id`; needs a workspace- or admin-level key.' })),
   },
   { title: 'DialecticOptions' },
 );
@@ -250,7 +262,7 @@ export const WorkspaceChatOptions = Type.Object(
     reasoning_level: Type.Optional(Type.String({ enum: ['minimal', 'low', 'medium', 'high', 'max'], default: 'low' })),
     response_format: OptObj,
     include_evidence: Type.Optional(nullable(Type.Boolean())),
-    scope: Type.Optional(Type.Unknown({ description: 'Scopes are not served: any value other than null is a 422.' })),
+    scope: Type.Optional(Type.Unknown({ description: 'Optional (unprefixed) scope name, or a list of 1–100, to confine recall. One scope answers as the scope (its own conclusions, its member sessions); a list confines recall to the union of their member sessions. Mutually exclusive with `filters` and `session_id`; needs a workspace- or admin-level key.' })),
   },
   { title: 'WorkspaceChatOptions' },
 );
@@ -289,4 +301,25 @@ export const ScheduleDreamRequest = Type.Object(
     rebuild: Type.Optional(Type.Boolean({ default: false })),
   },
   { title: 'ScheduleDreamRequest' },
+);
+
+// Scopes (SDK 2.5's honcho.scope()).
+
+export const ScopeParams = Type.Object({ workspace_id: Type.String(), scope_id: Type.String() });
+export const ScopeSessionParams = Type.Object({ workspace_id: Type.String(), scope_id: Type.String(), session_id: Type.String() });
+export const ScopeCreate = Type.Object({ id: Type.String({ description: 'Unprefixed scope name' }), metadata: OptObj }, { title: 'ScopeCreate' });
+export const Scope = Type.Object({ id: Type.String(), metadata: Obj, created_at: Type.String() }, { title: 'Scope' });
+export const PageScope = page('Page_Scope_', Scope);
+export const ScopeSessionsAdd = Type.Object(
+  { session_ids: Type.Array(Type.String(), { minItems: 1, maxItems: 100, description: 'IDs of existing sessions to add to the scope' }) },
+  { title: 'ScopeSessionsAdd' },
+);
+export const ScopeStatus = Type.Object(
+  {
+    backfill_status: Type.Record(
+      Type.String(),
+      Type.Object({ state: Type.String({ enum: ['pending', 'completed', 'failed'] }), updated_at: Type.String(), docs_copied: Type.Optional(Type.Integer()) }),
+    ),
+  },
+  { title: 'ScopeStatus' },
 );

@@ -46,24 +46,21 @@ forEachStorage('memory v3 API', (storage) => {
     }
   });
 
-  it('scopes are not served: a scope option is a 422, never ignored', async () => {
+  it('a scope option naming no scope is a 404 on every read route, never ignored', async () => {
     const w = wsName('sc');
     assert.equal((await s.http.post('/v3/workspaces', { id: w })).status, 201);
     const cases: Array<[string, unknown]> = [
       [`/v3/workspaces/${w}/search`, { query: 'x', scope: 'team' }],
-      [`/v3/workspaces/${w}/peers/alice/search`, { query: 'x', scope: 'team' }],
       [`/v3/workspaces/${w}/peers/alice/chat`, { query: 'x', scope: ['a', 'b'] }],
       [`/v3/workspaces/${w}/chat`, { query: 'x', scope: 'team' }],
       [`/v3/workspaces/${w}/peers/alice/representation`, { scope: 'team' }],
-      [`/v3/workspaces/${w}/sessions`, { id: 's', scopes: ['team'] }],
     ];
     for (const [url, body] of cases) {
       const r = await s.http.post(url, body);
-      assert.equal(r.status, 422, `${url}: ${r.text}`);
-      assert.match(r.body.detail, /not supported by this server/);
+      assert.equal(r.status, 404, `${url}: ${r.text}`);
+      assert.match(r.body.detail, /^Scope \w+ not found in workspace /);
     }
     assert.equal((await s.http.post(`/v3/workspaces/${w}/search`, { query: 'x', scope: null })).status, 200);
-    assert.equal((await s.http.post(`/v3/workspaces/${w}/scopes`, { id: 'team' })).status, 404);
     const r = await s.http.post(`/v3/workspaces/${wsName('none')}/chat`, { query: 'x' });
     assert.equal(r.status, 404, r.text);
   });

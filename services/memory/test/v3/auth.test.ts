@@ -25,6 +25,8 @@ type Kind = 'admin' | 'self' | 'workspace' | 'peer' | 'session' | 'session-read'
 function kindOf(method: string, path: string): Kind {
   if (path === '/v3/keys' || path === '/v3/workspaces/list') return 'admin';
   if (method === 'post' && /^\/v3\/workspaces(\/\{workspace_id\}\/(peers|sessions))?$/.test(path)) return 'self';
+  // The scopes router: workspace-level keys only, although one of its paths names a session.
+  if (path.includes('/scopes')) return 'workspace';
   if (path.includes('/sessions/{session_id}')) {
     return method === 'get' || /\/(messages\/list|search)$/.test(path) ? 'session-read' : 'session';
   }
@@ -201,6 +203,17 @@ forEachStorage('memory v3 scoped keys', (storage) => {
     assert.deepEqual([r.status, r.body], [401, { detail: 'JWT not permissioned for this resource' }]);
     r = await alice.get(`/v3/workspaces/${w}/sessions/theirs/peers`);
     assert.deepEqual([r.status, r.body], [401, { detail: 'JWT not permissioned for this resource' }]);
+    // Scopes reach past a peer's own sessions: workspace and admin keys only.
+    await http.post(`/v3/workspaces/${w}/scopes`, { id: 'team' });
+    r = await alice.post(`/v3/workspaces/${w}/peers/alice/chat`, { query: 'hi', scope: 'team' });
+    assert.deepEqual([r.status, r.body], [401, { detail: '`scope` requires a workspace- or admin-level key' }]);
+    r = await alice.post(`/v3/workspaces/${w}/peers/alice/representation`, { scope: ['team'] });
+    assert.deepEqual([r.status, r.body], [401, { detail: '`scope` requires a workspace- or admin-level key' }]);
+    const mineKey = client(s.url, bearer((await http.post(`/v3/keys?workspace_id=${w}&session_id=mine`)).body.key));
+    r = await mineKey.post(`/v3/workspaces/${w}/sessions`, { id: 'mine', scopes: ['team'] });
+    assert.deepEqual([r.status, r.body], [401, { detail: 'Scope membership requires a workspace-level key' }]);
+    r = await mineKey.get(`/v3/workspaces/${w}/sessions/mine/context?peer_target=alice&scope=team`);
+    assert.deepEqual([r.status, r.body], [401, { detail: '`scope` requires a workspace- or admin-level key' }]);
     // Leaving the session ends the member reads.
     await http.delete(`/v3/workspaces/${w}/sessions/mine/peers`, ['alice']);
     r = await alice.post(`/v3/workspaces/${w}/sessions/mine/messages/list`, {});

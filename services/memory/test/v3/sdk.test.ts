@@ -198,7 +198,7 @@ forEachStorage('memory v3 through @honcho-ai/sdk', (storage) => {
     assert.ok(wsStream.evidence && wsStream.evidence.conclusions.length > 0, 'evidence arrives on the last frame');
     const inSession: any = await h.chat('What is the dog called?', { session: session, includeEvidence: true } as any);
     assert.ok(inSession.evidence.messages.every((m: any) => m.session_id === 's1'));
-    await assert.rejects(h.chat('x', { scope: 'team' } as any), UnprocessableEntityError);
+    await assert.rejects(h.chat('x', { scope: 'team' } as any), NotFoundError);
     await h.scheduleDream({ observer: alice } as any);
     await waitFor(async () => {
       const st: any = await h.queueStatus();

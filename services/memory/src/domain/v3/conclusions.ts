@@ -77,6 +77,8 @@ export async function recallConclusions(
     .select(['v3_vectors.vector', 'v3_vectors.body'])
     .where('v3_conclusions.workspace', '=', workspace) as any;
   if (typeof who.observer === 'string') q = q.where('v3_conclusions.observer', '=', who.observer);
+  // Workspace-wide recall: a scope's conclusions are copies or views of the peers' own (scopes.ts).
+  else q = q.where('v3_conclusions.observer', 'not like', 'scope.%');
   if (typeof who.observed === 'string') q = q.where('v3_conclusions.observed', '=', who.observed);
   if (who.sessions) q = who.sessions.length ? q.where('v3_conclusions.session', 'in', who.sessions) : q.where('v3_conclusions.id', '=', '');
   if (cond) q = q.where(cond);

@@ -6,7 +6,7 @@ import { DELETE_TASK } from './workspaces.ts';
 /** Tables holding a session's rows (column `session`), deleted with it. */
 const SESSION_TABLES = ['v3_messages', 'v3_session_peers', 'v3_summaries', 'v3_conclusions'] as const;
 /** Every v3 table with a `workspace` column, children first. */
-const WORKSPACE_TABLES = ['v3_vectors', 'v3_work', 'v3_messages', 'v3_session_peers', 'v3_summaries', 'v3_conclusions', 'v3_peer_cards', 'v3_webhooks', 'v3_sessions', 'v3_peers'] as const;
+const WORKSPACE_TABLES = ['v3_vectors', 'v3_work', 'v3_scope_backfill', 'v3_messages', 'v3_session_peers', 'v3_summaries', 'v3_conclusions', 'v3_peer_cards', 'v3_webhooks', 'v3_sessions', 'v3_peers'] as const;
 
 async function deleteSession(db: Kysely<any>, workspace: string, session: string): Promise<void> {
   await db.transaction().execute(async (trx) => {
@@ -17,6 +17,7 @@ async function deleteSession(db: Kysely<any>, workspace: string, session: string
       await trx.deleteFrom('v3_vectors').where('id', 'in', (eb: any) => eb.selectFrom(t).select('id').where('workspace', '=', workspace).where('session', '=', session)).execute();
     }
     await trx.deleteFrom('v3_work').where('workspace', '=', workspace).where('session', '=', session).execute();
+    await trx.deleteFrom('v3_scope_backfill').where('workspace', '=', workspace).where('session', '=', session).execute();
     for (const t of SESSION_TABLES) await trx.deleteFrom(t).where('workspace', '=', workspace).where('session', '=', session).execute();
     await trx.deleteFrom('v3_sessions').where('workspace', '=', workspace).where('name', '=', session).execute();
   });

@@ -12,7 +12,8 @@ import { sessionAllowlist } from './memory.ts';
 import { ensurePeers } from './peers.ts';
 import { aboutPeer } from './reasoning.ts';
 import { requireSession } from './sessions.ts';
-import { refuseScope, ts, validation } from './util.ts';
+import { checkScopeOption, refuseScopePeers, resolveScopeOption } from './scopes.ts';
+import { ts, validation } from './util.ts';
 import { requireWorkspace } from './workspaces.ts';
 
 export interface DialecticOptions {
@@ -67,17 +68,39 @@ export interface Prepared {
 
 /** Validation, then retrieval: the pair's conclusions relevant to the query and the recent messages in scope. */
 export async function prepareChat(ctx: Ctx, workspace: string, peer: string, o: DialecticOptions): Promise<Prepared> {
-  noScopes(o);
+  const scope = scopeOption(o);
+  refuseScopePeers([peer, o.target], 'No representation is formed of a scope, so a scope cannot be a chat observer or target.');
+  exclusiveScope(scope, o);
   const allow = sessionAllowlist(o.filters, o.session_id);
   const check = compileResponseFormat(o.response_format);
   await ctx.storage.db.transaction().execute((trx) => ensurePeers(trx, ctx, workspace, [{ id: peer }]));
   if (o.session_id) await requireSession(ctx.storage.db, workspace, o.session_id);
-  const observer = peer;
+  let observer = peer;
   const observed = o.target ?? peer;
-  const sessions = allow ?? (o.session_id ? [o.session_id] : undefined);
+  let sessions = allow ?? (o.session_id ? [o.session_id] : undefined);
+  let messageSessions = sessions;
+  if (scope !== undefined) {
+    // One scope: its own conclusions, its sessions' messages; a list: the union of their sessions for both.
+    const r = await resolveScopeOption(ctx, workspace, scope);
+    observer = r.observer ?? peer;
+    sessions = r.observer ? undefined : r.sessions;
+    messageSessions = r.sessions;
+  }
   const found = await recallConclusions(ctx, workspace, { observer, observed, sessions }, o.query, RECALL[o.reasoning_level ?? 'low'] ?? 10);
-  const recent = await recentMessages(ctx, workspace, sessions, observed);
+  const recent = await recentMessages(ctx, workspace, messageSessions, observed);
   return assemble(o, observer, observed, found, recent, check, `conclusions about ${observed}`);
+}
+
+/** The `scope` option, checked (pydantic's 422s for a bad name or list). */
+function scopeOption(o: DialecticOptions): string | string[] | undefined {
+  return checkScopeOption(o.scope, ['body', 'scope']);
+}
+
+/** The reference's exclusions: a scope already decides what is seen, so `filters` or `session_id` beside it is a 422. */
+export function exclusiveScope(scope: unknown, o: { filters?: unknown; session_id?: string | null }): void {
+  if (scope === undefined) return;
+  if (o.filters != null) throw validation('`scope` and `filters` are mutually exclusive');
+  if (o.session_id) throw validation('`scope` and `session_id` are mutually exclusive');
 }
 
 /**
@@ -87,19 +110,23 @@ export async function prepareChat(ctx: Ctx, workspace: string, peer: string, o: 
  * of `session_id`).
  */
 export async function prepareWorkspaceChat(ctx: Ctx, workspace: string, o: DialecticOptions): Promise<Prepared> {
-  noScopes(o);
+  const scope = scopeOption(o);
+  exclusiveScope(scope, o);
   const check = compileResponseFormat(o.response_format);
   await requireWorkspace(ctx.storage.db, workspace);
   if (o.session_id) await requireSession(ctx.storage.db, workspace, o.session_id);
-  const sessions = o.session_id ? [o.session_id] : undefined;
-  const found = await recallConclusions(ctx, workspace, { observer: undefined, observed: undefined, sessions }, o.query, RECALL[o.reasoning_level ?? 'low'] ?? 10);
-  const recent = await recentMessages(ctx, workspace, sessions ?? null, undefined);
+  let sessions = o.session_id ? [o.session_id] : undefined;
+  let messageSessions = sessions;
+  let observer: string | undefined;
+  if (scope !== undefined) {
+    const r = await resolveScopeOption(ctx, workspace, scope);
+    observer = r.observer;
+    sessions = r.observer ? undefined : r.sessions;
+    messageSessions = r.sessions;
+  }
+  const found = await recallConclusions(ctx, workspace, { observer, observed: undefined, sessions }, o.query, RECALL[o.reasoning_level ?? 'low'] ?? 10);
+  const recent = await recentMessages(ctx, workspace, messageSessions ?? null, undefined);
   return assemble(o, '', '', found, recent, check, 'conclusions about the peers of this workspace');
-}
-
-/** Scopes (SDK 2.5's `scope` option) are not served: a clear 422 rather than an answer that ignored it. */
-function noScopes(o: DialecticOptions): void {
-  refuseScope(o.scope);
 }
 
 /** The newest messages of the sessions given (all sessions when null), else those `peer` sent. */

@@ -2,7 +2,8 @@ import type { Ctx } from '../context.ts';
 import { recallConclusions } from './conclusions.ts';
 import { setPeerCard } from './reasoning.ts';
 import { requireSession } from './sessions.ts';
-import { estimateTokens, meta, notFound, refuseScope, ts, validation } from './util.ts';
+import { checkScopeNames, checkScopeOption, refuseScopePeers, requireScope, resolveScopeOption, scopePeer } from './scopes.ts';
+import { estimateTokens, meta, notFound, ts, validation } from './util.ts';
 import { messageToJson } from './wire.ts';
 
 /** The reference's WORKING_REPRESENTATION_MAX_OBSERVATIONS and GET_CONTEXT_MAX_TOKENS. */
@@ -77,11 +78,23 @@ export async function workingRepresentation(ctx: Ctx, workspace: string, observe
   return chosen.sort((a, b) => Number(a.seq) - Number(b.seq));
 }
 
-export async function getRepresentation(ctx: Ctx, workspace: string, peer: string, o: RepresentationOptions) {
-  refuseScope((o as { scope?: unknown }).scope);
+export async function getRepresentation(ctx: Ctx, workspace: string, peer: string, o: RepresentationOptions & { scope?: unknown }) {
+  const scope = checkScopeOption(o.scope, ['body', 'scope']);
+  refuseScopePeers([peer, o.target], 'No representation is formed of a scope, so a scope cannot be a representation observer or target.');
+  if (scope !== undefined) {
+    if (o.filters != null) throw validation('`scope` and `filters` are mutually exclusive');
+    if (o.session_id) throw validation('`scope` and `session_id` are mutually exclusive');
+  }
   const sessions = sessionAllowlist(o.filters, o.session_id);
-  const scoped = sessions ?? (o.session_id ? [o.session_id] : undefined);
-  const rows = await workingRepresentation(ctx, workspace, peer, o.target ?? peer, o, scoped);
+  let scoped = sessions ?? (o.session_id ? [o.session_id] : undefined);
+  let observer = peer;
+  if (scope !== undefined) {
+    // One scope: the scope's own representation of the target; a list: the reader's, from the union of their sessions.
+    const r = await resolveScopeOption(ctx, workspace, scope);
+    observer = r.observer ?? peer;
+    scoped = r.observer ? undefined : r.sessions;
+  }
+  const rows = await workingRepresentation(ctx, workspace, observer, o.target ?? peer, o, scoped);
   return { representation: formatRepresentation(rows) };
 }
 
@@ -105,12 +118,14 @@ export async function putPeerCard(ctx: Ctx, workspace: string, peer: string, tar
     const p = await db.selectFrom('v3_peers').select('name').where('workspace', '=', workspace).where('name', '=', name).executeTakeFirst();
     if (!p) throw notFound(`Peer ${name} not found in workspace ${workspace}`);
   }
+  refuseScopePeers([peer, target], 'Use the scopes routes to manage scopes.');
   const clean = card.map((s) => s.replace(/\u0000/g, ''));
   await db.transaction().execute((trx) => setPeerCard(trx, ctx.storage.dialect, workspace, peer, target ?? peer, clean));
   return { peer_card: clean };
 }
 
 export async function getPeerContext(ctx: Ctx, workspace: string, peer: string, o: RepresentationOptions) {
+  refuseScopePeers([peer, o.target], 'Use the `scope` option on the read routes instead.');
   const target = o.target ?? peer;
   const rows = await workingRepresentation(ctx, workspace, peer, target, o);
   return { peer_id: peer, target_id: target, representation: formatRepresentation(rows), peer_card: await getPeerCard(ctx, workspace, peer, target) };
@@ -137,6 +152,7 @@ export interface ContextOptions extends RepresentationOptions {
   peer_target?: string | null;
   peer_perspective?: string | null;
   limit_to_session?: boolean | null;
+  scope?: string | null;
 }
 
 /**
@@ -147,7 +163,15 @@ export interface ContextOptions extends RepresentationOptions {
  */
 export async function getSessionContext(ctx: Ctx, workspace: string, session: string, o: ContextOptions) {
   if (o.peer_perspective && !o.peer_target) throw validation('peer_target must be provided if peer_perspective is provided');
+  if (o.scope != null) checkScopeNames([o.scope], () => ['query', 'scope']);
   await requireSession(ctx.storage.db, workspace, session);
+  refuseScopePeers([o.peer_target], 'No representation is formed of a scope, so a scope cannot be a context target.');
+  refuseScopePeers([o.peer_perspective], 'Use the `scope` parameter instead.');
+  if (o.scope != null) {
+    if (o.peer_perspective) throw validation('`scope` and `peer_perspective` are mutually exclusive');
+    if (!o.peer_target) throw validation('peer_target must be provided if scope is provided');
+    await requireScope(ctx.storage.db, workspace, o.scope);
+  }
   const limit = o.tokens ?? GET_CONTEXT_MAX_TOKENS;
   let chosen: any;
   let startSeq = 0;
@@ -167,7 +191,8 @@ export async function getSessionContext(ctx: Ctx, workspace: string, session: st
   let representation: string | null = null;
   let card: string[] | null = null;
   if (o.peer_target) {
-    const observer = o.peer_perspective ?? o.peer_target;
+    // A scope reads as its peer: what the scope observed of the target (scopes.ts).
+    const observer = o.scope != null ? scopePeer(o.scope) : (o.peer_perspective ?? o.peer_target);
     const rows = await workingRepresentation(ctx, workspace, observer, o.peer_target, o, o.limit_to_session ? [session] : undefined);
     representation = formatRepresentation(rows);
     card = o.limit_to_session ? null : await getPeerCard(ctx, workspace, observer, o.peer_target);

@@ -6,6 +6,7 @@ import { pageQuery, pagingOf, type V3Paging } from './paging.ts';
 import { insertRows } from './bulk.ts';
 import { INGEST_TASK, planMessageWork, queuedWork, type EnqueueState } from './reasoning.ts';
 import { ensureSession } from './sessions.ts';
+import { refuseScopePeers } from './scopes.ts';
 import { estimateTokens, meta, nanoid, notFound, parseClientTime, ts } from './util.ts';
 import { messageToJson } from './wire.ts';
 
@@ -38,6 +39,8 @@ export async function createMessages(ctx: Ctx, workspace: string, session: strin
   // Client timestamps are checked before anything is written.
   const times = messages.map((m, i) => (m.created_at == null ? undefined : parseClientTime(m.created_at, `messages.${i}.created_at`)));
   const senders = [...new Set(messages.map((m) => m.peer_id))];
+  // A scope's peer observes and never speaks (scopes.ts).
+  if (senders.some((p) => p.startsWith('scope.'))) refuseScopePeers(senders, 'A scope never sends messages.');
   const out = await db.transaction().execute(async (trx) => {
     let state = await readBatchState(trx, ctx, workspace, session);
     if (!state || senders.some((p) => !state!.members.has(p))) {

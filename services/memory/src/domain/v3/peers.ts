@@ -83,17 +83,21 @@ export async function getOrCreatePeer(ctx: Ctx, workspace: string, spec: PeerSpe
   return { created, peer: peerToJson(await requirePeer(ctx.storage.db, workspace, spec.id)) };
 }
 
-/** Creates the peer if needed, then replaces metadata and/or configuration when given. */
+/** Creates the peer if needed, then replaces metadata and/or configuration when given; a scope's peer is not this route's. */
 export async function updatePeer(ctx: Ctx, workspace: string, name: string, input: { metadata?: Meta | null; configuration?: Meta | null }) {
+  if (name.startsWith('scope.')) throw validation(`Peer '${name}' is a scope. Use the scopes routes to manage scopes.`);
   return ctx.storage.db.transaction().execute(async (trx) => {
     await ensurePeers(trx, ctx, workspace, [{ id: name, metadata: input.metadata, configuration: input.configuration }]);
     return peerToJson(await requirePeer(trx, workspace, name));
   });
 }
 
-export async function listPeers(ctx: Ctx, workspace: string, filters: unknown, q: V3Paging) {
+export async function listPeers(ctx: Ctx, workspace: string, filters: unknown, q: V3Paging, kind?: string | null) {
   const cond = compileFilter(filters, PEER_FILTER, ctx.storage.dialect);
   let base = ctx.storage.db.selectFrom('v3_peers').where('v3_peers.workspace', '=', workspace) as any;
+  // Scope peers (`scope.<name>`, scopes.ts) are left out unless asked for.
+  if (kind == null) base = base.where('v3_peers.name', 'not like', 'scope.%');
+  else if (kind === 'scope') base = base.where('v3_peers.name', 'like', 'scope.%');
   if (cond) base = base.where(cond);
   return pageQuery(base, 'v3_peers', ['v3_peers.created_at', 'v3_peers.seq'], pagingOf(q), peerToJson);
 }

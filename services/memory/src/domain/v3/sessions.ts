@@ -4,7 +4,8 @@ import { nextSeq, type Meta } from '../values.ts';
 import { compileFilter, SESSION_FILTER } from './filter.ts';
 import { pageQuery, pagingOf, type V3Paging } from './paging.ts';
 import { ensurePeers } from './peers.ts';
-import { badRequest, checkNewName, meta, nanoid, notFound, refuseScope } from './util.ts';
+import { checkScopeNames, joinSessionScopes, refuseScopePeers, SCOPE_ROUTES_GUIDANCE } from './scopes.ts';
+import { badRequest, checkNewName, meta, nanoid, notFound } from './util.ts';
 import { peerToJson, sessionToJson } from './wire.ts';
 import { dropNones, DELETE_TASK, ensureWorkspace } from './workspaces.ts';
 
@@ -103,7 +104,8 @@ async function joinPeers(trx: Kysely<any>, ctx: Ctx, workspace: string, session:
   const current = await trx.selectFrom('v3_session_peers').selectAll().where('workspace', '=', workspace).where('session', '=', session).execute();
   const byPeer = new Map(current.map((r: any) => [r.peer, r]));
   const isObserver = (c: unknown) => meta(c).observe_others === true;
-  let observers = current.filter((r: any) => r.left_at == null && isObserver(r.configuration)).length;
+  // A scope's membership (scopes.ts) observes but is not counted, as the reference's limit bounds real peers' fan-out.
+  let observers = current.filter((r: any) => r.left_at == null && isObserver(r.configuration) && !String(r.peer).startsWith('scope.')).length;
   const newObservers = names.filter((n) => {
     const old = byPeer.get(n);
     return peers[n]?.observe_others === true && !(old && old.left_at == null);
@@ -128,9 +130,17 @@ async function joinPeers(trx: Kysely<any>, ctx: Ctx, workspace: string, session:
   void observers;
 }
 
-export async function getOrCreateSession(ctx: Ctx, workspace: string, input: Parameters<typeof ensureSession>[3] & { scopes?: unknown }) {
-  refuseScope(input.scopes, 'scopes');
-  const { created, row } = await ctx.storage.db.transaction().execute((trx) => ensureSession(trx, ctx, workspace, input));
+/** Get-or-create; `scopes` (SDK 2.5) are got or created and join the session (a session with messages is backfilled into them). */
+export async function getOrCreateSession(ctx: Ctx, workspace: string, input: Parameters<typeof ensureSession>[3] & { scopes?: string[] | null }) {
+  refuseScopePeers(Object.keys(input.peers ?? {}), SCOPE_ROUTES_GUIDANCE);
+  const scopes = input.scopes ?? [];
+  checkScopeNames(scopes, (i) => ['body', 'scopes', i]);
+  const { created, row } = await ctx.storage.db.transaction().execute(async (trx) => {
+    const r = await ensureSession(trx, ctx, workspace, input);
+    if (scopes.length) await joinSessionScopes(trx, ctx, workspace, input.id, scopes);
+    return r;
+  });
+  if (scopes.length) ctx.queue.wake();
   return { created, session: sessionToJson(row) };
 }
 
@@ -212,13 +222,15 @@ export async function addSessionPeers(ctx: Ctx, workspace: string, session: stri
 
 /** Makes the given peers the session's members: others leave, the given ones join (created if needed). */
 export async function setSessionPeers(ctx: Ctx, workspace: string, session: string, peers: Record<string, PeerConfig>) {
+  refuseScopePeers(Object.keys(peers), SCOPE_ROUTES_GUIDANCE);
   const { db, dialect: d } = ctx.storage;
   const row = await db.transaction().execute(async (trx) => {
     const observers = Object.values(peers).filter((c) => c?.observe_others === true).length;
     if (observers > SESSION_OBSERVERS_LIMIT) throw observerError(session, observers);
     await requireSession(trx, workspace, session);
     const names = Object.keys(peers);
-    let leave = trx.updateTable('v3_session_peers').set({ left_at: d.timestamp(new Date()) }).where('workspace', '=', workspace).where('session', '=', session).where('left_at', 'is', null);
+    // Scope memberships stay: only the scopes routes end them.
+    let leave = trx.updateTable('v3_session_peers').set({ left_at: d.timestamp(new Date()) }).where('workspace', '=', workspace).where('session', '=', session).where('left_at', 'is', null).where('peer', 'not like', 'scope.%');
     if (names.length) leave = leave.where('peer', 'not in', names);
     await leave.execute();
     return (await ensureSession(trx, ctx, workspace, { id: session, peers })).row;
@@ -227,6 +239,7 @@ export async function setSessionPeers(ctx: Ctx, workspace: string, session: stri
 }
 
 export async function removeSessionPeers(ctx: Ctx, workspace: string, session: string, peers: string[]) {
+  refuseScopePeers(peers, 'Scope membership is managed via the scopes routes.');
   const { db, dialect: d } = ctx.storage;
   const row = await db.transaction().execute(async (trx) => {
     const r = await requireSession(trx, workspace, session);
@@ -251,11 +264,13 @@ export async function listSessionPeers(ctx: Ctx, workspace: string, session: str
     .innerJoin('v3_session_peers as sp', (j) => j.onRef('sp.workspace', '=', 'v3_peers.workspace').onRef('sp.peer', '=', 'v3_peers.name'))
     .where('sp.workspace', '=', workspace)
     .where('sp.session', '=', session)
-    .where('sp.left_at', 'is', null) as any;
+    .where('sp.left_at', 'is', null)
+    .where('v3_peers.name', 'not like', 'scope.%') as any;
   return pageQuery(base, 'v3_peers', ['v3_peers.created_at', 'v3_peers.seq'], pagingOf({ ...q, reverse: false }), peerToJson);
 }
 
 export async function getSessionPeerConfig(ctx: Ctx, workspace: string, session: string, peer: string) {
+  refuseScopePeers([peer], SCOPE_ROUTES_GUIDANCE);
   const db = ctx.storage.db;
   const p = await db.selectFrom('v3_peers').select('name').where('workspace', '=', workspace).where('name', '=', peer).executeTakeFirst();
   if (!p) throw notFound(`Peer ${peer} not found in workspace ${workspace}`);
@@ -266,6 +281,7 @@ export async function getSessionPeerConfig(ctx: Ctx, workspace: string, session:
 
 /** Sets (merges) a member's config; a peer of the workspace that is not a member gets a membership row with this config. */
 export async function setSessionPeerConfig(ctx: Ctx, workspace: string, session: string, peer: string, config: PeerConfig) {
+  refuseScopePeers([peer], SCOPE_ROUTES_GUIDANCE);
   const { db, dialect: d } = ctx.storage;
   await db.transaction().execute(async (trx) => {
     await requireSession(trx, workspace, session);
@@ -283,6 +299,7 @@ export async function setSessionPeerConfig(ctx: Ctx, workspace: string, session:
         .where('session', '=', session)
         .where('left_at', 'is', null)
         .where('peer', '<>', peer)
+        .where('peer', 'not like', 'scope.%')
         .execute();
       const n = others.filter((r: any) => meta(r.configuration).observe_others === true).length + 1;
       if (n > SESSION_OBSERVERS_LIMIT) throw observerError(session, n);

@@ -5,7 +5,7 @@ import type { MemoryConfig } from '../../config.ts';
 import { createLlm, llmSettings, type LlmClient } from '../../chat/llm.ts';
 import { answer, prepareChat, prepareWorkspaceChat, type Prepared } from '../../domain/v3/dialectic.ts';
 import { sessionAllowlist } from '../../domain/v3/memory.ts';
-import { checkMemberSessions } from '../../http/v3-auth.ts';
+import { checkMemberSessions, checkWideKey } from '../../http/v3-auth.ts';
 import { DialecticOptions, DialecticResponse, PeerParams, WorkspaceChatOptions, WorkspaceParams } from '../../schemas/v3.ts';
 import { v3op, W } from './common.ts';
 
@@ -57,6 +57,7 @@ export function v3ChatRoutes(app: App, ctx: Ctx, config: MemoryConfig): void {
     },
     async (req, reply) => {
       const body = req.body as any;
+      if (body.scope != null) checkWideKey(req);
       if (body.session_id) await checkMemberSessions(ctx, req, req.params.workspace_id, [body.session_id]);
       const allow = sessionAllowlist(body.filters, body.session_id);
       if (allow) await checkMemberSessions(ctx, req, req.params.workspace_id, allow);

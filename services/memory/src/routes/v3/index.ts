@@ -9,6 +9,7 @@ import { v3MessageRoutes, v3UploadRoute } from './messages.ts';
 import { v3KeyRoutes } from './keys.ts';
 import { v3WebhookRoutes } from './webhooks.ts';
 import { v3PeerRoutes } from './peers.ts';
+import { v3ScopeRoutes } from './scopes.ts';
 import { v3SessionRoutes } from './sessions.ts';
 import { v3WorkspaceRoutes } from './workspaces.ts';
 
@@ -18,6 +19,7 @@ export async function v3Routes(app: App, ctx: Ctx, config: MemoryConfig): Promis
   v3KeyRoutes(app, config.authUseAuth ? config.authJwtSecret : undefined);
   v3PeerRoutes(app, ctx);
   v3SessionRoutes(app, ctx);
+  v3ScopeRoutes(app, ctx);
   v3MessageRoutes(app, ctx);
   v3MemoryRoutes(app, ctx);
   v3ConclusionRoutes(app, ctx);

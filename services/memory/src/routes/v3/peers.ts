@@ -1,15 +1,15 @@
 import type { App } from '@svc/kernel';
 import type { Ctx } from '../../domain/context.ts';
 import { getOrCreatePeer, listPeers, listPeerSessions, updatePeer } from '../../domain/v3/peers.ts';
-import { ListBody, ListQuery, PagePeer, PageSession, Peer, PeerCreate, PeerParams, PeerUpdate, WorkspaceParams } from '../../schemas/v3.ts';
+import { ListBody, ListQuery, PagePeer, PeerListBody, PageSession, Peer, PeerCreate, PeerParams, PeerUpdate, WorkspaceParams } from '../../schemas/v3.ts';
 import { checkPeerCreate } from '../../http/v3-auth.ts';
 import { optionalBody, v3op, W } from './common.ts';
 
 export function v3PeerRoutes(app: App, ctx: Ctx): void {
   app.post(
     `${W}/peers/list`,
-    { preValidation: optionalBody, schema: { ...v3op('peers', 'Get Peers', PagePeer, 200, 'All Peers of a Workspace, paginated, with optional filters.'), params: WorkspaceParams, querystring: ListQuery, body: ListBody('PeerGet') } },
-    (req) => listPeers(ctx, req.params.workspace_id, req.body?.filters, req.query),
+    { preValidation: optionalBody, schema: { ...v3op('peers', 'Get Peers', PagePeer, 200, 'All Peers of a Workspace, paginated, with optional filters.'), params: WorkspaceParams, querystring: ListQuery, body: PeerListBody } },
+    (req) => listPeers(ctx, req.params.workspace_id, req.body?.filters, req.query, req.body?.kind),
   );
   app.post(
     `${W}/peers`,

@@ -31,7 +31,7 @@ import {
   SessionUpdate,
   WorkspaceParams,
 } from '../../schemas/v3.ts';
-import { checkOwnPeer, checkSessionCreate } from '../../http/v3-auth.ts';
+import { checkOwnPeer, checkScopesOnCreate, checkSessionCreate } from '../../http/v3-auth.ts';
 import { optionalBody, v3op, W } from './common.ts';
 
 const S = `${W}/sessions/:session_id`;
@@ -47,6 +47,7 @@ export function v3SessionRoutes(app: App, ctx: Ctx): void {
     { schema: { ...v3op('sessions', 'Get Or Create Session', Session, 200, 'Get a Session by ID or create it (201 when created), adding the given peers.'), params: WorkspaceParams, body: SessionCreate } },
     async (req, reply) => {
       checkSessionCreate(req, req.params.workspace_id, req.body.id);
+      checkScopesOnCreate(req, req.body.scopes);
       const r = await getOrCreateSession(ctx, req.params.workspace_id, req.body);
       return reply.code(r.created ? 201 : 200).send(r.session);
     },
