@@ -1,7 +1,8 @@
 import { sql } from 'kysely';
 import { fail } from './field-problem.ts';
 import { BASE_CHOICE_SETS, baseChoices, NOT_SHIPPED } from './base-choices.ts';
-import type { ModelDef, Row } from './types.ts';
+import { modelForObjectType } from './lookup.ts';
+import type { ModelDef, ReadCtx, Row } from './types.ts';
 
 /**
  * NetBox's custom field choice sets (`/api/extras/custom-field-choice-sets/`): the values a select or multiselect
@@ -50,6 +51,55 @@ export function choicesCount(row: Row): number {
   return baseChoices(row.base_choices).length + (Array.isArray(row.extra_choices) ? row.extra_choices.length : 0);
 }
 
+/** Django's ContentType string (`DCIM | site`): the app's verbose name and the model's. */
+const APP_NAMES: Record<string, string> = { dcim: 'DCIM', ipam: 'IPAM', circuits: 'Circuits', tenancy: 'Tenancy', virtualization: 'Virtualization', extras: 'Extras', core: 'Core', users: 'Users' };
+
+/**
+ * NetBox's CustomFieldChoiceSet.clean(): an extra choice may not be removed while an object's custom field data still
+ * holds it (a select field's value, or one of a multiselect field's values), checked per field of the set and per object
+ * type of the field. The message of the first such choice, else undefined.
+ */
+async function removedChoiceInUse(ctx: ReadCtx, existing: Row, next: unknown): Promise<string | undefined> {
+  const valuesOf = (v: unknown) => {
+    const list = typeof v === 'string' ? (ctx.dialect.parseJson<unknown[]>(v) ?? []) : v;
+    return new Set((Array.isArray(list) ? list : []).map((p) => String(Array.isArray(p) ? p[0] : p)));
+  };
+  const now = valuesOf(next);
+  const removed = [...valuesOf(existing.extra_choices)].filter((v) => !now.has(v));
+  if (!removed.length) return undefined;
+  const fields = await ctx.db
+    .selectFrom('extras_customfield')
+    .select(['name', 'type', 'object_types'])
+    .where('choice_set_id', '=', Number(existing.id))
+    .orderBy('group_name')
+    .orderBy('weight')
+    .orderBy('name')
+    .execute();
+  const pg = ctx.dialect.kind === 'postgres';
+  for (const f of fields) {
+    const types = (Array.isArray(f.object_types) ? f.object_types : (ctx.dialect.parseJson<string[]>(f.object_types) ?? [])) as string[];
+    for (const type of types) {
+      const m = modelForObjectType(type);
+      if (!m?.taggable) continue;
+      const data = sql.ref(`${m.table}.custom_fields`);
+      const name = String(f.name);
+      for (const choice of removed) {
+        const cond: ReturnType<typeof sql<boolean>> =
+          f.type === 'multiselect'
+            ? pg
+              ? sql`coalesce((${data} -> ${name}) @> to_jsonb(cast(${choice} as text)), false)`
+              : sql`exists (select 1 from json_each(${data}, ${`$."${name}"`}) where value = ${choice})`
+            : pg
+              ? sql`(${data} ->> ${name}) = ${choice}`
+              : sql`cast(json_extract(${data}, ${`$."${name}"`}) as text) = ${choice}`;
+        const hit = await ctx.db.selectFrom(m.table).select(sql`1`.as('x')).where(cond).limit(1).executeTakeFirst();
+        if (hit) return `Cannot remove choice ${choice} as there are ${APP_NAMES[m.app] ?? m.app} | ${m.verboseName} objects which reference it.`;
+      }
+    }
+  }
+  return undefined;
+}
+
 const byValue = (a: [string, string], b: [string, string]) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0);
 
 export const customFieldChoiceSet: ModelDef = {
@@ -95,7 +145,7 @@ export const customFieldChoiceSet: ModelDef = {
       },
     },
   ],
-  check: async (_ctx, values, existing, errors) => {
+  check: async (ctx, values, existing, errors) => {
     const merged = { ...(existing ?? {}), ...values };
     if (typeof values.base_choices === 'string' && NOT_SHIPPED.has(values.base_choices)) {
       return void (errors.base_choices ??= []).push(`This service does not ship the ${values.base_choices} list; choose IATA or ISO_3166, or give extra choices.`);
@@ -104,6 +154,10 @@ export const customFieldChoiceSet: ModelDef = {
     if (!merged.base_choices && (!Array.isArray(extra) || extra.length === 0)) (errors.non_field_errors ??= []).push('Must define base or extra choices.');
     // NetBox's save(): a set ordered alphabetically stores its extra choices sorted by value.
     else if (merged.order_alphabetically && Array.isArray(extra)) values.extra_choices = [...(extra as Array<[string, string]>)].sort(byValue);
+    if (existing && 'extra_choices' in values && !errors.non_field_errors) {
+      const problem = await removedChoiceInUse(ctx, existing, values.extra_choices);
+      if (problem) (errors.non_field_errors ??= []).push(problem);
+    }
   },
   represent(row, out) {
     const { base_choices, extra_choices, order_alphabetically, created, last_updated, ...rest } = out;

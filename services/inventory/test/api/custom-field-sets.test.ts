@@ -74,6 +74,14 @@ forEachStorage('inventory API: custom field choice sets and unique custom fields
     // Changes are change-logged like any object's.
     const log = ok(await h.get(`/api/core/object-changes/?changed_object_type=extras.customfieldchoiceset&changed_object_id=${set.id}`), 200);
     assert.equal(log.count, 1);
+    // NetBox's CustomFieldChoiceSet.clean(): a choice still held by an object (select or multiselect) is not removed.
+    const url = `/api/extras/custom-field-choice-sets/${set.id}/`;
+    assert.deepEqual(await h.patch(url, { extra_choices: [['gold', 'Gold'], ['silver', 'Silver']] }).then((r) => [r.status, r.body]), [400, { non_field_errors: ['Cannot remove choice bronze as there are DCIM | site objects which reference it.'] }]);
+    assert.deepEqual((await h.patch(url, { extra_choices: [['bronze', 'Bronze'], ['silver', 'Silver']] })).body, { non_field_errors: ['Cannot remove choice gold as there are DCIM | site objects which reference it.'] });
+    assert.deepEqual(ok(await h.patch(url, { extra_choices: [['bronze', 'Bronze'], ['gold', 'Gold'], ['silver', 'Silver'], ['tin', 'Tin']] }), 200).choices_count, 4);
+    assert.deepEqual(ok(await h.patch(url, { extra_choices: [['bronze', 'Bronze'], ['gold', 'Gold!'], ['silver', 'Silver']] }), 200).extra_choices, [['bronze', 'Bronze'], ['gold', 'Gold!'], ['silver', 'Silver']], 'an unused choice goes; a label may change');
+    ok(await h.patch(`/api/dcim/sites/${site.id}/`, { custom_fields: { tiers: ['silver'] } }), 200);
+    assert.deepEqual(ok(await h.put(url, { name: 'Tiers', extra_choices: [['gold', 'Gold'], ['silver', 'Silver']], order_alphabetically: true }), 200).choices_count, 2, 'bronze is free once no site holds it');
   });
 
   it('unique custom fields refuse a second object with the value, sequentially and when requests race', async () => {
