@@ -126,20 +126,42 @@ export class QuerySet extends PyObject {
   }
 }
 
+/** The key an object is known by in the related table: `<app>/<path>/<id>` from its `url` (as models/related-managers.ts). */
+function objectKey(o: Item): string | undefined {
+  const m = typeof o.url === 'string' ? /\/api\/([a-z-]+)\/([a-z0-9-]+)\/(\d+)\/$/.exec(o.url) : null;
+  return m ? `${m[1]}/${m[2]}/${m[3]}` : undefined;
+}
+
 /**
- * Attaches the related managers the API loaded to their objects, as properties templates can read (`device.interfaces`)
- * that dict methods, iteration and `tojson` do not list, so the REST representation the context had is unchanged.
+ * Attaches the related managers the API loaded to their objects wherever they appear in the context (the object,
+ * the objects it points at, the related objects themselves), as properties templates can read (`device.interfaces`,
+ * `device.site.racks`) that dict methods, iteration and `tojson` do not list, so the REST representations are unchanged.
  */
 export function prepareContext(ctx: Record<string, unknown>): void {
   const related = ctx[RELATED_KEY];
   delete ctx[RELATED_KEY];
   if (!related || typeof related !== 'object' || Array.isArray(related)) return;
-  for (const [key, relations] of Object.entries(related as Record<string, unknown>)) {
-    const target = ctx[key];
-    if (!target || typeof target !== 'object' || Array.isArray(target) || !relations || typeof relations !== 'object') continue;
-    for (const [name, rel] of Object.entries(relations as Record<string, { model?: unknown; items?: unknown }>)) {
+  const table = related as Record<string, Record<string, { model?: unknown; items?: unknown }>>;
+  const seen = new Set<object>();
+  const stack: unknown[] = [ctx];
+  while (stack.length) {
+    const v = stack.pop();
+    if (!v || typeof v !== 'object' || seen.has(v)) continue;
+    seen.add(v);
+    if (Array.isArray(v)) {
+      for (const x of v) stack.push(x);
+      continue;
+    }
+    if (v instanceof PyObject) continue;
+    const target = v as Item;
+    for (const x of Object.values(target)) stack.push(x);
+    const key = objectKey(target);
+    const relations = key !== undefined && Object.hasOwn(table, key) ? table[key] : undefined;
+    if (!relations || typeof relations !== 'object') continue;
+    for (const [name, rel] of Object.entries(relations)) {
       if (Object.hasOwn(target, name) || !Array.isArray(rel?.items)) continue;
       Object.defineProperty(target, name, { value: new RelatedManager(String(rel.model ?? name), rel.items as Item[]), enumerable: false, writable: false, configurable: false });
+      stack.push(rel.items);
     }
   }
 }

@@ -103,8 +103,8 @@ function renderConfigRoute(app: FastifyInstance, sink: ChangeSink, key: 'device'
     const context: Record<string, unknown> = { ...((representation!.config_context as Record<string, unknown>) ?? {}) };
     for (const [k, v] of Object.entries(data)) if (k !== 'config_template_id') context[k] = v;
     context[key] = representation;
-    // Django's related managers of the object (`device.interfaces.all()`): the relations the template names, loaded here.
-    context[RELATED_KEY] = { [key]: await relatedForTemplate(ctx, key, Number(row.id), String(template.template_code)) };
+    // Django's related managers (`device.interfaces.all()`, `device.site.racks.all()`): the relations the template names, loaded here.
+    context[RELATED_KEY] = await relatedForTemplate(ctx, key, representation as Record<string, unknown>, String(template.template_code));
     const [result] = await ensureWorker(sink.deps).engine.pool.render([{ env: environmentName(template.environment_params), source: String(template.template_code) }], JSON.stringify(context));
     if (!result!.ok) {
       // NetBox answers a template error with 500; a template is the client's input, so this service answers 400 (see README).

@@ -72,4 +72,28 @@ forEachStorage('inventory API: related managers in config templates', (storage) 
     const r = await api.http.post(`${d}render-config/`, { config_template_id: tpl.body.id, __related__: { device: { interfaces: { items: [1, 2, 3, 4, 5] } } } });
     assert.equal(r.body.content, '3');
   });
+
+  it("managers beyond the object's own children: the objects it points at, their children, and the children's relations", async () => {
+    const h = api.http;
+    const ok = (r: { status: number; body: any }) => {
+      assert.ok(r.status === 201 || r.status === 200, JSON.stringify(r.body));
+      return r.body;
+    };
+    const tenant = ok(await h.post('/api/tenancy/tenants/', { name: 'T-M', slug: 't-m' }));
+    ok(await h.patch(`/api/dcim/devices/${dev.id}/`, { tenant: tenant.id }));
+    ok(await h.post('/api/dcim/racks/', { name: 'r1', site: dev.site.id }));
+    const rtr2 = ok(await h.post('/api/dcim/devices/', { name: 'rtr2', site: dev.site.id, device_type: dev.device_type.id, role: dev.role.id, tenant: tenant.id, status: 'planned' }));
+    ok(await h.post('/api/dcim/interfaces/', { device: rtr2.id, name: 'ge0', type: '1000base-t' }));
+    const eth10 = (await h.get(`/api/dcim/interfaces/?device_id=${dev.id}&name=eth10`)).body.results[0];
+    ok(await h.post('/api/ipam/ip-addresses/', { address: '10.0.0.1/24', assigned_object_type: 'dcim.interface', assigned_object_id: eth10.id }));
+    ok(await h.post('/api/ipam/ip-addresses/', { address: '10.0.0.9/24', tenant: tenant.id }));
+    const d = `/api/dcim/devices/${dev.id}/`;
+    assert.equal(await content(d, "{{ device.site.devices.count() }}: {% for x in device.site.devices.all() %}{{ x.name }} {% endfor %}{{ device.site.racks.all()|map(attribute='name')|join(',') }}"), '2: rtr1 rtr2 r1');
+    assert.equal(await content(d, "{% for i in device.interfaces.all() %}{{ i.name }}={{ i.ip_addresses.all()|map(attribute='address')|join(',') }};{% endfor %}"), 'eth2=;eth10=10.0.0.1/24;lo0=;');
+    assert.equal(await content(d, "{{ device.tenant.devices.filter(status='active')|map(attribute='name')|join(',') }}|{{ device.tenant.devices.count() }}|{{ device.tenant.ip_addresses.first().address }}"), 'rtr1|2|10.0.0.9/24');
+    assert.equal(await content(d, '{% for x in device.site.devices.all() %}{{ x.name }}:{{ x.interfaces.count() }} {% endfor %}'), 'rtr1:3 rtr2:1 ');
+    assert.equal(await content(d, '{{ device.role.devices.count() }} {{ device.device_type.instances.count() }} {{ device.site.devices.get(name="rtr2").tenant.name }}'), '2 2 T-M');
+    // Representations are unchanged: the managers are attributes, not keys.
+    assert.equal(await content(d, "{{ (device.site|tojson).find('devices') }} {{ 'racks' in device.site.keys()|list }} {{ device.site.racks is defined }}"), '-1 False True');
+  });
 });
