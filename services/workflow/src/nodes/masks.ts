@@ -3,6 +3,7 @@ import type { NodeContext, NodeDefinition } from './api.ts';
 import { saveBatch } from './image-io.ts';
 import { checkSize, Frame, ImageBatch, MaskBatch, MaskPlane, maskPlanes, MAX_RESOLUTION, newPlane, toByte } from './image-types.ts';
 import { cropPlane } from './resample.ts';
+import { simdKernels, type SimdKernels } from './simd-kernels.ts';
 import { combo, IMAGE_IN, MASK_IN, v3 } from './schema.ts';
 
 function mapPlanes(mask: MaskBatch, fn: (p: MaskPlane) => MaskPlane, ctx: NodeContext): MaskBatch {
@@ -146,8 +147,14 @@ function grow(p: MaskPlane, expand: number, tapered: boolean, ctx: NodeContext):
     for (let x = 0; x < w; x++) slide(b, x, w, h, r, max, a, g, hb);
     return new MaskPlane(w, h, a);
   }
-  // NaN samples make the rounds' comparisons order-dependent: those planes keep the round-by-round path.
-  if (n > 2 && !hasNaN(p.data)) return diamond(p, n, max, ctx);
+  // Up to SIMD_ROUNDS rounds (any plane), or more where NaN samples make the rounds' comparisons order-dependent:
+  // the rounds themselves, streamed in WebAssembly SIMD; otherwise the diamond in O(pixels).
+  const simd = simdKernels();
+  const fits = simd !== undefined && (n + 2) * 3 * (w + 8) * 4 <= SIMD_ROUNDS_MEMORY;
+  if (fits && n <= SIMD_ROUNDS) return crossRoundsSimd(simd, p, n, max, ctx);
+  const nan = hasNaN(p.data);
+  if (fits && nan) return crossRoundsSimd(simd, p, n, max, ctx);
+  if (n > 2 && !nan) return diamond(p, n, max, ctx);
   let cur = Float32Array.from(p.data);
   let next = new Float32Array(cur.length);
   for (let it = 0; it < n; it++) {
@@ -158,6 +165,53 @@ function grow(p: MaskPlane, expand: number, tapered: boolean, ctx: NodeContext):
     next = t;
   }
   return new MaskPlane(w, h, cur);
+}
+
+/** Rounds up to which GrowMask (tapered) runs them one by one in SIMD rather than as the diamond (measured on 1024²: 8 rounds in 5 ms against the diamond's 46, 32 in 12 against 44, break-even near 128). */
+const SIMD_ROUNDS = 96;
+/** Bound on the rows crossRoundsSimd keeps (3 per round) in the kernels' memory. */
+const SIMD_ROUNDS_MEMORY = 64 * 1024 * 1024;
+
+/**
+ * n rounds of the 3×3 cross, each exactly crossRound (the kernel takes the
+ * same samples in the same order with the same comparison), streamed: each
+ * round keeps a ring of 3 rows in the kernels' memory, and a source row goes
+ * through all n rounds while the plane is read once, so the working set is
+ * 3(n + 1) rows instead of two planes per round. Rows are padded by one
+ * sample of −∞ (+∞ for erosion) each side; the missing rows above the first
+ * and below the last are a row of that fill.
+ */
+function crossRoundsSimd(k: SimdKernels, p: MaskPlane, n: number, max: boolean, ctx: NodeContext): MaskPlane {
+  const { width: w, height: h } = p;
+  const fill = max ? -Infinity : Infinity;
+  // Floats per row slot: 4 before the row (the last is its left padding), the row, 4 after (padding, then what the kernel writes past it).
+  const S = w + 8;
+  const slot = (level: number, y: number) => (1 + level * 3 + (y % 3)) * S + 4;
+  k.reserve((1 + (n + 1) * 3) * S * 4 + 64);
+  const f = k.f32;
+  f.fill(fill, 0, S);
+  for (let level = 0; level <= n; level++) for (let y = 0; y < 3; y++) f[slot(level, y) - 1] = fill;
+  const F = 4 * 4;
+  const src = p.data;
+  const out = new Float32Array(w * h);
+  for (let yi = 0; yi < h + n; yi++) {
+    if (yi < h) {
+      const a = slot(0, yi);
+      f.set(src.subarray(yi * w, yi * w + w), a);
+      f[a + w] = fill;
+    }
+    for (let level = 1; level <= n; level++) {
+      const y = yi - level;
+      if (y < 0) break;
+      if (y >= h) continue;
+      const d = slot(level, y);
+      k.crossRow(y > 0 ? slot(level - 1, y - 1) * 4 : F, slot(level - 1, y) * 4, y + 1 < h ? slot(level - 1, y + 1) * 4 : F, d * 4, w, max ? 1 : 0);
+      f[d + w] = fill;
+      if (level === n) out.set(f.subarray(d, d + w), y * w);
+    }
+    if ((yi & 63) === 63) ctx.checkInterrupt();
+  }
+  return new MaskPlane(w, h, out);
 }
 
 function hasNaN(d: Float32Array): boolean {

@@ -572,6 +572,43 @@ function resV64(): Fn {
   };
 }
 
+/**
+ * crossRow(up, mid, down, dst, n, max): one row of a grey dilation (max ≠ 0)
+ * or erosion with the 3×3 cross, 4 samples a vector: dst[i] is mid[i] then
+ * mid[i − 1], mid[i + 1], up[i] and down[i] taken in that order with
+ * f32x4.pmax (a < b ? b : a) or pmin (b < a ? b : a), i.e. exactly the
+ * scalar `if (u > v) v = u` (`u < v`) of masks.ts' crossRound, NaN and −0
+ * included. Float32 rows at byte addresses; mid[−1] and mid[n] are read
+ * (padding holding −∞ for max, +∞ for min, which never win). Writes up to 3
+ * floats past n and reads up to 4.
+ */
+function crossRow(): Fn {
+  const [up, mid, down, dst, n, max] = [0, 1, 2, 3, 4, 5];
+  const [i, o, v] = [6, 7, 8];
+  const pick = (op: number): Code[] => [
+    get(mid), get(o), add, v128load(), set(v),
+    get(v), get(mid), get(o), add, i32(4), [0x6b], v128load(), simd(op),
+    get(mid), get(o), add, v128load(4), simd(op),
+    get(up), get(o), add, v128load(), simd(op),
+    get(down), get(o), add, v128load(), simd(op),
+    set(v),
+    get(dst), get(o), add, get(v), v128store(),
+  ];
+  return {
+    name: 'crossRow',
+    params: [I32, I32, I32, I32, I32, I32],
+    locals: [I32, I32, V128],
+    body: [
+      i32(0), set(i),
+      get(max), [0x04, 0x40],
+      whileLt(i, n, get(i), i32(2), shl, set(o), ...pick(0xeb), inc(i, i32(4))),
+      [0x05],
+      whileLt(i, n, get(i), i32(2), shl, set(o), ...pick(0xea), inc(i, i32(4))),
+      [0x0b],
+    ],
+  };
+}
+
 // ---- instances ----
 
 export interface SimdKernels {
@@ -592,6 +629,7 @@ export interface SimdKernels {
   intH(src: number, xo: number, n: number, kk: number, k: number, ow: number, dst: number, c: number): void;
   intV(offs: number, kk: number, m: number, dst: number, len: number, bias: number, shift: number): void;
   lut2(a: number, c: number, table: number, out: number, n: number): void;
+  crossRow(up: number, mid: number, down: number, dst: number, n: number, max: number): void;
 }
 
 let kernels: SimdKernels | undefined | null = null;
@@ -602,7 +640,7 @@ export function simdKernels(): SimdKernels | undefined {
   kernels = undefined;
   if (process.env.WORKFLOW_IMAGE_KERNELS === 'js') return undefined;
   try {
-    const bytes = encodeModule([lanczosH(), lanczosV(), toF32(), convH(), resH(), resH64(), resV64(), convV(), intH(), intV(), lut2()]);
+    const bytes = encodeModule([lanczosH(), lanczosV(), toF32(), convH(), resH(), resH64(), resV64(), convV(), intH(), intV(), lut2(), crossRow()]);
     if (!WebAssembly.validate(bytes)) return undefined;
     const memory = new WebAssembly.Memory({ initial: 16 });
     const inst = new WebAssembly.Instance(new WebAssembly.Module(bytes), { env: { mem: memory } });
@@ -629,6 +667,7 @@ export function simdKernels(): SimdKernels | undefined {
       intH: e.intH,
       intV: e.intV,
       lut2: e.lut2,
+      crossRow: e.crossRow,
     };
     kernels = k;
   } catch {

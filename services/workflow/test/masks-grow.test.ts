@@ -1,0 +1,81 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { NodeContext } from '../src/nodes/api.ts';
+import { MaskBatch, MaskPlane } from '../src/nodes/image-types.ts';
+import { maskNodes } from '../src/nodes/masks.ts';
+
+// GrowMask with tapered corners runs its rounds in WebAssembly SIMD (up to 96 of them, or any number on planes with
+// NaN) and as the diamond decomposition beyond: both must give, bit for bit, what the rounds one by one give (each
+// sample, then its left, right, upper and lower neighbour inside the plane, taken with `u > v` / `u < v`).
+
+const grow = maskNodes.find((n) => n.name === 'GrowMask')!;
+const ctx = { checkInterrupt() {} } as unknown as NodeContext;
+
+function rounds(src: Float32Array, w: number, h: number, n: number, max: boolean): Float32Array {
+  let cur = Float32Array.from(src);
+  for (let it = 0; it < n; it++) {
+    const next = new Float32Array(cur.length);
+    for (let y = 0; y < h; y++) {
+      for (let x = 0; x < w; x++) {
+        let v = cur[y * w + x]!;
+        for (const [dx, dy] of [
+          [-1, 0],
+          [1, 0],
+          [0, -1],
+          [0, 1],
+        ] as const) {
+          const xx = x + dx;
+          const yy = y + dy;
+          if (xx < 0 || yy < 0 || xx >= w || yy >= h) continue;
+          const u = cur[yy * w + xx]!;
+          if (max ? u > v : u < v) v = u;
+        }
+        next[y * w + x] = v;
+      }
+    }
+    cur = next;
+  }
+  return cur;
+}
+
+function run(data: Float32Array, w: number, h: number, expand: number): Float32Array {
+  const [out] = grow.execute({ mask: new MaskBatch([new MaskPlane(w, h, data)]), expand, tapered_corners: true }, ctx) as [MaskBatch];
+  return out.planes[0]!.data;
+}
+
+function sameBits(a: Float32Array, b: Float32Array, what: string): void {
+  assert.equal(a.length, b.length, what);
+  for (let i = 0; i < a.length; i++) if (!Object.is(a[i], b[i])) assert.fail(`${what}: sample ${i} is ${a[i]}, expected ${b[i]}`);
+}
+
+test('GrowMask (tapered): the SIMD rounds give the scalar rounds bit for bit, NaN and −0 included', () => {
+  let seed = 12345;
+  const rnd = () => (seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff;
+  // Widths around the 4-sample vectors, single rows and columns.
+  for (const [w, h] of [
+    [1, 1],
+    [1, 6],
+    [6, 1],
+    [2, 3],
+    [5, 4],
+    [9, 7],
+    [17, 11],
+  ] as const) {
+    for (const kind of ['plain', 'nan', 'signed']) {
+      const d = new Float32Array(w * h).map(() => rnd());
+      if (kind === 'nan') for (let i = 1; i < d.length; i += 7) d[i] = NaN;
+      if (kind === 'signed') for (let i = 0; i < d.length; i += 3) d[i] = i % 2 ? -0 : -d[i]!;
+      for (const expand of [1, 2, 3, 6, -1, -5, 30]) {
+        const n = Math.min(Math.abs(expand), w + h);
+        sameBits(run(d, w, h, expand), rounds(d, w, h, n, expand > 0), `${w}×${h} ${kind} expand ${expand}`);
+      }
+    }
+  }
+});
+
+test('GrowMask (tapered) beyond 96 rounds: the diamond gives the rounds one by one', () => {
+  const w = 61;
+  const h = 50;
+  const d = new Float32Array(w * h).map((_, i) => ((i * 2654435761) >>> 0) / 2 ** 32);
+  for (const expand of [97, -104]) sameBits(run(d, w, h, expand), rounds(d, w, h, Math.abs(expand), expand > 0), `expand ${expand}`);
+});
