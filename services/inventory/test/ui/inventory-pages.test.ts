@@ -139,6 +139,26 @@ forEachStorage('inventory UI pages (NetBox URLs)', (storage) => {
     assert.ok(search.status < 500);
   });
 
+  it("lists every change at NetBox's /core/changelog/ with the API's filters; a change's page (its display_url) shows both snapshots", async () => {
+    const list = await ui.get('/core/changelog/?changed_object_type=dcim.site&action=create');
+    assert.equal(list.status, 200);
+    assert.match(list.text, /data-testid="changelog-list"/);
+    assert.match(list.text, /<td>Created<\/td><td>DCIM &gt; Site<\/td><td><a href="\/dcim\/sites\/\d+\/">HQ<\/a>/);
+    assert.doesNotMatch(list.text, /<td>Updated<\/td>/);
+    const upd = (await api.get('/api/core/object-changes/?changed_object_type=dcim.interface&action=update&limit=1')).body.results[0];
+    assert.equal(new URL(upd.display_url).pathname, `/core/changelog/${upd.id}/`);
+    const page = await ui.get(`/core/changelog/${upd.id}/`);
+    assert.equal(page.status, 200);
+    assert.match(page.text, /data-testid="prechange-data"[\s\S]*<tr class="changed"><th>mtu<\/th><td><del>null<\/del>/);
+    assert.match(page.text, /data-testid="postchange-data"[\s\S]*<tr class="changed"><th>mtu<\/th><td><ins>9000<\/ins>/);
+    assert.match(page.text, /data-testid="related-changes"/, 'the bulk edit changed four interfaces in one request');
+    const bad = await ui.get('/core/changelog/?time_after=yesterday&per_page=99999999999');
+    assert.equal(bad.status, 400);
+    assert.match(bad.text, /time_after: Enter a valid date\/time\./);
+    for (const id of ['0', '99999999999999999999', 'abc']) assert.equal((await ui.get(`/core/changelog/${id}/`)).status, 404);
+    assert.equal((await uiClient(srv.url).get('/core/changelog/')).status, 303, 'login first');
+  });
+
   it('searches across models; read-only users see pages without write actions and cannot post; CSRF is checked', async () => {
     const found = await ui.get('/search/?q=sw1');
     assert.match(found.text, /Devices<\/a> <span class="muted">\(1\)/);

@@ -15,6 +15,7 @@ import { registerJournalPages } from './journal.ts';
 import { registerRenderConfigPage, rendersConfig } from './render-config.ts';
 import { takesJournal } from '../../models/journal.ts';
 import { CABLE_TERMINATION_TYPES } from '../../models/cabling.ts';
+import { registerChangelogPages } from './changelog.ts';
 import { CABLE_IMPORT_FIELDS, resolveCableRecord, usesSideFields } from './cable-import.ts';
 import { CABLE_ENDS, cableEndControls, cableEndFrom, cableEndOf, cableEndOptions, holderOf, refreshButton, terminationsOf, type CableEndForm } from './cable-form.ts';
 
@@ -127,6 +128,7 @@ export function registerInventoryPages(app: FastifyInstance, backend: UiBackend,
     app.get('/', { schema: HIDE }, (req, reply) => searchPage(req, reply, backend));
     return;
   }
+  if (prefix === '/core') registerChangelogPages(app, (req, url) => api(req, backend, 'GET', url));
   for (const m of MODELS.filter((x) => `/${x.app}` === prefix)) registerModel(app, backend, m);
 }
 
