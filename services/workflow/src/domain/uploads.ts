@@ -180,7 +180,7 @@ export async function placeUpload(
       if (handle) await written!(handle);
       // Without a handle to hold (assets off) the rename is one metadata call: synchronous, as the write above.
       if (handle) await fs.promises.rename(tmp, target);
-      else fs.renameSync(tmp, target);
+      else replaceSync(tmp, target, folder);
     } catch (err) {
       await handle?.close();
       await fs.promises.rm(tmp, { force: true });
@@ -215,6 +215,35 @@ export async function placeUpload(
   } finally {
     if (!placed) await handle?.close();
     if (tmp) await fs.promises.rm(tmp, { force: true });
+  }
+}
+
+/** Files from this size up that an overwrite replaces are released in the thread pool (see replaceSync). */
+const RELEASE_IN_BACKGROUND = 256 * 1024;
+
+/**
+ * rename(tmp, target), where a large file already at `target` is first given
+ * a second, hidden name (a hard link) and unlinked by that name in the thread
+ * pool afterwards: the rename then drops a link instead of the file's last
+ * one, so freeing its blocks (milliseconds for a few MB still in the page
+ * cache) happens off the event loop and after the answer can go. Where a
+ * link cannot be made the rename frees it as before.
+ */
+function replaceSync(tmp: string, target: string, folder: string): void {
+  const old = fs.lstatSync(target, { throwIfNoEntry: false });
+  let trash: string | undefined;
+  if (old?.isFile() && old.size >= RELEASE_IN_BACKGROUND) {
+    trash = path.join(folder, `.upload-${randomBytes(8).toString('hex')}.old.tmp`);
+    try {
+      fs.linkSync(target, trash);
+    } catch {
+      trash = undefined;
+    }
+  }
+  try {
+    fs.renameSync(tmp, target);
+  } finally {
+    if (trash) fs.unlink(trash, () => undefined);
   }
 }
 
