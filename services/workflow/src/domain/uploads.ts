@@ -122,9 +122,14 @@ async function writeTemp(folder: string, data: Buffer[] | Buffer | UploadBody, k
     // close), each waiting for a pool thread and then for the event loop on a busy machine.
     const fd = fs.openSync(tmp, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW, 0o644);
     try {
-      for (const c of data instanceof UploadBody ? data.chunks : Array.isArray(data) ? data : [data]) {
-        // A write may take less than asked: the rest goes in further calls.
-        for (let off = 0; off < c.length; ) off += fs.writeSync(fd, c, off);
+      // One writev for all the chunks (an upload arrives in dozens); a write may take less than asked: the rest goes in further calls.
+      let rest = data instanceof UploadBody ? data.chunks : Array.isArray(data) ? data : [data];
+      while (rest.length > 0) {
+        let n = fs.writevSync(fd, rest.length > 1024 ? rest.slice(0, 1024) : rest);
+        let i = 0;
+        while (i < rest.length && n >= rest[i]!.length) n -= rest[i++]!.length;
+        rest = rest.slice(i);
+        if (n > 0) rest[0] = rest[0]!.subarray(n);
       }
     } finally {
       fs.closeSync(fd);
