@@ -2,10 +2,12 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { crc32 } from 'node:zlib';
 import sharp from '../files/sharp.ts';
+import type { Sharp } from 'sharp';
 import { asciiJson } from '../files/png.ts';
 import type { NodeContext, NodeDefinition } from './api.ts';
 import { checkSize, Frame, ImageBatch } from './image-types.ts';
 import { saveImagePath } from './image-io.ts';
+import { takesPendingImages } from './pending-images.ts';
 import { combo, IMAGE_IN, v3 } from './schema.ts';
 
 /**
@@ -115,7 +117,6 @@ const EXIF_TAGS = ['Make', 'ImageDescription', 'DocumentName'];
 async function encodeWebp(frames: Frame[], delayMs: number, lossless: boolean, quality: number, method: number, texts: Array<[string, string]>): Promise<Buffer> {
   const { width: w, height: h, channels: c } = frames[0]!;
   checkSize(w, h, frames.length);
-  const raw = Buffer.concat(frames.map((f) => (f.channels === c ? f.data : Buffer.alloc(w * h * c))));
   const ifd0: Record<string, string> = {};
   let tag = 0;
   for (const [k, v] of texts) {
@@ -126,7 +127,16 @@ async function encodeWebp(frames: Frame[], delayMs: number, lossless: boolean, q
     const name = EXIF_TAGS[tag++];
     if (name) ifd0[name] = `${k}:${v}`;
   }
-  let img = sharp(raw, { raw: { width: w, height: h * frames.length, channels: c, pageHeight: h } });
+  // One frame (libvips writes it as a still image, as the reference's PIL does): its own pipeline, so that a pending
+  // frame (LoadImage's) is decoded in the encoder's pipeline instead of into JavaScript and copied back. Several: one
+  // tall raw image of pages.
+  let img: Sharp;
+  if (frames.length === 1) img = frames[0]!.pipeline();
+  else {
+    await Promise.all(frames.map((f) => f.materialise()));
+    const raw = Buffer.concat(frames.map((f) => (f.channels === c ? f.data : Buffer.alloc(w * h * c))));
+    img = sharp(raw, { raw: { width: w, height: h * frames.length, channels: c, pageHeight: h } });
+  }
   if (Object.keys(ifd0).length > 0) img = img.withExif({ IFD0: ifd0 });
   return img.webp({ lossless, quality, effort: method, loop: 0, delay: frames.map(() => Math.min(65535, delayMs)) }).toBuffer();
 }
@@ -156,7 +166,7 @@ function uiOf(item: Record<string, unknown>, frames: number): Record<string, unk
 const WEBP_METHODS: Record<string, number> = { default: 4, fastest: 0, slowest: 6 };
 
 export const animatedSaveNodes: NodeDefinition[] = v3('comfy_extras.nodes_images', [
-  {
+  takesPendingImages({
     name: 'SaveAnimatedWEBP',
     category: 'image/animation',
     inputs: {
@@ -177,7 +187,7 @@ export const animatedSaveNodes: NodeDefinition[] = v3('comfy_extras.nodes_images
       const bytes = await encodeWebp(frames, Math.trunc(1000 / fps), lossless === true, quality, WEBP_METHODS[method] ?? 4, metadataTexts(prompt, extra_pnginfo));
       return { ui: uiOf(await writeOutput(String(filename_prefix), 'webp', frames[0]!, bytes, ctx), frames.length) };
     },
-  },
+  }),
   {
     name: 'SaveAnimatedPNG',
     category: 'image/animation',
