@@ -6,6 +6,7 @@ import { checkPassword, hashPassword, hashTokenKey, newTokenKey, validTokenKey }
 import { HttpError } from '@svc/kernel';
 import { forbidden, notFound, validationError } from '../api/errors.ts';
 import { throttledDetail } from '../auth/throttle.ts';
+import { createToken, deleteToken } from '../auth/tokens.ts';
 import { baseUrl, pageOf, paginated } from '../api/pagination.ts';
 import { objectId } from '../api/params.ts';
 import type { InventoryDeps } from '../deps.ts';
@@ -260,22 +261,9 @@ export async function userRoutes(app: FastifyInstance, deps: InventoryDeps): Pro
       else expires = t;
     }
     if (Object.keys(errors).length) throw validationError(errors);
-    key ??= newTokenKey();
-    const row = await db
-      .insertInto('users_token')
-      .values({
-        user_id: userId,
-        key_hash: hashTokenKey(key),
-        key_prefix: key.slice(-4),
-        created: d.timestamp(new Date()),
-        expires: expires ? d.timestamp(expires) : null,
-        write_enabled: d.bool(writeEnabled),
-        description,
-      })
-      .returningAll()
-      .executeTakeFirstOrThrow();
+    const created = await createToken(deps.storage, { userId, key, writeEnabled, description, expires });
     reply.code(201);
-    return tokenRepr(deps, base(req), row, (await tokenUsers([row])).get(userId), key);
+    return tokenRepr(deps, base(req), created.row, (await tokenUsers([created.row])).get(userId), created.key);
   });
 
   // NetBox's token provisioning: a user trades username and password for a new token (no token needed).
@@ -302,12 +290,7 @@ export async function userRoutes(app: FastifyInstance, deps: InventoryDeps): Pro
       // The hash is checked whatever the user (a dummy one when unknown), so the time taken does not reveal who exists.
       const matches = await checkPassword(String(body.password).slice(0, 128), user?.password_hash);
       if (!user || !d.readBool(user.is_active) || !matches) throw forbidden('Invalid username/password');
-      const key = newTokenKey();
-      const row = await db
-        .insertInto('users_token')
-        .values({ user_id: user.id, key_hash: hashTokenKey(key), key_prefix: key.slice(-4), created: d.timestamp(new Date()), write_enabled: d.bool(writeEnabled), description })
-        .returningAll()
-        .executeTakeFirstOrThrow();
+      const { row, key } = await createToken(deps.storage, { userId: Number(user.id), writeEnabled, description, expires: null });
       await db.updateTable('users_user').set({ last_login: d.timestamp(new Date()) }).where('id', '=', user.id).execute();
       reply.code(201);
       return tokenRepr(deps, base(req), row, user, key);
@@ -332,8 +315,7 @@ export async function userRoutes(app: FastifyInstance, deps: InventoryDeps): Pro
   });
 
   app.delete('/api/users/tokens/:id/', { preHandler: requireAdmin, schema: { tags, summary: 'Delete an API token', params: Type.Object({ id: Type.Integer() }) } }, async (req, reply) => {
-    const r = await db.deleteFrom('users_token').where('id', '=', objectId(req.params)).executeTakeFirst();
-    if (!Number(r.numDeletedRows)) throw notFound();
+    if (!(await deleteToken(deps.storage, objectId(req.params)))) throw notFound();
     return reply.code(204).send();
   });
 }

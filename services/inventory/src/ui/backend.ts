@@ -1,5 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { InventoryDeps } from '../deps.ts';
+import type { TokenRow } from '../auth/store.ts';
+import { createToken, deleteToken, tokensOfUser } from '../auth/tokens.ts';
 import type { Viewer } from './layout.ts';
 import { createTaskSource, type TaskSource } from './task-source.ts';
 
@@ -22,6 +24,8 @@ export interface UiBackend {
   /** `host`: the browser's Host, so URLs the API builds (`url`, `display_url`, webhook payloads) name this site. */
   api(token: string, method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE', url: string, body?: unknown, host?: string): Promise<ApiResult>;
   tasks: TaskSource;
+  /** The signed-in user's own API tokens (NetBox's /user/api-tokens/), acting as the user the session's token belongs to. */
+  ownTokens?: OwnTokens;
   /** Counts a login attempt from a client address; seconds to wait when over budget, else 0. */
   throttleLogin?(address: string): number;
   /**
@@ -29,6 +33,59 @@ export interface UiBackend {
    * (same password check, throttling per client address and username, last_login), as the client at `address`.
    */
   passwordLogin?(username: string, password: string, address: string, host?: string): Promise<ApiResult>;
+}
+
+export interface OwnToken {
+  id: number;
+  /** `**********abcd`: the key's last four characters. */
+  display: string;
+  created: string;
+  expires: string | null;
+  lastUsed: string | null;
+  writeEnabled: boolean;
+  description: string;
+}
+
+export interface OwnTokens {
+  /** The user's tokens and the id of the session's own; null when the session's token is no longer valid. */
+  list(sessionToken: string): Promise<{ tokens: OwnToken[]; currentId: number } | null>;
+  /** A new token of the user; the key is only in this answer. Refused when the session's token is read-only. */
+  create(sessionToken: string, t: { writeEnabled: boolean; description: string; expires: Date | null }): Promise<{ key: string; token: OwnToken } | { refused: string }>;
+  /** Revokes one of the user's tokens. */
+  revoke(sessionToken: string, id: number): Promise<'revoked' | 'not-found' | { refused: string }>;
+}
+
+const READ_ONLY_SESSION = 'This session uses a read-only token: log in with a write-enabled token or your password to create or revoke tokens.';
+
+function ownTokens(deps: UiDeps): OwnTokens {
+  const d = deps.storage.dialect;
+  const view = (t: TokenRow): OwnToken => ({
+    id: Number(t.id),
+    display: `**********${t.key_prefix}`,
+    created: d.readTimestamp(t.created),
+    expires: t.expires ? d.readTimestamp(t.expires) : null,
+    lastUsed: t.last_used ? d.readTimestamp(t.last_used) : null,
+    writeEnabled: d.readBool(t.write_enabled),
+    description: t.description,
+  });
+  return {
+    async list(sessionToken) {
+      const p = await deps.auth.verifyToken(sessionToken);
+      if (!p) return null;
+      return { tokens: (await tokensOfUser(deps.storage, p.userId)).map(view), currentId: p.tokenId };
+    },
+    async create(sessionToken, t) {
+      const p = await deps.auth.verifyToken(sessionToken);
+      if (!p || !p.writeEnabled) return { refused: READ_ONLY_SESSION };
+      const { row, key } = await createToken(deps.storage, { userId: p.userId, ...t });
+      return { key, token: view(row) };
+    },
+    async revoke(sessionToken, id) {
+      const p = await deps.auth.verifyToken(sessionToken);
+      if (!p || !p.writeEnabled) return { refused: READ_ONLY_SESSION };
+      return (await deleteToken(deps.storage, id, p.userId)) ? 'revoked' : 'not-found';
+    },
+  };
 }
 
 export function createBackend(app: FastifyInstance, deps: UiDeps): UiBackend {
@@ -71,5 +128,6 @@ export function createBackend(app: FastifyInstance, deps: UiDeps): UiBackend {
       return { status: res.statusCode, body: parsed, retryAfter: res.headers['retry-after'] === undefined ? undefined : String(res.headers['retry-after']) };
     },
     tasks: createTaskSource(deps),
+    ownTokens: ownTokens(deps),
   };
 }

@@ -10,6 +10,7 @@ import { registerWebhookRoutes } from './pages/webhooks.ts';
 import { registerEventRuleRoutes } from './pages/event-rules.ts';
 import { registerTaskRoutes } from './pages/tasks.ts';
 import { INVENTORY_PREFIXES, registerInventoryPages } from './inventory/index.ts';
+import { registerApiTokenPages } from './pages/api-tokens.ts';
 
 const FORM_BODY_LIMIT = 1024 * 1024;
 
@@ -50,6 +51,14 @@ export async function registerUi(app: FastifyInstance, backend: UiBackend, sessi
       registerLoginRoutes(ui, sessions, backend, '/');
     },
     { prefix: '/login' },
+  );
+  // The user's own API tokens at NetBox's `/user/api-tokens/`, same session and guards.
+  await app.register(
+    async (ui) => {
+      await installUiGuards(ui, backend, sessions);
+      registerApiTokenPages(ui, backend);
+    },
+    { prefix: '/user' },
   );
   // The inventory's own pages at NetBox's URLs (`display_url`), one context per app, sharing the session.
   for (const prefix of INVENTORY_PREFIXES) {

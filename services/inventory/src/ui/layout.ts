@@ -28,6 +28,7 @@ export function page(o: PageOptions): string {
   <a href="/dcim/sites/" class="${o.section === 'inventory' ? 'active' : ''}">Inventory</a>
   <a href="/search/">Search</a>
   <a href="/core/changelog/">Change log</a>
+  <a href="/user/api-tokens/">API tokens</a>
   <a href="/ui/webhooks/" class="${o.section === 'webhooks' ? 'active' : ''}">Webhooks</a>
   <a href="/ui/event-rules/" class="${o.section === 'event-rules' ? 'active' : ''}">Event rules</a>
   ${o.viewer.isSuperuser ? html`<span class="menu-group">System</span>

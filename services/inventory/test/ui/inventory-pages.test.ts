@@ -159,6 +159,47 @@ forEachStorage('inventory UI pages (NetBox URLs)', (storage) => {
     assert.equal((await uiClient(srv.url).get('/core/changelog/')).status, 303, 'login first');
   });
 
+  it("manages the user's own API tokens at NetBox's /user/api-tokens/: create (key shown once), revoke with confirmation; a read-only session may only look", async () => {
+    const list = await ui.get('/user/api-tokens/');
+    assert.equal(list.status, 200);
+    assert.match(list.text, /<code>\*{10}abcd<\/code> <span class="muted">\(this session\)<\/span>/);
+    const csrf = ui.csrfOf(list.text);
+    const bad = await ui.post('/user/api-tokens/add/', { csrf_token: csrf, _submitted: '1', expires: 'soon', description: 'x' });
+    assert.equal(bad.status, 400);
+    assert.match(bad.text, /data-field="expires"[\s\S]*?Enter a valid date\/time\./);
+    assert.match((await ui.post('/user/api-tokens/add/', { csrf_token: csrf, _submitted: '1', expires: '2001-01-01' })).text, /The expiry must be in the future\./);
+    const made = await ui.post('/user/api-tokens/add/', { csrf_token: csrf, _submitted: '1', expires: '2999-01-01 00:00', description: 'ci <b>' });
+    assert.equal(made.status, 201, made.text.slice(0, 500));
+    const key = /data-testid="new-key">([0-9a-f]{40})</.exec(made.text)![1]!;
+    assert.match(made.text, /Read only, expires/);
+    assert.ok(made.text.includes('ci &lt;b&gt;'));
+    const own = client(srv.url, { authorization: `Token ${key}` });
+    assert.equal((await own.get('/api/dcim/sites/')).status, 200);
+    assert.equal((await own.post('/api/dcim/sites/', { name: 'no', slug: 'no' })).status, 403, 'read-only as asked');
+    const row = (await api.get('/api/users/tokens/?limit=100')).body.results.find((t: any) => t.display.endsWith(key.slice(-4)));
+    assert.equal(row.description, 'ci <b>');
+    assert.equal(new Date(row.expires).toISOString(), '2999-01-01T00:00:00.000Z', 'read as UTC');
+    assert.match((await ui.get(`/user/api-tokens/${row.id}/delete/`)).text, /Are you sure you want to revoke token <code>\*{10}/);
+    const revoked = await ui.post(`/user/api-tokens/${row.id}/delete/`, { csrf_token: csrf, confirm: 'true' });
+    assert.equal(revoked.status, 303);
+    assert.deepEqual((await own.get('/api/dcim/sites/')).body, { detail: 'Invalid token' });
+    assert.equal((await ui.post(`/user/api-tokens/${row.id}/delete/`, { csrf_token: csrf, confirm: 'true' })).status, 404);
+    assert.equal((await ui.post('/user/api-tokens/add/', { _submitted: '1' })).status, 403, 'CSRF');
+
+    // A session opened with a read-only token sees its user's tokens only, and may not create or revoke.
+    const viewer = uiClient(srv.url);
+    assert.equal((await viewer.login(readOnlyToken)).status, 303);
+    const theirs = await viewer.get('/user/api-tokens/');
+    assert.equal(theirs.status, 200);
+    assert.equal([...theirs.text.matchAll(/data-token="/g)].length, 1);
+    const vcsrf = viewer.csrfOf(theirs.text);
+    const refused = await viewer.post('/user/api-tokens/add/', { csrf_token: vcsrf, _submitted: '1', write_enabled: 'on' });
+    assert.equal(refused.status, 403);
+    assert.match(refused.text, /read-only token/);
+    const adminTokenId = (await api.get('/api/users/tokens/?limit=100')).body.results.find((t: any) => t.user.username === 'admin').id;
+    assert.equal((await viewer.get(`/user/api-tokens/${adminTokenId}/delete/`)).status, 404, "another user's token");
+  });
+
   it('searches across models; read-only users see pages without write actions and cannot post; CSRF is checked', async () => {
     const found = await ui.get('/search/?q=sw1');
     assert.match(found.text, /Devices<\/a> <span class="muted">\(1\)/);
