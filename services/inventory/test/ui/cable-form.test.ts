@@ -182,5 +182,17 @@ forEachStorage('inventory UI: cable form ends', (storage) => {
     assert.equal(member.status, 303, member.text.slice(0, 1500));
     const five = await ends('imp-5');
     assert.deepEqual(five.a, [['dcim.interface', xe9]]);
+
+    // Circuit terminations by the circuit's ID and the term side (an extension: NetBox's form cannot import them).
+    const prov = ok(await h.post('/api/circuits/providers/', { name: 'Carrier-I', slug: 'carrier-i' }));
+    const ctype = ok(await h.post('/api/circuits/circuit-types/', { name: 'Transit-I', slug: 'transit-i' }));
+    const circuit = ok(await h.post('/api/circuits/circuits/', { cid: 'CID-IMP', provider: prov.id, type: ctype.id }));
+    const termA = ok(await h.post('/api/circuits/circuit-terminations/', { circuit: circuit.id, term_side: 'A', termination_type: 'dcim.site', termination_id: d1.site.id }));
+    const noZ = await send('csv', 'side_a_circuit,side_a_type,side_a_name,side_b_site,side_b_device,side_b_type,side_b_name\nCID-IMP,circuits.circuittermination,Z,SiteC,e1,dcim.interface,ge1\nCID-NOPE,circuits.circuittermination,A,SiteC,e1,dcim.interface,ge1');
+    assert.deepEqual(errorsOf(noZ.text), ['Record 1 side_a_name: A side termination not found: CID-IMP Z', 'Record 2 side_a_circuit: Object not found: CID-NOPE']);
+    const circ = await send('csv', 'side_a_circuit,side_a_type,side_a_name,side_b_site,side_b_device,side_b_type,side_b_name,label\nCID-IMP,circuits.circuittermination,a,SiteC,e1,dcim.interface,ge1,imp-7');
+    assert.equal(circ.status, 303, circ.text.slice(0, 1500));
+    const seven = await ends('imp-7');
+    assert.deepEqual([seven.a, seven.b], [[['circuits.circuittermination', termA.id]], [['dcim.interface', ge['e1-ge1']]]]);
   });
 });
