@@ -40,5 +40,7 @@ button.link{background:none;border:none;color:#cdd6ea;padding:0;text-decoration:
 .panels{display:grid;grid-template-columns:minmax(0,3fr) minmax(0,2fr);gap:16px}
 .yes{color:#2e8b45}.no{color:#c83737}.swatch{font-family:ui-monospace,Menlo,Consolas,monospace}
 .diff{margin:0;padding-left:16px}.diff del{color:#b42318}.diff ins{color:#2e8b45;text-decoration:none}
+.change-columns{display:grid;grid-template-columns:minmax(0,1fr) minmax(0,1fr);gap:16px}.change-data td{word-break:break-word}
+.change-data tr.changed th,.change-data tr.changed td{background:#fff4e5}.change-data del{color:#b42318}.change-data ins{color:#2e8b45;text-decoration:none}
 details.columns{margin:12px 0}.pager a{margin:0 3px}
 `;

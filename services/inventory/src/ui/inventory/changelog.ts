@@ -113,7 +113,7 @@ async function detailPage(req: FastifyRequest, reply: FastifyReply, get: Get) {
 <tr><th>Object</th><td>${objectCell(c)} <a href="/core/changelog/?changed_object_type=${encodeURIComponent(String(c.changed_object_type))}&amp;changed_object_id=${c.changed_object_id}">(its changes)</a></td></tr>
 <tr><th>Request ID</th><td><a href="/core/changelog/?request_id=${encodeURIComponent(String(c.request_id))}">${c.request_id}</a></td></tr>
 </tbody></table>
-<div class="columns"><div><h2>Pre-change data</h2>${dataTable(c.prechange_data, changed, 'pre')}</div><div><h2>Post-change data</h2>${dataTable(c.postchange_data, changed, 'post')}</div></div>
+<div class="change-columns"><div><h2>Pre-change data</h2>${dataTable(c.prechange_data, changed, 'pre')}</div><div><h2>Post-change data</h2>${dataTable(c.postchange_data, changed, 'post')}</div></div>
 ${others.length ? html`<h2>Related changes</h2><ul data-testid="related-changes">${others.map((o) => html`<li><a href="/core/changelog/${o.id}/">${o.action?.label ?? o.action} ${objectTypeLabel(String(o.changed_object_type))} ${o.object_repr}</a></li>`)}</ul>` : ''}`;
   return sendPage(req, reply, { title: `${c.object_repr} · ${c.action?.label ?? c.action}`, section: 'inventory', body });
 }
