@@ -156,6 +156,10 @@ forEachStorage('inventory UI pages (NetBox URLs)', (storage) => {
     assert.equal(bad.status, 400);
     assert.match(bad.text, /time_after: Enter a valid date\/time\./);
     for (const id of ['0', '99999999999999999999', 'abc']) assert.equal((await ui.get(`/core/changelog/${id}/`)).status, 404);
+    for (const h of ['q=%00', 'changed_object_id=99999999999999999999', 'action=__proto__', 'request_id=%ED%A0%80', 'user_id=null', 'page=-1', `q=${'a'.repeat(5000)}`, 'ordering=__proto__']) {
+      const r = await ui.get(`/core/changelog/?${h}`);
+      assert.ok(r.status < 500, `/core/changelog/?${h.slice(0, 40)}: ${r.status}`);
+    }
     assert.equal((await uiClient(srv.url).get('/core/changelog/')).status, 303, 'login first');
   });
 
