@@ -169,8 +169,8 @@ function grow(p: MaskPlane, expand: number, tapered: boolean, ctx: NodeContext):
 
 /** Rounds up to which GrowMask (tapered) runs them one by one in SIMD rather than as the diamond (measured on 1024²: 8 rounds in 5 ms against the diamond's 46, 32 in 12 against 44, break-even near 128). */
 const SIMD_ROUNDS = 96;
-/** Bound on the rows crossRoundsSimd keeps (3 per round) in the kernels' memory. */
-const SIMD_ROUNDS_MEMORY = 64 * 1024 * 1024;
+/** Bound on the rows crossRoundsSimd keeps (3 per round) in the kernels' memory, which stays that large for the thread's life: 16 MiB is 96 rounds up to 4096 wide, about 80 at 16384. */
+const SIMD_ROUNDS_MEMORY = 16 * 1024 * 1024;
 
 /**
  * n rounds of the 3×3 cross, each exactly crossRound (the kernel takes the
