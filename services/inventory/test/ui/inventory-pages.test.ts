@@ -207,6 +207,18 @@ forEachStorage('inventory UI pages (NetBox URLs)', (storage) => {
   it('searches across models; read-only users see pages without write actions and cannot post; CSRF is checked', async () => {
     const found = await ui.get('/search/?q=sw1');
     assert.match(found.text, /Devices<\/a> <span class="muted">\(1\)/);
+    // NetBox's lookups and object types.
+    assert.match((await ui.get('/search/?q=SW1&lookup=iexact')).text, /Devices<\/a> <span class="muted">\(1\)/);
+    const typed = await ui.get('/search/?q=e&lookup=istartswith&obj_types=dcim.interface&obj_types=dcim.device');
+    assert.match(typed.text, /Interfaces<\/a> <span class="muted">\(8\)/);
+    assert.doesNotMatch(typed.text, /Sites<\/a>/);
+    assert.match((await ui.get(`/search/?q=${encodeURIComponent('^sw[0-9]$')}&lookup=iregex&obj_types=dcim.device`)).text, /Devices<\/a> <span class="muted">\(1\)/);
+    assert.match((await ui.get('/search/?q=9&lookup=iendswith&obj_types=dcim.interface')).text, /<li><a href="\/dcim\/interfaces\/\d+\/">eth9<\/a><\/li>/);
+    for (const [qs, msg] of [['q=(&lookup=iregex', /q: Invalid regular expression/], ['q=x&lookup=nope', /lookup: Select a valid choice/], ['q=x&obj_types=dcim.nope', /obj_types: Select a valid choice/]] as const) {
+      const r = await ui.get(`/search/?${qs}`);
+      assert.equal(r.status, 400, qs);
+      assert.match(r.text, msg);
+    }
     const ro = uiClient(srv.url);
     assert.equal((await ro.login(readOnlyToken)).status, 303);
     const list = await ro.get('/dcim/sites/');

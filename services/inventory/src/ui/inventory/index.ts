@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { MODELS } from '../../models/registry.ts';
+import { objectTypeLabel } from '../../models/lookup.ts';
 import { implementedFilters } from '../../models/filters.ts';
 import type { ModelDef } from '../../models/types.ts';
 import type { UiBackend } from '../backend.ts';
@@ -677,22 +678,69 @@ async function importObjects(req: FastifyRequest, reply: FastifyReply, backend: 
   return redirectTo(reply, listUrl(m));
 }
 
+/** NetBox's global search lookups: the form's value, its label and the API lookup on each search field (partial is `q`). */
+const SEARCH_LOOKUPS: Array<[value: string, label: string, suffix: string]> = [
+  ['', 'Partial match', ''],
+  ['iexact', 'Exact match', '__ie'],
+  ['istartswith', 'Starts with', '__isw'],
+  ['iendswith', 'Ends with', '__iew'],
+  ['iregex', 'Regex', '__iregex'],
+];
+const SEARCH_SHOWN = 10;
+
+/**
+ * NetBox's global search (`/search/`): `q` over every model's search fields, narrowed to `obj_types` (object types, several
+ * allowed) and matched by `lookup` (partial by default, exact, starts with, ends with, regex — each case-insensitive, the
+ * regex through the API's linear-time engine), through the API with the user's token: a partial match is the model's `q`,
+ * the others the field lookups on each of its search fields, results merged.
+ */
 async function searchPage(req: FastifyRequest, reply: FastifyReply, backend: UiBackend) {
-  const raw = (req.query as Q).q;
+  const query = req.query as Q;
+  const raw = query.q;
   const q = (Array.isArray(raw) ? raw[0] : raw)?.trim().slice(0, 200) ?? '';
-  const groups: Array<{ m: ModelDef; count: number; results: any[] }> = [];
-  if (q) {
+  const lookupRaw = formString(query as FormBody, 'lookup');
+  const lookup = SEARCH_LOOKUPS.find(([v]) => v === lookupRaw) ?? SEARCH_LOOKUPS[0]!;
+  const types = new Set(formList(query as FormBody, 'obj_types'));
+  const errors: string[] = [];
+  if (lookupRaw && lookup[0] !== lookupRaw) errors.push(`lookup: Select a valid choice. ${lookupRaw.slice(0, 50)} is not one of the available choices.`);
+  const unknownType = [...types].find((t) => !MODELS.some((m) => m.objectType === t));
+  if (unknownType !== undefined) errors.push(`obj_types: Select a valid choice. ${unknownType.slice(0, 100)} is not one of the available choices.`);
+  const groups: Array<{ m: ModelDef; count: number; more: boolean; results: any[] }> = [];
+  if (q && !errors.length) {
     for (const m of MODELS) {
-      if (!m.search.length) continue;
-      const r = await api(req, backend, 'GET', `${apiList(m)}?q=${encodeURIComponent(q)}&limit=10&brief=1`);
-      if (r.status === 200 && r.body.count > 0) groups.push({ m, count: r.body.count, results: r.body.results });
+      if (!m.search.length || (types.size && !types.has(m.objectType))) continue;
+      if (!lookup[2]) {
+        const r = await api(req, backend, 'GET', `${apiList(m)}?q=${encodeURIComponent(q)}&limit=${SEARCH_SHOWN}&brief=1`);
+        if (r.status === 200 && r.body.count > 0) groups.push({ m, count: r.body.count, more: false, results: r.body.results });
+        continue;
+      }
+      // One request per search field the API filters with this lookup; the objects found by any of them.
+      const found = new Map<number, any>();
+      let more = false;
+      for (const field of m.search) {
+        const r = await api(req, backend, 'GET', `${apiList(m)}?${field}${lookup[2]}=${encodeURIComponent(q)}&limit=50&brief=1`);
+        if (r.status === 400 && lookup[0] === 'iregex' && JSON.stringify(r.body).includes('regular expression')) {
+          errors.push(`q: ${apiMessage(r.body).replace(/^[\w]+: /, '')}`);
+          break;
+        }
+        if (r.status !== 200) continue;
+        if (r.body.count > r.body.results.length) more = true;
+        for (const o of r.body.results) found.set(o.id, o);
+      }
+      if (errors.length) break;
+      if (found.size) groups.push({ m, count: found.size, more, results: [...found.values()].sort((a, b) => a.id - b.id).slice(0, SEARCH_SHOWN) });
     }
   }
-  const body = html`<form method="get" action="/search/" class="filters"><label>Search <input type="search" name="q" value="${q}" data-testid="global-search"></label> <button type="submit">Search</button></form>
-${q && !groups.length ? html`<p class="muted">No results.</p>` : ''}
+  const objectTypes = [...new Set(MODELS.filter((m) => m.search.length).map((m) => m.objectType))].sort();
+  const body = html`<form method="get" action="/search/" class="filters"><label>Search <input type="search" name="q" value="${q}" data-testid="global-search"></label>
+<label>Lookup <select name="lookup" data-testid="search-lookup">${SEARCH_LOOKUPS.map(([v, l]) => html`<option value="${v}"${v === lookup[0] ? html` selected` : ''}>${l}</option>`)}</select></label>
+<label>Object type(s) <select name="obj_types" multiple size="4" data-testid="search-types">${objectTypes.map((t) => html`<option value="${t}"${types.has(t) ? html` selected` : ''}>${objectTypeLabel(t)}</option>`)}</select></label>
+<button type="submit">Search</button></form>
+${errors.length ? html`<ul class="errors" role="alert" data-testid="search-errors">${errors.map((e) => html`<li>${e}</li>`)}</ul>` : ''}
+${q && !errors.length && !groups.length ? html`<p class="muted">No results.</p>` : ''}
 ${groups.map(
-  (g) => html`<h2><a href="${listUrl(g.m)}?q=${encodeURIComponent(q)}">${title(plural(g.m))}</a> <span class="muted">(${g.count})</span></h2>
+  (g) => html`<h2><a href="${listUrl(g.m)}${lookup[2] ? '' : `?q=${encodeURIComponent(q)}`}">${title(plural(g.m))}</a> <span class="muted">(${g.count}${g.more ? '+' : ''})</span></h2>
 <ul data-testid="search-results">${g.results.map((o) => html`<li><a href="${pageOf(o) ?? '#'}">${o.display}</a></li>`)}</ul>`,
 )}`;
-  return sendPage(req, reply, { title: q ? `Search: ${q}` : 'Search', section: 'inventory', body });
+  return sendPage(req, reply, { title: q ? `Search: ${q}` : 'Search', section: 'inventory', body }, errors.length ? 400 : 200);
 }
