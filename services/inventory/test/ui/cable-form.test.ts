@@ -140,6 +140,9 @@ forEachStorage('inventory UI: cable form ends', (storage) => {
       'Record 5 side_b_type: This field is required.',
     ]);
     assert.equal((await h.get('/api/dcim/cables/')).body.count, before, 'nothing imported');
+    const odd = await send('json', JSON.stringify([{ side_a_device: { name: 'e2' }, side_a_type: 'dcim.interface', side_a_name: 'ge0', side_b_device: 'e2', side_b_type: 'dcim.interface', side_b_name: ['ge1'] }]));
+    assert.equal(odd.status, 400);
+    assert.deepEqual(errorsOf(odd.text), ['Record 1 side_a_device: Enter a valid value.', 'Record 1 side_b_name: Enter a valid value.']);
 
     // CSV: interfaces (the site tells the two e1 apart), console ports, a power feed by its panel; color by name.
     const csv = await send('csv', [

@@ -44,7 +44,9 @@ export function usesSideFields(record: Record<string, unknown>): boolean {
   return Object.keys(record).some((k) => /^side_[ab]_/.test(k)) || (record.a_terminations === undefined && record.b_terminations === undefined);
 }
 
-const text = (v: unknown): string | undefined => (typeof v === 'string' ? v.trim() : typeof v === 'number' && Number.isFinite(v) ? String(v) : v === undefined || v === null ? undefined : '\u0000');
+const INVALID = Symbol('invalid');
+/** A field's text: strings and numbers (JSON and YAML may give either); null or absent is no value; anything else is invalid. */
+const text = (v: unknown): string | undefined | typeof INVALID => (typeof v === 'string' ? v.trim() : typeof v === 'number' && Number.isFinite(v) ? String(v) : v === undefined || v === null ? undefined : INVALID);
 const q = (v: string) => encodeURIComponent(v);
 
 /** One lookup by a unique attribute, with CSVModelChoiceField's errors. */
@@ -64,6 +66,7 @@ async function one(get: Get, url: string, value: string): Promise<{ obj?: any; e
 export async function resolveCableRecord(record: Record<string, unknown>, id: number | undefined, get: Get, cache: Map<string, Promise<{ obj?: any; error?: string }>>): Promise<FieldErrors> {
   const errors: FieldErrors = {};
   const add = (field: string, msg: string) => void (errors[field] ??= []).push(msg);
+  const required = (field: string) => void (errors[field] ? undefined : add(field, 'This field is required.'));
   const cached = (url: string, value: string) => {
     let p = cache.get(url);
     if (!p) cache.set(url, (p = one(get, url, value)));
@@ -76,18 +79,18 @@ export async function resolveCableRecord(record: Record<string, unknown>, id: nu
       const key = `side_${s}_${f}`;
       const v = text(record[key]);
       delete record[key];
-      if (v === '\u0000') add(key, 'Enter a valid value.');
+      if (v === INVALID) add(key, 'Enter a valid value.');
       else raw[f] = v === '' ? undefined : v;
     }
     if (id !== undefined && !Object.values(raw).some((v) => v !== undefined)) continue;
     if (id === undefined && !Object.values(raw).some((v) => v !== undefined) && record[`${s}_terminations`] !== undefined) continue;
     // side_<s>_type: a content type among the cable termination models.
     let type: string | undefined;
-    if (raw.type === undefined) add(`side_${s}_type`, 'This field is required.');
+    if (raw.type === undefined) required(`side_${s}_type`);
     else if (raw.type.split('.').length !== 2) add(`side_${s}_type`, 'Object type must be specified as "<app>.<model>"');
     else if (!(CABLE_TERMINATION_TYPES as readonly string[]).includes(raw.type.toLowerCase())) add(`side_${s}_type`, 'Invalid object type');
     else type = raw.type.toLowerCase();
-    if (raw.name === undefined) add(`side_${s}_name`, 'This field is required.');
+    if (raw.name === undefined) required(`side_${s}_name`);
     // The holder: a power panel for power feeds, a circuit for circuit terminations, else a device (narrowed by the site).
     const holderField = type === 'dcim.powerfeed' ? 'power_panel' : type === 'circuits.circuittermination' ? 'circuit' : 'device';
     let site: any;
@@ -101,7 +104,7 @@ export async function resolveCableRecord(record: Record<string, unknown>, id: nu
     }
     const holderName = raw[holderField];
     if (holderName === undefined) {
-      add(`side_${s}_${holderField}`, 'This field is required.');
+      required(`side_${s}_${holderField}`);
       continue;
     }
     const holderUrl =
