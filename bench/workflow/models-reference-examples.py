@@ -10,10 +10,11 @@ source tree and spandrel):
   REF_PYTHON=<venv>/bin/python COMFY_DIR=<ComfyUI> SPANDREL_DIR=<spandrel>/libs/spandrel npx tsx bench/workflow/models-reference-examples.ts
 
 Each prompt is evaluated node by node as the reference's executor would (inputs from linked outputs, the node
-class's FUNCTION, or `execute` for its v3 nodes), unchanged, with two stand-ins: CheckpointLoaderSimple builds
+class's FUNCTION, or `execute` for its v3 nodes), unchanged, with three stand-ins: CheckpointLoaderSimple builds
 the checkpoint with the family class the file name stands for (reference_env.load_family: the reference's own
-detection does not recognise the tiny widths), and SaveImage hands back its images. Everything else is the
-reference's: LoadImage, ImagePadForOutpaint, VAEEncode, VAEEncodeForInpaint, CLIPTextEncode, KSampler,
+detection does not recognise the tiny widths), VAELoader builds the VAE as reference_env.sd_vae does (for the same
+reason), and SaveImage hands back its images. Everything else is the
+reference's: LoadImage, ImagePadForOutpaint, CLIPSetLastLayer, VAEEncode, VAEEncodeForInpaint, CLIPTextEncode, KSampler,
 KSamplerAdvanced, VAEDecode, UpscaleModelLoader (comfy.utils.load_torch_file and spandrel on the .pth) and
 ImageUpscaleWithModel. The examples in BYTES_TOO are run a second time with every IMAGE a node computes held as
 8-bit, as the service holds it (saved under `bytes`).
@@ -61,6 +62,7 @@ reference_env.text_config = text_config
 
 FAMILIES = {
     "v1-5-pruned-emaonly.ckpt": (comfy.supported_models.SD15, twins["sd15"]),
+    "Anything-V3.0.ckpt": (comfy.supported_models.SD15, twins["anything"]),
     "512-inpainting-ema.safetensors": (comfy.supported_models.SD20, None),
     "sd_xl_base_1.0.safetensors": (comfy.supported_models.SDXL, None),
     "sd_xl_refiner_1.0.safetensors": (comfy.supported_models.SDXLRefiner, None),
@@ -91,6 +93,10 @@ def call(class_type, args, bytes_image):
         return checkpoint_loader(args["ckpt_name"])
     if class_type == "SaveImage":
         return (args["images"],)
+    if class_type == "VAELoader":
+        # comfy.sd.VAE reads the SD VAE's widths from no key (its ddconfig is the full-size one): built as sd_vae builds it.
+        from safetensors.torch import load_file
+        return (reference_env.sd_vae(load_file(os.path.join(models_dir, "vae", args["vae_name"])), prefix=""),)
     cls = nodes.NODE_CLASS_MAPPINGS.get(class_type) or getattr(nodes_upscale_model, class_type)
     if not hasattr(cls, "define_schema"):
         fn = getattr(cls(), cls.FUNCTION)
@@ -131,7 +137,7 @@ def reduce(images):
 # service's 8-bit IMAGE makes a difference the network amplifies: these examples are also run with every IMAGE
 # output of the reference's nodes held as 8-bit (`bytes`), besides as the reference runs them.
 BYTES_TOO = ["esrgan_example"]
-EXAMPLES = ["img2img_workflow", "inpaint_example", "inpain_model_outpainting", "sdxl_simple_example", "esrgan_example"]
+EXAMPLES = ["img2img_workflow", "inpaint_example", "inpaint_anythingv3_woman", "inpain_model_outpainting", "sdxl_simple_example", "esrgan_example"]
 only = os.environ.get("EXAMPLES")
 out = json.load(open(out_path)) if only and os.path.exists(out_path) else {}
 with torch.inference_mode():

@@ -18,7 +18,7 @@ import sharp from 'sharp';
 import { EXAMPLE_TINY } from './models-control-fixture.ts';
 import { writeEsrgan } from './esrgan-fixture.ts';
 import { writeFixture } from './models-fixture.ts';
-import { writeXLFixture, type XLFixtureConfig } from './models-fixture-xl.ts';
+import { writeTensors, writeXLFixture, type XLFixtureConfig } from './models-fixture-xl.ts';
 import { safetensorsToTorch, torchFileBytes, type PV } from './torch-zip-writer.ts';
 import { SafetensorsFile } from '../src/models/safetensors.ts';
 
@@ -59,6 +59,8 @@ export const OUTPAINT_SIZE = { width: 160, height: 65 };
 /** The model files the example prompts name, as `folder/name`. */
 export const EXAMPLE_MODELS = {
   sd15: 'checkpoints/v1-5-pruned-emaonly.ckpt',
+  anything: 'checkpoints/Anything-V3.0.ckpt',
+  vae: 'vae/vae-ft-mse-840000-ema-pruned.safetensors',
   inpaint: 'checkpoints/512-inpainting-ema.safetensors',
   base: 'checkpoints/sd_xl_base_1.0.safetensors',
   refiner: 'checkpoints/sd_xl_refiner_1.0.safetensors',
@@ -66,15 +68,25 @@ export const EXAMPLE_MODELS = {
 };
 
 /**
- * Writes every model under `modelsDir` (models/<folder>/<name>): the SD1.5 checkpoint as a PyTorch .ckpt and the
- * ESRGAN as a .pth saved as Real-ESRGAN's are ({"params_ema": state dict}), a pixel-unshuffled ×2 RRDBNet.
- * Returns the .safetensors twins of the PyTorch files (same tensors) for the reference's loaders.
+ * Writes every model under `modelsDir` (models/<folder>/<name>): the SD1.5 checkpoints as PyTorch .ckpt files, a
+ * VAE of another seed's weights for VAELoader, and the ESRGAN as a .pth saved as Real-ESRGAN's are
+ * ({"params_ema": state dict}), a pixel-unshuffled ×2 RRDBNet. Returns the .safetensors twins of the PyTorch files
+ * (same tensors) for the reference's loaders.
  */
-export async function writeExampleModels(modelsDir: string, scratch: string): Promise<{ sd15: string; esrgan: string }> {
-  for (const d of ['checkpoints', 'upscale_models']) fs.mkdirSync(path.join(modelsDir, d), { recursive: true });
+export async function writeExampleModels(modelsDir: string, scratch: string): Promise<{ sd15: string; anything: string; esrgan: string }> {
+  for (const d of ['checkpoints', 'upscale_models', 'vae']) fs.mkdirSync(path.join(modelsDir, d), { recursive: true });
   const sd15 = path.join(scratch, 'v1-5.safetensors');
   writeFixture(sd15, EXAMPLE_TINY, 5);
   await safetensorsToTorch(sd15, path.join(modelsDir, EXAMPLE_MODELS.sd15));
+  const anything = path.join(scratch, 'anything.safetensors');
+  writeFixture(anything, EXAMPLE_TINY, 6);
+  await safetensorsToTorch(anything, path.join(modelsDir, EXAMPLE_MODELS.anything));
+  const other = path.join(scratch, 'vae-source.safetensors');
+  writeFixture(other, EXAMPLE_TINY, 7);
+  const src = await SafetensorsFile.open(other);
+  const vae = new Map<string, { shape: number[]; data: Float32Array }>();
+  for (const [k, info] of src.tensors) if (k.startsWith('first_stage_model.')) vae.set(k.slice('first_stage_model.'.length), { shape: [...info.shape], data: await src.readFloat32(k) });
+  writeTensors(path.join(modelsDir, EXAMPLE_MODELS.vae), vae);
   writeXLFixture(path.join(modelsDir, EXAMPLE_MODELS.inpaint), EXAMPLE_INPAINT);
   writeXLFixture(path.join(modelsDir, EXAMPLE_MODELS.base), EXAMPLE_SDXL);
   writeXLFixture(path.join(modelsDir, EXAMPLE_MODELS.refiner), EXAMPLE_REFINER);
@@ -85,7 +97,7 @@ export async function writeExampleModels(modelsDir: string, scratch: string): Pr
   const dict: [string, PV][] = [];
   for (const [name, info] of f.tensors) dict.push([name, { tensor: true, dtype: info.dtype, shape: [...info.shape], bytes: await f.readBytes(info) }]);
   fs.writeFileSync(path.join(modelsDir, EXAMPLE_MODELS.esrgan), torchFileBytes({ dict: [['params_ema', { dict, ordered: true }]] }, { archive: 'RealESRGAN_x2' }));
-  return { sd15, esrgan };
+  return { sd15, anything, esrgan };
 }
 
 /** A smooth RGB scene (sky gradient, a disc, stripes) for img2img's example.png. */
@@ -189,13 +201,14 @@ export function reduceImage(width: number, height: number, channels: number, dat
 }
 
 /**
- * What the frontend adds when it loads an example whose prompt predates an input: inpaint_example.png's
- * VAEEncodeForInpaint has no grow_mask_by (the input came later; its workflow's node has no widget values), so
- * that prompt queued as it is fails validation on the reference and here alike, and the page, loading the
+ * What the frontend adds when it loads an example whose prompt predates an input: the inpainting examples'
+ * VAEEncodeForInpaint has no grow_mask_by (the input came later; their workflows' node has no widget values), so
+ * those prompts queued as they are fail validation on the reference and here alike, and the page, loading the
  * workflow, gives the widget its default (6).
  */
 export const FRONTEND_DEFAULTS: Record<string, Record<string, Record<string, unknown>>> = {
   inpaint_example: { '26': { grow_mask_by: 6 } },
+  inpaint_anythingv3_woman: { '26': { grow_mask_by: 6 } },
 };
 
 /** The example's prompt as queued: the fixture's, with FRONTEND_DEFAULTS' inputs where `frontend` asks for them. */

@@ -1,10 +1,14 @@
 /**
  * The reference's own example workflows for image to image, inpainting (an
- * inpainting checkpoint with VAEEncodeForInpaint), SDXL base + refiner and an
- * ESRGAN upscale (ComfyUI_examples: the `prompt` chunks of
+ * inpainting checkpoint and an ordinary one with VAEEncodeForInpaint, the mask
+ * from LoadImage's alpha or from ImagePadForOutpaint), SDXL base + refiner and
+ * an ESRGAN upscale (ComfyUI_examples: the `prompt` chunks of
  * img2img/img2img_workflow.png, inpaint/inpaint_example.png,
+ * inpaint/inpaint_anythingv3_woman.png, inpaint/inpain_model_outpainting.png,
  * sdxl/sdxl_simple_example.png and upscale_models/esrgan_example.png, in
- * test/fixtures/examples) queued unchanged over HTTP, with generated models
+ * test/fixtures/examples) queued unchanged over HTTP (the two inpainting
+ * prompts that predate grow_mask_by with the default the page fills in, and
+ * as they are, rejected as the reference rejects them), with generated models
  * written under the file names they ask for and generated input images
  * (models-examples-fixture.ts): the reference's images on the same models and
  * inputs (bench/workflow/models-reference-examples.ts runs its nodes on the
@@ -61,16 +65,19 @@ describe('the reference\'s example workflows: img2img, inpainting, SDXL base + r
     await unloadAll();
   });
 
-  test('inpaint_example.png\'s prompt queued as it is: rejected as the reference rejects it (it predates grow_mask_by)', async () => {
-    const r = await srv.http.post('/prompt', { prompt: examplePrompt(EXAMPLES, 'inpaint_example') });
-    assert.equal(r.status, 400);
-    assert.equal(r.body.error.type, 'prompt_outputs_failed_validation');
-    assert.deepEqual(r.body.node_errors['26'].errors.map((e: any) => [e.type, e.details]), [['required_input_missing', 'grow_mask_by']]);
+  test('inpaint_example.png\'s and inpaint_anythingv3_woman.png\'s prompts queued as they are: rejected as the reference rejects them (they predate grow_mask_by)', async () => {
+    for (const name of ['inpaint_example', 'inpaint_anythingv3_woman']) {
+      const r = await srv.http.post('/prompt', { prompt: examplePrompt(EXAMPLES, name) });
+      assert.equal(r.status, 400, name);
+      assert.equal(r.body.error.type, 'prompt_outputs_failed_validation');
+      assert.deepEqual(r.body.node_errors['26'].errors.map((e: any) => [e.type, e.details]), [['required_input_missing', 'grow_mask_by']]);
+    }
   });
 
   const cases: [file: string, title: string, size: [number, number]][] = [
     ['img2img_workflow', 'img2img_workflow.png (VAEEncode, KSampler at denoise 0.87)', [192, 160]],
     ['inpaint_example', 'inpaint_example.png as the page sends it (grow_mask_by\'s default added; a 9-channel inpainting checkpoint, the mask from LoadImage\'s alpha)', [224, 160]],
+    ['inpaint_anythingv3_woman', 'inpaint_anythingv3_woman.png as the page sends it (grow_mask_by\'s default added; VAEEncodeForInpaint with an ordinary checkpoint, CLIPSetLastLayer, VAELoader)', [224, 160]],
     ['inpain_model_outpainting', 'inpain_model_outpainting.png (ImagePadForOutpaint, VAEEncodeForInpaint, the inpainting checkpoint)', [160, 320]],
     ['sdxl_simple_example', 'sdxl_simple_example.png (SDXL base then refiner, KSamplerAdvanced, 1024²)', [1024, 1024]],
     ['esrgan_example', 'esrgan_example.png (txt2img, then RealESRGAN_x2.pth)', [1024, 1024]],
