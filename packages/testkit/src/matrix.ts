@@ -16,3 +16,13 @@ export function forEachStorage(title: string, fn: (storage: StorageKind) => void
     fn('postgres');
   });
 }
+
+/**
+ * Runs a describe block on SQLite only, for behaviour the storage plays no
+ * part in (model execution, media encoding: the prompt, history and queue
+ * paths they ride on are tested on both storages by the engine's own tests).
+ * It keeps the suite within its time budget; the title says which storage ran.
+ */
+export function onOneStorage(title: string, fn: (storage: StorageKind) => void): void {
+  describe(`${title} [sqlite]`, () => fn('sqlite'));
+}

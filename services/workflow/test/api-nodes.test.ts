@@ -11,7 +11,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import sharp from 'sharp';
-import { forEachStorage } from '@svc/testkit';
+import { onOneStorage } from '@svc/testkit';
 import { readTextChunks } from '../src/files/png.ts';
 import { normalizeBaseUrl, openaiConfig } from '../src/nodes/api-nodes.ts';
 import { redactArgv } from '../src/routes/system.ts';
@@ -149,7 +149,7 @@ test('scrubSecrets replaces every copy at any depth; short secrets only as whole
   assert.equal(d.v, 'x [redacted] y');
 });
 
-forEachStorage('workflow OpenAI-compatible API nodes', (storage) => {
+onOneStorage('workflow OpenAI-compatible API nodes', (storage) => {
   let fake: FakeOpenAI;
   let other: FakeOpenAI;
   let srv: Awaited<ReturnType<typeof startWorkflow>>;

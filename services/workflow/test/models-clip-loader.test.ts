@@ -12,7 +12,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { forEachStorage } from '@svc/testkit';
+import { onOneStorage } from '@svc/testkit';
 import { loadCheckpoint, unloadAll } from '../src/models/sd1.ts';
 import { loadSingleClip, XLClipModel } from '../src/models/sdxl.ts';
 import { SafetensorsFile } from '../src/models/safetensors.ts';
@@ -80,7 +80,7 @@ describe('CLIPLoader on OpenCLIP files', () => {
   });
 });
 
-forEachStorage('CLIPLoader over HTTP', (storage) => {
+onOneStorage('CLIPLoader over HTTP', (storage) => {
   let srv: Server;
   before(async () => {
     srv = await startWorkflow(storage);

@@ -12,7 +12,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { forEachStorage } from '@svc/testkit';
+import { onOneStorage } from '@svc/testkit';
 import { AppliedControl, ControlNetModel, differenceControlNet, loadControl, T2IAdapterModel, type Planar } from '../src/models/controlnet.ts';
 import { ClipModel, loadCheckpoint, sample, UNetModel, unloadAll, type ConditioningEntry } from '../src/models/sd1.ts';
 import { discreteSchedule } from '../src/models/model-sampling.ts';
@@ -181,7 +181,7 @@ describe('ControlNets and T2I adapters in the model layer, against the reference
   });
 });
 
-forEachStorage('workflow ControlNet nodes', (storage) => {
+onOneStorage('workflow ControlNet nodes', (storage) => {
   let srv: Server;
   before(async () => {
     srv = await startWorkflow(storage);

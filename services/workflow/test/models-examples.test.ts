@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { forEachStorage } from '@svc/testkit';
+import { onOneStorage } from '@svc/testkit';
 import { SafetensorsFile } from '../src/models/safetensors.ts';
 import { unloadAll } from '../src/models/sd1.ts';
 import { startWorkflow } from './helpers.ts';
@@ -25,7 +25,7 @@ import { safetensorsToTorch } from './torch-zip-writer.ts';
 const EXAMPLES = path.join(import.meta.dirname, 'fixtures', 'examples');
 const ref = readReference('models-reference-control.json');
 
-forEachStorage('the reference\'s ControlNet example workflow', (storage) => {
+onOneStorage('the reference\'s ControlNet example workflow', (storage) => {
   let srv: Server;
   before(async () => {
     srv = await startWorkflow(storage);

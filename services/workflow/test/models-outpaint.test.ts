@@ -19,7 +19,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { forEachStorage } from '@svc/testkit';
+import { onOneStorage } from '@svc/testkit';
 import { loadCheckpoint, unloadAll, VaeModel, type FloatTensor } from '../src/models/sd1.ts';
 import type { NodeContext, NodeDefinition } from '../src/nodes/api.ts';
 import { Frame, ImageBatch, MaskBatch } from '../src/nodes/image-types.ts';
@@ -123,7 +123,7 @@ describe('ImagePadForOutpaint → VAEEncodeForInpaint / InpaintModelConditioning
   }
 });
 
-forEachStorage('outpainting chains over HTTP', (storage) => {
+onOneStorage('outpainting chains over HTTP', (storage) => {
   let srv: Server;
   before(async () => {
     srv = await startWorkflow(storage);

@@ -11,7 +11,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { forEachStorage } from '@svc/testkit';
+import { onOneStorage } from '@svc/testkit';
 import { ClipTokenizer, tokenizeWithWeights } from '../src/models/clip-tokenizer.ts';
 import { loadEmbedding } from '../src/models/embeddings.ts';
 import { LoadedLora, loraKeyMap, unetToDiffusers, WeightPatches } from '../src/models/lora.ts';
@@ -181,7 +181,7 @@ describe('textual inversions and separate model files', () => {
   });
 });
 
-forEachStorage('workflow conditioning, LoRA and loader nodes', (storage) => {
+onOneStorage('workflow conditioning, LoRA and loader nodes', (storage) => {
   let srv: Server;
   before(async () => {
     srv = await startWorkflow(storage);
@@ -324,7 +324,7 @@ async function runWithFrames(s: Server, prompt: Record<string, unknown>): Promis
 
 // The preview flags reach execution threads through the process environment (as --ffmpeg-path): the servers with
 // previews and those without are in separate suites, each started when the previous suite's threads exist.
-forEachStorage('workflow previews (--preview-method latent2rgb, taesd)', (storage) => {
+onOneStorage('workflow previews (--preview-method latent2rgb, taesd)', (storage) => {
   let srv: Server;
   let srvT: Server;
   before(async () => {
@@ -368,7 +368,7 @@ forEachStorage('workflow previews (--preview-method latent2rgb, taesd)', (storag
   });
 });
 
-forEachStorage('workflow POST /free (and no previews by default)', (storage) => {
+onOneStorage('workflow POST /free (and no previews by default)', (storage) => {
   let plain: Server;
   before(async () => {
     plain = await startWorkflow(storage);

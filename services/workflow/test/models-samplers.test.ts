@@ -13,7 +13,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { forEachStorage } from '@svc/testkit';
+import { onOneStorage } from '@svc/testkit';
 import { brownianNoiseSampler, seedSequenceState } from '../src/models/brownian.ts';
 import { getSampler, SAMPLER_NAMES, SUPPORTED_SAMPLERS } from '../src/models/samplers.ts';
 import { ClipModel, loadCheckpoint, sample, unloadAll, UNetModel, type FloatTensor } from '../src/models/sd1.ts';
@@ -230,7 +230,7 @@ function expectedOf(key: string): Summary {
   return ref[key];
 }
 
-forEachStorage('custom-sampling nodes', (storage) => {
+onOneStorage('custom-sampling nodes', (storage) => {
   let srv: Server;
   before(async () => {
     srv = await startWorkflow(storage);
@@ -291,7 +291,7 @@ forEachStorage('custom-sampling nodes', (storage) => {
 });
 
 // Previews need their own server: the preview flags reach the execution threads through the process environment.
-forEachStorage('custom-sampling previews (--preview-method latent2rgb)', (storage) => {
+onOneStorage('custom-sampling previews (--preview-method latent2rgb)', (storage) => {
   let srv: Server;
   before(async () => {
     srv = await startWorkflow(storage, { previewMethod: 'latent2rgb', previewSize: '64' });

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { forEachStorage } from '@svc/testkit';
+import { onOneStorage } from '@svc/testkit';
 import { unloadAll } from '../src/models/sd1.ts';
 import { writeEsrgan } from './esrgan-fixture.ts';
 import { writeControlNet } from './models-control-fixture.ts';
@@ -22,7 +22,7 @@ type Template = { id: string; prompt: Record<string, { class_type: string; input
 const templatesModule: string = '../src/web/editor/templates.js';
 const { TEMPLATES } = (await import(templatesModule)) as { TEMPLATES: Template[] };
 
-forEachStorage('workflow model templates', (storage) => {
+onOneStorage('workflow model templates', (storage) => {
   let srv: Server;
   before(async () => {
     srv = await startWorkflow(storage);

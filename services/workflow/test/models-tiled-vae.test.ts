@@ -11,7 +11,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { forEachStorage } from '@svc/testkit';
+import { onOneStorage } from '@svc/testkit';
 import { loadCheckpoint, unloadAll, VaeModel } from '../src/models/sd1.ts';
 import { decodeTiled, encodeTiled } from '../src/models/vae-tiled.ts';
 import { startWorkflow } from './helpers.ts';
@@ -52,7 +52,7 @@ describe('tiled VAE decode and encode', () => {
   });
 });
 
-forEachStorage('VAEDecodeTiled and VAEEncodeTiled nodes', (storage) => {
+onOneStorage('VAEDecodeTiled and VAEEncodeTiled nodes', (storage) => {
   let srv: Server;
   before(async () => {
     srv = await startWorkflow(storage);

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { forEachStorage } from '@svc/testkit';
+import { onOneStorage } from '@svc/testkit';
 import { unloadAll } from '../src/models/sd1.ts';
 import { startWorkflow } from './helpers.ts';
 import { TINY, writeFixture } from './models-fixture.ts';
@@ -18,7 +18,7 @@ import { safetensorsToTorch } from './torch-zip-writer.ts';
 
 const ref = JSON.parse(fs.readFileSync(path.join(import.meta.dirname, 'fixtures', 'models-reference.json'), 'utf8'));
 
-forEachStorage('workflow PyTorch checkpoints', (storage) => {
+onOneStorage('workflow PyTorch checkpoints', (storage) => {
   let srv: Server;
   let ckptDir: string;
   before(async () => {

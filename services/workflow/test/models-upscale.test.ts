@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { forEachStorage, type StorageKind } from '@svc/testkit';
+import { onOneStorage, type StorageKind } from '@svc/testkit';
 import { startWorkflow } from './helpers.ts';
 import { image, putInput, readOutput, run, type Server } from './nodes-helpers.ts';
 import { patternPixel, writeEsrgan } from './esrgan-fixture.ts';
@@ -44,7 +44,7 @@ function upscalePrompt(model: string, img = 'pattern.png') {
   };
 }
 
-forEachStorage('upscale models (ESRGAN)', (storage: StorageKind) => {
+onOneStorage('upscale models (ESRGAN)', (storage: StorageKind) => {
   let srv: Server;
 
   before(async () => {

@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { forEachStorage } from '@svc/testkit';
+import { onOneStorage } from '@svc/testkit';
 import { ClipTokenizer, tokenizeWithWeights } from '../src/models/clip-tokenizer.ts';
 import { SafetensorsFile } from '../src/models/safetensors.ts';
 import { loadCheckpoint, unloadAll } from '../src/models/sd1.ts';
@@ -88,7 +88,7 @@ describe('SD2.x and SDXL textual inversions', () => {
   }
 });
 
-forEachStorage('SDXL embeddings over HTTP', (storage) => {
+onOneStorage('SDXL embeddings over HTTP', (storage) => {
   let srv: Server;
   before(async () => {
     srv = await startWorkflow(storage);

@@ -12,7 +12,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { forEachStorage } from '@svc/testkit';
+import { onOneStorage } from '@svc/testkit';
 import { unloadAll } from '../src/models/sd1.ts';
 import { startWorkflow } from './helpers.ts';
 import { TINY, writeFixture } from './models-fixture.ts';
@@ -21,7 +21,7 @@ import { readOutput, run, type Server } from './nodes-helpers.ts';
 
 const ref = JSON.parse(fs.readFileSync(path.join(import.meta.dirname, 'fixtures', 'models-reference-xl.json'), 'utf8'));
 
-forEachStorage('workflow SD2.x and SDXL nodes', (storage) => {
+onOneStorage('workflow SD2.x and SDXL nodes', (storage) => {
   let srv: Server;
   let ckptDir: string;
   before(async () => {

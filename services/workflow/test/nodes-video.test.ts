@@ -3,7 +3,7 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { forEachStorage } from '@svc/testkit';
+import { onOneStorage } from '@svc/testkit';
 import { upload } from './files-helpers.ts';
 import { randomUUID } from 'node:crypto';
 import { startWorkflow, WsClient } from './helpers.ts';
@@ -43,7 +43,7 @@ function wav(rate: number, n: number): Buffer {
   return Buffer.concat([Buffer.from('RIFF', 'latin1'), Buffer.from(Uint32Array.of(body.length).buffer), body]);
 }
 
-forEachStorage('workflow video and MP3 nodes', (storage) => {
+onOneStorage('workflow video and MP3 nodes', (storage) => {
   let srv: Server;
   before(async () => {
     srv = await startWorkflow(storage);

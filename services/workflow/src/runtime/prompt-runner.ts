@@ -603,6 +603,8 @@ export class PromptRunner implements ClaimHandler {
         }
       }
       if (!record) {
+        // stop() may have come while the claim was in flight: its wake-up found no sleeper.
+        if (this.stopped) break;
         await new Promise<void>((resolve) => {
           const t = setTimeout(resolve, this.o.storage.dialect.kind === 'postgres' ? 500 : 2_000);
           const w = () => {
