@@ -76,15 +76,25 @@ export async function insertRows(trx: Kysely<any>, storage: Storage, sets: RowSe
 /** PostgreSQL: the inserts as data-modifying CTEs of one statement that selects `then`. */
 async function insertRowsThen(trx: Kysely<any>, live: RowSet[], then: RawBuilder<unknown>): Promise<void> {
   const tail = sql`select ${then}`.compile(trx);
-  const key = live.map((s) => `${s.table}(${s.columns.join(',')})x${s.rows.length}${s.ignoreExisting ? '!' : ''}`).join(';') + ';' + tail.sql;
+  // Sets of plain values go as one JSON parameter each (below); a set holding binary values keeps a parameter per value.
+  const asJson = live.map((s) => isPlain(s));
+  const types = await Promise.all(live.map((s, i) => (asJson[i] ? columnTypes(trx, s.table) : undefined)));
+  const key = live.map((s, i) => `${s.table}(${s.columns.join(',')})x${asJson[i] ? 'json' : s.rows.length}${s.ignoreExisting ? '!' : ''}`).join(';') + ';' + tail.sql;
   let text = pgTexts.get(key);
   let n = 0;
-  for (const s of live) n += s.rows.length * s.columns.length;
+  for (let i = 0; i < live.length; i++) n += asJson[i] ? 1 : live[i]!.rows.length * live[i]!.columns.length;
   if (!text) {
     let k = 0;
-    const inserts = live.map((s) => {
+    const inserts = live.map((s, i) => {
+      const head = `insert into ${quote(s.table)} (${s.columns.map(quote).join(', ')}) `;
+      const tail = s.ignoreExisting ? ' on conflict do nothing' : '';
+      if (asJson[i]) {
+        const t = types[i]!;
+        const cols = s.columns.map((c, j) => (t.get(c) === 'text' ? `e->>${j}` : `(e->>${j})::${t.get(c) ?? 'text'}`));
+        return `${head}select ${cols.join(', ')} from json_array_elements($${++k}::json) e${tail}`;
+      }
       const tuples = s.rows.map(() => `(${s.columns.map(() => `$${++k}`).join(',')})`);
-      return `insert into ${quote(s.table)} (${s.columns.map(quote).join(', ')}) values ${tuples.join(',')}${s.ignoreExisting ? ' on conflict do nothing' : ''}`;
+      return `${head}values ${tuples.join(',')}${tail}`;
     });
     const select = tail.sql.replace(/\$(\d+)/g, (_, d) => `$${Number(d) + n}`);
     text = inserts.length ? `with ${inserts.map((q, i) => `i${i} as (${q})`).join(', ')} ${select}` : select;
@@ -92,7 +102,45 @@ async function insertRowsThen(trx: Kysely<any>, live: RowSet[], then: RawBuilder
     pgTexts.set(key, text);
   }
   const params: unknown[] = [];
-  for (const s of live) for (const r of s.rows) for (const v of r) params.push(v);
+  live.forEach((s, i) => {
+    if (asJson[i]) params.push(JSON.stringify(s.rows));
+    else for (const r of s.rows) for (const v of r) params.push(v);
+  });
   params.push(...tail.parameters);
   await trx.executeQuery(CompiledQuery.raw(text, params));
+}
+
+/**
+ * Whether a set's values survive a trip through JSON as the text PostgreSQL
+ * casts back (strings, finite numbers, booleans, nulls, dates as ISO
+ * strings; JSON columns hold their serialisation, cast back with `::jsonb`):
+ * then its rows are one parameter, `json_array_elements` on the server,
+ * instead of a bound parameter per value — the driver's per-parameter
+ * encoding and the server's parse of a 1,000-parameter VALUES list were
+ * most of a batch's statement cost.
+ */
+function isPlain(s: RowSet): boolean {
+  for (const r of s.rows) {
+    for (const v of r) {
+      if (v === null || typeof v === 'string' || typeof v === 'boolean' || v instanceof Date) continue;
+      if (typeof v === 'number' && Number.isFinite(v)) continue;
+      return false;
+    }
+  }
+  return true;
+}
+
+/** Column types of a table in the connection's schema (`text`, `bigint`, `jsonb`, …), read once per process. */
+const pgTypes = new Map<string, Promise<Map<string, string>>>();
+function columnTypes(trx: Kysely<any>, table: string): Promise<Map<string, string>> {
+  let t = pgTypes.get(table);
+  if (!t) {
+    t = sql<{ name: string; type: string }>`select a.attname as name, format_type(a.atttypid, a.atttypmod) as type
+        from pg_attribute a where a.attrelid = to_regclass(${quote(table)}) and a.attnum > 0 and not a.attisdropped`
+      .execute(trx)
+      .then((r) => new Map(r.rows.map((x) => [x.name, x.type === 'character varying' || x.type === 'text' ? 'text' : x.type])));
+    t.catch(() => pgTypes.delete(table));
+    pgTypes.set(table, t);
+  }
+  return t;
 }

@@ -135,7 +135,9 @@ export async function ingest(p: IngestPayload, c: Ctx): Promise<void> {
   const pg = c.storage.dialect.kind === 'postgres';
   const { workspace, session, ids } = p;
   // Embeddings first, outside the transaction (a provider may be slow); a message deleted since is skipped.
-  const messages = ids.length ? await db.selectFrom('v3_messages').select(['id', 'content']).where('workspace', '=', workspace).where('id', 'in', ids).execute() : [];
+  // By primary key only: with `workspace = ?` beside it SQLite's planner walked the workspace's (workspace, …) index
+  // instead, reading every message of the workspace per batch (the ingest slowed as the workspace grew).
+  const messages = ids.length ? (await db.selectFrom('v3_messages').select(['id', 'workspace', 'content']).where('id', 'in', ids).execute()).filter((m: any) => m.workspace === workspace) : [];
   const stored = new Set(messages.length ? (await db.selectFrom('v3_vectors').select('id').where('id', 'in', messages.map((m: any) => m.id)).execute()).map((r: any) => r.id) : []);
   const todo = messages.filter((m: any) => !stored.has(m.id) && String(m.content).trim());
   const vectors = await embedTexts(c, todo.map((m: any) => m.content));
