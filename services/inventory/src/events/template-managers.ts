@@ -55,8 +55,16 @@ function orderBy(items: Item[], fields: unknown[]): Item[] {
 }
 
 /** The methods Django's managers and query sets share (read-only ones). */
-function method(self: { items: Item[]; label: string }, name: string): unknown {
-  const fn = (body: (args: unknown[], kw: KwMap) => unknown) => new NativeFunction(name, (_r, args, kw) => body(args, kw), 'method');
+function method(self: { items: Item[]; label: string; truncated?: number }, name: string): unknown {
+  const fn = (body: (args: unknown[], kw: KwMap) => unknown) =>
+    new NativeFunction(
+      name,
+      (_r, args, kw) => {
+        if (self.truncated) throw new Error(`Too many related ${self.label} objects: a template may load at most ${self.truncated} related objects in all.`);
+        return body(args, kw);
+      },
+      'method',
+    );
   switch (name) {
     case 'all':
       return fn(() => new QuerySet(self.label, self.items));
@@ -91,6 +99,7 @@ export class RelatedManager extends PyObject {
   constructor(
     readonly label: string,
     readonly items: Item[],
+    readonly truncated?: number,
   ) {
     super();
   }
@@ -141,7 +150,7 @@ export function prepareContext(ctx: Record<string, unknown>): void {
   const related = ctx[RELATED_KEY];
   delete ctx[RELATED_KEY];
   if (!related || typeof related !== 'object' || Array.isArray(related)) return;
-  const table = related as Record<string, Record<string, { model?: unknown; items?: unknown }>>;
+  const table = related as Record<string, Record<string, { model?: unknown; items?: unknown; truncated?: unknown }>>;
   const seen = new Set<object>();
   const stack: unknown[] = [ctx];
   while (stack.length) {
@@ -160,7 +169,8 @@ export function prepareContext(ctx: Record<string, unknown>): void {
     if (!relations || typeof relations !== 'object') continue;
     for (const [name, rel] of Object.entries(relations)) {
       if (Object.hasOwn(target, name) || !Array.isArray(rel?.items)) continue;
-      Object.defineProperty(target, name, { value: new RelatedManager(String(rel.model ?? name), rel.items as Item[]), enumerable: false, writable: false, configurable: false });
+      const truncated = typeof rel.truncated === 'number' ? rel.truncated : undefined;
+      Object.defineProperty(target, name, { value: new RelatedManager(String(rel.model ?? name), rel.items as Item[], truncated), enumerable: false, writable: false, configurable: false });
       stack.push(rel.items);
     }
   }

@@ -10,9 +10,10 @@ import type { ModelDef, ReadCtx } from './types.ts';
  * (`{% for i in device.interfaces.all() %}{{ i.ip_addresses.all() }}`), each relation by its NetBox name, the objects as
  * their REST representations in the model's ordering. Only relations whose names the template's source contains are
  * loaded, MAX_DEPTH hops from the object at most and MAX_RELATED objects in all (one query per relation and level,
- * whatever the number of parents); the render worker turns them into managers (events/template-managers.ts).
+ * whatever the number of parents); a relation that does not fit is marked, and its manager raises an error when the template
+ * uses it (never a silently short list). The render worker turns them into managers (events/template-managers.ts).
  */
-export const MAX_RELATED = 5_000;
+export const MAX_RELATED = 10_000;
 const MAX_DEPTH = 3;
 const IDS_PER_QUERY = 500;
 
@@ -113,7 +114,8 @@ export const RELATIONS: Record<string, Relation[]> = {
 };
 
 type Obj = Record<string, unknown>;
-export type RelatedTable = Record<string, Record<string, { model: string; items: unknown[] }>>;
+/** `truncated`: the relation's objects did not fit in the budget (its number); the manager then raises an error when used. */
+export type RelatedTable = Record<string, Record<string, { model: string; items: unknown[]; truncated?: number }>>;
 
 /** The key an object is known by in the table: `<app>/<path>/<id>` from its `url` (the render worker derives the same). */
 export function objectKey(o: unknown): string | undefined {
@@ -167,8 +169,20 @@ export async function relatedForTemplate(ctx: ReadCtx, key: string, root: Obj, s
         if (!named.has(name)) continue;
         const target = model(targetKey);
         const byParent = new Map<number, unknown[]>(ids.map((id) => [id, []]));
-        for (let i = 0; i < ids.length && budget > 0; i += IDS_PER_QUERY) {
-          const { rows } = await listRows(ctx, target, { [filter]: ids.slice(i, i + IDS_PER_QUERY).map(String) }, { limit: budget, offset: 0 });
+        // Parents whose objects did not all fit in the budget: their manager refuses to answer rather than answer wrongly.
+        const cut = new Set<number>();
+        for (let i = 0; i < ids.length; i += IDS_PER_QUERY) {
+          const chunk = ids.slice(i, i + IDS_PER_QUERY);
+          if (budget <= 0) {
+            for (const id of chunk) cut.add(id);
+            continue;
+          }
+          const { rows } = await listRows(ctx, target, { [filter]: chunk.map(String) }, { limit: budget + 1, offset: 0 });
+          if (rows.length > budget) {
+            for (const id of chunk) cut.add(id);
+            budget = 0;
+            continue;
+          }
           const items = (await represent(ctx, target, rows)) as Obj[];
           budget -= items.length;
           for (const item of items) {
@@ -176,7 +190,9 @@ export async function relatedForTemplate(ctx: ReadCtx, key: string, root: Obj, s
             if (depth < MAX_DEPTH) next.push({ m: target, obj: item });
           }
         }
-        for (const [id, items] of byParent) (out[objectKey(objs.get(id)![0])!] ??= {})[name] = { model: target.title, items };
+        for (const [id, items] of byParent) {
+          (out[objectKey(objs.get(id)![0])!] ??= {})[name] = cut.has(id) ? { model: target.title, items: [], truncated: MAX_RELATED } : { model: target.title, items };
+        }
       }
     }
     level = next;
