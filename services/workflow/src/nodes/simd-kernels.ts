@@ -609,6 +609,42 @@ function crossRow(): Fn {
   };
 }
 
+/**
+ * maskBytes(src, n, dst): mask floats → grey RGB bytes, 4 samples a step:
+ * each v as image-types' toByte (0 at or below 0 and for NaN, 255 at or
+ * above 1, else round(v·255) half up: v·255 + 0.5 in float64, exact, then
+ * truncated and saturated to a byte), written three times at dst (12 bytes
+ * a step). Reads up to 3 floats and writes up to 13 bytes past n.
+ */
+function maskBytes(): Fn {
+  const [src, n, dst] = [0, 1, 2];
+  const [i, v, lo, hi, b] = [3, 4, 5, 6, 7];
+  const f64 = (bytes: number[]): Code => [0x44, ...bytes, ...f64x2splat];
+  const scale = (x: number): Code => [...get(x), ...f64([0, 0, 0, 0, 0, 0xe0, 0x6f, 0x40]), ...f64x2mul, ...f64([0, 0, 0, 0, 0, 0, 0xe0, 0x3f]), ...f64x2add, ...set(x)];
+  return {
+    name: 'maskBytes',
+    params: [I32, I32, I32],
+    locals: [I32, V128, V128, V128, V128],
+    body: [
+      i32(0), set(i),
+      whileLt(i, n,
+        at4(src, i), v128load(), set(v),
+        get(v), f64x2promoteLow, set(lo),
+        get(v), get(v), highToLow, f64x2promoteLow, set(hi),
+        scale(lo), scale(hi),
+        get(lo), i32x4truncSatF64Zero, get(hi), i32x4truncSatF64Zero, lowPairs, set(b),
+        get(b), get(b), i16x8narrowS32, set(b),
+        get(b), get(b), i8x16narrowU16, set(b),
+        get(dst),
+        get(b), get(b), shuffle([0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3]),
+        v128store(),
+        inc(dst, i32(12)),
+        inc(i, i32(4)),
+      ),
+    ],
+  };
+}
+
 // ---- instances ----
 
 export interface SimdKernels {
@@ -630,6 +666,7 @@ export interface SimdKernels {
   intV(offs: number, kk: number, m: number, dst: number, len: number, bias: number, shift: number): void;
   lut2(a: number, c: number, table: number, out: number, n: number): void;
   crossRow(up: number, mid: number, down: number, dst: number, n: number, max: number): void;
+  maskBytes(src: number, n: number, dst: number): void;
 }
 
 let kernels: SimdKernels | undefined | null = null;
@@ -640,7 +677,7 @@ export function simdKernels(): SimdKernels | undefined {
   kernels = undefined;
   if (process.env.WORKFLOW_IMAGE_KERNELS === 'js') return undefined;
   try {
-    const bytes = encodeModule([lanczosH(), lanczosV(), toF32(), convH(), resH(), resH64(), resV64(), convV(), intH(), intV(), lut2(), crossRow()]);
+    const bytes = encodeModule([lanczosH(), lanczosV(), toF32(), convH(), resH(), resH64(), resV64(), convV(), intH(), intV(), lut2(), crossRow(), maskBytes()]);
     if (!WebAssembly.validate(bytes)) return undefined;
     const memory = new WebAssembly.Memory({ initial: 16 });
     const inst = new WebAssembly.Instance(new WebAssembly.Module(bytes), { env: { mem: memory } });
@@ -668,6 +705,7 @@ export function simdKernels(): SimdKernels | undefined {
       intV: e.intV,
       lut2: e.lut2,
       crossRow: e.crossRow,
+      maskBytes: e.maskBytes,
     };
     kernels = k;
   } catch {

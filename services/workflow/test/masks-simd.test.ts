@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { NodeContext } from '../src/nodes/api.ts';
-import { MaskBatch, MaskPlane } from '../src/nodes/image-types.ts';
+import { type ImageBatch, MaskBatch, MaskPlane, toByte } from '../src/nodes/image-types.ts';
 import { maskNodes } from '../src/nodes/masks.ts';
 
+// MaskToImage converts in WebAssembly SIMD (maskBytes): every sample must give toByte's byte, three times.
 // GrowMask with tapered corners runs its rounds in WebAssembly SIMD (up to 96 of them, or any number on planes with
 // NaN) and as the diamond decomposition beyond: both must give, bit for bit, what the rounds one by one give (each
 // sample, then its left, right, upper and lower neighbour inside the plane, taken with `u > v` / `u < v`).
@@ -78,4 +79,23 @@ test('GrowMask (tapered) beyond 96 rounds: the diamond gives the rounds one by o
   const h = 50;
   const d = new Float32Array(w * h).map((_, i) => ((i * 2654435761) >>> 0) / 2 ** 32);
   for (const expand of [97, -104]) sameBits(run(d, w, h, expand), rounds(d, w, h, Math.abs(expand), expand > 0), `expand ${expand}`);
+});
+
+test('MaskToImage (SIMD): toByte of every sample, three times, specials and half-level boundaries included', () => {
+  const toImage = maskNodes.find((n) => n.name === 'MaskToImage')!;
+  const specials = [NaN, 0, -0, -1, 2, Infinity, -Infinity, 1, 1 - 2 ** -24, 2 ** -149, 0.5];
+  for (let k = 0; k < 256; k++) {
+    const b = Math.fround((k + 0.5) / 255);
+    specials.push(b, b * (1 + 2 ** -23), b * (1 - 2 ** -23));
+  }
+  // Lengths around the 4-sample steps and the 16384-sample chunks.
+  for (const n of [1, 3, 5, 16383, 16385, specials.length * 7]) {
+    const d = new Float32Array(n).map((_, i) => (i % 2 ? specials[(i >> 1) % specials.length]! : ((i * 2654435761) >>> 0) / 2 ** 32));
+    const [img] = toImage.execute({ mask: new MaskBatch([new MaskPlane(n, 1, d)]) }, ctx) as [ImageBatch];
+    const o = img.frames[0]!.data;
+    for (let i = 0; i < n; i++) {
+      const v = toByte(d[i]!) | 0;
+      if (o[3 * i] !== v || o[3 * i + 1] !== v || o[3 * i + 2] !== v) assert.fail(`n ${n}, sample ${i} (${d[i]}): ${o[3 * i]} ${o[3 * i + 1]} ${o[3 * i + 2]}, expected ${v}`);
+    }
+  }
 });
