@@ -5,6 +5,7 @@
  * hostile files. No HTTP here: the nodes are tested in models-nodes.test.ts.
  */
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -15,7 +16,7 @@ import { prepareNoise, TorchGenerator } from '../src/models/noise.ts';
 import { SUPPORTED_SAMPLERS } from '../src/models/samplers.ts';
 import { calculateSigmas, DiscreteSchedule, ksamplerSigmas } from '../src/models/schedules.ts';
 import { ModelFileError, SafetensorsFile } from '../src/models/safetensors.ts';
-import { ClipModel, loadCheckpoint, sample, unloadAll, UNetModel, VaeModel, type FloatTensor } from '../src/models/sd1.ts';
+import { ClipModel, configureRuntime, loadCheckpoint, sample, unloadAll, UNetModel, VaeModel, type FloatTensor } from '../src/models/sd1.ts';
 import { TINY, writeFixture } from './models-fixture.ts';
 import { closeTo, pattern, type Summary } from './models-compare.ts';
 
@@ -201,6 +202,46 @@ describe('the tiny SD1.x checkpoint against the reference', () => {
       const ib = await new VaeModel(b).decode(pattern([1, 4, 2, 2]));
       assert.deepEqual(ia.shape, [1, 16, 16, 3]);
       ia.data.forEach((v, i) => assert.ok(Math.abs(v - ib.data[i]!) < 1e-5, `${dtype} pixel ${i}`));
+    }
+  });
+
+  test("half weights are read from one float32 copy the checkpoint's sessions share, removed when it is released; a dead process's copy is swept", async () => {
+    const work = fs.mkdtempSync(path.join(os.tmpdir(), 'models-f32-'));
+    const dead = spawnSync(process.execPath, ['-e', '']).pid!;
+    const stale = path.join(work, `svc-f32-${dead}-0.bin`);
+    const alive = path.join(work, `svc-f32-${process.ppid}-0.bin`);
+    fs.writeFileSync(stale, 'x');
+    fs.writeFileSync(alive, 'x');
+    const own = () => fs.readdirSync(work).filter((n) => n.startsWith(`svc-f32-${process.pid}-`));
+    configureRuntime({ workDir: work });
+    try {
+      const half = path.join(dir, 'tiny-copy-F16.safetensors');
+      const twin = path.join(dir, 'tiny-copy-as-f32.safetensors');
+      writeFixture(half, { ...TINY, dtype: 'F16' });
+      writeFixture(twin, { ...TINY, roundAs: 'F16' });
+      const a = await loadCheckpoint(half);
+      const ca = (await new ClipModel(a).encode('a photo of a cat'))[0]![0];
+      assert.deepEqual(own().length, 1);
+      assert.ok(!fs.existsSync(stale), 'the dead process’s copy is removed');
+      assert.ok(fs.existsSync(alive), 'a live process’s copy stays');
+      const first = fs.statSync(path.join(work, own()[0]!)).size;
+      assert.ok(first > 0 && first % 64 === 0, `copy of ${first} bytes`);
+      // The UNet's session adds its weights to the same file.
+      const x = pattern([1, 4, 2, 2]);
+      const ea = await new UNetModel(a).eps(x.data, x.shape, 500, ca);
+      assert.equal(own().length, 1);
+      assert.ok(fs.statSync(path.join(work, own()[0]!)).size > first);
+      // Widened and transposed in the copy, the numbers are the float32 twin's.
+      const b = await loadCheckpoint(twin);
+      const cb = (await new ClipModel(b).encode('a photo of a cat'))[0]![0];
+      ca.data.forEach((v, i) => assert.ok(Math.abs(v - cb.data[i]!) < 1e-5, `cond ${i}: ${v} vs ${cb.data[i]}`));
+      const eb = await new UNetModel(b).eps(x.data, x.shape, 500, cb);
+      ea.forEach((v, i) => assert.ok(Math.abs(v - eb[i]!) < 1e-4, `eps ${i}: ${v} vs ${eb[i]}`));
+      await unloadAll();
+      assert.deepEqual(own(), [], 'released with its checkpoint');
+    } finally {
+      configureRuntime({});
+      fs.rmSync(work, { recursive: true, force: true });
     }
   });
 });

@@ -16,7 +16,7 @@ import { inputBlock, middleBlock, unetInputs } from './unet-graph.ts';
 const HINT_CONVS = [0, 2, 4, 6, 8, 10, 12, 14];
 const HINT_STRIDED = new Set([4, 8, 12]);
 
-export function buildControlNetGraph(g: OnnxGraph, cfg: UNetConfig, hintChannels: number, attentionChunks?: number): Uint8Array {
+export function buildControlNetGraph(g: OnnxGraph, cfg: UNetConfig, hintChannels: number): Uint8Array {
   const { x, context, emb } = unetInputs(g, cfg);
   let guided = g.input('hint', DataType.FLOAT, ['hint_batch', hintChannels, 'hint_height', 'hint_width']);
   HINT_CONVS.forEach((k, i) => {
@@ -24,13 +24,12 @@ export function buildControlNetGraph(g: OnnxGraph, cfg: UNetConfig, hintChannels
     if (i < HINT_CONVS.length - 1) guided = g.silu(guided);
   });
   let h = x;
-  let level = 0;
   cfg.inputBlocks.forEach((b, i) => {
-    [h, level] = inputBlock(g, h, b, emb, context, cfg, level, attentionChunks);
+    h = inputBlock(g, h, b, emb, context, cfg);
     if (i === 0) h = g.add(h, guided);
     g.output(g.conv(h, `zero_convs.${i}.0`), `out_${i}`, ['batch', `c${i}`, `h${i}`, `w${i}`]);
   });
-  h = middleBlock(g, h, emb, context, cfg, level, attentionChunks);
+  h = middleBlock(g, h, emb, context, cfg);
   g.output(g.conv(h, 'middle_block_out.0'), 'mid', ['batch', 'mid_c', 'mid_h', 'mid_w']);
   return g.encode('controlnet');
 }

@@ -15,7 +15,7 @@ import { LoadedLora, WeightPatches } from './lora.ts';
 import { ortTensor, WEIGHTS_LOCATION, type OrtTensor } from './session.ts';
 import { loadCheckpoint, UNetModel, type Checkpoint } from './sd1.ts';
 import { buildT2IAdapterGraph } from './t2i-adapter-graph.ts';
-import { attentionChunksFor, timestepEmbedding } from './unet-graph.ts';
+import { timestepEmbedding } from './unet-graph.ts';
 
 /** Planar [B, C, H, W] floats (a hint image, a residual). */
 export type Planar = ResidualTensor;
@@ -44,10 +44,8 @@ export class ControlNetModel {
   async forward(call: ControlCall, hint: Planar): Promise<{ output: Planar[]; middle: Planar[] }> {
     const cfg = this.spec.unet;
     const n = call.shape[0]!;
-    const need = attentionChunksFor(cfg, call.shape, UNetModel.attentionLimitBytes);
-    const chunks = need > 1 ? 2 ** Math.ceil(Math.log2(need)) : 1;
-    const kind = chunks > 1 ? `controlnet:q${chunks}` : 'controlnet';
-    const build = () => buildControlNetGraph(new OnnxGraph(this.checkpoint.file, WEIGHTS_LOCATION, CONTROL_PREFIX), cfg, this.spec.hintChannels, chunks);
+    const kind = 'controlnet';
+    const build = () => buildControlNetGraph(new OnnxGraph(this.checkpoint.file, WEIGHTS_LOCATION, CONTROL_PREFIX), cfg, this.spec.hintChannels);
     if (call.context.shape[2] !== cfg.contextDim) throw new Error(`the conditioning has width ${call.context.shape[2]}; this ControlNet's cross-attention takes ${cfg.contextDim}`);
     if (hint.shape[1] !== this.spec.hintChannels) throw new Error(`this ControlNet takes a hint of ${this.spec.hintChannels} channels, got ${hint.shape[1]}`);
     const feeds: Record<string, OrtTensor> = {

@@ -1,12 +1,14 @@
 /**
  * Builds ONNX graphs layer by layer from a checkpoint's tensors. Weights are
  * never read: each becomes an initializer whose external data is the
- * tensor's byte range in the .safetensors file (a Cast to float32 follows
- * fp16/bf16 weights; ONNX Runtime folds it when the session is created).
+ * tensor's byte range in the .safetensors file; fp16/bf16 weights are read
+ * from the checkpoint's float32 copy (float32-copy.ts) where the session has
+ * one, else through a Cast to float32 that ONNX Runtime folds at creation.
  * Layers are written the way the reference's torch modules compute, so the
  * same checkpoint gives the same numbers (within float32 rounding).
  */
 import { DataType, encodeModel, type GraphSpec, type NodeSpec, type TensorValue, type ValueInfo } from './onnx-proto.ts';
+import { FLOAT32_LOCATION, type Float32Copy } from './float32-copy.ts';
 import type { WeightPatches } from './lora.ts';
 import { ModelFileError, type SafetensorsFile } from './safetensors.ts';
 
@@ -25,6 +27,11 @@ export class OnnxGraph {
   /** Patches for the graphs built while a patched model's session is made (set around the synchronous build, see sd1.ts). */
   static activePatches: WeightPatches | undefined;
 
+  /** Where half-precision weights of the graphs built now are read as float32 (set around the synchronous build, see sd1.ts). */
+  static activeFloat32: Float32Copy | undefined;
+  /** The float32 copy this graph's half weights are read from, if any. */
+  readonly float32?: Float32Copy;
+
   /**
    * @param file the checkpoint
    * @param location the external-data file name the session will find the checkpoint under
@@ -37,6 +44,8 @@ export class OnnxGraph {
   ) {
     const p = OnnxGraph.activePatches;
     if (p && p.target === file && p.prefix === prefix && !p.empty) this.patches = p;
+    const c = OnnxGraph.activeFloat32;
+    if (c && c.source === file.path) this.float32 = c;
   }
 
   has(key: string): boolean {
@@ -77,10 +86,37 @@ export class OnnxGraph {
     const dataType = ONNX_DTYPE[info.dtype];
     if (dataType === undefined) throw new ModelFileError(this.file.path, `tensor ${JSON.stringify(full)} has dtype ${info.dtype}, expected a float type`);
     const name = `w:${full}`;
+    if (this.float32 && (info.dtype === 'F16' || info.dtype === 'BF16')) {
+      const at = this.float32.plan(this.file.fileOffset(full), info.end - info.begin, info.dtype);
+      this.inits.push({ name, dataType: DataType.FLOAT, dims: info.shape, external: { location: FLOAT32_LOCATION, ...at } });
+      this.weightNames.set(full, name);
+      return name;
+    }
     this.inits.push({ name, dataType, dims: info.shape, external: { location: this.location, offset: this.file.fileOffset(full), length: info.end - info.begin } });
     const value = dataType === DataType.FLOAT ? name : this.op('Cast', [name], { to: DataType.FLOAT });
     this.weightNames.set(full, value);
     return value;
+  }
+
+  /**
+   * Checkpoint tensor `key` as a [rows, cols] matrix transposed, read from the
+   * float32 copy (written there transposed once); undefined without a copy or
+   * for a LoRA-patched weight (the caller transposes in the graph then).
+   */
+  wTransposed(key: string, [rows, cols]: [number, number]): string | undefined {
+    const full = this.prefix + key;
+    if (!this.float32 || this.patches?.plan.has(full)) return undefined;
+    const info = this.file.info(full);
+    if (info.dtype !== 'F32' && info.dtype !== 'F16' && info.dtype !== 'BF16') return undefined;
+    // A shape that does not hold the matrix is the graph's to refuse (a clear ModelFileError from the session).
+    if (info.shape.reduce((a, b) => a * b, 1) !== rows * cols) return undefined;
+    const name = `wT:${full}`;
+    if (!this.weightNames.has(`${full}#T`)) {
+      const at = this.float32.plan(this.file.fileOffset(full), info.end - info.begin, info.dtype, [rows, cols]);
+      this.inits.push({ name, dataType: DataType.FLOAT, dims: [cols, rows], external: { location: FLOAT32_LOCATION, ...at } });
+      this.weightNames.set(`${full}#T`, name);
+    }
+    return name;
   }
 
   /** A checkpoint tensor viewed with another shape (e.g. a [C,C,1,1] conv weight as [C,C]). */
@@ -142,7 +178,7 @@ export class OnnxGraph {
   /** torch Linear (y = x Wᵀ + b) on the last axis; a [out,in,1,1] weight is taken as [out,in]. */
   linear(x: string, key: string): string {
     const shape = this.shape(`${key}.weight`);
-    const wt = this.op('Transpose', [this.wReshaped(`${key}.weight`, [shape[0]!, shape[1]!])], { perm: [1, 0] });
+    const wt = this.wTransposed(`${key}.weight`, [shape[0]!, shape[1]!]) ?? this.op('Transpose', [this.wReshaped(`${key}.weight`, [shape[0]!, shape[1]!])], { perm: [1, 0] });
     const y = this.op('MatMul', [x, wt]);
     return this.has(`${key}.bias`) ? this.add(y, this.w(`${key}.bias`)) : y;
   }
@@ -170,15 +206,25 @@ export class OnnxGraph {
   /**
    * Multi-head scaled dot-product attention on [B, T, C] values (heads split
    * from C), with an optional additive mask broadcast over [B, H, Tq, Tk].
+   * Unmasked, it is ONNX Runtime's fused MultiHeadAttention (com.microsoft),
+   * which on the CPU runs as flash attention: the [B, H, Tq, Tk] scores are
+   * never held (a 1024² SDXL step would hold gigabytes of them), it takes
+   * about half the time, and it differs from the unfused form by float32
+   * rounding. The reference picks its fused attention (SDPA) likewise.
    */
   attention(q: string, k: string, v: string, heads: number, channels: number, mask?: string): string {
+    if (!mask) {
+      const out = this.fresh('MultiHeadAttention');
+      this.nodes.push({ op: 'MultiHeadAttention', domain: 'com.microsoft', inputs: [q, k, v], outputs: [out], attrs: { num_heads: heads } });
+      return out;
+    }
     const d = channels / heads;
     const split = (t: string, perm: number[]) => this.op('Transpose', [this.op('Reshape', [t, this.i64([0, 0, heads, d])])], { perm });
     const qh = split(q, [0, 2, 1, 3]);
     const kh = split(k, [0, 2, 3, 1]);
     const vh = split(v, [0, 2, 1, 3]);
     let scores = this.scale(this.op('MatMul', [qh, kh]), d ** -0.5);
-    if (mask) scores = this.add(scores, mask);
+    scores = this.add(scores, mask);
     const p = this.op('Softmax', [scores], { axis: -1 });
     const out = this.op('Transpose', [this.op('MatMul', [p, vh])], { perm: [0, 2, 1, 3] });
     return this.op('Reshape', [out, this.i64([0, 0, channels])]);

@@ -211,5 +211,12 @@ export function encodeModel(graph: GraphSpec, opset = 21): Uint8Array {
     o.string(1, '');
     o.int(2, opset);
   });
+  // Contrib operators (fused attention) come from ONNX Runtime's own domain, version 1.
+  if (graph.nodes.some((n) => n.domain === 'com.microsoft')) {
+    w.message(8, (o) => {
+      o.string(1, 'com.microsoft');
+      o.int(2, 1);
+    });
+  }
   return w.finish();
 }

@@ -21,8 +21,9 @@ import { CFG_PP_SAMPLERS, getSampler, type SamplerContext, type SamplerOptions, 
 import { DiscreteSchedule, ksamplerSigmas } from './schedules.ts';
 import { ModelFileError, SafetensorsFile } from './safetensors.ts';
 import { deviceName } from './device.ts';
+import { Float32Copy, Float32CopyError } from './float32-copy.ts';
 import { createSession, ortTensor, sessionDevice, WEIGHTS_LOCATION, type OrtTensor, type RuntimeOptions, type Session } from './session.ts';
-import { attentionChunksFor, buildUNetGraph, timestepEmbedding } from './unet-graph.ts';
+import { buildUNetGraph, timestepEmbedding } from './unet-graph.ts';
 import { buildVaeDecoderGraph, buildVaeEncoderGraph } from './vae-graph.ts';
 
 /** SD1.x latents: 4 channels, scaled by 0.18215 for the UNet (the reference's latent_formats.SD15). */
@@ -49,11 +50,15 @@ export function configureRuntime(opts: RuntimeOptions): void {
 
 export class Checkpoint {
   private readonly sessions = new Map<string, Promise<Session>>();
+  /** Float32 values of the half-precision weights, shared by all this checkpoint's sessions (float32-copy.ts). */
+  private readonly float32: Float32Copy;
 
   private constructor(
     readonly file: SafetensorsFile,
     readonly detected: DetectedCheckpoint,
-  ) {}
+  ) {
+    this.float32 = new Float32Copy(file.path, runtimeOptions.workDir);
+  }
 
   static async open(path: string): Promise<Checkpoint> {
     const file = await SafetensorsFile.open(path);
@@ -98,19 +103,20 @@ export class Checkpoint {
     if (!s) {
       s = (async () => {
         try {
-          if (!patches) return await createSession(build(), this.file, runtimeOptions);
-          const data = await patches.data();
+          const data = patches ? await patches.data() : undefined;
           let model: Uint8Array;
           OnnxGraph.activePatches = patches;
+          OnnxGraph.activeFloat32 = this.float32;
           try {
             model = build();
           } finally {
             OnnxGraph.activePatches = undefined;
+            OnnxGraph.activeFloat32 = undefined;
           }
-          return await createSession(model, this.file, runtimeOptions, [{ name: patches.location, data }]);
+          return await createSession(model, this.file, runtimeOptions, patches ? [{ name: patches.location, data: data! }] : [], this.float32);
         } catch (err) {
           // Shapes that passed detection but do not fit together end here: name the file, not only ONNX Runtime's node.
-          if (err instanceof ModelFileError) throw err;
+          if (err instanceof ModelFileError || err instanceof Float32CopyError) throw err;
           onDeviceError(kind, err);
           throw new ModelFileError(this.file.path, `its ${kind} weights do not form a valid model (${(err as Error).message.split('\n')[0]})`);
         }
@@ -130,6 +136,11 @@ export class Checkpoint {
     return s;
   }
 
+  /** The kinds of session made so far (`unet`, `clip`, `vae_decoder`, …; a patch set's after `#`). */
+  sessionKinds(): string[] {
+    return [...this.sessions.keys()];
+  }
+
   /** Runs a session; a failure names the file (weights whose shapes passed detection may still not fit together). */
   async run(kind: string, build: () => Uint8Array, feeds: Record<string, OrtTensor>): Promise<Record<string, OrtTensor>> {
     const s = await this.session(kind, build);
@@ -145,6 +156,7 @@ export class Checkpoint {
     const all = [...this.sessions.values()];
     this.sessions.clear();
     await Promise.all(all.map((p) => p.then((s) => s.release()).catch(() => {})));
+    await this.float32.dispose();
   }
 }
 
@@ -353,22 +365,15 @@ export class UNetModel {
 
   private build = () => buildUNetGraph(new OnnxGraph(this.checkpoint.file, WEIGHTS_LOCATION, UNET_PREFIX), this.checkpoint.detected.unet);
 
-  /**
-   * Attention score matrices ([B, heads, T, T] floats) larger than this are
-   * computed in query slices (a session per slice count, a power of two), so
-   * SDXL at 1024² does not hold gigabytes of scores at once.
-   */
-  static attentionLimitBytes = 256 * 2 ** 20;
 
   /** The UNet's raw output (ε or v) for a batch: x [B,C,H,W] (already scaled), one timestep for all, context [B,T,D] (and SDXL's y), and control residuals. */
   async eps(x: Float32Array, shape: number[], timestep: number, context: ModelContext, control: ControlResiduals | null = null): Promise<Float32Array> {
     const b = shape[0]!;
     const cfg = this.checkpoint.detected.unet;
     const { modelChannels: dim, admInChannels: adm } = cfg;
-    const need = attentionChunksFor(cfg, shape, UNetModel.attentionLimitBytes);
-    const chunks = need > 1 ? 2 ** Math.ceil(Math.log2(need)) : 1;
-    const kind = `unet${chunks > 1 ? `:q${chunks}` : ''}${control ? ':control' : ''}`;
-    const build = chunks > 1 || control ? () => buildUNetGraph(new OnnxGraph(this.checkpoint.file, WEIGHTS_LOCATION, UNET_PREFIX), cfg, { attentionChunks: chunks, control: !!control }) : this.build;
+    // One session serves every size: the fused attention holds no score matrix, so nothing is sliced per size.
+    const kind = control ? 'unet:control' : 'unet';
+    const build = control ? () => buildUNetGraph(new OnnxGraph(this.checkpoint.file, WEIGHTS_LOCATION, UNET_PREFIX), cfg, { control: true }) : this.build;
     await this.checkpoint.session(kind, build);
     let xin = x;
     let xshape = shape;

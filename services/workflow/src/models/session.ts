@@ -12,6 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type * as Ort from 'onnxruntime-node';
 import { executionProviders, type DeviceSpec } from './device.ts';
+import { FLOAT32_LOCATION, type Float32Copy } from './float32-copy.ts';
 import type { SafetensorsFile } from './safetensors.ts';
 
 /** The external-data name every graph uses for its checkpoint. */
@@ -64,7 +65,10 @@ export interface ExtraWeights {
   data: Uint8Array;
 }
 
-export async function createSession(model: Uint8Array, file: SafetensorsFile, opts: RuntimeOptions = {}, extra: readonly ExtraWeights[] = []): Promise<Session> {
+/**
+ * @param float32 the checkpoint's float32 copy the graph's half weights point into (written up to date here, then linked beside the model)
+ */
+export async function createSession(model: Uint8Array, file: SafetensorsFile, opts: RuntimeOptions = {}, extra: readonly ExtraWeights[] = [], float32?: Float32Copy): Promise<Session> {
   const ort = await loadOrt();
   const base = opts.workDir ?? os.tmpdir();
   await fs.promises.mkdir(base, { recursive: true });
@@ -84,13 +88,26 @@ export async function createSession(model: Uint8Array, file: SafetensorsFile, op
     } catch {
       linked = false;
     }
+    const copy = float32 && !float32.empty ? float32 : undefined;
+    if (copy) {
+      await copy.flush();
+      if (linked) {
+        try {
+          await fs.promises.link(copy.path, path.join(dir, FLOAT32_LOCATION));
+        } catch {
+          linked = false;
+        }
+      }
+    }
     for (const e of extra) {
-      if (e.name.includes('/') || e.name === WEIGHTS_LOCATION) throw new Error(`bad external data name ${e.name}`);
+      if (e.name.includes('/') || e.name === WEIGHTS_LOCATION || e.name === FLOAT32_LOCATION) throw new Error(`bad external data name ${e.name}`);
       if (linked) await fs.promises.writeFile(path.join(dir, e.name), e.data);
     }
     if (linked) return await ort.InferenceSession.create(modelPath, sessionOptions);
     const bytes = await fs.promises.readFile(file.path);
-    return await ort.InferenceSession.create(model, { ...sessionOptions, externalData: [{ path: WEIGHTS_LOCATION, data: bytes }, ...extra.map((e) => ({ path: e.name, data: e.data }))] });
+    const external = [{ path: WEIGHTS_LOCATION, data: bytes as Uint8Array }, ...extra.map((e) => ({ path: e.name, data: e.data }))];
+    if (copy) external.push({ path: FLOAT32_LOCATION, data: await fs.promises.readFile(copy.path) });
+    return await ort.InferenceSession.create(model, { ...sessionOptions, externalData: external });
   } finally {
     // Once created the session holds its weights: the folder is not needed any more.
     await fs.promises.rm(dir, { recursive: true, force: true });

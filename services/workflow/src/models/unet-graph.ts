@@ -20,31 +20,20 @@ export function resBlock(g: OnnxGraph, x: string, emb: string, key: string): str
   return g.add(skip, h);
 }
 
-/**
- * Attention with the queries in `chunks` slices along the tokens (the last may
- * be shorter): each slice's score matrix is made, used and freed before the
- * next, so the largest one is 1/chunks of the whole (the reference's split
- * attention, for the memory budget). The result is the same.
- */
-function crossAttention(g: OnnxGraph, x: string, context: string, key: string, heads: number, chunks = 1): string {
+/** Self- or cross-attention (graph-builder's fused attention: no score matrix is held, whatever the size). */
+function crossAttention(g: OnnxGraph, x: string, context: string, key: string, heads: number): string {
   const channels = g.shape(`${key}.to_q.weight`)[0]!;
   const q = g.linear(x, `${key}.to_q`);
   const k = g.linear(context, `${key}.to_k`);
   const v = g.linear(context, `${key}.to_v`);
-  let out: string;
-  if (chunks <= 1) out = g.attention(q, k, v, heads, channels);
-  else {
-    const parts = g.opN('Split', [q], chunks, { axis: 1, num_outputs: chunks });
-    out = g.op('Concat', parts.map((qi) => g.attention(qi, k, v, heads, channels)), { axis: 1 });
-  }
-  return g.linear(out, `${key}.to_out.0`);
+  return g.linear(g.attention(q, k, v, heads, channels), `${key}.to_out.0`);
 }
 
-function transformerBlock(g: OnnxGraph, x: string, context: string, key: string, heads: number, chunks: number): string {
+function transformerBlock(g: OnnxGraph, x: string, context: string, key: string, heads: number): string {
   let n = g.layerNorm(x, `${key}.norm1`, 1e-5);
-  x = g.add(crossAttention(g, n, n, `${key}.attn1`, heads, chunks), x);
+  x = g.add(crossAttention(g, n, n, `${key}.attn1`, heads), x);
   n = g.layerNorm(x, `${key}.norm2`, 1e-5);
-  x = g.add(crossAttention(g, n, context, `${key}.attn2`, heads, chunks), x);
+  x = g.add(crossAttention(g, n, context, `${key}.attn2`, heads), x);
   n = g.layerNorm(x, `${key}.norm3`, 1e-5);
   // GEGLU: one projection to twice the width, value × gelu(gate).
   const [value, gate] = g.opN('Split', [g.linear(n, `${key}.ff.net.0.proj`)], 2, { axis: -1, num_outputs: 2 });
@@ -52,25 +41,19 @@ function transformerBlock(g: OnnxGraph, x: string, context: string, key: string,
   return g.add(ff, x);
 }
 
-export function spatialTransformer(g: OnnxGraph, x: string, context: string, key: string, depth: number, cfg: UNetConfig, chunks = 1): string {
+export function spatialTransformer(g: OnnxGraph, x: string, context: string, key: string, depth: number, cfg: UNetConfig): string {
   const linear = cfg.linearProjection;
   const channels = g.shape(`${key}.norm.weight`)[0]!;
   // SD1: a fixed head count; SD2.x and SDXL: 64-channel heads (the reference's num_head_channels).
   const heads = cfg.headChannels > 0 ? channels / cfg.headChannels : cfg.numHeads;
   const normed = g.groupNorm(x, `${key}.norm`, GN_GROUPS, 1e-6);
   let t = linear ? g.linear(g.toTokens(normed), `${key}.proj_in`) : g.toTokens(g.conv(normed, `${key}.proj_in`));
-  for (let d = 0; d < depth; d++) t = transformerBlock(g, t, context, `${key}.transformer_blocks.${d}`, heads, chunks);
+  for (let d = 0; d < depth; d++) t = transformerBlock(g, t, context, `${key}.transformer_blocks.${d}`, heads);
   const out = linear ? g.fromTokens(g.linear(t, `${key}.proj_out`), x) : g.conv(g.fromTokens(t, x), `${key}.proj_out`);
   return g.add(out, x);
 }
 
 export interface UNetGraphOptions {
-  /**
-   * Query slices for attention at the full latent resolution; a level whose
-   * side is halved L times takes ⌈n / 16^L⌉ (its score matrices are 16^L
-   * times smaller). 1 = whole (unsliced) attention.
-   */
-  attentionChunks?: number;
   /**
    * Control residuals as inputs (the reference's apply_control): `ctl_in_i`
    * added after input block i (T2I adapters), `ctl_mid` after the middle
@@ -78,21 +61,6 @@ export interface UNetGraphOptions {
    * (ControlNets). A residual that is absent is fed as a single 0.
    */
   control?: boolean;
-}
-
-/** How many query slices keep one attention score matrix ([B, heads, T, T] floats) within `limitBytes` at the full latent resolution. */
-export function attentionChunksFor(cfg: UNetConfig, shape: readonly number[], limitBytes: number): number {
-  const [b, , h, w] = shape as [number, number, number, number];
-  const t = h * w;
-  // The most heads any transformer has (deeper levels are covered by the 16^L rule).
-  const heads = Math.max(cfg.headChannels > 0 ? 1 : cfg.numHeads, ...[...cfg.inputBlocks, ...cfg.outputBlocks].filter((x) => x.depth).map((x) => (cfg.headChannels > 0 ? x.outChannels / cfg.headChannels : cfg.numHeads)));
-  const bytes = b * heads * t * t * 4;
-  return bytes <= limitBytes ? 1 : Math.min(t, Math.ceil(bytes / limitBytes));
-}
-
-/** Query slices at a level whose side is halved `level` times. */
-export function chunksAtLevel(attentionChunks: number | undefined, level: number): number {
-  return Math.max(1, Math.ceil((attentionChunks ?? 1) / 16 ** level));
 }
 
 /** The inputs every UNet-shaped graph takes (x, t_emb, context, SDXL's y) and the embedding `emb` the res blocks read. */
@@ -109,20 +77,20 @@ export function unetInputs(g: OnnxGraph, cfg: UNetConfig): { x: string; context:
   return { x, context, emb };
 }
 
-/** One of input_blocks: the first conv, a downsample, or a res block with its transformer. Returns the value and the level after it. */
-export function inputBlock(g: OnnxGraph, h: string, b: UNetConfig['inputBlocks'][number], emb: string, context: string, cfg: UNetConfig, level: number, attentionChunks?: number): [string, number] {
+/** One of input_blocks: the first conv, a downsample, or a res block with its transformer. */
+export function inputBlock(g: OnnxGraph, h: string, b: UNetConfig['inputBlocks'][number], emb: string, context: string, cfg: UNetConfig): string {
   const key = `input_blocks.${b.index}`;
-  if (b.kind === 'conv_in') return [g.conv(h, `${key}.0`), level];
-  if (b.kind === 'down') return [g.conv(h, `${key}.0.op`, { stride: 2 }), level + 1];
+  if (b.kind === 'conv_in') return g.conv(h, `${key}.0`);
+  if (b.kind === 'down') return g.conv(h, `${key}.0.op`, { stride: 2 });
   h = resBlock(g, h, emb, `${key}.0`);
-  if (b.depth) h = spatialTransformer(g, h, context, `${key}.1`, b.depth, cfg, chunksAtLevel(attentionChunks, level));
-  return [h, level];
+  if (b.depth) h = spatialTransformer(g, h, context, `${key}.1`, b.depth, cfg);
+  return h;
 }
 
 /** middle_block: res, transformer, res. */
-export function middleBlock(g: OnnxGraph, h: string, emb: string, context: string, cfg: UNetConfig, level: number, attentionChunks?: number): string {
+export function middleBlock(g: OnnxGraph, h: string, emb: string, context: string, cfg: UNetConfig): string {
   h = resBlock(g, h, emb, 'middle_block.0');
-  if (cfg.middleDepth) h = spatialTransformer(g, h, context, 'middle_block.1', cfg.middleDepth, cfg, chunksAtLevel(attentionChunks, level));
+  if (cfg.middleDepth) h = spatialTransformer(g, h, context, 'middle_block.1', cfg.middleDepth, cfg);
   return resBlock(g, h, emb, 'middle_block.2');
 }
 
@@ -132,16 +100,15 @@ function controlInput(g: OnnxGraph, name: string): string {
 }
 
 export function buildUNetGraph(g: OnnxGraph, cfg: UNetConfig, opts: UNetGraphOptions = {}): Uint8Array {
-  let level = 0;
   const { x, context, emb } = unetInputs(g, cfg);
   const skips: string[] = [];
   let h = x;
   cfg.inputBlocks.forEach((b, i) => {
-    [h, level] = inputBlock(g, h, b, emb, context, cfg, level, opts.attentionChunks);
+    h = inputBlock(g, h, b, emb, context, cfg);
     if (opts.control) h = g.add(h, controlInput(g, `ctl_in_${i}`));
     skips.push(h);
   });
-  h = middleBlock(g, h, emb, context, cfg, level, opts.attentionChunks);
+  h = middleBlock(g, h, emb, context, cfg);
   if (opts.control) h = g.add(h, controlInput(g, 'ctl_mid'));
   for (const b of cfg.outputBlocks) {
     const key = `output_blocks.${b.index}`;
@@ -149,8 +116,7 @@ export function buildUNetGraph(g: OnnxGraph, cfg: UNetConfig, opts: UNetGraphOpt
     if (opts.control) skip = g.add(skip, controlInput(g, `ctl_out_${skips.length}`));
     h = g.op('Concat', [h, skip], { axis: 1 });
     h = resBlock(g, h, emb, `${key}.0`);
-    if (b.depth) h = spatialTransformer(g, h, context, `${key}.1`, b.depth, cfg, chunksAtLevel(opts.attentionChunks, level));
-    if (b.upsample) level--;
+    if (b.depth) h = spatialTransformer(g, h, context, `${key}.1`, b.depth, cfg);
     // The reference's Upsample takes the next skip's size (output_shape), so odd sizes (areas, latents) meet their skips.
     if (b.upsample) h = g.conv(skips.length ? g.upsampleTo(h, skips[skips.length - 1]!) : g.upsample2x(h), b.upsample);
   }
