@@ -48,6 +48,28 @@ export class GraphileQueue implements JobQueue {
       .pgPool!.query(`alter table ${s}._private_jobs set (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_cost_delay = 0);
         alter table ${s}._private_job_queues set (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_cost_delay = 0)`)
       .catch(() => {});
+    // addSql's `quiet` enqueue: add_jobs' inserts for one job without a key, without its pg_notify (see SqlJobOptions.quiet).
+    await this.#storage
+      .pgPool!.query(
+        `create or replace function ${s}.svc_add_job_quiet(p_identifier text, p_payload json, p_queue_name text, p_run_at timestamptz, p_max_attempts int, p_priority int)
+           returns bigint language plpgsql as $$
+           declare v_id bigint;
+           begin
+             insert into ${s}._private_tasks (identifier) values (p_identifier) on conflict do nothing;
+             if p_queue_name is not null then
+               insert into ${s}._private_job_queues (queue_name) values (p_queue_name) on conflict do nothing;
+             end if;
+             insert into ${s}._private_jobs (job_queue_id, task_id, payload, run_at, max_attempts, priority)
+               select q.id, t.id, coalesce(p_payload, '{}'::json), coalesce(p_run_at, now()), coalesce(p_max_attempts, 25), coalesce(p_priority, 0)
+               from ${s}._private_tasks t left join ${s}._private_job_queues q on q.queue_name = p_queue_name
+               where t.identifier = p_identifier
+               returning id into v_id;
+             return v_id;
+           end $$`,
+      )
+      .catch((err) => {
+        if (!/already exists|tuple concurrently updated/i.test(String((err as Error)?.message))) throw err;
+      });
     // The unlock wake below asks whether a queue still holds a job.
     await this.#storage.pgPool!.query(`create index if not exists svc_jobs_queue on ${s}._private_jobs (job_queue_id) where job_queue_id is not null`).catch(() => {});
     // A named queue's next job becomes available when the job holding the queue ends, but
@@ -137,6 +159,11 @@ export class GraphileQueue implements JobQueue {
     // same for every job of a transaction: their order would then follow the rows' physical
     // position, which changes when a row is updated (a job released from a dead worker would
     // fall behind the jobs queued after it). clock_timestamp() keeps the order of the adds.
+    if (opts.quiet && !opts.jobKey) {
+      const quiet = sql.raw(`${quoteIdent(this.#schema)}.svc_add_job_quiet`);
+      return sql`${quiet}(${task}::text, ${JSON.stringify(payload ?? null)}::json, ${opts.queueName ?? null}::text,
+        coalesce(${opts.runAt ?? null}::timestamptz, clock_timestamp()), ${opts.maxAttempts ?? 25}::int, ${opts.priority ?? 0}::int)`;
+    }
     const fn = sql.raw(`${quoteIdent(this.#schema)}.add_job`);
     return sql`${fn}(
       identifier => ${task}::text,
@@ -254,6 +281,11 @@ export class GraphileQueue implements JobQueue {
 
   wake(): void {
     // graphile-worker is woken by NOTIFY from add_job.
+  }
+
+  notifyAdded(): void {
+    // Its own statement, after the enqueuing transaction's commit; a failure only delays the job until the next poll.
+    this.#storage.pgPool!.query(`select pg_notify('jobs:insert', '{"count":1}')`).catch(() => {});
   }
 
   async stop(): Promise<void> {

@@ -32,6 +32,15 @@ export interface AddJobOptions {
 export interface SqlJobOptions extends Omit<AddJobOptions, 'priority' | 'queueName'> {
   priority?: number | RawBuilder<unknown>;
   queueName?: string | RawBuilder<unknown>;
+  /**
+   * graphile-worker: insert without its NOTIFY (no `jobKey`). PostgreSQL
+   * serialises the commits of notifying transactions (a global lock held
+   * through the commit's WAL flush), so concurrent enqueuing transactions
+   * cannot share a flush; the caller calls `notifyAdded()` after its commit
+   * (until then, or if the process dies first, workers find the job on
+   * their next poll).
+   */
+  quiet?: boolean;
 }
 
 export interface NewJob {
@@ -65,6 +74,8 @@ export interface JobQueue {
   stop(): Promise<void>;
   /** Hints that new jobs were committed, so an idle in-process worker looks now. */
   wake(): void;
+  /** After the commit of jobs added with `quiet`: wakes idle workers of every process (graphile-worker's NOTIFY, in a statement of its own). */
+  notifyAdded?(): void;
   /** Jobs that are not permanently failed (pending, scheduled or running). */
   depth(): Promise<number>;
   /**

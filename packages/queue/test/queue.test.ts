@@ -123,4 +123,24 @@ forEachStorage('job queue', (kind) => {
     const pending = await sql<{ n: number }>`select count(*) as n from ${t} where ${sql.raw(kind === 'postgres' ? 'payload::text' : 'payload')} like '%"n":14%'`.execute(storage.db);
     assert.equal(Number(pending.rows[0]!.n), 1);
   });
+
+  it('addSql quiet (PostgreSQL): the job commits with the statement, without NOTIFY, keeps its named queue order and runs', { timeout: 20_000 }, async (t) => {
+    if (!queue.addSql) return t.skip('SQL enqueue is PostgreSQL only');
+    const before = events.length;
+    await storage.db.transaction().execute(async (trx) => {
+      for (const n of [20, 21]) await sql`select ${queue.addSql!('serial', { n }, { queueName: 'user-3', quiet: true })}`.execute(trx);
+      await queue.add('serial', { n: 22 }, { queueName: 'user-3' }, trx);
+    });
+    await assert.rejects(
+      storage.db.transaction().execute(async (trx) => {
+        await sql`select ${queue.addSql!('record', { n: 23 }, { quiet: true })}`.execute(trx);
+        throw new Error('rollback');
+      }),
+    );
+    queue.notifyAdded?.();
+    await waitFor(() => events.length === before + 6, 15_000);
+    assert.deepEqual(events.slice(before), [20, 21, 22].flatMap((n) => [`start ${n}`, `end ${n}`]));
+    await new Promise((r) => setTimeout(r, 200));
+    assert.ok(!seen.some((x) => x.n === 23));
+  });
 });

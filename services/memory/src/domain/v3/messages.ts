@@ -64,8 +64,9 @@ export async function createMessages(ctx: Ctx, workspace: string, session: strin
     const work = queuedWork(ctx, workspace, session, rows.map((r) => r.id), planMessageWork(state, workspace, session, rows, messages.map((m) => m.configuration)));
     const sets = [{ table: 'v3_messages', columns: MESSAGE_COLUMNS, rows: messageRows }, work.rows];
     const opts = { maxAttempts: 25, queueName: `v3-ingest:${workspace}` };
-    // PostgreSQL: the rows and the job in one statement (one round trip).
-    if (ctx.queue.addSql && d.kind === 'postgres') await insertRows(trx, ctx.storage, sets, ctx.queue.addSql(INGEST_TASK, work.payload, opts));
+    // PostgreSQL: the rows and the job in one statement (one round trip); the job without NOTIFY, which would serialise
+    // the commits of concurrent batches (@svc/queue SqlJobOptions.quiet): the workers are notified after the commit.
+    if (ctx.queue.addSql && d.kind === 'postgres') await insertRows(trx, ctx.storage, sets, ctx.queue.addSql(INGEST_TASK, work.payload, { ...opts, quiet: true }));
     else {
       await insertRows(trx, ctx.storage, sets);
       await ctx.queue.add(INGEST_TASK, work.payload, opts, trx);
@@ -73,6 +74,7 @@ export async function createMessages(ctx: Ctx, workspace: string, session: strin
     return messageRows;
   });
   ctx.queue.wake();
+  ctx.queue.notifyAdded?.();
   // The stored values, without reading them back (metadata as given: the stored JSON is its serialisation).
   return out.map((r, i) => ({
     id: r[0] as string,
