@@ -136,6 +136,12 @@ export class Float32Copy {
 
   private async writePending(): Promise<void> {
     if (this.disposed) throw new Float32CopyError('the checkpoint was released');
+    if (this.written > 0) {
+      // Removed behind our back (a cleaned temporary folder): sessions made from now on need every value again.
+      const last = this.order[this.written - 1]!;
+      const size = (await fs.promises.stat(this.path).catch(() => null))?.size ?? 0;
+      if (size < last.offset + (last.bytes / DTYPE_SIZE[last.dtype]) * 4) this.written = 0;
+    }
     if (this.written === this.order.length) return;
     await fs.promises.mkdir(path.dirname(this.path), { recursive: true });
     if (this.written === 0) await sweep(path.dirname(this.path));

@@ -6,12 +6,13 @@
  */
 import fs from 'node:fs';
 import os from 'node:os';
+import path from 'node:path';
 import { parentPort, workerData } from 'node:worker_threads';
 import { Executor, InterruptSignal, type ExecutionSink } from '../engine/executor.ts';
 import type { ProgressRegistry } from '../engine/progress.ts';
 import type { NodeEnv } from '../nodes/api.ts';
 import { configurePreviews } from '../models/preview.ts';
-import { configureModelMemory, onLoadedModelsChange, unloadAll } from '../models/sd1.ts';
+import { configureModelMemory, configureRuntime, onLoadedModelsChange, unloadAll } from '../models/sd1.ts';
 import { configureDevice } from '../models/session.ts';
 import { simdKernels } from '../nodes/simd-kernels.ts';
 import { buildRegistry } from './node-registry.ts';
@@ -25,6 +26,8 @@ if (init.config.preview) configurePreviews(init.config.preview);
 configureModelMemory((init.config.maxModelMemoryMb ?? 0) * 2 ** 20);
 // The main thread probed the device at start-up.
 if (init.config.device) configureDevice(init.config.device);
+// Sessions' folders and checkpoints' float32 copies: beside the models (a hard link must reach them), not in a RAM-backed /tmp.
+configureRuntime({ workDir: path.join(init.config.dirs.temp, 'models') });
 onLoadedModelsChange((models) => post({ t: 'models', models }));
 
 /**
