@@ -14,6 +14,7 @@ import { v3Q8Migration } from './db/migrations/015_v3_q8.ts';
 import { v3ScopesMigration } from './db/migrations/016_v3_scopes.ts';
 import { v3Tasks } from './domain/v3/deletion.ts';
 import { v3ReasoningTasks } from './domain/v3/reasoning.ts';
+import { scopeTasks } from './domain/v3/scopes.ts';
 import { v3Routes } from './routes/v3/index.ts';
 import type { Ctx } from './domain/context.ts';
 import { createSearch, searchMigrations, type MemoryDeps } from './search/index.ts';
@@ -71,7 +72,7 @@ export async function buildApp(base: ServiceConfig): Promise<FastifyInstance> {
     // Job failures go to the app's log once it exists (the queue is created first).
     let log: { warn(obj: object, msg: string): void } | undefined;
     const queue = await createQueue(storage, {
-      tasks: { ...deriverTasks(deps), ...v3Tasks(storage), ...v3ReasoningTasks(() => ctx, config) },
+      tasks: { ...deriverTasks(deps), ...v3Tasks(storage), ...v3ReasoningTasks(() => ctx, config), ...scopeTasks(() => ctx) },
       concurrency: config.workerConcurrency ?? (storage.dialect.kind === 'postgres' ? 16 : 4),
       // graphile-worker's named queues: a worker that finds every available user queue locked by
       // concurrent fetches sleeps until a new job is added or its next poll, and a queue's next job

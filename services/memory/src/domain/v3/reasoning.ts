@@ -13,7 +13,6 @@ import { nextSeq } from '../values.ts';
 import { insertRows, type RowSet } from './bulk.ts';
 import { embedTexts, storeVectors } from './recall.ts';
 import { publishEvent, webhookTasks, type WebhookSettings } from './webhooks.ts';
-import { scopeTasks } from './scopes.ts';
 import { estimateTokens, meta, nanoid } from './util.ts';
 
 /**
@@ -449,6 +448,5 @@ export function v3ReasoningTasks(ctx: () => Ctx, config: MemoryConfig): Record<s
     [DREAM_TASK]: tracked(ctx, hooks, (p, c) => dream(p, c)),
     [INGEST_TASK]: (p) => ingest(p, ctx()),
     ...webhookTasks(),
-    ...scopeTasks(ctx),
   };
 }
