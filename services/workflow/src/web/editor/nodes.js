@@ -168,10 +168,15 @@ export function nodeClassOf(def) {
     onDrawBackground(ctx) {
       drawNodeImages(this, ctx);
     }
-    /** Widget sockets a saved workflow left out (the reference drops unconnected ones) come back in the class's order. */
+    /**
+     * Widget sockets a saved workflow left out (the reference drops unconnected ones) come back in the class's order.
+     * Saved values are kept as saved, as the reference's frontend keeps them: numbers are not rounded to the widget's
+     * step or clamped (a saved denoise of 0.8700000000000001 is sent so), and a button (Load Image's upload) is not
+     * pressed. The other widgets' callbacks run (an image COMBO shows its preview).
+     */
     onConfigure(info) {
       restoreWidgetSockets(this);
-      for (const w of this.widgets ?? []) w.callback?.(w.value);
+      for (const w of this.widgets ?? []) if (w.type !== 'number' && w.type !== 'button') w.callback?.(w.value);
     }
   }
   return ComfyNode;
