@@ -331,13 +331,16 @@ function namingStatements(pool: pg.Pool, max: number): void {
   });
 }
 
-/** Drops a PostgreSQL schema and everything in it (tests use a schema per server). */
-export async function dropPgSchema(url: string, schema: string): Promise<void> {
+/** Drops PostgreSQL schemas and everything in them (tests use a schema per server). */
+export async function dropPgSchema(url: string, schema: string | string[]): Promise<void> {
+  const schemas = Array.isArray(schema) ? schema : [schema];
+  if (schemas.length === 0) return;
   const pg = await loadPg();
   const c = new pg.Client({ connectionString: url });
   await c.connect();
   try {
-    await c.query(`drop schema if exists ${quoteIdent(schema)} cascade`);
+    // Several in one statement: one connection and one commit (a test server's close drops two).
+    await c.query(`drop schema if exists ${schemas.map(quoteIdent).join(', ')} cascade`);
   } finally {
     await c.end();
   }

@@ -36,8 +36,7 @@ export function testConfig(name: string, storage: StorageKind, overrides: Partia
 export async function cleanupConfig(cfg: ServiceConfig): Promise<void> {
   fs.rmSync(cfg.dataDir, { recursive: true, force: true });
   if (cfg.databaseUrl) {
-    await dropPgSchema(cfg.databaseUrl, cfg.pgSchema);
-    await dropPgSchema(cfg.databaseUrl, `${cfg.pgSchema}_worker`);
+    await dropPgSchema(cfg.databaseUrl, [cfg.pgSchema, `${cfg.pgSchema}_worker`]);
   }
 }
 
