@@ -16,21 +16,29 @@ function patternOf(url: string): RegExp {
  * Installed before the routes: it watches them being registered.
  */
 export function installAppendSlash(app: FastifyInstance): void {
-  const served: RegExp[] = [];
-  const slashed: RegExp[] = [];
+  // Route URLs as registered; their patterns are built on the first request that needs them (a start registers thousands).
+  const urls: string[] = [];
+  let patterns: { served: RegExp[]; slashed: RegExp[] } | undefined;
   app.addHook('onRoute', (route) => {
-    const methods = (Array.isArray(route.method) ? route.method : [route.method]).map((m) => m.toUpperCase());
-    if (!methods.includes('GET') && !methods.includes('HEAD')) return;
-    const re = patternOf(route.url);
-    served.push(re);
-    if (route.url.endsWith('/')) slashed.push(re);
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    if (!methods.some((m) => m.toUpperCase() === 'GET' || m.toUpperCase() === 'HEAD')) return;
+    urls.push(route.url);
+    patterns = undefined;
   });
+  const built = () => {
+    if (!patterns) {
+      const served = urls.map(patternOf);
+      patterns = { served, slashed: served.filter((_, i) => urls[i]!.endsWith('/')) };
+    }
+    return patterns;
+  };
   app.addHook('onRequest', async (req, reply) => {
     if (req.method !== 'GET' && req.method !== 'HEAD') return;
     const raw = req.url;
     const cut = raw.indexOf('?');
     const path = cut < 0 ? raw : raw.slice(0, cut);
     if (path.endsWith('/') || path.length > 2000) return;
+    const { served, slashed } = built();
     if (served.some((re) => re.test(path))) return;
     const target = `${path}/`;
     if (!slashed.some((re) => re.test(target))) return;

@@ -36,7 +36,8 @@ const METHOD_ORDER = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS'
 
 interface Pattern {
   url: string;
-  re: RegExp;
+  /** Built when first needed (a 405, OPTIONS): a start registers thousands of routes. */
+  re?: RegExp;
   methods: Set<string>;
 }
 
@@ -63,7 +64,7 @@ export class ApiConventions {
       if (!route.url.startsWith('/api/')) return;
       const methods = Array.isArray(route.method) ? route.method : [route.method];
       let p = this.#patterns.get(route.url);
-      if (!p) this.#patterns.set(route.url, (p = { url: route.url, re: patternOf(route.url), methods: new Set() }));
+      if (!p) this.#patterns.set(route.url, (p = { url: route.url, methods: new Set() }));
       for (const m of methods) p.methods.add(m.toUpperCase());
     });
     app.addHook('onRequest', async (req, reply) => {
@@ -87,7 +88,7 @@ export class ApiConventions {
   /** The `Allow` value of a concrete path, or undefined when no API route matches it. */
   allowFor(path: string): string | undefined {
     const methods = new Set<string>();
-    for (const p of this.#patterns.values()) if (p.re.test(path)) for (const m of p.methods) methods.add(m);
+    for (const p of this.#patterns.values()) if ((p.re ??= patternOf(p.url)).test(path)) for (const m of p.methods) methods.add(m);
     if (!methods.size) return undefined;
     if (methods.has('GET')) methods.add('HEAD');
     methods.add('OPTIONS');

@@ -67,19 +67,24 @@ function reshaped(req: FastifyRequest, status: number, payload: string): string 
 
 /** The methods each route pattern answers (fed by an onRoute hook), for the Allow header of a 405. */
 export class RouteMethods {
-  private readonly routes: Array<{ methods: string[]; re: RegExp }> = [];
+  /** A route's pattern is built when a path is first checked (a start registers hundreds of routes). */
+  private readonly routes: Array<{ methods: string[]; url: string; re?: RegExp }> = [];
 
   add(method: string | string[], url: string): void {
-    const pattern = url
-      .split('/')
-      .map((seg) => (seg === '*' ? '.*' : seg.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/:[A-Za-z0-9_]+/g, '[^/]+')))
-      .join('/');
-    this.routes.push({ methods: Array.isArray(method) ? method : [method], re: new RegExp(`^${pattern}$`) });
+    this.routes.push({ methods: Array.isArray(method) ? method : [method], url });
   }
 
   allowed(path: string): string[] {
     const out = new Set<string>();
-    for (const r of this.routes) if (r.re.test(path)) for (const m of r.methods) out.add(m);
+    for (const r of this.routes) if ((r.re ??= patternOf(r.url)).test(path)) for (const m of r.methods) out.add(m);
     return [...out].sort();
   }
+}
+
+function patternOf(url: string): RegExp {
+  const pattern = url
+    .split('/')
+    .map((seg) => (seg === '*' ? '.*' : seg.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/:[A-Za-z0-9_]+/g, '[^/]+')))
+    .join('/');
+  return new RegExp(`^${pattern}$`);
 }
