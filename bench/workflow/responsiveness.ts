@@ -12,7 +12,15 @@
  *
  * The service runs as `npm run workflow` runs it (the bundle), on SQLite.
  *
+ * `--heavy sd15`: the heavy prompts are the reference's default workflow
+ * (CheckpointLoaderSimple → CLIPTextEncode ×2 → KSampler → VAEDecode →
+ * SaveImage, a new seed each) on a generated checkpoint of the full SD1.5
+ * layout (random fp16 weights, 2 GB, written first), `--size` pixels square
+ * and `--steps` steps: what the API answers while a real-size model loads
+ * and samples.
+ *
  *   npx tsx bench/workflow/responsiveness.ts [--seconds 15] [--blurs 24] [--modes idle,threads,main]
+ *   npx tsx bench/workflow/responsiveness.ts --heavy sd15 --modes idle,threads --seconds 120 [--size 512] [--steps 4]
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -22,7 +30,14 @@ import { parseArgs } from 'node:util';
 import WebSocket from 'ws';
 
 const { values: args } = parseArgs({
-  options: { seconds: { type: 'string', default: '15' }, blurs: { type: 'string', default: '24' }, modes: { type: 'string', default: 'idle,threads,main' } },
+  options: {
+    seconds: { type: 'string', default: '15' },
+    blurs: { type: 'string', default: '24' },
+    modes: { type: 'string', default: 'idle,threads,main' },
+    heavy: { type: 'string', default: 'blur' },
+    size: { type: 'string', default: '512' },
+    steps: { type: 'string', default: '4' },
+  },
   strict: false,
 });
 const root = path.resolve(import.meta.dirname, '../..');
@@ -43,7 +58,15 @@ function startService(dir: string, extra: string[]): Promise<{ child: ChildProce
   });
 }
 
+const SD15_FILE = 'sd15-layout.safetensors';
+
 function heavyPrompt(i: number, blurs: number): Record<string, unknown> {
+  if (args.heavy === 'sd15') {
+    // A new seed per prompt: the sampler runs every time (the checkpoint and the text stay cached).
+    const p = defaultWorkflow(SD15_FILE, `bench-${i}`, Number(args.size), Number(args.size)) as Record<string, { inputs: Record<string, unknown> }>;
+    Object.assign(p['3']!.inputs, { seed: 1000 + i, steps: Number(args.steps) });
+    return p;
+  }
   // A distinct colour per prompt: nothing comes from the cache.
   const p: Record<string, unknown> = { '0': { class_type: 'EmptyImage', inputs: { width: 1024, height: 1024, batch_size: 1, color: (i * 7919) % 0xffffff } } };
   for (let k = 1; k <= blurs; k++) p[String(k)] = { class_type: 'ImageBlur', inputs: { image: [String(k - 1), 0], blur_radius: 31, sigma: 1 + (k % 5) } };
@@ -147,12 +170,24 @@ async function measure(url: string, seconds: number, heavy: boolean, blurs: numb
 const modes = String(args.modes).split(',');
 const seconds = Number(args.seconds);
 const blurs = Number(args.blurs);
+const { defaultWorkflow } = await import('../../services/workflow/test/nodes-helpers.ts');
 const { bundleService } = await import(path.join(root, 'scripts', 'run-service.mjs'));
 await bundleService('workflow');
 await bundleService('workflow:threads/execution-thread');
-console.log(`responsiveness: ${seconds} s per mode, heavy prompts of ${blurs} × ImageBlur r31 on 1024², load ${os.loadavg()[0]!.toFixed(1)}`);
+const what = args.heavy === 'sd15' ? `the default workflow on the full SD1.5 layout, ${args.size}², ${args.steps} steps` : `${blurs} × ImageBlur r31 on 1024²`;
+console.log(`responsiveness: ${seconds} s per mode, heavy prompts of ${what}, load ${os.loadavg()[0]!.toFixed(1)}`);
+let checkpoint: string | undefined;
+if (args.heavy === 'sd15') {
+  const { SD15, writeFixture } = await import('../../services/workflow/test/models-fixture.ts');
+  checkpoint = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'wf-resp-ckpt-')), SD15_FILE);
+  writeFixture(checkpoint, { ...SD15, dtype: 'F16' });
+}
 for (const mode of modes) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'wf-resp-'));
+  if (checkpoint) {
+    fs.mkdirSync(path.join(dir, 'models', 'checkpoints'), { recursive: true });
+    fs.linkSync(checkpoint, path.join(dir, 'models', 'checkpoints', SD15_FILE));
+  }
   const s = await startService(dir, mode === 'main' ? ['--execution-threads', '0'] : []);
   try {
     // Warm-up: the image library and the JIT.
@@ -166,3 +201,4 @@ for (const mode of modes) {
     fs.rmSync(dir, { recursive: true, force: true });
   }
 }
+if (checkpoint) fs.rmSync(path.dirname(checkpoint), { recursive: true, force: true });
