@@ -31,6 +31,20 @@ export const SD15: FixtureConfig = {
   vae: { ch: 128, mult: [1, 2, 4, 4], resBlocks: 2 },
 };
 
+/**
+ * The smallest checkpoint the reference's own CheckpointLoaderSimple takes as SD1.5 (models.md §3): its detection
+ * needs 320 model channels and SD1.5's CLIP-L and VAE, so only the UNet is cut (one level, one res block): about
+ * 233M parameters, 465 MB in fp16.
+ */
+export const LOADABLE_NAME = 'sd15-233m.safetensors';
+
+export const SD15_LOADABLE: FixtureConfig = {
+  unet: { ch: 320, mult: [1], resBlocks: 1, attnLevels: [true], depth: 1 },
+  clip: SD15.clip,
+  vae: SD15.vae,
+  dtype: 'F16',
+};
+
 export type Spec = [name: string, shape: number[], init: 'w' | 'one' | 'zero' | 'b' | 'emb'];
 
 export function unetSpecs(c: FixtureConfig['unet'], ctx: number): Spec[] {
