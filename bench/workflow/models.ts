@@ -84,7 +84,7 @@ async function child(file: string): Promise<void> {
     process.send!({ sessionS, upscaleS, peakRssMb: process.resourceUsage().maxRSS / 1024, loopDelayP99Ms: lag.p99, loopDelayMaxMs: lag.max, loopSamples: lag.samples });
     return;
   }
-  const { configureRuntime, loadCheckpoint, UNetModel, VaeModel } = await import('../../services/workflow/src/models/sd1.ts');
+  const { configureRuntime, loadCheckpoint, unloadAll, UNetModel, VaeModel } = await import('../../services/workflow/src/models/sd1.ts');
   configureRuntime({ threads });
   const t0 = performance.now();
   const ck = await loadCheckpoint(file, family === 'sdxl' ? 'unet' : 'checkpoint');
@@ -115,6 +115,8 @@ async function child(file: string): Promise<void> {
     decodeS = (performance.now() - t1) / 1000;
   }
   const peak = process.resourceUsage().maxRSS / 1024;
+  // Unloaded, so the checkpoint's float32 copy (gigabytes in the temporary folder) goes with it.
+  await unloadAll();
   process.send!({ sessionS, unetS, decodeS, peakRssMb: peak, loopDelayP99Ms: lag.p99, loopDelayMaxMs: lag.max, loopSamples: lag.samples });
 }
 
