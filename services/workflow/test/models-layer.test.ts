@@ -208,8 +208,8 @@ describe('the tiny SD1.x checkpoint against the reference', () => {
   test("half weights are read from one float32 copy the checkpoint's sessions share, removed when it is released; a dead process's copy is swept", async () => {
     const work = fs.mkdtempSync(path.join(os.tmpdir(), 'models-f32-'));
     const dead = spawnSync(process.execPath, ['-e', '']).pid!;
-    const stale = path.join(work, `svc-f32-${dead}-0.bin`);
-    const alive = path.join(work, `svc-f32-${process.ppid}-0.bin`);
+    const stale = path.join(work, `svc-f32-${dead}-0-0.bin`);
+    const alive = path.join(work, `svc-f32-${process.ppid}-0-0.bin`);
     fs.writeFileSync(stale, 'x');
     fs.writeFileSync(alive, 'x');
     const own = () => fs.readdirSync(work).filter((n) => n.startsWith(`svc-f32-${process.pid}-`));

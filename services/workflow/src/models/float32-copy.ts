@@ -10,13 +10,14 @@
  * per session, made while the bytes it came from are held too: SDXL's UNet
  * needed 20 GB that way.
  *
- * The file lives in the work folder as `svc-f32-<pid>-<n>.bin` until the
+ * The file lives in the work folder as `svc-f32-<pid>-<thread>-<n>.bin` until the
  * checkpoint is released; one left by a process that died is removed by the
  * next process that makes one.
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { threadId } from 'node:worker_threads';
 import { DTYPE_SIZE, type Dtype } from './tensor-file.ts';
 
 /** The external-data name sessions see the copy under. */
@@ -65,6 +66,27 @@ function f16Table(): Float32Array {
 }
 
 let sequence = 0;
+
+/**
+ * Copies not disposed yet. A checkpoint nobody releases (a loader's file kept
+ * outside the model cache) leaves its copy to the garbage collector, and the
+ * process's end removes what is left; a process that is killed leaves them to
+ * the next one's sweep.
+ */
+const live = new Set<string>();
+const collected = new FinalizationRegistry<string>((file) => {
+  live.delete(file);
+  fs.rm(file, { force: true }, () => {});
+});
+process.once('exit', () => {
+  for (const file of live) {
+    try {
+      fs.rmSync(file, { force: true });
+    } catch {
+      // Best effort: the next process's sweep removes it.
+    }
+  }
+});
 const swept = new Set<string>();
 
 /** Removes copies whose process is gone (a crash, a kill), once per process and folder. */
@@ -73,7 +95,7 @@ async function sweep(dir: string): Promise<void> {
   swept.add(dir);
   const names = await fs.promises.readdir(dir).catch(() => [] as string[]);
   for (const name of names) {
-    const m = /^svc-f32-(\d+)-\d+\.bin$/.exec(name);
+    const m = /^svc-f32-(\d+)-\d+-\d+\.bin$/.exec(name);
     if (!m || Number(m[1]) === process.pid) continue;
     try {
       process.kill(Number(m[1]), 0);
@@ -100,7 +122,10 @@ export class Float32Copy {
     readonly source: string,
     workDir: string = os.tmpdir(),
   ) {
-    this.path = path.join(workDir, `svc-f32-${process.pid}-${sequence++}.bin`);
+    // Execution threads of one process each count from 0: the thread's id keeps their names apart.
+    this.path = path.join(workDir, `svc-f32-${process.pid}-${threadId}-${sequence++}.bin`);
+    live.add(this.path);
+    collected.register(this, this.path, this);
   }
 
   /**
@@ -184,6 +209,8 @@ export class Float32Copy {
   /** Deletes the file; sessions that mapped it keep their pages until they are released. */
   async dispose(): Promise<void> {
     this.disposed = true;
+    collected.unregister(this);
+    live.delete(this.path);
     await this.queue;
     await fs.promises.rm(this.path, { force: true });
   }
