@@ -18,6 +18,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { threadId } from 'node:worker_threads';
+import { halfToFloat } from './safetensors.ts';
 import { DTYPE_SIZE, type Dtype } from './tensor-file.ts';
 
 /** The external-data name sessions see the copy under. */
@@ -48,21 +49,10 @@ interface Entry {
 const MAX_TRANSPOSED_BYTES = 1 << 30;
 
 let halfTable: Float32Array | undefined;
-/** Every F16 bit pattern's float32 value (256 KiB, made once). */
+/** Every F16 bit pattern's float32 value (256 KiB, made once): converting a tensor is one lookup per value. */
 function f16Table(): Float32Array {
-  if (halfTable) return halfTable;
-  const t = new Float32Array(65536);
-  const bits = new Uint32Array(t.buffer);
-  for (let h = 0; h < 65536; h++) {
-    const sign = (h & 0x8000) << 16;
-    const e = (h >> 10) & 0x1f;
-    const m = h & 0x3ff;
-    if (e === 0) t[h] = (sign ? -1 : 1) * m * 2 ** -24;
-    else if (e === 31) bits[h] = sign | 0x7f800000 | (m << 13);
-    else bits[h] = sign | ((e + 112) << 23) | (m << 13);
-  }
-  halfTable = t;
-  return t;
+  halfTable ??= Float32Array.from({ length: 65536 }, (_, h) => halfToFloat(h));
+  return halfTable;
 }
 
 let sequence = 0;
