@@ -3,7 +3,7 @@
 // frontend's format, run against this service.
 import '@comfyorg/litegraph/style.css';
 import '../style.css';
-import { ContextMenu, LGraph, LGraphCanvas, LGraphGroup, LiteGraph, SubgraphNode } from '@comfyorg/litegraph';
+import { CanvasPointer, ContextMenu, LGraph, LGraphCanvas, LGraphGroup, LiteGraph, SubgraphNode } from '@comfyorg/litegraph';
 import { api, errorText, runtime } from './api.js';
 import { $, el, escapeHtml, toast } from './dom.js';
 import { History } from './history.js';
@@ -600,6 +600,10 @@ function applySetting(id, v) {
   if (id === 'Comfy.Graph.CanvasInfo') canvas.show_info = !!v;
   if (id === 'Comfy.SnapToGrid.GridSize') LiteGraph.CANVAS_GRID_SIZE = Number(v) || 10;
   if (id === 'Comfy.Queue.MaxHistoryItems') scheduleRefresh();
+  // The reference frontend's pointer settings, for hands (and machines) slower than the graph library's defaults.
+  if (id === 'Comfy.Pointer.DoubleClickTime') CanvasPointer.doubleClickTime = Number(v) || 300;
+  if (id === 'Comfy.Pointer.ClickBufferTime') CanvasPointer.bufferTime = Number(v) || 0;
+  if (id === 'Comfy.Pointer.ClickDrift') CanvasPointer.maxClickDrift = Number(v) || 0;
   canvas.setDirty(true, true);
 }
 
@@ -659,7 +663,7 @@ function addNode(type, pos = [0, 0]) {
   return node;
 }
 
-window.wfPage = { graph, canvas, history, state, graphToPrompt, settings, open, toScreen, addNode, LiteGraph };
+window.wfPage = { graph, canvas, history, state, graphToPrompt, settings, open, toScreen, addNode, LiteGraph, CanvasPointer };
 
 start().catch((err) => {
   toast(err.message, 'error');

@@ -189,6 +189,9 @@ export const SETTINGS = [
   { id: 'Comfy.Queue.MaxHistoryItems', name: 'Jobs shown in the history', type: 'number', min: 1, max: 256, default: 64 },
   { id: 'Comfy.Graph.CanvasInfo', name: 'Show canvas info (frames per second, nodes)', type: 'boolean', default: false },
   { id: 'Comfy.SnapToGrid.GridSize', name: 'Snap to grid size (hold Shift while moving)', type: 'number', min: 1, max: 500, default: 10 },
+  { id: 'Comfy.Pointer.DoubleClickTime', name: 'Double-click interval (ms)', type: 'number', min: 100, max: 5000, default: 300 },
+  { id: 'Comfy.Pointer.ClickBufferTime', name: 'Time a press may last and still be a click (ms)', type: 'number', min: 0, max: 5000, default: 150 },
+  { id: 'Comfy.Pointer.ClickDrift', name: 'Distance a click may drift (px)', type: 'number', min: 0, max: 50, default: 6 },
 ];
 
 export const settings = {};
