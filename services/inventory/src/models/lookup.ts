@@ -48,10 +48,13 @@ export function objectUrl(base: string, m: ModelDef, id: number | string): strin
 /** NetBox's app labels as its object-type pickers show them. */
 const APP_LABELS: Record<string, string> = { dcim: 'DCIM', ipam: 'IPAM', extras: 'Extras', tenancy: 'Tenancy', virtualization: 'Virtualization', circuits: 'Circuits' };
 
+/** Object types of the change log that are no model of the registry: the event pipeline's own. */
+const OTHER_LABELS: Record<string, string> = { 'extras.eventrule': 'Extras > Event rule', 'extras.webhook': 'Extras > Webhook' };
+
 /** How NetBox names an object type in pickers: "DCIM > Device type", "IPAM > IP address". */
 export function objectTypeLabel(objectType: string): string {
   const m = byType.get(objectType);
-  if (!m) return objectType;
+  if (!m) return OTHER_LABELS[objectType] ?? objectType;
   const v = m.verboseName;
   return `${APP_LABELS[m.app] ?? m.app} > ${v.charAt(0).toUpperCase()}${v.slice(1)}`;
 }

@@ -33,8 +33,12 @@ export function changedKeys(pre: Record<string, unknown> | null, post: Record<st
   return new Set([...keys].filter((k) => JSON.stringify(pre?.[k] ?? null) !== JSON.stringify(post?.[k] ?? null)));
 }
 
+/** The admin pages of the event pipeline's objects, which are no model of the registry. */
+const ADMIN_PAGES: Record<string, string> = { 'extras.eventrule': '/ui/event-rules/', 'extras.webhook': '/ui/webhooks/' };
+
 function objectCell(c: any): SafeHtml {
-  const href = c.changed_object ? pageOf(c.changed_object) : undefined;
+  const admin = ADMIN_PAGES[String(c.changed_object_type)];
+  const href = c.changed_object ? pageOf(c.changed_object) : admin && c.action?.value !== 'delete' && c.action !== 'delete' ? `${admin}${Number(c.changed_object_id)}/` : undefined;
   return href ? html`<a href="${href}">${c.object_repr}</a>` : html`${c.object_repr}`;
 }
 
@@ -69,7 +73,7 @@ async function listPage(req: FastifyRequest, reply: FastifyReply, get: Get) {
     if (perPage !== PER_PAGE) s.set('per_page', String(perPage));
     return `/core/changelog/?${s.toString()}`;
   };
-  const types = [...new Set(MODELS.map((m) => m.objectType))].sort();
+  const types = [...new Set([...MODELS.map((m) => m.objectType), ...Object.keys(ADMIN_PAGES)])].sort();
   const body = html`<form method="get" action="/core/changelog/" class="filters" data-testid="filter-form">
 <label>Search <input type="search" name="q" value="${one(q.q)}" data-testid="quick-search"></label>
 <label>User <input type="text" name="user_name" value="${one(q.user_name)}" size="10"></label>

@@ -107,7 +107,8 @@ type Q = Record<string, string | string[] | undefined>;
 
 const listUrl = (m: ModelDef) => `/${m.app}/${m.path}/`;
 const apiList = (m: ModelDef) => `/api/${m.app}/${m.path}/`;
-const plural = (m: ModelDef) => (/(s|x)$/.test(m.verboseName) ? `${m.verboseName}es` : /[^aeiou]y$/.test(m.verboseName) ? `${m.verboseName.slice(0, -1)}ies` : `${m.verboseName}s`);
+// NetBox's plurals: "virtual chassis" stays as it is.
+const plural = (m: ModelDef) => (/chassis$/.test(m.verboseName) ? m.verboseName : /(s|x)$/.test(m.verboseName) ? `${m.verboseName}es` : /[^aeiou]y$/.test(m.verboseName) ? `${m.verboseName.slice(0, -1)}ies` : `${m.verboseName}s`);
 /** A field's label as the model declares it (`Primary IPv4`), else one derived from its name. */
 const fieldLabel = (m: ModelDef, name: string) => m.fields.find((f) => f.name === name)?.label ?? labelOf(name);
 const title = (s: string) => s.charAt(0).toUpperCase() + s.slice(1);
@@ -299,6 +300,13 @@ function relatedOf(m: ModelDef): Array<{ model: ModelDef; filter: string }> {
   return out;
 }
 
+/** A related model's row label; a model related through more than one field names the field too ("Device bays (installed device)"). */
+function relatedLabel(x: { model: ModelDef; filter: string }, all: Array<{ model: ModelDef; filter: string }>): string {
+  const name = title(plural(x.model));
+  const first = all.find((y) => y.model === x.model);
+  return first === x ? name : `${name} (${labelOf(x.filter.replace(/_id$/, '')).toLowerCase()})`;
+}
+
 function tabs(m: ModelDef, id: number, active: 'object' | 'changelog' | 'journal' | 'render-config'): SafeHtml {
   const render = rendersConfig(m) ? html`<a href="${listUrl(m)}${id}/render-config/" class="${active === 'render-config' ? 'active' : ''}" data-testid="render-config-tab">Render config</a>` : '';
   const journal = takesJournal(m) ? html`<a href="${listUrl(m)}${id}/journal/" class="${active === 'journal' ? 'active' : ''}" data-testid="journal-tab">Journal</a>` : '';
@@ -329,7 +337,7 @@ ${tabs(m, id, 'object')}
 <div>
 ${m.taggable ? html`<h2>Tags</h2><p data-testid="tags">${(o.tags ?? []).length ? (o.tags as any[]).map((t) => html`<a class="badge badge-gray" href="/extras/tags/${t.id}/">${t.name}</a> `) : html`<span class="muted">No tags</span>`}</p>` : ''}
 ${m.taggable && Object.keys(o.custom_fields ?? {}).length ? html`<h2>Custom fields</h2><table class="kv">${Object.entries(o.custom_fields).map(([k, v]) => html`<tr><th>${k}</th><td>${cell(v)}</td></tr>`)}</table>` : ''}
-${counts.size || related.length ? html`<h2>Related objects</h2><table class="kv" data-testid="related">${related.map((x) => html`<tr><th><a href="${listUrl(x.model)}?${x.filter}=${id}">${title(plural(x.model))}</a></th><td>${x.count}</td></tr>`)}</table>` : ''}
+${counts.size || related.length ? html`<h2>Related objects</h2><table class="kv" data-testid="related">${related.map((x) => html`<tr><th><a href="${listUrl(x.model)}?${x.filter}=${id}">${relatedLabel(x, related)}</a></th><td>${x.count}</td></tr>`)}</table>` : ''}
 <p class="muted">Created ${formatTime(o.created)} · Updated ${formatTime(o.last_updated)}</p>
 </div></div>`;
   return sendPage(req, reply, { title: String(o.display), section: 'inventory', body });

@@ -13,6 +13,9 @@ const OBJECT_TYPES = EVENT_OBJECT_TYPES.map((t) => ({ value: t as string, label:
 
 const EVENT_TYPE_OPTIONS = EVENT_TYPES.map((t) => ({ value: t as string, label: t.replace('object_', 'Object ') }));
 
+/** Event types as the form names them ("Object created"), unknown values as they are. */
+const eventTypeLabels = (types: unknown): string => (Array.isArray(types) ? types : []).map((t) => EVENT_TYPE_OPTIONS.find((o) => o.value === t)?.label ?? String(t)).join(', ');
+
 const FIELDS = ['name', 'description', 'object_types', 'event_types', 'enabled', 'conditions', 'action_type', 'action_object_type', 'action_object_id', 'action_data'] as const;
 const MAX_JSON_CHARS = 64 * 1024;
 
@@ -145,7 +148,7 @@ export function registerEventRuleRoutes(app: FastifyInstance, backend: UiBackend
 <table class="list" data-testid="event-rules">
 <thead><tr><th>Name</th><th>Enabled</th><th>Object types</th><th>Event types</th><th>Action</th><th>Description</th></tr></thead>
 <tbody>${rows.length === 0 ? html`<tr><td colspan="6" class="muted">No event rules yet.</td></tr>` : rows.map(
-      (rule) => html`<tr><td><a href="/ui/event-rules/${urlPart(rule.id)}/">${rule.name}</a></td><td>${rule.enabled ? 'yes' : 'no'}</td><td>${(rule.object_types ?? []).map(objectTypeLabel).join(', ')}</td><td>${(rule.event_types ?? []).join(', ')}</td><td>${actionLabel(rule)}</td><td>${rule.description}</td></tr>`,
+      (rule) => html`<tr><td><a href="/ui/event-rules/${urlPart(rule.id)}/">${rule.name}</a></td><td>${rule.enabled ? 'yes' : 'no'}</td><td>${(rule.object_types ?? []).map(objectTypeLabel).join(', ')}</td><td>${eventTypeLabels(rule.event_types)}</td><td>${actionLabel(rule)}</td><td>${rule.description}</td></tr>`,
     )}</tbody></table>
 ${pager('/ui/event-rules/', r.body.count ?? rows.length, limit, offset)}`;
     return sendPage(req, reply, { title: 'Event rules', section: 'event-rules', body });
@@ -181,7 +184,7 @@ ${pager('/ui/event-rules/', r.body.count ?? rows.length, limit, offset)}`;
 <a class="button danger" href="/ui/event-rules/${id!}/delete" data-testid="delete">Delete</a></div>` : ''}
 <table class="kv" data-testid="rule-detail">
 ${row('Name', String(rule.name ?? ''))}${row('Description', String(rule.description ?? ''))}${row('Enabled', rule.enabled ? 'yes' : 'no')}
-${row('Object types', (rule.object_types ?? []).map(objectTypeLabel).join(', '))}${row('Event types', (rule.event_types ?? []).join(', '))}
+${row('Object types', (rule.object_types ?? []).map(objectTypeLabel).join(', '))}${row('Event types', eventTypeLabels(rule.event_types))}
 ${row('Conditions', html`<pre>${rule.conditions === null || rule.conditions === undefined ? '—' : prettyJson(rule.conditions)}</pre>`)}
 ${row('Action', actionLabel(rule))}
 ${row('Action data', html`<pre>${rule.action_data === null || rule.action_data === undefined ? '—' : prettyJson(rule.action_data)}</pre>`)}
