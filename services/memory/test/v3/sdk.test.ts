@@ -206,6 +206,83 @@ forEachStorage('memory v3 through @honcho-ai/sdk', (storage) => {
     });
   });
 
+  it('the remaining public methods: refresh, session configuration, workspace conclusions, getMany/derived, card and representation targets, pages', async () => {
+    const id = wsName('ws');
+    const h = honcho(id);
+    await h.setMetadata({ v: 1 });
+    await h.refresh();
+    assert.deepEqual(h.metadata, { v: 1 });
+    assert.equal(h.baseURL, s.url);
+    const alice = await h.peer('alice', { metadata: { a: 1 } });
+    const bob = await h.peer('bob');
+    // Another client changes them; refresh() reads them back.
+    const other = honcho(id);
+    await (await other.peer('alice')).setMetadata({ a: 2 });
+    await alice.refresh();
+    assert.deepEqual(alice.metadata, { a: 2 });
+    assert.match(String(alice.createdAt), /^\d{4}-/);
+    const session = await h.session('s1', { metadata: { t: 1 } });
+    await session.setConfiguration({ summary: { enabled: false } } as any);
+    const sc: any = await session.getConfiguration();
+    assert.equal(sc.summary?.enabled, false);
+    await (await other.session('s1')).setMetadata({ t: 2 });
+    await session.refresh();
+    assert.deepEqual(session.metadata, { t: 2 });
+    assert.equal(session.isActive, true);
+    assert.match(String(session.createdAt), /^\d{4}-/);
+    await session.addPeers([alice, bob]);
+
+    // Conclusions written by the client (reasoning never ran here): pair views, the workspace view, newest first.
+    const self = await alice.conclusions.create([{ content: 'alice likes tea', sessionId: session }, { content: 'alice reads novels' }]);
+    const about = await bob.conclusionsOf(alice).create({ content: 'alice is kind', sessionId: 's1' });
+    const own = await (await alice.conclusions.list()).toArray();
+    assert.deepEqual(own.map((c) => c.content).sort(), ['alice likes tea', 'alice reads novels']);
+    const inSession = await (await alice.conclusions.list({ session })).toArray();
+    assert.deepEqual(inSession.map((c) => c.content), ['alice likes tea']);
+    const many = await alice.conclusions.getMany([self[0]!.id, self[1]!.id, about[0]!.id, 'missing']);
+    assert.deepEqual(many.map((c) => c.id).sort(), [self[0]!.id, self[1]!.id].sort());
+    const wsAll = await h.conclusions.list();
+    assert.equal(wsAll.total, 3);
+    assert.deepEqual(wsAll.items.map((c) => c.id), [about[0]!.id, self[1]!.id, self[0]!.id]);
+    const oldest = await h.conclusions.list({ reverse: true, size: 1 });
+    assert.equal(oldest.items[0]!.id, self[0]!.id);
+    assert.deepEqual((await (await h.conclusions.list({ filters: { observer_id: 'bob' } })).toArray()).map((c) => c.content), ['alice is kind']);
+    assert.equal((await h.conclusions.get(about[0]!.id)).observerId, 'bob');
+    assert.deepEqual((await h.conclusions.getMany([about[0]!.id, self[0]!.id])).map((c) => c.id).sort(), [about[0]!.id, self[0]!.id].sort());
+    // No dream wrote a conclusion from these: nothing derived.
+    const derived = await alice.conclusions.derived(self[0]!.id);
+    assert.deepEqual([derived.total, derived.items.length], [0, 0]);
+    assert.match(await alice.conclusions.representation(), /alice likes tea/);
+    assert.match(await bob.conclusionsOf(alice).representation(), /alice is kind/);
+    assert.match(await bob.representation({ target: alice } as any), /alice is kind/);
+    assert.match(await session.representation(alice), /alice likes tea/);
+    assert.match(await session.representation(bob, { target: alice }), /alice is kind/);
+
+    // Cards: self and about another peer; card() is getCard().
+    assert.deepEqual(await bob.setCard(['Kind'], alice), ['Kind']);
+    assert.deepEqual(await bob.getCard(alice), ['Kind']);
+    assert.deepEqual(await bob.card('alice'), ['Kind']);
+    assert.equal(await bob.card(), null);
+    const pctx = await bob.context({ target: alice, searchQuery: 'kind', searchTopK: 5 });
+    assert.deepEqual([pctx.peerId, pctx.targetId, pctx.peerCard], ['bob', 'alice', ['Kind']]);
+    assert.match(String(pctx.representation), /alice is kind/);
+
+    // Pages: size, count, next page, indexing, async iteration; queue status scoped to a sender and a session.
+    await session.addMessages(Array.from({ length: 5 }, (_, i) => alice.message(`m${i}`)));
+    const p1 = await session.messages({ size: 2 } as any);
+    assert.deepEqual([p1.total, p1.page, p1.size, p1.pages, p1.length, p1.hasNextPage], [5, 1, 2, 3, 2, true]);
+    assert.equal(p1.get(1).content, 'm1');
+    const p3 = await (await p1.getNextPage())!.getNextPage();
+    assert.deepEqual([p3!.page, p3!.items.map((m) => m.content), p3!.hasNextPage], [3, ['m4'], false]);
+    assert.equal(await p3!.getNextPage(), null);
+    const seen: string[] = [];
+    for await (const m of p1) seen.push(m.content);
+    assert.deepEqual(seen, ['m0', 'm1', 'm2', 'm3', 'm4']);
+    const qs: any = await h.queueStatus({ sender: alice, session });
+    assert.ok(qs.totalWorkUnits >= 0 && typeof qs.pendingWorkUnits === 'number', JSON.stringify(qs));
+    assert.ok(String(h).includes(id) && String(alice).includes('alice') && String(session).includes('s1'));
+  });
+
   it('errors arrive as the SDK error classes', async () => {
     const h = honcho();
     const session = await h.session('s1');

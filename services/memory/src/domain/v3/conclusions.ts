@@ -43,7 +43,8 @@ export async function listConclusions(ctx: Ctx, workspace: string, filters: unkn
   const cond = compileFilter(filters, CONCLUSION_FILTER, ctx.storage.dialect);
   let base = ctx.storage.db.selectFrom('v3_conclusions').where('v3_conclusions.workspace', '=', workspace) as any;
   if (cond) base = base.where(cond);
-  return pageQuery(base, 'v3_conclusions', ['v3_conclusions.created_at', 'v3_conclusions.seq'], pagingOf(q), conclusionToJson);
+  // Newest first unless `reverse` (the reference's get_documents_with_filters).
+  return pageQuery(base, 'v3_conclusions', ['v3_conclusions.created_at', 'v3_conclusions.seq'], { ...pagingOf(q), reverse: q.reverse !== true }, conclusionToJson);
 }
 
 /** Semantic search of one (observer, observed) pair's conclusions, named in `filters`. */

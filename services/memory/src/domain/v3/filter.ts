@@ -9,9 +9,12 @@ import { parseIsoTime, validation } from './util.ts';
  * condition for either dialect; anything it cannot express is a 422
  * `{"detail": …}` before any SQL runs.
  */
-export type ColumnKind = 'text' | 'time' | 'bool' | 'int' | 'json';
+export type ColumnKind = 'text' | 'time' | 'bool' | 'int' | 'json' | 'absent';
 export interface FilterColumn {
-  /** Qualified column reference, e.g. `v3_messages.peer`. */
+  /**
+   * Qualified column reference, e.g. `v3_messages.peer`. Kind `absent`: a JSON list column of the reference
+   * that this service never fills (every row holds NULL there), so it has no SQL column.
+   */
   ref: string;
   kind: ColumnKind;
 }
@@ -82,6 +85,7 @@ class Compiler {
     const col = Object.hasOwn(this.model.columns, key) ? this.model.columns[key] : undefined;
     if (!col) throw fail(`Column '${key}' is not allowed to be filtered on or does not exist on ${this.model.name}`);
     if (value === '*') return undefined;
+    if (col.kind === 'absent') return this.absent(key, value);
     const ref = sql.ref(col.ref);
     if (value === null) return sql`(${ref} is null)`;
     if (Array.isArray(value) && col.kind !== 'json') value = { in: value };
@@ -135,6 +139,28 @@ class Compiler {
       const operand = this.operand(key, col, v, op);
       if (col.kind === 'bool' && op !== 'ne') throw fail(`Operator '${op}' is not supported on boolean column '${key}'`);
       conds.push(sql`(${ref} ${sql.raw(SQL_OP[op]!)} ${operand})`);
+    }
+    return and(conds);
+  }
+
+  /**
+   * A column that is NULL on every row (kind `absent`): `null` matches all, `{"ne": null}` and containment
+   * match none. Containment takes a list or an object, as on the reference's JSONB columns, and also one
+   * string (an element: the SDK's `conclusions.derived()` sends `{"source_ids": {"contains": id}}`).
+   */
+  absent(key: string, value: unknown): Cond | undefined {
+    if (value === null) return sql`(1 = 1)`;
+    const ops = isObj(value) && Object.keys(value).some((k) => OPS.has(k)) ? value : { contains: value };
+    const conds: Cond[] = [];
+    for (const [op, v] of Object.entries(ops)) {
+      this.count();
+      if (!OPS.has(op)) throw fail(`Unsupported comparison operator: ${op}`);
+      if (v === '*') continue;
+      if (v === null && op !== 'ne') throw fail(`Operator '${op}' does not accept null. Use {"ne": null} for a not-null check, or null on its own for a null check.`);
+      if (v !== null && !(op === 'contains' && (isObj(v) || Array.isArray(v) || typeof v === 'string'))) {
+        throw fail(`Invalid filter for column '${key}': a JSONB column takes an object, optionally under 'contains'`);
+      }
+      conds.push(sql`(1 = 0)`);
     }
     return and(conds);
   }
@@ -300,6 +326,10 @@ export const MESSAGE_FILTER: FilterModel = {
 export const CONCLUSION_FILTER: FilterModel = {
   name: 'Document',
   columns: {
+    // The reference also takes its Document columns by their own names (`id`: the SDK's `getMany`; `source_ids`:
+    // its `derived`, links the dreamer writes, which this service's dreams do not).
+    id: { ref: 'v3_conclusions.id', kind: 'text' },
+    source_ids: { ref: '', kind: 'absent' },
     session_id: { ref: 'v3_conclusions.session', kind: 'text' },
     workspace_id: { ref: 'v3_conclusions.workspace', kind: 'text' },
     observer_id: { ref: 'v3_conclusions.observer', kind: 'text' },
