@@ -5,6 +5,7 @@
  * onto each skip the output side takes). A null entry adds nothing.
  */
 import type { DiscreteSchedule } from './schedules.ts';
+import type { Checkpoint } from './sd1.ts';
 
 export interface ResidualTensor {
   shape: number[];
@@ -32,6 +33,8 @@ export interface ControlCall {
   batched: number;
   /** The model's σ schedule, for the start and end percents. */
   schedule: DiscreteSchedule;
+  /** The sampled model's checkpoint (its LoRA patches included): a Control-LoRA's ControlNet is built from its UNet. */
+  model?: Checkpoint;
 }
 
 export interface ControlSource {

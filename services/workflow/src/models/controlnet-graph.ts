@@ -16,13 +16,51 @@ import { inputBlock, middleBlock, unetInputs } from './unet-graph.ts';
 const HINT_CONVS = [0, 2, 4, 6, 8, 10, 12, 14];
 const HINT_STRIDED = new Set([4, 8, 12]);
 
-export function buildControlNetGraph(g: OnnxGraph, cfg: UNetConfig, hintChannels: number): Uint8Array {
-  const { x, context, emb } = unetInputs(g, cfg);
+/**
+ * A union ControlNet (cldm.ControlNet with union_controlnet_num_control_type):
+ * `ctype_emb` [1, 256·types] (the sinusoidal embedding of the one-hot control
+ * type, computed in JavaScript) goes through control_add_embedding into the
+ * time embedding; with a type set (`typed`), `task_index` [1] picks its row of
+ * task_embedding and the hint features are fused as union_controlnet_merge
+ * does: their spatial mean plus that row, one transformer layer over a
+ * sequence of one (its attention is its value projection: a softmax over one
+ * key is 1), spatial_ch_projs added to every pixel.
+ */
+export interface UnionGraphOptions {
+  types: number;
+  typed: boolean;
+}
+
+function unionMerge(g: OnnxGraph, guided: string): string {
+  const taskIndex = g.input('task_index', DataType.INT64, [1]);
+  let x = g.op('ReduceMean', [guided, g.i64([2, 3])], { keepdims: 0 });
+  x = g.add(x, g.op('Gather', [g.w('task_embedding'), taskIndex], { axis: 0 }));
+  const T = 'transformer_layes.0';
+  // in_proj's value rows (640 … 960) and bias.
+  const slice = (key: string) => g.op('Slice', [g.w(key), g.i64([640]), g.i64([960]), g.i64([0])]);
+  const v = g.add(g.op('MatMul', [g.layerNorm(x, `${T}.ln_1`, 1e-5), g.op('Transpose', [slice(`${T}.attn.in_proj.weight`)], { perm: [1, 0] })]), slice(`${T}.attn.in_proj.bias`));
+  x = g.add(x, g.linear(v, `${T}.attn.out_proj`));
+  const fc = g.linear(g.layerNorm(x, `${T}.ln_2`, 1e-5), `${T}.mlp.c_fc`);
+  const gelu = g.mul(fc, g.op('Sigmoid', [g.scale(fc, 1.702)]));
+  x = g.add(x, g.linear(gelu, `${T}.mlp.c_proj`));
+  const alpha = g.op('Unsqueeze', [g.linear(x, 'spatial_ch_projs'), g.i64([2, 3])]);
+  return g.add(guided, alpha);
+}
+
+export function buildControlNetGraph(g: OnnxGraph, cfg: UNetConfig, hintChannels: number, union?: UnionGraphOptions): Uint8Array {
+  const addToEmb = union
+    ? (emb: string) => {
+        const c = g.input('ctype_emb', DataType.FLOAT, [1, 256 * union.types]);
+        return g.add(emb, g.linear(g.silu(g.linear(c, 'control_add_embedding.linear_1')), 'control_add_embedding.linear_2'));
+      }
+    : undefined;
+  const { x, context, emb } = unetInputs(g, cfg, { addToEmb });
   let guided = g.input('hint', DataType.FLOAT, ['hint_batch', hintChannels, 'hint_height', 'hint_width']);
   HINT_CONVS.forEach((k, i) => {
     guided = g.conv(guided, `input_hint_block.${k}`, { stride: HINT_STRIDED.has(k) ? 2 : 1 });
     if (i < HINT_CONVS.length - 1) guided = g.silu(guided);
   });
+  if (union?.typed) guided = unionMerge(g, guided);
   let h = x;
   cfg.inputBlocks.forEach((b, i) => {
     h = inputBlock(g, h, b, emb, context, cfg);

@@ -7,6 +7,7 @@
  * scaled by its strength, summed with those of the controls before it.
  */
 import type { ControlCall, ControlResiduals, ControlSource, ResidualTensor } from './control-residuals.ts';
+import { ControlLoraModel } from './control-lora.ts';
 import { buildControlNetGraph } from './controlnet-graph.ts';
 import { CONTROL_PREFIX, detectControl, type ControlNetSpec, type T2IAdapterSpec } from './detect-control.ts';
 import { OnnxGraph } from './graph-builder.ts';
@@ -35,17 +36,27 @@ export class ControlNetModel {
     this.spec = detectControl(checkpoint.file) as ControlNetSpec;
   }
 
+  /** SetUnionControlNetType's control_type extra argument: [] (auto) or one type number. */
+  readonly controlType: readonly number[] = [];
+
   /** DiffControlNetLoader's: the same file read as the model's weights plus its own (the patches say how). */
   withCheckpoint(checkpoint: Checkpoint): ControlNetModel {
     return Object.assign(Object.create(ControlNetModel.prototype) as ControlNetModel, this, { checkpoint });
+  }
+
+  /** SetUnionControlNetType: a copy with this control type (other ControlNets take the argument and ignore it, as the reference's). */
+  withControlType(controlType: readonly number[]): ControlNetModel {
+    return Object.assign(Object.create(ControlNetModel.prototype) as ControlNetModel, this, { controlType });
   }
 
   /** cldm.ControlNet.forward: x (scaled) [N, C, h, w], hint [1 or N, c, 8h, 8w] → one residual per input block and one for the middle. */
   async forward(call: ControlCall, hint: Planar): Promise<{ output: Planar[]; middle: Planar[] }> {
     const cfg = this.spec.unet;
     const n = call.shape[0]!;
-    const kind = 'controlnet';
-    const build = () => buildControlNetGraph(new OnnxGraph(this.checkpoint.file, WEIGHTS_LOCATION, CONTROL_PREFIX), cfg, this.spec.hintChannels);
+    const union = this.spec.union;
+    const typed = !!union && this.controlType.length > 0;
+    const kind = union ? (typed ? 'controlnet:union-typed' : 'controlnet:union') : 'controlnet';
+    const build = () => buildControlNetGraph(new OnnxGraph(this.checkpoint.file, WEIGHTS_LOCATION, CONTROL_PREFIX), cfg, this.spec.hintChannels, union && { types: union.types, typed });
     if (call.context.shape[2] !== cfg.contextDim) throw new Error(`the conditioning has width ${call.context.shape[2]}; this ControlNet's cross-attention takes ${cfg.contextDim}`);
     if (hint.shape[1] !== this.spec.hintChannels) throw new Error(`this ControlNet takes a hint of ${this.spec.hintChannels} channels, got ${hint.shape[1]}`);
     const feeds: Record<string, OrtTensor> = {
@@ -58,10 +69,39 @@ export class ControlNetModel {
       if (!call.y || call.y.length !== n * cfg.admInChannels) throw new Error(`this ControlNet needs each conditioning's adm vector of ${cfg.admInChannels} values: use an SDXL model's conditioning`);
       feeds.y = ortTensor('float32', call.y, [n, cfg.admInChannels]);
     }
+    if (union) Object.assign(feeds, unionFeeds(this.controlType, union.types));
     const out = await this.checkpoint.run(kind, build, feeds);
     const planar = (t: OrtTensor): Planar => ({ shape: [...t.dims], data: t.data as Float32Array });
     return { output: cfg.inputBlocks.map((_, i) => planar(out[`out_${i}`]!)), middle: [planar(out.mid!)] };
   }
+}
+
+/** The reference's UNION_CONTROLNET_TYPES (comfy/cldm/control_types.py), SetUnionControlNetType's list after "auto". */
+export const UNION_CONTROLNET_TYPES: Record<string, number> = {
+  openpose: 0,
+  depth: 1,
+  'hed/pidi/scribble/ted': 2,
+  'canny/lineart/anime_lineart/mlsd': 3,
+  normal: 4,
+  segment: 5,
+  tile: 6,
+  repaint: 7,
+};
+
+/** A union ControlNet's inputs for its control types: the one-hot type's sinusoidal embedding (ControlAddEmbedding) and the task row. */
+function unionFeeds(controlType: readonly number[], types: number): Record<string, OrtTensor> {
+  const over = controlType.filter((c) => c >= types);
+  if (over.length) {
+    const max = Math.max(...controlType);
+    const name = Object.entries(UNION_CONTROLNET_TYPES).find(([, v]) => v === max)?.[0] ?? String(max);
+    throw new Error(`Control type ${name}(${max}) is out of range for the number of control types(${types}) supported.\nPlease consider using the ProMax ControlNet Union model.\nhttps://huggingface.co/xinsir/controlnet-union-sdxl-1.0/tree/main`);
+  }
+  const oneHot = new Array<number>(types).fill(0);
+  for (const c of controlType) oneHot[c] = 1;
+  const feeds: Record<string, OrtTensor> = { ctype_emb: ortTensor('float32', timestepEmbedding(oneHot, 256), [1, 256 * types]) };
+  // union_controlnet_merge takes the first type only (range(min(1, len))).
+  if (controlType.length) feeds.task_index = ortTensor('int64', BigInt64Array.from([BigInt(controlType[0]!)]), [1]);
+  return feeds;
 }
 
 /** A T2I adapter's weights: features from the hint alone, once per hint size. */
@@ -92,7 +132,9 @@ export class T2IAdapterModel {
   }
 }
 
-export type ControlModel = ControlNetModel | T2IAdapterModel;
+export { ControlLoraModel };
+
+export type ControlModel = ControlNetModel | T2IAdapterModel | ControlLoraModel;
 
 /** comfy.utils.common_upscale of a planar hint to width×height with the reference's method and center crop (given by the caller's layer). */
 export type HintResize = (hint: Planar, width: number, height: number) => Planar;
@@ -248,6 +290,7 @@ export async function loadControl(path: string): Promise<ControlModel> {
   const checkpoint = await loadCheckpoint(path, 'control');
   const spec = detectControl(checkpoint.file);
   if (spec.kind === 't2i') return new T2IAdapterModel(checkpoint);
+  if (spec.kind === 'control_lora') return new ControlLoraModel(checkpoint);
   const stem = path.replace(/\.[^./\\]*$/, '');
   return new ControlNetModel(checkpoint, stem.endsWith('_shuffle') || stem.endsWith('_shuffle_fp16'));
 }

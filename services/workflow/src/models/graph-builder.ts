@@ -16,8 +16,8 @@ const ONNX_DTYPE: Record<string, number> = { F32: DataType.FLOAT, F16: DataType.
 
 export class OnnxGraph {
   private readonly nodes: NodeSpec[] = [];
-  private readonly inits: TensorValue[] = [];
-  private readonly weightNames = new Map<string, string>();
+  protected readonly inits: TensorValue[] = [];
+  protected readonly weightNames = new Map<string, string>();
   private readonly inputs: ValueInfo[] = [];
   private readonly outputs: ValueInfo[] = [];
   private n = 0;

@@ -5,7 +5,7 @@
  * run them unchanged and the weights are still read from the file itself.
  */
 import { CLIP_PREFIX, detectClip, detectVae, UNET_PREFIX, VAE_PREFIX, type DetectedCheckpoint, type UNetConfig } from './detect.ts';
-import { CONTROL_PREFIX, detectControl, diffusersControlNetNames, t2iKeyName } from './detect-control.ts';
+import { CONTROL_PREFIX, detectControl, diffusersControlNetNames, isUnionKey, t2iKeyName } from './detect-control.ts';
 import { ModelFileError, type SafetensorsFile } from './safetensors.ts';
 
 /** `control`: a ControlNet or T2I adapter (ControlNetLoader; detect-control.ts tells which). */
@@ -21,12 +21,17 @@ export function partView(file: SafetensorsFile, part: ModelPart): SafetensorsFil
   if (part === 'taesd') return file;
   // ControlNets are read under control_model. (the .pth layout); diffusers-layout T2I adapters under the single-file names.
   if (part === 'control') {
-    if (!file.has(`${CONTROL_PREFIX}zero_convs.0.0.weight`) && file.has('zero_convs.0.0.weight')) return rebase(file, '', CONTROL_PREFIX);
+    // A Control-LoRA keeps its own names (its ControlNet is built from the sampled model's UNet, controlnet.ts).
+    if (file.has('lora_controlnet')) return file;
+    // The single-file layouts: a union ControlNet's parts there are left out, as the reference's loader leaves them.
+    if (!file.has(`${CONTROL_PREFIX}zero_convs.0.0.weight`) && file.has('zero_convs.0.0.weight')) return file.renamed((k) => (isUnionKey(k) ? undefined : CONTROL_PREFIX + k));
+    if (file.has(`${CONTROL_PREFIX}zero_convs.0.0.weight`)) return file.renamed((k) => (k.startsWith(CONTROL_PREFIX) && isUnionKey(k.slice(CONTROL_PREFIX.length)) ? undefined : k));
     if (file.has('adapter.body.0.resnets.0.block1.weight')) return file.renamed(t2iKeyName);
-    // Diffusers' layout; a union ControlNet's extra parts keep their names, so detection names it.
     if (file.has('controlnet_cond_embedding.conv_in.weight')) {
-      if (file.has('control_add_embedding.linear_1.bias')) return file;
-      return file.renamed(diffusersControlNetNames(file.tensors.keys()));
+      const names = diffusersControlNetNames(file.tensors.keys());
+      // Diffusers' layout; a union ControlNet's parts (control_add_embedding …) under control_model. too, nn.MultiheadAttention's in_proj_ renamed as the reference does.
+      if (!file.has('control_add_embedding.linear_1.bias')) return file.renamed(names);
+      return file.renamed((k) => (isUnionKey(k) ? CONTROL_PREFIX + k.replace('.attn.in_proj_', '.attn.in_proj.') : names(k)));
     }
     return file;
   }
@@ -56,6 +61,8 @@ export function detectPart(file: SafetensorsFile, part: 'clip' | 'vae' | 'taesd'
   if (part === 'control') {
     const spec = detectControl(file);
     if (spec.kind === 't2i') return { family: spec.xl ? 'sdxl' : 'sd1', referenceShaped: false, unet: undefined as unknown as UNetConfig, clip: null, vae: null };
+    // A Control-LoRA's family is the model's it is sampled with.
+    if (spec.kind === 'control_lora') return { family: 'sd1', referenceShaped: false, unet: undefined as unknown as UNetConfig, clip: null, vae: null };
     const u = spec.unet;
     return { family: u.admInChannels ? 'sdxl' : u.linearProjection ? 'sd2' : 'sd1', referenceShaped: false, unet: u, clip: null, vae: null };
   }

@@ -22,7 +22,7 @@ import { DiscreteSchedule, ksamplerSigmas } from './schedules.ts';
 import { ModelFileError, SafetensorsFile } from './safetensors.ts';
 import { deviceName } from './device.ts';
 import { Float32Copy, Float32CopyError } from './float32-copy.ts';
-import { createSession, ortTensor, sessionDevice, WEIGHTS_LOCATION, type OrtTensor, type RuntimeOptions, type Session } from './session.ts';
+import { createSession, ortTensor, sessionDevice, WEIGHTS_LOCATION, type ExtraWeights, type OrtTensor, type RuntimeOptions, type Session } from './session.ts';
 import { buildUNetGraph, timestepEmbedding } from './unet-graph.ts';
 import { buildVaeDecoderGraph, buildVaeEncoderGraph } from './vae-graph.ts';
 
@@ -95,8 +95,8 @@ export class Checkpoint {
     return Object.assign(Object.create(base) as Checkpoint, { patches });
   }
 
-  /** A session, made once per kind (and patch set); a failed build is forgotten so the next call tries again. */
-  session(kind: string, build: () => Uint8Array): Promise<Session> {
+  /** A session, made once per kind (and patch set); a failed build is forgotten so the next call tries again. `extra`: other files its graph reads. */
+  session(kind: string, build: () => Uint8Array, extra: () => Promise<ExtraWeights[]> = async () => []): Promise<Session> {
     const patches = this.patches && !this.patches.empty ? this.patches : undefined;
     const key = patches ? `${kind}#${patches.key}` : kind;
     let s = this.sessions.get(key);
@@ -113,7 +113,7 @@ export class Checkpoint {
             OnnxGraph.activePatches = undefined;
             OnnxGraph.activeFloat32 = undefined;
           }
-          return await createSession(model, this.file, runtimeOptions, patches ? [{ name: patches.location, data: data! }] : [], this.float32);
+          return await createSession(model, this.file, runtimeOptions, [...(patches ? [{ name: patches.location, data: data! }] : []), ...(await extra())], this.float32);
         } catch (err) {
           // Shapes that passed detection but do not fit together end here: name the file, not only ONNX Runtime's node.
           if (err instanceof ModelFileError || err instanceof Float32CopyError) throw err;
@@ -142,8 +142,8 @@ export class Checkpoint {
   }
 
   /** Runs a session; a failure names the file (weights whose shapes passed detection may still not fit together). */
-  async run(kind: string, build: () => Uint8Array, feeds: Record<string, OrtTensor>): Promise<Record<string, OrtTensor>> {
-    const s = await this.session(kind, build);
+  async run(kind: string, build: () => Uint8Array, feeds: Record<string, OrtTensor>, extra?: () => Promise<ExtraWeights[]>): Promise<Record<string, OrtTensor>> {
+    const s = await this.session(kind, build, extra);
     try {
       return await s.run(feeds);
     } catch (err) {
@@ -346,7 +346,7 @@ export class UNetModel {
     if (context.control) {
       // get_control: the ControlNets see what the UNet sees (the scaled input, the timestep, the batch's context and adm rows).
       const y = this.checkpoint.detected.unet.admInChannels ? this.admRows(context, shape[0]!) : undefined;
-      control = await context.control.residuals({ x: xin, shape, sigma, timestep, context: { shape: context.shape, data: context.data }, y, batched: context.batched ?? 1, schedule: s.schedule });
+      control = await context.control.residuals({ x: xin, shape, sigma, timestep, context: { shape: context.shape, data: context.data }, y, batched: context.batched ?? 1, schedule: s.schedule, model: this.checkpoint });
     }
     const out = await this.eps(xin, shape, timestep, context, control);
     return s.denoised(sigma, out, x);

@@ -24,6 +24,7 @@ export function buildT2IAdapterGraph(g: OnnxGraph, spec: T2IAdapterSpec, height:
   let w = width / r;
   const split = g.op('Reshape', [hint, g.i64([0, c, h, r, w, r])]);
   let x = g.op('Reshape', [g.op('Transpose', [split], { perm: [0, 1, 3, 5, 2, 4] }), g.i64([0, c * r * r, h, w])]);
+  if (spec.light) return lightBody(g, x, spec, h, w);
   x = g.conv(x, 'conv_in');
   for (let level = 0; level < 4; level++) {
     for (let j = 0; j < spec.blocksPerLevel; j++) {
@@ -49,4 +50,27 @@ export function buildT2IAdapterGraph(g: OnnxGraph, spec: T2IAdapterSpec, height:
     g.output(x, `feat_${level}`, ['batch', `c${level}`, `h${level}`, `w${level}`]);
   }
   return g.encode('t2i_adapter');
+}
+
+/**
+ * Adapter_light's body: per level an extractor (average-pool downsampling
+ * after the first, a 1×1 in_conv to a quarter of the width, res blocks of two
+ * 3×3 convs, a 1×1 out_conv to the level's width), its output a feature.
+ */
+function lightBody(g: OnnxGraph, x: string, spec: T2IAdapterSpec, h: number, w: number): Uint8Array {
+  for (let level = 0; level < spec.channels.length; level++) {
+    const key = `body.${level}`;
+    if (level > 0) {
+      // Downsample(use_conv=False): AvgPool2d(2, 2) with padding (h % 2, w % 2), zeros counted.
+      const [ph, pw] = [h % 2, w % 2];
+      x = g.op('AveragePool', [x], { kernel_shape: [2, 2], strides: [2, 2], pads: [ph, pw, ph, pw], count_include_pad: 1 });
+      h = Math.floor((h + 2 * ph - 2) / 2) + 1;
+      w = Math.floor((w + 2 * pw - 2) / 2) + 1;
+    }
+    x = g.conv(x, `${key}.in_conv`);
+    for (let j = 0; j < spec.blocksPerLevel; j++) x = g.add(g.conv(g.op('Relu', [g.conv(x, `${key}.body.${j}.block1`)]), `${key}.body.${j}.block2`), x);
+    x = g.conv(x, `${key}.out_conv`);
+    g.output(x, `feat_${level}`, ['batch', `c${level}`, `h${level}`, `w${level}`]);
+  }
+  return g.encode('t2i_adapter_light');
 }

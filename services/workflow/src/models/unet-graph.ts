@@ -64,11 +64,13 @@ export interface UNetGraphOptions {
 }
 
 /** The inputs every UNet-shaped graph takes (x, t_emb, context, SDXL's y) and the embedding `emb` the res blocks read. */
-export function unetInputs(g: OnnxGraph, cfg: UNetConfig): { x: string; context: string; emb: string } {
+export function unetInputs(g: OnnxGraph, cfg: UNetConfig, opts: { addToEmb?: (emb: string) => string } = {}): { x: string; context: string; emb: string } {
   const x = g.input('x', DataType.FLOAT, ['batch', cfg.inChannels, 'height', 'width']);
   const tEmb = g.input('t_emb', DataType.FLOAT, ['batch', cfg.modelChannels]);
   const context = g.input('context', DataType.FLOAT, ['batch', 'tokens', cfg.contextDim]);
   let emb = g.linear(g.silu(g.linear(tEmb, 'time_embed.0')), 'time_embed.2');
+  // A union ControlNet's control-type embedding joins the time embedding before label_emb's does.
+  if (opts.addToEmb) emb = opts.addToEmb(emb);
   if (cfg.admInChannels) {
     // SDXL: the adm vector `y` (pooled text + size/crop embeddings) through label_emb, added to the time embedding.
     const y = g.input('y', DataType.FLOAT, ['batch', cfg.admInChannels]);

@@ -6,7 +6,7 @@
  * application of it on every conditioning entry, over the one it had.
  */
 import { ModelFolders } from '../../domain/models.ts';
-import { AppliedControl, ControlNetModel, differenceControlNet, loadControl, T2IAdapterModel, type ControlModel, type Planar } from '../../models/controlnet.ts';
+import { AppliedControl, ControlLoraModel, ControlNetModel, differenceControlNet, loadControl, T2IAdapterModel, UNION_CONTROLNET_TYPES, type ControlModel, type Planar } from '../../models/controlnet.ts';
 import { ModelFileError } from '../../models/safetensors.ts';
 import { UNetModel, VaeModel, type ConditioningEntry } from '../../models/sd1.ts';
 import type { NodeDefinition, NodeEnv, NodeInputs } from '../api.ts';
@@ -33,7 +33,7 @@ async function openControl(dirs: NodeEnv['dirs'], name: unknown): Promise<Contro
 }
 
 function checkControl(v: unknown): ControlModel {
-  if (!(v instanceof ControlNetModel) && !(v instanceof T2IAdapterModel)) throw nodeError('the control_net input is not a CONTROL_NET');
+  if (!(v instanceof ControlNetModel) && !(v instanceof T2IAdapterModel) && !(v instanceof ControlLoraModel)) throw nodeError('the control_net input is not a CONTROL_NET');
   return v;
 }
 
@@ -170,6 +170,20 @@ export function controlNodes(dirs: NodeEnv['dirs']): NodeDefinition[] {
             return [t, { ...o, control: c, control_apply_to_uncond: false }];
           });
         return [apply(pos), apply(neg)];
+      },
+    },
+    {
+      name: 'SetUnionControlNetType',
+      displayName: 'SetUnionControlNetType',
+      category: 'conditioning/controlnet',
+      pythonModule: 'comfy_extras.nodes_controlnet',
+      inputs: { required: { control_net: ['CONTROL_NET'], type: [['auto', ...Object.keys(UNION_CONTROLNET_TYPES)]] } },
+      outputs: ['CONTROL_NET'],
+      execute: ({ control_net, type }) => {
+        const net = checkControl(control_net);
+        const n = UNION_CONTROLNET_TYPES[String(type)] ?? -1;
+        // A copy with the control_type extra argument; a ControlNet that is not a union one (or an adapter) ignores it.
+        return [net instanceof ControlNetModel ? net.withControlType(n >= 0 ? [n] : []) : net];
       },
     },
   ];
