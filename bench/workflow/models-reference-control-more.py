@@ -17,7 +17,7 @@ the base model's own (unet_config_from_diffusers_unet), as they would be at full
 import base64
 import json
 import sys
-comfy_dir, union_base_path, union_path, base_path, lora_path, xl_path, xl_lora_path, light_path, out_path = sys.argv[1:10]
+comfy_dir, union_base_path, union_path, base_path, lora_path, xl_path, xl_lora_path, light_path, union_xl_path, union_xl_net_path, out_path = sys.argv[1:12]
 from reference_env import load_family, load_sd1, open_reference, pattern, summary  # noqa: E402
 
 torch = open_reference(comfy_dir)
@@ -66,9 +66,10 @@ set_type = SetUnionControlNetType()
 with torch.inference_mode():
     # --- union ControlNet (diffusers layout) for a 320-channel SD1.5-shaped UNet
     upatcher, uencode, uvae = load_sd1(union_base_path)
-    base_config = dict(upatcher.model.model_config.unet_config)
+    # The config a full-width file would be matched to: the model's own.
+    base_config = {"cfg": dict(upatcher.model.model_config.unet_config)}
     _from_diffusers = comfy.model_detection.unet_config_from_diffusers_unet
-    comfy.model_detection.unet_config_from_diffusers_unet = lambda sd, dtype=None: _from_diffusers(sd, dtype) or dict(base_config)
+    comfy.model_detection.unet_config_from_diffusers_unet = lambda sd, dtype=None: _from_diffusers(sd, dtype) or dict(base_config["cfg"])
     union = comfy.controlnet.load_controlnet(union_path)
     assert union.control_model.num_control_type == 6
     pos = uencode("a house, (garden:1.2)")
@@ -88,6 +89,17 @@ with torch.inference_mode():
     (back,) = set_type.set_controlnet_type(typed, "auto")
     p, n = advanced.apply_controlnet(pos, neg, back, image(64, 64, 5), 0.9, 0.1, 0.9)
     out["union_back_to_auto"] = run(upatcher, uvae, p, n, 42)
+
+    # --- an SDXL union ControlNet (ProMax's eight types; label_emb as add_embedding), canny
+    uxl_model, uxl_patcher, uxl_clip, uxl_vae = load_family(union_xl_path, comfy.supported_models.SDXL)
+    base_config["cfg"] = dict(uxl_patcher.model.model_config.unet_config)
+    union_xl = comfy.controlnet.load_controlnet(union_xl_net_path)
+    assert union_xl.control_model.num_control_type == 8 and union_xl.control_model.label_emb is not None
+    xpos = nodes.CLIPTextEncode().encode(uxl_clip, "a lighthouse at dusk")[0]
+    xneg = nodes.CLIPTextEncode().encode(uxl_clip, "fog")[0]
+    (typed,) = set_type.set_controlnet_type(union_xl, "canny/lineart/anime_lineart/mlsd")
+    p, n = advanced.apply_controlnet(xpos, xneg, typed, image(64, 48, 19), 0.9, 0.0, 0.8)
+    out["union_xl_canny"] = run(uxl_patcher, uxl_vae, p, n, 45, cfg=5.0, latent=torch.zeros((1, 4, 6, 8)))
 
     # --- Control-LoRA on the tiny SD1.5-shaped model: its ControlNet is built from the model at pre_run
     patcher, encode, vae = load_sd1(base_path)

@@ -14,7 +14,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { writeFixture } from '../../services/workflow/test/models-fixture.ts';
 import { CONTROL_BASE } from '../../services/workflow/test/models-control-fixture.ts';
-import { UNION_BASE, writeControlLora, writeLightAdapter, writeUnionControlNet, writeXLControlLora } from '../../services/workflow/test/models-control-more-fixture.ts';
+import { UNION_BASE, UNION_XL, writeControlLora, writeLightAdapter, writeUnionControlNet, writeXLControlLora, writeXLUnionControlNet } from '../../services/workflow/test/models-control-more-fixture.ts';
 import { SDXL_TINY, writeXLFixture } from '../../services/workflow/test/models-fixture-xl.ts';
 
 const python = process.env.REF_PYTHON ?? 'python3';
@@ -29,6 +29,8 @@ const files = {
   xl: path.join(dir, 'sdxl.safetensors'),
   xlLora: path.join(dir, 'control-lora-xl.safetensors'),
   light: path.join(dir, 't2i-light.safetensors'),
+  unionXl: path.join(dir, 'union-xl-base.safetensors'),
+  unionXlNet: path.join(dir, 'union-xl.safetensors'),
 };
 writeFixture(files.unionBase, UNION_BASE);
 writeUnionControlNet(files.union, UNION_BASE);
@@ -37,9 +39,11 @@ writeControlLora(files.lora, CONTROL_BASE);
 writeXLFixture(files.xl, SDXL_TINY);
 writeXLControlLora(files.xlLora, SDXL_TINY);
 writeLightAdapter(files.light);
+writeXLFixture(files.unionXl, UNION_XL);
+writeXLUnionControlNet(files.unionXlNet, UNION_XL);
 const out = path.join(import.meta.dirname, '../../services/workflow/test/fixtures/models-reference-control-more.json');
 try {
-  execFileSync(python, [path.join(import.meta.dirname, 'models-reference-control-more.py'), comfy, files.unionBase, files.union, files.base, files.lora, files.xl, files.xlLora, files.light, out], {
+  execFileSync(python, [path.join(import.meta.dirname, 'models-reference-control-more.py'), comfy, files.unionBase, files.union, files.base, files.lora, files.xl, files.xlLora, files.light, files.unionXl, files.unionXlNet, out], {
     stdio: 'inherit',
     env: { ...process.env, OMP_NUM_THREADS: '1' },
   });

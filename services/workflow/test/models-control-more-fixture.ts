@@ -9,7 +9,7 @@
  * the other fixtures' (noise scaled by 1/√fan_in).
  */
 import { controlNetSpecs, diffusersName, xlControlNetSpecs } from './models-control-fixture.ts';
-import type { XLFixtureConfig } from './models-fixture-xl.ts';
+import { SDXL_TINY, type XLFixtureConfig } from './models-fixture-xl.ts';
 import { writeSpecs, type FixtureConfig, type Spec } from './models-fixture.ts';
 
 /** The smallest UNet a union ControlNet fits: 320 channels, one level with one res block and a transformer; a tiny CLIP and VAE. */
@@ -40,6 +40,16 @@ export function unionSpecs(types: number, modelChannels = 320): Spec[] {
 /** A union ControlNet for `cfg`'s UNet in the diffusers layout: the ControlNet's tensors under diffusers' names, then the union parts. */
 export function writeUnionControlNet(file: string, cfg: FixtureConfig, types = 6, seed = 21): string[] {
   const net = controlNetSpecs(cfg, { prefix: '' }).map(([k, shape, init]): Spec => [diffusersName(k, cfg), shape, init]);
+  return writeSpecs(file, [...net, ...unionSpecs(types, cfg.unet.ch)], {}, seed);
+}
+
+/** An SDXL-shaped UNet a union ControlNet fits (320 channels, one level, 64-channel heads, label_emb), the XL fixture's text towers. */
+export const UNION_XL: XLFixtureConfig = { family: 'sdxl', unet: { ch: 320, mult: [1], resBlocks: 1, depth: [1], midDepth: 1 }, text: SDXL_TINY.text, vae: true };
+
+/** An SDXL union ControlNet in the diffusers layout (label_emb as add_embedding), as xinsir's controlnet-union-sdxl files are. */
+export function writeXLUnionControlNet(file: string, cfg: XLFixtureConfig, types = 8, seed = 29): string[] {
+  const names = { unet: { resBlocks: cfg.unet.resBlocks } } as FixtureConfig;
+  const net = xlControlNetSpecs(cfg, { prefix: '' }).map(([k, shape, init]): Spec => [diffusersName(k, names), shape, init]);
   return writeSpecs(file, [...net, ...unionSpecs(types, cfg.unet.ch)], {}, seed);
 }
 

@@ -19,7 +19,7 @@ import { resizeHint } from '../src/nodes/sd/control-nodes.ts';
 import { startWorkflow } from './helpers.ts';
 import { closeTo, pattern, readReference } from './models-compare.ts';
 import { CONTROL_BASE, controlNetSpecs, diffusersName } from './models-control-fixture.ts';
-import { controlLoraSpecs, lightAdapterSpecs, UNION_BASE, unionSpecs, writeControlLora, writeLightAdapter, writeUnionControlNet, writeXLControlLora } from './models-control-more-fixture.ts';
+import { controlLoraSpecs, lightAdapterSpecs, UNION_BASE, UNION_XL, unionSpecs, writeControlLora, writeLightAdapter, writeUnionControlNet, writeXLControlLora, writeXLUnionControlNet } from './models-control-more-fixture.ts';
 import { SDXL_TINY, writeXLFixture } from './models-fixture-xl.ts';
 import { writeFixture, writeSpecs, type Spec } from './models-fixture.ts';
 import { image, putInput, readOutput, run, type Server } from './nodes-helpers.ts';
@@ -112,6 +112,25 @@ describe('union ControlNets (ControlNet++) against the reference', () => {
     const depth = net.withControlType([1]);
     closeTo(await run(apply(depth, planarHint(64, 64, 5), 0.9, [0.1, 0.9]), 42), ref.union_depth.latent, 5e-4, 'depth');
     closeTo(await run(apply(depth.withControlType([]), planarHint(64, 64, 5), 0.9, [0.1, 0.9]), 42), ref.union_back_to_auto.latent, 5e-4, 'back to auto');
+  });
+
+  test('SDXL (xinsir\'s layout: eight types, label_emb as add_embedding): canny, each entry\'s adm vector to it', async () => {
+    const xl = path.join(dir, 'union-xl-base.safetensors');
+    const xlNet = path.join(dir, 'union-xl.safetensors');
+    writeXLFixture(xl, UNION_XL);
+    writeXLUnionControlNet(xlNet, UNION_XL);
+    const ck = await loadCheckpoint(xl);
+    const xlModel = new UNetModel(ck);
+    const clip = new XLClipModel(ck);
+    const net = await loadControl(xlNet);
+    assert.ok(net instanceof ControlNetModel);
+    assert.deepEqual(net.spec.union, { types: 8 });
+    assert.equal(net.spec.unet.admInChannels, xlModel.checkpoint.detected.unet.admInChannels);
+    const c = apply(net.withControlType([3]), planarHint(64, 48, 19), 0.9, [0, 0.8]);
+    const [p, n] = [await clip.encode('a lighthouse at dusk'), await clip.encode('fog')];
+    const out = await sample({ model: xlModel, positive: withControl(p, c), negative: withControl(n, c), cfg: 5, samplerName: 'euler', scheduler: 'normal', steps: 4, seed: 45, latent: { shape: [1, 4, 6, 8], data: new Float32Array(192) } });
+    // The XL fixtures' sampling tolerance (models-xl.test.ts).
+    closeTo(out, ref.union_xl_canny.latent, 2e-3, 'SDXL union canny');
   });
 
   test('a type beyond the file\'s task embeddings is the reference\'s error when sampled', async () => {
