@@ -4,7 +4,7 @@
  * its union parts from, for a 320-channel UNet since its task embedding is 320
  * wide), Control-LoRAs (up/down pairs for most linear and conv weights of a
  * ControlNet's encoder, full tensors for the hint block, zero convs, norms and
- * most biases, and `lora_controlnet`) and a T2I "light" adapter (the
+ * most biases, and an empty `lora_controlnet`; the SD1.5-shaped one in float16) and a T2I "light" adapter (the
  * reference's fixed widths 320/640/1280/1280, stored in float16). Values as
  * the other fixtures' (noise scaled by 1/√fan_in).
  */
@@ -63,7 +63,8 @@ const LOW_RANK_MODULES = ['time_embed.', 'label_emb.', 'input_blocks.', 'middle_
  * every other encoder bias is left to the model's, the rest is stored whole.
  */
 export function controlLoraSpecs(net: Spec[], rank = 4): Spec[] {
-  const s: Spec[] = [['lora_controlnet', [1], 'zero']];
+  // As Stability's ControlLoraSave writes it: an empty tensor.
+  const s: Spec[] = [['lora_controlnet', [0], 'zero']];
   let n = 0;
   let b = 0;
   for (const [k, shape, init] of net) {
@@ -81,8 +82,9 @@ export function controlLoraSpecs(net: Spec[], rank = 4): Spec[] {
   return s;
 }
 
+/** In float16, as Stability's Control-LoRAs are stored. */
 export function writeControlLora(file: string, cfg: FixtureConfig, seed = 23): string[] {
-  return writeSpecs(file, controlLoraSpecs(controlNetSpecs(cfg, { prefix: '' })), {}, seed);
+  return writeSpecs(file, controlLoraSpecs(controlNetSpecs(cfg, { prefix: '' })), { dtype: 'F16' }, seed);
 }
 
 export function writeXLControlLora(file: string, cfg: XLFixtureConfig, seed = 25): string[] {
