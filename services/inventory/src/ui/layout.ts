@@ -18,7 +18,7 @@ export interface PageOptions {
   flashes?: Flash[];
   body: SafeHtml;
   /** Active top-level section, highlighted in the nav. */
-  section?: 'webhooks' | 'event-rules' | 'tasks' | 'home' | 'inventory';
+  section?: 'webhooks' | 'event-rules' | 'tasks' | 'home' | 'inventory' | 'search' | 'changelog' | 'tokens';
 }
 
 export function page(o: PageOptions): string {
@@ -26,9 +26,9 @@ export function page(o: PageOptions): string {
     ? html`<nav>
   <a class="brand" href="/ui/">Inventory admin</a>
   <a href="/dcim/sites/" class="${o.section === 'inventory' ? 'active' : ''}">Inventory</a>
-  <a href="/search/">Search</a>
-  <a href="/core/changelog/">Change log</a>
-  <a href="/user/api-tokens/">API tokens</a>
+  <a href="/search/" class="${o.section === 'search' ? 'active' : ''}">Search</a>
+  <a href="/core/changelog/" class="${o.section === 'changelog' ? 'active' : ''}">Change log</a>
+  <a href="/user/api-tokens/" class="${o.section === 'tokens' ? 'active' : ''}">API tokens</a>
   <a href="/ui/webhooks/" class="${o.section === 'webhooks' ? 'active' : ''}">Webhooks</a>
   <a href="/ui/event-rules/" class="${o.section === 'event-rules' ? 'active' : ''}">Event rules</a>
   ${o.viewer.isSuperuser ? html`<span class="menu-group">System</span>

@@ -84,6 +84,8 @@ describe("inventory UI in a browser: a person's paths", { skip }, () => {
     const h1 = async () => ((await page.textContent('h1')) ?? '').trim();
     const flashText = async () => ((await page.locator('.flash').allTextContents()).join(' ')).trim();
     const pathname = () => new URL(page.url()).pathname;
+    /** The navigation's highlighted entries. */
+    const activeNav = async () => (await page.locator('nav a.active').allTextContents()).map((t) => t.trim()).join(', ');
     /** Logs out through the navigation's button (a fresh session for the next login). */
     const logOut = async () => {
       await page.click('nav form button[type=submit]');
@@ -168,6 +170,7 @@ describe("inventory UI in a browser: a person's paths", { skip }, () => {
       step(async () => {
         await page.click('nav a:has-text("Search")');
         assert.equal(pathname(), '/search/');
+        assert.equal(await activeNav(), 'Search');
         await page.fill('[data-testid=global-search]', 'edge2');
         await page.click('form.filters button[type=submit]');
         const headings = await page.locator('main h2').allTextContents();
@@ -245,6 +248,7 @@ describe("inventory UI in a browser: a person's paths", { skip }, () => {
       step(async () => {
         await page.click('nav a:has-text("Change log")');
         assert.equal(pathname(), '/core/changelog/');
+        assert.equal(await activeNav(), 'Change log');
         assert.ok((await page.locator('[data-testid=changelog-list] tbody tr').count()) > 10);
         await page.selectOption('[data-testid=filter-form] select[name=action]', 'delete');
         await page.click('[data-testid=filter-form] button[type=submit]');
@@ -282,6 +286,7 @@ describe("inventory UI in a browser: a person's paths", { skip }, () => {
       step(async () => {
         await page.click('nav a:has-text("API tokens")');
         assert.equal(pathname(), '/user/api-tokens/');
+        assert.equal(await activeNav(), 'API tokens');
         const before = await page.locator('[data-testid=tokens] tbody tr').count();
         assert.equal(before, 1, "alice's session token only");
         await page.click('[data-testid=add-token]');
@@ -290,6 +295,7 @@ describe("inventory UI in a browser: a person's paths", { skip }, () => {
         await page.click('[data-testid=create-token]');
         assert.match((await page.textContent('[data-field=expires]')) ?? '', /Enter a valid date\/time\./);
         assert.equal(await page.inputValue('#f-description'), 'ci runner');
+        await shot('token-form-error');
         await page.fill('#f-expires', '2999-12-31 23:00');
         await page.click('[data-testid=create-token]');
         const key = ((await page.textContent('[data-testid=new-key]')) ?? '').trim();
@@ -307,6 +313,7 @@ describe("inventory UI in a browser: a person's paths", { skip }, () => {
         await page.locator('[data-testid=tokens] tbody tr', { hasText: 'ci runner' }).locator('[data-testid=revoke]').click();
         assert.match((await page.textContent('[data-testid=confirm-text]')) ?? '', /Are you sure you want to revoke token \*+[0-9a-f]{4} \(ci runner\)\?/);
         assert.equal((await own.get('/api/dcim/sites/')).status, 200, 'still valid while asked');
+        await shot('token-revoke');
         await page.click('[data-testid=confirm-delete]');
         assert.equal(pathname(), '/user/api-tokens/');
         assert.equal(await page.locator('[data-testid=tokens] tbody tr').count(), 1);

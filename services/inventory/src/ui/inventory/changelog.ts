@@ -91,7 +91,7 @@ ${changes.map(
 </tbody></table>
 ${ok && !changes.length ? html`<p class="muted">No changes recorded.</p>` : ''}
 <p class="pager">${pageNo > 1 ? html`<a href="${link(pageNo - 1)}">« Previous</a> ` : ''}<span class="muted">Page ${pageNo} of ${pages} · ${count} changes</span>${pageNo < pages ? html` <a href="${link(pageNo + 1)}">Next »</a>` : ''}</p>`;
-  return sendPage(req, reply, { title: 'Change log', section: 'inventory', body }, ok ? 200 : r.status >= 400 && r.status < 500 ? r.status : 400);
+  return sendPage(req, reply, { title: 'Change log', section: 'changelog', body }, ok ? 200 : r.status >= 400 && r.status < 500 ? r.status : 400);
 }
 
 function dataTable(data: Record<string, unknown> | null, changed: Set<string>, kind: 'pre' | 'post'): SafeHtml {
@@ -119,5 +119,5 @@ async function detailPage(req: FastifyRequest, reply: FastifyReply, get: Get) {
 </tbody></table>
 <div class="change-columns"><div><h2>Pre-change data</h2>${dataTable(c.prechange_data, changed, 'pre')}</div><div><h2>Post-change data</h2>${dataTable(c.postchange_data, changed, 'post')}</div></div>
 ${others.length ? html`<h2>Related changes</h2><ul data-testid="related-changes">${others.map((o) => html`<li><a href="/core/changelog/${o.id}/">${o.action?.label ?? o.action} ${objectTypeLabel(String(o.changed_object_type))} ${o.object_repr}</a></li>`)}</ul>` : ''}`;
-  return sendPage(req, reply, { title: `${c.object_repr} · ${c.action?.label ?? c.action}`, section: 'inventory', body });
+  return sendPage(req, reply, { title: `${c.object_repr} · ${c.action?.label ?? c.action}`, section: 'changelog', body });
 }

@@ -750,5 +750,5 @@ ${groups.map(
   (g) => html`<h2><a href="${listUrl(g.m)}${lookup[2] ? '' : `?q=${encodeURIComponent(q)}`}">${title(plural(g.m))}</a> <span class="muted">(${g.count}${g.more ? '+' : ''})</span></h2>
 <ul data-testid="search-results">${g.results.map((o) => html`<li><a href="${pageOf(o) ?? '#'}">${o.display}</a></li>`)}</ul>`,
 )}`;
-  return sendPage(req, reply, { title: q ? `Search: ${q}` : 'Search', section: 'inventory', body }, errors.length ? 400 : 200);
+  return sendPage(req, reply, { title: q ? `Search: ${q}` : 'Search', section: 'search', body }, errors.length ? 400 : 200);
 }

@@ -27,7 +27,7 @@ ${r.tokens.map(
   (t) => html`<tr data-token="${t.id}"><td><code>${t.display}</code>${t.id === r.currentId ? html` <span class="muted">(this session)</span>` : ''}</td><td>${t.writeEnabled ? 'Yes' : 'No'}</td><td>${formatTime(t.created)}</td><td>${t.expires ? formatTime(t.expires) : 'Never'}</td><td>${t.lastUsed ? formatTime(t.lastUsed) : 'Never'}</td><td>${t.description}</td><td><a href="${BASE}${t.id}/delete/" data-testid="revoke">Revoke</a></td></tr>`,
 )}
 </tbody></table>${r.tokens.length ? '' : html`<p class="muted">No tokens.</p>`}`;
-    return sendPage(req, reply, { title: 'API Tokens', section: 'inventory', body });
+    return sendPage(req, reply, { title: 'API Tokens', section: 'tokens', body });
   });
 
   const form = (req: FastifyRequest, reply: FastifyReply, values: FormBody, errors: FieldErrors, status = 200) => {
@@ -39,7 +39,7 @@ ${textInput({ name: 'expires', label: 'Expires', errors, value: formString(value
 ${textInput({ name: 'description', label: 'Description', errors, value: formString(values, 'description'), maxLength: 200 })}
 <input type="hidden" name="_submitted" value="1">
 <div class="actions"><button type="submit" data-testid="create-token">Create</button> <a class="button secondary" href="${BASE}">Cancel</a></div></form>`;
-    return sendPage(req, reply, { title: 'Add a token', section: 'inventory', body }, status);
+    return sendPage(req, reply, { title: 'Add a token', section: 'tokens', body }, status);
   };
 
   app.get('/api-tokens/add/', HIDE, (req, reply) => form(req, reply, {}, {}));
@@ -63,7 +63,7 @@ ${textInput({ name: 'description', label: 'Description', errors, value: formStri
 <p><code data-testid="new-key">${r.key}</code></p>
 <p>${r.token.writeEnabled ? 'Write enabled' : 'Read only'}${r.token.expires ? html`, expires ${formatTime(r.token.expires)}` : ''}${r.token.description ? html` · ${r.token.description}` : ''}</p>
 <p><a class="button" href="${BASE}">Back to your tokens</a></p>`;
-    return sendPage(req, reply, { title: 'Token created', section: 'inventory', body }, 201);
+    return sendPage(req, reply, { title: 'Token created', section: 'tokens', body }, 201);
   });
 
   const idOf = (req: FastifyRequest) => parseId((req.params as Record<string, string>).id);
@@ -76,7 +76,7 @@ ${textInput({ name: 'description', label: 'Description', errors, value: formStri
     const body = html`<p data-testid="confirm-text">Are you sure you want to revoke token <code>${t.display}</code>${t.description ? html` (${t.description})` : ''}?${t.id === r.currentId ? html` <strong>This session uses it: you will be logged out.</strong>` : ''}</p>
 <form method="post" action="${BASE}${t.id}/delete/">${csrfField(session.csrfToken)}<input type="hidden" name="confirm" value="true">
 <div class="actions"><button type="submit" class="danger" data-testid="confirm-delete">Revoke</button> <a class="button secondary" href="${BASE}">Cancel</a></div></form>`;
-    return sendPage(req, reply, { title: 'Revoke token?', section: 'inventory', body });
+    return sendPage(req, reply, { title: 'Revoke token?', section: 'tokens', body });
   });
   app.post('/api-tokens/:id/delete/', HIDE, async (req, reply) => {
     const id = idOf(req);
