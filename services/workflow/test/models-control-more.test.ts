@@ -170,6 +170,9 @@ describe('union ControlNets: layouts the reference reads otherwise, and bad file
     const wide = controlNetSpecs(UNION_BASE, { prefix: '' }).map(([k, shape, init]): Spec => [diffusersName(k, UNION_BASE), shape, init]);
     writeSpecs(bad, [...wide, ...unionSpecs(6).map(([k, shape, init]): Spec => [k, k === 'spatial_ch_projs.weight' ? [320, 64] : shape, init])], {}, 3);
     await assert.rejects(loadControl(bad), /spatial_ch_projs\.weight has shape \[320, 64\], expected \[320, 320\]/);
+    const partsOnly = path.join(dir, 'parts-only.safetensors');
+    writeSpecs(partsOnly, unionSpecs(6), {}, 3);
+    await assert.rejects(loadControl(partsOnly), /union ControlNet parts .* without a ControlNet in the diffusers layout/);
   });
 });
 

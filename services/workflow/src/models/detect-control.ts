@@ -184,7 +184,7 @@ export function detectControl(file: SafetensorsFile): ControlSpec {
     if (file.has(`${CONTROL_PREFIX}task_embedding`)) spec.union = { types: checkUnion(file, unet, fail) };
     return spec;
   }
-  if (file.has('control_add_embedding.linear_1.bias') || file.has('task_embedding')) fail('a union ControlNet must be read through its single-file view (parts.ts)');
+  if (file.has('control_add_embedding.linear_1.bias') || file.has('task_embedding')) fail('union ControlNet parts (task_embedding, control_add_embedding) without a ControlNet in the diffusers layout (controlnet_cond_embedding.conv_in.weight is missing)');
   if (file.has('controlnet_cond_embedding.conv_in.weight')) fail('a ControlNet in the diffusers layout must be read through its single-file view (parts.ts)');
   if (file.has('controlnet_blocks.0.weight') || file.has('controlnet_blocks.0.linear.weight')) fail('a ControlNet for SD3, Flux, Qwen-Image or HunyuanDiT: those model families are not supported');
   if (file.has('body.0.in_conv.weight')) return detectLight(file, fail);
