@@ -7,11 +7,11 @@ nav a{color:#cdd6ea;text-decoration:none}nav a.active,nav a:hover{color:#fff;tex
 nav .brand{font-weight:700;color:#fff;margin-right:12px}nav .menu-group{color:#8f9bb8;font-size:12px;text-transform:uppercase}
 nav .spacer{flex:1}nav .who{color:#cdd6ea}
 main{max-width:1200px;margin:0 auto;padding:16px 20px 60px}
-h1{font-size:22px;margin:8px 0 16px}h2{font-size:17px;margin:22px 0 8px}
+h1{font-size:22px;margin:8px 0 16px}h2{font-size:17px;margin:22px 0 8px}fieldset.custom-fields{border:0;padding:0;margin:0}fieldset.custom-fields legend{font-size:17px;font-weight:600;padding:0;margin:22px 0 8px}
 table{border-collapse:collapse;width:100%;background:#fff;border:1px solid #dde1e8}
 th,td{text-align:left;padding:6px 10px;border-bottom:1px solid #e6e9ef;vertical-align:top}
 th{background:#eef1f6;font-weight:600}
-table.kv th{width:220px}
+table.kv th{width:220px}table.kv td[data-field]{white-space:pre-line}
 pre{background:#0f1522;color:#e3e8f3;padding:10px;overflow:auto;max-height:420px;white-space:pre-wrap;word-break:break-all;margin:0}
 .badge{display:inline-block;padding:1px 8px;border-radius:10px;font-size:12px;color:#fff}
 .badge-cyan{background:#0e8fa8}.badge-purple{background:#7048c8}.badge-blue{background:#2d6fd6}.badge-green{background:#2e8b45}
@@ -19,7 +19,7 @@ pre{background:#0f1522;color:#e3e8f3;padding:10px;overflow:auto;max-height:420px
 .flash{padding:8px 12px;margin:0 0 12px;border-radius:4px}.flash-success{background:#dff3e4}.flash-error{background:#fbe1e1}.flash-info{background:#e2ecfb}
 form.inline{display:inline;margin:0}
 button,.button{display:inline-block;padding:5px 12px;border:1px solid #2d6fd6;background:#2d6fd6;color:#fff;border-radius:4px;cursor:pointer;text-decoration:none;font:inherit}
-button.danger{background:#c83737;border-color:#c83737}button.secondary,.button.secondary{background:#fff;color:#2d6fd6}
+button.danger,.button.danger{background:#c83737;border-color:#c83737}button.secondary,.button.secondary{background:#fff;color:#2d6fd6}
 button.link{background:none;border:none;color:#cdd6ea;padding:0;text-decoration:underline}
 .actions{display:flex;gap:8px;margin:10px 0 16px}
 .field{margin:0 0 12px}.field label{display:block;font-weight:600;margin-bottom:3px}

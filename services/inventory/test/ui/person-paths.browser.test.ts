@@ -56,6 +56,14 @@ describe("inventory UI in a browser: a person's paths", { skip }, () => {
       ]);
       await post('/api/dcim/interfaces/', [seed.r1, seed.r2].flatMap((d) => Array.from({ length: 6 }, (_, i) => ({ device: d.id, name: `xe-0/0/${i}`, type: '10gbase-x-sfpp' }))));
       seed.webhook = await post('/api/extras/webhooks/', { name: 'noc <hook>', payload_url: 'http://127.0.0.1:9/hook' });
+      const tiers = await post('/api/extras/custom-field-choice-sets/', { name: 'Tiers', extra_choices: [['gold', 'Gold'], ['silver', 'Silver']] });
+      await post('/api/extras/custom-fields/', [
+        { name: 'owner', label: 'Owner', type: 'text', object_types: ['dcim.device'], weight: 10, description: 'Team that runs it' },
+        { name: 'tier', type: 'select', choice_set: tiers.id, object_types: ['dcim.device'], weight: 20 },
+        { name: 'rack_units', type: 'integer', object_types: ['dcim.device'], weight: 30, validation_maximum: 48 },
+        { name: 'monitored', type: 'boolean', object_types: ['dcim.device'], weight: 40 },
+        { name: 'secret', type: 'text', object_types: ['dcim.device'], ui_editable: 'hidden' },
+      ]);
       userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'inventory-ui-paths-'));
       ctx = await chromium.launchPersistentContext(userDataDir, { executablePath: CHROMIUM, headless: true, args: LAUNCH_ARGS, viewport: { width: 1280, height: 900 } });
       ctx.setDefaultTimeout(10_000);
@@ -190,6 +198,43 @@ describe("inventory UI in a browser: a person's paths", { skip }, () => {
         await page.selectOption('[data-testid=search-types]', 'dcim.interface');
         await page.click('form.filters button[type=submit]');
         assert.deepEqual((await page.locator('main h2').allTextContents()).map((h) => h.replace(/\s+/g, ' ').trim()), ['Interfaces (2)']);
+      }));
+
+    it("edits a device's custom fields in its form: typed values, the API's refusal at the field, cleared again", () =>
+      step(async () => {
+        await page.goto(`${base}/dcim/devices/${seed.r1.id}/`);
+        await page.click('[data-testid=edit]');
+        const labels = (await page.locator('[data-testid=custom-fields] .field > label').allTextContents()).map((t) => t.trim());
+        assert.deepEqual(labels, ['Owner', 'tier', 'rack_units', 'monitored'], 'editable ones, by weight; the hidden one is not offered');
+        assert.deepEqual(await page.locator('#f-cf_tier option').allTextContents(), ['———', 'Gold', 'Silver']);
+        await page.fill('#f-cf_owner', 'neteng');
+        await page.selectOption('#f-cf_tier', 'gold');
+        await page.selectOption('#f-cf_monitored', 'true');
+        await page.fill('#f-cf_rack_units', 'four');
+        await page.click('[data-testid=save]');
+        assert.match((await page.textContent('[data-field=cf_rack_units] .errors')) ?? '', /Enter a whole number\./);
+        assert.equal(await page.inputValue('#f-cf_owner'), 'neteng', 'the form keeps what was typed');
+        // The API's validation (a maximum of 48) is shown at the field it names.
+        await page.fill('#f-cf_rack_units', '96');
+        await page.click('[data-testid=save]');
+        assert.match((await page.textContent('[data-field=cf_rack_units] .errors')) ?? '', /rack_units/);
+        await shot('custom-fields-error');
+        await page.fill('#f-cf_rack_units', '4');
+        await page.click('[data-testid=save]');
+        assert.equal(await h1(), 'par2-edge1');
+        // The object's page: labels, a choice by its label; a field hidden from forms is still shown (ui_visible).
+        const shown = await page.locator('[data-testid=custom-field-values] tr').evaluateAll((rows) => rows.map((r) => [...r.children].map((c) => (c.textContent ?? '').trim()).join(': ')));
+        assert.deepEqual(shown, ['Owner: neteng', 'tier: Gold', 'rack_units: 4', 'monitored: ✓', 'secret: —']);
+        await shot('custom-fields');
+        const d = (await api.get(`/api/dcim/devices/${seed.r1.id}/`)).body;
+        assert.deepEqual(d.custom_fields, { owner: 'neteng', tier: 'gold', rack_units: 4, monitored: true, secret: null });
+        // Edited again: the form shows the stored values; a cleared one is null.
+        await page.click('[data-testid=edit]');
+        assert.equal(await page.inputValue('#f-cf_rack_units'), '4');
+        assert.equal(await page.inputValue('#f-cf_tier'), 'gold');
+        await page.fill('#f-cf_owner', '');
+        await page.click('[data-testid=save]');
+        assert.equal((await api.get(`/api/dcim/devices/${seed.r1.id}/`)).body.custom_fields.owner, null);
       }));
 
     it('deletes interfaces in bulk from the list after a confirmation that lists them', () =>

@@ -18,6 +18,7 @@ import { takesJournal } from '../../models/journal.ts';
 import { CABLE_TERMINATION_TYPES } from '../../models/cabling.ts';
 import { registerChangelogPages } from './changelog.ts';
 import { CABLE_IMPORT_FIELDS, resolveCableRecord, usesSideFields } from './cable-import.ts';
+import { customFieldDefs, shownCustomFields, customFieldControls, customFieldData, customFieldErrors, customFieldText, customFieldTexts, formCustomFields, type FormCustomField } from './custom-fields.ts';
 import { CABLE_ENDS, cableEndControls, cableEndFrom, cableEndOf, cableEndOptions, holderOf, refreshButton, terminationsOf, type CableEndForm } from './cable-form.ts';
 
 export { INVENTORY_PREFIXES } from './prefixes.ts';
@@ -300,11 +301,13 @@ function relatedOf(m: ModelDef): Array<{ model: ModelDef; filter: string }> {
   return out;
 }
 
-/** A related model's row label; a model related through more than one field names the field too ("Device bays (installed device)"). */
-function relatedLabel(x: { model: ModelDef; filter: string }, all: Array<{ model: ModelDef; filter: string }>): string {
+/** A related model's row label; a model related through more than one field names the field ("Devices (primary IPv4)", "Device bays (installed device)"). */
+function relatedLabel(m: ModelDef, x: { model: ModelDef; filter: string }, all: Array<{ model: ModelDef; filter: string }>): string {
   const name = title(plural(x.model));
-  const first = all.find((y) => y.model === x.model);
-  return first === x ? name : `${name} (${labelOf(x.filter.replace(/_id$/, '')).toLowerCase()})`;
+  // Named by the field unless it is the only one, or the one named after this model (a device's device bays).
+  if (all.filter((y) => y.model === x.model).length === 1 || x.filter === `${m.key}_id`) return name;
+  const field = fieldLabel(x.model, x.filter.replace(/_id$/, ''));
+  return `${name} (${field.charAt(0).toLowerCase()}${field.slice(1)})`;
 }
 
 function tabs(m: ModelDef, id: number, active: 'object' | 'changelog' | 'journal' | 'render-config'): SafeHtml {
@@ -327,6 +330,7 @@ async function objectPage(req: FastifyRequest, reply: FastifyReply, backend: UiB
       return { ...x, count: res.status === 200 ? Number(res.body.count) : 0 };
     }),
   );
+  const shownCfs = m.taggable && Object.keys(o.custom_fields ?? {}).length ? shownCustomFields(await customFieldDefs((url) => api(req, backend, 'GET', url), m.objectType), o.custom_fields) : [];
   const cloneFields = m.fields.filter((f) => !f.unique && f.name !== 'name' && f.name !== 'slug' && f.kind !== 'm2m' && f.kind !== 'json' && f.kind !== 'text' && o[f.name] !== null && o[f.name] !== undefined && o[f.name] !== '');
   const clone = `${listUrl(m)}add/${queryString(Object.fromEntries(cloneFields.map((f) => [f.name, formValue(f, o[f.name]) as string])))}`;
   const body = html`${menu(m)}
@@ -336,8 +340,8 @@ ${tabs(m, id, 'object')}
 <table class="kv" data-testid="attributes"><tbody>${attrs.map(([k, v]) => html`<tr><th>${fieldLabel(m, k)}</th><td data-field="${k}">${cell(v, k)}</td></tr>`)}</tbody></table>
 <div>
 ${m.taggable ? html`<h2>Tags</h2><p data-testid="tags">${(o.tags ?? []).length ? (o.tags as any[]).map((t) => html`<a class="badge badge-gray" href="/extras/tags/${t.id}/">${t.name}</a> `) : html`<span class="muted">No tags</span>`}</p>` : ''}
-${m.taggable && Object.keys(o.custom_fields ?? {}).length ? html`<h2>Custom fields</h2><table class="kv">${Object.entries(o.custom_fields).map(([k, v]) => html`<tr><th>${k}</th><td>${cell(v)}</td></tr>`)}</table>` : ''}
-${counts.size || related.length ? html`<h2>Related objects</h2><table class="kv" data-testid="related">${related.map((x) => html`<tr><th><a href="${listUrl(x.model)}?${x.filter}=${id}">${relatedLabel(x, related)}</a></th><td>${x.count}</td></tr>`)}</table>` : ''}
+${shownCfs.length ? html`<h2>Custom fields</h2><table class="kv" data-testid="custom-field-values">${shownCfs.map((f) => html`<tr><th>${f.label}</th><td>${cell(f.value)}</td></tr>`)}</table>` : ''}
+${counts.size || related.length ? html`<h2>Related objects</h2><table class="kv" data-testid="related">${related.map((x) => html`<tr><th><a href="${listUrl(x.model)}?${x.filter}=${id}">${relatedLabel(m, x, related)}</a></th><td>${x.count}</td></tr>`)}</table>` : ''}
 <p class="muted">Created ${formatTime(o.created)} · Updated ${formatTime(o.last_updated)}</p>
 </div></div>`;
   return sendPage(req, reply, { title: String(o.display), section: 'inventory', body });
@@ -394,6 +398,11 @@ async function loadOptions(req: FastifyRequest, backend: UiBackend, m: ModelDef)
   return out;
 }
 
+/** The custom fields a model's forms edit (models with tags take custom fields). */
+function customFieldsFor(req: FastifyRequest, backend: UiBackend, m: ModelDef): Promise<FormCustomField[]> {
+  return m.taggable ? formCustomFields((url) => api(req, backend, 'GET', url), m.objectType) : Promise.resolve([]);
+}
+
 async function tagOptions(req: FastifyRequest, backend: UiBackend): Promise<Array<{ value: string; label: string }>> {
   const r = await api(req, backend, 'GET', `/api/extras/tags/?brief=1&limit=${MAX_OPTIONS}`);
   return r.status === 200 ? (r.body.results as any[]).map((t) => ({ value: String(t.id), label: String(t.display) })) : [];
@@ -420,6 +429,7 @@ async function renderForm(req: FastifyRequest, reply: FastifyReply, backend: UiB
   const { session } = authed(req);
   const options = await loadOptions(req, backend, m);
   const tags = m.taggable ? await tagOptions(req, backend) : [];
+  const cfs = await customFieldsFor(req, backend, m);
   const action = id === null ? `${listUrl(m)}add/` : `${listUrl(m)}${id}/edit/`;
   const fields = editableFields(m);
   // Cables: each end as NetBox's form (type, holder, terminations) instead of the API's JSON lists.
@@ -430,11 +440,12 @@ async function renderForm(req: FastifyRequest, reply: FastifyReply, backend: UiB
       )
     : undefined;
   const body = html`${menu(m)}
-${generalErrors(errors, [...fields.map((f) => f.name), 'tags', ...(ends ? ['a_terminations_type', 'b_terminations_type'] : [])])}
+${generalErrors(errors, [...fields.map((f) => f.name), 'tags', ...cfs.map((f) => `cf_${f.name}`), ...(ends ? ['a_terminations_type', 'b_terminations_type'] : [])])}
 <form method="post" action="${action}" class="edit-form" novalidate data-testid="object-form">${csrfField(session.csrfToken)}
 ${endControls ? html`<div class="cable-ends">${endControls[0]}${endControls[1]}<div>${refreshButton}</div></div>` : ''}
 ${fields.map((f) => (endControls && (f.name === 'a_terminations' || f.name === 'b_terminations') ? '' : control(f, values[f.name] ?? (f.kind === 'm2m' ? [] : f.default !== undefined && f.default !== null && id === null ? formValue(f, f.default) : ''), errors, options)))}
 ${m.taggable ? control({ name: 'tags', column: '', kind: 'm2m', fk: 'tag', label: 'Tags' }, values.tags ?? [], errors, new Map([['tags', tags]])) : ''}
+${customFieldControls(cfs, Object.fromEntries(cfs.filter((f) => values[`cf_${f.name}`] !== undefined).map((f) => [f.name, values[`cf_${f.name}`]!])), errors)}
 <div class="actions"><button type="submit" data-testid="save">${id === null ? 'Create' : 'Save'}</button> <a class="button secondary" href="${id === null ? listUrl(m) : `${listUrl(m)}${id}/`}">Cancel</a></div>
 </form>`;
   return sendPage(req, reply, { title: id === null ? `Add a new ${m.verboseName}` : `Editing ${m.verboseName}`, section: 'inventory', body }, status);
@@ -457,6 +468,7 @@ async function editPage(req: FastifyRequest, reply: FastifyReply, backend: UiBac
   if (r.status !== 200) return sendError(req, reply, 404, 'Not found', `No ${m.verboseName} with ID ${id} exists.`);
   for (const f of editableFields(m)) values[f.name] = formValue(f, r.body[f.name]);
   if (m.taggable) values.tags = (r.body.tags ?? []).map((t: any) => String(t.id));
+  for (const f of await customFieldsFor(req, backend, m)) values[`cf_${f.name}`] = customFieldText(f, r.body.custom_fields?.[f.name]);
   if (m.key === 'cable') Object.assign(values, cableEndValues([cableEndOf(r.body, 'a'), cableEndOf(r.body, 'b')]));
   return renderForm(req, reply, backend, m, id, values, {});
 }
@@ -469,6 +481,14 @@ async function saveObject(req: FastifyRequest, reply: FastifyReply, backend: UiB
   const typed: Record<string, string | string[]> = {};
   for (const f of editableFields(m)) typed[f.name] = f.kind === 'm2m' ? formList(form, f.name) : formString(form, f.name);
   typed.tags = formList(form, 'tags');
+  // Custom fields: typed from the form; on create a blank one is left out, so the field's default applies.
+  const cfs = await customFieldsFor(req, backend, m);
+  if (cfs.length) {
+    const texts = customFieldTexts(cfs, form);
+    for (const f of cfs) typed[`cf_${f.name}`] = texts[f.name]!;
+    const data = customFieldData(cfs, texts, errors);
+    body.custom_fields = id === null ? Object.fromEntries(Object.entries(data).filter(([, v]) => v !== null)) : data;
+  }
   if (m.key === 'cable') {
     // The ends come as NetBox's form sends them; the API takes them as lists of {object_type, object_id}.
     const ends = cableEndsOf(form as Record<string, string | string[]>);
@@ -491,6 +511,11 @@ async function saveObject(req: FastifyRequest, reply: FastifyReply, backend: UiB
   }
   if (r.status === 404) return sendError(req, reply, 404, 'Not found', `No ${m.verboseName} with ID ${id} exists.`);
   const apiErrors: FieldErrors = r.body && typeof r.body === 'object' && !Array.isArray(r.body) ? Object.fromEntries(Object.entries(r.body).map(([k, v]) => [k, Array.isArray(v) ? v.map(String) : [String(v)]])) : { non_field_errors: [apiMessage(r.body)] };
+  if (apiErrors.custom_fields) {
+    const messages = apiErrors.custom_fields;
+    delete apiErrors.custom_fields;
+    for (const [k, v] of Object.entries(customFieldErrors(cfs, messages))) (apiErrors[k] ??= []).push(...v);
+  }
   return renderForm(req, reply, backend, m, id, typed, apiErrors, r.status >= 400 && r.status < 500 ? r.status : 400);
 }
 

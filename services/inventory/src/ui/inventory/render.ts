@@ -1,4 +1,5 @@
 import { html, type SafeHtml } from '../html.ts';
+import { objectTypeLabel } from '../../models/lookup.ts';
 
 /** The UI page of an object from its API URL (`…/api/dcim/sites/1/` → `/dcim/sites/1/`), as NetBox's display_url. */
 export function pageOf(obj: Record<string, unknown>): string | undefined {
@@ -40,6 +41,8 @@ export function cell(value: unknown, key = ''): SafeHtml {
     if (value.length === 0) return html`<span class="muted">—</span>`;
     // A choice set's `[value, label]` pairs.
     if (key === 'extra_choices') return html`${value.map((v, i) => html`${i ? ', ' : ''}${Array.isArray(v) ? `${String(v[0])} (${String(v[1])})` : String(v)}`)}`;
+    // A port's peers and endpoints name their device, as NetBox's "device › interface".
+    if (key === 'link_peers' || key === 'connected_endpoints') return html`${value.map((v, i) => html`${i ? ', ' : ''}${v && typeof v === 'object' && (v as any).device ? html`${cell((v as any).device)} › ` : ''}${cell(v)}`)}`;
     return html`${value.map((v, i) => html`${i ? ', ' : ''}${cell(v)}`)}`;
   }
   if (typeof value === 'object') {
@@ -53,6 +56,8 @@ export function cell(value: unknown, key = ''): SafeHtml {
       const t = o.object as Record<string, unknown>;
       return t.device ? html`${cell(t.device)} › ${cell(t)}` : cell(t);
     }
+    // An IP address's interface names its device too.
+    if (key === 'assigned_object' && o.device && typeof o.device === 'object') return html`${cell(o.device)} › ${cell(o)}`;
     if ('display' in o || 'name' in o) {
       const label = String(o.display ?? o.name);
       const href = pageOf(o);
@@ -61,13 +66,27 @@ export function cell(value: unknown, key = ''): SafeHtml {
     return html`<code>${JSON.stringify(value).slice(0, 200)}</code>`;
   }
   if (key === 'color' && typeof value === 'string' && /^[0-9a-f]{6}$/i.test(value)) return html`<span class="swatch">#${value}</span>`;
+  // An object type (`link_peers_type: dcim.interface`) as NetBox's pickers name it ("DCIM > Interface").
+  if (key.endsWith('_type') && typeof value === 'string' && /^[a-z]+\.[a-z]+$/.test(value)) return html`${objectTypeLabel(value)}`;
   return html`${String(value)}`;
 }
 
 /** "device_type" → "Device type", as NetBox's column headers. */
 export function labelOf(name: string): string {
-  const special: Record<string, string> = { vrf: 'VRF', vlan: 'VLAN', vid: 'VID', mtu: 'MTU', vcpus: 'vCPUs', id: 'ID', rd: 'RD', mac_address: 'MAC address', dns_name: 'DNS name', ipaddresses: 'IP addresses' };
+  const special: Record<string, string> = { vrf: 'VRF', vlan: 'VLAN', vid: 'VID', mtu: 'MTU', vcpus: 'vCPUs', id: 'ID', rd: 'RD', mac_address: 'MAC address', dns_name: 'DNS name', ipaddresses: 'IP addresses', vdcs: 'Virtual device contexts', wwn: 'WWN', qinq_svlan: 'Q-in-Q SVLAN', wireless_lans: 'Wireless LANs', asns: 'ASNs', desc_units: 'Descending units', termination_a: 'Side A', termination_z: 'Side Z', _occupied: 'Occupied' };
   if (special[name]) return special[name]!;
-  const text = name.replace(/s?_count$/, 's').replace(/_/g, ' ').replace(/\bip\b/g, 'IP').replace(/\bvlans?\b/g, (v) => v.toUpperCase()).replace(/\boob\b/g, 'OOB');
+  // NetBox's abbreviations: PoE, RF, LAG, VLAN(s), IP, OOB.
+  const text = name
+    .replace(/^_+/, '')
+    .replace(/s?_count$/, 's')
+    .replace(/_/g, ' ')
+    .replace(/\bip\b/g, 'IP')
+    .replace(/\bvlans?\b/g, (v) => v.toUpperCase())
+    .replace(/\boob\b/g, 'OOB')
+    .replace(/\bpoe\b/g, 'PoE')
+    .replace(/\brf\b/g, 'RF')
+    .replace(/\blag\b/g, 'LAG')
+    .replace(/\bnat\b/g, 'NAT')
+    .replace(/\bid\b/g, 'ID');
   return text.charAt(0).toUpperCase() + text.slice(1);
 }
