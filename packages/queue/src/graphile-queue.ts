@@ -283,9 +283,31 @@ export class GraphileQueue implements JobQueue {
     // graphile-worker is woken by NOTIFY from add_job.
   }
 
+  /** A NOTIFY is on its way / another is owed when it returns (see notifyAdded). */
+  #notifying = false;
+  #notifyOwed = false;
+
   notifyAdded(): void {
     // Its own statement, after the enqueuing transaction's commit; a failure only delays the job until the next poll.
-    this.#storage.pgPool!.query(`select pg_notify('jobs:insert', '{"count":1}')`).catch(() => {});
+    // Calls while one is on its way coalesce into one more, sent when it returns: that one still follows each
+    // of their commits, and busy enqueuers send a NOTIFY (each a commit taking PostgreSQL's notify lock) per
+    // round trip instead of one per transaction.
+    if (this.#notifying) {
+      this.#notifyOwed = true;
+      return;
+    }
+    this.#notifying = true;
+    const send = (): void => {
+      this.#storage
+        .pgPool!.query(`select pg_notify('jobs:insert', '{"count":1}')`)
+        .catch(() => {})
+        .then(() => {
+          if (!this.#notifyOwed) return void (this.#notifying = false);
+          this.#notifyOwed = false;
+          send();
+        });
+    };
+    send();
   }
 
   async stop(): Promise<void> {

@@ -48,6 +48,9 @@ export async function openMemoryStorage(cfg: ServiceConfig): Promise<Storage> {
     pgSchema: cfg.pgSchema,
     // Room for the deriver's workers (see workerConcurrency) beside the API's requests.
     pgPoolSize: 20,
+    // Statements run twice get a name: PostgreSQL parses and plans them once per connection (server CPU per
+    // 100-message v3 batch 4.5-5.0 -> 3.8-4.2 ms).
+    pgStatementCache: 256,
     // Kysely prepares every statement it runs; reusing them saved ~0.1 ms of each /query and GET on SQLite.
     sqliteStatementCache: 256,
     sqliteCheckpointThread: true,

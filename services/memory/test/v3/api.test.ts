@@ -261,5 +261,27 @@ forEachStorage('memory v3 API', (storage) => {
       const at = all.map((m, i) => (m.content.startsWith(`b${b} `) ? i : -1)).filter((i) => i >= 0);
       assert.equal(at[at.length - 1]! - at[0]!, 24);
     }
+    // Again on the existing session, whose senders are members (PostgreSQL's three-round-trip path), with
+    // batches from a new sender among them (the general path, which joins it).
+    const more = await Promise.all(
+      Array.from({ length: 16 }, (_, b) => s.http.post(M, { messages: Array.from({ length: 25 }, (_, i) => ({ peer_id: b % 5 === 4 ? `q${b}` : `p${b % 3}`, content: `c${b} m${i}` })) })),
+    );
+    assert.ok(more.every((r) => r.status === 201), more.map((r) => r.text.slice(0, 200)).join('\n'));
+    const again: any[] = [];
+    for (let page = 1; ; page++) {
+      const r = await s.http.post(`${M}/list?size=100&page=${page}`, {});
+      again.push(...r.body.items);
+      if (page >= r.body.pages) break;
+    }
+    assert.equal(again.length, 600);
+    assert.equal(new Set(again.map((m) => m.id)).size, 600);
+    assert.deepEqual(again.slice(0, 200).map((m) => m.id), all.map((m) => m.id));
+    for (let b = 0; b < 16; b++) {
+      const at = again.map((m, i) => (m.content.startsWith(`c${b} `) ? i : -1)).filter((i) => i >= 0);
+      assert.deepEqual([at.length, at[at.length - 1]! - at[0]!], [25, 24]);
+      assert.deepEqual(more[b]!.body.map((m: any) => m.id), at.map((i) => again[i].id));
+    }
+    const peers = (await s.http.get(`/v3/workspaces/${w}/sessions/s/peers`)).body.items.map((p: any) => p.id).sort();
+    assert.deepEqual(peers, ['p0', 'p1', 'p2', 'q14', 'q4', 'q9']);
   });
 });

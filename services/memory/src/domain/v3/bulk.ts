@@ -75,6 +75,17 @@ export async function insertRows(trx: Kysely<any>, storage: Storage, sets: RowSe
 
 /** PostgreSQL: the inserts as data-modifying CTEs of one statement that selects `then`. */
 async function insertRowsThen(trx: Kysely<any>, live: RowSet[], then: RawBuilder<unknown>): Promise<void> {
+  const q = await rowsThenStatement(trx, live, then);
+  await trx.executeQuery(CompiledQuery.raw(q.text, q.params));
+}
+
+/**
+ * The statement of insertRows(…, then) on PostgreSQL, for a caller running it on a connection of its own
+ * (`db` compiles `then` and reads the tables' column types, once per process).
+ */
+export async function rowsThenStatement(db: Kysely<any>, sets: RowSet[], then: RawBuilder<unknown>): Promise<{ text: string; params: unknown[] }> {
+  const live = sets.filter((s) => s.rows.length > 0);
+  const trx = db;
   const tail = sql`select ${then}`.compile(trx);
   // Sets of plain values go as one JSON parameter each (below); a set holding binary values keeps a parameter per value.
   const asJson = live.map((s) => isPlain(s));
@@ -107,7 +118,7 @@ async function insertRowsThen(trx: Kysely<any>, live: RowSet[], then: RawBuilder
     else for (const r of s.rows) for (const v of r) params.push(v);
   });
   params.push(...tail.parameters);
-  await trx.executeQuery(CompiledQuery.raw(text, params));
+  return { text, params };
 }
 
 /**
@@ -128,6 +139,14 @@ function isPlain(s: RowSet): boolean {
     }
   }
   return true;
+}
+
+/**
+ * Reads (once per process) the column types rowsThenStatement needs for these tables, so that a caller holding
+ * a pooled connection never waits for a second one to read them.
+ */
+export async function primeColumnTypes(db: Kysely<any>, tables: string[]): Promise<void> {
+  await Promise.all(tables.map((t) => columnTypes(db, t)));
 }
 
 /** Column types of a table in the connection's schema (`text`, `bigint`, `jsonb`, …), read once per process. */

@@ -3,7 +3,7 @@ import type { Ctx } from '../context.ts';
 import { nextSeq, type Meta } from '../values.ts';
 import { compileFilter, MESSAGE_FILTER } from './filter.ts';
 import { pageQuery, pagingOf, type V3Paging } from './paging.ts';
-import { insertRows } from './bulk.ts';
+import { insertRows, primeColumnTypes, rowsThenStatement, type RowSet } from './bulk.ts';
 import { INGEST_TASK, planMessageWork, queuedWork, type EnqueueState } from './reasoning.ts';
 import { ensureSession } from './sessions.ts';
 import { refuseScopePeers } from './scopes.ts';
@@ -41,14 +41,8 @@ export async function createMessages(ctx: Ctx, workspace: string, session: strin
   const senders = [...new Set(messages.map((m) => m.peer_id))];
   // A scope's peer observes and never speaks (scopes.ts).
   if (senders.some((p) => p.startsWith('scope.'))) refuseScopePeers(senders, 'A scope never sends messages.');
-  const out = await db.transaction().execute(async (trx) => {
-    let state = await readBatchState(trx, ctx, workspace, session);
-    if (!state || senders.some((p) => !state!.members.has(p))) {
-      const peers: Record<string, null> = {};
-      for (const p of senders) peers[p] = null;
-      await ensureSession(trx, ctx, workspace, { id: session, peers });
-      state = (await readBatchState(trx, ctx, workspace, session))!;
-    }
+  /** The batch's rows and its ingest job's payload, numbered after the session's last message. */
+  const build = (state: EnqueueState & { last: number }) => {
     let n = state.last;
     const now = new Date();
     const rows = messages.map((m, i) => ({
@@ -62,27 +56,42 @@ export async function createMessages(ctx: Ctx, workspace: string, session: strin
       return [r.id, workspace, session, r.peer, m.content, d.json(m.metadata ?? {}), estimateTokens(m.content), r.created_at, nextSeq(), r.seq_in_session];
     });
     const work = queuedWork(ctx, workspace, session, rows.map((r) => r.id), planMessageWork(state, workspace, session, rows, messages.map((m) => m.configuration)));
-    const sets = [{ table: 'v3_messages', columns: MESSAGE_COLUMNS, rows: messageRows }, work.rows];
-    const opts = { maxAttempts: 25, queueName: `v3-ingest:${workspace}` };
-    // PostgreSQL: the rows and the job in one statement (one round trip); the job without NOTIFY, which would serialise
-    // the commits of concurrent batches (@svc/queue SqlJobOptions.quiet): the workers are notified after the commit.
-    if (ctx.queue.addSql && d.kind === 'postgres') await insertRows(trx, ctx.storage, sets, ctx.queue.addSql(INGEST_TASK, work.payload, { ...opts, quiet: true }));
-    else {
-      await insertRows(trx, ctx.storage, sets);
-      await ctx.queue.add(INGEST_TASK, work.payload, opts, trx);
-    }
-    return messageRows;
-  });
+    return { messageRows, work, sets: [{ table: 'v3_messages', columns: MESSAGE_COLUMNS, rows: messageRows }, work.rows] };
+  };
+  const opts = { maxAttempts: 25, queueName: `v3-ingest:${workspace}` };
+  const out =
+    (d.kind === 'postgres' && ctx.queue.addSql && ctx.storage.pgPool ? await createOnPg(ctx, workspace, session, senders, build, opts) : undefined) ??
+    (await db.transaction().execute(async (trx) => {
+      let state = await readBatchState(trx, ctx, workspace, session);
+      if (!state || senders.some((p) => !state!.members.has(p))) {
+        const peers: Record<string, null> = {};
+        for (const p of senders) peers[p] = null;
+        await ensureSession(trx, ctx, workspace, { id: session, peers });
+        state = (await readBatchState(trx, ctx, workspace, session))!;
+      }
+      const { messageRows, work, sets } = build(state);
+      // PostgreSQL: the rows and the job in one statement (one round trip); the job without NOTIFY, which would serialise
+      // the commits of concurrent batches (@svc/queue SqlJobOptions.quiet): the workers are notified after the commit.
+      if (ctx.queue.addSql && d.kind === 'postgres') await insertRows(trx, ctx.storage, sets, ctx.queue.addSql(INGEST_TASK, work.payload, { ...opts, quiet: true }));
+      else {
+        await insertRows(trx, ctx.storage, sets);
+        await ctx.queue.add(INGEST_TASK, work.payload, opts, trx);
+      }
+      return messageRows;
+    }));
   ctx.queue.wake();
   ctx.queue.notifyAdded?.();
   // The stored values, without reading them back (metadata as given: the stored JSON is its serialisation).
+  // A batch's messages share their time unless the client gave theirs: formatted once.
+  let lastTime: unknown, lastText = '';
+  const time = (v: unknown) => (v === lastTime ? lastText : ((lastTime = v), (lastText = ts(v))));
   return out.map((r, i) => ({
     id: r[0] as string,
     content: messages[i]!.content,
     peer_id: messages[i]!.peer_id,
     session_id: session,
     metadata: messages[i]!.metadata ?? {},
-    created_at: ts(r[7]),
+    created_at: time(r[7]),
     workspace_id: workspace,
     token_count: r[6] as number,
   }));
@@ -91,16 +100,81 @@ export async function createMessages(ctx: Ctx, workspace: string, session: strin
 const MESSAGE_COLUMNS = ['id', 'workspace', 'session', 'peer', 'content', 'metadata', 'token_count', 'created_at', 'seq', 'seq_in_session'] as const;
 
 /**
+ * PostgreSQL, a session whose senders are all active members (every batch but a session's first): the same
+ * transaction in three round trips on a pooled connection of its own instead of five — BEGIN, the session
+ * row's lock and the state read after it go as one simple query (three statements, each with its own
+ * snapshot, as when sent one by one: the members and last number are read after the lock is held), then the
+ * rows and the job in one statement, then COMMIT. Undefined (nothing written) when the session is missing or
+ * inactive or a sender is not a member: the caller then takes the general path (get-or-create, join).
+ */
+async function createOnPg(
+  ctx: Ctx,
+  workspace: string,
+  session: string,
+  senders: string[],
+  build: (state: EnqueueState & { last: number }) => { messageRows: unknown[][]; work: { payload: unknown }; sets: RowSet[] },
+  opts: { maxAttempts: number; queueName: string },
+): Promise<unknown[][] | undefined> {
+  await primeColumnTypes(ctx.storage.db, ['v3_messages', 'v3_work']);
+  const client = await ctx.storage.pgPool!.connect();
+  let failed: Error | undefined;
+  try {
+    const w = client.escapeLiteral(workspace);
+    const s = client.escapeLiteral(session);
+    const results = (await client.query(`begin; ${sessionStateSql(w, s, true)}; ${membersStateSql(w, s)}`)) as unknown as Array<{ rows: any[] }>;
+    const state = batchStateOf(results[1]!.rows[0], results[2]!.rows);
+    if (!state || senders.some((p) => !state.members.has(p))) {
+      await client.query('rollback');
+      return undefined;
+    }
+    const { messageRows, work, sets } = build(state);
+    const q = await rowsThenStatement(ctx.storage.db, sets, ctx.queue.addSql!(INGEST_TASK, work.payload, { ...opts, quiet: true }));
+    await client.query(q.text, q.params);
+    await client.query('commit');
+    return messageRows;
+  } catch (err) {
+    // The connection goes back to the pool only once it is out of the transaction.
+    await client.query('rollback').catch((e: Error) => (failed = e));
+    throw err;
+  } finally {
+    client.release(failed);
+  }
+}
+
+/** The session row (locked with `lock`) with the workspace's configuration; literals already quoted. */
+const sessionStateSql = (w: string, s: string, lock: boolean) => `select s.is_active, s.configuration as s_conf, w.configuration as w_conf
+    from v3_sessions s join v3_workspaces w on w.name = s.workspace
+    where s.workspace = ${w} and s.name = ${s}${lock ? ' for update of s' : ''}`;
+/** The session's last `seq_in_session` and its active members with their session and peer configuration (a row with a null peer when none). */
+const membersStateSql = (w: string, s: string) => `select
+      (select max(seq_in_session) from v3_messages where workspace = ${w} and session = ${s}) as last,
+      sp.peer, sp.configuration as m_conf, p.configuration as p_conf
+    from (select 1 as one) x
+    left join v3_session_peers sp on sp.workspace = ${w} and sp.session = ${s} and sp.left_at is null
+    left join v3_peers p on p.workspace = sp.workspace and p.name = sp.peer`;
+
+function batchStateOf(row: { is_active: unknown; s_conf: unknown; w_conf: unknown } | undefined, memberRows: Array<{ last: unknown; peer: string | null; m_conf: unknown; p_conf: unknown }>) {
+  if (!row || !(row.is_active === true || row.is_active === 1)) return undefined;
+  const members = new Map<string, Record<string, any>>();
+  const peerConfs = new Map<string, Record<string, any>>();
+  for (const m of memberRows) {
+    if (m.peer == null) continue;
+    members.set(m.peer, meta(m.m_conf));
+    peerConfs.set(m.peer, meta(m.p_conf));
+  }
+  return { wsConf: meta(row.w_conf), sConf: meta(row.s_conf), members, peerConfs, last: Number(memberRows[0]?.last ?? 0) };
+}
+
+/**
  * The session row (locked until the transaction ends, on PostgreSQL) and, read after the lock, its active
  * members with their session and peer configuration and its last `seq_in_session`. Undefined when the session
  * is missing or inactive.
  */
 async function readBatchState(trx: Kysely<any>, ctx: Ctx, workspace: string, session: string): Promise<(EnqueueState & { last: number }) | undefined> {
   const pg = ctx.storage.dialect.kind === 'postgres';
-  const s = await sql<{ is_active: unknown; s_conf: unknown; w_conf: unknown }>`select s.is_active, s.configuration as s_conf, w.configuration as w_conf
+  const row = (await sql<{ is_active: unknown; s_conf: unknown; w_conf: unknown }>`select s.is_active, s.configuration as s_conf, w.configuration as w_conf
     from v3_sessions s join v3_workspaces w on w.name = s.workspace
-    where s.workspace = ${workspace} and s.name = ${session}${pg ? sql` for update of s` : sql``}`.execute(trx);
-  const row = s.rows[0];
+    where s.workspace = ${workspace} and s.name = ${session}${pg ? sql` for update of s` : sql``}`.execute(trx)).rows[0];
   if (!row || !(row.is_active === true || row.is_active === 1)) return undefined;
   const r = await sql<{ last: unknown; peer: string | null; m_conf: unknown; p_conf: unknown }>`select
       (select max(seq_in_session) from v3_messages where workspace = ${workspace} and session = ${session}) as last,
@@ -108,14 +182,7 @@ async function readBatchState(trx: Kysely<any>, ctx: Ctx, workspace: string, ses
     from (select 1 as one) x
     left join v3_session_peers sp on sp.workspace = ${workspace} and sp.session = ${session} and sp.left_at is null
     left join v3_peers p on p.workspace = sp.workspace and p.name = sp.peer`.execute(trx);
-  const members = new Map<string, Record<string, any>>();
-  const peerConfs = new Map<string, Record<string, any>>();
-  for (const m of r.rows) {
-    if (m.peer == null) continue;
-    members.set(m.peer, meta(m.m_conf));
-    peerConfs.set(m.peer, meta(m.p_conf));
-  }
-  return { wsConf: meta(row.w_conf), sConf: meta(row.s_conf), members, peerConfs, last: Number(r.rows[0]?.last ?? 0) };
+  return batchStateOf(row, r.rows);
 }
 
 export async function listMessages(ctx: Ctx, workspace: string, session: string, filters: unknown, q: V3Paging) {
