@@ -74,7 +74,7 @@ export async function buildApp(cfg: ServiceConfig, opts: BuildOptions = {}): Pro
       const own = route.preHandler === undefined ? [] : Array.isArray(route.preHandler) ? route.preHandler : [route.preHandler];
       route.preHandler = [...own, inputGuard];
     });
-    const auth = createAuth(storage, config.loginThrottle);
+    const auth = createAuth(storage, config.loginThrottle, { loginRequired: config.loginRequired });
     const deps = { storage, config, auth, log: app.log } as InventoryDeps;
     deps.queue = await createQueue(storage, {
       tasks: deliveryTasks(deps),

@@ -11,6 +11,12 @@ export interface InventoryConfig extends ServiceConfig {
   enforceGlobalUnique: boolean;
   /** Most objects one bulk request may create, update or delete (`--max-bulk` / INVENTORY_MAX_BULK; 1000). */
   maxBulk: number;
+  /**
+   * NetBox's LOGIN_REQUIRED (default true; `--login-required false` / INVENTORY_LOGIN_REQUIRED=false): when false, callers
+   * without credentials may read the API roots and `/api/status/` (NetBox's views that need no model permission), as
+   * pynetbox before 7.3.4 expects (its version check sends no token).
+   */
+  loginRequired: boolean;
 }
 
 function count(v: unknown, dflt: number, name: string): number {
@@ -32,5 +38,7 @@ export function inventoryConfig(cfg: ServiceConfig, env: NodeJS.ProcessEnv = pro
   const unique = pick('enforceGlobalUnique', 'INVENTORY_ENFORCE_GLOBAL_UNIQUE');
   const enforceGlobalUnique = unique === undefined || unique === '' ? true : !['false', '0', 'no', 'off'].includes(String(unique).toLowerCase());
   const maxBulk = Math.max(1, count(pick('maxBulk', 'INVENTORY_MAX_BULK'), 1000, 'INVENTORY_MAX_BULK'));
-  return { ...cfg, adminToken, loginThrottle, enforceGlobalUnique, maxBulk };
+  const login = pick('loginRequired', 'INVENTORY_LOGIN_REQUIRED');
+  const loginRequired = login === undefined || login === '' ? true : !['false', '0', 'no', 'off'].includes(String(login).toLowerCase());
+  return { ...cfg, adminToken, loginThrottle, enforceGlobalUnique, maxBulk, loginRequired };
 }

@@ -400,4 +400,16 @@ export const coreMigrations: Migration[] = [
       ]);
     },
   },
+  {
+    // Fields Ansible's netbox.netbox modules write (issue 24): a site's time zone, a device type's part number, a device
+    // role's vm_role (VMs may only take roles with vm_role set).
+    name: '014_site_time_zone_part_number_vm_role',
+    async up(db, d) {
+      await exec(db, [
+        `alter table dcim_site add column time_zone varchar(63)`,
+        `alter table dcim_devicetype add column part_number varchar(50) not null default ''`,
+        `alter table dcim_devicerole add column vm_role ${d.booleanType} not null default ${d.kind === 'postgres' ? 'true' : '1'}`,
+      ]);
+    },
+  },
 ];

@@ -13,7 +13,7 @@ import { closeWorker, ensureWorker } from './events/registry.ts';
 const config = inventoryConfig(loadConfig('inventory', { port: 8080 }));
 const log: FastifyBaseLogger = pino({ level: config.logLevel, base: { service: 'inventory-worker' } });
 const storage = await openInventoryStorage(config);
-const deps = { storage, config, auth: createAuth(storage, config.loginThrottle), log } as InventoryDeps;
+const deps = { storage, config, auth: createAuth(storage, config.loginThrottle, { loginRequired: config.loginRequired }), log } as InventoryDeps;
 deps.queue = await createQueue(storage, {
   tasks: deliveryTasks(deps),
   onError: (err, task, ctx) => log.warn({ err, task, jobId: ctx.jobId, attempt: ctx.attempt }, 'background task failed'),

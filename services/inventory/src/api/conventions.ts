@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { authenticate, mayWrite, requireRead } from '../auth/index.ts';
+import { authenticate, mayWrite, requireRead, requireReadOrLoginNotRequired } from '../auth/index.ts';
 import { baseUrl } from './pagination.ts';
 
 /** The REST API version NetBox clients read from every response (pynetbox parses it as a version). */
@@ -147,19 +147,19 @@ export class ApiConventions {
 
   /** `GET /api/`, `/api/<app>/` for every app with routes, `/api/plugins/` (none installed). */
   registerRoots(app: FastifyInstance, apps: string[]): void {
-    app.get('/api/', { preHandler: requireRead, schema: { tags: ['status'], summary: 'API root' } }, async (req) => {
+    app.get('/api/', { preHandler: requireReadOrLoginNotRequired, schema: { tags: ['status'], summary: 'API root' } }, async (req) => {
       const base = baseUrl(req);
       const out: Record<string, string> = {};
       for (const a of [...apps, 'plugins', 'status'].sort()) out[a] = `${base}/api/${a}/`;
       return out;
     });
     for (const a of apps) {
-      app.get(`/api/${a}/`, { preHandler: requireRead, schema: { tags: ['status'], summary: `${a} endpoints` } }, async (req) => {
+      app.get(`/api/${a}/`, { preHandler: requireReadOrLoginNotRequired, schema: { tags: ['status'], summary: `${a} endpoints` } }, async (req) => {
         const base = baseUrl(req);
         return Object.fromEntries(this.appEndpoints(a).map((p) => [p, `${base}/api/${a}/${p}/`]));
       });
     }
-    app.get('/api/plugins/', { preHandler: requireRead, schema: { tags: ['status'], summary: 'Installed plugins (none)' } }, async () => ({}));
+    app.get('/api/plugins/', { preHandler: requireReadOrLoginNotRequired, schema: { tags: ['status'], summary: 'Installed plugins (none)' } }, async () => ({}));
   }
 }
 

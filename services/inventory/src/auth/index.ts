@@ -17,6 +17,8 @@ export interface Auth {
   resolve(req: FastifyRequest): Promise<Resolved>;
   /** Budget of unauthenticated credential checks per client address and username. */
   throttle: LoginThrottle;
+  /** NetBox's LOGIN_REQUIRED: false lets callers without credentials read the API roots and the status. */
+  loginRequired: boolean;
 }
 
 export interface Resolved {
@@ -37,7 +39,7 @@ export function presentedKey(req: FastifyRequest): string | undefined {
   return m ? m[1] : '';
 }
 
-export function createAuth(storage: Storage, throttle?: LoginThrottleSettings): Auth {
+export function createAuth(storage: Storage, throttle?: LoginThrottleSettings, opts: { loginRequired?: boolean } = {}): Auth {
   const resolve = (req: FastifyRequest): Promise<Resolved> => {
     let p = cache.get(req);
     if (!p) {
@@ -50,6 +52,7 @@ export function createAuth(storage: Storage, throttle?: LoginThrottleSettings): 
   return {
     resolve,
     throttle: new LoginThrottle(throttle),
+    loginRequired: opts.loginRequired ?? true,
     async authenticate(req) {
       return (await resolve(req)).principal;
     },
@@ -83,6 +86,17 @@ async function requirePrincipal(req: FastifyRequest): Promise<Principal> {
 /** Any authenticated caller. */
 export async function requireRead(req: FastifyRequest, _reply?: FastifyReply): Promise<void> {
   await requirePrincipal(req);
+}
+
+/**
+ * NetBox's IsAuthenticatedOrLoginNotRequired (the API roots, `/api/status/`): any authenticated caller, or with
+ * LOGIN_REQUIRED false also a caller who presents no credentials (a bad token is still refused).
+ */
+export async function requireReadOrLoginNotRequired(req: FastifyRequest, _reply?: FastifyReply): Promise<void> {
+  const auth = authOf(req);
+  const r = await auth.resolve(req);
+  if (r.principal || (!auth.loginRequired && r.reason === undefined)) return;
+  throw forbidden(r.reason ?? NOT_AUTHENTICATED);
 }
 
 /** Authenticated; for unsafe methods also a write-enabled token of a user who may write. */

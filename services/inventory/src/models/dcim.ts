@@ -1,3 +1,4 @@
+import { fail } from './field-problem.ts';
 import { DEVICE_AIRFLOW, DEVICE_FACE, SUBDEVICE_ROLE, DEVICE_STATUS, INTERFACE_DUPLEX, INTERFACE_MODE, INTERFACE_TYPES, LOCATION_STATUS, RACK_AIRFLOW, RACK_FORM_FACTOR, RACK_STATUS, RACK_WIDTH, SITE_STATUS } from './choices.ts';
 import { commentsField, descriptionField, nameField, nestedGroup, ref, refFilters, siteTreeFilters, slugField, tenancyFilters, treeFilters } from './tenancy.ts';
 import type { FieldDef, ModelDef, Refs, Row } from './types.ts';
@@ -9,6 +10,24 @@ const name = (max = 100, extra: Partial<FieldDef> = {}): FieldDef => ({ name: 'n
 const slug = (extra: Partial<FieldDef> = {}): FieldDef => ({ name: 'slug', column: 'slug', kind: 'slug', required: true, maxLength: 100, filter: true, ...extra });
 const description: FieldDef = { name: 'description', column: 'description', kind: 'char', blank: true, maxLength: 200, default: '', filter: true };
 const comments: FieldDef = { name: 'comments', column: 'comments', kind: 'text', blank: true, maxLength: 100_000, default: '' };
+
+/**
+ * NetBox's TimeZoneSerializerField: an IANA zone name (`Europe/Paris`, `UTC`, aliases such as `US/Eastern`), as the
+ * zoneinfo database names it (case as written there); anything else is "A valid timezone is required.".
+ */
+function parseTimeZone(v: unknown): string {
+  const name = typeof v === 'string' ? v.trim() : '';
+  const bad = () => fail('A valid timezone is required.');
+  if (!name || name.length > 63 || !/^[A-Za-z][A-Za-z0-9_+-]*(?:\/[A-Za-z0-9][A-Za-z0-9_+-]*)*$/.test(name)) return bad();
+  // Intl knows the zone (aliases included) but ignores case; zoneinfo's names start each part with a capital or a digit.
+  if (!name.split('/').every((part) => /^[A-Z0-9]/.test(part))) return bad();
+  try {
+    new Intl.DateTimeFormat('en', { timeZone: name });
+  } catch {
+    return bad();
+  }
+  return name;
+}
 
 export const site: ModelDef = {
   key: 'site',
@@ -27,6 +46,7 @@ export const site: ModelDef = {
     ref('group', 'sitegroup'),
     ref('tenant', 'tenant'),
     { name: 'facility', column: 'facility', kind: 'char', blank: true, maxLength: 50, default: '', filter: true },
+    { name: 'time_zone', column: 'time_zone', kind: 'char', nullable: true, default: null, maxLength: 63, filter: true, parse: parseTimeZone },
     { name: 'physical_address', column: 'physical_address', kind: 'char', blank: true, maxLength: 200, default: '' },
     { name: 'shipping_address', column: 'shipping_address', kind: 'char', blank: true, maxLength: 200, default: '' },
     { name: 'latitude', column: 'latitude', kind: 'decimal', nullable: true, default: null, min: -90, max: 90, places: 6, filter: true },
@@ -42,7 +62,7 @@ export const site: ModelDef = {
   extraFilters: [...treeFilters('region', 'region', 'region_id'), ...treeFilters('group', 'sitegroup', 'group_id'), ...tenancyFilters],
   protectedBy: [{ model: 'device', column: 'site_id' }, { model: 'rack', column: 'site_id' }, { model: 'location', column: 'site_id' }, { model: 'virtualmachine', column: 'site_id' }, { model: 'powerpanel', column: 'site_id' }],
   setNull: [{ model: 'prefix', column: 'site_id' }, { model: 'vlan', column: 'site_id' }],
-  unmodelled: { time_zone: null, asns: [] },
+  unmodelled: { asns: [] },
   counts: {
     circuit_count: null,
     device_count: { model: 'device', column: 'site_id' },
@@ -218,6 +238,7 @@ export const deviceType: ModelDef = {
     { name: 'manufacturer', column: 'manufacturer_id', kind: 'fk', fk: 'manufacturer', required: true },
     { name: 'model', column: 'model', kind: 'char', required: true, maxLength: 100, filter: true },
     slug(),
+    { name: 'part_number', column: 'part_number', kind: 'char', blank: true, maxLength: 50, default: '', filter: true },
     { name: 'u_height', column: 'u_height', kind: 'decimal', default: 1, min: 0, max: 999.5 },
     { name: 'subdevice_role', column: 'subdevice_role', kind: 'choice', choices: SUBDEVICE_ROLE, nullable: true, default: null, filter: true, label: 'Parent/child status' },
     description,
@@ -226,7 +247,6 @@ export const deviceType: ModelDef = {
   check: checkDeviceTypeRole,
   unmodelled: {
     default_platform: null,
-    part_number: '',
     exclude_from_utilization: false,
     is_full_depth: true,
     airflow: null,
@@ -274,11 +294,19 @@ export const deviceRole: ModelDef = {
   objectType: 'dcim.devicerole',
   verboseName: 'device role',
   title: 'DeviceRole',
-  fields: [name(100, { unique: true }), slug({ unique: true }), { name: 'color', column: 'color', kind: 'color', default: '9e9e9e', filter: true }, ref('config_template', 'configtemplate'), description, comments],
+  fields: [
+    name(100, { unique: true }),
+    slug({ unique: true }),
+    { name: 'color', column: 'color', kind: 'color', default: '9e9e9e', filter: true },
+    { name: 'vm_role', column: 'vm_role', kind: 'boolean', default: true, filter: true, label: 'VM role' },
+    ref('config_template', 'configtemplate'),
+    description,
+    comments,
+  ],
   ordering: ['name'],
   search: ['name', 'slug', 'description'],
   brief: ['name', 'slug', 'description', 'device_count', 'virtualmachine_count', '_depth'],
-  unmodelled: { vm_role: true, parent: null, _depth: 0 },
+  unmodelled: { parent: null, _depth: 0 },
   extraFilters: [{ name: 'config_template_id', kind: 'fk_id', column: 'config_template_id', model: 'configtemplate' }],
   counts: { device_count: { model: 'device', column: 'role_id' }, virtualmachine_count: { model: 'virtualmachine', column: 'role_id' } },
   taggable: true,

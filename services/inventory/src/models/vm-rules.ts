@@ -26,6 +26,11 @@ export async function checkVirtualMachine(ctx: ReadCtx, values: Row, existing: R
       return one(errors, 'device', `The selected device (${d.name ?? device}) is not assigned to this cluster (${await nameOf(ctx, 'virtualization_cluster', cluster)}).`);
     }
   }
+  // VirtualMachine.role has limit_choices_to={'vm_role': True}: Django's ForeignKey.validate() refuses another role.
+  if ('role_id' in values && values.role_id !== null && values.role_id !== undefined) {
+    const r = await ctx.db.selectFrom('dcim_devicerole').select('vm_role').where('id', '=', values.role_id).executeTakeFirst();
+    if (r && (r.vm_role === false || Number(r.vm_role) === 0)) return one(errors, 'role', `device role instance with id ${values.role_id} is not a valid choice.`);
+  }
   if (existing && 'disk' in values) {
     const sum = await ctx.db.selectFrom('virtualization_virtualdisk').select((eb) => eb.fn.sum('size').as('n')).where('virtual_machine_id', '=', existing.id).executeTakeFirst();
     const total = Number(sum?.n ?? 0);

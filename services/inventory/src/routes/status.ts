@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { requireRead } from '../auth/index.ts';
+import { requireReadOrLoginNotRequired } from '../auth/index.ts';
 import type { InventoryDeps } from '../deps.ts';
 
 import { NETBOX_VERSION } from '../api/conventions.ts';
@@ -13,7 +13,7 @@ const SERVICE_VERSION = '0.1.0';
  * in its own extra keys.
  */
 export async function statusRoutes(app: FastifyInstance, deps: InventoryDeps): Promise<void> {
-  app.get('/api/status/', { preHandler: requireRead, schema: { tags: ['status'], summary: 'Service status' } }, async () => ({
+  app.get('/api/status/', { preHandler: requireReadOrLoginNotRequired, schema: { tags: ['status'], summary: 'Service status' } }, async () => ({
     'django-version': null,
     'installed-apps': {},
     'netbox-version': NETBOX_VERSION,

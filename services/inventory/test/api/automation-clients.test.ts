@@ -158,4 +158,28 @@ forEachStorage('inventory API: what NetBox automation clients request', (storage
     for (const n of ['virtual_chassis_member_id', 'kind', 'vlan_id']) assert.ok(names('/api/dcim/interfaces/').includes(n), n);
     for (const n of ['assigned_object_id', 'mask_length__gte', 'present_in_vrf_id']) assert.ok(names('/api/ipam/ip-addresses/').includes(n), n);
   });
+
+  it("LOGIN_REQUIRED: the API roots and /api/status/ answer a caller without credentials only with --login-required false (pynetbox < 7.3.4's version check sends no token)", async () => {
+    for (const p of ['/api/', '/api/dcim/', '/api/status/']) {
+      const r = await rawRequest(api.server.url, 'GET', p, undefined, { authorization: '' });
+      assert.equal(r.status, 403, p);
+      assert.deepEqual(r.body, { detail: 'Authentication credentials were not provided.' });
+    }
+    const open = await startApi(storage, { loginRequired: 'false' });
+    try {
+      for (const p of ['/api/', '/api/dcim/', '/api/plugins/', '/api/status/']) {
+        const r = await rawRequest(open.server.url, 'GET', p, undefined, { authorization: '' });
+        assert.equal(r.status, 200, `${p}: ${r.text}`);
+        assert.equal(r.headers['api-version'], '4.3');
+      }
+      // Objects still need a caller; a bad token is refused everywhere.
+      assert.equal((await rawRequest(open.server.url, 'GET', '/api/dcim/sites/', undefined, { authorization: '' })).status, 403);
+      assert.equal((await rawRequest(open.server.url, 'POST', '/api/dcim/sites/', JSON.stringify({ name: 'x', slug: 'x' }), { authorization: '' })).status, 403);
+      const bad = await rawRequest(open.server.url, 'GET', '/api/', undefined, { authorization: 'Token 0000000000000000000000000000000000000000' });
+      assert.equal(bad.status, 403);
+      assert.deepEqual(bad.body, { detail: 'Invalid token' });
+    } finally {
+      await open.close();
+    }
+  });
 });

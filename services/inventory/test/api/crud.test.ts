@@ -18,8 +18,8 @@ forEachStorage('inventory API: CRUD and representations', (storage) => {
     assert.equal(r.status, 201);
     const s = r.body;
     assert.deepEqual(Object.keys(s), [
-      'id', 'url', 'display_url', 'display', 'name', 'slug', 'status', 'region', 'group', 'tenant', 'facility', 'physical_address', 'shipping_address', 'latitude', 'longitude',
-      'description', 'comments', 'time_zone', 'asns', 'tags', 'custom_fields', 'created', 'last_updated',
+      'id', 'url', 'display_url', 'display', 'name', 'slug', 'status', 'region', 'group', 'tenant', 'facility', 'time_zone', 'physical_address', 'shipping_address', 'latitude', 'longitude',
+      'description', 'comments', 'asns', 'tags', 'custom_fields', 'created', 'last_updated',
       'circuit_count', 'device_count', 'prefix_count', 'rack_count', 'virtualmachine_count', 'vlan_count',
     ]);
     assert.equal(s.url, `${api.server.url}/api/dcim/sites/${s.id}/`);
