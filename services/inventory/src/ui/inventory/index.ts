@@ -630,7 +630,7 @@ ${errors.length ? html`<ul class="errors" role="alert" data-testid="import-error
 <form method="post" action="${listUrl(m)}import/" class="edit-form" data-testid="import-form">${csrfField(session.csrfToken)}
 <div class="field"><label for="f-format">Format</label><select id="f-format" name="format">${['csv', 'json', 'yaml'].map((f) => html`<option value="${f}"${f === format ? html` selected` : ''}>${f.toUpperCase()}</option>`)}</select></div>
 <div class="field"><label for="f-data">Data</label><textarea id="f-data" name="data" rows="14" spellcheck="false">${data}</textarea>
-<div class="help">CSV: a header row of field names (required: ${required.join(', ')}); related objects by ID or name, tags by slug. JSON: a list of objects as the REST API takes them. YAML: the same as a list, or one object per document (separated by <code>---</code>).</div></div>
+<div class="help">CSV: a header row of field names (required: ${required.join(', ')}); related objects by ID or name, tags by slug${m.taggable ? html`, custom fields as <code>cf_&lt;name&gt;</code> columns` : ''}. JSON: a list of objects as the REST API takes them. YAML: the same as a list, or one object per document (separated by <code>---</code>).</div></div>
 <div class="actions"><button type="submit" data-testid="submit-import">Import</button> <a class="button secondary" href="${listUrl(m)}">Cancel</a></div>
 </form>
 <h2>Fields</h2><table><thead><tr><th>Field</th><th>Required</th><th>Accepted values</th></tr></thead><tbody>${cable ? CABLE_IMPORT_FIELDS.map((f) => html`<tr><td><code>${f.name}</code></td><td>${f.required ? '✓' : ''}</td><td>${f.help}</td></tr>`) : ''}${fields.map(
@@ -664,14 +664,28 @@ async function importObjects(req: FastifyRequest, reply: FastifyReply, backend: 
     const parsed = parseCsv(data);
     if ('error' in parsed) errors.push(parsed.error);
     else {
+      // Custom fields come as NetBox's `cf_<name>` columns, typed by their definitions; a blank cell is left out.
+      const isCf = (h: string) => m.taggable && h.startsWith('cf_');
+      const cfs = parsed.header.some(isCf) ? await customFieldsFor(req, backend, m) : [];
+      for (const h of parsed.header.filter(isCf)) if (!cfs.some((f) => `cf_${f.name}` === h)) errors.push(`${h}: unknown custom field`);
       // A cable's ends come as the import form's side_* columns (resolved below), the rest as the model's fields.
-      const own = parsed.header.map((h) => !(m.key === 'cable' && /^side_[ab]_/.test(h)));
+      const own = parsed.header.map((h) => !(m.key === 'cable' && /^side_[ab]_/.test(h)) && !isCf(h));
       parsed.records.forEach((rec, i) => {
         const { body, errors: recErrors } = bodyFromCsv(m, parsed.header.filter((_, j) => own[j]), rec.filter((_, j) => own[j]));
         parsed.header.forEach((h, j) => {
-          if (!own[j]) body[h] = rec[j];
+          if (!own[j] && !isCf(h)) body[h] = rec[j];
         });
         for (const e of recErrors) errors.push(`Record ${i + 1} ${e}`);
+        const texts: Record<string, string> = {};
+        parsed.header.forEach((h, j) => {
+          if (isCf(h) && (rec[j] ?? '').trim() !== '') texts[h.slice(3)] = rec[j]!;
+        });
+        const given = cfs.filter((f) => f.name in texts);
+        if (given.length) {
+          const cfErrors: FieldErrors = {};
+          body.custom_fields = customFieldData(given, texts, cfErrors);
+          for (const [k, v] of Object.entries(cfErrors)) for (const msg of v) errors.push(`Record ${i + 1} ${k}: ${msg}`);
+        }
         records.push(body);
       });
     }
