@@ -55,8 +55,14 @@ export class UploadBody {
     this.fh = undefined;
   }
 
-  /** Removes the temporary file, if any. */
+  /** Called once by dispose (the owner of a buffer the chunks are views of takes it back). */
+  onDispose?: () => void;
+
+  /** Removes the temporary file, if any; the chunks are not to be read after this. */
   async dispose(): Promise<void> {
+    const released = this.onDispose;
+    this.onDispose = undefined;
+    released?.();
     await this.finish().catch(() => undefined);
     if (this.spoolDir) await fs.promises.rm(this.spoolDir, { recursive: true, force: true });
   }

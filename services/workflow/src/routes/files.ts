@@ -3,7 +3,8 @@ import path from 'node:path';
 import send from '@fastify/send';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { handleStamp } from '../domain/assets/content.ts';
-import { compositeMask, MaskError, placeUpload, UploadBody, UploadError, type PlacedFile } from '../domain/uploads.ts';
+import { compositeMask, MaskError, placeUpload, SPOOL_MEMORY_LIMIT, UploadBody, UploadError, type PlacedFile } from '../domain/uploads.ts';
+import { MultipartError, multipartBoundary, parseMultipart, type MultipartLimits } from '../http/multipart.ts';
 import { mayViewOutput } from '../domain/output-owners.ts';
 import { channelImage, contentDisposition, previewImage, safeContentType, ViewError } from '../domain/view.ts';
 import { readSafetensorsMetadata } from '../domain/models.ts';
@@ -80,12 +81,27 @@ interface UploadForm {
   fields: Record<string, string>;
 }
 
-/** Reads a multipart upload: the `image` file into memory (bounded by max_upload_size), the first value of each other field. */
+/** The form's bounds, on both paths (the streaming parser's names in parentheses). */
+const FORM_LIMITS: MultipartLimits = { maxFiles: 8, maxFields: 32, maxParts: 40, maxFieldBytes: 1024 * 1024, maxHeaderPairs: 100, maxHeaderBytes: 80 * 1024 };
+
+/**
+ * Reads a multipart upload: the `image` file into memory (bounded by
+ * max_upload_size), the first value of each other field. A body that
+ * declares a length up to SPOOL_MEMORY_LIMIT is read whole into one buffer
+ * and parsed there (http/multipart.ts: the file is a view of that buffer,
+ * written with one call); a larger body, or one sent without a length, is
+ * parsed as it streams in and spooled past the limit.
+ */
 async function readForm(req: FastifyRequest, maxUploadSize: number, blake3: boolean): Promise<UploadForm> {
   if (!req.isMultipart()) throw new Refusal(400, 'Expected a multipart/form-data body with an image field');
+  const boundary = multipartBoundary(req.headers['content-type']);
+  const declared = req.headers['content-length'] === undefined ? NaN : Number(req.headers['content-length']);
+  if (boundary !== undefined && req.headers['transfer-encoding'] === undefined && Number.isSafeInteger(declared) && declared >= 0 && declared <= SPOOL_MEMORY_LIMIT) {
+    return formFromBuffer(await readWholeBody(req, declared), boundary, maxUploadSize, blake3);
+  }
   const form: UploadForm = { fields: {} };
   try {
-    const parts = req.parts({ preservePath: true, limits: { fileSize: maxUploadSize, files: 8, fields: 32, parts: 40, fieldSize: 1024 * 1024, headerPairs: 100 } });
+    const parts = req.parts({ preservePath: true, limits: { fileSize: maxUploadSize, files: FORM_LIMITS.maxFiles, fields: FORM_LIMITS.maxFields, parts: FORM_LIMITS.maxParts, fieldSize: FORM_LIMITS.maxFieldBytes, headerPairs: FORM_LIMITS.maxHeaderPairs } });
     for await (const part of parts) {
       if (part.type === 'file') {
         if (part.fieldname !== 'image' || form.image) {
@@ -109,6 +125,122 @@ async function readForm(req: FastifyRequest, maxUploadSize: number, blake3: bool
     if (e.statusCode && e.statusCode >= 400 && e.statusCode < 500) throw new Refusal(e.statusCode, `Invalid multipart body: ${e.message}`);
     if (e.message && /multipart|boundary|Unexpected end|terminated early|Malformed/i.test(e.message)) throw new Refusal(400, `Invalid multipart body: ${e.message}`);
     throw err;
+  }
+  return form;
+}
+
+/**
+ * The body buffer of the last upload, kept for the next one: a fresh buffer
+ * of a few MB costs its page faults again and counts as new external memory
+ * (a young-generation collection every few uploads). Taken by one upload at
+ * a time (a concurrent one allocates its own), given back when its body is
+ * disposed, dropped after SPARE_IDLE_MS without uploads.
+ */
+let spareBody: Buffer | undefined;
+let spareTimer: NodeJS.Timeout | undefined;
+const SPARE_IDLE_MS = 30_000;
+
+function takeBodyBuffer(length: number): Buffer {
+  const spare = spareBody;
+  if (spare && spare.length >= length) {
+    spareBody = undefined;
+    return spare;
+  }
+  // Whole megabytes (at least one), so that bodies of similar sizes reuse one buffer; never beyond the in-memory limit.
+  const size = Math.min(SPOOL_MEMORY_LIMIT, Math.max(1 << 20, Math.ceil(length / (1 << 20)) * (1 << 20)));
+  return Buffer.allocUnsafeSlow(Math.max(size, length));
+}
+
+function giveBackBodyBuffer(buf: Buffer): void {
+  if (spareBody && spareBody.length >= buf.length) return;
+  spareBody = buf;
+  if (spareTimer) spareTimer.refresh();
+  else {
+    spareTimer = setTimeout(() => {
+      spareBody = undefined;
+      spareTimer = undefined;
+    }, SPARE_IDLE_MS);
+    spareTimer.unref();
+  }
+}
+
+/** A body of `length` bytes into one buffer (a view of a reused one: see takeBodyBuffer); a body that ends early (or runs long) is a 400. */
+function readWholeBody(req: FastifyRequest, length: number): Promise<{ body: Buffer; whole: Buffer }> {
+  const raw = req.raw;
+  return new Promise((resolve, reject) => {
+    const whole = takeBodyBuffer(length);
+    const buf = whole.subarray(0, length);
+    let got = 0;
+    const done = (err?: Error) => {
+      raw.off('data', onData);
+      raw.off('end', onEnd);
+      raw.off('error', onError);
+      raw.off('close', onClose);
+      if (err) {
+        giveBackBodyBuffer(whole);
+        reject(err);
+      } else resolve({ body: buf, whole });
+    };
+    const onData = (chunk: Buffer) => {
+      if (got + chunk.length > length) {
+        raw.resume();
+        return done(new Refusal(400, 'Invalid multipart body: longer than its Content-Length'));
+      }
+      chunk.copy(buf, got);
+      got += chunk.length;
+    };
+    const onEnd = () => (got === length ? done() : done(new Refusal(400, 'Invalid multipart body: Unexpected end of multipart data')));
+    const onError = (err: Error) => done(new Refusal(400, `Invalid multipart body: ${err.message}`));
+    const onClose = () => {
+      if (!raw.complete) done(new Refusal(400, 'Invalid multipart body: the request ended before its body'));
+    };
+    raw.on('data', onData);
+    raw.on('end', onEnd);
+    raw.on('error', onError);
+    raw.on('close', onClose);
+  });
+}
+
+/**
+ * The form in a body held whole (see readForm): the same answers as the
+ * streaming path gives. The image's chunks are views of `whole`, which goes
+ * back for reuse when the image's body is disposed (at once when the form
+ * has no image or is refused).
+ */
+async function formFromBuffer({ body: buf, whole }: { body: Buffer; whole: Buffer }, boundary: string, maxUploadSize: number, blake3: boolean): Promise<UploadForm> {
+  let form: UploadForm | undefined;
+  try {
+    form = await formFromParts(buf, boundary, maxUploadSize, blake3);
+    return form;
+  } finally {
+    if (form?.image) form.image.body.onDispose = () => giveBackBodyBuffer(whole);
+    else giveBackBodyBuffer(whole);
+  }
+}
+
+async function formFromParts(buf: Buffer, boundary: string, maxUploadSize: number, blake3: boolean): Promise<UploadForm> {
+  let parts;
+  try {
+    parts = parseMultipart(buf, boundary, FORM_LIMITS);
+  } catch (err) {
+    if (err instanceof MultipartError) throw new Refusal(err.status, `Invalid multipart body: ${err.message}`);
+    throw err;
+  }
+  const form: UploadForm = { fields: {} };
+  for (const part of parts) {
+    if (part.name === undefined) continue;
+    // As the streaming path: a name that an object inherits is refused, never used as a key.
+    if (part.name in Object.prototype) throw new Refusal(400, 'Invalid multipart body: prototype property is not allowed as field name');
+    if (part.file) {
+      if (part.name !== 'image' || form.image) continue;
+      if (part.data.length > maxUploadSize) throw new Refusal(413, tooLarge(maxUploadSize));
+      const body = new UploadBody({ blake3 });
+      await body.push(part.data);
+      await body.finish();
+      form.image = { filename: part.filename ?? '', mimetype: part.contentType, body };
+    } else if (!(part.name in form.fields)) {
+      form.fields[part.name] = part.value ?? '';
+    }
   }
   return form;
 }
