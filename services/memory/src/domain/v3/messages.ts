@@ -121,8 +121,29 @@ async function createOnPg(
   try {
     const w = client.escapeLiteral(workspace);
     const s = client.escapeLiteral(session);
-    const results = (await client.query(`begin; ${sessionStateSql(w, s, true)}; ${membersStateSql(w, s)}`)) as unknown as Array<{ rows: any[] }>;
-    const state = batchStateOf(results[1]!.rows[0], results[2]!.rows);
+    // The two reads are prepared once per connection (PREPARE in the same simple query, first time), so the
+    // server plans them once instead of per batch.
+    const fresh = !preparedOn.has(client);
+    const prepare = fresh ? `prepare ${LOCK_STMT}(text, text) as ${sessionStateSql('$1', '$2', true)}; prepare ${STATE_STMT}(text, text) as ${membersStateSql('$1', '$2')}; ` : '';
+    let results: Array<{ rows: any[] }>;
+    try {
+      results = (await client.query(`${prepare}begin; execute ${LOCK_STMT}(${w}, ${s}); execute ${STATE_STMT}(${w}, ${s})`)) as unknown as Array<{ rows: any[] }>;
+    } catch (err) {
+      // Prepared before another process changed a table they read (0A000, "cached plan must not change result
+      // type") or gone (26000): dropped, and this batch goes the general way. PREPARE outlives a rolled-back
+      // transaction, so a failed first use drops what it may have prepared too.
+      const code = (err as { code?: string }).code;
+      const stale = code === '0A000' || code === '26000';
+      if (fresh || stale) {
+        await client.query('rollback');
+        for (const name of [LOCK_STMT, STATE_STMT]) await client.query(`deallocate ${name}`).catch(() => {});
+        preparedOn.delete(client);
+      }
+      if (stale) return undefined;
+      throw err;
+    }
+    if (fresh) preparedOn.add(client);
+    const state = batchStateOf(results[results.length - 2]!.rows[0], results[results.length - 1]!.rows);
     if (!state || senders.some((p) => !state.members.has(p))) {
       await client.query('rollback');
       return undefined;
@@ -140,6 +161,11 @@ async function createOnPg(
     client.release(failed);
   }
 }
+
+/** Connections holding createOnPg's prepared reads. */
+const preparedOn = new WeakSet<object>();
+const LOCK_STMT = 'v3_batch_session_lock';
+const STATE_STMT = 'v3_batch_session_state';
 
 /** The session row (locked with `lock`) with the workspace's configuration; literals already quoted. */
 const sessionStateSql = (w: string, s: string, lock: boolean) => `select s.is_active, s.configuration as s_conf, w.configuration as w_conf
