@@ -30,6 +30,9 @@ forEachStorage('workflow run from its bundle', (storage: StorageKind) => {
   before(async () => {
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'wf-bundle-'));
     writeApiPacks(path.join(dataDir, 'custom_nodes'));
+    // A pack folder importing the fixture by its path: compiled with esbuild as a user's pack that imports TypeScript.
+    fs.mkdirSync(path.join(dataDir, 'custom_nodes', 'native_pack'), { recursive: true });
+    fs.writeFileSync(path.join(dataDir, 'custom_nodes', 'native_pack', 'index.mjs'), `export * from ${JSON.stringify(path.join(ROOT, 'services', 'workflow', 'test', 'fixtures', 'native-pack.mjs'))};\n`);
     const db = storage === 'postgres' ? ['--database-url', TEST_DATABASE_URL, '--pg-schema', schema] : [];
     proc = spawn(process.execPath, [path.join(ROOT, 'scripts', 'run-service.mjs'), 'workflow', '--port', '0', '--host', '127.0.0.1', '--data-dir', dataDir, '--log-level', 'warn', ...db], {
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -119,7 +122,12 @@ forEachStorage('workflow run from its bundle', (storage: StorageKind) => {
     ws.close();
   });
 
-  test('stops cleanly on SIGTERM', async () => {
+  test('stops cleanly on SIGTERM, also while a node is inside a long ONNX Runtime call (a model step)', async () => {
+    // Its execution thread is terminated only once the call has returned: terminated inside, the process would abort.
+    const inside = path.join(dataDir, 'inside-native');
+    const r = await client(url).post('/prompt', { prompt: { n: { class_type: 'TestNativeSpin', inputs: { size: 800, count: 40, name: inside } } } });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    while (!fs.existsSync(inside)) await new Promise((res) => setTimeout(res, 10));
     proc.kill('SIGTERM');
     assert.equal(await exited, 0);
   });

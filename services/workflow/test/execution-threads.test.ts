@@ -42,7 +42,7 @@ forEachStorage('execution threads', (storage: StorageKind) => {
   let ws: WsClient;
 
   before(async () => {
-    srv = await startWorkflow(storage, {}, { packs: ['hostile-pack.mjs'] });
+    srv = await startWorkflow(storage, {}, { packs: ['hostile-pack.mjs', 'native-pack.mjs'] });
     ws = new WsClient(srv.url, 'threads');
     await ws.opened;
   });
@@ -102,6 +102,17 @@ forEachStorage('execution threads', (storage: StorageKind) => {
     await ws.until((ms) => ending(ms, id));
     assert.equal(ending(ws.messages, id)!.type, 'execution_interrupted');
     await stillRuns(srv, ws, 'checked interrupt');
+  });
+
+  test('an interrupt while a node is inside a long ONNX Runtime call (a model step) ends the prompt at once; the service lives on', async () => {
+    // The thread cannot take the interrupt until the call returns; it is replaced now and terminated only once the
+    // call has returned (terminated inside it, the whole process would abort).
+    const id = await queue(srv, { n: { class_type: 'TestNativeSpin', inputs: { size: 800, count: 40, name: 'native-interrupt' } } }, 'threads');
+    await gateEntered('native-interrupt');
+    await srv.http.post('/interrupt', {});
+    await ws.until((ms) => ending(ms, id));
+    assert.equal(ending(ws.messages, id)!.type, 'execution_interrupted');
+    await stillRuns(srv, ws, 'native interrupt');
   });
 
   test('a node that throws fails its prompt with the reference fields', async () => {

@@ -13,6 +13,7 @@ import path from 'node:path';
 import type * as Ort from 'onnxruntime-node';
 import { executionProviders, type DeviceSpec } from './device.ts';
 import { FLOAT32_LOCATION, type Float32Copy } from './float32-copy.ts';
+import { counted, nativeCall } from './native-calls.ts';
 import type { SafetensorsFile } from './safetensors.ts';
 
 /** The external-data name every graph uses for its checkpoint. */
@@ -103,11 +104,11 @@ export async function createSession(model: Uint8Array, file: SafetensorsFile, op
       if (e.name.includes('/') || e.name === WEIGHTS_LOCATION || e.name === FLOAT32_LOCATION) throw new Error(`bad external data name ${e.name}`);
       if (linked) await fs.promises.writeFile(path.join(dir, e.name), e.data);
     }
-    if (linked) return await ort.InferenceSession.create(modelPath, sessionOptions);
+    if (linked) return counted(await nativeCall(() => ort.InferenceSession.create(modelPath, sessionOptions)));
     const bytes = await fs.promises.readFile(file.path);
     const external = [{ path: WEIGHTS_LOCATION, data: bytes as Uint8Array }, ...extra.map((e) => ({ path: e.name, data: e.data }))];
     if (copy) external.push({ path: FLOAT32_LOCATION, data: await fs.promises.readFile(copy.path) });
-    return await ort.InferenceSession.create(model, { ...sessionOptions, externalData: external });
+    return counted(await nativeCall(() => ort.InferenceSession.create(model, { ...sessionOptions, externalData: external })));
   } finally {
     // Once created the session holds its weights: the folder is not needed any more.
     await fs.promises.rm(dir, { recursive: true, force: true });

@@ -25,6 +25,7 @@
 import { createRequire } from 'node:module';
 import type * as Ort from 'onnxruntime-node';
 import { DataType, encodeModel, type NodeSpec, type TensorValue } from '../models/onnx-proto.ts';
+import { counted, nativeCall } from '../models/native-calls.ts';
 
 type OrtModule = typeof Ort;
 let ortModule: OrtModule | undefined;
@@ -58,13 +59,16 @@ function session(key: string, build: () => Uint8Array): Promise<Ort.InferenceSes
   let s = sessions.get(key);
   if (!s) {
     const ort = loadOrt()!;
-    s = ort.InferenceSession.create(build(), {
-      graphOptimizationLevel: 'all',
-      executionMode: 'sequential',
-      intraOpNumThreads: threads(),
-      interOpNumThreads: 1,
-      extra: { session: { intra_op: { allow_spinning: '0' }, inter_op: { allow_spinning: '0' } } },
-    });
+    const model = build();
+    s = nativeCall(() =>
+      ort.InferenceSession.create(model, {
+        graphOptimizationLevel: 'all',
+        executionMode: 'sequential',
+        intraOpNumThreads: threads(),
+        interOpNumThreads: 1,
+        extra: { session: { intra_op: { allow_spinning: '0' }, inter_op: { allow_spinning: '0' } } },
+      }),
+    ).then(counted);
     // A failed creation is not kept: the next call tries again.
     s.catch(() => sessions.delete(key));
     sessions.set(key, s);

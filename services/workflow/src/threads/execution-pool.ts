@@ -19,6 +19,7 @@ import type { WorkflowConfig } from '../config.ts';
 import type { ExecutorLimits, PromptRun, RunResult } from '../engine/executor.ts';
 import { ProgressMirror } from '../engine/progress.ts';
 import type { NodeRegistry } from '../engine/registry.ts';
+import { closeNativeCalls } from '../models/native-calls.ts';
 import type { LoadedModel } from '../models/sd1.ts';
 import type { EnvCall, FromThread, ThreadInit, ToThread } from './protocol.ts';
 
@@ -87,6 +88,10 @@ interface ActiveRun {
 
 class ExecutionThread {
   private worker: Worker | undefined;
+  /** Each thread's count of native calls in progress (models/native-calls.ts). */
+  private readonly nativeCalls = new WeakMap<Worker, Int32Array>();
+  /** Threads being stopped (replaced ones may still be finishing a native call). */
+  private readonly stopping = new Set<Promise<void>>();
   private ready!: Promise<void>;
   /** Whether `ready` has settled fulfilled for the current thread. */
   private isReady = false;
@@ -118,7 +123,15 @@ class ExecutionThread {
   }
 
   private spawn(): void {
-    const init: ThreadInit = { config: this.o.config, limits: this.o.limits, interruptFlag: this.flag.buffer as SharedArrayBuffer, holdFlag: this.hold.buffer as SharedArrayBuffer };
+    // Each thread its own count: a replaced thread may still be inside a model step when its successor starts.
+    const nativeCalls = new Int32Array(new SharedArrayBuffer(4));
+    const init: ThreadInit = {
+      config: this.o.config,
+      limits: this.o.limits,
+      interruptFlag: this.flag.buffer as SharedArrayBuffer,
+      holdFlag: this.hold.buffer as SharedArrayBuffer,
+      nativeCalls: nativeCalls.buffer as SharedArrayBuffer,
+    };
     const worker: Worker = new Worker(threadEntry(), {
       workerData: init,
       resourceLimits: this.o.memoryLimitMb > 0 ? { maxOldGenerationSizeMb: this.o.memoryLimitMb } : undefined,
@@ -126,6 +139,7 @@ class ExecutionThread {
       execArgv: [],
     });
     this.worker = worker;
+    this.nativeCalls.set(worker, nativeCalls);
     this.isReady = false;
     this.models = [];
     this.ready = new Promise<void>((resolve, reject) => {
@@ -349,7 +363,7 @@ class ExecutionThread {
     this.finish(run);
     const old = this.worker;
     if (!this.closed) this.spawn();
-    void old?.terminate();
+    void this.stop(old);
     run.resolve(this.endedHere(run, how, error));
   }
 
@@ -408,7 +422,25 @@ class ExecutionThread {
       this.finish(run);
       run.resolve(this.endedHere(run, 'interrupted'));
     }
-    await this.worker?.terminate();
+    await this.stop(this.worker);
+    await Promise.all([...this.stopping]);
+  }
+
+  /**
+   * Terminates a thread once it is outside ONNX Runtime's native code (models/native-calls.ts): terminated inside a
+   * model step it would abort the whole process. The run it had has already ended; only the thread lingers.
+   */
+  private stop(worker: Worker | undefined): Promise<void> {
+    if (!worker) return Promise.resolve();
+    const cell = this.nativeCalls.get(worker);
+    const stopped = (async () => {
+      if (cell) await closeNativeCalls(cell);
+      await worker.terminate();
+    })();
+    // close() waits for these too: the process must not exit while a replaced thread is still inside native code.
+    this.stopping.add(stopped);
+    void stopped.finally(() => this.stopping.delete(stopped));
+    return stopped;
   }
 }
 

@@ -20,6 +20,8 @@ export interface ThreadInit {
    * start), or the negated number when it could not be stored (it must not run).
    */
   holdFlag: SharedArrayBuffer;
+  /** Int32Array[0]: the native calls in progress, -1 once the thread may be terminated (models/native-calls.ts). */
+  nativeCalls: SharedArrayBuffer;
 }
 
 /** The env functions a run may call back on the main thread (assets, workspace secrets, output visibility). */
