@@ -148,6 +148,22 @@ describe("inventory UI in a browser: a person's paths", { skip }, () => {
         await page.click('[data-testid=delete]');
         await page.click('[data-testid=confirm-delete]');
         assert.equal((await api.get(`/api/extras/event-rules/${ruleId}/`)).status, 404);
+        // A custom field's object types are picked by label, the saved field shows them so, and the form keeps them on an error.
+        await page.goto(`${base}/extras/custom-fields/add/`);
+        const typeLabels = await page.locator('#f-object_types option').allTextContents();
+        assert.deepEqual(typeLabels.filter((l) => !/^[A-Z][A-Za-z]* > [A-Z][A-Za-z0-9 ]*$/.test(l.trim())), [], 'labels only');
+        await page.selectOption('#f-object_types', [{ label: 'DCIM > Site' }, { label: 'DCIM > Location' }]);
+        await page.fill('#f-name', 'bad name!');
+        await page.click('[data-testid=save]');
+        assert.ok(((await page.textContent('[data-field=name] .errors')) ?? '').length > 0, 'the API refuses the name');
+        assert.deepEqual((await page.locator('#f-object_types option:checked').allTextContents()).sort(), ['DCIM > Location', 'DCIM > Site']);
+        await page.fill('#f-name', 'site_code');
+        await page.click('[data-testid=save]');
+        assert.equal(await h1(), 'site_code');
+        assert.match((await page.textContent('[data-field=object_types]')) ?? '', /^DCIM > (Location, DCIM > Site|Site, DCIM > Location)$/);
+        await shot('custom-field');
+        const cfId = Number(pathname().split('/').filter(Boolean).pop());
+        assert.deepEqual((await api.get(`/api/extras/custom-fields/${cfId}/`)).body.object_types.sort(), ['dcim.location', 'dcim.site']);
         // The webhook's delete asks too.
         await page.goto(`${base}/ui/webhooks/${seed.webhook.id}/`);
         await page.click(`a[href="/ui/webhooks/${seed.webhook.id}/delete"]`);

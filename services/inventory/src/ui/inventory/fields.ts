@@ -1,4 +1,5 @@
-import { model } from '../../models/registry.ts';
+import { model, MODELS } from '../../models/registry.ts';
+import { objectTypeLabel } from '../../models/lookup.ts';
 import type { FieldDef, ModelDef } from '../../models/types.ts';
 import { checkbox, errorList, formCheckbox, formList, formString, select, textArea, textInput, type FieldErrors, type FormBody } from '../forms.ts';
 import { html, type SafeHtml } from '../html.ts';
@@ -8,6 +9,18 @@ import { labelOf } from './render.ts';
 export const MAX_OPTIONS = 500;
 
 export type Options = Map<string, Array<{ value: string; label: string }> | null>;
+
+/** A field holding a list of object types (a custom field's `object_types`): a picker of labelled types, not JSON. */
+const isObjectTypeList = (f: FieldDef) => f.kind === 'json' && f.name === 'object_types';
+
+/** The object types a custom field may apply to (the models with tags and custom fields), by label. */
+let objectTypeOptions: Array<{ value: string; label: string }> | undefined;
+function objectTypeChoices(): Array<{ value: string; label: string }> {
+  objectTypeOptions ??= MODELS.filter((m) => m.taggable)
+    .map((m) => ({ value: m.objectType, label: objectTypeLabel(m.objectType) }))
+    .sort((a, b) => a.label.localeCompare(b.label));
+  return objectTypeOptions;
+}
 
 /** The fields a form edits: every writable field of the model; `tags` where the model has them. */
 export function editableFields(m: ModelDef): FieldDef[] {
@@ -26,6 +39,7 @@ export function formValue(f: FieldDef, v: unknown): string | string[] {
   if (f.kind === 'fk') return String(typeof v === 'object' ? (v as any).id ?? '' : v);
   if (f.kind === 'choice' || f.kind === 'objecttype') return String(typeof v === 'object' ? (v as any).value ?? '' : v);
   if (f.kind === 'boolean') return v ? 'on' : '';
+  if (isObjectTypeList(f)) return Array.isArray(v) ? v.map(String) : [];
   if (f.kind === 'json') return f.name === 'ports' && Array.isArray(v) ? v.join(', ') : JSON.stringify(v, null, 2);
   return String(v);
 }
@@ -50,6 +64,11 @@ export function control(f: FieldDef, value: string | string[], errors: FieldErro
     case 'text':
       return textArea({ ...o, value: one, rows: 4 });
     case 'json':
+      if (isObjectTypeList(f)) {
+        const chosen = Array.isArray(value) ? value : value ? [value] : [];
+        const known = new Set(objectTypeChoices().map((c) => c.value));
+        return select({ ...o, value: chosen, options: [...objectTypeChoices(), ...chosen.filter((t) => !known.has(t)).map((t) => ({ value: t, label: t }))], multiple: true });
+      }
       return f.name === 'ports' ? textInput({ ...o, value: one, help: 'Port numbers, comma-separated' }) : textArea({ ...o, value: one, rows: 4, help: 'JSON' });
     default:
       return textInput({ ...o, value: one, maxLength: f.maxLength });
@@ -78,6 +97,12 @@ export function bodyFromForm(m: ModelDef, form: FormBody, opts: { prefix?: strin
         const v = formString(form, key);
         if (v === 'true' || v === 'false') body[f.name] = v === 'true';
       } else body[f.name] = formCheckbox(form, key);
+      continue;
+    }
+    if (isObjectTypeList(f)) {
+      const chosen = formList(form, key).map((v) => v.trim()).filter(Boolean);
+      if (!chosen.length && opts.partial) continue;
+      body[f.name] = chosen;
       continue;
     }
     if (f.kind === 'm2m') {
@@ -165,7 +190,9 @@ export function bodyFromCsv(m: ModelDef, header: string[], record: string[]): { 
         body[name] = text.split(',').map((s) => s.trim()).filter(Boolean).map(ref);
         break;
       case 'json':
-        if (name === 'ports') body[name] = text.split(',').map((p) => p.trim()).filter(Boolean).map((p) => (/^\d+$/.test(p) ? Number(p) : p));
+        // NetBox's import takes object types comma-separated (`dcim.device,dcim.site`).
+        if (name === 'object_types' && !text.startsWith('[')) body[name] = text.split(',').map((s) => s.trim()).filter(Boolean);
+        else if (name === 'ports') body[name] = text.split(',').map((p) => p.trim()).filter(Boolean).map((p) => (/^\d+$/.test(p) ? Number(p) : p));
         else {
           try {
             body[name] = JSON.parse(text);

@@ -479,7 +479,7 @@ async function saveObject(req: FastifyRequest, reply: FastifyReply, backend: UiB
   const { body, errors } = bodyFromForm(m, form);
   if (m.taggable) body.tags = formList(form, 'tags').filter((t) => /^\d+$/.test(t)).map(Number);
   const typed: Record<string, string | string[]> = {};
-  for (const f of editableFields(m)) typed[f.name] = f.kind === 'm2m' ? formList(form, f.name) : formString(form, f.name);
+  for (const f of editableFields(m)) typed[f.name] = f.kind === 'm2m' || (f.kind === 'json' && f.name === 'object_types') ? formList(form, f.name) : formString(form, f.name);
   typed.tags = formList(form, 'tags');
   // Custom fields: typed from the form; on create a blank one is left out, so the field's default applies.
   const cfs = await customFieldsFor(req, backend, m);

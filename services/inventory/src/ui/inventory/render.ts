@@ -41,6 +41,8 @@ export function cell(value: unknown, key = ''): SafeHtml {
     if (value.length === 0) return html`<span class="muted">—</span>`;
     // A choice set's `[value, label]` pairs.
     if (key === 'extra_choices') return html`${value.map((v, i) => html`${i ? ', ' : ''}${Array.isArray(v) ? `${String(v[0])} (${String(v[1])})` : String(v)}`)}`;
+    // Object types (a custom field's, an export template's) as NetBox's pickers name them.
+    if (key.endsWith('_types') && value.every((v) => typeof v === 'string' && /^[a-z]+\.[a-z]+$/.test(v))) return html`${value.map((v) => objectTypeLabel(v as string)).join(', ')}`;
     // A port's peers and endpoints name their device, as NetBox's "device › interface".
     if (key === 'link_peers' || key === 'connected_endpoints') return html`${value.map((v, i) => html`${i ? ', ' : ''}${v && typeof v === 'object' && (v as any).device ? html`${cell((v as any).device)} › ` : ''}${cell(v)}`)}`;
     return html`${value.map((v, i) => html`${i ? ', ' : ''}${cell(v)}`)}`;
@@ -87,6 +89,7 @@ export function labelOf(name: string): string {
     .replace(/\brf\b/g, 'RF')
     .replace(/\blag\b/g, 'LAG')
     .replace(/\bnat\b/g, 'NAT')
+    .replace(/\bui\b/g, 'UI')
     .replace(/\bid\b/g, 'ID');
   return text.charAt(0).toUpperCase() + text.slice(1);
 }
