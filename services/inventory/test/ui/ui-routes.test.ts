@@ -155,6 +155,12 @@ forEachStorage('admin UI routes', (storage) => {
         assert.ok(!r.text.includes('<script>') && !r.text.includes('<img src=x'), `raw markup leaked on ${path}`);
         assert.ok(r.text.includes('&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;'), `escaped name shown on ${path}`);
       }
+      // Delivered before the receiver goes (a later test uses the successful task; with no retries a closed receiver fails it).
+      const delivered = await poll(async () => {
+        const st = /<th>Status<\/th><td><span class="badge [^"]+" data-status="(\w+)"/.exec((await c.get(`/ui/background-tasks/${taskId}/`)).text)?.[1];
+        return st === 'successful' || st === 'failed' ? st : undefined;
+      });
+      assert.equal(delivered, 'successful');
     } finally {
       await receiver.close();
     }
