@@ -246,15 +246,18 @@ describe('inventory UI in a browser: virtual chassis, bays, journal, config, cho
         assert.equal(await h1(), 'Ada Ops');
         const contactPath = new URL(page.url()).pathname;
         await page.goto(`${base}/tenancy/contact-assignments/add/`);
-        await page.fill('#f-object_type', 'extras.tag');
-        await page.fill('#f-object_id', '1');
+        // The object type is picked by label among the types that take contacts (a tag does not).
+        const types = await page.locator('#f-object_type option').allTextContents();
+        assert.ok(types.includes('DCIM > Device') && !types.includes('Extras > Tag'), types.join(' | '));
+        await page.selectOption('#f-object_type', { label: 'DCIM > Device' });
+        await page.fill('#f-object_id', '999999');
         await page.selectOption('#f-contact', { label: 'Ada Ops' });
         await page.selectOption('#f-role', { label: 'Operations' });
         await page.selectOption('#f-priority', 'primary');
         await page.click('[data-testid=save]');
-        assert.match(await formErrors(), /Contacts cannot be assigned to this object type \(Extras \| tag\)\./);
+        assert.match(await fieldErrors('object_id'), /Related object not found using the provided numeric ID: 999999/);
         assert.equal(await page.inputValue('#f-priority'), 'primary');
-        await page.fill('#f-object_type', 'dcim.device');
+        assert.equal(await page.inputValue('#f-object_type'), 'dcim.device', 'the picked type is kept');
         await page.fill('#f-object_id', String(seed.sw1.id));
         await page.click('[data-testid=save]');
         assert.equal(await h1(), 'Ada Ops (Operations)');

@@ -70,8 +70,15 @@ export function control(f: FieldDef, value: string | string[], errors: FieldErro
         return select({ ...o, value: chosen, options: [...objectTypeChoices(), ...chosen.filter((t) => !known.has(t)).map((t) => ({ value: t, label: t }))], multiple: true });
       }
       return f.name === 'ports' ? textInput({ ...o, value: one, help: 'Port numbers, comma-separated' }) : textArea({ ...o, value: one, rows: 4, help: 'JSON' });
-    default:
+    default: {
+      // A generic reference's object type (a contact assignment's, a journal entry's): a picker when the form offers choices.
+      const opts = options.get(f.name);
+      if (opts) {
+        const known = opts.some((c) => c.value === one);
+        return select({ ...o, value: one, options: known || !one ? opts : [...opts, { value: one, label: one }], blank: '———' });
+      }
       return textInput({ ...o, value: one, maxLength: f.maxLength });
+    }
   }
 }
 

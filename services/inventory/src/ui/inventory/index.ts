@@ -382,6 +382,9 @@ ${changes.map((c) => {
 /** Options for the related-object pickers of a form: a select when there are few enough, else an id field. */
 async function loadOptions(req: FastifyRequest, backend: UiBackend, m: ModelDef): Promise<Options> {
   const out: Options = new Map();
+  // A generic reference's type: the object types that take part (contacts, journaling), by NetBox's label.
+  const g = m.genericRef;
+  if (g) out.set(g.typeColumn, MODELS.filter((x) => g.supported(x)).map((x) => ({ value: x.objectType, label: objectTypeLabel(x.objectType) })).sort((a, b) => a.label.localeCompare(b.label)));
   await Promise.all(
     editableFields(m).map(async (f) => {
       const target = targetOf(f);
