@@ -39,8 +39,11 @@ function which(cmd: string): string | undefined {
 function ansibleEnv(home: string): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) if (!/^(ANSIBLE_|https?_proxy$|all_proxy$)/i.test(k)) env[k] = v;
+  // ANSIBLE_HOME moves ~/.ansible; collections installed there (ansible-galaxy) are still looked for where they are.
+  const collections = process.env.ANSIBLE_COLLECTIONS_PATH ?? process.env.ANSIBLE_COLLECTIONS_PATHS ?? [path.join(os.homedir(), '.ansible', 'collections'), '/usr/share/ansible/collections'].join(':');
   return {
     ...env,
+    ANSIBLE_COLLECTIONS_PATH: collections,
     NO_PROXY: '127.0.0.1,localhost',
     no_proxy: '127.0.0.1,localhost',
     ANSIBLE_CONFIG: path.join(home, 'ansible.cfg'),
@@ -407,7 +410,9 @@ describe('Ansible netbox.netbox collection against the inventory service', { ski
         assert.equal(sw1.ansible_network_os, 'ios-xe', 'compose');
         assert.equal(sw1.serial_number, 'S1', 'compose');
         assert.equal(sw1.primary_ip4, '192.0.2.1');
-        assert.ok(Array.isArray(sw1.config_context));
+        // config_context: true — the site's context, as the plugin wraps it (a list of one object).
+        assert.deepEqual(sw1.config_context, [{ ntp_servers: ['192.0.2.123'] }]);
+        assert.deepEqual(hv.vm1.config_context, [{ ntp_servers: ['192.0.2.123'] }]);
         assert.ok(Array.isArray(sw1.services));
         assert.deepEqual(sw1.interfaces.map((i: any) => i.name).sort(), ['Gi1/0/1', 'Gi1/0/2', 'Loopback0']);
         const gi1 = sw1.interfaces.find((i: any) => i.name === 'Gi1/0/1');
