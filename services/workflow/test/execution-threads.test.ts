@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { forEachStorage, type StorageKind } from '@svc/testkit';
 import { TEST_LIMITS, signupUser } from './cloud-helpers.ts';
@@ -113,6 +114,29 @@ forEachStorage('execution threads', (storage: StorageKind) => {
     await ws.until((ms) => ending(ms, id));
     assert.equal(ending(ws.messages, id)!.type, 'execution_interrupted');
     await stillRuns(srv, ws, 'native interrupt');
+  });
+
+  test("a thread terminated while its node runs a child process: the child is killed with it", async () => {
+    const dir = fs.mkdtempSync(path.join(srv.cfg.dataDir, 'child-'));
+    const pidFile = path.join(dir, 'pid');
+    const bin = path.join(dir, 'child.sh');
+    fs.writeFileSync(bin, `#!/bin/sh\necho $$ > '${pidFile}'\nexec sleep 120\n`, { mode: 0o755 });
+    const id = await queue(srv, { c: { class_type: 'TestChildThenSpin', inputs: { bin, pid_file: pidFile } } }, 'threads');
+    while (!fs.existsSync(pidFile) || fs.readFileSync(pidFile, 'utf8').trim() === '') await new Promise((res) => setTimeout(res, 10));
+    const pid = Number(fs.readFileSync(pidFile, 'utf8'));
+    await srv.http.post('/interrupt', {});
+    await ws.until((ms) => ending(ms, id));
+    assert.equal(ending(ws.messages, id)!.type, 'execution_interrupted');
+    // Killed: gone, or a zombie (its thread, which would have reaped it, was terminated).
+    const running = () => {
+      try {
+        return !/^\d+ \(.*\) Z/.test(fs.readFileSync(`/proc/${pid}/stat`, 'utf8'));
+      } catch {
+        return false;
+      }
+    };
+    while (running()) await new Promise((res) => setTimeout(res, 10));
+    await stillRuns(srv, ws, 'child process');
   });
 
   test('a node that throws fails its prompt with the reference fields', async () => {

@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
+import { trackChild } from './child-processes.ts';
 
 /**
  * Video and MP3 encoding and decoding through the system's ffmpeg (Debian's
@@ -87,6 +88,7 @@ export function runTool(bin: string, args: string[], opts: RunOptions = {}): Pro
       return;
     }
     const child = spawn(bin, args, { stdio: ['pipe', 'pipe', 'pipe'], shell: false, windowsHide: true });
+    const untrack = trackChild(child.pid);
     const chunks: Buffer[] = [];
     let outBytes = 0;
     let stderr = '';
@@ -123,6 +125,7 @@ export function runTool(bin: string, args: string[], opts: RunOptions = {}): Pro
       stderr = (stderr + c.toString('utf8')).slice(-STDERR_KEPT);
     });
     child.on('close', (code, sig) => {
+      untrack();
       if (failure) return done(failure);
       if (code !== 0) {
         const tail = stderr.trim().split('\n').slice(-6).join('\n');

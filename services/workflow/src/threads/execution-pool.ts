@@ -20,6 +20,7 @@ import type { ExecutorLimits, PromptRun, RunResult } from '../engine/executor.ts
 import { ProgressMirror } from '../engine/progress.ts';
 import type { NodeRegistry } from '../engine/registry.ts';
 import { closeNativeCalls } from '../models/native-calls.ts';
+import { killChildren, newChildList } from '../nodes/child-processes.ts';
 import type { LoadedModel } from '../models/sd1.ts';
 import type { EnvCall, FromThread, ThreadInit, ToThread } from './protocol.ts';
 
@@ -90,6 +91,8 @@ class ExecutionThread {
   private worker: Worker | undefined;
   /** Each thread's count of native calls in progress (models/native-calls.ts). */
   private readonly nativeCalls = new WeakMap<Worker, Int32Array>();
+  /** Each thread's running child processes (nodes/child-processes.ts). */
+  private readonly childPids = new WeakMap<Worker, Int32Array>();
   /** Threads being stopped (replaced ones may still be finishing a native call). */
   private readonly stopping = new Set<Promise<void>>();
   private ready!: Promise<void>;
@@ -125,12 +128,14 @@ class ExecutionThread {
   private spawn(): void {
     // Each thread its own count: a replaced thread may still be inside a model step when its successor starts.
     const nativeCalls = new Int32Array(new SharedArrayBuffer(4));
+    const childPids = newChildList();
     const init: ThreadInit = {
       config: this.o.config,
       limits: this.o.limits,
       interruptFlag: this.flag.buffer as SharedArrayBuffer,
       holdFlag: this.hold.buffer as SharedArrayBuffer,
       nativeCalls: nativeCalls.buffer as SharedArrayBuffer,
+      childPids: childPids.buffer as SharedArrayBuffer,
     };
     const worker: Worker = new Worker(threadEntry(), {
       workerData: init,
@@ -140,6 +145,7 @@ class ExecutionThread {
     });
     this.worker = worker;
     this.nativeCalls.set(worker, nativeCalls);
+    this.childPids.set(worker, childPids);
     this.isReady = false;
     this.models = [];
     this.ready = new Promise<void>((resolve, reject) => {
@@ -433,6 +439,9 @@ class ExecutionThread {
   private stop(worker: Worker | undefined): Promise<void> {
     if (!worker) return Promise.resolve();
     const cell = this.nativeCalls.get(worker);
+    // Its children first: the run they worked for has ended, and the thread will not be there to end them.
+    const children = this.childPids.get(worker);
+    if (children) killChildren(children);
     const stopped = (async () => {
       if (cell) await closeNativeCalls(cell);
       await worker.terminate();

@@ -14,6 +14,7 @@ import type { NodeEnv } from '../nodes/api.ts';
 import { configurePreviews } from '../models/preview.ts';
 import { configureModelMemory, configureRuntime, onLoadedModelsChange, unloadAll } from '../models/sd1.ts';
 import { shareNativeCallCount } from '../models/native-calls.ts';
+import { shareChildList } from '../nodes/child-processes.ts';
 import { configureDevice } from '../models/session.ts';
 import { simdKernels } from '../nodes/simd-kernels.ts';
 import { buildRegistry } from './node-registry.ts';
@@ -48,6 +49,7 @@ function lowerPriority(nice: number): void {
 const interruptFlag = new Int32Array(init.interruptFlag);
 const holdFlag = new Int32Array(init.holdFlag);
 shareNativeCallCount(init.nativeCalls);
+shareChildList(init.childPids);
 
 /** A run handed over while its prompt is being stored waits here (a fraction of a millisecond): true once stored, false if it never will be. */
 function waitStored(seq: number): boolean {

@@ -1,0 +1,45 @@
+/**
+ * Child processes started by nodes (ffmpeg), listed where the main thread can see them. An execution thread that is
+ * terminated (an interrupt it did not answer in time, a time limit) cannot kill its children any more, and a running
+ * ffmpeg would go on for up to its own time limit: the main thread kills what the list holds when it stops the thread.
+ *
+ * A terminated thread's children are no longer reaped by it, so their pids stay taken (zombies) until the process
+ * ends: a pid in the list is never another process's.
+ */
+const SLOTS = 64;
+const KEY = Symbol.for('workflow.childPids');
+const holder = globalThis as { [KEY]?: Int32Array };
+
+/** A list for one thread (the main thread keeps it, the thread gets its buffer). */
+export function newChildList(): Int32Array {
+  return new Int32Array(new SharedArrayBuffer(4 * SLOTS));
+}
+
+/** Called once by an execution thread with its list. */
+export function shareChildList(buffer: SharedArrayBuffer): void {
+  holder[KEY] = new Int32Array(buffer);
+}
+
+/** Lists `pid` while it runs; answers what removes it (call it when the child has exited). */
+export function trackChild(pid: number | undefined): () => void {
+  const list = holder[KEY];
+  if (!list || !pid) return () => {};
+  for (let i = 0; i < list.length; i++) {
+    if (Atomics.compareExchange(list, i, 0, pid) === 0) return () => void Atomics.compareExchange(list, i, pid, 0);
+  }
+  // More children at once than slots: this one is not listed (its node still kills it on interrupt).
+  return () => {};
+}
+
+/** Kills (SIGKILL) every listed child of a thread that is being stopped. */
+export function killChildren(list: Int32Array): void {
+  for (let i = 0; i < list.length; i++) {
+    const pid = Atomics.exchange(list, i, 0);
+    if (pid <= 0) continue;
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // Already gone.
+    }
+  }
+}
