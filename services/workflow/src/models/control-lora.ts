@@ -135,7 +135,7 @@ export class ControlLoraModel {
   }
 
   async forward(call: ControlCall, hint: ResidualTensor): Promise<{ output: ResidualTensor[]; middle: ResidualTensor[] }> {
-    const model = call.model;
+    const model = call.model as Checkpoint | undefined;
     if (!model) throw new Error('a Control-LoRA is made from the sampled model: it runs only inside a sampler');
     const cfg = model.detected.unet;
     this.check(model, cfg);

@@ -5,7 +5,6 @@
  * onto each skip the output side takes). A null entry adds nothing.
  */
 import type { DiscreteSchedule } from './schedules.ts';
-import type { Checkpoint } from './sd1.ts';
 
 export interface ResidualTensor {
   shape: number[];
@@ -33,8 +32,11 @@ export interface ControlCall {
   batched: number;
   /** The model's σ schedule, for the start and end percents. */
   schedule: DiscreteSchedule;
-  /** The sampled model's checkpoint (its LoRA patches included): a Control-LoRA's ControlNet is built from its UNet. */
-  model?: Checkpoint;
+  /**
+   * The sampled model's checkpoint (sd1.ts's `Checkpoint`, its LoRA patches included): a Control-LoRA's ControlNet is
+   * built from its UNet. Opaque here, so that this module does not depend on the one that samples.
+   */
+  model?: unknown;
 }
 
 export interface ControlSource {
