@@ -67,9 +67,10 @@ function inList(column: Cond | ReturnType<typeof sql.ref> | RawBuilder<unknown>,
 
 const NUMERIC_LOOKUPS: Record<string, string> = { gt: '>', gte: '>=', lt: '<', lte: '<=' };
 
-function numericFilters(table: string, column: string, name: string, q: Query, errors: Errors, conds: Cond[], decimal = false): void {
+function numericFilters(table: string, column: string | Cond, name: string, q: Query, errors: Errors, conds: Cond[], decimal = false): void {
   // Compared as bigint: a 32-bit column would make PostgreSQL reject a large parameter instead of matching nothing.
-  const c = column === 'id' ? col(table, column) : decimal ? sql`cast(${col(table, column)} as numeric)` : sql`cast(${col(table, column)} as bigint)`;
+  const ref = typeof column === 'string' ? col(table, column) : sql`(${column})`;
+  const c = column === 'id' ? ref : decimal ? sql`cast(${ref} as numeric)` : sql`cast(${ref} as bigint)`;
   const exact = parseNumbers(values(q, name), name, errors, decimal);
   if (exact?.length) conds.push(inList(c, exact));
   const neg = parseNumbers(values(q, `${name}__n`), `${name}__n`, errors, decimal);
@@ -590,6 +591,38 @@ async function customFieldFilters(ctx: ReadCtx, m: ModelDef, q: Query, errors: E
   }
 }
 
+/** A BooleanFilter whose method tests a condition (`interfaces=true`: has interfaces); `null`/'' filter nothing. */
+function boolFilter(c: Cond, name: string, q: Query, errors: Errors, conds: Cond[]): void {
+  for (const v of values(q, name)) {
+    const t = v.trim().toLowerCase();
+    if (t === '' || t === 'null' || t === 'none' || t === 'unknown') continue;
+    const b = parseBool(t);
+    if (b === undefined) (errors[name] ??= []).push('Select a valid choice. That choice is not one of the available choices.');
+    else conds.push(b ? sql`(${c})` : sql`not (${c})`);
+  }
+}
+
+/** ChangeLoggedModelFilterSet's UUID filters: the objects a request created, updated, or either (its change log). */
+const REQUEST_FILTERS: Record<string, string[]> = { created_by_request: ['create'], updated_by_request: ['update'], modified_by_request: ['create', 'update'] };
+const UUID_RE = /^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$/i;
+
+function requestFilters(m: ModelDef, q: Query, errors: Errors, conds: Cond[]): void {
+  for (const [name, actions] of Object.entries(REQUEST_FILTERS)) {
+    const v = values(q, name)[0];
+    if (v === undefined || v.trim() === '') continue;
+    const t = v.trim().toLowerCase();
+    if (!UUID_RE.test(t)) {
+      (errors[name] ??= []).push('Enter a valid UUID.');
+      continue;
+    }
+    const hex = t.replace(/-/g, '');
+    const uuid = `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+    conds.push(
+      sql`${col(m.table, 'id')} in (select changed_object_id from object_changes where changed_object_type = ${m.objectType} and request_id = ${uuid} and ${inList(sql.ref('action'), actions)})`,
+    );
+  }
+}
+
 const TIME_LOOKUPS: Record<string, string> = { '': '=', __gt: '>', __gte: '>=', __lt: '<', __lte: '<=' };
 
 /**
@@ -604,9 +637,11 @@ export async function buildFilters(ctx: ReadCtx, m: ModelDef, q: Query): Promise
   for (const f of m.fields) if (f.filter) fieldFilters(ctx, m, f, q, errors, conds);
   for (const f of m.extraFilters ?? []) {
     if (f.kind === 'fk_id' || f.kind === 'fk_slug') await relatedFilter(ctx, m, f, q, errors, conds);
-    else if (f.kind === 'int') numericFilters(m.table, f.column!, f.name, q, errors, conds);
+    else if (f.kind === 'int') numericFilters(m.table, f.expr ? f.expr(m.table) : f.column!, f.name, q, errors, conds);
+    else if (f.kind === 'bool' && f.expr) boolFilter(f.expr(m.table), f.name, q, errors, conds);
     else if (f.kind === 'custom') await customFilter(ctx, m, f, q, errors, conds);
   }
+  if (NETBOX_FILTERS[m.key]?.includes('created_by_request')) requestFilters(m, q, errors, conds);
   if (Object.keys(q).some((k) => k.startsWith('cf_'))) await customFieldFilters(ctx, m, q, errors, conds);
   const search = values(q, 'q')[0]?.trim();
   if (search) conds.push(sql`(${sql.join(m.search.map((c) => ilike(`${m.table}.${c}`, `%${likeEscape(search)}%`)), sql` or `)})`);
@@ -652,6 +687,7 @@ export function implementedFilters(m: ModelDef): Set<string> {
     else add(f.name, ['']);
   }
   if (m.taggable) add('tag', ['', '__n']), out.add('tag_id');
+  if (NETBOX_FILTERS[m.key]?.includes('created_by_request')) for (const name of Object.keys(REQUEST_FILTERS)) out.add(name);
   for (const t of ['created', 'last_updated']) add(t, ['', '__gt', '__gte', '__lt', '__lte']);
   implementedCache.set(m.key, out);
   return out;

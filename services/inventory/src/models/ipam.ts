@@ -1,9 +1,10 @@
-import { sql } from 'kysely';
+import { sql, type RawBuilder } from 'kysely';
 import { IPADDRESS_ROLE, IPADDRESS_STATUS, PREFIX_STATUS, VLAN_STATUS } from './choices.ts';
 import { hexKey, hostKey, parseNet } from './ip.ts';
 import { commentsField, descriptionField, nameField, ref, refFilters, siteTreeFilters, slugField, tenancyFilters } from './tenancy.ts';
 import { parseVidRanges, rangesToString, totalVids, vidRangesField } from './vid-ranges.ts';
 import type { ModelDef } from './types.ts';
+import type { ReadCtx } from './read.ts';
 
 /** Roles whose addresses may repeat under ENFORCE_GLOBAL_UNIQUE (NetBox's IPADDRESS_ROLES_NONUNIQUE). */
 const NONUNIQUE_ROLES = new Set(['anycast', 'vip', 'vrrp', 'hsrp', 'glbp', 'carp']);
@@ -155,6 +156,25 @@ export const vrf: ModelDef = {
   ],
 };
 
+/**
+ * How many prefixes strictly contain (`parents`: NetBox's `_depth`) or are strictly contained in (`children`) each prefix of
+ * `table`, counted in the same VRF (a global prefix counts global ones), as NetBox's get_parents()/get_children().
+ */
+export function prefixRelatives(table: string, which: 'parents' | 'children'): RawBuilder<unknown> {
+  const t = (c: string) => sql.ref(`${table}.${c}`);
+  const sameVrf = sql`(r.vrf_id = ${t('vrf_id')} or (r.vrf_id is null and ${t('vrf_id')} is null))`;
+  const inside =
+    which === 'parents'
+      ? sql`r._first <= ${t('_first')} and r._last >= ${t('_last')} and r._len < ${t('_len')}`
+      : sql`r._first >= ${t('_first')} and r._last <= ${t('_last')} and r._len > ${t('_len')}`;
+  return sql`(select count(*) from ipam_prefix r where r.family = ${t('family')} and ${sameVrf} and ${inside})`;
+}
+
+async function prefixRelativeCounts(ctx: ReadCtx, ids: number[], which: 'parents' | 'children'): Promise<Map<number, number>> {
+  const rows = await sql<{ id: number; n: number }>`select p.id as id, ${prefixRelatives('p', which)} as n from ipam_prefix p where p.id in (${sql.join(ids)})`.execute(ctx.db);
+  return new Map(rows.rows.map((r) => [Number(r.id), Number(r.n)]));
+}
+
 export const prefix: ModelDef = {
   key: 'prefix',
   app: 'ipam',
@@ -194,13 +214,18 @@ export const prefix: ModelDef = {
     { name: 'within', kind: 'custom' },
     { name: 'within_include', kind: 'custom' },
     { name: 'contains', kind: 'custom' },
+    // NetBox's `_depth` / `_children`: the prefixes of the same VRF (or both global) that contain this one / that it contains.
+    { name: 'depth', kind: 'int', expr: (t) => prefixRelatives(t, 'parents') },
+    { name: 'children', kind: 'int', expr: (t) => prefixRelatives(t, 'children') },
     ...tenancyFilters,
   ],
   unmodelled: { scope_type: null, scope_id: null, scope: null, role: null },
+  counts: { children: null, _depth: null },
+  countsCustom: { children: (ctx, ids) => prefixRelativeCounts(ctx, ids, 'children'), _depth: (ctx, ids) => prefixRelativeCounts(ctx, ids, 'parents') },
   represent(row, out) {
     const family = Number(row.family);
     const { id, url, display_url, display, ...rest } = out;
-    return { id, url, display_url, display, family: { value: family, label: `IPv${family}` }, ...rest, _depth: 0, children: 0 };
+    return { id, url, display_url, display, family: { value: family, label: `IPv${family}` }, ...rest };
   },
 };
 

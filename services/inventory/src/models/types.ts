@@ -71,6 +71,11 @@ export interface ExtraFilter {
   through?: Array<{ table: string; column: string }>;
   /** kind 'custom': the condition for the given values (errors as django-filter words them), defined with the model. */
   where?: (ctx: ReadCtx, vals: string[], errors: Record<string, string[]>) => Promise<RawBuilder<unknown> | undefined>;
+  /**
+   * kind 'int': a number computed in SQL for each row of `table` (a count of related rows, a prefix's depth) instead of
+   * `column`; kind 'bool': a condition on the row, matched for `true` and negated for `false`.
+   */
+  expr?: (table: string) => RawBuilder<unknown>;
 }
 
 export interface ModelDef {

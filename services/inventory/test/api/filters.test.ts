@@ -140,4 +140,52 @@ forEachStorage('inventory API: filters, ordering and pagination', (storage) => {
     r = await h.get('/api/ipam/ip-addresses/?assigned_to_interface=false');
     assert.deepEqual(r.body.results.map((i: any) => i.address), ['198.51.100.1/24']);
   });
+
+  it('filters and shows prefixes by depth and children, counted in the same VRF as NetBox', async () => {
+    const h = api.http;
+    const vrf = (await h.post('/api/ipam/vrfs/', { name: 'depth-vrf', rd: '65000:77' })).body;
+    const made = await h.post('/api/ipam/prefixes/', [
+      { prefix: '10.77.0.0/16' },
+      { prefix: '10.77.1.0/24' },
+      { prefix: '10.77.1.0/26' },
+      { prefix: '10.77.1.0/26' },
+      { prefix: '10.77.2.0/24' },
+      { prefix: '10.77.1.0/25', vrf: vrf.id },
+      { prefix: '2001:db8:77::/48' },
+      { prefix: '2001:db8:77:1::/64' },
+    ]);
+    assert.equal(made.status, 201, JSON.stringify(made.body));
+    const list = async (query: string) => {
+      const r = await h.get(`/api/ipam/prefixes/?q=${encodeURIComponent(query.startsWith('6:') ? '2001:db8:77' : '10.77.')}&${query.replace(/^6:/, '')}&ordering=prefix&limit=100`);
+      assert.equal(r.status, 200, `${query}: ${r.text}`);
+      return r.body.results.map((p: any) => `${p.prefix}${p.vrf ? '@vrf' : ''}:${p._depth}/${p.children}`);
+    };
+    // depth: prefixes of the same VRF that strictly contain it (an equal prefix does not); children: those it strictly contains.
+    const all = ['10.77.0.0/16:0/4', '10.77.1.0/24:1/2', '10.77.1.0/26:2/0', '10.77.1.0/26:2/0', '10.77.1.0/25@vrf:0/0', '10.77.2.0/24:1/0'];
+    assert.deepEqual((await list('')).sort(), [...all].sort());
+    assert.deepEqual((await list('depth=0')).sort(), ['10.77.0.0/16:0/4', '10.77.1.0/25@vrf:0/0'].sort());
+    assert.deepEqual((await list('depth=2')).sort(), ['10.77.1.0/26:2/0', '10.77.1.0/26:2/0']);
+    assert.deepEqual((await list('depth__gte=1&children__gt=0')).sort(), ['10.77.1.0/24:1/2']);
+    assert.deepEqual((await list('depth__n=0&depth__n=2')).sort(), ['10.77.1.0/24:1/2', '10.77.2.0/24:1/0']);
+    assert.deepEqual((await list('children=4')).sort(), ['10.77.0.0/16:0/4']);
+    assert.deepEqual((await list('children__lte=0&depth__lt=2')).sort(), ['10.77.1.0/25@vrf:0/0', '10.77.2.0/24:1/0']);
+    assert.deepEqual((await list(`vrf_id=${vrf.id}&depth=0&children=0`)), ['10.77.1.0/25@vrf:0/0']);
+    assert.deepEqual(await list('6:depth=1'), ['2001:db8:77:1::/64:1/0']);
+    assert.deepEqual(await list('6:children=1'), ['2001:db8:77::/48:0/1']);
+    // Values django-filter refuses are 400s naming the filter; `null` too (a number filter), never a 5xx.
+    for (const bad of ['null', 'x', '1.5', '99999999999999999999', "1' or '1'='1"]) {
+      for (const name of ['depth', 'children__gt', 'depth__n']) {
+        const r = await h.get(`/api/ipam/prefixes/?${name}=${encodeURIComponent(bad)}`);
+        assert.deepEqual([r.status, r.body], [400, { [name]: ['Enter a number.'] }], `${name}=${bad}`);
+      }
+    }
+    // Created and updated by a request (NetBox's ChangeLoggedModelFilterSet), from the change log.
+    const requestId = '0d6a3c1e-77aa-4bbb-8ccc-0123456789ab';
+    const upd = await h.patch(`/api/ipam/prefixes/${made.body[4].id}/`, { description: 'touched' }, { 'x-request-id': requestId });
+    assert.equal(upd.status, 200, upd.text);
+    assert.deepEqual((await h.get(`/api/ipam/prefixes/?updated_by_request=${requestId}`)).body.results.map((p: any) => p.id), [made.body[4].id]);
+    assert.deepEqual((await h.get(`/api/ipam/prefixes/?modified_by_request=${requestId.toUpperCase()}`)).body.results.map((p: any) => p.id), [made.body[4].id]);
+    assert.equal((await h.get(`/api/ipam/prefixes/?created_by_request=${requestId}`)).body.count, 0);
+    assert.deepEqual((await h.get('/api/ipam/prefixes/?created_by_request=nope')).body, { created_by_request: ['Enter a valid UUID.'] });
+  });
 });
