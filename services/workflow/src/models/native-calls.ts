@@ -64,10 +64,12 @@ const waitAsync = (Atomics as unknown as { waitAsync(a: Int32Array, i: number, v
 
 /**
  * Closes `cell` once no native call is in progress and answers; until then waits (a model step can take a while).
- * After it answers no native call starts: the thread may be terminated.
+ * After it answers no native call starts: the thread may be terminated. `gone` says the thread has ended by itself.
  */
-export async function closeNativeCalls(cellOf: Int32Array, pollMs = 1_000): Promise<void> {
+export async function closeNativeCalls(cellOf: Int32Array, gone: () => boolean = () => false, pollMs = 1_000): Promise<void> {
   for (;;) {
+    // A thread that ended by itself (a node that exited it) may have left a count behind: nothing runs there any more.
+    if (gone()) return;
     const n = Atomics.load(cellOf, 0);
     if (n < 0) return;
     if (n === 0) {
