@@ -136,7 +136,7 @@ export const circuit: ModelDef = {
   brief: ['provider', 'cid', 'description'],
   taggable: true,
   display: (r) => r.cid,
-  extraFilters: [...refFilters('provider', 'provider'), ...refFilters('type', 'circuittype'), ...tenancyFilters, { name: 'site_id', kind: 'custom' }, { name: 'site', kind: 'custom' }],
+  extraFilters: [...refFilters('provider', 'provider'), ...refFilters('type', 'circuittype'), ...tenancyFilters, { name: 'site_id', kind: 'custom' }, { name: 'site', kind: 'custom' }, { name: 'provider_network_id', kind: 'custom' }],
   cascade: [{ model: 'circuittermination', column: 'circuit_id' }],
   extraRefs: {
     termination_a: { model: 'circuittermination', column: 'termination_a_id' },
@@ -218,6 +218,7 @@ export const circuitTermination: ModelDef = {
     { name: 'site_id', kind: 'custom' },
     { name: 'site', kind: 'custom' },
     { name: 'provider_network_id', kind: 'custom' },
+    ...refFilters('provider', 'provider', 'slug', 'circuit_id').map((f) => ({ ...f, through: [{ table: 'circuits_circuit', column: 'provider_id' }] })),
     ...cabledFilters,
   ],
 };
@@ -246,7 +247,12 @@ export const virtualCircuit: ModelDef = {
   brief: ['provider_network', 'cid', 'description'],
   taggable: true,
   display: (r) => r.cid,
-  extraFilters: [...refFilters('provider_network', 'providernetwork', 'name'), ...refFilters('type', 'virtualcircuittype'), ...tenancyFilters],
+  extraFilters: [
+    ...refFilters('provider_network', 'providernetwork', 'name'),
+    ...refFilters('provider', 'provider', 'slug', 'provider_network_id').map((f) => ({ ...f, through: [{ table: 'circuits_providernetwork', column: 'provider_id' }] })),
+    ...refFilters('type', 'virtualcircuittype'),
+    ...tenancyFilters,
+  ],
   cascade: [{ model: 'virtualcircuittermination', column: 'virtual_circuit_id' }],
 };
 
@@ -270,7 +276,18 @@ export const virtualCircuitTermination: ModelDef = {
   taggable: true,
   displayNeeds: ['virtual_circuit', 'interface'],
   display: (r, refs) => `${(refs.virtual_circuit as { cid?: string } | null)?.cid ?? r.virtual_circuit_id}: ${(refs.interface as { name?: string } | null)?.name ?? r.interface_id}`,
-  extraFilters: [...refFilters('virtual_circuit', 'virtualcircuit', 'cid'), { name: 'interface_id', kind: 'fk_id', column: 'interface_id', model: 'interface' }],
+  extraFilters: [
+    ...refFilters('virtual_circuit', 'virtualcircuit', 'cid'),
+    { name: 'interface_id', kind: 'fk_id', column: 'interface_id', model: 'interface' },
+    { name: 'provider_network_id', kind: 'fk_id', column: 'virtual_circuit_id', model: 'providernetwork', through: [{ table: 'circuits_virtualcircuit', column: 'provider_network_id' }] },
+    ...refFilters('provider', 'provider', 'slug', 'virtual_circuit_id').map((f) => ({
+      ...f,
+      through: [
+        { table: 'circuits_virtualcircuit', column: 'provider_network_id' },
+        { table: 'circuits_providernetwork', column: 'provider_id' },
+      ],
+    })),
+  ],
 };
 
 export const CIRCUIT_MODELS = [provider, providerNetwork, circuitType, circuit, circuitTermination, virtualCircuitType, virtualCircuit, virtualCircuitTermination];

@@ -112,9 +112,9 @@ export const customField: ModelDef = {
       },
     },
     { name: 'weight', column: 'weight', kind: 'integer', default: 100, min: 0, max: 32767, filter: true },
-    { name: 'validation_minimum', column: 'validation_minimum', kind: 'decimal', nullable: true, default: null, places: 4, min: -1e15, max: 1e15 },
-    { name: 'validation_maximum', column: 'validation_maximum', kind: 'decimal', nullable: true, default: null, places: 4, min: -1e15, max: 1e15 },
-    { name: 'validation_regex', column: 'validation_regex', kind: 'char', blank: true, maxLength: 500, default: '' },
+    { name: 'validation_minimum', column: 'validation_minimum', kind: 'decimal', nullable: true, default: null, places: 4, min: -1e15, max: 1e15, filter: true },
+    { name: 'validation_maximum', column: 'validation_maximum', kind: 'decimal', nullable: true, default: null, places: 4, min: -1e15, max: 1e15, filter: true },
+    { name: 'validation_regex', column: 'validation_regex', kind: 'char', blank: true, maxLength: 500, default: '', filter: true },
     { name: 'comments', column: 'comments', kind: 'text', blank: true, maxLength: 100_000, default: '' },
   ],
   // Object-typed custom fields are not modelled.

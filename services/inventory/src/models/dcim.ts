@@ -4,6 +4,7 @@ import { commentsField, descriptionField, nameField, nestedGroup, ref, refFilter
 import type { FieldDef, ModelDef, Refs, Row } from './types.ts';
 import { checkDevice, checkInterface, deviceComputed } from './device-rules.ts';
 import { cabledFilters, cabledObject } from './cabling.ts';
+import { countFilter, hasChildrenFilter, localContextFilter } from './count-filters.ts';
 import { afterDeviceSave, checkDeviceChassisBay, checkDeviceTypeRole, enrichParentDevice } from './chassis-bays.ts';
 
 const name = (max = 100, extra: Partial<FieldDef> = {}): FieldDef => ({ name: 'name', column: 'name', kind: 'char', required: true, maxLength: max, filter: true, ...extra });
@@ -239,7 +240,7 @@ export const deviceType: ModelDef = {
     { name: 'model', column: 'model', kind: 'char', required: true, maxLength: 100, filter: true },
     slug(),
     { name: 'part_number', column: 'part_number', kind: 'char', blank: true, maxLength: 50, default: '', filter: true },
-    { name: 'u_height', column: 'u_height', kind: 'decimal', default: 1, min: 0, max: 999.5 },
+    { name: 'u_height', column: 'u_height', kind: 'decimal', default: 1, min: 0, max: 999.5, filter: true },
     { name: 'subdevice_role', column: 'subdevice_role', kind: 'choice', choices: SUBDEVICE_ROLE, nullable: true, default: null, filter: true, label: 'Parent/child status' },
     description,
     comments,
@@ -402,14 +403,37 @@ export const device: ModelDef = {
     { name: 'device_type_id', kind: 'fk_id', column: 'device_type_id', model: 'devicetype' },
     { name: 'device_type', kind: 'fk_slug', column: 'device_type_id', model: 'devicetype', attribute: 'slug' },
     { name: 'manufacturer_id', kind: 'custom' },
+    { name: 'manufacturer', kind: 'fk_slug', column: 'device_type_id', model: 'manufacturer', attribute: 'slug', through: [{ table: 'dcim_devicetype', column: 'manufacturer_id' }] },
+    // NetBox's `model` names the device type by its slug, as `device_type`.
+    { name: 'model', kind: 'fk_slug', column: 'device_type_id', model: 'devicetype', attribute: 'slug' },
     ...refFilters('platform', 'platform'),
     ...siteTreeFilters(),
     ...treeFilters('location', 'location', 'location_id'),
     { name: 'rack_id', kind: 'fk_id', column: 'rack_id', model: 'rack' },
     { name: 'primary_ip4_id', kind: 'fk_id', column: 'primary_ip4_id', model: 'ipaddress' },
     { name: 'primary_ip6_id', kind: 'fk_id', column: 'primary_ip6_id', model: 'ipaddress' },
+    { name: 'primary_ip4', kind: 'fk_slug', column: 'primary_ip4_id', model: 'ipaddress', attribute: 'address' },
+    { name: 'primary_ip6', kind: 'fk_slug', column: 'primary_ip6_id', model: 'ipaddress', attribute: 'address' },
     { name: 'oob_ip_id', kind: 'fk_id', column: 'oob_ip_id', model: 'ipaddress' },
     { name: 'has_primary_ip', kind: 'custom' },
+    localContextFilter,
+    countFilter('console_port_count', 'dcim_consoleport', 'device_id'),
+    countFilter('console_server_port_count', 'dcim_consoleserverport', 'device_id'),
+    countFilter('power_port_count', 'dcim_powerport', 'device_id'),
+    countFilter('power_outlet_count', 'dcim_poweroutlet', 'device_id'),
+    countFilter('interface_count', 'dcim_interface', 'device_id'),
+    countFilter('front_port_count', 'dcim_frontport', 'device_id'),
+    countFilter('rear_port_count', 'dcim_rearport', 'device_id'),
+    countFilter('device_bay_count', 'dcim_devicebay', 'device_id'),
+    countFilter('module_bay_count', 'dcim_modulebay', 'device_id'),
+    countFilter('inventory_item_count', 'dcim_inventoryitem', 'device_id'),
+    hasChildrenFilter('console_ports', ['dcim_consoleport'], 'device_id'),
+    hasChildrenFilter('console_server_ports', ['dcim_consoleserverport'], 'device_id'),
+    hasChildrenFilter('power_ports', ['dcim_powerport'], 'device_id'),
+    hasChildrenFilter('power_outlets', ['dcim_poweroutlet'], 'device_id'),
+    hasChildrenFilter('interfaces', ['dcim_interface'], 'device_id'),
+    hasChildrenFilter('module_bays', ['dcim_modulebay'], 'device_id'),
+    hasChildrenFilter('pass_through_ports', ['dcim_frontport', 'dcim_rearport'], 'device_id'),
     { name: 'has_oob_ip', kind: 'custom' },
     { name: 'config_template_id', kind: 'fk_id', column: 'config_template_id', model: 'configtemplate' },
     { name: 'cluster_id', kind: 'fk_id', column: 'cluster_id', model: 'cluster' },
@@ -480,6 +504,7 @@ export const iface: ModelDef = {
     { name: 'device_id', kind: 'fk_id', column: 'device_id', model: 'device' },
     { name: 'device', kind: 'fk_slug', column: 'device_id', model: 'device', attribute: 'name' },
     { name: 'site_id', kind: 'custom' },
+    { name: 'site', kind: 'fk_slug', column: 'device_id', model: 'site', attribute: 'slug', through: [{ table: 'dcim_device', column: 'site_id' }] },
     ...siteTreeFilters('device_id', [{ table: 'dcim_device', column: 'site_id' }]),
     ...treeFilters('location', 'location', 'device_id', [{ table: 'dcim_device', column: 'location_id' }]),
     { name: 'parent_id', kind: 'fk_id', column: 'parent_id', model: 'interface' },

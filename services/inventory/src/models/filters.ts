@@ -248,7 +248,9 @@ async function customFilter(ctx: ReadCtx, m: ModelDef, f: ExtraFilter, q: Query,
     case 'powerport.device_status':
     case 'poweroutlet.device_status':
     case 'frontport.device_status':
-    case 'rearport.device_status': {
+    case 'rearport.device_status':
+    case 'modulebay.device_status':
+    case 'inventoryitem.device_status': {
       const bad = vals.find((v) => !DEVICE_STATUS.some((c) => c.value === v));
       if (bad !== undefined) (errors[f.name] ??= []).push(invalidChoice(bad));
       else conds.push(sql`${col(m.table, 'device_id')} in (select id from dcim_device where ${inList(sql.ref('status'), vals)})`);
@@ -454,7 +456,7 @@ async function customFilter(ctx: ReadCtx, m: ModelDef, f: ExtraFilter, q: Query,
     else if (c) conds.push(c);
     return;
   }
-  if (key === 'circuit.site' || key === 'circuit.site_id' || key === 'circuittermination.site' || key === 'circuittermination.site_id' || key === 'circuittermination.provider_network_id' || key === 'circuittermination.termination_type') {
+  if (key === 'circuit.site' || key === 'circuit.site_id' || key === 'circuittermination.site' || key === 'circuittermination.site_id' || key === 'circuittermination.provider_network_id' || key === 'circuit.provider_network_id' || key === 'circuittermination.termination_type') {
     let target: Cond;
     if (key.endsWith('.termination_type')) {
       conds.push(inList(col(m.table, 'termination_type'), vals));

@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import { fail } from './field-problem.ts';
 import { blankColor, cabledFilters, cabledObject, deviceComponentFilters } from './cabling.ts';
 import { INVENTORY_ITEM_STATUS, MODULE_AIRFLOW, MODULE_STATUS, POWER_FEED_PHASE, POWER_FEED_STATUS, POWER_FEED_SUPPLY, POWER_FEED_TYPES } from './netbox-choices.ts';
-import { commentsField, descriptionField, nameField, nestedGroup, ref, refFilters, siteTreeFilters, slugField, tenancyFilters } from './tenancy.ts';
+import { commentsField, descriptionField, nameField, nestedGroup, ref, refFilters, siteTreeFilters, slugField, tenancyFilters, treeFilters } from './tenancy.ts';
 import { contactCounts, contactGroupFilters } from './contact-assignments.ts';
 import type { FieldDef, ModelDef } from './types.ts';
 
@@ -164,7 +164,15 @@ export const powerFeed: ModelDef = {
     const kva = Math.abs(Number(row.voltage)) * Number(row.amperage) * (Number(row.max_utilization) / 100);
     return { ...out, available_power: Math.trunc(row.phase === 'three-phase' ? kva * 1.732 : kva) };
   },
-  extraFilters: [...refFilters('power_panel', 'powerpanel', 'name'), { name: 'rack_id', kind: 'fk_id', column: 'rack_id', model: 'rack' }, ...tenancyFilters, ...cabledFilters],
+  extraFilters: [
+    ...refFilters('power_panel', 'powerpanel', 'name'),
+    { name: 'rack_id', kind: 'fk_id', column: 'rack_id', model: 'rack' },
+    // The site of the feed's power panel (NetBox: power_panel__site).
+    ...refFilters('site', 'site', 'slug', 'power_panel_id').map((f) => ({ ...f, through: [{ table: 'dcim_powerpanel', column: 'site_id' }] })),
+    ...siteTreeFilters('power_panel_id', [{ table: 'dcim_powerpanel', column: 'site_id' }]),
+    ...tenancyFilters,
+    ...cabledFilters,
+  ],
 };
 
 export const moduleType: ModelDef = {
@@ -219,7 +227,11 @@ export const moduleBay: ModelDef = {
   represent(_row, out, refs) {
     return { ...out, installed_module: refs.installed_module ?? null };
   },
-  extraFilters: deviceComponentFilters,
+  extraFilters: [
+    ...deviceComponentFilters,
+    { name: 'installed_module_id', kind: 'fk_id', column: 'installed_module_id', model: 'module' },
+    { name: 'device_status', kind: 'custom' },
+  ],
   protectedBy: [{ model: 'module', column: 'module_bay_id' }],
 };
 
@@ -266,6 +278,12 @@ export const module: ModelDef = {
     { name: 'device', kind: 'fk_slug', column: 'device_id', model: 'device', attribute: 'name' },
     { name: 'module_bay_id', kind: 'fk_id', column: 'module_bay_id', model: 'modulebay' },
     ...refFilters('module_type', 'moduletype', 'model'),
+    // Where the module's device is (NetBox: device__site, device__location, device__rack) and its type's manufacturer.
+    ...refFilters('site', 'site', 'slug', 'device_id').map((f) => ({ ...f, through: [{ table: 'dcim_device', column: 'site_id' }] })),
+    ...siteTreeFilters('device_id', [{ table: 'dcim_device', column: 'site_id' }]),
+    ...treeFilters('location', 'location', 'device_id', [{ table: 'dcim_device', column: 'location_id' }]),
+    ...refFilters('rack', 'rack', 'name', 'device_id').map((f) => ({ ...f, through: [{ table: 'dcim_device', column: 'rack_id' }] })),
+    ...refFilters('manufacturer', 'manufacturer', 'slug', 'module_type_id').map((f) => ({ ...f, through: [{ table: 'dcim_moduletype', column: 'manufacturer_id' }] })),
   ],
 };
 
@@ -328,7 +346,13 @@ export const inventoryItem: ModelDef = {
     const dev = values.device_id ?? existing?.device_id;
     if (row && Number(row.device_id) !== Number(dev)) (errors.parent ??= []).push(`Parent inventory item does not belong to the same device.`);
   },
-  extraFilters: [...deviceComponentFilters, { name: 'parent_id', kind: 'fk_id', column: 'parent_id', model: 'inventoryitem' }, ...refFilters('role', 'inventoryitemrole'), ...refFilters('manufacturer', 'manufacturer')],
+  extraFilters: [
+    ...deviceComponentFilters,
+    { name: 'parent_id', kind: 'fk_id', column: 'parent_id', model: 'inventoryitem' },
+    ...refFilters('role', 'inventoryitemrole'),
+    ...refFilters('manufacturer', 'manufacturer'),
+    { name: 'device_status', kind: 'custom' },
+  ],
   cascade: [{ model: 'inventoryitem', column: 'parent_id' }],
 };
 

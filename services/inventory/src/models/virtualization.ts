@@ -1,6 +1,7 @@
 import { CLUSTER_STATUS, INTERFACE_MODE, VIRTUAL_MACHINE_STATUS } from './choices.ts';
 import { commentsField, descriptionField, nameField, ref, refFilters, siteTreeFilters, slugField, tenancyFilters } from './tenancy.ts';
 import type { FieldDef, ModelDef } from './types.ts';
+import { countFilter, localContextFilter } from './count-filters.ts';
 import { checkVirtualMachine, checkVMInterface } from './vm-rules.ts';
 
 /** Cluster types and cluster groups: NetBox's organisational models (name, slug, description; no comments). */
@@ -116,7 +117,12 @@ export const virtualMachine: ModelDef = {
     ...refFilters('platform', 'platform'),
     { name: 'primary_ip4_id', kind: 'fk_id', column: 'primary_ip4_id', model: 'ipaddress' },
     { name: 'primary_ip6_id', kind: 'fk_id', column: 'primary_ip6_id', model: 'ipaddress' },
+    { name: 'primary_ip4', kind: 'fk_slug', column: 'primary_ip4_id', model: 'ipaddress', attribute: 'address' },
+    { name: 'primary_ip6', kind: 'fk_slug', column: 'primary_ip6_id', model: 'ipaddress', attribute: 'address' },
     { name: 'has_primary_ip', kind: 'custom' },
+    localContextFilter,
+    countFilter('interface_count', 'virtualization_vminterface', 'virtual_machine_id'),
+    countFilter('virtual_disk_count', 'virtualization_virtualdisk', 'virtual_machine_id'),
     ...tenancyFilters,
   ],
   cascade: [

@@ -141,6 +141,52 @@ forEachStorage('inventory API: filters, ordering and pagination', (storage) => {
     assert.deepEqual(r.body.results.map((i: any) => i.address), ['198.51.100.1/24']);
   });
 
+  it("filters devices and their parts by NetBox's names mapped onto what is stored: counts, has-children, manufacturer, model, primary IPs, local context", async () => {
+    const h = api.http;
+    // dev03 has device type b2 (odd), dev04 type b; dev03 gets a console port, two interfaces and a primary IPv4, dev04 local context data.
+    assert.equal((await h.post('/api/dcim/console-ports/', { device: ids.dev03, name: 'con0' })).status, 201);
+    const ifs = await h.post('/api/dcim/interfaces/', [
+      { device: ids.dev03, name: 'x1', type: 'virtual' },
+      { device: ids.dev03, name: 'x2', type: 'virtual' },
+    ]);
+    assert.equal(ifs.status, 201, ifs.text);
+    const ip = await h.post('/api/ipam/ip-addresses/', { address: '203.0.113.9/24', assigned_object_type: 'dcim.interface', assigned_object_id: ifs.body[0].id });
+    assert.equal(ip.status, 201, ip.text);
+    assert.equal((await h.patch(`/api/dcim/devices/${ids.dev03}/`, { primary_ip4: ip.body.id })).status, 200);
+    assert.equal((await h.patch(`/api/dcim/devices/${ids.dev04}/`, { local_context_data: { ntp: ['192.0.2.123'] } })).status, 200);
+    const sel = 'name=dev03&name=dev04';
+    assert.deepEqual(await names(`${sel}&interface_count=2`), ['dev03']);
+    assert.deepEqual(await names(`${sel}&interface_count__lt=1&console_port_count=0`), ['dev04']);
+    assert.deepEqual(await names(`${sel}&interface_count__n=2`), ['dev04']);
+    assert.deepEqual(await names(`${sel}&console_ports=true&interfaces=1`), ['dev03']);
+    assert.deepEqual(await names(`${sel}&console_ports=false&interfaces=False`), ['dev04']);
+    assert.deepEqual(await names(`${sel}&power_ports=false&pass_through_ports=false`), ['dev03', 'dev04']);
+    assert.deepEqual(await names(`${sel}&module_bays=true`), []);
+    assert.deepEqual(await names(`${sel}&manufacturer=${b2.mfr.slug}`), ['dev03']);
+    assert.deepEqual(await names(`${sel}&manufacturer__n=${b2.mfr.slug}`), ['dev04']);
+    assert.deepEqual(await names(`${sel}&model=${b.type.slug}`), ['dev04']);
+    assert.deepEqual(await names(`${sel}&primary_ip4=203.0.113.9/24`), ['dev03']);
+    assert.deepEqual(await names(`${sel}&primary_ip4=null`), ['dev04']);
+    assert.deepEqual(await names(`${sel}&local_context_data=true`), ['dev04']);
+    assert.deepEqual(await names(`${sel}&local_context_data=false`), ['dev03']);
+    assert.deepEqual(await names(`${sel}&local_context_data=null`), ['dev03', 'dev04']);
+    const ifaces = await h.get(`/api/dcim/interfaces/?site=${b2.site.slug}&name=x1&name=x2`);
+    assert.deepEqual(ifaces.body.results.map((i: any) => i.name), ['x1', 'x2']);
+    assert.equal((await h.get(`/api/dcim/interfaces/?site=${b.site.slug}&name=x1`)).body.count, 0);
+    assert.deepEqual((await h.get(`/api/dcim/device-types/?u_height__gte=1&id=${b.type.id}`)).body.results.map((t: any) => t.id), [b.type.id]);
+    assert.equal((await h.get(`/api/dcim/device-types/?u_height__gt=1&id=${b.type.id}`)).body.count, 0);
+    // Values the filters refuse are 400s naming them, never 5xx.
+    const bad: Array<[string, unknown]> = [
+      ['interface_count=x', { interface_count: ['Enter a number.'] }],
+      ['interface_count=null', { interface_count: ['Enter a number.'] }],
+      ['console_ports=maybe', { console_ports: ['Select a valid choice. That choice is not one of the available choices.'] }],
+      ['manufacturer=nope', { manufacturer: ['Select a valid choice. nope is not one of the available choices.'] }],
+      ['primary_ip4=%27%3B--', { primary_ip4: ["Select a valid choice. ';-- is not one of the available choices."] }],
+      ['modified_by_request=1%20or%201', { modified_by_request: ['Enter a valid UUID.'] }],
+    ];
+    for (const [query, body] of bad) assert.deepEqual([(await h.get(`/api/dcim/devices/?${query}`)).status, (await h.get(`/api/dcim/devices/?${query}`)).body], [400, body], query);
+  });
+
   it('filters and shows prefixes by depth and children, counted in the same VRF as NetBox', async () => {
     const h = api.http;
     const vrf = (await h.post('/api/ipam/vrfs/', { name: 'depth-vrf', rd: '65000:77' })).body;
