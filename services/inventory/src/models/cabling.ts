@@ -329,6 +329,11 @@ export const cable: ModelDef = {
     { name: 'device_id', kind: 'custom' },
     { name: 'device', kind: 'custom' },
     { name: 'site_id', kind: 'custom' },
+    { name: 'site', kind: 'custom' },
+    { name: 'rack_id', kind: 'custom' },
+    { name: 'rack', kind: 'custom' },
+    { name: 'location_id', kind: 'custom' },
+    { name: 'location', kind: 'custom' },
     { name: 'interface_id', kind: 'custom' },
     { name: 'consoleport_id', kind: 'custom' },
     { name: 'consoleserverport_id', kind: 'custom' },
@@ -364,7 +369,8 @@ export function cablingFilterSql(m: ModelDef, name: string, vals: string[], ids:
   const components = ['interface', 'consoleport', 'consoleserverport', 'powerport', 'poweroutlet', 'frontport', 'rearport'];
   const onDevices = (devices: ReturnType<typeof sql>) => term(sql.join(components.map((c) => sql`(termination_type = ${`dcim.${c}`} and termination_id in (select id from ${sql.table(`dcim_${c}`)} where device_id in ${devices}))`), sql` or `));
   if (name === 'device_id') return onDevices(sql`(${sql.join(ids)})`);
-  if (name === 'site_id') return onDevices(sql`(select id from dcim_device where site_id in (${sql.join(ids)}))`);
+  // A termination's site, rack and location are its device's (NetBox's cached _site/_rack/_location of device components).
+  if (name === 'site_id' || name === 'rack_id' || name === 'location_id') return onDevices(sql`(select id from dcim_device where ${sql.ref(name)} in (${sql.join(ids)}))`);
   return undefined;
 }
 

@@ -4,7 +4,7 @@ import { commentsField, descriptionField, nameField, nestedGroup, ref, refFilter
 import type { FieldDef, ModelDef, Refs, Row } from './types.ts';
 import { checkDevice, checkInterface, deviceComputed } from './device-rules.ts';
 import { cabledFilters, cabledObject } from './cabling.ts';
-import { countFilter, hasChildrenFilter, localContextFilter } from './count-filters.ts';
+import { countFilter, deviceMacFilter, hasChildrenFilter, localContextFilter } from './count-filters.ts';
 import { afterDeviceSave, checkDeviceChassisBay, checkDeviceTypeRole, enrichParentDevice } from './chassis-bays.ts';
 
 const name = (max = 100, extra: Partial<FieldDef> = {}): FieldDef => ({ name: 'name', column: 'name', kind: 'char', required: true, maxLength: max, filter: true, ...extra });
@@ -417,6 +417,7 @@ export const device: ModelDef = {
     { name: 'oob_ip_id', kind: 'fk_id', column: 'oob_ip_id', model: 'ipaddress' },
     { name: 'has_primary_ip', kind: 'custom' },
     localContextFilter,
+    deviceMacFilter,
     countFilter('console_port_count', 'dcim_consoleport', 'device_id'),
     countFilter('console_server_port_count', 'dcim_consoleserverport', 'device_id'),
     countFilter('power_port_count', 'dcim_powerport', 'device_id'),

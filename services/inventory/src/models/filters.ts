@@ -444,9 +444,11 @@ async function customFilter(ctx: ReadCtx, m: ModelDef, f: ExtraFilter, q: Query,
   if (f.name === 'cabled' || f.name === 'occupied' || f.name === 'cable_end' || m.key === 'cable') {
     let ids: number[] | undefined;
     let name = f.name;
-    if (key === 'cable.device') {
-      ids = (await ctx.db.selectFrom('dcim_device').select('id').where('name', 'in', vals).execute()).map((r) => Number(r.id));
-      name = 'device_id';
+    // CableFilterSet's device/site/rack/location by name (site: slug): values naming nothing match nothing.
+    const byName = ({ 'cable.device': ['dcim_device', 'name'], 'cable.site': ['dcim_site', 'slug'], 'cable.rack': ['dcim_rack', 'name'], 'cable.location': ['dcim_location', 'name'] } as Record<string, [string, string]>)[key];
+    if (byName) {
+      ids = (await ctx.db.selectFrom(byName[0]).select('id').where(byName[1], 'in', vals).execute()).map((r) => Number(r.id));
+      name = `${f.name}_id`;
     } else if (/_id$/.test(f.name)) {
       ids = parseNumbers(vals, f.name, errors);
       if (!ids) return;

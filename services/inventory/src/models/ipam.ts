@@ -5,6 +5,7 @@ import { commentsField, descriptionField, nameField, ref, refFilters, siteTreeFi
 import { parseVidRanges, rangesToString, totalVids, vidRangesField } from './vid-ranges.ts';
 import type { ModelDef } from './types.ts';
 import type { ReadCtx } from './read.ts';
+import { ipServiceFilter } from './count-filters.ts';
 
 /** Roles whose addresses may repeat under ENFORCE_GLOBAL_UNIQUE (NetBox's IPADDRESS_ROLES_NONUNIQUE). */
 const NONUNIQUE_ROLES = new Set(['anycast', 'vip', 'vrrp', 'hsrp', 'glbp', 'carp']);
@@ -121,6 +122,7 @@ export const ipAddress: ModelDef = {
     { name: 'vrf_id', kind: 'fk_id', column: 'vrf_id', model: 'vrf' },
     { name: 'vrf', kind: 'fk_slug', column: 'vrf_id', model: 'vrf', attribute: 'rd' },
     { name: 'parent', kind: 'custom' },
+    ipServiceFilter,
     ...tenancyFilters,
   ],
 };

@@ -175,6 +175,14 @@ forEachStorage('inventory API: filters, ordering and pagination', (storage) => {
     assert.equal((await h.get(`/api/dcim/interfaces/?site=${b.site.slug}&name=x1`)).body.count, 0);
     assert.deepEqual((await h.get(`/api/dcim/device-types/?u_height__gte=1&id=${b.type.id}`)).body.results.map((t: any) => t.id), [b.type.id]);
     assert.equal((await h.get(`/api/dcim/device-types/?u_height__gt=1&id=${b.type.id}`)).body.count, 0);
+    assert.equal((await h.patch(`/api/dcim/interfaces/${ifs.body[1].id}/`, { mac_address: '00:11:22:aa:bb:cc' })).status, 200);
+    assert.deepEqual(await names(`${sel}&mac_address=00-11-22-AA-BB-CC`), ['dev03']);
+    const svc = await h.post('/api/ipam/services/', { parent_object_type: 'dcim.device', parent_object_id: ids.dev03, name: 'ssh', protocol: 'tcp', ports: [22], ipaddresses: [ip.body.id] });
+    assert.equal(svc.status, 201, svc.text);
+    assert.deepEqual((await h.get(`/api/ipam/ip-addresses/?service_id=${svc.body.id}`)).body.results.map((a: any) => a.address), ['203.0.113.9/24']);
+    assert.ok(!(await h.get('/api/ipam/ip-addresses/?service_id=null&limit=100')).body.results.some((a: any) => a.address === '203.0.113.9/24'));
+    assert.deepEqual((await h.get('/api/ipam/ip-addresses/?service_id=99999')).body, { service_id: ['Select a valid choice. 99999 is not one of the available choices.'] });
+    for (const q of [`site=${b.site.slug}`, 'rack=nothing', 'location=nothing', 'rack_id=1', 'location_id=1']) assert.equal((await h.get(`/api/dcim/cables/?${q}`)).status, 200, q);
     // Values the filters refuse are 400s naming them, never 5xx.
     const bad: Array<[string, unknown]> = [
       ['interface_count=x', { interface_count: ['Enter a number.'] }],
