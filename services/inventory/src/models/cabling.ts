@@ -3,6 +3,7 @@ import { fail } from './field-problem.ts';
 import { CABLE_LENGTH_UNITS, CABLE_TYPES, CONSOLE_PORT_SPEEDS, CONSOLE_PORT_TYPES, FEED_LEGS, LINK_STATUS, PORT_TYPES, POWER_OUTLET_STATUS, POWER_OUTLET_TYPES, POWER_PORT_TYPES } from './netbox-choices.ts';
 import { commentsField, descriptionField, nameField, ref, refFilters, siteTreeFilters, tenancyFilters, treeFilters } from './tenancy.ts';
 import type { ExtraFilter, FieldDef, ModelDef, Row } from './types.ts';
+import { cableUnterminatedFilter } from './count-filters.ts';
 
 type Obj = Record<string, unknown>;
 
@@ -334,6 +335,7 @@ export const cable: ModelDef = {
     { name: 'rack', kind: 'custom' },
     { name: 'location_id', kind: 'custom' },
     { name: 'location', kind: 'custom' },
+    cableUnterminatedFilter,
     { name: 'interface_id', kind: 'custom' },
     { name: 'consoleport_id', kind: 'custom' },
     { name: 'consoleserverport_id', kind: 'custom' },

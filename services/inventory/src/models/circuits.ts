@@ -3,6 +3,7 @@ import { fail } from './field-problem.ts';
 import { CIRCUIT_STATUS, TERMINATION_SIDES, VC_TERMINATION_ROLES } from './netbox-choices.ts';
 import { commentsField, descriptionField, nameField, ref, refFilters, slugField, tenancyFilters } from './tenancy.ts';
 import type { Choice, FieldDef, ModelDef } from './types.ts';
+import { circuitTerminationFilter } from './count-filters.ts';
 
 /** NetBox's DistanceUnitChoices (circuit distance). */
 const DISTANCE_UNITS: Choice[] = [
@@ -136,7 +137,7 @@ export const circuit: ModelDef = {
   brief: ['provider', 'cid', 'description'],
   taggable: true,
   display: (r) => r.cid,
-  extraFilters: [...refFilters('provider', 'provider'), ...refFilters('type', 'circuittype'), ...tenancyFilters, { name: 'site_id', kind: 'custom' }, { name: 'site', kind: 'custom' }, { name: 'provider_network_id', kind: 'custom' }],
+  extraFilters: [...refFilters('provider', 'provider'), ...refFilters('type', 'circuittype'), ...tenancyFilters, { name: 'site_id', kind: 'custom' }, { name: 'site', kind: 'custom' }, { name: 'provider_network_id', kind: 'custom' }, circuitTerminationFilter('A'), circuitTerminationFilter('Z')],
   cascade: [{ model: 'circuittermination', column: 'circuit_id' }],
   extraRefs: {
     termination_a: { model: 'circuittermination', column: 'termination_a_id' },

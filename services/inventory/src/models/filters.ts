@@ -389,7 +389,9 @@ async function customFilter(ctx: ReadCtx, m: ModelDef, f: ExtraFilter, q: Query,
       return;
     }
     case 'ipaddress.present_in_vrf_id':
-    case 'ipaddress.present_in_vrf': {
+    case 'ipaddress.present_in_vrf':
+    case 'prefix.present_in_vrf_id':
+    case 'prefix.present_in_vrf': {
       // A ModelChoiceFilter: one VRF, by id or by RD. Route targets are not modelled, so "present" is "in".
       const v = vals[vals.length - 1]!.trim();
       const attr = f.name === 'present_in_vrf_id' ? 'id' : 'rd';

@@ -219,6 +219,10 @@ export const prefix: ModelDef = {
     // NetBox's `_depth` / `_children`: the prefixes of the same VRF (or both global) that contain this one / that it contains.
     { name: 'depth', kind: 'int', expr: (t) => prefixRelatives(t, 'parents') },
     { name: 'children', kind: 'int', expr: (t) => prefixRelatives(t, 'children') },
+    { name: 'present_in_vrf_id', kind: 'custom' },
+    { name: 'present_in_vrf', kind: 'custom' },
+    // NetBox's `vlan_vid` (vlan__vid): the VID of the prefix's VLAN.
+    { name: 'vlan_vid', kind: 'int', expr: (t) => sql`(select v.vid from ipam_vlan v where v.id = ${sql.ref(`${t}.vlan_id`)})` },
     ...tenancyFilters,
   ],
   unmodelled: { scope_type: null, scope_id: null, scope: null, role: null },

@@ -182,7 +182,18 @@ forEachStorage('inventory API: filters, ordering and pagination', (storage) => {
     assert.deepEqual((await h.get(`/api/ipam/ip-addresses/?service_id=${svc.body.id}`)).body.results.map((a: any) => a.address), ['203.0.113.9/24']);
     assert.ok(!(await h.get('/api/ipam/ip-addresses/?service_id=null&limit=100')).body.results.some((a: any) => a.address === '203.0.113.9/24'));
     assert.deepEqual((await h.get('/api/ipam/ip-addresses/?service_id=99999')).body, { service_id: ['Select a valid choice. 99999 is not one of the available choices.'] });
-    for (const q of [`site=${b.site.slug}`, 'rack=nothing', 'location=nothing', 'rack_id=1', 'location_id=1']) assert.equal((await h.get(`/api/dcim/cables/?${q}`)).status, 200, q);
+    for (const q of [`site=${b.site.slug}`, 'rack=nothing', 'location=nothing', 'rack_id=1', 'location_id=1', 'unterminated=true', 'unterminated=false']) assert.equal((await h.get(`/api/dcim/cables/?${q}`)).status, 200, q);
+    const provider = (await h.post('/api/circuits/providers/', { name: 'P77', slug: 'p77' })).body;
+    const ctype = (await h.post('/api/circuits/circuit-types/', { name: 'T77', slug: 't77' })).body;
+    const circuits = (await h.post('/api/circuits/circuits/', [{ cid: 'c77a', provider: provider.id, type: ctype.id }, { cid: 'c77b', provider: provider.id, type: ctype.id }])).body;
+    const term = await h.post('/api/circuits/circuit-terminations/', { circuit: circuits[0].id, term_side: 'Z' });
+    assert.equal(term.status, 201, term.text);
+    const cids = async (q: string) => (await h.get(`/api/circuits/circuits/?provider_id=${provider.id}&${q}`)).body.results.map((c: any) => c.cid);
+    assert.deepEqual(await cids(`termination_z_id=${term.body.id}`), ['c77a']);
+    assert.deepEqual(await cids(`termination_a_id=${term.body.id}`), []);
+    assert.deepEqual(await cids('termination_z_id=null'), ['c77b']);
+    assert.deepEqual((await h.get('/api/circuits/circuits/?termination_a_id=abc')).body, { termination_a_id: ['Select a valid choice. abc is not one of the available choices.'] });
+    assert.deepEqual((await h.get(`/api/circuits/circuit-terminations/?provider=p77`)).body.results.map((t: any) => t.id), [term.body.id]);
     // Values the filters refuse are 400s naming them, never 5xx.
     const bad: Array<[string, unknown]> = [
       ['interface_count=x', { interface_count: ['Enter a number.'] }],
@@ -226,6 +237,12 @@ forEachStorage('inventory API: filters, ordering and pagination', (storage) => {
     assert.deepEqual((await list(`vrf_id=${vrf.id}&depth=0&children=0`)), ['10.77.1.0/25@vrf:0/0']);
     assert.deepEqual(await list('6:depth=1'), ['2001:db8:77:1::/64:1/0']);
     assert.deepEqual(await list('6:children=1'), ['2001:db8:77::/48:0/1']);
+    assert.deepEqual(await list(`present_in_vrf_id=${vrf.id}`), ['10.77.1.0/25@vrf:0/0']);
+    assert.deepEqual(await list(`present_in_vrf=65000:77`), ['10.77.1.0/25@vrf:0/0']);
+    const vlan = (await h.post('/api/ipam/vlans/', { vid: 377, name: 'v377' })).body;
+    assert.equal((await h.patch(`/api/ipam/prefixes/${made.body[1].id}/`, { vlan: vlan.id })).status, 200);
+    assert.deepEqual(await list('vlan_vid=377'), ['10.77.1.0/24:1/2']);
+    assert.deepEqual(await list('vlan_vid__lt=377'), []);
     // Values django-filter refuses are 400s naming the filter; `null` too (a number filter), never a 5xx.
     for (const bad of ['null', 'x', '1.5', '99999999999999999999', "1' or '1'='1"]) {
       for (const name of ['depth', 'children__gt', 'depth__n']) {
