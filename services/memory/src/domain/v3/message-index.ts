@@ -14,6 +14,8 @@ import { hammingKernel, type HammingKernel } from '../../search/hamming-wasm.ts'
  */
 const KERNEL_DIMS = 384;
 const ROWS_AT = 1024;
+/** Rows scored per slice of the vector pre-rank (a few milliseconds). */
+const VEC_SLICE = 8_192;
 const layout = (cap: number) => ({ out: ROWS_AT + cap * 4, v8: ROWS_AT + cap * 8, end: ROWS_AT + cap * 8 + cap * KERNEL_DIMS });
 
 function vectorStore(cap: number, dims: number): { q8: Int8Array; kernel?: HammingKernel } {
@@ -41,7 +43,8 @@ function vectorStore(cap: number, dims: number): { q8: Int8Array; kernel?: Hammi
  */
 const REREAD_US = { sqlite: 1_000_000, postgres: 5_000_000 } as const;
 const REBUILD_MS = 10 * 60_000;
-const CHUNK = 5_000;
+/** PostgreSQL: a chunk's response (about 1 KB a row) is parsed as it arrives, up to megabytes in one turn of the loop: 1,000 rows. */
+const CHUNK = 1_000;
 /** SQLite reads block the thread: smaller chunks (a few milliseconds each). */
 const SQLITE_CHUNK = 500;
 
@@ -171,15 +174,14 @@ function setStored(ix: WsIndex, row: number, r: { q8?: unknown; vector?: unknown
   else if (r.vector) setVector(ix, row, r.vector as Uint8Array);
 }
 
-function rowsQuery(ctx: Ctx, workspace: string) {
+function rowsQuery(ctx: Ctx) {
   return ctx.storage.db
     .selectFrom('v3_messages')
     .leftJoin('v3_vectors', 'v3_vectors.id', 'v3_messages.id')
-    .select(['v3_messages.id', 'v3_messages.seq', 'v3_messages.session', 'v3_messages.peer', 'v3_vectors.q8', 'v3_vectors.body'])
+    .select(['v3_messages.id', 'v3_messages.workspace', 'v3_messages.seq', 'v3_messages.session', 'v3_messages.peer', 'v3_vectors.q8', 'v3_vectors.body'])
     // The float vector and the text only where the int8 copy or the stems are missing.
     .select(sql<Uint8Array | null>`case when v3_vectors.q8 is null then v3_vectors.vector end`.as('vector'))
-    .select(sql<string | null>`case when v3_vectors.body is null then v3_messages.content end`.as('content'))
-    .where('v3_messages.workspace', '=', workspace) as any;
+    .select(sql<string | null>`case when v3_vectors.body is null then v3_messages.content end`.as('content')) as any;
 }
 
 /**
@@ -187,18 +189,79 @@ function rowsQuery(ctx: Ctx, workspace: string) {
  * read a chunk at a time (a chunk's read is synchronous on SQLite) and added
  * in slices of at most STEP_MS, each followed by a turn of the event loop.
  */
-const STEP_MS = 8;
+const STEP_MS = 4;
 const yieldToLoop = () => new Promise<void>((r) => setImmediate(r));
 
-async function addAll(ix: WsIndex, rows: any[]): Promise<void> {
+/**
+ * A loop's pace: `due()` (cheap; checked every so many iterations) says a
+ * slice has run STEP_MS, and `pause()` then yields a turn of the event loop.
+ * On SQLite a query's `await` is no turn of the loop (the read is
+ * synchronous), so a search's phases, queries included, pause explicitly.
+ */
+function pacer() {
   let t = performance.now();
-  for (let i = 0; i < rows.length; i++) {
-    add(ix, rows[i]);
-    if ((i & 63) === 63 && performance.now() - t > STEP_MS) {
+  return {
+    due: () => performance.now() - t > STEP_MS,
+    pause: async () => {
       await yieldToLoop();
       t = performance.now();
-    }
+    },
+  };
+}
+
+async function addAll(ix: WsIndex, rows: any[]): Promise<void> {
+  const pace = pacer();
+  for (let i = 0; i < rows.length; i++) {
+    add(ix, rows[i]);
+    if ((i & 63) === 63 && pace.due()) await pace.pause();
   }
+}
+
+/**
+ * Rows with `seq` above `after`, in seq order, a page at a time (keyset on
+ * seq) with a turn of the event loop between pages. `seq` is unique only
+ * within a process: a full page's trailing rows of its last seq are left to
+ * the next page, which starts at that seq (one seq filling a page is read
+ * whole), so rows sharing a seq across a page boundary are neither skipped
+ * nor read twice. `query(op, seq)` selects rows by `seq op seq`, ordered by seq.
+ */
+export async function* bySeq<R extends { seq: unknown }>(query: (op: '>' | '>=' | '=', seq: number) => any, after: number, page: number): AsyncGenerator<R[]> {
+  let op: '>' | '>=' = '>';
+  for (;;) {
+    const rows: R[] = await query(op, after).limit(page).execute();
+    if (rows.length < page) {
+      if (rows.length) yield rows;
+      return;
+    }
+    const last = Number(rows[rows.length - 1]!.seq);
+    let cut = rows.length;
+    while (cut > 0 && Number(rows[cut - 1]!.seq) === last) cut--;
+    if (cut > 0) {
+      yield rows.slice(0, cut);
+      op = '>=';
+    } else {
+      const tie: R[] = await query('=', last).execute();
+      if (tie.length) yield tie;
+      op = '>';
+    }
+    after = last;
+    await yieldToLoop();
+  }
+}
+
+/** The `id, seq` of a workspace's rows of `table` with `seq` above `after` (a catch-up's trailing window can hold thousands). */
+function idsSince(ctx: Ctx, table: 'v3_messages' | 'v3_vectors', workspace: string, after: number): AsyncGenerator<Array<{ id: string; seq: unknown }>> {
+  const query = (op: string, seq: number) =>
+    (ctx.storage.db as any).selectFrom(table).select(['id', 'seq']).where('workspace', '=', workspace).where('seq', op, seq).orderBy('seq');
+  return bySeq(query, after, ctx.storage.dialect.kind === 'sqlite' ? ID_PAGE.sqlite : ID_PAGE.postgres);
+}
+/** Pages of ids read by `idsSince` (a SQLite page is read synchronously: a few milliseconds). */
+const ID_PAGE = { sqlite: 2_000, postgres: 5_000 } as const;
+
+/** The index rows of `ids` (by primary key: the workspace is checked here, which keeps SQLite off the workspace's seq index). */
+async function rowsById(ctx: Ctx, workspace: string, ids: string[]): Promise<any[]> {
+  const rows: any[] = await rowsQuery(ctx).where('v3_messages.id', 'in', ids).orderBy('v3_messages.seq').execute();
+  return rows.filter((r) => r.workspace === workspace);
 }
 
 async function refresh(ctx: Ctx, workspace: string, ix: WsIndex): Promise<void> {
@@ -214,18 +277,17 @@ async function refresh(ctx: Ctx, workspace: string, ix: WsIndex): Promise<void> 
  */
 async function refreshVectors(ctx: Ctx, workspace: string, ix: WsIndex): Promise<void> {
   const window = ctx.storage.dialect.kind === 'postgres' ? REREAD_US.postgres : REREAD_US.sqlite;
-  const recent: any[] = await ctx.storage.db
-    .selectFrom('v3_vectors')
-    .select(['id', 'seq'])
-    .where('workspace', '=', workspace)
-    .where('seq', '>', ix.vhw - window)
-    .execute();
   const missing: string[] = [];
-  for (const r of recent) {
-    const row = ix.rowOf.get(r.id);
-    if (row !== undefined && ix.invScale[row] === 0 && ix.alive[row] === 1) missing.push(r.id);
-    ix.vhw = Math.max(ix.vhw, Number(r.seq));
+  let vhw = ix.vhw;
+  for await (const recent of idsSince(ctx, 'v3_vectors', workspace, ix.vhw - window)) {
+    for (const r of recent) {
+      const row = ix.rowOf.get(r.id);
+      if (row !== undefined && ix.invScale[row] === 0 && ix.alive[row] === 1) missing.push(r.id);
+      vhw = Math.max(vhw, Number(r.seq));
+    }
   }
+  ix.vhw = vhw;
+  const pace = pacer();
   for (let i = 0; i < missing.length; i += 500) {
     const rows: any[] = await ctx.storage.db
       .selectFrom('v3_vectors')
@@ -233,14 +295,11 @@ async function refreshVectors(ctx: Ctx, workspace: string, ix: WsIndex): Promise
       .select(sql<Uint8Array | null>`case when q8 is null then vector end`.as('vector'))
       .where('id', 'in', missing.slice(i, i + 500))
       .execute();
-    let t = performance.now();
     for (let k = 0; k < rows.length; k++) {
       setStored(ix, ix.rowOf.get(rows[k].id)!, rows[k]);
-      if ((k & 63) === 63 && performance.now() - t > STEP_MS) {
-        await yieldToLoop();
-        t = performance.now();
-      }
+      if ((k & 63) === 63 && pace.due()) await pace.pause();
     }
+    await pace.pause();
   }
 }
 
@@ -251,30 +310,29 @@ async function refreshMessages(ctx: Ctx, workspace: string, ix: WsIndex): Promis
     ix.vhw = v?.m == null ? -1 : Number(v.m);
     // First build: every message, in seq order, a chunk at a time.
     const chunk = ctx.storage.dialect.kind === 'sqlite' ? SQLITE_CHUNK : CHUNK;
+    const query = (op: string, seq: number) => rowsQuery(ctx).where('v3_messages.workspace', '=', workspace).where('v3_messages.seq', op, seq).orderBy('v3_messages.seq');
     let after = -1;
-    for (;;) {
-      const rows: any[] = await rowsQuery(ctx, workspace).where('v3_messages.seq', '>', after).orderBy('v3_messages.seq').limit(chunk).execute();
+    for await (const rows of bySeq<any>(query, -1, chunk)) {
       await addAll(ix, rows);
-      if (rows.length) after = Number(rows[rows.length - 1].seq);
-      if (rows.length < chunk) break;
-      await yieldToLoop();
+      after = Math.max(after, Number(rows[rows.length - 1].seq));
     }
     ix.hw = Math.max(after, 0);
     return;
   }
   // Since the last refresh, and the ids of a trailing window again (late commits).
-  const recent: any[] = await ctx.storage.db
-    .selectFrom('v3_messages')
-    .select(['id', 'seq'])
-    .where('workspace', '=', workspace)
-    .where('seq', '>', ix.hw - (ctx.storage.dialect.kind === 'postgres' ? REREAD_US.postgres : REREAD_US.sqlite))
-    .execute();
-  const missing = recent.filter((r) => !ix.rowOf.has(r.id)).map((r) => r.id as string);
-  for (let i = 0; i < missing.length; i += 500) {
-    const rows: any[] = await rowsQuery(ctx, workspace).where('v3_messages.id', 'in', missing.slice(i, i + 500)).orderBy('v3_messages.seq').execute();
-    await addAll(ix, rows);
+  const missing: string[] = [];
+  let hw = ix.hw;
+  for await (const recent of idsSince(ctx, 'v3_messages', workspace, ix.hw - (ctx.storage.dialect.kind === 'postgres' ? REREAD_US.postgres : REREAD_US.sqlite))) {
+    for (const r of recent) {
+      if (!ix.rowOf.has(r.id)) missing.push(r.id);
+      hw = Math.max(hw, Number(r.seq));
+    }
   }
-  for (const r of recent) ix.hw = Math.max(ix.hw, Number(r.seq));
+  for (let i = 0; i < missing.length; i += 500) {
+    await addAll(ix, await rowsById(ctx, workspace, missing.slice(i, i + 500)));
+    await yieldToLoop();
+  }
+  ix.hw = hw;
 }
 
 async function indexFor(ctx: Ctx, workspace: string): Promise<WsIndex> {
@@ -352,19 +410,25 @@ export async function indexedSearch(
   const session = scope.session === undefined ? -1 : (ix.names.get(scope.session) ?? -2);
   const peer = scope.peer === undefined ? -1 : (ix.names.get(scope.peer) ?? -2);
   if (session === -2 || peer === -2) return [];
+  // The rows this search ranks: those of the index now (a concurrent search's catch-up may add more while this one pauses).
   const n = ix.ids.length;
+  const pace = pacer();
   let allowed: Uint8Array | undefined;
   if (matching) {
     allowed = new Uint8Array(n);
-    for (const id of matching) {
-      const row = ix.rowOf.get(id);
-      if (row !== undefined) allowed[row] = 1;
+    for (let i = 0; i < matching.length; i++) {
+      const row = ix.rowOf.get(matching[i]!);
+      if (row !== undefined && row < n) allowed[row] = 1;
+      if ((i & 1023) === 1023 && pace.due()) await pace.pause();
     }
   }
   const inScope = (row: number) =>
     ix.alive[row] === 1 && (session < 0 || ix.session[row] === session) && (peer < 0 || ix.peer[row] === peer) && (allowed === undefined || allowed[row] === 1);
   let total = 0;
-  for (let row = 0; row < n; row++) if (inScope(row)) total++;
+  for (let row = 0; row < n; row++) {
+    if (inScope(row)) total++;
+    if ((row & 4095) === 4095 && pace.due()) await pace.pause();
+  }
   if (!total) return [];
   const keep = Math.max(10, limit + 5);
 
@@ -375,11 +439,11 @@ export async function indexedSearch(
     const p = ix.postings.get(t);
     if (!p) continue;
     let df = 0;
-    for (const r of p) if (inScope(r)) df++;
+    for (const r of p) if (r < n && inScope(r)) df++;
     if (!df) continue;
     const idf = Math.log(1 + (total - df + 0.5) / (df + 0.5));
     for (const r of p) {
-      if (!inScope(r)) continue;
+      if (r >= n || !inScope(r)) continue;
       if (scores[r] === 0) touched.push(r);
       scores[r] += idf;
     }
@@ -390,51 +454,58 @@ export async function indexedSearch(
   const textTop: Array<[number, number]> = best.rows.map((r) => [r, scores[r]!] as [number, number]).sort((a, b) => b[1] - a[1] || ix.seqs[b[0]]! - ix.seqs[a[0]]!);
   const textScore = new Map(textTop);
 
-  // Vectors: int8 pre-rank over the scope.
+  // Vectors: int8 pre-rank over the scope, VEC_SLICE rows at a time with a turn of the event loop between slices.
   let vecRows: number[] = [];
   if (qv && ix.dims === qv.length) {
     const d = ix.dims;
     const top = new TopK(Math.max(200, 20 * limit));
-    if (ix.kernel) {
-      const l = layout(ix.alive.length);
-      const mem = ix.kernel.memory.buffer;
-      let max = 0;
-      for (let i = 0; i < d; i++) max = Math.max(max, Math.abs(qv[i]!));
-      const q16 = new Int16Array(mem, 0, d);
-      for (let i = 0; i < d; i++) q16[i] = max > 0 ? Math.round((qv[i]! * 32767) / max) : 0;
-      const rows = new Int32Array(mem, ROWS_AT, ix.alive.length);
-      let m = 0;
-      for (let row = 0; row < n; row++) if (ix.invScale[row] !== 0 && inScope(row)) rows[m++] = row;
-      ix.kernel.dot8(l.v8, ROWS_AT, m, 0, l.out);
-      const out = new Int32Array(mem, l.out, m);
-      for (let k = 0; k < m; k++) top.push(out[k]! * ix.invScale[rows[k]!]!, rows[k]!);
-    } else {
-      const q = ix.q8;
-      for (let row = 0; row < n; row++) {
-        const inv = ix.invScale[row]!;
-        if (inv === 0 || !inScope(row)) continue;
-        let s = 0;
-        const base = row * d;
-        for (let i = 0; i < d; i++) s += q[base + i]! * qv[i]!;
-        top.push(s * inv, row);
+    let max = 0;
+    for (let i = 0; i < d; i++) max = Math.max(max, Math.abs(qv[i]!));
+    for (let from = 0; from < n; from += VEC_SLICE) {
+      if (from) await pace.pause();
+      const to = Math.min(n, from + VEC_SLICE);
+      // Read after each pause: a catch-up may have grown the store (and another search may have used the kernel's memory).
+      if (ix.kernel && ix.dims === KERNEL_DIMS) {
+        const l = layout(ix.alive.length);
+        const mem = ix.kernel.memory.buffer;
+        const q16 = new Int16Array(mem, 0, d);
+        for (let i = 0; i < d; i++) q16[i] = max > 0 ? Math.round((qv[i]! * 32767) / max) : 0;
+        const rows = new Int32Array(mem, ROWS_AT, ix.alive.length);
+        let m = 0;
+        for (let row = from; row < to; row++) if (ix.invScale[row] !== 0 && inScope(row)) rows[m++] = row;
+        ix.kernel.dot8(l.v8, ROWS_AT, m, 0, l.out);
+        const out = new Int32Array(mem, l.out, m);
+        for (let k = 0; k < m; k++) top.push(out[k]! * ix.invScale[rows[k]!]!, rows[k]!);
+      } else {
+        const q = ix.q8;
+        for (let row = from; row < to; row++) {
+          const inv = ix.invScale[row]!;
+          if (inv === 0 || !inScope(row)) continue;
+          let s = 0;
+          const base = row * d;
+          for (let i = 0; i < d; i++) s += q[base + i]! * qv[i]!;
+          top.push(s * inv, row);
+        }
       }
     }
     vecRows = top.rows;
+    await pace.pause();
   }
 
   // Read the candidates back: deleted ones are gone (and leave the index), vectors are exact.
   const wanted = [...new Set([...textTop.map((e) => e[0]), ...vecRows])].map((r) => ix.ids[r]!);
   const fetched = new Map<string, any>();
   for (let i = 0; i < wanted.length; i += 500) {
+    // By primary key only (the workspace checked here): with `workspace = ?` SQLite scans the workspace's seq index.
     const rows: any[] = await ctx.storage.db
       .selectFrom('v3_messages')
       .leftJoin('v3_vectors', 'v3_vectors.id', 'v3_messages.id')
       .selectAll('v3_messages')
       .select(['v3_vectors.vector'])
-      .where('v3_messages.workspace', '=', workspace)
       .where('v3_messages.id', 'in', wanted.slice(i, i + 500))
       .execute();
-    for (const r of rows) fetched.set(r.id, r);
+    for (const r of rows) if (r.workspace === workspace) fetched.set(r.id, r);
+    await pace.pause();
   }
   for (const id of wanted) if (!fetched.has(id)) ix.alive[ix.rowOf.get(id)!] = 0;
 

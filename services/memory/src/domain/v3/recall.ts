@@ -4,7 +4,7 @@ import { bufferToVector, dot, vectorToBuffer } from '../../search/embedding.ts';
 import { queryTerms, indexBody } from '../../search/text.ts';
 import { reciprocalRankFusion } from '../../search/rrf.ts';
 import { compileFilter, MESSAGE_FILTER } from './filter.ts';
-import { indexedSearch } from './message-index.ts';
+import { bySeq, indexedSearch } from './message-index.ts';
 import { messageToJson } from './wire.ts';
 
 /**
@@ -73,7 +73,7 @@ export async function rank<T extends { id: string; content: string; vector?: unk
 }
 
 /** A filter's matches are read from the database in pages of this many ids (on SQLite each page is a synchronous read, its metadata tests JS functions: short pages). */
-const MATCH_PAGE = { sqlite: 1_000, postgres: 20_000 } as const;
+const MATCH_PAGE = { sqlite: 1_000, postgres: 5_000 } as const;
 
 /**
  * `POST …/search` at workspace, peer or session level: messages, best first.
@@ -90,17 +90,13 @@ export async function searchMessages(ctx: Ctx, workspace: string, scope: { sessi
 }
 
 async function matchingIds(ctx: Ctx, workspace: string, scope: { session?: string; peer?: string }, cond: unknown): Promise<string[]> {
-  const ids: string[] = [];
-  const page = MATCH_PAGE[ctx.storage.dialect.kind];
-  let after = -1;
-  for (;;) {
-    let q = ctx.storage.db.selectFrom('v3_messages').select(['v3_messages.id', 'v3_messages.seq']).where('v3_messages.workspace', '=', workspace).where('v3_messages.seq', '>', after) as any;
+  const query = (op: string, seq: number) => {
+    let q = ctx.storage.db.selectFrom('v3_messages').select(['v3_messages.id', 'v3_messages.seq']).where('v3_messages.workspace', '=', workspace).where('v3_messages.seq', op as any, seq) as any;
     if (scope.session !== undefined) q = q.where('v3_messages.session', '=', scope.session);
     if (scope.peer !== undefined) q = q.where('v3_messages.peer', '=', scope.peer);
-    const rows: Array<{ id: string; seq: unknown }> = await q.where(cond).orderBy('v3_messages.seq').limit(page).execute();
-    for (const r of rows) ids.push(r.id);
-    if (rows.length < page) return ids;
-    after = Number(rows[rows.length - 1]!.seq);
-    await new Promise<void>((r) => setImmediate(r));
-  }
+    return q.where(cond).orderBy('v3_messages.seq');
+  };
+  const ids: string[] = [];
+  for await (const rows of bySeq<{ id: string; seq: unknown }>(query, -1, MATCH_PAGE[ctx.storage.dialect.kind])) for (const r of rows) ids.push(r.id);
+  return ids;
 }
