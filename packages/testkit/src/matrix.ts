@@ -26,3 +26,21 @@ export function forEachStorage(title: string, fn: (storage: StorageKind) => void
 export function onOneStorage(title: string, fn: (storage: StorageKind) => void): void {
   describe(`${title} [sqlite]`, () => fn('sqlite'));
 }
+
+/**
+ * Runs a describe block on one given storage (PostgreSQL skipped where it is not available, as forEachStorage does):
+ * a long suite split over two files, one per storage, so that each file has the runner's time limit to itself.
+ */
+export function onStorage(storage: StorageKind, title: string, fn: (storage: StorageKind) => void): void {
+  if (storage === 'sqlite') {
+    describe(`${title} [sqlite]`, () => fn('sqlite'));
+    return;
+  }
+  describe(`${title} [postgres]`, async () => {
+    if (!(await postgresAvailable())) {
+      describe.skip('PostgreSQL not available (set TEST_POSTGRES=1 to require it)', () => {});
+      return;
+    }
+    fn('postgres');
+  });
+}

@@ -1,0 +1,3 @@
+import { ansibleSuite } from './ansible-collection-suite.ts';
+
+ansibleSuite('postgres');
