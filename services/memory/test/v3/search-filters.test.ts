@@ -107,15 +107,24 @@ forEachStorage('memory v3 filtered search', (storage) => {
     await embedQueued(s.server.cfg, 120_000);
     // The first search builds the workspace's index over 20,101 messages.
     const h = monitorEventLoopDelay({ resolution: 5 });
+    const started = performance.now();
     h.enable();
     const first = await s.http.post(`${W}/search`, { query: 'zephyr manuscript', limit: 3, filters: { metadata: { kind: 'note' } } });
     h.disable();
+    const took = performance.now() - started;
     assert.equal(first.status, 200, first.text);
     assert.equal(first.body[0]?.content, 'the ancient zephyr manuscript');
     const longest = h.max / 1e6;
-    t.diagnostic(`longest event-loop delay during the first search: ${longest.toFixed(1)} ms`);
+    // What the machine alone does to the loop over as long (a loaded 2-core machine deschedules the process for
+    // hundreds of milliseconds at times): the same measurement with nothing to do.
+    const idle = monitorEventLoopDelay({ resolution: 5 });
+    idle.enable();
+    await new Promise((res) => setTimeout(res, Math.min(took, 5_000)));
+    idle.disable();
+    const jitter = idle.max / 1e6;
+    t.diagnostic(`longest event-loop delay during the first search: ${longest.toFixed(1)} ms (${took.toFixed(0)} ms); idle over as long: ${jitter.toFixed(1)} ms`);
     // Rows are read and added in slices of a few milliseconds; the old build held the loop for a 5,000-row chunk at a time.
-    assert.ok(longest < 250, `event loop held for ${longest.toFixed(0)} ms during the build`);
+    assert.ok(longest < 250 + jitter, `event loop held for ${longest.toFixed(0)} ms during the build (idle: ${jitter.toFixed(0)} ms)`);
     const later = await s.http.post(`${W}/peers/alice/search`, { query: 'zephyr', limit: 1, filters: { created_at: { gte: '2000-01-01' } } });
     assert.equal(later.body[0]?.content, 'the ancient zephyr manuscript');
   });
