@@ -442,10 +442,9 @@ class ExecutionThread {
     // Its children first: the run they worked for has ended, and the thread will not be there to end them.
     const children = this.childPids.get(worker);
     if (children) killChildren(children);
-    let exited = false;
-    worker.once('exit', () => (exited = true));
     const stopped = (async () => {
-      if (cell) await closeNativeCalls(cell, () => exited || worker.threadId < 0);
+      // A worker's threadId is -1 once it has exited.
+      if (cell) await closeNativeCalls(cell, () => worker.threadId < 0);
       await worker.terminate();
     })();
     // close() waits for these too: the process must not exit while a replaced thread is still inside native code.
