@@ -116,6 +116,22 @@ forEachStorage('execution threads', (storage: StorageKind) => {
     await stillRuns(srv, ws, 'native interrupt');
   });
 
+  test('the prompt after an interrupted model step waits until the replaced thread has left its step', { skip: storage === 'postgres' && 'the same on both storages' }, async () => {
+    // Otherwise it could load the same model in the new thread while the old one still holds it (two copies). The
+    // step outlasts a new thread's start from the sources (seconds under tsx), so an early start would be seen.
+    const dir = fs.mkdtempSync(path.join(srv.cfg.dataDir, 'hold-'));
+    const mark = path.join(dir, 'step');
+    const id = await queue(srv, { n: { class_type: 'TestNativeSpin', inputs: { size: 800, count: 150, name: mark } } }, 'threads');
+    while (!fs.existsSync(mark)) await new Promise((res) => setTimeout(res, 10));
+    await srv.http.post('/interrupt', {});
+    await ws.until((ms) => ending(ms, id));
+    assert.equal(ending(ws.messages, id)!.type, 'execution_interrupted');
+    const next = await queue(srv, textPrompt('after the held step'), 'threads');
+    await ws.until((ms) => ms.some((m) => m.type === 'execution_start' && m.data.prompt_id === next));
+    assert.ok(fs.existsSync(`${mark}.returned`), 'the next prompt started while the replaced thread was still inside its step');
+    assert.equal((await waitJob(srv.http, next)).status, 'completed');
+  });
+
   test("a thread terminated while its node runs a child process: the child is killed with it", async () => {
     const dir = fs.mkdtempSync(path.join(srv.cfg.dataDir, 'child-'));
     const pidFile = path.join(dir, 'pid');

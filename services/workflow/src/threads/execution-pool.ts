@@ -85,6 +85,8 @@ interface ActiveRun {
   timers: NodeJS.Timeout[];
   /** Removes the run's interrupt listener. */
   offInterrupt: () => void;
+  /** Whether the thread has been given the run (before that it waits for a thread to be ready). */
+  dispatched: boolean;
 }
 
 class ExecutionThread {
@@ -123,6 +125,11 @@ class ExecutionThread {
   /** Whether a thread is started (or starting): a run here does not wait for one. */
   get started(): boolean {
     return this.worker !== undefined;
+  }
+
+  /** Whether a replaced thread is still being stopped here (a prompt given to this slot waits for it). */
+  get draining(): boolean {
+    return this.stopping.size > 0;
   }
 
   private spawn(): void {
@@ -188,11 +195,15 @@ class ExecutionThread {
         reject,
         timers: [],
         offInterrupt: () => {},
+        dispatched: false,
       };
       this.active = run;
+      run.offInterrupt = spec.interrupt.onInterrupt(() => this.interrupt(run));
       // A thread already up gets the prompt now, not a microtask later: the POST answer is written meanwhile.
-      if (this.isReady) this.dispatch(run);
-      else void this.ready.then(
+      if (this.isReady && this.stopping.size === 0) this.dispatch(run);
+      // A replaced thread still inside a model step holds the slot's next prompt, as the reference starts nothing
+      // while its step finishes: that prompt loading the same model now would hold two copies in memory meanwhile.
+      else void Promise.all([...this.stopping]).then(() => this.ready).then(
         () => this.dispatch(run),
         (err) => {
           // The thread could not start (a pack that throws in it, an exhausted heap): the run fails, the next one tries a new thread.
@@ -208,6 +219,7 @@ class ExecutionThread {
   private dispatch(run: ActiveRun): void {
     const { spec, seq } = run;
     if (this.active !== run) return;
+    run.dispatched = true;
     const env = spec.env;
     const calls: EnvCall[] = [];
     if (env.canRead) calls.push('canRead');
@@ -230,7 +242,6 @@ class ExecutionThread {
       Atomics.store(this.hold, 0, ok ? seq : -seq);
       Atomics.notify(this.hold, 0);
     });
-    run.offInterrupt = spec.interrupt.onInterrupt(() => this.interrupt(run));
     if (this.o.timeLimitMs > 0) {
       run.timers.push(
         setTimeout(() => {
@@ -243,6 +254,12 @@ class ExecutionThread {
 
   private interrupt(run: ActiveRun): void {
     if (this.active !== run) return;
+    if (!run.dispatched) {
+      // Still held (a thread starting, or a replaced one finishing its step): nothing ran, no thread to replace.
+      this.finish(run);
+      run.resolve(this.endedHere(run, 'interrupted'));
+      return;
+    }
     Atomics.store(this.flag, 0, run.seq);
     this.post({ t: 'interrupt', seq: run.seq });
     // Answered by the thread's loop: the run ends by itself (nodes see the flag or the abort).
@@ -475,11 +492,13 @@ export class ExecutionPool implements Engine {
   run(spec: PromptRun, affinity?: string): Promise<RunResult> {
     const free = this.threads.filter((t) => !t.busy);
     if (free.length === 0) return Promise.reject(new Error('every execution slot is busy'));
-    const t =
-      free.find((x) => x.started && affinity !== undefined && x.lastOwner === affinity) ??
-      free.find((x) => x.started && x.lastOwner === undefined) ??
-      free.find((x) => x.started) ??
-      free[0]!;
+    const pick = (xs: ExecutionThread[]) =>
+      xs.find((x) => x.started && affinity !== undefined && x.lastOwner === affinity) ??
+      xs.find((x) => x.started && x.lastOwner === undefined) ??
+      xs.find((x) => x.started) ??
+      xs[0];
+    // A slot whose replaced thread is still finishing a step would hold the prompt: another free slot takes it first.
+    const t = pick(free.filter((x) => !x.draining)) ?? pick(free)!;
     t.lastOwner = affinity;
     return t.run(spec);
   }
