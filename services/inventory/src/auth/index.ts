@@ -1,12 +1,14 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Storage } from '@svc/storage';
-import { forbidden, NOT_AUTHENTICATED } from '../api/errors.ts';
+import { forbidden, notFound, NOT_AUTHENTICATED } from '../api/errors.ts';
 import { mayWrite, type Principal } from './principal.ts';
+import { actionOf, may } from './permissions.ts';
 import { principalForKey } from './store.ts';
 import { LoginThrottle, type LoginThrottleSettings } from './throttle.ts';
 
 export type { Principal } from './principal.ts';
 export { mayWrite } from './principal.ts';
+export { may } from './permissions.ts';
 
 export interface Auth {
   /** The caller of this request (cached per request); null when no or a bad token was sent. */
@@ -110,4 +112,29 @@ export async function requireAdmin(req: FastifyRequest, _reply?: FastifyReply): 
   const p = await requirePrincipal(req);
   if (!p.isSuperuser) throw forbidden();
   if (!SAFE.has(req.method) && !p.writeEnabled) throw forbidden();
+}
+
+/**
+ * NetBox's TokenPermissions for one object type: the request's method names the action (GET/HEAD view, POST add,
+ * PUT/PATCH change, DELETE delete; `action` overrides it), which the caller's user must hold; unsafe methods also need a
+ * write-enabled token. Refused: 403 "You do not have permission to perform this action." as DRF answers.
+ */
+export function requirePermission(objectType: string, action?: string) {
+  return async function permissionCheck(req: FastifyRequest, _reply?: FastifyReply): Promise<void> {
+    const p = await requirePrincipal(req);
+    if (!SAFE.has(req.method) && !p.writeEnabled) throw forbidden();
+    if (req.method === 'OPTIONS') return;
+    if (!may(p, objectType, action ?? actionOf(req.method))) throw forbidden();
+  };
+}
+
+/**
+ * NetBox's `Model.objects.restrict(user, 'view')` on a parent object (a prefix's available IPs, a rack's elevation):
+ * a caller who may not view `objectType` finds no such object (404).
+ */
+export function requireViewOr404(objectType: string) {
+  return async function parentViewCheck(req: FastifyRequest, _reply?: FastifyReply): Promise<void> {
+    const p = await requirePrincipal(req);
+    if (!may(p, objectType, 'view')) throw notFound();
+  };
 }

@@ -1,3 +1,5 @@
+import type { Grants } from './permissions.ts';
+
 /** Who is calling, resolved from an API token. */
 export interface Principal {
   userId: number;
@@ -8,6 +10,8 @@ export interface Principal {
   tokenId: number;
   /** The token itself allows writes. */
   writeEnabled: boolean;
+  /** The user's object permissions (auth/permissions.ts); null or absent: none assigned, the earlier rules apply. */
+  grants?: Grants;
 }
 
 export function mayWrite(p: Principal): boolean {

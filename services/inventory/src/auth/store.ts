@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import type { Storage } from '@svc/storage';
 import { hashTokenKey, newTokenKey, validTokenKey } from './keys.ts';
 import type { Principal } from './principal.ts';
+import { loadGrants } from './permissions.ts';
 
 export interface UserRow {
   id: number;
@@ -54,6 +55,7 @@ export async function principalForKey(storage: Storage, key: string): Promise<{ 
       canWrite: d.readBool(row.can_write),
       tokenId: Number(row.token_id),
       writeEnabled: d.readBool(row.write_enabled),
+      grants: d.readBool(row.is_superuser) ? null : await loadGrants(storage.db, d, Number(row.user_id)),
     },
   };
 }

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { sql, type RawBuilder } from 'kysely';
 import { Type } from 'typebox';
-import { requireRead } from '../auth/index.ts';
+import { requirePermission } from '../auth/index.ts';
 import { notFound, validationError } from '../api/errors.ts';
 import { baseUrl, pageOf, paginated } from '../api/pagination.ts';
 import { objectId } from '../api/params.ts';
@@ -105,7 +105,7 @@ export async function objectChangeRoutes(app: FastifyInstance, deps: InventoryDe
     time__lte: Type.Optional(Type.String({ format: 'date-time' })),
     q: Type.Optional(Type.String()),
   });
-  app.get('/api/core/object-changes/', { preHandler: requireRead, schema: { tags: ['core'], summary: 'List object changes', querystring } }, async (req) => {
+  app.get('/api/core/object-changes/', { preHandler: requirePermission('core.objectchange', 'view'), schema: { tags: ['core'], summary: 'List object changes', querystring } }, async (req) => {
     const q = req.query as Query;
     const page = pageOf(q);
     const ctx = ctxOf(req);
@@ -115,7 +115,7 @@ export async function objectChangeRoutes(app: FastifyInstance, deps: InventoryDe
     const rows = await base.selectAll().orderBy('time', 'desc').orderBy('id', 'desc').limit(page.limit).offset(page.offset).execute();
     return paginated(req, page, Number(counted?.n ?? 0), await representChanges(ctx, rows));
   });
-  app.get('/api/core/object-changes/:id/', { preHandler: requireRead, schema: { tags: ['core'], summary: 'Get an object change', params: Type.Object({ id: Type.Integer() }) } }, async (req) => {
+  app.get('/api/core/object-changes/:id/', { preHandler: requirePermission('core.objectchange', 'view'), schema: { tags: ['core'], summary: 'Get an object change', params: Type.Object({ id: Type.Integer() }) } }, async (req) => {
     const id = objectId(req.params);
     const row = await deps.storage.db.selectFrom('object_changes').selectAll().where('id', '=', id).executeTakeFirst();
     if (!row) throw notFound();

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { requireRead } from '../auth/index.ts';
+import { requirePermission } from '../auth/index.ts';
 import { notFound } from '../api/errors.ts';
 import { baseUrl } from '../api/pagination.ts';
 import { objectId } from '../api/params.ts';
@@ -17,7 +17,7 @@ export function cablePathRoutes(app: FastifyInstance, sink: ChangeSink, appLabel
     const action = TRACE.has(m.key) ? 'trace' : 'paths';
     app.get(
       `/api/${m.app}/${m.path}/:id/${action}/`,
-      { preHandler: requireRead, config: { shaped: true }, schema: { tags: [m.docsTag ?? m.app], summary: action === 'trace' ? `Trace the cable path of a ${m.verboseName}` : `Cable paths through a ${m.verboseName}` } },
+      { preHandler: requirePermission(m.objectType, 'view'), config: { shaped: true }, schema: { tags: [m.docsTag ?? m.app], summary: action === 'trace' ? `Trace the cable path of a ${m.verboseName}` : `Cable paths through a ${m.verboseName}` } },
       async (req) => {
         const ctx: ReadCtx = { db: sink.deps.storage.db, dialect: sink.deps.storage.dialect, base: baseUrl(req) };
         const row = await fetchRow(ctx, m, objectId(req.params));

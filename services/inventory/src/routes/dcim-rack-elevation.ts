@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { requireRead } from '../auth/index.ts';
+import { requirePermission } from '../auth/index.ts';
 import { notFound, validationError } from '../api/errors.ts';
 import { baseUrl, pageOf, paginated } from '../api/pagination.ts';
 import { objectId } from '../api/params.ts';
@@ -15,7 +15,7 @@ const FACES: Record<string, string> = { front: 'Front', rear: 'Rear' };
  * the device occupying it. Device types count as full depth, so a device fills both faces.
  */
 export function rackElevationRoutes(app: FastifyInstance, sink: ChangeSink): void {
-  app.get('/api/dcim/racks/:id/elevation/', { preHandler: requireRead, config: { shaped: true }, schema: { tags: ['dcim'], summary: 'Rack units and the devices in them' } }, async (req) => {
+  app.get('/api/dcim/racks/:id/elevation/', { preHandler: requirePermission('dcim.rack', 'view'), config: { shaped: true }, schema: { tags: ['dcim'], summary: 'Rack units and the devices in them' } }, async (req) => {
     const ctx: ReadCtx = { db: sink.deps.storage.db, dialect: sink.deps.storage.dialect, base: baseUrl(req) };
     const rack = await fetchRow(ctx, model('rack'), objectId(req.params));
     if (!rack) throw notFound();

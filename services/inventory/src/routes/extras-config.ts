@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { HttpError } from '@svc/kernel';
-import { authenticate, requireRead } from '../auth/index.ts';
+import { authenticate, requirePermission, requireRead } from '../auth/index.ts';
 import { forbidden, notFound } from '../api/errors.ts';
 import { baseUrl, pageOf, paginated } from '../api/pagination.ts';
 import { objectId } from '../api/params.ts';
@@ -34,7 +34,7 @@ export function extrasConfigRoutes(app: FastifyInstance, sink: ChangeSink): void
  * `{id: value, display: label}`, paginated, `?q=` matching value or label case-insensitively.
  */
 function choicesRoute(app: FastifyInstance, sink: ChangeSink): void {
-  app.get('/api/extras/custom-field-choice-sets/:id/choices/', { preHandler: requireRead, schema: { tags: ['extras'], summary: 'List the choices of a custom field choice set' } }, async (req) => {
+  app.get('/api/extras/custom-field-choice-sets/:id/choices/', { preHandler: requirePermission('extras.customfieldchoiceset', 'view'), schema: { tags: ['extras'], summary: 'List the choices of a custom field choice set' } }, async (req) => {
     const ctx: ReadCtx = { db: sink.deps.storage.db, dialect: sink.deps.storage.dialect, base: baseUrl(req) };
     const row = await fetchRow(ctx, model('customfieldchoiceset'), objectId(req.params));
     if (!row) throw notFound();
@@ -71,7 +71,7 @@ function wantsText(req: FastifyRequest): boolean {
 
 function renderConfigRoute(app: FastifyInstance, sink: ChangeSink, key: 'device' | 'virtualmachine', path: string, tag: string): void {
   const summary = `Render the preferred config template of a ${key === 'device' ? 'device' : 'virtual machine'}`;
-  app.post(path, { preHandler: requireRead, config: { shaped: true }, schema: { tags: [tag], summary } }, async (req, reply) => {
+  app.post(path, { preHandler: requirePermission(`${tag}.${key}`, 'view'), config: { shaped: true }, schema: { tags: [tag], summary } }, async (req, reply) => {
     // NetBox's TokenWritePermission: a write-enabled token (no model permission needed).
     const principal = await authenticate(req);
     if (!principal?.writeEnabled) throw forbidden();

@@ -17,6 +17,7 @@ import { statusRoutes } from './status.ts';
 import { tenancyRoutes } from './tenancy.ts';
 import { registerModelRoutes } from './objects.ts';
 import { userRoutes } from './users.ts';
+import { permissionRoutes } from './users-permissions.ts';
 import { virtualizationRoutes } from './virtualization.ts';
 import { circuitRoutes } from './circuits.ts';
 import { extrasConfigRoutes } from './extras-config.ts';
@@ -67,4 +68,5 @@ export async function coreRoutes(app: FastifyInstance, opts: CoreRouteOptions): 
   extrasConfigRoutes(app, sink);
   await objectChangeRoutes(app, deps);
   await userRoutes(app, deps);
+  await permissionRoutes(app, deps);
 }

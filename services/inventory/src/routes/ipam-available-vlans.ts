@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { HttpError } from '@svc/kernel';
-import { requireRead, requireWrite } from '../auth/index.ts';
+import { requirePermission, requireViewOr404 } from '../auth/index.ts';
 import { notFound, validationError } from '../api/errors.ts';
 import { baseUrl, pageOf } from '../api/pagination.ts';
 import { objectId } from '../api/params.ts';
@@ -35,7 +35,7 @@ export function availableVlanRoutes(app: FastifyInstance, sink: ChangeSink): voi
   const path = '/api/ipam/vlan-groups/:id/available-vlans/';
   const tags = ['ipam'];
 
-  app.get(path, { preHandler: requireRead, config: { shaped: true }, schema: { tags, summary: 'Available VLAN IDs of a VLAN group' } }, async (req) => {
+  app.get(path, { preHandler: [requirePermission('ipam.vlan'), requireViewOr404('ipam.vlangroup')], config: { shaped: true }, schema: { tags, summary: 'Available VLAN IDs of a VLAN group' } }, async (req) => {
     const ctx: ReadCtx = { db: sink.deps.storage.db, dialect: sink.deps.storage.dialect, base: baseUrl(req) };
     const g = await fetchRow(ctx, groupModel(), objectId(req.params));
     if (!g) throw notFound();
@@ -44,7 +44,7 @@ export function availableVlanRoutes(app: FastifyInstance, sink: ChangeSink): voi
     return (await freeVids(ctx, g, limit)).map((vid) => ({ vid, group: brief }));
   });
 
-  app.post(path, { preHandler: requireWrite, config: { shaped: true }, schema: { tags, summary: 'Create VLANs at the next free VLAN IDs of a VLAN group' } }, async (req, reply) => {
+  app.post(path, { preHandler: [requirePermission('ipam.vlan'), requireViewOr404('ipam.vlangroup')], config: { shaped: true }, schema: { tags, summary: 'Create VLANs at the next free VLAN IDs of a VLAN group' } }, async (req, reply) => {
     const id = objectId(req.params);
     const many = Array.isArray(req.body);
     const items = many ? asList(req.body, sink.deps.config.maxBulk) : [req.body ?? {}];

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { HttpError } from '@svc/kernel';
 import { sql } from 'kysely';
-import { requireRead, requireWrite } from '../auth/index.ts';
+import { requirePermission, requireViewOr404 } from '../auth/index.ts';
 import { notFound, validationError } from '../api/errors.ts';
 import { baseUrl, pageOf } from '../api/pagination.ts';
 import { objectId } from '../api/params.ts';
@@ -169,7 +169,7 @@ export function availableRoutes(app: FastifyInstance, sink: ChangeSink): void {
   const ips = '/api/ipam/prefixes/:id/available-ips/';
   const prefixes = '/api/ipam/prefixes/:id/available-prefixes/';
 
-  app.get(ips, { preHandler: requireRead, config: { shaped: true }, schema: { tags: ['ipam'], summary: 'Available IP addresses of a prefix' } }, async (req) => {
+  app.get(ips, { preHandler: [requirePermission('ipam.ipaddress'), requireViewOr404('ipam.prefix')], config: { shaped: true }, schema: { tags: ['ipam'], summary: 'Available IP addresses of a prefix' } }, async (req) => {
     const ctx = ctxOf();
     const p = await fetchRow(ctx, prefixModel(), objectId(req.params));
     if (!p) throw notFound();
@@ -179,7 +179,7 @@ export function availableRoutes(app: FastifyInstance, sink: ChangeSink): void {
     return (await freeAddresses(ctx, p, limit)).map((a) => ({ family: net.family, address: `${bigToIp(a, net.family)}/${net.len}`, vrf }));
   });
 
-  app.post(ips, { preHandler: requireWrite, config: { shaped: true }, schema: { tags: ['ipam'], summary: 'Allocate IP addresses from a prefix' } }, async (req, reply) => {
+  app.post(ips, { preHandler: [requirePermission('ipam.ipaddress'), requireViewOr404('ipam.prefix')], config: { shaped: true }, schema: { tags: ['ipam'], summary: 'Allocate IP addresses from a prefix' } }, async (req, reply) => {
     const id = objectId(req.params);
     const { items, many } = requestedItems(req.body, sink.deps.config.maxBulk);
     const [created, w] = await writeAs(sink, req, async (w) => {
@@ -206,7 +206,7 @@ export function availableRoutes(app: FastifyInstance, sink: ChangeSink): void {
     return many ? shown : shown[0];
   });
 
-  app.get(prefixes, { preHandler: requireRead, config: { shaped: true }, schema: { tags: ['ipam'], summary: 'Available child prefixes of a prefix' } }, async (req) => {
+  app.get(prefixes, { preHandler: [requirePermission('ipam.prefix'), requireViewOr404('ipam.prefix')], config: { shaped: true }, schema: { tags: ['ipam'], summary: 'Available child prefixes of a prefix' } }, async (req) => {
     const ctx = ctxOf();
     const p = await fetchRow(ctx, prefixModel(), objectId(req.params));
     if (!p) throw notFound();
@@ -215,7 +215,7 @@ export function availableRoutes(app: FastifyInstance, sink: ChangeSink): void {
     return (await freePrefixes(ctx, p)).slice(0, limit).map((n) => ({ family: n.family, prefix: netString(n), vrf }));
   });
 
-  app.post(prefixes, { preHandler: requireWrite, config: { shaped: true }, schema: { tags: ['ipam'], summary: 'Allocate child prefixes from a prefix' } }, async (req, reply) => {
+  app.post(prefixes, { preHandler: [requirePermission('ipam.prefix'), requireViewOr404('ipam.prefix')], config: { shaped: true }, schema: { tags: ['ipam'], summary: 'Allocate child prefixes from a prefix' } }, async (req, reply) => {
     const id = objectId(req.params);
     const { items, many } = requestedItems(req.body, sink.deps.config.maxBulk);
     const [created, w] = await writeAs(sink, req, async (w) => {

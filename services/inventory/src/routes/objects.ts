@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { HttpError } from '@svc/kernel';
 import { Type } from 'typebox';
-import { authenticate, requireRead, requireWrite } from '../auth/index.ts';
+import { authenticate, requirePermission } from '../auth/index.ts';
 import { notFound, validationError } from '../api/errors.ts';
 import { baseUrl, pageOf, paginated } from '../api/pagination.ts';
 import { objectId, selectFields, truthy } from '../api/params.ts';
@@ -133,6 +133,8 @@ export function registerModelRoutes(app: FastifyInstance, sink: ChangeSink, m: M
   const out = responseSchemas(MODELS);
   const one = Type.Union([out.full(m), out.brief(m.key)]);
   const errors4xx = { 400: errorBody, 403: errorBody, 404: errorBody };
+  // NetBox's object permissions: the method names the action on this model.
+  const perm = requirePermission(m.objectType);
   const write = async <T>(req: FastifyRequest, fn: (w: WriteContext) => Promise<T>): Promise<[T, WriteContext]> => {
     const p = (await authenticate(req))!;
     let ctx: WriteContext | undefined;
@@ -145,7 +147,7 @@ export function registerModelRoutes(app: FastifyInstance, sink: ChangeSink, m: M
 
   const show = (req: FastifyRequest, ids: number[], known?: Map<string, Record<string, unknown>>) => showObjects(sink, req, m, ids, known);
 
-  app.get(list, { preHandler: requireRead, config: SHAPED, schema: { tags, summary: `List ${m.verboseName}s`, querystring: listQuerySchema(m), response: { 200: pageSchema(one), ...errors4xx } } }, async (req) => {
+  app.get(list, { preHandler: perm, config: SHAPED, schema: { tags, summary: `List ${m.verboseName}s`, querystring: listQuerySchema(m), response: { 200: pageSchema(one), ...errors4xx } } }, async (req) => {
     const q = req.query as Query;
     const page = pageOf(q);
     const ctx = readCtx(sink, req);
@@ -162,7 +164,7 @@ export function registerModelRoutes(app: FastifyInstance, sink: ChangeSink, m: M
     return paginated(req, page, count, results);
   });
 
-  app.get(detail, { preHandler: requireRead, config: SHAPED, schema: { tags, summary: `Get a ${m.verboseName}`, params: idParams, response: { 200: one, ...errors4xx } } }, async (req) => {
+  app.get(detail, { preHandler: perm, config: SHAPED, schema: { tags, summary: `Get a ${m.verboseName}`, params: idParams, response: { 200: one, ...errors4xx } } }, async (req) => {
     const id = objectId(req.params);
     const ctx = readCtx(sink, req);
     const row = await fetchRow(ctx, m, id);
@@ -173,7 +175,7 @@ export function registerModelRoutes(app: FastifyInstance, sink: ChangeSink, m: M
 
   app.post(
     list,
-    { preHandler: requireWrite, schema: { tags, summary: `Create one ${m.verboseName} or a list of them`, body: Type.Union([writableSchema(m, false), Type.Array(writableSchema(m, false))]), response: { 201: Type.Union([out.full(m), Type.Array(out.full(m))]), ...errors4xx } } },
+    { preHandler: perm, schema: { tags, summary: `Create one ${m.verboseName} or a list of them`, body: Type.Union([writableSchema(m, false), Type.Array(writableSchema(m, false))]), response: { 201: Type.Union([out.full(m), Type.Array(out.full(m))]), ...errors4xx } } },
     async (req, reply) => {
       const body = req.body ?? {};
       const bulk = Array.isArray(body);
@@ -200,7 +202,7 @@ export function registerModelRoutes(app: FastifyInstance, sink: ChangeSink, m: M
     app.route({
       method,
       url: detail,
-      preHandler: requireWrite,
+      preHandler: perm,
       schema: { tags, summary: `${partial ? 'Partially update' : 'Update'} a ${m.verboseName}`, params: idParams, body: writableSchema(m, partial), response: { 200: out.full(m), ...errors4xx } },
       handler: async (req) => {
         const id = objectId(req.params);
@@ -214,7 +216,7 @@ export function registerModelRoutes(app: FastifyInstance, sink: ChangeSink, m: M
     app.route({
       method,
       url: list,
-      preHandler: requireWrite,
+      preHandler: perm,
       schema: {
         tags,
         summary: `Bulk ${partial ? 'partial ' : ''}update of ${m.verboseName}s (a list with ids)`,
@@ -248,7 +250,7 @@ export function registerModelRoutes(app: FastifyInstance, sink: ChangeSink, m: M
     });
   }
 
-  app.delete(detail, { preHandler: requireWrite, schema: { tags, summary: `Delete a ${m.verboseName}`, params: idParams } }, async (req, reply) => {
+  app.delete(detail, { preHandler: perm, schema: { tags, summary: `Delete a ${m.verboseName}`, params: idParams } }, async (req, reply) => {
     const id = objectId(req.params);
     await write(req, async (w) => {
       const row = await lockRow(w, m, id);
@@ -260,7 +262,7 @@ export function registerModelRoutes(app: FastifyInstance, sink: ChangeSink, m: M
 
   app.delete(
     list,
-    { preHandler: requireWrite, schema: { tags, summary: `Bulk delete of ${m.verboseName}s (a list of {id})`, body: Type.Array(Type.Object({ id: Type.Integer({ minimum: 1 }) })) } },
+    { preHandler: perm, schema: { tags, summary: `Bulk delete of ${m.verboseName}s (a list of {id})`, body: Type.Array(Type.Object({ id: Type.Integer({ minimum: 1 }) })) } },
     async (req, reply) => {
       const items = asList(req.body, sink.deps.config.maxBulk);
       const errors: Errors[] = items.map((item): Errors => {

@@ -94,7 +94,9 @@ export function createBackend(app: FastifyInstance, deps: UiDeps): UiBackend {
     async verifyToken(key) {
       const p = await deps.auth.verifyToken(key);
       // Admin pages act through the API, which wants a superuser with a write-enabled token.
-      return p ? { username: p.username, isSuperuser: p.isSuperuser, isAdmin: p.isSuperuser && p.writeEnabled, canWrite: p.writeEnabled && (p.isSuperuser || p.canWrite) } : null;
+      if (!p) return null;
+      const grants = p.grants ? Object.fromEntries([...p.grants].map(([t, a]) => [t, [...a]])) : null;
+      return { username: p.username, isSuperuser: p.isSuperuser, isAdmin: p.isSuperuser && p.writeEnabled, canWrite: p.writeEnabled && (p.isSuperuser || p.canWrite), writeEnabled: p.writeEnabled, grants };
     },
     async api(token, method, url, body, host) {
       const res = await app.inject({

@@ -11,6 +11,7 @@ import { registerEventRuleRoutes } from './pages/event-rules.ts';
 import { registerTaskRoutes } from './pages/tasks.ts';
 import { INVENTORY_PREFIXES, registerInventoryPages } from './inventory/index.ts';
 import { registerApiTokenPages } from './pages/api-tokens.ts';
+import { registerPermissionPages } from './pages/permissions.ts';
 
 const FORM_BODY_LIMIT = 1024 * 1024;
 
@@ -59,6 +60,14 @@ export async function registerUi(app: FastifyInstance, backend: UiBackend, sessi
       registerApiTokenPages(ui, backend);
     },
     { prefix: '/user' },
+  );
+  // NetBox's permission pages (`/users/permissions/`), administrators only.
+  await app.register(
+    async (ui) => {
+      await installUiGuards(ui, backend, sessions);
+      registerPermissionPages(ui, backend);
+    },
+    { prefix: '/users' },
   );
   // The inventory's own pages at NetBox's URLs (`display_url`), one context per app, sharing the session.
   for (const prefix of INVENTORY_PREFIXES) {

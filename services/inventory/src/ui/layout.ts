@@ -9,6 +9,21 @@ export interface Viewer {
   isAdmin: boolean;
   /** May add, change and delete inventory objects: a write-enabled token of a superuser or a user with write permission. */
   canWrite: boolean;
+  /** The session's token may write (absent: what canWrite says). */
+  writeEnabled?: boolean;
+  /**
+   * The user's object permissions (object type → actions), as the API enforces them; null or absent: none assigned,
+   * so the earlier rules apply (everyone views, canWrite changes).
+   */
+  grants?: Record<string, string[]> | null;
+}
+
+/** Whether the viewer may `action` (view, add, change, delete) objects of `objectType`: NetBox's object permissions. */
+export function viewerMay(v: Viewer, objectType: string, action: string): boolean {
+  const write = action !== 'view';
+  if (v.isSuperuser || !v.grants) return !write || v.canWrite;
+  if (write && !(v.writeEnabled ?? v.canWrite)) return false;
+  return v.grants[objectType]?.includes(action) ?? false;
 }
 
 export interface PageOptions {
@@ -18,7 +33,7 @@ export interface PageOptions {
   flashes?: Flash[];
   body: SafeHtml;
   /** Active top-level section, highlighted in the nav. */
-  section?: 'webhooks' | 'event-rules' | 'tasks' | 'home' | 'inventory' | 'search' | 'changelog' | 'tokens';
+  section?: 'webhooks' | 'event-rules' | 'tasks' | 'home' | 'inventory' | 'search' | 'changelog' | 'tokens' | 'permissions';
 }
 
 export function page(o: PageOptions): string {
@@ -32,7 +47,8 @@ export function page(o: PageOptions): string {
   <a href="/ui/webhooks/" class="${o.section === 'webhooks' ? 'active' : ''}">Webhooks</a>
   <a href="/ui/event-rules/" class="${o.section === 'event-rules' ? 'active' : ''}">Event rules</a>
   ${o.viewer.isSuperuser ? html`<span class="menu-group">System</span>
-  <a href="/ui/background-queues/" class="${o.section === 'tasks' ? 'active' : ''}">Background Tasks</a>` : ''}
+  <a href="/ui/background-queues/" class="${o.section === 'tasks' ? 'active' : ''}">Background Tasks</a>
+  <a href="/users/permissions/" class="${o.section === 'permissions' ? 'active' : ''}">Permissions</a>` : ''}
   <span class="spacer"></span>
   <span class="who" data-testid="who">${o.viewer.username}${o.viewer.isAdmin ? ' (admin)' : o.viewer.isSuperuser ? ' (admin, read-only token)' : ''}</span>
   <form method="post" action="/ui/logout" class="inline">${csrfField(o.csrfToken)}<button type="submit" class="link">Log out</button></form>

@@ -7,7 +7,7 @@ import type { UiBackend } from '../backend.ts';
 import { authed, flash, parseId, redirectTo, sendError, sendPage } from '../context.ts';
 import { formList, formString, type FieldErrors, type FormBody } from '../forms.ts';
 import { html, urlPart, type SafeHtml } from '../html.ts';
-import { csrfField, formatTime } from '../layout.ts';
+import { csrfField, formatTime, viewerMay, type Viewer } from '../layout.ts';
 import { parseCsv } from './csv.ts';
 import { parseYamlRecords } from './yaml.ts';
 import { bodyFromCsv, bodyFromForm, control, editableFields, formValue, generalErrors, MAX_OPTIONS, targetOf, type Options } from './fields.ts';
@@ -92,7 +92,7 @@ const DEFAULT_COLUMNS: Record<string, string[]> = {
 /** Menu groups as NetBox's navigation (Organization, Devices, IPAM, Virtualization, Other). */
 const MENU: Array<[string, string[]]> = [
   ['Organization', ['site', 'region', 'sitegroup', 'location', 'tenant', 'tenantgroup', 'contact', 'contactgroup', 'contactrole', 'contactassignment']],
-  ['Racks & devices', ['rack', 'device', 'devicerole', 'platform', 'devicetype', 'manufacturer', 'interface', 'virtualchassis', 'devicebay', 'devicebaytemplate']],
+  ['Racks & devices', ['rack', 'rackrole', 'device', 'devicerole', 'platform', 'devicetype', 'manufacturer', 'interface', 'virtualchassis', 'devicebay', 'devicebaytemplate']],
   ['Modules & inventory', ['module', 'modulebay', 'moduletype', 'inventoryitem', 'inventoryitemrole']],
   ['Power', ['powerpanel', 'powerfeed']],
   ['Connections', ['cable', 'consoleport', 'consoleserverport', 'powerport', 'poweroutlet', 'frontport', 'rearport']],
@@ -132,6 +132,7 @@ export function registerInventoryPages(app: FastifyInstance, backend: UiBackend,
     return;
   }
   if (prefix === '/core') registerChangelogPages(app, (req, url) => api(req, backend, 'GET', url));
+  installPermissionChecks(app, prefix);
   for (const m of MODELS.filter((x) => `/${x.app}` === prefix)) registerModel(app, backend, m);
 }
 
@@ -151,13 +152,41 @@ function apiMessage(body: any): string {
   return typeof body === 'string' ? body.slice(0, 500) : 'The request failed.';
 }
 
-function menu(current: ModelDef): SafeHtml {
-  return html`<div class="menu" data-testid="inventory-menu">${MENU.map(
-    ([group, keys]) => html`<span class="menu-group">${group}</span>${keys
-      .map((k) => MODELS.find((x) => x.key === k))
-      .filter((x): x is ModelDef => !!x)
-      .map((x) => html`<a href="${listUrl(x)}" class="${x.key === current.key ? 'active' : ''}">${title(plural(x))}</a> `)}`,
-  )}</div>`;
+/** The inventory menu: NetBox's groups, only the models the viewer may view (a group left empty is hidden). */
+function menu(current: ModelDef, viewer?: Viewer): SafeHtml {
+  return html`<div class="menu" data-testid="inventory-menu">${MENU.map(([group, keys]) => {
+    const shown = keys.map((k) => MODELS.find((x) => x.key === k)).filter((x): x is ModelDef => !!x && (!viewer || viewerMay(viewer, x.objectType, 'view')));
+    return shown.length ? html`<span class="menu-group">${group}</span>${shown.map((x) => html`<a href="${listUrl(x)}" class="${x.key === current.key ? 'active' : ''}">${title(plural(x))}</a> `)}` : '';
+  })}</div>`;
+}
+
+/**
+ * The action a page of a model needs (NetBox's object permissions): its add and import pages add, edit pages (one object
+ * or bulk) change, delete pages delete; every other page (list, object, changelog, journal, render config) views.
+ */
+function pageAction(method: string, rest: string): string {
+  if (/^(add|import)\/$/.test(rest)) return 'add';
+  if (/^(:id\/)?edit\/$/.test(rest)) return 'change';
+  if (/^(:id\/)?delete\/$/.test(rest)) return method === 'GET' && rest === 'delete/' ? 'view' : 'delete';
+  return 'view';
+}
+
+/** Every page of a model checks the viewer's permission for its action first: 403 without it. */
+function installPermissionChecks(app: FastifyInstance, prefix: string): void {
+  const models = MODELS.filter((x) => `/${x.app}` === prefix);
+  app.addHook('onRoute', (route) => {
+    const url = route.url ?? route.path;
+    const m = models.find((x) => url.startsWith(`${prefix}/${x.path}/`));
+    if (!m) return;
+    const action = pageAction(String(route.method), url.slice(`${prefix}/${m.path}/`.length));
+    const check = async (req: FastifyRequest, reply: FastifyReply) => {
+      if (viewerMay(authed(req).viewer, m.objectType, action)) return;
+      const readOnly = action !== 'view' && (authed(req).viewer.writeEnabled ?? authed(req).viewer.canWrite) === false;
+      return sendError(req, reply, 403, 'Forbidden', readOnly ? 'Your token may not change objects: it is read-only.' : `You do not have permission to ${action} ${plural(m)}.`);
+    };
+    const existing = route.preHandler;
+    route.preHandler = existing ? [check, ...(Array.isArray(existing) ? existing : [existing])] : check;
+  });
 }
 
 function registerModel(app: FastifyInstance, backend: UiBackend, m: ModelDef): void {
@@ -185,11 +214,6 @@ function idOf(req: FastifyRequest): number {
   return id ?? -1;
 }
 
-function needWrite(req: FastifyRequest, reply: FastifyReply): boolean {
-  if (authed(req).viewer.canWrite) return true;
-  sendError(req, reply, 403, 'Forbidden', 'Your token may not change objects (it is read-only, or your user has no write permission).');
-  return false;
-}
 
 /** Columns shown: `?columns=` (remembered for the session), else the session's choice, else NetBox's defaults. */
 function columnsFor(req: FastifyRequest, m: ModelDef, available: string[]): string[] {
@@ -256,21 +280,25 @@ async function listPage(req: FastifyRequest, reply: FastifyReply, backend: UiBac
   };
   const pages = Math.max(1, Math.ceil(count / perPage));
   const pageLink = (p: number) => `${listUrl(m)}${queryString(q, new Set(['page']), { page: p })}`;
+  const mayAdd = viewerMay(viewer, m.objectType, 'add');
+  const mayChange = viewerMay(viewer, m.objectType, 'change');
+  const mayDelete = viewerMay(viewer, m.objectType, 'delete');
+  const maySelect = mayChange || mayDelete;
   const first = m.key === 'devicetype' ? 'model' : m.key === 'ipaddress' ? 'address' : m.key === 'prefix' ? 'prefix' : m.key === 'vlan' ? 'vid' : 'name';
-  const body = html`${menu(m)}
-${viewer.canWrite ? html`<div class="actions"><a class="button" href="${listUrl(m)}add/" data-testid="add">Add</a> <a class="button secondary" href="${listUrl(m)}import/" data-testid="import">Import</a></div>` : ''}
+  const body = html`${menu(m, authed(req).viewer)}
+${mayAdd ? html`<div class="actions"><a class="button" href="${listUrl(m)}add/" data-testid="add">Add</a> <a class="button secondary" href="${listUrl(m)}import/" data-testid="import">Import</a></div>` : ''}
 ${filterForm(m, q)}
 ${problems ? html`<ul class="errors" role="alert"><li>${problems}</li></ul>` : ''}
 <form method="post" data-testid="bulk-form">${csrfField(session.csrfToken)}
 <input type="hidden" name="return_url" value="${req.url}">
-<table class="objects" data-testid="object-table"><thead><tr>${viewer.canWrite ? html`<th><span class="muted">☐</span></th>` : ''}${columns.map((c) => html`<th><a href="${sortLink(c)}">${fieldLabel(m, c)}</a></th>`)}</tr></thead>
+<table class="objects" data-testid="object-table"><thead><tr>${maySelect ? html`<th><span class="muted">☐</span></th>` : ''}${columns.map((c) => html`<th><a href="${sortLink(c)}">${fieldLabel(m, c)}</a></th>`)}</tr></thead>
 <tbody>${rows.map(
-    (o) => html`<tr data-id="${o.id}">${viewer.canWrite ? html`<td><input type="checkbox" name="pk" value="${o.id}" aria-label="select ${o.display}"></td>` : ''}${columns.map((c, i) =>
+    (o) => html`<tr data-id="${o.id}">${maySelect ? html`<td><input type="checkbox" name="pk" value="${o.id}" aria-label="select ${o.display}"></td>` : ''}${columns.map((c, i) =>
       i === 0 || c === first ? html`<td><a href="${pageOf(o) ?? '#'}">${o[c] === null || o[c] === undefined || o[c] === '' ? o.display : typeof o[c] === 'object' ? o.display : String(o[c])}</a></td>` : html`<td>${cell(o[c], c)}</td>`,
     )}</tr>`,
   )}</tbody></table>
 ${rows.length === 0 && !problems ? html`<p class="muted">No ${plural(m)} found.</p>` : ''}
-${viewer.canWrite && rows.length ? html`<div class="actions"><button type="submit" formaction="${listUrl(m)}edit/" data-testid="bulk-edit">Edit selected</button> <button type="submit" class="danger" formaction="${listUrl(m)}delete/" data-testid="bulk-delete">Delete selected</button></div>` : ''}
+${maySelect && rows.length ? html`<div class="actions">${mayChange ? html`<button type="submit" formaction="${listUrl(m)}edit/" data-testid="bulk-edit">Edit selected</button> ` : ''}${mayDelete ? html`<button type="submit" class="danger" formaction="${listUrl(m)}delete/" data-testid="bulk-delete">Delete selected</button>` : ''}</div>` : ''}
 </form>
 <p class="pager" data-testid="pager">${pageNo > 1 ? html`<a href="${pageLink(pageNo - 1)}">« Previous</a> ` : ''}<span class="muted">Page ${pageNo} of ${pages} · ${count} ${count === 1 ? m.verboseName : plural(m)}</span>${pageNo < pages ? html` <a href="${pageLink(pageNo + 1)}">Next »</a>` : ''}
  · per page ${[25, 50, 100, 250].map((n) => html`<a href="${listUrl(m)}${queryString(q, new Set(['per_page', 'page']), { per_page: n })}">${n}</a> `)}</p>
@@ -325,7 +353,7 @@ async function objectPage(req: FastifyRequest, reply: FastifyReply, backend: UiB
   const counts = new Set(Object.keys(m.counts ?? {}));
   const attrs = Object.entries(o).filter(([k]) => !BASE_KEYS.has(k) && !counts.has(k));
   const related = await Promise.all(
-    relatedOf(m).map(async (x) => {
+    relatedOf(m).filter((x) => viewerMay(viewer, x.model.objectType, 'view')).map(async (x) => {
       const res = await api(req, backend, 'GET', `${apiList(x.model)}?${x.filter}=${id}&limit=1&brief=1`);
       return { ...x, count: res.status === 200 ? Number(res.body.count) : 0 };
     }),
@@ -333,8 +361,14 @@ async function objectPage(req: FastifyRequest, reply: FastifyReply, backend: UiB
   const shownCfs = m.taggable && Object.keys(o.custom_fields ?? {}).length ? shownCustomFields(await customFieldDefs((url) => api(req, backend, 'GET', url), m.objectType), o.custom_fields) : [];
   const cloneFields = m.fields.filter((f) => !f.unique && f.name !== 'name' && f.name !== 'slug' && f.kind !== 'm2m' && f.kind !== 'json' && f.kind !== 'text' && o[f.name] !== null && o[f.name] !== undefined && o[f.name] !== '');
   const clone = `${listUrl(m)}add/${queryString(Object.fromEntries(cloneFields.map((f) => [f.name, formValue(f, o[f.name]) as string])))}`;
-  const body = html`${menu(m)}
-${viewer.canWrite ? html`<div class="actions"><a class="button" href="${listUrl(m)}${id}/edit/" data-testid="edit">Edit</a> <a class="button secondary" href="${clone}" data-testid="clone">Clone</a>${connectLink(m, o)} <a class="button danger" href="${listUrl(m)}${id}/delete/" data-testid="delete">Delete</a></div>` : ''}
+  const buttons = [
+    viewerMay(viewer, m.objectType, 'change') ? html`<a class="button" href="${listUrl(m)}${id}/edit/" data-testid="edit">Edit</a> ` : '',
+    viewerMay(viewer, m.objectType, 'add') ? html`<a class="button secondary" href="${clone}" data-testid="clone">Clone</a>` : '',
+    viewerMay(viewer, 'dcim.cable', 'add') ? connectLink(m, o) : '',
+    viewerMay(viewer, m.objectType, 'delete') ? html` <a class="button danger" href="${listUrl(m)}${id}/delete/" data-testid="delete">Delete</a>` : '',
+  ].filter((b) => b !== '');
+  const body = html`${menu(m, authed(req).viewer)}
+${buttons.length ? html`<div class="actions">${buttons}</div>` : ''}
 ${tabs(m, id, 'object')}
 <div class="panels">
 <table class="kv" data-testid="attributes"><tbody>${attrs.map(([k, v]) => html`<tr><th>${fieldLabel(m, k)}</th><td data-field="${k}">${cell(v, k)}</td></tr>`)}</tbody></table>
@@ -369,7 +403,7 @@ async function changelogPage(req: FastifyRequest, reply: FastifyReply, backend: 
   const changes: any[] = r.status === 200 ? r.body.results : [];
   if (obj.status !== 200 && changes.length === 0) return sendError(req, reply, 404, 'Not found', `No ${m.verboseName} with ID ${id} exists.`);
   const name = obj.status === 200 ? String(obj.body.display) : String(changes[0]?.object_repr ?? id);
-  const body = html`${menu(m)}${obj.status === 200 ? tabs(m, id, 'changelog') : ''}
+  const body = html`${menu(m, authed(req).viewer)}${obj.status === 200 ? tabs(m, id, 'changelog') : ''}
 <table data-testid="changelog"><thead><tr><th>Time</th><th>User</th><th>Action</th><th>Changes</th></tr></thead><tbody>
 ${changes.map((c) => {
   const keys = diffKeys(c.prechange_data, c.postchange_data).filter((k) => k !== 'last_updated');
@@ -442,7 +476,7 @@ async function renderForm(req: FastifyRequest, reply: FastifyReply, backend: UiB
         CABLE_ENDS.map(async (end, i) => cableEndControls(end, ends[i]!, await cableEndOptions((url) => api(req, backend, 'GET', url), ends[i]!), errors, ends[1 - i])),
       )
     : undefined;
-  const body = html`${menu(m)}
+  const body = html`${menu(m, authed(req).viewer)}
 ${generalErrors(errors, [...fields.map((f) => f.name), 'tags', ...cfs.map((f) => `cf_${f.name}`), ...(ends ? ['a_terminations_type', 'b_terminations_type'] : [])])}
 <form method="post" action="${action}" class="edit-form" novalidate data-testid="object-form">${csrfField(session.csrfToken)}
 ${endControls ? html`<div class="cable-ends">${endControls[0]}${endControls[1]}<div>${refreshButton}</div></div>` : ''}
@@ -455,7 +489,6 @@ ${customFieldControls(cfs, Object.fromEntries(cfs.filter((f) => values[`cf_${f.n
 }
 
 async function editPage(req: FastifyRequest, reply: FastifyReply, backend: UiBackend, m: ModelDef, id: number | null) {
-  if (!needWrite(req, reply)) return reply;
   const values: Record<string, string | string[]> = {};
   if (id === null) {
     // NetBox's clone and prefill: initial values from the query string.
@@ -477,7 +510,6 @@ async function editPage(req: FastifyRequest, reply: FastifyReply, backend: UiBac
 }
 
 async function saveObject(req: FastifyRequest, reply: FastifyReply, backend: UiBackend, m: ModelDef, id: number | null) {
-  if (!needWrite(req, reply)) return reply;
   const form = (req.body ?? {}) as FormBody;
   const { body, errors } = bodyFromForm(m, form);
   if (m.taggable) body.tags = formList(form, 'tags').filter((t) => /^\d+$/.test(t)).map(Number);
@@ -523,7 +555,6 @@ async function saveObject(req: FastifyRequest, reply: FastifyReply, backend: UiB
 }
 
 async function deletePage(req: FastifyRequest, reply: FastifyReply, backend: UiBackend, m: ModelDef) {
-  if (!needWrite(req, reply)) return reply;
   const id = idOf(req);
   const r = id > 0 ? await api(req, backend, 'GET', `${apiList(m)}${id}/?brief=1`) : { status: 404, body: null };
   if (r.status !== 200) return sendError(req, reply, 404, 'Not found', `No ${m.verboseName} with ID ${id} exists.`);
@@ -535,7 +566,6 @@ async function deletePage(req: FastifyRequest, reply: FastifyReply, backend: UiB
 }
 
 async function deleteObject(req: FastifyRequest, reply: FastifyReply, backend: UiBackend, m: ModelDef) {
-  if (!needWrite(req, reply)) return reply;
   const id = idOf(req);
   if (formString((req.body ?? {}) as FormBody, 'confirm') !== 'true') return redirectTo(reply, `${listUrl(m)}${id}/delete/`);
   const r = id > 0 ? await api(req, backend, 'DELETE', `${apiList(m)}${id}/`) : { status: 404, body: null };
@@ -553,7 +583,6 @@ function selectedIds(form: FormBody): number[] {
 }
 
 async function bulkEdit(req: FastifyRequest, reply: FastifyReply, backend: UiBackend, m: ModelDef) {
-  if (!needWrite(req, reply)) return reply;
   const form = (req.body ?? {}) as FormBody;
   const ids = selectedIds(form);
   if (!ids.length) {
@@ -583,7 +612,7 @@ async function bulkEdit(req: FastifyRequest, reply: FastifyReply, backend: UiBac
   const { session } = authed(req);
   const options = await loadOptions(req, backend, m);
   const fields = editableFields(m).filter((f) => !f.unique && f.kind !== 'json' || f.name === 'ports');
-  const body = html`${menu(m)}<p>Editing ${ids.length} ${ids.length === 1 ? m.verboseName : plural(m)}: blank fields stay as they are; tick "Set null" to clear one.</p>
+  const body = html`${menu(m, authed(req).viewer)}<p>Editing ${ids.length} ${ids.length === 1 ? m.verboseName : plural(m)}: blank fields stay as they are; tick "Set null" to clear one.</p>
 ${generalErrors(errors, fields.map((f) => f.name))}
 <form method="post" action="${listUrl(m)}edit/" class="edit-form" data-testid="bulk-edit-form">${csrfField(session.csrfToken)}<input type="hidden" name="_apply" value="true">
 ${ids.map((id) => html`<input type="hidden" name="pk" value="${id}">`)}
@@ -597,7 +626,6 @@ ${fields.map((f) =>
 }
 
 async function bulkDelete(req: FastifyRequest, reply: FastifyReply, backend: UiBackend, m: ModelDef) {
-  if (!needWrite(req, reply)) return reply;
   const form = (req.body ?? {}) as FormBody;
   const ids = selectedIds(form);
   if (!ids.length) {
@@ -613,7 +641,7 @@ async function bulkDelete(req: FastifyRequest, reply: FastifyReply, backend: UiB
   const r = await api(req, backend, 'GET', `${apiList(m)}?brief=1&limit=${ids.length}${ids.map((id) => `&id=${id}`).join('')}`);
   const shown: any[] = r.status === 200 ? r.body.results : [];
   const { session } = authed(req);
-  const body = html`${menu(m)}<p data-testid="confirm-text">Are you sure you want to delete these ${shown.length} ${plural(m)}?</p>
+  const body = html`${menu(m, authed(req).viewer)}<p data-testid="confirm-text">Are you sure you want to delete these ${shown.length} ${plural(m)}?</p>
 <ul>${shown.map((o) => html`<li>${o.display}</li>`)}</ul>
 <form method="post" action="${listUrl(m)}delete/">${csrfField(session.csrfToken)}<input type="hidden" name="_confirm" value="true">
 ${shown.map((o) => html`<input type="hidden" name="pk" value="${o.id}">`)}
@@ -622,13 +650,12 @@ ${shown.map((o) => html`<input type="hidden" name="pk" value="${o.id}">`)}
 }
 
 function importPage(req: FastifyRequest, reply: FastifyReply, m: ModelDef, data: string, format: string, errors: string[], status = 200) {
-  if (!needWrite(req, reply)) return reply;
   const { session } = authed(req);
   // Cables are imported by their ends' device, type and name (NetBox's CableImportForm), not the API's termination lists.
   const cable = m.key === 'cable';
   const fields = cable ? editableFields(m).filter((f) => f.name !== 'a_terminations' && f.name !== 'b_terminations') : editableFields(m);
   const required = cable ? CABLE_IMPORT_FIELDS.filter((f) => f.required).map((f) => f.name) : m.fields.filter((f) => f.required).map((f) => f.name);
-  const body = html`${menu(m)}
+  const body = html`${menu(m, authed(req).viewer)}
 ${errors.length ? html`<ul class="errors" role="alert" data-testid="import-errors">${errors.map((e) => html`<li>${e}</li>`)}</ul>` : ''}
 <form method="post" action="${listUrl(m)}import/" class="edit-form" data-testid="import-form">${csrfField(session.csrfToken)}
 <div class="field"><label for="f-format">Format</label><select id="f-format" name="format">${['csv', 'json', 'yaml'].map((f) => html`<option value="${f}"${f === format ? html` selected` : ''}>${f.toUpperCase()}</option>`)}</select></div>
@@ -643,7 +670,6 @@ ${errors.length ? html`<ul class="errors" role="alert" data-testid="import-error
 }
 
 async function importObjects(req: FastifyRequest, reply: FastifyReply, backend: UiBackend, m: ModelDef) {
-  if (!needWrite(req, reply)) return reply;
   const form = (req.body ?? {}) as FormBody;
   const data = formString(form, 'data');
   const chosen = formString(form, 'format');
@@ -758,7 +784,7 @@ async function searchPage(req: FastifyRequest, reply: FastifyReply, backend: UiB
   const groups: Array<{ m: ModelDef; count: number; more: boolean; results: any[] }> = [];
   if (q && !errors.length) {
     for (const m of MODELS) {
-      if (!m.search.length || (types.size && !types.has(m.objectType))) continue;
+      if (!m.search.length || (types.size && !types.has(m.objectType)) || !viewerMay(authed(req).viewer, m.objectType, 'view')) continue;
       if (!lookup[2]) {
         const r = await api(req, backend, 'GET', `${apiList(m)}?q=${encodeURIComponent(q)}&limit=${SEARCH_SHOWN}&brief=1`);
         if (r.status === 200 && r.body.count > 0) groups.push({ m, count: r.body.count, more: false, results: r.body.results });

@@ -5,11 +5,11 @@ import type { UiBackend } from '../backend.ts';
 import { authed, flash, parseId, redirectTo, sendError, sendPage } from '../context.ts';
 import { formString, type FormBody } from '../forms.ts';
 import { html, urlPart, type SafeHtml } from '../html.ts';
-import { csrfField, formatTime } from '../layout.ts';
+import { csrfField, formatTime, viewerMay, type Viewer } from '../layout.ts';
 
 /** What the journal pages borrow from the object pages: the menu, the tab bar and a way to call the API. */
 export interface JournalPageParts {
-  menu(m: ModelDef): SafeHtml;
+  menu(m: ModelDef, viewer?: Viewer): SafeHtml;
   tabs(m: ModelDef, id: number, active: 'journal'): SafeHtml;
   api(req: FastifyRequest, method: 'GET' | 'POST', url: string, body?: unknown): Promise<{ status: number; body: any }>;
   message(body: unknown): string;
@@ -49,9 +49,9 @@ async function journalPage(req: FastifyRequest, reply: FastifyReply, m: ModelDef
   const entries: any[] = r.status === 200 ? r.body.results : [];
   const authors = await authorNames(req, parts, entries);
   const kind = form.kind ?? 'info';
-  const body = html`${parts.menu(m)}${parts.tabs(m, id, 'journal')}
+  const body = html`${parts.menu(m, viewer)}${parts.tabs(m, id, 'journal')}
 ${
-  viewer.canWrite
+  viewerMay(viewer, 'extras.journalentry', 'add')
     ? html`<form method="post" action="${pageUrl(m, id)}" class="edit-form" data-testid="journal-form">${csrfField(session.csrfToken)}
 ${form.error ? html`<p class="error" data-testid="journal-error">${form.error}</p>` : ''}
 <label>Kind <select name="kind">${JOURNAL_KINDS.map((k) => html`<option value="${k.value}"${k.value === kind ? html` selected` : ''}>${k.label}</option>`)}</select></label>
@@ -66,7 +66,7 @@ ${entries.map((e) => html`<tr><td>${formatTime(e.created)}</td><td>${e.created_b
 }
 
 async function addEntry(req: FastifyRequest, reply: FastifyReply, m: ModelDef, parts: JournalPageParts) {
-  if (!authed(req).viewer.canWrite) return sendError(req, reply, 403, 'Forbidden', 'Your token may not change objects (it is read-only, or your user has no write permission).');
+  if (!viewerMay(authed(req).viewer, 'extras.journalentry', 'add')) return sendError(req, reply, 403, 'Forbidden', 'You do not have permission to add journal entries (or your token is read-only).');
   const id = parseId((req.params as Record<string, string>).id) ?? -1;
   const form = (req.body ?? {}) as FormBody;
   const kind = formString(form, 'kind') || 'info';

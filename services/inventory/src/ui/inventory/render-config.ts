@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ModelDef } from '../../models/types.ts';
-import { parseId, sendError, sendPage } from '../context.ts';
+import { authed, parseId, sendError, sendPage } from '../context.ts';
 import { html } from '../html.ts';
 import type { JournalPageParts } from './journal.ts';
 
@@ -21,7 +21,7 @@ export function registerRenderConfigPage(app: FastifyInstance, m: ModelDef, part
     if (obj.status !== 200) return sendError(req, reply, 404, 'Not found', `No ${m.verboseName} with ID ${id} exists.`);
     const r = await parts.api(req, 'POST', `/api/${m.app}/${m.path}/${id}/render-config/`, {});
     const template = r.status === 200 ? r.body.configtemplate : null;
-    const body = html`${parts.menu(m)}${parts.tabs(m, id, 'render-config')}
+    const body = html`${parts.menu(m, authed(req).viewer)}${parts.tabs(m, id, 'render-config')}
 <h2>Context data</h2>
 <pre data-testid="config-context">${JSON.stringify(obj.body.config_context ?? {}, null, 2)}</pre>
 <h2>Rendered configuration${template ? html` <span class="muted">(template <a href="/extras/config-templates/${template.id}/">${template.display}</a>)</span>` : ''}</h2>
