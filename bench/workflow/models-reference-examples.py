@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """
 Runs the reference's own example workflows (ComfyUI_examples: img2img, inpainting, SDXL base + refiner, ESRGAN
-upscale; services/workflow/test/fixtures/examples) through the reference's own nodes (ComfyUI commit a125cd84) on
+upscale, the latent hires fix; services/workflow/test/fixtures/examples) through the reference's own nodes (ComfyUI commit a125cd84) on
 the generated models and input images that bench/workflow/models-reference-examples.ts writes, and saves each
 SaveImage's image reduced (sampled pixels and block means, services/workflow/test/models-examples-fixture.ts) as
 services/workflow/test/fixtures/models-reference-examples.json. Run by hand, not in CI (needs torch, a ComfyUI
@@ -15,7 +15,7 @@ the checkpoint with the family class the file name stands for (reference_env.loa
 detection does not recognise the tiny widths), VAELoader builds the VAE as reference_env.sd_vae does (for the same
 reason), and SaveImage hands back its images. Everything else is the
 reference's: LoadImage, ImagePadForOutpaint, CLIPSetLastLayer, VAEEncode, VAEEncodeForInpaint, CLIPTextEncode, KSampler,
-KSamplerAdvanced, VAEDecode, UpscaleModelLoader (comfy.utils.load_torch_file and spandrel on the .pth) and
+KSamplerAdvanced (dpmpp_sde with torchsde's Brownian tree: TORCHSDE_DIR), LatentUpscale, VAEDecode, UpscaleModelLoader (comfy.utils.load_torch_file and spandrel on the .pth) and
 ImageUpscaleWithModel. The examples in BYTES_TOO are run a second time with every IMAGE a node computes held as
 8-bit, as the service holds it (saved under `bytes`).
 """
@@ -25,13 +25,14 @@ import json
 import os
 import sys
 
-# twins.json: the .safetensors twins of the PyTorch files (`sd15`, `esrgan`) and FRONTEND_DEFAULTS (`frontend`).
+# twins.json: the .safetensors twins of the PyTorch files (`sd15`, `anything`, `sd21`, `esrgan`) and FRONTEND_DEFAULTS (`frontend`).
 comfy_dir, models_dir, input_dir, twins_path, examples_dir, out_path = sys.argv[1:7]
 dump_dir = sys.argv[7] if len(sys.argv) > 7 else None
 import reference_env  # noqa: E402
 from reference_env import load_family, open_reference  # noqa: E402
 
-torch = open_reference(comfy_dir)
+# sde: torchsde's Brownian tree for the hires-fix example's dpmpp_sde (TORCHSDE_DIR names its source).
+torch = open_reference(comfy_dir, sde=True)
 # spandrel's public source (SPANDREL_DIR: its libs/spandrel), which UpscaleModelLoader loads models with, in place of
 # open_reference's empty stand-in; what it imports and is not installed is stood in for.
 sys.path.insert(0, os.environ["SPANDREL_DIR"])
@@ -63,6 +64,7 @@ reference_env.text_config = text_config
 FAMILIES = {
     "v1-5-pruned-emaonly.ckpt": (comfy.supported_models.SD15, twins["sd15"]),
     "Anything-V3.0.ckpt": (comfy.supported_models.SD15, twins["anything"]),
+    "v2-1_768-ema-pruned.ckpt": (comfy.supported_models.SD20, twins["sd21"]),
     "512-inpainting-ema.safetensors": (comfy.supported_models.SD20, None),
     "sd_xl_base_1.0.safetensors": (comfy.supported_models.SDXL, None),
     "sd_xl_refiner_1.0.safetensors": (comfy.supported_models.SDXLRefiner, None),
@@ -137,7 +139,7 @@ def reduce(images):
 # service's 8-bit IMAGE makes a difference the network amplifies: these examples are also run with every IMAGE
 # output of the reference's nodes held as 8-bit (`bytes`), besides as the reference runs them.
 BYTES_TOO = ["esrgan_example"]
-EXAMPLES = ["img2img_workflow", "inpaint_example", "inpaint_anythingv3_woman", "inpain_model_outpainting", "sdxl_simple_example", "esrgan_example"]
+EXAMPLES = ["img2img_workflow", "inpaint_example", "inpaint_anythingv3_woman", "inpain_model_outpainting", "sdxl_simple_example", "esrgan_example", "hiresfix_latent_workflow"]
 only = os.environ.get("EXAMPLES")
 out = json.load(open(out_path)) if only and os.path.exists(out_path) else {}
 with torch.inference_mode():

@@ -3,10 +3,10 @@
  * (services/workflow/test/models-examples-fixture.ts: img2img, inpainting, SDXL base + refiner, ESRGAN upscale)
  * and runs the reference's own nodes on the prompts unchanged (models-reference-examples.py), saving each saved
  * image reduced as the tests' expected values (services/workflow/test/fixtures/models-reference-examples.json).
- * By hand, where torch, a ComfyUI source tree and spandrel's source are at hand:
+ * By hand, where torch, a ComfyUI source tree and spandrel's and torchsde's sources are at hand:
  *
  *   REF_PYTHON=/path/to/venv/bin/python COMFY_DIR=/path/to/ComfyUI SPANDREL_DIR=/path/to/spandrel/libs/spandrel \
- *     npx tsx bench/workflow/models-reference-examples.ts [DUMP_DIR]
+ *     TORCHSDE_DIR=/path/to/torchsde npx tsx bench/workflow/models-reference-examples.ts [DUMP_DIR]
  *
  * DUMP_DIR, when given, receives the reference's full images as PNGs (to look at; nothing there is committed).
  * EXAMPLES=name,name runs only those examples and keeps the others' values.
@@ -19,7 +19,7 @@ import { FRONTEND_DEFAULTS, writeExampleInputs, writeExampleModels } from '../..
 
 const python = process.env.REF_PYTHON ?? 'python3';
 const comfy = process.env.COMFY_DIR;
-if (!comfy || !process.env.SPANDREL_DIR) throw new Error('set COMFY_DIR (a ComfyUI source tree, commit a125cd84) and SPANDREL_DIR (spandrel/libs/spandrel)');
+if (!comfy || !process.env.SPANDREL_DIR || !process.env.TORCHSDE_DIR) throw new Error('set COMFY_DIR (a ComfyUI source tree, commit a125cd84), SPANDREL_DIR (spandrel/libs/spandrel) and TORCHSDE_DIR (torchsde\'s source)');
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'models-ref-examples-'));
 const models = path.join(dir, 'models');
 const input = path.join(dir, 'input');

@@ -49,6 +49,20 @@ export const EXAMPLE_INPAINT: XLFixtureConfig = {
   seed: 23,
 };
 
+/**
+ * SD2.1 768 (the hires-fix example's v2-1_768-ema-pruned.ckpt: OpenCLIP-H, linear projections) at tiny widths, with
+ * attention only at the quarter-size level, so the prompt's 768² and 1152² latents run in seconds. ε-prediction: the
+ * reference tells v from ε by output_blocks.11.1's norm (SD20.model_type), a transformer at the latent's full size
+ * (144² there), which would cost more than the rest together; v-prediction is tested on its own (models-xl*.test.ts).
+ */
+export const EXAMPLE_SD21: XLFixtureConfig = {
+  family: 'sd2',
+  unet: { ch: 32, mult: [1, 1, 2], resBlocks: 1, depth: [0, 0, 1], midDepth: 1 },
+  text: { open: { hidden: 64, layers: 3, intermediate: 128 } },
+  vae: true,
+  seed: 24,
+};
+
 /** Input image sizes (any size runs the prompts unchanged). */
 export const IMG2IMG_SIZE = { width: 192, height: 160 };
 /** Odd heights, as the yosemite photos' 769: VAEEncodeForInpaint crops to multiples of 8. */
@@ -65,15 +79,16 @@ export const EXAMPLE_MODELS = {
   base: 'checkpoints/sd_xl_base_1.0.safetensors',
   refiner: 'checkpoints/sd_xl_refiner_1.0.safetensors',
   esrgan: 'upscale_models/RealESRGAN_x2.pth',
+  sd21: 'checkpoints/v2-1_768-ema-pruned.ckpt',
 };
 
 /**
- * Writes every model under `modelsDir` (models/<folder>/<name>): the SD1.5 checkpoints as PyTorch .ckpt files, a
+ * Writes every model under `modelsDir` (models/<folder>/<name>): the SD1.5 and SD2.1 checkpoints as PyTorch .ckpt files, a
  * VAE of another seed's weights for VAELoader, and the ESRGAN as a .pth saved as Real-ESRGAN's are
  * ({"params_ema": state dict}), a pixel-unshuffled ×2 RRDBNet. Returns the .safetensors twins of the PyTorch files
  * (same tensors) for the reference's loaders.
  */
-export async function writeExampleModels(modelsDir: string, scratch: string): Promise<{ sd15: string; anything: string; esrgan: string }> {
+export async function writeExampleModels(modelsDir: string, scratch: string): Promise<{ sd15: string; anything: string; esrgan: string; sd21: string }> {
   for (const d of ['checkpoints', 'upscale_models', 'vae']) fs.mkdirSync(path.join(modelsDir, d), { recursive: true });
   const sd15 = path.join(scratch, 'v1-5.safetensors');
   writeFixture(sd15, EXAMPLE_TINY, 5);
@@ -90,6 +105,9 @@ export async function writeExampleModels(modelsDir: string, scratch: string): Pr
   writeXLFixture(path.join(modelsDir, EXAMPLE_MODELS.inpaint), EXAMPLE_INPAINT);
   writeXLFixture(path.join(modelsDir, EXAMPLE_MODELS.base), EXAMPLE_SDXL);
   writeXLFixture(path.join(modelsDir, EXAMPLE_MODELS.refiner), EXAMPLE_REFINER);
+  const sd21 = path.join(scratch, 'v2-1-768.safetensors');
+  writeXLFixture(sd21, EXAMPLE_SD21);
+  await safetensorsToTorch(sd21, path.join(modelsDir, EXAMPLE_MODELS.sd21));
   const esrgan = path.join(scratch, 'esrgan-x2.safetensors');
   // spandrel reads an RRDBNet's growth as 32 whatever the file holds (esrgan-fixture.ts's UPSCALE_CASES).
   writeEsrgan(esrgan, 'new', 12, 32, { features: 8, blocks: 1 });
@@ -97,7 +115,7 @@ export async function writeExampleModels(modelsDir: string, scratch: string): Pr
   const dict: [string, PV][] = [];
   for (const [name, info] of f.tensors) dict.push([name, { tensor: true, dtype: info.dtype, shape: [...info.shape], bytes: await f.readBytes(info) }]);
   fs.writeFileSync(path.join(modelsDir, EXAMPLE_MODELS.esrgan), torchFileBytes({ dict: [['params_ema', { dict, ordered: true }]] }, { archive: 'RealESRGAN_x2' }));
-  return { sd15, anything, esrgan };
+  return { sd15, anything, esrgan, sd21 };
 }
 
 /** A smooth RGB scene (sky gradient, a disc, stripes) for img2img's example.png. */

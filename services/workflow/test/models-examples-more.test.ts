@@ -1,11 +1,12 @@
 /**
  * The reference's own example workflows for image to image, inpainting (an
  * inpainting checkpoint and an ordinary one with VAEEncodeForInpaint, the mask
- * from LoadImage's alpha or from ImagePadForOutpaint), SDXL base + refiner and
- * an ESRGAN upscale (ComfyUI_examples: the `prompt` chunks of
+ * from LoadImage's alpha or from ImagePadForOutpaint), SDXL base + refiner, an
+ * ESRGAN upscale and the latent hires fix (ComfyUI_examples: the `prompt` chunks of
  * img2img/img2img_workflow.png, inpaint/inpaint_example.png,
  * inpaint/inpaint_anythingv3_woman.png, inpaint/inpain_model_outpainting.png,
- * sdxl/sdxl_simple_example.png and upscale_models/esrgan_example.png, in
+ * sdxl/sdxl_simple_example.png, upscale_models/esrgan_example.png and
+ * 2_pass_txt2img/hiresfix_latent_workflow.png, in
  * test/fixtures/examples) queued unchanged over HTTP (the two inpainting
  * prompts that predate grow_mask_by with the default the page fills in, and
  * as they are, rejected as the reference rejects them), with generated models
@@ -53,7 +54,7 @@ function sameImage(px: Pixels, expected: Reduced, what: string, loose?: { share:
   assert.ok(worstMean <= 1.5, `${what}: a block mean is ${worstMean.toFixed(2)} levels off`);
 }
 
-describe('the reference\'s example workflows: img2img, inpainting, SDXL base + refiner, ESRGAN upscale [sqlite]', () => {
+describe('the reference\'s example workflows: img2img, inpainting, SDXL base + refiner, ESRGAN upscale, hires fix [sqlite]', () => {
   let srv: Server;
   before(async () => {
     srv = await startWorkflow('sqlite');
@@ -74,15 +75,17 @@ describe('the reference\'s example workflows: img2img, inpainting, SDXL base + r
     }
   });
 
-  const cases: [file: string, title: string, size: [number, number]][] = [
+  // The output size, or each SaveImage's where they differ.
+  const cases: [file: string, title: string, size: [number, number] | Record<string, [number, number]>][] = [
     ['img2img_workflow', 'img2img_workflow.png (VAEEncode, KSampler at denoise 0.87)', [192, 160]],
     ['inpaint_example', 'inpaint_example.png as the page sends it (grow_mask_by\'s default added; a 9-channel inpainting checkpoint, the mask from LoadImage\'s alpha)', [224, 160]],
     ['inpaint_anythingv3_woman', 'inpaint_anythingv3_woman.png as the page sends it (grow_mask_by\'s default added; VAEEncodeForInpaint with an ordinary checkpoint, CLIPSetLastLayer, VAELoader)', [224, 160]],
     ['inpain_model_outpainting', 'inpain_model_outpainting.png (ImagePadForOutpaint, VAEEncodeForInpaint, the inpainting checkpoint)', [160, 320]],
     ['sdxl_simple_example', 'sdxl_simple_example.png (SDXL base then refiner, KSamplerAdvanced, 1024²)', [1024, 1024]],
     ['esrgan_example', 'esrgan_example.png (txt2img, then RealESRGAN_x2.pth)', [1024, 1024]],
+    ['hiresfix_latent_workflow', 'hiresfix_latent_workflow.png (hires fix: dpmpp_sde at 768², LatentUpscale nearest-exact to 1152², dpmpp_2m at denoise 0.5, an SD2.1 .ckpt)', { '9': [768, 768], '12': [1152, 1152] }],
   ];
-  for (const [file, title, [width, height]] of cases) {
+  for (const [file, title, size] of cases) {
     test(`${title}: the reference's image`, async () => {
       const prompt = examplePrompt(EXAMPLES, file, true);
       const res = await run(srv, prompt);
@@ -91,7 +94,7 @@ describe('the reference\'s example workflows: img2img, inpainting, SDXL base + r
       assert.deepEqual(saves, Object.keys(ref[file]!));
       for (const id of saves) {
         const px = await readOutput(srv, res.outputs[id].images[0]);
-        assert.deepEqual([px.width, px.height], [width, height]);
+        assert.deepEqual([px.width, px.height], Array.isArray(size) ? size : size[id]);
         const expected = ref[file]![id]!;
         if (!expected.bytes) sameImage(px, expected, `${file} node ${id}`);
         else {
