@@ -78,4 +78,39 @@ export const extrasMigrations: Migration[] = [
       ]);
     },
   },
+  {
+    // Issue 24 (NetBox filter names): rack roles; racks' role and physical fields; device types' default platform, airflow,
+    // depth, utilization flag and weight; nested device roles; prefixes' and VLANs' IPAM role; VLANs' Q-in-Q role and S-VLAN.
+    name: '016_roles_rack_device_type_fields',
+    async up(db, d) {
+      const c = common(d);
+      const f = d.kind === 'postgres' ? 'false' : '0';
+      const t = d.kind === 'postgres' ? 'true' : '1';
+      await exec(db, [
+        `create table dcim_rackrole (id ${d.serialPrimaryKey}, name varchar(100) not null unique, slug varchar(100) not null unique,
+          color varchar(6) not null, description varchar(200) not null, ${c})`,
+        `alter table dcim_rack add column role_id bigint references dcim_rackrole(id)`,
+        `create index dcim_rack_role on dcim_rack (role_id)`,
+        ...['outer_width', 'outer_height', 'outer_depth', 'mounting_depth', 'max_weight'].map((col) => `alter table dcim_rack add column ${col} integer`),
+        `alter table dcim_rack add column outer_unit varchar(50)`,
+        `alter table dcim_rack add column weight numeric(8,2)`,
+        `alter table dcim_rack add column weight_unit varchar(50)`,
+        `alter table dcim_devicetype add column default_platform_id bigint references dcim_platform(id)`,
+        `alter table dcim_devicetype add column airflow varchar(50)`,
+        `alter table dcim_devicetype add column exclude_from_utilization ${d.booleanType} not null default ${f}`,
+        `alter table dcim_devicetype add column is_full_depth ${d.booleanType} not null default ${t}`,
+        `alter table dcim_devicetype add column weight numeric(8,2)`,
+        `alter table dcim_devicetype add column weight_unit varchar(50)`,
+        `alter table dcim_moduletype add column weight numeric(8,2)`,
+        `alter table dcim_moduletype add column weight_unit varchar(50)`,
+        `alter table dcim_devicerole add column parent_id bigint references dcim_devicerole(id)`,
+        `alter table ipam_prefix add column role_id bigint references ipam_role(id)`,
+        `create index ipam_prefix_role on ipam_prefix (role_id)`,
+        `alter table ipam_vlan add column role_id bigint references ipam_role(id)`,
+        `create index ipam_vlan_role on ipam_vlan (role_id)`,
+        `alter table ipam_vlan add column qinq_role varchar(50)`,
+        `alter table ipam_vlan add column qinq_svlan_id bigint references ipam_vlan(id)`,
+      ]);
+    },
+  },
 ];

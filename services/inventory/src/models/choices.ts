@@ -72,10 +72,16 @@ export const DEVICE_AIRFLOW: Choice[] = [
   c('mixed', 'Mixed'),
 ];
 
+/** NetBox's WeightUnitChoices and RackDimensionUnitChoices. */
+export const WEIGHT_UNIT: Choice[] = [c('kg', 'Kilograms'), c('g', 'Grams'), c('lb', 'Pounds'), c('oz', 'Ounces')];
+export const RACK_DIMENSION_UNIT: Choice[] = [c('mm', 'Millimeters'), c('in', 'Inches')];
+
 export const DEVICE_FACE: Choice[] = [c('front', 'Front'), c('rear', 'Rear')];
 export const SUBDEVICE_ROLE: Choice[] = [c('parent', 'Parent'), c('child', 'Child')];
 
 export const PREFIX_STATUS: Choice[] = [c('container', 'Container'), c('active', 'Active'), c('reserved', 'Reserved'), c('deprecated', 'Deprecated')];
+
+export const VLAN_QINQ_ROLE: Choice[] = [c('svlan', 'Service'), c('cvlan', 'Customer')];
 
 export const VLAN_STATUS: Choice[] = [c('active', 'Active'), c('reserved', 'Reserved'), c('deprecated', 'Deprecated')];
 

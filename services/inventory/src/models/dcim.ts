@@ -1,5 +1,6 @@
+import { sql } from 'kysely';
 import { fail } from './field-problem.ts';
-import { DEVICE_AIRFLOW, DEVICE_FACE, SUBDEVICE_ROLE, DEVICE_STATUS, INTERFACE_DUPLEX, INTERFACE_MODE, INTERFACE_TYPES, LOCATION_STATUS, RACK_AIRFLOW, RACK_FORM_FACTOR, RACK_STATUS, RACK_WIDTH, SITE_STATUS } from './choices.ts';
+import { DEVICE_AIRFLOW, DEVICE_FACE, SUBDEVICE_ROLE, DEVICE_STATUS, INTERFACE_DUPLEX, INTERFACE_MODE, INTERFACE_TYPES, LOCATION_STATUS, RACK_AIRFLOW, RACK_FORM_FACTOR, RACK_DIMENSION_UNIT, RACK_STATUS, RACK_WIDTH, SITE_STATUS, WEIGHT_UNIT } from './choices.ts';
 import { commentsField, descriptionField, nameField, nestedGroup, ref, refFilters, siteTreeFilters, slugField, tenancyFilters, treeFilters } from './tenancy.ts';
 import type { FieldDef, ModelDef, Refs, Row } from './types.ts';
 import { checkDevice, checkInterface, deviceComputed } from './device-rules.ts';
@@ -11,6 +12,20 @@ const name = (max = 100, extra: Partial<FieldDef> = {}): FieldDef => ({ name: 'n
 const slug = (extra: Partial<FieldDef> = {}): FieldDef => ({ name: 'slug', column: 'slug', kind: 'slug', required: true, maxLength: 100, filter: true, ...extra });
 const description: FieldDef = { name: 'description', column: 'description', kind: 'char', blank: true, maxLength: 200, default: '', filter: true };
 const comments: FieldDef = { name: 'comments', column: 'comments', kind: 'text', blank: true, maxLength: 100_000, default: '' };
+
+/** NetBox's WeightMixin: a weight (8 digits, 2 places) and its unit; a weight needs a unit (clean()). */
+export const weightFields: FieldDef[] = [
+  { name: 'weight', column: 'weight', kind: 'decimal', nullable: true, default: null, min: -999999.99, max: 999999.99, places: 2, filter: true },
+  { name: 'weight_unit', column: 'weight_unit', kind: 'choice', choices: WEIGHT_UNIT, nullable: true, blank: true, default: null, filter: true },
+];
+
+/** WeightMixin.clean() (and a rack's max_weight): a weight without a unit is refused. */
+export function checkWeightUnit(values: Row, existing: Row | null, errors: Record<string, string[]>, maxWeight = false): void {
+  const at = (c: string) => (c in values ? values[c] : existing?.[c]);
+  if (at('weight_unit')) return;
+  if (at('weight') !== null && at('weight') !== undefined && Number(at('weight')) !== 0) (errors.non_field_errors ??= []).push('Must specify a unit when setting a weight');
+  else if (maxWeight && at('max_weight')) (errors.non_field_errors ??= []).push('Must specify a unit when setting a maximum weight');
+}
 
 /**
  * NetBox's TimeZoneSerializerField: an IANA zone name (`Europe/Paris`, `UTC`, aliases such as `US/Eastern`), as the
@@ -142,7 +157,7 @@ export const platform: ModelDef = {
   taggable: true,
   display: (r) => r.name,
   extraFilters: [...refFilters('manufacturer', 'manufacturer'), { name: 'config_template_id', kind: 'fk_id', column: 'config_template_id', model: 'configtemplate' }],
-  setNull: [{ model: 'device', column: 'platform_id' }, { model: 'virtualmachine', column: 'platform_id' }],
+  setNull: [{ model: 'device', column: 'platform_id' }, { model: 'virtualmachine', column: 'platform_id' }, { model: 'devicetype', column: 'default_platform_id' }],
   counts: { device_count: { model: 'device', column: 'platform_id' }, virtualmachine_count: { model: 'virtualmachine', column: 'platform_id' } },
 };
 
@@ -162,13 +177,20 @@ export const rack: ModelDef = {
     ref('location', 'location'),
     ref('tenant', 'tenant'),
     { name: 'status', column: 'status', kind: 'choice', choices: RACK_STATUS, default: 'active', filter: true },
+    ref('role', 'rackrole'),
     { name: 'serial', column: 'serial', kind: 'char', blank: true, maxLength: 50, default: '', filter: true },
     { name: 'asset_tag', column: 'asset_tag', kind: 'char', nullable: true, blank: true, maxLength: 50, default: null, unique: true, filter: true },
     { name: 'form_factor', column: 'form_factor', kind: 'choice', choices: RACK_FORM_FACTOR, nullable: true, default: null, filter: true },
     { name: 'width', column: 'width', kind: 'choice', choices: RACK_WIDTH, default: '19', filter: true },
     { name: 'u_height', column: 'u_height', kind: 'integer', default: 42, min: 1, max: 100, filter: true },
     { name: 'starting_unit', column: 'starting_unit', kind: 'integer', default: 1, min: 1, max: 32767, filter: true },
+    weightFields[0]!,
+    { name: 'max_weight', column: 'max_weight', kind: 'integer', nullable: true, default: null, min: 0, max: 2147483647, filter: true },
+    weightFields[1]!,
     { name: 'desc_units', column: 'desc_units', kind: 'boolean', default: false, filter: true },
+    ...(['outer_width', 'outer_height', 'outer_depth'] as const).map((n): FieldDef => ({ name: n, column: n, kind: 'integer', nullable: true, default: null, min: 0, max: 32767, filter: true })),
+    { name: 'outer_unit', column: 'outer_unit', kind: 'choice', choices: RACK_DIMENSION_UNIT, nullable: true, blank: true, default: null, filter: true },
+    { name: 'mounting_depth', column: 'mounting_depth', kind: 'integer', nullable: true, default: null, min: 0, max: 32767, filter: true },
     { name: 'airflow', column: 'airflow', kind: 'choice', choices: RACK_AIRFLOW, nullable: true, default: null, filter: true },
     descriptionField,
     commentsField,
@@ -179,11 +201,19 @@ export const rack: ModelDef = {
   brief: ['name', 'description'],
   taggable: true,
   display: (r) => r.name,
-  extraFilters: [...refFilters('site', 'site'), ...siteTreeFilters(), ...treeFilters('location', 'location', 'location_id'), ...tenancyFilters],
+  extraFilters: [...refFilters('site', 'site'), ...siteTreeFilters(), ...treeFilters('location', 'location', 'location_id'), ...refFilters('role', 'rackrole'), ...tenancyFilters],
   protectedBy: [],
   setNull: [{ model: 'device', column: 'rack_id' }, { model: 'powerfeed', column: 'rack_id' }],
-  unmodelled: { role: null, rack_type: null, outer_width: null, outer_height: null, outer_depth: null, outer_unit: null, mounting_depth: null, weight: null, max_weight: null, weight_unit: null },
+  unmodelled: { rack_type: null },
   counts: { device_count: { model: 'device', column: 'rack_id' }, powerfeed_count: null },
+  // Rack.clean(): a weight needs a unit, outer dimensions need a unit, a maximum weight needs a unit (in this order).
+  clean(values, existing, errors) {
+    checkWeightUnit(values, existing, errors);
+    if (errors.non_field_errors?.length) return;
+    const at = (c: string) => (c in values ? values[c] : existing?.[c]);
+    if ((at('outer_width') || at('outer_height') || at('outer_depth')) && !at('outer_unit')) return void (errors.non_field_errors ??= []).push('Must specify a unit when setting an outer dimension');
+    checkWeightUnit(values, existing, errors, true);
+  },
   async check(ctx, values, existing, errors) {
     const site = 'site_id' in values ? values.site_id : existing?.site_id;
     const loc = 'location_id' in values ? values.location_id : existing?.location_id;
@@ -205,6 +235,25 @@ export const rack: ModelDef = {
       if (highest > top) (errors.u_height ??= []).push(`Rack must be at least ${highest}U tall to house currently installed devices.`);
     }
   },
+};
+
+/** NetBox's RackRole: a rack's functional role (name, slug, color). */
+export const rackRole: ModelDef = {
+  key: 'rackrole',
+  app: 'dcim',
+  path: 'rack-roles',
+  table: 'dcim_rackrole',
+  objectType: 'dcim.rackrole',
+  verboseName: 'rack role',
+  title: 'RackRole',
+  fields: [name(100, { unique: true }), slug({ unique: true }), { name: 'color', column: 'color', kind: 'color', default: '9e9e9e', filter: true }, description],
+  ordering: ['name'],
+  search: ['name', 'slug', 'description'],
+  brief: ['name', 'slug', 'description', 'rack_count'],
+  taggable: true,
+  display: (r) => r.name,
+  counts: { rack_count: { model: 'rack', column: 'role_id' } },
+  protectedBy: [{ model: 'rack', column: 'role_id' }],
 };
 
 export const manufacturer: ModelDef = {
@@ -240,19 +289,19 @@ export const deviceType: ModelDef = {
     { name: 'model', column: 'model', kind: 'char', required: true, maxLength: 100, filter: true },
     slug(),
     { name: 'part_number', column: 'part_number', kind: 'char', blank: true, maxLength: 50, default: '', filter: true },
+    ref('default_platform', 'platform'),
     { name: 'u_height', column: 'u_height', kind: 'decimal', default: 1, min: 0, max: 999.5, filter: true },
+    { name: 'exclude_from_utilization', column: 'exclude_from_utilization', kind: 'boolean', default: false, filter: true },
+    { name: 'is_full_depth', column: 'is_full_depth', kind: 'boolean', default: true, filter: true },
     { name: 'subdevice_role', column: 'subdevice_role', kind: 'choice', choices: SUBDEVICE_ROLE, nullable: true, default: null, filter: true, label: 'Parent/child status' },
+    { name: 'airflow', column: 'airflow', kind: 'choice', choices: DEVICE_AIRFLOW, nullable: true, blank: true, default: null, filter: true },
+    ...weightFields,
     description,
     comments,
   ],
   check: checkDeviceTypeRole,
+  clean: (values, existing, errors) => checkWeightUnit(values, existing, errors),
   unmodelled: {
-    default_platform: null,
-    exclude_from_utilization: false,
-    is_full_depth: true,
-    airflow: null,
-    weight: null,
-    weight_unit: null,
     front_image: null,
     rear_image: null,
   },
@@ -282,10 +331,15 @@ export const deviceType: ModelDef = {
     { name: 'manufacturer_id', kind: 'fk_id', column: 'manufacturer_id', model: 'manufacturer' },
     { name: 'manufacturer', kind: 'fk_slug', column: 'manufacturer_id', model: 'manufacturer', attribute: 'slug' },
     { name: 'device_bays', kind: 'custom' },
+    ...refFilters('default_platform', 'platform'),
   ],
   protectedBy: [{ model: 'device', column: 'device_type_id' }],
   cascade: [{ model: 'devicebaytemplate', column: 'device_type_id' }],
 };
+
+const nestedRoleTemplate = nestedGroup('devicerole', 'dcim', 'device-roles', 'dcim_devicerole', 'DeviceRole', 'device role');
+const nestedRoleFilters = nestedRoleTemplate.extraFilters!;
+const nestedRoleCheck = nestedRoleTemplate.check!;
 
 export const deviceRole: ModelDef = {
   key: 'devicerole',
@@ -301,14 +355,18 @@ export const deviceRole: ModelDef = {
     { name: 'color', column: 'color', kind: 'color', default: '9e9e9e', filter: true },
     { name: 'vm_role', column: 'vm_role', kind: 'boolean', default: true, filter: true, label: 'VM role' },
     ref('config_template', 'configtemplate'),
+    ref('parent', 'devicerole'),
     description,
     comments,
   ],
   ordering: ['name'],
   search: ['name', 'slug', 'description'],
   brief: ['name', 'slug', 'description', 'device_count', 'virtualmachine_count', '_depth'],
-  unmodelled: { parent: null, _depth: 0 },
-  extraFilters: [{ name: 'config_template_id', kind: 'fk_id', column: 'config_template_id', model: 'configtemplate' }],
+  unmodelled: { _depth: 0 },
+  // NetBox 4.3's nested device roles: `parent` the direct parent, `ancestor` any role above; children go with their parent.
+  extraFilters: [{ name: 'config_template_id', kind: 'fk_id', column: 'config_template_id', model: 'configtemplate' }, ...nestedRoleFilters],
+  check: nestedRoleCheck,
+  cascade: [{ model: 'devicerole', column: 'parent_id' }],
   counts: { device_count: { model: 'device', column: 'role_id' }, virtualmachine_count: { model: 'virtualmachine', column: 'role_id' } },
   taggable: true,
   display: (r) => r.name,
@@ -402,6 +460,8 @@ export const device: ModelDef = {
     { name: 'role', kind: 'fk_slug', column: 'role_id', model: 'devicerole', attribute: 'slug' },
     { name: 'device_type_id', kind: 'fk_id', column: 'device_type_id', model: 'devicetype' },
     { name: 'device_type', kind: 'fk_slug', column: 'device_type_id', model: 'devicetype', attribute: 'slug' },
+    // NetBox's device_type__is_full_depth.
+    { name: 'is_full_depth', kind: 'bool', expr: (t) => sql`exists (select 1 from dcim_devicetype dt where dt.id = ${sql.ref(`${t}.device_type_id`)} and dt.is_full_depth = ${sql.lit(true)})` },
     { name: 'manufacturer_id', kind: 'custom' },
     { name: 'manufacturer', kind: 'fk_slug', column: 'device_type_id', model: 'manufacturer', attribute: 'slug', through: [{ table: 'dcim_devicetype', column: 'manufacturer_id' }] },
     // NetBox's `model` names the device type by its slug, as `device_type`.

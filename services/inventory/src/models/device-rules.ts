@@ -47,11 +47,12 @@ export async function checkDevice(ctx: ReadCtx, values: Row, existing: Row | nul
   }
   if (position && Math.round(position * 2) !== position * 2) return one(errors, 'position', 'Position must be in increments of 0.5 rack units.');
   if (position && !face) return one(errors, 'face', 'Must specify rack face when defining rack position.');
-  const type = await ctx.db.selectFrom('dcim_devicetype').select(['model', 'u_height', 'manufacturer_id']).where('id', '=', typeId).executeTakeFirst();
+  const type = await ctx.db.selectFrom('dcim_devicetype').select(['model', 'u_height', 'manufacturer_id', 'is_full_depth', 'default_platform_id', 'airflow']).where('id', '=', typeId).executeTakeFirst();
   const height = Number(type?.u_height ?? 1);
   if (position && type && height === 0) return one(errors, 'position', `A 0U device type (${type.model}) cannot be assigned to a rack position.`);
   if (rackRow && position && type) {
-    // Device types are full depth here (NetBox's default), so both faces count.
+    // A full-depth device takes both faces of its units; a half-depth one only its face (Rack.get_available_units()).
+    const fullDepth = (v: unknown) => v === true || v === 1 || v === '1' || v === 't';
     const bottom = Number(rackRow.starting_unit);
     const top = bottom + Number(rackRow.u_height) - 1;
     let free = position >= bottom && position + height - 1 <= top + 0.5;
@@ -59,14 +60,15 @@ export async function checkDevice(ctx: ReadCtx, values: Row, existing: Row | nul
       let q = ctx.db
         .selectFrom('dcim_device as d')
         .innerJoin('dcim_devicetype as t', 't.id', 'd.device_type_id')
-        .select(['d.position', 't.u_height'])
+        .select(['d.position', 'd.face', 't.u_height', 't.is_full_depth'])
         .where('d.rack_id', '=', rack)
         .where('d.position', 'is not', null);
       if (existing) q = q.where('d.id', '<>', existing.id);
       for (const d of await q.execute()) {
         const p = Number(d.position);
         const h = Number(d.u_height);
-        if (h > 0 && p < position + height && position < p + h) free = false;
+        const sameFaces = fullDepth(type.is_full_depth) || fullDepth(d.is_full_depth) || d.face === face;
+        if (h > 0 && sameFaces && p < position + height && position < p + h) free = false;
       }
     }
     const shown = Number.isInteger(position) ? `${position}.0` : String(position);
@@ -98,6 +100,11 @@ export async function checkDevice(ctx: ReadCtx, values: Row, existing: Row | nul
         `The assigned platform is limited to ${await nameOf(ctx, 'dcim_manufacturer', Number(p.manufacturer_id))} device types, but this device's type belongs to ${await nameOf(ctx, 'dcim_manufacturer', Number(type.manufacturer_id))}.`,
       );
     }
+  }
+  // Device.save(): a new device without a platform or airflow takes its type's default platform and airflow.
+  if (!existing && type) {
+    if (!values.platform_id && type.default_platform_id !== null && type.default_platform_id !== undefined) values.platform_id = Number(type.default_platform_id);
+    if (!values.airflow && type.airflow) values.airflow = type.airflow;
   }
 }
 

@@ -74,7 +74,8 @@ function numericFilters(table: string, column: string | Cond, name: string, q: Q
   const exact = parseNumbers(values(q, name), name, errors, decimal);
   if (exact?.length) conds.push(inList(c, exact));
   const neg = parseNumbers(values(q, `${name}__n`), `${name}__n`, errors, decimal);
-  if (neg?.length) conds.push(sql`not ${inList(c, neg)}`);
+  // Django's exclude() keeps rows whose (nullable) column is empty.
+  if (neg?.length) conds.push(sql`(${ref} is null or not ${inList(c, neg)})`);
   for (const [lookup, op] of Object.entries(NUMERIC_LOOKUPS)) {
     const vals = parseNumbers(values(q, `${name}__${lookup}`), `${name}__${lookup}`, errors, decimal);
     for (const n of vals ?? []) conds.push(sql`${c} ${sql.raw(op)} ${n}`);
@@ -180,12 +181,13 @@ async function relatedFilter(ctx: ReadCtx, m: ModelDef, f: ExtraFilter, q: Query
     const parts: Cond[] = [];
     if (ids.length) parts.push(sql`${col(m.table, f.column!)} in ${set}`);
     if (withNull) {
-      // The relation is empty at the last hop: directly on this table, or on the row a `through` chain reaches.
+      // The relation is empty at some hop: directly on this table, or on a row of the `through` chain (Django's
+      // `a__b__isnull=True` joins outer, so a row without `a` matches too).
       if (!steps.length) parts.push(sql`${col(m.table, f.column!)} is null`);
       else {
         let nulls: Cond = sql`(select id from ${sql.table(steps[0]!.table)} where ${sql.ref(steps[0]!.column)} is null)`;
-        for (const step of steps.slice(1)) nulls = sql`(select id from ${sql.table(step.table)} where ${sql.ref(step.column)} in ${nulls})`;
-        parts.push(sql`${col(m.table, f.column!)} in ${nulls}`);
+        for (const step of steps.slice(1)) nulls = sql`(select id from ${sql.table(step.table)} where ${sql.ref(step.column)} is null or ${sql.ref(step.column)} in ${nulls})`;
+        parts.push(sql`(${col(m.table, f.column!)} is null or ${col(m.table, f.column!)} in ${nulls})`);
       }
     }
     const c = parts.length ? sql`(${sql.join(parts, sql` or `)})` : sql`1 = 0`;

@@ -102,8 +102,12 @@ export const ipamRole: ModelDef = {
   brief: ['name', 'slug', 'description'],
   taggable: true,
   display: (r) => r.name,
-  // Prefixes and VLANs do not take a role here (their `role` stays null), so the counts are 0.
-  counts: { prefix_count: null, vlan_count: null },
+  counts: { prefix_count: { model: 'prefix', column: 'role_id' }, vlan_count: { model: 'vlan', column: 'role_id' } },
+  // Prefix.role and VLAN.role are SET_NULL.
+  setNull: [
+    { model: 'prefix', column: 'role_id' },
+    { model: 'vlan', column: 'role_id' },
+  ],
 };
 
 const asnField: FieldDef = {

@@ -1,5 +1,5 @@
 import { sql, type RawBuilder } from 'kysely';
-import { IPADDRESS_ROLE, IPADDRESS_STATUS, PREFIX_STATUS, VLAN_STATUS } from './choices.ts';
+import { IPADDRESS_ROLE, IPADDRESS_STATUS, PREFIX_STATUS, VLAN_QINQ_ROLE, VLAN_STATUS } from './choices.ts';
 import { hexKey, hostKey, parseNet } from './ip.ts';
 import { commentsField, descriptionField, nameField, ref, refFilters, siteTreeFilters, slugField, tenancyFilters } from './tenancy.ts';
 import { parseVidRanges, rangesToString, totalVids, vidRangesField } from './vid-ranges.ts';
@@ -192,6 +192,7 @@ export const prefix: ModelDef = {
     ref('tenant', 'tenant'),
     ref('vlan', 'vlan', { label: 'VLAN' }),
     { name: 'status', column: 'status', kind: 'choice', choices: PREFIX_STATUS, default: 'active', filter: true },
+    ref('role', 'role'),
     { name: 'is_pool', column: 'is_pool', kind: 'boolean', default: false, filter: true, label: 'Is a pool' },
     { name: 'mark_utilized', column: 'mark_utilized', kind: 'boolean', default: false, filter: true },
     descriptionField,
@@ -223,9 +224,12 @@ export const prefix: ModelDef = {
     { name: 'present_in_vrf', kind: 'custom' },
     // NetBox's `vlan_vid` (vlan__vid): the VID of the prefix's VLAN.
     { name: 'vlan_vid', kind: 'int', expr: (t) => sql`(select v.vid from ipam_vlan v where v.id = ${sql.ref(`${t}.vlan_id`)})` },
+    // NetBox's vlan__group: the group of the prefix's VLAN.
+    ...refFilters('vlan_group', 'vlangroup', 'slug', 'vlan_id').map((f) => ({ ...f, through: [{ table: 'ipam_vlan', column: 'group_id' }] })),
+    ...refFilters('role', 'role'),
     ...tenancyFilters,
   ],
-  unmodelled: { scope_type: null, scope_id: null, scope: null, role: null },
+  unmodelled: { scope_type: null, scope_id: null, scope: null },
   counts: { children: null, _depth: null },
   countsCustom: { children: (ctx, ids) => prefixRelativeCounts(ctx, ids, 'children'), _depth: (ctx, ids) => prefixRelativeCounts(ctx, ids, 'parents') },
   represent(row, out) {
@@ -276,19 +280,38 @@ export const vlan: ModelDef = {
     nameField(64),
     ref('tenant', 'tenant'),
     { name: 'status', column: 'status', kind: 'choice', choices: VLAN_STATUS, default: 'active', filter: true },
+    ref('role', 'role'),
+    { name: 'qinq_role', column: 'qinq_role', kind: 'choice', choices: VLAN_QINQ_ROLE, nullable: true, blank: true, default: null, filter: true, label: 'Q-in-Q role' },
+    ref('qinq_svlan', 'vlan', { label: 'Q-in-Q SVLAN' }),
     descriptionField,
     commentsField,
   ],
   uniqueTogether: [
     ['group', 'vid'],
     ['group', 'name'],
+    ['qinq_svlan', 'vid'],
+    ['qinq_svlan', 'name'],
   ],
   ordering: ['site', 'group', 'vid'],
   search: ['name', 'description', 'comments'],
   brief: ['vid', 'name', 'description'],
   taggable: true,
   display: (r) => `${r.name} (${r.vid})`,
-  extraFilters: [...refFilters('site', 'site'), ...siteTreeFilters(), ...refFilters('group', 'vlangroup'), ...tenancyFilters],
+  extraFilters: [
+    ...refFilters('site', 'site'),
+    ...siteTreeFilters(),
+    ...refFilters('group', 'vlangroup'),
+    ...refFilters('role', 'role'),
+    { name: 'qinq_svlan_id', kind: 'fk_id', column: 'qinq_svlan_id', model: 'vlan' },
+    { name: 'qinq_svlan_vid', kind: 'int', expr: (t) => sql`(select s.vid from ipam_vlan s where s.id = ${sql.ref(`${t}.qinq_svlan_id`)})` },
+    ...tenancyFilters,
+  ],
+  // VLAN.clean(): only customer VLANs sit in a service VLAN, and a customer VLAN needs one.
+  clean(values, existing, errors) {
+    const at = (c: string) => (c in values ? values[c] : existing?.[c]);
+    if (at('qinq_svlan_id') !== null && at('qinq_svlan_id') !== undefined && at('qinq_role') !== 'cvlan') (errors.qinq_svlan ??= []).push('Only Q-in-Q customer VLANs maybe assigned to a service VLAN.');
+    else if (at('qinq_role') === 'cvlan' && (at('qinq_svlan_id') === null || at('qinq_svlan_id') === undefined)) (errors.qinq_role ??= []).push('A Q-in-Q customer VLAN must be assigned to a service VLAN.');
+  },
   // VLAN.clean(): a VLAN of a group has a VID of the group's ranges.
   async check(ctx, values, existing, errors) {
     const group = 'group_id' in values ? values.group_id : existing?.group_id;
@@ -298,8 +321,9 @@ export const vlan: ModelDef = {
     const ranges = g ? parseVidRanges(ctx.dialect.parseJson(g.vid_ranges)) : [];
     if (g && !ranges.some(([lo, hi]) => vid >= lo && vid <= hi)) (errors.vid ??= []).push(`VID must be in ranges ${rangesToString(ranges)} for VLANs in group ${g.name}`);
   },
-  unmodelled: { role: null, qinq_role: null, qinq_svlan: null, l2vpn_termination: null },
+  unmodelled: { l2vpn_termination: null },
   counts: { prefix_count: { model: 'prefix', column: 'vlan_id' } },
+  protectedBy: [{ model: 'vlan', column: 'qinq_svlan_id' }],
   setNull: [
     { model: 'prefix', column: 'vlan_id' },
     { model: 'interface', column: 'untagged_vlan_id' },

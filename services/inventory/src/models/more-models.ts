@@ -5,6 +5,7 @@ import { INVENTORY_ITEM_STATUS, MODULE_AIRFLOW, MODULE_STATUS, POWER_FEED_PHASE,
 import { commentsField, descriptionField, nameField, nestedGroup, ref, refFilters, siteTreeFilters, slugField, tenancyFilters, treeFilters } from './tenancy.ts';
 import { contactCounts, contactGroupFilters } from './contact-assignments.ts';
 import type { FieldDef, ModelDef } from './types.ts';
+import { checkWeightUnit, weightFields } from './dcim.ts';
 
 /**
  * Further NetBox models automation reaches: route targets, tenancy contacts, power panels and feeds,
@@ -189,11 +190,13 @@ export const moduleType: ModelDef = {
     { name: 'model', column: 'model', kind: 'char', required: true, maxLength: 100, filter: true },
     char('part_number', 50),
     { name: 'airflow', column: 'airflow', kind: 'choice', choices: MODULE_AIRFLOW, nullable: true, default: null, filter: true },
+    ...weightFields,
     descriptionField,
     commentsField,
   ],
-  // Profiles, weights and component templates are not modelled.
-  unmodelled: { profile: null, weight: null, weight_unit: null, attributes: null },
+  clean: (values, existing, errors) => checkWeightUnit(values, existing, errors),
+  // Profiles and component templates are not modelled.
+  unmodelled: { profile: null, attributes: null },
   uniqueTogether: [['manufacturer', 'model']],
   ordering: ['manufacturer', 'model'],
   search: ['model', 'part_number', 'description', 'comments'],

@@ -1,4 +1,4 @@
-import { device, deviceRole, deviceType, iface, location, manufacturer, platform, rack, region, site, siteGroup } from './dcim.ts';
+import { device, deviceRole, deviceType, iface, location, manufacturer, platform, rack, rackRole, region, site, siteGroup } from './dcim.ts';
 import { tag } from './extras.ts';
 import { service } from './service.ts';
 import { ipAddress, prefix, vlan, vlanGroup, vrf } from './ipam.ts';
@@ -20,6 +20,7 @@ export const MODELS: ModelDef[] = [
   siteGroup,
   site,
   location,
+  rackRole,
   rack,
   manufacturer,
   deviceType,

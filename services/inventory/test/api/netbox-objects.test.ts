@@ -76,10 +76,11 @@ forEachStorage('inventory API: NetBox objects (tenancy, regions, locations, rack
     assert.equal(ok(await h.get(`/api/ipam/prefixes/?contains=10.20.3.4`), 200).count, 1);
     assert.equal(ok(await h.get(`/api/ipam/prefixes/?vrf_id=${vrf.id}&mask_length=16`), 200).count, 1);
     assert.equal(ok(await h.get(`/api/ipam/vlans/?vid__gte=50&group=campus`), 200).count, 1);
-    assert.ok(ok(await h.get(`/api/ipam/vlans/?qinq_role=svlan`), 400).qinq_role);
+    assert.equal(ok(await h.get(`/api/ipam/vlans/?qinq_role=svlan`), 200).count, 0);
+    assert.ok(ok(await h.get(`/api/ipam/vlans/?l2vpn=x`), 400).l2vpn);
     assert.equal(ok(await h.get(`/api/tenancy/tenants/?group=nope`), 400).group[0], 'Select a valid choice. nope is not one of the available choices.');
     // Writes to fields this service does not model are refused, not dropped.
-    assert.ok(ok(await h.patch(`/api/ipam/vlans/${vlan.id}/`, { qinq_role: 'svlan' }), 400).qinq_role);
+    assert.ok(ok(await h.patch(`/api/ipam/vlans/${vlan.id}/`, { l2vpn_termination: 1 }), 400).l2vpn_termination);
     // Tenants in use are protected.
     assert.equal((await h.delete(`/api/tenancy/tenants/${t.id}/`)).status, 409);
   });

@@ -18,7 +18,7 @@ import { takesJournal } from '../../models/journal.ts';
 import { CABLE_TERMINATION_TYPES } from '../../models/cabling.ts';
 import { registerChangelogPages } from './changelog.ts';
 import { CABLE_IMPORT_FIELDS, resolveCableRecord, usesSideFields } from './cable-import.ts';
-import { customFieldDefs, shownCustomFields, customFieldControls, customFieldData, customFieldErrors, customFieldText, customFieldTexts, formCustomFields, type FormCustomField } from './custom-fields.ts';
+import { bulkCustomFieldData, cloneCustomFields, customFieldDefs, shownCustomFields, customFieldControls, customFieldData, customFieldErrors, customFieldText, customFieldTexts, formCustomFields, type FormCustomField } from './custom-fields.ts';
 import { CABLE_ENDS, cableEndControls, cableEndFrom, cableEndOf, cableEndOptions, holderOf, refreshButton, terminationsOf, type CableEndForm } from './cable-form.ts';
 
 export { INVENTORY_PREFIXES } from './prefixes.ts';
@@ -181,8 +181,10 @@ function installPermissionChecks(app: FastifyInstance, prefix: string): void {
     const action = pageAction(String(route.method), url.slice(`${prefix}/${m.path}/`.length));
     const check = async (req: FastifyRequest, reply: FastifyReply) => {
       if (viewerMay(authed(req).viewer, m.objectType, action)) return;
-      const readOnly = action !== 'view' && (authed(req).viewer.writeEnabled ?? authed(req).viewer.canWrite) === false;
-      return sendError(req, reply, 403, 'Forbidden', readOnly ? 'Your token may not change objects: it is read-only.' : `You do not have permission to ${action} ${plural(m)}.`);
+      const v = authed(req).viewer;
+      // Without object permissions a refused change is the token's or the user's write flag.
+      const writeRule = action !== 'view' && (!v.grants || v.writeEnabled === false);
+      return sendError(req, reply, 403, 'Forbidden', writeRule ? 'Your token may not change objects (it is read-only, or your user has no write permission).' : `You do not have permission to ${action} ${plural(m)}.`);
     };
     const existing = route.preHandler;
     route.preHandler = existing ? [check, ...(Array.isArray(existing) ? existing : [existing])] : check;
@@ -358,9 +360,12 @@ async function objectPage(req: FastifyRequest, reply: FastifyReply, backend: UiB
       return { ...x, count: res.status === 200 ? Number(res.body.count) : 0 };
     }),
   );
-  const shownCfs = m.taggable && Object.keys(o.custom_fields ?? {}).length ? shownCustomFields(await customFieldDefs((url) => api(req, backend, 'GET', url), m.objectType), o.custom_fields) : [];
+  const cfDefs = m.taggable ? await customFieldDefs((url) => api(req, backend, 'GET', url), m.objectType) : [];
+  const shownCfs = Object.keys(o.custom_fields ?? {}).length ? shownCustomFields(cfDefs, o.custom_fields) : [];
   const cloneFields = m.fields.filter((f) => !f.unique && f.name !== 'name' && f.name !== 'slug' && f.kind !== 'm2m' && f.kind !== 'json' && f.kind !== 'text' && o[f.name] !== null && o[f.name] !== undefined && o[f.name] !== '');
-  const clone = `${listUrl(m)}add/${queryString(Object.fromEntries(cloneFields.map((f) => [f.name, formValue(f, o[f.name]) as string])))}`;
+  // NetBox's clone: the model's clone fields and the custom fields marked cloneable (editable ones: the form's initial values).
+  const cloneCfs = cloneCustomFields(cfDefs.filter((f) => f.editable === 'yes'), o.custom_fields);
+  const clone = `${listUrl(m)}add/${queryString({ ...Object.fromEntries(cloneFields.map((f) => [f.name, formValue(f, o[f.name]) as string])), ...cloneCfs })}`;
   const buttons = [
     viewerMay(viewer, m.objectType, 'change') ? html`<a class="button" href="${listUrl(m)}${id}/edit/" data-testid="edit">Edit</a> ` : '',
     viewerMay(viewer, m.objectType, 'add') ? html`<a class="button secondary" href="${clone}" data-testid="clone">Clone</a>` : '',
@@ -496,6 +501,10 @@ async function editPage(req: FastifyRequest, reply: FastifyReply, backend: UiBac
       const v = (req.query as Q)[f.name];
       if (v !== undefined) values[f.name] = f.kind === 'm2m' ? (Array.isArray(v) ? v : [v]) : Array.isArray(v) ? v[0] ?? '' : v;
     }
+    for (const f of await customFieldsFor(req, backend, m)) {
+      const v = (req.query as Q)[`cf_${f.name}`];
+      if (v !== undefined) values[`cf_${f.name}`] = f.type === 'multiselect' || f.type === 'multiobject' ? (Array.isArray(v) ? v : [v]) : Array.isArray(v) ? v[0] ?? '' : v;
+    }
     // NetBox's cable add links: `?a_terminations_type=dcim.interface&a_terminations=7&b_terminations_type=dcim.interface`.
     if (m.key === 'cable') Object.assign(values, cableEndValues(cableEndsOf(req.query as Record<string, string | string[]>)));
     return renderForm(req, reply, backend, m, null, values, {});
@@ -590,9 +599,13 @@ async function bulkEdit(req: FastifyRequest, reply: FastifyReply, backend: UiBac
     return redirectTo(reply, listUrl(m));
   }
   let errors: FieldErrors = {};
+  const cfs = await customFieldsFor(req, backend, m);
   if (formString(form, '_apply') === 'true') {
     const { body, errors: formErrors } = bodyFromForm(m, form, { partial: true });
     errors = formErrors;
+    // Custom fields: the given ones set, "Set null" clears; the API merges them into each object's data.
+    const cfData = bulkCustomFieldData(cfs, form, errors);
+    if (Object.keys(cfData).length) body.custom_fields = cfData;
     if (!Object.keys(errors).length) {
       if (!Object.keys(body).length) errors = { non_field_errors: ['Nothing to change: set at least one field.'] };
       else {
@@ -613,7 +626,7 @@ async function bulkEdit(req: FastifyRequest, reply: FastifyReply, backend: UiBac
   const options = await loadOptions(req, backend, m);
   const fields = editableFields(m).filter((f) => !f.unique && f.kind !== 'json' || f.name === 'ports');
   const body = html`${menu(m, authed(req).viewer)}<p>Editing ${ids.length} ${ids.length === 1 ? m.verboseName : plural(m)}: blank fields stay as they are; tick "Set null" to clear one.</p>
-${generalErrors(errors, fields.map((f) => f.name))}
+${generalErrors(errors, [...fields.map((f) => f.name), ...cfs.map((f) => `cf_${f.name}`)])}
 <form method="post" action="${listUrl(m)}edit/" class="edit-form" data-testid="bulk-edit-form">${csrfField(session.csrfToken)}<input type="hidden" name="_apply" value="true">
 ${ids.map((id) => html`<input type="hidden" name="pk" value="${id}">`)}
 ${fields.map((f) =>
@@ -621,6 +634,7 @@ ${fields.map((f) =>
     ? html`<div class="field" data-field="${f.name}"><label for="f-${f.name}">${f.label ?? labelOf(f.name)}</label><select id="f-${f.name}" name="${f.name}"><option value="">—— unchanged ——</option><option value="true">Yes</option><option value="false">No</option></select></div>`
     : html`${control({ ...f, required: false }, formString(form, f.name), errors, options)}${f.nullable || f.kind === 'm2m' ? html`<label class="inline-check"><input type="checkbox" name="_nullify_${f.name}"> Set null</label>` : ''}`,
 )}
+${customFieldControls(cfs, customFieldTexts(cfs, form), errors, true)}
 <div class="actions"><button type="submit" data-testid="apply">Apply</button> <a class="button secondary" href="${listUrl(m)}">Cancel</a></div></form>`;
   return sendPage(req, reply, { title: `Editing ${ids.length} ${plural(m)}`, section: 'inventory', body }, Object.keys(errors).length ? 400 : 200);
 }
