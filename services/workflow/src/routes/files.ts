@@ -4,6 +4,7 @@ import send from '@fastify/send';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { handleStamp } from '../domain/assets/content.ts';
 import { compositeMask, MaskError, placeUpload, SPOOL_MEMORY_LIMIT, UploadBody, UploadError, type PlacedFile } from '../domain/uploads.ts';
+import { releaseBodyChunks } from '../http/body-chunks.ts';
 import { MultipartError, multipartBoundary, parseMultipart, type MultipartLimits } from '../http/multipart.ts';
 import { mayViewOutput } from '../domain/output-owners.ts';
 import { channelImage, contentDisposition, previewImage, safeContentType, ViewError } from '../domain/view.ts';
@@ -97,7 +98,10 @@ async function readForm(req: FastifyRequest, maxUploadSize: number, blake3: bool
   const boundary = multipartBoundary(req.headers['content-type']);
   const declared = req.headers['content-length'] === undefined ? NaN : Number(req.headers['content-length']);
   if (boundary !== undefined && req.headers['transfer-encoding'] === undefined && Number.isSafeInteger(declared) && declared >= 0 && declared <= SPOOL_MEMORY_LIMIT) {
-    return formFromBuffer(await readWholeBody(req, declared), boundary, maxUploadSize, blake3);
+    const whole = await readWholeBody(req, declared);
+    // The parser's chunks are copied into `whole`: free them now, not at some later collection (see releaseBodyChunks).
+    releaseBodyChunks(declared);
+    return formFromBuffer(whole, boundary, maxUploadSize, blake3);
   }
   const form: UploadForm = { fields: {} };
   try {
