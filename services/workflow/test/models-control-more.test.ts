@@ -12,7 +12,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { onOneStorage } from '@svc/testkit';
 import { AppliedControl, ControlLoraModel, ControlNetModel, loadControl, T2IAdapterModel, type ControlModel, type Planar } from '../src/models/controlnet.ts';
-import { ClipModel, loadCheckpoint, sample, UNetModel, unloadAll, type ConditioningEntry } from '../src/models/sd1.ts';
+import { ClipModel, configureRuntime, loadCheckpoint, sample, UNetModel, unloadAll, type ConditioningEntry } from '../src/models/sd1.ts';
 import { discreteSchedule } from '../src/models/model-sampling.ts';
 import { XLClipModel } from '../src/models/sdxl.ts';
 import { resizeHint } from '../src/nodes/sd/control-nodes.ts';
@@ -250,6 +250,30 @@ describe('Control-LoRAs against the reference', () => {
       const file = path.join(dir, `${name}.safetensors`);
       writeSpecs(file, specs, {}, 5);
       await assert.rejects(loadControl(file), message, name);
+    }
+  });
+
+  // The file is hard-linked beside each session's graph as the checkpoint is, read in place; where no link can be made
+  // (the sessions' work folder on another file system) both are read into memory instead: the same outputs.
+  test('where its file cannot be hard-linked beside the session (another file system), it is read into memory: the same outputs', async (t) => {
+    const other = fs.existsSync('/dev/shm') ? fs.mkdtempSync('/dev/shm/control-lora-') : undefined;
+    if (!other || fs.statSync(other).dev === fs.statSync(dir).dev) {
+      if (other) fs.rmSync(other, { recursive: true, force: true });
+      t.skip('no second file system for the sessions\' work folder');
+      return;
+    }
+    configureRuntime({ workDir: other });
+    try {
+      await unloadAll();
+      const fresh = new UNetModel(await loadCheckpoint(path.join(dir, 'base.safetensors')));
+      const net = await loadControl(lora);
+      assert.ok(net instanceof ControlLoraModel);
+      sameForward(await forwardLikeReference(net, pos, fresh), ref.lora_forward, 'Control-LoRA read into memory');
+      assert.deepEqual(fs.readdirSync(other).filter((n) => n.startsWith('svc-onnx-')), [], 'no session folder left behind');
+    } finally {
+      configureRuntime({});
+      await unloadAll();
+      fs.rmSync(other, { recursive: true, force: true });
     }
   });
 });

@@ -9,7 +9,6 @@
  * model's weights from the model's file and the Control-LoRA's from its own;
  * up·down is a MatMul of two initializers, folded once when the session is made.
  */
-import fs from 'node:fs';
 import type { ControlCall, ResidualTensor } from './control-residuals.ts';
 import { buildControlNetGraph } from './controlnet-graph.ts';
 import { detectControl, type ControlLoraSpec } from './detect-control.ts';
@@ -155,8 +154,8 @@ export class ControlLoraModel {
       if (!call.y || call.y.length !== n * cfg.admInChannels) throw new Error(`this Control-LoRA's model needs each conditioning's adm vector of ${cfg.admInChannels} values`);
       feeds.y = ortTensor('float32', call.y, [n, cfg.admInChannels]);
     }
-    // The session is the model's (its file, float32 copy and LoRA patches), with this file beside it.
-    const extra = async () => [{ name: OWN_LOCATION, data: (await fs.promises.readFile(own.path)) as Uint8Array }];
+    // The session is the model's (its file, float32 copy and LoRA patches), with this file hard-linked beside it (read in place).
+    const extra = async () => [{ name: OWN_LOCATION, path: own.path }];
     const out = await model.run(`control_lora:${ids.get(this.checkpoint)}`, build, feeds, extra);
     const planar = (t: OrtTensor): ResidualTensor => ({ shape: [...t.dims], data: t.data as Float32Array });
     return { output: cfg.inputBlocks.map((_, i) => planar(out[`out_${i}`]!)), middle: [planar(out.mid!)] };

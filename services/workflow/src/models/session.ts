@@ -3,7 +3,8 @@
  * external data only from files beside the model file (it refuses absolute
  * paths and paths that leave the model's folder, symbolic links included),
  * so each session gets a private folder holding the graph and a hard link to
- * the checkpoint: no copy of the weights. Where a hard link cannot be made
+ * the checkpoint (and to any other weight file its graph reads, such as a
+ * Control-LoRA's): no copy of the weights. Where a hard link cannot be made
  * (another file system, a file system without links) the checkpoint is read
  * into memory once and handed over as external data.
  */
@@ -60,11 +61,12 @@ export function ortTensor(type: 'float32' | 'int64' | 'bool', data: Float32Array
   return new ortModule.Tensor(type as 'float32', data as Float32Array, dims);
 }
 
-/** Another external-data file a graph reads (LoRA-patched weights), written beside the model for the session's creation only. */
-export interface ExtraWeights {
-  name: string;
-  data: Uint8Array;
-}
+/**
+ * Another external-data file a graph reads: bytes made for it (LoRA-patched weights), written beside the model for
+ * the session's creation only, or a file on disk (a Control-LoRA's own), hard-linked beside it as the checkpoint is
+ * (read into memory only where no link can be made).
+ */
+export type ExtraWeights = { name: string; data: Uint8Array } | { name: string; path: string };
 
 /**
  * @param float32 the checkpoint's float32 copy the graph's half weights point into (written up to date here, then linked beside the model)
@@ -102,11 +104,20 @@ export async function createSession(model: Uint8Array, file: SafetensorsFile, op
     }
     for (const e of extra) {
       if (e.name.includes('/') || e.name === WEIGHTS_LOCATION || e.name === FLOAT32_LOCATION) throw new Error(`bad external data name ${e.name}`);
-      if (linked) await fs.promises.writeFile(path.join(dir, e.name), e.data);
+      if (!linked) continue;
+      if ('data' in e) await fs.promises.writeFile(path.join(dir, e.name), e.data);
+      else {
+        try {
+          await fs.promises.link(e.path, path.join(dir, e.name));
+        } catch {
+          linked = false;
+        }
+      }
     }
     if (linked) return counted(await nativeCall(() => ort.InferenceSession.create(modelPath, sessionOptions)));
     const bytes = await fs.promises.readFile(file.path);
-    const external = [{ path: WEIGHTS_LOCATION, data: bytes as Uint8Array }, ...extra.map((e) => ({ path: e.name, data: e.data }))];
+    const external = [{ path: WEIGHTS_LOCATION, data: bytes as Uint8Array }];
+    for (const e of extra) external.push({ path: e.name, data: 'data' in e ? e.data : ((await fs.promises.readFile(e.path)) as Uint8Array) });
     if (copy) external.push({ path: FLOAT32_LOCATION, data: await fs.promises.readFile(copy.path) });
     return counted(await nativeCall(() => ort.InferenceSession.create(model, { ...sessionOptions, externalData: external })));
   } finally {
