@@ -95,6 +95,8 @@ function briefOf(ctx: ReadCtx, m: ModelDef, row: Row, refs: Refs, counts?: Map<s
   const out: Obj = { id: row.id, url: objectUrl(ctx.base, m, row.id), display: m.display(row, refs) };
   for (const name of m.brief) {
     if (name === 'family') out.family = { value: row.family, label: `IPv${row.family}` };
+    // Change-logged timestamps as the full representation gives them (a journal entry's brief form has `created`).
+    else if (name === 'created' || name === 'last_updated') out[name] = row[name] ?? null;
     else if (m.counts && name in m.counts) out[name] = counts?.get(name)?.get(row.id) ?? 0;
     else if (m.unmodelled && name in m.unmodelled) out[name] = m.unmodelled[name];
     else if (m.briefValues && name in m.briefValues) out[name] = m.briefValues[name]!(row, refs);

@@ -13,10 +13,11 @@ import { pyType } from '../models/values.ts';
 
 type Row = Record<string, any>;
 
-/** Object types a permission may name: the inventory's models and the service's other object types. */
-export const PERMISSION_OBJECT_TYPES: readonly string[] = [
-  ...new Set([...MODELS.map((m) => m.objectType), 'core.objectchange', 'extras.webhook', 'extras.eventrule', 'users.user', 'users.token', 'users.objectpermission']),
-].sort();
+/**
+ * Object types a permission may name: the inventory's models and the change log, whose routes check permissions
+ * (webhooks, event rules, users and tokens keep their administrator rules, so naming them would grant nothing).
+ */
+export const PERMISSION_OBJECT_TYPES: readonly string[] = [...new Set([...MODELS.map((m) => m.objectType), 'core.objectchange'])].sort();
 
 export interface PermissionInput {
   name?: string;

@@ -22,6 +22,8 @@ export interface FormCustomField {
   editable: string;
   /** `ui_visible`: always, if-set, hidden (on the object's page). */
   visible: string;
+  /** `is_cloneable`: a clone of an object starts with its value. */
+  cloneable?: boolean;
 }
 
 const valueOf = (v: unknown) => (v && typeof v === 'object' && 'value' in v ? String((v as { value: unknown }).value) : String(v ?? ''));
@@ -47,6 +49,7 @@ export async function customFieldDefs(get: Get, objectType: string): Promise<For
         description: String(f.description ?? ''),
         editable: f.ui_editable === undefined ? 'yes' : valueOf(f.ui_editable),
         visible: f.ui_visible === undefined ? 'always' : valueOf(f.ui_visible),
+        cloneable: !!f.is_cloneable,
       };
       if ((out.type === 'select' || out.type === 'multiselect') && f.choice_set?.id) {
         const set = await get(`/api/extras/custom-field-choice-sets/${Number(f.choice_set.id)}/`);
@@ -145,11 +148,54 @@ export function customFieldErrors(fields: FormCustomField[], messages: string[])
   return out;
 }
 
-/** The controls of the custom fields (NetBox's "Custom Fields" section of a form). */
-export function customFieldControls(fields: FormCustomField[], texts: Record<string, string | string[]>, errors: FieldErrors): SafeHtml | string {
+/**
+ * The query string values (`cf_<name>`) a clone of an object starts with: NetBox's clone copies the custom fields marked
+ * `is_cloneable`, as the add form's initial values.
+ */
+export function cloneCustomFields(fields: FormCustomField[], data: Record<string, unknown> | undefined): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  for (const f of fields) {
+    const v = data?.[f.name];
+    if (!f.cloneable || v === null || v === undefined) continue;
+    const text = customFieldText(f, v);
+    if (Array.isArray(text) ? text.length : text !== '') out[`cf_${f.name}`] = text;
+  }
+  return out;
+}
+
+/**
+ * The custom fields of a bulk edit (NetBox's bulk edit form): the given ones are set, a ticked "Set null" (`_nullify_cf_<name>`)
+ * clears one (not offered for required fields); blank ones stay as they are. Errors keyed `cf_<name>`.
+ */
+export function bulkCustomFieldData(fields: FormCustomField[], form: FormBody, errors: FieldErrors): Record<string, unknown> {
+  const texts = customFieldTexts(fields, form);
+  const given = fields.filter((f) => {
+    const t = texts[f.name]!;
+    return Array.isArray(t) ? t.length > 0 : t.trim() !== '';
+  });
+  const data = customFieldData(given, texts, errors);
+  for (const f of fields) {
+    if (f.required || !(form[`_nullify_cf_${f.name}`] === 'on' || form[`_nullify_cf_${f.name}`] === 'true')) continue;
+    if (f.name in data) (errors[`cf_${f.name}`] ??= []).push('Either set a value or tick "Set null", not both.');
+    else data[f.name] = null;
+  }
+  return data;
+}
+
+/** The controls of the custom fields (NetBox's "Custom Fields" section of a form); `bulk`: none required, each nullable one with "Set null". */
+export function customFieldControls(fields: FormCustomField[], texts: Record<string, string | string[]>, errors: FieldErrors, bulk = false): SafeHtml | string {
   if (!fields.length) return '';
+  if (bulk) {
+    return html`<fieldset class="custom-fields" data-testid="custom-fields"><legend>Custom fields</legend>
+${fields.map(
+  (f) => html`${controlOf({ ...f, required: false }, texts, errors)}${f.required ? '' : html`<label class="inline-check"><input type="checkbox" name="_nullify_cf_${f.name}" data-testid="nullify-cf_${f.name}"> Set null</label>`}`,
+)}</fieldset>`;
+  }
   return html`<fieldset class="custom-fields" data-testid="custom-fields"><legend>Custom fields</legend>
-${fields.map((f) => {
+${fields.map((f) => controlOf(f, texts, errors))}</fieldset>`;
+}
+
+function controlOf(f: FormCustomField, texts: Record<string, string | string[]>, errors: FieldErrors): SafeHtml {
   const value = texts[f.name] ?? (f.type === 'multiselect' ? [] : '');
   const one = Array.isArray(value) ? value[0] ?? '' : value;
   const o = { name: `cf_${f.name}`, label: f.label, errors, required: f.required, help: f.description || undefined };
@@ -158,6 +204,5 @@ ${fields.map((f) => {
   if (f.type === 'longtext' || f.type === 'json') return textArea({ ...o, value: one, rows: 4, help: f.type === 'json' ? 'JSON' : o.help });
   const hint = f.type === 'multiselect' || f.type === 'multiobject' ? 'Comma-separated' : f.type === 'object' ? 'ID of the object' : f.type === 'date' ? 'YYYY-MM-DD' : f.type === 'datetime' ? 'YYYY-MM-DD hh:mm:ss' : undefined;
   return textInput({ ...o, value: Array.isArray(value) ? value.join(', ') : one, help: [o.help, hint].filter(Boolean).join(' · ') || undefined });
-})}</fieldset>`;
 }
 

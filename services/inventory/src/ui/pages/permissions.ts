@@ -30,7 +30,8 @@ function onlyAdmins(req: FastifyRequest, reply: FastifyReply, write: boolean): b
   return false;
 }
 
-const typeLabel = (t: string) => `${objectTypeLabel(t)} (${t})`;
+const label = (t: string) => (t === 'core.objectchange' ? 'Core > Object change' : objectTypeLabel(t));
+const typeLabel = (t: string) => `${label(t)} (${t})`;
 
 export function registerPermissionPages(app: FastifyInstance, backend: UiBackend): void {
   app.get('/permissions/', HIDE, async (req, reply) => {
@@ -41,7 +42,7 @@ export function registerPermissionPages(app: FastifyInstance, backend: UiBackend
     const body = html`${admin ? html`<div class="actions"><a class="button" href="${BASE}add/" data-testid="add-permission">Add</a></div>` : ''}
 <table class="objects" data-testid="permissions"><thead><tr><th>Name</th><th>Enabled</th><th>Object types</th><th>Actions</th><th>Users</th><th>Description</th></tr></thead><tbody>
 ${rows.map(
-  (p) => html`<tr data-id="${p.id}"><td><a href="${BASE}${p.id}/">${p.name}</a></td><td>${p.enabled ? 'Yes' : 'No'}</td><td>${(p.object_types as string[]).map(objectTypeLabel).join(', ')}</td><td>${(p.actions as string[]).join(', ')}</td><td>${(p.users as any[]).map((u) => u.username).join(', ') || '—'}</td><td>${p.description}</td></tr>`,
+  (p) => html`<tr data-id="${p.id}"><td><a href="${BASE}${p.id}/">${p.name}</a></td><td>${p.enabled ? 'Yes' : 'No'}</td><td>${(p.object_types as string[]).map(label).join(', ')}</td><td>${(p.actions as string[]).join(', ')}</td><td>${(p.users as any[]).map((u) => u.username).join(', ') || '—'}</td><td>${p.description}</td></tr>`,
 )}</tbody></table>${rows.length ? '' : html`<p class="muted">No permissions.</p>`}`;
     return sendPage(req, reply, { title: 'Permissions', section: 'permissions', body });
   });
