@@ -113,4 +113,25 @@ export const extrasMigrations: Migration[] = [
       ]);
     },
   },
+  {
+    // Issue 24: interfaces' module, bridge, VRF, WWN, PoE and wireless fields; the module of every other device component.
+    name: '017_interface_fields_component_modules',
+    async up(db, d) {
+      const components = ['dcim_consoleport', 'dcim_consoleserverport', 'dcim_powerport', 'dcim_poweroutlet', 'dcim_frontport', 'dcim_rearport', 'dcim_interface', 'dcim_modulebay'];
+      await exec(db, [
+        ...components.flatMap((t) => [`alter table ${t} add column module_id bigint references dcim_module(id)`, `create index ${t}_module on ${t} (module_id)`]),
+        `alter table dcim_interface add column bridge_id bigint references dcim_interface(id)`,
+        `alter table dcim_interface add column vrf_id bigint references ipam_vrf(id)`,
+        `create index dcim_interface_vrf on dcim_interface (vrf_id)`,
+        `alter table dcim_interface add column wwn varchar(23)`,
+        `alter table dcim_interface add column rf_role varchar(30)`,
+        `alter table dcim_interface add column rf_channel varchar(50)`,
+        `alter table dcim_interface add column rf_channel_frequency numeric(7,2)`,
+        `alter table dcim_interface add column rf_channel_width numeric(7,3)`,
+        `alter table dcim_interface add column tx_power integer`,
+        `alter table dcim_interface add column poe_mode varchar(50)`,
+        `alter table dcim_interface add column poe_type varchar(50)`,
+      ]);
+    },
+  },
 ];

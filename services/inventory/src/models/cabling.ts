@@ -148,16 +148,14 @@ function component(key: string, path: string, title: string, verboseName: string
     title,
     docsTag: 'dcim-cabling',
     naturalName: true,
-    fields: [device, nameField(64), label, ...fields, descriptionField, markConnected],
+    fields: [device, ref('module', 'module'), nameField(64), label, ...fields, descriptionField, markConnected],
     uniqueTogether: [['device', 'name']],
     ordering: ['device', 'name'],
     search: ['name', 'label', 'description'],
     brief: ['device', 'name', 'description', 'cable', '_occupied'],
     taggable: true,
     display: (r) => r.name,
-    // Modules are not modelled: a component always sits on the device itself.
-    unmodelled: { module: null },
-    extraFilters: [...deviceComponentFilters, ...cabledFilters, { name: 'device_status', kind: 'custom' }, ...(extraFilters ?? [])],
+    extraFilters: [...deviceComponentFilters, { name: 'module_id', kind: 'fk_id', column: 'module_id', model: 'module' }, ...cabledFilters, { name: 'device_status', kind: 'custom' }, ...(extraFilters ?? [])],
     ...cabledObject(objectType, endpoint),
     ...rest,
   };

@@ -3,6 +3,7 @@ import { fail } from './field-problem.ts';
 import { DEVICE_AIRFLOW, DEVICE_FACE, SUBDEVICE_ROLE, DEVICE_STATUS, INTERFACE_DUPLEX, INTERFACE_MODE, INTERFACE_TYPES, LOCATION_STATUS, RACK_AIRFLOW, RACK_FORM_FACTOR, RACK_DIMENSION_UNIT, RACK_STATUS, RACK_WIDTH, SITE_STATUS, WEIGHT_UNIT } from './choices.ts';
 import { commentsField, descriptionField, nameField, nestedGroup, ref, refFilters, siteTreeFilters, slugField, tenancyFilters, treeFilters } from './tenancy.ts';
 import type { FieldDef, ModelDef, Refs, Row } from './types.ts';
+import { INTERFACE_POE_MODES, INTERFACE_POE_TYPES, WIRELESS_CHANNELS, WIRELESS_ROLES } from './netbox-choices.ts';
 import { checkDevice, checkInterface, deviceComputed } from './device-rules.ts';
 import { cabledFilters, cabledObject } from './cabling.ts';
 import { countFilter, deviceMacFilter, hasChildrenFilter, localContextFilter } from './count-filters.ts';
@@ -525,6 +526,49 @@ export const device: ModelDef = {
   setNull: [{ model: 'devicebay', column: 'installed_device_id' }],
 };
 
+/** NetBox's WWNField: 8 octets (EUI-64) in any common notation, stored as uppercase colon-separated hex. */
+function normaliseWwn(input: string): string | undefined {
+  const s = input.trim();
+  if (!/^(?:[0-9a-fA-F]{2}([:-]?)){7}[0-9a-fA-F]{2}$/.test(s) && !/^[0-9a-fA-F]{4}\.[0-9a-fA-F]{4}\.[0-9a-fA-F]{4}\.[0-9a-fA-F]{4}$/.test(s)) return undefined;
+  const hex = s.replace(/[:\-.]/g, '');
+  return hex.length === 16 ? hex.toUpperCase().match(/../g)!.join(':') : undefined;
+}
+
+const VIRTUAL_IFACE_TYPES = new Set(['virtual', 'lag', 'bridge']);
+const WIRELESS_IFACE_TYPES = new Set(['ieee802.11a', 'ieee802.11g', 'ieee802.11n', 'ieee802.11ac', 'ieee802.11ad', 'ieee802.11ax', 'ieee802.11ay', 'ieee802.11be', 'ieee802.15.1', 'ieee802.15.4', 'other-wireless', 'gsm', 'cdma', 'lte', '4g', '5g']);
+/** A channel value's frequency or width (`5g-36-5180-20`: 5180 MHz, 20 MHz), as NetBox's get_channel_attr(). */
+const channelAttr = (channel: string, attr: 'frequency' | 'width') => Number(channel.split('-')[attr === 'frequency' ? 2 : 3]);
+
+/** Interface.clean()'s PoE and wireless rules (physical interfaces only; radio settings on wireless ones; a channel fixes frequency and width). */
+function cleanInterfaceRadio(values: Row, existing: Row | null, errors: Record<string, string[]>): void {
+  const at = (c: string) => (c in values ? values[c] : existing?.[c]);
+  const type = String(at('type') ?? '');
+  const wireless = WIRELESS_IFACE_TYPES.has(type);
+  const one = (field: string, message: string) => void (errors[field] ??= []).push(message);
+  if (at('poe_mode') && VIRTUAL_IFACE_TYPES.has(type)) return one('poe_mode', 'Virtual interfaces cannot have a PoE mode.');
+  if (at('poe_type') && VIRTUAL_IFACE_TYPES.has(type)) return one('poe_type', 'Virtual interfaces cannot have a PoE type.');
+  if (at('poe_type') && !at('poe_mode')) return one('poe_type', 'Must specify PoE mode when designating a PoE type.');
+  if (at('rf_role') && !wireless) return one('rf_role', 'Wireless role may be set only on wireless interfaces.');
+  const channel = at('rf_channel') ? String(at('rf_channel')) : '';
+  if (channel && !wireless) return one('rf_channel', 'Channel may be set only on wireless interfaces.');
+  // A changed channel recomputes the frequency and width unless they are given with it (Interface.save()).
+  const given = (c: string) => (c in values ? values[c] : 'rf_channel' in values && existing && values.rf_channel !== existing.rf_channel ? null : existing?.[c]);
+  const freq = given('rf_channel_frequency');
+  if (freq !== null && freq !== undefined && Number(freq) !== 0) {
+    if (!wireless) return one('rf_channel_frequency', 'Channel frequency may be set only on wireless interfaces.');
+    if (channel && Number(freq) !== channelAttr(channel, 'frequency')) return one('rf_channel_frequency', 'Cannot specify custom frequency with channel selected.');
+  }
+  const width = given('rf_channel_width');
+  if (width !== null && width !== undefined && Number(width) !== 0) {
+    if (!wireless) return one('rf_channel_width', 'Channel width may be set only on wireless interfaces.');
+    if (channel && Number(width) !== channelAttr(channel, 'width')) return one('rf_channel_width', 'Cannot specify custom width with channel selected.');
+  }
+  if (channel) {
+    if (!freq || Number(freq) === 0) values.rf_channel_frequency = channelAttr(channel, 'frequency');
+    if (!width || Number(width) === 0) values.rf_channel_width = channelAttr(channel, 'width');
+  }
+}
+
 export const iface: ModelDef = {
   key: 'interface',
   naturalName: true,
@@ -536,6 +580,7 @@ export const iface: ModelDef = {
   title: 'Interface',
   fields: [
     { name: 'device', column: 'device_id', kind: 'fk', fk: 'device', required: true },
+    ref('module', 'module'),
     name(64),
     { name: 'type', column: 'type', kind: 'choice', choices: INTERFACE_TYPES, required: true, filter: true },
     { name: 'enabled', column: 'enabled', kind: 'boolean', default: true, filter: true },
@@ -544,13 +589,38 @@ export const iface: ModelDef = {
     { name: 'label', column: 'label', kind: 'char', blank: true, maxLength: 64, default: '', filter: true },
     { name: 'mgmt_only', column: 'mgmt_only', kind: 'boolean', default: false, filter: true, label: 'Management only' },
     ref('parent', 'interface', { label: 'Parent interface' }),
+    ref('bridge', 'interface', { label: 'Bridge interface' }),
     ref('lag', 'interface', { label: 'Parent LAG' }),
     { name: 'speed', column: 'speed', kind: 'integer', nullable: true, default: null, min: 0, max: 2147483647, filter: true },
     { name: 'duplex', column: 'duplex', kind: 'choice', choices: INTERFACE_DUPLEX, nullable: true, default: null, filter: true },
+    {
+      name: 'wwn',
+      column: 'wwn',
+      kind: 'char',
+      nullable: true,
+      default: null,
+      maxLength: 23,
+      filter: true,
+      label: 'WWN',
+      parse: (v) => {
+        if (typeof v !== 'string') return fail('Not a valid string.');
+        if (v.trim() === '') return null;
+        return normaliseWwn(v) ?? fail(`Invalid WWN format: ${v.slice(0, 100)}`);
+      },
+      filterNormalise: (s) => normaliseWwn(s) ?? s,
+    },
     { name: 'mark_connected', column: 'mark_connected', kind: 'boolean', default: false, filter: true },
     { name: 'mode', column: 'mode', kind: 'choice', choices: INTERFACE_MODE, nullable: true, default: null, filter: true, label: '802.1Q Mode' },
+    { name: 'rf_role', column: 'rf_role', kind: 'choice', choices: WIRELESS_ROLES, nullable: true, blank: true, default: null, filter: true, label: 'Wireless role' },
+    { name: 'rf_channel', column: 'rf_channel', kind: 'choice', choices: WIRELESS_CHANNELS, nullable: true, blank: true, default: null, filter: true, label: 'Wireless channel' },
+    { name: 'poe_mode', column: 'poe_mode', kind: 'choice', choices: INTERFACE_POE_MODES, nullable: true, blank: true, default: null, filter: true, label: 'PoE mode' },
+    { name: 'poe_type', column: 'poe_type', kind: 'choice', choices: INTERFACE_POE_TYPES, nullable: true, blank: true, default: null, filter: true, label: 'PoE type' },
+    { name: 'rf_channel_frequency', column: 'rf_channel_frequency', kind: 'decimal', nullable: true, default: null, min: -99999.99, max: 99999.99, places: 2, filter: true, label: 'Channel frequency (MHz)' },
+    { name: 'rf_channel_width', column: 'rf_channel_width', kind: 'decimal', nullable: true, default: null, min: -9999.999, max: 9999.999, places: 3, filter: true, label: 'Channel width (MHz)' },
+    { name: 'tx_power', column: 'tx_power', kind: 'integer', nullable: true, default: null, min: 0, max: 127, filter: true, label: 'Transmit power (dBm)' },
     ref('untagged_vlan', 'vlan', { label: 'Untagged VLAN' }),
     { name: 'tagged_vlans', column: '', kind: 'm2m', fk: 'vlan', default: undefined, through: { table: 'dcim_interface_tagged_vlans', column: 'interface_id', target: 'vlan_id' }, label: 'Tagged VLANs' },
+    ref('vrf', 'vrf', { label: 'VRF' }),
     description,
   ],
   uniqueTogether: [['device', 'name']],
@@ -569,7 +639,11 @@ export const iface: ModelDef = {
     ...siteTreeFilters('device_id', [{ table: 'dcim_device', column: 'site_id' }]),
     ...treeFilters('location', 'location', 'device_id', [{ table: 'dcim_device', column: 'location_id' }]),
     { name: 'parent_id', kind: 'fk_id', column: 'parent_id', model: 'interface' },
+    { name: 'bridge_id', kind: 'fk_id', column: 'bridge_id', model: 'interface' },
     { name: 'lag_id', kind: 'fk_id', column: 'lag_id', model: 'interface' },
+    { name: 'module_id', kind: 'fk_id', column: 'module_id', model: 'module' },
+    { name: 'vrf_id', kind: 'fk_id', column: 'vrf_id', model: 'vrf' },
+    { name: 'vrf', kind: 'fk_slug', column: 'vrf_id', model: 'vrf', attribute: 'rd' },
     ...refFilters('device_type', 'devicetype', 'model', 'device_id').map((f) => ({ ...f, through: [{ table: 'dcim_device', column: 'device_type_id' }] })),
     ...refFilters('device_role', 'devicerole', 'slug', 'device_id').map((f) => ({ ...f, through: [{ table: 'dcim_device', column: 'role_id' }] })),
     ...refFilters('rack', 'rack', 'name', 'device_id').map((f) => ({ ...f, through: [{ table: 'dcim_device', column: 'rack_id' }] })),
@@ -583,12 +657,13 @@ export const iface: ModelDef = {
     { name: 'vlan_id', kind: 'custom' },
     { name: 'vlan', kind: 'custom' },
   ],
+  clean: cleanInterfaceRadio,
   check: checkInterface,
-  unmodelled: { module: null, vdcs: [], bridge: null, wwn: null, vrf: null, qinq_svlan: null, vlan_translation_policy: null, wireless_link: null, wireless_lans: [], poe_mode: null, poe_type: null, rf_role: null, rf_channel: null, tx_power: null },
+  unmodelled: { vdcs: [], qinq_svlan: null, vlan_translation_policy: null, wireless_link: null, wireless_lans: [] },
   counts: { count_ipaddresses: { model: 'ipaddress', column: 'assigned_object_id', typeColumn: 'assigned_object_type' }, count_fhrp_groups: null },
   cascade: [
     { model: 'ipaddress', column: 'assigned_object_id', typeColumn: 'assigned_object_type' },
     { model: 'virtualcircuittermination', column: 'interface_id' },
   ],
-  setNull: [{ model: 'interface', column: 'parent_id' }, { model: 'interface', column: 'lag_id' }],
+  setNull: [{ model: 'interface', column: 'parent_id' }, { model: 'interface', column: 'lag_id' }, { model: 'interface', column: 'bridge_id' }],
 };

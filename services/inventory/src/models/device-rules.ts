@@ -119,6 +119,21 @@ export async function checkInterface(ctx: ReadCtx, values: Row, existing: Row | 
     const p = await other(parent);
     if (p && Number(p.device_id) !== Number(device)) return one(errors, 'parent', `The selected parent interface (${p.name}) belongs to a different device (${await nameOf(ctx, 'dcim_device', Number(p.device_id))}).`);
   }
+  const bridge = pick(values, existing, 'bridge_id');
+  if (bridge !== null) {
+    if (bridge === self) return one(errors, 'bridge', 'An interface cannot be bridged to itself.');
+    const b = await other(bridge);
+    if (b && Number(b.device_id) !== Number(device)) {
+      // A bridge may span the members of one virtual chassis (NetBox's Interface.clean()).
+      const vcOf = async (id: number) => (await ctx.db.selectFrom('dcim_device').select('virtual_chassis_id').where('id', '=', id).executeTakeFirst())?.virtual_chassis_id ?? null;
+      const vc = await vcOf(Number(device));
+      const bridgeDevice = await nameOf(ctx, 'dcim_device', Number(b.device_id));
+      if (vc === null) return one(errors, 'bridge', `The selected bridge interface (${b.name}) belongs to a different device (${bridgeDevice}).`);
+      if (Number(await vcOf(Number(b.device_id))) !== Number(vc)) {
+        return one(errors, 'bridge', `The selected bridge interface (${b.name}) belongs to ${bridgeDevice}, which is not part of virtual chassis ${await nameOf(ctx, 'dcim_virtualchassis', Number(vc))}.`);
+      }
+    }
+  }
   const lag = pick(values, existing, 'lag_id');
   if (lag !== null) {
     if (lag === self) return one(errors, 'lag', 'A LAG interface cannot be its own parent.');

@@ -524,7 +524,7 @@ function fieldFilters(ctx: ReadCtx, m: ModelDef, f: FieldDef, q: Query, errors: 
       return;
     }
     default:
-      return stringFilters(m.table, f.column, name, q, conds, undefined, ctx, errors);
+      return stringFilters(m.table, f.column, name, q, conds, f.filterNormalise, ctx, errors);
   }
 }
 

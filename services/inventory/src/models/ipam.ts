@@ -150,7 +150,7 @@ export const vrf: ModelDef = {
   display: (r) => (r.rd ? `${r.name} (${r.rd})` : r.name),
   extraFilters: tenancyFilters,
   unmodelled: { import_targets: [], export_targets: [] },
-  setNull: [{ model: 'vminterface', column: 'vrf_id' }],
+  setNull: [{ model: 'vminterface', column: 'vrf_id' }, { model: 'interface', column: 'vrf_id' }],
   counts: { ipaddress_count: { model: 'ipaddress', column: 'vrf_id' }, prefix_count: { model: 'prefix', column: 'vrf_id' } },
   protectedBy: [
     { model: 'prefix', column: 'vrf_id' },

@@ -217,8 +217,7 @@ export const moduleBay: ModelDef = {
   verboseName: 'module bay',
   title: 'ModuleBay',
   naturalName: true,
-  fields: [{ name: 'device', column: 'device_id', kind: 'fk', fk: 'device', required: true }, nameField(64), char('label', 64), char('position', 30), descriptionField],
-  unmodelled: { module: null },
+  fields: [{ name: 'device', column: 'device_id', kind: 'fk', fk: 'device', required: true }, ref('module', 'module'), nameField(64), char('label', 64), char('position', 30), descriptionField],
   uniqueTogether: [['device', 'name']],
   ordering: ['device', 'name'],
   search: ['name', 'label', 'description'],
@@ -233,6 +232,7 @@ export const moduleBay: ModelDef = {
   extraFilters: [
     ...deviceComponentFilters,
     { name: 'installed_module_id', kind: 'fk_id', column: 'installed_module_id', model: 'module' },
+    { name: 'module_id', kind: 'fk_id', column: 'module_id', model: 'module' },
     { name: 'device_status', kind: 'custom' },
   ],
   protectedBy: [{ model: 'module', column: 'module_bay_id' }],
@@ -276,6 +276,8 @@ export const module: ModelDef = {
   beforeDelete: async (w, row) => {
     await w.trx.updateTable('dcim_modulebay').set({ installed_module_id: null }).where('id', '=', row.module_bay_id).execute();
   },
+  // A module's components go with it (ModularComponentModel.module: CASCADE).
+  cascade: ['interface', 'consoleport', 'consoleserverport', 'powerport', 'poweroutlet', 'frontport', 'rearport', 'modulebay'].map((model) => ({ model, column: 'module_id' })),
   extraFilters: [
     { name: 'device_id', kind: 'fk_id', column: 'device_id', model: 'device' },
     { name: 'device', kind: 'fk_slug', column: 'device_id', model: 'device', attribute: 'name' },

@@ -39,6 +39,8 @@ export interface FieldDef {
   label?: string;
   /** Validates and converts a non-null input value instead of the kind's own rule (throws FieldProblem via `fail`). */
   parse?: (v: unknown) => unknown;
+  /** How a filter value is brought to the stored form before it is compared (a WWN in any notation). */
+  filterNormalise?: (s: string) => string;
   /** kind 'm2m': the link table, its column for this object and for the referenced one. */
   through?: { table: string; column: string; target: string };
   /** kind 'm2m': a string item names the referenced object by this attribute (NetBox's SlugRelatedField). */

@@ -77,6 +77,49 @@ forEachStorage('inventory API: NetBox 4.3 fields behind its filter names', (stor
     assert.deepEqual((await h.patch(`/api/dcim/device-roles/${b.role.id}/`, { parent: grandchild.id })).body, { parent: ['Cannot assign self or child as parent.'] });
   });
 
+  it('interfaces\' module, bridge, VRF, WWN, PoE and wireless fields; components\' module', async () => {
+    const h = api.http;
+    const b = await seedBasics(api, 'if');
+    const dev = (await h.post('/api/dcim/devices/', { name: 'ap1', site: b.site.id, device_type: b.type.id, role: b.role.id })).body;
+    const mt = (await h.post('/api/dcim/module-types/', { manufacturer: b.mfr.id, model: 'LC' })).body;
+    const bay = (await h.post('/api/dcim/module-bays/', { device: dev.id, name: 'slot1' })).body;
+    const mod = (await h.post('/api/dcim/modules/', { device: dev.id, module_bay: bay.id, module_type: mt.id })).body;
+    const vrf = (await h.post('/api/ipam/vrfs/', { name: 'blue', rd: '65000:9' })).body;
+    const br = (await h.post('/api/dcim/interfaces/', { device: dev.id, name: 'br0', type: 'bridge' })).body;
+    const radio = await h.post('/api/dcim/interfaces/', { device: dev.id, name: 'wlan0', type: 'ieee802.11ax', rf_role: 'ap', rf_channel: '5g-36-5180-20', tx_power: 20, bridge: br.id, vrf: vrf.id, module: mod.id });
+    assert.equal(radio.status, 201, radio.text);
+    assert.deepEqual([radio.body.rf_role.value, radio.body.rf_channel.label, radio.body.rf_channel_frequency, radio.body.rf_channel_width, radio.body.tx_power, radio.body.bridge.id, radio.body.vrf.id, radio.body.module.id], ['ap', '36 (5180/20 MHz)', 5180, 20, 20, br.id, vrf.id, mod.id]);
+    const eth = await h.post('/api/dcim/interfaces/', { device: dev.id, name: 'eth0', type: '1000base-t', poe_mode: 'pse', poe_type: 'type2-ieee802.3at', wwn: '50-00-00-00-00-00-00-0a' });
+    assert.equal(eth.status, 201, eth.text);
+    assert.equal(eth.body.wwn, '50:00:00:00:00:00:00:0A');
+    const bad: Array<[object, object]> = [
+      [{ name: 'x', type: '1000base-t', rf_role: 'ap' }, { rf_role: ['Wireless role may be set only on wireless interfaces.'] }],
+      [{ name: 'x', type: 'virtual', poe_mode: 'pd' }, { poe_mode: ['Virtual interfaces cannot have a PoE mode.'] }],
+      [{ name: 'x', type: '1000base-t', poe_type: 'type1-ieee802.3af' }, { poe_type: ['Must specify PoE mode when designating a PoE type.'] }],
+      [{ name: 'x', type: 'ieee802.11ax', rf_channel: '5g-36-5180-20', rf_channel_frequency: 5000 }, { rf_channel_frequency: ['Cannot specify custom frequency with channel selected.'] }],
+      [{ name: 'x', type: '1000base-t', wwn: 'nope' }, { wwn: ['Invalid WWN format: nope'] }],
+      [{ name: 'x', type: '1000base-t', tx_power: 128 }, { tx_power: ['Ensure this value is less than or equal to 127.'] }],
+    ];
+    for (const [body, errors] of bad) assert.deepEqual((await h.post('/api/dcim/interfaces/', { device: dev.id, ...body })).body, errors, JSON.stringify(body));
+    const list = (q: string) => h.get(`/api/dcim/interfaces/?device_id=${dev.id}&${q}`).then((r) => r.body.results.map((o: any) => o.name));
+    assert.deepEqual(await list('rf_role=ap'), ['wlan0']);
+    assert.deepEqual(await list('rf_channel=5g-36-5180-20&rf_channel_frequency=5180&rf_channel_width__gte=20&tx_power__lt=21'), ['wlan0']);
+    assert.deepEqual(await list('poe_mode=pse&poe_type=type2-ieee802.3at'), ['eth0']);
+    assert.deepEqual(await list('wwn=50:00:00:00:00:00:00:0a'), ['eth0']);
+    assert.deepEqual(await list(`bridge_id=${br.id}`), ['wlan0']);
+    assert.deepEqual(await list('bridge_id=null'), ['br0', 'eth0']);
+    assert.deepEqual(await list(`vrf=65000:9`), ['wlan0']);
+    assert.deepEqual(await list(`vrf_id=null`), ['br0', 'eth0']);
+    assert.deepEqual(await list(`module_id=${mod.id}`), ['wlan0']);
+    assert.deepEqual(await list('tx_power__n=20'), ['br0', 'eth0']);
+    const cp = (await h.post('/api/dcim/console-ports/', { device: dev.id, name: 'con', module: mod.id })).body;
+    assert.deepEqual((await h.get(`/api/dcim/console-ports/?module_id=${mod.id}`)).body.results.map((o: any) => o.id), [cp.id]);
+    // Deleting the module deletes its components (CASCADE); the bridge is cleared from the interfaces on it (SET_NULL).
+    assert.equal((await h.delete(`/api/dcim/modules/${mod.id}/`)).status, 204);
+    assert.deepEqual(await list(''), ['br0', 'eth0']);
+    assert.equal((await h.get(`/api/dcim/console-ports/${cp.id}/`)).status, 404);
+  });
+
   it('prefix and VLAN roles, prefixes by VLAN group, Q-in-Q VLANs', async () => {
     const h = api.http;
     const role = (await h.post('/api/ipam/roles/', { name: 'Mgmt', slug: 'mgmt' })).body;
