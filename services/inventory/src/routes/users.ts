@@ -12,11 +12,12 @@ import { objectId } from '../api/params.ts';
 import type { InventoryDeps } from '../deps.ts';
 import type { Errors } from '../models/validate.ts';
 import { pyType } from '../models/values.ts';
+import { loadPermissions } from './users-permissions.ts';
 
 type Row = Record<string, any>;
 const USERNAME = /^[\w.@+-]+$/;
 
-function userRepr(deps: InventoryDeps, base: string, u: Row) {
+function userRepr(deps: InventoryDeps, base: string, u: Row, permissions: unknown[] = []) {
   const d = deps.storage.dialect;
   const superuser = d.readBool(u.is_superuser);
   return {
@@ -35,7 +36,7 @@ function userRepr(deps: InventoryDeps, base: string, u: Row) {
     date_joined: d.readTimestamp(u.date_joined),
     last_login: u.last_login ? d.readTimestamp(u.last_login) : null,
     groups: [],
-    permissions: [],
+    permissions,
   };
 }
 
@@ -84,6 +85,19 @@ function dictBody(body: unknown): Record<string, unknown> {
   const b = body ?? {};
   if (typeof b !== 'object' || Array.isArray(b)) throw validationError({ non_field_errors: [`Invalid data. Expected a dictionary, but got ${pyType(b)}.`] });
   return b as Record<string, unknown>;
+}
+
+/** The object permissions assigned to each user, brief (NetBox's user `permissions`). */
+async function permissionsOfUsers(deps: InventoryDeps, base: string, userIds: number[]): Promise<Map<number, unknown[]>> {
+  const out = new Map<number, unknown[]>(userIds.map((id) => [id, []]));
+  if (!userIds.length) return out;
+  const links = await deps.storage.db.selectFrom('users_objectpermission_users').select(['user_id', 'objectpermission_id']).where('user_id', 'in', userIds).execute();
+  const perms = new Map((await loadPermissions(deps, base, [...new Set(links.map((l) => Number(l.objectpermission_id)))], true)).map((p) => [p.id as number, p]));
+  for (const l of links) {
+    const p = perms.get(Number(l.objectpermission_id));
+    if (p) out.get(Number(l.user_id))?.push(p);
+  }
+  return out;
 }
 
 /** `/api/users/users/` and `/api/users/tokens/`: administrators manage accounts and API tokens. */
@@ -150,13 +164,14 @@ export async function userRoutes(app: FastifyInstance, deps: InventoryDeps): Pro
     if (typeof q.username === 'string') qb = qb.where('username', '=', q.username);
     const n = await qb.select(sql<number>`count(*)`.as('n')).executeTakeFirst();
     const rows = await qb.selectAll().orderBy('username').limit(page.limit).offset(page.offset).execute();
-    return paginated(req, page, Number(n?.n ?? 0), rows.map((u) => userRepr(deps, base(req), u)));
+    const perms = await permissionsOfUsers(deps, base(req), rows.map((u) => Number(u.id)));
+    return paginated(req, page, Number(n?.n ?? 0), rows.map((u) => userRepr(deps, base(req), u, perms.get(Number(u.id)))));
   });
 
   app.get('/api/users/users/:id/', { preHandler: requireAdmin, schema: { tags, summary: 'Get a user', params: Type.Object({ id: Type.Integer() }) } }, async (req) => {
     const u = await db.selectFrom('users_user').selectAll().where('id', '=', objectId(req.params)).executeTakeFirst();
     if (!u) throw notFound();
-    return userRepr(deps, base(req), u);
+    return userRepr(deps, base(req), u, (await permissionsOfUsers(deps, base(req), [Number(u.id)])).get(Number(u.id)));
   });
 
   app.post('/api/users/users/', { preHandler: requireAdmin, schema: { tags, summary: 'Create a user', body: userBody } }, async (req, reply) => {
@@ -186,7 +201,7 @@ export async function userRoutes(app: FastifyInstance, deps: InventoryDeps): Pro
         if (!existing) throw notFound();
         const values = await validateUser(dictBody(req.body), existing, method === 'PATCH');
         if (Object.keys(values).length) await db.updateTable('users_user').set(values).where('id', '=', id).execute();
-        return userRepr(deps, base(req), (await db.selectFrom('users_user').selectAll().where('id', '=', id).executeTakeFirst())!);
+        return userRepr(deps, base(req), (await db.selectFrom('users_user').selectAll().where('id', '=', id).executeTakeFirst())!, (await permissionsOfUsers(deps, base(req), [id])).get(id));
       },
     });
   }

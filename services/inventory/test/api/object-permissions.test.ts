@@ -62,6 +62,9 @@ forEachStorage('inventory object permissions', (storage) => {
     assert.deepEqual(r.body, { name: ['This field is required.'], object_types: ['This field is required.'], actions: ['This field is required.'] });
     // Only superusers manage them.
     assert.deepEqual([(await api.as(users.legacy!.key).get('/api/users/permissions/')).status], [403]);
+    // A user's `permissions`: the assigned ones, brief.
+    r = await api.http.get(`/api/users/users/${users.sites!.id}/`);
+    assert.deepEqual(r.body.permissions.map((x: any) => [x.id, x.name, x.actions]), [[p.id, 'Site editors', ['view', 'add', 'change']]]);
     r = await api.http.patch(`/api/users/permissions/${p.id}/`, { description: 'Sites team' });
     assert.equal(r.body.description, 'Sites team');
     assert.equal(r.body.users.length, 2);
