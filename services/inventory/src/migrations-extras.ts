@@ -134,4 +134,22 @@ export const extrasMigrations: Migration[] = [
       ]);
     },
   },
+  {
+    // Issue 24: NetBox 4.2+ scopes of prefixes, VLAN groups and clusters (clusters with CachedScopeMixin's cached
+    // region/site group/site/location); VLAN groups' tenant.
+    name: '018_scopes',
+    async up(db) {
+      const scope = (t: string) => [`alter table ${t} add column scope_type varchar(100)`, `alter table ${t} add column scope_id bigint`, `create index ${t}_scope on ${t} (scope_type, scope_id)`];
+      await exec(db, [
+        ...scope('ipam_prefix'),
+        ...scope('ipam_vlangroup'),
+        ...scope('virtualization_cluster'),
+        `alter table ipam_vlangroup add column tenant_id bigint references tenancy_tenant(id)`,
+        `alter table virtualization_cluster add column _region_id bigint references dcim_region(id)`,
+        `alter table virtualization_cluster add column _site_group_id bigint references dcim_sitegroup(id)`,
+        `alter table virtualization_cluster add column _site_id bigint references dcim_site(id)`,
+        `alter table virtualization_cluster add column _location_id bigint references dcim_location(id)`,
+      ]);
+    },
+  },
 ];

@@ -3,6 +3,7 @@ import { fail } from './field-problem.ts';
 import { DEVICE_AIRFLOW, DEVICE_FACE, SUBDEVICE_ROLE, DEVICE_STATUS, INTERFACE_DUPLEX, INTERFACE_MODE, INTERFACE_TYPES, LOCATION_STATUS, RACK_AIRFLOW, RACK_FORM_FACTOR, RACK_DIMENSION_UNIT, RACK_STATUS, RACK_WIDTH, SITE_STATUS, WEIGHT_UNIT } from './choices.ts';
 import { commentsField, descriptionField, nameField, nestedGroup, ref, refFilters, siteTreeFilters, slugField, tenancyFilters, treeFilters } from './tenancy.ts';
 import type { FieldDef, ModelDef, Refs, Row } from './types.ts';
+import { refreshCachedScopes } from './scopes.ts';
 import { INTERFACE_POE_MODES, INTERFACE_POE_TYPES, WIRELESS_CHANNELS, WIRELESS_ROLES } from './netbox-choices.ts';
 import { checkDevice, checkInterface, deviceComputed } from './device-rules.ts';
 import { cabledFilters, cabledObject } from './cabling.ts';
@@ -77,9 +78,13 @@ export const site: ModelDef = {
   taggable: true,
   display: (r) => r.name,
   extraFilters: [...treeFilters('region', 'region', 'region_id'), ...treeFilters('group', 'sitegroup', 'group_id'), ...tenancyFilters],
-  protectedBy: [{ model: 'device', column: 'site_id' }, { model: 'rack', column: 'site_id' }, { model: 'location', column: 'site_id' }, { model: 'virtualmachine', column: 'site_id' }, { model: 'powerpanel', column: 'site_id' }],
+  protectedBy: [{ model: 'device', column: 'site_id' }, { model: 'rack', column: 'site_id' }, { model: 'location', column: 'site_id' }, { model: 'virtualmachine', column: 'site_id' }, { model: 'powerpanel', column: 'site_id' }, { model: 'cluster', column: '_site_id' }],
   setNull: [{ model: 'prefix', column: 'site_id' }, { model: 'vlan', column: 'site_id' }],
   unmodelled: { asns: [] },
+  // Clusters scoped to the site (or a location of it) keep its region and group.
+  afterSave: async (w, id, row, existing) => {
+    if (existing && (existing.region_id !== row.region_id || existing.group_id !== row.group_id)) await refreshCachedScopes(w.trx, ['virtualization_cluster'], { site: id });
+  },
   counts: {
     circuit_count: null,
     device_count: { model: 'device', column: 'site_id' },
@@ -93,11 +98,13 @@ export const site: ModelDef = {
 export const region = nestedGroup('region', 'dcim', 'regions', 'dcim_region', 'Region', 'region', {
   counts: { site_count: { model: 'site', column: 'region_id' }, prefix_count: null },
   setNull: [{ model: 'site', column: 'region_id' }],
+  protectedBy: [{ model: 'cluster', column: '_region_id' }],
 });
 
 export const siteGroup = nestedGroup('sitegroup', 'dcim', 'site-groups', 'dcim_sitegroup', 'SiteGroup', 'site group', {
   counts: { site_count: { model: 'site', column: 'group_id' }, prefix_count: null },
   setNull: [{ model: 'site', column: 'group_id' }],
+  protectedBy: [{ model: 'cluster', column: '_site_group_id' }],
 });
 
 export const location: ModelDef = {
@@ -130,6 +137,10 @@ export const location: ModelDef = {
   display: (r) => r.name,
   extraFilters: [...refFilters('site', 'site'), ...siteTreeFilters(), ...refFilters('parent', 'location'), ...treeFilters('ancestor', 'location', 'parent_id'), ...tenancyFilters],
   cascade: [{ model: 'location', column: 'parent_id' }],
+  protectedBy: [{ model: 'cluster', column: '_location_id' }],
+  afterSave: async (w, id, row, existing) => {
+    if (existing && existing.site_id !== row.site_id) await refreshCachedScopes(w.trx, ['virtualization_cluster'], { location: id });
+  },
   setNull: [{ model: 'rack', column: 'location_id' }, { model: 'device', column: 'location_id' }, { model: 'powerpanel', column: 'location_id' }],
   counts: { rack_count: { model: 'rack', column: 'location_id' }, device_count: { model: 'device', column: 'location_id' }, prefix_count: null },
   unmodelled: { _depth: 0 },

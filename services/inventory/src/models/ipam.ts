@@ -6,6 +6,7 @@ import { parseVidRanges, rangesToString, totalVids, vidRangesField } from './vid
 import type { ModelDef } from './types.ts';
 import type { ReadCtx } from './read.ts';
 import { ipServiceFilter } from './count-filters.ts';
+import { checkScope, LOCATION_SCOPE_TYPES, SCOPE_REF, scopeFields, VLANGROUP_SCOPE_TYPES, vlanGroupScopeFilters } from './scopes.ts';
 
 /** Roles whose addresses may repeat under ENFORCE_GLOBAL_UNIQUE (NetBox's IPADDRESS_ROLES_NONUNIQUE). */
 const NONUNIQUE_ROLES = new Set(['anycast', 'vip', 'vrrp', 'hsrp', 'glbp', 'carp']);
@@ -188,6 +189,7 @@ export const prefix: ModelDef = {
   fields: [
     { name: 'prefix', column: 'prefix', kind: 'prefix', required: true, filter: true },
     ref('vrf', 'vrf', { label: 'VRF' }),
+    ...scopeFields(LOCATION_SCOPE_TYPES),
     ref('site', 'site'),
     ref('tenant', 'tenant'),
     ref('vlan', 'vlan', { label: 'VLAN' }),
@@ -227,9 +229,11 @@ export const prefix: ModelDef = {
     // NetBox's vlan__group: the group of the prefix's VLAN.
     ...refFilters('vlan_group', 'vlangroup', 'slug', 'vlan_id').map((f) => ({ ...f, through: [{ table: 'ipam_vlan', column: 'group_id' }] })),
     ...refFilters('role', 'role'),
+    { name: 'scope_type', kind: 'custom', where: async (_ctx, vals) => sql`ipam_prefix.scope_type in (${sql.join(vals.map((v) => v.trim().toLowerCase()))})` },
     ...tenancyFilters,
   ],
-  unmodelled: { scope_type: null, scope_id: null, scope: null },
+  scopeRef: SCOPE_REF,
+  check: (ctx, values, existing, errors) => checkScope(ctx, values, existing, errors, false),
   counts: { children: null, _depth: null },
   countsCustom: { children: (ctx, ids) => prefixRelativeCounts(ctx, ids, 'children'), _depth: (ctx, ids) => prefixRelativeCounts(ctx, ids, 'parents') },
   represent(row, out) {
@@ -247,15 +251,16 @@ export const vlanGroup: ModelDef = {
   objectType: 'ipam.vlangroup',
   verboseName: 'VLAN group',
   title: 'VLANGroup',
-  fields: [nameField(100, { unique: true }), slugField({ unique: true }), vidRangesField, descriptionField, commentsField],
+  fields: [nameField(100, { unique: true }), slugField({ unique: true }), ...scopeFields(VLANGROUP_SCOPE_TYPES), vidRangesField, ref('tenant', 'tenant'), descriptionField, commentsField],
   ordering: ['name'],
   search: ['name', 'slug', 'description'],
   brief: ['name', 'slug', 'description', 'vlan_count'],
   taggable: true,
   display: (r) => r.name,
-  unmodelled: { scope_type: null, scope_id: null, scope: null, tenant: null },
+  scopeRef: SCOPE_REF,
+  check: (ctx, values, existing, errors) => checkScope(ctx, values, existing, errors, false),
   counts: { vlan_count: { model: 'vlan', column: 'group_id' } },
-  extraFilters: [{ name: 'contains_vid', kind: 'custom' }],
+  extraFilters: [{ name: 'contains_vid', kind: 'custom' }, ...vlanGroupScopeFilters('ipam_vlangroup'), ...tenancyFilters],
   // NetBox's annotate_utilization: VLANs per VID of the ranges, in percent with two decimals.
   represent(row, out) {
     const total = totalVids(parseVidRanges(row.vid_ranges));

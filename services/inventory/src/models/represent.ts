@@ -218,6 +218,7 @@ export async function represent(ctx: ReadCtx, m: ModelDef, rows: Row[], brief = 
   });
   if (m.enrich) await m.enrich(ctx, rows, outs);
   if (m.genericRef) await enrichGeneric(ctx, m.genericRef, modelForObjectType, loadBriefs, rows, outs);
+  if (m.scopeRef) await enrichGeneric(ctx, m.scopeRef, modelForObjectType, loadBriefs, rows, outs);
   // Devices and VMs: config contexts merged under the local context data (`config_context`).
   if (m.fields.some((f) => f.name === 'local_context_data')) await applyConfigContexts(ctx, m, rows, outs);
   return outs;

@@ -156,6 +156,8 @@ export interface ModelDef {
   beforeDelete?: (w: WriteContext, row: Row) => Promise<void>;
   /** A NetBox generic foreign key to any object of the allowed types: checked on write, its brief in the representation. */
   genericRef?: GenericRef;
+  /** NetBox's scope (`scope_type` + `scope_id`, nullable): its brief as `scope` in the representation (see models/scopes.ts). */
+  scopeRef?: GenericRef;
 }
 
 /** A generic foreign key's columns, API name and NetBox's rules (see models/generic-object.ts). */

@@ -1,5 +1,6 @@
 import { CLUSTER_STATUS, INTERFACE_MODE, VIRTUAL_MACHINE_STATUS } from './choices.ts';
 import { commentsField, descriptionField, nameField, ref, refFilters, siteTreeFilters, slugField, tenancyFilters } from './tenancy.ts';
+import { checkScope, LOCATION_SCOPE_TYPES, SCOPE_REF, scopedFilters, scopeFields } from './scopes.ts';
 import type { FieldDef, ModelDef } from './types.ts';
 import { countFilter, localContextFilter } from './count-filters.ts';
 import { checkVirtualMachine, checkVMInterface } from './vm-rules.ts';
@@ -42,18 +43,19 @@ export const cluster: ModelDef = {
     ref('group', 'clustergroup'),
     { name: 'status', column: 'status', kind: 'choice', choices: CLUSTER_STATUS, default: 'active', filter: true },
     ref('tenant', 'tenant'),
+    ...scopeFields(LOCATION_SCOPE_TYPES),
     descriptionField,
     commentsField,
   ],
-  // Scopes (site, location, region, site group) are not modelled: a cluster is global here.
-  unmodelled: { scope_type: null, scope_id: null, scope: null },
+  scopeRef: SCOPE_REF,
+  check: (ctx, values, existing, errors) => checkScope(ctx, values, existing, errors, true),
   uniqueTogether: [['group', 'name']],
   ordering: ['name'],
   search: ['name', 'description', 'comments'],
   brief: ['name', 'description', 'virtualmachine_count'],
   taggable: true,
   display: (r) => r.name,
-  extraFilters: [...refFilters('type', 'clustertype'), ...refFilters('group', 'clustergroup'), ...tenancyFilters],
+  extraFilters: [...refFilters('type', 'clustertype'), ...refFilters('group', 'clustergroup'), ...scopedFilters('virtualization_cluster'), ...tenancyFilters],
   protectedBy: [{ model: 'virtualmachine', column: 'cluster_id' }],
   setNull: [{ model: 'device', column: 'cluster_id' }],
   counts: {

@@ -120,6 +120,47 @@ forEachStorage('inventory API: NetBox 4.3 fields behind its filter names', (stor
     assert.equal((await h.get(`/api/dcim/console-ports/${cp.id}/`)).status, 404);
   });
 
+  it('scopes of prefixes, VLAN groups and clusters (cached region/site group/site/location of clusters)', async () => {
+    const h = api.http;
+    const region = (await h.post('/api/dcim/regions/', { name: 'Europe', slug: 'europe' })).body;
+    const region2 = (await h.post('/api/dcim/regions/', { name: 'Asia', slug: 'asia' })).body;
+    const site = (await h.post('/api/dcim/sites/', { name: 'Paris', slug: 'paris', region: region.id })).body;
+    const loc = (await h.post('/api/dcim/locations/', { name: 'Hall', slug: 'hall', site: site.id })).body;
+    const ctype = (await h.post('/api/virtualization/cluster-types/', { name: 'VMware', slug: 'vmware' })).body;
+    const c1 = await h.post('/api/virtualization/clusters/', { name: 'c1', type: ctype.id, scope_type: 'dcim.location', scope_id: loc.id });
+    assert.equal(c1.status, 201, c1.text);
+    assert.deepEqual([c1.body.scope_type, c1.body.scope_id, c1.body.scope.slug], ['dcim.location', loc.id, 'hall']);
+    const c2 = (await h.post('/api/virtualization/clusters/', { name: 'c2', type: ctype.id })).body;
+    assert.equal(c2.scope, null);
+    const clusters = (q: string) => h.get(`/api/virtualization/clusters/?type_id=${ctype.id}&${q}`).then(ids);
+    assert.deepEqual(await clusters('region=europe'), [c1.body.id]);
+    assert.deepEqual(await clusters(`site_id=${site.id}`), [c1.body.id]);
+    assert.deepEqual(await clusters('location=hall&scope_type=dcim.location'), [c1.body.id]);
+    assert.deepEqual(await clusters('site_id=null'), [c2.id]);
+    assert.deepEqual(await clusters(`scope_id=${loc.id}`), [c1.body.id]);
+    // The cached region follows the site's region.
+    assert.equal((await h.patch(`/api/dcim/sites/${site.id}/`, { region: region2.id })).status, 200);
+    assert.deepEqual(await clusters('region=asia'), [c1.body.id]);
+    assert.deepEqual(await clusters('region=europe'), []);
+    assert.deepEqual((await h.post('/api/virtualization/clusters/', { name: 'c3', type: ctype.id, scope_type: 'dcim.site' })).body, { scope: ['Please select a site.'] });
+    assert.deepEqual((await h.post('/api/virtualization/clusters/', { name: 'c3', type: ctype.id, scope_type: 'dcim.device', scope_id: 1 })).body, { scope_type: ['Invalid content type: dcim.device'] });
+    assert.deepEqual((await h.post('/api/virtualization/clusters/', { name: 'c3', type: ctype.id, scope_type: 'dcim.site', scope_id: 99999 })).body, { scope_id: ['Related object not found using the provided numeric ID: 99999'] });
+    assert.equal((await h.delete(`/api/dcim/locations/${loc.id}/`)).status, 409);
+    const p = await h.post('/api/ipam/prefixes/', { prefix: '10.99.0.0/24', scope_type: 'dcim.site', scope_id: site.id });
+    assert.equal(p.status, 201, p.text);
+    assert.equal(p.body.scope.slug, 'paris');
+    assert.deepEqual(ids(await h.get(`/api/ipam/prefixes/?scope_id=${site.id}&scope_type=dcim.site`)), [p.body.id]);
+    const tenant = (await h.post('/api/tenancy/tenants/', { name: 'T1', slug: 't1' })).body;
+    const g = await h.post('/api/ipam/vlan-groups/', { name: 'VG', slug: 'vg', scope_type: 'virtualization.cluster', scope_id: c2.id, tenant: tenant.id });
+    assert.equal(g.status, 201, g.text);
+    assert.equal(g.body.scope.name, 'c2');
+    assert.deepEqual(ids(await h.get(`/api/ipam/vlan-groups/?cluster=${c2.id}`)), [g.body.id]);
+    assert.deepEqual(ids(await h.get(`/api/ipam/vlan-groups/?site=${c2.id}`)), []);
+    assert.deepEqual(ids(await h.get('/api/ipam/vlan-groups/?tenant=t1&scope_type=virtualization.cluster')), [g.body.id]);
+    assert.deepEqual((await h.get('/api/ipam/vlan-groups/?rack=x')).body, { rack: ['Enter a number.'] });
+    assert.deepEqual((await h.post('/api/ipam/vlan-groups/', { name: 'VG2', slug: 'vg2', scope_id: 1 })).body, { non_field_errors: ['Cannot set scope_id without scope_type.'] });
+  });
+
   it('prefix and VLAN roles, prefixes by VLAN group, Q-in-Q VLANs', async () => {
     const h = api.http;
     const role = (await h.post('/api/ipam/roles/', { name: 'Mgmt', slug: 'mgmt' })).body;

@@ -40,8 +40,8 @@ forEachStorage('inventory API: virtualization (clusters, virtual machines, VM in
     assert.ok(api_.virtualization.endsWith('/api/virtualization/'));
     const c = ok(await h.get(`/api/virtualization/clusters/${w.cl.id}/`), 200);
     assert.deepEqual(Object.keys(c), [
-      'id', 'url', 'display_url', 'display', 'name', 'type', 'group', 'status', 'tenant', 'description', 'comments',
-      'scope_type', 'scope_id', 'scope', 'tags', 'custom_fields', 'created', 'last_updated',
+      'id', 'url', 'display_url', 'display', 'name', 'type', 'group', 'status', 'tenant', 'scope_type', 'scope_id', 'scope',
+      'description', 'comments', 'tags', 'custom_fields', 'created', 'last_updated',
       'device_count', 'virtualmachine_count', 'allocated_vcpus', 'allocated_memory', 'allocated_disk',
     ]);
     assert.equal(c.display_url, `${api.server.url}/virtualization/clusters/${w.cl.id}/`);
