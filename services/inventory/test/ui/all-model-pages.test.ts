@@ -79,8 +79,9 @@ forEachStorage('inventory UI: every model of the registry', (storage) => {
   /** The add form's values from the model's required fields; undefined while a related object is missing. */
   async function formFor(m: ModelDef): Promise<Record<string, string | string[]> | undefined> {
     const form: Record<string, string | string[]> = { csrf_token: csrf };
-    const site = await firstId('site');
-    const device = await firstId('device');
+    const generic = m.fields.some((f) => f.required && /object_(type|id)$/.test(f.name));
+    const site = generic || m.key === 'virtualmachine' ? await firstId('site') : undefined;
+    const device = generic ? await firstId('device') : undefined;
     for (const f of m.fields.filter((x: FieldDef) => x.required)) {
       const n = f.name;
       if (n === 'assigned_object_type' || n === 'object_type') form[n] = 'dcim.site';
@@ -111,8 +112,7 @@ forEachStorage('inventory UI: every model of the registry', (storage) => {
       let progress = false;
       for (const m of MODELS) {
         if (objects.has(m.key)) continue;
-        const add = await ui.get(`${listUrl(m)}add/`);
-        assertRenders(`${listUrl(m)}add/`, add, `Add a new ${m.verboseName}`);
+        if (pass === 0) assertRenders(`${listUrl(m)}add/`, await ui.get(`${listUrl(m)}add/`), `Add a new ${m.verboseName}`);
         const form = await formFor(m);
         if (!form) continue;
         const r = await ui.post(`${listUrl(m)}add/`, form);
