@@ -49,9 +49,15 @@ forEachStorage('inventory: slow clients are cut off by the HTTP time-outs', (sto
   });
 
   it('keeps answering other clients while slow ones are held', { timeout: 120_000 }, async () => {
-    const slow = Array.from({ length: 20 }, () => trickle('GET /health HTTP/1.1\r\nHost: x\r\n', `X-Padding: ${'p'.repeat(300)}\r\n\r\n`));
+    const padding = `X-Padding: ${'p'.repeat(300)}\r\n\r\n`;
+    const slow = Array.from({ length: 20 }, () => trickle('GET /health HTTP/1.1\r\nHost: x\r\n', padding));
     const r = await procs.procs[0]!.http.get('/api/dcim/sites/');
     assert.equal(r.status, 200);
-    for (const s of await Promise.all(slow)) assert.match(s.received, /^HTTP\/1\.1 408/);
+    // Each is cut off before it finished. Node writes the 408 from a periodic check; a socket it reaches only while it is
+    // already being torn down (seen at load 16) is closed without one, so here an empty answer counts too.
+    for (const s of await Promise.all(slow)) {
+      assert.ok(s.sent < padding.length, `all the headers (${s.sent} bytes) were accepted`);
+      assert.ok(s.received === '' || /^HTTP\/1\.1 408/.test(s.received), s.received.slice(0, 100));
+    }
   });
 });
