@@ -117,6 +117,8 @@ forEachStorage('inventory object permissions', (storage) => {
   });
 
   it('checks the UI pages, menu and buttons, and lets the admin manage permissions there', async () => {
+    const perm = (await api.http.get(`/api/users/permissions/?user_id=${users.sites!.id}`)).body.results[0];
+    await api.http.patch(`/api/users/permissions/${perm.id}/`, { object_types: ['dcim.site', 'dcim.device'] });
     const ui = uiClient(api.server.url);
     assert.equal((await ui.login(users.sites!.key)).status, 303);
     let page = await ui.get('/dcim/sites/');
@@ -133,7 +135,7 @@ forEachStorage('inventory object permissions', (storage) => {
     assert.equal(page.status, 200);
     assert.match(page.text, /data-testid="edit"/);
     assert.doesNotMatch(page.text, /data-testid="delete"/);
-    for (const url of ['/dcim/manufacturers/', `/dcim/manufacturers/${seed.mfr.id}/`, '/ipam/prefixes/', `/dcim/sites/${seed.site.id}/delete/`, '/ipam/prefixes/add/']) {
+    for (const url of ['/core/changelog/', '/dcim/manufacturers/', `/dcim/manufacturers/${seed.mfr.id}/`, '/ipam/prefixes/', `/dcim/sites/${seed.site.id}/delete/`, '/ipam/prefixes/add/']) {
       page = await ui.get(url);
       assert.equal(page.status, 403, url);
       assert.match(page.text, /You do not have permission to/);

@@ -131,8 +131,8 @@ export function registerInventoryPages(app: FastifyInstance, backend: UiBackend,
     app.get('/', { schema: HIDE }, (req, reply) => searchPage(req, reply, backend));
     return;
   }
-  if (prefix === '/core') registerChangelogPages(app, (req, url) => api(req, backend, 'GET', url));
   installPermissionChecks(app, prefix);
+  if (prefix === '/core') registerChangelogPages(app, (req, url) => api(req, backend, 'GET', url));
   for (const m of MODELS.filter((x) => `/${x.app}` === prefix)) registerModel(app, backend, m);
 }
 
@@ -171,14 +171,18 @@ function pageAction(method: string, rest: string): string {
   return 'view';
 }
 
+/** The change log's object type for the permission checks (not a registry model). */
+const CHANGELOG = { objectType: 'core.objectchange', verboseName: 'object change', path: 'changelog' } as ModelDef;
+
 /** Every page of a model checks the viewer's permission for its action first: 403 without it. */
 function installPermissionChecks(app: FastifyInstance, prefix: string): void {
   const models = MODELS.filter((x) => `/${x.app}` === prefix);
   app.addHook('onRoute', (route) => {
     const url = route.url ?? route.path;
-    const m = models.find((x) => url.startsWith(`${prefix}/${x.path}/`));
+    // The change log pages (`/core/changelog/`) need the change log's view permission, as NetBox's.
+    const m = url.startsWith('/core/changelog/') ? CHANGELOG : models.find((x) => url.startsWith(`${prefix}/${x.path}/`));
     if (!m) return;
-    const action = pageAction(String(route.method), url.slice(`${prefix}/${m.path}/`.length));
+    const action = m === CHANGELOG ? 'view' : pageAction(String(route.method), url.slice(`${prefix}/${m.path}/`.length));
     const check = async (req: FastifyRequest, reply: FastifyReply) => {
       if (viewerMay(authed(req).viewer, m.objectType, action)) return;
       const v = authed(req).viewer;
