@@ -152,4 +152,23 @@ export const extrasMigrations: Migration[] = [
       ]);
     },
   },
+  {
+    // Issue 24: IP addresses' NAT inside address; VRFs' import/export route targets; sites' and providers' ASNs.
+    name: '019_nat_route_targets_asns',
+    async up(db, d) {
+      const link = (table: string, a: string, aTable: string, b: string, bTable: string) => [
+        `create table ${table} (id ${d.serialPrimaryKey}, ${a} bigint not null references ${aTable}(id) on delete cascade,
+          ${b} bigint not null references ${bTable}(id) on delete cascade, unique (${a}, ${b}))`,
+        `create index ${table}_${b} on ${table} (${b})`,
+      ];
+      await exec(db, [
+        `alter table ipam_ipaddress add column nat_inside_id bigint references ipam_ipaddress(id)`,
+        `create index ipam_ipaddress_nat_inside on ipam_ipaddress (nat_inside_id)`,
+        ...link('ipam_vrf_import_targets', 'vrf_id', 'ipam_vrf', 'routetarget_id', 'ipam_routetarget'),
+        ...link('ipam_vrf_export_targets', 'vrf_id', 'ipam_vrf', 'routetarget_id', 'ipam_routetarget'),
+        ...link('dcim_site_asns', 'site_id', 'dcim_site', 'asn_id', 'ipam_asn'),
+        ...link('circuits_provider_asns', 'provider_id', 'circuits_provider', 'asn_id', 'ipam_asn'),
+      ]);
+    },
+  },
 ];

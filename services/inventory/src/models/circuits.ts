@@ -4,6 +4,7 @@ import { CIRCUIT_STATUS, TERMINATION_SIDES, VC_TERMINATION_ROLES } from './netbo
 import { commentsField, descriptionField, nameField, ref, refFilters, slugField, tenancyFilters } from './tenancy.ts';
 import type { Choice, FieldDef, ModelDef } from './types.ts';
 import { circuitTerminationFilter } from './count-filters.ts';
+import { linkFilters } from './link-filters.ts';
 
 /** NetBox's DistanceUnitChoices (circuit distance). */
 const DISTANCE_UNITS: Choice[] = [
@@ -65,15 +66,22 @@ export const provider: ModelDef = {
   objectType: 'circuits.provider',
   verboseName: 'provider',
   title: 'Provider',
-  fields: [nameField(100, { unique: true }), slugField({ unique: true }), descriptionField, commentsField],
-  // Provider accounts and ASNs of a provider are not modelled.
-  unmodelled: { accounts: [], asns: [] },
+  fields: [
+    nameField(100, { unique: true }),
+    slugField({ unique: true }),
+    descriptionField,
+    commentsField,
+    { name: 'asns', column: '', kind: 'm2m', fk: 'asn', default: undefined, through: { table: 'circuits_provider_asns', column: 'provider_id', target: 'asn_id' }, label: 'ASNs' },
+  ],
+  // Provider accounts are not modelled.
+  unmodelled: { accounts: [] },
   ordering: ['name'],
   search: ['name', 'slug', 'description', 'comments'],
   brief: ['name', 'slug', 'description', 'circuit_count'],
   taggable: true,
   display: (r) => r.name,
   counts: { circuit_count: { model: 'circuit', column: 'provider_id' } },
+  extraFilters: [...linkFilters('asn', { table: 'circuits_provider', link: 'circuits_provider_asns', self: 'provider_id', other: 'asn_id', target: 'ipam_asn' }, 'asn', true)],
   protectedBy: [
     { model: 'circuit', column: 'provider_id' },
     { model: 'providernetwork', column: 'provider_id' },

@@ -4,6 +4,7 @@ import { DEVICE_AIRFLOW, DEVICE_FACE, SUBDEVICE_ROLE, DEVICE_STATUS, INTERFACE_D
 import { commentsField, descriptionField, nameField, nestedGroup, ref, refFilters, siteTreeFilters, slugField, tenancyFilters, treeFilters } from './tenancy.ts';
 import type { FieldDef, ModelDef, Refs, Row } from './types.ts';
 import { refreshCachedScopes } from './scopes.ts';
+import { linkFilters } from './link-filters.ts';
 import { INTERFACE_POE_MODES, INTERFACE_POE_TYPES, WIRELESS_CHANNELS, WIRELESS_ROLES } from './netbox-choices.ts';
 import { checkDevice, checkInterface, deviceComputed } from './device-rules.ts';
 import { cabledFilters, cabledObject } from './cabling.ts';
@@ -71,16 +72,21 @@ export const site: ModelDef = {
     { name: 'longitude', column: 'longitude', kind: 'decimal', nullable: true, default: null, min: -180, max: 180, places: 6, filter: true },
     description,
     comments,
+    { name: 'asns', column: '', kind: 'm2m', fk: 'asn', default: undefined, through: { table: 'dcim_site_asns', column: 'site_id', target: 'asn_id' }, label: 'ASNs' },
   ],
   ordering: ['name'],
   search: ['name', 'slug', 'facility', 'description', 'comments', 'physical_address', 'shipping_address'],
   brief: ['name', 'slug', 'description'],
   taggable: true,
   display: (r) => r.name,
-  extraFilters: [...treeFilters('region', 'region', 'region_id'), ...treeFilters('group', 'sitegroup', 'group_id'), ...tenancyFilters],
+  extraFilters: [
+    ...treeFilters('region', 'region', 'region_id'),
+    ...treeFilters('group', 'sitegroup', 'group_id'),
+    ...tenancyFilters,
+    ...linkFilters('asn', { table: 'dcim_site', link: 'dcim_site_asns', self: 'site_id', other: 'asn_id', target: 'ipam_asn' }, 'asn', true),
+  ],
   protectedBy: [{ model: 'device', column: 'site_id' }, { model: 'rack', column: 'site_id' }, { model: 'location', column: 'site_id' }, { model: 'virtualmachine', column: 'site_id' }, { model: 'powerpanel', column: 'site_id' }, { model: 'cluster', column: '_site_id' }],
   setNull: [{ model: 'prefix', column: 'site_id' }, { model: 'vlan', column: 'site_id' }],
-  unmodelled: { asns: [] },
   // Clusters scoped to the site (or a location of it) keep its region and group.
   afterSave: async (w, id, row, existing) => {
     if (existing && (existing.region_id !== row.region_id || existing.group_id !== row.group_id)) await refreshCachedScopes(w.trx, ['virtualization_cluster'], { site: id });

@@ -1,7 +1,15 @@
 import { fail } from './field-problem.ts';
 import { hexKey, parseNet } from './ip.ts';
 import { descriptionField, commentsField, nameField, refFilters, ref, slugField, tenancyFilters } from './tenancy.ts';
-import type { FieldDef, ModelDef } from './types.ts';
+import type { FieldDef, ModelDef, ReadCtx } from './types.ts';
+import { sql } from 'kysely';
+import { linkFilters } from './link-filters.ts';
+
+/** How many sites (or providers) each ASN is linked to. */
+async function linkCounts(ctx: ReadCtx, link: string, ids: number[]): Promise<Map<number, number>> {
+  const rows = await sql<{ id: number; n: number }>`select asn_id as id, count(*) as n from ${sql.table(link)} where asn_id in (${sql.join(ids)}) group by asn_id`.execute(ctx.db);
+  return new Map(rows.rows.map((r) => [Number(r.id), Number(r.n)]));
+}
 
 /** Regional Internet Registries (NetBox's RIR): name, slug, is_private; aggregates and ASNs hang off them. */
 export const rir: ModelDef = {
@@ -138,9 +146,15 @@ export const asn: ModelDef = {
   taggable: true,
   // NetBox's asn_with_asdot: 32-bit numbers also in asdot notation.
   display: (r) => (Number(r.asn) > 65535 ? `AS${r.asn} (${Math.floor(Number(r.asn) / 65536)}.${Number(r.asn) % 65536})` : `AS${r.asn}`),
-  // Sites' and providers' ASNs are not modelled.
   counts: { site_count: null, provider_count: null },
-  extraFilters: [...refFilters('rir', 'rir'), ...tenancyFilters],
+  countsCustom: { site_count: (ctx, ids) => linkCounts(ctx, 'dcim_site_asns', ids), provider_count: (ctx, ids) => linkCounts(ctx, 'circuits_provider_asns', ids) },
+  extraFilters: [
+    ...refFilters('rir', 'rir'),
+    ...tenancyFilters,
+    ...linkFilters('site', { table: 'ipam_asn', link: 'dcim_site_asns', self: 'asn_id', other: 'site_id', target: 'dcim_site' }),
+    ...linkFilters('site_group', { table: 'ipam_asn', link: 'dcim_site_asns', self: 'asn_id', other: 'site_id', target: 'dcim_sitegroup', via: { table: 'dcim_site', column: 'group_id', tree: true } }),
+    ...linkFilters('provider', { table: 'ipam_asn', link: 'circuits_provider_asns', self: 'asn_id', other: 'provider_id', target: 'circuits_provider' }),
+  ],
 };
 
 export const IPAM_REGISTRY_MODELS = [rir, aggregate, ipamRole, asn];

@@ -6,6 +6,8 @@ import { parseVidRanges, rangesToString, totalVids, vidRangesField } from './vid
 import type { ModelDef } from './types.ts';
 import type { ReadCtx } from './read.ts';
 import { ipServiceFilter } from './count-filters.ts';
+import { linkFilters } from './link-filters.ts';
+import { loadBriefs } from './represent.ts';
 import { checkScope, LOCATION_SCOPE_TYPES, SCOPE_REF, scopeFields, VLANGROUP_SCOPE_TYPES, vlanGroupScopeFilters } from './scopes.ts';
 
 /** Roles whose addresses may repeat under ENFORCE_GLOBAL_UNIQUE (NetBox's IPADDRESS_ROLES_NONUNIQUE). */
@@ -39,10 +41,29 @@ export const ipAddress: ModelDef = {
     ref('vrf', 'vrf', { label: 'VRF' }),
     ref('tenant', 'tenant'),
     { name: 'role', column: 'role', kind: 'choice', choices: IPADDRESS_ROLE, nullable: true, default: null, filter: true },
+    ref('nat_inside', 'ipaddress', { label: 'NAT (inside)' }),
     commentsField,
   ],
-  unmodelled: { nat_inside: null, nat_outside: [] },
+  // NetBox's nat_outside: the addresses whose NAT inside address this is (briefs), right after nat_inside.
+  async enrich(ctx, rows, out) {
+    if (!rows.length) return;
+    const ids = rows.map((r) => Number(r.id));
+    const outside = await ctx.db.selectFrom('ipam_ipaddress').select(['id', 'nat_inside_id']).where('nat_inside_id', 'in', ids).orderBy('id').execute();
+    const briefs = outside.length ? await loadBriefs(ctx, ipAddress, outside.map((r) => Number(r.id))) : new Map();
+    const byInside = new Map<number, unknown[]>();
+    for (const r of outside) byInside.set(Number(r.nat_inside_id), [...(byInside.get(Number(r.nat_inside_id)) ?? []), briefs.get(Number(r.id))]);
+    out.forEach((o, i) => {
+      const copy: Record<string, unknown> = {};
+      for (const [k, v] of Object.entries(o)) {
+        copy[k] = v;
+        if (k === 'nat_inside') copy.nat_outside = byInside.get(ids[i]!) ?? [];
+      }
+      for (const k of Object.keys(o)) delete o[k];
+      Object.assign(o, copy);
+    });
+  },
   setNull: [
+    { model: 'ipaddress', column: 'nat_inside_id' },
     { model: 'device', column: 'primary_ip4_id' },
     { model: 'device', column: 'primary_ip6_id' },
     { model: 'device', column: 'oob_ip_id' },
@@ -104,6 +125,7 @@ export const ipAddress: ModelDef = {
   extraFilters: [
     { name: 'family', kind: 'int', column: 'family' },
     { name: 'interface_id', kind: 'custom' },
+    { name: 'nat_inside_id', kind: 'fk_id', column: 'nat_inside_id', model: 'ipaddress' },
     { name: 'device_id', kind: 'custom' },
     { name: 'assigned_to_interface', kind: 'custom' },
     { name: 'assigned', kind: 'custom' },
@@ -143,14 +165,19 @@ export const vrf: ModelDef = {
     { name: 'enforce_unique', column: 'enforce_unique', kind: 'boolean', default: true, filter: true, label: 'Enforce unique space' },
     descriptionField,
     commentsField,
+    { name: 'import_targets', column: '', kind: 'm2m', fk: 'routetarget', default: undefined, through: { table: 'ipam_vrf_import_targets', column: 'vrf_id', target: 'routetarget_id' } },
+    { name: 'export_targets', column: '', kind: 'm2m', fk: 'routetarget', default: undefined, through: { table: 'ipam_vrf_export_targets', column: 'vrf_id', target: 'routetarget_id' } },
   ],
   ordering: ['name', 'rd'],
   search: ['name', 'rd', 'description', 'comments'],
   brief: ['name', 'rd', 'description', 'prefix_count'],
   taggable: true,
   display: (r) => (r.rd ? `${r.name} (${r.rd})` : r.name),
-  extraFilters: tenancyFilters,
-  unmodelled: { import_targets: [], export_targets: [] },
+  extraFilters: [
+    ...tenancyFilters,
+    ...linkFilters('import_target', { table: 'ipam_vrf', link: 'ipam_vrf_import_targets', self: 'vrf_id', other: 'routetarget_id', target: 'ipam_routetarget' }, 'name'),
+    ...linkFilters('export_target', { table: 'ipam_vrf', link: 'ipam_vrf_export_targets', self: 'vrf_id', other: 'routetarget_id', target: 'ipam_routetarget' }, 'name'),
+  ],
   setNull: [{ model: 'vminterface', column: 'vrf_id' }, { model: 'interface', column: 'vrf_id' }],
   counts: { ipaddress_count: { model: 'ipaddress', column: 'vrf_id' }, prefix_count: { model: 'prefix', column: 'vrf_id' } },
   protectedBy: [

@@ -6,6 +6,7 @@ import { commentsField, descriptionField, nameField, nestedGroup, ref, refFilter
 import { contactCounts, contactGroupFilters } from './contact-assignments.ts';
 import type { FieldDef, ModelDef } from './types.ts';
 import { checkWeightUnit, weightFields } from './dcim.ts';
+import { linkFilters } from './link-filters.ts';
 
 /**
  * Further NetBox models automation reaches: route targets, tenancy contacts, power panels and feeds,
@@ -30,7 +31,11 @@ export const routeTarget: ModelDef = {
   brief: ['name', 'description'],
   taggable: true,
   display: (r) => r.name,
-  extraFilters: [...tenancyFilters],
+  extraFilters: [
+    ...tenancyFilters,
+    ...linkFilters('importing_vrf', { table: 'ipam_routetarget', link: 'ipam_vrf_import_targets', self: 'routetarget_id', other: 'vrf_id', target: 'ipam_vrf' }, 'rd'),
+    ...linkFilters('exporting_vrf', { table: 'ipam_routetarget', link: 'ipam_vrf_export_targets', self: 'routetarget_id', other: 'vrf_id', target: 'ipam_vrf' }, 'rd'),
+  ],
 };
 
 export const contactGroup = nestedGroup('contactgroup', 'tenancy', 'contact-groups', 'tenancy_contactgroup', 'ContactGroup', 'contact group', {

@@ -161,6 +161,44 @@ forEachStorage('inventory API: NetBox 4.3 fields behind its filter names', (stor
     assert.deepEqual((await h.post('/api/ipam/vlan-groups/', { name: 'VG2', slug: 'vg2', scope_id: 1 })).body, { non_field_errors: ['Cannot set scope_id without scope_type.'] });
   });
 
+  it('NAT inside/outside addresses, VRF route targets, site and provider ASNs', async () => {
+    const h = api.http;
+    const inside = (await h.post('/api/ipam/ip-addresses/', { address: '10.77.0.5/24' })).body;
+    const outside = await h.post('/api/ipam/ip-addresses/', { address: '198.51.100.5/24', nat_inside: inside.id });
+    assert.equal(outside.status, 201, outside.text);
+    assert.equal(outside.body.nat_inside.id, inside.id);
+    assert.deepEqual((await h.get(`/api/ipam/ip-addresses/${inside.id}/`)).body.nat_outside.map((a: any) => a.address), ['198.51.100.5/24']);
+    assert.deepEqual(ids(await h.get(`/api/ipam/ip-addresses/?nat_inside_id=${inside.id}`)), [outside.body.id]);
+    assert.ok(!ids(await h.get('/api/ipam/ip-addresses/?nat_inside_id=null&limit=1000')).includes(outside.body.id));
+    assert.equal((await h.delete(`/api/ipam/ip-addresses/${inside.id}/`)).status, 204);
+    assert.equal((await h.get(`/api/ipam/ip-addresses/${outside.body.id}/`)).body.nat_inside, null);
+    const rt1 = (await h.post('/api/ipam/route-targets/', { name: '65000:100' })).body;
+    const rt2 = (await h.post('/api/ipam/route-targets/', { name: '65000:200' })).body;
+    const vrf = await h.post('/api/ipam/vrfs/', { name: 'red', rd: '65000:1', import_targets: [rt1.id, rt2.id], export_targets: [rt1.id] });
+    assert.equal(vrf.status, 201, vrf.text);
+    assert.deepEqual(vrf.body.import_targets.map((t: any) => t.name), ['65000:100', '65000:200']);
+    const plain = (await h.post('/api/ipam/vrfs/', { name: 'plain', rd: '65000:2' })).body;
+    assert.deepEqual(ids(await h.get('/api/ipam/vrfs/?import_target=65000:200')), [vrf.body.id]);
+    assert.deepEqual(ids(await h.get(`/api/ipam/vrfs/?export_target_id=${rt1.id}`)), [vrf.body.id]);
+    assert.ok(ids(await h.get('/api/ipam/vrfs/?export_target_id=null')).includes(plain.id));
+    assert.deepEqual(ids(await h.get('/api/ipam/route-targets/?importing_vrf=65000:1')), [rt1.id, rt2.id]);
+    assert.deepEqual(ids(await h.get(`/api/ipam/route-targets/?exporting_vrf_id=${vrf.body.id}`)), [rt1.id]);
+    assert.deepEqual((await h.get('/api/ipam/route-targets/?exporting_vrf=nope')).body, { exporting_vrf: ['Select a valid choice. nope is not one of the available choices.'] });
+    const rir = (await h.post('/api/ipam/rirs/', { name: 'RIPE', slug: 'ripe' })).body;
+    const asn = (await h.post('/api/ipam/asns/', { asn: 64512, rir: rir.id })).body;
+    const group = (await h.post('/api/dcim/site-groups/', { name: 'Metro', slug: 'metro' })).body;
+    const site = await h.post('/api/dcim/sites/', { name: 'ASN site', slug: 'asn-site', group: group.id, asns: [asn.id] });
+    assert.equal(site.status, 201, site.text);
+    assert.deepEqual(site.body.asns.map((a: any) => a.asn), [64512]);
+    const provider = (await h.post('/api/circuits/providers/', { name: 'Transit', slug: 'transit', asns: [asn.id] })).body;
+    assert.deepEqual(ids(await h.get('/api/dcim/sites/?asn=64512')), [site.body.id]);
+    assert.deepEqual(ids(await h.get(`/api/circuits/providers/?asn_id=${asn.id}`)), [provider.id]);
+    assert.deepEqual((await h.get('/api/dcim/sites/?asn=x')).body, { asn: ['Select a valid choice. x is not one of the available choices.'] });
+    for (const q of ['site=asn-site', `site_id=${site.body.id}`, 'site_group=metro', `site_group_id=${group.id}`, 'provider=transit', `provider_id=${provider.id}`]) assert.deepEqual(ids(await h.get(`/api/ipam/asns/?${q}`)), [asn.id], q);
+    const a = (await h.get(`/api/ipam/asns/${asn.id}/`)).body;
+    assert.deepEqual([a.site_count, a.provider_count], [1, 1]);
+  });
+
   it('prefix and VLAN roles, prefixes by VLAN group, Q-in-Q VLANs', async () => {
     const h = api.http;
     const role = (await h.post('/api/ipam/roles/', { name: 'Mgmt', slug: 'mgmt' })).body;
