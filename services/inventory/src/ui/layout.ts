@@ -42,7 +42,7 @@ export function page(o: PageOptions): string {
   <a class="brand" href="/ui/">Inventory admin</a>
   <a href="/dcim/sites/" class="${o.section === 'inventory' ? 'active' : ''}">Inventory</a>
   <a href="/search/" class="${o.section === 'search' ? 'active' : ''}">Search</a>
-  <a href="/core/changelog/" class="${o.section === 'changelog' ? 'active' : ''}">Change log</a>
+  ${viewerMay(o.viewer, 'core.objectchange', 'view') ? html`<a href="/core/changelog/" class="${o.section === 'changelog' ? 'active' : ''}">Change log</a>` : ''}
   <a href="/user/api-tokens/" class="${o.section === 'tokens' ? 'active' : ''}">API tokens</a>
   <a href="/ui/webhooks/" class="${o.section === 'webhooks' ? 'active' : ''}">Webhooks</a>
   <a href="/ui/event-rules/" class="${o.section === 'event-rules' ? 'active' : ''}">Event rules</a>

@@ -128,6 +128,7 @@ forEachStorage('inventory object permissions', (storage) => {
     assert.match(menu, /href="\/dcim\/devices\/"/);
     assert.doesNotMatch(menu, /href="\/dcim\/manufacturers\/"/);
     assert.doesNotMatch(menu, /IPAM/);
+    assert.doesNotMatch(page.text, /href="\/core\/changelog\/"/, 'no Change log link without its permission');
     assert.match(page.text, /data-testid="add"/);
     assert.match(page.text, /data-testid="bulk-edit"/);
     assert.doesNotMatch(page.text, /data-testid="bulk-delete"/);
