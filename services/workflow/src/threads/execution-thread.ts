@@ -16,7 +16,9 @@ import { configureModelMemory, configureRuntime, onLoadedModelsChange, unloadAll
 import { shareNativeCallCount } from '../models/native-calls.ts';
 import { shareChildList } from '../nodes/child-processes.ts';
 import { configureDevice } from '../models/session.ts';
+import { configurePrecision } from '../models/precision.ts';
 import { simdKernels } from '../nodes/simd-kernels.ts';
+import { collectYoungGeneration, externalMemory } from '../runtime/young-gc.ts';
 import { buildRegistry } from './node-registry.ts';
 import type { EnvCall, FromThread, RunEnd, RunEvent, ThreadInit, ToThread } from './protocol.ts';
 
@@ -28,6 +30,7 @@ if (init.config.preview) configurePreviews(init.config.preview);
 configureModelMemory((init.config.maxModelMemoryMb ?? 0) * 2 ** 20);
 // The main thread probed the device at start-up.
 if (init.config.device) configureDevice(init.config.device);
+if (init.config.precision) configurePrecision(init.config.precision);
 // Sessions' folders and checkpoints' float32 copies: beside the models (a hard link must reach them), not in a RAM-backed /tmp.
 configureRuntime({ workDir: path.join(init.config.dirs.temp, 'models') });
 onLoadedModelsChange((models) => post({ t: 'models', models }));
@@ -194,7 +197,30 @@ async function run(m: Extract<ToThread, { t: 'run' }>): Promise<void> {
     post({ t: 'crashed', seq: m.seq, error: err instanceof Error ? (err.stack ?? err.message) : String(err) });
   } finally {
     running = null;
+    releasePromptBuffers();
   }
+}
+
+/** Native memory the thread's objects held after its last young-generation collection. */
+let externalAfterCollection = 0;
+/** A prompt that left this much more native memory behind is followed by a collection. */
+const RELEASE_FROM_BYTES = 4 << 20;
+
+/**
+ * After a prompt whose nodes made large native buffers (frames of a few MB
+ * each): a young-generation collection frees the dead ones at once, so the
+ * next prompt reuses their memory instead of faulting in fresh pages
+ * (runtime/young-gc.ts). Its end has already been posted.
+ */
+function releasePromptBuffers(): void {
+  const external = externalMemory();
+  if (external < externalAfterCollection + RELEASE_FROM_BYTES) {
+    // Freed by a collection of V8's own since: measure from there.
+    externalAfterCollection = Math.min(externalAfterCollection, external);
+    return;
+  }
+  collectYoungGeneration();
+  externalAfterCollection = externalMemory();
 }
 
 port.on('message', (m: ToThread) => {
