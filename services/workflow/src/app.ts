@@ -143,6 +143,7 @@ export async function buildApp(base: ServiceConfig): Promise<FastifyInstance> {
       extraFeatures: ops?.features(),
       models: { loaded: () => runner.loadedModels(), budget: config.maxModelMemoryMb * 2 ** 20, namesHidden: cloud !== undefined },
       device: config.device,
+      precision: config.precision,
     });
     assetRoutes(app, ctx, { service: assets, seeder: assets && new AssetSeeder(assets), maxUploadSize: config.maxUploadSize, fromUrl: assetFromUrl(ops?.outbound ?? outboundConfig(config.flags.outboundAllow, process.env, config.flags.outboundTimeoutMs), config.maxUploadSize) });
     wsRoutes(app, ctx, hub, runner, { ...features(config.maxUploadSize, assets !== undefined), ...ops?.features() });

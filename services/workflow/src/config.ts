@@ -4,6 +4,7 @@ import type { ServiceConfig } from '@svc/kernel';
 import { parseCachePolicy, type CachePolicy } from './engine/cache.ts';
 import { DEFAULT_LIMITS, type ExecutorLimits } from './engine/executor.ts';
 import { parseDevice, type DeviceSpec } from './models/device.ts';
+import { resolvePrecision, type UNetPrecision } from './models/precision.ts';
 
 /** How prompts execute: threads (slots) and the bounds of one prompt. */
 export interface ExecutionConfig {
@@ -35,6 +36,8 @@ export interface WorkflowConfig extends ServiceConfig {
   execution: ExecutionConfig;
   /** `--device` (WORKFLOW_DEVICE): where models run, cpu (default), webgpu or cuda[:N]; `--cuda-provider-dir` (WORKFLOW_CUDA_PROVIDER_DIR): ONNX Runtime's CUDA provider libraries. */
   device: DeviceSpec;
+  /** The diffusion model's compute precision: fp16 on a GPU, fp32 on the CPU; `--force-fp16`, `--force-fp32`, `--fp16-unet`, `--fp32-unet`, `--force-upcast-attention`, `--dont-upcast-attention` (precision.ts). */
+  precision: UNetPrecision;
   cudaProviderDir?: string;
   /** `--ffmpeg-path` / WORKFLOW_FFMPEG_PATH: the ffmpeg the video and MP3 nodes run (default: `ffmpeg` on PATH; ffprobe beside it). */
   ffmpegPath?: string;
@@ -112,6 +115,7 @@ export function workflowConfig(base: ServiceConfig, env = process.env): Workflow
   const d = base.dataDir;
   const cacheFlag = f.cacheNone === true ? 'none' : str(f.cacheLru) !== undefined ? `lru:${f.cacheLru}` : (str(f.cache) ?? env.WORKFLOW_CACHE);
   const cors = f.enableCorsHeader;
+  const device = parseDevice(str(f.device) ?? env.WORKFLOW_DEVICE ?? 'cpu');
   return {
     ...base,
     runtime,
@@ -131,7 +135,8 @@ export function workflowConfig(base: ServiceConfig, env = process.env): Workflow
     enableTestNodes: f.enableTestNodes === true || env.WORKFLOW_TEST_NODES === '1',
     execution: executionConfig(f, env, runtime),
     ffmpegPath: str(f.ffmpegPath) ?? env.WORKFLOW_FFMPEG_PATH ?? undefined,
-    device: parseDevice(str(f.device) ?? env.WORKFLOW_DEVICE ?? 'cpu'),
+    device,
+    precision: resolvePrecision(f, device, env),
     cudaProviderDir: str(f.cudaProviderDir) ?? env.WORKFLOW_CUDA_PROVIDER_DIR ?? undefined,
     maxModelMemoryMb: nonNegative(str(f.maxModelMemory) ?? env.WORKFLOW_MAX_MODEL_MEMORY, 'max-model-memory', 0),
     preview: previewConfig(str(f.previewMethod) ?? env.WORKFLOW_PREVIEW_METHOD, str(f.previewSize) ?? env.WORKFLOW_PREVIEW_SIZE),

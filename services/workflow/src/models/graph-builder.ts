@@ -6,10 +6,16 @@
  * one, else through a Cast to float32 that ONNX Runtime folds at creation.
  * Layers are written the way the reference's torch modules compute, so the
  * same checkpoint gives the same numbers (within float32 rounding).
+ *
+ * A graph built `half` (the UNet in fp16, precision.ts) computes in float16:
+ * fp16 weights are read as they are, others cast to float16; its inputs and
+ * outputs stay float32 (cast at the boundary), group-norm statistics are
+ * taken in float32, and attention runs in float32 where upcast.
  */
 import { DataType, encodeModel, type GraphSpec, type NodeSpec, type TensorValue, type ValueInfo } from './onnx-proto.ts';
 import { FLOAT32_LOCATION, type Float32Copy } from './float32-copy.ts';
 import type { WeightPatches } from './lora.ts';
+import { toHalfBits } from './precision.ts';
 import { ModelFileError, type SafetensorsFile } from './safetensors.ts';
 
 const ONNX_DTYPE: Record<string, number> = { F32: DataType.FLOAT, F16: DataType.FLOAT16, BF16: DataType.BFLOAT16, F64: DataType.DOUBLE };
@@ -37,11 +43,19 @@ export class OnnxGraph {
    * @param location the external-data file name the session will find the checkpoint under
    * @param prefix key prefix of this model's tensors (e.g. `model.diffusion_model.`)
    */
+  /** Computes in float16 (weights and activations); float32 at the inputs and outputs. */
+  readonly half: boolean;
+  /** In a half graph: attention (and its softmax) in float32. */
+  readonly upcastAttention: boolean;
+
   constructor(
     readonly file: SafetensorsFile,
     readonly location: string,
     readonly prefix: string,
+    precision: { half?: boolean; upcastAttention?: boolean } = {},
   ) {
+    this.half = precision.half === true;
+    this.upcastAttention = this.half && precision.upcastAttention === true;
     const p = OnnxGraph.activePatches;
     if (p && p.target === file && p.prefix === prefix && !p.empty) this.patches = p;
     const c = OnnxGraph.activeFloat32;
@@ -65,13 +79,54 @@ export class OnnxGraph {
     return name;
   }
 
+  /** The element type activations have here: FLOAT16 in a half graph. */
+  get computeType(): number {
+    return this.half ? DataType.FLOAT16 : DataType.FLOAT;
+  }
+
+  /** A float32 input (the samplers' type) as the graph computes it: cast to float16 in a half graph. */
+  floatInput(name: string, dims: (number | string)[]): string {
+    const v = this.input(name, DataType.FLOAT, dims);
+    return this.half ? this.op('Cast', [v], { to: DataType.FLOAT16 }) : v;
+  }
+
+  /** A value in float32 (a half graph's numerically sensitive parts). */
+  toFloat(x: string): string {
+    return this.half ? this.op('Cast', [x], { to: DataType.FLOAT }) : x;
+  }
+
+  /** A float32 value back in the compute type. */
+  toCompute(x: string): string {
+    return this.half ? this.op('Cast', [x], { to: DataType.FLOAT16 }) : x;
+  }
+
   output(value: string, name: string, dims: (number | string)[]): void {
-    this.op('Identity', [value], {}, name);
+    this.op(this.half ? 'Cast' : 'Identity', [value], this.half ? { to: DataType.FLOAT } : {}, name);
     this.outputs.push({ name, elemType: DataType.FLOAT, dims });
   }
 
-  /** A float32 value holding checkpoint tensor `key`. */
+  /** A value holding checkpoint tensor `key` in the compute type (float32, or float16 in a half graph). */
   w(key: string): string {
+    if (!this.half) return this.wFloat(key);
+    const full = this.prefix + key;
+    const known = this.weightNames.get(`${full}#h`);
+    if (known) return known;
+    let value: string;
+    const info = this.file.info(full);
+    if (info.dtype === 'F16' && !this.patches?.plan.has(full)) {
+      const name = `w:${full}`;
+      this.inits.push({ name, dataType: DataType.FLOAT16, dims: info.shape, external: { location: this.location, offset: this.file.fileOffset(full), length: info.end - info.begin } });
+      value = name;
+    } else {
+      // float32, bf16 (through its float32 copy or cast) and LoRA-patched weights: cast once; ORT folds it at creation.
+      value = this.op('Cast', [this.wFloat(key)], { to: DataType.FLOAT16 });
+    }
+    this.weightNames.set(`${full}#h`, value);
+    return value;
+  }
+
+  /** A float32 value holding checkpoint tensor `key`. */
+  private wFloat(key: string): string {
     const full = this.prefix + key;
     const known = this.weightNames.get(full);
     if (known) return known;
@@ -105,7 +160,7 @@ export class OnnxGraph {
    */
   wTransposed(key: string, [rows, cols]: [number, number]): string | undefined {
     const full = this.prefix + key;
-    if (!this.float32 || this.patches?.plan.has(full)) return undefined;
+    if (this.half || !this.float32 || this.patches?.plan.has(full)) return undefined;
     const info = this.file.info(full);
     if (info.dtype !== 'F32' && info.dtype !== 'F16' && info.dtype !== 'BF16') return undefined;
     // A shape that does not hold the matrix is the graph's to refuse (a clear ModelFileError from the session).
@@ -124,6 +179,14 @@ export class OnnxGraph {
     const shape = this.shape(key);
     if (shape.length === dims.length && shape.every((s, i) => s === dims[i])) return this.w(key);
     return this.op('Reshape', [this.w(key), this.i64(dims)]);
+  }
+
+  /** A constant in the compute type (float16 in a half graph). */
+  constant(values: number[], dims: number[]): string {
+    if (!this.half) return this.f32(values, dims);
+    const name = this.fresh('c');
+    this.inits.push({ name, dataType: DataType.FLOAT16, dims, raw: new Uint8Array(Uint16Array.from(values.map(toHalfBits)).buffer) });
+    return name;
   }
 
   f32(values: number[], dims: number[]): string {
@@ -159,7 +222,7 @@ export class OnnxGraph {
   }
 
   scale(a: string, s: number): string {
-    return this.mul(a, this.f32([s], []));
+    return this.mul(a, this.constant([s], []));
   }
 
   silu(x: string): string {
@@ -193,9 +256,10 @@ export class OnnxGraph {
   groupNorm(x: string, key: string, groups: number, eps: number): string {
     const c = this.shape(`${key}.weight`)[0]!;
     if (c % groups !== 0) throw new ModelFileError(this.file.path, `${this.prefix}${key}: ${c} channels cannot form ${groups} groups`);
-    const grouped = this.op('Reshape', [x, this.i64([0, groups, -1])]);
+    // A half graph takes the statistics in float32 (a float16 sum of squares over a group overflows).
+    const grouped = this.op('Reshape', [this.toFloat(x), this.i64([0, groups, -1])]);
     const normed = this.op('InstanceNormalization', [grouped, this.f32(new Array(groups).fill(1), [groups]), this.f32(new Array(groups).fill(0), [groups])], { epsilon: { float: eps } });
-    const back = this.op('Reshape', [normed, this.op('Shape', [x])]);
+    const back = this.op('Reshape', [this.toCompute(normed), this.op('Shape', [x])]);
     return this.add(this.mul(back, this.channelVector(`${key}.weight`)), this.channelVector(`${key}.bias`));
   }
 
@@ -213,6 +277,15 @@ export class OnnxGraph {
    * rounding. The reference picks its fused attention (SDPA) likewise.
    */
   attention(q: string, k: string, v: string, heads: number, channels: number, mask?: string): string {
+    // Upcast (a half graph): the whole attention, softmax included, in float32, as the reference's upcast does.
+    if (this.upcastAttention) {
+      const f = (t: string) => this.op('Cast', [t], { to: DataType.FLOAT });
+      return this.toCompute(this.attentionIn(f(q), f(k), f(v), heads, channels, mask && f(mask), false));
+    }
+    return this.attentionIn(q, k, v, heads, channels, mask, this.half);
+  }
+
+  private attentionIn(q: string, k: string, v: string, heads: number, channels: number, mask: string | undefined, half: boolean): string {
     if (!mask) {
       const out = this.fresh('MultiHeadAttention');
       this.nodes.push({ op: 'MultiHeadAttention', domain: 'com.microsoft', inputs: [q, k, v], outputs: [out], attrs: { num_heads: heads } });
@@ -223,7 +296,7 @@ export class OnnxGraph {
     const qh = split(q, [0, 2, 1, 3]);
     const kh = split(k, [0, 2, 3, 1]);
     const vh = split(v, [0, 2, 1, 3]);
-    let scores = this.scale(this.op('MatMul', [qh, kh]), d ** -0.5);
+    let scores = this.mul(this.op('MatMul', [qh, kh]), half ? this.constant([d ** -0.5], []) : this.f32([d ** -0.5], []));
     scores = this.add(scores, mask);
     const p = this.op('Softmax', [scores], { axis: -1 });
     const out = this.op('Transpose', [this.op('MatMul', [p, vh])], { perm: [0, 2, 1, 3] });

@@ -24,6 +24,7 @@ import { deviceName } from './device.ts';
 import { Float32Copy, Float32CopyError } from './float32-copy.ts';
 import { createSession, ortTensor, sessionDevice, WEIGHTS_LOCATION, type ExtraWeights, type OrtTensor, type RuntimeOptions, type Session } from './session.ts';
 import { buildUNetGraph, timestepEmbedding } from './unet-graph.ts';
+import { unetPrecision } from './precision.ts';
 import { buildVaeDecoderGraph, buildVaeEncoderGraph } from './vae-graph.ts';
 
 /** SD1.x latents: 4 channels, scaled by 0.18215 for the UNet (the reference's latent_formats.SD15). */
@@ -363,7 +364,13 @@ export class UNetModel {
     return y;
   }
 
-  private build = () => buildUNetGraph(new OnnxGraph(this.checkpoint.file, WEIGHTS_LOCATION, UNET_PREFIX), this.checkpoint.detected.unet);
+  /** The UNet graph in the configured precision (--force-fp16, --fp16-unet, …; precision.ts): float32 in and out either way. */
+  private graph(): OnnxGraph {
+    const p = unetPrecision();
+    return new OnnxGraph(this.checkpoint.file, WEIGHTS_LOCATION, UNET_PREFIX, { half: p.dtype === 'fp16', upcastAttention: p.upcastAttention });
+  }
+
+  private build = () => buildUNetGraph(this.graph(), this.checkpoint.detected.unet);
 
 
   /** The UNet's raw output (ε or v) for a batch: x [B,C,H,W] (already scaled), one timestep for all, context [B,T,D] (and SDXL's y), and control residuals. */
@@ -373,7 +380,7 @@ export class UNetModel {
     const { modelChannels: dim, admInChannels: adm } = cfg;
     // One session serves every size: the fused attention holds no score matrix, so nothing is sliced per size.
     const kind = control ? 'unet:control' : 'unet';
-    const build = control ? () => buildUNetGraph(new OnnxGraph(this.checkpoint.file, WEIGHTS_LOCATION, UNET_PREFIX), cfg, { control: true }) : this.build;
+    const build = control ? () => buildUNetGraph(this.graph(), cfg, { control: true }) : this.build;
     await this.checkpoint.session(kind, build);
     let xin = x;
     let xshape = shape;

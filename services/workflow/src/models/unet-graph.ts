@@ -7,7 +7,6 @@
  */
 import type { UNetConfig } from './detect.ts';
 import { OnnxGraph } from './graph-builder.ts';
-import { DataType } from './onnx-proto.ts';
 
 const GN_GROUPS = 32;
 
@@ -65,15 +64,16 @@ export interface UNetGraphOptions {
 
 /** The inputs every UNet-shaped graph takes (x, t_emb, context, SDXL's y) and the embedding `emb` the res blocks read. */
 export function unetInputs(g: OnnxGraph, cfg: UNetConfig, opts: { addToEmb?: (emb: string) => string } = {}): { x: string; context: string; emb: string } {
-  const x = g.input('x', DataType.FLOAT, ['batch', cfg.inChannels, 'height', 'width']);
-  const tEmb = g.input('t_emb', DataType.FLOAT, ['batch', cfg.modelChannels]);
-  const context = g.input('context', DataType.FLOAT, ['batch', 'tokens', cfg.contextDim]);
+  // float32 inputs (the samplers' type), cast to float16 in a half graph; t_emb's sin/cos are float32 in JavaScript.
+  const x = g.floatInput('x', ['batch', cfg.inChannels, 'height', 'width']);
+  const tEmb = g.floatInput('t_emb', ['batch', cfg.modelChannels]);
+  const context = g.floatInput('context', ['batch', 'tokens', cfg.contextDim]);
   let emb = g.linear(g.silu(g.linear(tEmb, 'time_embed.0')), 'time_embed.2');
   // A union ControlNet's control-type embedding joins the time embedding before label_emb's does.
   if (opts.addToEmb) emb = opts.addToEmb(emb);
   if (cfg.admInChannels) {
     // SDXL: the adm vector `y` (pooled text + size/crop embeddings) through label_emb, added to the time embedding.
-    const y = g.input('y', DataType.FLOAT, ['batch', cfg.admInChannels]);
+    const y = g.floatInput('y', ['batch', cfg.admInChannels]);
     emb = g.add(emb, g.linear(g.silu(g.linear(y, 'label_emb.0.0')), 'label_emb.0.2'));
   }
   return { x, context, emb };
@@ -98,7 +98,7 @@ export function middleBlock(g: OnnxGraph, h: string, emb: string, context: strin
 
 /** A control residual input, any shape (a lone 0 when the control gives none here). */
 function controlInput(g: OnnxGraph, name: string): string {
-  return g.input(name, DataType.FLOAT, [`${name}_b`, `${name}_c`, `${name}_h`, `${name}_w`]);
+  return g.floatInput(name, [`${name}_b`, `${name}_c`, `${name}_h`, `${name}_w`]);
 }
 
 export function buildUNetGraph(g: OnnxGraph, cfg: UNetConfig, opts: UNetGraphOptions = {}): Uint8Array {

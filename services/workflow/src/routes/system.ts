@@ -6,6 +6,7 @@ import type { Rendered } from '../engine/registry.ts';
 import type { NodeRegistry } from '../engine/registry.ts';
 import { dual } from './common.ts';
 import { deviceName, type DeviceSpec } from '../models/device.ts';
+import type { UNetPrecision } from '../models/precision.ts';
 
 export const SERVICE_VERSION = '0.1.0';
 
@@ -81,7 +82,7 @@ function deviceEntry(d: DeviceSpec, total: number, free: number): Record<string,
 export function systemRoutes(
   app: FastifyInstance,
   registry: NodeRegistry,
-  opts: { folders?: (req: FastifyRequest) => NodeScope; maxUploadSize: number; assets?: boolean; extraFeatures?: Record<string, unknown>; models?: ModelsReport; device?: DeviceSpec },
+  opts: { folders?: (req: FastifyRequest) => NodeScope; maxUploadSize: number; assets?: boolean; extraFeatures?: Record<string, unknown>; models?: ModelsReport; device?: DeviceSpec; precision?: UNetPrecision },
 ): void {
   dual(app, 'GET', '/object_info', { operationId: 'getObjectInfo', tags: ['node'] }, (req, reply) => sendRendered(req, reply, registry.objectInfoRendered(opts.folders?.(req))));
 
@@ -111,7 +112,8 @@ export function systemRoutes(
         deploy_environment: 'local',
         argv: redactArgv(process.argv.slice(1)),
       },
-      devices: [deviceEntry(opts.device ?? { kind: 'cpu' }, total, free)],
+      // unet_dtype: the diffusion model's compute precision (--force-fp16, --fp16-unet, …), beside the device it runs on.
+      devices: [{ ...deviceEntry(opts.device ?? { kind: 'cpu' }, total, free), unet_dtype: opts.precision?.dtype === 'fp16' ? 'float16' : 'float32', upcast_attention: opts.precision?.upcastAttention === true }],
       ...(opts.models ? { models: modelsOf(opts.models) } : {}),
     };
   });

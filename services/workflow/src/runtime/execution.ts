@@ -16,8 +16,9 @@ import { createRelay, type Relay } from '../ws/relay-factory.ts';
 import { buildRegistry } from '../threads/node-registry.ts';
 import { PromptRunner, type RunnerOptions } from './prompt-runner.ts';
 import { idempotentNodes, millisecondsFlag, prefetchHoldMs, SharedQueue } from './shared-queue.ts';
-import { probeDevice } from '../models/device.ts';
+import { deviceName, probeDevice } from '../models/device.ts';
 import { configureDevice } from '../models/session.ts';
+import { configurePrecision, precisionName } from '../models/precision.ts';
 
 export { buildRegistry };
 
@@ -64,6 +65,9 @@ export async function buildExecution(
   // A GPU that is missing or fails stops the start here, with the reason, rather than failing every prompt later.
   await probeDevice(config.device, { cudaProviderDir: config.cudaProviderDir });
   configureDevice(config.device);
+  configurePrecision(config.precision);
+  // The reference logs the device and the diffusion model's dtype at start-up; so does this.
+  log.info({ device: deviceName(config.device), unet_dtype: config.precision.dtype, upcast_attention: config.precision.upcastAttention }, `Device: ${deviceName(config.device)}; diffusion model (UNet) dtype: ${precisionName(config.precision)} (${config.precision.reason})${config.precision.upcastAttention ? ', attention upcast to float32' : ''}`);
   const executor: Engine =
     ex.threads === 0
       ? new Executor(registry, config.cache, ex.limits)
