@@ -171,4 +171,21 @@ export const extrasMigrations: Migration[] = [
       ]);
     },
   },
+  {
+    // Issue 24: circuit terminations' cached region/site group/site/location (NetBox 4.2+), for their and circuits' filters.
+    // No foreign keys: a termination keeps pointing at a deleted site as its termination_id does.
+    name: '020_circuit_termination_cached_scope',
+    async up(db) {
+      await exec(db, [
+        ...['_region_id', '_site_group_id', '_site_id', '_location_id'].map((c) => `alter table circuits_circuittermination add column ${c} bigint`),
+        `create index circuits_circuittermination_region on circuits_circuittermination (_region_id)`,
+      ]);
+      // Terminations made before: fill the cache from their termination.
+      await sql.raw(`update circuits_circuittermination set _site_id = termination_id where termination_type = 'dcim.site'`).execute(db);
+      await sql.raw(`update circuits_circuittermination set _location_id = termination_id, _site_id = (select site_id from dcim_location where id = termination_id) where termination_type = 'dcim.location'`).execute(db);
+      await sql.raw(`update circuits_circuittermination set _region_id = termination_id where termination_type = 'dcim.region'`).execute(db);
+      await sql.raw(`update circuits_circuittermination set _site_group_id = termination_id where termination_type = 'dcim.sitegroup'`).execute(db);
+      await sql.raw(`update circuits_circuittermination set _region_id = (select region_id from dcim_site where id = _site_id), _site_group_id = (select group_id from dcim_site where id = _site_id) where _site_id is not null`).execute(db);
+    },
+  },
 ];

@@ -1,10 +1,11 @@
 import { blankColor, cabledFilters, cabledObject } from './cabling.ts';
 import { fail } from './field-problem.ts';
 import { CIRCUIT_STATUS, TERMINATION_SIDES, VC_TERMINATION_ROLES } from './netbox-choices.ts';
-import { commentsField, descriptionField, nameField, ref, refFilters, slugField, tenancyFilters } from './tenancy.ts';
+import { commentsField, descriptionField, nameField, ref, refFilters, slugField, tenancyFilters, treeFilters } from './tenancy.ts';
+import { cachedScopeOf } from './scopes.ts';
 import type { Choice, FieldDef, ModelDef } from './types.ts';
 import { circuitTerminationFilter } from './count-filters.ts';
-import { linkFilters } from './link-filters.ts';
+import { linkFilter, linkFilters } from './link-filters.ts';
 
 /** NetBox's DistanceUnitChoices (circuit distance). */
 const DISTANCE_UNITS: Choice[] = [
@@ -116,6 +117,13 @@ export const providerNetwork: ModelDef = {
 export const circuitType = typeModel('circuittype', 'circuit-types', 'CircuitType', 'circuit type', 'circuit_count', 'circuit');
 export const virtualCircuitType = typeModel('virtualcircuittype', 'virtual-circuit-types', 'VirtualCircuitType', 'virtual circuit type', 'virtual_circuit_count', 'virtualcircuit');
 
+/** NetBox's CircuitFilterSet region/site group (subtrees) and location_id: what its terminations stand in (the cached columns). */
+const circuitPlaceFilters = [
+  ...linkFilters('region', { table: 'circuits_circuit', link: 'circuits_circuittermination', self: 'circuit_id', other: '_region_id', target: 'dcim_region', tree: true }),
+  ...linkFilters('site_group', { table: 'circuits_circuit', link: 'circuits_circuittermination', self: 'circuit_id', other: '_site_group_id', target: 'dcim_sitegroup', tree: true }),
+  linkFilter({ name: 'location_id', table: 'circuits_circuit', link: 'circuits_circuittermination', self: 'circuit_id', other: '_location_id', target: 'dcim_location', tree: true }),
+];
+
 export const circuit: ModelDef = {
   key: 'circuit',
   app: 'circuits',
@@ -145,7 +153,7 @@ export const circuit: ModelDef = {
   brief: ['provider', 'cid', 'description'],
   taggable: true,
   display: (r) => r.cid,
-  extraFilters: [...refFilters('provider', 'provider'), ...refFilters('type', 'circuittype'), ...tenancyFilters, { name: 'site_id', kind: 'custom' }, { name: 'site', kind: 'custom' }, { name: 'provider_network_id', kind: 'custom' }, circuitTerminationFilter('A'), circuitTerminationFilter('Z')],
+  extraFilters: [...refFilters('provider', 'provider'), ...refFilters('type', 'circuittype'), ...tenancyFilters, { name: 'site_id', kind: 'custom' }, { name: 'site', kind: 'custom' }, { name: 'provider_network_id', kind: 'custom' }, circuitTerminationFilter('A'), circuitTerminationFilter('Z'), ...circuitPlaceFilters],
   cascade: [{ model: 'circuittermination', column: 'circuit_id' }],
   extraRefs: {
     termination_a: { model: 'circuittermination', column: 'termination_a_id' },
@@ -161,6 +169,7 @@ export const circuit: ModelDef = {
 };
 
 const cableHooks = cabledObject('circuits.circuittermination', false);
+
 
 export const circuitTermination: ModelDef = {
   key: 'circuittermination',
@@ -215,10 +224,12 @@ export const circuitTermination: ModelDef = {
     await w.trx.updateTable('circuits_circuit').set({ [`termination_${String(row.term_side).toLowerCase()}_id`]: null }).where('id', '=', row.circuit_id).execute();
     await cableHooks.beforeDelete!(w, row);
   },
-  check: async (_ctx, values, existing, errors) => {
+  check: async (ctx, values, existing, errors) => {
     const type = 'termination_type' in values ? values.termination_type : existing?.termination_type;
     const id = 'termination_id' in values ? values.termination_id : existing?.termination_id;
-    if ((type === null || type === undefined) !== (id === null || id === undefined)) (errors.non_field_errors ??= []).push('termination_type and termination_id must be given together.');
+    if ((type === null || type === undefined) !== (id === null || id === undefined)) return void (errors.non_field_errors ??= []).push('termination_type and termination_id must be given together.');
+    // CircuitTermination.cache_related_objects(): the region, site group, site and location it stands in.
+    if ('termination_type' in values || 'termination_id' in values) Object.assign(values, await cachedScopeOf(ctx, type ?? null, id ?? null));
   },
   extraFilters: [
     ...refFilters('circuit', 'circuit', 'cid'),
@@ -228,6 +239,9 @@ export const circuitTermination: ModelDef = {
     { name: 'site', kind: 'custom' },
     { name: 'provider_network_id', kind: 'custom' },
     ...refFilters('provider', 'provider', 'slug', 'circuit_id').map((f) => ({ ...f, through: [{ table: 'circuits_circuit', column: 'provider_id' }] })),
+    ...treeFilters('region', 'region', '_region_id'),
+    ...treeFilters('site_group', 'sitegroup', '_site_group_id'),
+    ...treeFilters('location', 'location', '_location_id'),
     ...cabledFilters,
   ],
 };

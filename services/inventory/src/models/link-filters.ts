@@ -21,6 +21,8 @@ export interface LinkFilterSpec {
   numeric?: boolean;
   /** Match the linked rows' `column` (in `table`) instead of the linked ids; `tree`: that column points into a tree. */
   via?: { table: string; column: string; tree?: boolean };
+  /** The values name nodes of a tree (`target` by `parent_id`) that stand for their subtree. */
+  tree?: boolean;
 }
 
 const invalid = (v: string) => `Select a valid choice. ${v} is not one of the available choices.`;
@@ -43,7 +45,7 @@ export function linkFilter(spec: LinkFilterSpec): ExtraFilter {
         const missing = given.find((v) => !found.has(byId || spec.numeric ? String(Number(v)) : v));
         if (missing !== undefined) return void (errors[spec.name] = [invalid(missing)]);
         ids = rows.map((r) => Number(r.id));
-        if (spec.via?.tree) ids = await subtree(ctx, spec.target, ids);
+        if (spec.via?.tree || spec.tree) ids = await subtree(ctx, spec.target, ids);
       }
       const me = sql.ref(`${spec.table}.id`);
       const linked = (cond: ReturnType<typeof sql>) =>
@@ -55,9 +57,9 @@ export function linkFilter(spec: LinkFilterSpec): ExtraFilter {
       if (ids.length) parts.push(linked(sql`${target} in (${sql.join(ids)})`));
       if (given.length && !ids.length) parts.push(sql`1 = 0`);
       if (withNull) {
-        // Django's `a__isnull=True` (outer join): no link at all, or (through `via`) a linked row without the value.
+        // Django's `a__isnull=True` (outer join): no link at all, or (through `via`, or a link row's own column) a row without the value.
         parts.push(sql`not exists (select 1 from ${sql.table(spec.link)} l where l.${sql.ref(spec.self)} = ${me})`);
-        if (spec.via) parts.push(linked(sql`${target} is null`));
+        if (spec.via || spec.tree) parts.push(linked(sql`${target} is null`));
       }
       return parts.length ? sql`(${sql.join(parts, sql` or `)})` : undefined;
     },

@@ -67,6 +67,13 @@ export async function checkScope(ctx: ReadCtx, values: Row, existing: Row | null
   if (cached) Object.assign(values, await cachedScope(ctx, type, row ?? null));
 }
 
+/** The cached columns for an object named by type and id (a circuit termination's), all null for other types. */
+export async function cachedScopeOf(ctx: ReadCtx, type: string | null, id: number | null): Promise<Row> {
+  const m = type && LOCATION_SCOPE_TYPES.includes(type) && id !== null ? modelForObjectType(type) : undefined;
+  const row = m ? await ctx.db.selectFrom(m.table).selectAll().where('id', '=', id).executeTakeFirst() : undefined;
+  return cachedScope(ctx, row ? type : null, row ?? null);
+}
+
 /** CachedScopeMixin.cache_related_objects(): the region, site group, site and location a scope stands in. */
 async function cachedScope(ctx: ReadCtx, type: string | null, row: Row | null): Promise<Row> {
   const out: Row = { _region_id: null, _site_group_id: null, _site_id: null, _location_id: null };

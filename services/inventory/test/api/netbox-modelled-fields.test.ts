@@ -199,6 +199,27 @@ forEachStorage('inventory API: NetBox 4.3 fields behind its filter names', (stor
     assert.deepEqual([a.site_count, a.provider_count], [1, 1]);
   });
 
+  it('circuit terminations\' cached region/site group/location and circuits by them', async () => {
+    const h = api.http;
+    const region = (await h.post('/api/dcim/regions/', { name: 'Americas', slug: 'americas' })).body;
+    const sub = (await h.post('/api/dcim/regions/', { name: 'US', slug: 'us', parent: region.id })).body;
+    const site = (await h.post('/api/dcim/sites/', { name: 'NYC', slug: 'nyc', region: sub.id })).body;
+    const loc = (await h.post('/api/dcim/locations/', { name: 'MMR', slug: 'mmr', site: site.id })).body;
+    const provider = (await h.post('/api/circuits/providers/', { name: 'Carrier', slug: 'carrier' })).body;
+    const ctype = (await h.post('/api/circuits/circuit-types/', { name: 'Transit', slug: 'transit' })).body;
+    const [c1, c2] = (await h.post('/api/circuits/circuits/', [{ cid: 'x1', provider: provider.id, type: ctype.id }, { cid: 'x2', provider: provider.id, type: ctype.id }])).body;
+    const t = await h.post('/api/circuits/circuit-terminations/', { circuit: c1.id, term_side: 'A', termination_type: 'dcim.location', termination_id: loc.id });
+    assert.equal(t.status, 201, t.text);
+    const terms = (q: string) => h.get(`/api/circuits/circuit-terminations/?provider=carrier&${q}`).then(ids);
+    assert.deepEqual(await terms('region=americas'), [t.body.id]);
+    assert.deepEqual(await terms(`location_id=${loc.id}`), [t.body.id]);
+    assert.deepEqual(await terms('site_group_id=null'), [t.body.id]);
+    const circuits = (q: string) => h.get(`/api/circuits/circuits/?provider_id=${provider.id}&${q}`).then(ids);
+    assert.deepEqual(await circuits(`region_id=${region.id}`), [c1.id]);
+    assert.deepEqual(await circuits(`location_id=${loc.id}`), [c1.id]);
+    assert.deepEqual(await circuits('region=null'), [c2.id]);
+  });
+
   it('prefix and VLAN roles, prefixes by VLAN group, Q-in-Q VLANs', async () => {
     const h = api.http;
     const role = (await h.post('/api/ipam/roles/', { name: 'Mgmt', slug: 'mgmt' })).body;
