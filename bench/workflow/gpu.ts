@@ -5,11 +5,16 @@
  * step (batch 2) on the device against the same step on the CPU, and the
  * device's time per step at 512² and 1024².
  *
- *   npx tsx bench/workflow/gpu.ts [--device cuda|webgpu|auto|cpu] [--cuda-provider-dir DIR] [--families sd15,sdxl] [--sizes 512,1024] [--evals 3]
+ *   npx tsx bench/workflow/gpu.ts [--device cuda|webgpu|auto|cpu] [--cuda-provider-dir DIR] [--families sd15,sdxl] [--sizes 512,1024] [--evals 3] [--precisions fp32,fp16]
  *
  * Writes the report to stdout and, where $OUT is set, to $OUT/gpu-report.json.
- * Weights are fp16 in the files (the usual distribution); the device computes
- * in float32, as the CPU does, so the tolerance is float32's over a deep net.
+ * Weights are fp16 in the files (the usual distribution). The CPU computes in
+ * float32; the device runs the UNet in each of --precisions (fp32, and fp16:
+ * the --force-fp16 graph, precision.ts), each step against the CPU's float32
+ * one (tolerance 1e-2 relative for fp32, float32's over a deep net; 5e-2 for
+ * fp16, whose 11-bit mantissa rounds every layer) and timed per size, so fp16
+ * and fp32 step times sit side by side. `--families tiny` (the tests' tiny
+ * UNet) with `--device cpu` is a dry run of the whole script in seconds.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -24,6 +29,7 @@ const { values: args } = parseArgs({
     sizes: { type: 'string', default: '512,1024' },
     evals: { type: 'string', default: '3' },
     'check-size': { type: 'string', default: '512' },
+    precisions: { type: 'string', default: 'fp32,fp16' },
   },
   strict: true,
 });
@@ -31,7 +37,13 @@ const { values: args } = parseArgs({
 const { DeviceError, deviceName, parseDevice, probeDevice } = await import('../../services/workflow/src/models/device.ts');
 const { configureDevice } = await import('../../services/workflow/src/models/session.ts');
 const { loadCheckpoint, unloadAll, UNetModel } = await import('../../services/workflow/src/models/sd1.ts');
-const { SD15, fixtureSpecs } = await import('../../services/workflow/test/models-fixture.ts');
+const { SD15, TINY, fixtureSpecs } = await import('../../services/workflow/test/models-fixture.ts');
+const { configurePrecision } = await import('../../services/workflow/src/models/precision.ts');
+const precisions = args.precisions.split(',').map((p) => {
+  if (p !== 'fp32' && p !== 'fp16') throw new Error(`--precisions takes fp32 and/or fp16, got ${p}`);
+  return p;
+});
+const TOLERANCE: Record<string, number> = { fp32: 1e-2, fp16: 5e-2 };
 const { xlSpecs } = await import('../../services/workflow/test/models-fixture-xl.ts');
 
 type Spec = [string, number[], string];
@@ -146,39 +158,62 @@ try {
   for (const family of args.families.split(',')) {
     const file = path.join(dir, `${family}-unet.safetensors`);
     let t = performance.now();
-    const specs = (family === 'sdxl' ? xlSpecs(SDXL) : fixtureSpecs(SD15)).filter(([k]) => k.startsWith('model.diffusion_model.')) as Spec[];
+    const specs = (family === 'sdxl' ? xlSpecs(SDXL) : fixtureSpecs(family === 'tiny' ? TINY : SD15)).filter(([k]) => k.startsWith('model.diffusion_model.')) as Spec[];
     writeF16(file, specs);
     const r: Record<string, unknown> = { file_gib: +(fs.statSync(file).size / 2 ** 30).toFixed(2), written_s: +((performance.now() - t) / 1000).toFixed(1) };
-    const ctxDim = family === 'sdxl' ? 2048 : 768;
+    const ctxDim = family === 'sdxl' ? 2048 : family === 'tiny' ? 32 : 768;
     const check = Number(args['check-size']);
-    // One step on the CPU and on the device, the same inputs.
+    // One step on the CPU in float32, then on the device in each precision, the same inputs.
     configureDevice({ kind: 'cpu' });
+    configurePrecision({ dtype: 'fp32', upcastAttention: false, reason: 'bench' });
     t = performance.now();
     const cpu = await eps(file, check, ctxDim);
-    r.cpu = { size: check, session_and_step_s: +((performance.now() - t) / 1000).toFixed(1), step_s: +cpu.seconds.toFixed(2) };
+    r.cpu = { size: check, precision: 'fp32', session_and_step_s: +((performance.now() - t) / 1000).toFixed(1), step_s: +cpu.seconds.toFixed(2) };
     await unloadAll();
     configureDevice(device);
-    t = performance.now();
-    const dev = await eps(file, check, ctxDim);
-    let worst = 0;
-    let scale = 0;
-    for (let i = 0; i < cpu.out.length; i++) {
-      worst = Math.max(worst, Math.abs(cpu.out[i]! - dev.out[i]!));
-      scale = Math.max(scale, Math.abs(cpu.out[i]!));
+    const per: Record<string, unknown> = {};
+    for (const precision of precisions) {
+      // Sessions are made in the precision configured when they are created: each precision starts from none.
+      configurePrecision({ dtype: precision, upcastAttention: false, reason: 'bench' });
+      t = performance.now();
+      const dev = await eps(file, check, ctxDim);
+      let worst = 0;
+      let scale = 0;
+      let nonFinite = 0;
+      for (let i = 0; i < cpu.out.length; i++) {
+        if (!Number.isFinite(dev.out[i]!)) nonFinite++;
+        worst = Math.max(worst, Math.abs(cpu.out[i]! - dev.out[i]!));
+        scale = Math.max(scale, Math.abs(cpu.out[i]!));
+      }
+      const rel = worst / Math.max(scale, 1e-6);
+      const tol = TOLERANCE[precision]!;
+      const ok = nonFinite === 0 && rel <= tol;
+      const entry: Record<string, unknown> = { check: { size: check, max_abs_diff: worst, largest: scale, relative: rel, non_finite: nonFinite, tolerance: tol, within_tolerance: ok, session_and_step_s: +((performance.now() - t) / 1000).toFixed(1) } };
+      log(`${family} ${precision}: one CFG step at ${check}² on ${deviceName(device)} against the CPU's fp32: largest difference ${worst.toExponential(2)} of ${scale.toFixed(3)} (${rel.toExponential(2)} relative, ${nonFinite} not finite, ${ok ? 'within' : 'OUTSIDE'} ${tol})`);
+      const timings: Record<string, unknown> = {};
+      for (const size of args.sizes.split(',').map(Number)) {
+        const times: number[] = [];
+        for (let i = 0; i < Number(args.evals); i++) times.push((await eps(file, size, ctxDim)).seconds);
+        timings[size] = { median_s: +median(times).toFixed(3), runs_s: times.map((v) => +v.toFixed(3)) };
+        log(`${family} ${precision}: ${size}² CFG step (batch 2) on ${deviceName(device)}: median ${median(times).toFixed(3)} s of [${times.map((v) => v.toFixed(3)).join(', ')}] (the first includes the session for that size)`);
+      }
+      entry.device_steps = timings;
+      per[precision] = entry;
+      await unloadAll();
     }
-    const rel = worst / Math.max(scale, 1e-6);
-    r.check = { size: check, max_abs_diff: worst, largest: scale, relative: rel, within_tolerance: rel <= 1e-2, session_and_step_s: +((performance.now() - t) / 1000).toFixed(1) };
-    log(`${family}: one CFG step at ${check}² on ${deviceName(device)} against the CPU: largest difference ${worst.toExponential(2)} of ${scale.toFixed(3)} (${rel.toExponential(2)} relative, ${rel <= 1e-2 ? 'within' : 'OUTSIDE'} 1e-2)`);
-    const timings: Record<string, unknown> = {};
-    for (const size of args.sizes.split(',').map(Number)) {
-      const times: number[] = [];
-      for (let i = 0; i < Number(args.evals); i++) times.push((await eps(file, size, ctxDim)).seconds);
-      timings[size] = { median_s: +median(times).toFixed(3), runs_s: times.map((v) => +v.toFixed(3)) };
-      log(`${family}: ${size}² CFG step (batch 2) on ${deviceName(device)}: median ${median(times).toFixed(3)} s of [${times.map((v) => v.toFixed(3)).join(', ')}] (the first includes the session for that size)`);
+    r.precisions = per;
+    // fp16 against fp32 on the device, size by size (median step times).
+    if (per.fp16 && per.fp32) {
+      const speed: Record<string, number> = {};
+      for (const size of args.sizes.split(',')) {
+        const a = ((per.fp32 as { device_steps: Record<string, { median_s: number }> }).device_steps[size]!).median_s;
+        const b = ((per.fp16 as { device_steps: Record<string, { median_s: number }> }).device_steps[size]!).median_s;
+        speed[size] = +(a / b).toFixed(2);
+        log(`${family}: ${size}² fp16 step ${b.toFixed(3)} s against fp32 ${a.toFixed(3)} s (${(a / b).toFixed(2)}x)`);
+      }
+      r.fp16_speedup = speed;
     }
-    r.device_steps = timings;
     results[family] = r;
-    await unloadAll();
     fs.rmSync(file, { force: true });
   }
 } catch (err) {
