@@ -279,12 +279,15 @@ async function stop(r: Running): Promise<void> {
 
 // ---- measuring ----
 let tagSeq = 0;
+/** A prompt's end that came over the WebSocket before its POST /prompt answer was read (a fast prompt on a loaded machine). */
+const earlyEnds = new Map<string, any>();
 async function runPrompt(srv: Running, ws: WebSocket, waiters: Map<string, (m: any) => void>, clientId: string, graph: Graph): Promise<number> {
   const t0 = performance.now();
   const res = await fetch(`${srv.url}/prompt`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ prompt: graph, client_id: clientId }) });
   const body = (await res.json()) as { prompt_id?: string };
   if (!res.ok || !body.prompt_id) throw new Error(`queue refused: ${JSON.stringify(body)}`);
-  const msg = await new Promise<any>((r) => waiters.set(body.prompt_id!, r));
+  const msg = earlyEnds.get(body.prompt_id) ?? (await new Promise<any>((r) => waiters.set(body.prompt_id!, r)));
+  earlyEnds.delete(body.prompt_id);
   waiters.delete(body.prompt_id);
   if (msg.type !== 'execution_success') throw new Error(`prompt failed: ${JSON.stringify(msg.data).slice(0, 1000)}`);
   return performance.now() - t0;
@@ -330,7 +333,9 @@ async function measure(kind: 'service' | 'reference', round: number): Promise<vo
     if (binary) return;
     const m = JSON.parse(String(data));
     const id = m.data?.prompt_id;
-    if ((m.type === 'execution_success' || m.type === 'execution_error') && waiters.has(id)) waiters.get(id)!(m);
+    if (m.type !== 'execution_success' && m.type !== 'execution_error') return;
+    if (waiters.has(id)) waiters.get(id)!(m);
+    else if (id) earlyEnds.set(id, m);
   });
   try {
     for (const [i, row] of rows.entries()) {
