@@ -2,7 +2,7 @@
  * The diffusion model's compute precision (issue 26) on the CPU, where ONNX
  * Runtime runs float16 graphs too: the fp16 UNet's output is within fp16's
  * tolerance of the fp32 one and finite (fp16 and fp32 weight files, attention
- * upcast), the flags resolve as the reference's do (fp16 on a
+ * upcast, a control residual), the flags resolve as the reference's do (fp16 on a
  * GPU by default, fp32 on the CPU, clear errors for flags that exclude each
  * other), and a whole txt2img prompt runs over HTTP with --force-fp16.
  */
@@ -61,14 +61,20 @@ test('flags: fp16 on a GPU and fp32 on the CPU by default, the reference\'s over
   assert.deepEqual([1, -2, 0.1, 65504, 70000, 2 ** -24, 2 ** -26, 0.125].map(toHalfBits), [0x3c00, 0xc000, 0x2e66, 0x7bff, 0x7c00, 0x0001, 0x0000, 0x3000]);
 });
 
-async function eps(file: string, p: UNetPrecision): Promise<Float32Array> {
+/** One UNet call; with `control`, a ControlNet-like residual after the middle block (the graph's float32 control inputs). */
+async function eps(file: string, p: UNetPrecision, control = false): Promise<Float32Array> {
   await unloadAll();
   configurePrecision(p);
   const ck = await loadCheckpoint(file);
   const cond = (await new ClipModel(ck).encode('a photo of a cat'))[0]![0];
   const x = pattern([2, 4, 8, 12]);
   const ctx = { ...cond, shape: [2, cond.shape[1]!, cond.shape[2]!], data: Float32Array.from({ length: 2 * cond.data.length }, (_, i) => cond.data[i % cond.data.length]!) };
-  return new UNetModel(ck).eps(x.data, x.shape, 500, ctx);
+  if (!control) return new UNetModel(ck).eps(x.data, x.shape, 500, ctx);
+  const blocks = ck.detected.unet.inputBlocks;
+  const downs = blocks.filter((b) => b.kind === 'down').length;
+  const shape = [1, blocks.at(-1)!.outChannels, 8 / 2 ** downs, 12 / 2 ** downs];
+  const mid = pattern(shape, 0.5);
+  return new UNetModel(ck).eps(x.data, x.shape, 500, ctx, { input: [], middle: [mid], output: [] });
 }
 
 /** Largest difference relative to the largest fp32 value; every fp16 value finite. */
@@ -84,7 +90,7 @@ function compare(a: Float32Array, b: Float32Array): number {
   return worst / scale;
 }
 
-test('the fp16 UNet is within fp16 tolerance of the fp32 one, finite, from fp16 and fp32 weight files, attention upcast or not', async () => {
+test('the fp16 UNet is within fp16 tolerance of the fp32 one, finite, from fp16 and fp32 weight files, attention upcast or not', async (t) => {
   for (const dtype of ['F16', 'F32'] as const) {
     const file = path.join(dir, `tiny-${dtype}.safetensors`);
     writeFixture(file, { ...TINY, dtype });
@@ -92,10 +98,16 @@ test('the fp16 UNet is within fp16 tolerance of the fp32 one, finite, from fp16 
     const half = await eps(file, FP16);
     const upcast = await eps(file, { ...FP16, upcastAttention: true });
     const [rh, ru] = [compare(ref, half), compare(ref, upcast)];
+    t.diagnostic(`${dtype} weights: fp16 ${rh.toExponential(2)}, fp16 with upcast attention ${ru.toExponential(2)} relative to the fp32 output`);
     // float16 keeps 11 significant bits (4.9e-4 relative); a few layers of rounding stay well under 1e-2.
     assert.ok(rh < 1e-2, `${dtype}: fp16 off by ${rh} relative`);
     assert.ok(ru < 1e-2, `${dtype}: fp16 with upcast attention off by ${ru} relative`);
     assert.ok(rh > 0, 'the fp16 graph did compute in float16');
+    if (dtype === 'F16') {
+      const [c32, c16] = [await eps(file, FP32, true), await eps(file, FP16, true)];
+      assert.ok(compare(c32, c16) < 1e-2, `control: fp16 off by ${compare(c32, c16)} relative`);
+      assert.ok(compare(ref, c32) > 1e-3, 'the control residual changed the output');
+    }
   }
 });
 
