@@ -82,7 +82,17 @@ export const provider: ModelDef = {
   taggable: true,
   display: (r) => r.name,
   counts: { circuit_count: { model: 'circuit', column: 'provider_id' } },
-  extraFilters: [...linkFilters('asn', { table: 'circuits_provider', link: 'circuits_provider_asns', self: 'provider_id', other: 'asn_id', target: 'ipam_asn' }, 'asn', true)],
+  extraFilters: [
+    ...linkFilters('asn', { table: 'circuits_provider', link: 'circuits_provider_asns', self: 'provider_id', other: 'asn_id', target: 'ipam_asn' }, 'asn', true),
+    // NetBox's circuits__terminations___region / ___site_group / ___site: where the provider's circuits end.
+    ...(
+      [
+        ['region', 'dcim_region', '_region_id', true],
+        ['site_group', 'dcim_sitegroup', '_site_group_id', true],
+        ['site', 'dcim_site', '_site_id', false],
+      ] as const
+    ).flatMap(([name, target, column, tree]) => linkFilters(name, { table: 'circuits_provider', link: 'circuits_circuit', self: 'provider_id', other: 'id', target, via: { table: 'circuits_circuittermination', key: 'circuit_id', column, tree } })),
+  ],
   protectedBy: [
     { model: 'circuit', column: 'provider_id' },
     { model: 'providernetwork', column: 'provider_id' },

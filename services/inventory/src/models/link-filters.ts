@@ -19,8 +19,8 @@ export interface LinkFilterSpec {
   /** Values name objects by this attribute instead of their id; `numeric` when it is a number column. */
   attribute?: string;
   numeric?: boolean;
-  /** Match the linked rows' `column` (in `table`) instead of the linked ids; `tree`: that column points into a tree. */
-  via?: { table: string; column: string; tree?: boolean };
+  /** Match the linked rows' `column` (in `table`, joined by its `key`, default id) instead of the linked ids; `tree`: that column points into a tree. */
+  via?: { table: string; column: string; tree?: boolean; key?: string };
   /** The values name nodes of a tree (`target` by `parent_id`) that stand for their subtree. */
   tree?: boolean;
 }
@@ -50,7 +50,7 @@ export function linkFilter(spec: LinkFilterSpec): ExtraFilter {
       const me = sql.ref(`${spec.table}.id`);
       const linked = (cond: ReturnType<typeof sql>) =>
         spec.via
-          ? sql`${me} in (select l.${sql.ref(spec.self)} from ${sql.table(spec.link)} l join ${sql.table(spec.via.table)} o on o.id = l.${sql.ref(spec.other)} where ${cond})`
+          ? sql`${me} in (select l.${sql.ref(spec.self)} from ${sql.table(spec.link)} l join ${sql.table(spec.via.table)} o on o.${sql.ref(spec.via.key ?? 'id')} = l.${sql.ref(spec.other)} where ${cond})`
           : sql`${me} in (select l.${sql.ref(spec.self)} from ${sql.table(spec.link)} l where ${cond})`;
       const target = spec.via ? sql`o.${sql.ref(spec.via.column)}` : sql`l.${sql.ref(spec.other)}`;
       const parts = [];
@@ -60,6 +60,10 @@ export function linkFilter(spec: LinkFilterSpec): ExtraFilter {
         // Django's `a__isnull=True` (outer join): no link at all, or (through `via`, or a link row's own column) a row without the value.
         parts.push(sql`not exists (select 1 from ${sql.table(spec.link)} l where l.${sql.ref(spec.self)} = ${me})`);
         if (spec.via || spec.tree) parts.push(linked(sql`${target} is null`));
+        if (spec.via) {
+          const key = sql.ref(spec.via.key ?? 'id');
+          parts.push(sql`${me} in (select l.${sql.ref(spec.self)} from ${sql.table(spec.link)} l where not exists (select 1 from ${sql.table(spec.via.table)} o where o.${key} = l.${sql.ref(spec.other)}))`);
+        }
       }
       return parts.length ? sql`(${sql.join(parts, sql` or `)})` : undefined;
     },

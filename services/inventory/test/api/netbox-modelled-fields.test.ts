@@ -218,6 +218,12 @@ forEachStorage('inventory API: NetBox 4.3 fields behind its filter names', (stor
     assert.deepEqual(await circuits(`region_id=${region.id}`), [c1.id]);
     assert.deepEqual(await circuits(`location_id=${loc.id}`), [c1.id]);
     assert.deepEqual(await circuits('region=null'), [c2.id]);
+    const other = (await h.post('/api/circuits/providers/', { name: 'Other', slug: 'other-carrier' })).body;
+    const providers = (q: string) => h.get(`/api/circuits/providers/?id=${provider.id}&id=${other.id}&${q}`).then(ids);
+    assert.deepEqual(await providers('region=americas'), [provider.id]);
+    assert.deepEqual(await providers(`site_id=${site.id}`), [provider.id]);
+    assert.deepEqual(await providers('site=nyc&site_group_id=null'), [provider.id]);
+    assert.deepEqual(await providers('region_id=null'), [provider.id, other.id]);
   });
 
   it('prefix and VLAN roles, prefixes by VLAN group, Q-in-Q VLANs', async () => {
