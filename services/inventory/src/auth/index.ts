@@ -1,14 +1,13 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Storage } from '@svc/storage';
 import { forbidden, notFound, NOT_AUTHENTICATED } from '../api/errors.ts';
-import { mayWrite, type Principal } from './principal.ts';
-import { actionOf, may } from './permissions.ts';
+import { may, mayWrite, type Principal } from './principal.ts';
+import { actionOf } from './permissions.ts';
 import { principalForKey } from './store.ts';
 import { LoginThrottle, type LoginThrottleSettings } from './throttle.ts';
 
 export type { Principal } from './principal.ts';
-export { mayWrite } from './principal.ts';
-export { may } from './permissions.ts';
+export { may, mayWrite } from './principal.ts';
 
 export interface Auth {
   /** The caller of this request (cached per request); null when no or a bad token was sent. */

@@ -1,6 +1,5 @@
 import { sql, type Kysely } from 'kysely';
 import type { Migration, SqlDialect } from '@svc/storage';
-import type { Principal } from './principal.ts';
 
 /**
  * NetBox's object permissions in the service's own model: a permission names object types (`dcim.site`), actions
@@ -66,11 +65,6 @@ export function granted(isSuperuser: boolean, canWrite: boolean, grants: Grants 
   if (isSuperuser) return true;
   if (!grants) return action === 'view' || canWrite;
   return grants.get(objectType)?.has(action) ?? false;
-}
-
-/** Whether the principal's user holds `action` on `objectType` (the token's write ability is checked apart). */
-export function may(p: Principal, objectType: string, action: Action): boolean {
-  return granted(p.isSuperuser, p.canWrite, p.grants, objectType, action);
 }
 
 /** The action an HTTP method needs, as NetBox's TokenPermissions map. */

@@ -1,4 +1,4 @@
-import type { Grants } from './permissions.ts';
+import { granted, type Action, type Grants } from './permissions.ts';
 
 /** Who is calling, resolved from an API token. */
 export interface Principal {
@@ -16,4 +16,9 @@ export interface Principal {
 
 export function mayWrite(p: Principal): boolean {
   return p.writeEnabled && (p.isSuperuser || p.canWrite);
+}
+
+/** Whether the principal's user holds `action` on `objectType` (the token's write ability is checked apart). */
+export function may(p: Principal, objectType: string, action: Action): boolean {
+  return granted(p.isSuperuser, p.canWrite, p.grants, objectType, action);
 }
