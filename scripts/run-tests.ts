@@ -52,7 +52,20 @@ console.log(
 const concurrency = process.env.TEST_CONCURRENCY ?? '2';
 const r = spawnSync(
   process.execPath,
-  ['--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, '--test-timeout=300000', ...extra, ...files],
+  [
+    '--import',
+    'tsx',
+    '--test',
+    `--test-concurrency=${concurrency}`,
+    '--test-timeout=300000',
+    // TAP as before, then a summary of failures and slow files at the very end (where a CI log's tail shows it).
+    '--test-reporter=tap',
+    '--test-reporter-destination=stdout',
+    `--test-reporter=${path.join(root, 'scripts', 'test-summary-reporter.mjs')}`,
+    '--test-reporter-destination=stdout',
+    ...extra,
+    ...files,
+  ],
   { stdio: 'inherit', cwd: root, env: { ...process.env, TEST_POSTGRES: pg ? '1' : '0' } },
 );
 if (!pg) console.log('NOTE: PostgreSQL tests were skipped (no server reachable).');
