@@ -7,6 +7,7 @@ import { contactCounts, contactGroupFilters } from './contact-assignments.ts';
 import type { FieldDef, ModelDef } from './types.ts';
 import { checkWeightUnit, weightFields } from './dcim.ts';
 import { linkFilters } from './link-filters.ts';
+import { availablePower } from './path-filters.ts';
 
 /**
  * Further NetBox models automation reaches: route targets, tenancy contacts, power panels and feeds,
@@ -165,10 +166,9 @@ export const powerFeed: ModelDef = {
   taggable: true,
   display: (r) => r.name,
   ...feedHooks,
-  // NetBox's available_power: |volts| × amps × max utilisation, × 1.732 for three-phase, truncated to whole watts.
+  // NetBox's available_power: |volts| × amps × max utilisation, × 1.732 for three-phase, rounded as Python's round().
   represent(row, out) {
-    const kva = Math.abs(Number(row.voltage)) * Number(row.amperage) * (Number(row.max_utilization) / 100);
-    return { ...out, available_power: Math.trunc(row.phase === 'three-phase' ? kva * 1.732 : kva) };
+    return { ...out, available_power: availablePower(row) };
   },
   extraFilters: [
     ...refFilters('power_panel', 'powerpanel', 'name'),

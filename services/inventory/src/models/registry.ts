@@ -13,6 +13,7 @@ import { customField } from './custom-fields.ts';
 import { MORE_MODELS } from './more-models.ts';
 import { JOURNAL_CONFIG_MODELS, withContactFilters } from './journal-config-models.ts';
 import { CHASSIS_BAY_MODELS } from './chassis-bays.ts';
+import { withCoreFilters } from './core-filters.ts';
 
 /** Every object type: its REST endpoints, change logging and event rules all come from here. */
 export const MODELS: ModelDef[] = [
@@ -53,6 +54,7 @@ export const MODELS: ModelDef[] = [
 ];
 
 withContactFilters(MODELS);
+withCoreFilters(MODELS);
 registerModels(MODELS);
 
 // The lookups live in lookup.ts (a leaf the model modules import); callers outside the models import them from here,

@@ -210,7 +210,7 @@ export async function represent(ctx: ReadCtx, m: ModelDef, rows: Row[], brief = 
     }
     for (const [, x] of unmodelled) v.push(x === null ? null : Array.isArray(x) && x.length === 0 ? [] : typeof x !== 'object' ? x : structuredClone(x));
     if (m.taggable) v.push(tags.get(r.id) ?? [], cfOf(r.custom_fields));
-    if (usage) v.push([], usage.get(r.id) ?? 0);
+    if (usage) v.push(Array.isArray(r.object_types) ? r.object_types : [], usage.get(r.id) ?? 0);
     v.push(r.created, r.last_updated);
     for (const name of countNames) v.push(counts!.get(name)!.get(r.id) ?? (m.counts![name]?.sum ? null : 0));
     const out = make(v);

@@ -8,6 +8,7 @@ import type { ModelDef, Row } from './types.ts';
 import type { Errors, Validated } from './validate.ts';
 import { naturalize } from './values.ts';
 import { resolveRelated, FieldProblem } from './validate.ts';
+import { checkTagAssignment } from './tag-rules.ts';
 
 export function readCtxOf(w: WriteContext): ReadCtx {
   return { db: w.trx, dialect: w.dialect, base: '', settings: w.settings, userId: w.principal?.userId };
@@ -84,6 +85,7 @@ export async function uniquenessErrors(w: WriteContext, m: ModelDef, values: Row
 }
 
 async function setTags(w: WriteContext, m: ModelDef, id: number, tagIds: number[]): Promise<void> {
+  await checkTagAssignment(w.trx, w.dialect, m, id, tagIds);
   await w.trx.deleteFrom('extras_taggeditem').where('object_type', '=', m.objectType).where('object_id', '=', id).execute();
   if (tagIds.length) {
     await w.trx

@@ -21,6 +21,7 @@ import { permissionRoutes } from './users-permissions.ts';
 import { virtualizationRoutes } from './virtualization.ts';
 import { circuitRoutes } from './circuits.ts';
 import { extrasConfigRoutes } from './extras-config.ts';
+import { objectTypeRoutes } from './extras-object-types.ts';
 
 /** The apps whose roots `/api/` lists (besides `plugins` and `status`). */
 export const API_APPS = ['circuits', 'core', 'dcim', 'extras', 'ipam', 'tenancy', 'users', 'virtualization'];
@@ -66,6 +67,7 @@ export async function coreRoutes(app: FastifyInstance, opts: CoreRouteOptions): 
   tagRoutes(app, sink);
   registerModelRoutes(app, sink, MODELS.find((m) => m.key === 'customfield')!);
   extrasConfigRoutes(app, sink);
+  objectTypeRoutes(app, deps);
   await objectChangeRoutes(app, deps);
   await userRoutes(app, deps);
   await permissionRoutes(app, deps);

@@ -1,0 +1,92 @@
+import { sql, type RawBuilder } from 'kysely';
+import { ENDPOINT_TYPES } from './cable-types.ts';
+import { chunks } from './read.ts';
+import type { ExtraFilter, ModelDef, ReadCtx } from './types.ts';
+
+/** The path endpoints NetBox's PathEndpointFilterSet gives `connected` (they have a `_path`). */
+export const PATH_ENDPOINT_MODELS = ['interface', 'consoleport', 'consoleserverport', 'powerport', 'poweroutlet', 'powerfeed'];
+
+/**
+ * Ids of the objects of `m` whose cable path is active (NetBox's `_path__is_active`): it is complete (ends at another
+ * endpoint) and every cable on it is `connected`. NetBox stores paths; the service computes them, so the common case
+ * (a cable straight to another endpoint) is decided from the cable's own ends and only paths through pass-through ports
+ * or circuits are traced.
+ */
+async function activePathIds(ctx: ReadCtx, m: ModelDef): Promise<number[]> {
+  const { terminationsOfCables, traceSegments, allConnected } = await import('./cable-paths.ts');
+  const rows = await ctx.db.selectFrom(m.table).select(['id', 'cable_id', 'cable_end']).where('cable_id', 'is not', null).execute();
+  const cableIds = [...new Set(rows.map((r) => Number(r.cable_id)))];
+  const status = new Map<number, string>();
+  for (const part of chunks(cableIds)) {
+    if (part.length) for (const c of await ctx.db.selectFrom('dcim_cable').select(['id', 'status']).where('id', 'in', part).execute()) status.set(Number(c.id), String(c.status));
+  }
+  const ends = new Map<string, Array<{ object_type: string; object_id: number }>>();
+  for (const t of await terminationsOfCables(ctx, cableIds)) {
+    const k = `${t.cable_id}:${t.cable_end}`;
+    ends.set(k, [...(ends.get(k) ?? []), { object_type: t.termination_type, object_id: t.termination_id }]);
+  }
+  const out: number[] = [];
+  for (const r of rows) {
+    const cable = Number(r.cable_id);
+    // A cable that is not connected makes every path over it inactive.
+    if (status.get(cable) !== 'connected') continue;
+    const far = ends.get(`${cable}:${r.cable_end === 'A' ? 'B' : 'A'}`) ?? [];
+    if (!far.length) continue;
+    if (ENDPOINT_TYPES.has(far[0]!.object_type)) {
+      out.push(Number(r.id));
+      continue;
+    }
+    const segments = await traceSegments(ctx, { object_type: m.objectType, object_id: Number(r.id) });
+    const last = segments[segments.length - 1];
+    if (last && last.far.length && ENDPOINT_TYPES.has(last.far[0]!.object_type) && (await allConnected(ctx, segments))) out.push(Number(r.id));
+  }
+  return out;
+}
+
+/** `connected` (PathEndpointFilterSet): true, the path is active; false, there is none or it is not active. */
+export function connectedFilter(m: ModelDef): ExtraFilter {
+  return {
+    name: 'connected',
+    kind: 'custom',
+    where: async (ctx, vals, errors) => {
+      const conds: RawBuilder<unknown>[] = [];
+      for (const v of vals) {
+        const t = v.trim().toLowerCase();
+        if (t === '' || t === 'null' || t === 'none' || t === 'unknown') continue;
+        const b = ['true', '1', 't', 'yes', 'on'].includes(t) ? true : ['false', '0', 'f', 'no', 'off'].includes(t) ? false : undefined;
+        if (b === undefined) {
+          (errors.connected ??= []).push('Select a valid choice. That choice is not one of the available choices.');
+          return undefined;
+        }
+        const ids = await activePathIds(ctx, m);
+        // The ids are integers read from the database: listed literally, so no bound-parameter limit applies.
+        const set = ids.length ? sql`${sql.ref(`${m.table}.id`)} in (${sql.raw(ids.map((id) => String(Math.trunc(id))).join(','))})` : sql`1 = 0`;
+        conds.push(b ? set : sql`not (${set})`);
+      }
+      return conds.length ? sql`(${sql.join(conds, sql` and `)})` : undefined;
+    },
+  };
+}
+
+/** Python's round(): to the nearest integer, ties to the even one (what NetBox stores as `available_power`). */
+function pyRound(x: number): number {
+  const r = Math.round(x);
+  return Math.abs(x - Math.trunc(x)) === 0.5 ? 2 * Math.round(x / 2) : r;
+}
+
+/** NetBox's PowerFeed.available_power: |voltage| × amperage × max utilisation (%), × 1.732 for three-phase, rounded. */
+export function availablePower(row: Record<string, unknown>): number {
+  const kva = Math.abs(Number(row.voltage)) * Number(row.amperage) * (Number(row.max_utilization) / 100);
+  return pyRound(row.phase === 'three-phase' ? kva * 1.732 : kva);
+}
+
+/**
+ * The same number in SQL, with the same double-precision steps; SQLite's round() takes ties away from zero,
+ * so an odd result of a tie is brought back to the even neighbour (PostgreSQL's already is even).
+ */
+export function availablePowerSql(table: string): RawBuilder<unknown> {
+  const c = (x: string) => sql.ref(`${table}.${x}`);
+  const kva = sql`(cast(abs(${c('voltage')}) * ${c('amperage')} as double precision) * (cast(${c('max_utilization')} as double precision) / 100))`;
+  const r = sql`(case when ${c('phase')} = 'three-phase' then ${kva} * cast(1.732 as double precision) else ${kva} end)`;
+  return sql`(round(${r}) - (case when round(${r}) - ${r} = 0.5 and cast(round(${r}) as bigint) % 2 = 1 then 1 else 0 end))`;
+}

@@ -1,0 +1,205 @@
+import { after, before, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { forEachStorage } from '@svc/testkit';
+import { seedBasics, startApi, type Api } from './helpers.ts';
+
+const INVALID = 'Select a valid choice. That choice is not one of the available choices.';
+
+/** Issue 24: path `connected`, power feeds' available_power, VLAN availability, object type ids, tags' object types and weight. */
+forEachStorage('inventory API: connected, available power, VLAN availability, object type ids, tag object types', (storage) => {
+  let api: Api;
+  const ok = (r: { status: number; body: any }, status = 201) => {
+    assert.equal(r.status, status, JSON.stringify(r.body));
+    return r.body;
+  };
+  before(async () => {
+    api = await startApi(storage);
+  });
+  after(() => api.close());
+
+  /** The names a list query answers, sorted. */
+  const names = async (path: string, key = 'name') => (ok(await api.http.get(path), 200).results as any[]).map((o) => o[key]).sort();
+
+  it('connected: the cable path is complete and every cable on it connected (direct, through ports, planned, none)', async () => {
+    const h = api.http;
+    const { site, type, role } = await seedBasics(api, 'c');
+    const dev = ok(await h.post('/api/dcim/devices/', { name: 'c1', site: site.id, device_type: type.id, role: role.id }));
+    const iface = async (name: string) => ok(await h.post('/api/dcim/interfaces/', { device: dev.id, name, type: '1000base-t' }));
+    const [i1, i2, i3, i4, , i6, i7, i8] = await Promise.all(['i1', 'i2', 'i3', 'i4', 'i5', 'i6', 'i7', 'i8'].map(iface));
+    const end = (object_type: string, object_id: number) => [{ object_type, object_id }];
+    const cable = async (a: [string, number], b: [string, number], status = 'connected') => ok(await h.post('/api/dcim/cables/', { a_terminations: end(...a), b_terminations: end(...b), status }));
+    await cable(['dcim.interface', i1.id], ['dcim.interface', i2.id]);
+    await cable(['dcim.interface', i3.id], ['dcim.interface', i4.id], 'planned');
+    // i6 → front port → rear port ═ rear port → front port → i7: traced across the pass-through ports.
+    const rpA = ok(await h.post('/api/dcim/rear-ports/', { device: dev.id, name: 'RA', type: '8p8c', positions: 1 }));
+    const rpB = ok(await h.post('/api/dcim/rear-ports/', { device: dev.id, name: 'RB', type: '8p8c', positions: 1 }));
+    const fpA = ok(await h.post('/api/dcim/front-ports/', { device: dev.id, name: 'FA', type: '8p8c', rear_port: rpA.id, rear_port_position: 1 }));
+    const fpB = ok(await h.post('/api/dcim/front-ports/', { device: dev.id, name: 'FB', type: '8p8c', rear_port: rpB.id, rear_port_position: 1 }));
+    await cable(['dcim.interface', i6.id], ['dcim.frontport', fpA.id]);
+    await cable(['dcim.rearport', rpA.id], ['dcim.rearport', rpB.id]);
+    await cable(['dcim.frontport', fpB.id], ['dcim.interface', i7.id]);
+    // i8 ends at a front port whose rear port has no cable: incomplete.
+    const rpC = ok(await h.post('/api/dcim/rear-ports/', { device: dev.id, name: 'RC', type: '8p8c', positions: 1 }));
+    const fpC = ok(await h.post('/api/dcim/front-ports/', { device: dev.id, name: 'FC', type: '8p8c', rear_port: rpC.id, rear_port_position: 1 }));
+    await cable(['dcim.interface', i8.id], ['dcim.frontport', fpC.id]);
+    assert.deepEqual(await names(`/api/dcim/interfaces/?device_id=${dev.id}&connected=true`), ['i1', 'i2', 'i6', 'i7']);
+    assert.deepEqual(await names(`/api/dcim/interfaces/?device_id=${dev.id}&connected=false`), ['i3', 'i4', 'i5', 'i8']);
+    assert.deepEqual(await names(`/api/dcim/interfaces/?device_id=${dev.id}&connected=`), ['i1', 'i2', 'i3', 'i4', 'i5', 'i6', 'i7', 'i8']);
+    assert.deepEqual((await h.get('/api/dcim/interfaces/?connected=maybe')).body, { connected: [INVALID] });
+    // Console and power endpoints.
+    const cp = ok(await h.post('/api/dcim/console-ports/', { device: dev.id, name: 'con' }));
+    ok(await h.post('/api/dcim/console-ports/', { device: dev.id, name: 'con2' }));
+    const csp = ok(await h.post('/api/dcim/console-server-ports/', { device: dev.id, name: 'csp' }));
+    await cable(['dcim.consoleport', cp.id], ['dcim.consoleserverport', csp.id]);
+    assert.deepEqual(await names('/api/dcim/console-ports/?connected=true'), ['con']);
+    assert.deepEqual(await names('/api/dcim/console-ports/?connected=false'), ['con2']);
+    assert.deepEqual(await names('/api/dcim/console-server-ports/?connected=true'), ['csp']);
+    const panel = ok(await h.post('/api/dcim/power-panels/', { site: site.id, name: 'P' }));
+    const feed = ok(await h.post('/api/dcim/power-feeds/', { power_panel: panel.id, name: 'F1', voltage: 230, amperage: 16 }));
+    ok(await h.post('/api/dcim/power-feeds/', { power_panel: panel.id, name: 'F2', voltage: 230, amperage: 16 }));
+    const psu = ok(await h.post('/api/dcim/power-ports/', { device: dev.id, name: 'psu' }));
+    const out = ok(await h.post('/api/dcim/power-outlets/', { device: dev.id, name: 'out' }));
+    await cable(['dcim.powerfeed', feed.id], ['dcim.powerport', psu.id], 'decommissioning');
+    assert.deepEqual(await names('/api/dcim/power-feeds/?connected=true'), []);
+    assert.deepEqual(await names('/api/dcim/power-feeds/?connected=false'), ['F1', 'F2']);
+    assert.deepEqual(await names('/api/dcim/power-ports/?connected=false'), ['psu']);
+    assert.deepEqual(await names(`/api/dcim/power-outlets/?connected=false&id=${out.id}`), ['out']);
+  });
+
+  it('available_power: voltage × amperage × max utilisation (× 1.732 three-phase), rounded as NetBox; filtered with numeric lookups', async () => {
+    const h = api.http;
+    const { site } = await seedBasics(api, 'p');
+    const panel = ok(await h.post('/api/dcim/power-panels/', { site: site.id, name: 'PP' }));
+    const f3 = ok(await h.post('/api/dcim/power-feeds/', { power_panel: panel.id, name: 'three', phase: 'three-phase', voltage: 400, amperage: 32 }));
+    const f1 = ok(await h.post('/api/dcim/power-feeds/', { power_panel: panel.id, name: 'single', voltage: -230, amperage: 16, max_utilization: 50 }));
+    // round(17735.68) and |−230| × 16 × 0.5.
+    assert.equal(f3.available_power, 17736);
+    assert.equal(f1.available_power, 1840);
+    // A tie goes to the even neighbour, as Python's round(): 125 × 1 × 0.5 = 62.5 → 62.
+    const tie = ok(await h.post('/api/dcim/power-feeds/', { power_panel: panel.id, name: 'tie', voltage: 125, amperage: 1, max_utilization: 50 }));
+    assert.equal(tie.available_power, 62);
+    const q = (s: string) => names(`/api/dcim/power-feeds/?power_panel_id=${panel.id}&${s}`);
+    assert.deepEqual(await q('available_power=17736'), ['three']);
+    assert.deepEqual(await q('available_power=62'), ['tie']);
+    assert.deepEqual(await q('available_power=63'), []);
+    assert.deepEqual(await q('available_power__gte=1840'), ['single', 'three']);
+    assert.deepEqual(await q('available_power__lt=1840'), ['tie']);
+    assert.deepEqual(await q('available_power__n=1840'), ['three', 'tie']);
+    assert.deepEqual((await h.get('/api/dcim/power-feeds/?available_power=lots')).body, { available_power: ['Enter a number.'] });
+  });
+
+  it('VLANs available at a site, on a device and on a virtual machine; VLANs of an interface and a VM interface', async () => {
+    const h = api.http;
+    const top = ok(await h.post('/api/dcim/regions/', { name: 'Top', slug: 'top' }));
+    const region = ok(await h.post('/api/dcim/regions/', { name: 'Sub', slug: 'sub', parent: top.id }));
+    const { site, type, role } = await seedBasics(api, 'v');
+    ok(await h.patch(`/api/dcim/sites/${site.id}/`, { region: region.id }), 200);
+    const other = ok(await h.post('/api/dcim/sites/', { name: 'Other', slug: 'other' }));
+    const loc = ok(await h.post('/api/dcim/locations/', { name: 'L', slug: 'l', site: site.id }));
+    const rack = ok(await h.post('/api/dcim/racks/', { name: 'K', site: site.id, location: loc.id }));
+    const dev = ok(await h.post('/api/dcim/devices/', { name: 'vd', site: site.id, location: loc.id, rack: rack.id, device_type: type.id, role: role.id }));
+    const ctype = ok(await h.post('/api/virtualization/cluster-types/', { name: 'CT', slug: 'ct' }));
+    const cluster = ok(await h.post('/api/virtualization/clusters/', { name: 'C', type: ctype.id, scope_type: 'dcim.site', scope_id: other.id }));
+    const vm = ok(await h.post('/api/virtualization/virtual-machines/', { name: 'vm', cluster: cluster.id }));
+    const group = async (slug: string, scope_type?: string, scope_id?: number) => ok(await h.post('/api/ipam/vlan-groups/', { name: slug, slug, ...(scope_type ? { scope_type, scope_id } : {}) })).id;
+    const gTop = await group('g-top', 'dcim.region', top.id);
+    const gSite = await group('g-site', 'dcim.site', site.id);
+    const gOther = await group('g-other', 'dcim.site', other.id);
+    const gGlobal = await group('g-global');
+    const gRack = await group('g-rack', 'dcim.rack', rack.id);
+    const gLoc = await group('g-loc', 'dcim.location', loc.id);
+    const gCluster = await group('g-cluster', 'virtualization.cluster', cluster.id);
+    const vlan = async (name: string, vid: number, extra: Record<string, unknown>) => ok(await h.post('/api/ipam/vlans/', { name, vid, ...extra }));
+    await vlan('top', 1, { group: gTop });
+    const v2 = await vlan('site-group', 2, { group: gSite });
+    await vlan('other-group', 3, { group: gOther });
+    const v4 = await vlan('global-group', 4, { group: gGlobal });
+    const v5 = await vlan('global', 5, {});
+    await vlan('other-site', 6, { site: other.id });
+    await vlan('site', 7, { site: site.id });
+    await vlan('rack', 8, { group: gRack });
+    await vlan('cluster', 9, { group: gCluster });
+    await vlan('loc', 10, { group: gLoc });
+    assert.deepEqual(await names(`/api/ipam/vlans/?available_at_site=${site.id}`), ['global', 'global-group', 'site', 'site-group', 'top']);
+    assert.deepEqual(await names(`/api/ipam/vlans/?available_on_device=${dev.id}`), ['global', 'global-group', 'loc', 'rack', 'site', 'site-group', 'top']);
+    // The VM has no site: its cluster's scope (site Other) stands in.
+    assert.deepEqual(await names(`/api/ipam/vlans/?available_on_virtualmachine=${vm.id}`), ['cluster', 'global', 'global-group', 'other-group', 'other-site']);
+    assert.deepEqual((await h.get('/api/ipam/vlans/?available_at_site=999999')).body, { available_at_site: [INVALID] });
+    assert.deepEqual((await h.get('/api/ipam/vlans/?available_on_device=x')).body, { available_on_device: [INVALID] });
+    const ifc = ok(await h.post('/api/dcim/interfaces/', { device: dev.id, name: 'e0', type: '1000base-t', mode: 'tagged', untagged_vlan: v2.id, tagged_vlans: [v4.id] }));
+    assert.deepEqual(await names(`/api/ipam/vlans/?interface_id=${ifc.id}`), ['global-group', 'site-group']);
+    const vmi = ok(await h.post('/api/virtualization/interfaces/', { virtual_machine: vm.id, name: 'eth0', mode: 'access', untagged_vlan: v5.id }));
+    assert.deepEqual(await names(`/api/ipam/vlans/?vminterface_id=${vmi.id}`), ['global']);
+    assert.deepEqual((await h.get('/api/ipam/vlans/?vminterface_id=999999')).body, { vminterface_id: [INVALID] });
+  });
+
+  it('object types have ids; tags: weight order, object_types restricting assignment, and the object type filters of tags, custom fields, journal entries and contact assignments', async () => {
+    const h = api.http;
+    const types = ok(await h.get('/api/extras/object-types/?app_label=dcim&model=device'), 200);
+    assert.equal(types.count, 1);
+    const device = types.results[0];
+    assert.deepEqual(Object.keys(device), ['id', 'url', 'display', 'app_label', 'model']);
+    assert.equal(device.display, 'DCIM | device');
+    assert.match(device.url, new RegExp(`/api/extras/object-types/${device.id}/$`));
+    assert.deepEqual(ok(await h.get(`/api/extras/object-types/${device.id}/`), 200), device);
+    const siteType = ok(await h.get('/api/extras/object-types/?app_label=dcim&model=site'), 200).results[0];
+    assert.ok(ok(await h.get('/api/extras/object-types/?q=vlan'), 200).results.some((t: any) => t.model === 'vlangroup'));
+    assert.equal((await h.get('/api/extras/object-types/999999/')).status, 404);
+
+    // Tags: weight and object types.
+    const onlyDevices = ok(await h.post('/api/extras/tags/', { name: 'OnlyDevices', slug: 'only-devices', object_types: ['dcim.device'] }));
+    assert.deepEqual([onlyDevices.weight, onlyDevices.object_types], [1000, ['dcim.device']]);
+    const light = ok(await h.post('/api/extras/tags/', { name: 'Zlight', slug: 'zlight', weight: 10 }));
+    ok(await h.post('/api/extras/tags/', { name: 'OnlySites', slug: 'only-sites', object_types: ['dcim.site'] }));
+    assert.deepEqual((ok(await h.get('/api/extras/tags/'), 200).results as any[]).map((t) => t.name).slice(0, 1), ['Zlight']);
+    assert.deepEqual((await h.post('/api/extras/tags/', { name: 'Bad', slug: 'bad', object_types: ['dcim.nothing'] })).body, { object_types: ['Invalid content type: dcim.nothing'] });
+    assert.deepEqual((await h.post('/api/extras/tags/', { name: 'Bad', slug: 'bad', object_types: 'dcim.site' })).body, { object_types: ['Expected a list of items but got type "str".'] });
+    assert.deepEqual((await h.post('/api/extras/tags/', { name: 'Bad', slug: 'bad', weight: -1 })).body, { weight: ['Ensure this value is greater than or equal to 0.'] });
+    const { site, type, role } = await seedBasics(api, 't');
+    // NetBox's validate_assigned_tags: a tag restricted to other types is refused, the object is not created.
+    assert.deepEqual((await h.post('/api/dcim/devices/', { name: 'tagged', site: site.id, device_type: type.id, role: role.id, tags: [{ slug: 'only-sites' }] })).body, {
+      detail: 'Tag OnlySites cannot be assigned to device objects.',
+    });
+    assert.equal(ok(await h.get('/api/dcim/devices/?name=tagged'), 200).count, 0);
+    const dev = ok(await h.post('/api/dcim/devices/', { name: 'tagged', site: site.id, device_type: type.id, role: role.id, tags: [{ slug: 'only-devices' }, { slug: 'zlight' }] }));
+    assert.equal((await h.patch(`/api/dcim/devices/${dev.id}/`, { tags: [{ slug: 'only-sites' }] })).status, 400);
+    ok(await h.patch(`/api/dcim/sites/${site.id}/`, { tags: [{ slug: 'only-sites' }] }), 200);
+    // A restriction added later does not undo an assignment, and keeping the tag is not an addition.
+    ok(await h.patch(`/api/extras/tags/${light.id}/`, { object_types: ['dcim.site'] }), 200);
+    ok(await h.patch(`/api/dcim/devices/${dev.id}/`, { tags: [{ slug: 'only-devices' }, { slug: 'zlight' }], description: 'kept' }), 200);
+    ok(await h.patch(`/api/extras/tags/${light.id}/`, { object_types: [] }), 200);
+
+    const tags = (q: string) => names(`/api/extras/tags/?${q}`);
+    assert.deepEqual(await tags('content_type=dcim.device'), ['OnlyDevices', 'Zlight']);
+    assert.deepEqual(await tags('content_type=dcim.site'), ['OnlySites']);
+    assert.deepEqual(await tags(`content_type_id=${device.id}`), ['OnlyDevices', 'Zlight']);
+    assert.deepEqual(await tags(`content_type_id=${siteType.id}&content_type_id=${device.id}`), ['OnlyDevices', 'OnlySites', 'Zlight']);
+    assert.deepEqual(await tags(`for_object_type_id=${device.id}`), ['OnlyDevices', 'Zlight']);
+    assert.deepEqual(await tags(`for_object_type_id=${siteType.id}`), ['OnlySites', 'Zlight']);
+    assert.deepEqual(await tags(`object_types=${device.id}`), ['OnlyDevices']);
+    assert.deepEqual(await tags('weight=10'), ['Zlight']);
+    assert.deepEqual(await tags('weight__gt=10'), ['OnlyDevices', 'OnlySites']);
+    assert.deepEqual((await h.get('/api/extras/tags/?object_types=999999')).body, { object_types: ['Select a valid choice. 999999 is not one of the available choices.'] });
+    assert.deepEqual((await h.get('/api/extras/tags/?content_type_id=x')).body, { content_type_id: ['Enter a number.'] });
+
+    // Custom fields by object type id; object-typed custom fields are not modelled, so no related type matches.
+    ok(await h.post('/api/extras/custom-fields/', { name: 'cf_dev', object_types: ['dcim.device'], type: 'text' }));
+    ok(await h.post('/api/extras/custom-fields/', { name: 'cf_site', object_types: ['dcim.site', 'dcim.location'], type: 'text' }));
+    assert.deepEqual(await names(`/api/extras/custom-fields/?object_type_id=${device.id}`), ['cf_dev']);
+    assert.deepEqual(await names(`/api/extras/custom-fields/?object_type_id=${siteType.id}&object_type_id=${device.id}`), ['cf_dev', 'cf_site']);
+    assert.deepEqual(await names(`/api/extras/custom-fields/?related_object_type_id=${siteType.id}`), []);
+    assert.deepEqual(await names('/api/extras/custom-fields/?related_object_type=dcim.site'), []);
+    assert.deepEqual((await h.get('/api/extras/custom-fields/?related_object_type_id=999999')).body, { related_object_type_id: ['Select a valid choice. 999999 is not one of the available choices.'] });
+
+    // Journal entries and contact assignments by their object's type id.
+    ok(await h.post('/api/extras/journal-entries/', { assigned_object_type: 'dcim.device', assigned_object_id: dev.id, comments: 'on device' }));
+    ok(await h.post('/api/extras/journal-entries/', { assigned_object_type: 'dcim.site', assigned_object_id: site.id, comments: 'on site' }));
+    assert.deepEqual(await names(`/api/extras/journal-entries/?assigned_object_type_id=${device.id}`, 'comments'), ['on device']);
+    assert.deepEqual((await h.get('/api/extras/journal-entries/?assigned_object_type_id=abc')).body, { assigned_object_type_id: ['Select a valid choice. abc is not one of the available choices.'] });
+    const contact = ok(await h.post('/api/tenancy/contacts/', { name: 'Ann' }));
+    const crole = ok(await h.post('/api/tenancy/contact-roles/', { name: 'Owner', slug: 'owner' }));
+    ok(await h.post('/api/tenancy/contact-assignments/', { object_type: 'dcim.site', object_id: site.id, contact: contact.id, role: crole.id }));
+    assert.equal(ok(await h.get(`/api/tenancy/contact-assignments/?object_type_id=${siteType.id}`), 200).count, 1);
+    assert.equal(ok(await h.get(`/api/tenancy/contact-assignments/?object_type_id=${device.id}`), 200).count, 0);
+  });
+});
