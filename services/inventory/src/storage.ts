@@ -3,6 +3,7 @@ import { migrate, openStorage, type Storage } from '@svc/storage';
 import type { InventoryConfig } from './config.ts';
 import { coreMigrations } from './migrations.ts';
 import { extrasMigrations } from './migrations-extras.ts';
+import { networkingMigrations } from './migrations-networking.ts';
 import { coreDataMigrations } from './migrations-core-data.ts';
 import { permissionMigrations } from './auth/permissions.ts';
 import { sqliteRegexp } from './models/regex-lookup.ts';
@@ -24,7 +25,7 @@ export async function openInventoryStorage(config: InventoryConfig): Promise<Sto
     onSqliteOpen: (db) => void db.function('inventory_regexp', { deterministic: true }, sqliteRegexp),
   });
   try {
-    await migrate(storage.db, storage.dialect, [...coreMigrations, ...extrasMigrations, ...coreDataMigrations, ...permissionMigrations, ...eventMigrations]);
+    await migrate(storage.db, storage.dialect, [...coreMigrations, ...extrasMigrations, ...networkingMigrations, ...coreDataMigrations, ...permissionMigrations, ...eventMigrations]);
   } catch (err) {
     await storage.close();
     throw err;

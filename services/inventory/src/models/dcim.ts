@@ -89,7 +89,7 @@ export const site: ModelDef = {
   setNull: [{ model: 'prefix', column: 'site_id' }, { model: 'vlan', column: 'site_id' }],
   // Clusters scoped to the site (or a location of it) keep its region and group.
   afterSave: async (w, id, row, existing) => {
-    if (existing && (existing.region_id !== row.region_id || existing.group_id !== row.group_id)) await refreshCachedScopes(w.trx, ['virtualization_cluster', 'circuits_circuittermination'], { site: id });
+    if (existing && (existing.region_id !== row.region_id || existing.group_id !== row.group_id)) await refreshCachedScopes(w.trx, ['virtualization_cluster', 'circuits_circuittermination', 'wireless_wirelesslan'], { site: id });
   },
   counts: {
     circuit_count: null,
@@ -145,7 +145,7 @@ export const location: ModelDef = {
   cascade: [{ model: 'location', column: 'parent_id' }],
   protectedBy: [{ model: 'cluster', column: '_location_id' }],
   afterSave: async (w, id, row, existing) => {
-    if (existing && existing.site_id !== row.site_id) await refreshCachedScopes(w.trx, ['virtualization_cluster', 'circuits_circuittermination'], { location: id });
+    if (existing && existing.site_id !== row.site_id) await refreshCachedScopes(w.trx, ['virtualization_cluster', 'circuits_circuittermination', 'wireless_wirelesslan'], { location: id });
   },
   setNull: [{ model: 'rack', column: 'location_id' }, { model: 'device', column: 'location_id' }, { model: 'powerpanel', column: 'location_id' }],
   counts: { rack_count: { model: 'rack', column: 'location_id' }, device_count: { model: 'device', column: 'location_id' }, prefix_count: null },

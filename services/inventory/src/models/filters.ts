@@ -652,7 +652,7 @@ export async function buildFilters(ctx: ReadCtx, m: ModelDef, q: Query): Promise
   if (NETBOX_FILTERS[m.key]?.includes('created_by_request')) requestFilters(m, q, errors, conds);
   if (Object.keys(q).some((k) => k.startsWith('cf_'))) await customFieldFilters(ctx, m, q, errors, conds);
   const search = values(q, 'q')[0]?.trim();
-  if (search) conds.push(sql`(${sql.join(m.search.map((c) => ilike(`${m.table}.${c}`, `%${likeEscape(search)}%`)), sql` or `)})`);
+  if (search && m.search.length) conds.push(sql`(${sql.join(m.search.map((c) => ilike(`${m.table}.${c}`, `%${likeEscape(search)}%`)), sql` or `)})`);
   if (m.taggable && (q.tag !== undefined || q.tag__n !== undefined || q.tag_id !== undefined)) {
     const slugs = [...values(q, 'tag'), ...values(q, 'tag__n')];
     const rows = slugs.length ? await ctx.db.selectFrom('extras_tag').select(['id', 'slug']).where('slug', 'in', slugs).execute() : [];

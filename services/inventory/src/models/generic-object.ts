@@ -13,7 +13,7 @@ import type { ExtraFilter, FieldDef, GenericRef, ModelDef, ReadCtx, Row } from '
 export type ModelLookup = (objectType: string) => ModelDef | undefined;
 export type BriefLoader = (ctx: ReadCtx, m: ModelDef, ids: number[]) => Promise<Map<number, Record<string, unknown>>>;
 
-const APP_VERBOSE: Record<string, string> = { dcim: 'DCIM', ipam: 'IPAM', extras: 'Extras', tenancy: 'Tenancy', virtualization: 'Virtualization', circuits: 'Circuits' };
+const APP_VERBOSE: Record<string, string> = { dcim: 'DCIM', ipam: 'IPAM', extras: 'Extras', tenancy: 'Tenancy', virtualization: 'Virtualization', circuits: 'Circuits', vpn: 'VPN', wireless: 'Wireless' };
 
 /** How Django prints a content type: `DCIM | device`. */
 export function contentTypeLabel(m: ModelDef): string {

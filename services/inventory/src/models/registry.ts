@@ -13,6 +13,7 @@ import { customField } from './custom-fields.ts';
 import { MORE_MODELS } from './more-models.ts';
 import { JOURNAL_CONFIG_MODELS, withContactFilters } from './journal-config-models.ts';
 import { CHASSIS_BAY_MODELS } from './chassis-bays.ts';
+import { NETWORKING_MODELS, withNetworking } from './networking.ts';
 import { withCoreFilters } from './core-filters.ts';
 
 /** Every object type: its REST endpoints, change logging and event rules all come from here. */
@@ -50,9 +51,11 @@ export const MODELS: ModelDef[] = [
   customField,
   ...MORE_MODELS,
   ...CHASSIS_BAY_MODELS,
+  ...NETWORKING_MODELS,
   ...JOURNAL_CONFIG_MODELS,
 ];
 
+withNetworking(MODELS);
 withContactFilters(MODELS);
 withCoreFilters(MODELS);
 registerModels(MODELS);

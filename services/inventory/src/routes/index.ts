@@ -20,11 +20,12 @@ import { userRoutes } from './users.ts';
 import { permissionRoutes } from './users-permissions.ts';
 import { virtualizationRoutes } from './virtualization.ts';
 import { circuitRoutes } from './circuits.ts';
+import { networkingRoutes } from './networking.ts';
 import { extrasConfigRoutes } from './extras-config.ts';
 import { objectTypeRoutes } from './extras-object-types.ts';
 
 /** The apps whose roots `/api/` lists (besides `plugins` and `status`). */
-export const API_APPS = ['circuits', 'core', 'dcim', 'extras', 'ipam', 'tenancy', 'users', 'virtualization'];
+export const API_APPS = ['circuits', 'core', 'dcim', 'extras', 'ipam', 'tenancy', 'users', 'virtualization', 'vpn', 'wireless'];
 
 export interface CoreRouteOptions {
   deps: InventoryDeps;
@@ -64,6 +65,7 @@ export async function coreRoutes(app: FastifyInstance, opts: CoreRouteOptions): 
   tenancyRoutes(app, sink);
   virtualizationRoutes(app, sink);
   circuitRoutes(app, sink);
+  networkingRoutes(app, sink);
   tagRoutes(app, sink);
   registerModelRoutes(app, sink, MODELS.find((m) => m.key === 'customfield')!);
   extrasConfigRoutes(app, sink);

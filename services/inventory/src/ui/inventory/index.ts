@@ -92,12 +92,14 @@ const DEFAULT_COLUMNS: Record<string, string[]> = {
 /** Menu groups as NetBox's navigation (Organization, Devices, IPAM, Virtualization, Other). */
 const MENU: Array<[string, string[]]> = [
   ['Organization', ['site', 'region', 'sitegroup', 'location', 'tenant', 'tenantgroup', 'contact', 'contactgroup', 'contactrole', 'contactassignment']],
-  ['Racks & devices', ['rack', 'rackrole', 'device', 'devicerole', 'platform', 'devicetype', 'manufacturer', 'interface', 'virtualchassis', 'devicebay', 'devicebaytemplate']],
+  ['Racks & devices', ['rack', 'rackrole', 'device', 'devicerole', 'platform', 'devicetype', 'manufacturer', 'interface', 'macaddress', 'virtualdevicecontext', 'virtualchassis', 'devicebay', 'devicebaytemplate']],
   ['Modules & inventory', ['module', 'modulebay', 'moduletype', 'inventoryitem', 'inventoryitemrole']],
   ['Power', ['powerpanel', 'powerfeed']],
   ['Connections', ['cable', 'consoleport', 'consoleserverport', 'powerport', 'poweroutlet', 'frontport', 'rearport']],
-  ['IPAM', ['ipaddress', 'prefix', 'aggregate', 'rir', 'role', 'asn', 'vrf', 'routetarget', 'vlan', 'vlangroup', 'service']],
-  ['Circuits', ['circuit', 'circuittype', 'circuittermination', 'provider', 'providernetwork', 'virtualcircuit', 'virtualcircuittype', 'virtualcircuittermination']],
+  ['IPAM', ['ipaddress', 'prefix', 'aggregate', 'rir', 'role', 'asn', 'vrf', 'routetarget', 'vlan', 'vlangroup', 'vlantranslationpolicy', 'vlantranslationrule', 'fhrpgroup', 'fhrpgroupassignment', 'service']],
+  ['Circuits', ['circuit', 'circuittype', 'circuittermination', 'provider', 'provideraccount', 'providernetwork', 'virtualcircuit', 'virtualcircuittype', 'virtualcircuittermination']],
+  ['VPN', ['l2vpn', 'l2vpntermination']],
+  ['Wireless', ['wirelesslan', 'wirelesslangroup', 'wirelesslink']],
   ['Virtualization', ['virtualmachine', 'vminterface', 'virtualdisk', 'cluster', 'clustertype', 'clustergroup']],
   ['Other', ['tag', 'customfield', 'customfieldchoiceset', 'configcontext', 'configtemplate', 'journalentry']],
 ];
