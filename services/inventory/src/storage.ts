@@ -4,6 +4,7 @@ import type { InventoryConfig } from './config.ts';
 import { coreMigrations } from './migrations.ts';
 import { extrasMigrations } from './migrations-extras.ts';
 import { networkingMigrations } from './migrations-networking.ts';
+import { deviceTemplateMigrations } from './migrations-device-templates.ts';
 import { coreDataMigrations } from './migrations-core-data.ts';
 import { permissionMigrations } from './auth/permissions.ts';
 import { sqliteRegexp } from './models/regex-lookup.ts';
@@ -25,7 +26,7 @@ export async function openInventoryStorage(config: InventoryConfig): Promise<Sto
     onSqliteOpen: (db) => void db.function('inventory_regexp', { deterministic: true }, sqliteRegexp),
   });
   try {
-    await migrate(storage.db, storage.dialect, [...coreMigrations, ...extrasMigrations, ...networkingMigrations, ...coreDataMigrations, ...permissionMigrations, ...eventMigrations]);
+    await migrate(storage.db, storage.dialect, [...coreMigrations, ...extrasMigrations, ...networkingMigrations, ...deviceTemplateMigrations, ...coreDataMigrations, ...permissionMigrations, ...eventMigrations]);
   } catch (err) {
     await storage.close();
     throw err;

@@ -157,6 +157,8 @@ function component(key: string, path: string, title: string, verboseName: string
     display: (r) => r.name,
     extraFilters: [...deviceComponentFilters, { name: 'module_id', kind: 'fk_id', column: 'module_id', model: 'module' }, ...cabledFilters, { name: 'device_status', kind: 'custom' }, ...(extraFilters ?? [])],
     ...cabledObject(objectType, endpoint),
+    // Inventory items assigned to the component go with it (NetBox's GenericRelation).
+    cascade: [{ model: 'inventoryitem', column: 'component_id', typeColumn: 'component_type' }],
     ...rest,
   };
 }

@@ -6,7 +6,8 @@ import { loadBriefs } from './represent.ts';
 import { model } from './lookup.ts';
 import { commentsField, descriptionField, nameField, ref, refFilters, siteTreeFilters } from './tenancy.ts';
 import type { FieldDef, ModelDef, Row } from './types.ts';
-import { createObject, lockRows, updateObject } from './write.ts';
+import { lockRows, updateObject } from './write.ts';
+import { instantiateDeviceComponents } from './template-instantiation.ts';
 
 /**
  * NetBox 4.3's virtual chassis (`/api/dcim/virtual-chassis/`), device bays and device bay templates, with
@@ -204,16 +205,11 @@ export async function checkDeviceChassisBay(ctx: ReadCtx, values: Row, existing:
 }
 
 /**
- * Device.save(): a new device gets the bays of its type's templates; a parent that moves takes the
+ * Device.save(): a new device gets the components of its type's templates (template-instantiation.ts); a parent that moves takes the
  * devices installed in its bays along (site, rack, location), each change change-logged.
  */
 export async function afterDeviceSave(w: WriteContext, id: number, row: Row, existing: Row | null): Promise<void> {
-  const bays = model('devicebay');
-  if (!existing) {
-    const templates = await w.trx.selectFrom('dcim_devicebaytemplate').select(['name', 'label']).where('device_type_id', '=', row.device_type_id).orderBy('_name').orderBy('id').execute();
-    for (const t of templates) await createObject(w, bays, { values: { device_id: id, name: t.name, label: t.label, description: '' } });
-    return;
-  }
+  if (!existing) return instantiateDeviceComponents(w, id, Number(row.device_type_id));
   if (['site_id', 'rack_id', 'location_id'].every((c) => String(existing[c]) === String(row[c]))) return;
   const children = (await w.trx.selectFrom('dcim_devicebay').select('installed_device_id').where('device_id', '=', id).where('installed_device_id', 'is not', null).execute()).map((r) => Number(r.installed_device_id));
   const device = model('device');

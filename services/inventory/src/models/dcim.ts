@@ -10,6 +10,8 @@ import { checkDevice, checkInterface, deviceComputed } from './device-rules.ts';
 import { cabledFilters, cabledObject } from './cabling.ts';
 import { countFilter, deviceMacFilter, hasChildrenFilter, localContextFilter } from './count-filters.ts';
 import { afterDeviceSave, checkDeviceChassisBay, checkDeviceTypeRole, enrichParentDevice } from './chassis-bays.ts';
+import { DEVICE_TYPE_TEMPLATE_COUNTS, imageField, templatePresenceFilters } from './template-filters.ts';
+import { copyRackTypeAttributes } from './rack-type-attrs.ts';
 
 const name = (max = 100, extra: Partial<FieldDef> = {}): FieldDef => ({ name: 'name', column: 'name', kind: 'char', required: true, maxLength: max, filter: true, ...extra });
 const slug = (extra: Partial<FieldDef> = {}): FieldDef => ({ name: 'slug', column: 'slug', kind: 'slug', required: true, maxLength: 100, filter: true, ...extra });
@@ -174,7 +176,21 @@ export const platform: ModelDef = {
   brief: ['name', 'slug', 'description', 'device_count', 'virtualmachine_count'],
   taggable: true,
   display: (r) => r.name,
-  extraFilters: [...refFilters('manufacturer', 'manufacturer'), { name: 'config_template_id', kind: 'fk_id', column: 'config_template_id', model: 'configtemplate' }],
+  extraFilters: [
+    ...refFilters('manufacturer', 'manufacturer'),
+    { name: 'config_template_id', kind: 'fk_id', column: 'config_template_id', model: 'configtemplate' },
+    // PlatformFilterSet.available_for_device_type (one device type): platforms of its manufacturer or of none.
+    {
+      name: 'available_for_device_type',
+      kind: 'custom',
+      where: async (ctx, vals, errors) => {
+        const v = vals[vals.length - 1]!.trim();
+        const t = /^\d{1,16}$/.test(v) ? await ctx.db.selectFrom('dcim_devicetype').select('manufacturer_id').where('id', '=', Number(v)).executeTakeFirst() : undefined;
+        if (!t) return void (errors.available_for_device_type ??= []).push('Select a valid choice. That choice is not one of the available choices.');
+        return sql`(${sql.ref('dcim_platform.manufacturer_id')} is null or ${sql.ref('dcim_platform.manufacturer_id')} = ${Number(t.manufacturer_id)})`;
+      },
+    },
+  ],
   setNull: [{ model: 'device', column: 'platform_id' }, { model: 'virtualmachine', column: 'platform_id' }, { model: 'devicetype', column: 'default_platform_id' }],
   counts: { device_count: { model: 'device', column: 'platform_id' }, virtualmachine_count: { model: 'virtualmachine', column: 'platform_id' } },
 };
@@ -198,6 +214,7 @@ export const rack: ModelDef = {
     ref('role', 'rackrole'),
     { name: 'serial', column: 'serial', kind: 'char', blank: true, maxLength: 50, default: '', filter: true },
     { name: 'asset_tag', column: 'asset_tag', kind: 'char', nullable: true, blank: true, maxLength: 50, default: null, unique: true, filter: true },
+    ref('rack_type', 'racktype'),
     { name: 'form_factor', column: 'form_factor', kind: 'choice', choices: RACK_FORM_FACTOR, nullable: true, default: null, filter: true },
     { name: 'width', column: 'width', kind: 'choice', choices: RACK_WIDTH, default: '19', filter: true },
     { name: 'u_height', column: 'u_height', kind: 'integer', default: 42, min: 1, max: 100, filter: true },
@@ -219,10 +236,18 @@ export const rack: ModelDef = {
   brief: ['name', 'description'],
   taggable: true,
   display: (r) => r.name,
-  extraFilters: [...refFilters('site', 'site'), ...siteTreeFilters(), ...treeFilters('location', 'location', 'location_id'), ...refFilters('role', 'rackrole'), ...tenancyFilters],
+  extraFilters: [
+    ...refFilters('site', 'site'),
+    ...siteTreeFilters(),
+    ...treeFilters('location', 'location', 'location_id'),
+    ...refFilters('role', 'rackrole'),
+    ...tenancyFilters,
+    ...refFilters('rack_type', 'racktype'),
+    // The rack type's manufacturer (NetBox: rack_type__manufacturer).
+    ...refFilters('manufacturer', 'manufacturer', 'slug', 'rack_type_id').map((f) => ({ ...f, through: [{ table: 'dcim_racktype', column: 'manufacturer_id' }] })),
+  ],
   protectedBy: [],
   setNull: [{ model: 'device', column: 'rack_id' }, { model: 'powerfeed', column: 'rack_id' }],
-  unmodelled: { rack_type: null },
   counts: { device_count: { model: 'device', column: 'rack_id' }, powerfeed_count: null },
   // Rack.clean(): a weight needs a unit, outer dimensions need a unit, a maximum weight needs a unit (in this order).
   clean(values, existing, errors) {
@@ -233,6 +258,8 @@ export const rack: ModelDef = {
     checkWeightUnit(values, existing, errors, true);
   },
   async check(ctx, values, existing, errors) {
+    // Rack.save() copies the rack type's attributes; the unit checks below see the copied height.
+    await copyRackTypeAttributes(ctx, values, existing);
     const site = 'site_id' in values ? values.site_id : existing?.site_id;
     const loc = 'location_id' in values ? values.location_id : existing?.location_id;
     if (loc !== null && loc !== undefined) {
@@ -250,7 +277,7 @@ export const rack: ModelDef = {
         .where('d.position', 'is not', null)
         .execute();
       const highest = Math.max(0, ...devices.map((d) => Number(d.position) + Math.max(Number(d.u_height), 1) - 1));
-      if (highest > top) (errors.u_height ??= []).push(`Rack must be at least ${highest}U tall to house currently installed devices.`);
+      if (highest > top) (errors[('rack_type_id' in values ? values.rack_type_id : existing.rack_type_id) ? 'rack_type' : 'u_height'] ??= []).push(`Rack must be at least ${highest}U tall to house currently installed devices.`);
     }
   },
 };
@@ -289,7 +316,7 @@ export const manufacturer: ModelDef = {
   taggable: true,
   display: (r) => r.name,
   counts: { devicetype_count: { model: 'devicetype', column: 'manufacturer_id' }, inventoryitem_count: null, platform_count: { model: 'platform', column: 'manufacturer_id' } },
-  protectedBy: [{ model: 'devicetype', column: 'manufacturer_id' }, { model: 'moduletype', column: 'manufacturer_id' }],
+  protectedBy: [{ model: 'devicetype', column: 'manufacturer_id' }, { model: 'moduletype', column: 'manufacturer_id' }, { model: 'racktype', column: 'manufacturer_id' }, { model: 'inventoryitemtemplate', column: 'manufacturer_id' }],
   // Inventory items keep going without their manufacturer (NetBox SET_NULL).
   setNull: [{ model: 'inventoryitem', column: 'manufacturer_id' }],
 };
@@ -314,27 +341,17 @@ export const deviceType: ModelDef = {
     { name: 'subdevice_role', column: 'subdevice_role', kind: 'choice', choices: SUBDEVICE_ROLE, nullable: true, default: null, filter: true, label: 'Parent/child status' },
     { name: 'airflow', column: 'airflow', kind: 'choice', choices: DEVICE_AIRFLOW, nullable: true, blank: true, default: null, filter: true },
     ...weightFields,
+    // NetBox's ImageFields: a path in the representation (null without an image); JSON cannot carry a file.
+    imageField('front_image'),
+    imageField('rear_image'),
     description,
     comments,
   ],
   check: checkDeviceTypeRole,
   clean: (values, existing, errors) => checkWeightUnit(values, existing, errors),
-  unmodelled: {
-    front_image: null,
-    rear_image: null,
-  },
   counts: {
     device_count: { model: 'device', column: 'device_type_id' },
-    console_port_template_count: null,
-    console_server_port_template_count: null,
-    power_port_template_count: null,
-    power_outlet_template_count: null,
-    interface_template_count: null,
-    front_port_template_count: null,
-    rear_port_template_count: null,
-    device_bay_template_count: { model: 'devicebaytemplate', column: 'device_type_id' },
-    module_bay_template_count: null,
-    inventory_item_template_count: null,
+    ...Object.fromEntries(DEVICE_TYPE_TEMPLATE_COUNTS.map(([name, key]) => [name, { model: key, column: 'device_type_id' }])),
   },
   uniqueTogether: [
     ['manufacturer', 'model'],
@@ -350,9 +367,14 @@ export const deviceType: ModelDef = {
     { name: 'manufacturer', kind: 'fk_slug', column: 'manufacturer_id', model: 'manufacturer', attribute: 'slug' },
     { name: 'device_bays', kind: 'custom' },
     ...refFilters('default_platform', 'platform'),
+    ...DEVICE_TYPE_TEMPLATE_COUNTS.map(([name, key]) => countFilter(name, `dcim_${key}`, 'device_type_id')),
+    ...templatePresenceFilters('device_type_id', true),
+    { name: 'has_front_image', kind: 'bool', expr: (t) => sql`(${sql.ref(`${t}.front_image`)} is not null and ${sql.ref(`${t}.front_image`)} <> '')` },
+    { name: 'has_rear_image', kind: 'bool', expr: (t) => sql`(${sql.ref(`${t}.rear_image`)} is not null and ${sql.ref(`${t}.rear_image`)} <> '')` },
   ],
   protectedBy: [{ model: 'device', column: 'device_type_id' }],
-  cascade: [{ model: 'devicebaytemplate', column: 'device_type_id' }],
+  // Its templates go with it (ComponentTemplateModel.device_type: CASCADE); front ports before the rear ports they map.
+  cascade: ['frontporttemplate', ...DEVICE_TYPE_TEMPLATE_COUNTS.map(([, key]) => key).filter((k) => k !== 'frontporttemplate')].map((model) => ({ model, column: 'device_type_id' })),
 };
 
 const nestedRoleTemplate = nestedGroup('devicerole', 'dcim', 'device-roles', 'dcim_devicerole', 'DeviceRole', 'device role');
@@ -681,6 +703,8 @@ export const iface: ModelDef = {
   cascade: [
     { model: 'ipaddress', column: 'assigned_object_id', typeColumn: 'assigned_object_type' },
     { model: 'virtualcircuittermination', column: 'interface_id' },
+    // Inventory items assigned to it (NetBox's GenericRelation deletes them along).
+    { model: 'inventoryitem', column: 'component_id', typeColumn: 'component_type' },
   ],
   setNull: [{ model: 'interface', column: 'parent_id' }, { model: 'interface', column: 'lag_id' }, { model: 'interface', column: 'bridge_id' }],
 };

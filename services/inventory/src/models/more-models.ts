@@ -7,6 +7,9 @@ import { contactCounts, contactGroupFilters } from './contact-assignments.ts';
 import type { FieldDef, ModelDef } from './types.ts';
 import { checkWeightUnit, weightFields } from './dcim.ts';
 import { linkFilters } from './link-filters.ts';
+import { templatePresenceFilters } from './template-filters.ts';
+import { checkComponentPair, checkInventoryComponentDevice, componentTypeCondition, enrichInventoryComponent, parseComponentType } from './inventory-components.ts';
+import { checkModuleComponentNames, instantiateModuleComponents } from './template-instantiation.ts';
 import { availablePower } from './path-filters.ts';
 
 /**
@@ -191,6 +194,7 @@ export const moduleType: ModelDef = {
   verboseName: 'module type',
   title: 'ModuleType',
   fields: [
+    ref('profile', 'moduletypeprofile'),
     { name: 'manufacturer', column: 'manufacturer_id', kind: 'fk', fk: 'manufacturer', required: true },
     { name: 'model', column: 'model', kind: 'char', required: true, maxLength: 100, filter: true },
     char('part_number', 50),
@@ -200,16 +204,23 @@ export const moduleType: ModelDef = {
     commentsField,
   ],
   clean: (values, existing, errors) => checkWeightUnit(values, existing, errors),
-  // Profiles and component templates are not modelled.
-  unmodelled: { profile: null, attributes: null },
+  // The attributes a profile's schema describes are not modelled.
+  unmodelled: { attributes: null },
   uniqueTogether: [['manufacturer', 'model']],
   ordering: ['manufacturer', 'model'],
   search: ['model', 'part_number', 'description', 'comments'],
-  brief: ['manufacturer', 'model', 'description'],
+  brief: ['profile', 'manufacturer', 'model', 'description'],
   taggable: true,
   display: (r) => r.model,
-  extraFilters: refFilters('manufacturer', 'manufacturer'),
+  extraFilters: [
+    ...refFilters('manufacturer', 'manufacturer'),
+    // The profile by id or by name (ModuleTypeFilterSet).
+    ...refFilters('profile', 'moduletypeprofile', 'name'),
+    ...templatePresenceFilters('module_type_id', false),
+  ],
   protectedBy: [{ model: 'module', column: 'module_type_id' }],
+  // Its component templates go with it (ModularComponentTemplateModel.module_type: CASCADE); front ports before rear ports.
+  cascade: ['frontporttemplate', 'consoleporttemplate', 'consoleserverporttemplate', 'powerporttemplate', 'poweroutlettemplate', 'interfacetemplate', 'rearporttemplate', 'modulebaytemplate'].map((model) => ({ model, column: 'module_type_id' })),
 };
 
 export const moduleBay: ModelDef = {
@@ -239,6 +250,19 @@ export const moduleBay: ModelDef = {
     { name: 'installed_module_id', kind: 'fk_id', column: 'installed_module_id', model: 'module' },
     { name: 'module_id', kind: 'fk_id', column: 'module_id', model: 'module' },
     { name: 'device_status', kind: 'custom' },
+    // NetBox 4.3 nests a module's bays under the bay the module is installed in (MPTT parent).
+    {
+      name: 'parent_id',
+      kind: 'custom',
+      where: async (ctx, vals, errors) => {
+        const bad = vals.find((v) => !/^\d{1,16}$/.test(v.trim()));
+        const ids = bad === undefined ? [...new Set(vals.map((v) => Number(v.trim())))] : [];
+        const found = ids.length ? new Set((await ctx.db.selectFrom('dcim_modulebay').select('id').where('id', 'in', ids).execute()).map((r) => Number(r.id))) : new Set<number>();
+        const missing = bad ?? ids.find((id) => !found.has(id));
+        if (missing !== undefined) return void (errors.parent_id ??= []).push(`Select a valid choice. ${String(missing).slice(0, 100)} is not one of the available choices.`);
+        return sql`dcim_modulebay.module_id in (select id from dcim_module where module_bay_id in (${sql.join(ids)}))`;
+      },
+    },
   ],
   protectedBy: [{ model: 'module', column: 'module_bay_id' }],
 };
@@ -273,10 +297,13 @@ export const module: ModelDef = {
     const dev = values.device_id ?? existing?.device_id;
     const row = await ctx.db.selectFrom('dcim_modulebay').select('device_id').where('id', '=', bay).executeTakeFirst();
     if (row && Number(row.device_id) !== Number(dev)) (errors.module_bay ??= []).push(`Module must be installed within a module bay belonging to the assigned device (${dev}).`);
+    if (!Object.keys(errors).length) await checkModuleComponentNames(ctx, values, existing, errors);
   },
   afterSave: async (w, id, row, existing) => {
     if (existing && existing.module_bay_id !== row.module_bay_id) await w.trx.updateTable('dcim_modulebay').set({ installed_module_id: null }).where('id', '=', existing.module_bay_id).execute();
     await w.trx.updateTable('dcim_modulebay').set({ installed_module_id: id }).where('id', '=', row.module_bay_id).execute();
+    // Module.save(): a newly installed module gets its type's components.
+    if (!existing) await instantiateModuleComponents(w, id, row);
   },
   beforeDelete: async (w, row) => {
     await w.trx.updateTable('dcim_modulebay').set({ installed_module_id: null }).where('id', '=', row.module_bay_id).execute();
@@ -314,6 +341,7 @@ export const inventoryItemRole: ModelDef = {
   display: (r) => r.name,
   counts: { inventoryitem_count: { model: 'inventoryitem', column: 'role_id' } },
   setNull: [{ model: 'inventoryitem', column: 'role_id' }],
+  protectedBy: [{ model: 'inventoryitemtemplate', column: 'role_id' }],
 };
 
 export const inventoryItem: ModelDef = {
@@ -339,9 +367,12 @@ export const inventoryItem: ModelDef = {
     uniqueAssetTag,
     { name: 'discovered', column: 'discovered', kind: 'boolean', default: false, filter: true },
     descriptionField,
+    // The assigned component (NetBox's generic relation, limited to the modular components); `component` is its brief.
+    { name: 'component_type', column: 'component_type', kind: 'char', nullable: true, default: null, maxLength: 100, parse: parseComponentType },
+    { name: 'component_id', column: 'component_id', kind: 'integer', nullable: true, default: null, min: 0, max: 2 ** 53 - 1 },
   ],
-  // Assigned components are not modelled.
-  unmodelled: { component_type: null, component_id: null, component: null, _depth: 0 },
+  unmodelled: { _depth: 0 },
+  enrich: enrichInventoryComponent,
   uniqueTogether: [['device', 'parent', 'name']],
   ordering: ['device', 'parent', 'name'],
   search: ['name', 'label', 'serial', 'asset_tag', 'part_id', 'description'],
@@ -349,6 +380,10 @@ export const inventoryItem: ModelDef = {
   taggable: true,
   display: (r) => r.name,
   check: async (ctx, values, existing, errors) => {
+    checkComponentPair(values, existing, errors);
+    if (Object.keys(errors).length) return;
+    await checkInventoryComponentDevice(ctx, values, existing, errors);
+    if (Object.keys(errors).length) return;
     const parent = 'parent_id' in values ? values.parent_id : existing?.parent_id;
     if (parent === null || parent === undefined) return;
     if (existing && Number(parent) === existing.id) return void (errors.parent ??= []).push('Cannot assign self as parent.');
@@ -362,6 +397,8 @@ export const inventoryItem: ModelDef = {
     ...refFilters('role', 'inventoryitemrole'),
     ...refFilters('manufacturer', 'manufacturer'),
     { name: 'device_status', kind: 'custom' },
+    { name: 'component_type', kind: 'custom', where: async (_ctx, vals) => componentTypeCondition('dcim_inventoryitem', vals) },
+    { name: 'component_id', kind: 'int', column: 'component_id' },
   ],
   cascade: [{ model: 'inventoryitem', column: 'parent_id' }],
 };

@@ -14,6 +14,8 @@ import { MORE_MODELS } from './more-models.ts';
 import { JOURNAL_CONFIG_MODELS, withContactFilters } from './journal-config-models.ts';
 import { CHASSIS_BAY_MODELS } from './chassis-bays.ts';
 import { NETWORKING_MODELS, withNetworking } from './networking.ts';
+import { COMPONENT_TEMPLATE_MODELS } from './component-templates.ts';
+import { RACK_TYPE_MODELS } from './rack-types.ts';
 import { withCoreFilters } from './core-filters.ts';
 
 /** Every object type: its REST endpoints, change logging and event rules all come from here. */
@@ -52,6 +54,8 @@ export const MODELS: ModelDef[] = [
   ...MORE_MODELS,
   ...CHASSIS_BAY_MODELS,
   ...NETWORKING_MODELS,
+  ...COMPONENT_TEMPLATE_MODELS,
+  ...RACK_TYPE_MODELS,
   ...JOURNAL_CONFIG_MODELS,
 ];
 
