@@ -17,6 +17,11 @@ export interface InventoryConfig extends ServiceConfig {
    * pynetbox before 7.3.4 expects (its version check sends no token).
    */
   loginRequired: boolean;
+  /**
+   * The directory local data sources may read (`--data-source-root` / INVENTORY_DATA_SOURCE_ROOT): a source's path must
+   * lie inside it. Unset: syncing a local data source is refused.
+   */
+  dataSourceRoot?: string;
 }
 
 function count(v: unknown, dflt: number, name: string): number {
@@ -40,5 +45,6 @@ export function inventoryConfig(cfg: ServiceConfig, env: NodeJS.ProcessEnv = pro
   const maxBulk = Math.max(1, count(pick('maxBulk', 'INVENTORY_MAX_BULK'), 1000, 'INVENTORY_MAX_BULK'));
   const login = pick('loginRequired', 'INVENTORY_LOGIN_REQUIRED');
   const loginRequired = login === undefined || login === '' ? true : !['false', '0', 'no', 'off'].includes(String(login).toLowerCase());
-  return { ...cfg, adminToken, loginThrottle, enforceGlobalUnique, maxBulk, loginRequired };
+  const dataSourceRoot = pick('dataSourceRoot', 'INVENTORY_DATA_SOURCE_ROOT') || undefined;
+  return { ...cfg, adminToken, loginThrottle, enforceGlobalUnique, maxBulk, loginRequired, dataSourceRoot };
 }

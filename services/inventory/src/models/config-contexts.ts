@@ -2,6 +2,8 @@ import { sql } from 'kysely';
 import { fail } from './field-problem.ts';
 import { chunks } from './read.ts';
 import type { FieldDef, ModelDef, ReadCtx, Row } from './types.ts';
+import { syncedDataFields, syncedDataFilters, syncedDataValues } from './data-sources.ts';
+import { resolveSyncedData } from './synced-data.ts';
 
 /**
  * NetBox's config contexts (`/api/extras/config-contexts/`): JSON data assigned to devices and virtual machines by
@@ -108,20 +110,27 @@ export const configContext: ModelDef = {
     ...CONFIG_CONTEXT_ASSIGNMENTS.map(
       (a): FieldDef => ({ name: a.name, column: '', kind: 'm2m', fk: a.fk, default: undefined, through: { table: a.through, column: 'configcontext_id', target: a.target }, ...(a.name === 'tags' ? { itemAttribute: 'slug' } : {}) }),
     ),
-    { name: 'data', column: 'data', kind: 'json', required: true },
+    ...syncedDataFields,
+    // Required unless a data source supplies it (clean()).
+    { name: 'data', column: 'data', kind: 'json' },
   ],
-  unmodelled: { data_source: null, data_path: '', data_file: null, data_synced: null },
+  extraRefs: { data_file: { model: 'datafile', column: 'data_file_id' } },
   ordering: ['weight', 'name'],
   search: ['name', 'description'],
   brief: ['name', 'description'],
   // NetBox's ConfigContext is change-logged but has no tags or custom fields of its own (`tags` assigns it).
   taggable: false,
   display: (r) => r.name,
-  extraFilters: assignmentFilters(),
-  represent(_row, out) {
+  extraFilters: [...assignmentFilters(), ...syncedDataFilters('extras_configcontext')],
+  clean(values, existing, errors) {
+    if (!existing && values.data === undefined && (values.data_source_id === null || values.data_source_id === undefined)) (errors.data ??= []).push('This field is required.');
+  },
+  check: (ctx, values, existing, errors) => resolveSyncedData(ctx, 'context', values, existing, errors),
+  represent(row, out, refs) {
     // Tags as slugs (NetBox's SlugRelatedField); data after the data-source keys, as NetBox orders them.
     const tags = (out.tags as Array<{ slug: string }>).map((t) => t.slug);
-    const { data, created, last_updated, data_source, data_path, data_file, data_synced, ...rest } = out;
+    const { data, created, last_updated, data_source, data_path, auto_sync_enabled: _a, ...rest } = out;
+    const { data_file, data_synced } = syncedDataValues(row, refs);
     return { ...rest, tags, data_source, data_path, data_file, data_synced, data, created, last_updated };
   },
 };
@@ -156,13 +165,20 @@ export const configTemplate: ModelDef = {
     { name: 'name', column: 'name', kind: 'char', required: true, maxLength: 100, filter: true },
     { name: 'description', column: 'description', kind: 'char', blank: true, maxLength: 200, default: '', filter: true },
     { name: 'environment_params', column: 'environment_params', kind: 'json', nullable: true, default: {}, parse: parseEnvironmentParams },
-    { name: 'template_code', column: 'template_code', kind: 'text', required: true, maxLength: 1_048_576 },
+    // Required unless a data source supplies it (clean()).
+    { name: 'template_code', column: 'template_code', kind: 'text', maxLength: 1_048_576 },
     { name: 'mime_type', column: 'mime_type', kind: 'char', blank: true, maxLength: 50, default: '', filter: true },
     { name: 'file_name', column: 'file_name', kind: 'char', blank: true, maxLength: 200, default: '', filter: true },
     { name: 'file_extension', column: 'file_extension', kind: 'char', blank: true, maxLength: 15, default: '', filter: true },
     { name: 'as_attachment', column: 'as_attachment', kind: 'boolean', default: true, filter: true },
+    ...syncedDataFields,
   ],
-  unmodelled: { data_source: null, data_path: '', data_file: null, auto_sync_enabled: false, data_synced: null },
+  extraRefs: { data_file: { model: 'datafile', column: 'data_file_id' } },
+  extraFilters: syncedDataFilters('extras_configtemplate'),
+  clean(values, existing, errors) {
+    if (!existing && values.template_code === undefined && (values.data_source_id === null || values.data_source_id === undefined)) (errors.template_code ??= []).push('This field is required.');
+  },
+  check: (ctx, values, existing, errors) => resolveSyncedData(ctx, 'template', values, existing, errors),
   ordering: ['name'],
   search: ['name', 'description'],
   brief: ['name', 'description'],
@@ -170,9 +186,10 @@ export const configTemplate: ModelDef = {
   display: (r) => r.name,
   // NetBox protects a template that devices, VMs, roles or platforms use.
   protectedBy: ['device', 'virtualmachine', 'devicerole', 'platform'].map((model) => ({ model, column: 'config_template_id' })),
-  represent(_row, out) {
-    const { tags, custom_fields: _cf, created, last_updated, ...rest } = out;
-    return { ...rest, tags, created, last_updated };
+  represent(row, out, refs) {
+    const { tags, custom_fields: _cf, created, last_updated, data_source, data_path, auto_sync_enabled, ...rest } = out;
+    const { data_file, data_synced } = syncedDataValues(row, refs);
+    return { ...rest, data_source, data_path, data_file, auto_sync_enabled, data_synced, tags, created, last_updated };
   },
 };
 

@@ -17,6 +17,7 @@ import { NETWORKING_MODELS, withNetworking } from './networking.ts';
 import { COMPONENT_TEMPLATE_MODELS } from './component-templates.ts';
 import { RACK_TYPE_MODELS } from './rack-types.ts';
 import { withCoreFilters } from './core-filters.ts';
+import { DATA_SOURCE_MODELS } from './data-sources.ts';
 
 /** Every object type: its REST endpoints, change logging and event rules all come from here. */
 export const MODELS: ModelDef[] = [
@@ -57,6 +58,7 @@ export const MODELS: ModelDef[] = [
   ...COMPONENT_TEMPLATE_MODELS,
   ...RACK_TYPE_MODELS,
   ...JOURNAL_CONFIG_MODELS,
+  ...DATA_SOURCE_MODELS,
 ];
 
 withNetworking(MODELS);

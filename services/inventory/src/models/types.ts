@@ -158,6 +158,8 @@ export interface ModelDef {
   genericRef?: GenericRef;
   /** NetBox's scope (`scope_type` + `scope_id`, nullable): its brief as `scope` in the representation (see models/scopes.ts). */
   scopeRef?: GenericRef;
+  /** Only read through the API (NetBox's read-only viewsets, e.g. data files): no create, update or delete routes. */
+  readOnly?: boolean;
 }
 
 /** A generic foreign key's columns, API name and NetBox's rules (see models/generic-object.ts). */

@@ -23,6 +23,7 @@ import { circuitRoutes } from './circuits.ts';
 import { networkingRoutes } from './networking.ts';
 import { extrasConfigRoutes } from './extras-config.ts';
 import { objectTypeRoutes } from './extras-object-types.ts';
+import { dataSourceRoutes } from './core-data-sources.ts';
 
 /** The apps whose roots `/api/` lists (besides `plugins` and `status`). */
 export const API_APPS = ['circuits', 'core', 'dcim', 'extras', 'ipam', 'tenancy', 'users', 'virtualization', 'vpn', 'wireless'];
@@ -70,6 +71,7 @@ export async function coreRoutes(app: FastifyInstance, opts: CoreRouteOptions): 
   registerModelRoutes(app, sink, MODELS.find((m) => m.key === 'customfield')!);
   extrasConfigRoutes(app, sink);
   objectTypeRoutes(app, deps);
+  dataSourceRoutes(app, sink);
   await objectChangeRoutes(app, deps);
   await userRoutes(app, deps);
   await permissionRoutes(app, deps);

@@ -172,6 +172,7 @@ export function registerModelRoutes(app: FastifyInstance, sink: ChangeSink, m: M
     const q = req.query as Query;
     return selectFields((await represent(ctx, m, [row], truthy(q.brief)))[0]!, q.fields, omitted(q));
   });
+  if (m.readOnly) return;
 
   app.post(
     list,

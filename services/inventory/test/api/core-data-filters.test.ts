@@ -1,5 +1,9 @@
 import { after, before, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { forEachStorage } from '@svc/testkit';
 import { seedBasics, startApi, type Api } from './helpers.ts';
 
@@ -8,14 +12,23 @@ const INVALID = 'Select a valid choice. That choice is not one of the available 
 /** Issue 24: path `connected`, power feeds' available_power, VLAN availability, object type ids, tags' object types and weight. */
 forEachStorage('inventory API: connected, available power, VLAN availability, object type ids, tag object types', (storage) => {
   let api: Api;
+  // The configured data source root (a temp dir) and a directory outside it.
+  let root: string;
+  let outside: string;
   const ok = (r: { status: number; body: any }, status = 201) => {
     assert.equal(r.status, status, JSON.stringify(r.body));
     return r.body;
   };
   before(async () => {
-    api = await startApi(storage);
+    root = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'inv-ds-root-')));
+    outside = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'inv-ds-outside-')));
+    api = await startApi(storage, { dataSourceRoot: root });
   });
-  after(() => api.close());
+  after(async () => {
+    await api.close();
+    fs.rmSync(root, { recursive: true, force: true });
+    fs.rmSync(outside, { recursive: true, force: true });
+  });
 
   /** The names a list query answers, sorted. */
   const names = async (path: string, key = 'name') => (ok(await api.http.get(path), 200).results as any[]).map((o) => o[key]).sort();
@@ -201,5 +214,96 @@ forEachStorage('inventory API: connected, available power, VLAN availability, ob
     ok(await h.post('/api/tenancy/contact-assignments/', { object_type: 'dcim.site', object_id: site.id, contact: contact.id, role: crole.id }));
     assert.equal(ok(await h.get(`/api/tenancy/contact-assignments/?object_type_id=${siteType.id}`), 200).count, 1);
     assert.equal(ok(await h.get(`/api/tenancy/contact-assignments/?object_type_id=${device.id}`), 200).count, 0);
+  });
+  it('data sources: a local directory inside the configured root syncs into data files; config contexts and templates take their data from one', async () => {
+    const h = api.http;
+    const src = path.join(root, 'src');
+    fs.mkdirSync(path.join(src, 'templates'), { recursive: true });
+    fs.mkdirSync(path.join(src, '.git'));
+    fs.writeFileSync(path.join(src, 'ctx.json'), '{"ntp": "10.0.0.1"}');
+    fs.writeFileSync(path.join(src, 'templates', 't.j2'), 'hostname {{ device.name }}');
+    fs.writeFileSync(path.join(src, '.hidden'), 'x');
+    fs.writeFileSync(path.join(src, 'old.bak'), 'x');
+    fs.writeFileSync(path.join(src, '.git', 'config'), 'x');
+    fs.writeFileSync(path.join(outside, 'secret.txt'), 'secret');
+    // A link that stays inside the root is followed.
+    fs.symlinkSync(path.join(src, 'ctx.json'), path.join(src, 'link.json'));
+    const ds = ok(await h.post('/api/core/data-sources/', { name: 'local', type: 'local', source_url: `file://${src}`, ignore_rules: '*.bak', sync_interval: 60 }));
+    assert.deepEqual([ds.status, ds.sync_interval, ds.file_count, ds.last_synced], [{ value: 'new', label: 'New' }, { value: 60, label: 'Hourly' }, 0, null]);
+    assert.deepEqual(Object.keys(ds), ['id', 'url', 'display_url', 'display', 'name', 'type', 'source_url', 'enabled', 'status', 'description', 'sync_interval', 'parameters', 'ignore_rules', 'comments', 'tags', 'custom_fields', 'created', 'last_updated', 'last_synced', 'file_count']);
+    const synced = ok(await h.post(`/api/core/data-sources/${ds.id}/sync/`, {}), 200);
+    assert.deepEqual([synced.status.value, synced.file_count, typeof synced.last_synced], ['completed', 3, 'string']);
+    const files = ok(await h.get(`/api/core/data-files/?source_id=${ds.id}`), 200).results as any[];
+    assert.deepEqual(files.map((f) => f.path), ['ctx.json', 'link.json', 'templates/t.j2']);
+    assert.deepEqual(Object.keys(files[0]), ['id', 'url', 'display_url', 'display', 'source', 'path', 'size', 'hash', 'last_updated']);
+    assert.equal(files[0].hash, createHash('sha256').update('{"ntp": "10.0.0.1"}').digest('hex'));
+    assert.deepEqual([files[0].size, files[0].source.name], [19, 'local']);
+    assert.deepEqual(await names('/api/core/data-files/?source=local&path__isw=templates', 'path'), ['templates/t.j2']);
+    assert.deepEqual(await names('/api/core/data-sources/?status=completed&type=local'), ['local']);
+    assert.deepEqual((await h.get('/api/core/data-sources/?status=done')).body, { status: ['Select a valid choice. done is not one of the available choices.'] });
+    // Data files are read-only, as NetBox's.
+    assert.equal((await h.post('/api/core/data-files/', { source: ds.id, path: 'x', size: 1, hash: 'a'.repeat(64) })).status, 405);
+
+    // A config context and a template take their content from files.
+    const ctxFile = files[0].id;
+    const cc = ok(await h.post('/api/extras/config-contexts/', { name: 'synced', data_source: ds.id, data_path: 'ctx.json', auto_sync_enabled: true }));
+    assert.deepEqual([cc.data, cc.data_file.id, cc.data_source.id, cc.data_path, typeof cc.data_synced], [{ ntp: '10.0.0.1' }, ctxFile, ds.id, 'ctx.json', 'string']);
+    ok(await h.post('/api/extras/config-contexts/', { name: 'plain', data: { a: 1 } }));
+    const tpl = ok(await h.post('/api/extras/config-templates/', { name: 'tpl', data_source: ds.id, data_path: 'templates/t.j2' }));
+    assert.deepEqual([tpl.template_code, tpl.data_file.path, tpl.auto_sync_enabled], ['hostname {{ device.name }}', 'templates/t.j2', false]);
+    assert.deepEqual((await h.post('/api/extras/config-contexts/', { name: 'nofile', data_source: ds.id, data_path: 'nope.json' })).body, { data_path: ['No data file at this path in the data source: nope.json'] });
+    assert.deepEqual((await h.post('/api/extras/config-contexts/', { name: 'nodata' })).body, { data: ['This field is required.'] });
+    assert.deepEqual(await names(`/api/extras/config-contexts/?data_source_id=${ds.id}`), ['synced']);
+    assert.deepEqual(await names(`/api/extras/config-contexts/?data_file_id=${ctxFile}`), ['synced']);
+    assert.deepEqual(await names('/api/extras/config-contexts/?auto_sync_enabled=true'), ['synced']);
+    assert.deepEqual(await names('/api/extras/config-contexts/?auto_sync_enabled=false'), ['plain']);
+    assert.deepEqual(await names('/api/extras/config-contexts/?data_synced__gte=2000-01-01'), ['synced']);
+    assert.deepEqual(await names('/api/extras/config-contexts/?data_synced__lt=2000-01-01'), []);
+    assert.deepEqual(await names(`/api/extras/config-templates/?data_source_id=${ds.id}&auto_sync_enabled=false`), ['tpl']);
+    assert.deepEqual(await names(`/api/extras/config-templates/?data_file_id=${ctxFile}`), []);
+    assert.deepEqual((await h.get('/api/extras/config-templates/?data_synced=yesterday')).body, { data_synced: ['Enter a valid date/time.'] });
+    assert.deepEqual((await h.get('/api/extras/config-templates/?data_source_id=999999')).body, { data_source_id: ['Select a valid choice. 999999 is not one of the available choices.'] });
+
+    // A changed file updates its data file and the context that follows it (change-logged); a vanished one goes.
+    fs.writeFileSync(path.join(src, 'ctx.json'), 'ntp: 10.0.0.2\n');
+    fs.rmSync(path.join(src, 'link.json'));
+    assert.equal(ok(await h.post(`/api/core/data-sources/${ds.id}/sync/`, {}), 200).file_count, 2);
+    assert.deepEqual(ok(await h.get(`/api/extras/config-contexts/${cc.id}/`), 200).data, { ntp: '10.0.0.2' });
+    const changes = ok(await h.get(`/api/core/object-changes/?changed_object_type=extras.configcontext&changed_object_id=${cc.id}`), 200);
+    assert.deepEqual(changes.results.map((c: any) => c.action.value).sort(), ['create', 'update']);
+    // A source in use is protected.
+    assert.equal((await h.delete(`/api/core/data-sources/${ds.id}/`)).status, 409);
+
+    // Refusals: outside the root (absolute, relative, by a link), non-file URLs of local sources, git/S3, no root configured.
+    const fail = async (name: string, source_url: string, detail: RegExp, type = 'local') => {
+      const s = ok(await h.post('/api/core/data-sources/', { name, type, source_url }));
+      const r = await h.post(`/api/core/data-sources/${s.id}/sync/`, {});
+      assert.equal(r.status, 400, JSON.stringify(r.body));
+      assert.deepEqual(Object.keys(r.body), ['detail']);
+      assert.match(r.body.detail, detail);
+      assert.equal(ok(await h.get(`/api/core/data-sources/${s.id}/`), 200).status.value, 'failed');
+      assert.equal(ok(await h.get(`/api/core/data-files/?source_id=${s.id}`), 200).count, 0);
+    };
+    await fail('abs', outside, /outside the allowed data source root/);
+    await fail('rel', `../${path.basename(outside)}`, /outside the allowed data source root/);
+    await fail('missing', `${root}/nothing`, /does not exist/);
+    fs.mkdirSync(path.join(root, 'evil'));
+    fs.writeFileSync(path.join(root, 'evil', 'ok.txt'), 'fine');
+    fs.symlinkSync(path.join(outside, 'secret.txt'), path.join(root, 'evil', 'secret'));
+    await fail('evil', 'evil', /symbolic link leads outside the allowed data source root: secret/);
+    fs.symlinkSync(outside, path.join(root, 'dirlink'));
+    await fail('dirlink', `${root}/dirlink`, /outside the allowed data source root/);
+    await fail('git', 'https://example.com/repo.git', /git backend cannot sync on this server/, 'git');
+    assert.deepEqual((await h.post('/api/core/data-sources/', { name: 'web', type: 'local', source_url: 'http://example.com/' })).body, { source_url: ['URLs for local sources must start with file:// (or specify no scheme)'] });
+    assert.deepEqual((await h.post('/api/core/data-sources/', { name: 'x', type: 'svn', source_url: '/x' })).body, { type: ['"svn" is not a valid choice.'] });
+    const bare = await startApi(storage);
+    try {
+      const s = ok(await bare.http.post('/api/core/data-sources/', { name: 'local', type: 'local', source_url: src }));
+      assert.deepEqual((await bare.http.post(`/api/core/data-sources/${s.id}/sync/`, {})).body, {
+        detail: 'Local data sources are disabled on this server: no data source root is configured (--data-source-root / INVENTORY_DATA_SOURCE_ROOT).',
+      });
+    } finally {
+      await bare.close();
+    }
   });
 });
