@@ -30,7 +30,7 @@ export async function namedIds(ctx: ReadCtx, name: string, vals: string[], table
   return { ids: rows.map((r) => Number(r.id)), withNull };
 }
 
-const idList = (ids: number[]) => (ids.length ? sql`(${sql.join(ids)})` : sql`(select null where 1 = 0)`);
+const idList = (ids: number[]) => (ids.length ? sql`(${sql.join(ids)})` : sql`(select -1 where 1 = 0)`);
 
 export interface AssignedSpec {
   /** This model's table and its generic relation's columns. */

@@ -85,7 +85,7 @@ function placeFilter(name: string, table: string, attribute: string | undefined,
     where: async (ctx: Parameters<NonNullable<ModelDef['check']>>[0], vals: string[], errors: Record<string, string[]>) => {
       const named = await namedIds(ctx, name, vals, table, attribute, errors, true);
       if (!named) return undefined;
-      const ids = named.ids.length ? sql`(${sql.join(named.ids)})` : sql`(select null where 1 = 0)`;
+      const ids = named.ids.length ? sql`(${sql.join(named.ids)})` : sql`(select -1 where 1 = 0)`;
       const sites = siteColumn === 'id' ? ids : sql`(select id from dcim_site where ${sql.ref(siteColumn)} in ${ids})`;
       return sql`((${me('assigned_object_type')} = 'ipam.vlan' and ${me('assigned_object_id')} in (select id from ipam_vlan where site_id in ${sites}))
         or (${me('assigned_object_type')} = 'dcim.interface' and ${me('assigned_object_id')} in (select i.id from dcim_interface i join dcim_device d on d.id = i.device_id where d.site_id in ${sites}))

@@ -168,6 +168,17 @@ forEachStorage('inventory UI: every model of the registry', (storage) => {
       await post('/api/circuits/virtual-circuit-terminations/', { virtual_circuit: await firstId('virtualcircuit'), interface: iface.id, role: 'peer' });
     }
     if (need('circuittermination')) await post('/api/circuits/circuit-terminations/', { circuit: await firstId('circuit'), term_side: 'Z' });
+    // Networking objects the generic form cannot fill in: a MAC address, a termination and an FHRP assignment on an interface, a wireless link.
+    if (need('macaddress')) await post('/api/dcim/mac-addresses/', { mac_address: '02:00:00:00:00:aa' });
+    if (need('l2vpntermination') || need('fhrpgroupassignment')) {
+      const iface = await post('/api/dcim/interfaces/', { device, name: 'net0', type: 'virtual' });
+      if (need('l2vpntermination')) await post('/api/vpn/l2vpn-terminations/', { l2vpn: await firstId('l2vpn'), assigned_object_type: 'dcim.interface', assigned_object_id: iface.id });
+      if (need('fhrpgroupassignment')) await post('/api/ipam/fhrp-group-assignments/', { group: await firstId('fhrpgroup'), interface_type: 'dcim.interface', interface_id: iface.id, priority: 100 });
+    }
+    if (need('wirelesslink')) {
+      const [a, b] = await post('/api/dcim/interfaces/', [1, 2].map((i) => ({ device, name: `wl${i}`, type: 'ieee802.11ac' })));
+      await post('/api/wireless/wireless-links/', { interface_a: a.id, interface_b: b.id });
+    }
     const missing: string[] = [];
     for (const m of MODELS) {
       const list = await ui.get(listUrl(m));

@@ -12,7 +12,8 @@ export function pageOf(obj: Record<string, unknown>): string | undefined {
     return undefined;
   }
   const p = path.startsWith('/api/') ? path.slice(4) : path;
-  return /^\/[a-z-]+\/[a-z-]+\/\d+\/$/.test(p) ? p : undefined;
+  // Paths may hold digits (`/vpn/l2vpns/3/`).
+  return /^\/[a-z0-9-]+\/[a-z0-9-]+\/\d+\/$/.test(p) ? p : undefined;
 }
 
 const STATUS_COLOURS: Record<string, string> = {
