@@ -111,8 +111,8 @@ export const configContext: ModelDef = {
       (a): FieldDef => ({ name: a.name, column: '', kind: 'm2m', fk: a.fk, default: undefined, through: { table: a.through, column: 'configcontext_id', target: a.target }, ...(a.name === 'tags' ? { itemAttribute: 'slug' } : {}) }),
     ),
     ...syncedDataFields,
-    // Required unless a data source supplies it (clean()).
-    { name: 'data', column: 'data', kind: 'json' },
+    // Required, as NetBox's serializer has it; a data file's content replaces it (resolveSyncedData).
+    { name: 'data', column: 'data', kind: 'json', required: true },
   ],
   extraRefs: { data_file: { model: 'datafile', column: 'data_file_id' } },
   ordering: ['weight', 'name'],
@@ -122,9 +122,6 @@ export const configContext: ModelDef = {
   taggable: false,
   display: (r) => r.name,
   extraFilters: [...assignmentFilters(), ...syncedDataFilters('extras_configcontext')],
-  clean(values, existing, errors) {
-    if (!existing && values.data === undefined && (values.data_source_id === null || values.data_source_id === undefined)) (errors.data ??= []).push('This field is required.');
-  },
   check: (ctx, values, existing, errors) => resolveSyncedData(ctx, 'context', values, existing, errors),
   represent(row, out, refs) {
     // Tags as slugs (NetBox's SlugRelatedField); data after the data-source keys, as NetBox orders them.
@@ -165,8 +162,8 @@ export const configTemplate: ModelDef = {
     { name: 'name', column: 'name', kind: 'char', required: true, maxLength: 100, filter: true },
     { name: 'description', column: 'description', kind: 'char', blank: true, maxLength: 200, default: '', filter: true },
     { name: 'environment_params', column: 'environment_params', kind: 'json', nullable: true, default: {}, parse: parseEnvironmentParams },
-    // Required unless a data source supplies it (clean()).
-    { name: 'template_code', column: 'template_code', kind: 'text', maxLength: 1_048_576 },
+    // Required, as NetBox's serializer has it; a data file's content replaces it (resolveSyncedData).
+    { name: 'template_code', column: 'template_code', kind: 'text', required: true, maxLength: 1_048_576 },
     { name: 'mime_type', column: 'mime_type', kind: 'char', blank: true, maxLength: 50, default: '', filter: true },
     { name: 'file_name', column: 'file_name', kind: 'char', blank: true, maxLength: 200, default: '', filter: true },
     { name: 'file_extension', column: 'file_extension', kind: 'char', blank: true, maxLength: 15, default: '', filter: true },
@@ -175,9 +172,6 @@ export const configTemplate: ModelDef = {
   ],
   extraRefs: { data_file: { model: 'datafile', column: 'data_file_id' } },
   extraFilters: syncedDataFilters('extras_configtemplate'),
-  clean(values, existing, errors) {
-    if (!existing && values.template_code === undefined && (values.data_source_id === null || values.data_source_id === undefined)) (errors.template_code ??= []).push('This field is required.');
-  },
   check: (ctx, values, existing, errors) => resolveSyncedData(ctx, 'template', values, existing, errors),
   ordering: ['name'],
   search: ['name', 'description'],

@@ -246,12 +246,12 @@ forEachStorage('inventory API: connected, available power, VLAN availability, ob
 
     // A config context and a template take their content from files.
     const ctxFile = files[0].id;
-    const cc = ok(await h.post('/api/extras/config-contexts/', { name: 'synced', data_source: ds.id, data_path: 'ctx.json', auto_sync_enabled: true }));
+    const cc = ok(await h.post('/api/extras/config-contexts/', { name: 'synced', data: {}, data_source: ds.id, data_path: 'ctx.json', auto_sync_enabled: true }));
     assert.deepEqual([cc.data, cc.data_file.id, cc.data_source.id, cc.data_path, typeof cc.data_synced], [{ ntp: '10.0.0.1' }, ctxFile, ds.id, 'ctx.json', 'string']);
     ok(await h.post('/api/extras/config-contexts/', { name: 'plain', data: { a: 1 } }));
-    const tpl = ok(await h.post('/api/extras/config-templates/', { name: 'tpl', data_source: ds.id, data_path: 'templates/t.j2' }));
+    const tpl = ok(await h.post('/api/extras/config-templates/', { name: 'tpl', template_code: '-', data_source: ds.id, data_path: 'templates/t.j2' }));
     assert.deepEqual([tpl.template_code, tpl.data_file.path, tpl.auto_sync_enabled], ['hostname {{ device.name }}', 'templates/t.j2', false]);
-    assert.deepEqual((await h.post('/api/extras/config-contexts/', { name: 'nofile', data_source: ds.id, data_path: 'nope.json' })).body, { data_path: ['No data file at this path in the data source: nope.json'] });
+    assert.deepEqual((await h.post('/api/extras/config-contexts/', { name: 'nofile', data: {}, data_source: ds.id, data_path: 'nope.json' })).body, { data_path: ['No data file at this path in the data source: nope.json'] });
     assert.deepEqual((await h.post('/api/extras/config-contexts/', { name: 'nodata' })).body, { data: ['This field is required.'] });
     assert.deepEqual(await names(`/api/extras/config-contexts/?data_source_id=${ds.id}`), ['synced']);
     assert.deepEqual(await names(`/api/extras/config-contexts/?data_file_id=${ctxFile}`), ['synced']);

@@ -54,6 +54,8 @@ function assertRenders(url: string, r: { status: number; text: string }, heading
 
 forEachStorage('inventory UI: every model of the registry', (storage) => {
   let srv: TestServer;
+  /** The data source root the server may sync from, holding one file. */
+  let dataRoot: string;
   let api: ReturnType<typeof client>;
   let ui: ReturnType<typeof uiClient>;
   let csrf: string;
@@ -61,13 +63,18 @@ forEachStorage('inventory UI: every model of the registry', (storage) => {
   const objects = new Map<string, { id: number; display: string }>();
 
   before(async () => {
-    srv = await startTestServer('inventory_ui_all_models', storage, (cfg) => buildApp(cfg), { flags: { adminToken: ADMIN } });
+    dataRoot = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'inv-ui-data-')));
+    fs.writeFileSync(path.join(dataRoot, 'context.json'), '{"ntp": "10.0.0.1"}');
+    srv = await startTestServer('inventory_ui_all_models', storage, (cfg) => buildApp(cfg), { flags: { adminToken: ADMIN, dataSourceRoot: dataRoot } });
     api = client(srv.url, { authorization: `Token ${ADMIN}` });
     ui = uiClient(srv.url);
     assert.equal((await ui.login(ADMIN)).status, 303);
     csrf = ui.csrfOf((await ui.get('/dcim/sites/')).text);
   });
-  after(() => srv?.close());
+  after(async () => {
+    await srv?.close();
+    fs.rmSync(dataRoot, { recursive: true, force: true });
+  });
 
   const listUrl = (m: ModelDef) => `/${m.app}/${m.path}/`;
   const firstId = async (key: string) => {
@@ -168,6 +175,13 @@ forEachStorage('inventory UI: every model of the registry', (storage) => {
       await post('/api/circuits/virtual-circuit-terminations/', { virtual_circuit: await firstId('virtualcircuit'), interface: iface.id, role: 'peer' });
     }
     if (need('circuittermination')) await post('/api/circuits/circuit-terminations/', { circuit: await firstId('circuit'), term_side: 'Z' });
+    // Data files come from syncing a data source (the server's data source root holds one file).
+    if (need('datafile')) {
+      const source = await firstId('datasource');
+      const id = source ?? (await post('/api/core/data-sources/', { name: 'ui-files', type: 'local', source_url: dataRoot })).id;
+      await api.patch(`/api/core/data-sources/${id}/`, { type: 'local', source_url: dataRoot });
+      assert.equal((await api.post(`/api/core/data-sources/${id}/sync/`, {})).status, 200);
+    }
     // Networking objects the generic form cannot fill in: a MAC address, a termination and an FHRP assignment on an interface, a wireless link.
     if (need('macaddress')) await post('/api/dcim/mac-addresses/', { mac_address: '02:00:00:00:00:aa' });
     if (need('l2vpntermination') || need('fhrpgroupassignment')) {
