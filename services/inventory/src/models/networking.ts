@@ -10,7 +10,8 @@ import { assignedFilter, reverseAssignedFilters } from './assigned-filters.ts';
 import { linkFilter, linkFilters } from './link-filters.ts';
 import { loadBriefs } from './represent.ts';
 import { ref, refFilters } from './tenancy.ts';
-import type { FieldDef, ModelDef, ReadCtx, Row } from './types.ts';
+import { normaliseMac } from './values.ts';
+import type { ExtraFilter, FieldDef, ModelDef, ReadCtx, Row } from './types.ts';
 
 /**
  * Issue 24's networking objects (MAC addresses, L2VPNs, wireless, VLAN translation, virtual device contexts, FHRP
@@ -283,6 +284,16 @@ function extendCircuits(models: ModelDef[]): void {
   vct.extraFilters = [...(vct.extraFilters ?? []), ...providerAccountFilters('virtual_circuit_id', [{ table: 'circuits_virtualcircuit', column: 'provider_account_id' }])];
 }
 
+const deviceMacFilter: ExtraFilter = {
+  name: 'mac_address',
+  kind: 'custom',
+  where: async (_ctx, vals) => {
+    const macs = vals.map((v) => normaliseMac(v.trim()) ?? v.trim());
+    const objects = sql`(select assigned_object_id from dcim_macaddress where assigned_object_type = 'dcim.interface' and mac_address in (${sql.join(macs)}))`;
+    return sql`dcim_device.id in (select device_id from dcim_interface where mac_address in (${sql.join(macs)}) or id in ${objects})`;
+  },
+};
+
 /** Adds the networking objects' fields, filters and deletion rules to the models that existed before them. */
 export function withNetworking(models: ModelDef[]): void {
   extendInterface(byKey(models, 'interface'));
@@ -293,7 +304,8 @@ export function withNetworking(models: ModelDef[]): void {
 
   const device = byKey(models, 'device');
   device.extraFilters = [
-    ...(device.extraFilters ?? []),
+    // DeviceFilterSet.mac_address: any MAC address object on one of its interfaces (and an interface's own legacy mac_address).
+    ...(device.extraFilters ?? []).map((f) => (f.name === 'mac_address' ? deviceMacFilter : f)),
     { name: 'has_virtual_device_context', kind: 'bool', expr: (t) => sql`exists (select 1 from dcim_virtualdevicecontext v where v.device_id = ${sql.ref(`${t}.id`)})` },
   ];
   // A device's wireless links go first (their cached devices CASCADE), before its interfaces, which they protect; its VDCs protect it.

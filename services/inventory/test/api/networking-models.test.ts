@@ -68,6 +68,8 @@ forEachStorage('inventory API: MAC addresses, L2VPNs, wireless, VLAN translation
     assert.deepEqual(ids(await h.get('/api/dcim/interfaces/?mac_address=00-11-22-33-44-56')), [w.eth0.id]);
     assert.deepEqual(ids(await h.get(`/api/dcim/interfaces/?primary_mac_address_id=${mac.id}`)), [w.eth0.id]);
     assert.deepEqual(ids(await h.get(`/api/dcim/mac-addresses/?interface_id=${w.eth1.id}`)), [other.id]);
+    // Devices match any MAC address object of their interfaces, primary or not.
+    assert.deepEqual(ids(await h.get('/api/dcim/devices/?mac_address=00:11:22:33:44:66')), [w.dev.id]);
     assert.deepEqual(ids(await h.get(`/api/dcim/mac-addresses/?device=n1&ordering=mac_address`)), [mac.id, other.id]);
     assert.deepEqual(ids(await h.get(`/api/dcim/mac-addresses/?device=nope`)), []);
     assert.deepEqual(ids(await h.get(`/api/dcim/mac-addresses/?mac_address=00:11:22:33:44:66`)), [other.id]);
