@@ -168,7 +168,8 @@ export const deviceBayTemplate: ModelDef = {
   search: ['name', 'description'],
   brief: ['name', 'description'],
   taggable: false,
-  display: (r) => r.name,
+  // ComponentTemplateModel.__str__: the label in brackets when there is one.
+  display: (r) => (r.label ? `${r.name} (${r.label})` : r.name),
   extraFilters: [{ name: 'device_type_id', kind: 'fk_id', column: 'device_type_id', model: 'devicetype' }],
   async check(ctx, values, existing, errors) {
     const typeId = pick(values, existing, 'device_type_id');

@@ -264,7 +264,8 @@ export const moduleBay: ModelDef = {
       },
     },
   ],
-  protectedBy: [{ model: 'module', column: 'module_bay_id' }],
+  // The module in the bay goes with it (Module.module_bay: CASCADE), so a module's nested modules go with the module.
+  cascade: [{ model: 'module', column: 'module_bay_id' }],
 };
 
 export const module: ModelDef = {

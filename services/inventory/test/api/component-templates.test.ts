@@ -163,9 +163,11 @@ forEachStorage('inventory API: component templates, rack types, module type prof
     assert.deepEqual(ok(await h.get(`/api/dcim/interfaces/?module_id=${inner.id}`), 200).results.map((i: any) => i.name), ['Te3/5']);
     // The same names again on the device: refused before anything is written.
     assert.deepEqual((await h.post('/api/dcim/modules/', { device: dev.id, module_bay: bay2.id, module_type: mt.id })).body, { non_field_errors: ['A Interface named Gi3/1 already exists'] });
-    // Removing the modules removes their components.
-    ok(await h.delete(`/api/dcim/modules/${inner.id}/`), 204);
+    // Removing the module removes its components, its bays and the module in them (each change-logged).
     ok(await h.delete(`/api/dcim/modules/${mod.id}/`), 204);
+    assert.equal((await h.get(`/api/dcim/modules/${inner.id}/`)).status, 404);
+    const gone = ok(await h.get(`/api/core/object-changes/?changed_object_type=dcim.interface&action=delete&limit=100`), 200).results.map((c: any) => c.object_repr);
+    assert.ok(gone.includes('Gi3/1') && gone.includes('Te3/5'), gone.join(', '));
     assert.equal(ok(await h.get(`/api/dcim/interfaces/?device_id=${dev.id}`), 200).count, 0);
   });
 
