@@ -31,6 +31,13 @@ const files = ['packages', 'services']
   .filter((f) => filters.length === 0 || filters.some((x) => f.includes(x)))
   .sort();
 
+// The longest files start first: started last, a four-minute file would run alone at the end while the other slots
+// sit idle. The seconds are a run's (the summary at the end of `npm test` lists the slowest suites); a file not listed
+// counts as short and keeps its alphabetical place.
+const durationsFile = path.join(root, 'scripts', 'test-durations.json');
+const durations: Record<string, number> = fs.existsSync(durationsFile) ? JSON.parse(fs.readFileSync(durationsFile, 'utf8')) : {};
+files.sort((a, b) => (durations[b] ?? 0) - (durations[a] ?? 0));
+
 if (files.length === 0) {
   console.error('no test files matched');
   process.exit(1);

@@ -130,8 +130,11 @@ forEachStorage('render and regex bombs', (kind) => {
   });
 
 
-  for (const bomb of BOMBS) {
-    it(`${bomb.name}: fails its delivery with the reason; the API keeps answering and other deliveries succeed`, async (t) => {
+  // The bombs go off in the template engine, whatever the storage; PostgreSQL runs two of them for what the storage
+  // does keep (the failed task, its attempt log, the other deliveries going on).
+  for (const [i, bomb] of BOMBS.entries()) {
+    const skip = kind !== 'sqlite' && i > 1 && 'the engine\'s bounds: checked on SQLite';
+    it(`${bomb.name}: fails its delivery with the reason; the API keeps answering and other deliveries succeed`, { skip }, async (t) => {
       const h = await hook({ body_template: bomb.body });
       const dev = await device();
       const { answered, seen } = await keepServing(
@@ -170,7 +173,7 @@ forEachStorage('render and regex bombs', (kind) => {
     await inv.api.delete(`/api/extras/webhooks/${h.webhook.id}/`);
   });
 
-  it('a render past its thread\'s heap limit kills only that thread: the delivery fails at once with the reason, the service goes on', async () => {
+  it('a render past its thread\'s heap limit kills only that thread: the delivery fails at once with the reason, the service goes on', { skip: kind !== 'sqlite' && 'a thread\'s heap limit: checked on SQLite' }, async () => {
     // A 16 MB heap: an upper-cased 10 M-character two-byte string (20 MB) passes the engine's own budgets and dies
     // in V8 — the backstop for whatever the engine does not count. Retries are on, yet it is tried twice at most
     // (a fresh thread once more) and then failed without retries, so a queued task cannot keep killing threads.
