@@ -3,6 +3,9 @@ import { checkScope, LOCATION_SCOPE_TYPES, SCOPE_REF, scopedFilters, scopeFields
 import { linkFilter } from './link-filters.ts';
 import { INTERFACE_TYPES } from './choices.ts';
 import type { Choice, FieldDef, ModelDef, Row } from './types.ts';
+import type { WriteContext } from '../changes/write-context.ts';
+import { model } from './lookup.ts';
+import { lockRows, updateObject } from './write.ts';
 
 /**
  * NetBox's wireless app: LAN groups (nested), wireless LANs (SSIDs, with a scope as NetBox 4.2+, and interfaces'
@@ -136,18 +139,31 @@ export const wirelessLink: ModelDef = {
     }
     if (pick(values, existing, 'distance') !== null && pick(values, existing, 'distance_unit') === null) (errors.distance_unit ??= []).push('Must specify a unit when setting a distance');
   },
-  // The interfaces at either end show this link (and lose it when the link moves or goes).
-  async afterSave(w, id, row, existing) {
-    if (existing) await w.trx.updateTable('dcim_interface').set({ wireless_link_id: null }).where('wireless_link_id', '=', id).execute();
-    await w.trx.updateTable('dcim_interface').set({ wireless_link_id: id }).where('id', 'in', [Number(row.interface_a_id), Number(row.interface_b_id)]).execute();
+  // The interfaces at either end show this link and lose it when the link moves or goes, each change change-logged as
+  // NetBox's update_connected_interfaces / nullify_connected_interfaces signals save them.
+  async afterSave(w, id, row) {
+    await pointInterfaces(w, id, [Number(row.interface_a_id), Number(row.interface_b_id)]);
   },
-  setNull: [{ model: 'interface', column: 'wireless_link_id' }],
+  async beforeDelete(w, row) {
+    await pointInterfaces(w, Number(row.id), []);
+  },
   extraFilters: [
     { name: 'interface_a_id', kind: 'fk_id', column: 'interface_a_id', model: 'interface' },
     { name: 'interface_b_id', kind: 'fk_id', column: 'interface_b_id', model: 'interface' },
     ...tenancyFilters,
   ],
 };
+
+/** Interfaces `ends` get `wireless_link` = link; others that had it lose it (through updateObject: change log, events). */
+async function pointInterfaces(w: WriteContext, link: number, ends: number[]): Promise<void> {
+  const iface = model('interface');
+  const had = (await w.trx.selectFrom('dcim_interface').select('id').where('wireless_link_id', '=', link).execute()).map((r) => Number(r.id));
+  const rows = await lockRows(w, iface, [...new Set([...had, ...ends])]);
+  for (const r of rows.values()) {
+    const want = ends.includes(Number(r.id)) ? link : null;
+    if ((r.wireless_link_id ?? null) === null ? want !== null : Number(r.wireless_link_id) !== want) await updateObject(w, iface, r, { values: { wireless_link_id: want } });
+  }
+}
 
 /** `wireless_lans` of interfaces (NetBox's many-to-many field), added to the interface model by networking.ts. */
 export const interfaceWirelessLans: FieldDef = {

@@ -170,6 +170,9 @@ forEachStorage('inventory API: MAC addresses, L2VPNs, wireless, VLAN translation
     const a = ok(await h.get(`/api/dcim/interfaces/${wa.id}/`), 200);
     assert.deepEqual(a.wireless_link, { id: link.id, url: link.url, display: 'bridge', ssid: 'bridge' });
     assert.deepEqual(ids(await h.get(`/api/dcim/interfaces/?wireless_link_id=${link.id}`)), [wa.id, wb.id]);
+    // Each end is saved with its new wireless_link, as NetBox's signal does: an `updated` event with the link in its data.
+    const updated = api.events.flat().filter((e) => e.objectType === 'dcim.interface' && e.objectId === wb.id && e.event === 'updated');
+    assert.equal((updated.at(-1)?.data.wireless_link as { id?: number } | null)?.id, link.id);
     assert.equal((await h.delete(`/api/dcim/interfaces/${wb.id}/`)).status, 409);
     assert.equal((await h.delete(`/api/wireless/wireless-links/${link.id}/`)).status, 204);
     assert.equal(ok(await h.get(`/api/dcim/interfaces/${wa.id}/`), 200).wireless_link, null);
