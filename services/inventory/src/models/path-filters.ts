@@ -50,6 +50,8 @@ export function connectedFilter(m: ModelDef): ExtraFilter {
     kind: 'custom',
     where: async (ctx, vals, errors) => {
       const conds: RawBuilder<unknown>[] = [];
+      // Computed once however many values are given (`connected=true&connected=true…` costs one pass).
+      let active: RawBuilder<unknown> | undefined;
       for (const v of vals) {
         const t = v.trim().toLowerCase();
         if (t === '' || t === 'null' || t === 'none' || t === 'unknown') continue;
@@ -58,10 +60,12 @@ export function connectedFilter(m: ModelDef): ExtraFilter {
           (errors.connected ??= []).push('Select a valid choice. That choice is not one of the available choices.');
           return undefined;
         }
-        const ids = await activePathIds(ctx, m);
-        // The ids are integers read from the database: listed literally, so no bound-parameter limit applies.
-        const set = ids.length ? sql`${sql.ref(`${m.table}.id`)} in (${sql.raw(ids.map((id) => String(Math.trunc(id))).join(','))})` : sql`1 = 0`;
-        conds.push(b ? set : sql`not (${set})`);
+        if (!active) {
+          const ids = await activePathIds(ctx, m);
+          // The ids are integers read from the database: listed literally, so no bound-parameter limit applies.
+          active = ids.length ? sql`${sql.ref(`${m.table}.id`)} in (${sql.raw(ids.map((id) => String(Math.trunc(id))).join(','))})` : sql`1 = 0`;
+        }
+        conds.push(b ? active : sql`not (${active})`);
       }
       return conds.length ? sql`(${sql.join(conds, sql` and `)})` : undefined;
     },
