@@ -183,7 +183,9 @@ forEachStorage('inventory API: CRUD and representations', (storage) => {
     assert.equal(r.body.detail, 'Unable to delete object. 1 dependent objects were found: MX204');
     r = await h.post('/api/extras/tags/', { name: 'Prod', slug: 'prod' });
     assert.equal(r.status, 201);
-    assert.deepEqual(Object.keys(r.body), ['id', 'url', 'display_url', 'display', 'name', 'slug', 'color', 'description', 'object_types', 'tagged_items', 'created', 'last_updated']);
+    // NetBox 4.3's TagSerializer order (weight and object_types modelled since issue 24).
+    assert.deepEqual(Object.keys(r.body), ['id', 'url', 'display_url', 'display', 'name', 'slug', 'color', 'description', 'weight', 'object_types', 'tagged_items', 'created', 'last_updated']);
+    assert.deepEqual([r.body.weight, r.body.object_types], [1000, []]);
   });
 
   it('answers /api/status/ and the API roots', async () => {
