@@ -1,7 +1,7 @@
 import { blankColor } from './cabling.ts';
 import { INTERFACE_TYPES } from './choices.ts';
 import { CONSOLE_PORT_TYPES, FEED_LEGS, INTERFACE_POE_MODES, INTERFACE_POE_TYPES, PORT_TYPES, POWER_OUTLET_TYPES, POWER_PORT_TYPES, WIRELESS_ROLES } from './netbox-choices.ts';
-import { checkComponentPair, COMPONENT_TEMPLATE_TYPES, componentTypeCondition, enrichInventoryComponent, parseComponentTemplateType } from './inventory-components.ts';
+import { checkComponentPair, COMPONENT_TEMPLATE_TYPES, componentTypeCondition, enrichInventoryComponent, MAX_DEPTH, parseComponentTemplateType, treeDepths } from './inventory-components.ts';
 import { descriptionField, nameField, ref, refFilters } from './tenancy.ts';
 import type { ExtraFilter, FieldDef, ModelDef, Row } from './types.ts';
 
@@ -260,29 +260,6 @@ inventoryItemTemplate.fields = [
 // `_depth`: the level in the tree (NetBox's MPTT level), counted through the parents; last, as NetBox's serializer has it.
 inventoryItemTemplate.counts = { _depth: null };
 inventoryItemTemplate.countsCustom = { _depth: (ctx, ids) => treeDepths(ctx.db, 'dcim_inventoryitemtemplate', ids) };
-
-/** Most levels followed up a tree (a cycle cannot be written, this only bounds the walk). */
-const MAX_DEPTH = 100;
-
-/** Each node's number of ancestors (`parent_id` links), for a batch of ids. */
-export async function treeDepths(db: any, table: string, ids: number[]): Promise<Map<number, number>> {
-  const out = new Map<number, number>(ids.map((id) => [id, 0]));
-  // The current ancestor of each node, climbed one level per query for all nodes at once.
-  let at = new Map<number, number>(ids.map((id) => [id, id]));
-  for (let level = 0; at.size && level < MAX_DEPTH; level++) {
-    const rows = await db.selectFrom(table).select(['id', 'parent_id']).where('id', 'in', [...new Set(at.values())]).execute();
-    const parent = new Map<number, number | null>(rows.map((r: Row) => [Number(r.id), r.parent_id === null ? null : Number(r.parent_id)]));
-    const next = new Map<number, number>();
-    for (const [node, cur] of at) {
-      const p = parent.get(cur);
-      if (p === null || p === undefined) continue;
-      out.set(node, out.get(node)! + 1);
-      next.set(node, p);
-    }
-    at = next;
-  }
-  return out;
-}
 
 export const COMPONENT_TEMPLATE_MODELS = [
   consolePortTemplate,

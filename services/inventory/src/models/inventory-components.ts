@@ -77,3 +77,26 @@ export async function checkInventoryComponentDevice(ctx: ReadCtx, values: Row, e
   if (!existing) (errors.device ??= []).push('Cannot assign inventory item to component on another device');
   else Object.assign(values, { component_type: null, component_id: null });
 }
+
+/** Most levels followed up a tree (a cycle cannot be written, this only bounds the walk). */
+export const MAX_DEPTH = 100;
+
+/** Each node's number of ancestors (`parent_id` links), for a batch of ids. */
+export async function treeDepths(db: any, table: string, ids: number[]): Promise<Map<number, number>> {
+  const out = new Map<number, number>(ids.map((id) => [id, 0]));
+  // The current ancestor of each node, climbed one level per query for all nodes at once.
+  let at = new Map<number, number>(ids.map((id) => [id, id]));
+  for (let level = 0; at.size && level < MAX_DEPTH; level++) {
+    const rows = await db.selectFrom(table).select(['id', 'parent_id']).where('id', 'in', [...new Set(at.values())]).execute();
+    const parent = new Map<number, number | null>(rows.map((r: Row) => [Number(r.id), r.parent_id === null ? null : Number(r.parent_id)]));
+    const next = new Map<number, number>();
+    for (const [node, cur] of at) {
+      const p = parent.get(cur);
+      if (p === null || p === undefined) continue;
+      out.set(node, out.get(node)! + 1);
+      next.set(node, p);
+    }
+    at = next;
+  }
+  return out;
+}

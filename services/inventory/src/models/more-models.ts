@@ -8,7 +8,7 @@ import type { FieldDef, ModelDef } from './types.ts';
 import { checkWeightUnit, weightFields } from './dcim.ts';
 import { linkFilters } from './link-filters.ts';
 import { templatePresenceFilters } from './template-filters.ts';
-import { checkComponentPair, checkInventoryComponentDevice, componentTypeCondition, enrichInventoryComponent, parseComponentType } from './inventory-components.ts';
+import { checkComponentPair, checkInventoryComponentDevice, componentTypeCondition, enrichInventoryComponent, parseComponentType, treeDepths } from './inventory-components.ts';
 import { checkModuleComponentNames, instantiateModuleComponents } from './template-instantiation.ts';
 import { availablePower } from './path-filters.ts';
 
@@ -372,8 +372,12 @@ export const inventoryItem: ModelDef = {
     { name: 'component_type', column: 'component_type', kind: 'char', nullable: true, default: null, maxLength: 100, parse: parseComponentType },
     { name: 'component_id', column: 'component_id', kind: 'integer', nullable: true, default: null, min: 0, max: 2 ** 53 - 1 },
   ],
-  unmodelled: { _depth: 0 },
   enrich: enrichInventoryComponent,
+  // NetBox's serializer gives the parent as its id (a PrimaryKeyRelatedField), not nested.
+  represent: (row, out) => ({ ...out, parent: row.parent_id ?? null }),
+  // `_depth`: the MPTT level, counted through the parents; last, as NetBox's serializer has it.
+  counts: { _depth: null },
+  countsCustom: { _depth: (ctx, ids) => treeDepths(ctx.db, 'dcim_inventoryitem', ids) },
   uniqueTogether: [['device', 'parent', 'name']],
   ordering: ['device', 'parent', 'name'],
   search: ['name', 'label', 'serial', 'asset_tag', 'part_id', 'description'],

@@ -90,7 +90,8 @@ forEachStorage('inventory API: component templates, rack types, module type prof
     assert.equal(ok(await h.get(`/api/dcim/console-ports/?device_id=${dev.id}`), 200).results[0].label, 'Console');
     const items = ok(await h.get(`/api/dcim/inventory-items/?device_id=${dev.id}&ordering=name`), 200).results;
     const fanItem = items.find((i: any) => i.name === 'Fan 1');
-    assert.equal(fanItem.parent.id, items.find((i: any) => i.name === 'Tray').id);
+    assert.equal(fanItem.parent, items.find((i: any) => i.name === 'Tray').id);
+    assert.equal(fanItem._depth, 1);
     assert.equal(fanItem.component_type, 'dcim.interface');
     assert.equal(fanItem.component.name, 'eth0');
     assert.deepEqual(ids(await h.get(`/api/dcim/inventory-items/?component_type=dcim.interface&component_id=${fanItem.component_id}`)), [fanItem.id]);
