@@ -1,4 +1,5 @@
-import { sql } from 'kysely';
+import { sql, type RawBuilder } from 'kysely';
+import { compileLookup } from './regex-lookup.ts';
 import { commentsField, descriptionField } from './tenancy.ts';
 import { interfaceAssignmentFilters } from './assigned-filters.ts';
 import { normaliseMac } from './values.ts';
@@ -92,7 +93,76 @@ export const macAddress: ModelDef = {
   ],
 };
 
-/** `mac_address` of interfaces, VM interfaces and VMs: any MAC address object assigned there (exact, any notation). */
+type Cond = RawBuilder<unknown>;
+/** django-filter's BooleanFilter values; anything else filters nothing. */
+const parseBool = (v: string) => ({ true: true, '1': true, false: false, '0': false })[v.trim().toLowerCase()] as boolean | undefined;
+const likeEscape = (v: string) => v.replace(/[!%_]/g, (c) => `!${c}`);
+const ilike = (c: Cond, pattern: string) => sql`lower(${c}) like lower(${pattern}) escape '!'`;
+
+/** NetBox's string lookups of a MAC address filter: the condition on one address column for one value. */
+const MAC_LOOKUPS: Record<string, { negate: boolean; cond: (c: Cond, v: string, ctx: ReadCtx) => Cond | Error }> = {
+  '': { negate: false, cond: (c, v) => sql`${c} = ${normaliseMac(v) ?? v}` },
+  n: { negate: true, cond: (c, v) => sql`${c} = ${normaliseMac(v) ?? v}` },
+  ic: { negate: false, cond: (c, v) => ilike(c, `%${likeEscape(v)}%`) },
+  nic: { negate: true, cond: (c, v) => ilike(c, `%${likeEscape(v)}%`) },
+  ie: { negate: false, cond: (c, v) => ilike(c, likeEscape(v)) },
+  nie: { negate: true, cond: (c, v) => ilike(c, likeEscape(v)) },
+  isw: { negate: false, cond: (c, v) => ilike(c, `${likeEscape(v)}%`) },
+  nisw: { negate: true, cond: (c, v) => ilike(c, `${likeEscape(v)}%`) },
+  iew: { negate: false, cond: (c, v) => ilike(c, `%${likeEscape(v)}`) },
+  niew: { negate: true, cond: (c, v) => ilike(c, `%${likeEscape(v)}`) },
+  regex: { negate: false, cond: (c, v, ctx) => regex(c, v, ctx, false) },
+  iregex: { negate: false, cond: (c, v, ctx) => regex(c, v, ctx, true) },
+};
+
+function regex(c: Cond, pattern: string, ctx: ReadCtx, insensitive: boolean): Cond | Error {
+  const re = compileLookup(pattern, insensitive);
+  if (re instanceof Error) return re;
+  if (ctx.dialect.kind === 'postgres') return insensitive ? sql`${c} ~* ${pattern}` : sql`${c} ~ ${pattern}`;
+  return sql`inventory_regexp(${pattern}, ${insensitive ? 'i' : ''}, ${c}) = 1`;
+}
+
+/**
+ * `mac_address` (and its lookups) of interfaces and VM interfaces: NetBox's `mac_addresses__mac_address`, any MAC address
+ * object assigned there, or (interfaces, `ownColumn`) the interface's own column, which holds its primary MAC's address or a
+ * value written before 4.2. `__n` and the other negations keep the objects none of whose addresses match, as Django's exclude().
+ */
+export function macLookupFilters(table: string, type: string, ownColumn?: string): ExtraFilter[] {
+  const filters: ExtraFilter[] = Object.entries(MAC_LOOKUPS).map(([lookup, l]) => {
+    const name = lookup ? `mac_address__${lookup}` : 'mac_address';
+    return {
+      name,
+      kind: 'custom',
+      where: async (ctx, vals, errors) => {
+        const parts: Cond[] = [];
+        for (const raw of vals) {
+          const v = raw.trim();
+          const own = ownColumn ? l.cond(sql.ref(`${table}.${ownColumn}`), v, ctx) : undefined;
+          const other = l.cond(sql.ref('m.mac_address'), v, ctx);
+          if (other instanceof Error) return void (errors[name] = [other.message]);
+          const objects = sql`exists (select 1 from dcim_macaddress m where m.assigned_object_type = ${type} and m.assigned_object_id = ${sql.ref(`${table}.id`)} and ${other})`;
+          parts.push(own && !(own instanceof Error) ? sql`(coalesce(${own}, ${sql.lit(false)}) or ${objects})` : objects);
+        }
+        if (!parts.length) return undefined;
+        return l.negate ? sql`not (${sql.join(parts, sql` or `)})` : sql`(${sql.join(parts, sql` or `)})`;
+      },
+    };
+  });
+  filters.push({
+    name: 'mac_address__empty',
+    kind: 'custom',
+    where: async (_ctx, vals) => {
+      const b = parseBool(vals[0]!);
+      if (b === undefined) return undefined;
+      const has = sql`exists (select 1 from dcim_macaddress m where m.assigned_object_type = ${type} and m.assigned_object_id = ${sql.ref(`${table}.id`)})`;
+      const any = ownColumn ? sql`(${has} or coalesce(${sql.ref(`${table}.${ownColumn}`)}, '') <> '')` : has;
+      return b ? sql`not ${any}` : any;
+    },
+  });
+  return filters;
+}
+
+/** `mac_address` of VMs: any MAC address object on their interfaces (exact, any notation). */
 export function macAddressFilter(table: string, type: string, owner?: { table: string; column: string }): ExtraFilter {
   return {
     name: 'mac_address',

@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import { macAddress, checkPrimaryMac, macAddressFilter, primaryMacFilters } from './mac-addresses.ts';
+import { macAddress, checkPrimaryMac, macAddressFilter, macLookupFilters, primaryMacFilters } from './mac-addresses.ts';
 import { l2vpn, l2vpnTermination } from './l2vpn.ts';
 import { interfaceWirelessLans, wirelessLan, wirelessLanGroup, wirelessLink } from './wireless.ts';
 import { vlanTranslationPolicy, vlanTranslationRule } from './vlan-translation.ts';
@@ -158,9 +158,12 @@ function extendInterface(iface: ModelDef): void {
   ];
   iface.protectedBy = [...(iface.protectedBy ?? []), { model: 'wirelesslink', column: 'interface_a_id' }, { model: 'wirelesslink', column: 'interface_b_id' }];
   const spec = { table: 'dcim_interface', type: 'dcim.interface', link: 'vpn_l2vpntermination', typeColumn: 'assigned_object_type', idColumn: 'assigned_object_id', column: 'l2vpn_id' };
+  // `mac_address` (every lookup) matches any MAC address object of the interface as well as its own column.
+  iface.fields.find((f) => f.name === 'mac_address')!.filter = false;
   iface.extraFilters = [
     ...(iface.extraFilters ?? []),
     ...reverseAssignedFilters('l2vpn', spec, 'vpn_l2vpn', 'identifier', true),
+    ...macLookupFilters('dcim_interface', 'dcim.interface', 'mac_address'),
     ...primaryMacFilters(),
     linkFilter({ name: 'vdc_id', table: 'dcim_interface', link: 'dcim_interface_vdcs', self: 'interface_id', other: 'virtualdevicecontext_id', target: 'dcim_virtualdevicecontext' }),
     linkFilter({ name: 'vdc', table: 'dcim_interface', link: 'dcim_interface_vdcs', self: 'interface_id', other: 'virtualdevicecontext_id', target: 'dcim_virtualdevicecontext', attribute: 'name' }),
@@ -203,7 +206,7 @@ function extendVmInterface(vmi: ModelDef): void {
   vmi.extraFilters = [
     ...(vmi.extraFilters ?? []),
     ...reverseAssignedFilters('l2vpn', spec, 'vpn_l2vpn', 'identifier', true),
-    macAddressFilter('virtualization_vminterface', 'virtualization.vminterface'),
+    ...macLookupFilters('virtualization_vminterface', 'virtualization.vminterface'),
     ...primaryMacFilters(),
     ...refFilters('vlan_translation_policy', 'vlantranslationpolicy', 'name'),
   ];

@@ -68,6 +68,11 @@ forEachStorage('inventory API: MAC addresses, L2VPNs, wireless, VLAN translation
     assert.deepEqual(ids(await h.get('/api/dcim/interfaces/?mac_address=00-11-22-33-44-56')), [w.eth0.id]);
     assert.deepEqual(ids(await h.get(`/api/dcim/interfaces/?primary_mac_address_id=${mac.id}`)), [w.eth0.id]);
     assert.deepEqual(ids(await h.get(`/api/dcim/mac-addresses/?interface_id=${w.eth1.id}`)), [other.id]);
+    // An interface's mac_address filter (and its lookups) matches every MAC address object it has, not only the primary.
+    assert.deepEqual(ids(await h.get('/api/dcim/interfaces/?mac_address=00:11:22:33:44:66')), [w.eth1.id]);
+    assert.deepEqual(ids(await h.get(`/api/dcim/interfaces/?device_id=${w.dev.id}&mac_address__ic=33:44&ordering=name`)), [w.eth0.id, w.eth1.id]);
+    assert.deepEqual(ids(await h.get(`/api/dcim/interfaces/?device_id=${w.dev.id}&mac_address__n=00:11:22:33:44:66&mac_address__empty=false`)), [w.eth0.id]);
+    assert.equal((await h.get('/api/dcim/interfaces/?mac_address__regex=(')).status, 400);
     // Devices match any MAC address object of their interfaces, primary or not.
     assert.deepEqual(ids(await h.get('/api/dcim/devices/?mac_address=00:11:22:33:44:66')), [w.dev.id]);
     assert.deepEqual(ids(await h.get(`/api/dcim/mac-addresses/?device=n1&ordering=mac_address`)), [mac.id, other.id]);
