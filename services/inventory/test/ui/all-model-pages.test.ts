@@ -170,6 +170,22 @@ forEachStorage('inventory UI: every model of the registry', (storage) => {
       const bay = await post('/api/dcim/module-bays/', { device, name: 'slot-x' });
       await post('/api/dcim/modules/', { device, module_bay: bay.id, module_type: await firstId('moduletype') });
     }
+    // Modular component templates belong to a device type or a module type, which the generic form (required fields only) leaves out.
+    const templateType = await firstId('devicetype');
+    const templates: Array<[string, string, Record<string, unknown>]> = [
+      ['consoleporttemplate', 'console-port-templates', {}],
+      ['consoleserverporttemplate', 'console-server-port-templates', {}],
+      ['powerporttemplate', 'power-port-templates', {}],
+      ['poweroutlettemplate', 'power-outlet-templates', {}],
+      ['interfacetemplate', 'interface-templates', { type: '1000base-t' }],
+      ['rearporttemplate', 'rear-port-templates', { type: '8p8c' }],
+      ['modulebaytemplate', 'module-bay-templates', {}],
+    ];
+    for (const [key, path, extra] of templates) if (need(key)) await post(`/api/dcim/${path}/`, { device_type: templateType, name: `t-${key}`, ...extra });
+    if (need('frontporttemplate')) {
+      const rear = await post('/api/dcim/rear-port-templates/', { device_type: templateType, name: 'rear-t2', type: '8p8c', positions: 2 });
+      await post('/api/dcim/front-port-templates/', { device_type: templateType, name: 'front-t2', type: '8p8c', rear_port: rear.id, rear_port_position: 2 });
+    }
     if (need('virtualcircuittermination')) {
       const iface = await post('/api/dcim/interfaces/', { device, name: 'vc0', type: 'virtual' });
       await post('/api/circuits/virtual-circuit-terminations/', { virtual_circuit: await firstId('virtualcircuit'), interface: iface.id, role: 'peer' });
