@@ -9,6 +9,7 @@ import { providerAccount, providerAccountFilters } from './provider-accounts.ts'
 import { assignedFilter, reverseAssignedFilters } from './assigned-filters.ts';
 import { linkFilter, linkFilters } from './link-filters.ts';
 import { loadBriefs } from './represent.ts';
+import { RELATIONS } from './related-managers.ts';
 import { ref, refFilters } from './tenancy.ts';
 import { normaliseMac } from './values.ts';
 import type { ExtraFilter, FieldDef, ModelDef, ReadCtx, Row } from './types.ts';
@@ -340,5 +341,13 @@ export function withNetworking(models: ModelDef[]): void {
   const ip = byKey(models, 'ipaddress');
   ip.setNull = [...(ip.setNull ?? []), { model: 'virtualdevicecontext', column: 'primary_ip4_id' }, { model: 'virtualdevicecontext', column: 'primary_ip6_id' }];
   byKey(models, 'vlan').setNull = [...(byKey(models, 'vlan').setNull ?? []), { model: 'wirelesslan', column: 'vlan_id' }];
+
+  // The related managers config templates reach (`device.vdcs.all()`, `l2vpn.terminations.all()`), by NetBox's names; those that
+  // are keys of the representation too (an interface's `mac_addresses`, a provider's `accounts`) are its lists there.
+  const relate = (key: string, ...relations: Array<[string, string, string, string]>) => (RELATIONS[key] = [...(RELATIONS[key] ?? []), ...relations]);
+  relate('device', ['vdcs', 'virtualdevicecontext', 'device_id', 'device']);
+  relate('l2vpn', ['terminations', 'l2vpntermination', 'l2vpn_id', 'l2vpn']);
+  relate('wirelesslangroup', ['wireless_lans', 'wirelesslan', 'group_id', 'group']);
+  relate('tenant', ['l2vpns', 'l2vpn', 'tenant_id', 'tenant'], ['wireless_lans', 'wirelesslan', 'tenant_id', 'tenant'], ['wireless_links', 'wirelesslink', 'tenant_id', 'tenant'], ['vdcs', 'virtualdevicecontext', 'tenant_id', 'tenant']);
 }
 

@@ -73,6 +73,9 @@ forEachStorage('inventory API: MAC addresses, L2VPNs, wireless, VLAN translation
     assert.deepEqual(ids(await h.get(`/api/dcim/interfaces/?device_id=${w.dev.id}&mac_address__ic=33:44&ordering=name`)), [w.eth0.id, w.eth1.id]);
     assert.deepEqual(ids(await h.get(`/api/dcim/interfaces/?device_id=${w.dev.id}&mac_address__n=00:11:22:33:44:66&mac_address__empty=false`)), [w.eth0.id]);
     assert.equal((await h.get('/api/dcim/interfaces/?mac_address__regex=(')).status, 400);
+    // Config templates reach them through NetBox's related managers.
+    const tpl = ok(await h.post('/api/extras/config-templates/', { name: 'macs', template_code: "{% for i in device.interfaces.all() %}{{ i.name }}={{ i.mac_addresses|map(attribute='mac_address')|join(',') }} {% endfor %}{{ device.vdcs.count() }}" }));
+    assert.equal(ok(await h.post(`/api/dcim/devices/${w.dev.id}/render-config/`, { config_template_id: tpl.id }), 200).content, 'eth0=00:11:22:33:44:56 eth1=00:11:22:33:44:66 0');
     // Devices match any MAC address object of their interfaces, primary or not.
     assert.deepEqual(ids(await h.get('/api/dcim/devices/?mac_address=00:11:22:33:44:66')), [w.dev.id]);
     assert.deepEqual(ids(await h.get(`/api/dcim/mac-addresses/?device=n1&ordering=mac_address`)), [mac.id, other.id]);
