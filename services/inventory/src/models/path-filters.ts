@@ -7,10 +7,11 @@ import type { ExtraFilter, ModelDef, ReadCtx } from './types.ts';
 export const PATH_ENDPOINT_MODELS = ['interface', 'consoleport', 'consoleserverport', 'powerport', 'poweroutlet', 'powerfeed'];
 
 /**
- * Ids of the objects of `m` whose cable path is active (NetBox's `_path__is_active`): it is complete (ends at another
- * endpoint) and every cable on it is `connected`. NetBox stores paths; the service computes them, so the common case
- * (a cable straight to another endpoint) is decided from the cable's own ends and only paths through pass-through ports
- * or circuits are traced.
+ * Ids of the objects of `m` whose cable path is active (NetBox's `_path__is_active`). NetBox gives every endpoint with a
+ * link a path and marks it active unless some link on it is not `connected` — complete or not (a path that stops at an
+ * uncabled rear port is active too). NetBox stores paths; the service computes them, so a cable straight to another
+ * endpoint (or to nothing) is decided from its own status and only paths through pass-through ports or circuits are
+ * traced. An interface's wireless link is a one-link path (no cable on a wirelessly linked interface).
  */
 async function activePathIds(ctx: ReadCtx, m: ModelDef): Promise<number[]> {
   const { terminationsOfCables, traceSegments, allConnected } = await import('./cable-paths.ts');
@@ -20,25 +21,33 @@ async function activePathIds(ctx: ReadCtx, m: ModelDef): Promise<number[]> {
   for (const part of chunks(cableIds)) {
     if (part.length) for (const c of await ctx.db.selectFrom('dcim_cable').select(['id', 'status']).where('id', 'in', part).execute()) status.set(Number(c.id), String(c.status));
   }
-  const ends = new Map<string, Array<{ object_type: string; object_id: number }>>();
+  const ends = new Map<string, string[]>();
   for (const t of await terminationsOfCables(ctx, cableIds)) {
     const k = `${t.cable_id}:${t.cable_end}`;
-    ends.set(k, [...(ends.get(k) ?? []), { object_type: t.termination_type, object_id: t.termination_id }]);
+    ends.set(k, [...(ends.get(k) ?? []), t.termination_type]);
   }
   const out: number[] = [];
   for (const r of rows) {
     const cable = Number(r.cable_id);
-    // A cable that is not connected makes every path over it inactive.
+    // A cable that is not connected makes the path inactive, wherever it leads.
     if (status.get(cable) !== 'connected') continue;
     const far = ends.get(`${cable}:${r.cable_end === 'A' ? 'B' : 'A'}`) ?? [];
-    if (!far.length) continue;
-    if (ENDPOINT_TYPES.has(far[0]!.object_type)) {
+    if (!far.length || ENDPOINT_TYPES.has(far[0]!)) {
       out.push(Number(r.id));
       continue;
     }
     const segments = await traceSegments(ctx, { object_type: m.objectType, object_id: Number(r.id) });
-    const last = segments[segments.length - 1];
-    if (last && last.far.length && ENDPOINT_TYPES.has(last.far[0]!.object_type) && (await allConnected(ctx, segments))) out.push(Number(r.id));
+    if (await allConnected(ctx, segments)) out.push(Number(r.id));
+  }
+  if (m.key === 'interface') {
+    const linked = await ctx.db
+      .selectFrom('dcim_interface as i')
+      .innerJoin('wireless_wirelesslink as l', 'l.id', 'i.wireless_link_id')
+      .select('i.id')
+      .where('i.cable_id', 'is', null)
+      .where('l.status', '=', 'connected')
+      .execute();
+    for (const r of linked) out.push(Number(r.id));
   }
   return out;
 }

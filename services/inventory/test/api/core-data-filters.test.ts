@@ -52,13 +52,24 @@ forEachStorage('inventory API: connected, available power, VLAN availability, ob
         cableBody(['dcim.interface', i6.id], ['dcim.frontport', fpA.id]),
         cableBody(['dcim.rearport', rpA.id], ['dcim.rearport', rpB.id]),
         cableBody(['dcim.frontport', fpB.id], ['dcim.interface', i7.id]),
-        // i8 ends at a front port whose rear port has no cable: incomplete.
+        // i8 ends at a front port whose rear port has no cable: incomplete, yet active (every cable on it connected), as NetBox's.
         cableBody(['dcim.interface', i8.id], ['dcim.frontport', fpC.id]),
       ]),
     );
-    assert.deepEqual(await names(`/api/dcim/interfaces/?device_id=${dev.id}&connected=true`), ['i1', 'i2', 'i6', 'i7']);
-    assert.deepEqual(await names(`/api/dcim/interfaces/?device_id=${dev.id}&connected=false`), ['i3', 'i4', 'i5', 'i8']);
-    assert.deepEqual(await names(`/api/dcim/interfaces/?device_id=${dev.id}&connected=`), ['i1', 'i2', 'i3', 'i4', 'i5', 'i6', 'i7', 'i8']);
+    assert.deepEqual(await names(`/api/dcim/interfaces/?device_id=${dev.id}&connected=true`), ['i1', 'i2', 'i6', 'i7', 'i8']);
+    assert.deepEqual(await names(`/api/dcim/interfaces/?device_id=${dev.id}&connected=false`), ['i3', 'i4', 'i5']);
+    // A path through a cable that is not connected is inactive however far it goes: i6's path loses its middle cable's status.
+    const middle = ok(await h.get(`/api/dcim/cables/?rearport_id=${rpA.id}`), 200).results[0];
+    ok(await h.patch(`/api/dcim/cables/${middle.id}/`, { status: 'planned' }), 200);
+    assert.deepEqual(await names(`/api/dcim/interfaces/?device_id=${dev.id}&connected=true`), ['i1', 'i2', 'i8']);
+    ok(await h.patch(`/api/dcim/cables/${middle.id}/`, { status: 'connected' }), 200);
+    // A wireless link is a path of its own (connected while the link is).
+    const [w1, w2] = ok(await h.post('/api/dcim/interfaces/', ['w1', 'w2'].map((name) => ({ device: dev.id, name, type: 'ieee802.11ac' }))));
+    const wl = ok(await h.post('/api/wireless/wireless-links/', { interface_a: w1.id, interface_b: w2.id }));
+    assert.deepEqual(await names(`/api/dcim/interfaces/?device_id=${dev.id}&connected=true&name__isw=w`), ['w1', 'w2']);
+    ok(await h.patch(`/api/wireless/wireless-links/${wl.id}/`, { status: 'planned' }), 200);
+    assert.deepEqual(await names(`/api/dcim/interfaces/?device_id=${dev.id}&connected=false&name__isw=w`), ['w1', 'w2']);
+    assert.deepEqual(await names(`/api/dcim/interfaces/?device_id=${dev.id}&connected=&name__isw=i`), ['i1', 'i2', 'i3', 'i4', 'i5', 'i6', 'i7', 'i8']);
     assert.deepEqual((await h.get('/api/dcim/interfaces/?connected=maybe')).body, { connected: [INVALID] });
     // Console and power endpoints.
     const cp = ok(await h.post('/api/dcim/console-ports/', { device: dev.id, name: 'con' }));
