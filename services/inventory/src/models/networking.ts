@@ -132,6 +132,9 @@ function extendInterface(iface: ModelDef): void {
   insertAfter(iface, 'vrf', interfaceWirelessLans);
   dropUnmodelled(iface, 'vdcs', 'vlan_translation_policy', 'wireless_link', 'wireless_lans');
   iface.extraRefs = { ...iface.extraRefs, wireless_link: { model: 'wirelesslink', column: 'wireless_link_id' } };
+  // Interface._occupied: a wireless link occupies it as a cable does (the brief form too).
+  const occupied = iface.briefValues?._occupied;
+  if (occupied) iface.briefValues = { ...iface.briefValues, _occupied: (row, refs) => (row.wireless_link_id !== null && row.wireless_link_id !== undefined) || !!occupied(row, refs) };
   iface.counts = { ...iface.counts, count_fhrp_groups: { model: 'fhrpgroupassignment', column: 'interface_id', typeColumn: 'interface_type' } };
   addCheck(iface, (ctx, values, existing, errors) => checkInterfaceMac(ctx, values, existing, errors));
   addEnrich(iface, async (ctx, rows, out) => {

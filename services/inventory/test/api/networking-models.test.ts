@@ -177,6 +177,8 @@ forEachStorage('inventory API: MAC addresses, L2VPNs, wireless, VLAN translation
     assert.equal(link.distance, 1.5);
     const a = ok(await h.get(`/api/dcim/interfaces/${wa.id}/`), 200);
     assert.deepEqual(a.wireless_link, { id: link.id, url: link.url, display: 'bridge', ssid: 'bridge' });
+    assert.equal(a._occupied, true);
+    assert.equal(ok(await h.get(`/api/dcim/interfaces/${wb.id}/?brief=1`), 200)._occupied, true);
     assert.deepEqual(ids(await h.get(`/api/dcim/interfaces/?wireless_link_id=${link.id}`)), [wa.id, wb.id]);
     // Each end is saved with its new wireless_link, as NetBox's signal does: an `updated` event with the link in its data.
     const updated = api.events.flat().filter((e) => e.objectType === 'dcim.interface' && e.objectId === wb.id && e.event === 'updated');
