@@ -8,6 +8,8 @@ import { client, forEachStorage, startTestServer, type TestServer } from '@svc/t
 import { buildApp } from '../../src/app.ts';
 import { MODELS } from '../../src/models/registry.ts';
 import type { FieldDef, ModelDef } from '../../src/models/types.ts';
+import { EVENT_OBJECT_TYPES } from '../../src/events/rules.ts';
+import { startReceiver } from '../events/helpers.ts';
 import { uiClient } from './ui-client.ts';
 
 const ADMIN = 'ui-all-models-token-0123456789abcdef01';
@@ -36,6 +38,39 @@ function visibleText(page: string): string {
     .replace(/&amp;/g, '&');
 }
 
+/** A webhook body as NetBox sends it (no body template). */
+interface Hook {
+  event: string;
+  timestamp: string;
+  model: string;
+  username: string;
+  request_id: string;
+  data: Record<string, any>;
+  snapshots: { prechange: Record<string, any> | null; postchange: Record<string, any> | null };
+}
+
+/** NetBox's webhook context, in its order (extras/webhooks.py). */
+const HOOK_KEYS = ['event', 'timestamp', 'model', 'username', 'request_id', 'data', 'snapshots'];
+
+/**
+ * The models whose objects are created through a write that is change-logged and sends events: all but the read-only
+ * ones (data files are written by a data source's sync, which NetBox does not change-log either).
+ */
+const EVENTFUL = MODELS.filter((m) => !m.readOnly);
+
+/** One object per app (each with a description) that is created, updated and deleted through the API. */
+const LIFECYCLE: Array<[key: string, body: (dataRoot: string) => Record<string, unknown>]> = [
+  ['manufacturer', () => ({ name: 'Hook Mfr', slug: 'hook-mfr' })],
+  ['rir', () => ({ name: 'Hook RIR', slug: 'hook-rir' })],
+  ['provider', () => ({ name: 'Hook Provider', slug: 'hook-provider' })],
+  ['clustertype', () => ({ name: 'Hook Type', slug: 'hook-type' })],
+  ['tenantgroup', () => ({ name: 'Hook Group', slug: 'hook-group' })],
+  ['tag', () => ({ name: 'Hook Tag', slug: 'hook-tag' })],
+  ['l2vpn', () => ({ name: 'Hook L2VPN', slug: 'hook-l2vpn', type: 'vxlan' })],
+  ['wirelesslangroup', () => ({ name: 'Hook WLAN Group', slug: 'hook-wlan-group' })],
+  ['datasource', (dataRoot) => ({ name: 'Hook Source', type: 'local', source_url: dataRoot })],
+];
+
 function h1Of(page: string): string {
   return visibleText(/<h1>([\s\S]*?)<\/h1>/.exec(page)?.[1] ?? '').trim();
 }
@@ -52,8 +87,12 @@ function assertRenders(url: string, r: { status: number; text: string }, heading
   assert.doesNotMatch(text, /\bNaN\b/, url);
 }
 
-forEachStorage('inventory UI: every model of the registry', (storage) => {
+forEachStorage('inventory UI and webhooks: every model of the registry', (storage) => {
   let srv: TestServer;
+  /** The loopback webhook receiver of the one rule for every object type (set up before anything is created). */
+  let rx: Awaited<ReturnType<typeof startReceiver>>;
+  /** The bodies the receiver got so far, parsed as they arrive. */
+  const hooks: Hook[] = [];
   /** The data source root the server may sync from, holding one file. */
   let dataRoot: string;
   let api: ReturnType<typeof client>;
@@ -65,18 +104,59 @@ forEachStorage('inventory UI: every model of the registry', (storage) => {
   before(async () => {
     dataRoot = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'inv-ui-data-')));
     fs.writeFileSync(path.join(dataRoot, 'context.json'), '{"ntp": "10.0.0.1"}');
-    srv = await startTestServer('inventory_ui_all_models', storage, (cfg) => buildApp(cfg), { flags: { adminToken: ADMIN, dataSourceRoot: dataRoot } });
+    rx = await startReceiver();
+    // Webhooks may only reach this machine.
+    srv = await startTestServer('inventory_ui_all_models', storage, (cfg) => buildApp(cfg), { flags: { adminToken: ADMIN, dataSourceRoot: dataRoot, webhookAllow: '127.0.0.0/8,::1/128' } });
     api = client(srv.url, { authorization: `Token ${ADMIN}` });
+    // One webhook and one rule for every object type event rules accept, before any object exists.
+    const w = await api.post('/api/extras/webhooks/', { name: 'every-model', payload_url: `${rx.url}/hooks` });
+    assert.equal(w.status, 201, w.text);
+    const rule = await api.post('/api/extras/event-rules/', {
+      name: 'every-model',
+      object_types: [...EVENT_OBJECT_TYPES],
+      event_types: ['object_created', 'object_updated', 'object_deleted'],
+      action_type: 'webhook',
+      action_object_type: 'extras.webhook',
+      action_object_id: w.body.id,
+    });
+    assert.equal(rule.status, 201, rule.text);
+    assert.deepEqual([...rule.body.object_types].sort(), MODELS.map((m) => m.objectType).sort(), 'event rules take every object type of the registry');
     ui = uiClient(srv.url);
     assert.equal((await ui.login(ADMIN)).status, 303);
     csrf = ui.csrfOf((await ui.get('/dcim/sites/')).text);
   });
   after(async () => {
     await srv?.close();
+    await rx?.close();
     fs.rmSync(dataRoot, { recursive: true, force: true });
   });
 
   const listUrl = (m: ModelDef) => `/${m.app}/${m.path}/`;
+
+  /**
+   * Waits until `missing` (what is still lacking among the bodies received) is empty; the receiver wakes the wait on each
+   * request, and a failure names what never came.
+   */
+  async function untilHooks(missing: (bodies: Hook[]) => string[]): Promise<void> {
+    for (;;) {
+      for (const r of rx.received.slice(hooks.length)) hooks.push(JSON.parse(r.body.toString()));
+      const lacking = missing(hooks);
+      if (!lacking.length) return;
+      await rx.waitFor(hooks.length + 1).catch(() => assert.fail(`no webhook came for ${lacking.join(', ')}`));
+    }
+  }
+
+  /** A body as NetBox shapes it: its keys in order, the model, the admin user, a timestamp, a request id, relative URLs. */
+  function assertShape(b: Hook, m: ModelDef, id: number): void {
+    const what = `${b.event} ${m.key} ${id}`;
+    assert.deepEqual(Object.keys(b), HOOK_KEYS, what);
+    assert.equal(b.username, 'admin', what);
+    assert.match(b.timestamp, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{6})?\+00:00$/, what);
+    assert.match(b.request_id, /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/, what);
+    assert.equal(b.data.url, `/api/${m.app}/${m.path}/${id}/`, `${what}: event data keeps relative URLs`);
+    assert.equal(typeof b.data.display, 'string', what);
+    assert.deepEqual(Object.keys(b.snapshots), ['prechange', 'postchange'], what);
+  }
   const firstId = async (key: string) => {
     const m = MODELS.find((x) => x.key === key)!;
     const r = await api.get(`/api/${m.app}/${m.path}/?limit=1&brief=1&ordering=id`);
@@ -225,6 +305,68 @@ forEachStorage('inventory UI: every model of the registry', (storage) => {
       assertRenders(`${listUrl(m)}${id}/changelog/`, await ui.get(`${listUrl(m)}${id}/changelog/`), `${display} · Changelog`);
     }
     assert.deepEqual(missing, [], 'every model has an object whose pages were opened');
+  });
+
+  it("sends a created webhook for every model's object, in NetBox's shape", async () => {
+    const ids = new Map<string, number>();
+    for (const m of EVENTFUL) ids.set(m.key, objects.get(m.key)?.id ?? (await firstId(m.key))!);
+    const found = (bodies: Hook[], m: ModelDef) => bodies.find((b) => b.event === 'created' && b.model === m.key && b.data.id === ids.get(m.key));
+    await untilHooks((bodies) => EVENTFUL.filter((m) => !found(bodies, m)).map((m) => m.key));
+    const differ: string[] = [];
+    for (const m of EVENTFUL) {
+      const b = found(hooks, m)!;
+      assertShape(b, m, ids.get(m.key)!);
+      // The data is the REST representation (its fields in the same order).
+      const rest = await api.get(`/api/${m.app}/${m.path}/${ids.get(m.key)}/`);
+      if (JSON.stringify(Object.keys(b.data)) !== JSON.stringify(Object.keys(rest.body))) differ.push(`${m.key}: ${Object.keys(b.data)} vs ${Object.keys(rest.body)}`);
+      // The postchange snapshot is NetBox's serialize_object: field values without the id or private attributes, tags and custom fields of the taggable.
+      const post = b.snapshots.postchange!;
+      assert.equal(b.snapshots.prechange, null, m.key);
+      assert.ok(post && typeof post === 'object', m.key);
+      assert.equal(typeof post.created, 'string', `${m.key}: created`);
+      assert.deepEqual(Object.keys(post).filter((k) => k === 'id' || k.startsWith('_')), [], m.key);
+      if (m.taggable) {
+        assert.ok(Array.isArray(post.tags), `${m.key}: tags`);
+        assert.equal(typeof post.custom_fields, 'object', `${m.key}: custom_fields`);
+      }
+    }
+    assert.deepEqual(differ, [], 'event data has the fields of the REST representation');
+    // Nothing but the registry's models sends events, and each of them did.
+    const models = new Set(hooks.filter((b) => b.event === 'created').map((b) => b.model));
+    assert.deepEqual([...models].sort(), EVENTFUL.map((m) => m.key).sort());
+  });
+
+  it('sends updated and deleted webhooks with both snapshots, one model of each app', async () => {
+    const apps = new Set(LIFECYCLE.map(([key]) => MODELS.find((m) => m.key === key)!.app));
+    assert.deepEqual([...apps].sort(), [...new Set(MODELS.map((m) => m.app))].sort(), 'one model of every app');
+    const done: Array<[ModelDef, number]> = [];
+    for (const [key, body] of LIFECYCLE) {
+      const m = MODELS.find((x) => x.key === key)!;
+      const url = `/api/${m.app}/${m.path}/`;
+      const c = await api.post(url, body(dataRoot));
+      assert.equal(c.status, 201, `${key}: ${c.text}`);
+      const u = await api.patch(`${url}${c.body.id}/`, { description: 'changed by a hook' });
+      assert.equal(u.status, 200, `${key}: ${u.text}`);
+      const d = await api.delete(`${url}${c.body.id}/`);
+      assert.equal(d.status, 204, `${key}: ${d.text}`);
+      done.push([m, c.body.id]);
+    }
+    const of = (bodies: Hook[], m: ModelDef, id: number, event: string) => bodies.find((b) => b.event === event && b.model === m.key && b.data.id === id);
+    await untilHooks((bodies) => done.flatMap(([m, id]) => ['created', 'updated', 'deleted'].filter((e) => !of(bodies, m, id, e)).map((e) => `${e} ${m.key}`)));
+    for (const [m, id] of done) {
+      const updated = of(hooks, m, id, 'updated')!;
+      assertShape(updated, m, id);
+      assert.equal(updated.data.description, 'changed by a hook', m.key);
+      assert.equal(updated.snapshots.prechange?.description, '', m.key);
+      assert.equal(updated.snapshots.postchange?.description, 'changed by a hook', m.key);
+      const deleted = of(hooks, m, id, 'deleted')!;
+      assertShape(deleted, m, id);
+      assert.equal(deleted.data.description, 'changed by a hook', `${m.key}: the data is the object as it was`);
+      assert.equal(deleted.snapshots.prechange?.description, 'changed by a hook', m.key);
+      assert.equal(deleted.snapshots.postchange, null, m.key);
+      // Each request's webhooks carry its own request id.
+      assert.notEqual(updated.request_id, deleted.request_id, m.key);
+    }
   });
 
   it('carries custom fields in bulk edit (with "Set null") and clone (the cloneable ones), as NetBox', async () => {
