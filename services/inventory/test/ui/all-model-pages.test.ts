@@ -336,6 +336,25 @@ forEachStorage('inventory UI and webhooks: every model of the registry', (storag
     assert.deepEqual([...models].sort(), EVENTFUL.map((m) => m.key).sort());
   });
 
+  it("sends an updated webhook with both snapshots for every model's object that has a description", async () => {
+    const changed = EVENTFUL.filter((m) => m.fields.some((f) => f.name === 'description'));
+    const ids = new Map<string, number>();
+    for (const m of changed) {
+      const id = objects.get(m.key)?.id ?? (await firstId(m.key))!;
+      const r = await api.patch(`/api/${m.app}/${m.path}/${id}/`, { description: `hooked ${m.key}` });
+      assert.equal(r.status, 200, `${m.key}: ${r.text}`);
+      ids.set(m.key, id);
+    }
+    const found = (bodies: Hook[], m: ModelDef) => bodies.find((b) => b.event === 'updated' && b.model === m.key && b.data.id === ids.get(m.key) && b.data.description === `hooked ${m.key}`);
+    await untilHooks((bodies) => changed.filter((m) => !found(bodies, m)).map((m) => m.key));
+    for (const m of changed) {
+      const b = found(hooks, m)!;
+      assertShape(b, m, ids.get(m.key)!);
+      assert.notEqual(b.snapshots.prechange?.description, `hooked ${m.key}`, m.key);
+      assert.equal(b.snapshots.postchange?.description, `hooked ${m.key}`, m.key);
+    }
+  });
+
   it('sends updated and deleted webhooks with both snapshots, one model of each app', async () => {
     const apps = new Set(LIFECYCLE.map(([key]) => MODELS.find((m) => m.key === key)!.app));
     assert.deepEqual([...apps].sort(), [...new Set(MODELS.map((m) => m.app))].sort(), 'one model of every app');
