@@ -37,6 +37,31 @@ function parseSyncInterval(v: unknown): number {
   return Number(v);
 }
 
+/** Each backend's parameters that hold credentials (NetBox's DataBackend.sensitive_parameters). */
+const SENSITIVE_PARAMETERS: Record<string, string[]> = { git: ['password'], 'amazon-s3': ['aws_secret_access_key'] };
+/** NetBox's CENSOR_TOKEN and CENSOR_TOKEN_CHANGED. */
+const CENSORED = '********';
+const CENSORED_CHANGED = '***CHANGED***';
+
+/**
+ * A data source's credentials never reach the change log or an event payload: a value becomes NetBox's token, and a
+ * changed one says so without showing either value (NetBox's DataSource.to_objectchange()).
+ */
+function censorParameters(prechange: Record<string, unknown> | null, postchange: Record<string, unknown> | null) {
+  const type = String((postchange ?? prechange)?.type ?? '');
+  const params = (snap: Record<string, unknown> | null) => (snap && snap.parameters && typeof snap.parameters === 'object' && !Array.isArray(snap.parameters) ? (snap.parameters as Record<string, unknown>) : {});
+  const pre = { ...params(prechange) };
+  const post = { ...params(postchange) };
+  for (const name of SENSITIVE_PARAMETERS[type] ?? []) {
+    if (post[name]) post[name] = post[name] !== pre[name] ? CENSORED_CHANGED : CENSORED;
+    if (pre[name]) pre[name] = CENSORED;
+  }
+  return {
+    prechange: prechange && Object.keys(params(prechange)).length ? { ...prechange, parameters: pre } : prechange,
+    postchange: postchange && Object.keys(params(postchange)).length ? { ...postchange, parameters: post } : postchange,
+  };
+}
+
 const choiceOf = (list: Choice[], v: unknown) => (v === null || v === undefined ? null : { value: v, label: list.find((c) => c.value === v)?.label ?? String(v) });
 
 /** Filters on a read-only timestamp column stored as ISO text (`last_synced`, `data_synced`): exact and the comparisons. */
@@ -96,6 +121,7 @@ export const dataSource: ModelDef = {
   computed: { description: [['status', (row) => choiceOf(DATA_SOURCE_STATUS, row.status ?? 'new')]] },
   counts: { file_count: { model: 'datafile', column: 'source_id' } },
   cascade: [{ model: 'datafile', column: 'source_id' }],
+  censorSnapshots: censorParameters,
   protectedBy: [
     { model: 'configcontext', column: 'data_source_id' },
     { model: 'configtemplate', column: 'data_source_id' },

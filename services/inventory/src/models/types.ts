@@ -154,6 +154,11 @@ export interface ModelDef {
   docsTag?: string;
   /** Runs in the write transaction before the object's row is deleted. */
   beforeDelete?: (w: WriteContext, row: Row) => Promise<void>;
+  /**
+   * Replaces secrets in the change's snapshots (change log and event payloads) with tokens, as NetBox's
+   * to_objectchange() does for data sources' credentials; returns new objects, never changes the ones given.
+   */
+  censorSnapshots?: (prechange: Record<string, unknown> | null, postchange: Record<string, unknown> | null) => { prechange: Record<string, unknown> | null; postchange: Record<string, unknown> | null };
   /** A NetBox generic foreign key to any object of the allowed types: checked on write, its brief in the representation. */
   genericRef?: GenericRef;
   /** NetBox's scope (`scope_type` + `scope_id`, nullable): its brief as `scope` in the representation (see models/scopes.ts). */

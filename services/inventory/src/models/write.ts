@@ -134,11 +134,15 @@ export async function createObject(w: WriteContext, m: ModelDef, v: Validated): 
     objectType: m.objectType,
     model: m.key,
     objectId: id,
-    prechange: null,
     // A new object without tags has none to read.
-    postchange: await snapshot(readCtxOf(w), m, after, m.taggable && !v.tags?.length ? [] : undefined),
+    ...censored(m, null, await snapshot(readCtxOf(w), m, after, m.taggable && !v.tags?.length ? [] : undefined)),
   });
   return id;
+}
+
+/** The change's snapshots with the model's secrets replaced (ModelDef.censorSnapshots). */
+function censored(m: ModelDef, prechange: Row | null, postchange: Row | null): { prechange: Row | null; postchange: Row | null } {
+  return m.censorSnapshots ? m.censorSnapshots(prechange, postchange) : { prechange, postchange };
 }
 
 /** Applies validated changes to an existing object and records the change (also when nothing changed, as NetBox's event). */
@@ -161,8 +165,7 @@ export async function updateObject(w: WriteContext, m: ModelDef, existing: Row, 
     objectType: m.objectType,
     model: m.key,
     objectId: existing.id,
-    prechange: before,
-    postchange: await snapshot(ctx, m, after),
+    ...censored(m, before, await snapshot(ctx, m, after)),
   });
 }
 
@@ -209,8 +212,7 @@ export async function deleteObject(w: WriteContext, m: ModelDef, existing: Row):
     model: m.key,
     objectId: existing.id,
     objectRepr: String(data?.display ?? existing.id),
-    prechange: before,
-    postchange: null,
+    ...censored(m, before, null),
     deletedData: data,
   });
 }

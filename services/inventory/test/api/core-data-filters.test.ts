@@ -305,8 +305,8 @@ forEachStorage('inventory API: connected, available power, VLAN availability, ob
     await fail('evil', 'evil', /symbolic link leads outside the allowed data source root: secret/);
     fs.symlinkSync(outside, path.join(root, 'dirlink'));
     await fail('dirlink', `${root}/dirlink`, /outside the allowed data source root/);
-    await fail('git', 'https://example.com/repo.git', /git backend cannot sync on this server/, 'git');
-    assert.deepEqual((await h.post('/api/core/data-sources/', { name: 'web', type: 'local', source_url: 'http://example.com/' })).body, { source_url: ['URLs for local sources must start with file:// (or specify no scheme)'] });
+    await fail('git', 'https://127.0.0.1:9/repo.git', /git backend cannot sync on this server/, 'git');
+    assert.deepEqual((await h.post('/api/core/data-sources/', { name: 'web', type: 'local', source_url: 'http://127.0.0.1:9/' })).body, { source_url: ['URLs for local sources must start with file:// (or specify no scheme)'] });
     assert.deepEqual((await h.post('/api/core/data-sources/', { name: 'x', type: 'svn', source_url: '/x' })).body, { type: ['"svn" is not a valid choice.'] });
     // No root configured: refused (a matter of configuration, not storage: checked on one).
     if (storage !== 'sqlite') return;
@@ -319,5 +319,26 @@ forEachStorage('inventory API: connected, available power, VLAN availability, ob
     } finally {
       await bare.close();
     }
+  });
+
+  it("data sources' credentials are censored in the change log with NetBox's tokens (the snapshots that event payloads carry too)", async () => {
+    const h = api.http;
+    const ds = ok(await h.post('/api/core/data-sources/', { name: 'creds', type: 'git', source_url: 'https://127.0.0.1:9/creds.git', parameters: { username: 'u', password: 'p1' } }));
+    // The API itself shows what was stored (NetBox does too: the object's own serializer).
+    assert.deepEqual(ds.parameters, { username: 'u', password: 'p1' });
+    ok(await h.patch(`/api/core/data-sources/${ds.id}/`, { parameters: { username: 'u', password: 'p2' } }), 200);
+    ok(await h.patch(`/api/core/data-sources/${ds.id}/`, { description: 'same password' }), 200);
+    assert.equal((await h.delete(`/api/core/data-sources/${ds.id}/`)).status, 204);
+    const log = ok(await h.get(`/api/core/object-changes/?changed_object_type=core.datasource&changed_object_id=${ds.id}`), 200).results.sort((a: any, b: any) => a.id - b.id);
+    assert.deepEqual(
+      log.map((c: any) => [c.action.value, c.prechange_data?.parameters ?? null, c.postchange_data?.parameters ?? null]),
+      [
+        ['create', null, { username: 'u', password: '***CHANGED***' }],
+        ['update', { username: 'u', password: '********' }, { username: 'u', password: '***CHANGED***' }],
+        ['update', { username: 'u', password: '********' }, { username: 'u', password: '********' }],
+        ['delete', { username: 'u', password: '********' }, null],
+      ],
+    );
+    assert.doesNotMatch(JSON.stringify(log), /p1|p2/);
   });
 });
