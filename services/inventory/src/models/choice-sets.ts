@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { fail } from './field-problem.ts';
 import { BASE_CHOICE_SETS, baseChoices, NOT_SHIPPED } from './base-choices.ts';
-import { modelForObjectType } from './lookup.ts';
+import { APP_LABELS, modelForObjectType } from './lookup.ts';
 import type { ModelDef, ReadCtx, Row } from './types.ts';
 
 /**
@@ -52,7 +52,6 @@ export function choicesCount(row: Row): number {
 }
 
 /** Django's ContentType string (`DCIM | site`): the app's verbose name and the model's. */
-const APP_NAMES: Record<string, string> = { dcim: 'DCIM', ipam: 'IPAM', circuits: 'Circuits', tenancy: 'Tenancy', virtualization: 'Virtualization', extras: 'Extras', core: 'Core', users: 'Users' };
 
 /**
  * NetBox's CustomFieldChoiceSet.clean(): an extra choice may not be removed while an object's custom field data still
@@ -93,7 +92,7 @@ async function removedChoiceInUse(ctx: ReadCtx, existing: Row, next: unknown): P
               ? sql`(${data} ->> ${name}) = ${choice}`
               : sql`cast(json_extract(${data}, ${`$."${name}"`}) as text) = ${choice}`;
         const hit = await ctx.db.selectFrom(m.table).select(sql`1`.as('x')).where(cond).limit(1).executeTakeFirst();
-        if (hit) return `Cannot remove choice ${choice} as there are ${APP_NAMES[m.app] ?? m.app} | ${m.verboseName} objects which reference it.`;
+        if (hit) return `Cannot remove choice ${choice} as there are ${APP_LABELS[m.app] ?? m.app} | ${m.verboseName} objects which reference it.`;
       }
     }
   }

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import { fail } from './field-problem.ts';
+import { APP_LABELS } from './lookup.ts';
 import type { ExtraFilter, FieldDef, GenericRef, ModelDef, ReadCtx, Row } from './types.ts';
 
 /**
@@ -13,11 +14,9 @@ import type { ExtraFilter, FieldDef, GenericRef, ModelDef, ReadCtx, Row } from '
 export type ModelLookup = (objectType: string) => ModelDef | undefined;
 export type BriefLoader = (ctx: ReadCtx, m: ModelDef, ids: number[]) => Promise<Map<number, Record<string, unknown>>>;
 
-const APP_VERBOSE: Record<string, string> = { dcim: 'DCIM', ipam: 'IPAM', extras: 'Extras', tenancy: 'Tenancy', virtualization: 'Virtualization', circuits: 'Circuits', vpn: 'VPN', wireless: 'Wireless' };
-
 /** How Django prints a content type: `DCIM | device`. */
 export function contentTypeLabel(m: ModelDef): string {
-  return `${APP_VERBOSE[m.app] ?? m.app} | ${m.verboseName}`;
+  return `${APP_LABELS[m.app] ?? m.app} | ${m.verboseName}`;
 }
 
 /** DRF's ContentTypeField: `app_label.model`, lower case. */

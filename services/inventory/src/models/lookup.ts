@@ -45,8 +45,19 @@ export function objectUrl(base: string, m: ModelDef, id: number | string): strin
   return `${base}/api/${m.app}/${m.path}/${id}/`;
 }
 
-/** NetBox's app labels as its object-type pickers show them. */
-const APP_LABELS: Record<string, string> = { dcim: 'DCIM', ipam: 'IPAM', extras: 'Extras', tenancy: 'Tenancy', virtualization: 'Virtualization', circuits: 'Circuits' };
+/** NetBox's apps' verbose names, as its object-type pickers and messages show them ("DCIM > Device type"). */
+export const APP_LABELS: Record<string, string> = {
+  dcim: 'DCIM',
+  ipam: 'IPAM',
+  extras: 'Extras',
+  tenancy: 'Tenancy',
+  virtualization: 'Virtualization',
+  circuits: 'Circuits',
+  vpn: 'VPN',
+  wireless: 'Wireless',
+  core: 'Core',
+  users: 'Users',
+};
 
 /** Object types of the change log that are no model of the registry: the event pipeline's own. */
 const OTHER_LABELS: Record<string, string> = { 'extras.eventrule': 'Extras > Event rule', 'extras.webhook': 'Extras > Webhook' };

@@ -445,6 +445,20 @@ forEachStorage('inventory UI and webhooks: every model of the registry', (storag
       await page.fill('#f-token', ADMIN);
       await page.click('button[type=submit]');
       const device = objects.get('device')!.id;
+      // Objects of the newer apps and of the device-type templates, as a person opens them.
+      const newer: Array<readonly [string, string, string]> = [];
+      for (const [key, at] of [
+        ['devicetype', 'dcim/device-types'],
+        ['interfacetemplate', 'dcim/interface-templates'],
+        ['macaddress', 'dcim/mac-addresses'],
+        ['l2vpn', 'vpn/l2vpns'],
+        ['wirelesslink', 'wireless/wireless-links'],
+        ['fhrpgroup', 'ipam/fhrp-groups'],
+        ['datasource', 'core/data-sources'],
+      ] as const) {
+        const id = objects.get(key)?.id ?? (await firstId(key))!;
+        newer.push([key, `/${at}/${id}/`, String((await api.get(`/api/${at}/${id}/?brief=1`)).body.display)]);
+      }
       for (const [name, url, heading] of [
         ['sites', '/dcim/sites/', 'Sites'],
         ['device', `/dcim/devices/${device}/`, objects.get('device')!.display],
@@ -452,6 +466,7 @@ forEachStorage('inventory UI and webhooks: every model of the registry', (storag
         ['prefix-add', '/ipam/prefixes/add/', 'Add a new prefix'],
         ['cables', '/dcim/cables/', 'Cables'],
         ['permissions', '/users/permissions/add/', 'Add a new permission'],
+        ...newer,
       ] as const) {
         const res = await page.goto(`${srv.url}${url}`);
         assert.equal(res?.status(), 200, url);

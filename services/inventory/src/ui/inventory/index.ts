@@ -92,8 +92,8 @@ const DEFAULT_COLUMNS: Record<string, string[]> = {
 /** Menu groups as NetBox's navigation (Organization, Devices, IPAM, Virtualization, Other). */
 const MENU: Array<[string, string[]]> = [
   ['Organization', ['site', 'region', 'sitegroup', 'location', 'tenant', 'tenantgroup', 'contact', 'contactgroup', 'contactrole', 'contactassignment']],
-  ['Racks & devices', ['rack', 'rackrole', 'device', 'devicerole', 'platform', 'devicetype', 'manufacturer', 'interface', 'macaddress', 'virtualdevicecontext', 'virtualchassis', 'devicebay', 'devicebaytemplate']],
-  ['Modules & inventory', ['module', 'modulebay', 'moduletype', 'inventoryitem', 'inventoryitemrole']],
+  ['Racks & devices', ['rack', 'rackrole', 'racktype', 'device', 'devicerole', 'platform', 'devicetype', 'manufacturer', 'interface', 'macaddress', 'virtualdevicecontext', 'virtualchassis', 'devicebay', 'devicebaytemplate']],
+  ['Modules & inventory', ['module', 'modulebay', 'moduletype', 'moduletypeprofile', 'inventoryitem', 'inventoryitemrole']],
   ['Power', ['powerpanel', 'powerfeed']],
   ['Connections', ['cable', 'consoleport', 'consoleserverport', 'powerport', 'poweroutlet', 'frontport', 'rearport']],
   ['IPAM', ['ipaddress', 'prefix', 'aggregate', 'rir', 'role', 'asn', 'vrf', 'routetarget', 'vlan', 'vlangroup', 'vlantranslationpolicy', 'vlantranslationrule', 'fhrpgroup', 'fhrpgroupassignment', 'service']],
@@ -101,7 +101,7 @@ const MENU: Array<[string, string[]]> = [
   ['VPN', ['l2vpn', 'l2vpntermination']],
   ['Wireless', ['wirelesslan', 'wirelesslangroup', 'wirelesslink']],
   ['Virtualization', ['virtualmachine', 'vminterface', 'virtualdisk', 'cluster', 'clustertype', 'clustergroup']],
-  ['Other', ['tag', 'customfield', 'customfieldchoiceset', 'configcontext', 'configtemplate', 'journalentry']],
+  ['Other', ['tag', 'customfield', 'customfieldchoiceset', 'configcontext', 'configtemplate', 'journalentry', 'datasource', 'datafile']],
 ];
 
 const BASE_KEYS = new Set(['id', 'url', 'display_url', 'display', 'tags', 'custom_fields', 'created', 'last_updated']);
@@ -502,6 +502,9 @@ ${customFieldControls(cfs, Object.fromEntries(cfs.filter((f) => values[`cf_${f.n
 async function editPage(req: FastifyRequest, reply: FastifyReply, backend: UiBackend, m: ModelDef, id: number | null) {
   const values: Record<string, string | string[]> = {};
   if (id === null) {
+    // The model's defaults first, as NetBox's forms show them (an interface's `enabled` ticked, a status chosen):
+    // a form sends no value for an unticked box, so without this a new object would take `false` for such a field.
+    for (const f of editableFields(m)) if (f.default !== undefined && f.default !== null && f.kind !== 'json') values[f.name] = formValue(f, f.default);
     // NetBox's clone and prefill: initial values from the query string.
     for (const f of editableFields(m)) {
       const v = (req.query as Q)[f.name];
