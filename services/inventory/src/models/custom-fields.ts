@@ -58,7 +58,7 @@ function parseObjectTypes(v: unknown): string[] {
   if (list.length > MAX_OBJECT_TYPES) fail(`Ensure this field has no more than ${MAX_OBJECT_TYPES} elements.`);
   const out: string[] = [];
   for (const t of list) {
-    if (typeof t !== 'string' || !/^[a-z_]{1,50}\.[a-z_]{1,100}$/.test(t)) fail(`Invalid content type: ${String(t).slice(0, 100)}`);
+    if (typeof t !== 'string' || !/^[a-z_]{1,50}\.[a-z0-9_]{1,100}$/.test(t)) fail(`Invalid content type: ${String(t).slice(0, 100)}`);
     if (!out.includes(t as string)) out.push(t as string);
   }
   return out;

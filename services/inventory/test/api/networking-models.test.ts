@@ -277,4 +277,13 @@ forEachStorage('inventory API: MAC addresses, L2VPNs, wireless, VLAN translation
     assert.deepEqual(ids(await h.get(`/api/dcim/interfaces/?virtual_circuit_termination_id=${term.id}`)), [w.eth1.id]);
     assert.equal((await h.delete(`/api/circuits/provider-accounts/${acct.id}/`)).status, 409);
   });
+
+  it('custom fields on the new objects: object types whose model name holds a digit (vpn.l2vpn)', async () => {
+    const h = api.http;
+    const cf = ok(await h.post('/api/extras/custom-fields/', { name: 'circuit_ref', type: 'text', object_types: ['vpn.l2vpn', 'wireless.wirelesslan'] }));
+    assert.deepEqual(cf.object_types, ['vpn.l2vpn', 'wireless.wirelesslan']);
+    const l2 = ok(await h.post('/api/vpn/l2vpns/', { name: 'cf-l2', slug: 'cf-l2', type: 'vxlan', custom_fields: { circuit_ref: 'X-1' } }));
+    assert.deepEqual(l2.custom_fields, { circuit_ref: 'X-1' });
+    assert.deepEqual((await h.get('/api/vpn/l2vpns/?cf_circuit_ref=X-1')).body.results.map((o: any) => o.id), [l2.id]);
+  });
 });

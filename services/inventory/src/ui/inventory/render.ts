@@ -43,7 +43,7 @@ export function cell(value: unknown, key = ''): SafeHtml {
     // A choice set's `[value, label]` pairs.
     if (key === 'extra_choices') return html`${value.map((v, i) => html`${i ? ', ' : ''}${Array.isArray(v) ? `${String(v[0])} (${String(v[1])})` : String(v)}`)}`;
     // Object types (a custom field's, an export template's) as NetBox's pickers name them.
-    if (key.endsWith('_types') && value.every((v) => typeof v === 'string' && /^[a-z]+\.[a-z]+$/.test(v))) return html`${value.map((v) => objectTypeLabel(v as string)).join(', ')}`;
+    if (key.endsWith('_types') && value.every((v) => typeof v === 'string' && /^[a-z]+\.[a-z][a-z0-9]*$/.test(v))) return html`${value.map((v) => objectTypeLabel(v as string)).join(', ')}`;
     // A port's peers and endpoints name their device, as NetBox's "device › interface".
     if (key === 'link_peers' || key === 'connected_endpoints') return html`${value.map((v, i) => html`${i ? ', ' : ''}${v && typeof v === 'object' && (v as any).device ? html`${cell((v as any).device)} › ` : ''}${cell(v)}`)}`;
     return html`${value.map((v, i) => html`${i ? ', ' : ''}${cell(v)}`)}`;
@@ -70,7 +70,7 @@ export function cell(value: unknown, key = ''): SafeHtml {
   }
   if (key === 'color' && typeof value === 'string' && /^[0-9a-f]{6}$/i.test(value)) return html`<span class="swatch">#${value}</span>`;
   // An object type (`link_peers_type: dcim.interface`) as NetBox's pickers name it ("DCIM > Interface").
-  if (key.endsWith('_type') && typeof value === 'string' && /^[a-z]+\.[a-z]+$/.test(value)) return html`${objectTypeLabel(value)}`;
+  if (key.endsWith('_type') && typeof value === 'string' && /^[a-z]+\.[a-z][a-z0-9]*$/.test(value)) return html`${objectTypeLabel(value)}`;
   return html`${String(value)}`;
 }
 
