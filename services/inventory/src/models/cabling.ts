@@ -117,6 +117,12 @@ export const blankColor: FieldDef = {
   },
 };
 
+/** A power port's (and its template's) rated and allocated draw in watts. */
+export const powerDrawFields: FieldDef[] = [
+  { name: 'maximum_draw', column: 'maximum_draw', kind: 'integer', nullable: true, default: null, min: 1, max: 2147483647, filter: true, label: 'Maximum draw (W)' },
+  { name: 'allocated_draw', column: 'allocated_draw', kind: 'integer', nullable: true, default: null, min: 1, max: 2147483647, filter: true, label: 'Allocated draw (W)' },
+];
+
 const markConnected: FieldDef = { name: 'mark_connected', column: 'mark_connected', kind: 'boolean', default: false, filter: true };
 const label: FieldDef = { name: 'label', column: 'label', kind: 'char', blank: true, maxLength: 64, default: '', filter: true };
 const device: FieldDef = { name: 'device', column: 'device_id', kind: 'fk', fk: 'device', required: true };
@@ -199,8 +205,7 @@ export const powerPort = component(
   'power port',
   [
     typeField(POWER_PORT_TYPES),
-    { name: 'maximum_draw', column: 'maximum_draw', kind: 'integer', nullable: true, default: null, min: 1, max: 2147483647, filter: true, label: 'Maximum draw (W)' },
-    { name: 'allocated_draw', column: 'allocated_draw', kind: 'integer', nullable: true, default: null, min: 1, max: 2147483647, filter: true, label: 'Allocated draw (W)' },
+    ...powerDrawFields,
   ],
   { endpoint: true, setNull: [{ model: 'poweroutlet', column: 'power_port_id' }] },
 );

@@ -1,4 +1,4 @@
-import { blankColor } from './cabling.ts';
+import { blankColor, powerDrawFields } from './cabling.ts';
 import { INTERFACE_TYPES } from './choices.ts';
 import { CONSOLE_PORT_TYPES, FEED_LEGS, INTERFACE_POE_MODES, INTERFACE_POE_TYPES, PORT_TYPES, POWER_OUTLET_TYPES, POWER_PORT_TYPES, WIRELESS_ROLES } from './netbox-choices.ts';
 import { checkComponentPair, COMPONENT_TEMPLATE_TYPES, componentTypeCondition, enrichInventoryComponent, MAX_DEPTH, parseComponentTemplateType, treeDepths } from './inventory-components.ts';
@@ -102,8 +102,7 @@ export const powerPortTemplate = template(
   'power port template',
   [
     typeOf(POWER_PORT_TYPES),
-    { name: 'maximum_draw', column: 'maximum_draw', kind: 'integer', nullable: true, default: null, min: 1, max: 2147483647, filter: true, label: 'Maximum draw (W)' },
-    { name: 'allocated_draw', column: 'allocated_draw', kind: 'integer', nullable: true, default: null, min: 1, max: 2147483647, filter: true, label: 'Allocated draw (W)' },
+    ...powerDrawFields,
   ],
   {
     setNull: [{ model: 'poweroutlettemplate', column: 'power_port_id' }],
