@@ -2,6 +2,7 @@ import { after, before, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { client, forEachStorage, startTestServer, type TestServer } from '@svc/testkit';
 import { buildApp } from '../../src/app.ts';
+import { naturalize } from '../../src/models/values.ts';
 import { uiClient } from './ui-client.ts';
 
 const ADMIN = 'ui-large-related-token-0123456789abcdef';
@@ -17,7 +18,10 @@ const PAGE_BOUND_MS = 5_000;
 /**
  * A device with more than 10,000 interfaces (issue 24): its object page, the related-object counts, the interface
  * list's paging and sorting, the device's counts in the API and the site's page stay correct, each page answering
- * within a bound. The interfaces are created through the REST API's bulk create (lists of 1,000), not one request each.
+ * within a bound. The first 1,000 interfaces are created through the REST API's bulk create (one list of 1,000: the
+ * route at its size); the other 9,050 are copies of one of those rows, inserted in one transaction of multi-row
+ * INSERTs. What is tested is reading a device with 10,000 related rows; creating them through 10 HTTP lists spent most
+ * of this file's CPU (validation and change records of 10,050 objects, each storage) without asserting anything more.
  */
 forEachStorage('inventory UI with more than 10,000 related objects', (storage) => {
   let srv: TestServer;
@@ -41,12 +45,17 @@ forEachStorage('inventory UI with more than 10,000 related objects', (storage) =
     device = await post('/api/dcim/devices/', { name: 'big-core1', site: site.id, device_type: type.id, role: role.id });
     await post('/api/dcim/devices/', { name: 'big-core2', site: site.id, device_type: type.id, role: role.id });
     const started = Date.now();
-    for (let from = 0; from < INTERFACES; from += BATCH) {
-      const n = Math.min(BATCH, INTERFACES - from);
-      const made = await post('/api/dcim/interfaces/', Array.from({ length: n }, (_, i) => ({ device: device.id, name: `eth${from + i}`, type: '10gbase-x-sfpp' })));
-      assert.equal(made.length, n);
-    }
-    console.log(`# ${storage}: ${INTERFACES} interfaces created in ${Date.now() - started} ms (bulk lists of ${BATCH})`);
+    const made = await post('/api/dcim/interfaces/', Array.from({ length: BATCH }, (_, i) => ({ device: device.id, name: `eth${i}`, type: '10gbase-x-sfpp' })));
+    assert.equal(made.length, BATCH);
+    // The rest: copies of eth0's stored row (every column the API wrote), only the name and its natural-sort key differ.
+    const { db } = srv.app.inventoryDeps.storage;
+    const { id: _id, ...row } = await db.selectFrom('dcim_interface').selectAll().where('id', '=', made[0].id).executeTakeFirstOrThrow();
+    assert.equal(row._name, naturalize('eth0'), 'the stored natural-sort key is naturalize(name)');
+    const rows = Array.from({ length: INTERFACES - BATCH }, (_, i) => ({ ...row, name: `eth${BATCH + i}`, _name: naturalize(`eth${BATCH + i}`) }));
+    await db.transaction().execute(async (trx) => {
+      for (let i = 0; i < rows.length; i += 500) await trx.insertInto('dcim_interface').values(rows.slice(i, i + 500)).execute();
+    });
+    console.log(`# ${storage}: ${INTERFACES} interfaces created in ${Date.now() - started} ms (${BATCH} through one REST list, the rest inserted)`);
     ui = uiClient(srv.url);
     assert.equal((await ui.login(ADMIN)).status, 303);
   });
