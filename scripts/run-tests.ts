@@ -73,7 +73,9 @@ const r = spawnSync(
     ...extra,
     ...files,
   ],
-  { stdio: 'inherit', cwd: root, env: { ...process.env, TEST_POSTGRES: pg ? '1' : '0' } },
+  // One ONNX Runtime thread per operator (services/workflow/src/models/session.ts): two files share the cores, and a
+  // thread per core only spins; the model tests then take about a third less CPU.
+  { stdio: 'inherit', cwd: root, env: { WORKFLOW_MODEL_THREADS: '1', ...process.env, TEST_POSTGRES: pg ? '1' : '0' } },
 );
 if (!pg) console.log('NOTE: PostgreSQL tests were skipped (no server reachable).');
 process.exit(r.status ?? 1);
