@@ -1,0 +1,396 @@
+/**
+ * SwinIR upscale and restoration models (spandrel's SwinIR architecture, as
+ * the reference's UpscaleModelLoader loads them): the hyperparameters are
+ * read from the state dict's keys exactly as spandrel's loader reads them,
+ * the file's keys and shapes are then held to those the model built from
+ * them would have (torch's strict load_state_dict: a missing, unexpected or
+ * misshapen tensor is refused, naming it), and the forward pass is written
+ * as an ONNX graph over the file's weights in place.
+ *
+ * The forward pass: the image, reflect-padded to a multiple of the window,
+ * less the RGB mean and times img_range; a conv; LayerNorm; residual Swin
+ * transformer groups (window attention with a relative position bias, every
+ * other block on windows shifted by half a window with the attention mask
+ * that keeps the wrapped regions apart, an MLP with exact GELU; a conv
+ * closing each group); LayerNorm, a conv, the first features added; then the
+ * upsampler: 'pixelshuffle' (conv, LeakyReLU, conv and pixel shuffle per
+ * factor, conv), 'pixelshuffledirect' (one conv and pixel shuffle),
+ * 'nearest+conv' (ESRGAN-style nearest ×2 and conv steps) or '' (denoise and
+ * JPEG models: the input plus a last conv); divided by img_range, the mean
+ * added back.
+ */
+import { OnnxGraph } from './graph-builder.ts';
+import { DataType } from './onnx-proto.ts';
+import { ModelFileError, type SafetensorsFile } from './safetensors.ts';
+
+export type SwinIRUpsampler = 'pixelshuffle' | 'pixelshuffledirect' | 'nearest+conv' | '';
+
+export interface SwinIRConfig {
+  kind: 'swinir';
+  upsampler: SwinIRUpsampler;
+  inChannels: number;
+  /** What the network gives: its in_chans (spandrel builds conv_last with in_chans outputs). */
+  outChannels: number;
+  embedDim: number;
+  depths: number[];
+  heads: number[];
+  window: number;
+  mlpHidden: number;
+  /** The training size the stored attention masks were made for (64 when there are none). */
+  imgSize: number;
+  /** 255 for the window-7 (JPEG artefact) models, else 1, as spandrel decides. */
+  imgRange: number;
+  resi: '1conv' | '3conv';
+  /** The network's factor (1 for '' models). */
+  scale: number;
+  shuffle: 1;
+}
+
+/** SwinIR's fixed intermediate width of its upsamplers (spandrel's constructor does not read it from the file). */
+const NUM_FEAT = 64;
+const RGB_MEAN = [0.4488, 0.4371, 0.404];
+const BLOCK = (i: number, j: number) => `layers.${i}.residual_group.blocks.${j}`;
+
+function fail(file: SafetensorsFile, problem: string): never {
+  throw new ModelFileError(file.path, problem);
+}
+
+/**
+ * The key renaming the reference applies before detection: ComfyUI's loader
+ * drops `module.` when a SwinIR key carries it; spandrel's canonicalisation
+ * then strips `module.` or `netG.` when every key starts with it.
+ */
+export function canonicalUpscaleKeys(file: SafetensorsFile): SafetensorsFile {
+  let out = file;
+  if (out.has('module.layers.0.residual_group.blocks.0.norm1.weight')) out = out.renamed((k) => (k.startsWith('module.') ? k.slice(7) : k));
+  for (const prefix of ['module.', 'netG.']) {
+    const keys = [...out.tensors.keys()];
+    if (keys.length > 0 && keys.every((k) => k.startsWith(prefix))) out = out.renamed((k) => k.slice(prefix.length));
+  }
+  return out;
+}
+
+/** spandrel's get_seq_len: one more than the largest N of `${seq}.N.…` keys. */
+function seqLen(file: SafetensorsFile, seq: string): number {
+  let n = 0;
+  for (const k of file.tensors.keys()) {
+    if (!k.startsWith(`${seq}.`)) continue;
+    const index = k.slice(seq.length + 1).split('.')[0]!;
+    if (!/^\d+$/.test(index)) fail(file, `${k}: ${JSON.stringify(index)} is not an index of ${seq}`);
+    n = Math.max(n, Number(index) + 1);
+  }
+  return n;
+}
+
+/** True when spandrel's SwinIR detection (its KeyCondition) takes the file. */
+export function looksLikeSwinIR(file: SafetensorsFile): boolean {
+  return (
+    file.has('layers.0.residual_group.blocks.0.norm1.weight') &&
+    (file.has('conv_first.weight') || file.has('conv_first.1.weight')) &&
+    file.has('layers.0.residual_group.blocks.0.mlp.fc1.bias') &&
+    file.has('layers.0.residual_group.blocks.0.attn.relative_position_index')
+  );
+}
+
+/** spandrel's relative_position_index for a w×w window: [w², w²] indices into the (2w−1)² bias table. */
+export function relativePositionIndex(w: number): number[] {
+  const n = w * w;
+  const out = new Array<number>(n * n);
+  for (let a = 0; a < n; a++)
+    for (let b = 0; b < n; b++) {
+      const dh = Math.floor(a / w) - Math.floor(b / w) + w - 1;
+      const dw = (a % w) - (b % w) + w - 1;
+      out[a * n + b] = dh * (2 * w - 1) + dw;
+    }
+  return out;
+}
+
+/**
+ * The SwinIR in the file (keys already canonical), or null when spandrel
+ * would not take it for one; a ModelFileError when it would but could not
+ * build or load it.
+ */
+export function detectSwinIR(file: SafetensorsFile): SwinIRConfig | null {
+  // Earlier in spandrel's registry: HAT and Swin2SR share SwinIR's keys and are told apart by their own.
+  if (file.has('relative_position_index_SA') && file.has('layers.0.residual_group.overlap_attn.qkv.weight')) fail(file, 'a HAT model, which this service does not run yet (ESRGAN, Real-ESRGAN compact and SwinIR are supported)');
+  if (!looksLikeSwinIR(file)) return null;
+  if (file.has('patch_embed.proj.weight')) fail(file, 'a Swin2SR model, which this service does not run yet (ESRGAN, Real-ESRGAN compact and SwinIR are supported)');
+  if (file.has('conv_first.1.weight')) fail(file, 'a SwinIR with a pixel-unshuffled input (conv_first.1), which this service does not run');
+  const shape = (k: string): readonly number[] => file.info(k).shape;
+  const dim = (k: string, i: number): number => {
+    const s = shape(k);
+    if (s.length <= i) fail(file, `${k} has shape [${s.join(', ')}], which has no dimension ${i}`);
+    return s[i]!;
+  };
+
+  // spandrel's SwinIRArch.load, step by step.
+  const upsampler: SwinIRUpsampler = file.has('conv_before_upsample.0.weight') ? (file.has('conv_up1.weight') ? 'nearest+conv' : 'pixelshuffle') : file.has('upsample.0.weight') ? 'pixelshuffledirect' : '';
+  const inChannels = dim('conv_first.weight', 1);
+  const numOutCh = file.has('conv_last.weight') ? dim('conv_last.weight', 0) : inChannels;
+  let scale = 1;
+  if (upsampler === 'nearest+conv') {
+    for (const k of file.tensors.keys()) if (k.includes('conv_up') && !k.includes('bias')) scale *= 2;
+  } else if (upsampler === 'pixelshuffle') {
+    // get_pixelshuffle_params: upsample.0, .2, … each multiplies by isqrt(out // in).
+    for (let i = 0; i < 10 && file.has(`upsample.${i}.weight`); i += 2) {
+      const [o, inC] = [dim(`upsample.${i}.weight`, 0), dim(`upsample.${i}.weight`, 1)];
+      if (inC === 0) fail(file, `upsample.${i}.weight takes no channels`);
+      scale *= Math.floor(Math.sqrt(Math.floor(o / inC)));
+    }
+  } else if (upsampler === 'pixelshuffledirect') {
+    if (numOutCh === 0) fail(file, 'a SwinIR giving no channels');
+    scale = Math.trunc(Math.sqrt(Math.floor(dim('upsample.0.bias', 0) / numOutCh)));
+  }
+  const embedDim = dim('conv_first.weight', 0);
+  if (embedDim === 0) fail(file, 'conv_first.weight gives no channels');
+  const mlpHidden = Math.trunc(embedDim * (dim(`${BLOCK(0, 0)}.mlp.fc1.bias`, 0) / embedDim));
+  const window = Math.trunc(Math.sqrt(dim(`${BLOCK(0, 0)}.attn.relative_position_index`, 0)));
+  const imgSize = file.has(`${BLOCK(0, 1)}.attn_mask`) ? Math.trunc(Math.sqrt(dim(`${BLOCK(0, 1)}.attn_mask`, 0)) * window) : 64;
+  const layers = seqLen(file, 'layers');
+  const depths: number[] = [];
+  const heads: number[] = [];
+  for (let i = 0; i < layers; i++) {
+    depths.push(seqLen(file, `layers.${i}.residual_group.blocks`));
+    heads.push(dim(`${BLOCK(i, 0)}.attn.relative_position_bias_table`, 1));
+  }
+  const resi = file.has('conv_after_body.weight') ? '1conv' : '3conv';
+  const imgRange = window === 7 ? 255 : 1;
+
+  // What spandrel's SwinIR constructor would refuse, or build into a model that cannot run.
+  if (window < 1) fail(file, 'a SwinIR window of 0');
+  if (imgSize <= window || imgSize % window !== 0) fail(file, `its stored attention masks are for ${imgSize}-pixel images, not a multiple of its ${window}-pixel window larger than it`);
+  if (upsampler === 'pixelshuffle' && (scale < 1 || (scale & (scale - 1)) !== 0) && scale !== 3) fail(file, `a pixel-shuffle SwinIR of scale ${scale} (spandrel builds 2^n and 3)`);
+  if (scale < 1 || scale > 16) fail(file, `a SwinIR of scale ${scale} (1 to 16 are run)`);
+  heads.forEach((h, i) => {
+    if (h === 0 || embedDim % h !== 0) fail(file, `layer ${i} splits ${embedDim} channels into ${h} heads`);
+  });
+  if (depths.some((d) => d === 0)) fail(file, 'a SwinIR layer without blocks');
+  const cfg: SwinIRConfig = { kind: 'swinir', upsampler, inChannels, outChannels: inChannels, embedDim, depths, heads, window, mlpHidden, imgSize, imgRange, resi, scale, shuffle: 1 };
+  checkStrict(file, cfg);
+  return cfg;
+}
+
+/** The model's state dict as spandrel's SwinIR(**detected) holds it: name → shape. */
+export function swinirStateShapes(cfg: SwinIRConfig): Map<string, number[]> {
+  const m = new Map<string, number[]>();
+  const E = cfg.embedDim;
+  const w = cfg.window;
+  const conv = (k: string, o: number, i: number, kernel = 3) => {
+    m.set(`${k}.weight`, [o, i, kernel, kernel]);
+    m.set(`${k}.bias`, [o]);
+  };
+  const norm = (k: string) => {
+    m.set(`${k}.weight`, [E]);
+    m.set(`${k}.bias`, [E]);
+  };
+  const resi = (k: string) => {
+    if (cfg.resi === '1conv') return conv(k, E, E);
+    const q = Math.floor(E / 4);
+    conv(`${k}.0`, q, E);
+    conv(`${k}.2`, q, q, 1);
+    conv(`${k}.4`, E, q);
+  };
+  conv('conv_first', E, cfg.inChannels);
+  norm('patch_embed.norm');
+  cfg.depths.forEach((depth, i) => {
+    for (let j = 0; j < depth; j++) {
+      const b = BLOCK(i, j);
+      norm(`${b}.norm1`);
+      m.set(`${b}.attn.relative_position_bias_table`, [(2 * w - 1) ** 2, cfg.heads[i]!]);
+      m.set(`${b}.attn.relative_position_index`, [w * w, w * w]);
+      m.set(`${b}.attn.qkv.weight`, [3 * E, E]);
+      m.set(`${b}.attn.qkv.bias`, [3 * E]);
+      m.set(`${b}.attn.proj.weight`, [E, E]);
+      m.set(`${b}.attn.proj.bias`, [E]);
+      norm(`${b}.norm2`);
+      m.set(`${b}.mlp.fc1.weight`, [cfg.mlpHidden, E]);
+      m.set(`${b}.mlp.fc1.bias`, [cfg.mlpHidden]);
+      m.set(`${b}.mlp.fc2.weight`, [E, cfg.mlpHidden]);
+      m.set(`${b}.mlp.fc2.bias`, [E]);
+      if (shiftOf(cfg, j) > 0) m.set(`${b}.attn_mask`, [(cfg.imgSize / w) ** 2, w * w, w * w]);
+    }
+    resi(`layers.${i}.conv`);
+  });
+  norm('norm');
+  resi('conv_after_body');
+  const c = cfg.inChannels;
+  const s = cfg.scale;
+  if (cfg.upsampler === 'pixelshuffle') {
+    conv('conv_before_upsample.0', NUM_FEAT, E);
+    if (s === 3) conv('upsample.0', 9 * NUM_FEAT, NUM_FEAT);
+    else for (let k = 0; 2 ** k < s; k++) conv(`upsample.${2 * k}`, 4 * NUM_FEAT, NUM_FEAT);
+    conv('conv_last', c, NUM_FEAT);
+  } else if (cfg.upsampler === 'pixelshuffledirect') {
+    conv('upsample.0', s * s * c, E);
+  } else if (cfg.upsampler === 'nearest+conv') {
+    conv('conv_before_upsample.0', NUM_FEAT, E);
+    conv('conv_up1', NUM_FEAT, NUM_FEAT);
+    if (s === 4 || s === 8) conv('conv_up2', NUM_FEAT, NUM_FEAT);
+    if (s === 8) conv('conv_up3', NUM_FEAT, NUM_FEAT);
+    conv('conv_hr', NUM_FEAT, NUM_FEAT);
+    conv('conv_last', c, NUM_FEAT);
+  } else conv('conv_last', c, E);
+  return m;
+}
+
+/** Block j's shift: half a window on odd blocks (none for a window of 1). */
+function shiftOf(cfg: SwinIRConfig, j: number): number {
+  return j % 2 === 0 ? 0 : Math.floor(cfg.window / 2);
+}
+
+const FLOAT_DTYPES = new Set(['F32', 'F16', 'BF16', 'F64']);
+
+/** torch's strict load_state_dict into the model the config builds: every key there, none more, each shape equal. */
+function checkStrict(file: SafetensorsFile, cfg: SwinIRConfig): void {
+  const want = swinirStateShapes(cfg);
+  const missing = [...want.keys()].filter((k) => !file.has(k));
+  if (missing.length > 0) fail(file, `a SwinIR (${describeSwinIR(cfg)}) missing ${missing.length} tensor${missing.length > 1 ? 's' : ''}: ${missing.slice(0, 4).join(', ')}${missing.length > 4 ? ', …' : ''}`);
+  const unexpected = [...file.tensors.keys()].filter((k) => !want.has(k));
+  if (unexpected.length > 0) fail(file, `a SwinIR (${describeSwinIR(cfg)}) with unexpected tensor${unexpected.length > 1 ? 's' : ''}: ${unexpected.slice(0, 4).join(', ')}${unexpected.length > 4 ? ', …' : ''}`);
+  for (const [k, s] of want) {
+    const info = file.info(k);
+    if (info.shape.join() !== s.join()) fail(file, `${k} has shape [${info.shape.join(', ')}], expected [${s.join(', ')}] for this SwinIR (${describeSwinIR(cfg)})`);
+    // The index and mask buffers are not read (both are recomputed, as the model computes them); weights must be floats.
+    if (!k.endsWith('relative_position_index') && !k.endsWith('attn_mask') && !FLOAT_DTYPES.has(info.dtype)) fail(file, `${k} has dtype ${info.dtype}, expected a float type`);
+  }
+}
+
+export function describeSwinIR(cfg: SwinIRConfig): string {
+  return `embed ${cfg.embedDim}, depths [${cfg.depths.join(', ')}], heads [${cfg.heads.join(', ')}], window ${cfg.window}, upsampler '${cfg.upsampler}' ×${cfg.scale}, ${cfg.resi}`;
+}
+
+/**
+ * The shifted windows' region ids for a padded h×w image, window by window
+ * ([nW, w²], as window_partition lays them out): SwinTransformerBlock's
+ * calculate_mask before the pairwise comparison, which the graph makes.
+ */
+export function shiftRegions(cfg: SwinIRConfig, h: number, w: number): Float32Array {
+  const ws = cfg.window;
+  const shift = Math.floor(ws / 2);
+  const region = (i: number, n: number) => (i < n - ws ? 0 : i < n - shift ? 1 : 2);
+  const nh = h / ws;
+  const nw = w / ws;
+  const out = new Float32Array(h * w);
+  let at = 0;
+  for (let wy = 0; wy < nh; wy++)
+    for (let wx = 0; wx < nw; wx++)
+      for (let y = 0; y < ws; y++) for (let x = 0; x < ws; x++) out[at++] = region(wy * ws + y, h) * 3 + region(wx * ws + x, w);
+  return out;
+}
+
+/** True when some block attends over shifted windows (the graph then takes the region ids). */
+export function hasShiftedBlocks(cfg: SwinIRConfig): boolean {
+  return cfg.window > 1 && cfg.depths.some((d) => d > 1);
+}
+
+const INT64_MAX = Number.MAX_SAFE_INTEGER;
+
+/** image [B, C, H, W] (H and W multiples of the window) in [0, 1] → [B, C, sH, sW], unclamped; `regions` [nW, w²] when some block is shifted. */
+export function buildSwinIRGraph(g: OnnxGraph, cfg: SwinIRConfig): Uint8Array {
+  const E = cfg.embedDim;
+  const ws = cfg.window;
+  const N = ws * ws;
+  const image = g.input('image', DataType.FLOAT, ['batch', cfg.inChannels, 'height', 'width']);
+  const mean = cfg.inChannels === 3 ? g.f32(RGB_MEAN, [1, 3, 1, 1]) : g.f32([0], [1, 1, 1, 1]);
+  const range = g.f32([cfg.imgRange], []);
+  const x = g.mul(g.op('Sub', [image, mean]), range);
+
+  // The dynamic sizes window partitioning needs: B, H, W and the windows along each.
+  const shp = g.op('Shape', [image]);
+  const at = (i: number) => g.op('Slice', [shp, g.i64([i]), g.i64([i + 1])]);
+  const [B, H, W] = [at(0), at(2), at(3)];
+  const nh = g.op('Div', [H, g.i64([ws])]);
+  const nw = g.op('Div', [W, g.i64([ws])]);
+  const cat = (parts: string[]) => g.op('Concat', parts, { axis: 0 });
+  const partShape = cat([B, nh, g.i64([ws]), nw, g.i64([ws, E])]);
+  const windowsShape = cat([B, nh, nw, g.i64([ws, ws, E])]);
+  const tokensShape = cat([B, H, W, g.i64([E])]);
+
+  let mask: string | undefined;
+  if (hasShiftedBlocks(cfg)) {
+    const regions = g.input('regions', DataType.FLOAT, ['windows', N]);
+    // calculate_mask: pairs of tokens from different regions get −100, others 0; [nW, 1, N, N] to add over the heads.
+    const diff = g.op('Sub', [g.op('Unsqueeze', [regions, g.i64([1])]), g.op('Unsqueeze', [regions, g.i64([2])])]);
+    const m = g.op('Where', [g.op('Equal', [diff, g.f32([0], [])]), g.f32([0], []), g.f32([-100], [])]);
+    mask = g.op('Unsqueeze', [m, g.i64([1])]);
+  }
+  const relIndex = g.i64(relativePositionIndex(ws));
+
+  const roll = (t: string, s: number): string => {
+    // torch.roll by s along H and W of [B, H, W, C]: the last s rows/columns move to the front (s < 0: the first |s| to the back).
+    let out = t;
+    for (const axis of [1, 2]) {
+      const a = g.op('Slice', [out, g.i64([-s]), g.i64([INT64_MAX]), g.i64([axis])]);
+      const b = g.op('Slice', [out, g.i64([0]), g.i64([-s]), g.i64([axis])]);
+      out = g.op('Concat', [a, b], { axis });
+    }
+    return out;
+  };
+
+  const attention = (t: string, key: string, heads: number, shifted: boolean): string => {
+    const d = E / heads;
+    const qkv = g.op('Transpose', [g.op('Reshape', [g.linear(t, `${key}.qkv`), g.i64([0, 0, 3, heads, d])])], { perm: [2, 0, 3, 1, 4] });
+    const [q, k, v] = [0, 1, 2].map((i) => g.op('Gather', [qkv, g.i64([i], [])], { axis: 0 }));
+    let scores = g.op('MatMul', [g.mul(q!, g.f32([d ** -0.5], [])), g.op('Transpose', [k!], { perm: [0, 1, 3, 2] })]);
+    const table = g.w(`${key}.relative_position_bias_table`);
+    const bias = g.op('Transpose', [g.op('Reshape', [g.op('Gather', [table, relIndex], { axis: 0 }), g.i64([N, N, heads])])], { perm: [2, 0, 1] });
+    scores = g.add(scores, bias);
+    // [B·nW, heads, N, N] as [B, nW, heads, N, N] to add each window's mask over its heads.
+    if (shifted && mask) scores = g.op('Reshape', [g.add(g.op('Reshape', [scores, cat([B, g.i64([-1, heads, N, N])])]), mask), g.i64([-1, heads, N, N])]);
+    const p = g.op('Softmax', [scores], { axis: -1 });
+    const o = g.op('Reshape', [g.op('Transpose', [g.op('MatMul', [p, v!])], { perm: [0, 2, 1, 3] }), g.i64([0, 0, E])]);
+    return g.linear(o, `${key}.proj`);
+  };
+
+  const block = (t: string, i: number, j: number): string => {
+    const key = BLOCK(i, j);
+    const shift = shiftOf(cfg, j);
+    let h = g.layerNorm(t, `${key}.norm1`, 1e-5);
+    if (shift > 0) h = roll(h, -shift);
+    const windows = g.op('Reshape', [g.op('Transpose', [g.op('Reshape', [h, partShape])], { perm: [0, 1, 3, 2, 4, 5] }), g.i64([-1, N, E])]);
+    const attended = attention(windows, `${key}.attn`, cfg.heads[i]!, shift > 0);
+    h = g.op('Reshape', [g.op('Transpose', [g.op('Reshape', [attended, windowsShape])], { perm: [0, 1, 3, 2, 4, 5] }), tokensShape]);
+    if (shift > 0) h = roll(h, shift);
+    const x1 = g.add(t, h);
+    const mlp = g.linear(g.op('Gelu', [g.linear(g.layerNorm(x1, `${key}.norm2`, 1e-5), `${key}.mlp.fc1`)]), `${key}.mlp.fc2`);
+    return g.add(x1, mlp);
+  };
+
+  const lrelu = (t: string, alpha: number) => g.op('LeakyRelu', [t], { alpha: { float: alpha } });
+  const resiConv = (t: string, key: string): string =>
+    cfg.resi === '1conv' ? g.conv(t, key) : g.conv(lrelu(g.conv(lrelu(g.conv(t, `${key}.0`), 0.2), `${key}.2`), 0.2), `${key}.4`);
+  const toNHWC = (t: string) => g.op('Transpose', [t], { perm: [0, 2, 3, 1] });
+  const toNCHW = (t: string) => g.op('Transpose', [t], { perm: [0, 3, 1, 2] });
+
+  const first = g.conv(x, 'conv_first');
+  let t = g.layerNorm(toNHWC(first), 'patch_embed.norm', 1e-5);
+  cfg.depths.forEach((depth, i) => {
+    let r = t;
+    for (let j = 0; j < depth; j++) r = block(r, i, j);
+    t = g.add(toNHWC(resiConv(toNCHW(r), `layers.${i}.conv`)), t);
+  });
+  t = g.layerNorm(t, 'norm', 1e-5);
+  const res = g.add(resiConv(toNCHW(t), 'conv_after_body'), first);
+
+  let y: string;
+  const s = cfg.scale;
+  if (cfg.upsampler === 'pixelshuffle') {
+    // nn.LeakyReLU() after conv_before_upsample: the default slope, 0.01.
+    y = lrelu(g.conv(res, 'conv_before_upsample.0'), 0.01);
+    if (s === 3) y = g.op('DepthToSpace', [g.conv(y, 'upsample.0')], { blocksize: 3, mode: 'CRD' });
+    else for (let k = 0; 2 ** k < s; k++) y = g.op('DepthToSpace', [g.conv(y, `upsample.${2 * k}`)], { blocksize: 2, mode: 'CRD' });
+    y = g.conv(y, 'conv_last');
+  } else if (cfg.upsampler === 'pixelshuffledirect') {
+    y = g.conv(res, 'upsample.0');
+    if (s > 1) y = g.op('DepthToSpace', [y], { blocksize: s, mode: 'CRD' });
+  } else if (cfg.upsampler === 'nearest+conv') {
+    y = lrelu(g.conv(res, 'conv_before_upsample.0'), 0.01);
+    y = lrelu(g.conv(g.upsample2x(y), 'conv_up1'), 0.2);
+    if (s === 4 || s === 8) y = lrelu(g.conv(g.upsample2x(y), 'conv_up2'), 0.2);
+    if (s === 8) y = lrelu(g.conv(g.upsample2x(y), 'conv_up3'), 0.2);
+    y = g.conv(lrelu(g.conv(y, 'conv_hr'), 0.2), 'conv_last');
+  } else y = g.add(x, g.conv(res, 'conv_last'));
+  const out = g.add(g.op('Div', [y, range]), mean);
+  g.output(out, 'upscaled', ['batch', cfg.outChannels, 'out_height', 'out_width']);
+  return g.encode('swinir');
+}

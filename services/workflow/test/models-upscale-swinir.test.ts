@@ -1,0 +1,142 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+import { onOneStorage, type StorageKind } from '@svc/testkit';
+import { startWorkflow } from './helpers.ts';
+import { image, putInput, readOutput, run, type Server } from './nodes-helpers.ts';
+import { patternPixel } from './esrgan-fixture.ts';
+import { SWINIR_CASES, writeSpecs, writeSwinIR, swinirSpecs, type Spec } from './swinir-fixture.ts';
+
+/**
+ * SwinIR (spandrel's architecture) through UpscaleModelLoader and
+ * ImageUpscaleWithModel: tiny generated checkpoints with each upsampler
+ * ('pixelshuffle' ×2, 'pixelshuffledirect' ×2 with the 3conv residual,
+ * 'nearest+conv' ×4, '' with window 7, which spandrel runs with img_range 255,
+ * its keys under `module.`), against the bytes the reference computes from
+ * the same files with spandrel's ModelLoader and comfy.utils.tiled_scale
+ * (test/fixtures/models-reference-swinir.json, written by
+ * bench/workflow/models-reference-swinir.ts). Each image's size is not a
+ * multiple of the window (padded, then cropped); the pixelshuffledirect one
+ * is 530 pixels wide, two tiles blended over their overlap.
+ */
+const ref = JSON.parse(fs.readFileSync(path.join(import.meta.dirname, 'fixtures', 'models-reference-swinir.json'), 'utf8')) as Record<
+  string,
+  { scale: number; size: [number, number]; sum: number; rows: Array<[number, string]> }
+>;
+
+function upscalePrompt(model: string, img: string) {
+  return {
+    '1': { class_type: 'LoadImage', inputs: { image: img } },
+    '2': { class_type: 'UpscaleModelLoader', inputs: { model_name: model } },
+    '3': { class_type: 'ImageUpscaleWithModel', inputs: { upscale_model: ['2', 0], image: ['1', 0] } },
+    '4': { class_type: 'SaveImage', inputs: { images: ['3', 0], filename_prefix: 'up' } },
+  };
+}
+
+/** The hostile variants of the pixelshuffle model: each a node error of the loader naming the file and what is wrong. */
+const HOSTILE: Array<{ name: string; edit?: (s: Spec[]) => Spec[]; bytes?: (b: Buffer) => Buffer; message: RegExp }> = [
+  { name: 'truncated', bytes: (b) => b.subarray(0, Math.floor(b.length * 0.6)), message: /truncated\.safetensors: .*(truncated|past the end)/ },
+  {
+    name: 'wrong_shape',
+    edit: (s) => s.map((t) => (t.name === 'layers.1.residual_group.blocks.0.attn.qkv.weight' ? { ...t, shape: [24, 18] } : t)),
+    message: /wrong_shape\.safetensors: layers\.1\.residual_group\.blocks\.0\.attn\.qkv\.weight has shape \[24, 18\], expected \[36, 12\]/,
+  },
+  {
+    name: 'missing_mask',
+    edit: (s) => s.filter((t) => t.name !== 'layers.1.residual_group.blocks.1.attn_mask'),
+    message: /missing_mask\.safetensors: a SwinIR \(.*\) missing 1 tensor: layers\.1\.residual_group\.blocks\.1\.attn_mask/,
+  },
+  {
+    name: 'missing_table',
+    edit: (s) => s.filter((t) => t.name !== 'layers.1.residual_group.blocks.0.attn.relative_position_bias_table'),
+    message: /missing_table\.safetensors: tensor "layers\.1\.residual_group\.blocks\.0\.attn\.relative_position_bias_table" is missing/,
+  },
+  {
+    name: 'extra_key',
+    edit: (s) => [...s, { name: 'absolute_pos_embed', shape: [1, 64, 12], dtype: 'F32' }],
+    message: /extra_key\.safetensors: a SwinIR \(.*\) with unexpected tensor: absolute_pos_embed/,
+  },
+  {
+    name: 'bad_heads',
+    edit: (s) => s.map((t) => (t.name === 'layers.0.residual_group.blocks.0.attn.relative_position_bias_table' ? { ...t, shape: [49, 5] } : t)),
+    message: /bad_heads\.safetensors: layer 0 splits 12 channels into 5 heads/,
+  },
+  {
+    name: 'int_weights',
+    edit: (s) => s.map((t) => (t.name === 'conv_last.weight' ? { ...t, dtype: 'I64', values: () => 1 } : t)),
+    message: /int_weights\.safetensors: conv_last\.weight has dtype I64, expected a float type/,
+  },
+];
+
+onOneStorage('upscale models (SwinIR)', (storage: StorageKind) => {
+  let srv: Server;
+
+  before(async () => {
+    srv = await startWorkflow(storage);
+    const dir = path.join(srv.cfg.dataDir, 'models', 'upscale_models');
+    fs.mkdirSync(dir, { recursive: true });
+    for (const c of SWINIR_CASES) {
+      writeSwinIR(path.join(dir, `${c.name}.safetensors`), c);
+      await putInput(srv, `${c.name}.png`, image(c.width, c.height, 3, (x, y) => [0, 1, 2].map((ch) => patternPixel(x, y, ch))));
+    }
+    const base = SWINIR_CASES[0]!;
+    for (const h of HOSTILE) {
+      const file = path.join(dir, `${h.name}.safetensors`);
+      writeSpecs(file, (h.edit ?? ((s) => s))(swinirSpecs(base)));
+      if (h.bytes) fs.writeFileSync(file, h.bytes(fs.readFileSync(file)));
+    }
+    await putInput(srv, 'tiny.png', image(3, 2, 3, (x, y) => [x * 80, y * 100, 50]));
+  });
+  after(() => srv.close());
+
+  for (const c of SWINIR_CASES) {
+    test(`${c.name}: '${c.upsampler}' ×${c.scale}, the reference's bytes`, async (t) => {
+      const want = ref[c.name]!;
+      const r = await run(srv, upscalePrompt(`${c.name}.safetensors`, `${c.name}.png`));
+      assert.equal(r.error, undefined, JSON.stringify(r.error));
+      const px = await readOutput(srv, r.outputs['4'].images[0]);
+      assert.deepEqual([px.width, px.height], want.size);
+      let worst = 0;
+      let off = 0;
+      let count = 0;
+      for (const [y, b64] of want.rows) {
+        const row = Buffer.from(b64, 'base64');
+        for (let i = 0; i < row.length; i++) {
+          const d = Math.abs(px.data[y * px.width * 3 + i]! - row[i]!);
+          worst = Math.max(worst, d);
+          if (d > 0) off++;
+          count++;
+        }
+      }
+      t.diagnostic(`${c.name}: largest difference ${worst}, ${off} of ${count} bytes differ`);
+      // ONNX Runtime and torch sum the matmuls and convolutions in other orders: a byte may land one below or above.
+      assert.ok(worst <= 1, `${c.name}: a byte ${worst} away from the reference's`);
+      assert.ok(off / count < 0.05, `${c.name}: ${off} of ${count} bytes off by one`);
+      const sum = px.data.reduce((a, b) => a + b, 0);
+      assert.ok(Math.abs(sum - want.sum) < px.data.length * 0.01, `byte sum ${sum} vs ${want.sum}`);
+      if (c.width > 512) assert.equal(r.messages.filter((m) => m.type === 'progress' && m.data.node === '3').at(-1)?.data.max, 2);
+    });
+  }
+
+  test('an image smaller than spandrel\'s 16-pixel minimum is padded and cropped back', async () => {
+    const r = await run(srv, upscalePrompt('swinir_nc_x4.safetensors', 'tiny.png'));
+    assert.equal(r.error, undefined, JSON.stringify(r.error));
+    const px = await readOutput(srv, r.outputs['4'].images[0]);
+    assert.deepEqual([px.width, px.height], [12, 8]);
+  });
+
+  for (const h of HOSTILE) {
+    test(`hostile file (${h.name}): a node error of the loader naming the file`, async () => {
+      const r = await run(srv, upscalePrompt(`${h.name}.safetensors`, 'tiny.png'));
+      assert.equal(r.error?.node_id, '2', JSON.stringify(r.error));
+      assert.equal(r.error?.exception_type, 'UnsupportedModelError');
+      assert.match(r.error?.exception_message, h.message);
+    });
+  }
+
+  test('the server still runs SwinIR after the hostile files', async () => {
+    const r = await run(srv, upscalePrompt('swinir_ps_x2.safetensors', 'tiny.png'));
+    assert.equal(r.error, undefined, JSON.stringify(r.error));
+  });
+});

@@ -1,0 +1,165 @@
+import fs from 'node:fs';
+
+/**
+ * Tiny SwinIR checkpoints as safetensors, laid out as spandrel's SwinIR
+ * state dict (its relative_position_index and attn_mask buffers included,
+ * as torch.save writes them), weights from a formula.
+ * bench/workflow/models-reference-swinir.ts loads the same files with
+ * spandrel for the reference values.
+ */
+export interface SwinIRCase {
+  name: string;
+  upsampler: 'pixelshuffle' | 'pixelshuffledirect' | 'nearest+conv' | '';
+  embed: number;
+  depths: number[];
+  heads: number[];
+  window: number;
+  mlpRatio: number;
+  /** The training size the attention masks are stored for. */
+  imgSize: number;
+  scale: number;
+  resi: '1conv' | '3conv';
+  /** Every key under this prefix (`module.`: DataParallel checkpoints, which the loader strips). */
+  prefix?: string;
+  /** Scales the last conv's weights (keeps the output spread over [0, 1] without saturating much). */
+  lastGain?: number;
+  width: number;
+  height: number;
+}
+
+/** The generated models and the image each runs on: one wider than a 512 tile (two blended tiles), odd sizes for the window padding. */
+export const SWINIR_CASES: SwinIRCase[] = [
+  { name: 'swinir_ps_x2', upsampler: 'pixelshuffle', embed: 12, depths: [2, 2], heads: [2, 3], window: 4, mlpRatio: 2, imgSize: 8, scale: 2, resi: '1conv', width: 37, height: 21 },
+  { name: 'swinir_psd_x2_tiled', upsampler: 'pixelshuffledirect', embed: 16, depths: [2], heads: [4], window: 4, mlpRatio: 2, imgSize: 16, scale: 2, resi: '3conv', lastGain: 0.3, width: 530, height: 18 },
+  { name: 'swinir_nc_x4', upsampler: 'nearest+conv', embed: 8, depths: [3], heads: [2], window: 4, mlpRatio: 2, imgSize: 8, scale: 4, resi: '1conv', lastGain: 4, width: 19, height: 13 },
+  // Window 7: spandrel takes it for a JPEG artefact model and runs it with img_range 255.
+  { name: 'swinir_jpeg', upsampler: '', embed: 14, depths: [2], heads: [2], window: 7, mlpRatio: 2, imgSize: 14, scale: 1, resi: '1conv', prefix: 'module.', lastGain: 0.4, width: 30, height: 19 },
+];
+
+export type Spec = { name: string; shape: number[]; dtype: 'F32' | 'I64'; values?: (i: number) => number; gain?: number };
+
+function relativeIndex(w: number): number[] {
+  const n = w * w;
+  const out: number[] = [];
+  for (let a = 0; a < n; a++)
+    for (let b = 0; b < n; b++) out.push((Math.floor(a / w) - Math.floor(b / w) + w - 1) * (2 * w - 1) + (a % w) - (b % w) + w - 1);
+  return out;
+}
+
+/** SwinTransformerBlock.calculate_mask for an img×img image: [nW, w², w²] of 0 and −100. */
+function attnMask(img: number, w: number): number[] {
+  const shift = Math.floor(w / 2);
+  const region = (i: number) => (i < img - w ? 0 : i < img - shift ? 1 : 2);
+  const ids: number[][] = [];
+  for (let wy = 0; wy < img / w; wy++)
+    for (let wx = 0; wx < img / w; wx++) {
+      const win: number[] = [];
+      for (let y = 0; y < w; y++) for (let x = 0; x < w; x++) win.push(region(wy * w + y) * 3 + region(wx * w + x));
+      ids.push(win);
+    }
+  const out: number[] = [];
+  for (const win of ids) for (const a of win) for (const b of win) out.push(a === b ? 0 : -100);
+  return out;
+}
+
+/** The state dict of spandrel's SwinIR for the case, in its order. */
+export function swinirSpecs(c: SwinIRCase): Spec[] {
+  const E = c.embed;
+  const w = c.window;
+  const hidden = E * c.mlpRatio;
+  const out: Spec[] = [];
+  const f = (name: string, shape: number[]) => out.push({ name, shape, dtype: 'F32' });
+  const conv = (k: string, o: number, i: number, kernel = 3) => {
+    f(`${k}.weight`, [o, i, kernel, kernel]);
+    f(`${k}.bias`, [o]);
+  };
+  const norm = (k: string) => {
+    f(`${k}.weight`, [E]);
+    f(`${k}.bias`, [E]);
+  };
+  const resi = (k: string) => {
+    if (c.resi === '1conv') return conv(k, E, E);
+    conv(`${k}.0`, E / 4, E);
+    conv(`${k}.2`, E / 4, E / 4, 1);
+    conv(`${k}.4`, E, E / 4);
+  };
+  conv('conv_first', E, 3);
+  norm('patch_embed.norm');
+  c.depths.forEach((depth, i) => {
+    for (let j = 0; j < depth; j++) {
+      const b = `layers.${i}.residual_group.blocks.${j}`;
+      norm(`${b}.norm1`);
+      if (j % 2 === 1) {
+        const mask = attnMask(c.imgSize, w);
+        out.push({ name: `${b}.attn_mask`, shape: [(c.imgSize / w) ** 2, w * w, w * w], dtype: 'F32', values: (k) => mask[k]! });
+      }
+      f(`${b}.attn.relative_position_bias_table`, [(2 * w - 1) ** 2, c.heads[i]!]);
+      const index = relativeIndex(w);
+      out.push({ name: `${b}.attn.relative_position_index`, shape: [w * w, w * w], dtype: 'I64', values: (k) => index[k]! });
+      f(`${b}.attn.qkv.weight`, [3 * E, E]);
+      f(`${b}.attn.qkv.bias`, [3 * E]);
+      f(`${b}.attn.proj.weight`, [E, E]);
+      f(`${b}.attn.proj.bias`, [E]);
+      norm(`${b}.norm2`);
+      f(`${b}.mlp.fc1.weight`, [hidden, E]);
+      f(`${b}.mlp.fc1.bias`, [hidden]);
+      f(`${b}.mlp.fc2.weight`, [E, hidden]);
+      f(`${b}.mlp.fc2.bias`, [E]);
+    }
+    resi(`layers.${i}.conv`);
+  });
+  norm('norm');
+  resi('conv_after_body');
+  const s = c.scale;
+  if (c.upsampler === 'pixelshuffle') {
+    conv('conv_before_upsample.0', 64, E);
+    if (s === 3) conv('upsample.0', 576, 64);
+    else for (let k = 0; 2 ** k < s; k++) conv(`upsample.${2 * k}`, 256, 64);
+    conv('conv_last', 3, 64);
+  } else if (c.upsampler === 'pixelshuffledirect') conv('upsample.0', s * s * 3, E);
+  else if (c.upsampler === 'nearest+conv') {
+    conv('conv_before_upsample.0', 64, E);
+    for (let k = 1; 2 ** k <= s; k++) conv(`conv_up${k}`, 64, 64);
+    conv('conv_hr', 64, 64);
+    conv('conv_last', 3, 64);
+  } else conv('conv_last', 3, E);
+  const last = out.at(-2)!;
+  if (c.lastGain !== undefined) last.gain = c.lastGain;
+  return out.map((t) => ({ ...t, name: (c.prefix ?? '') + t.name }));
+}
+
+/** A weight's i-th value: spread enough that attention, its bias and the masks all show, small enough that the output stays mostly inside [0, 1]. */
+function value(name: string, t: number, i: number, shape: number[]): number {
+  const u = ((i * 7919 + t * 104729) % 10007) / 10007 - 0.5;
+  if (/norm\d?\.weight$/.test(name)) return 1 + 0.4 * u;
+  if (name.endsWith('relative_position_bias_table')) return 3 * u;
+  if (name.endsWith('.bias')) return 0.2 * u;
+  const fanIn = shape.slice(1).reduce((a, b) => a * b, 1);
+  return (u * 4) / Math.sqrt(fanIn);
+}
+
+/** Writes the specs as safetensors (float32 weights, int64 index buffers). */
+export function writeSpecs(file: string, list: Spec[]): void {
+  const header: Record<string, unknown> = {};
+  let off = 0;
+  const size = (s: Spec) => s.shape.reduce((a, b) => a * b, 1) * (s.dtype === 'I64' ? 8 : 4);
+  for (const s of list) {
+    header[s.name] = { dtype: s.dtype, shape: s.shape, data_offsets: [off, off + size(s)] };
+    off += size(s);
+  }
+  let json = Buffer.from(JSON.stringify(header));
+  json = Buffer.concat([json, Buffer.alloc((8 - (json.length % 8)) % 8, 0x20)]);
+  const len = Buffer.alloc(8);
+  len.writeBigUInt64LE(BigInt(json.length));
+  const parts: Buffer[] = [len, json];
+  list.forEach((s, t) => {
+    const n = s.shape.reduce((a, b) => a * b, 1);
+    if (s.dtype === 'I64') parts.push(Buffer.from(BigInt64Array.from({ length: n }, (_, k) => BigInt(s.values!(k))).buffer));
+    else parts.push(Buffer.from(Float32Array.from({ length: n }, (_, k) => (s.values ? s.values(k) : value(s.name, t, k, s.shape) * (s.gain ?? 1))).buffer));
+  });
+  fs.writeFileSync(file, Buffer.concat(parts));
+}
+
+export function writeSwinIR(file: string, c: SwinIRCase, edit: (specs: Spec[]) => Spec[] = (s) => s): void {
+  writeSpecs(file, edit(swinirSpecs(c)));
+}
