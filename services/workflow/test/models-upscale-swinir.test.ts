@@ -6,6 +6,7 @@ import { onOneStorage, type StorageKind } from '@svc/testkit';
 import { startWorkflow } from './helpers.ts';
 import { image, putInput, readOutput, run, type Server } from './nodes-helpers.ts';
 import { patternPixel } from './esrgan-fixture.ts';
+import { withTileHalving } from '../src/nodes/sd/upscale-nodes.ts';
 import { SWINIR_CASES, writeSpecs, writeSwinIR, swinirSpecs, type Spec } from './swinir-fixture.ts';
 
 /**
@@ -63,11 +64,29 @@ const HOSTILE: Array<{ name: string; edit?: (s: Spec[]) => Spec[]; bytes?: (b: B
     message: /bad_heads\.safetensors: layer 0 splits 12 channels into 5 heads/,
   },
   {
+    name: 'swin2sr',
+    edit: (s) => [...s, { name: 'patch_embed.proj.weight', shape: [12, 12, 1, 1], dtype: 'F32' }],
+    message: /swin2sr\.safetensors: a Swin2SR model, which this service does not run yet/,
+  },
+  {
     name: 'int_weights',
     edit: (s) => s.map((t) => (t.name === 'conv_last.weight' ? { ...t, dtype: 'I64', values: () => 1 } : t)),
     message: /int_weights\.safetensors: conv_last\.weight has dtype I64, expected a float type/,
   },
 ];
+
+test('ImageUpscaleWithModel halves the tile after an out-of-memory, as the reference does, and gives up under 128', async () => {
+  const tried: number[] = [];
+  const oom = () => Object.assign(new Error('Failed to allocate memory for requested buffer of size 123'), {});
+  assert.equal(await withTileHalving(async (tile) => (tried.push(tile), tile > 200 ? Promise.reject(oom()) : tile)), 128);
+  assert.deepEqual(tried, [512, 256, 128]);
+  tried.length = 0;
+  await assert.rejects(withTileHalving(async (tile) => (tried.push(tile), Promise.reject(oom()))), /Failed to allocate/);
+  assert.deepEqual(tried, [512, 256, 128]);
+  tried.length = 0;
+  await assert.rejects(withTileHalving(async (tile) => (tried.push(tile), Promise.reject(new Error('shape mismatch')))), /shape mismatch/);
+  assert.deepEqual(tried, [512]);
+});
 
 onOneStorage('upscale models (SwinIR)', (storage: StorageKind) => {
   let srv: Server;

@@ -1,8 +1,10 @@
 /**
  * The reference's upscale-model nodes (comfy_extras/nodes_upscale_model):
- * UpscaleModelLoader reads an ESRGAN-class model from models/upscale_models
- * (src/models/esrgan.ts), ImageUpscaleWithModel runs it over an image in
- * 512-pixel tiles overlapping by 32 and clamps the result to [0, 1].
+ * UpscaleModelLoader reads an ESRGAN-class or SwinIR model from
+ * models/upscale_models (src/models/esrgan.ts, swinir.ts),
+ * ImageUpscaleWithModel runs it over an image in 512-pixel tiles overlapping
+ * by 32 (halved while the runtime runs out of memory, down to 128) and clamps
+ * the result to [0, 1].
  */
 import fs from 'node:fs';
 import { ModelFolders } from '../../domain/models.ts';
@@ -13,6 +15,23 @@ import { checkSize, Frame, ImageBatch } from '../image-types.ts';
 
 const TILE = 512;
 const OVERLAP = 32;
+
+/** An allocation failure of ONNX Runtime (its CPU arena's bad_alloc, a device's out of memory): the reference's OOM_EXCEPTION. */
+export function isOutOfMemory(err: unknown): boolean {
+  return err instanceof Error && /failed to allocate|bad_alloc|out of memory/i.test(err.message);
+}
+
+/** ImageUpscaleWithModel's retry: the whole image again with the tile halved after an out-of-memory, until it would be under 128. */
+export async function withTileHalving<T>(attempt: (tile: number) => Promise<T>, tile = TILE): Promise<T> {
+  for (;;) {
+    try {
+      return await attempt(tile);
+    } catch (err) {
+      if (!isOutOfMemory(err) || Math.floor(tile / 2) < 128) throw err;
+      tile = Math.floor(tile / 2);
+    }
+  }
+}
 
 function nodeError(message: string, pyType = 'RuntimeError'): Error {
   return Object.assign(new Error(message), { pyType });
@@ -91,13 +110,15 @@ export function upscaleModelNodes(dirs: NodeEnv['dirs']): NodeDefinition[] {
           const src = f.data;
           for (let i = 0; i < H * W; i++) for (let c = 0; c < 3; c++) planar[(n * 3 + c) * H * W + i] = src[i * f.channels + c]! / 255;
         });
-        const steps = (size: number) => (size <= TILE ? 1 : Math.ceil((size - OVERLAP) / (TILE - OVERLAP)));
-        const total = B * steps(H) * steps(W);
-        let done = 0;
-        const out = await tiledScale({ data: planar, dims: [B, 3, H, W] }, (tile, dims) => {
-          ctx.checkInterrupt();
-          return model.run(tile, dims);
-        }, { tile: TILE, overlap: OVERLAP, scale: s, outChannels: model.config.outChannels, step: () => ctx.progress(++done, total) });
+        const out = await withTileHalving((tileSize) => {
+          const steps = (size: number) => (size <= tileSize ? 1 : Math.ceil((size - OVERLAP) / (tileSize - OVERLAP)));
+          const total = B * steps(H) * steps(W);
+          let done = 0;
+          return tiledScale({ data: planar, dims: [B, 3, H, W] }, (tile, dims) => {
+            ctx.checkInterrupt();
+            return model.run(tile, dims);
+          }, { tile: tileSize, overlap: OVERLAP, scale: s, outChannels: model.config.outChannels, step: () => ctx.progress(++done, total) });
+        });
         const [, oc, oh, ow] = out.dims;
         if (oc !== 3) throw nodeError(`this upscale model gives ${oc}-channel images; IMAGE needs 3`);
         const frames: Frame[] = [];
