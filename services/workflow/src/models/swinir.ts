@@ -285,16 +285,15 @@ export function hasShiftedBlocks(cfg: SwinIRConfig): boolean {
 
 const INT64_MAX = Number.MAX_SAFE_INTEGER;
 
-/** image [B, C, H, W] (H and W multiples of the window) in [0, 1] → [B, C, sH, sW], unclamped; `regions` [nW, w²] when some block is shifted. */
-export function buildSwinIRGraph(g: OnnxGraph, cfg: SwinIRConfig): Uint8Array {
-  const E = cfg.embedDim;
-  const ws = cfg.window;
+/**
+ * The window machinery SwinIR and HAT share, over [B, H, W, E] tokens of an
+ * image input whose H and W are multiples of the window `ws`: window
+ * partition and its reverse (window_partition / window_reverse), torch.roll,
+ * the shifted windows' mask from the `regions` input, and multi-head
+ * attention with a relative position bias gathered from a table.
+ */
+export function swinOps(g: OnnxGraph, image: string, E: number, ws: number) {
   const N = ws * ws;
-  const image = g.input('image', DataType.FLOAT, ['batch', cfg.inChannels, 'height', 'width']);
-  const mean = cfg.inChannels === 3 ? g.f32(RGB_MEAN, [1, 3, 1, 1]) : g.f32([0], [1, 1, 1, 1]);
-  const range = g.f32([cfg.imgRange], []);
-  const x = g.mul(g.op('Sub', [image, mean]), range);
-
   // The dynamic sizes window partitioning needs: B, H, W and the windows along each.
   const shp = g.op('Shape', [image]);
   const at = (i: number) => g.op('Slice', [shp, g.i64([i]), g.i64([i + 1])]);
@@ -305,52 +304,72 @@ export function buildSwinIRGraph(g: OnnxGraph, cfg: SwinIRConfig): Uint8Array {
   const partShape = cat([B, nh, g.i64([ws]), nw, g.i64([ws, E])]);
   const windowsShape = cat([B, nh, nw, g.i64([ws, ws, E])]);
   const tokensShape = cat([B, H, W, g.i64([E])]);
-
   let mask: string | undefined;
-  if (hasShiftedBlocks(cfg)) {
-    const regions = g.input('regions', DataType.FLOAT, ['windows', N]);
-    // calculate_mask: pairs of tokens from different regions get −100, others 0; [nW, 1, N, N] to add over the heads.
-    const diff = g.op('Sub', [g.op('Unsqueeze', [regions, g.i64([1])]), g.op('Unsqueeze', [regions, g.i64([2])])]);
-    const m = g.op('Where', [g.op('Equal', [diff, g.f32([0], [])]), g.f32([0], []), g.f32([-100], [])]);
-    mask = g.op('Unsqueeze', [m, g.i64([1])]);
-  }
-  const relIndex = g.i64(relativePositionIndex(ws));
-
-  const roll = (t: string, s: number): string => {
-    // torch.roll by s along H and W of [B, H, W, C]: the last s rows/columns move to the front (s < 0: the first |s| to the back).
-    let out = t;
-    for (const axis of [1, 2]) {
-      const a = g.op('Slice', [out, g.i64([-s]), g.i64([INT64_MAX]), g.i64([axis])]);
-      const b = g.op('Slice', [out, g.i64([0]), g.i64([-s]), g.i64([axis])]);
-      out = g.op('Concat', [a, b], { axis });
-    }
-    return out;
+  return {
+    B,
+    cat,
+    /** [B, H, W, E] → [B·nW, ws², E]. */
+    partition: (t: string) => g.op('Reshape', [g.op('Transpose', [g.op('Reshape', [t, partShape])], { perm: [0, 1, 3, 2, 4, 5] }), g.i64([-1, N, E])]),
+    /** [B·nW, ws², E] → [B, H, W, E]. */
+    reverse: (t: string) => g.op('Reshape', [g.op('Transpose', [g.op('Reshape', [t, windowsShape])], { perm: [0, 1, 3, 2, 4, 5] }), tokensShape]),
+    /** torch.roll by s along H and W of [B, H, W, C]: the last s rows/columns move to the front (s < 0: the first |s| to the back). */
+    roll: (t: string, s: number): string => {
+      let out = t;
+      for (const axis of [1, 2]) {
+        const a = g.op('Slice', [out, g.i64([-s]), g.i64([INT64_MAX]), g.i64([axis])]);
+        const b = g.op('Slice', [out, g.i64([0]), g.i64([-s]), g.i64([axis])]);
+        out = g.op('Concat', [a, b], { axis });
+      }
+      return out;
+    },
+    /** calculate_mask from the `regions` input ([nW, ws²] region ids): −100 between tokens of different regions, else 0; [nW, 1, N, N]. */
+    shiftMask: (): string => {
+      if (mask) return mask;
+      const regions = g.input('regions', DataType.FLOAT, ['windows', N]);
+      const diff = g.op('Sub', [g.op('Unsqueeze', [regions, g.i64([1])]), g.op('Unsqueeze', [regions, g.i64([2])])]);
+      const m = g.op('Where', [g.op('Equal', [diff, g.f32([0], [])]), g.f32([0], []), g.f32([-100], [])]);
+      mask = g.op('Unsqueeze', [m, g.i64([1])]);
+      return mask;
+    },
+    /**
+     * WindowAttention's core on windows q [Bw, nq, E], k and v [Bw, nk, E]: heads split, q scaled by d^−½, the bias
+     * table[index] ([nq·nk] indices, negative ones from the end as torch indexes) added, then a window mask, softmax, ·v.
+     */
+    attend: (q: string, k: string, v: string, heads: number, table: string, index: number[], nq: number, nk: number, windowMask?: string): string => {
+      const d = E / heads;
+      const split = (t: string) => g.op('Transpose', [g.op('Reshape', [t, g.i64([0, 0, heads, d])])], { perm: [0, 2, 1, 3] });
+      let scores = g.op('MatMul', [g.mul(split(q), g.f32([d ** -0.5], [])), g.op('Transpose', [split(k)], { perm: [0, 1, 3, 2] })]);
+      const bias = g.op('Transpose', [g.op('Reshape', [g.op('Gather', [g.w(table), g.i64(index)], { axis: 0 }), g.i64([nq, nk, heads])])], { perm: [2, 0, 1] });
+      scores = g.add(scores, bias);
+      // [B·nW, heads, N, N] as [B, nW, heads, N, N] to add each window's mask over its heads.
+      if (windowMask) scores = g.op('Reshape', [g.add(g.op('Reshape', [scores, cat([B, g.i64([-1, heads, nq, nk])])]), windowMask), g.i64([-1, heads, nq, nk])]);
+      const p = g.op('Softmax', [scores], { axis: -1 });
+      return g.op('Reshape', [g.op('Transpose', [g.op('MatMul', [p, split(v)])], { perm: [0, 2, 1, 3] }), g.i64([0, 0, E])]);
+    },
   };
+}
 
-  const attention = (t: string, key: string, heads: number, shifted: boolean): string => {
-    const d = E / heads;
-    const qkv = g.op('Transpose', [g.op('Reshape', [g.linear(t, `${key}.qkv`), g.i64([0, 0, 3, heads, d])])], { perm: [2, 0, 3, 1, 4] });
-    const [q, k, v] = [0, 1, 2].map((i) => g.op('Gather', [qkv, g.i64([i], [])], { axis: 0 }));
-    let scores = g.op('MatMul', [g.mul(q!, g.f32([d ** -0.5], [])), g.op('Transpose', [k!], { perm: [0, 1, 3, 2] })]);
-    const table = g.w(`${key}.relative_position_bias_table`);
-    const bias = g.op('Transpose', [g.op('Reshape', [g.op('Gather', [table, relIndex], { axis: 0 }), g.i64([N, N, heads])])], { perm: [2, 0, 1] });
-    scores = g.add(scores, bias);
-    // [B·nW, heads, N, N] as [B, nW, heads, N, N] to add each window's mask over its heads.
-    if (shifted && mask) scores = g.op('Reshape', [g.add(g.op('Reshape', [scores, cat([B, g.i64([-1, heads, N, N])])]), mask), g.i64([-1, heads, N, N])]);
-    const p = g.op('Softmax', [scores], { axis: -1 });
-    const o = g.op('Reshape', [g.op('Transpose', [g.op('MatMul', [p, v!])], { perm: [0, 2, 1, 3] }), g.i64([0, 0, E])]);
-    return g.linear(o, `${key}.proj`);
-  };
+/** image [B, C, H, W] (H and W multiples of the window) in [0, 1] → [B, C, sH, sW], unclamped; `regions` [nW, w²] when some block is shifted. */
+export function buildSwinIRGraph(g: OnnxGraph, cfg: SwinIRConfig): Uint8Array {
+  const E = cfg.embedDim;
+  const ws = cfg.window;
+  const N = ws * ws;
+  const image = g.input('image', DataType.FLOAT, ['batch', cfg.inChannels, 'height', 'width']);
+  const mean = cfg.inChannels === 3 ? g.f32(RGB_MEAN, [1, 3, 1, 1]) : g.f32([0], [1, 1, 1, 1]);
+  const range = g.f32([cfg.imgRange], []);
+  const x = g.mul(g.op('Sub', [image, mean]), range);
+  const ops = swinOps(g, image, E, ws);
+  const relIndex = relativePositionIndex(ws);
 
   const block = (t: string, i: number, j: number): string => {
     const key = BLOCK(i, j);
     const shift = shiftOf(cfg, j);
     let h = g.layerNorm(t, `${key}.norm1`, 1e-5);
-    if (shift > 0) h = roll(h, -shift);
-    const windows = g.op('Reshape', [g.op('Transpose', [g.op('Reshape', [h, partShape])], { perm: [0, 1, 3, 2, 4, 5] }), g.i64([-1, N, E])]);
-    const attended = attention(windows, `${key}.attn`, cfg.heads[i]!, shift > 0);
-    h = g.op('Reshape', [g.op('Transpose', [g.op('Reshape', [attended, windowsShape])], { perm: [0, 1, 3, 2, 4, 5] }), tokensShape]);
-    if (shift > 0) h = roll(h, shift);
+    if (shift > 0) h = ops.roll(h, -shift);
+    const [q, k, v] = g.opN('Split', [g.linear(ops.partition(h), `${key}.attn.qkv`), g.i64([E, E, E])], 3, { axis: -1 });
+    const attended = g.linear(ops.attend(q!, k!, v!, cfg.heads[i]!, `${key}.attn.relative_position_bias_table`, relIndex, N, N, shift > 0 ? ops.shiftMask() : undefined), `${key}.attn.proj`);
+    h = ops.reverse(attended);
+    if (shift > 0) h = ops.roll(h, shift);
     const x1 = g.add(t, h);
     const mlp = g.linear(g.op('Gelu', [g.linear(g.layerNorm(x1, `${key}.norm2`, 1e-5), `${key}.mlp.fc1`)]), `${key}.mlp.fc2`);
     return g.add(x1, mlp);
