@@ -46,12 +46,12 @@ export interface RunResult {
 }
 
 /** Queues a prompt over HTTP and waits for it on the WebSocket. */
-export async function run(srv: Server, prompt: Record<string, unknown>): Promise<RunResult> {
+export async function run(srv: Server, prompt: Record<string, unknown>, extraData?: Record<string, unknown>): Promise<RunResult> {
   const clientId = randomUUID();
   const ws = new WsClient(srv.url, clientId);
   await ws.opened;
   try {
-    const r = await srv.http.post('/prompt', { prompt, client_id: clientId });
+    const r = await srv.http.post('/prompt', { prompt, client_id: clientId, ...(extraData ? { extra_data: extraData } : {}) });
     assert.equal(r.status, 200, JSON.stringify(r.body));
     const msgs = await ws.promptDone(r.body.prompt_id);
     const outputs: Record<string, any> = {};

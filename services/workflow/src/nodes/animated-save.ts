@@ -4,6 +4,8 @@ import { crc32 } from 'node:zlib';
 import sharp from '../files/sharp.ts';
 import type { Sharp } from 'sharp';
 import { asciiJson } from '../files/png.ts';
+import { encodeLossyRgba } from '../files/libwebp.ts';
+import { pilExif, withExifChunk } from '../files/webp-exif.ts';
 import type { NodeContext, NodeDefinition } from './api.ts';
 import { checkSize, Frame, ImageBatch } from './image-types.ts';
 import { saveImagePath } from './image-io.ts';
@@ -21,10 +23,11 @@ import { combo, IMAGE_IN, v3 } from './schema.ts';
  * none, blend source), consecutive identical frames merged into one with
  * the summed delay, and the prompt and extra_pnginfo in private `comf`
  * chunks after the image data (`keyword NUL json`). One frame left is a
- * plain PNG. WebP: libwebp's animation encoder through sharp (lossless or
- * quality, method = effort 0/4/6), the prompt in EXIF Model as
- * `prompt:<json>` and extra_pnginfo keys from Make downwards as
- * `<key>:<json>`, as PIL writes them.
+ * plain PNG. WebP: libwebp (through @napi-rs/image for one lossy frame at
+ * the default method, else libvips' webpsave: lossless or quality, method =
+ * effort 0/4/6, the animation encoder for several frames), the prompt in
+ * EXIF Model as `prompt:<json>` and extra_pnginfo keys from Make downwards
+ * as `<key>:<json>`, in PIL's EXIF layout (files/webp-exif.ts).
  */
 
 function chunk(type: string, data: Buffer): Buffer {
@@ -66,9 +69,13 @@ function fcTL(seq: number, w: number, h: number, delayMs: number): Buffer {
   return chunk('fcTL', b);
 }
 
+function hasPrompt(prompt: unknown): boolean {
+  return prompt !== undefined && prompt !== null && !(typeof prompt === 'object' && Object.keys(prompt as object).length === 0);
+}
+
 function metadataTexts(prompt: unknown, extra: unknown): Array<[string, string]> {
   const texts: Array<[string, string]> = [];
-  if (prompt !== undefined && prompt !== null && !(typeof prompt === 'object' && Object.keys(prompt as object).length === 0)) texts.push(['prompt', asciiJson(prompt)]);
+  if (hasPrompt(prompt)) texts.push(['prompt', asciiJson(prompt)]);
   if (extra && typeof extra === 'object') for (const [k, v] of Object.entries(extra as Record<string, unknown>)) texts.push([k, asciiJson(v)]);
   return texts;
 }
@@ -111,34 +118,45 @@ export async function encodeApng(frames: Frame[], delayMs: number, compressLevel
   return Buffer.concat(parts);
 }
 
-/** EXIF IFD0 tags PIL's exif[0x0110], [0x010F], [0x010E], … map to (libexif names, as libvips sets them). */
-const EXIF_TAGS = ['Make', 'ImageDescription', 'DocumentName'];
+/**
+ * The reference's EXIF entries: the prompt in Model (0x0110) as `prompt:<json>`, then each extra_pnginfo key from
+ * Make (0x010f) downwards as `<key>:<json>`.
+ */
+function exifEntries(texts: Array<[string, string]>, withPrompt: boolean): Array<[number, string]> {
+  const entries: Array<[number, string]> = [];
+  let tag = 0x010f;
+  texts.forEach(([k, v], i) => {
+    if (withPrompt && i === 0) entries.push([0x0110, `prompt:${v}`]);
+    else {
+      if (tag < 0) throw new Error('extra_pnginfo has more entries than the EXIF tags below Make (0x010f) can hold');
+      entries.push([tag--, `${k}:${v}`]);
+    }
+  });
+  return entries;
+}
 
-async function encodeWebp(frames: Frame[], delayMs: number, lossless: boolean, quality: number, method: number, texts: Array<[string, string]>): Promise<Buffer> {
+async function encodeWebp(frames: Frame[], delayMs: number, lossless: boolean, quality: number, method: number, exif: Buffer): Promise<Buffer> {
   const { width: w, height: h, channels: c } = frames[0]!;
   checkSize(w, h, frames.length);
-  const ifd0: Record<string, string> = {};
-  let tag = 0;
-  for (const [k, v] of texts) {
-    if (k === 'prompt' && tag === 0 && ifd0.Model === undefined) {
-      ifd0.Model = `prompt:${v}`;
-      continue;
+  let bytes: Buffer | null = null;
+  // One lossy frame at the default method: libwebp through @napi-rs/image (files/libwebp.ts: the same bytes for
+  // less CPU), from the frame's own pipeline, so that a pending frame (LoadImage's) is decoded by libvips straight
+  // into the RGBA the encoder takes.
+  if (frames.length === 1 && !lossless && method === 4 && c === 3) {
+    bytes = await encodeLossyRgba(await frames[0]!.pipeline().ensureAlpha().raw().toBuffer(), w, h, quality);
+  }
+  if (!bytes) {
+    // libvips writes one frame as a still image, as the reference's PIL does; several as one tall raw image of pages.
+    let img: Sharp;
+    if (frames.length === 1) img = frames[0]!.pipeline();
+    else {
+      await Promise.all(frames.map((f) => f.materialise()));
+      const raw = Buffer.concat(frames.map((f) => (f.channels === c ? f.data : Buffer.alloc(w * h * c))));
+      img = sharp(raw, { raw: { width: w, height: h * frames.length, channels: c, pageHeight: h } });
     }
-    const name = EXIF_TAGS[tag++];
-    if (name) ifd0[name] = `${k}:${v}`;
+    bytes = await img.webp({ lossless, quality, effort: method, loop: 0, delay: frames.map(() => Math.min(65535, delayMs)) }).toBuffer();
   }
-  // One frame (libvips writes it as a still image, as the reference's PIL does): its own pipeline, so that a pending
-  // frame (LoadImage's) is decoded in the encoder's pipeline instead of into JavaScript and copied back. Several: one
-  // tall raw image of pages.
-  let img: Sharp;
-  if (frames.length === 1) img = frames[0]!.pipeline();
-  else {
-    await Promise.all(frames.map((f) => f.materialise()));
-    const raw = Buffer.concat(frames.map((f) => (f.channels === c ? f.data : Buffer.alloc(w * h * c))));
-    img = sharp(raw, { raw: { width: w, height: h * frames.length, channels: c, pageHeight: h } });
-  }
-  if (Object.keys(ifd0).length > 0) img = img.withExif({ IFD0: ifd0 });
-  return img.webp({ lossless, quality, effort: method, loop: 0, delay: frames.map(() => Math.min(65535, delayMs)) }).toBuffer();
+  return withExifChunk(bytes, exif);
 }
 
 /** Writes `bytes` under the next free counter of `prefix` in the output folder; never overwrites. */
@@ -184,7 +202,9 @@ export const animatedSaveNodes: NodeDefinition[] = v3('comfy_extras.nodes_images
     outputNode: true,
     execute: async ({ images, filename_prefix, fps, lossless, quality, method, prompt, extra_pnginfo }, ctx) => {
       const frames = (images as ImageBatch).frames;
-      const bytes = await encodeWebp(frames, Math.trunc(1000 / fps), lossless === true, quality, WEBP_METHODS[method] ?? 4, metadataTexts(prompt, extra_pnginfo));
+      const texts = metadataTexts(prompt, extra_pnginfo);
+      const exif = pilExif(exifEntries(texts, hasPrompt(prompt)));
+      const bytes = await encodeWebp(frames, Math.trunc(1000 / fps), lossless === true, quality, WEBP_METHODS[method] ?? 4, exif);
       return { ui: uiOf(await writeOutput(String(filename_prefix), 'webp', frames[0]!, bytes, ctx), frames.length) };
     },
   }),
