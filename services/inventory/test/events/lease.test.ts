@@ -6,15 +6,16 @@ import path from 'node:path';
 import { client, forEachStorage, startTestServer, type TestServer } from '@svc/testkit';
 import { buildApp } from '../../src/app.ts';
 import type { InventoryDeps } from '../../src/deps.ts';
+import { serviceArgs } from '../api/helpers.ts';
 import { ADMIN_TOKEN, deviceEvent, emit, startReceiver, until } from './helpers.ts';
 
 const serviceDir = path.resolve(import.meta.dirname, '../..');
 const LEASE_MS = 1500;
 
-/** A delivery worker process (`npm run inventory:worker`) on the test server's database. */
+/** A delivery worker process (`npm run inventory:worker`, as that starts it: serviceArgs) on the test server's database. */
 function startWorker(server: TestServer, leaseMs = LEASE_MS): Promise<ChildProcess> {
   const cfg = server.cfg;
-  const args = ['--import', 'tsx', 'src/worker-main.ts', '--data-dir', cfg.dataDir, '--webhook-allow', '127.0.0.0/8,::1/128'];
+  const args = [...serviceArgs('inventory:worker-main'), '--data-dir', cfg.dataDir, '--webhook-allow', '127.0.0.0/8,::1/128'];
   if (cfg.databaseUrl) args.push('--database-url', cfg.databaseUrl, '--pg-schema', cfg.pgSchema);
   const child = spawn(process.execPath, args, { cwd: serviceDir, stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, LOG_LEVEL: 'error', INVENTORY_WEBHOOK_LEASE_MS: String(leaseMs), INVENTORY_WEBHOOK_RETRY_BASE_MS: '200', INVENTORY_WEBHOOK_RETRY_JITTER: '0' } });
   return new Promise((resolve, reject) => {
