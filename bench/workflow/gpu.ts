@@ -15,6 +15,13 @@
  * fp16, whose 11-bit mantissa rounds every layer) and timed per size, so fp16
  * and fp32 step times sit side by side. `--families tiny` (the tests' tiny
  * UNet) with `--device cpu` is a dry run of the whole script in seconds.
+ *
+ * `--parts vae,text` (the default; `--parts ''` skips it), for sd15 and tiny:
+ * the family's VAE decode at --check-size and its text encoder (CLIP-L) on
+ * the device against the CPU's float32, the VAE in fp32 and with --fp16-vae
+ * (non-finite values counted: an SD VAE can overflow in float16, which the
+ * reference leaves as is), the text encoder in float32 from its fp16 weights
+ * (--fp16-text-enc: how the reference stores and computes it).
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -30,13 +37,14 @@ const { values: args } = parseArgs({
     evals: { type: 'string', default: '3' },
     'check-size': { type: 'string', default: '512' },
     precisions: { type: 'string', default: 'fp32,fp16' },
+    parts: { type: 'string', default: 'vae,text' },
   },
   strict: true,
 });
 
 const { DeviceError, deviceName, parseDevice, probeDevice } = await import('../../services/workflow/src/models/device.ts');
 const { configureDevice } = await import('../../services/workflow/src/models/session.ts');
-const { loadCheckpoint, unloadAll, UNetModel } = await import('../../services/workflow/src/models/sd1.ts');
+const { ClipModel, loadCheckpoint, unloadAll, UNetModel, VaeModel } = await import('../../services/workflow/src/models/sd1.ts');
 const { SD15, TINY, fixtureSpecs } = await import('../../services/workflow/test/models-fixture.ts');
 const { configurePrecision } = await import('../../services/workflow/src/models/precision.ts');
 const precisions = args.precisions.split(',').map((p) => {
@@ -213,8 +221,9 @@ try {
       }
       r.fp16_speedup = speed;
     }
-    results[family] = r;
     fs.rmSync(file, { force: true });
+    if (family !== 'sdxl' && args.parts) r.parts = await checkParts(family === 'tiny' ? TINY : SD15, Number(args['check-size']));
+    results[family] = r;
   }
 } catch (err) {
   results.error = String((err as Error)?.stack ?? err);
@@ -224,6 +233,62 @@ try {
 }
 report.results = results;
 finish();
+
+/** The VAE decode and the text encoder on the device, each dtype against the CPU's float32 (--parts). */
+async function checkParts(cfg: typeof SD15, size: number): Promise<Record<string, unknown>> {
+  const parts = args.parts.split(',');
+  for (const p of parts) if (p !== 'vae' && p !== 'text') throw new Error(`--parts takes vae and/or text, got ${p}`);
+  const all = fixtureSpecs(cfg) as Spec[];
+  // Part files as VAELoader and CLIPLoader read them: the checkpoint's prefixes taken off.
+  const strip = (prefix: string) => all.filter(([k]) => k.startsWith(prefix)).map(([k, shape, init]): Spec => [k.slice(prefix.length), shape, init]);
+  const files = { vae: path.join(dir, 'vae.safetensors'), text: path.join(dir, 'clip.safetensors') };
+  writeF16(files.vae, strip('first_stage_model.'));
+  writeF16(files.text, strip('cond_stage_model.transformer.'));
+  const lat = size / 8;
+  const z = Float32Array.from({ length: 4 * lat * lat }, (_, i) => Math.sin(i * 0.37));
+  const run = async (part: string): Promise<{ out: Float32Array; seconds: number }> => {
+    const t = performance.now();
+    const out =
+      part === 'vae'
+        ? (await new VaeModel(await loadCheckpoint(files.vae, 'vae')).decodeRaw({ shape: [1, 4, lat, lat], data: z })).data
+        : (await new ClipModel(await loadCheckpoint(files.text, 'clip')).encode('a photograph of an astronaut riding a horse'))[0]![0].data;
+    return { out, seconds: (performance.now() - t) / 1000 };
+  };
+  const configure = (dtype: 'fp16' | 'fp32') =>
+    configurePrecision({ dtype: 'fp32', upcastAttention: false, reason: 'bench', vae: { dtype, cpu: false, reason: 'bench' }, textEncoder: { storage: dtype, reason: 'bench' } });
+  const out: Record<string, unknown> = {};
+  for (const part of parts) {
+    configureDevice({ kind: 'cpu' });
+    configure('fp32');
+    const cpu = await run(part);
+    await unloadAll();
+    configureDevice(device);
+    const entry: Record<string, unknown> = { cpu_fp32_s: +cpu.seconds.toFixed(2) };
+    for (const dtype of ['fp32', 'fp16'] as const) {
+      configure(dtype);
+      const dev = await run(part);
+      let [worst, scale, nonFinite] = [0, 0, 0];
+      for (let i = 0; i < cpu.out.length; i++) {
+        if (!Number.isFinite(dev.out[i]!)) nonFinite++;
+        else worst = Math.max(worst, Math.abs(cpu.out[i]! - dev.out[i]!));
+        scale = Math.max(scale, Math.abs(cpu.out[i]!));
+      }
+      const rel = worst / Math.max(scale, 1e-6);
+      // The text encoder computes in float32 either way (fp16 is its weights' storage): float32's tolerance.
+      const tol = part === 'vae' && dtype === 'fp16' ? 5e-2 : 1e-2;
+      const ok = nonFinite === 0 && rel <= tol;
+      // The second run is the step alone (the first made the session).
+      const again = await run(part);
+      entry[dtype] = { relative: rel, max_abs_diff: worst, largest: scale, non_finite: nonFinite, tolerance: tol, within_tolerance: ok, session_and_run_s: +dev.seconds.toFixed(2), run_s: +again.seconds.toFixed(3) };
+      const what = part === 'vae' ? `VAE decode at ${size}²` : 'text encoder (float32 compute)';
+      log(`${part} ${dtype}: ${what} on ${deviceName(device)} against the CPU's fp32: ${rel.toExponential(2)} relative, ${nonFinite} not finite, ${ok ? 'within' : 'OUTSIDE'} ${tol}; ${again.seconds.toFixed(3)} s a run`);
+      await unloadAll();
+    }
+    out[part] = entry;
+  }
+  configurePrecision({ dtype: 'fp32', upcastAttention: false, reason: 'bench' });
+  return out;
+}
 
 function finish(): void {
   report.finished = new Date().toISOString();

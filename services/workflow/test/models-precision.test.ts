@@ -36,8 +36,10 @@ test('flags: fp16 on a GPU and fp32 on the CPU by default, the reference\'s over
   const cpu = { kind: 'cpu' } as const;
   const cuda = { kind: 'cuda', index: 1 } as const;
   const r = (f: Record<string, unknown>, d: Parameters<typeof resolvePrecision>[1] = cpu, env: NodeJS.ProcessEnv = {}) => resolvePrecision(f, d, env);
-  assert.deepEqual(r({}), { dtype: 'fp32', upcastAttention: false, reason: 'the default on the CPU' });
-  assert.deepEqual(r({}, cuda), { dtype: 'fp16', upcastAttention: false, reason: 'the default on cuda:1' });
+  // The UNet's part (the VAE's and the text encoders' are models-precision-parts.test.ts's).
+  const unet = ({ dtype, upcastAttention, reason }: UNetPrecision) => ({ dtype, upcastAttention, reason });
+  assert.deepEqual(unet(r({})), { dtype: 'fp32', upcastAttention: false, reason: 'the default on the CPU' });
+  assert.deepEqual(unet(r({}, cuda)), { dtype: 'fp16', upcastAttention: false, reason: 'the default on cuda:1' });
   assert.equal(r({}, { kind: 'webgpu' }).dtype, 'fp16');
   assert.equal(r({ forceFp16: true }).dtype, 'fp16');
   assert.equal(r({ forceFp32: true }, cuda).dtype, 'fp32');

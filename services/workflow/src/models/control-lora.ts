@@ -15,6 +15,7 @@ import { detectControl, type ControlLoraSpec } from './detect-control.ts';
 import { UNET_PREFIX, type UNetConfig } from './detect.ts';
 import { OnnxGraph } from './graph-builder.ts';
 import { DataType } from './onnx-proto.ts';
+import { unetPrecision } from './precision.ts';
 import { ModelFileError, type SafetensorsFile } from './safetensors.ts';
 import type { Checkpoint } from './sd1.ts';
 import { ortTensor, WEIGHTS_LOCATION, type OrtTensor } from './session.ts';
@@ -35,8 +36,9 @@ class ControlLoraGraph extends OnnxGraph {
     model: SafetensorsFile,
     private readonly own: SafetensorsFile,
     private readonly lowRank: ReadonlySet<string>,
+    precision: { half?: boolean; upcastAttention?: boolean } = {},
   ) {
-    super(model, WEIGHTS_LOCATION, UNET_PREFIX);
+    super(model, WEIGHTS_LOCATION, UNET_PREFIX, precision);
   }
 
   private module(key: string): string | undefined {
@@ -66,8 +68,19 @@ class ControlLoraGraph extends OnnxGraph {
   }
 
   override w(key: string): string {
+    if (!this.half) return this.weight32(key);
+    // A half graph: the sum in float32 (the reference adds in the compute type), then float16 once; ORT folds it.
+    const known = this.weightNames.get(`half:${key}`);
+    if (known) return known;
+    const value = !this.own.has(key) && !this.module(key) ? super.w(key) : this.op('Cast', [this.weight32(key)], { to: DataType.FLOAT16 });
+    this.weightNames.set(`half:${key}`, value);
+    return value;
+  }
+
+  /** The weight in float32: the file's tensor or the model's, plus up·down where the file has them. */
+  private weight32(key: string): string {
     const m = this.module(key);
-    const base = this.own.has(key) ? this.ownWeight(key) : super.w(key);
+    const base = this.own.has(key) ? this.ownWeight(key) : super.wFloat(key);
     if (!m) return base;
     const known = this.weightNames.get(`lora:${key}`);
     if (known) return known;
@@ -143,7 +156,10 @@ export class ControlLoraModel {
     if (hint.shape[1] !== this.spec.hintChannels) throw new Error(`this Control-LoRA takes a hint of ${this.spec.hintChannels} channels, got ${hint.shape[1]}`);
     const own = this.checkpoint.file;
     const lowRank = new Set(this.spec.lowRank);
-    const build = () => buildControlNetGraph(new ControlLoraGraph(model.file, own, lowRank), cfg, this.spec.hintChannels);
+    // The sampled model's precision, as the reference's ControlLora takes the model's dtype.
+    const p = unetPrecision();
+    const half = p.dtype === 'fp16';
+    const build = () => buildControlNetGraph(new ControlLoraGraph(model.file, own, lowRank, { half, upcastAttention: p.upcastAttention }), cfg, this.spec.hintChannels);
     const feeds: Record<string, OrtTensor> = {
       x: ortTensor('float32', call.x, call.shape),
       hint: ortTensor('float32', hint.data, hint.shape),
@@ -156,7 +172,7 @@ export class ControlLoraModel {
     }
     // The session is the model's (its file, float32 copy and LoRA patches), with this file hard-linked beside it (read in place).
     const extra = async () => [{ name: OWN_LOCATION, path: own.path }];
-    const out = await model.run(`control_lora:${ids.get(this.checkpoint)}`, build, feeds, extra);
+    const out = await model.run(`control_lora:${ids.get(this.checkpoint)}${half ? ':fp16' : ''}`, build, feeds, extra);
     const planar = (t: OrtTensor): ResidualTensor => ({ shape: [...t.dims], data: t.data as Float32Array });
     return { output: cfg.inputBlocks.map((_, i) => planar(out[`out_${i}`]!)), middle: [planar(out.mid!)] };
   }

@@ -50,12 +50,13 @@ function unionMerge(g: OnnxGraph, guided: string): string {
 export function buildControlNetGraph(g: OnnxGraph, cfg: UNetConfig, hintChannels: number, union?: UnionGraphOptions): Uint8Array {
   const addToEmb = union
     ? (emb: string) => {
-        const c = g.input('ctype_emb', DataType.FLOAT, [1, 256 * union.types]);
+        const c = g.floatInput('ctype_emb', [1, 256 * union.types]);
         return g.add(emb, g.linear(g.silu(g.linear(c, 'control_add_embedding.linear_1')), 'control_add_embedding.linear_2'));
       }
     : undefined;
   const { x, context, emb } = unetInputs(g, cfg, { addToEmb });
-  let guided = g.input('hint', DataType.FLOAT, ['hint_batch', hintChannels, 'hint_height', 'hint_width']);
+  // float32 in, as the UNet's inputs (cast to float16 in a half graph).
+  let guided = g.floatInput('hint', ['hint_batch', hintChannels, 'hint_height', 'hint_width']);
   HINT_CONVS.forEach((k, i) => {
     guided = g.conv(guided, `input_hint_block.${k}`, { stride: HINT_STRIDED.has(k) ? 2 : 1 });
     if (i < HINT_CONVS.length - 1) guided = g.silu(guided);

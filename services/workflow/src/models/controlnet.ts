@@ -13,6 +13,7 @@ import { CONTROL_PREFIX, detectControl, type ControlNetSpec, type T2IAdapterSpec
 import { OnnxGraph } from './graph-builder.ts';
 import { UNET_PREFIX } from './detect.ts';
 import { LoadedLora, WeightPatches } from './lora.ts';
+import { unetPrecision } from './precision.ts';
 import { ortTensor, WEIGHTS_LOCATION, type OrtTensor } from './session.ts';
 import { loadCheckpoint, UNetModel, type Checkpoint } from './sd1.ts';
 import { buildT2IAdapterGraph } from './t2i-adapter-graph.ts';
@@ -55,8 +56,11 @@ export class ControlNetModel {
     const n = call.shape[0]!;
     const union = this.spec.union;
     const typed = !!union && this.controlType.length > 0;
-    const kind = union ? (typed ? 'controlnet:union-typed' : 'controlnet:union') : 'controlnet';
-    const build = () => buildControlNetGraph(new OnnxGraph(this.checkpoint.file, WEIGHTS_LOCATION, CONTROL_PREFIX), cfg, this.spec.hintChannels, union && { types: union.types, typed });
+    // The diffusion model's precision (controlnet.py asks unet_dtype for it): float16 on a GPU, float32 in and out either way.
+    const p = unetPrecision();
+    const half = p.dtype === 'fp16';
+    const kind = (union ? (typed ? 'controlnet:union-typed' : 'controlnet:union') : 'controlnet') + (half ? ':fp16' : '');
+    const build = () => buildControlNetGraph(new OnnxGraph(this.checkpoint.file, WEIGHTS_LOCATION, CONTROL_PREFIX, { half, upcastAttention: p.upcastAttention }), cfg, this.spec.hintChannels, union && { types: union.types, typed });
     if (call.context.shape[2] !== cfg.contextDim) throw new Error(`the conditioning has width ${call.context.shape[2]}; this ControlNet's cross-attention takes ${cfg.contextDim}`);
     if (hint.shape[1] !== this.spec.hintChannels) throw new Error(`this ControlNet takes a hint of ${this.spec.hintChannels} channels, got ${hint.shape[1]}`);
     const feeds: Record<string, OrtTensor> = {
@@ -117,6 +121,7 @@ export class T2IAdapterModel {
   /** Adapter.forward: the lists as the reference returns them (reversed, with the empty places). */
   async forward(hint: Planar): Promise<{ input: (Planar | null)[]; middle: (Planar | null)[] }> {
     const [, , h, w] = hint.shape as [number, number, number, number];
+    // float32 whatever the diffusion model's precision: the reference runs the adapter in x_noisy's dtype, the sampler's float32.
     const kind = `t2i:${h}x${w}`;
     const build = () => buildT2IAdapterGraph(new OnnxGraph(this.checkpoint.file, WEIGHTS_LOCATION, ''), this.spec, h, w);
     const out = await this.checkpoint.run(kind, build, { hint: ortTensor('float32', hint.data, hint.shape) });

@@ -11,14 +11,26 @@
  * fp16 weights are read as they are, others cast to float16; its inputs and
  * outputs stay float32 (cast at the boundary), group-norm statistics are
  * taken in float32, and attention runs in float32 where upcast.
+ *
+ * A graph built with `storage` (the text encoders' --fp16-text-enc, …)
+ * computes in float32 from weights rounded to that type first, as the
+ * reference's CLIP stores its weights and casts them up to compute.
  */
 import { DataType, encodeModel, type GraphSpec, type NodeSpec, type TensorValue, type ValueInfo } from './onnx-proto.ts';
 import { FLOAT32_LOCATION, type Float32Copy } from './float32-copy.ts';
 import type { WeightPatches } from './lora.ts';
-import { toHalfBits } from './precision.ts';
+import { toHalfBits, type TextEncoderStorage } from './precision.ts';
 import { ModelFileError, type SafetensorsFile } from './safetensors.ts';
 
 const ONNX_DTYPE: Record<string, number> = { F32: DataType.FLOAT, F16: DataType.FLOAT16, BF16: DataType.BFLOAT16, F64: DataType.DOUBLE };
+
+/** The ONNX type each storage rounds to, and the file dtype whose values it holds exactly (no rounding needed). */
+const STORAGE: Record<Exclude<TextEncoderStorage, 'fp32'>, { to: number; exact: string }> = {
+  fp16: { to: DataType.FLOAT16, exact: 'F16' },
+  bf16: { to: DataType.BFLOAT16, exact: 'BF16' },
+  fp8_e4m3fn: { to: DataType.FLOAT8E4M3FN, exact: 'F8_E4M3' },
+  fp8_e5m2: { to: DataType.FLOAT8E5M2, exact: 'F8_E5M2' },
+};
 
 export class OnnxGraph {
   private readonly nodes: NodeSpec[] = [];
@@ -47,14 +59,17 @@ export class OnnxGraph {
   readonly half: boolean;
   /** In a half graph: attention (and its softmax) in float32. */
   readonly upcastAttention: boolean;
+  /** A float32 graph whose weights are rounded to this type first (the text encoders' storage); undefined: as the file holds them. */
+  readonly storage?: Exclude<TextEncoderStorage, 'fp32'>;
 
   constructor(
     readonly file: SafetensorsFile,
     readonly location: string,
     readonly prefix: string,
-    precision: { half?: boolean; upcastAttention?: boolean } = {},
+    precision: { half?: boolean; upcastAttention?: boolean; storage?: TextEncoderStorage } = {},
   ) {
     this.half = precision.half === true;
+    if (precision.storage && precision.storage !== 'fp32' && !this.half) this.storage = precision.storage;
     this.upcastAttention = this.half && precision.upcastAttention === true;
     const p = OnnxGraph.activePatches;
     if (p && p.target === file && p.prefix === prefix && !p.empty) this.patches = p;
@@ -125,8 +140,27 @@ export class OnnxGraph {
     return value;
   }
 
-  /** A float32 value holding checkpoint tensor `key`. */
-  private wFloat(key: string): string {
+  /** Whether `key`'s float32 value is rounded to the storage type (a file dtype the storage holds exactly is not). */
+  private rounds(full: string): boolean {
+    return this.storage !== undefined && !this.patches?.plan.has(full) && this.file.info(full).dtype !== STORAGE[this.storage].exact;
+  }
+
+  /** A float32 value holding checkpoint tensor `key` (rounded to the storage type where the graph has one). */
+  protected wFloat(key: string): string {
+    const full = this.prefix + key;
+    if (!this.rounds(full)) return this.wFile(key);
+    const known = this.weightNames.get(`${full}#s`);
+    if (known) return known;
+    // Rounded as the reference's load into a float16/bf16/fp8 parameter rounds (to nearest even); ORT folds both casts at creation.
+    // fp8 without saturation, as torch's conversion: out of range is NaN (e4m3fn) or inf (e5m2), not the largest value.
+    const fp8 = this.storage!.startsWith('fp8');
+    const value = this.op('Cast', [this.op('Cast', [this.wFile(key)], { to: STORAGE[this.storage!].to, ...(fp8 ? { saturate: 0 } : {}) })], { to: DataType.FLOAT });
+    this.weightNames.set(`${full}#s`, value);
+    return value;
+  }
+
+  /** A float32 value holding checkpoint tensor `key` as the file (or its patches) holds it. */
+  private wFile(key: string): string {
     const full = this.prefix + key;
     const known = this.weightNames.get(full);
     if (known) return known;
@@ -160,7 +194,7 @@ export class OnnxGraph {
    */
   wTransposed(key: string, [rows, cols]: [number, number]): string | undefined {
     const full = this.prefix + key;
-    if (this.half || !this.float32 || this.patches?.plan.has(full)) return undefined;
+    if (this.half || !this.float32 || this.patches?.plan.has(full) || this.rounds(full)) return undefined;
     const info = this.file.info(full);
     if (info.dtype !== 'F32' && info.dtype !== 'F16' && info.dtype !== 'BF16') return undefined;
     // A shape that does not hold the matrix is the graph's to refuse (a clear ModelFileError from the session).

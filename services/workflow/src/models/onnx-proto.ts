@@ -5,7 +5,7 @@
  * and a byte range, so the protobuf stays small whatever the model's size.
  */
 
-export const DataType = { FLOAT: 1, UINT8: 2, INT8: 3, INT32: 6, INT64: 7, BOOL: 9, FLOAT16: 10, DOUBLE: 11, BFLOAT16: 16 } as const;
+export const DataType = { FLOAT: 1, UINT8: 2, INT8: 3, INT32: 6, INT64: 7, BOOL: 9, FLOAT16: 10, DOUBLE: 11, BFLOAT16: 16, FLOAT8E4M3FN: 17, FLOAT8E5M2: 19 } as const;
 
 export type AttrValue = number | string | number[] | { ints: number[] } | { floats: number[] } | { float: number } | { tensor: TensorValue };
 

@@ -24,7 +24,7 @@ import { deviceName } from './device.ts';
 import { Float32Copy, Float32CopyError } from './float32-copy.ts';
 import { createSession, ortTensor, sessionDevice, WEIGHTS_LOCATION, type ExtraWeights, type OrtTensor, type RuntimeOptions, type Session } from './session.ts';
 import { buildUNetGraph, timestepEmbedding } from './unet-graph.ts';
-import { unetPrecision } from './precision.ts';
+import { textEncoderPrecision, unetPrecision, vaePrecision } from './precision.ts';
 import { buildVaeDecoderGraph, buildVaeEncoderGraph } from './vae-graph.ts';
 
 /** SD1.x latents: 4 channels, scaled by 0.18215 for the UNet (the reference's latent_formats.SD15). */
@@ -114,7 +114,9 @@ export class Checkpoint {
             OnnxGraph.activePatches = undefined;
             OnnxGraph.activeFloat32 = undefined;
           }
-          return await createSession(model, this.file, runtimeOptions, [...(patches ? [{ name: patches.location, data: data! }] : []), ...(await extra())], this.float32);
+          // --cpu-vae: the VAE's (and a TAESD's) sessions on the CPU, as the reference's vae_device.
+          const opts = vaePrecision().cpu && /^(vae|taesd):/.test(kind) ? { ...runtimeOptions, device: { kind: 'cpu' as const } } : runtimeOptions;
+          return await createSession(model, this.file, opts, [...(patches ? [{ name: patches.location, data: data! }] : []), ...(await extra())], this.float32);
         } catch (err) {
           // Shapes that passed detection but do not fit together end here: name the file, not only ONNX Runtime's node.
           if (err instanceof ModelFileError || err instanceof Float32CopyError) throw err;
@@ -448,19 +450,25 @@ export class ClipModel {
     return new ClipModel(this.checkpoint, layer);
   }
 
-  private build = () => buildClipGraph(new OnnxGraph(this.checkpoint.file, WEIGHTS_LOCATION, CLIP_PREFIX), this.checkpoint.detected.clip!, this.layer);
+  /** The text encoder's graph: float32 compute from weights stored as --fp16-text-enc, … say (precision.ts). */
+  private graph(): OnnxGraph {
+    return new OnnxGraph(this.checkpoint.file, WEIGHTS_LOCATION, CLIP_PREFIX, { storage: textEncoderPrecision().storage });
+  }
+
+  private build = () => buildClipGraph(this.graph(), this.checkpoint.detected.clip!, this.layer);
 
   /** Token chunks → hidden states [chunks, 77, D]. */
   async encodeTokens(chunks: number[][]): Promise<FloatTensor> {
     const ids = new BigInt64Array(chunks.length * 77);
     chunks.forEach((c, i) => c.forEach((t, j) => (ids[i * 77 + j] = BigInt(t))));
-    await this.checkpoint.session(`clip:${this.layer}`, this.build);
-    const out = await this.checkpoint.run(`clip:${this.layer}`, this.build, { tokens: ortTensor('int64', ids, [chunks.length, 77]) });
+    const kind = textKind(`clip:${this.layer}`);
+    await this.checkpoint.session(kind, this.build);
+    const out = await this.checkpoint.run(kind, this.build, { tokens: ortTensor('int64', ids, [chunks.length, 77]) });
     const h = out.hidden!;
     return { shape: [...h.dims], data: h.data as Float32Array };
   }
 
-  private buildEmbedded = () => buildClipGraph(new OnnxGraph(this.checkpoint.file, WEIGHTS_LOCATION, CLIP_PREFIX), this.checkpoint.detected.clip!, this.layer, true);
+  private buildEmbedded = () => buildClipGraph(this.graph(), this.checkpoint.detected.clip!, this.layer, true);
 
   /**
    * Chunks holding textual-inversion vectors (process_tokens): each vector
@@ -487,7 +495,7 @@ export class ClipModel {
         } else ids[i * 77 + j] = BigInt(t.token);
       }),
     );
-    const kind = `clip:${this.layer}:embeddings`;
+    const kind = textKind(`clip:${this.layer}:embeddings`);
     await this.checkpoint.session(kind, this.buildEmbedded);
     const out = await this.checkpoint.run(kind, this.buildEmbedded, {
       tokens: ortTensor('int64', ids, [n, 77]),
@@ -529,6 +537,18 @@ export class ClipModel {
   }
 }
 
+/** A text encoder's session kind: its weight storage named when it is not the file's own (sessions of two storages never mix). */
+export function textKind(kind: string): string {
+  const s = textEncoderPrecision().storage;
+  return s === 'fp32' ? kind : `${kind}:${s}`;
+}
+
+/** A VAE's session kind and graph precision: float16 with --fp16-vae (precision.ts), the kind saying so. */
+export function vaeGraphPrecision(kind: string): { kind: string; half: boolean } {
+  const half = vaePrecision().dtype === 'fp16';
+  return { kind: half ? `${kind}:fp16` : kind, half };
+}
+
 function emptyTokens(): number[] {
   const t = new Array(77).fill(49407);
   t[0] = 49406;
@@ -551,11 +571,13 @@ export class VaeModel {
   /** latent [B,4,h,w] → pixels [B,H,W,3] in [0,1] (channels last, as the reference's IMAGE). */
   async decode(latent: FloatTensor): Promise<FloatTensor> {
     const cfg = this.checkpoint.detected.vae!;
-    const build = () => buildVaeDecoderGraph(new OnnxGraph(this.checkpoint.file, WEIGHTS_LOCATION, VAE_PREFIX), cfg);
-    await this.checkpoint.session('vae:decoder', build);
+    const { kind, half } = vaeGraphPrecision('vae:decoder');
+    const build = () => buildVaeDecoderGraph(new OnnxGraph(this.checkpoint.file, WEIGHTS_LOCATION, VAE_PREFIX, { half }), cfg);
+    await this.checkpoint.session(kind, build);
     const [b, c, h, w] = latent.shape as [number, number, number, number];
     if (c !== cfg.zChannels) throw new Error(`the VAE decodes latents of ${cfg.zChannels} channels, got ${c}`);
-    const out = (await this.checkpoint.run('vae:decoder', build, { z: ortTensor('float32', latent.data, latent.shape) })).image!;
+    // A float16 overflow (an SD1.x VAE can) gives NaN, kept as the reference keeps it (no float32 retry): saved as black.
+    const out = (await this.checkpoint.run(kind, build, { z: ortTensor('float32', latent.data, latent.shape) })).image!;
     const [, , H, W] = out.dims as [number, number, number, number];
     const src = out.data as Float32Array;
     const px = new Float32Array(b * H * W * 3);
@@ -573,10 +595,11 @@ export class VaeModel {
   /** first_stage_model.decode: latent [B, C, h, w] → the decoder's own output [B, 3, 8h, 8w] (about [−1, 1], unclamped): what tiled decoding blends. */
   async decodeRaw(latent: FloatTensor): Promise<FloatTensor> {
     const cfg = this.checkpoint.detected.vae!;
-    const build = () => buildVaeDecoderGraph(new OnnxGraph(this.checkpoint.file, WEIGHTS_LOCATION, VAE_PREFIX), cfg);
-    await this.checkpoint.session('vae:decoder', build);
+    const { kind, half } = vaeGraphPrecision('vae:decoder');
+    const build = () => buildVaeDecoderGraph(new OnnxGraph(this.checkpoint.file, WEIGHTS_LOCATION, VAE_PREFIX, { half }), cfg);
+    await this.checkpoint.session(kind, build);
     if (latent.shape[1] !== cfg.zChannels) throw new Error(`the VAE decodes latents of ${cfg.zChannels} channels, got ${latent.shape[1]}`);
-    const out = (await this.checkpoint.run('vae:decoder', build, { z: ortTensor('float32', latent.data, latent.shape) })).image!;
+    const out = (await this.checkpoint.run(kind, build, { z: ortTensor('float32', latent.data, latent.shape) })).image!;
     return { shape: [...out.dims], data: out.data as Float32Array };
   }
 
@@ -584,9 +607,10 @@ export class VaeModel {
   async encodeRaw(image: FloatTensor): Promise<FloatTensor> {
     const cfg = this.checkpoint.detected.vae!;
     if (!cfg.hasEncoder) throw new Error('this VAE has no encoder');
-    const build = () => buildVaeEncoderGraph(new OnnxGraph(this.checkpoint.file, WEIGHTS_LOCATION, VAE_PREFIX), cfg);
-    await this.checkpoint.session('vae:encoder', build);
-    const out = (await this.checkpoint.run('vae:encoder', build, { image: ortTensor('float32', image.data, image.shape) })).z!;
+    const { kind, half } = vaeGraphPrecision('vae:encoder');
+    const build = () => buildVaeEncoderGraph(new OnnxGraph(this.checkpoint.file, WEIGHTS_LOCATION, VAE_PREFIX, { half }), cfg);
+    await this.checkpoint.session(kind, build);
+    const out = (await this.checkpoint.run(kind, build, { image: ortTensor('float32', image.data, image.shape) })).z!;
     return { shape: [...out.dims], data: out.data as Float32Array };
   }
 

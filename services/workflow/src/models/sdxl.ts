@@ -10,9 +10,10 @@ import { ClipTokenizer, tokenizeWithWeights, type TokenizeOptions, type Weighted
 import { detectHfClip, detectOpenClip, type TextEncoderSpec } from './detect-families.ts';
 import { OnnxGraph } from './graph-builder.ts';
 import { ModelFileError, type SafetensorsFile } from './safetensors.ts';
+import { textEncoderPrecision } from './precision.ts';
 import { ortTensor, WEIGHTS_LOCATION } from './session.ts';
 import type { DetectedCheckpoint, UNetConfig } from './detect.ts';
-import { Checkpoint, ClipModel, type ConditioningEntry, type FloatTensor } from './sd1.ts';
+import { Checkpoint, ClipModel, textKind, type ConditioningEntry, type FloatTensor } from './sd1.ts';
 
 type DetectedCheckpointFamily = DetectedCheckpoint['family'];
 import { buildTextEncoderGraph } from './text-encoder-graph.ts';
@@ -106,10 +107,11 @@ export class XLClipModel extends ClipModel {
     });
     const ids = kept.map((r) => r.map((t) => (t.embedding ? 0 : t.token)));
     const layer = this.layerFor(spec);
-    const kind = embedded ? `text:${spec.name}:${layer}:embeddings` : `text:${spec.name}:${layer}`;
+    const kind = textKind(embedded ? `text:${spec.name}:${layer}:embeddings` : `text:${spec.name}:${layer}`);
     const ck = this.parts.find((p) => p.spec === spec)!.ck;
     const build = () =>
-      buildTextEncoderGraph(new OnnxGraph(ck.file, WEIGHTS_LOCATION, spec.prefix), spec, {
+      // float32 compute from weights stored as --fp16-text-enc, … say (precision.ts).
+      buildTextEncoderGraph(new OnnxGraph(ck.file, WEIGHTS_LOCATION, spec.prefix, { storage: textEncoderPrecision().storage }), spec, {
         layer,
         // SD2's encoder norms its hidden layer; SDXL's two do not (layer_norm_hidden_state=False).
         layerNormHidden: spec.name === 'h',

@@ -25,6 +25,8 @@ export interface RuntimeOptions {
   threads?: number;
   /** Where per-session folders go (default: the OS temp folder). */
   workDir?: string;
+  /** This session's device instead of the configured one (--cpu-vae puts the VAE's on the CPU). */
+  device?: DeviceSpec;
 }
 
 let device: DeviceSpec = { kind: 'cpu' };
@@ -86,11 +88,12 @@ export async function createSession(model: Uint8Array, file: SafetensorsFile, op
   const base = opts.workDir ?? os.tmpdir();
   await fs.promises.mkdir(base, { recursive: true });
   const dir = await fs.promises.mkdtemp(path.join(base, 'svc-onnx-'));
+  const on = opts.device ?? device;
   const sessionOptions: Ort.InferenceSession.SessionOptions = {
     graphOptimizationLevel: 'all',
     executionMode: 'sequential',
     ...(opts.threads ? { intraOpNumThreads: opts.threads, interOpNumThreads: 1 } : envThreads()),
-    ...(device.kind !== 'cpu' ? { executionProviders: executionProviders(device) as Ort.InferenceSession.SessionOptions['executionProviders'] } : {}),
+    ...(on.kind !== 'cpu' ? { executionProviders: executionProviders(on) as Ort.InferenceSession.SessionOptions['executionProviders'] } : {}),
   };
   try {
     const modelPath = path.join(dir, 'model.onnx');

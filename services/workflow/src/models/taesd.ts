@@ -7,10 +7,9 @@
  * `taesd3`, `taef1` with their scale and shift).
  */
 import { OnnxGraph } from './graph-builder.ts';
-import { DataType } from './onnx-proto.ts';
 import { ModelFileError } from './safetensors.ts';
 import { ortTensor, WEIGHTS_LOCATION } from './session.ts';
-import { cropToCells, VaeModel, type Checkpoint, type FloatTensor } from './sd1.ts';
+import { cropToCells, VaeModel, vaeGraphPrecision, type Checkpoint, type FloatTensor } from './sd1.ts';
 
 /** VAELoader.load_taesd's vae_scale and vae_shift per name. */
 export const TAESD_SCALE: Record<string, [scale: number, shift: number]> = {
@@ -35,7 +34,7 @@ function block(g: OnnxGraph, x: string, i: number): string {
 /** Decoder: z [B, C, h, w] (already shifted and scaled) → [B, 3, 8h, 8w], the network's raw output. */
 export function buildTaesdDecoder(g: OnnxGraph): Uint8Array {
   const c = g.shape('1.weight')[1]!;
-  const z = g.input('z', DataType.FLOAT, ['batch', c, 'height', 'width']);
+  const z = g.floatInput('z', ['batch', c, 'height', 'width']);
   // Clamp: tanh(x / 3) · 3
   let h = g.scale(g.op('Tanh', [g.scale(z, 1 / 3)]), 3);
   h = relu(g, g.conv(h, '1'));
@@ -55,7 +54,7 @@ export function buildTaesdDecoder(g: OnnxGraph): Uint8Array {
 
 /** Encoder: pixels [B, 3, H, W] in [0, 1] → [B, C, H/8, W/8] (before scale and shift). */
 export function buildTaesdEncoder(g: OnnxGraph): Uint8Array {
-  const image = g.input('image', DataType.FLOAT, ['batch', 3, 'height', 'width']);
+  const image = g.floatInput('image', ['batch', 3, 'height', 'width']);
   let h = g.conv(image, '0');
   h = block(g, h, 1);
   let i = 2;
@@ -75,6 +74,8 @@ export class TaesdVae extends VaeModel {
     readonly encoder: Checkpoint | null,
     readonly vaeScale: number,
     readonly vaeShift: number,
+    /** A VAELoader's TAESD computes as --fp16-vae says (it is the reference's comfy.sd.VAE); the sampler previews' stays float32 (latent_preview's). */
+    readonly followsVaeDtype = true,
   ) {
     super(decoder);
     if (!decoder.file.has('1.weight') || decoder.file.info('1.weight').shape.length !== 4) throw new ModelFileError(decoder.file.path, 'not a TAESD decoder: 1.weight (its first conv) is missing');
@@ -82,6 +83,10 @@ export class TaesdVae extends VaeModel {
 
   override get downscale(): number {
     return 8;
+  }
+
+  private graphPrecision(kind: string): { kind: string; half: boolean } {
+    return this.followsVaeDtype ? vaeGraphPrecision(kind) : { kind, half: false };
   }
 
   get latentChannels(): number {
@@ -98,9 +103,10 @@ export class TaesdVae extends VaeModel {
     if (c !== this.latentChannels) throw new Error(`this TAESD decodes latents of ${this.latentChannels} channels, got ${c}`);
     const f = Math.fround;
     const z = latent.data.map((v) => f(f(v - this.vaeShift) * this.vaeScale));
-    const build = () => buildTaesdDecoder(new OnnxGraph(this.decoder.file, WEIGHTS_LOCATION, ''));
-    await this.decoder.session('taesd:decoder', build);
-    const out = (await this.decoder.run('taesd:decoder', build, { z: ortTensor('float32', z, latent.shape) })).image!;
+    const { kind, half } = this.graphPrecision('taesd:decoder');
+    const build = () => buildTaesdDecoder(new OnnxGraph(this.decoder.file, WEIGHTS_LOCATION, '', { half }));
+    await this.decoder.session(kind, build);
+    const out = (await this.decoder.run(kind, build, { z: ortTensor('float32', z, latent.shape) })).image!;
     const [, , H, W] = out.dims as [number, number, number, number];
     const src = out.data as Float32Array;
     const px = new Float32Array(b * H * W * 3);
@@ -119,9 +125,10 @@ export class TaesdVae extends VaeModel {
     if (latent.shape[1] !== this.latentChannels) throw new Error(`this TAESD decodes latents of ${this.latentChannels} channels, got ${latent.shape[1]}`);
     const f = Math.fround;
     const z = latent.data.map((v) => f(f(v - this.vaeShift) * this.vaeScale));
-    const build = () => buildTaesdDecoder(new OnnxGraph(this.decoder.file, WEIGHTS_LOCATION, ''));
-    await this.decoder.session('taesd:decoder', build);
-    const out = (await this.decoder.run('taesd:decoder', build, { z: ortTensor('float32', z, latent.shape) })).image!;
+    const { kind, half } = this.graphPrecision('taesd:decoder');
+    const build = () => buildTaesdDecoder(new OnnxGraph(this.decoder.file, WEIGHTS_LOCATION, '', { half }));
+    await this.decoder.session(kind, build);
+    const out = (await this.decoder.run(kind, build, { z: ortTensor('float32', z, latent.shape) })).image!;
     return { shape: [...out.dims], data: (out.data as Float32Array).map((v) => f(f(v - 0.5) * 2)) };
   }
 
@@ -130,9 +137,10 @@ export class TaesdVae extends VaeModel {
     const enc = this.encoder;
     if (!enc) throw new Error('this TAESD has no encoder');
     const f = Math.fround;
-    const build = () => buildTaesdEncoder(new OnnxGraph(enc.file, WEIGHTS_LOCATION, ''));
-    await enc.session('taesd:encoder', build);
-    const out = (await enc.run('taesd:encoder', build, { image: ortTensor('float32', image.data.map((v) => f(f(v * 0.5) + 0.5)), image.shape) })).z!;
+    const { kind, half } = this.graphPrecision('taesd:encoder');
+    const build = () => buildTaesdEncoder(new OnnxGraph(enc.file, WEIGHTS_LOCATION, '', { half }));
+    await enc.session(kind, build);
+    const out = (await enc.run(kind, build, { image: ortTensor('float32', image.data.map((v) => f(f(v * 0.5) + 0.5)), image.shape) })).z!;
     return { shape: [...out.dims], data: (out.data as Float32Array).map((v) => f(f(v / this.vaeScale) + this.vaeShift)) };
   }
 

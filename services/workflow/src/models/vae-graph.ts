@@ -4,10 +4,11 @@
  * [B, 4, h, w] (the raw latent, as LATENT holds it), output `image`
  * [B, 3, 8h, 8w] in [-1, 1] before the reference's clamp. Encoder input
  * `image` [B, 3, H, W] in [-1, 1], output `z` = the posterior's mode.
+ * Built `half` (--fp16-vae), it computes in float16 with float32 inputs,
+ * outputs and group-norm statistics (graph-builder.ts).
  */
 import type { VaeConfig } from './detect.ts';
 import { OnnxGraph } from './graph-builder.ts';
-import { DataType } from './onnx-proto.ts';
 
 function resnet(g: OnnxGraph, x: string, key: string): string {
   let h = g.conv(g.silu(g.groupNorm(x, `${key}.norm1`, 32, 1e-6)), `${key}.conv1`);
@@ -34,7 +35,7 @@ function mid(g: OnnxGraph, h: string, key: string): string {
 }
 
 export function buildVaeDecoderGraph(g: OnnxGraph, cfg: VaeConfig): Uint8Array {
-  const z = g.input('z', DataType.FLOAT, ['batch', cfg.zChannels, 'height', 'width']);
+  const z = g.floatInput('z', ['batch', cfg.zChannels, 'height', 'width']);
   let h = g.has('post_quant_conv.weight') ? g.conv(z, 'post_quant_conv') : z;
   h = g.conv(h, 'decoder.conv_in');
   h = mid(g, h, 'decoder.mid');
@@ -48,7 +49,7 @@ export function buildVaeDecoderGraph(g: OnnxGraph, cfg: VaeConfig): Uint8Array {
 }
 
 export function buildVaeEncoderGraph(g: OnnxGraph, cfg: VaeConfig): Uint8Array {
-  const image = g.input('image', DataType.FLOAT, ['batch', cfg.inChannels, 'height', 'width']);
+  const image = g.floatInput('image', ['batch', cfg.inChannels, 'height', 'width']);
   let h = g.conv(image, 'encoder.conv_in');
   for (let l = 0; l < cfg.chMult.length; l++) {
     for (let b = 0; b < cfg.numResBlocks; b++) h = resnet(g, h, `encoder.down.${l}.block.${b}`);

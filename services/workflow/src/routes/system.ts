@@ -6,7 +6,7 @@ import type { Rendered } from '../engine/registry.ts';
 import type { NodeRegistry } from '../engine/registry.ts';
 import { dual } from './common.ts';
 import { deviceName, type DeviceSpec } from '../models/device.ts';
-import type { UNetPrecision } from '../models/precision.ts';
+import { TORCH_DTYPE, type UNetPrecision } from '../models/precision.ts';
 
 export const SERVICE_VERSION = '0.1.0';
 
@@ -113,7 +113,16 @@ export function systemRoutes(
         argv: redactArgv(process.argv.slice(1)),
       },
       // unet_dtype: the diffusion model's compute precision (--force-fp16, --fp16-unet, …), beside the device it runs on.
-      devices: [{ ...deviceEntry(opts.device ?? { kind: 'cpu' }, total, free), unet_dtype: opts.precision?.dtype === 'fp16' ? 'float16' : 'float32', upcast_attention: opts.precision?.upcastAttention === true }],
+      // vae_dtype: the VAE's compute precision (--fp16-vae); text_encoder_dtype: how the text encoders' weights are stored (they compute in float32).
+      devices: [
+        {
+          ...deviceEntry(opts.device ?? { kind: 'cpu' }, total, free),
+          unet_dtype: opts.precision?.dtype === 'fp16' ? 'float16' : 'float32',
+          upcast_attention: opts.precision?.upcastAttention === true,
+          vae_dtype: opts.precision?.vae?.dtype === 'fp16' ? 'float16' : 'float32',
+          text_encoder_dtype: TORCH_DTYPE[opts.precision?.textEncoder?.storage ?? 'fp32'].slice('torch.'.length),
+        },
+      ],
       ...(opts.models ? { models: modelsOf(opts.models) } : {}),
     };
   });

@@ -18,7 +18,7 @@ import { PromptRunner, type RunnerOptions } from './prompt-runner.ts';
 import { idempotentNodes, millisecondsFlag, prefetchHoldMs, SharedQueue } from './shared-queue.ts';
 import { deviceName, probeDevice } from '../models/device.ts';
 import { configureDevice } from '../models/session.ts';
-import { configurePrecision, precisionName } from '../models/precision.ts';
+import { configurePrecision, precisionName, textEncoderPrecision, TORCH_DTYPE, vaePrecision } from '../models/precision.ts';
 
 export { buildRegistry };
 
@@ -68,6 +68,10 @@ export async function buildExecution(
   configurePrecision(config.precision);
   // The reference logs the device and the diffusion model's dtype at start-up; so does this.
   log.info({ device: deviceName(config.device), unet_dtype: config.precision.dtype, upcast_attention: config.precision.upcastAttention }, `Device: ${deviceName(config.device)}; diffusion model (UNet) dtype: ${precisionName(config.precision)} (${config.precision.reason})${config.precision.upcastAttention ? ', attention upcast to float32' : ''}`);
+  // The other parts, as the reference's "VAE load device: …, dtype: …" and "CLIP/text encoder model load device: …, dtype: …" say them.
+  const vae = vaePrecision();
+  const te = textEncoderPrecision();
+  log.info({ vae_dtype: vae.dtype, cpu_vae: vae.cpu, text_encoder_dtype: te.storage }, `VAE dtype: ${vae.dtype === 'fp16' ? 'torch.float16' : 'torch.float32'} (${vae.reason})${vae.cpu ? ', on the CPU (--cpu-vae)' : ''}; text encoder weights: ${TORCH_DTYPE[te.storage]} (${te.reason}), computed in float32; ControlNets as the UNet, T2I adapters and upscale models float32`);
   const executor: Engine =
     ex.threads === 0
       ? new Executor(registry, config.cache, ex.limits)

@@ -42,7 +42,7 @@ export function stepPreviewer(
   let taesd: Promise<TaesdVae> | undefined;
   const toRgb = async (x0: Float32Array, shape: readonly number[]): Promise<Rgb> => {
     if (!decoderPath) return latentToRgb(x0, shape, factors, bias);
-    taesd ??= loadCheckpoint(decoderPath, 'taesd').then((c) => new TaesdVae(c, null, 1, 0));
+    taesd ??= loadCheckpoint(decoderPath, 'taesd').then((c) => new TaesdVae(c, null, 1, 0, false));
     const [, c, h, w] = shape as [number, number, number, number];
     const px = await (await taesd).decode({ shape: [1, c, h, w], data: x0.slice(0, c * h * w) });
     const [, H, W] = px.shape as [number, number, number];
