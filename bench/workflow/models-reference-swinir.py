@@ -1,4 +1,4 @@
-"""Reference values for the SwinIR upscale test (services/workflow/test/models-upscale-swinir.test.ts).
+"""Reference values for the SwinIR and HAT upscale test (services/workflow/test/models-upscale-swinir.test.ts).
 
 Loads each generated file with spandrel's ModelLoader (what the reference's UpscaleModelLoader calls, after its own
 "module." strip for SwinIR keys) and runs it as the reference's ImageUpscaleWithModel does: comfy.utils.tiled_scale

@@ -7,7 +7,7 @@ import { startWorkflow } from './helpers.ts';
 import { image, putInput, readOutput, run, type Server } from './nodes-helpers.ts';
 import { patternPixel } from './esrgan-fixture.ts';
 import { withTileHalving } from '../src/nodes/sd/upscale-nodes.ts';
-import { SWINIR_CASES, writeSpecs, writeSwinIR, swinirSpecs, type Spec } from './swinir-fixture.ts';
+import { HAT_CASES, hatSpecs, SWINIR_CASES, writeHAT, writeSpecs, writeSwinIR, swinirSpecs, type Spec } from './swinir-fixture.ts';
 
 /**
  * SwinIR (spandrel's architecture) through UpscaleModelLoader and
@@ -19,7 +19,9 @@ import { SWINIR_CASES, writeSpecs, writeSwinIR, swinirSpecs, type Spec } from '.
  * (test/fixtures/models-reference-swinir.json, written by
  * bench/workflow/models-reference-swinir.ts). Each image's size is not a
  * multiple of the window (padded, then cropped); the pixelshuffledirect one
- * is 530 pixels wide, two tiles blended over their overlap.
+ * is 530 pixels wide, two tiles blended over their overlap. HAT likewise:
+ * ×2 (1conv, patch norm, qkv bias) and ×3 (two groups of 3 and 2 heads, no
+ * residual conv, patch norm or qkv bias, overlapping windows twice the size).
  */
 const ref = JSON.parse(fs.readFileSync(path.join(import.meta.dirname, 'fixtures', 'models-reference-swinir.json'), 'utf8')) as Record<
   string,
@@ -88,17 +90,38 @@ test('ImageUpscaleWithModel halves the tile after an out-of-memory, as the refer
   assert.deepEqual(tried, [512]);
 });
 
-onOneStorage('upscale models (SwinIR)', (storage: StorageKind) => {
+/** Hostile variants of the HAT ×2 model. */
+const HAT_HOSTILE: typeof HOSTILE = [
+  {
+    name: 'hat_missing_cab',
+    edit: (s) => s.filter((t) => t.name !== 'layers.0.residual_group.blocks.1.conv_block.cab.2.bias'),
+    message: /hat_missing_cab\.safetensors: a HAT \(.*\) missing 1 tensor: layers\.0\.residual_group\.blocks\.1\.conv_block\.cab\.2\.bias/,
+  },
+  {
+    name: 'hat_odd_overlap',
+    edit: (s) => s.map((t) => (t.name === 'relative_position_index_OCA' ? { ...t, shape: [16, 25], values: () => 0 } : t)),
+    message: /hat_odd_overlap\.safetensors: overlapping windows of 5 around windows of 4 do not line up/,
+  },
+  {
+    name: 'hat_bad_table',
+    edit: (s) => s.map((t) => (t.name === 'layers.0.residual_group.overlap_attn.relative_position_bias_table' ? { ...t, shape: [64, 2] } : t)),
+    message: /hat_bad_table\.safetensors: layers\.0\.residual_group\.overlap_attn\.relative_position_bias_table has shape \[64, 2\], expected \[81, 2\]/,
+  },
+];
+
+onOneStorage('upscale models (SwinIR and HAT)', (storage: StorageKind) => {
   let srv: Server;
 
   before(async () => {
     srv = await startWorkflow(storage);
     const dir = path.join(srv.cfg.dataDir, 'models', 'upscale_models');
     fs.mkdirSync(dir, { recursive: true });
-    for (const c of SWINIR_CASES) {
-      writeSwinIR(path.join(dir, `${c.name}.safetensors`), c);
+    for (const c of [...SWINIR_CASES, ...HAT_CASES]) {
+      if ('overlapWindow' in c) writeHAT(path.join(dir, `${c.name}.safetensors`), c);
+      else writeSwinIR(path.join(dir, `${c.name}.safetensors`), c);
       await putInput(srv, `${c.name}.png`, image(c.width, c.height, 3, (x, y) => [0, 1, 2].map((ch) => patternPixel(x, y, ch))));
     }
+    for (const h of HAT_HOSTILE) writeSpecs(path.join(dir, `${h.name}.safetensors`), h.edit!(hatSpecs(HAT_CASES[0]!)));
     const base = SWINIR_CASES[0]!;
     for (const h of HOSTILE) {
       const file = path.join(dir, `${h.name}.safetensors`);
@@ -109,8 +132,9 @@ onOneStorage('upscale models (SwinIR)', (storage: StorageKind) => {
   });
   after(() => srv.close());
 
-  for (const c of SWINIR_CASES) {
-    test(`${c.name}: '${c.upsampler}' ×${c.scale}, the reference's bytes`, async (t) => {
+  const CASES = [...SWINIR_CASES.map((c) => ({ ...c, label: `SwinIR '${c.upsampler}'` })), ...HAT_CASES.map((c) => ({ ...c, label: 'HAT' }))];
+  for (const c of CASES) {
+    test(`${c.name}: ${c.label} ×${c.scale}, the reference's bytes`, async (t) => {
       const want = ref[c.name]!;
       const r = await run(srv, upscalePrompt(`${c.name}.safetensors`, `${c.name}.png`));
       assert.equal(r.error, undefined, JSON.stringify(r.error));
@@ -145,7 +169,7 @@ onOneStorage('upscale models (SwinIR)', (storage: StorageKind) => {
     assert.deepEqual([px.width, px.height], [12, 8]);
   });
 
-  for (const h of HOSTILE) {
+  for (const h of [...HOSTILE, ...HAT_HOSTILE]) {
     test(`hostile file (${h.name}): a node error of the loader naming the file`, async () => {
       const r = await run(srv, upscalePrompt(`${h.name}.safetensors`, 'tiny.png'));
       assert.equal(r.error?.node_id, '2', JSON.stringify(r.error));

@@ -163,3 +163,102 @@ export function writeSpecs(file: string, list: Spec[]): void {
 export function writeSwinIR(file: string, c: SwinIRCase, edit: (specs: Spec[]) => Spec[] = (s) => s): void {
   writeSpecs(file, edit(swinirSpecs(c)));
 }
+
+/** A tiny HAT (spandrel's HAT state dict) and the image it runs on. */
+export interface HATCase {
+  name: string;
+  embed: number;
+  depths: number[];
+  heads: number[];
+  window: number;
+  /** Overlapping window of OCAB: window + int(window · overlap_ratio). */
+  overlapWindow: number;
+  mlpRatio: number;
+  cabWidth: number;
+  squeezeWidth: number;
+  numFeat: number;
+  scale: number;
+  resi: '1conv' | 'identity';
+  qkvBias: boolean;
+  patchNorm: boolean;
+  lastGain?: number;
+  width: number;
+  height: number;
+}
+
+export const HAT_CASES: HATCase[] = [
+  { name: 'hat_x2', embed: 12, depths: [2], heads: [2], window: 4, overlapWindow: 6, mlpRatio: 2, cabWidth: 4, squeezeWidth: 2, numFeat: 16, scale: 2, resi: '1conv', qkvBias: true, patchNorm: true, lastGain: 0.4, width: 23, height: 17 },
+  { name: 'hat_x3', embed: 12, depths: [2, 1], heads: [3, 2], window: 4, overlapWindow: 8, mlpRatio: 2, cabWidth: 6, squeezeWidth: 3, numFeat: 8, scale: 3, resi: 'identity', qkvBias: false, patchNorm: false, lastGain: 0.25, width: 21, height: 18 },
+];
+
+function overlapIndex(ws: number, wse: number): number[] {
+  const out: number[] = [];
+  for (let a = 0; a < ws * ws; a++)
+    for (let b = 0; b < wse * wse; b++) out.push((Math.floor(b / wse) - Math.floor(a / ws) + ws - wse + 1) * (ws + wse - 1) + (b % wse) - (a % ws) + ws - wse + 1);
+  return out;
+}
+
+export function hatSpecs(c: HATCase): Spec[] {
+  const E = c.embed;
+  const ws = c.window;
+  const wse = c.overlapWindow;
+  const hidden = E * c.mlpRatio;
+  const out: Spec[] = [];
+  const f = (name: string, shape: number[]) => out.push({ name, shape, dtype: 'F32' });
+  const conv = (k: string, o: number, i: number, kernel = 3) => {
+    f(`${k}.weight`, [o, i, kernel, kernel]);
+    f(`${k}.bias`, [o]);
+  };
+  const norm = (k: string) => {
+    f(`${k}.weight`, [E]);
+    f(`${k}.bias`, [E]);
+  };
+  const linear = (k: string, o: number, i: number, bias = true) => {
+    f(`${k}.weight`, [o, i]);
+    if (bias) f(`${k}.bias`, [o]);
+  };
+  const sa = relativeIndex(ws);
+  const oca = overlapIndex(ws, wse);
+  out.push({ name: 'relative_position_index_SA', shape: [ws * ws, ws * ws], dtype: 'I64', values: (k) => sa[k]! });
+  out.push({ name: 'relative_position_index_OCA', shape: [ws * ws, wse * wse], dtype: 'I64', values: (k) => oca[k]! });
+  conv('conv_first', E, 3);
+  if (c.patchNorm) norm('patch_embed.norm');
+  c.depths.forEach((depth, i) => {
+    const g = `layers.${i}.residual_group`;
+    for (let j = 0; j < depth; j++) {
+      const b = `${g}.blocks.${j}`;
+      norm(`${b}.norm1`);
+      f(`${b}.attn.relative_position_bias_table`, [(2 * ws - 1) ** 2, c.heads[i]!]);
+      linear(`${b}.attn.qkv`, 3 * E, E, c.qkvBias);
+      linear(`${b}.attn.proj`, E, E);
+      conv(`${b}.conv_block.cab.0`, c.cabWidth, E);
+      conv(`${b}.conv_block.cab.2`, E, c.cabWidth);
+      conv(`${b}.conv_block.cab.3.attention.1`, c.squeezeWidth, E, 1);
+      conv(`${b}.conv_block.cab.3.attention.3`, E, c.squeezeWidth, 1);
+      norm(`${b}.norm2`);
+      linear(`${b}.mlp.fc1`, hidden, E);
+      linear(`${b}.mlp.fc2`, E, hidden);
+    }
+    const o = `${g}.overlap_attn`;
+    norm(`${o}.norm1`);
+    linear(`${o}.qkv`, 3 * E, E, c.qkvBias);
+    f(`${o}.relative_position_bias_table`, [(ws + wse - 1) ** 2, c.heads[i]!]);
+    linear(`${o}.proj`, E, E);
+    norm(`${o}.norm2`);
+    linear(`${o}.mlp.fc1`, hidden, E);
+    linear(`${o}.mlp.fc2`, E, hidden);
+    if (c.resi === '1conv') conv(`layers.${i}.conv`, E, E);
+  });
+  norm('norm');
+  if (c.resi === '1conv') conv('conv_after_body', E, E);
+  conv('conv_before_upsample.0', c.numFeat, E);
+  if (c.scale === 3) conv('upsample.0', 9 * c.numFeat, c.numFeat);
+  else for (let k = 0; 2 ** k < c.scale; k++) conv(`upsample.${2 * k}`, 4 * c.numFeat, c.numFeat);
+  conv('conv_last', 3, c.numFeat);
+  if (c.lastGain !== undefined) out.at(-2)!.gain = c.lastGain;
+  return out;
+}
+
+export function writeHAT(file: string, c: HATCase, edit: (specs: Spec[]) => Spec[] = (s) => s): void {
+  writeSpecs(file, edit(hatSpecs(c)));
+}

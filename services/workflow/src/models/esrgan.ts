@@ -18,6 +18,7 @@ import { OnnxGraph } from './graph-builder.ts';
 import { DataType } from './onnx-proto.ts';
 import { ModelFileError, SafetensorsFile } from './safetensors.ts';
 import { createSession, ortTensor, WEIGHTS_LOCATION, type RuntimeOptions, type Session } from './session.ts';
+import { buildHATGraph, describeHAT, detectHAT, overlapWindowIndex, type HATConfig } from './hat.ts';
 import { buildSwinIRGraph, canonicalUpscaleKeys, describeSwinIR, detectSwinIR, hasShiftedBlocks, shiftRegions, type SwinIRConfig } from './swinir.ts';
 
 export interface EsrganConfig {
@@ -48,7 +49,7 @@ export interface CompactConfig {
   shuffle: 1;
 }
 
-export type UpscaleConfig = (EsrganConfig & { kind: 'rrdb' }) | CompactConfig | SwinIRConfig;
+export type UpscaleConfig = (EsrganConfig & { kind: 'rrdb' }) | CompactConfig | SwinIRConfig | HATConfig;
 
 function fail(file: SafetensorsFile, problem: string): never {
   throw new ModelFileError(file.path, problem);
@@ -149,9 +150,9 @@ export function detectCompact(file: SafetensorsFile): CompactConfig | null {
   return fail(file, `its last conv gives ${lastOut} channels, not channels × scale²`);
 }
 
-/** The upscale model in the file (keys canonical, canonicalUpscaleKeys): a SwinIR, a compact Real-ESRGAN or an RRDBNet. */
+/** The upscale model in the file (keys canonical, canonicalUpscaleKeys): a HAT, a SwinIR, a compact Real-ESRGAN or an RRDBNet (spandrel's order). */
 export function detectUpscaleModel(file: SafetensorsFile): UpscaleConfig {
-  return detectSwinIR(file) ?? detectCompact(file) ?? { kind: 'rrdb', ...detectEsrgan(file) };
+  return detectCompact(file) ?? detectHAT(file) ?? detectSwinIR(file) ?? { kind: 'rrdb', ...detectEsrgan(file) };
 }
 
 function lrelu(g: OnnxGraph, x: string): string {
@@ -273,6 +274,7 @@ export class UpscaleModel {
   describe(): string {
     const cfg = this.config;
     if (cfg.kind === 'swinir') return `<UPSCALE_MODEL SwinIR ×${this.scale} (${describeSwinIR(cfg)})>`;
+    if (cfg.kind === 'hat') return `<UPSCALE_MODEL HAT ×${this.scale} (${describeHAT(cfg)})>`;
     return `<UPSCALE_MODEL ${cfg.kind === 'compact' ? 'Compact' : 'ESRGAN'} ×${this.scale}>`;
   }
 
@@ -283,26 +285,32 @@ export class UpscaleModel {
   /** One tile through the network: [1, C, h, w] → [1, C_out, s·h, s·w]. */
   async run(tile: Float32Array, dims: readonly number[], opts: RuntimeOptions = {}): Promise<{ data: Float32Array; dims: number[] }> {
     const cfg = this.config;
-    const graph = (g: OnnxGraph) => (cfg.kind === 'compact' ? buildCompactGraph(g, cfg) : cfg.kind === 'swinir' ? buildSwinIRGraph(g, cfg) : buildEsrganGraph(g, cfg));
+    const graph = (g: OnnxGraph) =>
+      cfg.kind === 'compact' ? buildCompactGraph(g, cfg) : cfg.kind === 'swinir' ? buildSwinIRGraph(g, cfg) : cfg.kind === 'hat' ? buildHATGraph(g, cfg) : buildEsrganGraph(g, cfg);
     this.session ??= createSession(graph(new OnnxGraph(this.file, WEIGHTS_LOCATION, '')), this.file, opts).catch((err: unknown) => {
       this.session = undefined;
       throw new ModelFileError(this.file.path, `its weights do not form a valid model (${(err as Error).message.split('\n')[0]})`);
     });
     const s = await this.session;
     // spandrel's ImageModelDescriptor: the tile padded to the architecture's size requirements (ESRGAN: at least 2
-    // pixels, a multiple of 4 when pixel-unshuffled; SwinIR: at least 16), the output clamped to [0, 1] and cropped back.
+    // pixels, a multiple of 4 when pixel-unshuffled; SwinIR and HAT: at least 16), the output clamped to [0, 1] and cropped back.
     const [b, , h, w] = dims as [number, number, number, number];
-    const [minimum, multiple] = cfg.kind === 'rrdb' ? [cfg.shuffle > 1 ? 4 : 2, cfg.shuffle > 1 ? 4 : 1] : cfg.kind === 'swinir' ? [16, 1] : [0, 1];
+    const [minimum, multiple] = cfg.kind === 'rrdb' ? [cfg.shuffle > 1 ? 4 : 2, cfg.shuffle > 1 ? 4 : 1] : cfg.kind === 'swinir' || cfg.kind === 'hat' ? [16, 1] : [0, 1];
     const need = (n: number) => Math.ceil(Math.max(minimum, n) / multiple) * multiple;
     let input = { data: tile, dims: [...dims] };
     if (need(h) !== h || need(w) !== w) input = padImage(tile, dims, need(h) - h, need(w) - w);
     if (cfg.shuffle > 1) input = pixelUnshuffle(input.data, input.dims, cfg.shuffle);
     const feeds: Record<string, ReturnType<typeof ortTensor>> = {};
-    if (cfg.kind === 'swinir') {
-      // SwinIR.check_image_size: reflect-padded again to a multiple of the window (its output is cropped with the rest).
+    if (cfg.kind === 'swinir' || cfg.kind === 'hat') {
+      // check_image_size: reflect-padded again to a multiple of the window (its output is cropped with the rest).
       const [ph, pw] = [input.dims[2]!, input.dims[3]!].map((n) => (cfg.window - (n % cfg.window)) % cfg.window) as [number, number];
       if (ph || pw) input = padImage(input.data, input.dims, ph, pw);
-      if (hasShiftedBlocks(cfg)) feeds.regions = ortTensor('float32', shiftRegions(cfg, input.dims[2]!, input.dims[3]!), [(input.dims[2]! * input.dims[3]!) / cfg.window ** 2, cfg.window ** 2]);
+      const [H, W] = [input.dims[2]!, input.dims[3]!];
+      if (hasShiftedBlocks(cfg)) feeds.regions = ortTensor('float32', shiftRegions(cfg, H, W), [(H * W) / cfg.window ** 2, cfg.window ** 2]);
+      if (cfg.kind === 'hat') {
+        const index = overlapWindowIndex(cfg, H, W);
+        feeds.overlap = ortTensor('int64', index, [index.length]);
+      }
     }
     feeds.image = ortTensor('float32', input.data, input.dims);
     const out = (await s.run(feeds)).upscaled!;

@@ -111,10 +111,9 @@ export function relativePositionIndex(w: number): number[] {
  * build or load it.
  */
 export function detectSwinIR(file: SafetensorsFile): SwinIRConfig | null {
-  // Earlier in spandrel's registry: HAT and Swin2SR share SwinIR's keys and are told apart by their own.
-  if (file.has('relative_position_index_SA') && file.has('layers.0.residual_group.overlap_attn.qkv.weight')) fail(file, 'a HAT model, which this service does not run yet (ESRGAN, Real-ESRGAN compact and SwinIR are supported)');
   if (!looksLikeSwinIR(file)) return null;
-  if (file.has('patch_embed.proj.weight')) fail(file, 'a Swin2SR model, which this service does not run yet (ESRGAN, Real-ESRGAN compact and SwinIR are supported)');
+  // Earlier in spandrel's registry (after HAT, detected before this): Swin2SR shares SwinIR's keys and is told apart by its own.
+  if (file.has('patch_embed.proj.weight')) fail(file, 'a Swin2SR model, which this service does not run yet (ESRGAN, Real-ESRGAN compact, SwinIR and HAT are supported)');
   if (file.has('conv_first.1.weight')) fail(file, 'a SwinIR with a pixel-unshuffled input (conv_first.1), which this service does not run');
   const shape = (k: string): readonly number[] => file.info(k).shape;
   const dim = (k: string, i: number): number => {
@@ -264,7 +263,7 @@ export function describeSwinIR(cfg: SwinIRConfig): string {
  * ([nW, w²], as window_partition lays them out): SwinTransformerBlock's
  * calculate_mask before the pairwise comparison, which the graph makes.
  */
-export function shiftRegions(cfg: SwinIRConfig, h: number, w: number): Float32Array {
+export function shiftRegions(cfg: { window: number }, h: number, w: number): Float32Array {
   const ws = cfg.window;
   const shift = Math.floor(ws / 2);
   const region = (i: number, n: number) => (i < n - ws ? 0 : i < n - shift ? 1 : 2);
@@ -279,7 +278,7 @@ export function shiftRegions(cfg: SwinIRConfig, h: number, w: number): Float32Ar
 }
 
 /** True when some block attends over shifted windows (the graph then takes the region ids). */
-export function hasShiftedBlocks(cfg: SwinIRConfig): boolean {
+export function hasShiftedBlocks(cfg: { window: number; depths: number[] }): boolean {
   return cfg.window > 1 && cfg.depths.some((d) => d > 1);
 }
 
