@@ -6,7 +6,7 @@ import path from 'node:path';
 import { cleanupConfig, client, forEachStorage, testConfig } from '@svc/testkit';
 import { buildApp } from '../../src/app.ts';
 import { inventoryConfig } from '../../src/config.ts';
-import { ADMIN_TOKEN, startApi, type Api } from './helpers.ts';
+import { ADMIN_TOKEN, serviceArgs, startApi, type Api } from './helpers.ts';
 
 const NOT_AUTH = { detail: 'Authentication credentials were not provided.' };
 const DENIED = { detail: 'You do not have permission to perform this action.' };
@@ -169,7 +169,7 @@ forEachStorage('inventory main.ts', (storage) => {
   it('prints a generated admin token once on first start', async () => {
     const cfg = testConfig('inventory', storage);
     const root = path.resolve(import.meta.dirname, '../..');
-    const args = ['--import', 'tsx', 'src/main.ts', '--port', '0', '--data-dir', cfg.dataDir, '--no-workers'];
+    const args = [...serviceArgs('inventory'), '--port', '0', '--data-dir', cfg.dataDir, '--no-workers'];
     if (cfg.databaseUrl) args.push('--database-url', cfg.databaseUrl, '--pg-schema', cfg.pgSchema);
     /** Runs main.ts until `ready` says the output (and the running server) show what the test needs, then stops it. */
     const run = (ready: (out: string) => Promise<boolean>) =>
