@@ -7,6 +7,8 @@ import { startWorkflow } from './helpers.ts';
 import { image, putInput, readOutput, run, type Server } from './nodes-helpers.ts';
 import { patternPixel } from './esrgan-fixture.ts';
 import { withTileHalving } from '../src/nodes/sd/upscale-nodes.ts';
+import { SafetensorsFile } from '../src/models/safetensors.ts';
+import { tensor, writeTorchFile, type PV } from './torch-zip-writer.ts';
 import { HAT_CASES, hatSpecs, SWINIR_CASES, writeHAT, writeSpecs, writeSwinIR, swinirSpecs, type Spec } from './swinir-fixture.ts';
 
 /**
@@ -129,6 +131,14 @@ onOneStorage('upscale models (SwinIR and HAT)', (storage: StorageKind) => {
       if (h.bytes) fs.writeFileSync(file, h.bytes(fs.readFileSync(file)));
     }
     await putInput(srv, 'tiny.png', image(3, 2, 3, (x, y) => [x * 80, y * 100, 50]));
+    // BasicSR's .pth: `params` and `params_ema` side by side (spandrel takes params_ema); `params` here is another model.
+    const dict = async (f: string): Promise<PV> => {
+      const st = await SafetensorsFile.open(path.join(dir, f));
+      const out: [string, PV][] = [];
+      for (const [name, info] of st.tensors) out.push([name, tensor(info.dtype, [...info.shape], await st.readBytes(info))]);
+      return { dict: out, ordered: true };
+    };
+    writeTorchFile(path.join(dir, 'basicsr_ps_x2.pth'), { dict: [['params', await dict('swinir_nc_x4.safetensors')], ['params_ema', await dict('swinir_ps_x2.safetensors')]] });
   });
   after(() => srv.close());
 
@@ -161,6 +171,12 @@ onOneStorage('upscale models (SwinIR and HAT)', (storage: StorageKind) => {
       if (c.width > 512) assert.equal(r.messages.filter((m) => m.type === 'progress' && m.data.node === '3').at(-1)?.data.max, 2);
     });
   }
+
+  test("a BasicSR .pth (params and params_ema) is read as spandrel reads it: params_ema", async () => {
+    const [a, b] = await Promise.all([run(srv, upscalePrompt('basicsr_ps_x2.pth', 'swinir_ps_x2.png')), run(srv, upscalePrompt('swinir_ps_x2.safetensors', 'swinir_ps_x2.png'))]);
+    assert.equal(a.error, undefined, JSON.stringify(a.error));
+    assert.deepEqual((await readOutput(srv, a.outputs['4'].images[0])).data, (await readOutput(srv, b.outputs['4'].images[0])).data);
+  });
 
   test('an image smaller than spandrel\'s 16-pixel minimum is padded and cropped back', async () => {
     const r = await run(srv, upscalePrompt('swinir_nc_x4.safetensors', 'tiny.png'));

@@ -16,7 +16,9 @@
 import { roundHalfEven } from './conditioning.ts';
 import { OnnxGraph } from './graph-builder.ts';
 import { DataType } from './onnx-proto.ts';
+import { PyDict } from './pickle.ts';
 import { ModelFileError, SafetensorsFile } from './safetensors.ts';
+import { TorchFile } from './torch-zip.ts';
 import { createSession, ortTensor, WEIGHTS_LOCATION, type RuntimeOptions, type Session } from './session.ts';
 import { buildHATGraph, describeHAT, detectHAT, overlapWindowIndex, type HATConfig } from './hat.ts';
 import { buildSwinIRGraph, canonicalUpscaleKeys, describeSwinIR, detectSwinIR, hasShiftedBlocks, shiftRegions, type SwinIRConfig } from './swinir.ts';
@@ -253,6 +255,27 @@ export function pixelUnshuffle(x: Float32Array, dims: readonly number[], f: numb
   return { data: out, dims: [b, c * f * f, oh, ow] };
 }
 
+/** spandrel's canonicalize_state_dict: the keys under which a checkpoint may hold the real state dict, in its order. */
+const UNWRAP_KEYS = ['model_state_dict', 'state_dict', 'params_ema', 'params-ema', 'params', 'model', 'net'];
+
+/**
+ * The file's state dict as spandrel sees it: after load_torch_file's choice (safetensors.ts), a PyTorch file's
+ * dict nested under one of UNWRAP_KEYS (BasicSR saves `params` and `params_ema` side by side), or under its only key.
+ */
+async function openStateDict(path: string): Promise<SafetensorsFile> {
+  const file = await SafetensorsFile.open(path);
+  if (file.format !== 'torch') return file;
+  const torch = await TorchFile.open(path);
+  let sd = torch.stateDict();
+  const key = UNWRAP_KEYS.find((k) => sd.map.get(k) instanceof PyDict);
+  if (key) sd = sd.map.get(key) as PyDict;
+  if (sd.map.size === 1) {
+    const only = sd.map.values().next().value;
+    if (only instanceof PyDict) sd = only;
+  }
+  return SafetensorsFile.ofTorch(torch, torch.tensorsOf(sd));
+}
+
 /** A loaded upscale model (UPSCALE_MODEL): the file, its architecture and, once used, its session. */
 export class UpscaleModel {
   private session: Promise<Session> | undefined;
@@ -263,7 +286,7 @@ export class UpscaleModel {
   ) {}
 
   static async open(path: string): Promise<UpscaleModel> {
-    const file = canonicalUpscaleKeys(await SafetensorsFile.open(path));
+    const file = canonicalUpscaleKeys(await openStateDict(path));
     return new UpscaleModel(file, detectUpscaleModel(file));
   }
 
