@@ -288,8 +288,11 @@ const BLANK_INPAINT = [0.8223, -0.6876, 0.6364, 0.138];
  * reference's concat_cond with concat_keys mask, masked_image): the mask
  * (the entry's concat_mask, else the LATENT's noise mask; resized to the
  * latent, first channel, rounded) and the masked image (the entry's
- * concat_latent_image scaled in, else the latent itself), repeated to the
- * batch; without a mask, ones and the blank image. [B, 1 + C, h, w].
+ * concat_latent_image scaled in, else the latent itself); a mask or image
+ * of another size is resized as the reference's common_upscale(…, "bilinear",
+ * "center") (cut to the latent's aspect first), and either is fitted to the
+ * batch as its resize_to_batch_size; without a mask, ones and the blank
+ * image. [B, 1 + C, h, w].
  */
 export function inpaintConcat(options: Record<string, unknown>, latentShape: readonly number[], latentIn: Float32Array, denoiseMask: { shape: number[]; data: Float32Array } | undefined, scaleFactor: number): Float32Array {
   const [B, C, h, w] = latentShape as [number, number, number, number];
@@ -310,7 +313,7 @@ export function inpaintConcat(options: Record<string, unknown>, latentShape: rea
   const planes: Float32Array[] = [];
   if (mask.shape.length === 4) for (let i = 0; i < mask.shape[0]!; i++) planes.push(mask.data.subarray(i * mask.shape[1]! * mh * mw, (i * mask.shape[1]! + 1) * mh * mw));
   else for (let i = 0; i < mask.data.length / (mh * mw); i++) planes.push(mask.data.subarray(i * mh * mw, (i + 1) * mh * mw));
-  const m = planes.map((p) => bilinear(p, mh, mw, h, w).map(roundHalfEven));
+  const m = planes.map((p) => centreBilinear(p, mh, mw, h, w).map(roundHalfEven));
   let image: Float32Array = latentIn;
   let ish = [B, C, h, w];
   if (isTensor(options.concat_latent_image)) {
@@ -320,9 +323,34 @@ export function inpaintConcat(options: Record<string, unknown>, latentShape: rea
   const [ib, ic, ih, iw] = ish as [number, number, number, number];
   if (ic !== C) throw new Error(`the inpainting image latent has ${ic} channels; this model's latents have ${C}`);
   for (let b = 0; b < B; b++) {
-    out.set(m[b % m.length]!, b * (1 + C) * plane);
-    const src = b % ib;
-    for (let c = 0; c < C; c++) out.set(bilinear(image.subarray((src * C + c) * ih * iw, (src * C + c + 1) * ih * iw), ih, iw, h, w), (b * (1 + C) + 1 + c) * plane);
+    out.set(m[batchSource(b, m.length, B)]!, b * (1 + C) * plane);
+    const src = batchSource(b, ib, B);
+    for (let c = 0; c < C; c++) out.set(centreBilinear(image.subarray((src * C + c) * ih * iw, (src * C + c + 1) * ih * iw), ih, iw, h, w), (b * (1 + C) + 1 + c) * plane);
   }
   return out;
+}
+
+/** comfy.utils.resize_to_batch_size: which of `from` items becomes item `i` of `to` (evenly spread, not cycled). */
+export function batchSource(i: number, from: number, to: number): number {
+  if (from === to || to <= 1) return i;
+  if (to < from) return Math.min(roundHalfEven(i * ((from - 1) / (to - 1))), from - 1);
+  return Math.min(Math.floor((i + 0.5) * (from / to)), from - 1);
+}
+
+/** common_upscale(…, "bilinear", "center") of one plane: the middle of the source at the target's aspect, then bilinear. */
+export function centreBilinear(src: Float32Array, sh: number, sw: number, dh: number, dw: number): Float32Array {
+  if (sh === dh && sw === dw) return src;
+  const oldAspect = sw / sh;
+  const newAspect = dw / dh;
+  let x = 0;
+  let y = 0;
+  if (oldAspect > newAspect) x = roundHalfEven((sw - sw * (newAspect / oldAspect)) / 2);
+  else if (oldAspect < newAspect) y = roundHalfEven((sh - sh * (oldAspect / newAspect)) / 2);
+  if (x === 0 && y === 0) return bilinear(src, sh, sw, dh, dw);
+  const ch = sh - 2 * y;
+  const cw = sw - 2 * x;
+  if (ch <= 0 || cw <= 0) throw new Error(`a ${sw}×${sh} mask or image cannot be cut to the aspect of ${dw}×${dh}: nothing is left of it`);
+  const cut = new Float32Array(ch * cw);
+  for (let r = 0; r < ch; r++) cut.set(src.subarray((r + y) * sw + x, (r + y) * sw + x + cw), r * cw);
+  return bilinear(cut, ch, cw, dh, dw);
 }
