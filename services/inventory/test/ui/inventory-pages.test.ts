@@ -226,6 +226,13 @@ forEachStorage('inventory UI pages (NetBox URLs)', (storage) => {
     assert.ok(!list.text.includes('data-testid="add"'));
     const add = await ro.get('/dcim/sites/add/');
     assert.equal(add.status, 403);
+    assert.match(add.text, /may not change objects/);
+    // Without the admin flag, the admin pages are refused too (person-paths.browser.test.ts walks this in Chromium).
+    for (const p of ['/ui/background-queues/', '/ui/event-rules/add', '/ui/webhooks/add']) {
+      const refused = await ro.get(p);
+      assert.equal(refused.status, 403, p);
+      assert.match(refused.text, /Only administrators/, p);
+    }
     const post = await ro.post('/dcim/sites/add/', { csrf_token: ro.csrfOf(list.text), name: 'x', slug: 'x' });
     assert.equal(post.status, 403);
     const forged = await ui.post('/dcim/sites/add/', { csrf_token: 'wrong', name: 'y', slug: 'y' });

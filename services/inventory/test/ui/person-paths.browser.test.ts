@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
-import { client, forEachStorage, startTestServer, type TestServer } from '@svc/testkit';
+import { client, onOneStorage, startTestServer, type TestServer } from '@svc/testkit';
 import { buildApp } from '../../src/app.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -24,9 +24,16 @@ if (skip) console.log(`# SKIP inventory UI browser tests (a person's paths): ${s
  * password, global search from the navigation, bulk delete with its confirmation, cables imported by device and port
  * name, the change log list and a change's diff, the user's API tokens (create, revoke) and a user without write or
  * view permission refused.
+ *
+ * In the browser on SQLite only, as all-model-pages.test.ts's browser pass: what the browser adds (clicks, forms as
+ * a person fills them, confirmations, navigation) does not depend on the storage, and what the server does behind each
+ * path is tested over HTTP on both storages: password-login.test.ts (username/password login), inventory-pages.test.ts
+ * (global search, bulk delete with confirmation, the change log and a change's diff, API tokens, read-only users),
+ * cable-form.test.ts (cables imported by device and port name), ui-routes.test.ts (the admin pages), and the custom
+ * fields' typed values and validation through the API (custom-fields.test.ts).
  */
 describe("inventory UI in a browser: a person's paths", { skip }, () => {
-  forEachStorage("a person's paths", (storage) => {
+  onOneStorage("a person's paths", (storage) => {
     let srv: TestServer;
     let ctx: BrowserContext;
     let userDataDir: string;
