@@ -24,7 +24,7 @@ import { decodeTiled } from '../src/models/vae-tiled.ts';
 import { startWorkflow } from './helpers.ts';
 import { pattern } from './models-compare.ts';
 import { CONTROL_BASE, writeControlNet, writeT2IAdapter } from './models-control-fixture.ts';
-import { writeControlLora } from './models-control-more-fixture.ts';
+import { UNION_BASE, writeControlLora, writeUnionControlNet } from './models-control-more-fixture.ts';
 import { TINY, writeFixture } from './models-fixture.ts';
 import { SDXL_TINY, writeXLFixture } from './models-fixture-xl.ts';
 import { taesdTensors, writeTensors } from './models-patches-fixture.ts';
@@ -182,8 +182,9 @@ test('text encoders: float32 compute from weights stored as --fp16/--bf16/--fp8_
 });
 
 test('ControlNets and Control-LoRAs compute in the diffusion model\'s float16; a T2I adapter stays float32', async (t) => {
-  const files = { base: path.join(dir, 'cbase.safetensors'), cn: path.join(dir, 'cn.safetensors'), lora: path.join(dir, 'clora.safetensors'), t2i: path.join(dir, 't2i.safetensors') };
+  const files = { base: path.join(dir, 'cbase.safetensors'), cn: path.join(dir, 'cn.safetensors'), lora: path.join(dir, 'clora.safetensors'), t2i: path.join(dir, 't2i.safetensors'), union: path.join(dir, 'union.safetensors') };
   writeFixture(files.base, CONTROL_BASE);
+  writeUnionControlNet(files.union, UNION_BASE);
   writeControlNet(files.cn, CONTROL_BASE);
   writeControlLora(files.lora, CONTROL_BASE);
   writeT2IAdapter(files.t2i, CONTROL_BASE);
@@ -194,14 +195,17 @@ test('ControlNets and Control-LoRAs compute in the diffusion model\'s float16; a
     const cond = (await new ClipModel(model).encode('a house'))[0]![0];
     const x = pattern([2, 4, 8, 8]);
     const call = { x: x.data, shape: x.shape, sigma: 1, timestep: 700, context: { shape: [2, cond.shape[1]!, cond.shape[2]!], data: new Float32Array([...cond.data, ...cond.data]) }, batched: 1, schedule: discreteSchedule(), model };
-    const [cn, lora, t2i] = [await loadControl(files.cn), await loadControl(files.lora), await loadControl(files.t2i)];
-    assert.ok(cn instanceof ControlNetModel && lora instanceof ControlLoraModel && t2i instanceof T2IAdapterModel);
+    const [cn, lora, t2i, union] = [await loadControl(files.cn), await loadControl(files.lora), await loadControl(files.t2i), await loadControl(files.union)];
+    assert.ok(cn instanceof ControlNetModel && lora instanceof ControlLoraModel && t2i instanceof T2IAdapterModel && union instanceof ControlNetModel);
     const flat = (o: { output: Planar[]; middle: Planar[] }) => Float32Array.from([...o.output, ...o.middle].flatMap((p) => [...p.data]));
     const feats = await t2i.forward(hint);
-    return [flat(await cn.forward(call, hint)), flat(await lora.forward(call, hint)), Float32Array.from(feats.input.flatMap((p) => (p ? [...p.data] : [])))];
+    // A union ControlNet with a type set: its control-type embedding and the hint features' merge in float16 too.
+    const typed = flat(await union.withControlType([3]).forward(call, hint));
+    return [flat(await cn.forward(call, hint)), flat(await lora.forward(call, hint)), Float32Array.from(feats.input.flatMap((p) => (p ? [...p.data] : []))), typed];
   });
-  const [cn, lora] = [compare(outs[0]![0]!, outs[1]![0]!), compare(outs[0]![1]!, outs[1]![1]!)];
-  t.diagnostic(`fp16 vs fp32: ControlNet ${cn.toExponential(2)}, Control-LoRA ${lora.toExponential(2)} relative`);
+  const [cn, lora, union] = [compare(outs[0]![0]!, outs[1]![0]!), compare(outs[0]![1]!, outs[1]![1]!), compare(outs[0]![3]!, outs[1]![3]!)];
+  t.diagnostic(`fp16 vs fp32: ControlNet ${cn.toExponential(2)}, Control-LoRA ${lora.toExponential(2)}, union ControlNet ${union.toExponential(2)} relative`);
+  assert.ok(union > 0 && union < 1e-2, `union ControlNet: ${union}`);
   assert.ok(cn > 0 && cn < 1e-2, `ControlNet: ${cn}`);
   assert.ok(lora > 0 && lora < 1e-2, `Control-LoRA: ${lora}`);
   assert.deepEqual(outs[1]![2], outs[0]![2], 'the T2I adapter runs in the sampler\'s float32');
