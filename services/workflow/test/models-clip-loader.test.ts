@@ -13,7 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { onOneStorage } from '@svc/testkit';
-import { loadCheckpoint, unloadAll } from '../src/models/sd1.ts';
+import { loadCheckpoint, loadedModels, unloadAll } from '../src/models/sd1.ts';
 import { loadSingleClip, XLClipModel } from '../src/models/sdxl.ts';
 import { SafetensorsFile } from '../src/models/safetensors.ts';
 import { startWorkflow } from './helpers.ts';
@@ -54,6 +54,10 @@ describe('CLIPLoader on OpenCLIP files', () => {
       const alone = await loadSingleClip(path.join(dir, file));
       assert.ok(alone instanceof XLClipModel);
       assert.equal(alone.family, family);
+      // A second load is the cached file (its sessions with it), listed among the loaded models.
+      const again = await loadSingleClip(path.join(dir, file));
+      assert.equal(again!.checkpoint, alone.checkpoint);
+      assert.ok(loadedModels().some((m) => m.path === path.join(dir, file) && m.part === 'single-clip'));
       const own = new XLClipModel(await loadCheckpoint(path.join(dir, ckpt)));
       for (const text of ['a castle on a hill', '(red:1.3) sky, blurry']) {
         const [a] = await alone.encode(text);

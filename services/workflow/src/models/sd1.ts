@@ -173,7 +173,7 @@ function onDeviceError(kind: string, err: unknown): void {
 interface CacheEntry {
   key: string;
   path: string;
-  part: ModelPart | 'checkpoint';
+  part: string;
   checkpoint: Promise<Checkpoint>;
   /** Bytes its sessions may hold once loaded (every float weight as float32). */
   bytes?: number;
@@ -233,7 +233,17 @@ function evictOver(keep: string): void {
 }
 
 /** The checkpoint (or one part, see Checkpoint.openPart) at `path`, loaded once while the file is unchanged. A load that fails leaves nothing cached. */
-export async function loadCheckpoint(path: string, part: ModelPart | 'checkpoint' = 'checkpoint'): Promise<Checkpoint> {
+export function loadCheckpoint(path: string, part: ModelPart | 'checkpoint' = 'checkpoint'): Promise<Checkpoint> {
+  return cachedCheckpoint(path, part, () => (part === 'checkpoint' ? Checkpoint.open(path) : Checkpoint.openPart(path, part)));
+}
+
+/**
+ * The cache behind loadCheckpoint for any way of opening a file (`open`, e.g.
+ * a loader's own detection: DualCLIPLoader's and CLIPLoader's text-encoder
+ * files), kept apart by `part`: loaded once while the file is unchanged,
+ * counted in the memory budget, unloaded with the rest.
+ */
+export async function cachedCheckpoint(path: string, part: string, open: () => Promise<Checkpoint>): Promise<Checkpoint> {
   const st = await fs.promises.stat(path).catch(() => {
     throw new ModelFileError(path, 'file not found');
   });
@@ -252,7 +262,7 @@ export async function loadCheckpoint(path: string, part: ModelPart | 'checkpoint
     cache.delete(at);
     cacheChanged();
   }
-  const opened = part === 'checkpoint' ? Checkpoint.open(path) : Checkpoint.openPart(path, part);
+  const opened = open();
   const entry: CacheEntry = {
     key,
     path,

@@ -9,11 +9,11 @@
 import { ClipTokenizer, tokenizeWithWeights, type TokenizeOptions, type WeightedToken } from './clip-tokenizer.ts';
 import { detectHfClip, detectOpenClip, type TextEncoderSpec } from './detect-families.ts';
 import { OnnxGraph } from './graph-builder.ts';
-import { ModelFileError, type SafetensorsFile } from './safetensors.ts';
+import { ModelFileError, SafetensorsFile } from './safetensors.ts';
 import { textEncoderPrecision } from './precision.ts';
 import { ortTensor, WEIGHTS_LOCATION } from './session.ts';
 import type { DetectedCheckpoint, UNetConfig } from './detect.ts';
-import { Checkpoint, ClipModel, textKind, type ConditioningEntry, type FloatTensor } from './sd1.ts';
+import { cachedCheckpoint, Checkpoint, ClipModel, textKind, type ConditioningEntry, type FloatTensor } from './sd1.ts';
 
 type DetectedCheckpointFamily = DetectedCheckpoint['family'];
 import { buildTextEncoderGraph } from './text-encoder-graph.ts';
@@ -248,7 +248,8 @@ export function detectTextEncoderFile(file: SafetensorsFile): { layout: TextEnco
 export async function loadDualClip(path1: string, path2: string): Promise<XLClipModel> {
   // A text-encoder file in the checkpoint's terms: no diffusion model or VAE (never read for a CLIP).
   const asPart = (file: SafetensorsFile): DetectedCheckpoint => ({ family: 'sdxl', referenceShaped: false, unet: undefined as unknown as UNetConfig, clip: detectTextEncoderFile(file).config, vae: null });
-  const [a, b] = await Promise.all([Checkpoint.openWith(path1, asPart), Checkpoint.openWith(path2, asPart)]);
+  const open = (path: string) => cachedCheckpoint(path, 'dual-clip', () => Checkpoint.openWith(path, asPart));
+  const [a, b] = await Promise.all([open(path1), open(path2)]);
   const da = detectTextEncoderFile(a.file);
   const db = detectTextEncoderFile(b.file);
   let gFirst: boolean;
@@ -272,21 +273,30 @@ export async function loadDualClip(path1: string, path2: string): Promise<XLClip
  * anything else, which CLIPLoader reads as CLIP-L (SD1.x).
  */
 export async function loadSingleClip(path: string): Promise<XLClipModel | null> {
-  let te: ReturnType<typeof detectTextEncoderFile> | undefined;
-  let kind: 'g' | 'h' | 'l' = 'l';
-  const detect = (file: SafetensorsFile): DetectedCheckpoint => {
+  // Read again from the (cached) file's keys on every call: a cached checkpoint does not run its detection twice.
+  const detectKind = (file: SafetensorsFile) => {
     try {
-      te = detectTextEncoderFile(file);
+      const te = detectTextEncoderFile(file);
+      return { te, kind: te.config.layers > 30 ? ('g' as const) : te.config.layers > 22 ? ('h' as const) : ('l' as const) };
     } catch (err) {
       // Not a text encoder this reads: the CLIP-L path names the problem.
-      if (err instanceof ModelFileError) return { family: 'sd1', referenceShaped: false, unet: undefined as unknown as UNetConfig, clip: null, vae: null };
+      if (err instanceof ModelFileError) return undefined;
       throw err;
     }
-    kind = te.config.layers > 30 ? 'g' : te.config.layers > 22 ? 'h' : 'l';
-    return { family: kind === 'g' ? 'sdxl_refiner' : kind === 'h' ? 'sd2' : 'sd1', referenceShaped: false, unet: undefined as unknown as UNetConfig, clip: te.config, vae: null };
   };
-  const ck = await Checkpoint.openWith(path, detect);
-  if (kind === 'l' || !te) return null;
+  const detect = (file: SafetensorsFile): DetectedCheckpoint => {
+    const found = detectKind(file);
+    if (!found) return { family: 'sd1', referenceShaped: false, unet: undefined as unknown as UNetConfig, clip: null, vae: null };
+    return { family: found.kind === 'g' ? 'sdxl_refiner' : found.kind === 'h' ? 'sd2' : 'sd1', referenceShaped: false, unet: undefined as unknown as UNetConfig, clip: found.te.config, vae: null };
+  };
+  // Only OpenCLIP files are kept here: a CLIP-L goes back to CLIPLoader, which loads it as a cached part.
+  const probe = await SafetensorsFile.open(path);
+  const probed = detectKind(probe);
+  if (!probed || probed.kind === 'l') return null;
+  const ck = await cachedCheckpoint(path, 'single-clip', () => Checkpoint.openWith(path, detect));
+  const found = detectKind(ck.file);
+  if (!found || found.kind === 'l') return null;
+  const { te, kind } = found;
   if (kind === 'g' && !te.projection) throw new ModelFileError(path, "OpenCLIP-G needs its text_projection: its pooled output feeds the SDXL refiner's adm");
   const spec: TextEncoderSpec = { name: kind, prefix: te.prefix, layout: te.layout, config: te.config, projection: te.projection };
   return new XLClipModel(ck, undefined, { parts: [{ ck, spec }], family: kind === 'g' ? 'sdxl_refiner' : 'sd2' });
