@@ -9,7 +9,7 @@ import { patternPixel } from './esrgan-fixture.ts';
 import { withTileHalving } from '../src/nodes/sd/upscale-nodes.ts';
 import { SafetensorsFile } from '../src/models/safetensors.ts';
 import { tensor, writeTorchFile, type PV } from './torch-zip-writer.ts';
-import { HAT_CASES, hatSpecs, SWINIR_CASES, writeHAT, writeSpecs, writeSwinIR, swinirSpecs, type Spec } from './swinir-fixture.ts';
+import { DAT_CASES, datSpecs, HAT_CASES, hatSpecs, SWINIR_CASES, writeDAT, writeHAT, writeSpecs, writeSwinIR, swinirSpecs, type Spec } from './swinir-fixture.ts';
 
 /**
  * SwinIR (spandrel's architecture) through UpscaleModelLoader and
@@ -24,6 +24,9 @@ import { HAT_CASES, hatSpecs, SWINIR_CASES, writeHAT, writeSpecs, writeSwinIR, s
  * is 530 pixels wide, two tiles blended over their overlap. HAT likewise:
  * ×2 (1conv, patch norm, qkv bias) and ×3 (two groups of 3 and 2 heads, no
  * residual conv, patch norm or qkv bias, overlapping windows twice the size).
+ * DAT: 'pixelshuffle' ×2 (one group of four blocks, the third on shifted
+ * windows) and 'pixelshuffledirect' ×2 (3conv, groups of one and two blocks,
+ * the second group's first block shifted with masks stored for 64 pixels).
  */
 const ref = JSON.parse(fs.readFileSync(path.join(import.meta.dirname, 'fixtures', 'models-reference-swinir.json'), 'utf8')) as Record<
   string,
@@ -111,19 +114,36 @@ const HAT_HOSTILE: typeof HOSTILE = [
   },
 ];
 
-onOneStorage('upscale models (SwinIR and HAT)', (storage: StorageKind) => {
+/** Hostile variants of the DAT ×2 model. */
+const DAT_HOSTILE: typeof HOSTILE = [
+  {
+    name: 'dat_missing_bn',
+    edit: (s) => s.filter((t) => t.name !== 'layers.0.blocks.1.attn.dwconv.1.running_var'),
+    message: /dat_missing_bn\.safetensors: a DAT \(.*\) missing 1 tensor: layers\.0\.blocks\.1\.attn\.dwconv\.1\.running_var/,
+  },
+  {
+    // spandrel reads the split from the last row of these offsets: (2, 4) makes it 3×5.
+    name: 'dat_bad_split',
+    edit: (s) => s.map((t) => (t.name === 'layers.0.blocks.0.attn.attns.0.rpe_biases' ? { ...t, values: (k: number) => (k === 40 ? 2 : k === 41 ? 4 : 0) } : t)),
+    message: /dat_bad_split\.safetensors: a DAT split of 3×5, which zero padding to 5 does not tile/,
+  },
+];
+
+onOneStorage('upscale models (SwinIR, HAT and DAT)', (storage: StorageKind) => {
   let srv: Server;
 
   before(async () => {
     srv = await startWorkflow(storage);
     const dir = path.join(srv.cfg.dataDir, 'models', 'upscale_models');
     fs.mkdirSync(dir, { recursive: true });
-    for (const c of [...SWINIR_CASES, ...HAT_CASES]) {
-      if ('overlapWindow' in c) writeHAT(path.join(dir, `${c.name}.safetensors`), c);
+    for (const c of [...SWINIR_CASES, ...HAT_CASES, ...DAT_CASES]) {
+      if ('split' in c) writeDAT(path.join(dir, `${c.name}.safetensors`), c);
+      else if ('overlapWindow' in c) writeHAT(path.join(dir, `${c.name}.safetensors`), c);
       else writeSwinIR(path.join(dir, `${c.name}.safetensors`), c);
       await putInput(srv, `${c.name}.png`, image(c.width, c.height, 3, (x, y) => [0, 1, 2].map((ch) => patternPixel(x, y, ch))));
     }
     for (const h of HAT_HOSTILE) writeSpecs(path.join(dir, `${h.name}.safetensors`), h.edit!(hatSpecs(HAT_CASES[0]!)));
+    for (const h of DAT_HOSTILE) writeSpecs(path.join(dir, `${h.name}.safetensors`), h.edit!(datSpecs(DAT_CASES[0]!)));
     const base = SWINIR_CASES[0]!;
     for (const h of HOSTILE) {
       const file = path.join(dir, `${h.name}.safetensors`);
@@ -142,7 +162,7 @@ onOneStorage('upscale models (SwinIR and HAT)', (storage: StorageKind) => {
   });
   after(() => srv.close());
 
-  const CASES = [...SWINIR_CASES.map((c) => ({ ...c, label: `SwinIR '${c.upsampler}'` })), ...HAT_CASES.map((c) => ({ ...c, label: 'HAT' }))];
+  const CASES = [...SWINIR_CASES.map((c) => ({ ...c, label: `SwinIR '${c.upsampler}'` })), ...HAT_CASES.map((c) => ({ ...c, label: 'HAT' })), ...DAT_CASES.map((c) => ({ ...c, label: `DAT '${c.upsampler}'` }))];
   for (const c of CASES) {
     test(`${c.name}: ${c.label} ×${c.scale}, the reference's bytes`, async (t) => {
       const want = ref[c.name]!;
@@ -185,7 +205,7 @@ onOneStorage('upscale models (SwinIR and HAT)', (storage: StorageKind) => {
     assert.deepEqual([px.width, px.height], [12, 8]);
   });
 
-  for (const h of [...HOSTILE, ...HAT_HOSTILE]) {
+  for (const h of [...HOSTILE, ...HAT_HOSTILE, ...DAT_HOSTILE]) {
     test(`hostile file (${h.name}): a node error of the loader naming the file`, async () => {
       const r = await run(srv, upscalePrompt(`${h.name}.safetensors`, 'tiny.png'));
       assert.equal(r.error?.node_id, '2', JSON.stringify(r.error));

@@ -262,3 +262,152 @@ export function hatSpecs(c: HATCase): Spec[] {
 export function writeHAT(file: string, c: HATCase, edit: (specs: Spec[]) => Spec[] = (s) => s): void {
   writeSpecs(file, edit(hatSpecs(c)));
 }
+
+/** A tiny DAT (spandrel's DAT state dict) and the image it runs on. */
+export interface DATCase {
+  name: string;
+  embed: number;
+  depths: number[];
+  heads: number[];
+  split: [number, number];
+  /** The training size the stored masks are for (64 unless layers.0.blocks.2 holds them). */
+  imgSize: number;
+  expansion: number;
+  upsampler: 'pixelshuffle' | 'pixelshuffledirect';
+  scale: number;
+  resi: '1conv' | '3conv';
+  qkvBias: boolean;
+  lastGain?: number;
+  width: number;
+  height: number;
+}
+
+export const DAT_CASES: DATCase[] = [
+  { name: 'dat_x2', embed: 96, depths: [4], heads: [4], split: [2, 4], imgSize: 16, expansion: 2, upsampler: 'pixelshuffle', scale: 2, resi: '1conv', qkvBias: true, lastGain: 0.5, width: 19, height: 17 },
+  { name: 'dat_psd_x2', embed: 64, depths: [1, 2], heads: [2, 4], split: [2, 4], imgSize: 64, expansion: 2, upsampler: 'pixelshuffledirect', scale: 2, resi: '3conv', qkvBias: false, lastGain: 0.5, width: 18, height: 16 },
+];
+
+function rectIndexOf(h: number, w: number): number[] {
+  const n = h * w;
+  const out: number[] = [];
+  for (let a = 0; a < n; a++) for (let b = 0; b < n; b++) out.push((Math.floor(a / w) - Math.floor(b / w) + h - 1) * (2 * w - 1) + (a % w) - (b % w) + w - 1);
+  return out;
+}
+
+/** Adaptive_Spatial_Attention.calculate_mask for an img×img image, orientation 0 or 1. */
+function datMask(img: number, [s0, s1]: [number, number], o: 0 | 1): number[] {
+  const [wh, ww] = o === 0 ? [s0, s1] : [s1, s0];
+  const [sh, sw] = [Math.floor(wh / 2), Math.floor(ww / 2)];
+  const region = (i: number, win: number, shift: number) => (i < img - win ? 0 : i < img - shift ? 1 : 2);
+  const out: number[] = [];
+  for (let wy = 0; wy < img / wh; wy++)
+    for (let wx = 0; wx < img / ww; wx++) {
+      const ids: number[] = [];
+      for (let y = 0; y < wh; y++) for (let x = 0; x < ww; x++) ids.push(region(wy * wh + y, wh, sh) * 3 + region(wx * ww + x, ww, sw));
+      for (const a of ids) for (const b of ids) out.push(a === b ? 0 : -100);
+    }
+  return out;
+}
+
+export function datSpecs(c: DATCase): Spec[] {
+  const E = c.embed;
+  const [s0, s1] = c.split;
+  const N = s0 * s1;
+  const hidden = E * c.expansion;
+  const out: Spec[] = [];
+  const f = (name: string, shape: number[], values?: (i: number) => number) => out.push({ name, shape, dtype: 'F32', values });
+  const conv = (k: string, o: number, i: number, kernel = 3) => {
+    f(`${k}.weight`, [o, i, kernel, kernel]);
+    f(`${k}.bias`, [o]);
+  };
+  const vec = (k: string, n: number) => {
+    f(`${k}.weight`, [n]);
+    f(`${k}.bias`, [n]);
+  };
+  const bn = (k: string, n: number) => {
+    vec(k, n);
+    f(`${k}.running_mean`, [n], (i) => 0.1 * Math.sin(i + n));
+    f(`${k}.running_var`, [n], (i) => 1 + 0.5 * Math.sin(2 * i + n));
+    out.push({ name: `${k}.num_batches_tracked`, shape: [], dtype: 'I64', values: () => 0 });
+  };
+  const linear = (k: string, o: number, i: number, bias = true) => {
+    f(`${k}.weight`, [o, i]);
+    if (bias) f(`${k}.bias`, [o]);
+  };
+  const resi = (k: string) => {
+    if (c.resi === '1conv') return conv(k, E, E);
+    conv(`${k}.0`, E / 4, E);
+    conv(`${k}.2`, E / 4, E / 4, 1);
+    conv(`${k}.4`, E, E / 4);
+  };
+  const gates = (a: string) => {
+    conv(`${a}.dwconv.0`, E, 1);
+    bn(`${a}.dwconv.1`, E);
+    conv(`${a}.channel_interaction.1`, E / 8, E, 1);
+    bn(`${a}.channel_interaction.2`, E / 8);
+    conv(`${a}.channel_interaction.4`, E, E / 8, 1);
+    conv(`${a}.spatial_interaction.0`, E / 16, E, 1);
+    bn(`${a}.spatial_interaction.1`, E / 16);
+    conv(`${a}.spatial_interaction.3`, 1, E / 16, 1);
+  };
+  const pd = Math.floor(Math.floor(E / 2 / 4) / 4);
+  conv('conv_first', E, 3);
+  vec('before_RG.1', E);
+  c.depths.forEach((depth, i) => {
+    for (let j = 0; j < depth; j++) {
+      const b = `layers.${i}.blocks.${j}`;
+      vec(`${b}.norm1`, E);
+      const a = `${b}.attn`;
+      if (j % 2 === 1) f(`${a}.temperature`, [c.heads[i]!, 1, 1], (k) => 1 + 0.3 * k);
+      linear(`${a}.qkv`, 3 * E, E, c.qkvBias);
+      linear(`${a}.proj`, E, E);
+      if (j % 2 === 0) {
+        const shifted = (i % 2 === 0 && j > 0 && (j - 2) % 4 === 0) || (i % 2 !== 0 && j % 4 === 0);
+        if (shifted) {
+          const n = (c.imgSize / s0) * (c.imgSize / s1);
+          const m0 = datMask(c.imgSize, c.split, 0);
+          const m1 = datMask(c.imgSize, c.split, 1);
+          f(`${a}.attn_mask_0`, [n, N, N], (k) => m0[k]!);
+          f(`${a}.attn_mask_1`, [n, N, N], (k) => m1[k]!);
+        }
+        for (const t of [0, 1] as const) {
+          const [h, w] = t === 0 ? [s0, s1] : [s1, s0];
+          const s = `${a}.attns.${t}`;
+          const offs: number[] = [];
+          for (let dy = 1 - h; dy < h; dy++) for (let dx = 1 - w; dx < w; dx++) offs.push(dy, dx);
+          f(`${s}.rpe_biases`, [(2 * h - 1) * (2 * w - 1), 2], (k) => offs[k]!);
+          const idx = rectIndexOf(h, w);
+          out.push({ name: `${s}.relative_position_index`, shape: [N, N], dtype: 'I64', values: (k) => idx[k]! });
+          linear(`${s}.pos.pos_proj`, pd, 2);
+          vec(`${s}.pos.pos1.0`, pd);
+          linear(`${s}.pos.pos1.2`, pd, pd);
+          vec(`${s}.pos.pos2.0`, pd);
+          linear(`${s}.pos.pos2.2`, pd, pd);
+          vec(`${s}.pos.pos3.0`, pd);
+          linear(`${s}.pos.pos3.2`, c.heads[i]! / 2, pd);
+        }
+      }
+      gates(a);
+      vec(`${b}.norm2`, E);
+      linear(`${b}.ffn.fc1`, hidden, E);
+      vec(`${b}.ffn.sg.norm`, hidden / 2);
+      conv(`${b}.ffn.sg.conv`, hidden / 2, 1);
+      linear(`${b}.ffn.fc2`, E, hidden / 2);
+    }
+    resi(`layers.${i}.conv`);
+  });
+  vec('norm', E);
+  resi('conv_after_body');
+  if (c.upsampler === 'pixelshuffle') {
+    conv('conv_before_upsample.0', 64, E);
+    if (c.scale === 3) conv('upsample.0', 576, 64);
+    else for (let k = 0; 2 ** k < c.scale; k++) conv(`upsample.${2 * k}`, 256, 64);
+    conv('conv_last', 3, 64);
+  } else conv('upsample.0', c.scale * c.scale * 3, E);
+  if (c.lastGain !== undefined) out.at(-2)!.gain = c.lastGain;
+  return out;
+}
+
+export function writeDAT(file: string, c: DATCase, edit: (specs: Spec[]) => Spec[] = (s) => s): void {
+  writeSpecs(file, edit(datSpecs(c)));
+}

@@ -20,6 +20,7 @@ import { PyDict } from './pickle.ts';
 import { ModelFileError, SafetensorsFile } from './safetensors.ts';
 import { TorchFile } from './torch-zip.ts';
 import { createSession, ortTensor, WEIGHTS_LOCATION, type RuntimeOptions, type Session } from './session.ts';
+import { buildDATGraph, datHasShifted, datPadded, datRegions, describeDAT, detectDAT, type DATConfig } from './dat.ts';
 import { buildHATGraph, describeHAT, detectHAT, overlapWindowIndex, type HATConfig } from './hat.ts';
 import { buildSwinIRGraph, canonicalUpscaleKeys, describeSwinIR, detectSwinIR, hasShiftedBlocks, shiftRegions, type SwinIRConfig } from './swinir.ts';
 
@@ -51,7 +52,7 @@ export interface CompactConfig {
   shuffle: 1;
 }
 
-export type UpscaleConfig = (EsrganConfig & { kind: 'rrdb' }) | CompactConfig | SwinIRConfig | HATConfig;
+export type UpscaleConfig = (EsrganConfig & { kind: 'rrdb' }) | CompactConfig | SwinIRConfig | HATConfig | DATConfig;
 
 function fail(file: SafetensorsFile, problem: string): never {
   throw new ModelFileError(file.path, problem);
@@ -152,9 +153,12 @@ export function detectCompact(file: SafetensorsFile): CompactConfig | null {
   return fail(file, `its last conv gives ${lastOut} channels, not channels × scale²`);
 }
 
-/** The upscale model in the file (keys canonical, canonicalUpscaleKeys): a HAT, a SwinIR, a compact Real-ESRGAN or an RRDBNet (spandrel's order). */
-export function detectUpscaleModel(file: SafetensorsFile): UpscaleConfig {
-  return detectCompact(file) ?? detectHAT(file) ?? detectSwinIR(file) ?? { kind: 'rrdb', ...detectEsrgan(file) };
+/**
+ * The upscale model in the file (keys canonical, canonicalUpscaleKeys): a compact Real-ESRGAN, a HAT, a SwinIR, a DAT
+ * or an RRDBNet (spandrel's order). `rpeLast`: the last row of DAT's first rpe_biases, which spandrel reads values of.
+ */
+export function detectUpscaleModel(file: SafetensorsFile, rpeLast: () => number[] = () => []): UpscaleConfig {
+  return detectCompact(file) ?? detectHAT(file) ?? detectSwinIR(file) ?? detectDAT(file, rpeLast) ?? { kind: 'rrdb', ...detectEsrgan(file) };
 }
 
 function lrelu(g: OnnxGraph, x: string): string {
@@ -287,7 +291,9 @@ export class UpscaleModel {
 
   static async open(path: string): Promise<UpscaleModel> {
     const file = canonicalUpscaleKeys(await openStateDict(path));
-    return new UpscaleModel(file, detectUpscaleModel(file));
+    const rpe = 'layers.0.blocks.0.attn.attns.0.rpe_biases';
+    const rpeValues = file.has(rpe) ? await file.readFloat32(rpe) : new Float32Array(0);
+    return new UpscaleModel(file, detectUpscaleModel(file, () => [...rpeValues.subarray(Math.max(0, rpeValues.length - 2))]));
   }
 
   get scale(): number {
@@ -298,6 +304,7 @@ export class UpscaleModel {
     const cfg = this.config;
     if (cfg.kind === 'swinir') return `<UPSCALE_MODEL SwinIR ×${this.scale} (${describeSwinIR(cfg)})>`;
     if (cfg.kind === 'hat') return `<UPSCALE_MODEL HAT ×${this.scale} (${describeHAT(cfg)})>`;
+    if (cfg.kind === 'dat') return `<UPSCALE_MODEL DAT ×${this.scale} (${describeDAT(cfg)})>`;
     return `<UPSCALE_MODEL ${cfg.kind === 'compact' ? 'Compact' : 'ESRGAN'} ×${this.scale}>`;
   }
 
@@ -309,16 +316,16 @@ export class UpscaleModel {
   async run(tile: Float32Array, dims: readonly number[], opts: RuntimeOptions = {}): Promise<{ data: Float32Array; dims: number[] }> {
     const cfg = this.config;
     const graph = (g: OnnxGraph) =>
-      cfg.kind === 'compact' ? buildCompactGraph(g, cfg) : cfg.kind === 'swinir' ? buildSwinIRGraph(g, cfg) : cfg.kind === 'hat' ? buildHATGraph(g, cfg) : buildEsrganGraph(g, cfg);
+      cfg.kind === 'compact' ? buildCompactGraph(g, cfg) : cfg.kind === 'swinir' ? buildSwinIRGraph(g, cfg) : cfg.kind === 'hat' ? buildHATGraph(g, cfg) : cfg.kind === 'dat' ? buildDATGraph(g, cfg) : buildEsrganGraph(g, cfg);
     this.session ??= createSession(graph(new OnnxGraph(this.file, WEIGHTS_LOCATION, '')), this.file, opts).catch((err: unknown) => {
       this.session = undefined;
       throw new ModelFileError(this.file.path, `its weights do not form a valid model (${(err as Error).message.split('\n')[0]})`);
     });
     const s = await this.session;
     // spandrel's ImageModelDescriptor: the tile padded to the architecture's size requirements (ESRGAN: at least 2
-    // pixels, a multiple of 4 when pixel-unshuffled; SwinIR and HAT: at least 16), the output clamped to [0, 1] and cropped back.
+    // pixels, a multiple of 4 when pixel-unshuffled; SwinIR, HAT and DAT: at least 16), the output clamped to [0, 1] and cropped back.
     const [b, , h, w] = dims as [number, number, number, number];
-    const [minimum, multiple] = cfg.kind === 'rrdb' ? [cfg.shuffle > 1 ? 4 : 2, cfg.shuffle > 1 ? 4 : 1] : cfg.kind === 'swinir' || cfg.kind === 'hat' ? [16, 1] : [0, 1];
+    const [minimum, multiple] = cfg.kind === 'rrdb' ? [cfg.shuffle > 1 ? 4 : 2, cfg.shuffle > 1 ? 4 : 1] : cfg.kind === 'swinir' || cfg.kind === 'hat' || cfg.kind === 'dat' ? [16, 1] : [0, 1];
     const need = (n: number) => Math.ceil(Math.max(minimum, n) / multiple) * multiple;
     let input = { data: tile, dims: [...dims] };
     if (need(h) !== h || need(w) !== w) input = padImage(tile, dims, need(h) - h, need(w) - w);
@@ -334,6 +341,13 @@ export class UpscaleModel {
         const index = overlapWindowIndex(cfg, H, W);
         feeds.overlap = ortTensor('int64', index, [index.length]);
       }
+    }
+    if (cfg.kind === 'dat' && datHasShifted(cfg)) {
+      // DAT zero-pads inside its spatial attention; the masks are for that padded size.
+      const [H, W] = [datPadded(cfg, input.dims[2]!), datPadded(cfg, input.dims[3]!)];
+      const n = (H * W) / (cfg.split[0] * cfg.split[1]);
+      feeds.regions0 = ortTensor('float32', datRegions(cfg, H, W, 0), [n, cfg.split[0] * cfg.split[1]]);
+      feeds.regions1 = ortTensor('float32', datRegions(cfg, H, W, 1), [n, cfg.split[0] * cfg.split[1]]);
     }
     feeds.image = ortTensor('float32', input.data, input.dims);
     const out = (await s.run(feeds)).upscaled!;
