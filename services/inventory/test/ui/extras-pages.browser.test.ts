@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
-import { client, forEachStorage, startTestServer, type TestServer } from '@svc/testkit';
+import { client, onOneStorage, startTestServer, type TestServer } from '@svc/testkit';
 import { buildApp } from '../../src/app.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -20,9 +20,15 @@ if (skip) console.log(`# SKIP inventory UI browser tests (issue 24's newer pages
  * The pages of issue 24's newer models in Chromium: virtual chassis, device bays, the journal tab, config contexts and
  * templates, custom field choice sets, contacts and contact assignments — each list, object page, a form submitted
  * with an error the API reports (shown next to its field or above the form, what was typed kept) and then saved.
+ *
+ * In the browser on SQLite only, as all-model-pages.test.ts's browser pass: what the browser adds does not depend on
+ * the storage, and the server behind these pages is tested over HTTP on both storages: chassis-bays-pages.test.ts
+ * (virtual chassis, bays and their errors), journal-pages.test.ts (the journal tab, config contexts merged into the
+ * device's rendered config, templates, choice sets, contact assignments), cable-form.test.ts (Connect, choices, ends),
+ * and the API's validation of each of these models by the API tests.
  */
 describe('inventory UI in a browser: virtual chassis, bays, journal, config, choice sets, contacts, cables', { skip }, () => {
-  forEachStorage('newer inventory pages', (storage) => {
+  onOneStorage('newer inventory pages', (storage) => {
     let srv: TestServer;
     let ctx: BrowserContext;
     let userDataDir: string;
