@@ -13,6 +13,10 @@ import { gateEntered, gatePrompt, releaseGate, startWorkflow, textPrompt, waitJo
  * interrupt, never the service, and the API keeps answering meanwhile.
  */
 
+// The threads start from the TypeScript sources here (src/threads/source-entry.mjs), as under `tsx src/main.ts`; the
+// other files start them from the bundle npm start runs (helpers.ts, bundledThreads).
+process.env.WORKFLOW_TEST_THREADS = 'source';
+
 type Server = Awaited<ReturnType<typeof startWorkflow>>;
 
 const spin = (ms: number, checked = false) => ({ s: { class_type: 'TestSpin', inputs: { ms, checked } } });

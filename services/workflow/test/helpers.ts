@@ -17,12 +17,36 @@ export async function startWorkflow(
   flags: Record<string, string | boolean> = {},
   opts: { packs?: string[]; overrides?: Partial<ServiceConfig> } = {},
 ): Promise<TestServer & { http: ReturnType<typeof client> }> {
+  await bundledThreads();
   const build = (cfg: ServiceConfig) => {
     for (const p of opts.packs ?? []) installPack(cfg.dataDir, p);
     return buildApp(cfg);
   };
   const srv = await startTestServer('workflow', storage, build, { flags, ...opts.overrides });
   return Object.assign(srv, { http: client(srv.url) });
+}
+
+let threadBundle: Promise<void> | undefined;
+
+/**
+ * Execution threads start from the bundle `npm start` runs (scripts/run-service.mjs builds it, again only when a
+ * source is newer than it) instead of from the sources: under tsx each thread registers a loader of its own and
+ * transpiles the node registry again, about a second of CPU per server that runs a prompt, which the suite's many
+ * servers paid on two shared cores. WORKFLOW_TEST_THREADS=source keeps the sources (execution-threads.test.ts does,
+ * so source-entry.mjs stays tested).
+ */
+export function bundledThreads(): Promise<void> {
+  if (process.env.WORKFLOW_TEST_THREADS === 'source') return Promise.resolve();
+  return (threadBundle ??= (async () => {
+    const rs = (await import(pathToFileURL(path.join(import.meta.dirname, '..', '..', '..', 'scripts', 'run-service.mjs')).href)) as {
+      bundleService(name: string): Promise<string>;
+      stopBundler(): Promise<void>;
+      THREAD_ENTRIES: { workflow: string[] };
+    };
+    const out = await rs.bundleService(rs.THREAD_ENTRIES.workflow[0]!);
+    await rs.stopBundler();
+    (globalThis as { __workflowExecutionThread?: string }).__workflowExecutionThread = out;
+  })());
 }
 
 /**
