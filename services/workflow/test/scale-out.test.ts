@@ -15,7 +15,9 @@ import { startWorkflow, WsClient, type Msg } from './helpers.ts';
  * processes a test can SIGKILL) that share the queue.
  */
 
-const MAIN = path.join(import.meta.dirname, '..', 'src', 'main.ts');
+// The worker processes run as npm start runs the service (scripts/run-service.mjs: the bundle of src/main.ts, rebuilt
+// when a source is newer): under tsx each process spent some 4 s of CPU transpiling its modules before it started.
+const RUN_SERVICE = path.join(import.meta.dirname, '..', '..', '..', 'scripts', 'run-service.mjs');
 const PACK = path.join(import.meta.dirname, 'fixtures', 'process-pack.mjs');
 
 interface Worker {
@@ -37,7 +39,7 @@ function withPack(dataDir: string): void {
 async function startWorker(api: TestServer, extra: string[] = []): Promise<Worker> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'wf-worker-'));
   withPack(dataDir);
-  const args = ['--import', 'tsx', MAIN, 'worker', '--data-dir', dataDir, '--database-url', api.cfg.databaseUrl!, '--pg-schema', api.cfg.pgSchema, '--log-level', 'warn', '--max-concurrent-jobs', '1', '--execution-threads', '1', ...extra];
+  const args = [RUN_SERVICE, 'workflow', 'worker', '--data-dir', dataDir, '--database-url', api.cfg.databaseUrl!, '--pg-schema', api.cfg.pgSchema, '--log-level', 'warn', '--max-concurrent-jobs', '1', '--execution-threads', '1', ...extra];
   const proc = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
   let out = '';
