@@ -336,19 +336,19 @@ export function datSpecs(c: DATCase): Spec[] {
   };
   const resi = (k: string) => {
     if (c.resi === '1conv') return conv(k, E, E);
-    conv(`${k}.0`, E / 4, E);
-    conv(`${k}.2`, E / 4, E / 4, 1);
-    conv(`${k}.4`, E, E / 4);
+    conv(`${k}.0`, Math.floor(E / 4), E);
+    conv(`${k}.2`, Math.floor(E / 4), Math.floor(E / 4), 1);
+    conv(`${k}.4`, E, Math.floor(E / 4));
   };
   const gates = (a: string) => {
     conv(`${a}.dwconv.0`, E, 1);
     bn(`${a}.dwconv.1`, E);
-    conv(`${a}.channel_interaction.1`, E / 8, E, 1);
-    bn(`${a}.channel_interaction.2`, E / 8);
-    conv(`${a}.channel_interaction.4`, E, E / 8, 1);
-    conv(`${a}.spatial_interaction.0`, E / 16, E, 1);
-    bn(`${a}.spatial_interaction.1`, E / 16);
-    conv(`${a}.spatial_interaction.3`, 1, E / 16, 1);
+    conv(`${a}.channel_interaction.1`, Math.floor(E / 8), E, 1);
+    bn(`${a}.channel_interaction.2`, Math.floor(E / 8));
+    conv(`${a}.channel_interaction.4`, E, Math.floor(E / 8), 1);
+    conv(`${a}.spatial_interaction.0`, Math.floor(E / 16), E, 1);
+    bn(`${a}.spatial_interaction.1`, Math.floor(E / 16));
+    conv(`${a}.spatial_interaction.3`, 1, Math.floor(E / 16), 1);
   };
   const pd = Math.floor(Math.floor(E / 2 / 4) / 4);
   conv('conv_first', E, 3);
