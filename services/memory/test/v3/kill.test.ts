@@ -16,7 +16,9 @@ import { cleanupConfig, client, forEachStorage, freePort, testConfig } from '@sv
 import { startFakeOpenAi, type FakeOpenAi } from '../search/fake-openai.ts';
 import { waitFor } from '../search/helpers.ts';
 
-const MAIN = path.join(import.meta.dirname, '..', '..', 'src', 'main.ts');
+// The service runs as `npm run memory` runs it (scripts/run-service.mjs: the bundle of src/main.ts, rebuilt when a
+// source is newer): under tsx each start spent seconds of CPU transpiling its modules. Still a process of its own.
+const RUN_SERVICE = path.join(import.meta.dirname, '..', '..', '..', '..', 'scripts', 'run-service.mjs');
 const BATCH = 20;
 const DERIVED = /note (\d+)\n---\nOnly derive facts/;
 
@@ -30,7 +32,7 @@ forEachStorage('memory v3: the process killed during derivation', (kind) => {
   /** The service as its own process (workers on, the fake model), ready when /health answers. */
   async function start() {
     const port = await freePort();
-    const args = ['--import', 'tsx', MAIN, '--port', String(port), '--data-dir', cfg.dataDir, '--pg-schema', cfg.pgSchema, '--log-level', 'silent'];
+    const args = [RUN_SERVICE, 'memory', '--port', String(port), '--data-dir', cfg.dataDir, '--pg-schema', cfg.pgSchema, '--log-level', 'silent'];
     if (cfg.databaseUrl) args.push('--database-url', cfg.databaseUrl);
     const child = spawn(process.execPath, args, { env: { ...process.env, MEMORY_LLM_URL: fake.url, MEMORY_LLM_MODEL: 'm', LOG_REQUESTS: '0' }, stdio: 'ignore' });
     children.push(child);
