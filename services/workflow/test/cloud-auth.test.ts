@@ -460,8 +460,9 @@ test('the local runtime answers 404 for every path of the hosted runtime; the ho
 
 test('CLI: create-user makes a user with a personal workspace and prints its id; that user can log in', async () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'wf-cli-'));
-  const main = path.join(import.meta.dirname, '..', 'src', 'main.ts');
-  const run = (args: string[]) => spawnSync(process.execPath, ['--import', 'tsx', main, ...args], { encoding: 'utf8', env: { ...process.env, DATABASE_URL: '', LOG_LEVEL: 'silent' } });
+  // As the README runs it (npm run workflow -- create-user: scripts/run-service.mjs, the bundle of src/main.ts).
+  const runService = path.join(import.meta.dirname, '..', '..', '..', 'scripts', 'run-service.mjs');
+  const run = (args: string[]) => spawnSync(process.execPath, [runService, 'workflow', ...args], { encoding: 'utf8', env: { ...process.env, DATABASE_URL: '', LOG_LEVEL: 'silent' } });
   try {
     const r = run(['create-user', '--email', 'cli@example.test', '--password', 'cli-password-1', '--data-dir', dir]);
     assert.equal(r.status, 0, r.stderr);
