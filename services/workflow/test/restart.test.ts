@@ -7,11 +7,13 @@ import { client, cleanupConfig, forEachStorage, startTestServer, testConfig } fr
 import { buildApp } from '../src/app.ts';
 import { installPack, textPrompt, waitJob } from './helpers.ts';
 
-const MAIN = path.resolve(import.meta.dirname, '../src/main.ts');
+// The service runs as `npm run workflow` runs it (scripts/run-service.mjs: the bundle of src/main.ts, rebuilt when a
+// source is newer): under tsx each start spent seconds of CPU transpiling its modules. Still a process of its own.
+const RUN_SERVICE = path.resolve(import.meta.dirname, '../../../scripts/run-service.mjs');
 
 /** Starts the service as its own process (so it can be killed with SIGKILL) and waits for its URL. */
 function spawnService(args: string[], env: Record<string, string>): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', MAIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LOG_LEVEL: 'error', ...env } });
+  const child = spawn(process.execPath, [RUN_SERVICE, 'workflow', ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LOG_LEVEL: 'error', ...env } });
   return new Promise((resolve, reject) => {
     let out = '';
     child.stdout!.on('data', (d) => {
