@@ -13,7 +13,9 @@ import { client } from '@svc/testkit';
 import { startFakeOpenAi, type FakeOpenAi } from './fake-openai.ts';
 import { newUser, startMemory, waitFor, type Http } from './helpers.ts';
 
-const MAIN = path.join(import.meta.dirname, '..', '..', 'src', 'main.ts');
+// The service runs as `npm run memory` runs it (scripts/run-service.mjs: the bundle of src/main.ts, rebuilt when a
+// source is newer): under tsx each start spent seconds of CPU transpiling its modules. Still a process of its own.
+const RUN_SERVICE = path.join(import.meta.dirname, '..', '..', '..', '..', 'scripts', 'run-service.mjs');
 
 forEachStorage('memory deriver after a worker is killed mid-job', (kind) => {
   let fake: FakeOpenAi;
@@ -48,7 +50,7 @@ forEachStorage('memory deriver after a worker is killed mid-job', (kind) => {
     for (let n = 1; n <= 3; n++) assert.equal((await http.post(M, { content: `I have ${n} cats`, is_user: true })).status, 200);
 
     const cfg = api.server.cfg;
-    const args = ['--import', 'tsx', MAIN, '--port', '0', '--data-dir', cfg.dataDir, '--pg-schema', cfg.pgSchema, '--log-level', 'silent'];
+    const args = [RUN_SERVICE, 'memory', '--port', '0', '--data-dir', cfg.dataDir, '--pg-schema', cfg.pgSchema, '--log-level', 'silent'];
     if (cfg.databaseUrl) args.push('--database-url', cfg.databaseUrl);
     const child = spawn(process.execPath, args, { env: { ...process.env, MEMORY_LLM_URL: fake.url, MEMORY_LLM_MODEL: 'm' }, stdio: 'ignore' });
     const exited = new Promise<void>((r) => child.on('exit', () => r()));
