@@ -20,7 +20,7 @@ import sharp from 'sharp';
 import { client, forEachStorage, startTestServer, type StorageKind } from '@svc/testkit';
 import type { ServiceConfig } from '@svc/kernel';
 import { buildApp } from '../../src/app.ts';
-import { gateEntered, releaseGate } from '../helpers.ts';
+import { bundledThreads, gateEntered, releaseGate } from '../helpers.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
 const LAUNCH_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
@@ -32,6 +32,7 @@ const skip = fs.existsSync(CHROMIUM) ? false : `${CHROMIUM} is missing: install 
 if (skip) console.log(`# SKIP workflow built-in page browser tests: ${skip}`);
 
 async function startServer(storage: StorageKind, flags: Record<string, string | boolean> = {}) {
+  await bundledThreads();
   const build = (cfg: ServiceConfig) => {
     fs.mkdirSync(path.join(cfg.dataDir, 'custom_nodes'), { recursive: true });
     for (const p of PACKS) fs.copyFileSync(p, path.join(cfg.dataDir, 'custom_nodes', path.basename(p)));
@@ -41,6 +42,13 @@ async function startServer(storage: StorageKind, flags: Record<string, string | 
   return Object.assign(srv, { http: client(srv.url) });
 }
 type Srv = Awaited<ReturnType<typeof startServer>>;
+
+// One Chromium for the file (a launch costs about a second of CPU); every suite opens contexts of its own in it.
+let shared: Promise<Browser> | undefined;
+const launchBrowser = (): Promise<Browser> => (shared ??= chromium.launch({ executablePath: CHROMIUM, headless: true, args: LAUNCH_ARGS }));
+after(async () => {
+  if (shared) await (await shared).close();
+});
 
 /** Where a point of the graph (or a node's output slot, or a widget) is on the screen. */
 async function screenOf(page: Page, what: { node: number; output?: number; widget?: string } | { graph: [number, number] }): Promise<{ x: number; y: number }> {
@@ -186,10 +194,7 @@ async function dropFile(page: Page, name: string, mime: string, bytes: Buffer): 
 describe('workflow built-in page: the node editor in a browser', { skip }, () => {
   let browser: Browser;
   before(async () => {
-    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: LAUNCH_ARGS });
-  });
-  after(async () => {
-    await browser?.close();
+    browser = await launchBrowser();
   });
 
   forEachStorage('editor', (storage) => {
@@ -839,10 +844,9 @@ describe('workflow built-in page: --api-key and --multi-user', { skip }, () => {
     before(async () => {
       guarded = await startServer(storage, { apiKey: API_KEY });
       multi = await startServer(storage, { multiUser: true });
-      browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: LAUNCH_ARGS });
+      browser = await launchBrowser();
     });
     after(async () => {
-      await browser?.close();
       await guarded?.close();
       await multi?.close();
     });
@@ -933,10 +937,9 @@ describe('workflow built-in page: the hosted runtime (--runtime cloud)', { skip 
     let browser: Browser;
     before(async () => {
       srv = await startServer(storage, { runtime: 'cloud', authRateLimits: 'login=100000,login_account=100000,signup=100000,token=100000,register=100000' });
-      browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: LAUNCH_ARGS });
+      browser = await launchBrowser();
     });
     after(async () => {
-      await browser?.close();
       await srv?.close();
     });
 
