@@ -67,7 +67,8 @@ forEachStorage('inventory API: what NetBox automation clients request', (storage
     const post = await rawRequest(api.server.url, 'POST', '/api/dcim/sites', JSON.stringify({ name: 'x', slug: 'x' }));
     assert.notEqual(post.status, 301);
     assert.equal((await rawRequest(api.server.url, 'GET', '/health')).status, 200);
-    assert.equal((await rawRequest(api.server.url, 'GET', '/openapi.json')).status, 200);
+    // The OpenAPI document (built from the registry, never read from the storage; costly to build): SQLite only.
+    if (storage === 'sqlite') assert.equal((await rawRequest(api.server.url, 'GET', '/openapi.json')).status, 200);
     // A protocol-relative target is never produced.
     const dbl = await rawRequest(api.server.url, 'GET', '//api/status');
     assert.notEqual(dbl.status, 301);
@@ -150,7 +151,7 @@ forEachStorage('inventory API: what NetBox automation clients request', (storage
     assert.ok(!('config_context' in one.body) && !('serial' in one.body) && 'name' in one.body);
   });
 
-  it('the OpenAPI document lists the device and interface filters clients read from it', async () => {
+  it('the OpenAPI document lists the device and interface filters clients read from it', { skip: storage !== 'sqlite' && 'built from the registry, never read from the storage: checked on SQLite' }, async () => {
     const doc = (await api.http.get('/api/schema/?format=json')).body;
     // Ansible's nb_inventory reads `p["name"]` of each parameter of the devices and VMs GET: parameters stay inline (no `$ref`).
     const names = (p: string) => (doc.paths[p].get.parameters as Array<{ name: string }>).map((x) => x.name);
