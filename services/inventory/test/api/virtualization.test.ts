@@ -130,12 +130,15 @@ forEachStorage('inventory API: virtualization (clusters, virtual machines, VM in
 
   it('unknown NetBox virtualization filters are refused, the schema lists the VM filters Ansible reads', async () => {
     const h = api.http;
-    const doc = ok(await h.get('/api/schema/?format=json'), 200);
-    // Ansible's nb_inventory reads `p["name"]` of every parameter of this GET: they must be inline objects, not `$ref`s.
-    const params = doc.paths['/api/virtualization/virtual-machines/'].get.parameters as Array<{ name: string }>;
-    const names = params.map((p) => p.name);
-    for (const n of ['cluster_id', 'site', 'status', 'role', 'tenant', 'platform']) assert.ok(names.includes(n), `${n} not among the inline parameters: ${JSON.stringify(params).slice(0, 300)}`);
-    for (const p of ['/api/virtualization/clusters/', '/api/virtualization/interfaces/', '/api/virtualization/virtual-disks/', '/api/virtualization/cluster-types/']) assert.ok(doc.paths[p], p);
+    // The schema is built from the registry, never read from the storage (and costly to build): SQLite only.
+    if (storage === 'sqlite') {
+      const doc = ok(await h.get('/api/schema/?format=json'), 200);
+      // Ansible's nb_inventory reads `p["name"]` of every parameter of this GET: they must be inline objects, not `$ref`s.
+      const params = doc.paths['/api/virtualization/virtual-machines/'].get.parameters as Array<{ name: string }>;
+      const names = params.map((p) => p.name);
+      for (const n of ['cluster_id', 'site', 'status', 'role', 'tenant', 'platform']) assert.ok(names.includes(n), `${n} not among the inline parameters: ${JSON.stringify(params).slice(0, 300)}`);
+      for (const p of ['/api/virtualization/clusters/', '/api/virtualization/interfaces/', '/api/virtualization/virtual-disks/', '/api/virtualization/cluster-types/']) assert.ok(doc.paths[p], p);
+    }
     const r = await h.get('/api/virtualization/virtual-machines/?cluster_id=abc');
     assert.equal(r.status, 400);
     assert.deepEqual(r.body, { cluster_id: ['Select a valid choice. abc is not one of the available choices.'] });
