@@ -2,10 +2,10 @@ import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { test } from 'node:test';
+import { before, test } from 'node:test';
 import { client, cleanupConfig, forEachStorage, startTestServer, testConfig } from '@svc/testkit';
 import { buildApp } from '../src/app.ts';
-import { installPack, textPrompt, waitJob } from './helpers.ts';
+import { bundledThreads, installPack, textPrompt, waitJob } from './helpers.ts';
 
 // The service runs as `npm run workflow` runs it (scripts/run-service.mjs: the bundle of src/main.ts, rebuilt when a
 // source is newer): under tsx each start spent seconds of CPU transpiling its modules. Still a process of its own.
@@ -25,6 +25,9 @@ function spawnService(args: string[], env: Record<string, string>): Promise<{ ch
     child.on('exit', (code) => reject(new Error(`service exited with ${code}: ${out}`)));
   });
 }
+
+// The servers built here in the test's process start their execution threads from the bundle, as startWorkflow's do.
+before(() => bundledThreads());
 
 forEachStorage('workflow restart persistence', (storage) => {
   test('queue and history survive a kill; the prompt that was running is reported failed, not re-run or lost', async () => {
