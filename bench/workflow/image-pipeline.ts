@@ -163,8 +163,39 @@ const allRows: Row[] = [
       'f',
     ),
   },
+  {
+    name: 'transforms: ImageInvert → ImageFlip → ImageRotate 90 → ImageCrop 768² → ImagePadForOutpaint 64 (feather 40) → ImageStitch right',
+    prompt: kernel(
+      {
+        inv: { class_type: 'ImageInvert', inputs: { image: ['src', 0] } },
+        fl: { class_type: 'ImageFlip', inputs: { image: ['inv', 0], flip_method: 'y-axis: horizontally' } },
+        ro: { class_type: 'ImageRotate', inputs: { image: ['fl', 0], rotation: '90 degrees' } },
+        cr: { class_type: 'ImageCrop', inputs: { image: ['ro', 0], width: 768, height: 768, x: 64, y: 32 } },
+        pad: { class_type: 'ImagePadForOutpaint', inputs: { image: ['cr', 0], left: 64, top: 64, right: 64, bottom: 64, feathering: 40 } },
+        st: { class_type: 'ImageStitch', inputs: { image1: ['pad', 0], image2: ['src', 0], direction: 'right', match_image_size: true, spacing_width: 0, spacing_color: 'white' } },
+      },
+      'st',
+    ),
+  },
+  {
+    name: 'mask ops: ImageColorToMask → InvertMask → MaskComposite add (SolidMask) → CropMask 768² → JoinImageWithAlpha → SplitImageWithAlpha',
+    prompt: kernel(
+      {
+        cm: { class_type: 'ImageColorToMask', inputs: { image: ['src', 0], color: 0x808080 } },
+        iv: { class_type: 'InvertMask', inputs: { mask: ['cm', 0] } },
+        so: { class_type: 'SolidMask', inputs: { value: 0.25, width: 1024, height: 1024 } },
+        mc: { class_type: 'MaskComposite', inputs: { destination: ['iv', 0], source: ['so', 0], x: 0, y: 0, operation: 'add' } },
+        cp: { class_type: 'CropMask', inputs: { mask: ['mc', 0], x: 128, y: 128, width: 768, height: 768 } },
+        small: scale('nearest-exact', 768, 768),
+        ja: { class_type: 'JoinImageWithAlpha', inputs: { image: ['small', 0], alpha: ['cp', 0] } },
+        sp: { class_type: 'SplitImageWithAlpha', inputs: { image: ['ja', 0] } },
+      },
+      'sp',
+    ),
+  },
   { name: 'PNG: LoadImage 1024² → SaveImage', prompt: (t) => ({ src: load, o: save(['src', 0], t) }) },
   { name: 'WebP: LoadImage 1024² → SaveAnimatedWEBP (lossy q80)', prompt: (t) => ({ src: load, o: { class_type: 'SaveAnimatedWEBP', inputs: { images: ['src', 0], filename_prefix: `bench_${t}`, fps: 6, lossless: false, quality: 80, method: 'default' } } }) },
+  { name: 'WebP lossless (the node’s default): LoadImage 1024² → SaveAnimatedWEBP', prompt: (t) => ({ src: load, o: { class_type: 'SaveAnimatedWEBP', inputs: { images: ['src', 0], filename_prefix: `bench_${t}`, fps: 6, lossless: true, quality: 80, method: 'default' } } }) },
 ];
 const wanted = args.rows ? String(args.rows).split(',') : undefined;
 const rows = wanted ? allRows.filter((r, i) => wanted.some((w) => (/^\d+$/.test(w) ? String(i) === w : r.name.includes(w)))) : allRows;

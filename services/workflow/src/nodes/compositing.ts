@@ -117,11 +117,12 @@ function splitAlpha(image: ImageBatch): [ImageBatch, MaskBatch] {
       rgb.push(f);
     } else {
       const data = Buffer.alloc(px * 3);
+      const src = f.data;
       for (let i = 0; i < px; i++) {
-        data[i * 3] = f.data[i * 4]!;
-        data[i * 3 + 1] = f.data[i * 4 + 1]!;
-        data[i * 3 + 2] = f.data[i * 4 + 2]!;
-        mask[i] = 1 - f.data[i * 4 + 3]! / 255;
+        data[i * 3] = src[i * 4]!;
+        data[i * 3 + 1] = src[i * 4 + 1]!;
+        data[i * 3 + 2] = src[i * 4 + 2]!;
+        mask[i] = 1 - src[i * 4 + 3]! / 255;
       }
       rgb.push(new Frame(f.width, f.height, 3, data));
     }

@@ -71,24 +71,23 @@ function composite(destination: MaskBatch, source: MaskBatch, x: number, y: numb
   for (let b = 0; b < n; b++) {
     const d = dst[Math.min(b, dst.length - 1)]!;
     const s = src[Math.min(b, src.length - 1)]!;
-    const o = Float32Array.from(d.data);
+    const o = d.data.slice();
+    const sd = s.data;
+    // One loop per operation: the operation is chosen once, not compared per pixel.
     for (let yy = y; yy < bottom; yy++) {
-      for (let xx = x; xx < right; xx++) {
-        const a = o[yy * dw + xx]!;
-        const v = s.data[(yy - y) * sw + (xx - x)]!;
-        let r: number;
-        if (op === 'multiply') r = a * v;
-        else if (op === 'add') r = a + v;
-        else if (op === 'subtract') r = a - v;
-        else {
-          const p = roundsToTrue(a);
-          const q = roundsToTrue(v);
-          r = Number(op === 'and' ? p && q : op === 'or' ? p || q : p !== q);
-        }
-        o[yy * dw + xx] = r;
-      }
+      const row = yy * dw;
+      const srow = (yy - y) * sw - x;
+      if (op === 'multiply') for (let xx = x; xx < right; xx++) o[row + xx] = o[row + xx]! * sd[srow + xx]!;
+      else if (op === 'add') for (let xx = x; xx < right; xx++) o[row + xx] = o[row + xx]! + sd[srow + xx]!;
+      else if (op === 'subtract') for (let xx = x; xx < right; xx++) o[row + xx] = o[row + xx]! - sd[srow + xx]!;
+      else if (op === 'and') for (let xx = x; xx < right; xx++) o[row + xx] = roundsToTrue(o[row + xx]!) && roundsToTrue(sd[srow + xx]!) ? 1 : 0;
+      else if (op === 'or') for (let xx = x; xx < right; xx++) o[row + xx] = roundsToTrue(o[row + xx]!) || roundsToTrue(sd[srow + xx]!) ? 1 : 0;
+      else for (let xx = x; xx < right; xx++) o[row + xx] = roundsToTrue(o[row + xx]!) !== roundsToTrue(sd[srow + xx]!) ? 1 : 0;
     }
-    for (let i = 0; i < o.length; i++) o[i] = Math.min(1, Math.max(0, o[i]!));
+    for (let i = 0; i < o.length; i++) {
+      const v = o[i]!;
+      o[i] = v > 1 ? 1 : v < 0 ? 0 : v;
+    }
     out.push(new MaskPlane(dw, dh, o));
   }
   return new MaskBatch(out);
@@ -102,7 +101,7 @@ function composite(destination: MaskBatch, source: MaskBatch, x: number, y: numb
  */
 function feather(p: MaskPlane, left: number, top: number, right: number, bottom: number): MaskPlane {
   const { width: w, height: h } = p;
-  const o = Float32Array.from(p.data);
+  const o = p.data.slice();
   left = Math.min(left, w);
   right = Math.min(right, w);
   top = Math.min(top, h);
@@ -154,7 +153,7 @@ function grow(p: MaskPlane, expand: number, tapered: boolean, ctx: NodeContext):
   if (n === 0) return p;
   if (!tapered) {
     const r = Math.min(n, Math.max(w, h));
-    const a = Float32Array.from(p.data);
+    const a = p.data.slice();
     const b = new Float32Array(a.length);
     const g = new Float32Array(Math.max(w, h) + 2 * r);
     const hb = new Float32Array(g.length);
@@ -171,7 +170,7 @@ function grow(p: MaskPlane, expand: number, tapered: boolean, ctx: NodeContext):
   const nan = hasNaN(p.data);
   if (fits && nan) return crossRoundsSimd(simd, p, n, max, ctx);
   if (n > 2 && !nan) return diamond(p, n, max, ctx);
-  let cur = Float32Array.from(p.data);
+  let cur = p.data.slice();
   let next = new Float32Array(cur.length);
   for (let it = 0; it < n; it++) {
     ctx.checkInterrupt();
