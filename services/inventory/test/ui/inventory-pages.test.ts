@@ -254,8 +254,11 @@ forEachStorage('inventory UI pages (NetBox URLs)', (storage) => {
     const gone = await ui.post(`/ui/webhooks/${wh.body.id}/delete`, { csrf_token: ui.csrfOf(detail.text), confirm: 'true' });
     assert.equal(gone.status, 303);
     assert.equal((await api.get(`/api/extras/webhooks/${wh.body.id}/`)).status, 404);
-    // Pages are not API operations: none of them is in the OpenAPI document.
-    const doc = (await api.get('/openapi.json')).body;
-    assert.ok(!Object.keys(doc.paths).some((p) => /^\/(dcim|ipam|tenancy|virtualization|extras|search)\//.test(p)), 'no HTML page in /openapi.json');
+    // Pages are not API operations: none of them is in the OpenAPI document (built from the routes, never read from
+    // the storage, and costly to build: SQLite only).
+    if (storage === 'sqlite') {
+      const doc = (await api.get('/openapi.json')).body;
+      assert.ok(!Object.keys(doc.paths).some((p) => /^\/(dcim|ipam|tenancy|virtualization|extras|search)\//.test(p)), 'no HTML page in /openapi.json');
+    }
   });
 });
