@@ -3,7 +3,7 @@ import { after, before, test } from 'node:test';
 import WebSocket from 'ws';
 import { client, forEachStorage } from '@svc/testkit';
 import { bearer, signupUser, TEST_LIMITS, type TestUser } from './cloud-helpers.ts';
-import { gateEntered, gatePrompt, releaseGate, startWorkflow, textPrompt, waitJob } from './helpers.ts';
+import { gateEntered, gatePrompt, pollPause, releaseGate, startWorkflow, textPrompt, waitJob } from './helpers.ts';
 
 type Srv = Awaited<ReturnType<typeof startWorkflow>>;
 
@@ -88,11 +88,11 @@ async function setupVictim(srv: Srv, gate: string): Promise<Victim> {
   // Cloud operations: a finished export (its task and archive) and a paid top-up.
   const ex = await h.post('/api/assets/export', { asset_ids: [assetId], export_name: 'b-private-export' });
   assert.equal(ex.status, 202, ex.text);
-  for (;;) {
+  for (let attempt = 0; ; attempt++) {
     const t = await h.get(`/api/tasks/${ex.body.task_id}`);
     assert.notEqual(t.body.status, 'failed', t.text);
     if (t.body.status === 'completed') break;
-    await new Promise((res) => setImmediate(res));
+    await pollPause(attempt);
   }
   assert.equal((await h.post('/api/billing/topup', { amount: 5 })).status, 200);
   const billingOpId = (await h.get('/api/billing/events?type=topup')).body.events[0].op_id;
