@@ -5,7 +5,7 @@ import { after, before, describe, test } from 'node:test';
 import { blake3 } from 'hash-wasm';
 import sharp from 'sharp';
 import { forEachStorage } from '@svc/testkit';
-import { startWorkflow, WsClient } from './helpers.ts';
+import { pollPause, startWorkflow, WsClient } from './helpers.ts';
 
 /**
  * Assets over real HTTP on both storages: every route and its error body
@@ -713,10 +713,10 @@ forEachStorage('workflow assets: job outputs, isolation, concurrency, seeding', 
         assert.equal(busy.body.status, 'already_running');
         assert.equal(busy.body.error.code, 'SCAN_IN_PROGRESS');
       } else assert.equal(busy.status, 202, 'the first scan may already have ended');
-      for (;;) {
+      for (let attempt = 0; ; attempt++) {
         const s = await call(srv, 'GET', '/api/assets/seed/status');
         if (s.body.state === 'IDLE') break;
-        await new Promise((res) => setImmediate(res));
+        await pollPause(attempt);
       }
       fs.rmSync(path.join(d, 'output', 'out.txt'));
       const pruned = await call(srv, 'POST', '/api/assets/prune');
