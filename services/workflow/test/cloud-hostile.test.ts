@@ -9,6 +9,7 @@ import { addressAllowed, mappedIPv4, outboundConfig } from '../src/domain/cloud/
 import { MAX_SECRETS } from '../src/domain/cloud/secrets.ts';
 import { MAX_OPEN_UPLOADS } from '../src/routes/hub.ts';
 import { isCloudError, signupUser, startCloud, type TestUser } from './cloud-helpers.ts';
+import { pollPause } from './helpers.ts';
 
 /**
  * What a hostile client or a real one under load sends that the other tests
@@ -241,14 +242,14 @@ forEachStorage('hosted runtime under hostile and concurrent clients', (storage) 
     assert.deepEqual(statuses(rs), [202, 202, 202, 202, 202, 202], rs.map((r) => r.text).join('\n'));
     const names: string[] = [];
     for (const r of rs) {
-      for (;;) {
+      for (let attempt = 0; ; attempt++) {
         const t = await u.http.get(`/api/tasks/${r.body.task_id}`);
         if (t.body.status === 'completed' || t.body.status === 'failed') {
           assert.equal(t.body.status, 'completed', t.text);
           names.push(t.body.result.export_name);
           break;
         }
-        await new Promise((res) => setImmediate(res));
+        await pollPause(attempt);
       }
     }
     assert.deepEqual(names.sort(), ['same-2.zip', 'same-3.zip', 'same-4.zip', 'same-5.zip', 'same-6.zip', 'same.zip']);
@@ -259,14 +260,14 @@ forEachStorage('hosted runtime under hostile and concurrent clients', (storage) 
     assert.equal(again.body.task_id, first.body.task_id);
     const next = await u.http.post('/api/assets/export', { asset_ids: [asset.id], export_name: 'keyed.zip' });
     assert.equal(next.status, 202);
-    for (;;) {
+    for (let attempt = 0; ; attempt++) {
       const t = await u.http.get(`/api/tasks/${next.body.task_id}`);
       if (t.body.status === 'completed') {
         assert.equal(t.body.result.export_name, 'keyed-2.zip');
         break;
       }
       assert.notEqual(t.body.status, 'failed', t.text);
-      await new Promise((res) => setImmediate(res));
+      await pollPause(attempt);
     }
   });
 
@@ -319,10 +320,10 @@ forEachStorage('hosted runtime under hostile and concurrent clients', (storage) 
     const names = new Set<string>();
     for (const [i, r] of rs.entries()) {
       let t;
-      for (;;) {
+      for (let attempt = 0; ; attempt++) {
         t = await u.http.get(`/api/tasks/${r.body.task_id}`);
         if (t.body.status === 'completed' || t.body.status === 'failed') break;
-        await new Promise((res) => setImmediate(res));
+        await pollPause(attempt);
       }
       assert.equal(t.body.status, 'completed', t.text);
       const f = t.body.result.files[0];
@@ -334,14 +335,14 @@ forEachStorage('hosted runtime under hostile and concurrent clients', (storage) 
     assert.deepEqual([...names].sort(), ['same (1).png', 'same (2).png', 'same (3).png', 'same (4).png', 'same.png']);
     // The same asset again to that path is the file already there, not a sixth copy.
     const again = await u.http.post('/api/assets/download', { assets: [{ asset_id: assets[0]!.id, target_path: 'same.png' }] });
-    for (;;) {
+    for (let attempt = 0; ; attempt++) {
       const t = await u.http.get(`/api/tasks/${again.body.task_id}`);
       if (t.body.status === 'completed') {
         assert.ok(names.has(t.body.result.files[0].filename));
         break;
       }
       assert.notEqual(t.body.status, 'failed', t.text);
-      await new Promise((res) => setImmediate(res));
+      await pollPause(attempt);
     }
   });
 
