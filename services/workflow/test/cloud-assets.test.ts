@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
 import { client, forEachStorage } from '@svc/testkit';
 import { signupUser, TEST_LIMITS, type TestUser } from './cloud-helpers.ts';
-import { startWorkflow, waitJob, WsClient } from './helpers.ts';
+import { pollPause, startWorkflow, waitJob, WsClient } from './helpers.ts';
 
 type Srv = Awaited<ReturnType<typeof startWorkflow>>;
 
@@ -108,11 +108,11 @@ async function publicAsset(srv: Srv, name: string): Promise<{ id: string; hash: 
 }
 
 async function waitTask(user: TestUser, id: string): Promise<any> {
-  for (;;) {
+  for (let attempt = 0; ; attempt++) {
     const r = await user.http.get(`/api/tasks/${id}`);
     assert.equal(r.status, 200, r.text);
     if (r.body.status === 'completed' || r.body.status === 'failed') return r.body;
-    await new Promise((res) => setImmediate(res));
+    await pollPause(attempt);
   }
 }
 
