@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { client, forEachStorage } from '@svc/testkit';
 import { signupUser, TEST_LIMITS, type TestUser } from './cloud-helpers.ts';
-import { gateEntered, gatePrompt, releaseGate, startWorkflow, waitJob } from './helpers.ts';
+import { gateEntered, gatePrompt, pollPause, releaseGate, startWorkflow, waitJob } from './helpers.ts';
 
 type Srv = Awaited<ReturnType<typeof startWorkflow>>;
 
@@ -17,11 +17,11 @@ async function ledgerSum(u: TestUser): Promise<number> {
 }
 
 async function waitCharge(u: TestUser, jobId: string): Promise<any> {
-  for (;;) {
+  for (let attempt = 0; ; attempt++) {
     const r = await u.http.get('/api/billing/events?type=charge&limit=100');
     const e = r.body.events.find((x: any) => x.job_id === jobId);
     if (e) return e;
-    await new Promise((res) => setImmediate(res));
+    await pollPause(attempt);
   }
 }
 
