@@ -2,17 +2,17 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { client, forEachStorage } from '@svc/testkit';
 import { signupUser, TEST_LIMITS, type TestUser } from './cloud-helpers.ts';
-import { startWorkflow } from './helpers.ts';
+import { pollPause, startWorkflow } from './helpers.ts';
 
 type Srv = Awaited<ReturnType<typeof startWorkflow>>;
 
 const PNG = Buffer.from('89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d49444154789c6360f8cfc0f01f0005000201a5e7d0d20000000049454e44ae426082', 'hex');
 
 async function waitTask(user: TestUser, id: string): Promise<any> {
-  for (;;) {
+  for (let attempt = 0; ; attempt++) {
     const r = await user.http.get(`/api/tasks/${id}`);
     if (r.body.status === 'completed' || r.body.status === 'failed') return r.body;
-    await new Promise((res) => setImmediate(res));
+    await pollPause(attempt);
   }
 }
 
