@@ -17,7 +17,7 @@ import { loadEmbedding } from '../src/models/embeddings.ts';
 import { LoadedLora, loraKeyMap, unetToDiffusers, WeightPatches } from '../src/models/lora.ts';
 import { ModelFileError } from '../src/models/safetensors.ts';
 import { ClipModel, loadCheckpoint, sample, unloadAll, UNetModel, VaeModel, type ConditioningEntry, type FloatTensor } from '../src/models/sd1.ts';
-import { startWorkflow } from './helpers.ts';
+import { pollPause, startWorkflow } from './helpers.ts';
 import { TINY, writeFixture } from './models-fixture.ts';
 import { EMBEDDING_PROMPTS, embeddingTensors, loraTensors, seeded, taesdTensors, writeTensors } from './models-patches-fixture.ts';
 import { readOutput, run, type Server } from './nodes-helpers.ts';
@@ -396,7 +396,7 @@ onOneStorage('workflow POST /free (and no previews by default)', (storage) => {
     assert.equal(loaded.max_model_memory, null);
     assert.equal(JSON.stringify(loaded).includes(plain.cfg.dataDir), false);
     assert.equal((await plain.http.post('/free', { unload_models: true })).status, 200);
-    while ((await models()).count !== 0) await new Promise((r) => setImmediate(r));
+    for (let attempt = 0; (await models()).count !== 0; attempt++) await pollPause(attempt);
     assert.deepEqual(await models(), { loaded: [], count: 0, memory: 0, max_model_memory: null });
     const cached = await run(plain, previewGraph(7));
     assert.ok(!executedNodes(cached).includes('ks'), 'the sampler output stays cached');
