@@ -5,7 +5,7 @@ import path from 'node:path';
 import { before, test } from 'node:test';
 import { client, cleanupConfig, forEachStorage, startTestServer, testConfig } from '@svc/testkit';
 import { buildApp } from '../src/app.ts';
-import { bundledThreads, installPack, textPrompt, waitJob } from './helpers.ts';
+import { bundledThreads, installPack, pollPause, textPrompt, waitJob } from './helpers.ts';
 
 // The service runs as `npm run workflow` runs it (scripts/run-service.mjs: the bundle of src/main.ts, rebuilt when a
 // source is newer): under tsx each start spent seconds of CPU transpiling its modules. Still a process of its own.
@@ -44,10 +44,10 @@ forEachStorage('workflow restart persistence', (storage) => {
       await waitJob(http, done.body.prompt_id);
       const running = await http.post('/prompt', { prompt: { g: { class_type: 'TestGate', inputs: { name: 'never-released' } } } });
       const pending = await http.post('/prompt', { prompt: textPrompt('queued behind the gate') });
-      for (;;) {
+      for (let attempt = 0; ; attempt++) {
         const q = await http.get('/queue');
         if (q.body.queue_running.length === 1) break;
-        await new Promise((r) => setImmediate(r));
+        await pollPause(attempt);
       }
       child.kill('SIGKILL');
       await new Promise((r) => child.once('exit', r));
