@@ -20,7 +20,7 @@ import sharp from 'sharp';
 import { client, forEachStorage, startTestServer, type StorageKind } from '@svc/testkit';
 import type { ServiceConfig } from '@svc/kernel';
 import { buildApp } from '../../src/app.ts';
-import { bundledThreads, gateEntered, releaseGate } from '../helpers.ts';
+import { bundledThreads, gateEntered, pollPause, releaseGate } from '../helpers.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
 const LAUNCH_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
@@ -162,11 +162,11 @@ async function newWorkflow(page: Page): Promise<void> {
 }
 
 async function waitJob(srv: Srv, id: string, status = 'completed'): Promise<any> {
-  for (;;) {
+  for (let attempt = 0; ; attempt++) {
     const r = await srv.http.get(`/api/jobs/${id}`);
     if (r.status === 200 && r.body.status === status) return r.body;
     if (r.status === 200 && ['completed', 'failed', 'cancelled'].includes(r.body.status)) assert.fail(`job ${id} ended ${r.body.status}: ${JSON.stringify(r.body.execution_error ?? {})}`);
-    await new Promise((res) => setImmediate(res));
+    await pollPause(attempt);
   }
 }
 
@@ -910,10 +910,10 @@ describe('workflow built-in page: --api-key and --multi-user', { skip }, () => {
         await p.waitForSelector('#conn[data-state=connected]');
         const id = await run(p);
         const alice = client(multi.url, { 'comfy-user': aliceId });
-        for (;;) {
+        for (let attempt = 0; ; attempt++) {
           const r = await alice.get(`/api/jobs/${id}`);
           if (r.status === 200 && r.body.status === 'completed') break;
-          await new Promise((res) => setImmediate(res));
+          await pollPause(attempt);
         }
         assert.equal((await multi.http.get(`/api/jobs/${id}`)).status, 404, 'another user does not see it');
         await p.click('#graph-canvas', { position: { x: 5, y: 5 } });
