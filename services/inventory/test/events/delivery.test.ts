@@ -109,6 +109,10 @@ forEachStorage('webhook delivery', (kind) => {
     const rq = await inv.api.post(`/api/core/background-tasks/${failed.id}/requeue/`);
     assert.equal(rq.status, 200);
     await until(async () => (await inv.api.get(`/api/core/background-tasks/${failed.id}/`)).body.status === 'successful', 10_000, 'requeued success');
+    // The requeued delivery is the same message: its webhook-id too (admin.browser.test.ts requeues from the UI).
+    const resent = rx.received.slice(before).filter((r) => r.url === '/flaky');
+    assert.equal(resent.length, 4);
+    assert.equal(resent[3]!.headers['webhook-id'], resent[0]!.headers['webhook-id'], 'webhook-id stable across a manual requeue');
     const again = await inv.api.post(`/api/core/background-tasks/${failed.id}/requeue/`);
     assert.equal(again.status, 400);
     rx.setResponder((_r, res) => res.writeHead(200).end('ok'));
