@@ -16,8 +16,8 @@
  * over the weights in place.
  */
 import { OnnxGraph } from './graph-builder.ts';
-import { DataType } from './onnx-proto.ts';
-import { ModelFileError, type SafetensorsFile } from './safetensors.ts';
+import { type SafetensorsFile } from './safetensors.ts';
+import { checkStrictLoad, convOps, dimReader, fail, imageAndMean, NUM_FEAT, pixelShuffleScale, regionMask, rollTokens, seqLen, stateShapeRecorder } from './transformer-sr-parts.ts';
 
 export interface DATConfig {
   kind: 'dat';
@@ -34,15 +34,6 @@ export interface DATConfig {
   upsampler: 'pixelshuffle' | 'pixelshuffledirect';
   scale: number;
   shuffle: 1;
-}
-
-const RGB_MEAN = [0.4488, 0.4371, 0.404];
-const NUM_FEAT = 64;
-const FLOAT_DTYPES = new Set(['F32', 'F16', 'BF16', 'F64']);
-const INT64_MAX = Number.MAX_SAFE_INTEGER;
-
-function fail(file: SafetensorsFile, problem: string): never {
-  throw new ModelFileError(file.path, problem);
 }
 
 /** spandrel's DAT KeyCondition. */
@@ -81,17 +72,6 @@ export function looksLikeDAT(file: SafetensorsFile): boolean {
   );
 }
 
-function seqLen(file: SafetensorsFile, seq: string): number {
-  let n = 0;
-  for (const k of file.tensors.keys()) {
-    if (!k.startsWith(`${seq}.`)) continue;
-    const index = k.slice(seq.length + 1).split('.')[0]!;
-    if (!/^\d+$/.test(index)) fail(file, `${k}: ${JSON.stringify(index)} is not an index of ${seq}`);
-    n = Math.max(n, Number(index) + 1);
-  }
-  return n;
-}
-
 /** Whether block b of group g attends over shifted windows (and so holds attn_mask_0/1): DAT's own rule. */
 export function datShifted(g: number, b: number): boolean {
   return (g % 2 === 0 && b > 0 && (b - 2) % 4 === 0) || (g % 2 !== 0 && b % 4 === 0);
@@ -104,11 +84,7 @@ export function datShifted(g: number, b: number): boolean {
  */
 export function detectDAT(file: SafetensorsFile, rpeLast: () => number[]): DATConfig | null {
   if (!looksLikeDAT(file)) return null;
-  const dim = (k: string, i: number): number => {
-    const s = file.info(k).shape;
-    if (s.length <= i) fail(file, `${k} has shape [${s.join(', ')}], which has no dimension ${i}`);
-    return s[i]!;
-  };
+  const dim = dimReader(file);
   const inChannels = dim('conv_first.weight', 1);
   const embedDim = dim('conv_first.weight', 0);
   const layers = seqLen(file, 'layers');
@@ -122,13 +98,8 @@ export function detectDAT(file: SafetensorsFile, rpeLast: () => number[]): DATCo
   const upsampler = file.has('conv_last.weight') ? 'pixelshuffle' : 'pixelshuffledirect';
   const resi = file.has('conv_after_body.weight') ? '1conv' : '3conv';
   let scale = 1;
-  if (upsampler === 'pixelshuffle') {
-    for (let i = 0; i < 10 && file.has(`upsample.${i}.weight`); i += 2) {
-      const inC = dim(`upsample.${i}.weight`, 1);
-      if (inC === 0) fail(file, `upsample.${i}.weight takes no channels`);
-      scale *= Math.floor(Math.sqrt(Math.floor(dim(`upsample.${i}.weight`, 0) / inC)));
-    }
-  } else {
+  if (upsampler === 'pixelshuffle') scale = pixelShuffleScale(file, dim);
+  else {
     if (inChannels === 0) fail(file, 'a DAT of no input channels');
     scale = Math.trunc(Math.sqrt(Math.floor(dim('upsample.0.weight', 0) / inChannels)));
   }
@@ -158,35 +129,17 @@ export function detectDAT(file: SafetensorsFile, rpeLast: () => number[]): DATCo
 
 /** The state dict of spandrel's DAT(**detected): name → shape. */
 export function datStateShapes(cfg: DATConfig): Map<string, number[]> {
-  const m = new Map<string, number[]>();
+  const { m, conv, vec, linear, resi: resiOf, pixelShuffle } = stateShapeRecorder();
   const E = cfg.embedDim;
   const [s0, s1] = cfg.split;
   const N = s0 * s1;
-  const conv = (k: string, o: number, i: number, kernel = 3) => {
-    m.set(`${k}.weight`, [o, i, kernel, kernel]);
-    m.set(`${k}.bias`, [o]);
-  };
-  const vec = (k: string, n: number) => {
-    m.set(`${k}.weight`, [n]);
-    m.set(`${k}.bias`, [n]);
-  };
   const bn = (k: string, n: number) => {
     vec(k, n);
     m.set(`${k}.running_mean`, [n]);
     m.set(`${k}.running_var`, [n]);
     m.set(`${k}.num_batches_tracked`, []);
   };
-  const linear = (k: string, o: number, i: number, bias = true) => {
-    m.set(`${k}.weight`, [o, i]);
-    if (bias) m.set(`${k}.bias`, [o]);
-  };
-  const resi = (k: string) => {
-    if (cfg.resi === '1conv') return conv(k, E, E);
-    const q = Math.floor(E / 4);
-    conv(`${k}.0`, q, E);
-    conv(`${k}.2`, q, q, 1);
-    conv(`${k}.4`, E, q);
-  };
+  const resi = (k: string) => resiOf(k, cfg.resi, E);
   const gates = (a: string) => {
     conv(`${a}.dwconv.0`, E, 1);
     bn(`${a}.dwconv.1`, E);
@@ -237,28 +190,14 @@ export function datStateShapes(cfg: DATConfig): Map<string, number[]> {
   });
   vec('norm', E);
   resi('conv_after_body');
-  if (cfg.upsampler === 'pixelshuffle') {
-    conv('conv_before_upsample.0', NUM_FEAT, E);
-    if (cfg.scale === 3) conv('upsample.0', 9 * NUM_FEAT, NUM_FEAT);
-    else for (let k = 0; 2 ** k < cfg.scale; k++) conv(`upsample.${2 * k}`, 4 * NUM_FEAT, NUM_FEAT);
-    conv('conv_last', cfg.inChannels, NUM_FEAT);
-  } else conv('upsample.0', cfg.scale * cfg.scale * cfg.inChannels, E);
+  if (cfg.upsampler === 'pixelshuffle') pixelShuffle(E, NUM_FEAT, cfg.scale, cfg.inChannels);
+  else conv('upsample.0', cfg.scale * cfg.scale * cfg.inChannels, E);
   return m;
 }
 
 function checkStrict(file: SafetensorsFile, cfg: DATConfig): void {
-  const want = datStateShapes(cfg);
   const name = `a DAT (${describeDAT(cfg)})`;
-  const missing = [...want.keys()].filter((k) => !file.has(k));
-  if (missing.length > 0) fail(file, `${name} missing ${missing.length} tensor${missing.length > 1 ? 's' : ''}: ${missing.slice(0, 4).join(', ')}${missing.length > 4 ? ', …' : ''}`);
-  const unexpected = [...file.tensors.keys()].filter((k) => !want.has(k));
-  if (unexpected.length > 0) fail(file, `${name} with unexpected tensor${unexpected.length > 1 ? 's' : ''}: ${unexpected.slice(0, 4).join(', ')}${unexpected.length > 4 ? ', …' : ''}`);
-  for (const [k, s] of want) {
-    const info = file.info(k);
-    if (info.shape.join() !== s.join()) fail(file, `${k} has shape [${info.shape.join(', ')}], expected [${s.join(', ')}] for ${name}`);
-    const buffer = /(relative_position_index|attn_mask_[01]|num_batches_tracked|rpe_biases)$/.test(k);
-    if (!buffer && !FLOAT_DTYPES.has(info.dtype)) fail(file, `${k} has dtype ${info.dtype}, expected a float type`);
-  }
+  checkStrictLoad(file, datStateShapes(cfg), name, name, (k) => /(relative_position_index|attn_mask_[01]|num_batches_tracked|rpe_biases)$/.test(k));
 }
 
 export function describeDAT(cfg: DATConfig): string {
@@ -311,8 +250,7 @@ export function buildDATGraph(g: OnnxGraph, cfg: DATConfig): Uint8Array {
   const half = E / 2;
   const [s0, s1] = cfg.split;
   const N = s0 * s1;
-  const image = g.input('image', DataType.FLOAT, ['batch', cfg.inChannels, 'height', 'width']);
-  const mean = cfg.inChannels === 3 ? g.f32(RGB_MEAN, [1, 3, 1, 1]) : g.f32([0], [1, 1, 1, 1]);
+  const { image, mean } = imageAndMean(g, cfg.inChannels);
   const x = g.op('Sub', [image, mean]); // img_range 1
   const cat = (parts: string[]) => g.op('Concat', parts, { axis: 0 });
   const shp = g.op('Shape', [image]);
@@ -325,30 +263,14 @@ export function buildDATGraph(g: OnnxGraph, cfg: DATConfig): Uint8Array {
   const padB = g.op('Sub', [PH, H]);
   const padR = g.op('Sub', [PW, W]);
   const zero = g.i64([0]);
-  const toNHWC = (t: string) => g.op('Transpose', [t], { perm: [0, 2, 3, 1] });
-  const toNCHW = (t: string) => g.op('Transpose', [t], { perm: [0, 3, 1, 2] });
+  const { toNHWC, toNCHW, resiConv: resiOf, pixelShuffle, pixelShuffleDirect } = convOps(g);
   const ln = (t: string, k: string) => g.layerNorm(t, k, 1e-5);
   const bn = (t: string, k: string) => g.op('BatchNormalization', [t, g.w(`${k}.weight`), g.w(`${k}.bias`), g.w(`${k}.running_mean`), g.w(`${k}.running_var`)], { epsilon: { float: 1e-5 } });
   const dwconv = (t: string, k: string, channels: number) => g.op('Conv', [t, g.w(`${k}.weight`), g.w(`${k}.bias`)], { kernel_shape: [3, 3], pads: [1, 1, 1, 1], group: channels });
   const conv1 = (t: string, k: string) => g.conv(t, k);
-  const roll = (t: string, sy: number, sx: number): string => {
-    let out = t;
-    for (const [axis, s] of [[1, sy], [2, sx]] as const) {
-      if (s === 0) continue;
-      const a = g.op('Slice', [out, g.i64([-s]), g.i64([INT64_MAX]), g.i64([axis])]);
-      const b = g.op('Slice', [out, g.i64([0]), g.i64([-s]), g.i64([axis])]);
-      out = g.op('Concat', [a, b], { axis });
-    }
-    return out;
-  };
+  const roll = (t: string, sy: number, sx: number): string => rollTokens(g, t, sy, sx);
   const masks: Partial<Record<0 | 1, string>> = {};
-  const mask = (o: 0 | 1): string => {
-    if (masks[o]) return masks[o];
-    const regions = g.input(`regions${o}`, DataType.FLOAT, [`windows${o}`, N]);
-    const diff = g.op('Sub', [g.op('Unsqueeze', [regions, g.i64([1])]), g.op('Unsqueeze', [regions, g.i64([2])])]);
-    masks[o] = g.op('Unsqueeze', [g.op('Where', [g.op('Equal', [diff, g.f32([0], [])]), g.f32([0], []), g.f32([-100], [])]), g.i64([1])]);
-    return masks[o];
-  };
+  const mask = (o: 0 | 1): string => (masks[o] ??= regionMask(g, `regions${o}`, `windows${o}`, N));
 
   /** One Spatial_Attention branch on padded [B, PH, PW, 3, half] q/k/v: h×w windows, `heads` heads, the DynamicPosBias bias, a mask; → [B, PH, PW, half]. */
   const spatial = (qkv: string, key: string, wh: number, ww: number, heads: number, windowMask?: string): string => {
@@ -439,9 +361,7 @@ export function buildDATGraph(g: OnnxGraph, cfg: DATConfig): Uint8Array {
     return g.linear(g.mul(x1!, gate), `${k}.fc2`);
   };
 
-  const lrelu = (t: string, alpha: number) => g.op('LeakyRelu', [t], { alpha: { float: alpha } });
-  const resiConv = (t: string, key: string): string =>
-    cfg.resi === '1conv' ? g.conv(t, key) : g.conv(lrelu(g.conv(lrelu(g.conv(t, `${key}.0`), 0.2), `${key}.2`), 0.2), `${key}.4`);
+  const resiConv = (t: string, key: string) => resiOf(t, key, cfg.resi);
 
   const first = g.conv(x, 'conv_first');
   let t = ln(toNHWC(first), 'before_RG.1');
@@ -456,16 +376,7 @@ export function buildDATGraph(g: OnnxGraph, cfg: DATConfig): Uint8Array {
     t = g.add(res, toNHWC(resiConv(toNCHW(r), `layers.${i}.conv`)));
   });
   const body = g.add(resiConv(toNCHW(ln(t, 'norm')), 'conv_after_body'), first);
-  let y: string;
-  if (cfg.upsampler === 'pixelshuffle') {
-    y = lrelu(g.conv(body, 'conv_before_upsample.0'), 0.01);
-    if (cfg.scale === 3) y = g.op('DepthToSpace', [g.conv(y, 'upsample.0')], { blocksize: 3, mode: 'CRD' });
-    else for (let k = 0; 2 ** k < cfg.scale; k++) y = g.op('DepthToSpace', [g.conv(y, `upsample.${2 * k}`)], { blocksize: 2, mode: 'CRD' });
-    y = g.conv(y, 'conv_last');
-  } else {
-    y = g.conv(body, 'upsample.0');
-    if (cfg.scale > 1) y = g.op('DepthToSpace', [y], { blocksize: cfg.scale, mode: 'CRD' });
-  }
+  const y = cfg.upsampler === 'pixelshuffle' ? pixelShuffle(body, cfg.scale) : pixelShuffleDirect(body, cfg.scale);
   g.output(g.add(y, mean), 'upscaled', ['batch', cfg.outChannels, 'out_height', 'out_width']);
   return g.encode('dat');
 }

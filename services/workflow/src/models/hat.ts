@@ -11,8 +11,9 @@
  */
 import { OnnxGraph } from './graph-builder.ts';
 import { DataType } from './onnx-proto.ts';
-import { ModelFileError, type SafetensorsFile } from './safetensors.ts';
+import { type SafetensorsFile } from './safetensors.ts';
 import { relativePositionIndex, swinOps } from './swinir.ts';
+import { checkStrictLoad, convOps, dimReader, fail, imageAndMean, pixelShuffleScale, seqLen, stateShapeRecorder } from './transformer-sr-parts.ts';
 
 export interface HATConfig {
   kind: 'hat';
@@ -36,14 +37,8 @@ export interface HATConfig {
   shuffle: 1;
 }
 
-const RGB_MEAN = [0.4488, 0.4371, 0.404];
 const CONV_SCALE = 0.01;
-const FLOAT_DTYPES = new Set(['F32', 'F16', 'BF16', 'F64']);
 const GROUP = (i: number) => `layers.${i}.residual_group`;
-
-function fail(file: SafetensorsFile, problem: string): never {
-  throw new ModelFileError(file.path, problem);
-}
 
 /** spandrel's HAT KeyCondition. */
 const DETECT = [
@@ -68,17 +63,6 @@ export function looksLikeHAT(file: SafetensorsFile): boolean {
   return DETECT.every((k) => file.has(k));
 }
 
-function seqLen(file: SafetensorsFile, seq: string): number {
-  let n = 0;
-  for (const k of file.tensors.keys()) {
-    if (!k.startsWith(`${seq}.`)) continue;
-    const index = k.slice(seq.length + 1).split('.')[0]!;
-    if (!/^\d+$/.test(index)) fail(file, `${k}: ${JSON.stringify(index)} is not an index of ${seq}`);
-    n = Math.max(n, Number(index) + 1);
-  }
-  return n;
-}
-
 /** spandrel's _get_overlap_ratio: a "nice" ratio r with int(ws + ws·r) = the overlapping window, else the formula. */
 function overlapRatio(ws: number, withOverlap: number): number {
   for (const r of [0, 1, 0.5, 0.25, 0.75, 0.1, 0.2, 0.3, 0.4, 0.6, 0.7, 0.8, 0.9]) if (Math.trunc(ws + ws * r) === withOverlap) return r;
@@ -88,20 +72,11 @@ function overlapRatio(ws: number, withOverlap: number): number {
 /** The HAT in the file (keys canonical), or null when spandrel's HAT detection does not take it. */
 export function detectHAT(file: SafetensorsFile): HATConfig | null {
   if (!looksLikeHAT(file)) return null;
-  const dim = (k: string, i: number): number => {
-    const s = file.info(k).shape;
-    if (s.length <= i) fail(file, `${k} has shape [${s.join(', ')}], which has no dimension ${i}`);
-    return s[i]!;
-  };
+  const dim = dimReader(file);
   const inChannels = dim('conv_first.weight', 1);
   const embedDim = dim('conv_first.weight', 0);
   const numFeat = dim('conv_last.weight', 1);
-  let scale = 1;
-  for (let i = 0; i < 10 && file.has(`upsample.${i}.weight`); i += 2) {
-    const inC = dim(`upsample.${i}.weight`, 1);
-    if (inC === 0) fail(file, `upsample.${i}.weight takes no channels`);
-    scale *= Math.floor(Math.sqrt(Math.floor(dim(`upsample.${i}.weight`, 0) / inC)));
-  }
+  const scale = pixelShuffleScale(file, dim);
   const window = Math.trunc(Math.sqrt(dim('relative_position_index_SA', 0)));
   const ratio = overlapRatio(window, Math.trunc(Math.sqrt(dim('relative_position_index_OCA', 1))));
   const overlapWindow = Math.trunc(window * ratio) + window;
@@ -156,22 +131,11 @@ export function detectHAT(file: SafetensorsFile): HATConfig | null {
 
 /** The state dict of spandrel's HAT(**detected): name → shape. */
 export function hatStateShapes(cfg: HATConfig): Map<string, number[]> {
-  const m = new Map<string, number[]>();
+  const { m, conv, vec: vecOf, linear, pixelShuffle } = stateShapeRecorder();
   const E = cfg.embedDim;
   const ws = cfg.window;
   const wse = cfg.overlapWindow;
-  const conv = (k: string, o: number, i: number, kernel = 3) => {
-    m.set(`${k}.weight`, [o, i, kernel, kernel]);
-    m.set(`${k}.bias`, [o]);
-  };
-  const vec = (k: string, n = E) => {
-    m.set(`${k}.weight`, [n]);
-    m.set(`${k}.bias`, [n]);
-  };
-  const linear = (k: string, o: number, i: number, bias = true) => {
-    m.set(`${k}.weight`, [o, i]);
-    if (bias) m.set(`${k}.bias`, [o]);
-  };
+  const vec = (k: string) => vecOf(k, E);
   const mlp = (k: string) => {
     linear(`${k}.fc1`, cfg.mlpHidden, E);
     linear(`${k}.fc2`, E, cfg.mlpHidden);
@@ -205,25 +169,13 @@ export function hatStateShapes(cfg: HATConfig): Map<string, number[]> {
   });
   vec('norm');
   if (cfg.resi === '1conv') conv('conv_after_body', E, E);
-  conv('conv_before_upsample.0', cfg.numFeat, E);
-  if (cfg.scale === 3) conv('upsample.0', 9 * cfg.numFeat, cfg.numFeat);
-  else for (let k = 0; 2 ** k < cfg.scale; k++) conv(`upsample.${2 * k}`, 4 * cfg.numFeat, cfg.numFeat);
-  conv('conv_last', cfg.inChannels, cfg.numFeat);
+  pixelShuffle(E, cfg.numFeat, cfg.scale, cfg.inChannels);
   return m;
 }
 
 function checkStrict(file: SafetensorsFile, cfg: HATConfig): void {
-  const want = hatStateShapes(cfg);
   const name = `a HAT (${describeHAT(cfg)})`;
-  const missing = [...want.keys()].filter((k) => !file.has(k));
-  if (missing.length > 0) fail(file, `${name} missing ${missing.length} tensor${missing.length > 1 ? 's' : ''}: ${missing.slice(0, 4).join(', ')}${missing.length > 4 ? ', …' : ''}`);
-  const unexpected = [...file.tensors.keys()].filter((k) => !want.has(k));
-  if (unexpected.length > 0) fail(file, `${name} with unexpected tensor${unexpected.length > 1 ? 's' : ''}: ${unexpected.slice(0, 4).join(', ')}${unexpected.length > 4 ? ', …' : ''}`);
-  for (const [k, s] of want) {
-    const info = file.info(k);
-    if (info.shape.join() !== s.join()) fail(file, `${k} has shape [${info.shape.join(', ')}], expected [${s.join(', ')}] for ${name}`);
-    if (!k.startsWith('relative_position_index') && !FLOAT_DTYPES.has(info.dtype)) fail(file, `${k} has dtype ${info.dtype}, expected a float type`);
-  }
+  checkStrictLoad(file, hatStateShapes(cfg), name, name, (k) => k.startsWith('relative_position_index'));
 }
 
 export function describeHAT(cfg: HATConfig): string {
@@ -265,16 +217,14 @@ export function buildHATGraph(g: OnnxGraph, cfg: HATConfig): Uint8Array {
   const ws = cfg.window;
   const wse = cfg.overlapWindow;
   const N = ws * ws;
-  const image = g.input('image', DataType.FLOAT, ['batch', cfg.inChannels, 'height', 'width']);
+  const { image, mean } = imageAndMean(g, cfg.inChannels);
   const overlap = g.input('overlap', DataType.INT64, ['overlap_tokens']);
-  const mean = cfg.inChannels === 3 ? g.f32(RGB_MEAN, [1, 3, 1, 1]) : g.f32([0], [1, 1, 1, 1]);
   const x = g.op('Sub', [image, mean]); // img_range 1
   const ops = swinOps(g, image, E, ws);
   const rpiSA = relativePositionIndex(ws);
   const rpiOCA = overlapPositionIndex(ws, wse);
   const shift = Math.floor(ws / 2);
-  const toNHWC = (t: string) => g.op('Transpose', [t], { perm: [0, 2, 3, 1] });
-  const toNCHW = (t: string) => g.op('Transpose', [t], { perm: [0, 3, 1, 2] });
+  const { toNHWC, toNCHW, pixelShuffle } = convOps(g);
   const ln = (t: string, k: string) => g.layerNorm(t, k, 1e-5);
   const mlp = (t: string, k: string) => g.linear(g.op('Gelu', [g.linear(t, `${k}.fc1`)]), `${k}.fc2`);
 
@@ -322,10 +272,7 @@ export function buildHATGraph(g: OnnxGraph, cfg: HATConfig): Uint8Array {
   });
   t = toNCHW(ln(t, 'norm'));
   const res = g.add(cfg.resi === '1conv' ? g.conv(t, 'conv_after_body') : t, first);
-  let y = g.op('LeakyRelu', [g.conv(res, 'conv_before_upsample.0')], { alpha: { float: 0.01 } });
-  if (cfg.scale === 3) y = g.op('DepthToSpace', [g.conv(y, 'upsample.0')], { blocksize: 3, mode: 'CRD' });
-  else for (let k = 0; 2 ** k < cfg.scale; k++) y = g.op('DepthToSpace', [g.conv(y, `upsample.${2 * k}`)], { blocksize: 2, mode: 'CRD' });
-  y = g.conv(y, 'conv_last');
+  const y = pixelShuffle(res, cfg.scale);
   g.output(g.add(y, mean), 'upscaled', ['batch', cfg.outChannels, 'out_height', 'out_width']);
   return g.encode('hat');
 }

@@ -20,8 +20,8 @@
  * added back.
  */
 import { OnnxGraph } from './graph-builder.ts';
-import { DataType } from './onnx-proto.ts';
-import { ModelFileError, type SafetensorsFile } from './safetensors.ts';
+import { type SafetensorsFile } from './safetensors.ts';
+import { checkStrictLoad, convOps, dimReader, fail, imageAndMean, NUM_FEAT, regionMask, rollTokens, seqLen, stateShapeRecorder } from './transformer-sr-parts.ts';
 
 export type SwinIRUpsampler = 'pixelshuffle' | 'pixelshuffledirect' | 'nearest+conv' | '';
 
@@ -46,14 +46,7 @@ export interface SwinIRConfig {
   shuffle: 1;
 }
 
-/** SwinIR's fixed intermediate width of its upsamplers (spandrel's constructor does not read it from the file). */
-const NUM_FEAT = 64;
-const RGB_MEAN = [0.4488, 0.4371, 0.404];
 const BLOCK = (i: number, j: number) => `layers.${i}.residual_group.blocks.${j}`;
-
-function fail(file: SafetensorsFile, problem: string): never {
-  throw new ModelFileError(file.path, problem);
-}
 
 /**
  * The key renaming the reference applies before detection: ComfyUI's loader
@@ -68,18 +61,6 @@ export function canonicalUpscaleKeys(file: SafetensorsFile): SafetensorsFile {
     if (keys.length > 0 && keys.every((k) => k.startsWith(prefix))) out = out.renamed((k) => k.slice(prefix.length));
   }
   return out;
-}
-
-/** spandrel's get_seq_len: one more than the largest N of `${seq}.N.…` keys. */
-function seqLen(file: SafetensorsFile, seq: string): number {
-  let n = 0;
-  for (const k of file.tensors.keys()) {
-    if (!k.startsWith(`${seq}.`)) continue;
-    const index = k.slice(seq.length + 1).split('.')[0]!;
-    if (!/^\d+$/.test(index)) fail(file, `${k}: ${JSON.stringify(index)} is not an index of ${seq}`);
-    n = Math.max(n, Number(index) + 1);
-  }
-  return n;
 }
 
 /** True when spandrel's SwinIR detection (its KeyCondition) takes the file. */
@@ -115,12 +96,7 @@ export function detectSwinIR(file: SafetensorsFile): SwinIRConfig | null {
   // Earlier in spandrel's registry (after HAT, detected before this): Swin2SR shares SwinIR's keys and is told apart by its own.
   if (file.has('patch_embed.proj.weight')) fail(file, 'a Swin2SR model, which this service does not run yet (ESRGAN, Real-ESRGAN compact, SwinIR and HAT are supported)');
   if (file.has('conv_first.1.weight')) fail(file, 'a SwinIR with a pixel-unshuffled input (conv_first.1), which this service does not run');
-  const shape = (k: string): readonly number[] => file.info(k).shape;
-  const dim = (k: string, i: number): number => {
-    const s = shape(k);
-    if (s.length <= i) fail(file, `${k} has shape [${s.join(', ')}], which has no dimension ${i}`);
-    return s[i]!;
-  };
+  const dim = dimReader(file);
 
   // spandrel's SwinIRArch.load, step by step.
   const upsampler: SwinIRUpsampler = file.has('conv_before_upsample.0.weight') ? (file.has('conv_up1.weight') ? 'nearest+conv' : 'pixelshuffle') : file.has('upsample.0.weight') ? 'pixelshuffledirect' : '';
@@ -171,24 +147,11 @@ export function detectSwinIR(file: SafetensorsFile): SwinIRConfig | null {
 
 /** The model's state dict as spandrel's SwinIR(**detected) holds it: name → shape. */
 export function swinirStateShapes(cfg: SwinIRConfig): Map<string, number[]> {
-  const m = new Map<string, number[]>();
+  const { m, conv, vec, resi: resiOf, pixelShuffle } = stateShapeRecorder();
   const E = cfg.embedDim;
   const w = cfg.window;
-  const conv = (k: string, o: number, i: number, kernel = 3) => {
-    m.set(`${k}.weight`, [o, i, kernel, kernel]);
-    m.set(`${k}.bias`, [o]);
-  };
-  const norm = (k: string) => {
-    m.set(`${k}.weight`, [E]);
-    m.set(`${k}.bias`, [E]);
-  };
-  const resi = (k: string) => {
-    if (cfg.resi === '1conv') return conv(k, E, E);
-    const q = Math.floor(E / 4);
-    conv(`${k}.0`, q, E);
-    conv(`${k}.2`, q, q, 1);
-    conv(`${k}.4`, E, q);
-  };
+  const norm = (k: string) => vec(k, E);
+  const resi = (k: string) => resiOf(k, cfg.resi, E);
   conv('conv_first', E, cfg.inChannels);
   norm('patch_embed.norm');
   cfg.depths.forEach((depth, i) => {
@@ -214,12 +177,8 @@ export function swinirStateShapes(cfg: SwinIRConfig): Map<string, number[]> {
   resi('conv_after_body');
   const c = cfg.inChannels;
   const s = cfg.scale;
-  if (cfg.upsampler === 'pixelshuffle') {
-    conv('conv_before_upsample.0', NUM_FEAT, E);
-    if (s === 3) conv('upsample.0', 9 * NUM_FEAT, NUM_FEAT);
-    else for (let k = 0; 2 ** k < s; k++) conv(`upsample.${2 * k}`, 4 * NUM_FEAT, NUM_FEAT);
-    conv('conv_last', c, NUM_FEAT);
-  } else if (cfg.upsampler === 'pixelshuffledirect') {
+  if (cfg.upsampler === 'pixelshuffle') pixelShuffle(E, NUM_FEAT, s, c);
+  else if (cfg.upsampler === 'pixelshuffledirect') {
     conv('upsample.0', s * s * c, E);
   } else if (cfg.upsampler === 'nearest+conv') {
     conv('conv_before_upsample.0', NUM_FEAT, E);
@@ -237,21 +196,11 @@ function shiftOf(cfg: SwinIRConfig, j: number): number {
   return j % 2 === 0 ? 0 : Math.floor(cfg.window / 2);
 }
 
-const FLOAT_DTYPES = new Set(['F32', 'F16', 'BF16', 'F64']);
-
 /** torch's strict load_state_dict into the model the config builds: every key there, none more, each shape equal. */
 function checkStrict(file: SafetensorsFile, cfg: SwinIRConfig): void {
-  const want = swinirStateShapes(cfg);
-  const missing = [...want.keys()].filter((k) => !file.has(k));
-  if (missing.length > 0) fail(file, `a SwinIR (${describeSwinIR(cfg)}) missing ${missing.length} tensor${missing.length > 1 ? 's' : ''}: ${missing.slice(0, 4).join(', ')}${missing.length > 4 ? ', …' : ''}`);
-  const unexpected = [...file.tensors.keys()].filter((k) => !want.has(k));
-  if (unexpected.length > 0) fail(file, `a SwinIR (${describeSwinIR(cfg)}) with unexpected tensor${unexpected.length > 1 ? 's' : ''}: ${unexpected.slice(0, 4).join(', ')}${unexpected.length > 4 ? ', …' : ''}`);
-  for (const [k, s] of want) {
-    const info = file.info(k);
-    if (info.shape.join() !== s.join()) fail(file, `${k} has shape [${info.shape.join(', ')}], expected [${s.join(', ')}] for this SwinIR (${describeSwinIR(cfg)})`);
-    // The index and mask buffers are not read (both are recomputed, as the model computes them); weights must be floats.
-    if (!k.endsWith('relative_position_index') && !k.endsWith('attn_mask') && !FLOAT_DTYPES.has(info.dtype)) fail(file, `${k} has dtype ${info.dtype}, expected a float type`);
-  }
+  const d = describeSwinIR(cfg);
+  // The index and mask buffers are not read (both are recomputed, as the model computes them); weights must be floats.
+  checkStrictLoad(file, swinirStateShapes(cfg), `a SwinIR (${d})`, `this SwinIR (${d})`, (k) => k.endsWith('relative_position_index') || k.endsWith('attn_mask'));
 }
 
 export function describeSwinIR(cfg: SwinIRConfig): string {
@@ -282,8 +231,6 @@ export function hasShiftedBlocks(cfg: { window: number; depths: number[] }): boo
   return cfg.window > 1 && cfg.depths.some((d) => d > 1);
 }
 
-const INT64_MAX = Number.MAX_SAFE_INTEGER;
-
 /**
  * The window machinery SwinIR and HAT share, over [B, H, W, E] tokens of an
  * image input whose H and W are multiples of the window `ws`: window
@@ -311,25 +258,10 @@ export function swinOps(g: OnnxGraph, image: string, E: number, ws: number) {
     partition: (t: string) => g.op('Reshape', [g.op('Transpose', [g.op('Reshape', [t, partShape])], { perm: [0, 1, 3, 2, 4, 5] }), g.i64([-1, N, E])]),
     /** [B·nW, ws², E] → [B, H, W, E]. */
     reverse: (t: string) => g.op('Reshape', [g.op('Transpose', [g.op('Reshape', [t, windowsShape])], { perm: [0, 1, 3, 2, 4, 5] }), tokensShape]),
-    /** torch.roll by s along H and W of [B, H, W, C]: the last s rows/columns move to the front (s < 0: the first |s| to the back). */
-    roll: (t: string, s: number): string => {
-      let out = t;
-      for (const axis of [1, 2]) {
-        const a = g.op('Slice', [out, g.i64([-s]), g.i64([INT64_MAX]), g.i64([axis])]);
-        const b = g.op('Slice', [out, g.i64([0]), g.i64([-s]), g.i64([axis])]);
-        out = g.op('Concat', [a, b], { axis });
-      }
-      return out;
-    },
+    /** torch.roll by s (not 0) along H and W of [B, H, W, C]: the last s rows/columns move to the front (s < 0: the first |s| to the back). */
+    roll: (t: string, s: number): string => rollTokens(g, t, s, s),
     /** calculate_mask from the `regions` input ([nW, ws²] region ids): −100 between tokens of different regions, else 0; [nW, 1, N, N]. */
-    shiftMask: (): string => {
-      if (mask) return mask;
-      const regions = g.input('regions', DataType.FLOAT, ['windows', N]);
-      const diff = g.op('Sub', [g.op('Unsqueeze', [regions, g.i64([1])]), g.op('Unsqueeze', [regions, g.i64([2])])]);
-      const m = g.op('Where', [g.op('Equal', [diff, g.f32([0], [])]), g.f32([0], []), g.f32([-100], [])]);
-      mask = g.op('Unsqueeze', [m, g.i64([1])]);
-      return mask;
-    },
+    shiftMask: (): string => (mask ??= regionMask(g, 'regions', 'windows', N)),
     /**
      * WindowAttention's core on windows q [Bw, nq, E], k and v [Bw, nk, E]: heads split, q scaled by d^−½, the bias
      * table[index] ([nq·nk] indices, negative ones from the end as torch indexes) added, then a window mask, softmax, ·v.
@@ -353,8 +285,7 @@ export function buildSwinIRGraph(g: OnnxGraph, cfg: SwinIRConfig): Uint8Array {
   const E = cfg.embedDim;
   const ws = cfg.window;
   const N = ws * ws;
-  const image = g.input('image', DataType.FLOAT, ['batch', cfg.inChannels, 'height', 'width']);
-  const mean = cfg.inChannels === 3 ? g.f32(RGB_MEAN, [1, 3, 1, 1]) : g.f32([0], [1, 1, 1, 1]);
+  const { image, mean } = imageAndMean(g, cfg.inChannels);
   const range = g.f32([cfg.imgRange], []);
   const x = g.mul(g.op('Sub', [image, mean]), range);
   const ops = swinOps(g, image, E, ws);
@@ -374,11 +305,8 @@ export function buildSwinIRGraph(g: OnnxGraph, cfg: SwinIRConfig): Uint8Array {
     return g.add(x1, mlp);
   };
 
-  const lrelu = (t: string, alpha: number) => g.op('LeakyRelu', [t], { alpha: { float: alpha } });
-  const resiConv = (t: string, key: string): string =>
-    cfg.resi === '1conv' ? g.conv(t, key) : g.conv(lrelu(g.conv(lrelu(g.conv(t, `${key}.0`), 0.2), `${key}.2`), 0.2), `${key}.4`);
-  const toNHWC = (t: string) => g.op('Transpose', [t], { perm: [0, 2, 3, 1] });
-  const toNCHW = (t: string) => g.op('Transpose', [t], { perm: [0, 3, 1, 2] });
+  const { toNHWC, toNCHW, lrelu, resiConv: resiOf, pixelShuffle, pixelShuffleDirect } = convOps(g);
+  const resiConv = (t: string, key: string) => resiOf(t, key, cfg.resi);
 
   const first = g.conv(x, 'conv_first');
   let t = g.layerNorm(toNHWC(first), 'patch_embed.norm', 1e-5);
@@ -392,16 +320,9 @@ export function buildSwinIRGraph(g: OnnxGraph, cfg: SwinIRConfig): Uint8Array {
 
   let y: string;
   const s = cfg.scale;
-  if (cfg.upsampler === 'pixelshuffle') {
-    // nn.LeakyReLU() after conv_before_upsample: the default slope, 0.01.
-    y = lrelu(g.conv(res, 'conv_before_upsample.0'), 0.01);
-    if (s === 3) y = g.op('DepthToSpace', [g.conv(y, 'upsample.0')], { blocksize: 3, mode: 'CRD' });
-    else for (let k = 0; 2 ** k < s; k++) y = g.op('DepthToSpace', [g.conv(y, `upsample.${2 * k}`)], { blocksize: 2, mode: 'CRD' });
-    y = g.conv(y, 'conv_last');
-  } else if (cfg.upsampler === 'pixelshuffledirect') {
-    y = g.conv(res, 'upsample.0');
-    if (s > 1) y = g.op('DepthToSpace', [y], { blocksize: s, mode: 'CRD' });
-  } else if (cfg.upsampler === 'nearest+conv') {
+  if (cfg.upsampler === 'pixelshuffle') y = pixelShuffle(res, s);
+  else if (cfg.upsampler === 'pixelshuffledirect') y = pixelShuffleDirect(res, s);
+  else if (cfg.upsampler === 'nearest+conv') {
     y = lrelu(g.conv(res, 'conv_before_upsample.0'), 0.01);
     y = lrelu(g.conv(g.upsample2x(y), 'conv_up1'), 0.2);
     if (s === 4 || s === 8) y = lrelu(g.conv(g.upsample2x(y), 'conv_up2'), 0.2);
