@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
-import { client, forEachStorage, startTestServer, type TestServer } from '@svc/testkit';
+import { client, onOneStorage, startTestServer, type TestServer } from '@svc/testkit';
 import { buildApp } from '../../src/app.ts';
 import { startReceiver } from './receiver.ts';
 
@@ -17,8 +17,14 @@ const SHOTS = process.env.INVENTORY_UI_SCREENSHOTS;
 const skip = fs.existsSync(CHROMIUM) ? false : `${CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium) to run the inventory UI browser tests`;
 if (skip) console.log(`# SKIP inventory UI browser tests: ${skip}`);
 
+/**
+ * In the browser on SQLite only, as all-model-pages.test.ts's browser pass: what the browser adds does not depend on
+ * the storage, and the server behind these steps is tested over HTTP on both storages by inventory-pages.test.ts (forms
+ * with the API's errors, CSV import, bulk edit, the change log's diffs, delete with confirmation, read-only sessions)
+ * and all-model-pages.test.ts (every model's forms and pages, the webhooks of their changes).
+ */
 describe('inventory UI in a browser', { skip }, () => {
-  forEachStorage('a person builds a device and its interfaces from the UI', (storage) => {
+  onOneStorage('a person builds a device and its interfaces from the UI', (storage) => {
     let srv: TestServer;
     let receiver: Awaited<ReturnType<typeof startReceiver>>;
     let ctx: BrowserContext;
