@@ -1,5 +1,18 @@
 import fs from 'node:fs';
 
+/** What every tiny model case has: its name, widths, factor, and the image it runs on. */
+interface TinyModelCase {
+  name: string;
+  embed: number;
+  depths: number[];
+  heads: number[];
+  scale: number;
+  /** Scales the last conv's weights (keeps the output spread over [0, 1] without saturating much). */
+  lastGain?: number;
+  width: number;
+  height: number;
+}
+
 /**
  * Tiny SwinIR checkpoints as safetensors, laid out as spandrel's SwinIR
  * state dict (its relative_position_index and attn_mask buffers included,
@@ -7,24 +20,15 @@ import fs from 'node:fs';
  * bench/workflow/models-reference-swinir.ts loads the same files with
  * spandrel for the reference values.
  */
-export interface SwinIRCase {
-  name: string;
+export interface SwinIRCase extends TinyModelCase {
   upsampler: 'pixelshuffle' | 'pixelshuffledirect' | 'nearest+conv' | '';
-  embed: number;
-  depths: number[];
-  heads: number[];
   window: number;
   mlpRatio: number;
   /** The training size the attention masks are stored for. */
   imgSize: number;
-  scale: number;
   resi: '1conv' | '3conv';
   /** Every key under this prefix (`module.`: DataParallel checkpoints, which the loader strips). */
   prefix?: string;
-  /** Scales the last conv's weights (keeps the output spread over [0, 1] without saturating much). */
-  lastGain?: number;
-  width: number;
-  height: number;
 }
 
 /** The generated models and the image each runs on: one wider than a 512 tile (two blended tiles), odd sizes for the window padding. */
@@ -38,27 +42,59 @@ export const SWINIR_CASES: SwinIRCase[] = [
 
 export type Spec = { name: string; shape: number[]; dtype: 'F32' | 'I64'; values?: (i: number) => number; gain?: number };
 
-function relativeIndex(w: number): number[] {
-  const n = w * w;
+/**
+ * The module helpers the three writers share, appending to `out` in the order they are called (the file's order):
+ * float tensors (values from the formula unless given), convs, per-channel weight and bias pairs, linears, the
+ * residual conv ('1conv', or 3×3 to E/4, 1×1, 3×3 back) and the 'pixelshuffle' upsampler.
+ */
+function specWriter(out: Spec[]) {
+  const f = (name: string, shape: number[], values?: (i: number) => number) => out.push(values ? { name, shape, dtype: 'F32', values } : { name, shape, dtype: 'F32' });
+  const conv = (k: string, o: number, i: number, kernel = 3) => {
+    f(`${k}.weight`, [o, i, kernel, kernel]);
+    f(`${k}.bias`, [o]);
+  };
+  const vec = (k: string, n: number) => {
+    f(`${k}.weight`, [n]);
+    f(`${k}.bias`, [n]);
+  };
+  const linear = (k: string, o: number, i: number, bias = true) => {
+    f(`${k}.weight`, [o, i]);
+    if (bias) f(`${k}.bias`, [o]);
+  };
+  const resi = (k: string, kind: '1conv' | '3conv', E: number) => {
+    if (kind === '1conv') return conv(k, E, E);
+    conv(`${k}.0`, Math.floor(E / 4), E);
+    conv(`${k}.2`, Math.floor(E / 4), Math.floor(E / 4), 1);
+    conv(`${k}.4`, E, Math.floor(E / 4));
+  };
+  const pixelShuffle = (E: number, numFeat: number, scale: number) => {
+    conv('conv_before_upsample.0', numFeat, E);
+    if (scale === 3) conv('upsample.0', 9 * numFeat, numFeat);
+    else for (let k = 0; 2 ** k < scale; k++) conv(`upsample.${2 * k}`, 4 * numFeat, numFeat);
+    conv('conv_last', 3, numFeat);
+  };
+  return { f, conv, vec, linear, resi, pixelShuffle };
+}
+
+/** The relative_position_index of h×w windows (SwinIR's and HAT's square ones, DAT's rectangles): [hw, hw] indices into the (2h−1)(2w−1) table. */
+function rectIndex(h: number, w: number): number[] {
+  const n = h * w;
   const out: number[] = [];
-  for (let a = 0; a < n; a++)
-    for (let b = 0; b < n; b++) out.push((Math.floor(a / w) - Math.floor(b / w) + w - 1) * (2 * w - 1) + (a % w) - (b % w) + w - 1);
+  for (let a = 0; a < n; a++) for (let b = 0; b < n; b++) out.push((Math.floor(a / w) - Math.floor(b / w) + h - 1) * (2 * w - 1) + (a % w) - (b % w) + w - 1);
   return out;
 }
 
-/** SwinTransformerBlock.calculate_mask for an img×img image: [nW, w², w²] of 0 and −100. */
-function attnMask(img: number, w: number): number[] {
-  const shift = Math.floor(w / 2);
-  const region = (i: number) => (i < img - w ? 0 : i < img - shift ? 1 : 2);
-  const ids: number[][] = [];
-  for (let wy = 0; wy < img / w; wy++)
-    for (let wx = 0; wx < img / w; wx++) {
-      const win: number[] = [];
-      for (let y = 0; y < w; y++) for (let x = 0; x < w; x++) win.push(region(wy * w + y) * 3 + region(wx * w + x));
-      ids.push(win);
-    }
+/** calculate_mask for an img×img image in wh×ww windows shifted by half a window: [nW, wh·ww, wh·ww] of 0 and −100. */
+function shiftedWindowMask(img: number, wh: number, ww: number): number[] {
+  const [sh, sw] = [Math.floor(wh / 2), Math.floor(ww / 2)];
+  const region = (i: number, win: number, shift: number) => (i < img - win ? 0 : i < img - shift ? 1 : 2);
   const out: number[] = [];
-  for (const win of ids) for (const a of win) for (const b of win) out.push(a === b ? 0 : -100);
+  for (let wy = 0; wy < img / wh; wy++)
+    for (let wx = 0; wx < img / ww; wx++) {
+      const ids: number[] = [];
+      for (let y = 0; y < wh; y++) for (let x = 0; x < ww; x++) ids.push(region(wy * wh + y, wh, sh) * 3 + region(wx * ww + x, ww, sw));
+      for (const a of ids) for (const b of ids) out.push(a === b ? 0 : -100);
+    }
   return out;
 }
 
@@ -68,21 +104,9 @@ export function swinirSpecs(c: SwinIRCase): Spec[] {
   const w = c.window;
   const hidden = E * c.mlpRatio;
   const out: Spec[] = [];
-  const f = (name: string, shape: number[]) => out.push({ name, shape, dtype: 'F32' });
-  const conv = (k: string, o: number, i: number, kernel = 3) => {
-    f(`${k}.weight`, [o, i, kernel, kernel]);
-    f(`${k}.bias`, [o]);
-  };
-  const norm = (k: string) => {
-    f(`${k}.weight`, [E]);
-    f(`${k}.bias`, [E]);
-  };
-  const resi = (k: string) => {
-    if (c.resi === '1conv') return conv(k, E, E);
-    conv(`${k}.0`, E / 4, E);
-    conv(`${k}.2`, E / 4, E / 4, 1);
-    conv(`${k}.4`, E, E / 4);
-  };
+  const { f, conv, vec, resi: resiOf, pixelShuffle } = specWriter(out);
+  const norm = (k: string) => vec(k, E);
+  const resi = (k: string) => resiOf(k, c.resi, E);
   conv('conv_first', E, 3);
   norm('patch_embed.norm');
   c.depths.forEach((depth, i) => {
@@ -90,11 +114,11 @@ export function swinirSpecs(c: SwinIRCase): Spec[] {
       const b = `layers.${i}.residual_group.blocks.${j}`;
       norm(`${b}.norm1`);
       if (j % 2 === 1) {
-        const mask = attnMask(c.imgSize, w);
+        const mask = shiftedWindowMask(c.imgSize, w, w);
         out.push({ name: `${b}.attn_mask`, shape: [(c.imgSize / w) ** 2, w * w, w * w], dtype: 'F32', values: (k) => mask[k]! });
       }
       f(`${b}.attn.relative_position_bias_table`, [(2 * w - 1) ** 2, c.heads[i]!]);
-      const index = relativeIndex(w);
+      const index = rectIndex(w, w);
       out.push({ name: `${b}.attn.relative_position_index`, shape: [w * w, w * w], dtype: 'I64', values: (k) => index[k]! });
       f(`${b}.attn.qkv.weight`, [3 * E, E]);
       f(`${b}.attn.qkv.bias`, [3 * E]);
@@ -111,12 +135,8 @@ export function swinirSpecs(c: SwinIRCase): Spec[] {
   norm('norm');
   resi('conv_after_body');
   const s = c.scale;
-  if (c.upsampler === 'pixelshuffle') {
-    conv('conv_before_upsample.0', 64, E);
-    if (s === 3) conv('upsample.0', 576, 64);
-    else for (let k = 0; 2 ** k < s; k++) conv(`upsample.${2 * k}`, 256, 64);
-    conv('conv_last', 3, 64);
-  } else if (c.upsampler === 'pixelshuffledirect') conv('upsample.0', s * s * 3, E);
+  if (c.upsampler === 'pixelshuffle') pixelShuffle(E, 64, s);
+  else if (c.upsampler === 'pixelshuffledirect') conv('upsample.0', s * s * 3, E);
   else if (c.upsampler === 'nearest+conv') {
     conv('conv_before_upsample.0', 64, E);
     for (let k = 1; 2 ** k <= s; k++) conv(`conv_up${k}`, 64, 64);
@@ -160,16 +180,15 @@ export function writeSpecs(file: string, list: Spec[]): void {
   fs.writeFileSync(file, Buffer.concat(parts));
 }
 
-export function writeSwinIR(file: string, c: SwinIRCase, edit: (specs: Spec[]) => Spec[] = (s) => s): void {
-  writeSpecs(file, edit(swinirSpecs(c)));
+/** A case's writer: its specs, edited (a test's broken variant) or not, written as safetensors. */
+function caseWriter<C>(specs: (c: C) => Spec[]) {
+  return (file: string, c: C, edit: (specs: Spec[]) => Spec[] = (s) => s): void => writeSpecs(file, edit(specs(c)));
 }
 
+export const writeSwinIR = caseWriter(swinirSpecs);
+
 /** A tiny HAT (spandrel's HAT state dict) and the image it runs on. */
-export interface HATCase {
-  name: string;
-  embed: number;
-  depths: number[];
-  heads: number[];
+export interface HATCase extends TinyModelCase {
   window: number;
   /** Overlapping window of OCAB: window + int(window · overlap_ratio). */
   overlapWindow: number;
@@ -177,13 +196,9 @@ export interface HATCase {
   cabWidth: number;
   squeezeWidth: number;
   numFeat: number;
-  scale: number;
   resi: '1conv' | 'identity';
   qkvBias: boolean;
   patchNorm: boolean;
-  lastGain?: number;
-  width: number;
-  height: number;
 }
 
 export const HAT_CASES: HATCase[] = [
@@ -204,20 +219,9 @@ export function hatSpecs(c: HATCase): Spec[] {
   const wse = c.overlapWindow;
   const hidden = E * c.mlpRatio;
   const out: Spec[] = [];
-  const f = (name: string, shape: number[]) => out.push({ name, shape, dtype: 'F32' });
-  const conv = (k: string, o: number, i: number, kernel = 3) => {
-    f(`${k}.weight`, [o, i, kernel, kernel]);
-    f(`${k}.bias`, [o]);
-  };
-  const norm = (k: string) => {
-    f(`${k}.weight`, [E]);
-    f(`${k}.bias`, [E]);
-  };
-  const linear = (k: string, o: number, i: number, bias = true) => {
-    f(`${k}.weight`, [o, i]);
-    if (bias) f(`${k}.bias`, [o]);
-  };
-  const sa = relativeIndex(ws);
+  const { f, conv, vec, linear, pixelShuffle } = specWriter(out);
+  const norm = (k: string) => vec(k, E);
+  const sa = rectIndex(ws, ws);
   const oca = overlapIndex(ws, wse);
   out.push({ name: 'relative_position_index_SA', shape: [ws * ws, ws * ws], dtype: 'I64', values: (k) => sa[k]! });
   out.push({ name: 'relative_position_index_OCA', shape: [ws * ws, wse * wse], dtype: 'I64', values: (k) => oca[k]! });
@@ -251,35 +255,22 @@ export function hatSpecs(c: HATCase): Spec[] {
   });
   norm('norm');
   if (c.resi === '1conv') conv('conv_after_body', E, E);
-  conv('conv_before_upsample.0', c.numFeat, E);
-  if (c.scale === 3) conv('upsample.0', 9 * c.numFeat, c.numFeat);
-  else for (let k = 0; 2 ** k < c.scale; k++) conv(`upsample.${2 * k}`, 4 * c.numFeat, c.numFeat);
-  conv('conv_last', 3, c.numFeat);
+  pixelShuffle(E, c.numFeat, c.scale);
   if (c.lastGain !== undefined) out.at(-2)!.gain = c.lastGain;
   return out;
 }
 
-export function writeHAT(file: string, c: HATCase, edit: (specs: Spec[]) => Spec[] = (s) => s): void {
-  writeSpecs(file, edit(hatSpecs(c)));
-}
+export const writeHAT = caseWriter(hatSpecs);
 
 /** A tiny DAT (spandrel's DAT state dict) and the image it runs on. */
-export interface DATCase {
-  name: string;
-  embed: number;
-  depths: number[];
-  heads: number[];
+export interface DATCase extends TinyModelCase {
   split: [number, number];
   /** The training size the stored masks are for (64 unless layers.0.blocks.2 holds them). */
   imgSize: number;
   expansion: number;
   upsampler: 'pixelshuffle' | 'pixelshuffledirect';
-  scale: number;
   resi: '1conv' | '3conv';
   qkvBias: boolean;
-  lastGain?: number;
-  width: number;
-  height: number;
 }
 
 export const DAT_CASES: DATCase[] = [
@@ -287,59 +278,20 @@ export const DAT_CASES: DATCase[] = [
   { name: 'dat_psd_x2', embed: 64, depths: [1, 2], heads: [2, 4], split: [2, 4], imgSize: 64, expansion: 2, upsampler: 'pixelshuffledirect', scale: 2, resi: '3conv', qkvBias: false, lastGain: 0.5, width: 18, height: 16 },
 ];
 
-function rectIndexOf(h: number, w: number): number[] {
-  const n = h * w;
-  const out: number[] = [];
-  for (let a = 0; a < n; a++) for (let b = 0; b < n; b++) out.push((Math.floor(a / w) - Math.floor(b / w) + h - 1) * (2 * w - 1) + (a % w) - (b % w) + w - 1);
-  return out;
-}
-
-/** Adaptive_Spatial_Attention.calculate_mask for an img×img image, orientation 0 or 1. */
-function datMask(img: number, [s0, s1]: [number, number], o: 0 | 1): number[] {
-  const [wh, ww] = o === 0 ? [s0, s1] : [s1, s0];
-  const [sh, sw] = [Math.floor(wh / 2), Math.floor(ww / 2)];
-  const region = (i: number, win: number, shift: number) => (i < img - win ? 0 : i < img - shift ? 1 : 2);
-  const out: number[] = [];
-  for (let wy = 0; wy < img / wh; wy++)
-    for (let wx = 0; wx < img / ww; wx++) {
-      const ids: number[] = [];
-      for (let y = 0; y < wh; y++) for (let x = 0; x < ww; x++) ids.push(region(wy * wh + y, wh, sh) * 3 + region(wx * ww + x, ww, sw));
-      for (const a of ids) for (const b of ids) out.push(a === b ? 0 : -100);
-    }
-  return out;
-}
-
 export function datSpecs(c: DATCase): Spec[] {
   const E = c.embed;
   const [s0, s1] = c.split;
   const N = s0 * s1;
   const hidden = E * c.expansion;
   const out: Spec[] = [];
-  const f = (name: string, shape: number[], values?: (i: number) => number) => out.push({ name, shape, dtype: 'F32', values });
-  const conv = (k: string, o: number, i: number, kernel = 3) => {
-    f(`${k}.weight`, [o, i, kernel, kernel]);
-    f(`${k}.bias`, [o]);
-  };
-  const vec = (k: string, n: number) => {
-    f(`${k}.weight`, [n]);
-    f(`${k}.bias`, [n]);
-  };
+  const { f, conv, vec, linear, resi: resiOf, pixelShuffle } = specWriter(out);
   const bn = (k: string, n: number) => {
     vec(k, n);
     f(`${k}.running_mean`, [n], (i) => 0.1 * Math.sin(i + n));
     f(`${k}.running_var`, [n], (i) => 1 + 0.5 * Math.sin(2 * i + n));
     out.push({ name: `${k}.num_batches_tracked`, shape: [], dtype: 'I64', values: () => 0 });
   };
-  const linear = (k: string, o: number, i: number, bias = true) => {
-    f(`${k}.weight`, [o, i]);
-    if (bias) f(`${k}.bias`, [o]);
-  };
-  const resi = (k: string) => {
-    if (c.resi === '1conv') return conv(k, E, E);
-    conv(`${k}.0`, Math.floor(E / 4), E);
-    conv(`${k}.2`, Math.floor(E / 4), Math.floor(E / 4), 1);
-    conv(`${k}.4`, E, Math.floor(E / 4));
-  };
+  const resi = (k: string) => resiOf(k, c.resi, E);
   const gates = (a: string) => {
     conv(`${a}.dwconv.0`, E, 1);
     bn(`${a}.dwconv.1`, E);
@@ -365,8 +317,9 @@ export function datSpecs(c: DATCase): Spec[] {
         const shifted = (i % 2 === 0 && j > 0 && (j - 2) % 4 === 0) || (i % 2 !== 0 && j % 4 === 0);
         if (shifted) {
           const n = (c.imgSize / s0) * (c.imgSize / s1);
-          const m0 = datMask(c.imgSize, c.split, 0);
-          const m1 = datMask(c.imgSize, c.split, 1);
+          // Adaptive_Spatial_Attention.calculate_mask, orientation 0 (split[0]×split[1]) and 1 (transposed).
+          const m0 = shiftedWindowMask(c.imgSize, s0, s1);
+          const m1 = shiftedWindowMask(c.imgSize, s1, s0);
           f(`${a}.attn_mask_0`, [n, N, N], (k) => m0[k]!);
           f(`${a}.attn_mask_1`, [n, N, N], (k) => m1[k]!);
         }
@@ -376,7 +329,7 @@ export function datSpecs(c: DATCase): Spec[] {
           const offs: number[] = [];
           for (let dy = 1 - h; dy < h; dy++) for (let dx = 1 - w; dx < w; dx++) offs.push(dy, dx);
           f(`${s}.rpe_biases`, [(2 * h - 1) * (2 * w - 1), 2], (k) => offs[k]!);
-          const idx = rectIndexOf(h, w);
+          const idx = rectIndex(h, w);
           out.push({ name: `${s}.relative_position_index`, shape: [N, N], dtype: 'I64', values: (k) => idx[k]! });
           linear(`${s}.pos.pos_proj`, pd, 2);
           vec(`${s}.pos.pos1.0`, pd);
@@ -398,16 +351,10 @@ export function datSpecs(c: DATCase): Spec[] {
   });
   vec('norm', E);
   resi('conv_after_body');
-  if (c.upsampler === 'pixelshuffle') {
-    conv('conv_before_upsample.0', 64, E);
-    if (c.scale === 3) conv('upsample.0', 576, 64);
-    else for (let k = 0; 2 ** k < c.scale; k++) conv(`upsample.${2 * k}`, 256, 64);
-    conv('conv_last', 3, 64);
-  } else conv('upsample.0', c.scale * c.scale * 3, E);
+  if (c.upsampler === 'pixelshuffle') pixelShuffle(E, 64, c.scale);
+  else conv('upsample.0', c.scale * c.scale * 3, E);
   if (c.lastGain !== undefined) out.at(-2)!.gain = c.lastGain;
   return out;
 }
 
-export function writeDAT(file: string, c: DATCase, edit: (specs: Spec[]) => Spec[] = (s) => s): void {
-  writeSpecs(file, edit(datSpecs(c)));
-}
+export const writeDAT = caseWriter(datSpecs);

@@ -17,23 +17,16 @@
  */
 import { OnnxGraph } from './graph-builder.ts';
 import { type SafetensorsFile } from './safetensors.ts';
-import { checkStrictLoad, convOps, dimReader, fail, imageAndMean, NUM_FEAT, pixelShuffleScale, regionMask, rollTokens, seqLen, stateShapeRecorder } from './transformer-sr-parts.ts';
+import { checkStrictLoad, convOps, dimReader, fail, imageAndMean, NUM_FEAT, pixelShuffleScale, regionMask, rollTokens, seqLen, stateShapeRecorder, type TransformerSRConfig } from './transformer-sr-parts.ts';
 
-export interface DATConfig {
+export interface DATConfig extends TransformerSRConfig {
   kind: 'dat';
-  inChannels: number;
-  outChannels: number;
-  embedDim: number;
-  depths: number[];
-  heads: number[];
   split: [number, number];
   imgSize: number;
   ffnHidden: number;
   qkvBias: boolean;
   resi: '1conv' | '3conv';
   upsampler: 'pixelshuffle' | 'pixelshuffledirect';
-  scale: number;
-  shuffle: 1;
 }
 
 /** spandrel's DAT KeyCondition. */

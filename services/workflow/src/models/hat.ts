@@ -13,15 +13,10 @@ import { OnnxGraph } from './graph-builder.ts';
 import { DataType } from './onnx-proto.ts';
 import { type SafetensorsFile } from './safetensors.ts';
 import { relativePositionIndex, swinOps } from './swinir.ts';
-import { checkStrictLoad, convOps, dimReader, fail, imageAndMean, pixelShuffleScale, seqLen, stateShapeRecorder } from './transformer-sr-parts.ts';
+import { checkStrictLoad, convOps, dimReader, fail, imageAndMean, pixelShuffleScale, seqLen, stateShapeRecorder, type TransformerSRConfig } from './transformer-sr-parts.ts';
 
-export interface HATConfig {
+export interface HATConfig extends TransformerSRConfig {
   kind: 'hat';
-  inChannels: number;
-  outChannels: number;
-  embedDim: number;
-  depths: number[];
-  heads: number[];
   window: number;
   /** The overlapping windows' size (window + int(window · overlap_ratio)). */
   overlapWindow: number;
@@ -33,8 +28,6 @@ export interface HATConfig {
   patchNorm: boolean;
   resi: '1conv' | 'identity';
   numFeat: number;
-  scale: number;
-  shuffle: 1;
 }
 
 const CONV_SCALE = 0.01;

@@ -21,19 +21,13 @@
  */
 import { OnnxGraph } from './graph-builder.ts';
 import { type SafetensorsFile } from './safetensors.ts';
-import { checkStrictLoad, convOps, dimReader, fail, imageAndMean, NUM_FEAT, regionMask, rollTokens, seqLen, stateShapeRecorder } from './transformer-sr-parts.ts';
+import { checkStrictLoad, convOps, dimReader, fail, imageAndMean, NUM_FEAT, regionMask, rollTokens, seqLen, stateShapeRecorder, type TransformerSRConfig } from './transformer-sr-parts.ts';
 
 export type SwinIRUpsampler = 'pixelshuffle' | 'pixelshuffledirect' | 'nearest+conv' | '';
 
-export interface SwinIRConfig {
+export interface SwinIRConfig extends TransformerSRConfig {
   kind: 'swinir';
   upsampler: SwinIRUpsampler;
-  inChannels: number;
-  /** What the network gives: its in_chans (spandrel builds conv_last with in_chans outputs). */
-  outChannels: number;
-  embedDim: number;
-  depths: number[];
-  heads: number[];
   window: number;
   mlpHidden: number;
   /** The training size the stored attention masks were made for (64 when there are none). */
@@ -41,9 +35,6 @@ export interface SwinIRConfig {
   /** 255 for the window-7 (JPEG artefact) models, else 1, as spandrel decides. */
   imgRange: number;
   resi: '1conv' | '3conv';
-  /** The network's factor (1 for '' models). */
-  scale: number;
-  shuffle: 1;
 }
 
 const BLOCK = (i: number, j: number) => `layers.${i}.residual_group.blocks.${j}`;

@@ -12,6 +12,22 @@ import { OnnxGraph } from './graph-builder.ts';
 import { DataType } from './onnx-proto.ts';
 import { ModelFileError, type SafetensorsFile } from './safetensors.ts';
 
+/** The hyperparameters every one of the three has (in its config next to its own). */
+export interface TransformerSRConfig {
+  inChannels: number;
+  /** What the network gives: its in_chans (spandrel builds conv_last with in_chans outputs). */
+  outChannels: number;
+  embedDim: number;
+  /** Blocks per residual group. */
+  depths: number[];
+  /** Attention heads per residual group. */
+  heads: number[];
+  /** The network's factor (1 for SwinIR's '' models). */
+  scale: number;
+  /** No pixel-unshuffled input (ESRGAN's ×1 and ×2 have one). */
+  shuffle: 1;
+}
+
 /** The RGB mean the three subtract before the network and add back after it. */
 export const RGB_MEAN = [0.4488, 0.4371, 0.404];
 /** SwinIR's and DAT's fixed upsampler width (their constructors do not read it from the file). */
