@@ -17,7 +17,7 @@
  */
 import { OnnxGraph } from './graph-builder.ts';
 import { type SafetensorsFile } from './safetensors.ts';
-import { checkStrictLoad, convOps, dimReader, fail, imageAndMean, NUM_FEAT, pixelShuffleScale, regionMask, rollTokens, seqLen, stateShapeRecorder, type TransformerSRConfig } from './transformer-sr-parts.ts';
+import { checkStrictLoad, convOps, dimReader, fail, imageAndMean, NUM_FEAT, pixelShuffleScale, regionMask, rollTokens, seqLen, shiftedWindowRegions, stateShapeRecorder, windowPositionIndex, type TransformerSRConfig } from './transformer-sr-parts.ts';
 
 export interface DATConfig extends TransformerSRConfig {
   kind: 'dat';
@@ -197,15 +197,6 @@ export function describeDAT(cfg: DATConfig): string {
   return `embed ${cfg.embedDim}, depths [${cfg.depths.join(', ')}], heads [${cfg.heads.join(', ')}], split ${cfg.split.join('×')}, '${cfg.upsampler}' ×${cfg.scale}, ${cfg.resi}`;
 }
 
-/** Spatial_Attention's relative_position_index for h×w windows. */
-function rectIndex(h: number, w: number): number[] {
-  const n = h * w;
-  const out: number[] = [];
-  for (let a = 0; a < n; a++)
-    for (let b = 0; b < n; b++) out.push((Math.floor(a / w) - Math.floor(b / w) + h - 1) * (2 * w - 1) + (a % w) - (b % w) + w - 1);
-  return out;
-}
-
 /** Spatial_Attention's rpe_biases for h×w windows: every (dy, dx) offset, dy-major. */
 function rectOffsets(h: number, w: number): number[] {
   const out: number[] = [];
@@ -222,15 +213,7 @@ export function datPadded(cfg: DATConfig, n: number): number {
 /** calculate_mask's region ids for the padded h×w image, window by window: orientation 0 (split[0]×split[1]) or 1 (transposed). */
 export function datRegions(cfg: DATConfig, h: number, w: number, orientation: 0 | 1): Float32Array {
   const [s0, s1] = cfg.split;
-  const [wh, ww] = orientation === 0 ? [s0, s1] : [s1, s0];
-  const [sh, sw] = [Math.floor(wh / 2), Math.floor(ww / 2)];
-  const region = (i: number, n: number, win: number, shift: number) => (i < n - win ? 0 : i < n - shift ? 1 : 2);
-  const out = new Float32Array(h * w);
-  let at = 0;
-  for (let wy = 0; wy < h / wh; wy++)
-    for (let wx = 0; wx < w / ww; wx++)
-      for (let y = 0; y < wh; y++) for (let x = 0; x < ww; x++) out[at++] = region(wy * wh + y, h, wh, sh) * 3 + region(wx * ww + x, w, ww, sw);
-  return out;
+  return orientation === 0 ? shiftedWindowRegions(h, w, s0, s1) : shiftedWindowRegions(h, w, s1, s0);
 }
 
 export function datHasShifted(cfg: DATConfig): boolean {
@@ -277,7 +260,7 @@ export function buildDATGraph(g: OnnxGraph, cfg: DATConfig): Uint8Array {
     // DynamicPosBias (residual=False): pos3(pos2(pos1(pos_proj(offsets)))), each posK a LayerNorm, ReLU and Linear.
     let pos = g.linear(g.f32(rectOffsets(wh, ww), [(2 * wh - 1) * (2 * ww - 1), 2]), `${key}.pos.pos_proj`);
     for (const p of ['pos1', 'pos2', 'pos3']) pos = g.linear(g.op('Relu', [ln(pos, `${key}.pos.${p}.0`)]), `${key}.pos.${p}.2`);
-    const bias = g.op('Transpose', [g.op('Reshape', [g.op('Gather', [pos, g.i64(rectIndex(wh, ww))], { axis: 0 }), g.i64([N, N, heads])])], { perm: [2, 0, 1] });
+    const bias = g.op('Transpose', [g.op('Reshape', [g.op('Gather', [pos, g.i64(windowPositionIndex(wh, ww))], { axis: 0 }), g.i64([N, N, heads])])], { perm: [2, 0, 1] });
     scores = g.add(scores, bias);
     if (windowMask) scores = g.op('Reshape', [g.add(g.op('Reshape', [scores, cat([B, g.i64([-1, heads, N, N])])]), windowMask), g.i64([-1, heads, N, N])]);
     const o = g.op('MatMul', [g.op('Softmax', [scores], { axis: -1 }), v!]); // [B·nW, heads, N, d]

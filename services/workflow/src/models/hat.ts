@@ -12,8 +12,8 @@
 import { OnnxGraph } from './graph-builder.ts';
 import { DataType } from './onnx-proto.ts';
 import { type SafetensorsFile } from './safetensors.ts';
-import { relativePositionIndex, swinOps } from './swinir.ts';
-import { checkStrictLoad, convOps, dimReader, fail, imageAndMean, pixelShuffleScale, seqLen, stateShapeRecorder, type TransformerSRConfig } from './transformer-sr-parts.ts';
+import { swinOps } from './swinir.ts';
+import { checkStrictLoad, convOps, dimReader, fail, imageAndMean, pixelShuffleScale, seqLen, stateShapeRecorder, windowPositionIndex, type TransformerSRConfig } from './transformer-sr-parts.ts';
 
 export interface HATConfig extends TransformerSRConfig {
   kind: 'hat';
@@ -214,7 +214,7 @@ export function buildHATGraph(g: OnnxGraph, cfg: HATConfig): Uint8Array {
   const overlap = g.input('overlap', DataType.INT64, ['overlap_tokens']);
   const x = g.op('Sub', [image, mean]); // img_range 1
   const ops = swinOps(g, image, E, ws);
-  const rpiSA = relativePositionIndex(ws);
+  const rpiSA = windowPositionIndex(ws, ws);
   const rpiOCA = overlapPositionIndex(ws, wse);
   const shift = Math.floor(ws / 2);
   const { toNHWC, toNCHW, pixelShuffle } = convOps(g);

@@ -21,7 +21,7 @@
  */
 import { OnnxGraph } from './graph-builder.ts';
 import { type SafetensorsFile } from './safetensors.ts';
-import { checkStrictLoad, convOps, dimReader, fail, imageAndMean, NUM_FEAT, regionMask, rollTokens, seqLen, stateShapeRecorder, type TransformerSRConfig } from './transformer-sr-parts.ts';
+import { checkStrictLoad, convOps, dimReader, fail, imageAndMean, NUM_FEAT, regionMask, rollTokens, seqLen, shiftedWindowRegions, stateShapeRecorder, windowPositionIndex, type TransformerSRConfig } from './transformer-sr-parts.ts';
 
 export type SwinIRUpsampler = 'pixelshuffle' | 'pixelshuffledirect' | 'nearest+conv' | '';
 
@@ -62,19 +62,6 @@ export function looksLikeSwinIR(file: SafetensorsFile): boolean {
     file.has('layers.0.residual_group.blocks.0.mlp.fc1.bias') &&
     file.has('layers.0.residual_group.blocks.0.attn.relative_position_index')
   );
-}
-
-/** spandrel's relative_position_index for a w×w window: [w², w²] indices into the (2w−1)² bias table. */
-export function relativePositionIndex(w: number): number[] {
-  const n = w * w;
-  const out = new Array<number>(n * n);
-  for (let a = 0; a < n; a++)
-    for (let b = 0; b < n; b++) {
-      const dh = Math.floor(a / w) - Math.floor(b / w) + w - 1;
-      const dw = (a % w) - (b % w) + w - 1;
-      out[a * n + b] = dh * (2 * w - 1) + dw;
-    }
-  return out;
 }
 
 /**
@@ -204,17 +191,7 @@ export function describeSwinIR(cfg: SwinIRConfig): string {
  * calculate_mask before the pairwise comparison, which the graph makes.
  */
 export function shiftRegions(cfg: { window: number }, h: number, w: number): Float32Array {
-  const ws = cfg.window;
-  const shift = Math.floor(ws / 2);
-  const region = (i: number, n: number) => (i < n - ws ? 0 : i < n - shift ? 1 : 2);
-  const nh = h / ws;
-  const nw = w / ws;
-  const out = new Float32Array(h * w);
-  let at = 0;
-  for (let wy = 0; wy < nh; wy++)
-    for (let wx = 0; wx < nw; wx++)
-      for (let y = 0; y < ws; y++) for (let x = 0; x < ws; x++) out[at++] = region(wy * ws + y, h) * 3 + region(wx * ws + x, w);
-  return out;
+  return shiftedWindowRegions(h, w, cfg.window, cfg.window);
 }
 
 /** True when some block attends over shifted windows (the graph then takes the region ids). */
@@ -280,7 +257,7 @@ export function buildSwinIRGraph(g: OnnxGraph, cfg: SwinIRConfig): Uint8Array {
   const range = g.f32([cfg.imgRange], []);
   const x = g.mul(g.op('Sub', [image, mean]), range);
   const ops = swinOps(g, image, E, ws);
-  const relIndex = relativePositionIndex(ws);
+  const relIndex = windowPositionIndex(ws, ws);
 
   const block = (t: string, i: number, j: number): string => {
     const key = BLOCK(i, j);

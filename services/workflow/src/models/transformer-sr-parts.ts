@@ -156,6 +156,30 @@ export function convOps(g: OnnxGraph) {
   };
 }
 
+/** relative_position_index for wh×ww windows (SwinIR's and HAT's square ones, DAT's rectangles): [N, N] indices into the (2wh−1)(2ww−1) bias table. */
+export function windowPositionIndex(wh: number, ww: number): number[] {
+  const n = wh * ww;
+  const out: number[] = [];
+  for (let a = 0; a < n; a++)
+    for (let b = 0; b < n; b++) out.push((Math.floor(a / ww) - Math.floor(b / ww) + wh - 1) * (2 * ww - 1) + (a % ww) - (b % ww) + ww - 1);
+  return out;
+}
+
+/**
+ * The region ids of an h×w image's wh×ww windows shifted by half a window, window by window ([nW, wh·ww], as
+ * window_partition lays them out): calculate_mask before the pairwise comparison, which the graph makes (regionMask).
+ */
+export function shiftedWindowRegions(h: number, w: number, wh: number, ww: number): Float32Array {
+  const [sh, sw] = [Math.floor(wh / 2), Math.floor(ww / 2)];
+  const region = (i: number, n: number, win: number, shift: number) => (i < n - win ? 0 : i < n - shift ? 1 : 2);
+  const out = new Float32Array(h * w);
+  let at = 0;
+  for (let wy = 0; wy < h / wh; wy++)
+    for (let wx = 0; wx < w / ww; wx++)
+      for (let y = 0; y < wh; y++) for (let x = 0; x < ww; x++) out[at++] = region(wy * wh + y, h, wh, sh) * 3 + region(wx * ww + x, w, ww, sw);
+  return out;
+}
+
 /** torch.roll of [B, H, W, C] by sy along H and sx along W: the last s rows/columns move to the front (s < 0: the first |s| to the back); a 0 shift is skipped. */
 export function rollTokens(g: OnnxGraph, t: string, sy: number, sx: number): string {
   let out = t;
