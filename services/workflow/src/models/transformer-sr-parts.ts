@@ -29,12 +29,12 @@ export interface TransformerSRConfig {
 }
 
 /** The RGB mean the three subtract before the network and add back after it. */
-export const RGB_MEAN = [0.4488, 0.4371, 0.404];
+const RGB_MEAN = [0.4488, 0.4371, 0.404];
 /** SwinIR's and DAT's fixed upsampler width (their constructors do not read it from the file). */
 export const NUM_FEAT = 64;
 const FLOAT_DTYPES = new Set(['F32', 'F16', 'BF16', 'F64']);
 /** Slice's "to the end". */
-export const INT64_MAX = Number.MAX_SAFE_INTEGER;
+const INT64_MAX = Number.MAX_SAFE_INTEGER;
 
 export function fail(file: SafetensorsFile, problem: string): never {
   throw new ModelFileError(file.path, problem);
