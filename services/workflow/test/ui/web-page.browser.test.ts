@@ -20,7 +20,7 @@ import sharp from 'sharp';
 import { client, forEachStorage, startTestServer, type StorageKind } from '@svc/testkit';
 import type { ServiceConfig } from '@svc/kernel';
 import { buildApp } from '../../src/app.ts';
-import { gateEntered, pollPause, releaseGate } from '../helpers.ts';
+import { bundledThreads, gateEntered, pollPause, releaseGate } from '../helpers.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
 const LAUNCH_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
@@ -32,8 +32,7 @@ const skip = fs.existsSync(CHROMIUM) ? false : `${CHROMIUM} is missing: install 
 if (skip) console.log(`# SKIP workflow built-in page browser tests: ${skip}`);
 
 async function startServer(storage: StorageKind, flags: Record<string, string | boolean> = {}) {
-  // Execution threads from the sources, not helpers.ts's bundledThreads: with the bundle's threads the hosted
-  // runtime's Ctrl+S step below lost its ask box in three runs of four (from the sources it passes); to be looked into.
+  await bundledThreads();
   const build = (cfg: ServiceConfig) => {
     fs.mkdirSync(path.join(cfg.dataDir, 'custom_nodes'), { recursive: true });
     for (const p of PACKS) fs.copyFileSync(p, path.join(cfg.dataDir, 'custom_nodes', path.basename(p)));
@@ -990,7 +989,8 @@ describe('workflow built-in page: the hosted runtime (--runtime cloud)', { skip 
         const first = await run(p);
         await p.waitForFunction(() => (window as any).wfPage.graph.nodes.find((n: any) => n.type === 'PreviewAny')?.outputText?.[0] === 'HELLO, WORKFLOW');
         // Settings and saved workflows are the workspace's.
-        await p.click('#graph-canvas', { position: { x: 5, y: 5 } });
+        // No click on the canvas first: run() clicked the same spot, and with a prompt done within the double-click
+        // interval (threads from the bundle) the two paired into a double-click, whose search box swallowed Ctrl+S.
         await p.keyboard.press('Control+s');
         await p.fill('#ask-input', 'cloud flow');
         await p.keyboard.press('Enter');
