@@ -9,7 +9,7 @@ import { patternPixel } from './esrgan-fixture.ts';
 import { withTileHalving } from '../src/nodes/sd/upscale-nodes.ts';
 import { SafetensorsFile } from '../src/models/safetensors.ts';
 import { tensor, writeTorchFile, type PV } from './torch-zip-writer.ts';
-import { DAT_CASES, datSpecs, HAT_CASES, hatSpecs, SWINIR_CASES, writeDAT, writeHAT, writeSpecs, writeSwinIR, swinirSpecs, type Spec } from './swinir-fixture.ts';
+import { DAT_CASES, datSpecs, HAT_CASES, hatSpecs, SWIN2SR_CASES, swin2srSpecs, SWINIR_CASES, writeDAT, writeHAT, writeSpecs, writeSwin2SR, writeSwinIR, swinirSpecs, type Spec } from './swinir-fixture.ts';
 
 /**
  * SwinIR (spandrel's architecture) through UpscaleModelLoader and
@@ -27,6 +27,10 @@ import { DAT_CASES, datSpecs, HAT_CASES, hatSpecs, SWINIR_CASES, writeDAT, write
  * DAT: 'pixelshuffle' ×2 (one group of four blocks, the third on shifted
  * windows) and 'pixelshuffledirect' ×2 (3conv, groups of one and two blocks,
  * the second group's first block shifted with masks stored for 64 pixels).
+ * Swin2SR: 'pixelshuffle' ×2 (two groups of 2 and 3 heads, q/v biases,
+ * patch norm), 'nearest+conv' ×4 (3conv, no q/v biases or patch norm) and
+ * 'pixelshuffledirect' ×2 with window 7 (img_range 255), one head's logit
+ * scale above the ln 100 clamp.
  */
 const ref = JSON.parse(fs.readFileSync(path.join(import.meta.dirname, 'fixtures', 'models-reference-swinir.json'), 'utf8')) as Record<
   string,
@@ -71,11 +75,6 @@ const HOSTILE: Array<{ name: string; edit?: (s: Spec[]) => Spec[]; bytes?: (b: B
     message: /bad_heads\.safetensors: layer 0 splits 12 channels into 5 heads/,
   },
   {
-    name: 'swin2sr',
-    edit: (s) => [...s, { name: 'patch_embed.proj.weight', shape: [12, 12, 1, 1], dtype: 'F32' }],
-    message: /swin2sr\.safetensors: a Swin2SR model, which this service does not run yet/,
-  },
-  {
     name: 'int_weights',
     edit: (s) => s.map((t) => (t.name === 'conv_last.weight' ? { ...t, dtype: 'I64', values: () => 1 } : t)),
     message: /int_weights\.safetensors: conv_last\.weight has dtype I64, expected a float type/,
@@ -114,6 +113,21 @@ const HAT_HOSTILE: typeof HOSTILE = [
   },
 ];
 
+/** Hostile variants of the Swin2SR ×2 model. */
+const SWIN2SR_HOSTILE: typeof HOSTILE = [
+  {
+    // spandrel reads each layer's heads from its first block's logit_scale.
+    name: 'swin2sr_no_logit_scale',
+    edit: (s) => s.filter((t) => t.name !== 'layers.1.residual_group.blocks.0.attn.logit_scale'),
+    message: /swin2sr_no_logit_scale\.safetensors: a Swin2SR without layers\.1\.residual_group\.blocks\.0\.attn\.logit_scale \(each layer's heads are read from it\)/,
+  },
+  {
+    name: 'swin2sr_bad_cpb',
+    edit: (s) => s.map((t) => (t.name === 'layers.0.residual_group.blocks.1.attn.cpb_mlp.2.weight' ? { ...t, shape: [2, 256] } : t)),
+    message: /swin2sr_bad_cpb\.safetensors: layers\.0\.residual_group\.blocks\.1\.attn\.cpb_mlp\.2\.weight has shape \[2, 256\], expected \[2, 512\] for this Swin2SR/,
+  },
+];
+
 /** Hostile variants of the DAT ×2 model. */
 const DAT_HOSTILE: typeof HOSTILE = [
   {
@@ -129,21 +143,23 @@ const DAT_HOSTILE: typeof HOSTILE = [
   },
 ];
 
-onOneStorage('upscale models (SwinIR, HAT and DAT)', (storage: StorageKind) => {
+onOneStorage('upscale models (SwinIR, Swin2SR, HAT and DAT)', (storage: StorageKind) => {
   let srv: Server;
 
   before(async () => {
     srv = await startWorkflow(storage);
     const dir = path.join(srv.cfg.dataDir, 'models', 'upscale_models');
     fs.mkdirSync(dir, { recursive: true });
-    for (const c of [...SWINIR_CASES, ...HAT_CASES, ...DAT_CASES]) {
+    for (const c of [...SWINIR_CASES, ...SWIN2SR_CASES, ...HAT_CASES, ...DAT_CASES]) {
       if ('split' in c) writeDAT(path.join(dir, `${c.name}.safetensors`), c);
       else if ('overlapWindow' in c) writeHAT(path.join(dir, `${c.name}.safetensors`), c);
+      else if ('qkvBias' in c) writeSwin2SR(path.join(dir, `${c.name}.safetensors`), c);
       else writeSwinIR(path.join(dir, `${c.name}.safetensors`), c);
       await putInput(srv, `${c.name}.png`, image(c.width, c.height, 3, (x, y) => [0, 1, 2].map((ch) => patternPixel(x, y, ch))));
     }
     for (const h of HAT_HOSTILE) writeSpecs(path.join(dir, `${h.name}.safetensors`), h.edit!(hatSpecs(HAT_CASES[0]!)));
     for (const h of DAT_HOSTILE) writeSpecs(path.join(dir, `${h.name}.safetensors`), h.edit!(datSpecs(DAT_CASES[0]!)));
+    for (const h of SWIN2SR_HOSTILE) writeSpecs(path.join(dir, `${h.name}.safetensors`), h.edit!(swin2srSpecs(SWIN2SR_CASES[0]!)));
     const base = SWINIR_CASES[0]!;
     for (const h of HOSTILE) {
       const file = path.join(dir, `${h.name}.safetensors`);
@@ -162,7 +178,7 @@ onOneStorage('upscale models (SwinIR, HAT and DAT)', (storage: StorageKind) => {
   });
   after(() => srv.close());
 
-  const CASES = [...SWINIR_CASES.map((c) => ({ ...c, label: `SwinIR '${c.upsampler}'` })), ...HAT_CASES.map((c) => ({ ...c, label: 'HAT' })), ...DAT_CASES.map((c) => ({ ...c, label: `DAT '${c.upsampler}'` }))];
+  const CASES = [...SWINIR_CASES.map((c) => ({ ...c, label: `SwinIR '${c.upsampler}'` })), ...SWIN2SR_CASES.map((c) => ({ ...c, label: `Swin2SR '${c.upsampler}'` })), ...HAT_CASES.map((c) => ({ ...c, label: 'HAT' })), ...DAT_CASES.map((c) => ({ ...c, label: `DAT '${c.upsampler}'` }))];
   for (const c of CASES) {
     test(`${c.name}: ${c.label} ×${c.scale}, the reference's bytes`, async (t) => {
       const want = ref[c.name]!;
@@ -205,7 +221,7 @@ onOneStorage('upscale models (SwinIR, HAT and DAT)', (storage: StorageKind) => {
     assert.deepEqual([px.width, px.height], [12, 8]);
   });
 
-  for (const h of [...HOSTILE, ...HAT_HOSTILE, ...DAT_HOSTILE]) {
+  for (const h of [...HOSTILE, ...SWIN2SR_HOSTILE, ...HAT_HOSTILE, ...DAT_HOSTILE]) {
     test(`hostile file (${h.name}): a node error of the loader naming the file`, async () => {
       const r = await run(srv, upscalePrompt(`${h.name}.safetensors`, 'tiny.png'));
       assert.equal(r.error?.node_id, '2', JSON.stringify(r.error));

@@ -187,6 +187,86 @@ function caseWriter<C>(specs: (c: C) => Spec[]) {
 
 export const writeSwinIR = caseWriter(swinirSpecs);
 
+/** A tiny Swin2SR (spandrel's Swin2SR state dict, SwinV2 blocks) and the image it runs on. */
+export interface Swin2SRCase extends TinyModelCase {
+  upsampler: 'pixelshuffle' | 'pixelshuffledirect' | 'nearest+conv' | '';
+  window: number;
+  mlpRatio: number;
+  /** The training size the attention masks are stored for. */
+  imgSize: number;
+  resi: '1conv' | '3conv';
+  qkvBias: boolean;
+  patchNorm: boolean;
+}
+
+export const SWIN2SR_CASES: Swin2SRCase[] = [
+  { name: 'swin2sr_ps_x2', upsampler: 'pixelshuffle', embed: 12, depths: [2, 2], heads: [2, 3], window: 4, mlpRatio: 2, imgSize: 8, scale: 2, resi: '1conv', qkvBias: true, patchNorm: true, lastGain: 0.5, width: 27, height: 19 },
+  { name: 'swin2sr_nc_x4', upsampler: 'nearest+conv', embed: 8, depths: [3], heads: [2], window: 4, mlpRatio: 2, imgSize: 8, scale: 4, resi: '3conv', qkvBias: false, patchNorm: false, lastGain: 2, width: 17, height: 13 },
+  // Window 7: img_range 255, as for SwinIR.
+  { name: 'swin2sr_psd_x2_w7', upsampler: 'pixelshuffledirect', embed: 8, depths: [2], heads: [2], window: 7, mlpRatio: 2, imgSize: 14, scale: 2, resi: '1conv', qkvBias: true, patchNorm: true, lastGain: 0.3, width: 15, height: 11 },
+];
+
+/** The state dict of spandrel's Swin2SR for the case, in its order. */
+export function swin2srSpecs(c: Swin2SRCase): Spec[] {
+  const E = c.embed;
+  const w = c.window;
+  const hidden = E * c.mlpRatio;
+  const out: Spec[] = [];
+  const { f, conv, vec, linear, resi: resiOf, pixelShuffle } = specWriter(out);
+  const norm = (k: string) => vec(k, E);
+  const resi = (k: string) => resiOf(k, c.resi, E);
+  const index = rectIndex(w, w);
+  // WindowAttention's relative_coords_table (pretrained window 0): offsets / (w − 1) · 8, sign · log2(|x| + 1) / 3.
+  const coords: number[] = [];
+  for (let dy = 1 - w; dy < w; dy++) for (let dx = 1 - w; dx < w; dx++) for (const d of [dy, dx]) coords.push((Math.sign(d) * Math.log2((Math.abs(d) / (w - 1)) * 8 + 1)) / 3);
+  conv('conv_first', E, 3);
+  conv('patch_embed.proj', E, E, 1);
+  if (c.patchNorm) norm('patch_embed.norm');
+  c.depths.forEach((depth, i) => {
+    for (let j = 0; j < depth; j++) {
+      const b = `layers.${i}.residual_group.blocks.${j}`;
+      if (j % 2 === 1) {
+        const mask = shiftedWindowMask(c.imgSize, w, w);
+        out.push({ name: `${b}.attn_mask`, shape: [(c.imgSize / w) ** 2, w * w, w * w], dtype: 'F32', values: (k) => mask[k]! });
+      }
+      norm(`${b}.norm1`);
+      // One head's logit scale above ln 100, so the clamp shows.
+      f(`${b}.attn.logit_scale`, [c.heads[i]!, 1, 1], (k) => [1.5, 5.2, 2.5][k % 3]!);
+      if (c.qkvBias) {
+        f(`${b}.attn.q_bias`, [E], (k) => 0.3 * Math.sin(k + i + j));
+        f(`${b}.attn.v_bias`, [E], (k) => 0.2 * Math.cos(k + i - j));
+      }
+      f(`${b}.attn.relative_coords_table`, [1, 2 * w - 1, 2 * w - 1, 2], (k) => coords[k]!);
+      out.push({ name: `${b}.attn.relative_position_index`, shape: [w * w, w * w], dtype: 'I64', values: (k) => index[k]! });
+      linear(`${b}.attn.cpb_mlp.0`, 512, 2);
+      linear(`${b}.attn.cpb_mlp.2`, c.heads[i]!, 512, false);
+      linear(`${b}.attn.qkv`, 3 * E, E, false);
+      linear(`${b}.attn.proj`, E, E);
+      norm(`${b}.norm2`);
+      linear(`${b}.mlp.fc1`, hidden, E);
+      linear(`${b}.mlp.fc2`, E, hidden);
+    }
+    resi(`layers.${i}.conv`);
+    conv(`layers.${i}.patch_embed.proj`, E, E, 1);
+  });
+  norm('norm');
+  resi('conv_after_body');
+  const s = c.scale;
+  if (c.upsampler === 'pixelshuffle') pixelShuffle(E, 64, s);
+  else if (c.upsampler === 'pixelshuffledirect') conv('upsample.0', s * s * 3, E);
+  else if (c.upsampler === 'nearest+conv') {
+    conv('conv_before_upsample.0', 64, E);
+    conv('conv_up1', 64, 64);
+    conv('conv_up2', 64, 64);
+    conv('conv_hr', 64, 64);
+    conv('conv_last', 3, 64);
+  } else conv('conv_last', 3, E);
+  if (c.lastGain !== undefined) out.at(-2)!.gain = c.lastGain;
+  return out;
+}
+
+export const writeSwin2SR = caseWriter(swin2srSpecs);
+
 /** A tiny HAT (spandrel's HAT state dict) and the image it runs on. */
 export interface HATCase extends TinyModelCase {
   window: number;

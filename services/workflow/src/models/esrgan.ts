@@ -22,6 +22,7 @@ import { TorchFile } from './torch-zip.ts';
 import { createSession, ortTensor, WEIGHTS_LOCATION, type RuntimeOptions, type Session } from './session.ts';
 import { buildDATGraph, datHasShifted, datPadded, datRegions, describeDAT, detectDAT, type DATConfig } from './dat.ts';
 import { buildHATGraph, describeHAT, detectHAT, overlapWindowIndex, type HATConfig } from './hat.ts';
+import { buildSwin2SRGraph, describeSwin2SR, detectSwin2SR, swin2srShifted, type Swin2SRConfig } from './swin2sr.ts';
 import { buildSwinIRGraph, canonicalUpscaleKeys, describeSwinIR, detectSwinIR, hasShiftedBlocks, shiftRegions, type SwinIRConfig } from './swinir.ts';
 
 export interface EsrganConfig {
@@ -52,7 +53,7 @@ export interface CompactConfig {
   shuffle: 1;
 }
 
-export type UpscaleConfig = (EsrganConfig & { kind: 'rrdb' }) | CompactConfig | SwinIRConfig | HATConfig | DATConfig;
+export type UpscaleConfig = (EsrganConfig & { kind: 'rrdb' }) | CompactConfig | SwinIRConfig | Swin2SRConfig | HATConfig | DATConfig;
 
 function fail(file: SafetensorsFile, problem: string): never {
   throw new ModelFileError(file.path, problem);
@@ -154,11 +155,11 @@ export function detectCompact(file: SafetensorsFile): CompactConfig | null {
 }
 
 /**
- * The upscale model in the file (keys canonical, canonicalUpscaleKeys): a compact Real-ESRGAN, a HAT, a SwinIR, a DAT
+ * The upscale model in the file (keys canonical, canonicalUpscaleKeys): a compact Real-ESRGAN, a HAT, a Swin2SR, a SwinIR, a DAT
  * or an RRDBNet (spandrel's order). `rpeLast`: the last row of DAT's first rpe_biases, which spandrel reads values of.
  */
 export function detectUpscaleModel(file: SafetensorsFile, rpeLast: () => number[] = () => []): UpscaleConfig {
-  return detectCompact(file) ?? detectHAT(file) ?? detectSwinIR(file) ?? detectDAT(file, rpeLast) ?? { kind: 'rrdb', ...detectEsrgan(file) };
+  return detectCompact(file) ?? detectHAT(file) ?? detectSwin2SR(file) ?? detectSwinIR(file) ?? detectDAT(file, rpeLast) ?? { kind: 'rrdb', ...detectEsrgan(file) };
 }
 
 function lrelu(g: OnnxGraph, x: string): string {
@@ -303,6 +304,7 @@ export class UpscaleModel {
   describe(): string {
     const cfg = this.config;
     if (cfg.kind === 'swinir') return `<UPSCALE_MODEL SwinIR ×${this.scale} (${describeSwinIR(cfg)})>`;
+    if (cfg.kind === 'swin2sr') return `<UPSCALE_MODEL Swin2SR ×${this.scale} (${describeSwin2SR(cfg)})>`;
     if (cfg.kind === 'hat') return `<UPSCALE_MODEL HAT ×${this.scale} (${describeHAT(cfg)})>`;
     if (cfg.kind === 'dat') return `<UPSCALE_MODEL DAT ×${this.scale} (${describeDAT(cfg)})>`;
     return `<UPSCALE_MODEL ${cfg.kind === 'compact' ? 'Compact' : 'ESRGAN'} ×${this.scale}>`;
@@ -316,27 +318,27 @@ export class UpscaleModel {
   async run(tile: Float32Array, dims: readonly number[], opts: RuntimeOptions = {}): Promise<{ data: Float32Array; dims: number[] }> {
     const cfg = this.config;
     const graph = (g: OnnxGraph) =>
-      cfg.kind === 'compact' ? buildCompactGraph(g, cfg) : cfg.kind === 'swinir' ? buildSwinIRGraph(g, cfg) : cfg.kind === 'hat' ? buildHATGraph(g, cfg) : cfg.kind === 'dat' ? buildDATGraph(g, cfg) : buildEsrganGraph(g, cfg);
+      cfg.kind === 'compact' ? buildCompactGraph(g, cfg) : cfg.kind === 'swinir' ? buildSwinIRGraph(g, cfg) : cfg.kind === 'swin2sr' ? buildSwin2SRGraph(g, cfg) : cfg.kind === 'hat' ? buildHATGraph(g, cfg) : cfg.kind === 'dat' ? buildDATGraph(g, cfg) : buildEsrganGraph(g, cfg);
     this.session ??= createSession(graph(new OnnxGraph(this.file, WEIGHTS_LOCATION, '')), this.file, opts).catch((err: unknown) => {
       this.session = undefined;
       throw new ModelFileError(this.file.path, `its weights do not form a valid model (${(err as Error).message.split('\n')[0]})`);
     });
     const s = await this.session;
     // spandrel's ImageModelDescriptor: the tile padded to the architecture's size requirements (ESRGAN: at least 2
-    // pixels, a multiple of 4 when pixel-unshuffled; SwinIR, HAT and DAT: at least 16), the output clamped to [0, 1] and cropped back.
+    // pixels, a multiple of 4 when pixel-unshuffled; SwinIR, Swin2SR, HAT and DAT: at least 16), the output clamped to [0, 1] and cropped back.
     const [b, , h, w] = dims as [number, number, number, number];
-    const [minimum, multiple] = cfg.kind === 'rrdb' ? [cfg.shuffle > 1 ? 4 : 2, cfg.shuffle > 1 ? 4 : 1] : cfg.kind === 'swinir' || cfg.kind === 'hat' || cfg.kind === 'dat' ? [16, 1] : [0, 1];
+    const [minimum, multiple] = cfg.kind === 'rrdb' ? [cfg.shuffle > 1 ? 4 : 2, cfg.shuffle > 1 ? 4 : 1] : cfg.kind === 'swinir' || cfg.kind === 'swin2sr' || cfg.kind === 'hat' || cfg.kind === 'dat' ? [16, 1] : [0, 1];
     const need = (n: number) => Math.ceil(Math.max(minimum, n) / multiple) * multiple;
     let input = { data: tile, dims: [...dims] };
     if (need(h) !== h || need(w) !== w) input = padImage(tile, dims, need(h) - h, need(w) - w);
     if (cfg.shuffle > 1) input = pixelUnshuffle(input.data, input.dims, cfg.shuffle);
     const feeds: Record<string, ReturnType<typeof ortTensor>> = {};
-    if (cfg.kind === 'swinir' || cfg.kind === 'hat') {
+    if (cfg.kind === 'swinir' || cfg.kind === 'swin2sr' || cfg.kind === 'hat') {
       // check_image_size: reflect-padded again to a multiple of the window (its output is cropped with the rest).
       const [ph, pw] = [input.dims[2]!, input.dims[3]!].map((n) => (cfg.window - (n % cfg.window)) % cfg.window) as [number, number];
       if (ph || pw) input = padImage(input.data, input.dims, ph, pw);
       const [H, W] = [input.dims[2]!, input.dims[3]!];
-      if (hasShiftedBlocks(cfg)) feeds.regions = ortTensor('float32', shiftRegions(cfg, H, W), [(H * W) / cfg.window ** 2, cfg.window ** 2]);
+      if (cfg.kind === 'swin2sr' ? swin2srShifted(cfg) : hasShiftedBlocks(cfg)) feeds.regions = ortTensor('float32', shiftRegions(cfg, H, W), [(H * W) / cfg.window ** 2, cfg.window ** 2]);
       if (cfg.kind === 'hat') {
         const index = overlapWindowIndex(cfg, H, W);
         feeds.overlap = ortTensor('int64', index, [index.length]);

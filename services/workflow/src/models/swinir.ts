@@ -71,8 +71,7 @@ export function looksLikeSwinIR(file: SafetensorsFile): boolean {
  */
 export function detectSwinIR(file: SafetensorsFile): SwinIRConfig | null {
   if (!looksLikeSwinIR(file)) return null;
-  // Earlier in spandrel's registry (after HAT, detected before this): Swin2SR shares SwinIR's keys and is told apart by its own.
-  if (file.has('patch_embed.proj.weight')) fail(file, 'a Swin2SR model, which this service does not run yet (ESRGAN, Real-ESRGAN compact, SwinIR and HAT are supported)');
+  // Swin2SR (src/models/swin2sr.ts, detected before this as in spandrel's registry) shares SwinIR's keys and is told apart by patch_embed.proj.
   if (file.has('conv_first.1.weight')) fail(file, 'a SwinIR with a pixel-unshuffled input (conv_first.1), which this service does not run');
   const dim = dimReader(file);
 

@@ -1,7 +1,8 @@
 /**
  * The reference's upscale-model nodes (comfy_extras/nodes_upscale_model):
- * UpscaleModelLoader reads an ESRGAN-class, SwinIR, HAT or DAT model from
- * models/upscale_models (src/models/esrgan.ts, swinir.ts, hat.ts, dat.ts),
+ * UpscaleModelLoader reads an ESRGAN-class, SwinIR, Swin2SR, HAT or DAT model
+ * from models/upscale_models (src/models/esrgan.ts, swinir.ts, swin2sr.ts,
+ * hat.ts, dat.ts),
  * ImageUpscaleWithModel runs it over an image in 512-pixel tiles overlapping
  * by 32 (halved while the runtime runs out of memory, down to 128) and clamps
  * the result to [0, 1].
