@@ -28,9 +28,10 @@ import { DAT_CASES, datSpecs, HAT_CASES, hatSpecs, SWIN2SR_CASES, swin2srSpecs, 
  * windows) and 'pixelshuffledirect' ×2 (3conv, groups of one and two blocks,
  * the second group's first block shifted with masks stored for 64 pixels).
  * Swin2SR: 'pixelshuffle' ×2 (two groups of 2 and 3 heads, q/v biases,
- * patch norm), 'nearest+conv' ×4 (3conv, no q/v biases or patch norm) and
- * 'pixelshuffledirect' ×2 with window 7 (img_range 255), one head's logit
- * scale above the ln 100 clamp.
+ * patch norm), 'nearest+conv' ×4 (3conv, no q/v biases or patch norm),
+ * 'pixelshuffledirect' ×2 with window 7 (img_range 255) and
+ * 'pixelshuffle_aux' ×2 (the bicubic branch from a window-padded width), one
+ * head's logit scale above the ln 100 clamp.
  */
 const ref = JSON.parse(fs.readFileSync(path.join(import.meta.dirname, 'fixtures', 'models-reference-swinir.json'), 'utf8')) as Record<
   string,

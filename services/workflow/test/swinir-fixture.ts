@@ -189,7 +189,7 @@ export const writeSwinIR = caseWriter(swinirSpecs);
 
 /** A tiny Swin2SR (spandrel's Swin2SR state dict, SwinV2 blocks) and the image it runs on. */
 export interface Swin2SRCase extends TinyModelCase {
-  upsampler: 'pixelshuffle' | 'pixelshuffledirect' | 'nearest+conv' | '';
+  upsampler: 'pixelshuffle' | 'pixelshuffle_aux' | 'pixelshuffledirect' | 'nearest+conv' | '';
   window: number;
   mlpRatio: number;
   /** The training size the attention masks are stored for. */
@@ -204,6 +204,8 @@ export const SWIN2SR_CASES: Swin2SRCase[] = [
   { name: 'swin2sr_nc_x4', upsampler: 'nearest+conv', embed: 8, depths: [3], heads: [2], window: 4, mlpRatio: 2, imgSize: 8, scale: 4, resi: '3conv', qkvBias: false, patchNorm: false, lastGain: 2, width: 17, height: 13 },
   // Window 7: img_range 255, as for SwinIR.
   { name: 'swin2sr_psd_x2_w7', upsampler: 'pixelshuffledirect', embed: 8, depths: [2], heads: [2], window: 7, mlpRatio: 2, imgSize: 14, scale: 2, resi: '1conv', qkvBias: true, patchNorm: true, lastGain: 0.3, width: 15, height: 11 },
+  // The bicubic branch resized from the window-padded 20 columns to 36.
+  { name: 'swin2sr_aux_x2', upsampler: 'pixelshuffle_aux', embed: 8, depths: [2], heads: [2], window: 4, mlpRatio: 2, imgSize: 8, scale: 2, resi: '1conv', qkvBias: true, patchNorm: true, lastGain: 0.5, width: 18, height: 13 },
 ];
 
 /** The state dict of spandrel's Swin2SR for the case, in its order. */
@@ -253,7 +255,14 @@ export function swin2srSpecs(c: Swin2SRCase): Spec[] {
   resi('conv_after_body');
   const s = c.scale;
   if (c.upsampler === 'pixelshuffle') pixelShuffle(E, 64, s);
-  else if (c.upsampler === 'pixelshuffledirect') conv('upsample.0', s * s * 3, E);
+  else if (c.upsampler === 'pixelshuffle_aux') {
+    conv('conv_bicubic', 64, 3);
+    conv('conv_before_upsample.0', 64, E);
+    conv('conv_aux', 3, 64);
+    conv('conv_after_aux.0', 64, 3);
+    for (let k = 0; 2 ** k < s; k++) conv(`upsample.${2 * k}`, 256, 64);
+    conv('conv_last', 3, 64);
+  } else if (c.upsampler === 'pixelshuffledirect') conv('upsample.0', s * s * 3, E);
   else if (c.upsampler === 'nearest+conv') {
     conv('conv_before_upsample.0', 64, E);
     conv('conv_up1', 64, 64);

@@ -333,6 +333,8 @@ export class UpscaleModel {
     if (need(h) !== h || need(w) !== w) input = padImage(tile, dims, need(h) - h, need(w) - w);
     if (cfg.shuffle > 1) input = pixelUnshuffle(input.data, input.dims, cfg.shuffle);
     const feeds: Record<string, ReturnType<typeof ortTensor>> = {};
+    // Swin2SR's pixelshuffle_aux: its bicubic branch and output are sized from the image before the window padding.
+    if (cfg.kind === 'swin2sr' && cfg.upsampler === 'pixelshuffle_aux') feeds.out_size = ortTensor('int64', BigInt64Array.from([input.dims[2]!, input.dims[3]!].map((n) => BigInt(n * cfg.scale))), [2]);
     if (cfg.kind === 'swinir' || cfg.kind === 'swin2sr' || cfg.kind === 'hat') {
       // check_image_size: reflect-padded again to a multiple of the window (its output is cropped with the rest).
       const [ph, pw] = [input.dims[2]!, input.dims[3]!].map((n) => (cfg.window - (n % cfg.window)) % cfg.window) as [number, number];

@@ -14,13 +14,17 @@
  * after the attention and the MLP (post-norm: x + norm(attn(x))). Each
  * residual group ends with its conv and a 1×1 patch-embedding conv; the
  * model's patch embedding is a conv (patch size 1) and optional LayerNorm.
+ * The upsamplers are SwinIR's plus 'pixelshuffle_aux' (a bicubic-resized
+ * branch of the input added to the pixel-shuffled features of an auxiliary
+ * image); 'pixelshuffle_hf' is refused by name.
  */
 import { OnnxGraph } from './graph-builder.ts';
+import { DataType } from './onnx-proto.ts';
 import { type SafetensorsFile } from './safetensors.ts';
 import { checkStrictLoad, convOps, dimReader, fail, imageAndMean, NUM_FEAT, pixelShuffleScale, seqLen, stateShapeRecorder, windowPositionIndex, type TransformerSRConfig } from './transformer-sr-parts.ts';
 import { swinOps } from './swinir.ts';
 
-export type Swin2SRUpsampler = 'pixelshuffle' | 'pixelshuffledirect' | 'nearest+conv' | '';
+export type Swin2SRUpsampler = 'pixelshuffle' | 'pixelshuffle_aux' | 'pixelshuffledirect' | 'nearest+conv' | '';
 
 export interface Swin2SRConfig extends TransformerSRConfig {
   kind: 'swin2sr';
@@ -73,15 +77,14 @@ export function detectSwin2SR(file: SafetensorsFile): Swin2SRConfig | null {
   if (embedDim === 0) fail(file, 'conv_first.weight gives no channels');
   const mlpHidden = Math.trunc(embedDim * (dim(`${BLOCK(0, 0)}.mlp.fc1.weight`, 0) / embedDim));
   const resi = file.has('conv_after_body.0.weight') ? '3conv' : file.has('conv_after_body.weight') ? '1conv' : fail(file, 'a Swin2SR with an unknown residual connection (neither conv_after_body nor conv_after_body.0)');
-  if (file.has('conv_bicubic.weight')) fail(file, "a Swin2SR with the 'pixelshuffle_aux' upsampler, which this service does not run");
-  if (file.has('conv_after_body_hf.weight')) fail(file, "a Swin2SR with the 'pixelshuffle_hf' upsampler, which this service does not run");
-  const upsampler: Swin2SRUpsampler = file.has('conv_hr.weight') ? 'nearest+conv' : file.has('conv_before_upsample.0.weight') ? 'pixelshuffle' : file.has('upsample.0.weight') ? 'pixelshuffledirect' : '';
+  if (!file.has('conv_bicubic.weight') && !file.has('conv_hr.weight') && file.has('conv_after_body_hf.weight')) fail(file, "a Swin2SR with the 'pixelshuffle_hf' upsampler, which this service does not run");
+  const upsampler: Swin2SRUpsampler = file.has('conv_bicubic.weight') ? 'pixelshuffle_aux' : file.has('conv_hr.weight') ? 'nearest+conv' : file.has('conv_before_upsample.0.weight') ? 'pixelshuffle' : file.has('upsample.0.weight') ? 'pixelshuffledirect' : '';
   let scale = 1;
   if (upsampler === 'nearest+conv') scale = 4;
   else if (upsampler === 'pixelshuffledirect') {
     if (inChannels === 0) fail(file, 'a Swin2SR taking no channels');
     scale = Math.trunc(Math.sqrt(Math.floor(dim('upsample.0.weight', 0) / inChannels)));
-  } else if (upsampler === 'pixelshuffle') scale = pixelShuffleScale(file, dim);
+  } else if (upsampler === 'pixelshuffle' || upsampler === 'pixelshuffle_aux') scale = pixelShuffleScale(file, dim);
   const window = Math.trunc(Math.sqrt(dim(`${BLOCK(0, 0)}.attn.relative_position_index`, 0)));
   const imgSize = file.has(`${BLOCK(0, 1)}.attn_mask`) ? Math.trunc(Math.sqrt(dim(`${BLOCK(0, 1)}.attn_mask`, 0) * window * window)) * patchSize : patchSize * window;
   const imgRange = window === 7 ? 255 : 1;
@@ -91,7 +94,9 @@ export function detectSwin2SR(file: SafetensorsFile): Swin2SRConfig | null {
   if (patchSize !== 1) fail(file, `a Swin2SR with ${patchSize}-pixel patches (its forward pass runs 1-pixel patches only)`);
   if (window < 2) fail(file, `a Swin2SR window of ${window} (its relative coordinates divide by window − 1)`);
   if (imgSize < window || imgSize % window !== 0) fail(file, `its stored attention masks are for ${imgSize}-pixel images, not a multiple of its ${window}-pixel window`);
-  if (upsampler === 'pixelshuffle' && (scale < 1 || (scale & (scale - 1)) !== 0) && scale !== 3) fail(file, `a pixel-shuffle Swin2SR of scale ${scale} (spandrel builds 2^n and 3)`);
+  if ((upsampler === 'pixelshuffle' || upsampler === 'pixelshuffle_aux') && (scale < 1 || (scale & (scale - 1)) !== 0) && scale !== 3) fail(file, `a pixel-shuffle Swin2SR of scale ${scale} (spandrel builds 2^n and 3)`);
+  // conv_after_aux takes 3 channels whatever the model's.
+  if (upsampler === 'pixelshuffle_aux' && inChannels !== 3) fail(file, `a 'pixelshuffle_aux' Swin2SR of ${inChannels} channels (spandrel builds its conv_after_aux for 3)`);
   if (scale < 1 || scale > 16) fail(file, `a Swin2SR of scale ${scale} (1 to 16 are run)`);
   heads.forEach((h, i) => {
     if (h === 0 || embedDim % h !== 0) fail(file, `layer ${i} splits ${embedDim} channels into ${h} heads`);
@@ -151,7 +156,15 @@ export function swin2srStateShapes(cfg: Swin2SRConfig): Map<string, number[]> {
   const c = cfg.inChannels;
   const s = cfg.scale;
   if (cfg.upsampler === 'pixelshuffle') pixelShuffle(E, NUM_FEAT, s, c);
-  else if (cfg.upsampler === 'pixelshuffledirect') conv('upsample.0', s * s * c, E);
+  else if (cfg.upsampler === 'pixelshuffle_aux') {
+    conv('conv_bicubic', NUM_FEAT, c);
+    conv('conv_before_upsample.0', NUM_FEAT, E);
+    conv('conv_aux', c, NUM_FEAT);
+    conv('conv_after_aux.0', NUM_FEAT, 3);
+    if (s === 3) conv('upsample.0', 9 * NUM_FEAT, NUM_FEAT);
+    else for (let k = 0; 2 ** k < s; k++) conv(`upsample.${2 * k}`, 4 * NUM_FEAT, NUM_FEAT);
+    conv('conv_last', c, NUM_FEAT);
+  } else if (cfg.upsampler === 'pixelshuffledirect') conv('upsample.0', s * s * c, E);
   else if (cfg.upsampler === 'nearest+conv') {
     conv('conv_before_upsample.0', NUM_FEAT, E);
     conv('conv_up1', NUM_FEAT, NUM_FEAT);
@@ -185,7 +198,11 @@ export function relativeCoordsTable(w: number): Float32Array {
   return out;
 }
 
-/** image [B, C, H, W] (H and W multiples of the window) in [0, 1] → [B, C, sH, sW], unclamped; `regions` [nW, w²] when some block is shifted. */
+/**
+ * image [B, C, H, W] (H and W multiples of the window) in [0, 1] → [B, C, sH, sW], unclamped; `regions` [nW, w²] when
+ * some block is shifted; 'pixelshuffle_aux': `out_size` [2], the output's size before the window padding (s·H, s·W of
+ * the image the model was given), which its bicubic branch is resized to and the output cropped to.
+ */
 export function buildSwin2SRGraph(g: OnnxGraph, cfg: Swin2SRConfig): Uint8Array {
   const E = cfg.embedDim;
   const ws = cfg.window;
@@ -246,6 +263,18 @@ export function buildSwin2SRGraph(g: OnnxGraph, cfg: Swin2SRConfig): Uint8Array 
 
   let y: string;
   if (cfg.upsampler === 'pixelshuffle') y = pixelShuffle(res, cfg.scale);
+  else if (cfg.upsampler === 'pixelshuffle_aux') {
+    // F.interpolate(x, size=(H·s, W·s), mode='bicubic', align_corners=False): torch's A = −0.75, half-pixel centres.
+    const outSize = g.input('out_size', DataType.INT64, [2]);
+    const sizes = g.op('Concat', [g.op('Slice', [g.op('Shape', [x]), g.i64([0]), g.i64([2])]), outSize], { axis: 0 });
+    const bicubic = g.conv(g.op('Resize', [x, '', '', sizes], { mode: 'cubic', cubic_coeff_a: { float: -0.75 }, coordinate_transformation_mode: 'half_pixel' }), 'conv_bicubic');
+    const aux = g.conv(lrelu(g.conv(res, 'conv_before_upsample.0'), 0.01), 'conv_aux');
+    let u = lrelu(g.conv(aux, 'conv_after_aux.0'), 0.01);
+    if (cfg.scale === 3) u = g.op('DepthToSpace', [g.conv(u, 'upsample.0')], { blocksize: 3, mode: 'CRD' });
+    else for (let k = 0; 2 ** k < cfg.scale; k++) u = g.op('DepthToSpace', [g.conv(u, `upsample.${2 * k}`)], { blocksize: 2, mode: 'CRD' });
+    u = g.op('Slice', [u, g.i64([0, 0]), outSize, g.i64([2, 3])]);
+    y = g.conv(g.add(u, bicubic), 'conv_last');
+  }
   else if (cfg.upsampler === 'pixelshuffledirect') y = pixelShuffleDirect(res, cfg.scale);
   else if (cfg.upsampler === 'nearest+conv') {
     y = lrelu(g.conv(res, 'conv_before_upsample.0'), 0.01);
