@@ -9,7 +9,7 @@ import { patternPixel } from './esrgan-fixture.ts';
 import { withTileHalving } from '../src/nodes/sd/upscale-nodes.ts';
 import { SafetensorsFile } from '../src/models/safetensors.ts';
 import { tensor, writeTorchFile, type PV } from './torch-zip-writer.ts';
-import { DAT_CASES, datSpecs, HAT_CASES, hatSpecs, SWIN2SR_CASES, swin2srSpecs, SWINIR_CASES, writeDAT, writeHAT, writeSpecs, writeSwin2SR, writeSwinIR, swinirSpecs, type Spec } from './swinir-fixture.ts';
+import { DAT_CASES, datSpecs, DRCT_CASES, drctSpecs, writeDRCT, HAT_CASES, hatSpecs, SWIN2SR_CASES, swin2srSpecs, SWINIR_CASES, writeDAT, writeHAT, writeSpecs, writeSwin2SR, writeSwinIR, swinirSpecs, type Spec } from './swinir-fixture.ts';
 
 /**
  * SwinIR (spandrel's architecture) through UpscaleModelLoader and
@@ -32,6 +32,11 @@ import { DAT_CASES, datSpecs, HAT_CASES, hatSpecs, SWIN2SR_CASES, swin2srSpecs, 
  * 'pixelshuffledirect' ×2 with window 7 (img_range 255) and
  * 'pixelshuffle_aux' ×2 (the bicubic branch from a window-padded width), one
  * head's logit scale above the ln 100 clamp.
+ * DRCT: ×2 (two dense groups of 4 and 3 heads, the first group's blocks
+ * with 4, 2, 4, 2, 4 heads, shifted windows in blocks 2 and 4, 1conv, patch
+ * norm, qkv bias) and ×3 (window 8 = training size: none shifted; no
+ * residual conv, patch norm or qkv bias; fc1 1.5× wide), each tile padded to
+ * a multiple of 16 as spandrel's descriptor pads it.
  */
 const ref = JSON.parse(fs.readFileSync(path.join(import.meta.dirname, 'fixtures', 'models-reference-swinir.json'), 'utf8')) as Record<
   string,
@@ -129,6 +134,21 @@ const SWIN2SR_HOSTILE: typeof HOSTILE = [
   },
 ];
 
+/** Hostile variants of the DRCT ×2 model. */
+const DRCT_HOSTILE: typeof HOSTILE = [
+  {
+    name: 'drct_missing_adjust',
+    edit: (s) => s.filter((t) => t.name !== 'layers.1.adjust3.bias'),
+    message: /drct_missing_adjust\.safetensors: a DRCT \(.*\) missing 1 tensor: layers\.1\.adjust3\.bias/,
+  },
+  {
+    // 5 heads: swin1 would reshape 12 channels into 5 heads (spandrel's forward fails).
+    name: 'drct_bad_heads',
+    edit: (s) => s.map((t) => (t.name === 'layers.0.swin1.attn.relative_position_bias_table' ? { ...t, shape: [49, 5] } : t)),
+    message: /drct_bad_heads\.safetensors: group 0's block 1 splits 12 channels into 5 heads/,
+  },
+];
+
 /** Hostile variants of the DAT ×2 model. */
 const DAT_HOSTILE: typeof HOSTILE = [
   {
@@ -144,21 +164,23 @@ const DAT_HOSTILE: typeof HOSTILE = [
   },
 ];
 
-onOneStorage('upscale models (SwinIR, Swin2SR, HAT and DAT)', (storage: StorageKind) => {
+onOneStorage('upscale models (SwinIR, Swin2SR, HAT, DAT and DRCT)', (storage: StorageKind) => {
   let srv: Server;
 
   before(async () => {
     srv = await startWorkflow(storage);
     const dir = path.join(srv.cfg.dataDir, 'models', 'upscale_models');
     fs.mkdirSync(dir, { recursive: true });
-    for (const c of [...SWINIR_CASES, ...SWIN2SR_CASES, ...HAT_CASES, ...DAT_CASES]) {
-      if ('split' in c) writeDAT(path.join(dir, `${c.name}.safetensors`), c);
+    for (const c of [...SWINIR_CASES, ...SWIN2SR_CASES, ...HAT_CASES, ...DAT_CASES, ...DRCT_CASES]) {
+      if ('gc' in c) writeDRCT(path.join(dir, `${c.name}.safetensors`), c);
+      else if ('split' in c) writeDAT(path.join(dir, `${c.name}.safetensors`), c);
       else if ('overlapWindow' in c) writeHAT(path.join(dir, `${c.name}.safetensors`), c);
       else if ('qkvBias' in c) writeSwin2SR(path.join(dir, `${c.name}.safetensors`), c);
       else writeSwinIR(path.join(dir, `${c.name}.safetensors`), c);
       await putInput(srv, `${c.name}.png`, image(c.width, c.height, 3, (x, y) => [0, 1, 2].map((ch) => patternPixel(x, y, ch))));
     }
     for (const h of HAT_HOSTILE) writeSpecs(path.join(dir, `${h.name}.safetensors`), h.edit!(hatSpecs(HAT_CASES[0]!)));
+    for (const h of DRCT_HOSTILE) writeSpecs(path.join(dir, `${h.name}.safetensors`), h.edit!(drctSpecs(DRCT_CASES[0]!)));
     for (const h of DAT_HOSTILE) writeSpecs(path.join(dir, `${h.name}.safetensors`), h.edit!(datSpecs(DAT_CASES[0]!)));
     for (const h of SWIN2SR_HOSTILE) writeSpecs(path.join(dir, `${h.name}.safetensors`), h.edit!(swin2srSpecs(SWIN2SR_CASES[0]!)));
     const base = SWINIR_CASES[0]!;
@@ -179,7 +201,7 @@ onOneStorage('upscale models (SwinIR, Swin2SR, HAT and DAT)', (storage: StorageK
   });
   after(() => srv.close());
 
-  const CASES = [...SWINIR_CASES.map((c) => ({ ...c, label: `SwinIR '${c.upsampler}'` })), ...SWIN2SR_CASES.map((c) => ({ ...c, label: `Swin2SR '${c.upsampler}'` })), ...HAT_CASES.map((c) => ({ ...c, label: 'HAT' })), ...DAT_CASES.map((c) => ({ ...c, label: `DAT '${c.upsampler}'` }))];
+  const CASES = [...SWINIR_CASES.map((c) => ({ ...c, label: `SwinIR '${c.upsampler}'` })), ...SWIN2SR_CASES.map((c) => ({ ...c, label: `Swin2SR '${c.upsampler}'` })), ...HAT_CASES.map((c) => ({ ...c, label: 'HAT' })), ...DAT_CASES.map((c) => ({ ...c, label: `DAT '${c.upsampler}'` })), ...DRCT_CASES.map((c) => ({ ...c, label: 'DRCT' }))];
   for (const c of CASES) {
     test(`${c.name}: ${c.label} ×${c.scale}, the reference's bytes`, async (t) => {
       const want = ref[c.name]!;
@@ -222,7 +244,7 @@ onOneStorage('upscale models (SwinIR, Swin2SR, HAT and DAT)', (storage: StorageK
     assert.deepEqual([px.width, px.height], [12, 8]);
   });
 
-  for (const h of [...HOSTILE, ...SWIN2SR_HOSTILE, ...HAT_HOSTILE, ...DAT_HOSTILE]) {
+  for (const h of [...HOSTILE, ...SWIN2SR_HOSTILE, ...HAT_HOSTILE, ...DAT_HOSTILE, ...DRCT_HOSTILE]) {
     test(`hostile file (${h.name}): a node error of the loader naming the file`, async () => {
       const r = await run(srv, upscalePrompt(`${h.name}.safetensors`, 'tiny.png'));
       assert.equal(r.error?.node_id, '2', JSON.stringify(r.error));

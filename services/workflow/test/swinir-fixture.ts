@@ -447,3 +447,59 @@ export function datSpecs(c: DATCase): Spec[] {
 }
 
 export const writeDAT = caseWriter(datSpecs);
+
+/** A tiny DRCT (spandrel's DRCT state dict: groups of five Swin blocks densely connected through 1×1 adjust convs) and the image it runs on. */
+export interface DRCTCase extends TinyModelCase {
+  window: number;
+  /** The dense connections' growth channels. */
+  gc: number;
+  /** fc1's width over the width of blocks 1–3 (blocks 4 and 5: 1). */
+  mlpRatio: number;
+  /** The training size the attention masks are stored for (the window: none stored, no block shifted). */
+  imgSize: number;
+  resi: '1conv' | 'identity';
+  qkvBias: boolean;
+  patchNorm: boolean;
+}
+
+export const DRCT_CASES: DRCTCase[] = [
+  // Group 0's blocks have 4, 2, 4, 2, 4 heads (heads − (E + k·gc) mod heads); swin2 and swin4 on shifted windows.
+  { name: 'drct_x2', embed: 12, depths: [5, 5], heads: [4, 3], window: 4, gc: 6, mlpRatio: 2, imgSize: 8, scale: 2, resi: '1conv', qkvBias: true, patchNorm: true, lastGain: 0.4, width: 21, height: 18 },
+  // Window 8 = training size: no block shifted; fc1 widths int(C · 1.5); padded to 32×16.
+  { name: 'drct_x3_identity', embed: 8, depths: [5], heads: [2], window: 8, gc: 4, mlpRatio: 1.5, imgSize: 8, scale: 3, resi: 'identity', qkvBias: false, patchNorm: false, lastGain: 0.3, width: 19, height: 13 },
+];
+
+export function drctSpecs(c: DRCTCase): Spec[] {
+  const E = c.embed;
+  const w = c.window;
+  const out: Spec[] = [];
+  const { f, conv, vec, linear, pixelShuffle } = specWriter(out);
+  const index = rectIndex(w, w);
+  const mask = shiftedWindowMask(c.imgSize, w, w);
+  conv('conv_first', E, 3);
+  if (c.patchNorm) vec('patch_embed.norm', E);
+  c.heads.forEach((h, i) => {
+    for (let k = 0; k < 5; k++) {
+      const b = `layers.${i}.swin${k + 1}`;
+      const C = E + k * c.gc;
+      const hidden = k >= 3 ? C : Math.trunc(C * c.mlpRatio);
+      if (k % 2 === 1 && c.imgSize > w) out.push({ name: `${b}.attn_mask`, shape: [(c.imgSize / w) ** 2, w * w, w * w], dtype: 'F32', values: (n) => mask[n]! });
+      vec(`${b}.norm1`, C);
+      f(`${b}.attn.relative_position_bias_table`, [(2 * w - 1) ** 2, k === 0 ? h : h - (C % h)]);
+      out.push({ name: `${b}.attn.relative_position_index`, shape: [w * w, w * w], dtype: 'I64', values: (n) => index[n]! });
+      linear(`${b}.attn.qkv`, 3 * C, C, c.qkvBias);
+      linear(`${b}.attn.proj`, C, C);
+      vec(`${b}.norm2`, C);
+      linear(`${b}.mlp.fc1`, hidden, C);
+      linear(`${b}.mlp.fc2`, C, hidden);
+      conv(`layers.${i}.adjust${k + 1}`, k === 4 ? E : c.gc, C, 1);
+    }
+  });
+  vec('norm', E);
+  if (c.resi === '1conv') conv('conv_after_body', E, E);
+  pixelShuffle(E, 64, c.scale);
+  if (c.lastGain !== undefined) out.at(-2)!.gain = c.lastGain;
+  return out;
+}
+
+export const writeDRCT = caseWriter(drctSpecs);

@@ -21,6 +21,7 @@ import { ModelFileError, SafetensorsFile } from './safetensors.ts';
 import { TorchFile } from './torch-zip.ts';
 import { createSession, ortTensor, WEIGHTS_LOCATION, type RuntimeOptions, type Session } from './session.ts';
 import { buildDATGraph, datHasShifted, datPadded, datRegions, describeDAT, detectDAT, type DATConfig } from './dat.ts';
+import { buildDRCTGraph, describeDRCT, detectDRCT, DRCT_MULTIPLE, drctShifted, type DRCTConfig } from './drct.ts';
 import { buildHATGraph, describeHAT, detectHAT, overlapWindowIndex, type HATConfig } from './hat.ts';
 import { buildSwin2SRGraph, describeSwin2SR, detectSwin2SR, swin2srShifted, type Swin2SRConfig } from './swin2sr.ts';
 import { buildSwinIRGraph, canonicalUpscaleKeys, describeSwinIR, detectSwinIR, hasShiftedBlocks, shiftRegions, type SwinIRConfig } from './swinir.ts';
@@ -53,7 +54,7 @@ export interface CompactConfig {
   shuffle: 1;
 }
 
-export type UpscaleConfig = (EsrganConfig & { kind: 'rrdb' }) | CompactConfig | SwinIRConfig | Swin2SRConfig | HATConfig | DATConfig;
+export type UpscaleConfig = (EsrganConfig & { kind: 'rrdb' }) | CompactConfig | SwinIRConfig | Swin2SRConfig | HATConfig | DATConfig | DRCTConfig;
 
 function fail(file: SafetensorsFile, problem: string): never {
   throw new ModelFileError(file.path, problem);
@@ -155,11 +156,11 @@ export function detectCompact(file: SafetensorsFile): CompactConfig | null {
 }
 
 /**
- * The upscale model in the file (keys canonical, canonicalUpscaleKeys): a compact Real-ESRGAN, a HAT, a Swin2SR, a SwinIR, a DAT
- * or an RRDBNet (spandrel's order). `rpeLast`: the last row of DAT's first rpe_biases, which spandrel reads values of.
+ * The upscale model in the file (keys canonical, canonicalUpscaleKeys): a compact Real-ESRGAN, a HAT, a Swin2SR, a SwinIR, a DAT,
+ * a DRCT or an RRDBNet (spandrel's order). `rpeLast`: the last row of DAT's first rpe_biases, which spandrel reads values of.
  */
 export function detectUpscaleModel(file: SafetensorsFile, rpeLast: () => number[] = () => []): UpscaleConfig {
-  return detectCompact(file) ?? detectHAT(file) ?? detectSwin2SR(file) ?? detectSwinIR(file) ?? detectDAT(file, rpeLast) ?? { kind: 'rrdb', ...detectEsrgan(file) };
+  return detectCompact(file) ?? detectHAT(file) ?? detectSwin2SR(file) ?? detectSwinIR(file) ?? detectDAT(file, rpeLast) ?? detectDRCT(file) ?? { kind: 'rrdb', ...detectEsrgan(file) };
 }
 
 function lrelu(g: OnnxGraph, x: string): string {
@@ -307,6 +308,7 @@ export class UpscaleModel {
     if (cfg.kind === 'swin2sr') return `<UPSCALE_MODEL Swin2SR ×${this.scale} (${describeSwin2SR(cfg)})>`;
     if (cfg.kind === 'hat') return `<UPSCALE_MODEL HAT ×${this.scale} (${describeHAT(cfg)})>`;
     if (cfg.kind === 'dat') return `<UPSCALE_MODEL DAT ×${this.scale} (${describeDAT(cfg)})>`;
+    if (cfg.kind === 'drct') return `<UPSCALE_MODEL DRCT ×${this.scale} (${describeDRCT(cfg)})>`;
     return `<UPSCALE_MODEL ${cfg.kind === 'compact' ? 'Compact' : 'ESRGAN'} ×${this.scale}>`;
   }
 
@@ -318,16 +320,16 @@ export class UpscaleModel {
   async run(tile: Float32Array, dims: readonly number[], opts: RuntimeOptions = {}): Promise<{ data: Float32Array; dims: number[] }> {
     const cfg = this.config;
     const graph = (g: OnnxGraph) =>
-      cfg.kind === 'compact' ? buildCompactGraph(g, cfg) : cfg.kind === 'swinir' ? buildSwinIRGraph(g, cfg) : cfg.kind === 'swin2sr' ? buildSwin2SRGraph(g, cfg) : cfg.kind === 'hat' ? buildHATGraph(g, cfg) : cfg.kind === 'dat' ? buildDATGraph(g, cfg) : buildEsrganGraph(g, cfg);
+      cfg.kind === 'compact' ? buildCompactGraph(g, cfg) : cfg.kind === 'swinir' ? buildSwinIRGraph(g, cfg) : cfg.kind === 'swin2sr' ? buildSwin2SRGraph(g, cfg) : cfg.kind === 'hat' ? buildHATGraph(g, cfg) : cfg.kind === 'dat' ? buildDATGraph(g, cfg) : cfg.kind === 'drct' ? buildDRCTGraph(g, cfg) : buildEsrganGraph(g, cfg);
     this.session ??= createSession(graph(new OnnxGraph(this.file, WEIGHTS_LOCATION, '')), this.file, opts).catch((err: unknown) => {
       this.session = undefined;
       throw new ModelFileError(this.file.path, `its weights do not form a valid model (${(err as Error).message.split('\n')[0]})`);
     });
     const s = await this.session;
     // spandrel's ImageModelDescriptor: the tile padded to the architecture's size requirements (ESRGAN: at least 2
-    // pixels, a multiple of 4 when pixel-unshuffled; SwinIR, Swin2SR, HAT and DAT: at least 16), the output clamped to [0, 1] and cropped back.
+    // pixels, a multiple of 4 when pixel-unshuffled; SwinIR, Swin2SR, HAT and DAT: at least 16; DRCT: a multiple of 16), the output clamped to [0, 1] and cropped back.
     const [b, , h, w] = dims as [number, number, number, number];
-    const [minimum, multiple] = cfg.kind === 'rrdb' ? [cfg.shuffle > 1 ? 4 : 2, cfg.shuffle > 1 ? 4 : 1] : cfg.kind === 'swinir' || cfg.kind === 'swin2sr' || cfg.kind === 'hat' || cfg.kind === 'dat' ? [16, 1] : [0, 1];
+    const [minimum, multiple] = cfg.kind === 'rrdb' ? [cfg.shuffle > 1 ? 4 : 2, cfg.shuffle > 1 ? 4 : 1] : cfg.kind === 'swinir' || cfg.kind === 'swin2sr' || cfg.kind === 'hat' || cfg.kind === 'dat' ? [16, 1] : cfg.kind === 'drct' ? [0, DRCT_MULTIPLE] : [0, 1];
     const need = (n: number) => Math.ceil(Math.max(minimum, n) / multiple) * multiple;
     let input = { data: tile, dims: [...dims] };
     if (need(h) !== h || need(w) !== w) input = padImage(tile, dims, need(h) - h, need(w) - w);
@@ -345,6 +347,12 @@ export class UpscaleModel {
         const index = overlapWindowIndex(cfg, H, W);
         feeds.overlap = ortTensor('int64', index, [index.length]);
       }
+    }
+    if (cfg.kind === 'drct' && cfg.upsampler !== '') {
+      // DRCT does not pad to its window: spandrel's window partition fails on a padded tile the window does not divide.
+      const [H, W] = [input.dims[2]!, input.dims[3]!];
+      if (H % cfg.window !== 0 || W % cfg.window !== 0) throw new ModelFileError(this.file.path, `a DRCT with a ${cfg.window}-pixel window cannot run a ${W}×${H} tile (padded to a multiple of ${DRCT_MULTIPLE}, not of its window)`);
+      if (drctShifted(cfg)) feeds.regions = ortTensor('float32', shiftRegions(cfg, H, W), [(H * W) / cfg.window ** 2, cfg.window ** 2]);
     }
     if (cfg.kind === 'dat' && datHasShifted(cfg)) {
       // DAT zero-pads inside its spatial attention; the masks are for that padded size.
