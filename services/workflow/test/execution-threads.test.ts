@@ -14,7 +14,9 @@ import { gateEntered, gatePrompt, releaseGate, startWorkflow, textPrompt, waitJo
  */
 
 // The threads start from the TypeScript sources here (src/threads/source-entry.mjs), as under `tsx src/main.ts`; the
-// other files start them from the bundle npm start runs (helpers.ts, bundledThreads).
+// other files start them from the bundle npm start runs (helpers.ts, bundledThreads). This file's packs
+// (hostile-pack.mjs, native-pack.mjs) import the service's TypeScript sources, which a bundled thread cannot load:
+// from the bundle its prompts never started.
 process.env.WORKFLOW_TEST_THREADS = 'source';
 
 type Server = Awaited<ReturnType<typeof startWorkflow>>;
