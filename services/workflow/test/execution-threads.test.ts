@@ -336,6 +336,26 @@ forEachStorage('execution slots in the hosted runtime', (storage: StorageKind) =
 });
 
 forEachStorage('an execution thread that cannot start', (storage: StorageKind) => {
+  test('a node whose pack loads in the server but not in the execution thread fails its prompt with a clear error', { skip: storage === 'postgres' && 'the same on both storages' }, async () => {
+    const srv = await startWorkflow(storage, {}, { packs: ['thread-refused-pack.mjs'] });
+    const ws = new WsClient(srv.url, 'refused');
+    try {
+      await ws.opened;
+      const id = await queue(srv, { n: { class_type: 'ThreadRefusedNode', inputs: { v: 3 } } }, 'refused');
+      await ws.until((ms) => ending(ms, id));
+      const end = ending(ws.messages, id)!;
+      assert.equal(end.type, 'execution_error');
+      assert.equal(end.data.node_id, 'n');
+      assert.equal(end.data.node_type, 'ThreadRefusedNode');
+      assert.equal(end.data.exception_type, 'RuntimeError');
+      assert.match(end.data.exception_message, /node type ThreadRefusedNode is not loaded where prompts run \(its pack failed to load in the execution thread/);
+      await stillRuns(srv, ws, 'refused');
+    } finally {
+      ws.close();
+      await srv.close();
+    }
+  });
+
   test('prompts fail with ExecutionThreadDied, the API answers, and the next prompt tries a new thread', async () => {
     const srv = await startWorkflow(storage, {}, { packs: ['thread-exit-pack.mjs'] });
     const ws = new WsClient(srv.url, 'dead');

@@ -517,7 +517,11 @@ class Run {
 
   async executeNode(id: string): Promise<Outcome> {
     const node = this.dyn.getNode(id);
-    const cls = this.registry.get(node.class_type)!;
+    const found = this.registry.get(node.class_type);
+    // Validated against the server's registry; the registry that runs it (an execution thread's) may lack a class
+    // whose pack failed to load there only.
+    if (!found) throw Object.assign(new Error(`node type ${node.class_type} is not loaded where prompts run (its pack failed to load in the execution thread; the server log says why)`), { pyType: 'RuntimeError' });
+    const cls = found;
     const sink = this.spec.sink;
     const promptId = this.spec.promptId;
     const display = this.dyn.displayNodeId(id);

@@ -68,8 +68,15 @@ function post(m: FromThread): void {
   port.postMessage(m);
 }
 
-const quiet = { info() {}, warn() {} };
-const registry = await buildRegistry(init.config, quiet);
+// The main thread logs what it loads itself; a pack that fails only here (its module refuses a worker thread) is
+// reported to it, since its nodes validate there and then cannot run here.
+const threadLog = {
+  info() {},
+  warn(data: object, msg: string) {
+    post({ t: 'log', level: 'warn', msg: `${msg} in an execution thread`, data: data as Record<string, unknown> });
+  },
+};
+const registry = await buildRegistry(init.config, threadLog);
 // The image kernels' WebAssembly compiles now, while the thread is idle, not inside a prompt's first resize or blur.
 simdKernels();
 const executor = new Executor(registry, init.config.cache, init.limits);
