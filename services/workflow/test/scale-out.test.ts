@@ -487,4 +487,46 @@ describe('hosted runtime scaled out: two API processes, worker processes, one Po
       await a.close();
     }
   });
+
+  test('prompt numbers come from one sequence: a workspace\'s prompts sent alternately to two API processes are numbered and queued in the order sent, front=true goes first, and a process started later (even on a database numbered before the sequence existed) numbers above them', { skip: !pg && 'PostgreSQL not available' }, async () => {
+    const a = await startWorkflow('postgres', { runtime: 'cloud', authRateLimits: TEST_LIMITS }, { overrides: { runWorkers: false } });
+    const apps = [await buildApp({ ...a.cfg })];
+    const { default: pgm } = await import('pg');
+    const db = new pgm.Client({ connectionString: a.cfg.databaseUrl });
+    try {
+      const apis = [a.url, await apps[0]!.listen({ port: 0, host: '127.0.0.1' })];
+      const user = await signupUser(a.url, 'numbers');
+      const post = async (url: string, extra: Record<string, unknown> = {}) => {
+        const r = await client(url, { authorization: `Bearer ${user.token}` }).post('/api/prompt', { prompt: instant('n'), ...extra });
+        assert.equal(r.status, 200, r.text);
+        return { id: r.body.prompt_id as string, number: r.body.number as number };
+      };
+      const sent: Array<{ id: string; number: number }> = [];
+      for (let i = 0; i < 6; i++) sent.push(await post(apis[i % 2]!));
+      const numbers = sent.map((p) => p.number);
+      assert.deepEqual([...numbers].sort((x, y) => x - y), numbers, `numbered in the order sent: ${numbers}`);
+      assert.equal(new Set(numbers).size, numbers.length, `no number given twice: ${numbers}`);
+      const front = await post(apis[1]!, { front: true });
+      assert.ok(front.number < 0, `front=true: a negative number, not ${front.number}`);
+      const queued = async (url: string) => (await client(url, { authorization: `Bearer ${user.token}` }).get('/api/queue')).body.queue_pending as Array<[number, string]>;
+      for (const url of apis) {
+        const q = await queued(url);
+        assert.deepEqual(q.map((t) => t[1]), [front.id, ...sent.map((p) => p.id)], 'the queue in the order sent, the front prompt first');
+        assert.deepEqual(q.map((t) => t[0]), [front.number, ...numbers]);
+      }
+
+      // A database the processes numbered themselves (no sequence yet): the first process to start creates it above them.
+      await db.connect();
+      await db.query(`drop sequence "${a.cfg.pgSchema}".prompt_numbers`);
+      await db.query(`update "${a.cfg.pgSchema}".prompts set number = 1000 where id = $1`, [sent.at(-1)!.id]);
+      apps.push(await buildApp({ ...a.cfg }));
+      const later = await post(await apps[1]!.listen({ port: 0, host: '127.0.0.1' }));
+      assert.ok(later.number > 1000, `numbered above the stored numbers: ${later.number}`);
+      assert.ok((await post(apis[0]!)).number > later.number, 'the processes already running take the same sequence');
+    } finally {
+      await db.end().catch(() => {});
+      for (const app of apps) await app.close();
+      await a.close();
+    }
+  });
 });

@@ -28,7 +28,10 @@ export interface PromptRecord {
 export interface NewPrompt {
   id: string;
   owner: string;
-  number: number;
+  /** null: the store numbers it (the shared queue: one sequence for every process, see SharedQueue.store). */
+  number: number | null;
+  /** With a null number: queued at the front (a negative number, as front=true gives). */
+  front?: boolean;
   prompt: Record<string, unknown>;
   extraData: Record<string, unknown>;
   sensitive: Record<string, unknown>;
@@ -87,8 +90,9 @@ function isUniqueViolation(err: unknown): boolean {
 /** The columns a new prompt's row sets (the others keep their defaults). */
 export const PROMPT_COLUMNS = ['id', 'owner', 'number', 'status', 'worker', 'start_time', 'prompt', 'extra_data', 'sensitive', 'outputs_to_execute', 'workflow_id', 'workflow_version_id', 'create_time'] as const;
 
-function row(p: NewPrompt): Record<(typeof PROMPT_COLUMNS)[number], unknown> {
+function row(p: NewPrompt): Record<(typeof PROMPT_COLUMNS)[number], unknown> & { front?: boolean } {
   return {
+    ...(p.front ? { front: true } : {}),
     id: p.id,
     owner: p.owner,
     number: p.number,
@@ -158,20 +162,22 @@ function insertRaw(raw: RawSqlite, rows: Array<Record<(typeof PROMPT_COLUMNS)[nu
  * committed; a taken id fails only its own caller.
  */
 export class PromptInserter {
-  private pending: Array<{ p: NewPrompt; resolve: () => void; reject: (e: unknown) => void }> = [];
+  private pending: Array<{ p: NewPrompt; resolve: (n: number) => void; reject: (e: unknown) => void }> = [];
   private scheduled = false;
 
   /**
-   * `store`, when given, stores the rows itself (the shared queue, with their jobs) and answers the ids it stored.
+   * `store`, when given, stores the rows itself (the shared queue, with their jobs) and answers the ids it stored,
+   * each with the number it was stored under (it numbers the rows whose number is null).
    * `raw`: the SQLite handle under `db`, whose rows are inserted without the query builder.
    */
   constructor(
     private readonly db: Kysely<any>,
-    private readonly store?: (rows: Array<Record<string, unknown>>) => Promise<Set<string>>,
+    private readonly store?: (rows: Array<Record<string, unknown>>) => Promise<Map<string, number>>,
     private readonly raw?: RawSqlite,
   ) {}
 
-  insert(p: NewPrompt): Promise<void> {
+  /** Stores the prompt; answers the number it was stored under. */
+  insert(p: NewPrompt): Promise<number> {
     return new Promise((resolve, reject) => {
       this.pending.push({ p, resolve, reject });
       if (!this.scheduled) {
@@ -203,12 +209,21 @@ export class PromptInserter {
     if (unique.length === 0) return;
     try {
       const rows = unique.map((b) => row(b.p));
-      const ok = this.store
-        ? await (this.storing = this.store(rows).finally(() => (this.storing = undefined)))
-        : this.raw && !this.raw.inTransaction
-          ? insertRaw(this.raw, rows)
-          : new Set((await this.db.insertInto('prompts').values(rows).onConflict((oc) => oc.column('id').doNothing()).returning('id').execute()).map((r) => r.id as string));
-      for (const b of unique) (ok.has(b.p.id) ? b.resolve() : b.reject(new DuplicatePromptId(b.p.id)));
+      let numbered: Map<string, number>;
+      if (this.store) numbered = await (this.storing = this.store(rows).finally(() => (this.storing = undefined)));
+      else {
+        if (unique.some((b) => b.p.number === null)) throw new Error('only the shared queue numbers prompts as it stores them');
+        const ok =
+          this.raw && !this.raw.inTransaction
+            ? insertRaw(this.raw, rows)
+            : new Set((await this.db.insertInto('prompts').values(rows).onConflict((oc) => oc.column('id').doNothing()).returning('id').execute()).map((r) => r.id as string));
+        numbered = new Map(unique.filter((b) => ok.has(b.p.id)).map((b) => [b.p.id, b.p.number!]));
+      }
+      for (const b of unique) {
+        const n = numbered.get(b.p.id);
+        if (n === undefined) b.reject(new DuplicatePromptId(b.p.id));
+        else b.resolve(n);
+      }
     } catch (err) {
       for (const b of unique) b.reject(err);
     }

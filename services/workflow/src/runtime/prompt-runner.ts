@@ -359,13 +359,15 @@ export class PromptRunner implements ClaimHandler {
     else if (typeof given === 'string' && UUID_CANONICAL.test(given)) promptId = given;
     else reject('invalid_prompt_id', 'Invalid prompt_id', `prompt_id must be a canonical lowercase UUID string, got ${JSON.stringify(given)?.slice(0, 100)}`);
 
-    let number: number;
+    // null: numbered by the shared queue as it is stored (one sequence for every process).
+    let number: number | null;
+    let front = false;
     if ('number' in body && body.number !== null && body.number !== undefined) {
       number = typeof body.number === 'number' ? body.number : typeof body.number === 'string' ? Number(body.number) : NaN;
       if (!Number.isFinite(number)) reject('invalid_prompt', 'Invalid number', 'number must be a finite number');
     } else {
-      number = this.counter++;
-      if (body.front === true || body.front === 'true' || body.front === 1) number = -number;
+      front = body.front === true || body.front === 'true' || body.front === 1;
+      number = this.o.shared ? null : front ? -this.counter++ : this.counter++;
     }
 
     const extra = body.extra_data;
@@ -401,15 +403,15 @@ export class PromptRunner implements ClaimHandler {
     const { workflowId, workflowVersionId } = workflowLink(body, extraData);
     this.openGate(promptId);
     const createTime = extraData.create_time as number;
-    const row = { id: promptId, owner: req.owner, number, prompt: secret.prompt, extraData, sensitive, outputsToExecute: v.outputs, workflowId, workflowVersionId, createTime };
+    const row = { id: promptId, owner: req.owner, number, front: number === null && front, prompt: secret.prompt, extraData, sensitive, outputsToExecute: v.outputs, workflowId, workflowVersionId, createTime };
     // An idle runner with nothing queued takes this prompt as it is stored: no claim transaction on the critical path.
-    const claim = this.wakers.size > 0 && this.handoff === null && this.remaining === 0 && !this.stopped;
+    const claim = number !== null && this.wakers.size > 0 && this.handoff === null && this.remaining === 0 && !this.stopped;
     const inserted = this.inserter.insert(claim ? { ...row, claimedBy: { worker: this.workerId, startTime: createTime } } : row);
     if (claim) {
       // Handed to the engine now, while the row is stored: an execution thread wakes meanwhile and starts its
       // first node once the row is committed (never, if it is not).
       this.handoff = {
-        record: { ...row, status: 'in_progress', sensitive: Object.keys(sensitive).length ? sensitive : null, startTime: createTime, endTime: null, outputs: null, meta: null, statusMessages: null },
+        record: { ...row, number: number!, status: 'in_progress', sensitive: Object.keys(sensitive).length ? sensitive : null, startTime: createTime, endTime: null, outputs: null, meta: null, statusMessages: null },
         stored: inserted.then(
           () => true,
           () => false,
@@ -418,7 +420,7 @@ export class PromptRunner implements ClaimHandler {
       this.wakeAll();
     }
     try {
-      await inserted;
+      number = await inserted;
     } catch (err) {
       this.releaseGate(promptId);
       if (err instanceof DuplicatePromptId) reject('invalid_prompt_id', 'Prompt id already exists', `A prompt with id ${promptId} already exists`);

@@ -96,6 +96,7 @@ export class SharedQueue {
     const s = quoteIdent(this.storage.pgSchema!);
     const cols = PROMPT_COLUMNS.join(', ');
     const w = this.queue.schemaSql;
+    await this.ensureNumberSequence();
     // Stores prompts and adds their tokens in one statement, so one round trip is the whole
     // transaction: each workspace's lock (owners in one order, so two API processes storing
     // prompts of the same workspaces neither deadlock nor count the same prompts ahead) is held
@@ -104,17 +105,31 @@ export class SharedQueue {
     // committed before the locks were granted.
     await this.storage
       .pgPool!.query(
-        `create or replace function ${s}.wf_store_prompts(rows jsonb, slots int) returns setof text language plpgsql as $fn$
+        `create or replace function ${s}.wf_store_numbered_prompts(rows jsonb, slots int) returns table (id text, number double precision) language plpgsql as $fn$
+#variable_conflict use_column
 declare
   stored text[];
+  numbers double precision[];
   owners text[];
   queues text[];
   prios int[];
+  numbered jsonb := '[]';
+  e jsonb;
 begin
   perform pg_advisory_xact_lock(${OWNER_LOCK}, hashtext(o)) from (select distinct e->>'owner' as o from jsonb_array_elements(rows) e order by 1) t;
+  -- Numbers from one sequence, taken in the rows' order under their workspaces' locks: a workspace's prompts are
+  -- numbered in the order they were stored, whichever process stored them (each process counting for itself gave
+  -- two API processes the same numbers, and a restarted one numbers below the prompts still queued).
+  for e in select x from jsonb_array_elements(rows) with ordinality as r(x, ord) order by ord loop
+    if jsonb_typeof(e->'number') is distinct from 'number' then
+      e := jsonb_set(e, '{number}', to_jsonb(nextval('${s.replace(/'/g, "''")}.prompt_numbers') * case when e->>'front' = 'true' then -1 else 1 end));
+    end if;
+    numbered := numbered || jsonb_build_array(e);
+  end loop;
+  rows := numbered;
   with i as (
-    insert into ${s}.prompts (${cols}) select ${cols} from jsonb_populate_recordset(null::${s}.prompts, rows) on conflict (id) do nothing returning id
-  ) select coalesce(array_agg(id), '{}') into stored from i;
+    insert into ${s}.prompts as p (${cols}) select ${cols} from jsonb_populate_recordset(null::${s}.prompts, rows) on conflict (id) do nothing returning p.id, p.number
+  ) select coalesce(array_agg(i.id), '{}'), coalesce(array_agg(i.number), '{}') into stored, numbers from i;
   -- The tokens, as graphile-worker's add_jobs inserts them (task and queue rows upserted, one insert), but without its
   -- NOTIFY: a notifying transaction holds the database's one notification lock through its commit, and this commit
   -- waits for the disk; every other process's notifications (relayed frames, queue wake-ups) would wait with it.
@@ -137,7 +152,7 @@ begin
   select (select id from ${w}._private_job_queues where queue_name = x.qn), (select id from ${w}._private_tasks where identifier = '${RUN_TASK}'),
     json_build_object('owner', x.o), clock_timestamp(), 25, x.p
   from unnest(owners, queues, prios) with ordinality as x(o, qn, p, ord) order by x.ord;
-  return query select unnest(stored);
+  return query select * from unnest(stored, numbers);
 end $fn$`,
       )
       .catch((err) => {
@@ -149,16 +164,36 @@ end $fn$`,
   }
 
   /**
+   * The sequence every process numbers prompts from. Created once, starting
+   * above the numbers already stored (a database the processes numbered
+   * themselves before it existed); under a lock, so processes starting
+   * together neither race the creation nor move a sequence in use.
+   */
+  private async ensureNumberSequence(): Promise<void> {
+    const schema = this.storage.pgSchema!;
+    const s = quoteIdent(schema);
+    await this.storage.db.transaction().execute(async (trx) => {
+      await sql`select pg_advisory_xact_lock(hashtext(${`wf prompt numbers ${schema}`}))`.execute(trx);
+      const exists = await sql<{ r: string | null }>`select to_regclass(${`${s}.prompt_numbers`}) as r`.execute(trx);
+      if (exists.rows[0]?.r) return;
+      const max = await sql<{ m: number | null }>`select max(abs(number)) as m from prompts`.execute(trx);
+      const start = Math.floor(Number(max.rows[0]?.m ?? 0) || 0) + 1;
+      await sql.raw(`create sequence ${s}.prompt_numbers as bigint start with ${start}`).execute(trx);
+    });
+  }
+
+  /**
    * Stores prompts (rows of the prompts table, in order) with their tokens,
    * atomically, in one round trip; answers the ids stored (an id already
-   * present is skipped).
+   * present is skipped), each with its number (a row without one is numbered
+   * from the shared sequence).
    */
-  async store(rows: Array<Record<string, unknown>>): Promise<Set<string>> {
+  async store(rows: Array<Record<string, unknown>>): Promise<Map<string, number>> {
     const slots = Math.max(1, Math.floor(this.o.maxConcurrent));
-    const fn = sql.raw(`${quoteIdent(this.storage.pgSchema!)}.wf_store_prompts`);
-    const r = await sql<{ id: string }>`select ${fn}(${JSON.stringify(rows)}::jsonb, ${slots}::int) as id`.execute(this.storage.db);
+    const fn = sql.raw(`${quoteIdent(this.storage.pgSchema!)}.wf_store_numbered_prompts`);
+    const r = await sql<{ id: string; number: number }>`select * from ${fn}(${JSON.stringify(rows)}::jsonb, ${slots}::int)`.execute(this.storage.db);
     if (r.rows.length > 0) this.notifyInserted(r.rows.length);
-    return new Set(r.rows.map((x) => x.id));
+    return new Map(r.rows.map((x) => [x.id, Number(x.number)]));
   }
 
   private notifier?: pg.Pool;
