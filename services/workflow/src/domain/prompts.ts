@@ -109,15 +109,6 @@ function row(p: NewPrompt): Record<(typeof PROMPT_COLUMNS)[number], unknown> & {
   };
 }
 
-export async function insertPrompt(db: Kysely<any>, p: NewPrompt): Promise<void> {
-  try {
-    await db.insertInto('prompts').values(row(p)).execute();
-  } catch (err) {
-    if (isUniqueViolation(err)) throw new DuplicatePromptId(p.id);
-    throw err;
-  }
-}
-
 const MAX_BATCH = 200;
 
 type RawSqlite = NonNullable<Storage['sqlite']>;
