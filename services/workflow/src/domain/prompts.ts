@@ -82,11 +82,6 @@ export function decode(row: Record<string, unknown>): PromptRecord {
 /** Thrown when a client-chosen prompt id is already taken. */
 export class DuplicatePromptId extends Error {}
 
-function isUniqueViolation(err: unknown): boolean {
-  const e = err as { code?: string; message?: string };
-  return e?.code === '23505' || e?.code === 'SQLITE_CONSTRAINT_PRIMARYKEY' || /UNIQUE constraint failed/.test(e?.message ?? '');
-}
-
 /** The columns a new prompt's row sets (the others keep their defaults). */
 export const PROMPT_COLUMNS = ['id', 'owner', 'number', 'status', 'worker', 'start_time', 'prompt', 'extra_data', 'sensitive', 'outputs_to_execute', 'workflow_id', 'workflow_version_id', 'create_time'] as const;
 
