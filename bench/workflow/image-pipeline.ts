@@ -18,12 +18,22 @@
  * the measured best on a busy machine). Without it (or with --service-only)
  * each row is reported as the service's time alone.
  *
+ * Morphology, ImageRGBToYUV / ImageYUVToRGB and Canny import kornia in the
+ * reference; KORNIA_DIR (kornia's public source, pure Python over torch) goes
+ * on its PYTHONPATH, with a stand-in for kornia_rs (file I/O none of them
+ * uses). Where the reference cannot import kornia, those rows are left out.
+ *
+ * --check runs, instead of timing, each selected kernel row once on each
+ * server with its image saved (SaveImage in place of GetImageSize) and
+ * compares the PNGs' pixels: identical, or how many bytes differ and by how much.
+ *
  * BENCH_EXEC_NICE=N starts the service with `--execution-nice N` (its default
  * runs prompts 5 nicer than the process, so on a busy machine its kernels get
  * less CPU than the reference's, which computes at its process's priority).
  *
  * Each row also reports the CPU time (user + system, all threads, /proc) the
- * server process spent per timed run, median over rounds: a figure that other
+ * server process spent per timed run, with that of the child processes it ran
+ * and reaped (the service's cwebp), median over rounds: a figure that other
  * processes' load does not move as much as wall time.
  *
  * Inputs: a photo-like 1024² RGB PNG (smooth gradients plus noise, ~1.3 MB)
@@ -46,6 +56,7 @@ const { values: args } = parseArgs({
     repeat: { type: 'string', default: '3' },
     rows: { type: 'string' },
     'service-only': { type: 'boolean', default: false },
+    check: { type: 'boolean', default: false },
   },
   strict: false,
 });
@@ -55,6 +66,7 @@ const root = path.resolve(import.meta.dirname, '../..');
 const REF_PYTHON = process.env.REF_PYTHON ?? '/work/team/refvenv/bin/python';
 const COMFY_DIR = process.env.COMFY_DIR ?? '/work/team/ComfyUI';
 const REF_THREADS = process.env.REF_THREADS ?? '1';
+const KORNIA_DIR = process.env.KORNIA_DIR;
 const withReference = !args['service-only'] && fs.existsSync(REF_PYTHON) && fs.existsSync(path.join(COMFY_DIR, 'main.py'));
 
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'wf-imgbench-'));
@@ -82,18 +94,31 @@ const uploadPng = await sharp(pattern(1024, 48), { raw: { width: 1024, height: 1
 type Graph = Record<string, { class_type: string; inputs: Record<string, unknown> }>;
 interface Row {
   name: string;
-  prompt?: (tag: number) => Graph;
+  prompt?: ((tag: number) => Graph) & { check?: (tag: number) => Graph };
   upload?: boolean;
+  /** Its reference node imports kornia (Morphology, YCbCr, Canny): run only where the reference has it (KORNIA_DIR). */
+  kornia?: boolean;
 }
 const load = { class_type: 'LoadImage', inputs: { image: 'bench.png' } };
 const empty = { class_type: 'EmptyImage', inputs: { width: 1024, height: 1024, batch_size: 1, color: 0 } };
-/** source → node(s) → GetImageSize → PreviewAny. */
-function kernel(nodes: Graph, last: string, src: Graph[string] = load): () => Graph {
-  return () => ({ src, ...nodes, size: { class_type: 'GetImageSize', inputs: { image: [last, 0] } }, out: { class_type: 'PreviewAny', inputs: { source: ['size', 0] } } });
+/**
+ * source → node(s) → GetImageSize → PreviewAny; its `check` graph ends in SaveImage instead, for --check.
+ * `last` names the node (output 0) or [node, output] whose image the row times.
+ */
+function kernel(nodes: Graph, last: string | [string, number], src: Graph[string] = load): (() => Graph) & { check: (tag: number) => Graph } {
+  const out: [string, number] = typeof last === 'string' ? [last, 0] : last;
+  return Object.assign(() => ({ src, ...nodes, size: { class_type: 'GetImageSize', inputs: { image: out } }, out: { class_type: 'PreviewAny', inputs: { source: ['size', 0] } } }), {
+    check: (tag: number) => ({ src, ...nodes, o: save(out, tag) }),
+  });
 }
 const scale = (method: string, w: number, h: number, crop = 'disabled', image: [string, number] = ['src', 0]) => ({ class_type: 'ImageScale', inputs: { image, upscale_method: method, width: w, height: h, crop } });
 const blur = (r: number, sigma = 1, image: [string, number] = ['src', 0]) => ({ class_type: 'ImageBlur', inputs: { image, blur_radius: r, sigma } });
 const save = (image: [string, number], tag: number) => ({ class_type: 'SaveImage', inputs: { images: image, filename_prefix: `bench_${tag}` } });
+
+/** MaskComposite nodes mc0, mc1, … applying each operation in turn to `first` with `source`. */
+function maskChain(ops: string[], first: string, source: string): Graph {
+  return Object.fromEntries(ops.map((operation, k) => [`mc${k}`, { class_type: 'MaskComposite', inputs: { destination: [k ? `mc${k - 1}` : first, 0], source: [source, 0], x: 0, y: 0, operation } }]));
+}
 
 const METHODS = ['nearest-exact', 'bilinear', 'bicubic', 'area', 'lanczos'];
 const allRows: Row[] = [
@@ -193,12 +218,104 @@ const allRows: Row[] = [
       'sp',
     ),
   },
+  // ---- the other image and mask nodes at their defaults and common options (issue 29 survey) ----
+  ...['normal', 'screen', 'overlay', 'soft_light', 'difference'].map((mode) => ({
+    name: `ImageBlend ${mode} 0.5, 1024² (image2: the image flipped)`,
+    prompt: kernel({ fl: { class_type: 'ImageFlip', inputs: { image: ['src', 0], flip_method: 'x-axis: vertically' } }, b: { class_type: 'ImageBlend', inputs: { image1: ['src', 0], image2: ['fl', 0], blend_factor: 0.5, blend_mode: mode } } }, 'b'),
+  })),
+  { name: 'ImageScaleBy nearest-exact ×1.5, 1024²', prompt: kernel({ s: { class_type: 'ImageScaleBy', inputs: { image: ['src', 0], upscale_method: 'nearest-exact', scale_by: 1.5 } } }, 's') },
+  { name: 'ImageScaleToTotalPixels lanczos 0.5 MP, 1024²', prompt: kernel({ s: { class_type: 'ImageScaleToTotalPixels', inputs: { image: ['src', 0], upscale_method: 'lanczos', megapixels: 0.5, resolution_steps: 1 } } }, 's') },
+  { name: 'ImageScaleToMaxDimension area 512, 1024²', prompt: kernel({ s: { class_type: 'ImageScaleToMaxDimension', inputs: { image: ['src', 0], upscale_method: 'area', largest_size: 512 } } }, 's') },
+  { name: 'ResizeAndPadImage 768×512 white area, 1024²', prompt: kernel({ s: { class_type: 'ResizeAndPadImage', inputs: { image: ['src', 0], target_width: 768, target_height: 512, padding_color: 'white', interpolation: 'area' } } }, 's') },
+  {
+    name: 'ImageCompositeMasked resize_source: 512² and its mask resized onto 1024²',
+    prompt: kernel(
+      {
+        small: scale('nearest-exact', 512, 512),
+        m: { class_type: 'ImageToMask', inputs: { image: ['small', 0], channel: 'blue' } },
+        c: { class_type: 'ImageCompositeMasked', inputs: { destination: ['src', 0], source: ['small', 0], x: 0, y: 0, resize_source: true, mask: ['m', 0] } },
+      },
+      'c',
+    ),
+  },
+  {
+    name: 'MaskComposite multiply → subtract → and → or → xor, 1024² (ImageToMask red, green)',
+    prompt: kernel(
+      {
+        r: { class_type: 'ImageToMask', inputs: { image: ['src', 0], channel: 'red' } },
+        g: { class_type: 'ImageToMask', inputs: { image: ['src', 0], channel: 'green' } },
+        ...maskChain(['multiply', 'subtract', 'and', 'or', 'xor'], 'r', 'g'),
+        i: { class_type: 'MaskToImage', inputs: { mask: ['mc4', 0] } },
+      },
+      'i',
+    ),
+  },
+  {
+    name: 'FeatherMask 64 each side, 1024² (ImageToMask → FeatherMask → MaskToImage)',
+    prompt: kernel({ m: { class_type: 'ImageToMask', inputs: { image: ['src', 0], channel: 'red' } }, f: { class_type: 'FeatherMask', inputs: { mask: ['m', 0], left: 64, top: 64, right: 64, bottom: 64 } }, i: { class_type: 'MaskToImage', inputs: { mask: ['f', 0] } } }, 'i'),
+  },
+  {
+    name: 'ThresholdMask 0.5, 1024² (ImageToMask → ThresholdMask → MaskToImage)',
+    prompt: kernel({ m: { class_type: 'ImageToMask', inputs: { image: ['src', 0], channel: 'red' } }, t: { class_type: 'ThresholdMask', inputs: { mask: ['m', 0], value: 0.5 } }, i: { class_type: 'MaskToImage', inputs: { mask: ['t', 0] } } }, 'i'),
+  },
+  { name: 'ImageAddNoise seed 0 strength 0.5, 1024²', prompt: kernel({ n: { class_type: 'ImageAddNoise', inputs: { image: ['src', 0], seed: 0, strength: 0.5 } } }, 'n') },
+  // kornia's morphology and Canny take the reference seconds at 1024², so these run at 512² (area from the 1024² PNG).
+  ...(
+    [
+      ['erode', 3],
+      ['close', 5],
+      ['gradient', 3],
+      ['bottom_hat', 3],
+    ] as const
+  ).map(([op, k]) => ({ name: `Morphology ${op} k${k}, 512²`, kornia: true, prompt: kernel({ small: scale('area', 512, 512), mo: { class_type: 'Morphology', inputs: { image: ['small', 0], operation: op, kernel_size: k } } }, 'mo') })),
+  {
+    name: 'ImageRGBToYUV → ImageYUVToRGB, 1024²',
+    kornia: true,
+    prompt: kernel({ yuv: { class_type: 'ImageRGBToYUV', inputs: { image: ['src', 0] } }, rgb: { class_type: 'ImageYUVToRGB', inputs: { Y: ['yuv', 0], U: ['yuv', 1], V: ['yuv', 2] } } }, 'rgb'),
+  },
+  { name: 'Canny 0.4 / 0.8, 512²', kornia: true, prompt: kernel({ small: scale('area', 512, 512), c: { class_type: 'Canny', inputs: { image: ['small', 0], low_threshold: 0.4, high_threshold: 0.8 } } }, 'c') },
+  ...['DST', 'SRC_OVER'].map((mode) => ({
+    name: `PorterDuffImageComposite ${mode}, 1024² (alphas: ImageToMask red, green)`,
+    prompt: kernel(
+      {
+        fl: { class_type: 'ImageFlip', inputs: { image: ['src', 0], flip_method: 'x-axis: vertically' } },
+        sa: { class_type: 'ImageToMask', inputs: { image: ['src', 0], channel: 'red' } },
+        da: { class_type: 'ImageToMask', inputs: { image: ['src', 0], channel: 'green' } },
+        pd: { class_type: 'PorterDuffImageComposite', inputs: { source: ['src', 0], source_alpha: ['sa', 0], destination: ['fl', 0], destination_alpha: ['da', 0], mode } },
+      },
+      'pd',
+    ),
+  })),
+  {
+    name: 'LoadImageMask red (→ MaskToImage), 1024² PNG',
+    prompt: kernel({ i: { class_type: 'MaskToImage', inputs: { mask: ['src', 0] } } }, 'i', { class_type: 'LoadImageMask', inputs: { image: 'bench.png', channel: 'red' } }),
+  },
+  { name: 'EmptyImage 1024² colour 0x336699', prompt: kernel({}, 'src', { class_type: 'EmptyImage', inputs: { width: 1024, height: 1024, batch_size: 1, color: 0x336699 } }) },
+  { name: 'ImagePadForOutpaint 128 each side, no feather, 1024²', prompt: kernel({ pad: { class_type: 'ImagePadForOutpaint', inputs: { image: ['src', 0], left: 128, top: 128, right: 128, bottom: 128, feathering: 0 } } }, 'pad') },
+  {
+    name: 'ImageCrop 512² → RepeatImageBatch 4, 1024²',
+    prompt: kernel({ cr: { class_type: 'ImageCrop', inputs: { image: ['src', 0], width: 512, height: 512, x: 256, y: 256 } }, rp: { class_type: 'RepeatImageBatch', inputs: { image: ['cr', 0], amount: 4 } } }, 'rp'),
+  },
+  {
+    name: 'SaveAnimatedPNG 4 frames 1024², compress_level 4 (RepeatImageBatch 4)',
+    prompt: (t) => ({ src: load, r: { class_type: 'RepeatImageBatch', inputs: { image: ['src', 0], amount: 4 } }, o: { class_type: 'SaveAnimatedPNG', inputs: { images: ['r', 0], filename_prefix: `bench_${t}`, fps: 6, compress_level: 4 } } }),
+  },
+  ...(
+    [
+      ['LatentUpscaleBy nearest-exact ×1.5', { class_type: 'LatentUpscaleBy', inputs: { samples: ['src', 0], upscale_method: 'nearest-exact', scale_by: 1.5 } }],
+      ['LatentUpscale bilinear 1536²', { class_type: 'LatentUpscale', inputs: { samples: ['src', 0], upscale_method: 'bilinear', width: 1536, height: 1536, crop: 'disabled' } }],
+      ['LatentUpscale bislerp 1536²', { class_type: 'LatentUpscale', inputs: { samples: ['src', 0], upscale_method: 'bislerp', width: 1536, height: 1536, crop: 'disabled' } }],
+    ] as const
+  ).map(([name, node]) => ({
+    name: `${name}, 4 latents of 1024² (EmptyLatentImage → SaveLatent)`,
+    prompt: (t: number) => ({ src: { class_type: 'EmptyLatentImage', inputs: { width: 1024, height: 1024, batch_size: 4 } }, u: node, o: { class_type: 'SaveLatent', inputs: { samples: ['u', 0], filename_prefix: `latents/bench_${t}` } } }),
+  })),
   { name: 'PNG: LoadImage 1024² → SaveImage', prompt: (t) => ({ src: load, o: save(['src', 0], t) }) },
   { name: 'WebP: LoadImage 1024² → SaveAnimatedWEBP (lossy q80)', prompt: (t) => ({ src: load, o: { class_type: 'SaveAnimatedWEBP', inputs: { images: ['src', 0], filename_prefix: `bench_${t}`, fps: 6, lossless: false, quality: 80, method: 'default' } } }) },
   { name: 'WebP lossless (the node’s default): LoadImage 1024² → SaveAnimatedWEBP', prompt: (t) => ({ src: load, o: { class_type: 'SaveAnimatedWEBP', inputs: { images: ['src', 0], filename_prefix: `bench_${t}`, fps: 6, lossless: true, quality: 80, method: 'default' } } }) },
 ];
 const wanted = args.rows ? String(args.rows).split(',') : undefined;
-const rows = wanted ? allRows.filter((r, i) => wanted.some((w) => (/^\d+$/.test(w) ? String(i) === w : r.name.includes(w)))) : allRows;
+const selected = wanted ? allRows.filter((r, i) => wanted.some((w) => (/^\d+$/.test(w) ? String(i) === w : r.name.includes(w)))) : allRows;
 
 // ---- servers ----
 async function freePort(): Promise<number> {
@@ -242,10 +359,12 @@ async function waitReady(url: string, proc: ChildProcess, log: () => string): Pr
 function pythonStandIns(): string | undefined {
   const dir = path.join(work, 'py-stand-ins');
   let any = false;
-  for (const [mod, subs] of [
+  const mods: [string, string[]][] = [
     ['torchvision', ['transforms', 'models']],
     ['torchsde', []],
-  ] as const) {
+  ];
+  if (KORNIA_DIR) mods.push(['kornia_rs', []]);
+  for (const [mod, subs] of mods) {
     if (spawnSync(REF_PYTHON, ['-c', `import ${mod}`], { stdio: 'ignore' }).status === 0) continue;
     any = true;
     const pkg = path.join(dir, mod);
@@ -266,6 +385,16 @@ function pythonStandIns(): string | undefined {
   return any ? dir : undefined;
 }
 let standIns: string | undefined | null = null;
+/** The reference's PYTHONPATH: stand-ins, then KORNIA_DIR. */
+function refPythonPath(): string | undefined {
+  if (standIns === null) standIns = pythonStandIns();
+  const parts = [standIns, KORNIA_DIR].filter((p): p is string => !!p);
+  return parts.length ? parts.join(path.delimiter) : undefined;
+}
+
+const refHasKornia = withReference && selected.some((r) => r.kornia) && spawnSync(REF_PYTHON, ['-c', 'import kornia.morphology, kornia.filters, kornia.color'], { stdio: 'ignore', env: { ...process.env, PYTHONPATH: refPythonPath() ?? '' } }).status === 0;
+if (withReference && !refHasKornia && selected.some((r) => r.kornia)) console.error('the reference cannot import kornia (set KORNIA_DIR to its source): its rows are left out');
+const rows = selected.filter((r) => !r.kornia || !withReference || refHasKornia);
 
 async function start(kind: 'service' | 'reference', round: number): Promise<Running> {
   const dir = path.join(work, `${kind}-${round}`);
@@ -281,13 +410,13 @@ async function start(kind: 'service' | 'reference', round: number): Promise<Runn
       stdio: ['ignore', 'pipe', 'pipe'],
     });
   } else {
-    if (standIns === null) standIns = pythonStandIns();
+    const pythonPath = refPythonPath();
     const fe = path.join(dir, 'frontend');
     for (const d of [fe, path.join(dir, 'custom_nodes'), path.join(dir, 'models'), path.join(dir, 'output'), path.join(dir, 'temp'), path.join(dir, 'user')]) fs.mkdirSync(d, { recursive: true });
     proc = spawn(
       REF_PYTHON,
       ['main.py', '--cpu', '--listen', '127.0.0.1', '--port', String(port), '--base-directory', dir, '--front-end-root', fe, '--cache-none', '--disable-auto-launch', '--disable-all-custom-nodes', '--database-url', `sqlite:///${path.join(dir, 'comfy.db')}`, '--verbose', 'WARNING'],
-      { cwd: COMFY_DIR, env: { ...process.env, OMP_NUM_THREADS: REF_THREADS, ...(standIns ? { PYTHONPATH: standIns } : {}) }, stdio: ['ignore', 'pipe', 'pipe'] },
+      { cwd: COMFY_DIR, env: { ...process.env, OMP_NUM_THREADS: REF_THREADS, ...(pythonPath ? { PYTHONPATH: pythonPath } : {}) }, stdio: ['ignore', 'pipe', 'pipe'] },
     );
   }
   proc.stdout!.on('data', (d) => (out += d));
@@ -314,6 +443,12 @@ let tagSeq = 0;
 const earlyEnds = new Map<string, any>();
 async function runPrompt(srv: Running, ws: WebSocket, waiters: Map<string, (m: any) => void>, clientId: string, graph: Graph): Promise<number> {
   const t0 = performance.now();
+  await queuePrompt(srv, waiters, clientId, graph);
+  return performance.now() - t0;
+}
+
+/** Queues a prompt and waits for its end; its id. */
+async function queuePrompt(srv: Running, waiters: Map<string, (m: any) => void>, clientId: string, graph: Graph): Promise<string> {
   const res = await fetch(`${srv.url}/prompt`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ prompt: graph, client_id: clientId }) });
   const body = (await res.json()) as { prompt_id?: string };
   if (!res.ok || !body.prompt_id) throw new Error(`queue refused: ${JSON.stringify(body)}`);
@@ -321,7 +456,7 @@ async function runPrompt(srv: Running, ws: WebSocket, waiters: Map<string, (m: a
   earlyEnds.delete(body.prompt_id);
   waiters.delete(body.prompt_id);
   if (msg.type !== 'execution_success') throw new Error(`prompt failed: ${JSON.stringify(msg.data).slice(0, 1000)}`);
-  return performance.now() - t0;
+  return body.prompt_id;
 }
 
 async function upload(srv: Running): Promise<number> {
@@ -340,20 +475,19 @@ const times: Record<'service' | 'reference', number[][]> = { service: rows.map((
 const cpuTimes: Record<'service' | 'reference', number[][]> = { service: rows.map(() => []), reference: rows.map(() => []) };
 const TICK_MS = 1000 / (Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout) || 100);
 
-/** CPU milliseconds a process has used so far, all its threads (Linux; NaN elsewhere). */
+/** CPU milliseconds a process has used so far, all its threads and its reaped children (Linux; NaN elsewhere). */
 function processCpuMs(pid: number): number {
   try {
     const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
     const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(f[11]) + Number(f[12])) * TICK_MS;
+    // utime, stime, cutime, cstime
+    return (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) * TICK_MS;
   } catch {
     return NaN;
   }
 }
 
-async function measure(kind: 'service' | 'reference', round: number): Promise<void> {
-  const srv = await start(kind, round);
-  const clientId = `bench-${kind}-${round}`;
+async function connect(srv: Running, clientId: string): Promise<{ ws: WebSocket; waiters: Map<string, (m: any) => void> }> {
   const ws = new WebSocket(`${srv.url.replace('http', 'ws')}/ws?clientId=${clientId}`);
   await new Promise((r, j) => {
     ws.once('open', r);
@@ -368,6 +502,13 @@ async function measure(kind: 'service' | 'reference', round: number): Promise<vo
     if (waiters.has(id)) waiters.get(id)!(m);
     else if (id) earlyEnds.set(id, m);
   });
+  return { ws, waiters };
+}
+
+async function measure(kind: 'service' | 'reference', round: number): Promise<void> {
+  const srv = await start(kind, round);
+  const clientId = `bench-${kind}-${round}`;
+  const { ws, waiters } = await connect(srv, clientId);
   try {
     for (const [i, row] of rows.entries()) {
       const once = () => (row.upload ? upload(srv) : runPrompt(srv, ws, waiters, clientId, row.prompt!(tagSeq++)));
@@ -384,31 +525,86 @@ async function measure(kind: 'service' | 'reference', round: number): Promise<vo
   }
 }
 
+interface Pixels {
+  width: number;
+  height: number;
+  channels: number;
+  data: Buffer;
+}
+
+/** --check: each kernel row once, its image saved as PNG and read back through /history and /view. */
+async function savedImages(kind: 'service' | 'reference'): Promise<(Pixels | undefined)[]> {
+  const srv = await start(kind, 0);
+  const { ws, waiters } = await connect(srv, `check-${kind}`);
+  try {
+    const out: (Pixels | undefined)[] = [];
+    for (const row of rows) {
+      if (!row.prompt?.check) {
+        out.push(undefined);
+        continue;
+      }
+      const id = await queuePrompt(srv, waiters, `check-${kind}`, row.prompt.check(tagSeq++));
+      const hist = (await (await fetch(`${srv.url}/history/${id}`)).json()) as Record<string, { outputs: Record<string, { images?: { filename: string; subfolder: string; type: string }[] }> }>;
+      const img = hist[id]!.outputs.o!.images![0]!;
+      const png = Buffer.from(await (await fetch(`${srv.url}/view?${new URLSearchParams({ filename: img.filename, subfolder: img.subfolder, type: img.type })}`)).arrayBuffer());
+      const { data, info } = await sharp(png).raw().toBuffer({ resolveWithObject: true });
+      out.push({ width: info.width, height: info.height, channels: info.channels, data });
+    }
+    return out;
+  } finally {
+    ws.close();
+    await stop(srv);
+    fs.rmSync(srv.dir, { recursive: true, force: true });
+  }
+}
+
+function compare(a: Pixels, b: Pixels): string {
+  if (a.width !== b.width || a.height !== b.height || a.channels !== b.channels) return `sizes differ: ${a.width}×${a.height}×${a.channels} / ${b.width}×${b.height}×${b.channels}`;
+  let n = 0;
+  let max = 0;
+  for (let i = 0; i < a.data.length; i++) {
+    const d = Math.abs(a.data[i]! - b.data[i]!);
+    if (d) {
+      n++;
+      if (d > max) max = d;
+    }
+  }
+  return n === 0 ? 'identical' : `${n} of ${a.data.length} bytes differ, by at most ${max}`;
+}
+
 const median = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length === 0 ? NaN : s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
 };
 
 try {
-  for (let round = 0; round < ROUNDS; round++) {
-    // Alternating which goes first, so neither always runs on a machine the other just warmed.
-    const order: ('service' | 'reference')[] = withReference ? (round % 2 ? ['reference', 'service'] : ['service', 'reference']) : ['service'];
-    for (const kind of order) {
-      const t0 = performance.now();
-      await measure(kind, round);
-      console.error(`round ${round + 1}/${ROUNDS}: ${kind} done in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+  if (args.check) {
+    if (!withReference) throw new Error('--check needs the reference');
+    const mine = await savedImages('service');
+    const ref = await savedImages('reference');
+    console.log('| row | service vs reference (8-bit PNG pixels) |\n|---|---|');
+    for (const [i, row] of rows.entries()) console.log(`| ${row.name} | ${mine[i] && ref[i] ? compare(mine[i], ref[i]) : 'not checked (no kernel image)'} |`);
+  } else {
+    for (let round = 0; round < ROUNDS; round++) {
+      // Alternating which goes first, so neither always runs on a machine the other just warmed.
+      const order: ('service' | 'reference')[] = withReference ? (round % 2 ? ['reference', 'service'] : ['service', 'reference']) : ['service'];
+      for (const kind of order) {
+        const t0 = performance.now();
+        await measure(kind, round);
+        console.error(`round ${round + 1}/${ROUNDS}: ${kind} done in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+      }
     }
-  }
-  console.log(`image and mask pipelines, ${ROUNDS} rounds × ${REPEAT} runs (medians, ms; ratio = reference / service, above 1 = the service is faster)`);
-  console.log(withReference ? `reference: ComfyUI (${COMFY_DIR}) on ${REF_PYTHON}, --cpu, OMP_NUM_THREADS=${REF_THREADS}; load average ${os.loadavg()[0]!.toFixed(1)}` : 'reference: not run (service only)');
-  console.log('| row | service | reference | ratio | server CPU per run: service / reference | CPU ratio |');
-  console.log('|---|---|---|---|---|---|');
-  for (const [i, row] of rows.entries()) {
-    const s = median(times.service[i]!);
-    const r = median(times.reference[i]!);
-    const sc = median(cpuTimes.service[i]!);
-    const rc = median(cpuTimes.reference[i]!);
-    console.log(`| ${row.name} | ${s.toFixed(1)} | ${withReference ? r.toFixed(1) : '–'} | ${withReference ? `${(r / s).toFixed(2)}×` : '–'} | ${sc.toFixed(0)} / ${withReference ? rc.toFixed(0) : '–'} ms | ${withReference ? `${(rc / sc).toFixed(2)}×` : '–'} |`);
+    console.log(`image and mask pipelines, ${ROUNDS} rounds × ${REPEAT} runs (medians, ms; ratio = reference / service, above 1 = the service is faster)`);
+    console.log(withReference ? `reference: ComfyUI (${COMFY_DIR}) on ${REF_PYTHON}, --cpu, OMP_NUM_THREADS=${REF_THREADS}; load average ${os.loadavg()[0]!.toFixed(1)}` : 'reference: not run (service only)');
+    console.log('| row | service | reference | ratio | server CPU per run: service / reference | CPU ratio |');
+    console.log('|---|---|---|---|---|---|');
+    for (const [i, row] of rows.entries()) {
+      const s = median(times.service[i]!);
+      const r = median(times.reference[i]!);
+      const sc = median(cpuTimes.service[i]!);
+      const rc = median(cpuTimes.reference[i]!);
+      console.log(`| ${row.name} | ${s.toFixed(1)} | ${withReference ? r.toFixed(1) : '–'} | ${withReference ? `${(r / s).toFixed(2)}×` : '–'} | ${sc.toFixed(0)} / ${withReference ? rc.toFixed(0) : '–'} ms | ${withReference ? `${(rc / sc).toFixed(2)}×` : '–'} |`);
+    }
   }
 } finally {
   fs.rmSync(work, { recursive: true, force: true });
