@@ -33,6 +33,28 @@ export class Mt19937 {
     this.index = 0;
   }
 
+  /**
+   * out[start..end) = the low 24 bits of successive draws × 2⁻²⁴ (torch's
+   * float32 uniforms), as nextUint32 would give them one at a time.
+   */
+  fillLow24(out: Float32Array, start: number, end: number): void {
+    const mt = this.mt;
+    let idx = this.index;
+    for (let i = start; i < end; i++) {
+      if (idx >= 624) {
+        this.twist();
+        idx = 0;
+      }
+      let y = mt[idx++]!;
+      y ^= y >>> 11;
+      y ^= (y << 7) & 0x9d2c5680;
+      y ^= (y << 15) & 0xefc60000;
+      y ^= y >>> 18;
+      out[i] = (y & 0xffffff) * 2 ** -24;
+    }
+    this.index = idx;
+  }
+
   nextUint32(): number {
     if (this.index >= 624) this.twist();
     let y = this.mt[this.index++]!;
@@ -69,11 +91,11 @@ export class TorchGenerator {
       // torch uses a scalar double-precision Box–Muller for tensors under 16 values.
       return this.randnSmall(data);
     }
-    for (let i = 0; i < count; i++) data[i] = this.uniform();
+    this.mt.fillLow24(data, 0, count);
     for (let i = 0; i + 16 <= count; i += 16) fill16(data, i);
     if (count % 16 !== 0) {
       const at = count - 16;
-      for (let i = 0; i < 16; i++) data[at + i] = this.uniform();
+      this.mt.fillLow24(data, at, count);
       fill16(data, at);
     }
     return data;
@@ -93,28 +115,36 @@ export class TorchGenerator {
     }
     const full = Math.floor(count / 16);
     const rest = count % 16;
+    // Blocks before the last full one (all of them when no remainder) are drawn many at a time.
+    const plain = rest === 0 ? full : full - 1;
+    const CHUNK = 1024;
     let block = 0;
-    let buf = new Float32Array(0);
+    let buf = new Float32Array(CHUNK * 16);
+    let len = 0;
     let pos = 0;
-    return () => {
-      if (pos >= buf.length) {
-        if (block < full - 1 || rest === 0) {
-          buf = new Float32Array(16);
-          for (let i = 0; i < 16; i++) buf[i] = this.uniform();
-          fill16(buf, 0);
-        } else {
-          buf = new Float32Array(16 + rest);
-          for (let i = 0; i < 16; i++) buf[i] = this.uniform();
-          fill16(buf, 0);
-          for (let i = 0; i < rest; i++) this.uniform();
-          const last = new Float32Array(16);
-          for (let i = 0; i < 16; i++) last[i] = this.uniform();
-          fill16(last, 0);
-          buf.set(last, rest);
-        }
+    const refill = () => {
+      if (block < plain) {
+        const n = Math.min(CHUNK, plain - block);
+        this.mt.fillLow24(buf, 0, n * 16);
+        for (let i = 0; i < n * 16; i += 16) fill16(buf, i);
+        len = n * 16;
+        block += n;
+      } else {
+        buf = new Float32Array(16 + rest);
+        this.mt.fillLow24(buf, 0, 16);
+        fill16(buf, 0);
+        for (let i = 0; i < rest; i++) this.uniform();
+        const last = new Float32Array(16);
+        this.mt.fillLow24(last, 0, 16);
+        fill16(last, 0);
+        buf.set(last, rest);
+        len = buf.length;
         block++;
-        pos = 0;
       }
+      pos = 0;
+    };
+    return () => {
+      if (pos >= len) refill();
       return buf[pos++]!;
     };
   }

@@ -118,6 +118,10 @@ export async function decodeImage(file: string | Buffer): Promise<{ image: Image
   return { image: new ImageBatch(frames), mask: new MaskBatch(planes) };
 }
 
+/** byte / 255 and 1 − byte / 255, each computed in double and rounded once to float32, by byte. */
+const UNITS = Float32Array.from({ length: 256 }, (_, v) => v / 255);
+const INVERTED_UNITS = Float32Array.from({ length: 256 }, (_, v) => 1 - v / 255);
+
 /**
  * LoadImageMask: one channel of the first frame as a mask (the image is read
  * as RGBA, so an image without alpha gives an all-zero mask of its size).
@@ -128,14 +132,13 @@ export async function decodeMaskChannel(file: string | Buffer, channel: number):
   const { data, info } = await sharp(file, { limitInputPixels: MAX_IMAGE_SIDE * MAX_IMAGE_SIDE })
     .rotate()
     .ensureAlpha()
+    .extractChannel(channel)
     .raw()
     .toBuffer({ resolveWithObject: true });
   const n = info.width * info.height;
   const mask = new Float32Array(n);
-  for (let i = 0; i < n; i++) {
-    const v = data[i * 4 + channel]! / 255;
-    mask[i] = channel === 3 ? 1 - v : v;
-  }
+  const values = channel === 3 ? INVERTED_UNITS : UNITS;
+  for (let i = 0; i < n; i++) mask[i] = values[data[i]!]!;
   return new MaskBatch([new MaskPlane(info.width, info.height, mask)]);
 }
 

@@ -57,7 +57,8 @@ function flipFrame(f: Frame, vertical: boolean): Frame {
 /** A frame of one colour per channel (values 0..255). */
 function solidFrame(w: number, h: number, c: 3 | 4, value: number[]): Frame {
   const f = newFrame(w, h, c);
-  for (let i = 0; i < w * h; i++) for (let ch = 0; ch < c; ch++) f.data[i * c + ch] = value[ch]!;
+  // Buffer.fill repeats the pixel natively (a per-sample loop took ~15 ms at 1280²).
+  f.data.fill(Buffer.from(value.slice(0, c)));
   return f;
 }
 
@@ -83,6 +84,10 @@ function padForOutpaint(images: ImageBatch, left: number, top: number, right: nu
   const mask = new Float32Array(w * h).fill(1);
   const feather = feathering > 0 && feathering * 2 < d2 && feathering * 2 < d3;
   for (let i = 0; i < d2; i++) {
+    if (!feather) {
+      mask.fill(0, (top + i) * w + left, (top + i) * w + left + d3);
+      continue;
+    }
     for (let j = 0; j < d3; j++) {
       let v = 0;
       if (feather) {

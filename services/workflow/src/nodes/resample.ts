@@ -1111,5 +1111,28 @@ export function resizePlane(p: MaskPlane, ow: number, oh: number, method: Upscal
     for (let i = 0; i < out.length; i++) out[i] = clampByte(out[i]!) / 255;
     return new MaskPlane(ow, oh, out);
   }
+  if (method === 'nearest-exact') return nearestPlane(p, ow, oh, checkInterrupt);
   return new MaskPlane(ow, oh, resampleSamples(p.data, p.width, p.height, 1, ow, oh, makeTaps(p.width, ow, method), makeTaps(p.height, oh, method), checkInterrupt));
+}
+
+/**
+ * nearest-exact on a float plane by gathering, as nearestFrame: what
+ * resampleSamples gives with its one tap of weight 1 (0 + 1 · v, so −0
+ * becomes +0 there too), without its two passes of multiply-adds.
+ */
+function nearestPlane(p: MaskPlane, ow: number, oh: number, checkInterrupt: () => void): MaskPlane {
+  const { width: w, data } = p;
+  const xs = makeTaps(w, ow, 'nearest-exact').idx;
+  const ys = makeTaps(p.height, oh, 'nearest-exact').idx;
+  const out = new Float32Array(ow * oh);
+  for (let y = 0; y < oh; y++) {
+    const o = y * ow;
+    if (y > 0 && ys[y] === ys[y - 1]) out.copyWithin(o, o - ow, o);
+    else {
+      const row = ys[y]! * w;
+      for (let x = 0; x < ow; x++) out[o + x] = data[row + xs[x]!]! + 0;
+    }
+    if ((y & 255) === 255) checkInterrupt();
+  }
+  return new MaskPlane(ow, oh, out);
 }

@@ -24,17 +24,24 @@ export function encodeSafetensors(tensors: Record<string, Tensor>, metadata?: Re
   let json = Buffer.from(JSON.stringify(header), 'utf8');
   const pad = (8 - (json.length % 8)) % 8;
   if (pad) json = Buffer.concat([json, Buffer.alloc(pad, 0x20)]);
-  const len = Buffer.alloc(8);
-  len.writeBigUInt64LE(BigInt(json.length));
-  const parts: Buffer[] = [len, json];
+  const out = Buffer.allocUnsafe(8 + json.length + offset);
+  out.writeBigUInt64LE(BigInt(json.length), 0);
+  json.copy(out, 8);
+  let at = 8 + json.length;
   for (const n of names) {
     const d = tensors[n]!.data;
-    const b = Buffer.alloc(d.length * 4);
-    for (let i = 0; i < d.length; i++) b.writeFloatLE(d[i]!, i * 4);
-    parts.push(b);
+    if (LITTLE_ENDIAN) {
+      // The float32 bytes as they are in memory: safetensors' own layout on this machine.
+      out.set(new Uint8Array(d.buffer, d.byteOffset, d.byteLength), at);
+    } else {
+      for (let i = 0; i < d.length; i++) out.writeFloatLE(d[i]!, at + i * 4);
+    }
+    at += d.length * 4;
   }
-  return Buffer.concat(parts);
+  return out;
 }
+
+const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
 
 export class SafetensorsError extends Error {
   constructor(message: string) {
