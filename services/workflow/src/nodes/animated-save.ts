@@ -4,6 +4,7 @@ import { crc32 } from 'node:zlib';
 import sharp from '../files/sharp.ts';
 import type { Sharp } from 'sharp';
 import { asciiJson } from '../files/png.ts';
+import { defaultLosslessEncoder, type LosslessEncoder } from '../files/cwebp.ts';
 import { encodeLossyRgba } from '../files/libwebp.ts';
 import { pilExif, withExifChunk } from '../files/webp-exif.ts';
 import type { NodeContext, NodeDefinition } from './api.ts';
@@ -24,8 +25,9 @@ import { combo, IMAGE_IN, v3 } from './schema.ts';
  * the summed delay, and the prompt and extra_pnginfo in private `comf`
  * chunks after the image data (`keyword NUL json`). One frame left is a
  * plain PNG. WebP: libwebp (through @napi-rs/image for one lossy frame at
- * the default method, else libvips' webpsave: lossless or quality, method =
- * effort 0/4/6, the animation encoder for several frames), the prompt in
+ * the default method, Google's cwebp for one lossless RGB frame, else
+ * libvips' webpsave: lossless or quality, method = effort 0/4/6, the
+ * animation encoder for several frames), the prompt in
  * EXIF Model as `prompt:<json>` and extra_pnginfo keys from Make downwards
  * as `<key>:<json>`, in PIL's EXIF layout (files/webp-exif.ts).
  */
@@ -135,7 +137,16 @@ function exifEntries(texts: Array<[string, string]>, withPrompt: boolean): Array
   return entries;
 }
 
-async function encodeWebp(frames: Frame[], delayMs: number, lossless: boolean, quality: number, method: number, exif: Buffer): Promise<Buffer> {
+/** The file SaveAnimatedWEBP writes for `frames` (EXIF included); exported for the fallback tests. */
+export async function encodeWebp(
+  frames: Frame[],
+  delayMs: number,
+  lossless: boolean,
+  quality: number,
+  method: number,
+  exif: Buffer,
+  losslessEncoder: LosslessEncoder = defaultLosslessEncoder(),
+): Promise<Buffer> {
   const { width: w, height: h, channels: c } = frames[0]!;
   checkSize(w, h, frames.length);
   let bytes: Buffer | null = null;
@@ -144,6 +155,10 @@ async function encodeWebp(frames: Frame[], delayMs: number, lossless: boolean, q
   // into the RGBA the encoder takes.
   if (frames.length === 1 && !lossless && method === 4 && c === 3) {
     bytes = await encodeLossyRgba(await frames[0]!.pipeline().ensureAlpha().raw().toBuffer(), w, h, quality);
+  }
+  // One lossless RGB frame: Google's cwebp (files/cwebp.ts: the same bytes for less CPU than libvips' build).
+  if (frames.length === 1 && lossless && c === 3) {
+    bytes = await losslessEncoder.encodeLosslessRgb(await frames[0]!.materialise(), w, h, quality, method);
   }
   if (!bytes) {
     // libvips writes one frame as a still image, as the reference's PIL does; several as one tall raw image of pages.

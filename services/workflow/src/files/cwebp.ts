@@ -1,0 +1,93 @@
+/**
+ * Lossless WebP of one RGB frame through Google's release build of cwebp
+ * (libwebp 1.6.0, a static binary shipped inside the webp-converter package)
+ * instead of libvips' webpsave. Both run libwebp's lossless encoder with the
+ * same configuration (the quality, the method, no `exact`, one thread) and
+ * give the same bytes, as does the reference's Pillow (checked for methods
+ * 0-6 and a spread of qualities from 0 to 100). libvips' build of the
+ * library took about 20 % more CPU per 1024² photo-like frame at q80 /
+ * method 4 than Google's or Pillow's on the 2-core VM (alternating runs,
+ * medians of 20: cwebp 570 ms with its start and the pixels piped in,
+ * Pillow 547, sharp 670). A run costs a fork of this process (2-5 ms at the
+ * service's ~160 MB). The binary is used only where the package has one for
+ * this platform and it reports the libwebp release sharp was built with (the
+ * bytes are that release's encoder's); elsewhere, or when it cannot be
+ * started, callers fall back to sharp.
+ */
+import { execFile, spawn } from 'node:child_process';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { trackChild } from '../nodes/child-processes.ts';
+import sharp from './sharp.ts';
+
+export interface LosslessEncoder {
+  /** The simple-format WebP (one `VP8L` chunk) of RGB pixels, or null when the binary is not usable here. */
+  encodeLosslessRgb(rgb: Buffer, width: number, height: number, quality: number, method: number): Promise<Buffer | null>;
+}
+
+/** webp-converter's cwebp for this platform, or null where it ships none (only linux-x64 is of use here). */
+export function packagedCwebp(): string | null {
+  if (process.platform !== 'linux' || process.arch !== 'x64') return null;
+  try {
+    const main = createRequire(import.meta.url).resolve('webp-converter');
+    return path.join(path.dirname(main), '..', 'bin', 'libwebp_linux', 'bin', 'cwebp');
+  } catch {
+    return null;
+  }
+}
+
+/** The first line of `cwebp -version` (the libwebp release), or null when the binary does not run. */
+function versionOf(binary: string): Promise<string | null> {
+  return new Promise((resolve) => {
+    execFile(binary, ['-version'], { timeout: 10_000 }, (err, stdout) => resolve(err ? null : String(stdout).split('\n')[0]!.trim()));
+  });
+}
+
+/**
+ * An encoder over the cwebp at `binary`, used only if it reports `libwebpVersion` (checked on the first encode).
+ * A binary that fails to start is dropped for good; one that exits with an error leaves that frame to the caller.
+ */
+export function cwebpEncoder(binary: string | null, libwebpVersion: () => string): LosslessEncoder {
+  let usable: Promise<boolean> | undefined;
+  return {
+    async encodeLosslessRgb(rgb, width, height, quality, method) {
+      if (binary === null) return null;
+      usable ??= versionOf(binary).then((v) => v === libwebpVersion());
+      if (!(await usable)) return null;
+      const out = await run(binary, rgb, width, height, quality, method);
+      if (out === 'unstartable') usable = Promise.resolve(false);
+      return Buffer.isBuffer(out) ? out : null;
+    },
+  };
+}
+
+function run(binary: string, rgb: Buffer, width: number, height: number, quality: number, method: number): Promise<Buffer | 'failed' | 'unstartable'> {
+  return new Promise((resolve) => {
+    // `-- -` reads the picture (PPM: RGB, maxval 255) from stdin; `-o -` writes the file to stdout.
+    const child = spawn(binary, ['-quiet', '-lossless', '-q', String(quality), '-m', String(method), '-o', '-', '--', '-'], { stdio: ['pipe', 'pipe', 'ignore'], windowsHide: true });
+    // Listed so that stopping a stuck execution thread kills it too (nodes/child-processes.ts).
+    const untrack = trackChild(child.pid);
+    const out: Buffer[] = [];
+    // A binary that cannot be started gives 'error' (and may give 'close' too): the first answer wins.
+    child.on('error', () => {
+      untrack();
+      resolve('unstartable');
+    });
+    child.stdout.on('data', (d: Buffer) => out.push(d));
+    // A child that dies early closes its stdin: the write fails, and the exit status tells.
+    child.stdin.on('error', () => {});
+    child.on('close', (code) => {
+      untrack();
+      resolve(code === 0 ? Buffer.concat(out) : 'failed');
+    });
+    child.stdin.write(`P6\n${width} ${height}\n255\n`);
+    child.stdin.end(rgb);
+  });
+}
+
+let packaged: LosslessEncoder | undefined;
+
+/** The packaged cwebp, checked against the libwebp release of sharp's build. */
+export function defaultLosslessEncoder(): LosslessEncoder {
+  return (packaged ??= cwebpEncoder(packagedCwebp(), () => (sharp.versions as Record<string, string | undefined>).webp ?? ''));
+}
