@@ -69,7 +69,7 @@ function addNoise(images: ImageBatch, seed: number, strength: number, ctx: NodeC
 function extremeFilter(src: Uint8Array, w: number, h: number, c: number, k: number, max: boolean, ctx: NodeContext): Uint8Array {
   const before = Math.floor(k / 2);
   const after = k - before - 1;
-  const better = max ? (a: number, b: number) => a >= b : (a: number, b: number) => a <= b;
+  // The comparison is written inline on a loop-invariant flag: a comparator closure chosen per call left the deque loop with a polymorphic call.
   const pass = (inp: Uint8Array, out: Uint8Array, lines: number, len: number, lineStride: number, step: number) => {
     const dq = new Int32Array(len);
     for (let line = 0; line < lines; line++) {
@@ -83,7 +83,7 @@ function extremeFilter(src: Uint8Array, w: number, h: number, c: number, k: numb
           const hi = Math.min(len - 1, i + after);
           while (next <= hi) {
             const v = inp[base + next * step]!;
-            while (tail > head && better(v, inp[base + dq[tail - 1]! * step]!)) tail--;
+            while (tail > head && (max ? v >= inp[base + dq[tail - 1]! * step]! : v <= inp[base + dq[tail - 1]! * step]!)) tail--;
             dq[tail++] = next++;
           }
           while (dq[head]! < i - before) head++;
@@ -107,7 +107,11 @@ function morphology(f: Frame, op: string, k: number, ctx: NodeContext): Frame {
   const erode = (d: Uint8Array) => extremeFilter(d, w, h, c, k, false, ctx);
   const dilate = (d: Uint8Array) => extremeFilter(d, w, h, c, k, true, ctx);
   let out: Uint8Array;
-  const diff = (a: Uint8Array, b: Uint8Array) => a.map((v, i) => v - b[i]!);
+  const diff = (a: Uint8Array, b: Uint8Array) => {
+    const d = new Uint8Array(a.length);
+    for (let i = 0; i < a.length; i++) d[i] = a[i]! - b[i]!;
+    return d;
+  };
   if (op === 'erode') out = erode(src);
   else if (op === 'dilate') out = dilate(src);
   else if (op === 'open') out = dilate(erode(src));
