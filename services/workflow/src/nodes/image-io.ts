@@ -132,7 +132,7 @@ export async function decodeMaskChannel(file: string | Buffer, channel: number):
   const { data, info } = await sharp(file, { limitInputPixels: MAX_IMAGE_SIDE * MAX_IMAGE_SIDE })
     .rotate()
     .ensureAlpha()
-    .extractChannel(channel)
+    .extractChannel(channel as 0 | 1 | 2 | 3)
     .raw()
     .toBuffer({ resolveWithObject: true });
   const n = info.width * info.height;
