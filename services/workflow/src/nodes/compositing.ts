@@ -1,5 +1,6 @@
 import type { NodeContext, NodeDefinition } from './api.ts';
-import { alphaFix, checkSize, Frame, ImageBatch, MaskBatch, MaskPlane, maskPlanes, MAX_RESOLUTION, repeatToBatch, toByte } from './image-types.ts';
+import { alphaFix, checkSize, Frame, ImageBatch, MaskBatch, MaskPlane, maskPlanes, MAX_RESOLUTION, repeatToBatch } from './image-types.ts';
+import { joinAlphaBytes, splitAlphaBytes } from './mask-loops.ts';
 import { resizeFrame, resizePlane } from './resample.ts';
 import { IMAGE_IN, MASK_IN, v3 } from './schema.ts';
 
@@ -93,15 +94,7 @@ function joinAlpha(image: ImageBatch, alpha: MaskBatch, ctx: NodeContext): Image
   return new ImageBatch(
     frames.map((f, b) => {
       ctx.checkInterrupt();
-      const px = f.width * f.height;
-      const data = Buffer.alloc(px * 4);
-      const a = resized[b]!.data;
-      for (let i = 0; i < px; i++) {
-        data[i * 4] = f.data[i * f.channels]!;
-        data[i * 4 + 1] = f.data[i * f.channels + 1]!;
-        data[i * 4 + 2] = f.data[i * f.channels + 2]!;
-        data[i * 4 + 3] = toByte(1 - a[i]!);
-      }
+      const data = joinAlphaBytes(f.data, f.channels, resized[b]!.data, f.width * f.height);
       return new Frame(f.width, f.height, 4, data);
     }),
   );
@@ -112,20 +105,13 @@ function splitAlpha(image: ImageBatch): [ImageBatch, MaskBatch] {
   const masks: MaskPlane[] = [];
   for (const f of image.frames) {
     const px = f.width * f.height;
-    const mask = new Float32Array(px);
     if (f.channels === 3) {
       rgb.push(f);
-    } else {
-      const data = Buffer.alloc(px * 3);
-      const src = f.data;
-      for (let i = 0; i < px; i++) {
-        data[i * 3] = src[i * 4]!;
-        data[i * 3 + 1] = src[i * 4 + 1]!;
-        data[i * 3 + 2] = src[i * 4 + 2]!;
-        mask[i] = 1 - src[i * 4 + 3]! / 255;
-      }
-      rgb.push(new Frame(f.width, f.height, 3, data));
+      masks.push(new MaskPlane(f.width, f.height, new Float32Array(px)));
+      continue;
     }
+    const [data, mask] = splitAlphaBytes(f.data, px);
+    rgb.push(new Frame(f.width, f.height, 3, data));
     masks.push(new MaskPlane(f.width, f.height, mask));
   }
   return [new ImageBatch(rgb), new MaskBatch(masks)];

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { NodeContext, NodeDefinition } from './api.ts';
 import { saveBatch } from './image-io.ts';
 import { checkSize, Frame, ImageBatch, MaskBatch, MaskPlane, maskPlanes, MAX_RESOLUTION, newPlane, toByte } from './image-types.ts';
+import { colorMask, compositeSamples, invertSamples } from './mask-loops.ts';
 import { cropPlane } from './resample.ts';
 import { simdKernels, type SimdKernels } from './simd-kernels.ts';
 import { combo, IMAGE_IN, MASK_IN, v3 } from './schema.ts';
@@ -49,12 +50,6 @@ export function maskToImage(mask: MaskBatch): ImageBatch {
   );
 }
 
-/** torch.round(): halves go to the even neighbour, so 0.5 rounds to 0. */
-function roundsToTrue(v: number): boolean {
-  const r = Math.round(v);
-  return (Math.abs(v % 1) === 0.5 && r % 2 !== 0 ? r - 1 : r) !== 0;
-}
-
 function composite(destination: MaskBatch, source: MaskBatch, x: number, y: number, op: string): MaskBatch {
   const dst = maskPlanes(destination);
   const src = maskPlanes(source);
@@ -69,26 +64,9 @@ function composite(destination: MaskBatch, source: MaskBatch, x: number, y: numb
   const bottom = Math.min(y + sh, dh);
   const out: MaskPlane[] = [];
   for (let b = 0; b < n; b++) {
-    const d = dst[Math.min(b, dst.length - 1)]!;
-    const s = src[Math.min(b, src.length - 1)]!;
-    const o = d.data.slice();
-    const sd = s.data;
-    // One loop per operation: the operation is chosen once, not compared per pixel.
-    for (let yy = y; yy < bottom; yy++) {
-      const row = yy * dw;
-      const srow = (yy - y) * sw - x;
-      if (op === 'multiply') for (let xx = x; xx < right; xx++) o[row + xx] = o[row + xx]! * sd[srow + xx]!;
-      else if (op === 'add') for (let xx = x; xx < right; xx++) o[row + xx] = o[row + xx]! + sd[srow + xx]!;
-      else if (op === 'subtract') for (let xx = x; xx < right; xx++) o[row + xx] = o[row + xx]! - sd[srow + xx]!;
-      else if (op === 'and') for (let xx = x; xx < right; xx++) o[row + xx] = roundsToTrue(o[row + xx]!) && roundsToTrue(sd[srow + xx]!) ? 1 : 0;
-      else if (op === 'or') for (let xx = x; xx < right; xx++) o[row + xx] = roundsToTrue(o[row + xx]!) || roundsToTrue(sd[srow + xx]!) ? 1 : 0;
-      else for (let xx = x; xx < right; xx++) o[row + xx] = roundsToTrue(o[row + xx]!) !== roundsToTrue(sd[srow + xx]!) ? 1 : 0;
-    }
-    for (let i = 0; i < o.length; i++) {
-      const v = o[i]!;
-      o[i] = v > 1 ? 1 : v < 0 ? 0 : v;
-    }
-    out.push(new MaskPlane(dw, dh, o));
+    const dd = dst[Math.min(b, dst.length - 1)]!.data;
+    const sd = src[Math.min(b, src.length - 1)]!.data;
+    out.push(new MaskPlane(dw, dh, compositeSamples(dd, sd, dw, dh, sw, x, y, right, bottom, op)));
   }
   return new MaskBatch(out);
 }
@@ -565,13 +543,7 @@ export const maskNodes: NodeDefinition[] = v3('comfy_extras.nodes_mask', [
     outputs: ['MASK'],
     execute: ({ image, color }) => [
       new MaskBatch(
-        (image as ImageBatch).frames.map((f) => {
-          const n = f.width * f.height;
-          const out = new Float32Array(n);
-          const c = f.channels;
-          for (let i = 0; i < n; i++) out[i] = ((f.data[i * c]! << 16) | (f.data[i * c + 1]! << 8) | f.data[i * c + 2]!) === color ? 1 : 0;
-          return new MaskPlane(f.width, f.height, out);
-        }),
+        (image as ImageBatch).frames.map((f) => new MaskPlane(f.width, f.height, colorMask(f.data, f.width * f.height, f.channels, color))),
       ),
     ],
   },
@@ -601,13 +573,7 @@ export const maskNodes: NodeDefinition[] = v3('comfy_extras.nodes_mask', [
     execute: ({ mask }, ctx) => [
       mapPlanes(
         mask,
-        (p) => {
-          // A loop per node instead of a shared one taking a callback (one call site for many callbacks is not inlined).
-          const out = new Float32Array(p.data.length);
-          const d = p.data;
-          for (let i = 0; i < out.length; i++) out[i] = 1 - d[i]!;
-          return new MaskPlane(p.width, p.height, out);
-        },
+        (p) => new MaskPlane(p.width, p.height, invertSamples(p.data)),
         ctx,
       ),
     ],

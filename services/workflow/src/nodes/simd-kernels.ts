@@ -645,6 +645,239 @@ function maskBytes(): Fn {
   };
 }
 
+// ---- mask kernels (masks.ts, compositing.ts) ----
+
+const v128zero = simd(0x0c, ...new Array(16).fill(0));
+const i32x4eq = simd(0x37);
+const v128and = simd(0x4e);
+const v128or = simd(0x50);
+const f32x4sub = simd(0xe5);
+const f32x4pmin = simd(0xea);
+const f32x4pmax = simd(0xeb);
+const f64x2sub = simd(0xf1);
+const f64x2div = simd(0xf3);
+const f64x2floor = simd(0x75);
+const f64x2ge = simd(0x4c);
+const f64x2fromI32LowS = simd(0xfe);
+const i32x4shl = simd(0xab);
+const i32x4minS = simd(0xb6);
+const i32x4maxS = simd(0xb8);
+const f32const = (v: number): Code => [0x43, ...new Uint8Array(Float32Array.of(v).buffer)];
+const f64const = (v: number): Code => [0x44, ...new Uint8Array(Float64Array.of(v).buffer)];
+const f32splat = (v: number): Code => [...f32const(v), ...f32x4splat];
+const f64splat = (v: number): Code => [...f64const(v), ...f64x2splat];
+/** v > 1 ? 1 : v < 0 ? 0 : v on the vector on the stack (pmin / pmax: NaN and −0 kept, as the scalar comparisons). */
+const clamp01: Code = [...f32splat(1), ...f32x4pmin, ...f32splat(0), ...f32x4pmax];
+
+/**
+ * colorMask3 / colorMask4(src, n, rgb, dst): ImageColorToMask over n pixels
+ * of 3 (4) bytes at src: 1.0 where the pixel's red, green and blue bytes are
+ * those of `rgb` (red | green << 8 | blue << 16), else 0, as float32 at dst,
+ * 4 pixels a step. Reads up to 16 bytes past the pixels, writes up to 3
+ * floats past n.
+ */
+function colorMask(c: 3 | 4): Fn {
+  const [src, n, rgb, dst] = [0, 1, 2, 3];
+  const [i, key] = [4, 5];
+  const z = 16;
+  const lanes = c === 3 ? [0, 1, 2, z, 3, 4, 5, z, 6, 7, 8, z, 9, 10, 11, z] : [0, 1, 2, z, 4, 5, 6, z, 8, 9, 10, z, 12, 13, 14, z];
+  return {
+    name: `colorMask${c}`,
+    params: [I32, I32, I32, I32],
+    locals: [I32, V128],
+    body: [
+      i32(0), set(i),
+      get(rgb), i32x4splat, set(key),
+      whileLt(i, n,
+        get(dst),
+        get(src), v128load(), v128zero, shuffle(lanes), get(key), i32x4eq,
+        f32splat(1), v128and,
+        v128store(),
+        inc(src, i32(4 * c)),
+        inc(dst, i32(16)),
+        inc(i, i32(4)),
+      ),
+    ],
+  };
+}
+
+/** invert(src, n, dst): dst[i] = 1 − src[i] (float32: the double difference rounded, as JavaScript). Writes up to 3 floats past n. */
+function invert(): Fn {
+  const [src, n, dst] = [0, 1, 2];
+  const i = 3;
+  return {
+    name: 'invert',
+    params: [I32, I32, I32],
+    locals: [I32],
+    body: [
+      i32(0), set(i),
+      whileLt(i, n,
+        get(dst), f32splat(1), get(src), v128load(), f32x4sub, v128store(),
+        inc(src, i32(16)),
+        inc(dst, i32(16)),
+        inc(i, i32(4)),
+      ),
+    ],
+  };
+}
+
+/**
+ * clampMask(src, n, dst), and addClamp / subClamp / mulClamp(a, b, n, dst):
+ * float32 samples, 4 a step, each clamped to 0..1 as masks.ts' MaskComposite
+ * (after a[i] + b[i], a[i] − b[i], a[i] · b[i]: float32 results equal to the
+ * double results rounded, as float64 carries more than twice float32's
+ * precision). dst may be a or src. Writes up to 3 floats past n.
+ */
+function clampMask(): Fn {
+  const [src, n, dst] = [0, 1, 2];
+  const i = 3;
+  return {
+    name: 'clampMask',
+    params: [I32, I32, I32],
+    locals: [I32],
+    body: [
+      i32(0), set(i),
+      whileLt(i, n,
+        get(dst), get(src), v128load(), clamp01, v128store(),
+        inc(src, i32(16)),
+        inc(dst, i32(16)),
+        inc(i, i32(4)),
+      ),
+    ],
+  };
+}
+
+function combineClamp(name: string, op: number): Fn {
+  const [a, b, n, dst] = [0, 1, 2, 3];
+  const i = 4;
+  return {
+    name,
+    params: [I32, I32, I32, I32],
+    locals: [I32],
+    body: [
+      i32(0), set(i),
+      whileLt(i, n,
+        get(dst), get(a), v128load(), get(b), v128load(), simd(op), clamp01, v128store(),
+        inc(a, i32(16)),
+        inc(b, i32(16)),
+        inc(dst, i32(16)),
+        inc(i, i32(4)),
+      ),
+    ],
+  };
+}
+
+/**
+ * andMask / orMask / xorMask(a, b, n, dst): MaskComposite's logical
+ * operations, 1.0 or 0 a sample: each operand true where torch.round gives
+ * a non-zero value, which is where |v| > ½ or v is NaN (halves round to the
+ * even 0). dst may be a. Writes up to 3 floats past n.
+ */
+function logicMask(name: string, op: Code): Fn {
+  const [a, b, n, dst] = [0, 1, 2, 3];
+  const i = 4;
+  const truth = (p: number): Code[] => [get(p), v128load(), simd(0xe0), f32splat(0.5), simd(0x45), simd(0x4d)];
+  return {
+    name,
+    params: [I32, I32, I32, I32],
+    locals: [I32],
+    body: [
+      i32(0), set(i),
+      whileLt(i, n,
+        get(dst), ...truth(a), ...truth(b), op, f32splat(1), v128and, v128store(),
+        inc(a, i32(16)),
+        inc(b, i32(16)),
+        inc(dst, i32(16)),
+        inc(i, i32(4)),
+      ),
+    ],
+  };
+}
+
+/**
+ * joinAlpha3(rgb, a, n, dst): JoinImageWithAlpha over n pixels: each RGB
+ * pixel (3 bytes at rgb) and toByte(1 − a[i]) as its alpha, 4 bytes at dst,
+ * 4 pixels a step. toByte exactly: 1 − a and its product by 255 in float64
+ * as JavaScript, rounded half up as Math.round (the floor, plus one where
+ * the exact remainder is at least ½), clamped to 0..255; NaN gives 0. Reads
+ * up to 16 bytes past the pixels and 3 floats past n; writes up to 12 bytes
+ * past n pixels.
+ */
+function joinAlpha3(): Fn {
+  const [rgb, a, n, dst] = [0, 1, 2, 3];
+  const [i, av, x, f] = [4, 5, 6, 7];
+  const z = 16;
+  /** toByte(1 − lanes 0, 1 of the vector on the stack) as int32 lanes 0, 1 (2, 3 zero). */
+  const byte2: Code[] = [
+    f64x2promoteLow, set(x),
+    f64splat(1), get(x), f64x2sub, f64splat(255), f64x2mul, set(x),
+    get(x), f64x2floor, set(f),
+    get(f),
+    get(x), get(f), f64x2sub, f64splat(0.5), f64x2ge, f64splat(1), v128and,
+    f64x2add,
+    i32x4truncSatF64Zero,
+  ];
+  return {
+    name: 'joinAlpha3',
+    params: [I32, I32, I32, I32],
+    locals: [I32, V128, V128, V128],
+    body: [
+      i32(0), set(i),
+      whileLt(i, n,
+        get(dst),
+        get(rgb), v128load(), v128zero, shuffle([0, 1, 2, z, 3, 4, 5, z, 6, 7, 8, z, 9, 10, 11, z]),
+        get(a), v128load(), set(av),
+        get(av), ...byte2,
+        get(av), get(av), highToLow, ...byte2,
+        lowPairs,
+        i32(0), i32x4splat, i32x4maxS, i32(255), i32x4splat, i32x4minS,
+        i32(24), i32x4shl,
+        v128or,
+        v128store(),
+        inc(rgb, i32(12)),
+        inc(a, i32(16)),
+        inc(dst, i32(16)),
+        inc(i, i32(4)),
+      ),
+    ],
+  };
+}
+
+/**
+ * splitAlpha4(src, n, rgb, mask): SplitImageWithAlpha over n RGBA pixels
+ * (4 bytes at src): their RGB bytes at rgb (3 a pixel) and 1 − alpha / 255
+ * at mask, computed in float64 and rounded to float32 as JavaScript, 4
+ * pixels a step. Writes up to 16 bytes past the RGB bytes and 3 floats past n.
+ */
+function splitAlpha4(): Fn {
+  const [src, n, rgb, mask] = [0, 1, 2, 3];
+  const [i, v, al] = [4, 5, 6];
+  const z = 16;
+  const m2: Code[] = [f64x2fromI32LowS, set(v), f64splat(1), get(v), f64splat(255), f64x2div, f64x2sub, f32x4demoteZero];
+  return {
+    name: 'splitAlpha4',
+    params: [I32, I32, I32, I32],
+    locals: [I32, V128, V128],
+    body: [
+      i32(0), set(i),
+      whileLt(i, n,
+        get(src), v128load(), set(v),
+        get(rgb), get(v), get(v), shuffle([0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, 0, 0, 0, 0]), v128store(),
+        get(v), v128zero, shuffle([3, z, z, z, 7, z, z, z, 11, z, z, z, 15, z, z, z]), set(al),
+        get(mask),
+        get(al), ...m2,
+        get(al), get(al), highToLow, ...m2,
+        lowPairs,
+        v128store(),
+        inc(src, i32(16)),
+        inc(rgb, i32(12)),
+        inc(mask, i32(16)),
+        inc(i, i32(4)),
+      ),
+    ],
+  };
+}
+
 // ---- instances ----
 
 export interface SimdKernels {
@@ -667,6 +900,18 @@ export interface SimdKernels {
   lut2(a: number, c: number, table: number, out: number, n: number): void;
   crossRow(up: number, mid: number, down: number, dst: number, n: number, max: number): void;
   maskBytes(src: number, n: number, dst: number): void;
+  colorMask3(src: number, n: number, rgb: number, dst: number): void;
+  colorMask4(src: number, n: number, rgb: number, dst: number): void;
+  invert(src: number, n: number, dst: number): void;
+  clampMask(src: number, n: number, dst: number): void;
+  addClamp(a: number, b: number, n: number, dst: number): void;
+  subClamp(a: number, b: number, n: number, dst: number): void;
+  mulClamp(a: number, b: number, n: number, dst: number): void;
+  andMask(a: number, b: number, n: number, dst: number): void;
+  orMask(a: number, b: number, n: number, dst: number): void;
+  xorMask(a: number, b: number, n: number, dst: number): void;
+  joinAlpha3(rgb: number, a: number, n: number, dst: number): void;
+  splitAlpha4(src: number, n: number, rgb: number, mask: number): void;
 }
 
 let kernels: SimdKernels | undefined | null = null;
@@ -677,7 +922,9 @@ export function simdKernels(): SimdKernels | undefined {
   kernels = undefined;
   if (process.env.WORKFLOW_IMAGE_KERNELS === 'js') return undefined;
   try {
-    const bytes = encodeModule([lanczosH(), lanczosV(), toF32(), convH(), resH(), resH64(), resV64(), convV(), intH(), intV(), lut2(), crossRow(), maskBytes()]);
+    const bytes = encodeModule([lanczosH(), lanczosV(), toF32(), convH(), resH(), resH64(), resV64(), convV(), intH(), intV(), lut2(), crossRow(), maskBytes(),
+      colorMask(3), colorMask(4), invert(), clampMask(), combineClamp('addClamp', 0xe4), combineClamp('subClamp', 0xe5), combineClamp('mulClamp', 0xe6),
+      logicMask('andMask', v128and), logicMask('orMask', v128or), logicMask('xorMask', simd(0x51)), joinAlpha3(), splitAlpha4()]);
     if (!WebAssembly.validate(bytes)) return undefined;
     const memory = new WebAssembly.Memory({ initial: 16 });
     const inst = new WebAssembly.Instance(new WebAssembly.Module(bytes), { env: { mem: memory } });
@@ -706,6 +953,18 @@ export function simdKernels(): SimdKernels | undefined {
       lut2: e.lut2,
       crossRow: e.crossRow,
       maskBytes: e.maskBytes,
+      colorMask3: e.colorMask3,
+      colorMask4: e.colorMask4,
+      invert: e.invert,
+      clampMask: e.clampMask,
+      addClamp: e.addClamp,
+      subClamp: e.subClamp,
+      mulClamp: e.mulClamp,
+      andMask: e.andMask,
+      orMask: e.orMask,
+      xorMask: e.xorMask,
+      joinAlpha3: e.joinAlpha3,
+      splitAlpha4: e.splitAlpha4,
     };
     kernels = k;
   } catch {
