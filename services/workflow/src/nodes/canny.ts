@@ -148,6 +148,7 @@ export function cannyEdges(pixels: Uint8Array, width: number, height: number, ch
   const fuseDown = oneDnn(batch, H + 4, W);
   const xs = Int32Array.from({ length: W + 4 }, (_, i) => reflect(i - 2, W));
   const grey = new Float32Array(W);
+  const mag = opts.magnitude;
 
   // Horizontal blur of a grey row.
   const across = new Rows(W, (y, out) => {
@@ -188,20 +189,25 @@ export function cannyEdges(pixels: Uint8Array, width: number, height: number, ch
       // Row-major over the kernel, zero taps skipped (adding ±0 changes nothing).
       const gx = f(f(f(f(f(-a[l]! + a[r]!) - 2 * b[l]!) + 2 * b[r]!) - c[l]!) + c[r]!);
       const gy = f(f(f(f(f(-a[l]! - 2 * a[x]!) - a[r]!) + c[l]!) + 2 * c[x]!) + c[r]!);
-      out[x] = f(Math.sqrt(f(f(f(gx * gx) + f(gy * gy)) + EPS)));
-      const q = roundHalfEven(f(f(Math.atan2(gy, gx)) * FOUR_OVER_PI));
-      out[W + x] = ((q % 8) + 8) % 8;
+      const m = f(Math.sqrt(f(f(f(gx * gx) + f(gy * gy)) + EPS)));
+      out[x] = m;
+      // The direction serves only this pixel's suppression, and a magnitude at or below the low threshold is no edge
+      // whichever way it points: atan2 (most of this stage's time) only where it can matter.
+      if (m > lowF || mag) {
+        const q = roundHalfEven(f(f(Math.atan2(gy, gx)) * FOUR_OVER_PI));
+        out[W + x] = ((q % 8) + 8) % 8;
+      } else out[W + x] = 0;
     }
   });
 
   // Non-maximum suppression and the thresholds: 0 none, 1 weak, 2 strong.
   const cls = new Uint8Array(W * H);
-  const mag = opts.magnitude;
   for (let y = 0; y < H; y++) {
     const rows = [y > 0 ? gradient.get(y - 1) : undefined, gradient.get(y), y < H - 1 ? gradient.get(y + 1) : undefined];
     const row = rows[1]!;
     for (let x = 0; x < W; x++) {
       const m = row[x]!;
+      if (m <= lowF && !mag) continue; // class 0 (cls starts zeroed), suppressed or not
       const d = row[W + x]!;
       const e = (d + 4) % 8;
       const v = m > neighbour(rows, x + NEIGHBOUR_DX[d]!, NEIGHBOUR_DY[d]!, W) && m > neighbour(rows, x + NEIGHBOUR_DX[e]!, NEIGHBOUR_DY[e]!, W) ? m : 0;
