@@ -1,9 +1,10 @@
 /**
  * SaveAnimatedWEBP's files against the reference's (PIL's save, as its
  * SaveAnimatedWEBP calls it): the image chunks byte for byte (one lossy frame
- * through @napi-rs/image's libwebp, one lossless frame and a lossless
- * animation through libvips), the VP8X/ANIM headers, and the EXIF in PIL's
- * layout. Expected values from bench/workflow/webp-reference.py (reference
+ * at the default method through @napi-rs/image's libwebp, other single
+ * frames through the packaged cwebp, animations through the packaged
+ * img2webp; libvips where those are not usable), the VP8X/ANIM headers, and
+ * the EXIF in PIL's layout. Expected values from bench/workflow/webp-reference.py (reference
  * venv: Pillow 12.3, libwebp 1.6). Storage plays no part: SQLite only.
  */
 import assert from 'node:assert/strict';
@@ -26,6 +27,17 @@ const REFERENCE = {
   lossless: [['VP8X', 'e5ba5567c42b0171'], ['VP8L', '928981a28c5f2ab1']],
   animatedLossless: [['VP8X', 'd59e171d2bc04626'], ['ANIM', 'b0f66adc83641586'], ['ANMF', '4d87cfe7057198d0'], ['ANMF', '93f9d00cc39e0615']],
 };
+/** Cases that need the packaged cwebp and img2webp (linux-x64): lossy animations and quality 0, which libvips cannot give. */
+const REFERENCE_PACKAGED = {
+  animatedLossy: [['VP8X', 'd59e171d2bc04626'], ['ANIM', 'b0f66adc83641586'], ['ANMF', '7ebc148dc054b4aa'], ['ANMF', '382ec04ca8b2c1ae']],
+  animatedLossyQ0Slowest: [['VP8X', 'd59e171d2bc04626'], ['ANIM', 'b0f66adc83641586'], ['ANMF', '20ae1770c3310e46'], ['ANMF', '213b00b3b7d0733d'], ['ANMF', '87b9a0b809d9f4dd']],
+  // The repeated last frame is merged into the one before it (its duration doubled), as libwebp's animation encoder does.
+  animatedLosslessQ0Fastest: [['VP8X', 'd59e171d2bc04626'], ['ANIM', 'b0f66adc83641586'], ['ANMF', '6438ef45304a6449'], ['ANMF', 'e39e9b70b4fae501']],
+  lossyQ0: [['VP8X', 'e5ba5567c42b0171'], ['VP8 ', '9d59d0e507ecc1f7']],
+  lossyQ0Fastest: [['VP8X', 'e5ba5567c42b0171'], ['VP8 ', '495478d20e93a8ba']],
+  lossySlowest: [['VP8X', 'e5ba5567c42b0171'], ['VP8 ', '2cf8c9763e37df26']],
+};
+const linuxX64 = process.platform === 'linux' && process.arch === 'x64';
 /** PIL's Exif.tobytes() for a prompt and five extra_pnginfo keys (Make downwards), with its `Exif\0\0` header. */
 const REFERENCE_EXIF =
   '4578696600004d4d002a000000080006010b00020000000d00000056010c00020000000d00000064010d00020000000d00000072010e00020000000d00000080010f00020000001b0000008e0110000200000010000000aa00000000773a7b226b223a202277227d00007a3a7b226b223a20227a227d0000793a7b226b223a202279227d0000783a7b226b223a202278227d0000776f726b666c6f773a7b226b223a2022776f726b666c6f77227d000070726f6d70743a7b2261223a20317d00';
@@ -73,11 +85,16 @@ describe('SaveAnimatedWEBP writes the reference’s files', () => {
     await srv.close();
   });
 
-  async function save(frames: number, lossless: boolean, extra?: Record<string, unknown>): Promise<Buffer> {
+  /** Saves frames A then B (two frames) or the frames named (`a`, `b`), batched by a chain of ImageBatch. */
+  async function save(frames: number | string[], lossless: boolean, extra?: Record<string, unknown>, quality = 80, method = 'default'): Promise<Buffer> {
     const g: Record<string, unknown> = { ...(await loaded(srv, frameA, 'a')), ...(await loaded(srv, frameB, 'b')) };
-    const images = frames === 1 ? ['a', 0] : ['batch', 0];
-    if (frames > 1) g.batch = { class_type: 'ImageBatch', inputs: { image1: ['a', 0], image2: ['b', 0] } };
-    g.s = { class_type: 'SaveAnimatedWEBP', inputs: { images, filename_prefix: 'webp/t', fps: 6, lossless, quality: 80, method: 'default' } };
+    const names = typeof frames === 'number' ? ['a', 'b'].slice(0, frames) : frames;
+    let images: unknown[] = [names[0]!, 0];
+    names.slice(1).forEach((n, i) => {
+      g[`batch${i}`] = { class_type: 'ImageBatch', inputs: { image1: images, image2: [n, 0] } };
+      images = [`batch${i}`, 0];
+    });
+    g.s = { class_type: 'SaveAnimatedWEBP', inputs: { images, filename_prefix: 'webp/t', fps: 6, lossless, quality, method } };
     const r = await run(srv, g, extra ? { extra_pnginfo: extra } : undefined);
     assert.equal(r.error, undefined, JSON.stringify(r.error));
     const item = r.outputs.s.images[0];
@@ -101,6 +118,22 @@ describe('SaveAnimatedWEBP writes the reference’s files', () => {
       const entries = exifEntries(exif);
       assert.deepEqual(entries.map(([t]) => t), [0x0110]);
       assert.equal(JSON.parse(entries[0]![1].slice('prompt:'.length)).s.class_type, 'SaveAnimatedWEBP');
+    }
+  });
+
+  test('lossy animations, other methods and quality 0 (through the packaged cwebp and img2webp): the reference’s image chunks', { skip: !linuxX64 && 'the package ships cwebp and img2webp for linux-x64 only here' }, async () => {
+    const cases = [
+      ['animatedLossy', ['a', 'b'], false, 80, 'default'],
+      ['animatedLossyQ0Slowest', ['a', 'b', 'a'], false, 0, 'slowest'],
+      ['animatedLosslessQ0Fastest', ['a', 'b', 'b'], true, 0, 'fastest'],
+      ['lossyQ0', ['a'], false, 0, 'default'],
+      ['lossyQ0Fastest', ['a'], false, 0, 'fastest'],
+      ['lossySlowest', ['a'], false, 80, 'slowest'],
+    ] as const;
+    for (const [name, frames, lossless, quality, method] of cases) {
+      const cs = chunks(await save([...frames], lossless, undefined, quality, method));
+      assert.deepEqual(cs.slice(0, -1).map(digest), REFERENCE_PACKAGED[name], name);
+      assert.equal(cs.at(-1)!.id, 'EXIF', name);
     }
   });
 

@@ -1,5 +1,5 @@
 /**
- * Lossless WebP of one RGB frame through Google's release build of cwebp
+ * WebP of one RGB frame through Google's release build of cwebp
  * (libwebp 1.6.0, a static binary shipped inside the webp-converter package)
  * instead of libvips' webpsave. Both run libwebp's lossless encoder with the
  * same configuration (the quality, the method, no `exact`, one thread) and
@@ -12,7 +12,10 @@
  * service's ~160 MB). The binary is used only where the package has one for
  * this platform and it reports the libwebp release sharp was built with (the
  * bytes are that release's encoder's); elsewhere, or when it cannot be
- * started, callers fall back to sharp.
+ * started, callers fall back to sharp. Lossy frames that @napi-rs/image
+ * does not take (methods other than 4) come here too: cwebp's lossy files
+ * are the reference's as well (methods 0/4/6, qualities 0, 1 and 80), and
+ * it takes quality 0, which sharp refuses.
  */
 import { execFile, spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
@@ -20,9 +23,9 @@ import path from 'node:path';
 import { trackChild } from '../nodes/child-processes.ts';
 import sharp from './sharp.ts';
 
-export interface LosslessEncoder {
-  /** The simple-format WebP (one `VP8L` chunk) of RGB pixels, or null when the binary is not usable here. */
-  encodeLosslessRgb(rgb: Buffer, width: number, height: number, quality: number, method: number): Promise<Buffer | null>;
+export interface StillEncoder {
+  /** The simple-format WebP (one `VP8L` or `VP8 ` chunk) of RGB pixels, or null when the binary is not usable here. */
+  encodeRgb(rgb: Buffer, width: number, height: number, lossless: boolean, quality: number, method: number): Promise<Buffer | null>;
 }
 
 /** webp-converter's cwebp for this platform, or null where it ships none (only linux-x64 is of use here). */
@@ -47,24 +50,25 @@ function versionOf(binary: string): Promise<string | null> {
  * An encoder over the cwebp at `binary`, used only if it reports `libwebpVersion` (checked on the first encode).
  * A binary that fails to start is dropped for good; one that exits with an error leaves that frame to the caller.
  */
-export function cwebpEncoder(binary: string | null, libwebpVersion: () => string): LosslessEncoder {
+export function cwebpEncoder(binary: string | null, libwebpVersion: () => string): StillEncoder {
   let usable: Promise<boolean> | undefined;
   return {
-    async encodeLosslessRgb(rgb, width, height, quality, method) {
+    async encodeRgb(rgb, width, height, lossless, quality, method) {
       if (binary === null) return null;
       usable ??= versionOf(binary).then((v) => v === libwebpVersion());
       if (!(await usable)) return null;
-      const out = await run(binary, rgb, width, height, quality, method);
+      const out = await run(binary, rgb, width, height, lossless, quality, method);
       if (out === 'unstartable') usable = Promise.resolve(false);
       return Buffer.isBuffer(out) ? out : null;
     },
   };
 }
 
-function run(binary: string, rgb: Buffer, width: number, height: number, quality: number, method: number): Promise<Buffer | 'failed' | 'unstartable'> {
+function run(binary: string, rgb: Buffer, width: number, height: number, lossless: boolean, quality: number, method: number): Promise<Buffer | 'failed' | 'unstartable'> {
   return new Promise((resolve) => {
     // `-- -` reads the picture (PPM: RGB, maxval 255) from stdin; `-o -` writes the file to stdout.
-    const child = spawn(binary, ['-quiet', '-lossless', '-q', String(quality), '-m', String(method), '-o', '-', '--', '-'], { stdio: ['pipe', 'pipe', 'ignore'], windowsHide: true });
+    const mode = lossless ? ['-lossless'] : [];
+    const child = spawn(binary, ['-quiet', ...mode, '-q', String(quality), '-m', String(method), '-o', '-', '--', '-'], { stdio: ['pipe', 'pipe', 'ignore'], windowsHide: true });
     // Listed so that stopping a stuck execution thread kills it too (nodes/child-processes.ts).
     const untrack = trackChild(child.pid);
     const out: Buffer[] = [];
@@ -85,9 +89,9 @@ function run(binary: string, rgb: Buffer, width: number, height: number, quality
   });
 }
 
-let packaged: LosslessEncoder | undefined;
+let packaged: StillEncoder | undefined;
 
 /** The packaged cwebp, checked against the libwebp release of sharp's build. */
-export function defaultLosslessEncoder(): LosslessEncoder {
+export function defaultStillEncoder(): StillEncoder {
   return (packaged ??= cwebpEncoder(packagedCwebp(), () => (sharp.versions as Record<string, string | undefined>).webp ?? ''));
 }

@@ -4,7 +4,8 @@ import { crc32 } from 'node:zlib';
 import sharp from '../files/sharp.ts';
 import type { Sharp } from 'sharp';
 import { asciiJson } from '../files/png.ts';
-import { defaultLosslessEncoder, type LosslessEncoder } from '../files/cwebp.ts';
+import { defaultStillEncoder, type StillEncoder } from '../files/cwebp.ts';
+import { defaultAnimationEncoder, type AnimationEncoder } from '../files/img2webp.ts';
 import { encodeLossyRgba } from '../files/libwebp.ts';
 import { pilExif, withExifChunk } from '../files/webp-exif.ts';
 import type { NodeContext, NodeDefinition } from './api.ts';
@@ -25,9 +26,10 @@ import { combo, IMAGE_IN, v3 } from './schema.ts';
  * the summed delay, and the prompt and extra_pnginfo in private `comf`
  * chunks after the image data (`keyword NUL json`). One frame left is a
  * plain PNG. WebP: libwebp (through @napi-rs/image for one lossy frame at
- * the default method, Google's cwebp for one lossless RGB frame, else
- * libvips' webpsave: lossless or quality, method = effort 0/4/6, the
- * animation encoder for several frames), the prompt in
+ * the default method, Google's cwebp for any other RGB frame, Google's
+ * img2webp for several RGB frames, else libvips' webpsave: lossless or
+ * quality, method = effort 0/4/6, the animation encoder for several
+ * frames), the prompt in
  * EXIF Model as `prompt:<json>` and extra_pnginfo keys from Make downwards
  * as `<key>:<json>`, in PIL's EXIF layout (files/webp-exif.ts).
  */
@@ -145,7 +147,8 @@ export async function encodeWebp(
   quality: number,
   method: number,
   exif: Buffer,
-  losslessEncoder: LosslessEncoder = defaultLosslessEncoder(),
+  stillEncoder: StillEncoder = defaultStillEncoder(),
+  animationEncoder: AnimationEncoder = defaultAnimationEncoder(),
 ): Promise<Buffer> {
   const { width: w, height: h, channels: c } = frames[0]!;
   checkSize(w, h, frames.length);
@@ -156,9 +159,16 @@ export async function encodeWebp(
   if (frames.length === 1 && !lossless && method === 4 && c === 3) {
     bytes = await encodeLossyRgba(await frames[0]!.pipeline().ensureAlpha().raw().toBuffer(), w, h, quality);
   }
-  // One lossless RGB frame: Google's cwebp (files/cwebp.ts: the same bytes for less CPU than libvips' build).
-  if (frames.length === 1 && lossless && c === 3) {
-    bytes = await losslessEncoder.encodeLosslessRgb(await frames[0]!.materialise(), w, h, quality, method);
+  // Any other single RGB frame: Google's cwebp (files/cwebp.ts: the reference's bytes for less CPU than libvips'
+  // build, and quality 0, which sharp refuses).
+  if (!bytes && frames.length === 1 && c === 3) {
+    bytes = await stillEncoder.encodeRgb(await frames[0]!.materialise(), w, h, lossless, quality, method);
+  }
+  // Several RGB frames: Google's img2webp (files/img2webp.ts: the reference's keyframe settings, which libvips does
+  // not expose, so its lossy animations were not the reference's).
+  if (!bytes && frames.length > 1 && frames.every((f) => f.channels === 3)) {
+    const rgb = await Promise.all(frames.map((f) => f.materialise()));
+    bytes = await animationEncoder.encodeAnimationRgb(rgb, w, h, delayMs, lossless, quality, method);
   }
   if (!bytes) {
     // libvips writes one frame as a still image, as the reference's PIL does; several as one tall raw image of pages.
