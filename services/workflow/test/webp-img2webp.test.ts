@@ -9,6 +9,7 @@
  * afterwards in every case. No server, no storage.
  */
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -185,5 +186,26 @@ describe('animated WebP through the packaged img2webp', () => {
     const rgba = [0, 1].map(() => new Frame(W, H, 4, Buffer.alloc(W * H * 4, 200)));
     await encodeWebp(rgba, 166, true, 80, 4, exif, noStill, counting);
     assert.equal(asked, 0);
+  });
+  test('frame folders nobody will remove (a dead process\'s, or a day old) go at the next encoder\'s first save; a live process\'s recent ones stay', async () => {
+    const sc = scratch();
+    const dead = await new Promise<number>((resolve) => {
+      const child = spawn(process.execPath, ['-e', '']);
+      child.once('exit', () => resolve(child.pid!));
+    });
+    const mk = (name: string) => {
+      fs.mkdirSync(path.join(sc.dir(), name));
+      fs.writeFileSync(path.join(sc.dir(), name, 'frame-0.ppm'), 'P6');
+      return name;
+    };
+    mk(`wf-img2webp-${dead}-aaaa`);
+    const recent = mk(`wf-img2webp-${process.pid}-bbbb`);
+    const old = mk(`wf-img2webp-${process.pid}-cccc`);
+    const dayAgo = new Date(Date.now() - 25 * 3600_000);
+    fs.utimesSync(path.join(sc.dir(), old), dayAgo, dayAgo);
+    const other = mk('wf-img2webp-fake-dddd');
+    const fake = fakeImg2webp(libwebp, 'exit 1');
+    assert.equal(await img2webpEncoder(fake.binary, () => libwebp, sc.dir).encodeAnimationRgb(rgb, W, H, 100, true, 80, 4), null);
+    assert.deepEqual(fs.readdirSync(sc.dir()).sort(), [recent, other].sort());
   });
 });

@@ -19,8 +19,10 @@
  * private temporary folder (img2webp reads files only, and its input
  * reader needs to seek): at most the node's pixel limit (checkSize, 64 Mi
  * pixels over all frames), 192 MiB. The folder is removed whatever happens
- * to the run (not if the execution thread itself is terminated during it:
- * the child is killed then, the folder stays in the OS temp folder). The
+ * to the run; if the execution thread itself is terminated during it (the
+ * child is killed then), or the process dies, the folder stays, and the
+ * next encoder's first save removes it (its process is gone, or it is a
+ * day old: no save takes that long). The
  * arguments go through a file img2webp reads them from, so the frame count
  * is not bounded by the command line's size. Used only where the package
  * has the binary for this platform and it reports the libwebp release
@@ -58,6 +60,30 @@ function versionOf(binary: string): Promise<string | null> {
   });
 }
 
+const PREFIX = 'wf-img2webp-';
+const LEFT_AFTER_MS = 24 * 3600_000;
+
+/**
+ * Removes frame folders that no save will remove: their process is gone, or
+ * they are a day old (a terminated execution thread's, in a live process).
+ */
+export async function sweepLeftFolders(dir: string, now = Date.now()): Promise<void> {
+  const names = await fs.promises.readdir(dir).catch(() => [] as string[]);
+  for (const name of names) {
+    const m = /^wf-img2webp-(\d+)-/.exec(name);
+    if (!m) continue;
+    const folder = path.join(dir, name);
+    let gone = false;
+    try {
+      process.kill(Number(m[1]), 0);
+    } catch (err) {
+      gone = (err as NodeJS.ErrnoException).code === 'ESRCH';
+    }
+    const old = !gone && now - ((await fs.promises.stat(folder).catch(() => null))?.mtimeMs ?? now) > LEFT_AFTER_MS;
+    if (gone || old) await fs.promises.rm(folder, { recursive: true, force: true }).catch(() => {});
+  }
+}
+
 /**
  * An encoder over the img2webp at `binary`, used only if it reports `libwebpVersion` (checked on the first encode);
  * frames are written under a new folder in `scratchDir`. A binary that fails to start is dropped for good; one that
@@ -65,6 +91,7 @@ function versionOf(binary: string): Promise<string | null> {
  */
 export function img2webpEncoder(binary: string | null, libwebpVersion: () => string, scratchDir: () => string = os.tmpdir): AnimationEncoder {
   let usable: Promise<boolean> | undefined;
+  let swept: Promise<void> | undefined;
   return {
     async encodeAnimationRgb(frames, width, height, delayMs, lossless, quality, method) {
       if (binary === null || frames.length < 2) return null;
@@ -74,7 +101,9 @@ export function img2webpEncoder(binary: string | null, libwebpVersion: () => str
       if (!(await usable)) return null;
       let dir: string;
       try {
-        dir = await fs.promises.mkdtemp(path.join(scratchDir(), 'wf-img2webp-'));
+        swept ??= sweepLeftFolders(scratchDir());
+        await swept;
+        dir = await fs.promises.mkdtemp(path.join(scratchDir(), `${PREFIX}${process.pid}-`));
       } catch {
         return null;
       }
