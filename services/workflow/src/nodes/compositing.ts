@@ -1,6 +1,6 @@
 import type { NodeContext, NodeDefinition } from './api.ts';
 import { alphaFix, checkSize, Frame, ImageBatch, MaskBatch, MaskPlane, maskPlanes, MAX_RESOLUTION, repeatToBatch } from './image-types.ts';
-import { joinAlphaBytes, splitAlphaBytes } from './mask-loops.ts';
+import { blendMasked, joinAlphaBytes, splitAlphaBytes } from './mask-loops.ts';
 import { resizeFrame, resizePlane } from './resample.ts';
 import { IMAGE_IN, MASK_IN, v3 } from './schema.ts';
 
@@ -48,40 +48,15 @@ function bytesOf(b: Uint8Array): Uint8Array {
  * The pasted rectangle (x0, y0)–(x1, y1) of the destination `dst` (width
  * `dw`), from the source `src` (width `sw`) placed at (x, y): copied rows
  * without a mask, else per sample a·s + (1 − a)·d rounded half up and
- * clamped (clampByte), with a the mask's value. Row views and typed arrays
- * only: no per-pixel calls.
+ * clamped (clampByte), with a the mask's value (mask-loops.ts blendMasked).
  */
 function pasteRows(src: Uint8Array, sw: number, dst: Uint8Array, dw: number, c: number, x: number, y: number, x0: number, y0: number, x1: number, y1: number, mask: Float32Array | undefined): void {
+  if (mask !== undefined) return blendMasked(src, sw, dst, dw, c, x, y, x0, y0, x1, y1, mask);
   const n = (x1 - x0) * c;
   for (let yy = y0; yy < y1; yy++) {
     const di = (yy * dw + x0) * c;
     const si = ((yy - y) * sw + (x0 - x)) * c;
-    if (mask === undefined) {
-      dst.set(src.subarray(si, si + n), di);
-      continue;
-    }
-    const mi = (yy - y) * sw + (x0 - x);
-    if (c === 3) {
-      for (let i = 0, m = mi; i < n; i += 3, m++) {
-        const a = mask[m]!;
-        const ia = 1 - a;
-        let v = a * src[si + i]! + ia * dst[di + i]!;
-        dst[di + i] = v <= 0 ? 0 : v >= 255 ? 255 : Math.round(v);
-        v = a * src[si + i + 1]! + ia * dst[di + i + 1]!;
-        dst[di + i + 1] = v <= 0 ? 0 : v >= 255 ? 255 : Math.round(v);
-        v = a * src[si + i + 2]! + ia * dst[di + i + 2]!;
-        dst[di + i + 2] = v <= 0 ? 0 : v >= 255 ? 255 : Math.round(v);
-      }
-    } else {
-      for (let i = 0, m = mi; i < n; i += c, m++) {
-        const a = mask[m]!;
-        const ia = 1 - a;
-        for (let ch = 0; ch < c; ch++) {
-          const v = a * src[si + i + ch]! + ia * dst[di + i + ch]!;
-          dst[di + i + ch] = v <= 0 ? 0 : v >= 255 ? 255 : Math.round(v);
-        }
-      }
-    }
+    dst.set(src.subarray(si, si + n), di);
   }
 }
 

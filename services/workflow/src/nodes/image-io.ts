@@ -7,6 +7,7 @@ import { parseAnnotated, safeJoin, UnsafePathError } from '../files/paths.ts';
 import type { NodeContext, NodeDefinition, NodeEnv, NodeScope } from './api.ts';
 import { checkSize, Frame, ImageBatch, MaskBatch, MaskPlane, MAX_BATCH, MAX_IMAGE_SIDE } from './image-types.ts';
 import { existingInput, inputPath, listInputFiles } from './input-files.ts';
+import { channelUnits } from './mask-loops.ts';
 import { takesPendingImages } from './pending-images.ts';
 
 const IMAGE_EXT = /\.(png|jpe?g|webp|gif|bmp|tiff?|avif)$/i;
@@ -118,10 +119,6 @@ export async function decodeImage(file: string | Buffer): Promise<{ image: Image
   return { image: new ImageBatch(frames), mask: new MaskBatch(planes) };
 }
 
-/** byte / 255 and 1 − byte / 255, each computed in double and rounded once to float32, by byte. */
-const UNITS = Float32Array.from({ length: 256 }, (_, v) => v / 255);
-const INVERTED_UNITS = Float32Array.from({ length: 256 }, (_, v) => 1 - v / 255);
-
 /**
  * LoadImageMask: one channel of the first frame as a mask (the image is read
  * as RGBA, so an image without alpha gives an all-zero mask of its size).
@@ -135,10 +132,8 @@ export async function decodeMaskChannel(file: string | Buffer, channel: number):
     .extractChannel(channel as 0 | 1 | 2 | 3)
     .raw()
     .toBuffer({ resolveWithObject: true });
-  const n = info.width * info.height;
-  const mask = new Float32Array(n);
-  const values = channel === 3 ? INVERTED_UNITS : UNITS;
-  for (let i = 0; i < n; i++) mask[i] = values[data[i]!]!;
+  // byte / 255 (alpha: 1 − byte / 255), each rounded once to float32.
+  const mask = channelUnits(data, info.width * info.height, 1, 0, channel === 3);
   return new MaskBatch([new MaskPlane(info.width, info.height, mask)]);
 }
 

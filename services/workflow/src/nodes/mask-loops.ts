@@ -2,7 +2,9 @@ import { simdKernels, type SimdKernels } from './simd-kernels.ts';
 
 /**
  * The per-sample loops of the mask nodes (ImageColorToMask, InvertMask,
- * MaskComposite, JoinImageWithAlpha, SplitImageWithAlpha): in WebAssembly
+ * MaskComposite, JoinImageWithAlpha, SplitImageWithAlpha, ImageToMask,
+ * LoadImageMask, ThresholdMask, FeatherMask, ImageCompositeMasked's masked
+ * blend): in WebAssembly
  * SIMD where it runs (simd-kernels.ts), a chunk of samples at a time copied
  * through the kernels' memory, else in JavaScript. Both give the same bits:
  * typed-array loops here run at a few nanoseconds a sample, several times
@@ -17,9 +19,10 @@ const CHUNK = 16384;
 /** Bytes of one region of the kernels' memory: a chunk of float32 (or of 4-byte pixels) and the kernels' overrun. */
 const REGION = CHUNK * 4 + 64;
 
+/** The kernels with (at least) 4 regions of memory. */
 function kernels(): SimdKernels | undefined {
   const k = simdKernels();
-  k?.reserve(3 * REGION);
+  k?.reserve(4 * REGION);
   return k;
 }
 
@@ -209,4 +212,228 @@ export function splitAlphaBytes(pixels: Uint8Array, n: number, simd = true): [Bu
     mask[i] = 1 - src[j + 3]! / 255;
   }
   return [data, mask];
+}
+
+/** byte / 255 and 1 − byte / 255, each computed in double and rounded once to float32, by byte. */
+const UNITS = Float32Array.from({ length: 256 }, (_, v) => v / 255);
+const INVERTED_UNITS = Float32Array.from({ length: 256 }, (_, v) => 1 - v / 255);
+
+/**
+ * ImageToMask and LoadImageMask: channel `ch` of n pixels of `channels`
+ * bytes as byte / 255 (`inverted`: 1 − byte / 255, LoadImageMask's alpha),
+ * each the double quotient rounded to float32.
+ */
+export function channelUnits(pixels: Uint8Array, n: number, channels: 1 | 3 | 4, ch: number, inverted = false, simd = true): Float32Array {
+  const out = new Float32Array(n);
+  const d = bytesOf(pixels);
+  const k = simd ? kernels() : undefined;
+  if (k) {
+    // unitBytes' swizzle pattern (in the third region): the channel's byte of each of 4 pixels to the low byte of an int32 lane.
+    const sel = 2 * REGION;
+    for (let p = 0; p < 4; p++) k.u8.set([p * channels + ch, 0x80, 0x80, 0x80], sel + 4 * p);
+    for (let s = 0; s < n; s += CHUNK) {
+      const m = Math.min(CHUNK, n - s);
+      k.u8.set(d.subarray(s * channels, (s + m) * channels), 0);
+      k.unitBytes(0, m, 4 * channels, sel, inverted ? 255 : 0, REGION);
+      out.set(k.f32.subarray(REGION / 4, REGION / 4 + m), s);
+    }
+    return out;
+  }
+  const table = inverted ? INVERTED_UNITS : UNITS;
+  for (let i = 0, j = ch; i < n; i++, j += channels) out[i] = table[d[j]!]!;
+  return out;
+}
+
+/**
+ * The float32 t for which, for every float32 d, d > t exactly where
+ * d > value (a double): value itself when float32 holds it, else the
+ * float32 below it (none lies between them). NaN stays NaN (never greater).
+ */
+export function float32Threshold(value: number): number {
+  const f = Math.fround(value);
+  if (!(f > value)) return f;
+  const bits = new Float32Array([f]);
+  const u = new Int32Array(bits.buffer);
+  // The float32 just below f: one step down in magnitude for a positive f, up for a negative one; below ±0, −2^−149.
+  if (f === 0) u[0] = 0x80000001 | 0;
+  else u[0]! += f > 0 ? -1 : 1;
+  return bits[0]!;
+}
+
+/** ThresholdMask: 1 where a sample is above `value`, else 0 (NaN: 0). */
+export function thresholdSamples(d: Float32Array, value: number, simd = true): Float32Array {
+  const n = d.length;
+  const out = new Float32Array(n);
+  const k = simd ? kernels() : undefined;
+  if (k) {
+    const t = float32Threshold(value);
+    for (let s = 0; s < n; s += CHUNK) {
+      const m = Math.min(CHUNK, n - s);
+      k.f32.set(d.subarray(s, s + m), 0);
+      k.thresholdMask(0, m, t, REGION);
+      out.set(k.f32.subarray(REGION / 4, REGION / 4 + m), s);
+    }
+    return out;
+  }
+  for (let i = 0; i < n; i++) out[i] = d[i]! > value ? 1 : 0;
+  return out;
+}
+
+/**
+ * FeatherMask on one w × h plane (widths already at most the plane's
+ * sides): the first `left` columns scaled by (x + 1) / left, the last
+ * `right` by (distance to the right edge + 1) / right, then the first `top`
+ * and last `bottom` rows likewise, each step `v *= rate` on float32 (the
+ * double product rounded to float32), so a corner sample is scaled by its
+ * column's rates and then its row's. Row by row (the steps of one sample
+ * keep their order), so memory is read once in order.
+ */
+export function featherSamples(src: Float32Array, w: number, h: number, left: number, top: number, right: number, bottom: number, simd = true): Float32Array {
+  const lr = Float64Array.from({ length: left }, (_, x) => (x + 1) / left);
+  // Column w − right + j: its distance to the right edge is right − 1 − j.
+  const rr = Float64Array.from({ length: right }, (_, j) => (right - j) / right);
+  const k = simd ? kernels() : undefined;
+  if (k) return featherSimd(k, src, w, h, lr, rr, top, bottom);
+  const o = src.slice();
+  const r0 = w - right;
+  for (let y = 0; y < h; y++) {
+    const row = y * w;
+    for (let x = 0; x < left; x++) o[row + x]! *= lr[x]!;
+    for (let j = 0; j < right; j++) o[row + r0 + j]! *= rr[j]!;
+    if (y < top) {
+      const rate = (y + 1) / top;
+      for (let x = row; x < row + w; x++) o[x]! *= rate;
+    }
+    if (h - 1 - y < bottom) {
+      const rate = (h - y) / bottom;
+      for (let x = row; x < row + w; x++) o[x]! *= rate;
+    }
+  }
+  return o;
+}
+
+/**
+ * featherSamples with scale64: rows copied through the kernels' memory a
+ * chunk at a time (one row at a time where a row is longer than a chunk),
+ * the column rates (float64) after them.
+ */
+function featherSimd(k: SimdKernels, src: Float32Array, w: number, h: number, lr: Float64Array, rr: Float64Array, top: number, bottom: number): Float32Array {
+  const o = new Float32Array(w * h);
+  const rowsAt = 0;
+  const rowBytes = w * 4;
+  const rows = Math.max(1, Math.floor(CHUNK / w));
+  const lrAt = (rowsAt + rows * rowBytes + 64 + 63) & ~63;
+  const rrAt = lrAt + ((lr.length * 8 + 63) & ~63);
+  const rateAt = rrAt + ((rr.length * 8 + 63) & ~63);
+  k.reserve(rateAt + 64);
+  const f64 = new Float64Array(k.f32.buffer);
+  f64.set(lr, lrAt / 8);
+  f64.set(rr, rrAt / 8);
+  const left = lr.length;
+  const right = rr.length;
+  for (let y0 = 0; y0 < h; y0 += rows) {
+    const y1 = Math.min(h, y0 + rows);
+    k.f32.set(src.subarray(y0 * w, y1 * w), rowsAt / 4);
+    for (let y = y0; y < y1; y++) {
+      const p = rowsAt + (y - y0) * rowBytes;
+      if (left > 0) k.scale64(p, lrAt, 8, left);
+      if (right > 0) k.scale64(p + (w - right) * 4, rrAt, 8, right);
+      if (y < top) {
+        f64.fill((y + 1) / top, rateAt / 8, rateAt / 8 + 4);
+        k.scale64(p, rateAt, 0, w);
+      }
+      if (h - 1 - y < bottom) {
+        f64.fill((h - y) / bottom, rateAt / 8, rateAt / 8 + 4);
+        k.scale64(p, rateAt, 0, w);
+      }
+    }
+    o.set(k.f32.subarray(rowsAt / 4, rowsAt / 4 + (y1 - y0) * w), y0 * w);
+  }
+  return o;
+}
+
+/**
+ * ImageCompositeMasked's blend: pixels of `c` bytes, each channel
+ * a·s + (1 − a)·d in double (a the mask sample as float32, s and d the
+ * source and destination bytes) rounded half up and clamped to a byte, over
+ * the rectangle (x0, y0)–(x1, y1) of `dst` (width dw), written in place;
+ * the source (width sw) and the mask (its size) placed at (x, y). In SIMD
+ * the rectangle's rows are gathered into the kernels' memory a chunk of
+ * pixels at a time (a row longer than a chunk in pieces).
+ */
+export function blendMasked(src: Uint8Array, sw: number, dst: Uint8Array, dw: number, c: number, x: number, y: number, x0: number, y0: number, x1: number, y1: number, mask: Float32Array, simd = true): void {
+  const k = simd && (c === 3 || c === 4) ? kernels() : undefined;
+  if (k) return blendSimd(k, bytesOf(src), sw, bytesOf(dst), dw, c, x, y, x0, y0, x1, y1, mask);
+  const n = (x1 - x0) * c;
+  for (let yy = y0; yy < y1; yy++) {
+    const di = (yy * dw + x0) * c;
+    const si = ((yy - y) * sw + (x0 - x)) * c;
+    const mi = (yy - y) * sw + (x0 - x);
+    if (c === 3) {
+      for (let i = 0, m = mi; i < n; i += 3, m++) {
+        const a = mask[m]!;
+        const ia = 1 - a;
+        let v = a * src[si + i]! + ia * dst[di + i]!;
+        dst[di + i] = v <= 0 ? 0 : v >= 255 ? 255 : Math.round(v);
+        v = a * src[si + i + 1]! + ia * dst[di + i + 1]!;
+        dst[di + i + 1] = v <= 0 ? 0 : v >= 255 ? 255 : Math.round(v);
+        v = a * src[si + i + 2]! + ia * dst[di + i + 2]!;
+        dst[di + i + 2] = v <= 0 ? 0 : v >= 255 ? 255 : Math.round(v);
+      }
+    } else {
+      for (let i = 0, m = mi; i < n; i += c, m++) {
+        const a = mask[m]!;
+        const ia = 1 - a;
+        for (let ch = 0; ch < c; ch++) {
+          const v = a * src[si + i + ch]! + ia * dst[di + i + ch]!;
+          dst[di + i + ch] = v <= 0 ? 0 : v >= 255 ? 255 : Math.round(v);
+        }
+      }
+    }
+  }
+}
+
+/** blendSimd's pieces of rows gathered in a chunk: their row, first column and pixels. */
+const rowsOf = new Int32Array(CHUNK);
+const colsOf = new Int32Array(CHUNK);
+const lens = new Int32Array(CHUNK);
+
+function blendSimd(k: SimdKernels, src: Uint8Array, sw: number, dst: Uint8Array, dw: number, c: number, x: number, y: number, x0: number, y0: number, x1: number, y1: number, mask: Float32Array): void {
+  // Regions: source bytes, destination bytes, mask floats, output bytes.
+  const S = 0;
+  const D = REGION;
+  const M = 2 * REGION;
+  const O = 3 * REGION;
+  let pieces = 0;
+  let filled = 0;
+  const flush = () => {
+    k.blendPx(S, D, M, filled, O, c);
+    for (let p = 0, at = 0; p < pieces; p++) {
+      const len = lens[p]!;
+      const di = (rowsOf[p]! * dw + colsOf[p]!) * c;
+      dst.set(k.u8.subarray(O + at * c, O + (at + len) * c), di);
+      at += len;
+    }
+    pieces = 0;
+    filled = 0;
+  };
+  for (let yy = y0; yy < y1; yy++) {
+    for (let xa = x0; xa < x1; ) {
+      const len = Math.min(x1 - xa, CHUNK - filled);
+      const di = (yy * dw + xa) * c;
+      const mi = (yy - y) * sw + (xa - x);
+      const si = mi * c;
+      k.u8.set(src.subarray(si, si + len * c), S + filled * c);
+      k.u8.set(dst.subarray(di, di + len * c), D + filled * c);
+      k.f32.set(mask.subarray(mi, mi + len), M / 4 + filled);
+      rowsOf[pieces] = yy;
+      colsOf[pieces] = xa;
+      lens[pieces] = len;
+      pieces++;
+      filled += len;
+      xa += len;
+      if (filled === CHUNK) flush();
+    }
+  }
+  if (filled > 0) flush();
 }

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { NodeContext, NodeDefinition } from './api.ts';
 import { saveBatch } from './image-io.ts';
 import { checkSize, Frame, ImageBatch, MaskBatch, MaskPlane, maskPlanes, MAX_RESOLUTION, newPlane, toByte } from './image-types.ts';
-import { colorMask, compositeSamples, invertSamples } from './mask-loops.ts';
+import { channelUnits, colorMask, compositeSamples, featherSamples, invertSamples, thresholdSamples } from './mask-loops.ts';
 import { cropPlane } from './resample.ts';
 import { simdKernels, type SimdKernels } from './simd-kernels.ts';
 import { combo, IMAGE_IN, MASK_IN, v3 } from './schema.ts';
@@ -75,26 +75,11 @@ function composite(destination: MaskBatch, source: MaskBatch, x: number, y: numb
  * FeatherMask: edges fade linearly over the given widths. The reference
  * indexes the right and bottom edges with `-x`, so its first step scales
  * column/row 0 instead of the last one; here the fade starts at the edge it
- * names (the outermost column/row gets 1/width).
+ * names (the outermost column/row gets 1/width). The loops: mask-loops.ts.
  */
 function feather(p: MaskPlane, left: number, top: number, right: number, bottom: number): MaskPlane {
   const { width: w, height: h } = p;
-  const o = p.data.slice();
-  left = Math.min(left, w);
-  right = Math.min(right, w);
-  top = Math.min(top, h);
-  bottom = Math.min(bottom, h);
-  const col = (x: number, rate: number) => {
-    for (let y = 0; y < h; y++) o[y * w + x]! *= rate;
-  };
-  const row = (y: number, rate: number) => {
-    for (let x = 0; x < w; x++) o[y * w + x]! *= rate;
-  };
-  for (let x = 0; x < left; x++) col(x, (x + 1) / left);
-  for (let x = 0; x < right; x++) col(w - 1 - x, (x + 1) / right);
-  for (let y = 0; y < top; y++) row(y, (y + 1) / top);
-  for (let y = 0; y < bottom; y++) row(h - 1 - y, (y + 1) / bottom);
-  return new MaskPlane(w, h, o);
+  return new MaskPlane(w, h, featherSamples(p.data, w, h, Math.min(left, w), Math.min(top, h), Math.min(right, w), Math.min(bottom, h)));
 }
 
 /** Sliding max (or min) over a window of radius r along one line; samples outside the line are ignored. */
@@ -522,13 +507,8 @@ export const maskNodes: NodeDefinition[] = v3('comfy_extras.nodes_mask', [
         new MaskBatch(
           (image as ImageBatch).frames.map((f) => {
             const n = f.width * f.height;
-            const out = new Float32Array(n);
             // Alpha of an RGB image is opaque (the reference raises an IndexError there).
-            if (c >= f.channels) out.fill(1);
-            else {
-              const d = new Uint8Array(f.data.buffer, f.data.byteOffset, f.data.length);
-              for (let i = 0, j = c, step = f.channels; i < n; i++, j += step) out[i] = d[j]! / 255;
-            }
+            const out = c >= f.channels ? new Float32Array(n).fill(1) : channelUnits(f.data, n, f.channels, c);
             return new MaskPlane(f.width, f.height, out);
           }),
         ),
@@ -655,16 +635,7 @@ export const maskNodes: NodeDefinition[] = v3('comfy_extras.nodes_mask', [
     inputs: { required: { mask: MASK_IN, value: ['FLOAT', { default: 0.5, min: 0.0, max: 1.0, step: 0.01 }] } },
     outputs: ['MASK'],
     execute: ({ mask, value }, ctx) => [
-      mapPlanes(
-        mask,
-        (p) => {
-          const out = new Float32Array(p.data.length);
-          const d = p.data;
-          for (let i = 0; i < out.length; i++) out[i] = d[i]! > value ? 1 : 0;
-          return new MaskPlane(p.width, p.height, out);
-        },
-        ctx,
-      ),
+      mapPlanes(mask, (p) => new MaskPlane(p.width, p.height, thresholdSamples(p.data, value)), ctx),
     ],
   },
   {

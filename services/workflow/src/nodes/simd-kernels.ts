@@ -878,6 +878,166 @@ function splitAlpha4(): Fn {
   };
 }
 
+// ---- mask row kernels (issue 29: ImageToMask, LoadImageMask, ThresholdMask, FeatherMask, ImageCompositeMasked) ----
+
+const i8x16swizzle = simd(0x0e);
+const f32x4gt = simd(0x44);
+const f32x4div = simd(0xe7);
+const f32x4fromI32U = simd(0xfb);
+const v128xor = simd(0x51);
+
+/**
+ * unitBytes(src, n, step, sel, flip, dst): one channel of n pixels as
+ * float32 b / 255, 4 pixels a step: the 16 bytes at src through the swizzle
+ * pattern at sel (the 4 pixels' channel bytes to lanes 0, 4, 8, 12, zero
+ * elsewhere: an int32 each), b = that byte xor `flip` (0, or 255 for
+ * 255 − byte), converted (exact) and divided by 255 in float32, which is
+ * correctly rounded: for every byte the float32 rounding of JavaScript's
+ * double byte / 255 and 1 − byte / 255 (the tests check all 256). src
+ * advances by `step` (4 pixels' bytes) a step. Reads up to 16 bytes past
+ * the last step's src, writes up to 3 floats past n.
+ */
+function unitBytes(): Fn {
+  const [src, n, step, sel, flip, dst] = [0, 1, 2, 3, 4, 5];
+  const [i, pat, fv] = [6, 7, 8];
+  return {
+    name: 'unitBytes',
+    params: [I32, I32, I32, I32, I32, I32],
+    locals: [I32, V128, V128],
+    body: [
+      get(sel), v128load(), set(pat),
+      get(flip), i32x4splat, set(fv),
+      i32(0), set(i),
+      whileLt(i, n,
+        get(dst),
+        get(src), v128load(), get(pat), i8x16swizzle, get(fv), v128xor, f32x4fromI32U, f32splat(255), f32x4div,
+        v128store(),
+        inc(src, get(step)),
+        inc(dst, i32(16)),
+        inc(i, i32(4)),
+      ),
+    ],
+  };
+}
+
+/**
+ * thresholdMask(src, n, t, dst): 1.0 where src[i] > t, else 0 (NaN: 0),
+ * float32, 4 a step. Writes up to 3 floats past n.
+ */
+function thresholdMask(): Fn {
+  const [src, n, t, dst] = [0, 1, 2, 3];
+  const [i, tv] = [4, 5];
+  return {
+    name: 'thresholdMask',
+    params: [I32, I32, F32, I32],
+    locals: [I32, V128],
+    body: [
+      get(t), f32x4splat, set(tv),
+      i32(0), set(i),
+      whileLt(i, n,
+        get(dst), get(src), v128load(), get(tv), f32x4gt, f32splat(1), v128and, v128store(),
+        inc(src, i32(16)),
+        inc(dst, i32(16)),
+        inc(i, i32(4)),
+      ),
+    ],
+  };
+}
+
+/**
+ * scale64(p, rates, rstep, n): p[i] = float32(p[i] · r) for i < n, with r
+ * the float64 at rates + i·rstep (rstep 8: a rate per sample; 0: one rate),
+ * the product in float64 (rounded once there, then to float32, as a
+ * JavaScript `*=` on a Float32Array): 4 samples a step, then the last n % 4
+ * one at a time, so nothing past n is read or written but the rates' 32
+ * bytes at a rate of its own (rstep 0: rates holds it 4 times).
+ */
+function scale64(): Fn {
+  const [p, rates, rstep, n] = [0, 1, 2, 3];
+  const [i, v, n4, vstep] = [4, 5, 6, 7];
+  const f64load = [0x2b, 3, 0];
+  const f64mul = [0xa2];
+  const f32demote = [0xb6];
+  const f32store = [0x38, 2, 0];
+  return {
+    name: 'scale64',
+    params: [I32, I32, I32, I32],
+    locals: [I32, V128, I32, I32],
+    body: [
+      get(rstep), i32(2), shl, set(vstep),
+      get(n), i32(-4), [0x71], set(n4),
+      i32(0), set(i),
+      whileLt(i, n4,
+        get(p), v128load(), set(v),
+        get(p),
+        get(v), f64x2promoteLow, get(rates), v128load(), f64x2mul, f32x4demoteZero,
+        get(v), get(v), highToLow, f64x2promoteLow, get(rates), v128load(16), f64x2mul, f32x4demoteZero,
+        lowPairs,
+        v128store(),
+        inc(p, i32(16)),
+        inc(rates, get(vstep)),
+        inc(i, i32(4)),
+      ),
+      whileLt(i, n,
+        get(p), get(p), f32load(), f32toF64, get(rates), f64load, f64mul, f32demote, f32store,
+        inc(p, i32(4)),
+        inc(rates, get(rstep)),
+        inc(i, i32(1)),
+      ),
+    ],
+  };
+}
+
+/**
+ * blendPx(src, dst, mask, n, out, c): n pixels of c (3 or 4) bytes, one a
+ * vector (its channels in the lanes, two float64 halves): a·s + (1 − a)·d
+ * with a the float32 mask[i] and s, d the source and destination bytes, in
+ * float64 as JavaScript (products, then their sum), rounded half up (the
+ * floor, plus one where the exact remainder is at least ½: Math.round) and
+ * clipped to a byte (NaN: 0), 4 bytes stored at out + i·c (for c = 3 the
+ * fourth is the next pixel's, which overwrites it). Reads 4 bytes a pixel
+ * at src and dst and writes 4 at out: each needs a byte of padding.
+ */
+function blendPx(): Fn {
+  const [src, dst, mask, n, out, c] = [0, 1, 2, 3, 4, 5];
+  const [i, s, d, a, ia, lo, hi, f] = [6, 7, 8, 9, 10, 11, 12, 13];
+  const bytes = (p: number): Code => [...get(p), ...load32zero, ...i16x8extLowU8, ...i32x4extLowU16];
+  /** Lanes 0, 1 (high: 2, 3) of the int32 vector v as float64. */
+  const lanes = (v: number, high: boolean): Code => (high ? [...get(v), ...get(v), ...highToLow, ...f64x2fromI32LowU] : [...get(v), ...f64x2fromI32LowU]);
+  const mix = (high: boolean): Code => [...get(a), ...lanes(s, high), ...f64x2mul, ...get(ia), ...lanes(d, high), ...f64x2mul, ...f64x2add];
+  const round = (x: number): Code => [
+    ...get(x), ...f64x2floor, ...set(f),
+    ...get(f), ...get(x), ...get(f), ...f64x2sub, ...f64splat(0.5), ...f64x2ge, ...f64splat(1), ...v128and, ...f64x2add,
+    ...i32x4truncSatF64Zero,
+  ];
+  return {
+    name: 'blendPx',
+    params: [I32, I32, I32, I32, I32, I32],
+    locals: [I32, V128, V128, V128, V128, V128, V128, V128],
+    body: [
+      i32(0), set(i),
+      whileLt(i, n,
+        bytes(src), set(s),
+        bytes(dst), set(d),
+        get(mask), f32load(), f32toF64, f64x2splat, set(a),
+        f64splat(1), get(a), f64x2sub, set(ia),
+        mix(false), set(lo),
+        mix(true), set(hi),
+        get(out),
+        // Only lane 0 (the 4 bytes) is stored: the narrowing's second operands are filler.
+        round(lo), round(hi), lowPairs,
+        get(lo), i16x8narrowS32, get(lo), i8x16narrowU16,
+        i32x4lane0, store32(),
+        inc(src, get(c)),
+        inc(dst, get(c)),
+        inc(out, get(c)),
+        inc(mask, i32(4)),
+        inc(i, i32(1)),
+      ),
+    ],
+  };
+}
+
 // ---- instances ----
 
 export interface SimdKernels {
@@ -912,6 +1072,11 @@ export interface SimdKernels {
   xorMask(a: number, b: number, n: number, dst: number): void;
   joinAlpha3(rgb: number, a: number, n: number, dst: number): void;
   splitAlpha4(src: number, n: number, rgb: number, mask: number): void;
+  // mask row kernels
+  unitBytes(src: number, n: number, step: number, sel: number, flip: number, dst: number): void;
+  thresholdMask(src: number, n: number, t: number, dst: number): void;
+  scale64(p: number, rates: number, rstep: number, n: number): void;
+  blendPx(src: number, dst: number, mask: number, n: number, out: number, c: number): void;
 }
 
 let kernels: SimdKernels | undefined | null = null;
@@ -924,7 +1089,8 @@ export function simdKernels(): SimdKernels | undefined {
   try {
     const bytes = encodeModule([lanczosH(), lanczosV(), toF32(), convH(), resH(), resH64(), resV64(), convV(), intH(), intV(), lut2(), crossRow(), maskBytes(),
       colorMask(3), colorMask(4), invert(), clampMask(), combineClamp('addClamp', 0xe4), combineClamp('subClamp', 0xe5), combineClamp('mulClamp', 0xe6),
-      logicMask('andMask', v128and), logicMask('orMask', v128or), logicMask('xorMask', simd(0x51)), joinAlpha3(), splitAlpha4()]);
+      logicMask('andMask', v128and), logicMask('orMask', v128or), logicMask('xorMask', simd(0x51)), joinAlpha3(), splitAlpha4(),
+      unitBytes(), thresholdMask(), scale64(), blendPx()]);
     if (!WebAssembly.validate(bytes)) return undefined;
     const memory = new WebAssembly.Memory({ initial: 16 });
     const inst = new WebAssembly.Instance(new WebAssembly.Module(bytes), { env: { mem: memory } });
@@ -965,6 +1131,10 @@ export function simdKernels(): SimdKernels | undefined {
       xorMask: e.xorMask,
       joinAlpha3: e.joinAlpha3,
       splitAlpha4: e.splitAlpha4,
+      unitBytes: e.unitBytes,
+      thresholdMask: e.thresholdMask,
+      scale64: e.scale64,
+      blendPx: e.blendPx,
     };
     kernels = k;
   } catch {
