@@ -4,6 +4,7 @@ import { resizeFrame, resizePlane } from './resample.ts';
 import { combo, IMAGE_IN, MASK_IN, v3 } from './schema.ts';
 import { TorchGenerator } from '../models/noise.ts';
 import { cannyEdges, checkCanny } from './canny.ts';
+import { PORTER_DUFF_MODES, porterDuffPixels, rgbToYcbcrBytes, ycbcrToRgbBytes } from './image-loops.ts';
 
 /**
  * Image nodes of comfy_extras whose reference computes with torch/kornia:
@@ -11,7 +12,9 @@ import { cannyEdges, checkCanny } from './canny.ts';
  * (nodes_morphology), PorterDuffImageComposite (nodes_compositing) and Canny
  * (nodes_canny). Pixels are read as the reference's float32 values (byte /
  * 255), computed in float32 where the order of operations matters, and
- * written back as the nearest byte.
+ * written back as the nearest byte. The per-sample loops of Porter-Duff and
+ * YCbCr are in image-loops.ts (WebAssembly SIMD, JavaScript where it does
+ * not run).
  */
 
 const f32 = Math.fround;
@@ -29,18 +32,6 @@ function* eachFrame(images: ImageBatch, ctx: NodeContext): Generator<Frame> {
 
 /** byte / 255 as float32, the reference's LoadImage value of each byte. */
 const UNIT = Float32Array.from({ length: 256 }, (_, v) => v / 255);
-/** float32 c · (byte / 255) for each byte: the reference's per-channel products, made once. */
-const scaledUnits = (c: number) => Float32Array.from(UNIT, (u) => f32(f32(c) * u));
-const Y_R = scaledUnits(0.299);
-const Y_G = scaledUnits(0.587);
-const Y_B = scaledUnits(0.114);
-
-/**
- * A plain Uint8Array over a Buffer's bytes: Buffers made by sharp and by
- * JavaScript have different hidden classes, and loops that index both go
- * polymorphic (several times slower).
- */
-const bytesOf = (b: Uint8Array) => new Uint8Array(b.buffer, b.byteOffset, b.length);
 
 /** image-types' toByte, kept local so that the hot loops below inline it. */
 const byteOf = (v: number) => (v <= 0 ? 0 : v >= 1 ? 255 : Math.round(v * 255));
@@ -126,41 +117,7 @@ function morphology(f: Frame, op: string, k: number, ctx: NodeContext): Frame {
 /** kornia.color.rgb_to_ycbcr of one frame: Y, Cb, Cr each as a grey RGB frame. */
 function rgbToYuv(f: Frame): [Frame, Frame, Frame] {
   if (f.channels !== 3) throw pyError(`Input size must have a shape of (*, 3, H, W). Got torch.Size([1, ${f.channels}, ${f.height}, ${f.width}])`, 'ValueError');
-  const n = f.width * f.height;
-  const src = bytesOf(f.data);
-  const planes = [Buffer.allocUnsafe(n * 3), Buffer.allocUnsafe(n * 3), Buffer.allocUnsafe(n * 3)] as const;
-  const [yp, up, vp] = planes.map(bytesOf) as [Uint8Array, Uint8Array, Uint8Array];
-  const kb = f32(0.564);
-  const kr = f32(0.713);
-  for (let i = 0, o = 0; i < n; i++, o += 3) {
-    const r = src[o]!;
-    const b = src[o + 2]!;
-    // float32 throughout, in kornia's order: y = (0.299 r + 0.587 g) + 0.114 b, cb = (b − y) · 0.564 + 0.5, cr = (r − y) · 0.713 + 0.5.
-    const y = f32(f32(Y_R[r]! + Y_G[src[o + 1]!]!) + Y_B[b]!);
-    const cb = f32(f32(f32(UNIT[b]! - y) * kb) + 0.5);
-    const cr = f32(f32(f32(UNIT[r]! - y) * kr) + 0.5);
-    const yv = byteOf(y);
-    const uv = byteOf(cb);
-    const vv = byteOf(cr);
-    yp[o] = yp[o + 1] = yp[o + 2] = yv;
-    up[o] = up[o + 1] = up[o + 2] = uv;
-    vp[o] = vp[o + 1] = vp[o + 2] = vv;
-  }
-  return planes.map((p) => new Frame(f.width, f.height, 3, p)) as [Frame, Frame, Frame];
-}
-
-/** The float32 channel means of one frame (torch.mean over the last dimension: a float32 running sum over the channels, then / C). */
-function channelMeans(f: Frame): Float32Array {
-  const n = f.width * f.height;
-  const c = f.channels;
-  const d = bytesOf(f.data);
-  const out = new Float32Array(n);
-  for (let i = 0, o = 0; i < n; i++, o += c) {
-    let s = UNIT[d[o]!]!;
-    for (let k = 1; k < c; k++) s = f32(s + UNIT[d[o + k]!]!);
-    out[i] = s / c;
-  }
-  return out;
+  return rgbToYcbcrBytes(f.data, f.width * f.height).map((p) => new Frame(f.width, f.height, 3, p)) as [Frame, Frame, Frame];
 }
 
 /** ImageYUVToRGB: the channel means of Y, U and V, through kornia.color.ycbcr_to_rgb. */
@@ -168,108 +125,7 @@ function yuvToRgb(Y: Frame, U: Frame, V: Frame): Frame {
   for (const f of [U, V]) {
     if (f.width !== Y.width || f.height !== Y.height) throw pyError(`Sizes of tensors must match except in dimension 3. Expected size ${Y.height}x${Y.width} but got size ${f.height}x${f.width}`, 'RuntimeError');
   }
-  const n = Y.width * Y.height;
-  const ys = channelMeans(Y);
-  const us = channelMeans(U);
-  const vs = channelMeans(V);
-  const kr = f32(1.403);
-  const kgr = f32(0.714);
-  const kgb = f32(0.344);
-  const kb = f32(1.773);
-  const out = Buffer.allocUnsafe(n * 3);
-  const ob = bytesOf(out);
-  for (let i = 0, o = 0; i < n; i++, o += 3) {
-    const y = ys[i]!;
-    const cb = f32(us[i]! - 0.5);
-    const cr = f32(vs[i]! - 0.5);
-    ob[o] = byteOf(f32(y + f32(kr * cr)));
-    ob[o + 1] = byteOf(f32(f32(y - f32(kgr * cr)) - f32(kgb * cb)));
-    ob[o + 2] = byteOf(f32(y + f32(kb * cb)));
-  }
-  return new Frame(Y.width, Y.height, 3, out);
-}
-
-const PORTER_DUFF_MODES = ['ADD', 'CLEAR', 'DARKEN', 'DST', 'DST_ATOP', 'DST_IN', 'DST_OUT', 'DST_OVER', 'LIGHTEN', 'MULTIPLY', 'OVERLAY', 'SCREEN', 'SRC', 'SRC_ATOP', 'SRC_IN', 'SRC_OUT', 'SRC_OVER', 'XOR'] as const;
-
-/**
- * porter_duff_composite's image for one premultiplied sample (alphas are
- * 1 − mask), mode by its index in PORTER_DUFF_MODES. One function switching
- * on a small integer, so that the pixel loop's call stays monomorphic and is
- * inlined whatever the mode (a function per mode made the loop megamorphic:
- * three times slower from the second mode a thread ran).
- */
-function pdImage(m: number, s: number, sa: number, d: number, da: number): number {
-  switch (m) {
-    case 0: // ADD
-      return Math.min(1, Math.max(0, s + d));
-    case 1: // CLEAR
-      return 0;
-    case 2: // DARKEN
-      return (1 - da) * s + (1 - sa) * d + Math.min(s, d);
-    case 3: // DST
-      return d;
-    case 4: // DST_ATOP
-      return sa * d + (1 - da) * s;
-    case 5: // DST_IN
-      return d * sa;
-    case 6: // DST_OUT
-      return (1 - sa) * d;
-    case 7: // DST_OVER
-      return d + (1 - da) * s;
-    case 8: // LIGHTEN
-      return (1 - da) * s + (1 - sa) * d + Math.max(s, d);
-    case 9: // MULTIPLY
-      return s * d;
-    case 10: // OVERLAY
-      return 2 * d < da ? 2 * s * d : sa * da - 2 * (da - s) * (sa - d);
-    case 11: // SCREEN
-      return s + d - s * d;
-    case 12: // SRC
-      return s;
-    case 13: // SRC_ATOP
-      return da * s + (1 - sa) * d;
-    case 14: // SRC_IN
-      return s * da;
-    case 15: // SRC_OUT
-      return (1 - da) * s;
-    case 16: // SRC_OVER
-      return s + (1 - sa) * d;
-    default: // XOR
-      return (1 - da) * s + (1 - sa) * d;
-  }
-}
-
-/** porter_duff_composite's alpha, from the two alphas alone. */
-function pdAlpha(m: number, sa: number, da: number): number {
-  switch (m) {
-    case 0: // ADD
-      return Math.min(1, Math.max(0, sa + da));
-    case 1: // CLEAR
-      return 0;
-    case 3: // DST
-      return da;
-    case 4: // DST_ATOP
-    case 12: // SRC
-      return sa;
-    case 5: // DST_IN
-    case 9: // MULTIPLY
-    case 14: // SRC_IN
-      return sa * da;
-    case 6: // DST_OUT
-      return (1 - sa) * da;
-    case 7: // DST_OVER
-      return da + (1 - da) * sa;
-    case 13: // SRC_ATOP
-      return da;
-    case 15: // SRC_OUT
-      return (1 - da) * sa;
-    case 16: // SRC_OVER
-      return sa + (1 - sa) * da;
-    case 17: // XOR
-      return (1 - da) * sa + (1 - sa) * da;
-    default: // DARKEN, LIGHTEN, OVERLAY, SCREEN
-      return sa + da - sa * da;
-  }
+  return new Frame(Y.width, Y.height, 3, ycbcrToRgbBytes(Y, U, V, Y.width * Y.height));
 }
 
 async function porterDuffComposite(source: ImageBatch, sourceAlpha: MaskBatch, destination: ImageBatch, destinationAlpha: MaskBatch, mode: string, ctx: NodeContext): Promise<[ImageBatch, MaskBatch]> {
@@ -294,26 +150,9 @@ async function porterDuffComposite(source: ImageBatch, sourceAlpha: MaskBatch, d
     if (src.width !== w || src.height !== h) src = await resizeFrame(src, w, h, 'bicubic', 'center', () => ctx.checkInterrupt());
     if (sAlpha.width !== dAlpha.width || sAlpha.height !== dAlpha.height) sAlpha = resizePlane(sAlpha, dAlpha.width, dAlpha.height, 'bicubic', 'center', () => ctx.checkInterrupt());
     const c = dst.channels;
-    const px = w * h;
-    const out = Buffer.allocUnsafe(px * c);
-    const ob = bytesOf(out);
-    const outMask = new Float32Array(px);
-    const sd = bytesOf(src.data);
-    const dd = bytesOf(dst.data);
-    const sm = sAlpha.data;
-    const dm = dAlpha.data;
-    for (let p = 0, o = 0; p < px; p++) {
-      const a1 = f32(1 - sm[p]!);
-      const a2 = f32(1 - dm[p]!);
-      const alpha = f32(pdAlpha(m, a1, a2));
-      for (let ch = 0; ch < c; ch++, o++) {
-        const v = alpha > 1e-5 ? f32(f32(pdImage(m, f32(UNIT[sd[o]!]! * a1), a1, f32(UNIT[dd[o]!]! * a2), a2)) / alpha) : 0;
-        ob[o] = byteOf(v);
-      }
-      outMask[p] = f32(1 - alpha);
-    }
-    images.push(new Frame(w, h, c, out));
-    masks.push(new MaskPlane(w, h, outMask));
+    const { image, mask } = porterDuffPixels(m, src.data, dst.data, sAlpha.data, dAlpha.data, w * h, c);
+    images.push(new Frame(w, h, c, image));
+    masks.push(new MaskPlane(w, h, mask));
   }
   if (n === 0) throw pyError('stack expects a non-empty TensorList', 'RuntimeError');
   return [new ImageBatch(images), new MaskBatch(masks)];

@@ -1038,9 +1038,399 @@ function blendPx(): Fn {
   };
 }
 
+// ---- image kernels (image-loops.ts: PorterDuffImageComposite, YCbCr) ----
+
+/** This block's instructions (a namespace of their own: other blocks define some of the same). */
+const op = {
+  f32x4div: simd(0xe7),
+  f32x4gt: simd(0x44),
+  f64x2min: simd(0xf4),
+  f64x2max: simd(0xf5),
+  f64x2lt: simd(0x49),
+  v128bitselect: simd(0x52),
+  i32x4replace: (lane: number): Code => simd(0x1c, lane),
+};
+
+/** The four bytes at the address on the stack as float32 lanes (0 … 255). */
+const bytes4ToF32: Code = [...load32zero, ...i16x8extLowU8, ...i32x4extLowU16, ...f32x4fromI32];
+
+/**
+ * image-types' toByte of the four float32 lanes of local `v`, as the packed
+ * i32 of four bytes on the stack: v·255 + 0.5 in float64 (exact), truncated
+ * and saturated to 0..255 — 0 at or below 0 and for NaN, 255 at or above 1,
+ * Math.round(v·255) between. `t` is a scratch v128 local.
+ */
+const toBytes4 = (v: number, t: number): Code => [
+  ...get(v), ...f64x2promoteLow, ...f64splat(255), ...f64x2mul, ...f64splat(0.5), ...f64x2add, ...i32x4truncSatF64Zero,
+  ...get(v), ...get(v), ...highToLow, ...f64x2promoteLow, ...f64splat(255), ...f64x2mul, ...f64splat(0.5), ...f64x2add, ...i32x4truncSatF64Zero,
+  ...lowPairs, ...set(t),
+  ...get(t), ...get(t), ...i16x8narrowS32, ...set(t),
+  ...get(t), ...get(t), ...i8x16narrowU16,
+  ...i32x4lane0,
+];
+
+/** Float lanes as byte lanes for i8x16.shuffle (both operands the same vector). */
+const floatLanes = (lanes: number[]): Code => shuffle(lanes.flatMap((l) => [4 * l, 4 * l + 1, 4 * l + 2, 4 * l + 3]));
+
+/**
+ * An arithmetic expression over float32 inputs as JavaScript evaluates it:
+ * in float64, each operation rounded to double, in the order written.
+ * Leaves name inputs; numbers are constants; ['lt', a, b, x, y] is a < b ? x : y.
+ */
+export type Expr = string | number | ['+' | '-' | '*' | 'min' | 'max', Expr, Expr] | ['lt', Expr, Expr, Expr, Expr];
+
+const F64_OPS = { '+': f64x2add, '-': f64x2sub, '*': f64x2mul, min: op.f64x2min, max: op.f64x2max } as const;
+const F32_OPS = { '+': f32x4add, '-': f32x4sub, '*': f32x4mul, min: simd(0xe8), max: simd(0xe9) } as const;
+
+function leavesOf(e: Expr, out = new Set<string>()): Set<string> {
+  if (typeof e === 'string') out.add(e);
+  else if (typeof e !== 'number') for (const x of e.slice(1) as Expr[]) leavesOf(x, out);
+  return out;
+}
+
+/** Whether float32 arithmetic gives the expression's float32 rounding: a leaf, a constant, or one operation on them (a single IEEE operation rounded to double then to float32 is its float32 result, float64 having over twice float32's precision). */
+function f32Exact(e: Expr): boolean {
+  if (typeof e !== 'object') return true;
+  return e[0] !== 'lt' && typeof e[1] !== 'object' && typeof e[2] !== 'object';
+}
+
+/** f64x2 code of `e` with leaf `name` in local `at(name)`. */
+function exprF64(e: Expr, at: (name: string) => number): Code {
+  if (typeof e === 'number') return f64splat(e);
+  if (typeof e === 'string') return get(at(e));
+  if (e[0] === 'lt') return [...exprF64(e[3], at), ...exprF64(e[4], at), ...exprF64(e[1], at), ...exprF64(e[2], at), ...op.f64x2lt, ...op.v128bitselect];
+  return [...exprF64(e[1], at), ...exprF64(e[2], at), ...F64_OPS[e[0]]];
+}
+
+/** f32x4 code of an f32Exact expression with leaf `name` in local `at(name)`. */
+function exprF32(e: Expr, at: (name: string) => number): Code {
+  if (typeof e === 'number') return f32splat(e);
+  if (typeof e === 'string') return get(at(e));
+  if (e[0] === 'lt') throw new Error('not a float32 expression');
+  return [...exprF32(e[1], at), ...exprF32(e[2], at), ...F32_OPS[e[0]]];
+}
+
+/**
+ * Code leaving float32(e) on the stack, from the float32 vectors in locals
+ * `f32At(name)`: in float32 where that rounds alike (f32Exact), else in two
+ * float64 halves (each leaf promoted into the locals `f64At(name)` and
+ * `f64At(name) + 1`) demoted once at the end, as Math.fround of the double.
+ */
+function exprCode(e: Expr, f32At: (name: string) => number, f64At: (name: string) => number, lo: number): Code {
+  if (f32Exact(e)) return exprF32(e, f32At);
+  const code: Code = [];
+  for (const name of leavesOf(e)) {
+    code.push(...get(f32At(name)), ...f64x2promoteLow, ...set(f64At(name)));
+    code.push(...get(f32At(name)), ...get(f32At(name)), ...highToLow, ...f64x2promoteLow, ...set(f64At(name) + 1));
+  }
+  code.push(...exprF64(e, f64At), ...f32x4demoteZero, ...set(lo));
+  code.push(...exprF64(e, (n) => f64At(n) + 1), ...f32x4demoteZero);
+  code.push(...set(lo + 1), ...get(lo), ...get(lo + 1), ...lowPairs);
+  return code;
+}
+
+/**
+ * pdAlpha<m>(sm, dm, n, a1, a2, al, mk): PorterDuffImageComposite's alphas
+ * for n pixels, 4 a step: a1 = 1 − sm[i], a2 = 1 − dm[i] (the masks), the
+ * mode's alpha al = float32(alpha(a1, a2)) and the output mask mk = 1 − al,
+ * each stored as float32. Reads and writes up to 3 floats past n.
+ */
+function pdAlpha(m: number, alpha: Expr): Fn {
+  const [sm, dm, n, a1, a2, al, mk] = [0, 1, 2, 3, 4, 5, 6];
+  const [i, sa, da, x, lo] = [7, 8, 9, 10, 11];
+  const f64Base = 13;
+  const f32At = (name: string) => (name === 'sa' ? sa : da);
+  const f64At = (name: string) => f64Base + (name === 'sa' ? 0 : 2);
+  const at = (p: number): Code => at4(p, i);
+  return {
+    name: `pdAlpha${m}`,
+    params: [I32, I32, I32, I32, I32, I32, I32],
+    locals: [I32, V128, V128, V128, V128, V128, V128, V128, V128, V128],
+    body: [
+      i32(0), set(i),
+      whileLt(i, n,
+        f32splat(1), at(sm), v128load(), f32x4sub, set(sa),
+        f32splat(1), at(dm), v128load(), f32x4sub, set(da),
+        at(a1), get(sa), v128store(),
+        at(a2), get(da), v128store(),
+        exprCode(alpha, f32At, f64At, lo), set(x),
+        at(al), get(x), v128store(),
+        at(mk), f32splat(1), get(x), f32x4sub, v128store(),
+        inc(i, i32(4)),
+      ),
+    ],
+  };
+}
+
+/**
+ * pdImage<m>(sb, db, a1, a2, al, n, out): PorterDuffImageComposite's image
+ * for n samples, 4 a step, with each sample's alphas a1, a2 and al (float32,
+ * spread to the samples): s = float32(sb[i] / 255) · a1 and d likewise from
+ * db and a2 (float32 products), x = float32(image(s, a1, d, a2)), then
+ * x / al (float32) where al > 1e-5, else 0, as a byte (toByte) at out.
+ * Reads up to 3 samples and writes up to 3 bytes past n.
+ */
+function pdImage(m: number, image: Expr, threshold: number): Fn {
+  const [sb, db, a1, a2, al, n, out] = [0, 1, 2, 3, 4, 5, 6];
+  const [i, s, d, sa, da, x, av, lo, t] = [7, 8, 9, 10, 11, 12, 13, 14, 16];
+  const f64Base = 17;
+  const order = ['s', 'd', 'sa', 'da'];
+  const f32At = (name: string) => [s, d, sa, da][order.indexOf(name)]!;
+  const f64At = (name: string) => f64Base + 2 * order.indexOf(name);
+  const unit = (p: number): Code => [...get(p), ...get(i), ...add, ...bytes4ToF32, ...f32splat(255), ...op.f32x4div];
+  return {
+    name: `pdImage${m}`,
+    params: [I32, I32, I32, I32, I32, I32, I32],
+    locals: [I32, ...new Array(17).fill(V128)],
+    body: [
+      i32(0), set(i),
+      whileLt(i, n,
+        at4(a1, i), v128load(), set(sa),
+        at4(a2, i), v128load(), set(da),
+        unit(sb), get(sa), f32x4mul, set(s),
+        unit(db), get(da), f32x4mul, set(d),
+        at4(al, i), v128load(), set(av),
+        exprCode(image, f32At, f64At, lo), get(av), op.f32x4div,
+        get(av), f32splat(threshold), op.f32x4gt, v128and,
+        set(x),
+        get(out), get(i), add,
+        toBytes4(x, t),
+        store32(),
+        inc(i, i32(4)),
+      ),
+    ],
+  };
+}
+
+/**
+ * spread3 / spread4(src, n, dst): each of n floats written c times in a
+ * row (a pixel's value for each of its samples), 4 floats a step. Reads up
+ * to 3 floats and writes up to 3·c floats past n.
+ */
+function spread(c: 3 | 4): Fn {
+  const [src, n, dst] = [0, 1, 2];
+  const [i, v] = [3, 4];
+  const groups = c === 3 ? [[0, 0, 0, 1], [1, 1, 2, 2], [2, 3, 3, 3]] : [[0, 0, 0, 0], [1, 1, 1, 1], [2, 2, 2, 2], [3, 3, 3, 3]];
+  return {
+    name: `spread${c}`,
+    params: [I32, I32, I32],
+    locals: [I32, V128],
+    body: [
+      i32(0), set(i),
+      whileLt(i, n,
+        at4(src, i), v128load(), set(v),
+        ...groups.map((g, k) => [...get(dst), ...get(v), ...get(v), ...floatLanes(g), ...v128store(16 * k)]),
+        inc(dst, i32(16 * c)),
+        inc(i, i32(4)),
+      ),
+    ],
+  };
+}
+
+/** 16 bytes at the address on the stack: the 4 pixels of 3 bytes there, channel `ch` of each as int32 lanes (c: bytes a pixel, 3 or 4). */
+const channelOf = (c: 3 | 4, ch: number): Code => {
+  const z = 16;
+  return [...v128zero, ...shuffle([0, 1, 2, 3].flatMap((p) => [p * c + ch, z, z, z]))];
+};
+
+/**
+ * rgbToYcbcr(src, n, yp, up, vp): kornia's rgb_to_ycbcr over n RGB pixels
+ * (3 bytes at src), in float32 and its order: with u = float32(byte / 255),
+ * y = (0.299·r + 0.587·g) + 0.114·b, cb = (b − y)·0.564 + 0.5,
+ * cr = (r − y)·0.713 + 0.5 (each constant float32, each operation rounded
+ * to float32); each as toByte written 3 times (a grey RGB pixel) at yp, up,
+ * vp. 4 pixels a step; reads up to 16 bytes past the pixels, writes up to 16
+ * bytes past each output.
+ */
+function rgbToYcbcr(): Fn {
+  const [src, n, yp, up, vp] = [0, 1, 2, 3, 4];
+  const [i, r, g, b, y, t, px] = [5, 6, 7, 8, 9, 10, 11];
+  const unit = (ch: number): Code => [...get(px), ...channelOf(3, ch), ...f32x4fromI32, ...f32splat(255), ...op.f32x4div];
+  const triple = shuffle([0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3]);
+  const put = (dst: number, v: number): Code => [...get(dst), ...toBytes4(v, t), ...i32x4splat, ...set(t), ...get(t), ...get(t), ...triple, ...v128store(), ...inc(dst, i32(12))];
+  return {
+    name: 'rgbToYcbcr',
+    params: [I32, I32, I32, I32, I32],
+    locals: [I32, V128, V128, V128, V128, V128, V128],
+    body: [
+      i32(0), set(i),
+      whileLt(i, n,
+        get(src), v128load(), set(px),
+        unit(0), set(r), unit(1), set(g), unit(2), set(b),
+        f32splat(0.299), get(r), f32x4mul, f32splat(0.587), get(g), f32x4mul, f32x4add, f32splat(0.114), get(b), f32x4mul, f32x4add, set(y),
+        put(yp, y),
+        get(b), get(y), f32x4sub, f32splat(0.564), f32x4mul, f32splat(0.5), f32x4add, set(b),
+        put(up, b),
+        get(r), get(y), f32x4sub, f32splat(0.713), f32x4mul, f32splat(0.5), f32x4add, set(r),
+        put(vp, r),
+        inc(src, i32(12)),
+        inc(i, i32(4)),
+      ),
+    ],
+  };
+}
+
+/**
+ * means3 / means4(src, n, dst): the float32 mean of each pixel's c channels
+ * (bytes at src) as torch.mean: float32(byte / 255) summed in float32 from
+ * the first channel, then / c. 4 pixels a step; reads up to 16 bytes past
+ * the pixels, writes up to 3 floats past n.
+ */
+function means(c: 3 | 4): Fn {
+  const [src, n, dst] = [0, 1, 2];
+  const [i, px] = [3, 4];
+  const unit = (ch: number): Code => [...get(px), ...channelOf(c, ch), ...f32x4fromI32, ...f32splat(255), ...op.f32x4div];
+  const sum: Code = [...unit(0)];
+  for (let ch = 1; ch < c; ch++) sum.push(...unit(ch), ...f32x4add);
+  return {
+    name: `means${c}`,
+    params: [I32, I32, I32],
+    locals: [I32, V128],
+    body: [
+      i32(0), set(i),
+      whileLt(i, n,
+        get(src), v128load(), set(px),
+        at4(dst, i), sum, f32splat(c), op.f32x4div, v128store(),
+        inc(src, i32(4 * c)),
+        inc(i, i32(4)),
+      ),
+    ],
+  };
+}
+
+/**
+ * ycbcrToRgb(ys, us, vs, n, dst): kornia's ycbcr_to_rgb of float32 planes in
+ * float32 and its order: cb = u − 0.5, cr = v − 0.5, r = y + 1.403·cr,
+ * g = (y − 0.714·cr) − 0.344·cb, b = y + 1.773·cb; each as toByte, RGB
+ * interleaved at dst. 4 pixels a step; reads up to 3 floats past n, writes
+ * up to 16 bytes past the pixels.
+ */
+function ycbcrToRgb(): Fn {
+  const [ys, us, vs, n, dst] = [0, 1, 2, 3, 4];
+  const [i, y, cb, cr, v, t] = [5, 6, 7, 8, 9, 10];
+  return {
+    name: 'ycbcrToRgb',
+    params: [I32, I32, I32, I32, I32],
+    locals: [I32, V128, V128, V128, V128, V128],
+    body: [
+      i32(0), set(i),
+      whileLt(i, n,
+        at4(ys, i), v128load(), set(y),
+        at4(us, i), v128load(), f32splat(0.5), f32x4sub, set(cb),
+        at4(vs, i), v128load(), f32splat(0.5), f32x4sub, set(cr),
+        get(dst),
+        get(y), f32splat(1.403), get(cr), f32x4mul, f32x4add, set(v),
+        toBytes4(v, t), i32x4splat,
+        get(y), f32splat(0.714), get(cr), f32x4mul, f32x4sub, f32splat(0.344), get(cb), f32x4mul, f32x4sub, set(v),
+        toBytes4(v, t), op.i32x4replace(1),
+        get(y), f32splat(1.773), get(cb), f32x4mul, f32x4add, set(v),
+        toBytes4(v, t), op.i32x4replace(2),
+        set(t), get(t), get(t), shuffle([0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11, 12, 13, 14, 15]),
+        v128store(),
+        inc(dst, i32(12)),
+        inc(i, i32(4)),
+      ),
+    ],
+  };
+}
+
+
+/**
+ * PorterDuffImageComposite's image and alpha of each mode (index in
+ * image-loops' PD_MODE_NAMES), as its JavaScript evaluates them: s and d the
+ * premultiplied samples, sa and da the alphas.
+ */
+const oneMinus = (a: Expr): Expr => ['-', 1, a];
+const PD_IMAGE: Expr[] = [
+  ['min', 1, ['max', 0, ['+', 's', 'd']]], // ADD
+  0, // CLEAR
+  ['+', ['+', ['*', oneMinus('da'), 's'], ['*', oneMinus('sa'), 'd']], ['min', 's', 'd']], // DARKEN
+  'd', // DST
+  ['+', ['*', 'sa', 'd'], ['*', oneMinus('da'), 's']], // DST_ATOP
+  ['*', 'd', 'sa'], // DST_IN
+  ['*', oneMinus('sa'), 'd'], // DST_OUT
+  ['+', 'd', ['*', oneMinus('da'), 's']], // DST_OVER
+  ['+', ['+', ['*', oneMinus('da'), 's'], ['*', oneMinus('sa'), 'd']], ['max', 's', 'd']], // LIGHTEN
+  ['*', 's', 'd'], // MULTIPLY
+  ['lt', ['*', 2, 'd'], 'da', ['*', ['*', 2, 's'], 'd'], ['-', ['*', 'sa', 'da'], ['*', ['*', 2, ['-', 'da', 's']], ['-', 'sa', 'd']]]], // OVERLAY
+  ['-', ['+', 's', 'd'], ['*', 's', 'd']], // SCREEN
+  's', // SRC
+  ['+', ['*', 'da', 's'], ['*', oneMinus('sa'), 'd']], // SRC_ATOP
+  ['*', 's', 'da'], // SRC_IN
+  ['*', oneMinus('da'), 's'], // SRC_OUT
+  ['+', 's', ['*', oneMinus('sa'), 'd']], // SRC_OVER
+  ['+', ['*', oneMinus('da'), 's'], ['*', oneMinus('sa'), 'd']], // XOR
+];
+const UNION: Expr = ['-', ['+', 'sa', 'da'], ['*', 'sa', 'da']];
+const PD_ALPHA: Expr[] = [
+  ['min', 1, ['max', 0, ['+', 'sa', 'da']]], // ADD
+  0, // CLEAR
+  UNION, // DARKEN
+  'da', // DST
+  'sa', // DST_ATOP
+  ['*', 'sa', 'da'], // DST_IN
+  ['*', oneMinus('sa'), 'da'], // DST_OUT
+  ['+', 'da', ['*', oneMinus('da'), 'sa']], // DST_OVER
+  UNION, // LIGHTEN
+  ['*', 'sa', 'da'], // MULTIPLY
+  UNION, // OVERLAY
+  UNION, // SCREEN
+  'sa', // SRC
+  'da', // SRC_ATOP
+  ['*', 'sa', 'da'], // SRC_IN
+  ['*', oneMinus('da'), 'sa'], // SRC_OUT
+  ['+', 'sa', ['*', oneMinus('sa'), 'da']], // SRC_OVER
+  ['+', ['*', oneMinus('da'), 'sa'], ['*', oneMinus('sa'), 'da']], // XOR
+];
+
+/** The largest float32 at or below 1e-5: for a float32 a, a > 1e-5 (in double) exactly when a > this. */
+function belowThreshold(): number {
+  const f = new Float32Array([1e-5]);
+  if (f[0]! > 1e-5) new Int32Array(f.buffer)[0]! -= 1;
+  return f[0]!;
+}
+
+function imageKernelFns(): Fn[] {
+  const t = belowThreshold();
+  return [
+    ...PD_ALPHA.map((e, m) => pdAlpha(m, e)),
+    ...PD_IMAGE.map((e, m) => pdImage(m, e, t)),
+    spread(3), spread(4),
+    rgbToYcbcr(), means(3), means(4), ycbcrToRgb(),
+  ];
+}
+
+/** The image kernels' exports (imageKernelFns, by name). */
+export interface ImageKernels {
+  /** pdAlpha[m](sm, dm, n, a1, a2, al, mk) */
+  pdAlpha: Array<(sm: number, dm: number, n: number, a1: number, a2: number, al: number, mk: number) => void>;
+  /** pdImage[m](sb, db, a1, a2, al, n, out) */
+  pdImage: Array<(sb: number, db: number, a1: number, a2: number, al: number, n: number, out: number) => void>;
+  spread3(src: number, n: number, dst: number): void;
+  spread4(src: number, n: number, dst: number): void;
+  rgbToYcbcr(src: number, n: number, yp: number, up: number, vp: number): void;
+  means3(src: number, n: number, dst: number): void;
+  means4(src: number, n: number, dst: number): void;
+  ycbcrToRgb(ys: number, us: number, vs: number, n: number, dst: number): void;
+}
+
+function imageKernelExports(e: Record<string, (...a: number[]) => void>): ImageKernels {
+  const fn = (name: string) => e[name] as never;
+  return {
+    pdAlpha: PD_ALPHA.map((_, m) => fn(`pdAlpha${m}`)),
+    pdImage: PD_IMAGE.map((_, m) => fn(`pdImage${m}`)),
+    spread3: fn('spread3'),
+    spread4: fn('spread4'),
+    rgbToYcbcr: fn('rgbToYcbcr'),
+    means3: fn('means3'),
+    means4: fn('means4'),
+    ycbcrToRgb: fn('ycbcrToRgb'),
+  };
+}
+
 // ---- instances ----
 
-export interface SimdKernels {
+export interface SimdKernels extends ImageKernels {
   /** The module's memory as bytes (a new view after every `reserve` that grew it). */
   u8: Uint8Array;
   i32: Int32Array;
@@ -1087,7 +1477,7 @@ export function simdKernels(): SimdKernels | undefined {
   kernels = undefined;
   if (process.env.WORKFLOW_IMAGE_KERNELS === 'js') return undefined;
   try {
-    const bytes = encodeModule([lanczosH(), lanczosV(), toF32(), convH(), resH(), resH64(), resV64(), convV(), intH(), intV(), lut2(), crossRow(), maskBytes(),
+    const bytes = encodeModule([...imageKernelFns(), lanczosH(), lanczosV(), toF32(), convH(), resH(), resH64(), resV64(), convV(), intH(), intV(), lut2(), crossRow(), maskBytes(),
       colorMask(3), colorMask(4), invert(), clampMask(), combineClamp('addClamp', 0xe4), combineClamp('subClamp', 0xe5), combineClamp('mulClamp', 0xe6),
       logicMask('andMask', v128and), logicMask('orMask', v128or), logicMask('xorMask', simd(0x51)), joinAlpha3(), splitAlpha4(),
       unitBytes(), thresholdMask(), scale64(), blendPx()]);
@@ -1096,6 +1486,7 @@ export function simdKernels(): SimdKernels | undefined {
     const inst = new WebAssembly.Instance(new WebAssembly.Module(bytes), { env: { mem: memory } });
     const e = inst.exports as unknown as SimdKernels;
     const k: SimdKernels = {
+      ...imageKernelExports(inst.exports as Record<string, (...a: number[]) => void>),
       u8: new Uint8Array(memory.buffer),
       i32: new Int32Array(memory.buffer),
       f32: new Float32Array(memory.buffer),
