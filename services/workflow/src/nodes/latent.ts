@@ -1,4 +1,4 @@
-import { MaskBatch, maskPlanes, MaskPlane } from './image-types.ts';
+import { checkSize, MaskBatch, maskPlanes, MaskPlane } from './image-types.ts';
 import { resizePlane, type UpscaleMethod } from './resample.ts';
 
 /**
@@ -129,14 +129,21 @@ export function upscaleTensor(t: Tensor, width: number, height: number, method: 
     if (crop === 'center') t = centreCropTensor(t, width, height);
     return bislerp(t, width, height, checkInterrupt);
   }
-  return mapPlanes(
-    t,
-    (plane, w, h) => {
-      const r = resizePlane(new MaskPlane(w, h, plane), width, height, method, crop, checkInterrupt);
-      return { data: r.data, w: r.width, h: r.height };
-    },
-    checkInterrupt,
-  );
+  // Each plane resized straight into the output tensor (a plane-sized allocation each cost more than the resize).
+  const h = t.dim(-2);
+  const w = t.dim(-1);
+  const planes = t.data.length / (w * h);
+  if (planes === 0) return zeros([...t.shape.slice(0, -2), h, w]);
+  checkSize(width, height);
+  const out = zeros([...t.shape.slice(0, -2), height, width]);
+  const n = width * height;
+  for (let i = 0; i < planes; i++) {
+    checkInterrupt();
+    const into = out.data.subarray(i * n, (i + 1) * n);
+    const r = resizePlane(new MaskPlane(w, h, t.data.subarray(i * w * h, (i + 1) * w * h)), width, height, method, crop, checkInterrupt, into);
+    if (r.data !== into) into.set(r.data);
+  }
+  return out;
 }
 
 function centreCropTensor(t: Tensor, width: number, height: number): Tensor {

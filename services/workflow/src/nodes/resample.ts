@@ -1,4 +1,5 @@
 import { checkSize, clampByte, Frame, MaskPlane } from './image-types.ts';
+import { nearestPlane, resamplePlane } from './plane-loops.ts';
 import { simdKernels, type SimdKernels } from './simd-kernels.ts';
 
 /**
@@ -1096,8 +1097,14 @@ function nearestFrame(f: Frame, ow: number, oh: number, checkInterrupt: () => vo
   return new Frame(ow, oh, c, out);
 }
 
-/** Resizes a mask plane (floats, no clamping: as torch leaves them). Lanczos goes through bytes, as the reference's PIL path does. */
-export function resizePlane(p: MaskPlane, ow: number, oh: number, method: UpscaleMethod, crop: 'disabled' | 'center' = 'disabled', checkInterrupt: () => void = noop): MaskPlane {
+/**
+ * Resizes a mask plane (floats, no clamping: as torch leaves them). Lanczos
+ * goes through bytes, as the reference's PIL path does. With `into` (ow × oh
+ * floats, all +0), nearest and separable resizes write their samples there
+ * (the result's data is then `into`): a latent's planes go straight into its
+ * tensor, without a plane-sized allocation each.
+ */
+export function resizePlane(p: MaskPlane, ow: number, oh: number, method: UpscaleMethod, crop: 'disabled' | 'center' = 'disabled', checkInterrupt: () => void = noop, into?: Float32Array): MaskPlane {
   checkSize(ow, oh);
   if (crop === 'center') {
     const r = centreCrop(p.width, p.height, ow, oh);
@@ -1111,67 +1118,6 @@ export function resizePlane(p: MaskPlane, ow: number, oh: number, method: Upscal
     for (let i = 0; i < out.length; i++) out[i] = clampByte(out[i]!) / 255;
     return new MaskPlane(ow, oh, out);
   }
-  if (method === 'nearest-exact') return nearestPlane(p, ow, oh, checkInterrupt);
-  return new MaskPlane(ow, oh, resamplePlane(p.data, p.width, p.height, ow, oh, makeTaps(p.width, ow, method), makeTaps(p.height, oh, method), checkInterrupt));
-}
-
-/**
- * resampleSamples for one float plane, operation for operation (each tap's
- * product added to a float32 accumulator, zero weights skipped), in a
- * function that only ever sees Float32Arrays: resampleSamples also runs on
- * bytes, and its element loads, polymorphic, cost several times more.
- */
-function resamplePlane(src: Float32Array, w: number, h: number, ow: number, oh: number, tx: Taps, ty: Taps, checkInterrupt: () => void): Float32Array {
-  const tmp = new Float32Array(h * ow);
-  const kx = tx.k;
-  const xw = tx.w;
-  const xi = tx.idx;
-  for (let y = 0; y < h; y++) {
-    const rowIn = y * w;
-    const rowOut = y * ow;
-    for (let x = 0; x < ow; x++) {
-      let acc = 0;
-      for (let t = x * kx, end = t + kx; t < end; t++) {
-        const wt = xw[t]!;
-        if (wt !== 0) acc = Math.fround(acc + wt * src[rowIn + xi[t]!]!);
-      }
-      tmp[rowOut + x] = acc;
-    }
-    if ((y & 255) === 255) checkInterrupt();
-  }
-  const out = new Float32Array(oh * ow);
-  const ky = ty.k;
-  for (let y = 0; y < oh; y++) {
-    const o = y * ow;
-    for (let t = y * ky, end = t + ky; t < end; t++) {
-      const wt = ty.w[t]!;
-      if (wt === 0) continue;
-      const s = ty.idx[t]! * ow;
-      for (let i = 0; i < ow; i++) out[o + i] = Math.fround(out[o + i]! + wt * tmp[s + i]!);
-    }
-    if ((y & 255) === 255) checkInterrupt();
-  }
-  return out;
-}
-
-/**
- * nearest-exact on a float plane by gathering, as nearestFrame: what
- * resampleSamples gives with its one tap of weight 1 (0 + 1 · v, so −0
- * becomes +0 there too), without its two passes of multiply-adds.
- */
-function nearestPlane(p: MaskPlane, ow: number, oh: number, checkInterrupt: () => void): MaskPlane {
-  const { width: w, data } = p;
-  const xs = makeTaps(w, ow, 'nearest-exact').idx;
-  const ys = makeTaps(p.height, oh, 'nearest-exact').idx;
-  const out = new Float32Array(ow * oh);
-  for (let y = 0; y < oh; y++) {
-    const o = y * ow;
-    if (y > 0 && ys[y] === ys[y - 1]) out.copyWithin(o, o - ow, o);
-    else {
-      const row = ys[y]! * w;
-      for (let x = 0; x < ow; x++) out[o + x] = data[row + xs[x]!]! + 0;
-    }
-    if ((y & 255) === 255) checkInterrupt();
-  }
-  return new MaskPlane(ow, oh, out);
+  if (method === 'nearest-exact') return new MaskPlane(ow, oh, nearestPlane(p.data, p.width, ow, oh, makeTaps(p.width, ow, method).idx, makeTaps(p.height, oh, method).idx, checkInterrupt, true, into));
+  return new MaskPlane(ow, oh, resamplePlane(p.data, p.width, p.height, ow, oh, makeTaps(p.width, ow, method), makeTaps(p.height, oh, method), checkInterrupt, true, into));
 }

@@ -1038,12 +1038,14 @@ function blendPx(): Fn {
   };
 }
 
-// ---- image kernels (image-loops.ts: PorterDuffImageComposite, YCbCr) ----
+// ---- image kernels (image-loops.ts: PorterDuffImageComposite, YCbCr; plane-loops.ts: float-plane resizes) ----
 
 /** This block's instructions (a namespace of their own: other blocks define some of the same). */
 const op = {
   f32x4div: simd(0xe7),
+  f32x4ne: simd(0x42),
   f32x4gt: simd(0x44),
+  f32x4replace: (lane: number): Code => simd(0x20, lane),
   f64x2min: simd(0xf4),
   f64x2max: simd(0xf5),
   f64x2lt: simd(0x49),
@@ -1227,6 +1229,7 @@ function spread(c: 3 | 4): Fn {
   };
 }
 
+const f32load0 = f32load();
 /** 16 bytes at the address on the stack: the 4 pixels of 3 bytes there, channel `ch` of each as int32 lanes (c: bytes a pixel, 3 or 4). */
 const channelOf = (c: 3 | 4, ch: number): Code => {
   const z = 16;
@@ -1334,6 +1337,177 @@ function ycbcrToRgb(): Fn {
   };
 }
 
+/** acc ← float32(acc + w·row) lane by lane where w ≠ 0 (acc kept where w is ±0), the sum in float64 as JavaScript's `Math.fround(acc + w * x)`; w and row are float32 vectors on locals. */
+const tapF64 = (acc: number, w: number, row: number, lo: number): Code => [
+  ...get(acc), ...f64x2promoteLow, ...get(w), ...f64x2promoteLow, ...get(row), ...f64x2promoteLow, ...f64x2mul, ...f64x2add, ...f32x4demoteZero, ...set(lo),
+  ...get(acc), ...get(acc), ...highToLow, ...f64x2promoteLow,
+  ...get(w), ...get(w), ...highToLow, ...f64x2promoteLow,
+  ...get(row), ...get(row), ...highToLow, ...f64x2promoteLow,
+  ...f64x2mul, ...f64x2add, ...f32x4demoteZero,
+  ...set(row), ...get(lo), ...get(row), ...lowPairs,
+  ...get(acc),
+  ...get(w), ...f32splat(0), ...op.f32x4ne,
+  ...op.v128bitselect, ...set(acc),
+];
+
+/**
+ * float32(0 + w·x) on the vector on the stack (p = w·x in float32, x in
+ * local x): the product exact in float64 rounds once to float32, so it is
+ * the float32 product — but where it is exactly zero (x is ±0, w finite)
+ * 0 + it is +0, while a product that only underflows float32 keeps its sign.
+ */
+const plusZeroProduct = (x: number, p: number): Code => [
+  ...set(p), ...get(p), ...f32splat(0), ...f32x4add, ...get(p),
+  ...get(x), ...f32splat(0), ...simd(0x41), // f32x4.eq
+  ...op.v128bitselect,
+];
+
+/** f32x4 of float32(0 + w·x) where w ≠ 0, else +0 (locals w, x; p a scratch local): a first tap from an accumulator of 0. */
+const firstTap = (w: number, x: number, p: number): Code => [
+  ...get(w), ...get(x), ...f32x4mul, ...plusZeroProduct(x, p),
+  ...v128zero,
+  ...get(w), ...f32splat(0), ...op.f32x4ne,
+  ...op.v128bitselect,
+];
+
+/**
+ * planeH(src, stride, rows, xo, w, k, ow, owPad, dst): the horizontal pass
+ * of a float-plane resampling (plane-loops' resamplePlane), 4 outputs a
+ * step: for each of `rows` rows (float32 at src, `stride` bytes apart) and
+ * output x, acc = float32(acc + w·src[…]) over its k ≥ 1 taps in order from
+ * 0, skipping weights ±0, the sum in float64 (the first tap's in float32:
+ * plusZeroProduct); the rows' ow outputs packed at dst. Tap tables are
+ * tap-major: xo[t·owPad + x] (int32 byte offsets into the row) and
+ * w[t·owPad + x] (float32; lanes past ow hold offset 0, weight 0). Writes up
+ * to 3 floats past the last row.
+ */
+function planeH(): Fn {
+  const [src, stride, rows, xo, w, k, ow, owPad, dst] = [0, 1, 2, 3, 4, 5, 6, 7, 8];
+  const [r, x, t, p, wd, stepT, acc, wv, v, lo] = [9, 10, 11, 12, 13, 14, 15, 16, 17, 18];
+  const lane = (j: number): Code => [...get(src), ...get(p), ...load32(4 * j), ...add, ...f32load0, ...op.f32x4replace(j)];
+  const gather: Code = [...v128zero, ...lane(0), ...lane(1), ...lane(2), ...lane(3), ...set(v)];
+  const weights: Code = [...get(p), ...get(wd), ...add, ...v128load(), ...set(wv)];
+  return {
+    name: 'planeH',
+    params: [I32, I32, I32, I32, I32, I32, I32, I32, I32],
+    locals: [I32, I32, I32, I32, I32, I32, V128, V128, V128, V128],
+    body: [
+      get(w), get(xo), [0x6b], set(wd),
+      get(owPad), i32(2), shl, set(stepT),
+      i32(0), set(r),
+      whileLt(r, rows,
+        i32(0), set(x),
+        whileLt(x, ow,
+          at4(xo, x), set(p),
+          weights, gather, firstTap(wv, v, lo), set(acc),
+          inc(p, get(stepT)),
+          i32(1), set(t),
+          whileLt(t, k,
+            weights, gather,
+            tapF64(acc, wv, v, lo),
+            inc(p, get(stepT)),
+            inc(t, i32(1)),
+          ),
+          at4(dst, x), get(acc), v128store(),
+          inc(x, i32(4)),
+        ),
+        inc(src, get(stride)),
+        inc(dst, [...get(ow), ...i32(2), ...shl]),
+        inc(r, i32(1)),
+      ),
+    ],
+  };
+}
+
+/**
+ * planeV(band, oh, yo, yw, k, n, dst): the vertical pass of a float-plane
+ * resampling: for each of oh output rows (n floats each, packed at dst),
+ * acc = float32(acc + w·row[i]) over its k taps in order from 0, skipping
+ * weights ±0 (a row without any is 0), the sum in float64 (the first tap's
+ * in float32: plusZeroProduct); tap t of row y reads the float32 row
+ * at band + yo[y·k + t] (byte offset) with weight yw[y·k + t]. A tap at a
+ * time over the row, 4 samples a step. Reads up to 3 floats past each row,
+ * writes up to 3 past the last.
+ */
+function planeV(): Fn {
+  const [band, oh, yo, yw, k, n, dst] = [0, 1, 2, 3, 4, 5, 6];
+  const [y, i, t, e, row, first, wf, w64, a, x, lo] = [7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17];
+  const half = (hi: boolean): Code => {
+    const low = (l: number): Code => (hi ? [...get(l), ...get(l), ...highToLow, ...f64x2promoteLow] : [...get(l), ...f64x2promoteLow]);
+    return [...low(a), ...get(w64), ...low(x), ...f64x2mul, ...f64x2add, ...f32x4demoteZero];
+  };
+  const each = (...body: Code[]): Code => [...i32(0), ...set(i), ...whileLt(i, n, ...body, inc(i, i32(4)))];
+  return {
+    name: 'planeV',
+    params: [I32, I32, I32, I32, I32, I32, I32],
+    locals: [I32, I32, I32, I32, I32, I32, F32, V128, V128, V128, V128],
+    body: [
+      i32(0), set(y),
+      whileLt(y, oh,
+        i32(1), set(first),
+        get(y), get(k), mul, set(t),
+        get(t), get(k), add, set(e),
+        whileLt(t, e,
+          block(
+            at4(yw, t), f32load0, set(wf),
+            get(wf), f32const(0), [0x5b], brIf(0), // f32.eq: a weight of ±0 is skipped
+            get(band), at4(yo, t), load32(), add, set(row),
+            get(first), [0x04, 0x40],
+            each(at4(dst, i), get(wf), f32x4splat, at4(row, i), v128load(), set(x), get(x), f32x4mul, plusZeroProduct(x, lo), v128store()),
+            i32(0), set(first),
+            [0x05],
+            get(wf), f32toF64, f64x2splat, set(w64),
+            each(
+              at4(dst, i), v128load(), set(a),
+              at4(row, i), v128load(), set(x),
+              at4(dst, i), half(false), set(lo), half(true), set(x), get(lo), get(x), lowPairs, v128store(),
+            ),
+            [0x0b],
+          ),
+          inc(t, i32(1)),
+        ),
+        get(first), [0x04, 0x40],
+        each(at4(dst, i), v128zero, v128store()),
+        [0x0b],
+        inc(dst, [...get(n), ...i32(2), ...shl]),
+        inc(y, i32(1)),
+      ),
+    ],
+  };
+}
+
+/**
+ * gatherRows(band, ro, oh, xo, ow, dst): nearest-neighbour rows of a float
+ * plane: output row y, x is the float32 at band + ro[y] + xo[x] (byte
+ * offsets) plus 0 (−0 becomes +0, as JavaScript's `v + 0`), rows of ow
+ * floats packed at dst, 4 a step. Reads xo up to 3 past ow (pad with 0),
+ * writes up to 3 floats past the last row.
+ */
+function gatherRows(): Fn {
+  const [band, ro, oh, xo, ow, dst] = [0, 1, 2, 3, 4, 5];
+  const [y, x, row] = [6, 7, 8];
+  const lane = (j: number): Code => [...get(row), ...at4(xo, x), ...load32(4 * j), ...add, ...f32load0, ...op.f32x4replace(j)];
+  return {
+    name: 'gatherRows',
+    params: [I32, I32, I32, I32, I32, I32],
+    locals: [I32, I32, I32],
+    body: [
+      i32(0), set(y),
+      whileLt(y, oh,
+        get(band), at4(ro, y), load32(), add, set(row),
+        i32(0), set(x),
+        whileLt(x, ow,
+          at4(dst, x),
+          v128zero, lane(0), lane(1), lane(2), lane(3), f32splat(0), f32x4add,
+          v128store(),
+          inc(x, i32(4)),
+        ),
+        inc(dst, [...get(ow), ...i32(2), ...shl]),
+        inc(y, i32(1)),
+      ),
+    ],
+  };
+}
 
 /**
  * PorterDuffImageComposite's image and alpha of each mode (index in
@@ -1397,6 +1571,7 @@ function imageKernelFns(): Fn[] {
     ...PD_IMAGE.map((e, m) => pdImage(m, e, t)),
     spread(3), spread(4),
     rgbToYcbcr(), means(3), means(4), ycbcrToRgb(),
+    planeH(), planeV(), gatherRows(),
   ];
 }
 
@@ -1412,6 +1587,9 @@ export interface ImageKernels {
   means3(src: number, n: number, dst: number): void;
   means4(src: number, n: number, dst: number): void;
   ycbcrToRgb(ys: number, us: number, vs: number, n: number, dst: number): void;
+  planeH(src: number, stride: number, rows: number, xo: number, w: number, k: number, ow: number, owPad: number, dst: number): void;
+  planeV(band: number, oh: number, yo: number, yw: number, k: number, n: number, dst: number): void;
+  gatherRows(band: number, ro: number, oh: number, xo: number, ow: number, dst: number): void;
 }
 
 function imageKernelExports(e: Record<string, (...a: number[]) => void>): ImageKernels {
@@ -1425,6 +1603,9 @@ function imageKernelExports(e: Record<string, (...a: number[]) => void>): ImageK
     means3: fn('means3'),
     means4: fn('means4'),
     ycbcrToRgb: fn('ycbcrToRgb'),
+    planeH: fn('planeH'),
+    planeV: fn('planeV'),
+    gatherRows: fn('gatherRows'),
   };
 }
 
