@@ -407,7 +407,8 @@ function blendSimd(k: SimdKernels, src: Uint8Array, sw: number, dst: Uint8Array,
   let pieces = 0;
   let filled = 0;
   const flush = () => {
-    k.blendPx(S, D, M, filled, O, c);
+    if (c === 3) k.blendPx3(S, D, M, filled, O);
+    else k.blendPx4(S, D, M, filled, O);
     for (let p = 0, at = 0; p < pieces; p++) {
       const len = lens[p]!;
       const di = (rowsOf[p]! * dw + colsOf[p]!) * c;

@@ -989,50 +989,82 @@ function scale64(): Fn {
 }
 
 /**
- * blendPx(src, dst, mask, n, out, c): n pixels of c (3 or 4) bytes, one a
- * vector (its channels in the lanes, two float64 halves): a·s + (1 − a)·d
- * with a the float32 mask[i] and s, d the source and destination bytes, in
- * float64 as JavaScript (products, then their sum), rounded half up (the
- * floor, plus one where the exact remainder is at least ½: Math.round) and
- * clipped to a byte (NaN: 0), 4 bytes stored at out + i·c (for c = 3 the
- * fourth is the next pixel's, which overwrites it). Reads 4 bytes a pixel
- * at src and dst and writes 4 at out: each needs a byte of padding.
+ * blendPx3 / blendPx4(src, dst, mask, n, out): n pixels of 3 (4) bytes, 4
+ * a step: a·s + (1 − a)·d per channel, with a the float32 mask[i] and s, d
+ * the source and destination bytes, in float64 as JavaScript (products,
+ * then their sum), rounded half up and clipped to a byte (NaN: 0) into
+ * out. Rounding: v + ½ truncated (saturating) where v ≥ ½, else 0. That is
+ * Math.round(v) clamped: v + ½ is exact from ½ up, or rounds within the
+ * binade above without reaching the next integer; below ½ (where 0.5 − 2^−54
+ * + ½ would round up to 1) the result is 0 anyway. Shuffles are kept to
+ * patterns of one operand (a generic two-operand shuffle costs several
+ * times more). Reads and writes up to 3 pixels (and 4 bytes) past n at each
+ * pointer.
  */
-function blendPx(): Fn {
-  const [src, dst, mask, n, out, c] = [0, 1, 2, 3, 4, 5];
-  const [i, s, d, a, ia, lo, hi, f] = [6, 7, 8, 9, 10, 11, 12, 13];
-  const bytes = (p: number): Code => [...get(p), ...load32zero, ...i16x8extLowU8, ...i32x4extLowU16];
-  /** Lanes 0, 1 (high: 2, 3) of the int32 vector v as float64. */
-  const lanes = (v: number, high: boolean): Code => (high ? [...get(v), ...get(v), ...highToLow, ...f64x2fromI32LowU] : [...get(v), ...f64x2fromI32LowU]);
-  const mix = (high: boolean): Code => [...get(a), ...lanes(s, high), ...f64x2mul, ...get(ia), ...lanes(d, high), ...f64x2mul, ...f64x2add];
-  const round = (x: number): Code => [
-    ...get(x), ...f64x2floor, ...set(f),
-    ...get(f), ...get(x), ...get(f), ...f64x2sub, ...f64splat(0.5), ...f64x2ge, ...f64splat(1), ...v128and, ...f64x2add,
+function blendPx(c: 3 | 4): Fn {
+  const [src, dst, mask, n, out] = [0, 1, 2, 3, 4];
+  const [i, s, d, a01, a23, i01, i23, w, g0, g1, g2, g3, half, one, qs, qd] = [5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 23];
+  /** The bytes of v (s or d) widened to int32 quarters: samples 0-3, 4-7, 8-11 (12-15) in the locals from `at`. */
+  const quarters = (v: number, at: number): Code => [
+    ...get(v), ...i16x8extLowU8, ...set(w),
+    ...get(w), ...i32x4extLowU16, ...set(at),
+    ...get(w), ...i32x4extHighU16, ...set(at + 1),
+    ...get(v), ...i16x8extHighU8, ...set(w),
+    ...get(w), ...i32x4extLowU16, ...set(at + 2),
+    ...(c === 4 ? [...get(w), ...i32x4extHighU16, ...set(at + 3)] : []),
+  ];
+  /** Samples j, j + 1 (j even) of s or d as float64, from its quarter ⌊j / 4⌋. */
+  const sample = (q0: number, j: number): Code => {
+    const q = q0 + (j >> 2);
+    return j % 4 === 0 ? [...get(q), ...f64x2fromI32LowS] : [...get(q), ...get(q), ...highToLow, ...f64x2fromI32LowS];
+  };
+  const bytes8 = (p: number): number[] => Array.from({ length: 8 }, (_, b) => p * 8 + b);
+  /** The float64 pair of per-pixel values for samples j, j + 1 (pixels ⌊j / c⌋, ⌊(j + 1) / c⌋: both in lo (pixels 0, 1) or both in hi). */
+  const pixels = (lo: number, hi: number, j: number): Code => {
+    const p = Math.floor(j / c);
+    const q = Math.floor((j + 1) / c);
+    if ((p < 2) !== (q < 2)) throw new Error('blendPx: a pair across the pixel halves');
+    const v = p < 2 ? lo : hi;
+    return [...get(v), ...get(v), ...shuffle([...bytes8(p % 2), ...bytes8(q % 2)])];
+  };
+  const pair = (j: number): Code => [
+    ...pixels(a01, a23, j), ...sample(qs, j), ...f64x2mul,
+    ...pixels(i01, i23, j), ...sample(qd, j), ...f64x2mul,
+    ...f64x2add, ...set(w),
+    ...get(w), ...get(half), ...f64x2add,
+    ...get(w), ...get(half), ...f64x2ge, ...v128and,
     ...i32x4truncSatF64Zero,
   ];
+  const group = (j: number, g: number): Code => [...pair(j), ...pair(j + 2), ...lowPairs, ...set(g)];
   return {
-    name: 'blendPx',
-    params: [I32, I32, I32, I32, I32, I32],
-    locals: [I32, V128, V128, V128, V128, V128, V128, V128],
+    name: `blendPx${c}`,
+    params: [I32, I32, I32, I32, I32],
+    locals: [I32, ...new Array(22).fill(V128)],
     body: [
+      f64splat(0.5), set(half),
+      f64splat(1), set(one),
       i32(0), set(i),
       whileLt(i, n,
-        bytes(src), set(s),
-        bytes(dst), set(d),
-        get(mask), f32load(), f32toF64, f64x2splat, set(a),
-        f64splat(1), get(a), f64x2sub, set(ia),
-        mix(false), set(lo),
-        mix(true), set(hi),
+        get(src), v128load(), set(s),
+        get(dst), v128load(), set(d),
+        quarters(s, qs), quarters(d, qd),
+        get(mask), v128load(), set(w),
+        get(w), f64x2promoteLow, set(a01),
+        get(w), get(w), highToLow, f64x2promoteLow, set(a23),
+        get(one), get(a01), f64x2sub, set(i01),
+        get(one), get(a23), f64x2sub, set(i23),
+        group(0, g0), group(4, g1), group(8, g2),
+        c === 4 ? group(12, g3) : [],
         get(out),
-        // Only lane 0 (the 4 bytes) is stored: the narrowing's second operands are filler.
-        round(lo), round(hi), lowPairs,
-        get(lo), i16x8narrowS32, get(lo), i8x16narrowU16,
-        i32x4lane0, store32(),
-        inc(src, get(c)),
-        inc(dst, get(c)),
-        inc(out, get(c)),
-        inc(mask, i32(4)),
-        inc(i, i32(1)),
+        get(g0), get(g1), i16x8narrowS32,
+        get(g2), get(c === 4 ? g3 : g2), i16x8narrowS32,
+        i8x16narrowU16,
+        v128store(),
+        inc(src, i32(4 * c)),
+        inc(dst, i32(4 * c)),
+        inc(out, i32(4 * c)),
+        inc(mask, i32(16)),
+        inc(i, i32(4)),
       ),
     ],
   };
@@ -1647,7 +1679,8 @@ export interface SimdKernels extends ImageKernels {
   unitBytes(src: number, n: number, step: number, sel: number, flip: number, dst: number): void;
   thresholdMask(src: number, n: number, t: number, dst: number): void;
   scale64(p: number, rates: number, rstep: number, n: number): void;
-  blendPx(src: number, dst: number, mask: number, n: number, out: number, c: number): void;
+  blendPx3(src: number, dst: number, mask: number, n: number, out: number): void;
+  blendPx4(src: number, dst: number, mask: number, n: number, out: number): void;
 }
 
 let kernels: SimdKernels | undefined | null = null;
@@ -1661,7 +1694,7 @@ export function simdKernels(): SimdKernels | undefined {
     const bytes = encodeModule([...imageKernelFns(), lanczosH(), lanczosV(), toF32(), convH(), resH(), resH64(), resV64(), convV(), intH(), intV(), lut2(), crossRow(), maskBytes(),
       colorMask(3), colorMask(4), invert(), clampMask(), combineClamp('addClamp', 0xe4), combineClamp('subClamp', 0xe5), combineClamp('mulClamp', 0xe6),
       logicMask('andMask', v128and), logicMask('orMask', v128or), logicMask('xorMask', simd(0x51)), joinAlpha3(), splitAlpha4(),
-      unitBytes(), thresholdMask(), scale64(), blendPx()]);
+      unitBytes(), thresholdMask(), scale64(), blendPx(3), blendPx(4)]);
     if (!WebAssembly.validate(bytes)) return undefined;
     const memory = new WebAssembly.Memory({ initial: 16 });
     const inst = new WebAssembly.Instance(new WebAssembly.Module(bytes), { env: { mem: memory } });
@@ -1706,7 +1739,8 @@ export function simdKernels(): SimdKernels | undefined {
       unitBytes: e.unitBytes,
       thresholdMask: e.thresholdMask,
       scale64: e.scale64,
-      blendPx: e.blendPx,
+      blendPx3: e.blendPx3,
+      blendPx4: e.blendPx4,
     };
     kernels = k;
   } catch {
