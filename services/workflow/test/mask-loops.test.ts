@@ -131,6 +131,8 @@ test('MaskComposite: SIMD and JavaScript give the combined, clamped float32 for 
     [16384, 3, 16384, 3, 0, 0],
     [16384, 2, 5, 1, 16382, 1],
     [5000, 7, 4999, 7, 1, 0],
+    // Source rows spread over three chunks of 16 destination rows, from an offset row.
+    [1000, 40, 600, 30, 7, 5],
   ];
   for (const [dw, dh, sw, sh, x, y] of cases) {
     const dst = samples(dw * dh);

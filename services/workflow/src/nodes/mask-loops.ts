@@ -107,10 +107,15 @@ export function compositeSamples(dst: Float32Array, src: Float32Array, dw: numbe
     const B = REGION;
     const C = 2 * REGION;
     const rows = Math.max(1, Math.floor(CHUNK / dw));
+    // A chunk's source rows fit in B whole when the source is no wider than the destination: copied in one piece.
+    const block = sw <= dw;
     const f32 = k.f32;
     for (let r0 = 0; r0 < dh; r0 += rows) {
       const r1 = Math.min(dh, r0 + rows);
       f32.set(dst.subarray(r0 * dw, r1 * dw), A / 4);
+      const ya = Math.max(r0, y);
+      const yb = Math.min(r1, bottom);
+      if (block && right > x && yb > ya) f32.set(src.subarray((ya - y) * sw, (yb - y) * sw), B / 4);
       for (let yy = r0; yy < r1; yy++) {
         const a = A + (yy - r0) * dw * 4;
         const c = C + (yy - r0) * dw * 4;
@@ -118,11 +123,16 @@ export function compositeSamples(dst: Float32Array, src: Float32Array, dw: numbe
           k.clampMask(a, dw, c);
           continue;
         }
-        const srow = (yy - y) * sw - x;
-        f32.set(src.subarray(srow + x, srow + right), B / 4);
+        // The source row's first right − x samples (x ≥ 0 here).
+        let b = B + (yy - ya) * sw * 4;
+        if (!block) {
+          const srow = (yy - y) * sw;
+          f32.set(src.subarray(srow, srow + right - x), B / 4);
+          b = B;
+        }
         // In this order: each call's overrun (up to 3 floats) is overwritten by the next call's samples.
         k.clampMask(a, x, c);
-        combine(a + x * 4, B, right - x, c + x * 4);
+        combine(a + x * 4, b, right - x, c + x * 4);
         k.clampMask(a + right * 4, dw - right, c + right * 4);
       }
       o.set(f32.subarray(C / 4, C / 4 + (r1 - r0) * dw), r0 * dw);
