@@ -80,7 +80,7 @@ function rowChunks(oh: number, rows: number, band: number, rowsOf: (y: number) =
  * only ever sees Float32Arrays (resampleSamples also runs on bytes, and its
  * polymorphic element loads cost several times more).
  */
-export function resamplePlane(src: Float32Array, w: number, h: number, ow: number, oh: number, tx: Taps, ty: Taps, checkInterrupt: () => void, simd = true, out = new Float32Array(oh * ow)): Float32Array {
+export function resamplePlane(src: Float32Array, w: number, h: number, ow: number, oh: number, tx: Taps, ty: Taps, checkInterrupt: () => void, simd = true, out: Float32Array = new Float32Array(oh * ow)): Float32Array {
   const k = simd && w > 0 && h > 0 && ow > 0 && oh > 0 ? simdKernels() : undefined;
   if (k) return resamplePlaneSimd(k, src, w, h, ow, oh, tx, ty, checkInterrupt, out);
   const tmp = new Float32Array(h * ow);
@@ -205,7 +205,7 @@ function resamplePlaneSimd(k: SimdKernels, src: Float32Array, w: number, h: numb
  * gives: 0 + 1 · v, so −0 becomes +0). ys is non-decreasing. Into `out`
  * (ow × oh; a new array unless given).
  */
-export function nearestPlane(data: Float32Array, w: number, ow: number, oh: number, xs: Int32Array, ys: Int32Array, checkInterrupt: () => void, simd = true, out = new Float32Array(ow * oh)): Float32Array {
+export function nearestPlane(data: Float32Array, w: number, ow: number, oh: number, xs: Int32Array, ys: Int32Array, checkInterrupt: () => void, simd = true, out: Float32Array = new Float32Array(ow * oh)): Float32Array {
   const k = simd && ow > 0 && oh > 0 ? simdKernels() : undefined;
   if (k) {
     const chunks = rowChunks(oh, Math.max(1, Math.floor(CHUNK / ow)), Math.max(1, Math.floor(BAND / w)), (y) => [ys[y]!, ys[y]!]);
