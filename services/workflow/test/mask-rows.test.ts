@@ -154,6 +154,8 @@ test('FeatherMask: SIMD and JavaScript give the column then row scalings, overla
     [300, 60, 0, 11, 300, 0],
     [20001, 3, 7, 1, 9, 2],
     [3, 7000, 2, 3000, 1, 4000],
+    // Fractional widths (a pack's call): the definition's loops run to the next integer.
+    [11, 9, 2.5, 1.5, 3.25, 0.5],
   ];
   for (const [w, h, left, top, right, bottom] of cases) {
     const d = samples(w * h);

@@ -299,17 +299,20 @@ export function thresholdSamples(d: Float32Array, value: number, simd = true): F
  * keep their order), so memory is read once in order.
  */
 export function featherSamples(src: Float32Array, w: number, h: number, left: number, top: number, right: number, bottom: number, simd = true): Float32Array {
-  const lr = Float64Array.from({ length: left }, (_, x) => (x + 1) / left);
-  // Column w − right + j: its distance to the right edge is right − 1 − j.
-  const rr = Float64Array.from({ length: right }, (_, j) => (right - j) / right);
+  // As many columns as the loops x < left and x < right of the definition run (a pack may pass fractions).
+  const L = Math.max(0, Math.ceil(left)) || 0;
+  const R = Math.max(0, Math.ceil(right)) || 0;
+  const lr = Float64Array.from({ length: L }, (_, x) => (x + 1) / left);
+  // Column w − R + j: its distance to the right edge is R − 1 − j.
+  const rr = Float64Array.from({ length: R }, (_, j) => (R - j) / right);
   const k = simd ? kernels() : undefined;
   if (k) return featherSimd(k, src, w, h, lr, rr, top, bottom);
   const o = src.slice();
-  const r0 = w - right;
+  const r0 = w - R;
   for (let y = 0; y < h; y++) {
     const row = y * w;
-    for (let x = 0; x < left; x++) o[row + x]! *= lr[x]!;
-    for (let j = 0; j < right; j++) o[row + r0 + j]! *= rr[j]!;
+    for (let x = 0; x < L; x++) o[row + x]! *= lr[x]!;
+    for (let j = 0; j < R; j++) o[row + r0 + j]! *= rr[j]!;
     if (y < top) {
       const rate = (y + 1) / top;
       for (let x = row; x < row + w; x++) o[x]! *= rate;
