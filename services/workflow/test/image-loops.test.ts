@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { PORTER_DUFF_MODES, porterDuffPixels, rgbToYcbcrBytes, ycbcrToRgbBytes } from '../src/nodes/image-loops.ts';
 import { simdKernels } from '../src/nodes/simd-kernels.ts';
+import { randomBytes, sameBits, sameBytes } from './simd-compare.ts';
 
 // PorterDuffImageComposite (every mode) and kornia's YCbCr run in WebAssembly SIMD (image-loops.ts): it must give,
 // byte for byte (and the output mask bit for bit), what the JavaScript loops give, over random samples with edge
@@ -26,21 +27,7 @@ function masks(n: number): Float32Array {
   return out;
 }
 
-function bytes(n: number): Uint8Array {
-  const out = new Uint8Array(n);
-  for (let i = 0; i < n; i++) out[i] = rnd() < 0.3 ? [0, 255, 128, 1, 254][Math.floor(rnd() * 5)]! : Math.floor(rnd() * 256);
-  return out;
-}
-
-function sameBits(a: Float32Array, b: Float32Array, what: string): void {
-  assert.equal(a.length, b.length, `${what}: length`);
-  for (let i = 0; i < a.length; i++) if (!Object.is(a[i], b[i])) assert.fail(`${what}: sample ${i} is ${a[i]}, expected ${b[i]}`);
-}
-
-function sameBytes(a: Uint8Array, b: Uint8Array, what: string): void {
-  assert.equal(a.length, b.length, `${what}: length`);
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) assert.fail(`${what}: byte ${i} is ${a[i]}, expected ${b[i]}`);
-}
+const bytes = (n: number): Uint8Array => randomBytes(rnd, n, [0, 255, 128, 1, 254]);
 
 test('the SIMD kernels run here (else these tests compare the JavaScript loops with themselves)', () => {
   if (process.env.WORKFLOW_IMAGE_KERNELS !== 'js') assert.ok(simdKernels());

@@ -5,6 +5,7 @@ import { compositingNodes } from '../src/nodes/compositing.ts';
 import { Frame, ImageBatch, MaskBatch, MaskPlane, toByte } from '../src/nodes/image-types.ts';
 import { colorMask, compositeSamples, invertSamples, joinAlphaBytes, splitAlphaBytes } from '../src/nodes/mask-loops.ts';
 import { maskNodes } from '../src/nodes/masks.ts';
+import { randomBytes, sameBits, sameBytes } from './simd-compare.ts';
 
 // ImageColorToMask, InvertMask, MaskComposite (every operation), JoinImageWithAlpha (RGB) and
 // SplitImageWithAlpha run in WebAssembly SIMD (mask-loops.ts): both it and the JavaScript loops must give, bit for
@@ -39,21 +40,7 @@ function samples(n: number): Float32Array {
   return out;
 }
 
-function bytes(n: number): Uint8Array {
-  const out = new Uint8Array(n);
-  for (let i = 0; i < n; i++) out[i] = rnd() < 0.3 ? [0, 128, 255][Math.floor(rnd() * 3)]! : Math.floor(rnd() * 256);
-  return out;
-}
-
-function sameBits(a: Float32Array, b: Float32Array, what: string): void {
-  assert.equal(a.length, b.length, `${what}: length`);
-  for (let i = 0; i < a.length; i++) if (!Object.is(a[i], b[i])) assert.fail(`${what}: sample ${i} is ${a[i]}, expected ${b[i]}`);
-}
-
-function sameBytes(a: Uint8Array, b: Uint8Array, what: string): void {
-  assert.equal(a.length, b.length, `${what}: length`);
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) assert.fail(`${what}: byte ${i} is ${a[i]}, expected ${b[i]}`);
-}
+const bytes = (n: number): Uint8Array => randomBytes(rnd, n, [0, 128, 255]);
 
 test('ImageColorToMask: SIMD and JavaScript give 1 exactly where the packed RGB equals the colour (3 and 4 channels)', () => {
   for (const c of [3, 4] as const) {

@@ -6,6 +6,7 @@ import { Frame, ImageBatch, MaskBatch, MaskPlane } from '../src/nodes/image-type
 import { blendMasked, channelUnits, featherSamples, float32Threshold, thresholdSamples } from '../src/nodes/mask-loops.ts';
 import { maskNodes } from '../src/nodes/masks.ts';
 import { simdKernels } from '../src/nodes/simd-kernels.ts';
+import { randomBytes, sameBits, sameBytes } from './simd-compare.ts';
 
 // ImageToMask / LoadImageMask (channel bytes to float planes), ThresholdMask, FeatherMask and ImageCompositeMasked's
 // masked blend run in WebAssembly SIMD (mask-loops.ts): both it and the JavaScript loops must give, bit for bit, what
@@ -38,21 +39,7 @@ function samples(n: number): Float32Array {
   return out;
 }
 
-function bytes(n: number): Uint8Array {
-  const out = new Uint8Array(n);
-  for (let i = 0; i < n; i++) out[i] = rnd() < 0.3 ? [0, 1, 127, 128, 254, 255][Math.floor(rnd() * 6)]! : Math.floor(rnd() * 256);
-  return out;
-}
-
-function sameBits(a: Float32Array, b: Float32Array, what: string): void {
-  assert.equal(a.length, b.length, `${what}: length`);
-  for (let i = 0; i < a.length; i++) if (!Object.is(a[i], b[i])) assert.fail(`${what}: sample ${i} is ${a[i]}, expected ${b[i]}`);
-}
-
-function sameBytes(a: Uint8Array, b: Uint8Array, what: string): void {
-  assert.equal(a.length, b.length, `${what}: length`);
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) assert.fail(`${what}: byte ${i} is ${a[i]}, expected ${b[i]}`);
-}
+const bytes = (n: number): Uint8Array => randomBytes(rnd, n, [0, 1, 127, 128, 254, 255]);
 
 test('the SIMD kernels run here (else the comparisons below compare the JavaScript loops with themselves)', () => {
   if (process.env.WORKFLOW_IMAGE_KERNELS !== 'js') assert.ok(simdKernels());

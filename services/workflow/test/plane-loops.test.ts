@@ -4,6 +4,7 @@ import { nearestPlane, resamplePlane } from '../src/nodes/plane-loops.ts';
 import { makeTaps, resizePlane, type Taps } from '../src/nodes/resample.ts';
 import { MaskPlane } from '../src/nodes/image-types.ts';
 import { simdKernels } from '../src/nodes/simd-kernels.ts';
+import { sameBits } from './simd-compare.ts';
 
 // Float-plane resizes (masks, LatentUpscale) run in WebAssembly SIMD (plane-loops.ts): it must give, bit for bit,
 // what the JavaScript loops give (NaN, −0, ±∞, float32 extremes and denormals included; zero-weight taps skipped as
@@ -22,11 +23,6 @@ function plane(n: number, specials: boolean): Float32Array {
     out[i] = specials && r < 0.05 ? SPECIAL[Math.floor(rnd() * SPECIAL.length)]! : r < 0.2 ? Math.round(rnd()) : (rnd() - 0.3) * 4;
   }
   return out;
-}
-
-function sameBits(a: Float32Array, b: Float32Array, what: string): void {
-  assert.equal(a.length, b.length, `${what}: length`);
-  for (let i = 0; i < a.length; i++) if (!Object.is(a[i], b[i])) assert.fail(`${what}: sample ${i} is ${a[i]}, expected ${b[i]}`);
 }
 
 /** (w, h) → (ow, oh): vector tails, enlargements, shrinks (wide tap bands for area), one-pixel sides, rows past a chunk. */

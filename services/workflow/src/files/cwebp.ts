@@ -17,9 +17,10 @@
  * are the reference's as well (methods 0/4/6, qualities 0, 1 and 80), and
  * it takes quality 0, which sharp refuses.
  */
-import { execFile, spawn } from 'node:child_process';
+import { execFile, spawn, type ChildProcessByStdio } from 'node:child_process';
 import { createRequire } from 'node:module';
 import path from 'node:path';
+import type { Readable, Writable } from 'node:stream';
 import { trackChild } from '../nodes/child-processes.ts';
 import sharp from './sharp.ts';
 
@@ -69,7 +70,21 @@ function run(binary: string, rgb: Buffer, width: number, height: number, lossles
     // `-- -` reads the picture (PPM: RGB, maxval 255) from stdin; `-o -` writes the file to stdout.
     const mode = lossless ? ['-lossless'] : [];
     const child = spawn(binary, ['-quiet', ...mode, '-q', String(quality), '-m', String(method), '-o', '-', '--', '-'], { stdio: ['pipe', 'pipe', 'ignore'], windowsHide: true });
-    // Listed so that stopping a stuck execution thread kills it too (nodes/child-processes.ts).
+    // A child that dies early closes its stdin: the write fails, and the exit status tells.
+    child.stdin.on('error', () => {});
+    void outputOf(child).then(resolve);
+    child.stdin.write(`P6\n${width} ${height}\n255\n`);
+    child.stdin.end(rgb);
+  });
+}
+
+/**
+ * What a libwebp tool wrote to stdout when it exits with 0; 'failed' for another exit, 'unstartable' when the binary
+ * could not be started. The child is listed meanwhile, so that stopping a stuck execution thread kills it too
+ * (nodes/child-processes.ts).
+ */
+export function outputOf(child: ChildProcessByStdio<Writable | null, Readable, null>): Promise<Buffer | 'failed' | 'unstartable'> {
+  return new Promise((resolve) => {
     const untrack = trackChild(child.pid);
     const out: Buffer[] = [];
     // A binary that cannot be started gives 'error' (and may give 'close' too): the first answer wins.
@@ -78,14 +93,10 @@ function run(binary: string, rgb: Buffer, width: number, height: number, lossles
       resolve('unstartable');
     });
     child.stdout.on('data', (d: Buffer) => out.push(d));
-    // A child that dies early closes its stdin: the write fails, and the exit status tells.
-    child.stdin.on('error', () => {});
     child.on('close', (code) => {
       untrack();
       resolve(code === 0 ? Buffer.concat(out) : 'failed');
     });
-    child.stdin.write(`P6\n${width} ${height}\n255\n`);
-    child.stdin.end(rgb);
   });
 }
 

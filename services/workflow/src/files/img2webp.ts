@@ -33,8 +33,7 @@ import { execFile, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { trackChild } from '../nodes/child-processes.ts';
-import { packagedCwebp } from './cwebp.ts';
+import { outputOf, packagedCwebp } from './cwebp.ts';
 import sharp from './sharp.ts';
 
 export interface AnimationEncoder {
@@ -149,22 +148,7 @@ async function run(
   const args = [...keyframes, '-loop', '0', '-d', String(delayMs), lossless ? '-lossless' : '-lossy', '-q', String(quality), '-m', String(method), ...names, '-o', '-'];
   const argFile = path.join(dir, 'args');
   await fs.promises.writeFile(argFile, args.join('\n'), { flag: 'wx', mode: 0o600 });
-  return new Promise((resolve) => {
-    const child = spawn(binary, [argFile], { cwd: dir, stdio: ['ignore', 'pipe', 'ignore'], windowsHide: true });
-    // Listed so that stopping a stuck execution thread kills it too (nodes/child-processes.ts).
-    const untrack = trackChild(child.pid);
-    const out: Buffer[] = [];
-    // A binary that cannot be started gives 'error' (and may give 'close' too): the first answer wins.
-    child.on('error', () => {
-      untrack();
-      resolve('unstartable');
-    });
-    child.stdout.on('data', (d: Buffer) => out.push(d));
-    child.on('close', (code) => {
-      untrack();
-      resolve(code === 0 ? Buffer.concat(out) : 'failed');
-    });
-  });
+  return outputOf(spawn(binary, [argFile], { cwd: dir, stdio: ['ignore', 'pipe', 'ignore'], windowsHide: true }));
 }
 
 /**

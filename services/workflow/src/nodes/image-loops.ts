@@ -1,4 +1,4 @@
-import { simdKernels, type SimdKernels } from './simd-kernels.ts';
+import { regions, simdKernels } from './simd-kernels.ts';
 
 /**
  * The per-sample loops of PorterDuffImageComposite and of ImageRGBToYUV /
@@ -27,22 +27,6 @@ const scaledUnits = (c: number) => Float32Array.from(UNIT, (u) => f32(f32(c) * u
 const Y_R = scaledUnits(0.299);
 const Y_G = scaledUnits(0.587);
 const Y_B = scaledUnits(0.114);
-
-/**
- * Lays out regions of the kernels' memory: each `bytes` long plus 64 of
- * padding (the kernels' overrun), 16-byte aligned; returns their offsets and
- * reserves the total.
- */
-function regions(k: SimdKernels, sizes: number[]): number[] {
-  const at: number[] = [];
-  let end = 0;
-  for (const s of sizes) {
-    at.push(end);
-    end += Math.ceil((s + 64) / 16) * 16;
-  }
-  k.reserve(end);
-  return at;
-}
 
 // ---- PorterDuffImageComposite ----
 

@@ -1,5 +1,5 @@
 import type { Taps } from './resample.ts';
-import { simdKernels, type SimdKernels } from './simd-kernels.ts';
+import { regions, simdKernels, type SimdKernels } from './simd-kernels.ts';
 
 /**
  * Resizes of float planes (masks, latents): separable resampling and
@@ -19,22 +19,6 @@ const CHUNK = 16384;
 const BAND = 4 * CHUNK;
 
 const ceil4 = (n: number) => (n + 3) & ~3;
-
-/**
- * Lays out regions of the kernels' memory: each `bytes` long plus 64 of
- * padding (the kernels' overrun), 16-byte aligned; returns their offsets and
- * reserves the total (the typed-array views change when it grows).
- */
-function regions(k: SimdKernels, sizes: number[]): number[] {
-  const at: number[] = [];
-  let end = 0;
-  for (const s of sizes) {
-    at.push(end);
-    end += Math.ceil((s + 64) / 16) * 16;
-  }
-  k.reserve(end);
-  return at;
-}
 
 /** Output rows [y0, y1) and the source rows [lo, hi] their taps read. */
 interface RowChunk {

@@ -1686,6 +1686,22 @@ export interface SimdKernels extends ImageKernels {
 let kernels: SimdKernels | undefined | null = null;
 
 /** This thread's instance of the SIMD kernels, made on first use; undefined where they cannot run. */
+/**
+ * Lays out regions of the kernels' memory: each of `sizes` bytes plus 64 of
+ * padding (the kernels' overrun), 16-byte aligned; returns their offsets and
+ * reserves the total (the typed-array views change when it grows).
+ */
+export function regions(k: SimdKernels, sizes: number[]): number[] {
+  const at: number[] = [];
+  let end = 0;
+  for (const s of sizes) {
+    at.push(end);
+    end += Math.ceil((s + 64) / 16) * 16;
+  }
+  k.reserve(end);
+  return at;
+}
+
 export function simdKernels(): SimdKernels | undefined {
   if (kernels !== null) return kernels;
   kernels = undefined;
