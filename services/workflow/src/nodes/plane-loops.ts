@@ -1,4 +1,3 @@
-import type { Taps } from './resample.ts';
 import { regions, simdKernels, type SimdKernels } from './simd-kernels.ts';
 
 /**
@@ -12,6 +11,13 @@ import { regions, simdKernels, type SimdKernels } from './simd-kernels.ts';
  * Inputs are only read; `simd` false takes the JavaScript loops (the tests
  * compare both).
  */
+
+/** Per output position: `k` source indices and weights (weight 0 pads shorter rows); made by resample.ts' makeTaps. */
+export interface Taps {
+  k: number;
+  idx: Int32Array;
+  w: Float32Array;
+}
 
 /** Floats of a chunk of rows (64 KiB), so that a chunk's regions stay in cache. */
 const CHUNK = 16384;

@@ -1,5 +1,5 @@
 import { checkSize, clampByte, Frame, MaskPlane } from './image-types.ts';
-import { nearestPlane, resamplePlane } from './plane-loops.ts';
+import { nearestPlane, resamplePlane, type Taps } from './plane-loops.ts';
 import { simdKernels, type SimdKernels } from './simd-kernels.ts';
 
 /**
@@ -32,12 +32,7 @@ export const UPSCALE_METHODS = ['nearest-exact', 'bilinear', 'area', 'bicubic', 
 export type UpscaleMethod = (typeof UPSCALE_METHODS)[number];
 export const CROP_METHODS = ['disabled', 'center'] as const;
 
-/** Per output position: `k` source indices and weights (weight 0 pads shorter rows). */
-export interface Taps {
-  k: number;
-  idx: Int32Array;
-  w: Float32Array;
-}
+export type { Taps };
 
 export function makeTaps(inSize: number, outSize: number, method: Exclude<UpscaleMethod, 'lanczos'> | 'pil-lanczos'): Taps {
   const scale = inSize / outSize;
