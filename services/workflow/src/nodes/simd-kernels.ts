@@ -16,107 +16,9 @@
  * callers then keep their JavaScript loops) or WORKFLOW_IMAGE_KERNELS=js.
  */
 
-// ---- a minimal WebAssembly binary encoder ----
-
-type Code = number[];
-
-function uleb(n: number): Code {
-  const out: Code = [];
-  do {
-    let b = n & 0x7f;
-    n >>>= 7;
-    if (n !== 0) b |= 0x80;
-    out.push(b);
-  } while (n !== 0);
-  return out;
-}
-
-function sleb(n: number): Code {
-  const out: Code = [];
-  for (;;) {
-    const b = n & 0x7f;
-    n >>= 7;
-    if ((n === 0 && (b & 0x40) === 0) || (n === -1 && (b & 0x40) !== 0)) {
-      out.push(b);
-      return out;
-    }
-    out.push(b | 0x80);
-  }
-}
-
-const bytesOfString = (s: string): Code => [...uleb(s.length), ...Buffer.from(s, 'latin1')];
-const vec = (items: Code[]): Code => [...uleb(items.length), ...items.flat()];
-const section = (id: number, body: Code): Code => [id, ...uleb(body.length), ...body];
-
-const I32 = 0x7f;
-const F32 = 0x7d;
-const V128 = 0x7b;
-
-// Plain instructions.
-const get = (i: number): Code => [0x20, ...uleb(i)];
-const set = (i: number): Code => [0x21, ...uleb(i)];
-const i32 = (v: number): Code => [0x41, ...sleb(v)];
-const add = [0x6a];
-const mul = [0x6c];
-const geS = [0x4e];
-const load32 = (offset = 0): Code => [0x28, 2, ...uleb(offset)];
-const store32 = (offset = 0): Code => [0x36, 2, ...uleb(offset)];
-const f32load = (offset = 0): Code => [0x2a, 2, ...uleb(offset)];
-const block = (...body: Code[]): Code => [0x02, 0x40, ...body.flat(), 0x0b];
-const loop = (...body: Code[]): Code => [0x03, 0x40, ...body.flat(), 0x0b];
-const brIf = (depth: number): Code => [0x0d, ...uleb(depth)];
-const br = (depth: number): Code => [0x0c, ...uleb(depth)];
-/** `local += step` (i32). */
-const inc = (local: number, step: Code): Code => [...get(local), ...step, ...add, ...set(local)];
-/** while (a < b) { body } — `body` runs inside a block and a loop (br 1 leaves, br 0 repeats). */
-const whileLt = (a: number, b: number, ...body: Code[]): Code => block(loop(get(a), get(b), geS, brIf(1), ...body, br(0)));
-
-// SIMD instructions (prefix 0xfd).
-const simd = (op: number, ...imm: number[]): Code => [0xfd, ...uleb(op), ...imm];
-const v128load = (offset = 0): Code => simd(0x00, 0, ...uleb(offset));
-const v128store = (offset = 0): Code => simd(0x0b, 0, ...uleb(offset));
-const load32zero = simd(0x5c, 0, 0);
-const i32x4splat = simd(0x11);
-const f32x4splat = simd(0x13);
-const i32x4lane0 = simd(0x1b, 0);
-const i16x8extLowU8 = simd(0x89);
-const i16x8extHighU8 = simd(0x8a);
-const i32x4extLowU16 = simd(0xa9);
-const i32x4extHighU16 = simd(0xaa);
-const i16x8narrowS32 = simd(0x85);
-const i8x16narrowU16 = simd(0x66);
-const i32x4shrS = simd(0xac);
-const i32x4add = simd(0xae);
-const i32x4mul = simd(0xb5);
-const f32x4add = simd(0xe4);
-const f32x4mul = simd(0xe6);
-const f32x4fromI32 = simd(0xfa);
-const i32x4truncSatF32 = simd(0xf8);
-
-interface Fn {
-  name: string;
-  params: number[];
-  locals: number[];
-  body: Code[];
-}
-
-function encodeModule(fns: Fn[]): Uint8Array<ArrayBuffer> {
-  const types = fns.map((f) => [0x60, ...vec(f.params.map((p) => [p])), 0]);
-  const imports = vec([[...bytesOfString('env'), ...bytesOfString('mem'), 0x02, 0x00, ...uleb(1)]]);
-  const code = fns.map((f) => {
-    const locals = vec(f.locals.map((t) => [1, t]));
-    const body = [...locals, ...f.body.flat(), 0x0b];
-    return [...uleb(body.length), ...body];
-  });
-  return Uint8Array.from([
-    0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
-    ...section(1, vec(types)),
-    ...section(2, imports),
-    ...section(3, vec(fns.map((_, i) => uleb(i)))),
-    ...section(7, vec(fns.map((f, i) => [...bytesOfString(f.name), 0x00, ...uleb(i)]))),
-    ...section(10, vec(code)),
-  ]);
-}
+import {
+  type Code, uleb, sleb, bytesOfString, vec, section, I32, F32, V128, get, set, i32, add, mul, geS, load32, store32, f32load, block, loop, brIf, br, inc, whileLt, simd, v128load, v128store, load32zero, i32x4splat, f32x4splat, i32x4lane0, i16x8extLowU8, i16x8extHighU8, i32x4extLowU16, i32x4extHighU16, i16x8narrowS32, i8x16narrowU16, i32x4shrS, i32x4add, i32x4mul, f32x4add, f32x4mul, f32x4fromI32, i32x4truncSatF32, type Fn, encodeModule, f64x2splat, f64x2add, f64x2mul, f64x2fromI32LowU, f64x2promoteLow, f32x4demoteZero, i32x4truncSatF64Zero, shuffle, highToLow, lowPairs, f32toF64, v128zero, i32x4eq, v128and, v128or, f32x4sub, f32x4pmin, f32x4pmax, f64x2sub, f64x2div, f64x2floor, f64x2ge, f64x2fromI32LowS, i32x4shl, i32x4minS, i32x4maxS, f32const, f64const, f32splat, f64splat, i8x16swizzle, f32x4gt, f32x4div, f32x4fromI32U, v128xor,
+} from '../wasm/assemble.ts';
 
 // ---- the kernels ----
 
@@ -470,20 +372,6 @@ function lut2(): Fn {
   };
 }
 
-const f64x2splat = simd(0x14);
-const f64x2add = simd(0xf0);
-const f64x2mul = simd(0xf2);
-const f64x2fromI32LowU = simd(0xff);
-const f64x2promoteLow = simd(0x5f);
-const f32x4demoteZero = simd(0x5e);
-const i32x4truncSatF64Zero = simd(0xfc);
-/** i8x16.shuffle: lanes 0–15 from the first operand, 16–31 from the second. */
-const shuffle = (lanes: number[]): Code => simd(0x0d, ...lanes);
-/** Lanes 2, 3 (bytes 8–15) of the first operand moved down to lanes 0, 1. */
-const highToLow = shuffle([8, 9, 10, 11, 12, 13, 14, 15, 8, 9, 10, 11, 12, 13, 14, 15]);
-/** Lanes 0, 1 of the first operand, then lanes 0, 1 of the second. */
-const lowPairs = shuffle([0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23]);
-const f32toF64 = [0xbb];
 
 /**
  * resH64(src, xo, w, k, ow, dst, c): resampleBytes' horizontal pass exactly:
@@ -647,25 +535,6 @@ function maskBytes(): Fn {
 
 // ---- mask kernels (masks.ts, compositing.ts) ----
 
-const v128zero = simd(0x0c, ...new Array(16).fill(0));
-const i32x4eq = simd(0x37);
-const v128and = simd(0x4e);
-const v128or = simd(0x50);
-const f32x4sub = simd(0xe5);
-const f32x4pmin = simd(0xea);
-const f32x4pmax = simd(0xeb);
-const f64x2sub = simd(0xf1);
-const f64x2div = simd(0xf3);
-const f64x2floor = simd(0x75);
-const f64x2ge = simd(0x4c);
-const f64x2fromI32LowS = simd(0xfe);
-const i32x4shl = simd(0xab);
-const i32x4minS = simd(0xb6);
-const i32x4maxS = simd(0xb8);
-const f32const = (v: number): Code => [0x43, ...new Uint8Array(Float32Array.of(v).buffer)];
-const f64const = (v: number): Code => [0x44, ...new Uint8Array(Float64Array.of(v).buffer)];
-const f32splat = (v: number): Code => [...f32const(v), ...f32x4splat];
-const f64splat = (v: number): Code => [...f64const(v), ...f64x2splat];
 /** v > 1 ? 1 : v < 0 ? 0 : v on the vector on the stack (pmin / pmax: NaN and −0 kept, as the scalar comparisons). */
 const clamp01: Code = [...f32splat(1), ...f32x4pmin, ...f32splat(0), ...f32x4pmax];
 
@@ -880,11 +749,6 @@ function splitAlpha4(): Fn {
 
 // ---- mask row kernels (issue 29: ImageToMask, LoadImageMask, ThresholdMask, FeatherMask, ImageCompositeMasked) ----
 
-const i8x16swizzle = simd(0x0e);
-const f32x4gt = simd(0x44);
-const f32x4div = simd(0xe7);
-const f32x4fromI32U = simd(0xfb);
-const v128xor = simd(0x51);
 
 /**
  * unitBytes(src, n, step, sel, flip, dst): one channel of n pixels as
