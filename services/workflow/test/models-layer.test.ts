@@ -41,7 +41,8 @@ describe('noise, schedules and tokens as the reference computes them', () => {
     for (const [key, expected] of Object.entries(ref.noise) as [string, number[]][]) {
       const [seed, dims] = key.split(':');
       const got = prepareNoise(dims!.split(',').map(Number), BigInt(seed!));
-      expected.forEach((v, i) => assert.ok(Math.abs(got[i]! - v) < 2e-6, `${key}[${i}]: ${got[i]} vs ${v}`));
+      // The fixture's values have 8 significant digits; the values are torch's bit for bit (randn-kernels.test.ts).
+      expected.forEach((v, i) => assert.ok(Math.abs(got[i]! - v) < 1e-7, `${key}[${i}]: ${got[i]} vs ${v}`));
     }
     // Successive draws continue one stream; a batch_index list draws and drops the skipped items.
     const g = new TorchGenerator(7);

@@ -21,11 +21,15 @@ test('TorchGenerator.randnStream gives randn(count) value for value, and leaves 
   const block = 16 * 1024;
   for (const count of [16, 17, 31, 32, 1000, block - 1, block, block + 5, block + 16, 2 * block + 15, 3 * block + 16 + 7]) {
     const expected = new TorchGenerator(99).randn(count);
+    // Read in parts of every size from 1 value up, so that parts start and end inside blocks and the tail.
     const stream = new TorchGenerator(99).randnStream(count);
-    for (let i = 0; i < count; i++) {
-      const v = stream();
-      if (!Object.is(v, expected[i])) assert.fail(`count ${count}, value ${i}: ${v} vs ${expected[i]}`);
+    const part = new Float32Array(count);
+    for (let at = 0, size = 1; at < count; at += size, size = (size * 3 + 1) % 5003 || 1) {
+      const n = Math.min(size, count - at);
+      stream.read(part, n);
+      for (let i = 0; i < n; i++) if (!Object.is(part[i], expected[at + i])) assert.fail(`count ${count}, value ${at + i}: ${part[i]} vs ${expected[at + i]}`);
     }
+    assert.throws(() => stream.read(part, 1), RangeError);
   }
   // A draw after randn continues its stream.
   const g = new TorchGenerator(3);
@@ -33,6 +37,6 @@ test('TorchGenerator.randnStream gives randn(count) value for value, and leaves 
   const next = g.randn(20);
   const h = new TorchGenerator(3);
   const s = h.randnStream(block + 9);
-  for (let i = 0; i < block + 9; i++) s();
+  s.read(new Float32Array(block + 9), block + 9);
   assert.deepEqual(Array.from(h.randn(20)), Array.from(next));
 });

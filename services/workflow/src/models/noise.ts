@@ -1,3 +1,6 @@
+import { CEPHES, logF32, sincosF32 } from './cephes-f32.ts';
+import { BUF, POS, randnKernels, type RandnKernels } from './randn-kernels.ts';
+
 /**
  * The reference's noise: `torch.randn(shape, generator=torch.manual_seed(seed))`
  * on the CPU, re-implemented. torch's CPU generator is an MT19937 seeded with
@@ -5,9 +8,15 @@
  * 32-bit draw; randn draws every uniform first, then turns each block of 16
  * into normals by Box–Muller (the first 8 as radii, the last 8 as angles) and,
  * when the count is not a multiple of 16, draws 16 more uniforms for the last
- * 16 values. torch computes log/sin/cos with vectorised approximations, so
- * values agree to about 2e-6, not bit for bit.
+ * 16 values. The Box–Muller is torch's x86 one (normal_fill_16_AVX2, which
+ * its AVX2 and AVX-512 builds both run) with its float32 log and sincos
+ * (`cephes-f32.ts`), so the values are torch's bit for bit. Uniforms and
+ * normals go through WebAssembly SIMD (`randn-kernels.ts`) where it runs,
+ * with the same bits.
  */
+
+/** Values per call into the SIMD kernels (their memory holds one such chunk). */
+const CHUNK = 16384;
 
 export class Mt19937 {
   private readonly mt = new Uint32Array(624);
@@ -38,6 +47,18 @@ export class Mt19937 {
    * float32 uniforms), as nextUint32 would give them one at a time.
    */
   fillLow24(out: Float32Array, start: number, end: number): void {
+    const k = end - start >= 64 ? randnKernels() : undefined;
+    if (k) {
+      k.reserve(BUF + CHUNK * 4 + 64);
+      this.toKernels(k);
+      for (let at = start; at < end; at += CHUNK) {
+        const n = Math.min(CHUNK, end - at);
+        k.uniforms(n, BUF);
+        out.set(k.f32.subarray(BUF / 4, BUF / 4 + n), at);
+      }
+      this.fromKernels(k);
+      return;
+    }
     const mt = this.mt;
     let idx = this.index;
     for (let i = start; i < end; i++) {
@@ -53,6 +74,18 @@ export class Mt19937 {
       out[i] = (y & 0xffffff) * 2 ** -24;
     }
     this.index = idx;
+  }
+
+  /** This state into the SIMD kernels' memory (their `uniforms` draw from it)… */
+  toKernels(k: RandnKernels): void {
+    k.u32.set(this.mt, 0);
+    k.u32[POS / 4] = this.index;
+  }
+
+  /** …and back after they drew. */
+  fromKernels(k: RandnKernels): void {
+    this.mt.set(k.u32.subarray(0, 624));
+    this.index = k.u32[POS / 4]!;
   }
 
   nextUint32(): number {
@@ -74,14 +107,10 @@ export function seedLow32(seed: number | bigint | string): number {
 
 /** A torch CPU generator: `torch.manual_seed(seed)` then successive `torch.randn` calls. */
 export class TorchGenerator {
-  private readonly mt: Mt19937;
+  readonly mt: Mt19937;
 
   constructor(seed: number | bigint | string) {
     this.mt = new Mt19937(seedLow32(seed));
-  }
-
-  private uniform(): number {
-    return (this.mt.nextUint32() & 0xffffff) * 2 ** -24;
   }
 
   /** torch.randn of `count` float32 values. */
@@ -91,62 +120,42 @@ export class TorchGenerator {
       // torch uses a scalar double-precision Box–Muller for tensors under 16 values.
       return this.randnSmall(data);
     }
-    this.mt.fillLow24(data, 0, count);
-    for (let i = 0; i + 16 <= count; i += 16) fill16(data, i);
+    const full = Math.floor(count / 16);
+    this.normals(data, 0, full);
     if (count % 16 !== 0) {
-      const at = count - 16;
-      this.mt.fillLow24(data, at, count);
-      fill16(data, at);
+      // The remainder's uniforms are drawn (and lost), then the last 16 values drawn again.
+      this.mt.fillLow24(data, full * 16, count);
+      this.normals(data, count - 16, 1);
     }
     return data;
   }
 
   /**
-   * The same `count` values one at a time, holding 32 at most (ImageAddNoise
-   * over a large batch). The last full block and the remainder are drawn
-   * together: the block as usual, the remainder's uniforms consumed, then the
-   * last 16 values drawn again, as randn does.
+   * The same `count` values in order, `read` a part at a time into the
+   * caller's array (ImageAddNoise over a large batch holds one chunk).
    */
-  randnStream(count: number): () => number {
-    if (count < 16) {
-      const all = this.randn(count);
-      let at = 0;
-      return () => all[at++]!;
+  randnStream(count: number): NormalStream {
+    return new NormalStream(this, count);
+  }
+
+  /** `blocks` blocks of 16 uniforms drawn and turned into normals, at out[at …]. */
+  normals(out: Float32Array, at: number, blocks: number): void {
+    const k = blocks >= 4 ? randnKernels() : undefined;
+    if (!k) {
+      this.mt.fillLow24(out, at, at + blocks * 16);
+      for (let b = 0; b < blocks; b++) fill16(out, at + b * 16);
+      return;
     }
-    const full = Math.floor(count / 16);
-    const rest = count % 16;
-    // Blocks before the last full one (all of them when no remainder) are drawn many at a time.
-    const plain = rest === 0 ? full : full - 1;
-    const CHUNK = 1024;
-    let block = 0;
-    let buf = new Float32Array(CHUNK * 16);
-    let len = 0;
-    let pos = 0;
-    const refill = () => {
-      if (block < plain) {
-        const n = Math.min(CHUNK, plain - block);
-        this.mt.fillLow24(buf, 0, n * 16);
-        for (let i = 0; i < n * 16; i += 16) fill16(buf, i);
-        len = n * 16;
-        block += n;
-      } else {
-        buf = new Float32Array(16 + rest);
-        this.mt.fillLow24(buf, 0, 16);
-        fill16(buf, 0);
-        for (let i = 0; i < rest; i++) this.uniform();
-        const last = new Float32Array(16);
-        this.mt.fillLow24(last, 0, 16);
-        fill16(last, 0);
-        buf.set(last, rest);
-        len = buf.length;
-        block++;
-      }
-      pos = 0;
-    };
-    return () => {
-      if (pos >= len) refill();
-      return buf[pos++]!;
-    };
+    k.reserve(BUF + CHUNK * 4 + 64);
+    this.mt.toKernels(k);
+    for (let done = 0; done < blocks; ) {
+      const n = Math.min(CHUNK / 16, blocks - done);
+      k.uniforms(n * 16, BUF);
+      k.boxMuller(BUF, n);
+      out.set(k.f32.subarray(BUF / 4, BUF / 4 + n * 16), at + done * 16);
+      done += n;
+    }
+    this.mt.fromKernels(k);
   }
 
   private uniform53(): number {
@@ -177,16 +186,79 @@ export class TorchGenerator {
 }
 
 const f = Math.fround;
-const TWO_PI = 2 * Math.PI;
+const trig = new Float64Array(2);
 
+/** normal_fill_16_AVX2 on the block of 16 uniforms at d[at], in place (JavaScript; boxMuller in randn-kernels.ts is the same in SIMD). */
 function fill16(d: Float32Array, at: number): void {
   for (let j = 0; j < 8; j++) {
     const u1 = f(1 - d[at + j]!);
-    const u2 = d[at + j + 8]!;
-    const radius = f(Math.sqrt(f(-2 * f(Math.log(u1)))));
-    const theta = f(TWO_PI * u2);
-    d[at + j] = f(radius * f(Math.cos(theta)));
-    d[at + j + 8] = f(radius * f(Math.sin(theta)));
+    const radius = f(Math.sqrt(f(-2 * logF32(u1))));
+    sincosF32(f(CEPHES.twoPi * d[at + j + 8]!), trig);
+    // + 0: torch's fmadd(n, std 1, mean 0) turns −0 into +0.
+    d[at + j] = f(radius * trig[1]!) + 0;
+    d[at + j + 8] = f(radius * trig[0]!) + 0;
+  }
+}
+
+/** TorchGenerator.randnStream: torch.randn(count)'s values in order, read in parts. */
+export class NormalStream {
+  private blocksLeft: number;
+  private restLeft: boolean;
+  private readonly rest: number;
+  private buffered = new Float32Array(0);
+  private bufferedAt = 0;
+
+  constructor(private readonly gen: TorchGenerator, count: number) {
+    const full = Math.floor(count / 16);
+    const rest = count % 16;
+    if (count < 16) {
+      this.buffered = gen.randn(count);
+      this.blocksLeft = 0;
+      this.restLeft = false;
+    } else {
+      // With a remainder, the last full block goes with it (see the tail below).
+      this.blocksLeft = rest === 0 ? full : full - 1;
+      this.restLeft = rest !== 0;
+    }
+    this.rest = rest;
+  }
+
+  /** The next n values into dst[0 … n). */
+  read(dst: Float32Array, n: number): void {
+    let o = 0;
+    while (o < n) {
+      if (this.bufferedAt < this.buffered.length) {
+        const m = Math.min(n - o, this.buffered.length - this.bufferedAt);
+        dst.set(this.buffered.subarray(this.bufferedAt, this.bufferedAt + m), o);
+        this.bufferedAt += m;
+        o += m;
+      } else if (this.blocksLeft > 0 && n - o >= 16) {
+        const b = Math.min(this.blocksLeft, Math.floor((n - o) / 16));
+        this.gen.normals(dst, o, b);
+        this.blocksLeft -= b;
+        o += b * 16;
+      } else if (this.blocksLeft > 0) {
+        this.fill(16);
+        this.gen.normals(this.buffered, 0, 1);
+        this.blocksLeft--;
+      } else if (this.restLeft) {
+        // randn's tail: the last full block, the remainder's uniforms drawn and lost, the last 16 values drawn again.
+        this.fill(16 + this.rest);
+        this.gen.normals(this.buffered, 0, 1);
+        const last = new Float32Array(16);
+        this.gen.mt.fillLow24(last, 0, this.rest);
+        this.gen.normals(last, 0, 1);
+        this.buffered.set(last, this.rest);
+        this.restLeft = false;
+      } else {
+        throw new RangeError('read past the end of the values');
+      }
+    }
+  }
+
+  private fill(length: number): void {
+    this.buffered = new Float32Array(length);
+    this.bufferedAt = 0;
   }
 }
 

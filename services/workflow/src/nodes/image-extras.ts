@@ -39,17 +39,25 @@ const byteOf = (v: number) => (v <= 0 ? 0 : v >= 1 ? 255 : Math.round(v * 255));
 /** ImageAddNoise: clip(image + strength · torch.randn(image.size()) with manual_seed(seed), 0, 1). */
 function addNoise(images: ImageBatch, seed: number, strength: number, ctx: NodeContext): ImageBatch {
   const total = images.frames.reduce((n, f) => n + f.data.length, 0);
-  const noise = new TorchGenerator(seed).randnStream(total);
+  const stream = new TorchGenerator(seed).randnStream(total);
+  const noise = new Float32Array(Math.min(NOISE_CHUNK, total));
   const s = f32(strength);
   const out: Frame[] = [];
   for (const f of eachFrame(images, ctx)) {
     const src = f.data;
     const data = Buffer.allocUnsafe(src.length);
-    for (let i = 0; i < data.length; i++) data[i] = byteOf(f32(UNIT[src[i]!]! + f32(s * noise())));
+    for (let at = 0; at < src.length; at += NOISE_CHUNK) {
+      const n = Math.min(NOISE_CHUNK, src.length - at);
+      stream.read(noise, n);
+      for (let i = 0; i < n; i++) data[at + i] = byteOf(f32(UNIT[src[at + i]!]! + f32(s * noise[i]!)));
+    }
     out.push(new Frame(f.width, f.height, f.channels, data));
   }
   return new ImageBatch(out);
 }
+
+/** ImageAddNoise's noise values held at once. */
+const NOISE_CHUNK = 1 << 16;
 
 /**
  * Running min or max over windows [i - k//2, i - k//2 + k) clipped to the

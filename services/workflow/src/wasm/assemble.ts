@@ -143,3 +143,22 @@ export const f32x4gt = simd(0x44);
 export const f32x4div = simd(0xe7);
 export const f32x4fromI32U = simd(0xfb);
 export const v128xor = simd(0x51);
+
+// Used by the model layer's kernels (models/randn-kernels.ts).
+export const call = (fn: number): Code => [0x10, ...uleb(fn)];
+/** if (condition on the stack) { body } */
+export const ifThen = (...body: Code[]): Code => [0x04, 0x40, ...body.flat(), 0x0b];
+export const sub = [0x6b];
+export const ltS = [0x48];
+export const i32and = [0x71];
+export const i32or = [0x72];
+export const i32xor = [0x73];
+export const i32shl = [0x74];
+export const i32shrU = [0x76];
+export const selectValue = [0x1b];
+export const i32x4shrU = simd(0xad);
+export const i32x4sub = simd(0xb1);
+export const v128andnot = simd(0x4f);
+export const f32x4lt = simd(0x43);
+export const f32x4sqrt = simd(0xe3);
+export const i32x4splatOf = (v: number): Code => [...i32(v), ...i32x4splat];
