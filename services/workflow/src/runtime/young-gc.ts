@@ -20,6 +20,22 @@ import vm from 'node:vm';
  */
 let collect: ((options: { type: 'minor'; execution: 'sync' }) => void) | null | undefined;
 
+/**
+ * Whether the collection sweeps the dead buffers itself (V8's
+ * --no-concurrent-array-buffer-sweeping for its duration). V8 frees dead
+ * ArrayBuffers' memory on a background thread after a young collection, and
+ * counts it as allocated until then; at the collection's end it compares the
+ * old generation plus the external memory allocated since the last full
+ * collection with its limit (a heap of ~10 MB has ~10–16 MB of room). So a
+ * prompt that made more than that in planes (a 1024² mask is 4 MiB) started
+ * incremental marking there, with memory that was in fact free: a full
+ * collection after about every prompt (~10 ms of CPU, mostly on V8's
+ * marking threads). Swept in the pause (free() of a few buffers), the memory
+ * is uncounted before the limit is looked at. Not where the process was
+ * started with the flag set either way (it would be overridden).
+ */
+const toggleSweeping = ![...process.execArgv, process.env.NODE_OPTIONS ?? ''].some((a) => a.includes('array-buffer-sweeping'));
+
 export function collectYoungGeneration(): void {
   if (collect === undefined) {
     collect = null;
@@ -35,7 +51,13 @@ export function collectYoungGeneration(): void {
       collect = null;
     }
   }
-  collect?.({ type: 'minor', execution: 'sync' });
+  if (!collect) return;
+  if (toggleSweeping) v8.setFlagsFromString('--no-concurrent-array-buffer-sweeping');
+  try {
+    collect({ type: 'minor', execution: 'sync' });
+  } finally {
+    if (toggleSweeping) v8.setFlagsFromString('--concurrent-array-buffer-sweeping');
+  }
 }
 
 /** External (native) memory this thread's heap accounts for, in bytes. */

@@ -18,6 +18,7 @@ import { shareChildList } from '../nodes/child-processes.ts';
 import { configureDevice } from '../models/session.ts';
 import { configurePrecision } from '../models/precision.ts';
 import { simdKernels } from '../nodes/simd-kernels.ts';
+import { retainFreedMemory } from '../runtime/malloc-retain.ts';
 import { collectYoungGeneration, externalMemory } from '../runtime/young-gc.ts';
 import { buildRegistry } from './node-registry.ts';
 import type { EnvCall, FromThread, RunEnd, RunEvent, ThreadInit, ToThread } from './protocol.ts';
@@ -79,6 +80,8 @@ const threadLog = {
 const registry = await buildRegistry(init.config, threadLog);
 // The image kernels' WebAssembly compiles now, while the thread is idle, not inside a prompt's first resize or blur.
 simdKernels();
+// Freed planes stay mapped for the next prompt (runtime/malloc-retain.ts).
+retainFreedMemory();
 const executor = new Executor(registry, init.config.cache, init.limits);
 
 /** Calls of env functions waiting for the main thread's reply. */
