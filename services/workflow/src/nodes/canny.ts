@@ -147,35 +147,47 @@ export function cannyEdges(pixels: Uint8Array, width: number, height: number, ch
   const fuseAcross = oneDnn(batch, H, W + 4);
   const fuseDown = oneDnn(batch, H + 4, W);
   const xs = Int32Array.from({ length: W + 4 }, (_, i) => reflect(i - 2, W));
-  const grey = new Float32Array(W);
+  // The grey row with its reflected borders: padded[i] = grey[xs[i]].
+  const padded = new Float32Array(W + 4);
   const mag = opts.magnitude;
+  const k0 = k[0]!;
+  const k1 = k[1]!;
+  const k2 = k[2]!;
+  const k3 = k[3]!;
+  const k4 = k[4]!;
 
   // Horizontal blur of a grey row.
   const across = new Rows(W, (y, out) => {
     const o = y * W * channels;
-    for (let x = 0; x < W; x++) {
-      const p = o + x * channels;
+    for (let x = 0, p = o; x < W; x++, p += channels) {
       // r·w_r, then addcmul twice (fused: the product is exact in double, one rounding).
-      let v = f(LEVEL[pixels[p]!]! * W_R);
-      v = f(v + LEVEL[pixels[p + 1]!]! * W_G);
-      grey[x] = f(v + LEVEL[pixels[p + 2]!]! * W_B);
+      const v = f(LEVEL[pixels[p]!]! * W_R);
+      const u = f(v + LEVEL[pixels[p + 1]!]! * W_G);
+      padded[x + 2] = f(u + LEVEL[pixels[p + 2]!]! * W_B);
     }
-    for (let x = 0; x < W; x++) {
-      let acc = 0;
-      // A float32 product is exact in double: one rounding is the fused multiply-add.
-      if (fuseAcross) for (let t = 0; t < 5; t++) acc = f(acc + grey[xs[x + t]!]! * k[t]!);
-      else for (let t = 0; t < 5; t++) acc = f(acc + f(grey[xs[x + t]!]! * k[t]!));
-      out[x] = acc;
+    padded[0] = padded[xs[0]! + 2]!;
+    padded[1] = padded[xs[1]! + 2]!;
+    padded[W + 2] = padded[xs[W + 2]! + 2]!;
+    padded[W + 3] = padded[xs[W + 3]! + 2]!;
+    // The five taps in order, each sum rounded to float32 (from 0: 0 + the first product).
+    // A float32 product is exact in double: one rounding is the fused multiply-add.
+    if (fuseAcross) {
+      for (let x = 0; x < W; x++) out[x] = f(f(f(f(f(0 + padded[x]! * k0) + padded[x + 1]! * k1) + padded[x + 2]! * k2) + padded[x + 3]! * k3) + padded[x + 4]! * k4);
+    } else {
+      for (let x = 0; x < W; x++) out[x] = f(f(f(f(f(0 + f(padded[x]! * k0)) + f(padded[x + 1]! * k1)) + f(padded[x + 2]! * k2)) + f(padded[x + 3]! * k3)) + f(padded[x + 4]! * k4));
     }
   });
   // Vertical blur.
   const blurred = new Rows(W, (y, out) => {
-    const r = [0, 1, 2, 3, 4].map((t) => across.get(reflect(y + t - 2, H)));
-    for (let x = 0; x < W; x++) {
-      let acc = 0;
-      if (fuseDown) for (let t = 0; t < 5; t++) acc = f(acc + r[t]![x]! * k[t]!);
-      else for (let t = 0; t < 5; t++) acc = f(acc + f(r[t]![x]! * k[t]!));
-      out[x] = acc;
+    const r0 = across.get(reflect(y - 2, H));
+    const r1 = across.get(reflect(y - 1, H));
+    const r2 = across.get(y);
+    const r3 = across.get(reflect(y + 1, H));
+    const r4 = across.get(reflect(y + 2, H));
+    if (fuseDown) {
+      for (let x = 0; x < W; x++) out[x] = f(f(f(f(f(0 + r0[x]! * k0) + r1[x]! * k1) + r2[x]! * k2) + r3[x]! * k3) + r4[x]! * k4);
+    } else {
+      for (let x = 0; x < W; x++) out[x] = f(f(f(f(f(0 + f(r0[x]! * k0)) + f(r1[x]! * k1)) + f(r2[x]! * k2)) + f(r3[x]! * k3)) + f(r4[x]! * k4));
     }
   });
   // Sobel gradients → magnitude in [0, W), direction index in [W, 2W).
@@ -186,9 +198,13 @@ export function cannyEdges(pixels: Uint8Array, width: number, height: number, ch
     for (let x = 0; x < W; x++) {
       const l = x === 0 ? 0 : x - 1;
       const r = x === W - 1 ? W - 1 : x + 1;
+      const al = a[l]!;
+      const ar = a[r]!;
+      const cl = c[l]!;
+      const cr = c[r]!;
       // Row-major over the kernel, zero taps skipped (adding ±0 changes nothing).
-      const gx = f(f(f(f(f(-a[l]! + a[r]!) - 2 * b[l]!) + 2 * b[r]!) - c[l]!) + c[r]!);
-      const gy = f(f(f(f(f(-a[l]! - 2 * a[x]!) - a[r]!) + c[l]!) + 2 * c[x]!) + c[r]!);
+      const gx = f(f(f(f(f(-al + ar) - 2 * b[l]!) + 2 * b[r]!) - cl) + cr);
+      const gy = f(f(f(f(f(-al - 2 * a[x]!) - ar) + cl) + 2 * c[x]!) + cr);
       const m = f(Math.sqrt(f(f(f(gx * gx) + f(gy * gy)) + EPS)));
       out[x] = m;
       // The direction serves only this pixel's suppression, and a magnitude at or below the low threshold is no edge
