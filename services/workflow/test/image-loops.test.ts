@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { PORTER_DUFF_MODES, porterDuffPixels, rgbToYcbcrBytes, ycbcrToRgbBytes } from '../src/nodes/image-loops.ts';
+import { addNoiseBytes, PORTER_DUFF_MODES, porterDuffPixels, rgbToYcbcrBytes, ycbcrToRgbBytes } from '../src/nodes/image-loops.ts';
 import { simdKernels } from '../src/nodes/simd-kernels.ts';
 import { randomBytes, sameBits, sameBytes } from './simd-compare.ts';
 
@@ -118,4 +118,24 @@ test('ImageYUVToRGB: SIMD and JavaScript give the same RGB bytes, for 3- and 4-c
   const U = mk((i) => (i >> 8) & 255);
   const V = mk((i) => i & 255);
   sameBytes(ycbcrToRgbBytes(Y, U, V, n), ycbcrToRgbBytes(Y, U, V, n, false), 'every U, V pair');
+});
+
+test('ImageAddNoise samples: SIMD and JavaScript give the same bytes (noise of every size, NaN, ±∞, −0; any strength)', (t) => {
+  if (!simdKernels()) return t.skip('WebAssembly SIMD does not run here');
+  for (const n of SIZES) {
+    const src = bytes(n);
+    const noise = new Float32Array(n);
+    for (let i = 0; i < n; i++) noise[i] = rnd() < 0.1 ? SPECIAL[Math.floor(rnd() * SPECIAL.length)]! : (rnd() - 0.5) * 6;
+    for (const s of [0.5, 0, 1, 0.1, 3.7, -0.25, 1e-3]) {
+      const want = new Uint8Array(n + 3);
+      const got = new Uint8Array(n + 3);
+      addNoiseBytes(src, noise, n, s, want, 3, false);
+      addNoiseBytes(src, noise, n, s, got, 3);
+      sameBytes(got, want, `${n} samples, strength ${s}`);
+    }
+  }
+  // The JavaScript is the node's formula: byte(b / 255 + s · noise), 0 below 0, 255 above 1, NaN to 0.
+  const out = new Uint8Array(4);
+  addNoiseBytes(Uint8Array.of(128, 0, 255, 10), Float32Array.of(0.1, -1, 1, NaN), 4, 0.5, out, 0, false);
+  assert.deepEqual(Array.from(out), [Math.round(Math.fround(Math.fround(128 / 255) + Math.fround(0.05)) * 255), 0, 255, 0]);
 });

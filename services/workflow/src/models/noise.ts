@@ -205,7 +205,7 @@ export class NormalStream {
   private blocksLeft: number;
   private restLeft: boolean;
   private readonly rest: number;
-  private buffered = new Float32Array(0);
+  private buffered: Float32Array = new Float32Array(0);
   private bufferedAt = 0;
 
   constructor(private readonly gen: TorchGenerator, count: number) {

@@ -4,7 +4,7 @@ import { resizeFrame, resizePlane } from './resample.ts';
 import { combo, IMAGE_IN, MASK_IN, v3 } from './schema.ts';
 import { TorchGenerator } from '../models/noise.ts';
 import { cannyEdges, checkCanny } from './canny.ts';
-import { PORTER_DUFF_MODES, porterDuffPixels, rgbToYcbcrBytes, ycbcrToRgbBytes } from './image-loops.ts';
+import { addNoiseBytes, PORTER_DUFF_MODES, porterDuffPixels, rgbToYcbcrBytes, ycbcrToRgbBytes } from './image-loops.ts';
 
 /**
  * Image nodes of comfy_extras whose reference computes with torch/kornia:
@@ -30,12 +30,6 @@ function* eachFrame(images: ImageBatch, ctx: NodeContext): Generator<Frame> {
   }
 }
 
-/** byte / 255 as float32, the reference's LoadImage value of each byte. */
-const UNIT = Float32Array.from({ length: 256 }, (_, v) => v / 255);
-
-/** image-types' toByte, kept local so that the hot loops below inline it. */
-const byteOf = (v: number) => (v <= 0 ? 0 : v >= 1 ? 255 : Math.round(v * 255));
-
 /** ImageAddNoise: clip(image + strength · torch.randn(image.size()) with manual_seed(seed), 0, 1). */
 function addNoise(images: ImageBatch, seed: number, strength: number, ctx: NodeContext): ImageBatch {
   const total = images.frames.reduce((n, f) => n + f.data.length, 0);
@@ -49,7 +43,7 @@ function addNoise(images: ImageBatch, seed: number, strength: number, ctx: NodeC
     for (let at = 0; at < src.length; at += NOISE_CHUNK) {
       const n = Math.min(NOISE_CHUNK, src.length - at);
       stream.read(noise, n);
-      for (let i = 0; i < n; i++) data[at + i] = byteOf(f32(UNIT[src[at + i]!]! + f32(s * noise[i]!)));
+      addNoiseBytes(src.subarray(at, at + n), noise, n, s, data, at);
     }
     out.push(new Frame(f.width, f.height, f.channels, data));
   }

@@ -272,3 +272,24 @@ export function ycbcrToRgbBytes(Y: Channels, U: Channels, V: Channels, n: number
   }
   return out;
 }
+
+// ---- ImageAddNoise ----
+
+/**
+ * out[at + i] = the byte of float32(src[i] / 255 + float32(s · noise[i]))
+ * for i < n: ImageAddNoise's samples (clamped to 0..1 by the byte).
+ */
+export function addNoiseBytes(src: Uint8Array, noise: Float32Array, n: number, strength: number, out: Uint8Array, at: number, simd = true): void {
+  const s = f32(strength);
+  const k = simd ? simdKernels() : undefined;
+  if (k) {
+    const [S, N, D] = regions(k, [n, 4 * n, n]) as [number, number, number];
+    k.u8.set(bytesOf(src).subarray(0, n), S);
+    k.f32.set(noise.subarray(0, n), N / 4);
+    k.noisyBytes(S, N, n, s, D);
+    out.set(k.u8.subarray(D, D + n), at);
+    return;
+  }
+  const b = bytesOf(src);
+  for (let i = 0; i < n; i++) out[at + i] = byteOf(f32(UNIT[b[i]!]! + f32(s * noise[i]!)));
+}

@@ -1233,6 +1233,33 @@ function ycbcrToRgb(): Fn {
   };
 }
 
+/**
+ * noisyBytes(src, noise, n, s, dst): ImageAddNoise's samples, 4 a step:
+ * the byte of float32(b / 255 + float32(s · noise)) for the bytes b at src
+ * and the float32 values at noise (b / 255 in float32 is correctly rounded,
+ * as the reference's LoadImage values are), stored as bytes at dst. Reads
+ * up to 3 bytes and floats past n, writes up to 3 bytes past it.
+ */
+function noisyBytes(): Fn {
+  const [src, noise, n, s, dst] = [0, 1, 2, 3, 4];
+  const [i, v, t] = [5, 6, 7];
+  return {
+    name: 'noisyBytes',
+    params: [I32, I32, I32, F32, I32],
+    locals: [I32, V128, V128],
+    body: [
+      i32(0), set(i),
+      whileLt(i, n,
+        get(src), get(i), add, bytes4ToF32, f32splat(255), op.f32x4div,
+        get(s), f32x4splat, at4(noise, i), v128load(), f32x4mul,
+        f32x4add, set(v),
+        get(dst), get(i), add, toBytes4(v, t), store32(),
+        inc(i, i32(4)),
+      ),
+    ],
+  };
+}
+
 /** acc ← float32(acc + w·row) lane by lane where w ≠ 0 (acc kept where w is ±0), the sum in float64 as JavaScript's `Math.fround(acc + w * x)`; w and row are float32 vectors on locals. */
 const tapF64 = (acc: number, w: number, row: number, lo: number): Code => [
   ...get(acc), ...f64x2promoteLow, ...get(w), ...f64x2promoteLow, ...get(row), ...f64x2promoteLow, ...f64x2mul, ...f64x2add, ...f32x4demoteZero, ...set(lo),
@@ -1467,7 +1494,7 @@ function imageKernelFns(): Fn[] {
     ...PD_IMAGE.map((e, m) => pdImage(m, e, t)),
     spread(3), spread(4),
     rgbToYcbcr(), means(3), means(4), ycbcrToRgb(),
-    planeH(), planeV(), gatherRows(),
+    planeH(), planeV(), gatherRows(), noisyBytes(),
   ];
 }
 
@@ -1486,6 +1513,7 @@ export interface ImageKernels {
   planeH(src: number, stride: number, rows: number, xo: number, w: number, k: number, ow: number, owPad: number, dst: number): void;
   planeV(band: number, oh: number, yo: number, yw: number, k: number, n: number, dst: number): void;
   gatherRows(band: number, ro: number, oh: number, xo: number, ow: number, dst: number): void;
+  noisyBytes(src: number, noise: number, n: number, s: number, dst: number): void;
 }
 
 function imageKernelExports(e: Record<string, (...a: number[]) => void>): ImageKernels {
@@ -1502,6 +1530,7 @@ function imageKernelExports(e: Record<string, (...a: number[]) => void>): ImageK
     planeH: fn('planeH'),
     planeV: fn('planeV'),
     gatherRows: fn('gatherRows'),
+    noisyBytes: fn('noisyBytes'),
   };
 }
 
