@@ -120,6 +120,11 @@ test('MaskComposite: SIMD and JavaScript give the combined, clamped float32 for 
     [5000, 7, 4999, 7, 1, 0],
     // Source rows spread over three chunks of 16 destination rows, from an offset row.
     [1000, 40, 600, 30, 7, 5],
+    // Whole rows (x 0, the destination's width), in one call per chunk: starting and ending inside chunks, past the bottom.
+    [1000, 40, 1000, 30, 0, 5],
+    [1000, 40, 1000, 9, 0, 20],
+    [1000, 40, 1000, 40, 0, 35],
+    [9, 4, 9, 2, 0, 3],
   ];
   for (const [dw, dh, sw, sh, x, y] of cases) {
     const dst = samples(dw * dh);

@@ -26,6 +26,15 @@ function kernels(): SimdKernels | undefined {
   return k;
 }
 
+/**
+ * A plane of n float32 samples whose every sample the caller writes: its
+ * memory is not zeroed first (a 1024² plane reused from freed memory is
+ * 4 MiB of memset otherwise; fresh pages come zeroed from the kernel anyway).
+ */
+function unfilled(n: number): Float32Array {
+  return new Float32Array(Buffer.allocUnsafeSlow(n * 4).buffer, 0, n);
+}
+
 /** A plain Uint8Array over a Buffer's bytes (Buffers made by sharp and by JavaScript have different hidden classes). */
 function bytesOf(b: Uint8Array): Uint8Array {
   return new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
@@ -33,14 +42,14 @@ function bytesOf(b: Uint8Array): Uint8Array {
 
 /** ImageColorToMask: 1 where a pixel's R, G, B bytes are those of `color` (0xRRGGBB), else 0. */
 export function colorMask(pixels: Uint8Array, n: number, channels: 3 | 4, color: number, simd = true): Float32Array {
-  const out = new Float32Array(n);
   // A colour outside 0..0xffffff (a pack's call; the input's range keeps prompts from it) matches no pixel.
-  if (!Number.isInteger(color) || color < 0 || color > 0xffffff) return out;
+  if (!Number.isInteger(color) || color < 0 || color > 0xffffff) return new Float32Array(n);
   const r = (color >> 16) & 255;
   const g = (color >> 8) & 255;
   const b = color & 255;
   const d = bytesOf(pixels);
   const k = simd ? kernels() : undefined;
+  const out = k ? unfilled(n) : new Float32Array(n);
   if (k) {
     const key = r | (g << 8) | (b << 16);
     for (let s = 0; s < n; s += CHUNK) {
@@ -59,8 +68,8 @@ export function colorMask(pixels: Uint8Array, n: number, channels: 3 | 4, color:
 /** InvertMask: 1 − v for each sample. */
 export function invertSamples(d: Float32Array, simd = true): Float32Array {
   const n = d.length;
-  const out = new Float32Array(n);
   const k = simd ? kernels() : undefined;
+  const out = k ? unfilled(n) : new Float32Array(n);
   if (k) {
     for (let s = 0; s < n; s += CHUNK) {
       const m = Math.min(CHUNK, n - s);
@@ -97,8 +106,9 @@ function clampSamples(src: Float32Array, out: Float32Array, from: number, to: nu
  * those roundings, as float64 carries more than twice float32's precision.
  */
 export function compositeSamples(dst: Float32Array, src: Float32Array, dw: number, dh: number, sw: number, x: number, y: number, right: number, bottom: number, op: string, simd = true): Float32Array {
-  const o = new Float32Array(dw * dh);
   const k = simd ? kernels() : undefined;
+  // Every row is written below (clamped, or combined in part).
+  const o = k ? unfilled(dw * dh) : new Float32Array(dw * dh);
   if (k) {
     // Any other operation is xor, as in the JavaScript loops below.
     const combine = op === 'add' ? k.addClamp : op === 'subtract' ? k.subClamp : op === 'multiply' ? k.mulClamp : op === 'and' ? k.andMask : op === 'or' ? k.orMask : k.xorMask;
@@ -116,6 +126,16 @@ export function compositeSamples(dst: Float32Array, src: Float32Array, dw: numbe
       const ya = Math.max(r0, y);
       const yb = Math.min(r1, bottom);
       if (block && right > x && yb > ya) f32.set(src.subarray((ya - y) * sw, (yb - y) * sw), B / 4);
+      if (x === 0 && right === dw && sw === dw) {
+        // Whole rows (the common case): the chunk's rows above, inside and below the source in one call each, in order.
+        const top = Math.min(Math.max(ya, r0), r1);
+        const end = Math.max(top, yb);
+        if (top > r0) k.clampMask(A, (top - r0) * dw, C);
+        if (end > top) combine(A + (top - r0) * dw * 4, B, (end - top) * dw, C + (top - r0) * dw * 4);
+        if (r1 > end) k.clampMask(A + (end - r0) * dw * 4, (r1 - end) * dw, C + (end - r0) * dw * 4);
+        o.set(f32.subarray(C / 4, C / 4 + (r1 - r0) * dw), r0 * dw);
+        continue;
+      }
       for (let yy = r0; yy < r1; yy++) {
         const a = A + (yy - r0) * dw * 4;
         const c = C + (yy - r0) * dw * 4;
@@ -234,9 +254,9 @@ const INVERTED_UNITS = Float32Array.from({ length: 256 }, (_, v) => 1 - v / 255)
  * each the double quotient rounded to float32.
  */
 export function channelUnits(pixels: Uint8Array, n: number, channels: 1 | 3 | 4, ch: number, inverted = false, simd = true): Float32Array {
-  const out = new Float32Array(n);
   const d = bytesOf(pixels);
   const k = simd ? kernels() : undefined;
+  const out = k ? unfilled(n) : new Float32Array(n);
   if (k) {
     // unitBytes' swizzle pattern (in the third region): the channel's byte of each of 4 pixels to the low byte of an int32 lane.
     const sel = 2 * REGION;
@@ -273,8 +293,8 @@ export function float32Threshold(value: number): number {
 /** ThresholdMask: 1 where a sample is above `value`, else 0 (NaN: 0). */
 export function thresholdSamples(d: Float32Array, value: number, simd = true): Float32Array {
   const n = d.length;
-  const out = new Float32Array(n);
   const k = simd ? kernels() : undefined;
+  const out = k ? unfilled(n) : new Float32Array(n);
   if (k) {
     const t = float32Threshold(value);
     for (let s = 0; s < n; s += CHUNK) {
@@ -331,7 +351,8 @@ export function featherSamples(src: Float32Array, w: number, h: number, left: nu
  * the column rates (float64) after them.
  */
 function featherSimd(k: SimdKernels, src: Float32Array, w: number, h: number, lr: Float64Array, rr: Float64Array, top: number, bottom: number): Float32Array {
-  const o = new Float32Array(w * h);
+  // Every row is copied out below.
+  const o = unfilled(w * h);
   const rowsAt = 0;
   const rowBytes = w * 4;
   const rows = Math.max(1, Math.floor(CHUNK / w));
