@@ -5,7 +5,7 @@ import { asciiJson } from '../files/png.ts';
 import type { NodeDefinition, NodeEnv, NodeScope } from './api.ts';
 import { imagePath, saveImagePath } from './image-io.ts';
 import { isLatent, type Latent, MAX_LATENT_VALUES, Tensor } from './latent.ts';
-import { decodeSafetensors, encodeSafetensors } from './safetensors.ts';
+import { decodeSafetensors, safetensorsParts } from './safetensors.ts';
 
 /**
  * SaveLatent and LoadLatent (nodes.py): `.latent` files are safetensors with
@@ -35,6 +35,22 @@ function existingLatent(dirs: NodeEnv['dirs'], name: unknown): string | undefine
   }
 }
 
+/** Creates `file` (EEXIST when it exists, as writeFileSync's `wx`) with the bytes of `parts` in order. */
+export function writeNewFile(file: string, parts: readonly Uint8Array[]): void {
+  const fd = fs.openSync(file, 'wx');
+  try {
+    let rest = parts.filter((p) => p.byteLength > 0);
+    while (rest.length > 0) {
+      let written = fs.writevSync(fd, rest);
+      // A short write (a signal, a full disk on the next call): go on after the bytes that made it.
+      while (rest.length > 0 && written >= rest[0]!.byteLength) written -= rest.shift()!.byteLength;
+      if (written > 0) rest[0] = rest[0]!.subarray(written);
+    }
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
 export function latentFileNodes(dirs: NodeEnv['dirs']): NodeDefinition[] {
   const scoped = (scope?: NodeScope) => scope?.dirs ?? dirs;
   return [
@@ -53,11 +69,12 @@ export function latentFileNodes(dirs: NodeEnv['dirs']): NodeDefinition[] {
         let counter = first;
         const metadata: Record<string, string> = { prompt: prompt === undefined || prompt === null ? '' : asciiJson(prompt) };
         if (extra_pnginfo && typeof extra_pnginfo === 'object') for (const [k, v] of Object.entries(extra_pnginfo)) metadata[k] = asciiJson(v);
-        const bytes = encodeSafetensors({ latent_tensor: (samples as Latent).samples, latent_format_version_0: new Tensor([0], new Float32Array(0)) }, metadata);
+        // The header, then the latent's own float32 bytes: one writev, no file-sized copy of the latent first.
+        const parts = safetensorsParts({ latent_tensor: (samples as Latent).samples, latent_format_version_0: new Tensor([0], new Float32Array(0)) }, metadata);
         for (;;) {
           const file = `${filename}_${String(counter).padStart(5, '0')}_.latent`;
           try {
-            fs.writeFileSync(path.join(folder, file), bytes, { flag: 'wx' });
+            writeNewFile(path.join(folder, file), parts);
           } catch (err) {
             if ((err as NodeJS.ErrnoException).code === 'EEXIST') {
               counter++;

@@ -11,6 +11,16 @@ import { numel, Tensor } from './latent.ts';
 const MAX_HEADER = 100 * 1024 * 1024;
 
 export function encodeSafetensors(tensors: Record<string, Tensor>, metadata?: Record<string, string>): Buffer {
+  return Buffer.concat(safetensorsParts(tensors, metadata));
+}
+
+/**
+ * The bytes of encodeSafetensors as consecutive pieces: the length and
+ * header, then each tensor's float32 bytes, as views of its own memory on a
+ * little-endian machine (no copy). Written with one writev, a file gets the
+ * same bytes without a file-sized buffer being filled first.
+ */
+export function safetensorsParts(tensors: Record<string, Tensor>, metadata?: Record<string, string>): Uint8Array[] {
   // safetensors orders tensors by dtype alignment, then name; all of these are F32.
   const names = Object.keys(tensors).sort();
   const header: Record<string, unknown> = {};
@@ -21,24 +31,27 @@ export function encodeSafetensors(tensors: Record<string, Tensor>, metadata?: Re
     header[n] = { dtype: 'F32', shape: [...t.shape], data_offsets: [offset, offset + t.data.length * 4] };
     offset += t.data.length * 4;
   }
-  let json = Buffer.from(JSON.stringify(header), 'utf8');
-  const pad = (8 - (json.length % 8)) % 8;
-  if (pad) json = Buffer.concat([json, Buffer.alloc(pad, 0x20)]);
-  const out = Buffer.allocUnsafe(8 + json.length + offset);
-  out.writeBigUInt64LE(BigInt(json.length), 0);
-  json.copy(out, 8);
-  let at = 8 + json.length;
+  const json = JSON.stringify(header);
+  const jsonLength = Buffer.byteLength(json, 'utf8');
+  const pad = (8 - (jsonLength % 8)) % 8;
+  const head = Buffer.allocUnsafe(8 + jsonLength + pad);
+  head.writeBigUInt64LE(BigInt(jsonLength + pad), 0);
+  head.write(json, 8, 'utf8');
+  head.fill(0x20, 8 + jsonLength);
+  const parts: Uint8Array[] = [head];
   for (const n of names) {
     const d = tensors[n]!.data;
+    if (d.length === 0) continue;
     if (LITTLE_ENDIAN) {
       // The float32 bytes as they are in memory: safetensors' own layout on this machine.
-      out.set(new Uint8Array(d.buffer, d.byteOffset, d.byteLength), at);
+      parts.push(new Uint8Array(d.buffer, d.byteOffset, d.byteLength));
     } else {
-      for (let i = 0; i < d.length; i++) out.writeFloatLE(d[i]!, at + i * 4);
+      const out = Buffer.allocUnsafe(d.byteLength);
+      for (let i = 0; i < d.length; i++) out.writeFloatLE(d[i]!, i * 4);
+      parts.push(out);
     }
-    at += d.length * 4;
   }
-  return out;
+  return parts;
 }
 
 const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
