@@ -320,6 +320,50 @@ class NodeCtx implements NodeContext {
   }
 }
 
+/**
+ * Under `--cache-none`: the nodes whose outputs no node of the prompt still
+ * has to read. As the reference's execution list does (its per-consumer
+ * execution cache, dropped as each consumer completes), an output is let go
+ * once every node that links to it has completed, so a chain of large values
+ * (1024² masks, 4 MiB each) holds a few at a time instead of all of them to
+ * the prompt's end. Kept: the prompt's output nodes' values, and whatever a
+ * node that never runs (not needed, a lazy input left unevaluated) links to.
+ * The executor stops releasing in a run once an expansion has added nodes,
+ * which may link to any node's outputs.
+ */
+class ConsumedOutputs {
+  /** Links from prompt nodes not yet completed, by source node. */
+  private readonly readers = new Map<string, number>();
+  private readonly kept: ReadonlySet<string>;
+
+  constructor(
+    private readonly prompt: PromptRun['prompt'],
+    outputs: readonly string[],
+  ) {
+    this.kept = new Set(outputs);
+    for (const id of Object.keys(prompt)) for (const src of this.sources(id)) this.readers.set(src, (this.readers.get(src) ?? 0) + 1);
+  }
+
+  private sources(id: string): string[] {
+    if (!Object.hasOwn(this.prompt, id)) return [];
+    const inputs = (this.prompt[id] as { inputs?: Record<string, unknown> } | undefined)?.inputs;
+    const out: string[] = [];
+    if (inputs && typeof inputs === 'object') for (const v of Object.values(inputs)) if (isLink(v)) out.push(v[0]);
+    return out;
+  }
+
+  /** Node `id` completed: the sources it was the last reader of. */
+  completed(id: string): string[] {
+    const done: string[] = [];
+    for (const src of this.sources(id)) {
+      const left = (this.readers.get(src) ?? 0) - 1;
+      this.readers.set(src, left);
+      if (left === 0 && !this.kept.has(src)) done.push(src);
+    }
+    return done;
+  }
+}
+
 /** State of one prompt's run. */
 class Run {
   readonly dyn: DynamicPrompt;
@@ -341,6 +385,10 @@ class Run {
   currentOutputs: string[] = [];
   /** Nodes expansions added, and each expanded node's nesting depth (original nodes are 0). */
   private expandedCount = 0;
+  /** Whether an expansion added nodes in this run (they may link to any node's outputs). */
+  get expanded(): boolean {
+    return this.expandedCount > 0 || this.pendingSubgraph.size > 0;
+  }
   private readonly depth = new Map<string, number>();
   private outputBytes = 0;
   private outputItems = 0;
@@ -799,6 +847,7 @@ export class Executor {
     run.addMessage('execution_cached', { nodes: cachedNodes, prompt_id: promptId });
 
     let failed: Extract<Outcome, { kind: 'failure' }> | undefined;
+    const release = this.cache.policy.kind === 'none' ? new ConsumedOutputs(prompt, spec.outputs) : undefined;
     try {
       for (const o of spec.outputs) run.list.addNode(o);
       let lastYield = performance.now();
@@ -827,7 +876,10 @@ export class Executor {
           break;
         }
         if (outcome.kind === 'pending') run.list.unstage();
-        else run.list.complete();
+        else {
+          run.list.complete();
+          if (release && !run.expanded) for (const done of release.completed(id)) run.values.delete(done);
+        }
         if (performance.now() - lastYield > YIELD_EVERY_MS) {
           // Long prompts of quick nodes still let the API (and POST /interrupt) in.
           await yieldToLoop();
