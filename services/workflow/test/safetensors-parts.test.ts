@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
 import { Tensor } from '../src/nodes/latent.ts';
-import { writeNewFile } from '../src/nodes/latent-files.ts';
+import { WRITE_CHUNK, writeNewFile } from '../src/nodes/latent-files.ts';
 import { encodeSafetensors, safetensorsParts } from '../src/nodes/safetensors.ts';
 
 /** The encoder as it was before safetensorsParts (one file-sized buffer): the bytes the new one must give. */
@@ -86,18 +86,28 @@ test('writeNewFile: the parts in order, EEXIST on an existing file (as writeFile
   assert.equal(fs.statSync(empty).size, 0);
 });
 
-test('writeNewFile: short writes go on after the bytes written', (t) => {
+test('writeNewFile: writes of at most `chunk` bytes, and short writes go on after the bytes written', (t) => {
   const parts = [Buffer.from('header--'), new Uint8Array(new Float32Array([1, 2, 3, 4, 5]).buffer), Buffer.from('tail')];
   const want = Buffer.concat(parts);
-  const real = fs.writevSync;
-  // Each call writes at most 5 bytes: splits inside and across parts.
-  const mocked = t.mock.method(fs, 'writevSync', (fd: number, bufs: Uint8Array[]) => {
-    const first = Buffer.concat(bufs).subarray(0, 5);
-    return real(fd, [first]);
+  const real = fs.writeSync;
+  const lengths: number[] = [];
+  // Each call writes at most 3 of the bytes it is given: short writes inside every part.
+  const mocked = t.mock.method(fs, 'writeSync', (fd: number, buf: Uint8Array, offset: number, length: number) => {
+    lengths.push(length);
+    return real(fd, buf, offset, Math.min(3, length));
   });
   const file = path.join(work, 'short');
-  writeNewFile(file, parts);
-  assert.equal(mocked.mock.callCount(), Math.ceil(want.length / 5));
+  writeNewFile(file, parts, 7);
   t.mock.restoreAll();
   assert.deepEqual(fs.readFileSync(file), want);
+  assert.ok(mocked.mock.callCount() >= Math.ceil(want.length / 3));
+  assert.ok(lengths.every((n) => n <= 7));
+  // A latent larger than the default chunk: several writes, the same bytes.
+  const tensors = { latent_tensor: randomTensor([1, 4, 128, 160]), latent_format_version_0: new Tensor([0], new Float32Array(0)) };
+  const big = path.join(work, 'big.latent');
+  const counted = t.mock.method(fs, 'writeSync');
+  writeNewFile(big, safetensorsParts(tensors, { prompt: 'p' }));
+  assert.equal(counted.mock.callCount(), 1 + Math.ceil((128 * 160 * 16) / WRITE_CHUNK));
+  t.mock.restoreAll();
+  assert.deepEqual(fs.readFileSync(big), formerEncode(tensors, { prompt: 'p' }));
 });

@@ -35,16 +35,24 @@ function existingLatent(dirs: NodeEnv['dirs'], name: unknown): string | undefine
   }
 }
 
-/** Creates `file` (EEXIST when it exists, as writeFileSync's `wx`) with the bytes of `parts` in order. */
-export function writeNewFile(file: string, parts: readonly Uint8Array[]): void {
+/**
+ * The most one write() hands the kernel. A file's page cache is allocated per
+ * write call, in folios as large as the call allows (ext4 since Linux 6.16):
+ * one 2.4 MB write takes 2 MB folios, which on a VM that reports free 2 MB
+ * blocks to its host are likely blocks the host has taken back, every page of
+ * them faulted in again inside the copy. Measured on this project's VM: the
+ * same 2.4 MB took 0.4 to 5 ms of CPU in one write, 0.4 to 0.8 ms in 256 KB
+ * writes.
+ */
+export const WRITE_CHUNK = 256 * 1024;
+
+/** Creates `file` (EEXIST when it exists, as writeFileSync's `wx`) with the bytes of `parts` in order, at most `chunk` bytes a write. */
+export function writeNewFile(file: string, parts: readonly Uint8Array[], chunk = WRITE_CHUNK): void {
   const fd = fs.openSync(file, 'wx');
   try {
-    let rest = parts.filter((p) => p.byteLength > 0);
-    while (rest.length > 0) {
-      let written = fs.writevSync(fd, rest);
-      // A short write (a signal, a full disk on the next call): go on after the bytes that made it.
-      while (rest.length > 0 && written >= rest[0]!.byteLength) written -= rest.shift()!.byteLength;
-      if (written > 0) rest[0] = rest[0]!.subarray(written);
+    for (const part of parts) {
+      // A short write (a signal, a full disk on the next call) goes on after the bytes that made it.
+      for (let at = 0; at < part.byteLength; ) at += fs.writeSync(fd, part, at, Math.min(chunk, part.byteLength - at));
     }
   } finally {
     fs.closeSync(fd);
@@ -69,7 +77,7 @@ export function latentFileNodes(dirs: NodeEnv['dirs']): NodeDefinition[] {
         let counter = first;
         const metadata: Record<string, string> = { prompt: prompt === undefined || prompt === null ? '' : asciiJson(prompt) };
         if (extra_pnginfo && typeof extra_pnginfo === 'object') for (const [k, v] of Object.entries(extra_pnginfo)) metadata[k] = asciiJson(v);
-        // The header, then the latent's own float32 bytes: one writev, no file-sized copy of the latent first.
+        // The header, then the latent's own float32 bytes: no file-sized copy of the latent first.
         const parts = safetensorsParts({ latent_tensor: (samples as Latent).samples, latent_format_version_0: new Tensor([0], new Float32Array(0)) }, metadata);
         for (;;) {
           const file = `${filename}_${String(counter).padStart(5, '0')}_.latent`;
