@@ -6,10 +6,10 @@
  * Servers run one at a time, each round a fresh process of each (fresh data
  * dir, `--cache-none` on both so that every node runs each time), rounds
  * interleaved so that load from other processes hits both alike. Per round
- * and row: one warm-up run, then `--repeat` timed runs; the row's figure is
+ * and row: `--warmup` untimed runs (1), then `--repeat` timed runs; the row's figure is
  * the median over all timed runs of all rounds.
  *
- *   npx tsx bench/workflow/image-pipeline.ts [--rounds 3] [--repeat 3] [--rows a,b] [--service-only]
+ *   npx tsx bench/workflow/image-pipeline.ts [--rounds 3] [--repeat 3] [--warmup 1] [--rows a,b] [--service-only]
  *
  * The reference (ComfyUI a125cd84, torch CPU) runs where REF_PYTHON (default
  * /work/team/refvenv/bin/python) and COMFY_DIR (default /work/team/ComfyUI)
@@ -31,10 +31,11 @@
  * runs prompts 5 nicer than the process, so on a busy machine its kernels get
  * less CPU than the reference's, which computes at its process's priority).
  *
- * Each row also reports the CPU time (user + system, all threads, /proc) the
- * server process spent per timed run, with that of the child processes it ran
- * and reaped (the service's cwebp), median over rounds: a figure that other
- * processes' load does not move as much as wall time.
+ * Each row also reports the CPU time the server process spent per timed run
+ * (its threads' scheduler run time in nanoseconds from /proc, with the
+ * ticks of the child processes it ran and reaped: the service's cwebp),
+ * median over rounds: a figure that other processes' load does not move as
+ * much as wall time.
  *
  * Inputs: a photo-like 1024² RGB PNG (smooth gradients plus noise, ~1.3 MB)
  * for LoadImage, and a noisier 1024² PNG of about 2.6 MB for the upload row.
@@ -54,6 +55,7 @@ const { values: args } = parseArgs({
   options: {
     rounds: { type: 'string', default: '3' },
     repeat: { type: 'string', default: '3' },
+    warmup: { type: 'string', default: '1' },
     rows: { type: 'string' },
     'service-only': { type: 'boolean', default: false },
     check: { type: 'boolean', default: false },
@@ -62,6 +64,8 @@ const { values: args } = parseArgs({
 });
 const ROUNDS = Number(args.rounds);
 const REPEAT = Number(args.repeat);
+/** Untimed runs of each row before its timed ones, each round. */
+const WARMUP = Math.max(1, Number(args.warmup));
 const root = path.resolve(import.meta.dirname, '../..');
 const REF_PYTHON = process.env.REF_PYTHON ?? '/work/team/refvenv/bin/python';
 const COMFY_DIR = process.env.COMFY_DIR ?? '/work/team/ComfyUI';
@@ -477,13 +481,42 @@ const times: Record<'service' | 'reference', number[][]> = { service: rows.map((
 const cpuTimes: Record<'service' | 'reference', number[][]> = { service: rows.map(() => []), reference: rows.map(() => []) };
 const TICK_MS = 1000 / (Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout) || 100);
 
-/** CPU milliseconds a process has used so far, all its threads and its reaped children (Linux; NaN elsewhere). */
+/** The utime, stime, cutime and cstime fields of a /proc stat line, in clock ticks. */
+function statTicks(stat: string): [number, number, number, number] {
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return [Number(f[11]), Number(f[12]), Number(f[13]), Number(f[14])];
+}
+
+/** CPU milliseconds a process has used so far by its clock-tick counters: all its threads, exited ones included, and its reaped children (10 ms steps). */
+function processCpuTicksMs(pid: number): number {
+  try {
+    const [u, s, cu, cs] = statTicks(fs.readFileSync(`/proc/${pid}/stat`, 'utf8'));
+    return (u + s + cu + cs) * TICK_MS;
+  } catch {
+    return NaN;
+  }
+}
+
+/**
+ * CPU milliseconds a process has used so far (Linux; NaN elsewhere): its
+ * live threads' scheduler run time in nanoseconds
+ * (/proc/<pid>/task/<tid>/schedstat) and its reaped children's ticks. The
+ * tick counters move in 10 ms steps, too coarse for rows of a few
+ * milliseconds; a thread that exits takes its time with it (BENCH_VERBOSE
+ * prints both figures: the servers' threads live as long as they do).
+ */
 function processCpuMs(pid: number): number {
   try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    // utime, stime, cutime, cstime
-    return (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) * TICK_MS;
+    let ns = 0;
+    for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
+      try {
+        ns += Number(fs.readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
+      } catch {
+        // exited between the listing and the read
+      }
+    }
+    const [, , cu, cs] = statTicks(fs.readFileSync(`/proc/${pid}/stat`, 'utf8'));
+    return ns / 1e6 + (cu + cs) * TICK_MS;
   } catch {
     return NaN;
   }
@@ -514,11 +547,16 @@ async function measure(kind: 'service' | 'reference', round: number): Promise<vo
   try {
     for (const [i, row] of rows.entries()) {
       const once = () => (row.upload ? upload(srv) : runPrompt(srv, ws, waiters, clientId, row.prompt!(tagSeq++)));
-      const warm = await once();
+      let warm = 0;
+      for (let k = 0; k < WARMUP; k++) warm = await once();
       const cpu0 = processCpuMs(srv.proc.pid!);
+      const ticks0 = processCpuTicksMs(srv.proc.pid!);
       for (let k = 0; k < REPEAT; k++) times[kind][i]!.push(await once());
       cpuTimes[kind][i]!.push((processCpuMs(srv.proc.pid!) - cpu0) / REPEAT);
-      if (process.env.BENCH_VERBOSE) console.error(`  ${kind} ${row.name}: warm-up ${warm.toFixed(0)} ms, then ${times[kind][i]!.slice(-REPEAT).map((t) => t.toFixed(0)).join(', ')}`);
+      if (process.env.BENCH_VERBOSE) {
+        const ticks = (processCpuTicksMs(srv.proc.pid!) - ticks0) / REPEAT;
+        console.error(`  ${kind} ${row.name}: warm-up ${warm.toFixed(0)} ms, then ${times[kind][i]!.slice(-REPEAT).map((t) => t.toFixed(0)).join(', ')}; CPU ${cpuTimes[kind][i]!.at(-1)!.toFixed(1)} ms a run (by ticks ${ticks.toFixed(1)})`);
+      }
     }
   } finally {
     ws.close();
