@@ -27,6 +27,9 @@
  * server with its image saved (SaveImage in place of GetImageSize) and
  * compares the PNGs' pixels: identical, or how many bytes differ and by how much.
  *
+ * BENCH_NODE_ARGS (space-separated) go to the service's node before its script
+ * (V8 flags to try).
+ *
  * BENCH_EXEC_NICE=N starts the service with `--execution-nice N` (its default
  * runs prompts 5 nicer than the process, so on a busy machine its kernels get
  * less CPU than the reference's, which computes at its process's priority).
@@ -410,7 +413,7 @@ async function start(kind: 'service' | 'reference', round: number): Promise<Runn
   let out = '';
   let proc: ChildProcess;
   if (kind === 'service') {
-    proc = spawn(process.execPath, [path.join(root, 'scripts/run-service.mjs'), 'workflow', '--port', String(port), '--host', '127.0.0.1', '--data-dir', dir, '--cache-none', '--disable-assets', ...(process.env.BENCH_EXEC_NICE ? ['--execution-nice', process.env.BENCH_EXEC_NICE] : [])], {
+    proc = spawn(process.execPath, [...(process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? []), path.join(root, 'scripts/run-service.mjs'), 'workflow', '--port', String(port), '--host', '127.0.0.1', '--data-dir', dir, '--cache-none', '--disable-assets', ...(process.env.BENCH_EXEC_NICE ? ['--execution-nice', process.env.BENCH_EXEC_NICE] : [])], {
       cwd: root,
       env: { ...process.env, LOG_REQUESTS: '0', LOG_LEVEL: 'warn' },
       stdio: ['ignore', 'pipe', 'pipe'],
