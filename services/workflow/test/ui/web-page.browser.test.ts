@@ -71,6 +71,31 @@ async function screenOf(page: Page, what: { node: number; output?: number; widge
  * machine the driver's four input messages can arrive further apart than the library's 300 ms: the double-click
  * interval is widened (the reference's `Comfy.Pointer.DoubleClickTime` setting) while the test double-clicks.
  */
+/**
+ * Two presses at one point, the second stamped later than the first by the page's clock. litegraph takes two presses
+ * for a double-click only when their timestamps differ (by more than 0 and less than the double-click time); the
+ * driver's own double-click sends its four messages at once, and on a fast machine the browser stamps both presses
+ * with the same time (event times are coarsened to 0.1 ms), so the page saw two single clicks.
+ */
+async function doubleClick(page: Page, x: number, y: number): Promise<void> {
+  await page.mouse.move(x, y);
+  await page.mouse.down({ clickCount: 1 });
+  await page.mouse.up({ clickCount: 1 });
+  const first = await page.evaluate(() => performance.now());
+  await page.waitForFunction((t) => performance.now() - t >= 1, first);
+  await page.mouse.down({ clickCount: 2 });
+  await page.mouse.up({ clickCount: 2 });
+}
+
+/**
+ * Keyboard focus on the canvas, out of any text field, for the page's shortcuts. Not a click: a click there soon after
+ * another (a test's steps can follow each other within the double-click time) is a double-click, which opens the
+ * search box.
+ */
+async function focusCanvas(page: Page): Promise<void> {
+  await page.focus('#graph-canvas');
+}
+
 async function openSearch(page: Page, at: { x: number; y: number }): Promise<void> {
   const before = await page.evaluate(() => {
     const cp = (window as any).wfPage.CanvasPointer;
@@ -80,7 +105,7 @@ async function openSearch(page: Page, at: { x: number; y: number }): Promise<voi
   });
   try {
     for (let attempt = 1; ; attempt++) {
-      await page.mouse.dblclick(at.x, at.y);
+      await doubleClick(page, at.x, at.y);
       try {
         await page.waitForSelector('#search-dialog[open]', { timeout: attempt < 3 ? 3_000 : 30_000 });
         return;
@@ -143,7 +168,7 @@ function links(page: Page): Promise<Array<[number, number, number, number, strin
 
 async function run(page: Page, keys = 'Control+Enter'): Promise<string> {
   const prev = await page.evaluate(() => document.body.dataset.lastPromptId ?? '');
-  await page.click('#graph-canvas', { position: { x: 5, y: 5 } });
+  await focusCanvas(page);
   await page.keyboard.press(keys);
   const h = await page.waitForFunction((p) => (document.body.dataset.lastPromptId && document.body.dataset.lastPromptId !== p ? document.body.dataset.lastPromptId : false), prev);
   return (await h.jsonValue()) as string;
@@ -491,7 +516,7 @@ describe('workflow built-in page: the node editor in a browser', { skip }, () =>
 
     step('save with Ctrl+S into workflows/, reload, reopen from the workflows panel', async () => {
       const before = await page.evaluate(() => (window as any).wfPage.graph.nodes.map((n: any) => n.type).sort());
-      await page.click('#graph-canvas', { position: { x: 5, y: 5 } });
+      await focusCanvas(page);
       await page.keyboard.press('Control+s');
       await page.waitForSelector('#ask-dialog[open]');
       await page.fill('#ask-input', 'my flow');
@@ -539,7 +564,20 @@ describe('workflow built-in page: the node editor in a browser', { skip }, () =>
         const prev = p.addNode('PreviewImage', [300, 0]);
         img.connect(0, prev, 0);
       });
-      await openSearch(page, { x: 700, y: 500 });
+      // A point of empty canvas that no panel covers (which panels are open depends on the steps before).
+      const free = await page.evaluate(() => {
+        const c = (window as any).wfPage.canvas;
+        const r = c.canvas.getBoundingClientRect();
+        for (let y = r.bottom - 60; y > r.top + 40; y -= 40) {
+          for (let x = r.right - 60; x > r.left + 40; x -= 40) {
+            if (document.elementFromPoint(x, y) !== c.canvas) continue;
+            if (!c.graph.getNodeOnPos(...c.convertOffsetToCanvas([x - r.left, y - r.top]))) return { x, y };
+          }
+        }
+        return null;
+      });
+      assert.ok(free, 'some of the canvas is free');
+      await openSearch(page, free);
       await page.keyboard.type('or');
       const prev = await page.evaluate(() => document.body.dataset.lastPromptId ?? '');
       await page.keyboard.press('Control+Enter');
@@ -768,7 +806,7 @@ describe('workflow built-in page: the node editor in a browser', { skip }, () =>
       const value = () => page.evaluate((id) => (window as any).wfPage.graph.getNodeById(id).widgets.find((w: any) => w.name === 'value').value, text);
       assert.equal(await value(), 'first line\nsecond line');
       // Leaving the text area makes the edit one step of the page's undo: Ctrl+Z takes it all back, Ctrl+Y brings it again.
-      await page.click('#graph-canvas', { position: { x: 5, y: 5 } });
+      await focusCanvas(page);
       const valueIs = (v: string) => page.waitForFunction(([id, v]) => (window as any).wfPage.graph.getNodeById(id)?.widgets.find((w: any) => w.name === 'value').value === v, [text, v] as const);
       // The text area shows the widget's value from the next frame on.
       const areaShows = async (v: string) => {
@@ -916,7 +954,7 @@ describe('workflow built-in page: --api-key and --multi-user', { skip }, () => {
           await pollPause(attempt);
         }
         assert.equal((await multi.http.get(`/api/jobs/${id}`)).status, 404, 'another user does not see it');
-        await p.click('#graph-canvas', { position: { x: 5, y: 5 } });
+        await focusCanvas(p);
         await p.keyboard.press('Control+s');
         await p.fill('#ask-input', 'alice flow');
         await p.keyboard.press('Enter');
