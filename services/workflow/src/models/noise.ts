@@ -49,14 +49,10 @@ export class Mt19937 {
   fillLow24(out: Float32Array, start: number, end: number): void {
     const k = end - start >= 64 ? randnKernels() : undefined;
     if (k) {
-      k.reserve(BUF + CHUNK * 4 + 64);
-      this.toKernels(k);
-      for (let at = start; at < end; at += CHUNK) {
-        const n = Math.min(CHUNK, end - at);
+      this.inKernels(k, end - start, (n, done) => {
         k.uniforms(n, BUF);
-        out.set(k.f32.subarray(BUF / 4, BUF / 4 + n), at);
-      }
-      this.fromKernels(k);
+        out.set(k.f32.subarray(BUF / 4, BUF / 4 + n), start + done);
+      });
       return;
     }
     const mt = this.mt;
@@ -76,14 +72,16 @@ export class Mt19937 {
     this.index = idx;
   }
 
-  /** This state into the SIMD kernels' memory (their `uniforms` draw from it)… */
-  toKernels(k: RandnKernels): void {
+  /**
+   * Calls `step(n, done)` over `count` values, CHUNK at most a call, with
+   * this state in the SIMD kernels' memory (their `uniforms` draw from it and
+   * advance it), and takes the state back after.
+   */
+  inKernels(k: RandnKernels, count: number, step: (n: number, done: number) => void): void {
+    k.reserve(BUF + CHUNK * 4 + 64);
     k.u32.set(this.mt, 0);
     k.u32[POS / 4] = this.index;
-  }
-
-  /** …and back after they drew. */
-  fromKernels(k: RandnKernels): void {
+    for (let done = 0; done < count; done += CHUNK) step(Math.min(CHUNK, count - done), done);
     this.mt.set(k.u32.subarray(0, 624));
     this.index = k.u32[POS / 4]!;
   }
@@ -120,13 +118,7 @@ export class TorchGenerator {
       // torch uses a scalar double-precision Box–Muller for tensors under 16 values.
       return this.randnSmall(data);
     }
-    const full = Math.floor(count / 16);
-    this.normals(data, 0, full);
-    if (count % 16 !== 0) {
-      // The remainder's uniforms are drawn (and lost), then the last 16 values drawn again.
-      this.mt.fillLow24(data, full * 16, count);
-      this.normals(data, count - 16, 1);
-    }
+    new NormalStream(this, count).read(data, count);
     return data;
   }
 
@@ -146,16 +138,12 @@ export class TorchGenerator {
       for (let b = 0; b < blocks; b++) fill16(out, at + b * 16);
       return;
     }
-    k.reserve(BUF + CHUNK * 4 + 64);
-    this.mt.toKernels(k);
-    for (let done = 0; done < blocks; ) {
-      const n = Math.min(CHUNK / 16, blocks - done);
-      k.uniforms(n * 16, BUF);
-      k.boxMuller(BUF, n);
-      out.set(k.f32.subarray(BUF / 4, BUF / 4 + n * 16), at + done * 16);
-      done += n;
-    }
-    this.mt.fromKernels(k);
+    // CHUNK is a multiple of 16: every step is whole blocks.
+    this.mt.inKernels(k, blocks * 16, (n, done) => {
+      k.uniforms(n, BUF);
+      k.boxMuller(BUF, n / 16);
+      out.set(k.f32.subarray(BUF / 4, BUF / 4 + n), at + done);
+    });
   }
 
   private uniform53(): number {
