@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { nearestPlane, resamplePlane } from '../src/nodes/plane-loops.ts';
-import { makeTaps, resizePlane, type Taps } from '../src/nodes/resample.ts';
+import { nearestPlane, nearestPlanes, resamplePlane, resamplePlanes } from '../src/nodes/plane-loops.ts';
+import { centreCrop, makeTaps, resizePlane, resizePlanes, type Taps, type UpscaleMethod } from '../src/nodes/resample.ts';
 import { MaskPlane } from '../src/nodes/image-types.ts';
 import { simdKernels } from '../src/nodes/simd-kernels.ts';
 import { sameBits } from './simd-compare.ts';
@@ -103,4 +103,67 @@ test('resizePlane: checkInterrupt runs during long resizes (SIMD path)', () => {
   calls = 0;
   resizePlane(p, 512, 6000, 'nearest-exact', 'disabled', () => calls++);
   assert.ok(calls >= 10, `${calls} calls`);
+});
+
+// A latent's planes go through resamplePlanes / nearestPlanes together (one set of tap tables, as many planes at a time
+// as fit in the kernels' memory): each plane must come out as resamplePlane / nearestPlane make it alone.
+const STACKS: Array<[number, number, number, number, number]> = [
+  [16, 128, 128, 192, 192], // 4 latents of 1024²: two groups
+  [3, 5, 7, 9, 11],
+  [5, 300, 400, 200, 150], // one plane a group
+  [2, 3000, 500, 100, 20], // past the whole-plane size: plane by plane in chunks
+  [4, 1, 1, 3, 2],
+];
+
+test('resamplePlanes and nearestPlanes: every plane as resamplePlane and nearestPlane give it alone, SIMD and JavaScript', () => {
+  for (const [count, w, h, ow, oh] of STACKS) {
+    const src = plane(count * w * h, true);
+    const before = Float32Array.from(src);
+    for (const method of ['bilinear', 'bicubic', 'area'] as const) {
+      const tx = makeTaps(w, ow, method);
+      const ty = makeTaps(h, oh, method);
+      const each = new Float32Array(count * ow * oh);
+      for (let p = 0; p < count; p++) each.set(resamplePlane(src.subarray(p * w * h, (p + 1) * w * h), w, h, ow, oh, tx, ty, () => {}, false), p * ow * oh);
+      const what = `${count} × ${method} ${w}x${h} → ${ow}x${oh}`;
+      sameBits(resamplePlanes(src, count, w, h, ow, oh, tx, ty, () => {}), each, what);
+      sameBits(resamplePlanes(src, count, w, h, ow, oh, tx, ty, () => {}, false), each, `${what} (JavaScript)`);
+    }
+    const xs = makeTaps(w, ow, 'nearest-exact').idx;
+    const ys = makeTaps(h, oh, 'nearest-exact').idx;
+    const each = new Float32Array(count * ow * oh);
+    for (let p = 0; p < count; p++) each.set(nearestPlane(src.subarray(p * w * h, (p + 1) * w * h), w, ow, oh, xs, ys, () => {}, false), p * ow * oh);
+    sameBits(nearestPlanes(src, count, w, h, ow, oh, xs, ys, () => {}), each, `${count} × nearest ${w}x${h} → ${ow}x${oh}`);
+    sameBits(nearestPlanes(src, count, w, h, ow, oh, xs, ys, () => {}, false), each, `${count} × nearest ${w}x${h} → ${ow}x${oh} (JavaScript)`);
+    sameBits(src, before, 'input unchanged');
+  }
+});
+
+test('resizePlanes: a centre crop moves the taps and gives what cropping each plane first gives', () => {
+  const cases: Array<[number, number, number, number, number]> = [
+    [4, 128, 96, 192, 192],
+    [3, 40, 90, 64, 32],
+    [2, 33, 17, 33, 17],
+    [2, 64, 64, 32, 64],
+    [2, 50, 20, 50, 10],
+  ];
+  for (const [count, w, h, ow, oh] of cases) {
+    const src = plane(count * w * h, true);
+    for (const method of ['nearest-exact', 'bilinear', 'bicubic', 'area', 'lanczos'] as UpscaleMethod[]) {
+      for (const crop of ['disabled', 'center'] as const) {
+        const each = new Float32Array(count * ow * oh);
+        for (let p = 0; p < count; p++) each.set(resizePlane(new MaskPlane(w, h, src.slice(p * w * h, (p + 1) * w * h)), ow, oh, method, crop).data, p * ow * oh);
+        const got = new Float32Array(count * ow * oh);
+        resizePlanes(src, count, w, h, ow, oh, method, crop, () => {}, got);
+        sameBits(got, each, `${count} × ${method} ${crop} ${w}x${h} → ${ow}x${oh}`);
+      }
+    }
+  }
+});
+
+test('centreCrop rounds halves to even, as Python\'s round in common_upscale', () => {
+  // 2×1 → 1×1: (2 − 2 · ½) / 2 = 0.5, which Python rounds to 0 (Math.round would say 1).
+  assert.deepEqual(centreCrop(2, 1, 1, 1), { x: 0, y: 0, w: 2, h: 1 });
+  // 7×1 → 2×1: x = round(2.5) = 2.
+  assert.deepEqual(centreCrop(7, 1, 2, 1), { x: 2, y: 0, w: 3, h: 1 });
+  assert.deepEqual(centreCrop(1, 6, 1, 1), { x: 0, y: 2, w: 1, h: 2 });
 });

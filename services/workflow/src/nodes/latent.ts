@@ -1,5 +1,5 @@
 import { checkSize, MaskBatch, maskPlanes, MaskPlane } from './image-types.ts';
-import { resizePlane, type UpscaleMethod } from './resample.ts';
+import { centreCrop, resizePlanes, type UpscaleMethod } from './resample.ts';
 
 /**
  * LATENT values. The reference passes a dict `{samples: tensor, noise_mask?,
@@ -129,33 +129,19 @@ export function upscaleTensor(t: Tensor, width: number, height: number, method: 
     if (crop === 'center') t = centreCropTensor(t, width, height);
     return bislerp(t, width, height, checkInterrupt);
   }
-  // Each plane resized straight into the output tensor (a plane-sized allocation each cost more than the resize).
   const h = t.dim(-2);
   const w = t.dim(-1);
   const planes = t.data.length / (w * h);
   if (planes === 0) return zeros([...t.shape.slice(0, -2), h, w]);
   checkSize(width, height);
   const out = zeros([...t.shape.slice(0, -2), height, width]);
-  const n = width * height;
-  for (let i = 0; i < planes; i++) {
-    checkInterrupt();
-    const into = out.data.subarray(i * n, (i + 1) * n);
-    const r = resizePlane(new MaskPlane(w, h, t.data.subarray(i * w * h, (i + 1) * w * h)), width, height, method, crop, checkInterrupt, into);
-    if (r.data !== into) into.set(r.data);
-  }
+  resizePlanes(t.data, planes, w, h, width, height, method, crop, checkInterrupt, out.data);
   return out;
 }
 
 function centreCropTensor(t: Tensor, width: number, height: number): Tensor {
-  const ow = t.dim(-1);
-  const oh = t.dim(-2);
-  const oldAspect = ow / oh;
-  const newAspect = width / height;
-  let x = 0;
-  let y = 0;
-  if (oldAspect > newAspect) x = Math.round((ow - ow * (newAspect / oldAspect)) / 2);
-  else if (oldAspect < newAspect) y = Math.round((oh - oh * (oldAspect / newAspect)) / 2);
-  return cropTensor(t, x, y, ow - 2 * x, oh - 2 * y);
+  const r = centreCrop(t.dim(-1), t.dim(-2), width, height);
+  return cropTensor(t, r.x, r.y, r.w, r.h);
 }
 
 /** t[..., y:y+h, x:x+w] (bounds already inside the tensor). */
@@ -178,35 +164,45 @@ function bislerp(t: Tensor, width: number, height: number, checkInterrupt: () =>
   const lead = t.shape.slice(0, -3);
   const c = t.dim(-3);
   const n = numel(lead);
-  let h = t.dim(-2);
-  let w = t.dim(-1);
+  const h = t.dim(-2);
+  const w = t.dim(-1);
   // Both passes' results are bounded before anything is allocated.
   if (numel([...lead, c, h, width]) > MAX_LATENT_VALUES || numel([...lead, c, height, width]) > MAX_LATENT_VALUES) {
     throw new RangeError(`a latent of shape [${[...lead, c, height, width].join(', ')}] exceeds the limit of ${MAX_LATENT_VALUES} values`);
   }
-  let cur = t.data;
-  // Width pass: for each row, out[x] = slerp(in[c1[x]], in[c2[x]], r[x]).
-  {
-    const { c1, c2, ratio } = bilinearCoords(w, width);
-    const next = new Float32Array(n * c * h * width);
-    for (let b = 0; b < n; b++) {
-      checkInterrupt();
-      for (let y = 0; y < h; y++) for (let x = 0; x < width; x++) slerpInto(cur, next, c, b * c * h * w + y * w + c1[x]!, b * c * h * w + y * w + c2[x]!, h * w, b * c * h * width + y * width + x, h * width, ratio[x]!);
+  // Width pass: for each row, out[x] = slerp(in[c1[x]], in[c2[x]], r[x]); then the height pass along columns.
+  const across = bilinearCoords(w, width);
+  const wide = new Float32Array(n * c * h * width);
+  const rowsOf = Int32Array.from({ length: h }, (_, y) => y * w);
+  slerpGrid(t.data, wide, n, c, h * w, h, width, rowsOf, rowsOf, across.c1, across.c2, new Float32Array(h), across.ratio, checkInterrupt);
+  const down = bilinearCoords(h, height);
+  const out = new Float32Array(n * c * height * width);
+  const cols = Int32Array.from({ length: width }, (_, x) => x);
+  slerpGrid(wide, out, n, c, h * width, height, width, down.c1.map((y) => y * width), down.c2.map((y) => y * width), cols, cols, down.ratio, new Float32Array(width), checkInterrupt);
+  return new Tensor([...lead, c, height, width], out);
+}
+
+/**
+ * One pass of bislerp over n items of c channels (planes of inPlane samples
+ * in, rows × cols out): output (y, x) slerps the channel vectors at
+ * rowA[y] + colA[x] and rowB[y] + colB[x] by rowR[y] + colR[x] (one of the
+ * two ratios is 0 in each pass). One small function serves both passes, so
+ * V8 optimises one loop nest, once.
+ */
+function slerpGrid(src: Float32Array, out: Float32Array, n: number, c: number, inPlane: number, rows: number, cols: number, rowA: Int32Array, rowB: Int32Array, colA: Int32Array, colB: Int32Array, rowR: Float32Array, colR: Float32Array, checkInterrupt: () => void): void {
+  const outPlane = rows * cols;
+  for (let b = 0; b < n; b++) {
+    checkInterrupt();
+    const si = b * c * inPlane;
+    const so = b * c * outPlane;
+    for (let y = 0; y < rows; y++) {
+      const a = si + rowA[y]!;
+      const e = si + rowB[y]!;
+      const ry = rowR[y]!;
+      const o = so + y * cols;
+      for (let x = 0; x < cols; x++) slerpInto(src, out, c, a + colA[x]!, e + colB[x]!, inPlane, o + x, outPlane, ry + colR[x]!);
     }
-    cur = next;
-    w = width;
   }
-  {
-    const { c1, c2, ratio } = bilinearCoords(h, height);
-    const next = new Float32Array(n * c * height * w);
-    for (let b = 0; b < n; b++) {
-      checkInterrupt();
-      for (let y = 0; y < height; y++) for (let x = 0; x < w; x++) slerpInto(cur, next, c, b * c * h * w + c1[y]! * w + x, b * c * h * w + c2[y]! * w + x, h * w, b * c * height * w + y * w + x, height * w, ratio[y]!);
-    }
-    cur = next;
-    h = height;
-  }
-  return new Tensor([...lead, c, h, w], cur);
 }
 
 /** generate_bilinear_data: torch's bilinear sample positions of an index ramp (half-pixel centres, clamped). */
