@@ -341,6 +341,8 @@ interface Running {
   url: string;
   proc: ChildProcess;
   dir: string;
+  /** What the server has written to stdout and stderr so far. */
+  output(): string;
 }
 
 async function waitReady(url: string, proc: ChildProcess, log: () => string): Promise<void> {
@@ -434,10 +436,12 @@ async function start(kind: 'service' | 'reference', round: number): Promise<Runn
   const t0 = performance.now();
   await waitReady(url, proc, () => out);
   console.error(`${kind} ready in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
-  return { url, proc, dir };
+  return { url, proc, dir, output: () => out };
 }
 
 async function stop(r: Running): Promise<void> {
+  // BENCH_SERVER_LOG: each server's output (V8 traces from BENCH_NODE_ARGS, say) appended to that file.
+  if (process.env.BENCH_SERVER_LOG) r.proc.once('exit', () => fs.appendFileSync(process.env.BENCH_SERVER_LOG!, r.output()));
   if (r.proc.exitCode !== null) return;
   const exited = new Promise((res) => r.proc.once('exit', res));
   r.proc.kill('SIGTERM');
@@ -525,6 +529,25 @@ function processCpuMs(pid: number): number {
   }
 }
 
+/** Each thread's CPU (ms) by thread id, the main thread as "main" (BENCH_VERBOSE=2 prints where a row's CPU went). */
+function threadCpuMs(pid: number): Map<string, number> {
+  const out = new Map<string, number>();
+  try {
+    for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
+      try {
+        const comm = fs.readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim();
+        const ns = Number(fs.readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
+        out.set(tid === String(pid) ? 'main' : `${comm}:${tid}`, ns / 1e6);
+      } catch {
+        // exited between the listing and the read
+      }
+    }
+  } catch {
+    // the process has gone
+  }
+  return out;
+}
+
 async function connect(srv: Running, clientId: string): Promise<{ ws: WebSocket; waiters: Map<string, (m: any) => void> }> {
   const ws = new WebSocket(`${srv.url.replace('http', 'ws')}/ws?clientId=${clientId}`);
   await new Promise((r, j) => {
@@ -545,20 +568,27 @@ async function connect(srv: Running, clientId: string): Promise<{ ws: WebSocket;
 
 async function measure(kind: 'service' | 'reference', round: number): Promise<void> {
   const srv = await start(kind, round);
+  const started = performance.now();
   const clientId = `bench-${kind}-${round}`;
   const { ws, waiters } = await connect(srv, clientId);
   try {
     for (const [i, row] of rows.entries()) {
       const once = () => (row.upload ? upload(srv) : runPrompt(srv, ws, waiters, clientId, row.prompt!(tagSeq++)));
+      const rowAt = performance.now() - started;
       let warm = 0;
       for (let k = 0; k < WARMUP; k++) warm = await once();
       const cpu0 = processCpuMs(srv.proc.pid!);
       const ticks0 = processCpuTicksMs(srv.proc.pid!);
+      const threads0 = process.env.BENCH_VERBOSE === '2' ? threadCpuMs(srv.proc.pid!) : undefined;
       for (let k = 0; k < REPEAT; k++) times[kind][i]!.push(await once());
       cpuTimes[kind][i]!.push((processCpuMs(srv.proc.pid!) - cpu0) / REPEAT);
       if (process.env.BENCH_VERBOSE) {
         const ticks = (processCpuTicksMs(srv.proc.pid!) - ticks0) / REPEAT;
-        console.error(`  ${kind} ${row.name}: warm-up ${warm.toFixed(0)} ms, then ${times[kind][i]!.slice(-REPEAT).map((t) => t.toFixed(0)).join(', ')}; CPU ${cpuTimes[kind][i]!.at(-1)!.toFixed(1)} ms a run (by ticks ${ticks.toFixed(1)})`);
+        console.error(`  ${kind} ${row.name} (from ${(rowAt / 1000).toFixed(2)} s): warm-up ${warm.toFixed(0)} ms, then ${times[kind][i]!.slice(-REPEAT).map((t) => t.toFixed(0)).join(', ')}; CPU ${cpuTimes[kind][i]!.at(-1)!.toFixed(1)} ms a run (by ticks ${ticks.toFixed(1)})`);
+        if (threads0) {
+          const parts = [...threadCpuMs(srv.proc.pid!)].map(([t, ms]) => [t, (ms - (threads0.get(t) ?? 0)) / REPEAT] as const).filter(([, ms]) => ms >= 0.1);
+          console.error(`    per run by thread: ${parts.map(([t, ms]) => `${t} ${ms.toFixed(1)}`).join(', ')}`);
+        }
       }
     }
   } finally {

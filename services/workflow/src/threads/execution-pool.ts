@@ -21,6 +21,7 @@ import { ProgressMirror } from '../engine/progress.ts';
 import type { NodeRegistry } from '../engine/registry.ts';
 import { closeNativeCalls } from '../models/native-calls.ts';
 import { killChildren, newChildList } from '../nodes/child-processes.ts';
+import { raiseThreadHeapFloor } from '../runtime/thread-heap.ts';
 import type { LoadedModel } from '../models/sd1.ts';
 import type { EnvCall, FromThread, ThreadInit, ToThread } from './protocol.ts';
 
@@ -144,6 +145,7 @@ class ExecutionThread {
       nativeCalls: nativeCalls.buffer as SharedArrayBuffer,
       childPids: childPids.buffer as SharedArrayBuffer,
     };
+    raiseThreadHeapFloor();
     const worker: Worker = new Worker(threadEntry(), {
       workerData: init,
       resourceLimits: this.o.memoryLimitMb > 0 ? { maxOldGenerationSizeMb: this.o.memoryLimitMb } : undefined,
