@@ -82,6 +82,31 @@ test('resamplePlane: zero and NaN weights, taps out of order, as the JavaScript 
   }
 });
 
+test('resamplePlane: two neighbouring taps (the pair loads of the horizontal pass) with zero, NaN and negative weights, as the JavaScript loops', () => {
+  const pairTaps = (inSize: number, outSize: number): Taps => {
+    const idx = new Int32Array(outSize * 2);
+    const w = new Float32Array(outSize * 2);
+    for (let i = 0; i < outSize; i++) {
+      const f = Math.floor(rnd() * inSize);
+      // Mostly neighbours; now and then the same sample twice (the right edge) or any other.
+      const r = rnd();
+      idx[2 * i] = f;
+      idx[2 * i + 1] = r < 0.8 ? Math.min(f + 1, inSize - 1) : r < 0.9 ? f : Math.floor(rnd() * inSize);
+      for (const j of [2 * i, 2 * i + 1]) {
+        const u = rnd();
+        w[j] = u < 0.15 ? 0 : u < 0.2 ? -0 : u < 0.23 ? NaN : (rnd() - 0.4) * 2;
+      }
+    }
+    return { k: 2, idx, w };
+  };
+  for (const [w, h, ow, oh] of SIZES) {
+    const src = plane(w * h, true);
+    const tx = pairTaps(w, ow);
+    const ty = pairTaps(h, oh);
+    sameBits(resamplePlane(src, w, h, ow, oh, tx, ty, () => {}), resamplePlane(src, w, h, ow, oh, tx, ty, () => {}, false), `${w}x${h} → ${ow}x${oh}`);
+  }
+});
+
 test('nearestPlane: SIMD and JavaScript give the same float32 (−0 as +0)', () => {
   for (const [w, h, ow, oh] of SIZES) {
     const src = plane(w * h, true);
