@@ -36,7 +36,8 @@
  *
  * Each row also reports the CPU time the server process spent per timed run
  * (its threads' scheduler run time in nanoseconds from /proc, with the
- * ticks of the child processes it ran and reaped: the service's cwebp),
+ * ticks of its child processes, reaped or still running: the service's
+ * shell and the cwebp and img2webp runs it has reaped),
  * median over rounds: a figure that other processes' load does not move as
  * much as wall time.
  *
@@ -494,11 +495,41 @@ function statTicks(stat: string): [number, number, number, number] {
   return [Number(f[11]), Number(f[12]), Number(f[13]), Number(f[14])];
 }
 
-/** CPU milliseconds a process has used so far by its clock-tick counters: all its threads, exited ones included, and its reaped children (10 ms steps). */
+/**
+ * Ticks of the process's live children (the service's long-lived shell that
+ * starts cwebp and img2webp, and what that shell has reaped), in ms: their
+ * time reaches the process's own counters only when they are reaped.
+ */
+function liveChildrenTicksMs(pid: number): number {
+  let ms = 0;
+  try {
+    for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
+      let children: string[] = [];
+      try {
+        children = fs.readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean);
+      } catch {
+        // no such file (an old kernel) or the thread has exited
+      }
+      for (const child of children) {
+        try {
+          const [u, s, cu, cs] = statTicks(fs.readFileSync(`/proc/${child}/stat`, 'utf8'));
+          ms += (u + s + cu + cs) * TICK_MS;
+        } catch {
+          // exited between the listing and the read
+        }
+      }
+    }
+  } catch {
+    // the process has gone
+  }
+  return ms;
+}
+
+/** CPU milliseconds a process has used so far by its clock-tick counters: all its threads, exited ones included, and its children, reaped or live (10 ms steps). */
 function processCpuTicksMs(pid: number): number {
   try {
     const [u, s, cu, cs] = statTicks(fs.readFileSync(`/proc/${pid}/stat`, 'utf8'));
-    return (u + s + cu + cs) * TICK_MS;
+    return (u + s + cu + cs) * TICK_MS + liveChildrenTicksMs(pid);
   } catch {
     return NaN;
   }
@@ -523,7 +554,7 @@ function processCpuMs(pid: number): number {
       }
     }
     const [, , cu, cs] = statTicks(fs.readFileSync(`/proc/${pid}/stat`, 'utf8'));
-    return ns / 1e6 + (cu + cs) * TICK_MS;
+    return ns / 1e6 + (cu + cs) * TICK_MS + liveChildrenTicksMs(pid);
   } catch {
     return NaN;
   }

@@ -8,8 +8,11 @@
  * library took about 20 % more CPU per 1024² photo-like frame at q80 /
  * method 4 than Google's or Pillow's on the 2-core VM (alternating runs,
  * medians of 20: cwebp 570 ms with its start and the pixels piped in,
- * Pillow 547, sharp 670). A run costs a fork of this process (2-5 ms at the
- * service's ~160 MB). The binary is used only where the package has one for
+ * Pillow 547, sharp 670). The thread's shell starts it (tool-runner.ts: a
+ * fork of this process cost 5-13 ms of its CPU and a storm of page faults
+ * after it), with the picture in a PPM file of a private folder and the
+ * WebP written to a file there; where no shell runs, it is started here with
+ * the picture piped in. The binary is used only where the package has one for
  * this platform and it reports the libwebp release sharp was built with (the
  * bytes are that release's encoder's); elsewhere, or when it cannot be
  * started, callers fall back to sharp. Lossy frames that @napi-rs/image
@@ -21,8 +24,12 @@ import { execFile, spawn, type ChildProcessByStdio } from 'node:child_process';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import type { Readable, Writable } from 'node:stream';
+import fs from 'node:fs';
+import os from 'node:os';
 import { trackChild } from '../nodes/child-processes.ts';
+import { newScratchFolder, writePpm } from './scratch-folders.ts';
 import sharp from './sharp.ts';
+import { toolRunner, type ToolRunner } from './tool-runner.ts';
 
 export interface StillEncoder {
   /** The simple-format WebP (one `VP8L` or `VP8 ` chunk) of RGB pixels, or null when the binary is not usable here. */
@@ -51,18 +58,40 @@ function versionOf(binary: string): Promise<string | null> {
  * An encoder over the cwebp at `binary`, used only if it reports `libwebpVersion` (checked on the first encode).
  * A binary that fails to start is dropped for good; one that exits with an error leaves that frame to the caller.
  */
-export function cwebpEncoder(binary: string | null, libwebpVersion: () => string): StillEncoder {
+export function cwebpEncoder(binary: string | null, libwebpVersion: () => string, scratchDir: () => string = os.tmpdir, runner: ToolRunner = toolRunner()): StillEncoder {
   let usable: Promise<boolean> | undefined;
+  const sweep: { swept?: Promise<void> } = {};
   return {
     async encodeRgb(rgb, width, height, lossless, quality, method) {
       if (binary === null) return null;
       usable ??= versionOf(binary).then((v) => v === libwebpVersion());
       if (!(await usable)) return null;
-      const out = await run(binary, rgb, width, height, lossless, quality, method);
+      const out = await runInShell(runner, binary, scratchDir(), sweep, rgb, width, height, lossless, quality, method);
       if (out === 'unstartable') usable = Promise.resolve(false);
       return Buffer.isBuffer(out) ? out : null;
     },
   };
+}
+
+const PREFIX = 'wf-cwebp-';
+
+/** cwebp started by the thread's shell, on files in a private folder; 'unstartable' only if that binary cannot start when run from here either. */
+async function runInShell(runner: ToolRunner, binary: string, scratch: string, sweep: { swept?: Promise<void> }, rgb: Buffer, width: number, height: number, lossless: boolean, quality: number, method: number): Promise<Buffer | 'failed' | 'unstartable'> {
+  const dir = await newScratchFolder(scratch, PREFIX, sweep);
+  if (dir === null) return run(binary, rgb, width, height, lossless, quality, method);
+  try {
+    const input = path.join(dir, 'in.ppm');
+    const output = path.join(dir, 'out.webp');
+    await writePpm(input, rgb, width, height);
+    const code = await runner.run(binary, ['-quiet', ...(lossless ? ['-lossless'] : []), '-q', String(quality), '-m', String(method), '-o', output, '--', input]);
+    if (code === 'unstartable') return await run(binary, rgb, width, height, lossless, quality, method);
+    return code === 0 ? await fs.promises.readFile(output) : 'failed';
+  } catch {
+    // A picture that cannot be written (a full disk) leaves the frame to the caller, as a failed run does.
+    return 'failed';
+  } finally {
+    await fs.promises.rm(dir, { recursive: true, force: true }).catch(() => {});
+  }
 }
 
 function run(binary: string, rgb: Buffer, width: number, height: number, lossless: boolean, quality: number, method: number): Promise<Buffer | 'failed' | 'unstartable'> {

@@ -24,7 +24,9 @@
  * next encoder's first save removes it (its process is gone, or it is a
  * day old: no save takes that long). The
  * arguments go through a file img2webp reads them from, so the frame count
- * is not bounded by the command line's size. Used only where the package
+ * is not bounded by the command line's size. It is started by the thread's
+ * shell (tool-runner.ts: no fork of this process), writing to a file beside
+ * the frames' folder. Used only where the package
  * has the binary for this platform and it reports the libwebp release
  * sharp was built with; elsewhere, or when it fails, callers fall back to
  * sharp.
@@ -34,6 +36,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { outputOf, packagedCwebp } from './cwebp.ts';
+import { newScratchFolder, writePpm } from './scratch-folders.ts';
+import { toolRunner, type ToolRunner } from './tool-runner.ts';
 import sharp from './sharp.ts';
 
 export interface AnimationEncoder {
@@ -60,37 +64,15 @@ function versionOf(binary: string): Promise<string | null> {
 }
 
 const PREFIX = 'wf-img2webp-';
-const LEFT_AFTER_MS = 24 * 3600_000;
-
-/**
- * Removes frame folders that no save will remove: their process is gone, or
- * they are a day old (a terminated execution thread's, in a live process).
- */
-export async function sweepLeftFolders(dir: string, now = Date.now()): Promise<void> {
-  const names = await fs.promises.readdir(dir).catch(() => [] as string[]);
-  for (const name of names) {
-    const m = /^wf-img2webp-(\d+)-/.exec(name);
-    if (!m) continue;
-    const folder = path.join(dir, name);
-    let gone = false;
-    try {
-      process.kill(Number(m[1]), 0);
-    } catch (err) {
-      gone = (err as NodeJS.ErrnoException).code === 'ESRCH';
-    }
-    const old = !gone && now - ((await fs.promises.stat(folder).catch(() => null))?.mtimeMs ?? now) > LEFT_AFTER_MS;
-    if (gone || old) await fs.promises.rm(folder, { recursive: true, force: true }).catch(() => {});
-  }
-}
 
 /**
  * An encoder over the img2webp at `binary`, used only if it reports `libwebpVersion` (checked on the first encode);
  * frames are written under a new folder in `scratchDir`. A binary that fails to start is dropped for good; one that
  * exits with an error or writes no animation leaves that save to the caller.
  */
-export function img2webpEncoder(binary: string | null, libwebpVersion: () => string, scratchDir: () => string = os.tmpdir): AnimationEncoder {
+export function img2webpEncoder(binary: string | null, libwebpVersion: () => string, scratchDir: () => string = os.tmpdir, runner: ToolRunner = toolRunner()): AnimationEncoder {
   let usable: Promise<boolean> | undefined;
-  let swept: Promise<void> | undefined;
+  const sweep: { swept?: Promise<void> } = {};
   return {
     async encodeAnimationRgb(frames, width, height, delayMs, lossless, quality, method) {
       if (binary === null || frames.length < 2) return null;
@@ -98,17 +80,11 @@ export function img2webpEncoder(binary: string | null, libwebpVersion: () => str
       if (frames.length * delayMs > 0x7fffffff) return null;
       usable ??= versionOf(binary).then((v) => v === libwebpVersion());
       if (!(await usable)) return null;
-      let dir: string;
-      try {
-        swept ??= sweepLeftFolders(scratchDir());
-        await swept;
-        dir = await fs.promises.mkdtemp(path.join(scratchDir(), `${PREFIX}${process.pid}-`));
-      } catch {
-        return null;
-      }
+      const dir = await newScratchFolder(scratchDir(), PREFIX, sweep);
+      if (dir === null) return null;
       try {
         // A frame that cannot be written (a full disk) leaves the save to the caller as a failed run does.
-        const out = await run(binary, dir, frames, width, height, delayMs, lossless, quality, method).catch(() => 'failed' as const);
+        const out = await run(runner, binary, dir, frames, width, height, delayMs, lossless, quality, method).catch(() => 'failed' as const);
         if (out === 'unstartable') usable = Promise.resolve(false);
         return Buffer.isBuffer(out) ? withPilBackground(out) : null;
       } finally {
@@ -119,6 +95,7 @@ export function img2webpEncoder(binary: string | null, libwebpVersion: () => str
 }
 
 async function run(
+  runner: ToolRunner,
   binary: string,
   dir: string,
   frames: Buffer[],
@@ -129,16 +106,13 @@ async function run(
   quality: number,
   method: number,
 ): Promise<Buffer | 'failed' | 'unstartable'> {
-  const header = Buffer.from(`P6\n${width} ${height}\n255\n`, 'latin1');
+  // The frames, the argument file and nothing else in the folder the tool runs in; its output beside that folder.
+  const work = path.join(dir, 'frames');
+  await fs.promises.mkdir(work, { mode: 0o700 });
   const names: string[] = [];
   for (let i = 0; i < frames.length; i++) {
     const name = `${i}.ppm`;
-    const fh = await fs.promises.open(path.join(dir, name), 'wx', 0o600);
-    try {
-      await fh.writev([header, frames[i]!]);
-    } finally {
-      await fh.close();
-    }
+    await writePpm(path.join(work, name), frames[i]!, width, height);
     names.push(name);
   }
   // Pillow's _save_all defaults (kmin/kmax from gif2webp, no mixed mode, no minimize_size); the per-frame options
@@ -146,9 +120,12 @@ async function run(
   // file (split at white space) holds no path of ours.
   const keyframes = lossless ? ['-kmin', '9', '-kmax', '17'] : ['-kmin', '3', '-kmax', '5'];
   const args = [...keyframes, '-loop', '0', '-d', String(delayMs), lossless ? '-lossless' : '-lossy', '-q', String(quality), '-m', String(method), ...names, '-o', '-'];
-  const argFile = path.join(dir, 'args');
+  const argFile = path.join(work, 'args');
   await fs.promises.writeFile(argFile, args.join('\n'), { flag: 'wx', mode: 0o600 });
-  return outputOf(spawn(binary, [argFile], { cwd: dir, stdio: ['ignore', 'pipe', 'ignore'], windowsHide: true }));
+  const output = path.join(dir, 'out.webp');
+  const code = await runner.run(binary, [argFile], { cwd: work, stdoutFile: output });
+  if (code === 'unstartable') return outputOf(spawn(binary, [argFile], { cwd: work, stdio: ['ignore', 'pipe', 'ignore'], windowsHide: true }));
+  return code === 0 ? fs.promises.readFile(output) : 'failed';
 }
 
 /**

@@ -31,11 +31,17 @@ export function trackChild(pid: number | undefined): () => void {
   return () => {};
 }
 
-/** Kills (SIGKILL) every listed child of a thread that is being stopped. */
+/** Lists the process group led by child `pid` (files/tool-runner.ts' shell and the tool it runs): stopping the thread kills the whole group. */
+export function trackGroup(pid: number | undefined): () => void {
+  return pid ? trackChild(-pid) : () => {};
+}
+
+/** Kills (SIGKILL) every listed child (or process group) of a thread that is being stopped. */
 export function killChildren(list: Int32Array): void {
   for (let i = 0; i < list.length; i++) {
+    // A negative entry is a group: kill(−pgid) reaches its leader and everything it started.
     const pid = Atomics.exchange(list, i, 0);
-    if (pid <= 0) continue;
+    if (pid === 0) continue;
     try {
       process.kill(pid, 'SIGKILL');
     } catch {
