@@ -155,8 +155,16 @@ const split = (src: number, dst: Pair): Code => [
 /** The two pairs (float32 values) back in four float32 lanes. */
 const join = (src: Pair, dst: number): Code => [...get(src[0]), ...f32x4demoteZero, ...get(src[1]), ...f32x4demoteZero, ...lowPairs, ...set(dst)];
 
+/**
+ * The kernels' bodies are lists of statements (each leaves the stack as it
+ * found it), so that two groups of lanes can be interleaved statement by
+ * statement: each group is one long chain of dependent operations, and
+ * alternating two independent chains lets the processor overlap them.
+ */
+type Statements = Code[];
+
 /** log256_ps of the four lanes of `u` (all in (0, 1]) into `out`. */
-function logLanes(l: Locals, u: number, out: number): Code {
+function logLanes(l: Locals, u: number, out: number): Statements {
   const C = CEPHES;
   const [e, x, mask, t, z] = [l.v128(), l.v128(), l.v128(), l.v128(), l.v128()];
   const [X, Z, E, Y, T] = [l.pair(), l.pair(), l.pair(), l.pair(), l.pair()];
@@ -164,98 +172,103 @@ function logLanes(l: Locals, u: number, out: number): Code {
   for (let k = 2; k < C.logP.length; k++) poly.push(fma(Y, Y, X, C.logP[k]!));
   return [
     // exponent + 1 and the mantissa in [0.5, 1)
-    ...get(u), ...i32(23), ...i32x4shrU, ...i32x4splatOf(0x7f), ...i32x4sub, ...f32x4fromI32, ...f32splat(1), ...f32x4add, ...set(e),
-    ...get(u), ...i32x4splatOf(~0x7f800000), ...v128and, ...i32x4splatOf(0x3f000000), ...v128or, ...set(x),
+    [...get(u), ...i32(23), ...i32x4shrU, ...i32x4splatOf(0x7f), ...i32x4sub, ...f32x4fromI32, ...f32splat(1), ...f32x4add, ...set(e)],
+    [...get(u), ...i32x4splatOf(~0x7f800000), ...v128and, ...i32x4splatOf(0x3f000000), ...v128or, ...set(x)],
     // below √½: e − 1 and x + x − 1
-    ...get(x), ...f32splat(C.sqrtHalf), ...f32x4lt, ...set(mask),
-    ...get(x), ...get(mask), ...v128and, ...set(t),
-    ...get(x), ...f32splat(1), ...f32x4sub, ...set(x),
-    ...get(e), ...f32splat(1), ...get(mask), ...v128and, ...f32x4sub, ...set(e),
-    ...get(x), ...get(t), ...f32x4add, ...set(x),
-    ...get(x), ...get(x), ...f32x4mul, ...set(z),
-    ...split(x, X), ...split(z, Z), ...split(e, E),
-    ...poly.flat(),
-    ...mul32(Y, Y, X),
-    ...mul32(T, E, C.logQ1),
-    ...fma(Y, Y, Z, T),
+    [...get(x), ...f32splat(C.sqrtHalf), ...f32x4lt, ...set(mask)],
+    [...get(x), ...get(mask), ...v128and, ...set(t)],
+    [...get(x), ...f32splat(1), ...f32x4sub, ...set(x)],
+    [...get(e), ...f32splat(1), ...get(mask), ...v128and, ...f32x4sub, ...set(e)],
+    [...get(x), ...get(t), ...f32x4add, ...set(x)],
+    [...get(x), ...get(x), ...f32x4mul, ...set(z)],
+    split(x, X), split(z, Z), split(e, E),
+    ...poly,
+    mul32(Y, Y, X),
+    mul32(T, E, C.logQ1),
+    fma(Y, Y, Z, T),
     // y − z·0.5: z·0.5 is exact, so this is one float32 subtraction
-    ...([0, 1] as const).flatMap((h) => [...get(Y[h]), ...get(Z[h]), ...f64splat(0.5), ...f64x2mul, ...f64x2sub, ...round32, ...set(Y[h])]),
-    ...add32(X, X, Y),
-    ...fma(X, E, C.logQ2, X),
-    ...join(X, out),
+    ([0, 1] as const).flatMap((h) => [...get(Y[h]), ...get(Z[h]), ...f64splat(0.5), ...f64x2mul, ...f64x2sub, ...round32, ...set(Y[h])]),
+    add32(X, X, Y),
+    fma(X, E, C.logQ2, X),
+    join(X, out),
   ];
 }
 
 /** sincos256_ps of the four lanes of `theta` (all ≥ 0) into `sin` and `cos`. */
-function sincosLanes(l: Locals, theta: number, sin: number, cos: number): Code {
+function sincosLanes(l: Locals, theta: number, sin: number, cos: number): Statements {
   const C = CEPHES;
   const [j, y, swap, poly, signCos, x, z, cv, sv, s1, s2] = Array.from({ length: 11 }, () => l.v128());
   const [X, Yq, Z, Cp, Sp] = [l.pair(), l.pair(), l.pair(), l.pair(), l.pair()];
   return [
     // j = (int(x·4/π) + 1) & ~1, the octant; its bits give the signs and which polynomial is the sine
-    ...get(theta), ...f32splat(C.fourOverPi), ...f32x4mul, ...i32x4truncSatF32, ...i32x4splatOf(1), ...i32x4add, ...i32x4splatOf(~1), ...v128and, ...set(j),
-    ...get(j), ...f32x4fromI32, ...set(y),
-    ...get(j), ...i32x4splatOf(4), ...v128and, ...i32(29), ...i32x4shl, ...set(swap),
-    ...get(j), ...i32x4splatOf(2), ...v128and, ...v128zero, ...i32x4eq, ...set(poly),
-    ...i32x4splatOf(4), ...get(j), ...i32x4splatOf(2), ...i32x4sub, ...v128andnot, ...i32(29), ...i32x4shl, ...set(signCos),
+    [...get(theta), ...f32splat(C.fourOverPi), ...f32x4mul, ...i32x4truncSatF32, ...i32x4splatOf(1), ...i32x4add, ...i32x4splatOf(~1), ...v128and, ...set(j)],
+    [...get(j), ...f32x4fromI32, ...set(y)],
+    [...get(j), ...i32x4splatOf(4), ...v128and, ...i32(29), ...i32x4shl, ...set(swap)],
+    [...get(j), ...i32x4splatOf(2), ...v128and, ...v128zero, ...i32x4eq, ...set(poly)],
+    [...i32x4splatOf(4), ...get(j), ...i32x4splatOf(2), ...i32x4sub, ...v128andnot, ...i32(29), ...i32x4shl, ...set(signCos)],
     // x − j·π/4 in three parts
-    ...split(theta, X), ...split(y, Yq),
-    ...fma(X, Yq, C.minusDP[0]!, X),
-    ...fma(X, Yq, C.minusDP[1]!, X),
-    ...fma(X, Yq, C.minusDP[2]!, X),
-    ...join(X, x),
-    ...get(x), ...get(x), ...f32x4mul, ...set(z),
-    ...split(z, Z),
+    split(theta, X), split(y, Yq),
+    fma(X, Yq, C.minusDP[0]!, X),
+    fma(X, Yq, C.minusDP[1]!, X),
+    fma(X, Yq, C.minusDP[2]!, X),
+    join(X, x),
+    [...get(x), ...get(x), ...f32x4mul, ...set(z)],
+    split(z, Z),
     // cosine polynomial: its last product is fused with the subtraction of z·0.5 (exact)
-    ...fma(Cp, C.cos[0]!, Z, C.cos[1]!),
-    ...fma(Cp, Cp, Z, C.cos[2]!),
-    ...mul32(Cp, Cp, Z),
-    ...([0, 1] as const).flatMap((h) => [...get(Cp[h]), ...get(Z[h]), ...f64x2mul, ...get(Z[h]), ...f64splat(0.5), ...f64x2mul, ...f64x2sub, ...round32, ...set(Cp[h])]),
-    ...add32(Cp, Cp, 1),
+    fma(Cp, C.cos[0]!, Z, C.cos[1]!),
+    fma(Cp, Cp, Z, C.cos[2]!),
+    mul32(Cp, Cp, Z),
+    ([0, 1] as const).flatMap((h) => [...get(Cp[h]), ...get(Z[h]), ...f64x2mul, ...get(Z[h]), ...f64splat(0.5), ...f64x2mul, ...f64x2sub, ...round32, ...set(Cp[h])]),
+    add32(Cp, Cp, 1),
     // sine polynomial
-    ...fma(Sp, C.sin[0]!, Z, C.sin[1]!),
-    ...fma(Sp, Sp, Z, C.sin[2]!),
-    ...mul32(Sp, Sp, Z),
-    ...fma(Sp, Sp, X, X),
-    ...join(Cp, cv), ...join(Sp, sv),
+    fma(Sp, C.sin[0]!, Z, C.sin[1]!),
+    fma(Sp, Sp, Z, C.sin[2]!),
+    mul32(Sp, Sp, Z),
+    fma(Sp, Sp, X, X),
+    join(Cp, cv), join(Sp, sv),
     // the selection as avx_mathfun writes it (masked parts subtracted and added: a zero comes out +0)
-    ...get(poly), ...get(sv), ...v128and, ...set(s2),
-    ...get(cv), ...get(poly), ...v128andnot, ...set(s1),
-    ...get(sv), ...get(s2), ...f32x4sub, ...set(sv),
-    ...get(cv), ...get(s1), ...f32x4sub, ...set(cv),
-    ...get(s1), ...get(s2), ...f32x4add, ...get(swap), ...v128xor, ...set(sin),
-    ...get(cv), ...get(sv), ...f32x4add, ...get(signCos), ...v128xor, ...set(cos),
+    [...get(poly), ...get(sv), ...v128and, ...set(s2)],
+    [...get(cv), ...get(poly), ...v128andnot, ...set(s1)],
+    [...get(sv), ...get(s2), ...f32x4sub, ...set(sv)],
+    [...get(cv), ...get(s1), ...f32x4sub, ...set(cv)],
+    [...get(s1), ...get(s2), ...f32x4add, ...get(swap), ...v128xor, ...set(sin)],
+    [...get(cv), ...get(sv), ...f32x4add, ...get(signCos), ...v128xor, ...set(cos)],
   ];
+}
+
+/** Two lists of statements of the same length, alternated. */
+function interleave(a: Statements, b: Statements): Statements {
+  return a.flatMap((s, i) => [s, b[i]!]);
 }
 
 /**
  * boxMuller(p, blocks): normal_fill_16_AVX2 on `blocks` blocks of 16
  * uniforms at p, in place: lanes j < 8 give the radius √(−2 log(1 − u)),
  * lanes j + 8 the angle 2π·u; out come r·cos at j and r·sin at j + 8, each
- * + 0 as torch's fmadd(n, std 1, mean 0) leaves it (−0 becomes +0).
+ * + 0 as torch's fmadd(n, std 1, mean 0) leaves it (−0 becomes +0). Lanes
+ * 0–3 and 4–7 of a block are two independent groups, interleaved.
  */
 function boxMuller(): Fn {
   const [p, blocks, end] = [0, 1, 2];
   const l = new Locals(3);
-  const group = (off: number): Code => {
+  const group = (off: number): Statements => {
     const [u, theta, log, r, sin, cos] = [l.v128(), l.v128(), l.v128(), l.v128(), l.v128(), l.v128()];
     return [
-      ...f32splat(1), ...get(p), ...v128load(off), ...f32x4sub, ...set(u),
-      ...get(p), ...v128load(off + 32), ...f32splat(CEPHES.twoPi), ...f32x4mul, ...set(theta),
+      [...f32splat(1), ...get(p), ...v128load(off), ...f32x4sub, ...set(u)],
+      [...get(p), ...v128load(off + 32), ...f32splat(CEPHES.twoPi), ...f32x4mul, ...set(theta)],
       ...logLanes(l, u, log),
-      ...get(log), ...f32splat(-2), ...f32x4mul, ...f32x4sqrt, ...set(r),
+      [...get(log), ...f32splat(-2), ...f32x4mul, ...f32x4sqrt, ...set(r)],
       ...sincosLanes(l, theta, sin, cos),
-      ...get(p), ...get(r), ...get(cos), ...f32x4mul, ...v128zero, ...f32x4add, ...v128store(off),
-      ...get(p), ...get(r), ...get(sin), ...f32x4mul, ...v128zero, ...f32x4add, ...v128store(off + 32),
+      [...get(p), ...get(r), ...get(cos), ...f32x4mul, ...v128zero, ...f32x4add, ...v128store(off)],
+      [...get(p), ...get(r), ...get(sin), ...f32x4mul, ...v128zero, ...f32x4add, ...v128store(off + 32)],
     ];
   };
-  const lanes0to3 = group(0);
-  const lanes4to7 = group(16);
+  const lanes = interleave(group(0), group(16));
   return {
     name: 'boxMuller',
     params: [I32, I32],
     locals: [I32, ...l.types],
-    body: [get(p), get(blocks), i32(6), i32shl, add, set(end), whileLt(p, end, lanes0to3, lanes4to7, inc(p, i32(64)))],
+    body: [get(p), get(blocks), i32(6), i32shl, add, set(end), whileLt(p, end, ...lanes, inc(p, i32(64)))],
   };
 }
 
