@@ -11,6 +11,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
+import { toolEnvironment } from '../src/files/tool-env.ts';
 import { commandLine, ShellRunner, shellQuote } from '../src/files/tool-runner.ts';
 import { killChildren, newChildList, shareChildList } from '../src/nodes/child-processes.ts';
 
@@ -63,6 +64,22 @@ describe('tool runner', { skip: !posix && 'POSIX shells only' }, () => {
       // The cd was the tool's only: a run without cwd is back in the process's folder.
       assert.equal(await runner.run(pwd, [], { stdoutFile: out }), 0);
       assert.equal(fs.readFileSync(out, 'utf8'), `${process.cwd()}\nto-stdout\n`);
+    } finally {
+      runner.close();
+    }
+  });
+
+  test("tools start with glibc's huge pages asked for; an operator's GLIBC_TUNABLES is kept", async () => {
+    assert.equal(toolEnvironment({ PATH: '/bin' }).GLIBC_TUNABLES, 'glibc.malloc.hugetlb=1');
+    assert.equal(toolEnvironment({ GLIBC_TUNABLES: 'glibc.malloc.arena_max=1' }).GLIBC_TUNABLES, 'glibc.malloc.arena_max=1:glibc.malloc.hugetlb=1');
+    assert.equal(toolEnvironment({ GLIBC_TUNABLES: 'glibc.malloc.hugetlb=0' }).GLIBC_TUNABLES, 'glibc.malloc.hugetlb=0');
+    assert.equal(toolEnvironment({ GLIBC_TUNABLES: 'a=1:glibc.malloc.hugetlb=2' }).GLIBC_TUNABLES, 'a=1:glibc.malloc.hugetlb=2');
+    assert.equal(toolEnvironment({ PATH: '/x' }).PATH, '/x', 'the rest of the environment is passed on');
+    const runner = new ShellRunner();
+    try {
+      const out = path.join(dir, 'env.out');
+      assert.equal(await runner.run(tool('env', 'printf %s "$GLIBC_TUNABLES"'), [], { stdoutFile: out }), 0);
+      assert.match(fs.readFileSync(out, 'utf8'), /(^|:)glibc\.malloc\.hugetlb=/);
     } finally {
       runner.close();
     }

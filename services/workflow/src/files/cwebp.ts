@@ -29,6 +29,7 @@ import os from 'node:os';
 import { trackChild } from '../nodes/child-processes.ts';
 import { newScratchFolder, writePpm } from './scratch-folders.ts';
 import sharp from './sharp.ts';
+import { toolEnvironment } from './tool-env.ts';
 import { toolRunner, type ToolRunner } from './tool-runner.ts';
 
 export interface StillEncoder {
@@ -98,7 +99,7 @@ function run(binary: string, rgb: Buffer, width: number, height: number, lossles
   return new Promise((resolve) => {
     // `-- -` reads the picture (PPM: RGB, maxval 255) from stdin; `-o -` writes the file to stdout.
     const mode = lossless ? ['-lossless'] : [];
-    const child = spawn(binary, ['-quiet', ...mode, '-q', String(quality), '-m', String(method), '-o', '-', '--', '-'], { stdio: ['pipe', 'pipe', 'ignore'], windowsHide: true });
+    const child = spawn(binary, ['-quiet', ...mode, '-q', String(quality), '-m', String(method), '-o', '-', '--', '-'], { stdio: ['pipe', 'pipe', 'ignore'], windowsHide: true, env: toolEnvironment() });
     // A child that dies early closes its stdin: the write fails, and the exit status tells.
     child.stdin.on('error', () => {});
     void outputOf(child).then(resolve);

@@ -37,6 +37,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { outputOf, packagedCwebp } from './cwebp.ts';
 import { newScratchFolder, writePpm } from './scratch-folders.ts';
+import { toolEnvironment } from './tool-env.ts';
 import { toolRunner, type ToolRunner } from './tool-runner.ts';
 import sharp from './sharp.ts';
 
@@ -124,7 +125,7 @@ async function run(
   await fs.promises.writeFile(argFile, args.join('\n'), { flag: 'wx', mode: 0o600 });
   const output = path.join(dir, 'out.webp');
   const code = await runner.run(binary, [argFile], { cwd: work, stdoutFile: output });
-  if (code === 'unstartable') return outputOf(spawn(binary, [argFile], { cwd: work, stdio: ['ignore', 'pipe', 'ignore'], windowsHide: true }));
+  if (code === 'unstartable') return outputOf(spawn(binary, [argFile], { cwd: work, stdio: ['ignore', 'pipe', 'ignore'], windowsHide: true, env: toolEnvironment() }));
   return code === 0 ? fs.promises.readFile(output) : 'failed';
 }
 

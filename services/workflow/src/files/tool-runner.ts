@@ -26,6 +26,7 @@
 import { spawn, type ChildProcessByStdio } from 'node:child_process';
 import type { Readable, Writable } from 'node:stream';
 import { trackGroup } from '../nodes/child-processes.ts';
+import { toolEnvironment } from './tool-env.ts';
 
 export interface ToolRun {
   /** Absolute path of the file that gets the tool's stdout (else /dev/null). */
@@ -120,7 +121,7 @@ export class ShellRunner implements ToolRunner {
     let sh: ChildProcessByStdio<Writable, Readable, null>;
     try {
       // detached: a process group of its own, which the main thread can kill with the tool in it.
-      sh = spawn(this.shell, [], { stdio: ['pipe', 'pipe', 'ignore'], detached: true, windowsHide: true });
+      sh = spawn(this.shell, [], { stdio: ['pipe', 'pipe', 'ignore'], detached: true, windowsHide: true, env: toolEnvironment() });
     } catch {
       this.startFailures++;
       return null;
