@@ -323,6 +323,12 @@ const allRows: Row[] = [
   { name: 'PNG: LoadImage 1024² → SaveImage', prompt: (t) => ({ src: load, o: save(['src', 0], t) }) },
   { name: 'WebP: LoadImage 1024² → SaveAnimatedWEBP (lossy q80)', prompt: (t) => ({ src: load, o: { class_type: 'SaveAnimatedWEBP', inputs: { images: ['src', 0], filename_prefix: `bench_${t}`, fps: 6, lossless: false, quality: 80, method: 'default' } } }) },
   { name: 'WebP lossless (the node’s default): LoadImage 1024² → SaveAnimatedWEBP', prompt: (t) => ({ src: load, o: { class_type: 'SaveAnimatedWEBP', inputs: { images: ['src', 0], filename_prefix: `bench_${t}`, fps: 6, lossless: true, quality: 80, method: 'default' } } }) },
+  ...(['fastest', 'slowest'] as const).flatMap((method) =>
+    [false, true].map((lossless) => ({
+      name: `WebP ${lossless ? 'lossless' : 'lossy q80'} method ${method}: LoadImage 1024² → SaveAnimatedWEBP`,
+      prompt: (t: number) => ({ src: load, o: { class_type: 'SaveAnimatedWEBP', inputs: { images: ['src', 0], filename_prefix: `bench_${t}`, fps: 6, lossless, quality: 80, method } } }),
+    })),
+  ),
 ];
 const wanted = args.rows ? String(args.rows).split(',') : undefined;
 const selected = wanted ? allRows.filter((r, i) => wanted.some((w) => (/^\d+$/.test(w) ? String(i) === w : r.name.includes(w)))) : allRows;

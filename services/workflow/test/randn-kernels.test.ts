@@ -5,7 +5,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { CEPHES, fmaViaDouble, logF32, sincosF32, type Fma } from '../src/models/cephes-f32.ts';
 import { Mt19937, TorchGenerator } from '../src/models/noise.ts';
-import { BUF, randnKernels } from '../src/models/randn-kernels.ts';
+import { BUF, FMA_PROBES, randnKernels } from '../src/models/randn-kernels.ts';
 
 // torch.randn's values bit for bit: against torch's own output (hashes), and the SIMD kernels against the
 // scalar JavaScript over every input the generator can give them.
@@ -60,9 +60,10 @@ test('the double-rounded multiply-adds equal fused ones for all 2²⁴ inputs of
   assert.equal(fmaViaDouble(a1, b1, c1), 2 ** 30);
 });
 
-test('the SIMD Box–Muller equals the JavaScript one for all 2²⁴ uniforms, as radius and as angle', (t) => {
-  const k = randnKernels();
-  if (!k) return t.skip('WebAssembly SIMD does not run here');
+for (const mode of ['fused', 'emulated'] as const) test(`the SIMD Box–Muller (${mode} multiply-adds) equals the JavaScript one for all 2²⁴ uniforms, as radius and as angle`, (t) => {
+  const k = randnKernels(mode);
+  if (!k) return t.skip(mode === 'fused' ? 'no fused relaxed_madd here (relaxed SIMD or FMA missing)' : 'WebAssembly SIMD does not run here');
+  assert.equal(k.mode, mode);
   const chunk = 1 << 16;
   k.reserve(BUF + chunk * 4 * 2 + 64);
   const trig = new Float64Array(2);
@@ -102,13 +103,30 @@ test('the SIMD uniforms are the Mersenne Twister’s, across twists and from any
   }
 });
 
-test('randn: the JavaScript path (no SIMD) gives the same values', async () => {
+test('the kernels take the fused multiply-add where the probe finds one (x86-64 with FMA3 here), else the emulated one', (t) => {
+  const best = randnKernels();
+  if (!best) return t.skip('WebAssembly SIMD does not run here');
+  const fused = randnKernels('fused');
+  assert.equal(best.mode, fused ? 'fused' : 'emulated');
+  if (process.arch === 'x64' && fs.readFileSync('/proc/cpuinfo', 'utf8').includes(' fma ')) assert.ok(fused, 'this processor has FMA3: relaxed_madd should fuse');
+  // The probe has teeth: its first three lanes tell a fused multiply-add from a multiply then add (and exactFma agrees).
+  for (const [a, b, c, r] of FMA_PROBES) {
+    assert.deepEqual([f(a), f(b), f(c), f(r)], [a, b, c, r], 'probe values are float32');
+    assert.equal(exactFma(a, b, c), r);
+  }
+  assert.deepEqual(FMA_PROBES.map(([a, b, c, r]) => f(f(a * b) + c) === r), [false, false, false, true]);
+});
+
+for (const [what, env] of [
+  ['the JavaScript path (no SIMD)', { WORKFLOW_IMAGE_KERNELS: 'js' }],
+  ['the emulated multiply-adds', { WORKFLOW_RANDN_FMA: 'emulated' }],
+] as const) test(`randn: ${what} gives the same values`, async () => {
   const { spawnSync } = await import('node:child_process');
   const script = `import { TorchGenerator } from ${JSON.stringify(path.join(import.meta.dirname, '..', 'src', 'models', 'noise.ts'))};
 import { createHash } from 'node:crypto';
 const v = new TorchGenerator(123456789).randn(1000003);
 process.stdout.write(createHash('sha256').update(new Uint8Array(v.buffer)).digest('hex'));`;
-  const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { env: { ...process.env, WORKFLOW_IMAGE_KERNELS: 'js' }, encoding: 'utf8' });
+  const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { env: { ...process.env, ...env }, encoding: 'utf8' });
   assert.equal(r.status, 0, r.stderr);
   assert.equal(r.stdout, fixture.cases.find((c) => c.count === 1000003)!.sha256);
 });

@@ -124,6 +124,9 @@ export const i32x4eq = simd(0x37);
 export const v128and = simd(0x4e);
 export const v128or = simd(0x50);
 export const f32x4sub = simd(0xe5);
+export const f32x4neg = simd(0xe1);
+/** Relaxed SIMD: a·b + c, fused or not as the engine and processor do it (see relaxed-simd.ts). */
+export const f32x4relaxedMadd = simd(0x105);
 export const f32x4pmin = simd(0xea);
 export const f32x4pmax = simd(0xeb);
 export const f64x2sub = simd(0xf1);
