@@ -3,13 +3,17 @@
  *
  * Each row is a prompt queued over HTTP (`POST /prompt`) and awaited on the
  * WebSocket (`execution_success`), or an upload (`POST /upload/image`).
- * Servers run one at a time, each round a fresh process of each (fresh data
- * dir, `--cache-none` on both so that every node runs each time), rounds
- * interleaved so that load from other processes hits both alike. Per round
- * and row: `--warmup` untimed runs (1), then `--repeat` timed runs; the row's figure is
- * the median over all timed runs of all rounds.
+ * Each round starts a fresh process of each server (fresh data dir,
+ * `--cache-none` on both so that every node runs each time) and runs every
+ * row on one and then on the other, which goes first alternating by row and
+ * round, so that load from other processes and the shared host's changes of
+ * speed hit both sides of a row alike; the server not being timed sits idle.
+ * `--by-round` runs the servers one at a time instead (all rows on one, then
+ * all on the other; the method of the earlier rounds' tables). Per round and
+ * row: `--warmup` untimed runs (1), then `--repeat` timed runs; the row's
+ * figure is the median over all timed runs of all rounds.
  *
- *   npx tsx bench/workflow/image-pipeline.ts [--rounds 3] [--repeat 3] [--warmup 1] [--rows a,b] [--service-only]
+ *   npx tsx bench/workflow/image-pipeline.ts [--rounds 3] [--repeat 3] [--warmup 1] [--rows a,b] [--service-only] [--by-round]
  *
  * The reference (ComfyUI a125cd84, torch CPU) runs where REF_PYTHON (default
  * /work/team/refvenv/bin/python) and COMFY_DIR (default /work/team/ComfyUI)
@@ -63,6 +67,7 @@ const { values: args } = parseArgs({
     rows: { type: 'string' },
     'service-only': { type: 'boolean', default: false },
     check: { type: 'boolean', default: false },
+    'by-round': { type: 'boolean', default: false },
   },
   strict: false,
 });
@@ -603,35 +608,81 @@ async function connect(srv: Running, clientId: string): Promise<{ ws: WebSocket;
   return { ws, waiters };
 }
 
-async function measure(kind: 'service' | 'reference', round: number): Promise<void> {
+interface Side {
+  kind: 'service' | 'reference';
+  srv: Running;
+  ws: WebSocket;
+  waiters: Map<string, (m: any) => void>;
+  clientId: string;
+  started: number;
+}
+
+async function open(kind: 'service' | 'reference', round: number): Promise<Side> {
   const srv = await start(kind, round);
-  const started = performance.now();
   const clientId = `bench-${kind}-${round}`;
   const { ws, waiters } = await connect(srv, clientId);
+  return { kind, srv, ws, waiters, clientId, started: performance.now() };
+}
+
+async function close(side: Side): Promise<void> {
+  side.ws.close();
+  await stop(side.srv);
+  fs.rmSync(side.srv.dir, { recursive: true, force: true });
+}
+
+/** One row on one server: the warm-up runs, then the timed runs and the server's CPU over them. */
+async function measureRow(side: Side, i: number, row: Row): Promise<void> {
+  const { kind, srv, ws, waiters, clientId } = side;
+  const once = () => (row.upload ? upload(srv) : runPrompt(srv, ws, waiters, clientId, row.prompt!(tagSeq++)));
+  const rowAt = performance.now() - side.started;
+  let warm = 0;
+  for (let k = 0; k < WARMUP; k++) warm = await once();
+  const cpu0 = processCpuMs(srv.proc.pid!);
+  const ticks0 = processCpuTicksMs(srv.proc.pid!);
+  const threads0 = process.env.BENCH_VERBOSE === '2' ? threadCpuMs(srv.proc.pid!) : undefined;
+  for (let k = 0; k < REPEAT; k++) times[kind][i]!.push(await once());
+  cpuTimes[kind][i]!.push((processCpuMs(srv.proc.pid!) - cpu0) / REPEAT);
+  if (process.env.BENCH_VERBOSE) {
+    const ticks = (processCpuTicksMs(srv.proc.pid!) - ticks0) / REPEAT;
+    console.error(`  ${kind} ${row.name} (from ${(rowAt / 1000).toFixed(2)} s): warm-up ${warm.toFixed(0)} ms, then ${times[kind][i]!.slice(-REPEAT).map((t) => t.toFixed(0)).join(', ')}; CPU ${cpuTimes[kind][i]!.at(-1)!.toFixed(1)} ms a run (by ticks ${ticks.toFixed(1)})`);
+    if (threads0) {
+      const parts = [...threadCpuMs(srv.proc.pid!)].map(([t, ms]) => [t, (ms - (threads0.get(t) ?? 0)) / REPEAT] as const).filter(([, ms]) => ms >= 0.1);
+      console.error(`    per run by thread: ${parts.map(([t, ms]) => `${t} ${ms.toFixed(1)}`).join(', ')}`);
+    }
+  }
+}
+
+/** --by-round: one server at a time, all rows on it, then the other's. */
+async function measureRound(kind: 'service' | 'reference', round: number): Promise<void> {
+  const side = await open(kind, round);
   try {
-    for (const [i, row] of rows.entries()) {
-      const once = () => (row.upload ? upload(srv) : runPrompt(srv, ws, waiters, clientId, row.prompt!(tagSeq++)));
-      const rowAt = performance.now() - started;
-      let warm = 0;
-      for (let k = 0; k < WARMUP; k++) warm = await once();
-      const cpu0 = processCpuMs(srv.proc.pid!);
-      const ticks0 = processCpuTicksMs(srv.proc.pid!);
-      const threads0 = process.env.BENCH_VERBOSE === '2' ? threadCpuMs(srv.proc.pid!) : undefined;
-      for (let k = 0; k < REPEAT; k++) times[kind][i]!.push(await once());
-      cpuTimes[kind][i]!.push((processCpuMs(srv.proc.pid!) - cpu0) / REPEAT);
-      if (process.env.BENCH_VERBOSE) {
-        const ticks = (processCpuTicksMs(srv.proc.pid!) - ticks0) / REPEAT;
-        console.error(`  ${kind} ${row.name} (from ${(rowAt / 1000).toFixed(2)} s): warm-up ${warm.toFixed(0)} ms, then ${times[kind][i]!.slice(-REPEAT).map((t) => t.toFixed(0)).join(', ')}; CPU ${cpuTimes[kind][i]!.at(-1)!.toFixed(1)} ms a run (by ticks ${ticks.toFixed(1)})`);
-        if (threads0) {
-          const parts = [...threadCpuMs(srv.proc.pid!)].map(([t, ms]) => [t, (ms - (threads0.get(t) ?? 0)) / REPEAT] as const).filter(([, ms]) => ms >= 0.1);
-          console.error(`    per run by thread: ${parts.map(([t, ms]) => `${t} ${ms.toFixed(1)}`).join(', ')}`);
-        }
+    for (const [i, row] of rows.entries()) await measureRow(side, i, row);
+  } finally {
+    await close(side);
+  }
+}
+
+/**
+ * The default with the reference: both servers started for the round, and
+ * each row run on one then the other (which goes first alternating by row and
+ * round), so that a change in the machine's speed during the round (the
+ * shared host's) hits both sides of a row alike. The server not being timed
+ * sits idle.
+ */
+async function measureRowsInterleaved(round: number): Promise<void> {
+  const service = await open('service', round);
+  try {
+    const reference = await open('reference', round);
+    try {
+      for (const [i, row] of rows.entries()) {
+        const pair = (round + i) % 2 ? [reference, service] : [service, reference];
+        for (const side of pair) await measureRow(side, i, row);
       }
+    } finally {
+      await close(reference);
     }
   } finally {
-    ws.close();
-    await stop(srv);
-    fs.rmSync(srv.dir, { recursive: true, force: true });
+    await close(service);
   }
 }
 
@@ -697,14 +748,20 @@ try {
   } else {
     for (let round = 0; round < ROUNDS; round++) {
       // Alternating which goes first, so neither always runs on a machine the other just warmed.
+      const t0 = performance.now();
+      if (withReference && !args['by-round']) {
+        await measureRowsInterleaved(round);
+        console.error(`round ${round + 1}/${ROUNDS}: both done in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+        continue;
+      }
       const order: ('service' | 'reference')[] = withReference ? (round % 2 ? ['reference', 'service'] : ['service', 'reference']) : ['service'];
       for (const kind of order) {
-        const t0 = performance.now();
-        await measure(kind, round);
-        console.error(`round ${round + 1}/${ROUNDS}: ${kind} done in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+        const t1 = performance.now();
+        await measureRound(kind, round);
+        console.error(`round ${round + 1}/${ROUNDS}: ${kind} done in ${((performance.now() - t1) / 1000).toFixed(1)} s`);
       }
     }
-    console.log(`image and mask pipelines, ${ROUNDS} rounds × ${REPEAT} runs (medians, ms; ratio = reference / service, above 1 = the service is faster)`);
+    console.log(`image and mask pipelines, ${ROUNDS} rounds × ${REPEAT} runs, ${withReference && !args['by-round'] ? 'rows interleaved' : 'servers one at a time'} (medians, ms; ratio = reference / service, above 1 = the service is faster)`);
     console.log(withReference ? `reference: ComfyUI (${COMFY_DIR}) on ${REF_PYTHON}, --cpu, OMP_NUM_THREADS=${REF_THREADS}; load average ${os.loadavg()[0]!.toFixed(1)}` : 'reference: not run (service only)');
     console.log('| row | service | reference | ratio | server CPU per run: service / reference | CPU ratio |');
     console.log('|---|---|---|---|---|---|');
