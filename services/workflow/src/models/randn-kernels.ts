@@ -131,9 +131,6 @@ class Locals {
     this.types.push(V128);
     return this.first + this.types.length - 1;
   }
-  pair(): [number, number] {
-    return [this.v128(), this.v128()];
-  }
 }
 
 /** A float32 constant operand (splat into every lane). */
@@ -372,6 +369,7 @@ export interface RandnKernels {
 }
 
 const made = new Map<FmaMode, RandnKernels | undefined>();
+let best: RandnKernels | undefined | null = null;
 
 /**
  * This thread's instance, made on first use: with the processor's fused
@@ -382,14 +380,17 @@ const made = new Map<FmaMode, RandnKernels | undefined>();
  * (uniforms and Box–Muller): emulated 33 ms, fused 10; torch 2.13 27.
  */
 export function randnKernels(mode?: FmaMode): RandnKernels | undefined {
-  if (process.env.WORKFLOW_IMAGE_KERNELS === 'js') return undefined;
-  // WORKFLOW_RANDN_FMA=emulated keeps the float64 form (a check of one against the other).
-  if (mode === undefined) return (process.env.WORKFLOW_RANDN_FMA === 'emulated' ? undefined : randnKernels('fused')) ?? randnKernels('emulated');
+  if (mode === undefined) {
+    // WORKFLOW_RANDN_FMA=emulated keeps the float64 form (a check of one against the other).
+    if (best === null) best = (process.env.WORKFLOW_RANDN_FMA === 'emulated' ? undefined : randnKernels('fused')) ?? randnKernels('emulated');
+    return best;
+  }
   if (!made.has(mode)) made.set(mode, makeKernels(mode));
   return made.get(mode);
 }
 
 function makeKernels(mode: FmaMode): RandnKernels | undefined {
+  if (process.env.WORKFLOW_IMAGE_KERNELS === 'js') return undefined;
   try {
     let module: WebAssembly.Module | null;
     if (mode === 'fused') module = compileRelaxed(encodeModule([twist(), uniforms(), boxMuller(FUSED), probeFma()]));
