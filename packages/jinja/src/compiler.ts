@@ -30,11 +30,11 @@ import {
   truthy,
   type KwMap,
 } from './runtime/values.js';
+import type { FilterFn, TestFn } from './filters/fn.js';
 
+export type { FilterFn, TestFn };
 export type Ev = (r: RenderState, f: Frame) => unknown;
 export type Ex = (r: RenderState, f: Frame) => void;
-export type FilterFn = (r: RenderState, value: unknown, args: unknown[], kw: KwMap) => unknown;
-export type TestFn = (r: RenderState, value: unknown, args: unknown[], kw: KwMap) => boolean;
 
 export interface CompileEnv {
   filters: Map<string, FilterFn>;

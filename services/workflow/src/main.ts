@@ -3,10 +3,10 @@ import { buildApp, openWorkflowStorage } from './app.ts';
 
 const cfg = loadConfig('workflow', { port: 8188 });
 if (process.argv[2] === 'create-user') {
-  const { createUserCommand } = await import('./identity/cli.ts');
+  const { createUserCommand } = await import('./cli/create-user.ts');
   process.exitCode = await createUserCommand(cfg, openWorkflowStorage);
 } else if (process.argv[2] === 'hub-moderate') {
-  const { hubModerateCommand } = await import('./identity/hub-cli.ts');
+  const { hubModerateCommand } = await import('./cli/hub-moderate.ts');
   process.exitCode = await hubModerateCommand(cfg, openWorkflowStorage);
 } else if (process.argv[2] === 'worker') {
   const { runWorker } = await import('./worker.ts');

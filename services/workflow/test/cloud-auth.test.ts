@@ -209,7 +209,7 @@ forEachStorage('hosted runtime: accounts, tokens, sessions', (storage) => {
     assert.equal(s.body.user.id, u.id);
     assert.equal(s.body.workspace.id, u.workspaceId);
     // Writes: without or with a wrong CSRF header refused; with it accepted.
-    for (const h of [{}, { 'x-csrf-token': 'wrong' }]) {
+    for (const h of [{}, { 'x-csrf-token': 'wrong' }] as Record<string, string>[]) {
       r = await jar.post('/api/workspace/api-keys', { name: 'k' }, h);
       assert.equal(r.status, 403);
       assert.ok(isCloudError(r.body, 'csrf_failed'));

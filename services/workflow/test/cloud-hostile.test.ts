@@ -391,7 +391,7 @@ forEachStorage('hosted runtime under hostile and concurrent clients', (storage) 
     const u = await signupUser(srv.url, 'content-race');
     const post = async (url: string, name: string, data: Buffer) => {
       const fd = new FormData();
-      fd.append('file', new Blob([data], { type: 'image/png' }), name);
+      fd.append('file', new Blob([new Uint8Array(data)], { type: 'image/png' }), name);
       const r = await fetch(`${url}/api/assets`, { method: 'POST', headers: { authorization: `Bearer ${u.token}` }, body: fd });
       return { status: r.status, body: (await r.json()) as { id: string; hash: string } };
     };

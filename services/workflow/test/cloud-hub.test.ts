@@ -10,7 +10,7 @@ import { after, before, test } from 'node:test';
 import sharp from 'sharp';
 import { client, forEachStorage } from '@svc/testkit';
 import { openWorkflowStorage } from '../src/app.ts';
-import { hubModerateCommand } from '../src/identity/hub-cli.ts';
+import { hubModerateCommand } from '../src/cli/hub-moderate.ts';
 import { signupUser, startCloud, type TestUser } from './cloud-helpers.ts';
 import { waitJob } from './helpers.ts';
 
@@ -49,7 +49,7 @@ async function hubFile(srv: Srv, u: TestUser): Promise<{ id: string; url: string
 async function moderate(srv: Srv, flags: Record<string, string | boolean>): Promise<{ code: number; out: string; err: string }> {
   let out = '';
   let err = '';
-  const sink = (f: (s: string) => void) => ({ write: (s: string) => (f(s), true) }) as unknown as NodeJS.WriteStream;
+  const sink = (f: (s: string) => void) => ({ write: (s: string) => f(s) });
   const code = await hubModerateCommand({ ...srv.cfg, flags }, openWorkflowStorage, sink((s) => (out += s)), sink((s) => (err += s)));
   return { code, out, err };
 }

@@ -340,7 +340,7 @@ forEachStorage('hosted runtime: OAuth 2.1 authorization server', (storage) => {
     // GET /oauth/authorize with a third-party token or an API key: treated as not logged in.
     const q = new URLSearchParams({ response_type: 'code', client_id: cid, redirect_uri: REDIRECT, state: 's', code_challenge: p.challenge, code_challenge_method: 'S256' });
     const key = (await u.http.post('/api/workspace/api-keys', { name: 'k' })).body.key;
-    for (const h of [{ authorization: `Bearer ${t.access_token}` }, { 'x-api-key': key }]) {
+    for (const h of [{ authorization: `Bearer ${t.access_token}` }, { 'x-api-key': key }] as Record<string, string>[]) {
       const res = await fetch(`${srv.url}/oauth/authorize?${q}`, { redirect: 'manual', headers: h });
       assert.equal(res.status, 302);
       assert.match(res.headers.get('location')!, /^\/login\?oauth_request_id=/);

@@ -164,7 +164,7 @@ forEachStorage('workflow fuzz', (storage) => {
     const failures: string[] = [];
     for (const op of ops.filter((o) => o.hasBody)) {
       for (const [name, raw] of rawBodies) {
-        const r = await fetch(`${srv.url}${op.path.replace(/\{[^}]+\}/g, 'x')}`, { method: op.method, body: raw, headers: { 'content-type': 'application/json' } });
+        const r = await fetch(`${srv.url}${op.path.replace(/\{[^}]+\}/g, 'x')}`, { method: op.method, body: typeof raw === 'string' ? raw : new Uint8Array(raw), headers: { 'content-type': 'application/json' } });
         const text = await r.text();
         if (r.status >= 500 || !isOkError(r.status, text, op.path)) failures.push(`${op.method} ${op.path} ${name} -> ${r.status} ${text.slice(0, 200)}`);
       }

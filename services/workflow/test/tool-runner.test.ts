@@ -13,7 +13,7 @@ import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { toolEnvironment } from '../src/files/tool-env.ts';
 import { commandLine, ShellRunner, shellQuote } from '../src/files/tool-runner.ts';
-import { killChildren, newChildList, shareChildList } from '../src/nodes/child-processes.ts';
+import { killChildren, newChildList, shareChildList } from '../src/processes/child-processes.ts';
 
 const posix = process.platform !== 'win32';
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'wf-tool-runner-'));

@@ -15,7 +15,7 @@ import {
   toList,
   truthy,
 } from '../runtime/values.js';
-import type { FilterFn } from '../compiler.js';
+import type { FilterFn } from './fn.js';
 import { softStr } from './util.js';
 
 const UTF8 = new TextEncoder();

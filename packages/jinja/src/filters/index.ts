@@ -1,6 +1,6 @@
 // The builtin filter table of Jinja2 3.1.
 
-import type { FilterFn, TestFn } from '../compiler.js';
+import type { FilterFn, TestFn } from './fn.js';
 import { htmlFilters } from './html.js';
 import { tojson } from './json.js';
 import { numberFilters } from './numbers.js';

@@ -15,7 +15,7 @@ import {
   isDict,
   typeName,
 } from '../runtime/values.js';
-import type { FilterFn } from '../compiler.js';
+import type { FilterFn } from './fn.js';
 import { cmp } from '../runtime/ops.js';
 
 const ESCAPABLE = /[\\"\x00-\x1f\u007f-\uffff]/g;

@@ -5,7 +5,7 @@ import { bindArgs, dflt } from '../runtime/args.js';
 import { MAX_INT_BITS, intOf, normBig } from '../runtime/ops.js';
 import { MAX_STR_DIGITS } from '../runtime/bigint.js';
 import { Markup, PyFloat, Undefined, isFloat, mkFloat, num, typeName } from '../runtime/values.js';
-import type { FilterFn } from '../compiler.js';
+import type { FilterFn } from './fn.js';
 import { fixed } from '../format/numfmt.js';
 
 /**

@@ -24,7 +24,7 @@ import {
   typeName,
   type KwMap,
 } from '../runtime/values.js';
-import type { FilterFn, TestFn } from '../compiler.js';
+import type { FilterFn, TestFn } from './fn.js';
 import { attrGetter, filterArgError, ignoreCase, multiAttrGetter, pySorted, softStr } from './util.js';
 import { pyStr } from '../runtime/repr.js';
 

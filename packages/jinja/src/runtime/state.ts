@@ -1,7 +1,7 @@
 // Per-render mutable state: output buffer and the budgets that bound a render.
 
 import { LimitExceededError } from '../errors.js';
-import { Markup, PyIterator } from './values.js';
+import { Markup, PyIterator } from './wrappers.js';
 
 export interface Limits {
   /** Total abstract steps (loop iterations, calls, filter work per element). */

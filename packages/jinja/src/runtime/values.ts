@@ -15,6 +15,9 @@
 
 import { SecurityError, UndefinedError, pyError } from '../errors.js';
 import type { RenderState } from './state.js';
+import { Markup, PyIterator } from './wrappers.js';
+
+export { Markup, PyIterator };
 
 /** An integer-valued float such as `1.0`, kept apart from the int `1` so it renders as Python does. */
 export class PyFloat {
@@ -39,14 +42,6 @@ export function markTuple<T extends unknown[]>(a: T): T {
 }
 export function isTuple(v: unknown): v is unknown[] {
   return Array.isArray(v) && (v as unknown as Record<symbol, unknown>)[TUPLE] === true;
-}
-
-/** A string that is "safe" (markupsafe.Markup). Only matters for escape/forceescape/striptags and `+`. */
-export class Markup {
-  constructor(readonly s: string) {}
-  toString(): string {
-    return this.s;
-  }
 }
 
 export const MISSING: unique symbol = Symbol('missing');
@@ -160,20 +155,6 @@ export class DictView {
     if (this.kind === 'keys') return dictKeys(this.dict);
     if (this.kind === 'values') return dictKeys(this.dict).map((k) => dictGet(this.dict, k));
     return dictKeys(this.dict).map((k) => markTuple([k, dictGet(this.dict, k)]));
-  }
-}
-
-/** Lazy, once-only iterators (reversed(), map(), select(), ...) render as Python iterator objects. */
-export class PyIterator {
-  consumed = false;
-  constructor(
-    readonly items: unknown[],
-    readonly typeName: string,
-  ) {}
-  take(): unknown[] {
-    if (this.consumed) return [];
-    this.consumed = true;
-    return this.items;
   }
 }
 

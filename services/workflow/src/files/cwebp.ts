@@ -26,7 +26,7 @@ import path from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import fs from 'node:fs';
 import os from 'node:os';
-import { trackChild } from '../nodes/child-processes.ts';
+import { trackChild } from '../processes/child-processes.ts';
 import { newScratchFolder, writePpm } from './scratch-folders.ts';
 import sharp from './sharp.ts';
 import { toolEnvironment } from './tool-env.ts';
@@ -111,7 +111,7 @@ function run(binary: string, rgb: Buffer, width: number, height: number, lossles
 /**
  * What a libwebp tool wrote to stdout when it exits with 0; 'failed' for another exit, 'unstartable' when the binary
  * could not be started. The child is listed meanwhile, so that stopping a stuck execution thread kills it too
- * (nodes/child-processes.ts).
+ * (processes/child-processes.ts).
  */
 export function outputOf(child: ChildProcessByStdio<Writable | null, Readable, null>): Promise<Buffer | 'failed' | 'unstartable'> {
   return new Promise((resolve) => {

@@ -18,14 +18,14 @@
  * reaches the shell as syntax. Runs go one at a time.
  *
  * The shell leads a process group of its own: when an execution thread is
- * stopped, the main thread kills the group (nodes/child-processes.ts), so a
+ * stopped, the main thread kills the group (processes/child-processes.ts), so a
  * tool still running goes with it. A shell that dies is started again on the
  * next run; after three that could not be started, runs answer
  * 'unstartable' and callers start their tool themselves.
  */
 import { spawn, type ChildProcessByStdio } from 'node:child_process';
 import type { Readable, Writable } from 'node:stream';
-import { trackGroup } from '../nodes/child-processes.ts';
+import { trackGroup } from '../processes/child-processes.ts';
 import { toolEnvironment } from './tool-env.ts';
 
 export interface ToolRun {

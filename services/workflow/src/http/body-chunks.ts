@@ -1,4 +1,4 @@
-import { collectYoungGeneration } from '../runtime/young-gc.ts';
+import { collectYoungGeneration } from '../heap/young-gc.ts';
 
 /**
  * Frees the chunks a large request body arrived in, once they have been
@@ -12,7 +12,7 @@ import { collectYoungGeneration } from '../runtime/young-gc.ts';
  * server, 17-20 ms of main-thread CPU per 3 MB upload while the heap grows
  * (about 750 page faults each), 5-7 ms once it reuses freed chunks, and the
  * pattern returns whenever collections fall behind. A young-generation
- * collection right after such a body (runtime/young-gc.ts) frees them at once,
+ * collection right after such a body (heap/young-gc.ts) frees them at once,
  * and the next upload reuses the same, already mapped memory.
  */
 

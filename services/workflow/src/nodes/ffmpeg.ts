@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
-import { trackChild } from './child-processes.ts';
+import { trackChild } from '../processes/child-processes.ts';
 
 /**
  * Video and MP3 encoding and decoding through the system's ffmpeg (Debian's

@@ -7,7 +7,7 @@ import { SecretStore } from '../domain/cloud/secrets.ts';
 import { WorkflowStore } from '../domain/cloud/workflows.ts';
 import type { Identity } from '../identity/index.ts';
 import { storable } from '../identity/store.ts';
-import { WorkspaceUserManager } from '../identity/workspace-users.ts';
+import { WorkspaceUserManager } from '../domain/workspace-users.ts';
 import { hubRoutes } from './hub.ts';
 import { secretRoutes } from './secrets.ts';
 import { workflowRoutes } from './workflows.ts';

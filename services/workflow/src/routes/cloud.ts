@@ -5,7 +5,7 @@ import { getPrompt } from '../domain/prompts.ts';
 import type { IdentityConfig } from '../identity/config.ts';
 import type { UserManager } from '../domain/users.ts';
 import { Identity } from '../identity/index.ts';
-import { WorkspaceUserManager } from '../identity/workspace-users.ts';
+import { WorkspaceUserManager } from '../domain/workspace-users.ts';
 import { authRoutes } from './auth.ts';
 import type { ViewRoute } from './cloud-jobs.ts';
 import { cloudSchemas, type AuthMode } from './cloud-common.ts';

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Kysely } from 'kysely';
-import { availablePacks, ifNoneMatchHits, installPack, renderStaticSchema, resolvePack, uninstallPack } from '../domain/cloud/experiment-nodes.ts';
+import { availablePacks, ifNoneMatchHits, installPack, resolvePack, uninstallPack } from '../domain/cloud/experiment-nodes.ts';
+import { renderStaticSchema } from '../engine/static-schema.ts';
 import type { NodeRegistry, Rendered } from '../engine/registry.ts';
 import { cloudError } from '../identity/errors.ts';
 import { badRequest, cloudRoute, errors, noContent, objectBody, principal, ref } from './cloud-common.ts';
@@ -21,7 +22,7 @@ function sendStatic(req: FastifyRequest, reply: FastifyReply, r: Rendered): Fast
 /** /api/experiment/nodes: the pre-rendered static schema (conditional GETs) and node packs per workspace. */
 export function experimentNodeRoutes(app: FastifyInstance, db: () => Kysely<any>, registry: NodeRegistry): void {
   const schema = renderStaticSchema(registry);
-  const packs = availablePacks(registry);
+  const packs = availablePacks(registry.names().map((name) => ({ name, pythonModule: registry.get(name)!.def.pythonModule })));
 
   cloudRoute(
     app,

@@ -20,8 +20,8 @@ import type { ExecutorLimits, PromptRun, RunResult } from '../engine/executor.ts
 import { ProgressMirror } from '../engine/progress.ts';
 import type { NodeRegistry } from '../engine/registry.ts';
 import { closeNativeCalls } from '../models/native-calls.ts';
-import { killChildren, newChildList } from '../nodes/child-processes.ts';
-import { raiseThreadHeapFloor } from '../runtime/thread-heap.ts';
+import { killChildren, newChildList } from '../processes/child-processes.ts';
+import { raiseThreadHeapFloor } from '../heap/thread-heap.ts';
 import type { LoadedModel } from '../models/sd1.ts';
 import type { EnvCall, FromThread, ThreadInit, ToThread } from './protocol.ts';
 
@@ -94,7 +94,7 @@ class ExecutionThread {
   private worker: Worker | undefined;
   /** Each thread's count of native calls in progress (models/native-calls.ts). */
   private readonly nativeCalls = new WeakMap<Worker, Int32Array>();
-  /** Each thread's running child processes (nodes/child-processes.ts). */
+  /** Each thread's running child processes (processes/child-processes.ts). */
   private readonly childPids = new WeakMap<Worker, Int32Array>();
   /** Threads being stopped (replaced ones may still be finishing a native call). */
   private readonly stopping = new Set<Promise<void>>();

@@ -14,12 +14,12 @@ import type { NodeEnv } from '../nodes/api.ts';
 import { configurePreviews } from '../models/preview.ts';
 import { configureModelMemory, configureRuntime, onLoadedModelsChange, unloadAll } from '../models/sd1.ts';
 import { shareNativeCallCount } from '../models/native-calls.ts';
-import { shareChildList } from '../nodes/child-processes.ts';
+import { shareChildList } from '../processes/child-processes.ts';
 import { configureDevice } from '../models/session.ts';
 import { configurePrecision } from '../models/precision.ts';
 import { simdKernels } from '../nodes/simd-kernels.ts';
-import { retainFreedMemory } from '../runtime/malloc-retain.ts';
-import { collectYoungGeneration, externalMemory } from '../runtime/young-gc.ts';
+import { retainFreedMemory } from '../heap/malloc-retain.ts';
+import { collectYoungGeneration, externalMemory } from '../heap/young-gc.ts';
 import { buildRegistry } from './node-registry.ts';
 import type { EnvCall, FromThread, RunEnd, RunEvent, ThreadInit, ToThread } from './protocol.ts';
 
@@ -80,7 +80,7 @@ const threadLog = {
 const registry = await buildRegistry(init.config, threadLog);
 // The image kernels' WebAssembly compiles now, while the thread is idle, not inside a prompt's first resize or blur.
 simdKernels();
-// Freed planes stay mapped for the next prompt (runtime/malloc-retain.ts).
+// Freed planes stay mapped for the next prompt (heap/malloc-retain.ts).
 retainFreedMemory();
 const executor = new Executor(registry, init.config.cache, init.limits);
 
@@ -220,7 +220,7 @@ const RELEASE_FROM_BYTES = 4 << 20;
  * After a prompt whose nodes made large native buffers (frames of a few MB
  * each): a young-generation collection frees the dead ones at once, so the
  * next prompt reuses their memory instead of faulting in fresh pages
- * (runtime/young-gc.ts). Its end has already been posted.
+ * (heap/young-gc.ts). Its end has already been posted.
  */
 function releasePromptBuffers(): void {
   const external = externalMemory();

@@ -22,7 +22,7 @@ export interface ThreadInit {
   holdFlag: SharedArrayBuffer;
   /** Int32Array[0]: the native calls in progress, -1 once the thread may be terminated (models/native-calls.ts). */
   nativeCalls: SharedArrayBuffer;
-  /** Int32Array: the pids of child processes the thread's nodes are running (nodes/child-processes.ts). */
+  /** Int32Array: the pids of child processes the thread's nodes are running (processes/child-processes.ts). */
   childPids: SharedArrayBuffer;
 }
 

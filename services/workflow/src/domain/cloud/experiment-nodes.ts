@@ -1,28 +1,4 @@
 import type { Kysely } from 'kysely';
-import { nodeInfo, render, type NodeRegistry, type Rendered } from '../../engine/registry.ts';
-
-/**
- * The static node schema of the hosted runtime: object_info rendered once,
- * with an empty model and user-file context (a node's static inputs, never
- * the file lists of its dynamic ones, which would show one workspace's
- * uploads to every other), identical for every caller.
- */
-export interface StaticSchema {
-  all: Rendered;
-  perClass: Map<string, Rendered>;
-}
-
-export function renderStaticSchema(registry: NodeRegistry): StaticSchema {
-  const all: Record<string, unknown> = {};
-  const perClass = new Map<string, Rendered>();
-  for (const name of registry.names()) {
-    const def = registry.get(name)!.def;
-    const info = nodeInfo({ ...def, dynamicInputs: undefined });
-    all[name] = info;
-    perClass.set(name, render(info));
-  }
-  return { all: render(all), perClass };
-}
 
 /**
  * If-None-Match (RFC 9110 §13.1.2): "*" or a comma-separated list of entity
@@ -67,11 +43,11 @@ export function ifNoneMatchHits(header: string | undefined, etag: string): boole
   }
 }
 
-/** Node packs the server has loaded from custom_nodes, by pack name, with their node classes. */
-export function availablePacks(registry: NodeRegistry): Map<string, string[]> {
+/** Node packs the server has loaded from custom_nodes, by pack name, with their node classes, from each class's module. */
+export function availablePacks(classes: Iterable<{ name: string; pythonModule?: string }>): Map<string, string[]> {
   const packs = new Map<string, string[]>();
-  for (const name of registry.names()) {
-    const mod = registry.get(name)!.def.pythonModule ?? '';
+  for (const { name, pythonModule } of classes) {
+    const mod = pythonModule ?? '';
     const m = /^custom_nodes\.(.+)$/.exec(mod);
     if (!m) continue;
     const list = packs.get(m[1]!) ?? [];

@@ -1,7 +1,7 @@
 import type { ServiceConfig } from '@svc/kernel';
 import type { Storage } from '@svc/storage';
-import { PasswordHasher, passwordProblem } from './passwords.ts';
-import { emailProblem, IdentityStore, textProblem } from './store.ts';
+import { PasswordHasher, passwordProblem } from '../identity/passwords.ts';
+import { emailProblem, IdentityStore, textProblem } from '../identity/store.ts';
 
 /**
  * `create-user --email <e> --password <p> [--display-name <n>] --data-dir <dir>`

@@ -1,4 +1,4 @@
-import { UnknownUserError, UserInputError, UserManager } from '../domain/users.ts';
+import { UnknownUserError, UserInputError, UserManager } from './users.ts';
 
 const WORKSPACE_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 

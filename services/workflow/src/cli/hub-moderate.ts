@@ -10,7 +10,12 @@ const USAGE = 'usage: hub-moderate --list | --share-id <id> --status approved|re
  * the pending publications (share id, workspace, name); `--share-id` with
  * `--status` decides one. Returns the process exit code.
  */
-export async function hubModerateCommand(cfg: ServiceConfig, open: (cfg: ServiceConfig) => Promise<Storage>, out = process.stdout, err = process.stderr): Promise<number> {
+/** Where the command writes its lines (process.stdout and process.stderr, or a test's collector). */
+export interface TextSink {
+  write(text: string): unknown;
+}
+
+export async function hubModerateCommand(cfg: ServiceConfig, open: (cfg: ServiceConfig) => Promise<Storage>, out: TextSink = process.stdout, err: TextSink = process.stderr): Promise<number> {
   const f = cfg.flags;
   const list = f.list === true;
   const shareId = typeof f.shareId === 'string' ? f.shareId : undefined;
