@@ -5,7 +5,7 @@
 import type { CallArgs, Expr, FilterExpr, Stmt } from './ast.js';
 import { TemplateRuntimeError, TemplateSyntaxError, pyError } from './errors.js';
 import { stringFilters } from './filters/strings.js';
-import { compilePrintf, compilePrintf1 } from './format/printf.js';
+import { compilePrintf, compilePrintf1 } from './runtime/printf.js';
 import { callValue } from './runtime/call.js';
 import { escapeHtml } from './runtime/escape.js';
 import { STR_METHODS, LIST_METHODS, SEQ_METHODS, DICT_METHODS } from './runtime/methods.js';

@@ -16,7 +16,8 @@ import { inventoryConfig } from './config.ts';
 import type { InventoryDeps } from './deps.ts';
 import { openInventoryStorage } from './storage.ts';
 import { coreRoutes } from './routes/index.ts';
-import { deliveryTasks, eventRoutes } from './events/index.ts';
+import { eventRoutes } from './routes/events.ts';
+import { deliveryTasks } from './events/index.ts';
 import { ensureWorker, quiesceWorker } from './events/registry.ts';
 import { uiRoutes } from './ui/index.ts';
 

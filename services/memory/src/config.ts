@@ -1,5 +1,4 @@
 import type { ServiceConfig } from '@svc/kernel';
-import { parseRateLimit, type RateLimit } from './http/rate-limit.ts';
 
 /**
  * The memory service's configuration: the shared ServiceConfig plus the
@@ -26,6 +25,28 @@ export interface MemoryConfig extends ServiceConfig {
   authUseAuth?: boolean;
   /** The HS256 secret of the keys (AUTH_JWT_SECRET; `--auth-jwt-secret`); required when auth is on. */
   authJwtSecret?: string;
+}
+
+/** A per-client request limit (`--rate-limit`), enforced by src/http/rate-limit.ts. */
+export interface RateLimit {
+  amount: number;
+  /** Window length in units of `granularity`. */
+  multiples: number;
+  granularity: 'second' | 'minute' | 'hour' | 'day';
+  /** Clock (ms); tests pin it. */
+  now?: () => number;
+}
+
+/**
+ * Parses the limits-library notation the reference (slowapi) used:
+ * `100/minute`, `100 per minute`, `10/5 minutes`, `10 per 5 minutes`.
+ */
+export function parseRateLimit(text: string): RateLimit {
+  const m = /^\s*(\d+)\s*(?:\/|per)\s*(\d+)?\s*(second|minute|hour|day)s?\s*$/i.exec(text);
+  if (!m || Number(m[1]) < 1 || (m[2] !== undefined && Number(m[2]) < 1)) {
+    throw new Error(`invalid rate limit "${text}" (expected e.g. 100/minute or 10 per 5 minutes)`);
+  }
+  return { amount: Number(m[1]), multiples: m[2] ? Number(m[2]) : 1, granularity: m[3]!.toLowerCase() as RateLimit['granularity'] };
 }
 
 function list(v: unknown): string[] | undefined {

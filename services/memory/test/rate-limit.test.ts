@@ -1,8 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { parseRateLimit } from '../src/http/rate-limit.ts';
-import { memoryConfig } from '../src/config.ts';
+import { memoryConfig, parseRateLimit } from '../src/config.ts';
 import { forEachStorage, testConfig } from '@svc/testkit';
 import { fixture, ok, useServer } from './helpers.ts';
 

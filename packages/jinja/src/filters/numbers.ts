@@ -6,7 +6,7 @@ import { MAX_INT_BITS, intOf, normBig } from '../runtime/ops.js';
 import { MAX_STR_DIGITS } from '../runtime/bigint.js';
 import { Markup, PyFloat, Undefined, isFloat, mkFloat, num, typeName } from '../runtime/values.js';
 import type { FilterFn } from './fn.js';
-import { fixed } from '../format/numfmt.js';
+import { fixed } from '../runtime/numfmt.js';
 
 /**
  * Python int(str, base) — returns null when Python raises ValueError (also for more than

@@ -4,7 +4,7 @@ import { pyError } from '../errors.js';
 import { bindArgs, dflt } from '../runtime/args.js';
 import { pyCapitalize, pyReplace, pyStrip, pySplit, splitlines, isPyWs, pyTitle } from '../runtime/methods.js';
 import { intOf } from '../runtime/ops.js';
-import { printfFormat } from '../format/printf.js';
+import { printfFormat } from '../runtime/printf.js';
 import type { FilterFn } from './fn.js';
 import type { RenderState } from '../runtime/state.js';
 import { Markup, MISSING, Undefined, isDict, markTuple, pyLen, strLen, truthy, typeName } from '../runtime/values.js';

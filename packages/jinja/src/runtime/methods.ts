@@ -2,7 +2,7 @@
 // SandboxedEnvironment (not the Immutable one) allows mutating list/dict methods.
 
 import { pyError } from '../errors.js';
-import { strFormat, type FieldAccess } from '../format/str-format.js';
+import { strFormat, type FieldAccess } from './str-format.js';
 import { bindArgs, dflt, noKw } from './args.js';
 import { cmp, contains, eq, intOf, sval } from './ops.js';
 import { floatRepr, pyStr } from './repr.js';

@@ -2,7 +2,7 @@
 
 import { LimitExceededError, pyError } from '../errors.js';
 import { escapeHtml } from './escape.js';
-import { printfFormat } from '../format/printf.js';
+import { printfFormat } from './printf.js';
 import type { RenderState } from './state.js';
 import {
   DictView,

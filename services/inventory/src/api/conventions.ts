@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { authenticate, mayWrite, requireRead, requireReadOrLoginNotRequired } from '../auth/index.ts';
+import { authenticate, mayWrite } from '../auth/index.ts';
+import { requireRead, requireReadOrLoginNotRequired } from './guards.ts';
 import { baseUrl } from './pagination.ts';
 
 /** The REST API version NetBox clients read from every response (pynetbox parses it as a version). */

@@ -4,9 +4,7 @@ import { sql, type Kysely } from 'kysely';
 import type { SqlDialect } from '@svc/storage';
 import type { Principal } from '../auth/index.ts';
 import type { InventoryDeps } from '../deps.ts';
-import { enqueueObjectEvents } from '../events/index.ts';
-import { writeTransaction } from '../storage.ts';
-import { wakeDelivery } from '../events/registry.ts';
+import { writeTransaction } from '../write-transaction.ts';
 import { coalesce, type RecordedChange } from './coalesce.ts';
 import { writeChangelog } from './changelog.ts';
 import { pythonIsoNow } from './time.ts';
@@ -15,17 +13,25 @@ import type { WriteContext } from './write-context.ts';
 
 export type { WriteContext } from './write-context.ts';
 
+/**
+ * Where a write request's changes go. Its builder (routes/index.ts) wires in the event pipeline,
+ * which reads the models and so stands above changes/.
+ */
 export interface ChangeSink {
   deps: InventoryDeps;
   /** REST representations for event data (relative URLs) of objects of one type, read inside the transaction, by id. */
   representations(trx: Kysely<any>, objectType: string, ids: number[]): Promise<Map<number, Record<string, unknown>>>;
+  /** The outbox (B's enqueueObjectEvents): queues the request's events inside its transaction. */
+  enqueueEvents(trx: Kysely<any>, events: ObjectEvent[]): Promise<void>;
+  /** Called after each commit, which may have queued deliveries. */
+  wakeDelivery(): void;
   /** Test hook: sees the coalesced events of every committed-or-not request. */
   onObjectEvents?: (events: ObjectEvent[]) => void;
 }
 
 /**
  * Runs one write request in one transaction: the domain changes, their
- * changelog rows and the outbox (B's enqueueObjectEvents) commit or roll back
+ * changelog rows and the outbox (the sink's enqueueEvents) commit or roll back
  * together. A transaction that lost a unique-key race or deadlocked runs
  * again, so a concurrent clash answers as a sequential one.
  */
@@ -35,7 +41,7 @@ export async function runWrite<T>(sink: ChangeSink, req: FastifyRequest, princip
     storage.dialect.kind === 'sqlite'
       ? await groupCommitter(sink).submit<T>({ req, principal, fn })
       : await writeTransaction(storage, (trx) => runOne(sink, trx, req, principal, fn));
-  wakeDelivery(sink.deps);
+  sink.wakeDelivery();
   return result;
 }
 
@@ -173,6 +179,6 @@ async function flushChanges(sink: ChangeSink, w: WriteContext): Promise<void> {
       timestamp,
     });
   }
-  await enqueueObjectEvents(w.trx, sink.deps, events);
+  await sink.enqueueEvents(w.trx, events);
   sink.onObjectEvents?.(events);
 }

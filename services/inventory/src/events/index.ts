@@ -5,7 +5,6 @@ import { ensureWorker } from './registry.ts';
 
 export { eventMigrations } from './schema.ts';
 export { enqueueObjectEvents } from './enqueue.ts';
-export { eventRoutes } from './routes.ts';
 
 /** Queue tasks: every job just drains whatever deliveries are due (the rows carry the state). */
 export function deliveryTasks(deps: InventoryDeps): Record<string, TaskHandler> {

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { HttpError } from '@svc/kernel';
-import { requireAdmin } from '../auth/index.ts';
+import { requireAdmin } from '../api/guards.ts';
 import type { InventoryDeps } from '../deps.ts';
 import { notFound, pageParams, paginated } from '../events/rest.ts';
 import { deleteTask, getTask, listTasks, normaliseStatus, queueCounts, requeueTask, stopTask, type TaskDetail, type TaskRow } from '../events/tasks.ts';

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { HttpError } from '@svc/kernel';
-import { requirePermission } from '../auth/index.ts';
+import { requirePermission } from '../api/guards.ts';
 import { notFound } from '../api/errors.ts';
 import { objectId } from '../api/params.ts';
 import type { ChangeSink } from '../changes/write.ts';

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { sql, type RawBuilder } from 'kysely';
 import { Type } from 'typebox';
-import { requirePermission } from '../auth/index.ts';
+import { requirePermission } from '../api/guards.ts';
 import { notFound, validationError } from '../api/errors.ts';
 import { baseUrl, pageOf, paginated } from '../api/pagination.ts';
 import { objectId } from '../api/params.ts';

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { requirePermission } from '../auth/index.ts';
+import { requirePermission } from '../api/guards.ts';
 import { notFound } from '../api/errors.ts';
 import { baseUrl } from '../api/pagination.ts';
 import { objectId } from '../api/params.ts';

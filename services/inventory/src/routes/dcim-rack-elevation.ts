@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { requirePermission } from '../auth/index.ts';
+import { requirePermission } from '../api/guards.ts';
 import { notFound, validationError } from '../api/errors.ts';
 import { baseUrl, pageOf, paginated } from '../api/pagination.ts';
 import { objectId } from '../api/params.ts';

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { HttpError } from '@svc/kernel';
-import { authenticate, requirePermission, requireRead } from '../auth/index.ts';
+import { authenticate } from '../auth/index.ts';
+import { requirePermission, requireRead } from '../api/guards.ts';
 import { forbidden, notFound } from '../api/errors.ts';
 import { baseUrl, pageOf, paginated } from '../api/pagination.ts';
 import { objectId } from '../api/params.ts';

@@ -1,8 +1,8 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Kysely } from 'kysely';
-import { requireAdmin, requireRead } from '../auth/index.ts';
+import { requireAdmin, requireRead } from '../api/guards.ts';
 import type { InventoryDeps } from '../deps.ts';
-import { writeTransaction } from '../storage.ts';
+import { writeTransaction } from '../write-transaction.ts';
 import { bulk, bulkId, noContent, notFound, pageParams, paginated, pathId, queryIds, queryList, withValidation } from '../events/rest.ts';
 import { ValidationFailed } from '../events/validate.ts';
 import { logChange, ruleSnapshot } from '../events/changelog.ts';

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
-import { requireAdmin, requireRead } from '../auth/index.ts';
+import { requireAdmin, requireRead } from '../api/guards.ts';
 import type { InventoryDeps } from '../deps.ts';
-import { writeTransaction } from '../storage.ts';
+import { writeTransaction } from '../write-transaction.ts';
 import { ensureWorker } from '../events/registry.ts';
 import { maskHeaders, maskUrl } from '../events/deliver.ts';
 import { renderRequest } from '../events/request.ts';

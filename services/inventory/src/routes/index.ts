@@ -1,6 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { ApiConventions } from '../api/conventions.ts';
+import { enqueueObjectEvents } from '../events/index.ts';
 import { describeEventEndpoints } from '../events/metadata.ts';
+import { wakeDelivery } from '../events/registry.ts';
 import { modelFieldInfo } from '../models/metadata.ts';
 import type { ObjectEvent } from '../changes/types.ts';
 import type { ChangeSink } from '../changes/write.ts';
@@ -53,6 +55,8 @@ export async function coreRoutes(app: FastifyInstance, opts: CoreRouteOptions): 
       const rows = [...(await fetchRowsByIds(ctx, m, ids)).values()];
       return new Map((await represent(ctx, m, rows)).map((r) => [r.id as number, r]));
     },
+    enqueueEvents: (trx, events) => enqueueObjectEvents(trx, deps, events),
+    wakeDelivery: () => wakeDelivery(deps),
   };
 
   opts.conventions.registerRoots(app, API_APPS);

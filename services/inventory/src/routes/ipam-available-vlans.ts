@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { HttpError } from '@svc/kernel';
-import { requirePermission, requireViewOr404 } from '../auth/index.ts';
+import { requirePermission, requireViewOr404 } from '../api/guards.ts';
 import { notFound, validationError } from '../api/errors.ts';
 import { baseUrl, pageOf } from '../api/pagination.ts';
 import { objectId } from '../api/params.ts';

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { HttpError } from '@svc/kernel';
 import { sql } from 'kysely';
-import { requirePermission, requireViewOr404 } from '../auth/index.ts';
+import { requirePermission, requireViewOr404 } from '../api/guards.ts';
 import { notFound, validationError } from '../api/errors.ts';
 import { baseUrl, pageOf } from '../api/pagination.ts';
 import { objectId } from '../api/params.ts';

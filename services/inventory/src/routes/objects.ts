@@ -1,7 +1,8 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { HttpError } from '@svc/kernel';
 import { Type } from 'typebox';
-import { authenticate, requirePermission } from '../auth/index.ts';
+import { authenticate } from '../auth/index.ts';
+import { requirePermission } from '../api/guards.ts';
 import { notFound, validationError } from '../api/errors.ts';
 import { baseUrl, pageOf, paginated } from '../api/pagination.ts';
 import { objectId, selectFields, truthy } from '../api/params.ts';

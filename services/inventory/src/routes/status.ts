@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { requireReadOrLoginNotRequired } from '../auth/index.ts';
+import { requireReadOrLoginNotRequired } from '../api/guards.ts';
 import type { InventoryDeps } from '../deps.ts';
 
 import { NETBOX_VERSION } from '../api/conventions.ts';

@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Kysely } from 'kysely';
 import { sql } from 'kysely';
 import { Type } from 'typebox';
-import { requireAdmin } from '../auth/index.ts';
+import { requireAdmin } from '../api/guards.ts';
 import { notFound, validationError } from '../api/errors.ts';
 import { baseUrl, pageOf, paginated } from '../api/pagination.ts';
 import { objectId, truthy } from '../api/params.ts';

@@ -1,7 +1,8 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { sql } from 'kysely';
 import { Type } from 'typebox';
-import { authenticate, requireAdmin } from '../auth/index.ts';
+import { authenticate } from '../auth/index.ts';
+import { requireAdmin } from '../api/guards.ts';
 import { checkPassword, hashPassword, hashTokenKey, newTokenKey, validTokenKey } from '../auth/keys.ts';
 import { HttpError } from '@svc/kernel';
 import { forbidden, notFound, validationError } from '../api/errors.ts';

@@ -1,42 +1,15 @@
-import type { Kysely } from 'kysely';
-import type { JobQueue, TaskHandler } from '@svc/queue';
+import type { TaskHandler } from '@svc/queue';
+import { DERIVE_TASK, derivationDisabled } from '../domain/derivation-jobs.ts';
+import { formatConversation, honchoCollectionId, loadMessage, novelFacts, recentMessages, storeFacts } from '../domain/facts.ts';
 import { readBool, readJson } from '../domain/values.ts';
+import { extractFacts } from '../chat/extract-facts.ts';
 import { createLlm, llmSettings, type LlmClient } from '../chat/llm.ts';
 import { checkDuplicateFactsPrompt, deriveFactsPrompt, parseNumberedList } from '../chat/prompts.ts';
 import { createSearch, type MemoryDeps } from '../search/index.ts';
-import { REINDEX_TASK, reindexTask } from '../search/reindex.ts';
-import { extractFacts } from './extract.ts';
-import { formatConversation, honchoCollectionId, loadMessage, novelFacts, recentMessages, storeFacts } from './facts.ts';
+import { REINDEX_TASK, reindexTask } from './reindex.ts';
 
-export const DERIVE_TASK = 'memory_derive_facts';
 /** Messages of context the LLM sees, as the reference (last 10). */
 const CONTEXT_MESSAGES = 10;
-
-/** A session opts out with metadata `{"deriver_disabled": true}` (Honcho ≥ 0.0.12's flag). */
-export function derivationDisabled(sessionMetadata: unknown): boolean {
-  return !!sessionMetadata && typeof sessionMetadata === 'object' && (sessionMetadata as Record<string, unknown>).deriver_disabled === true;
-}
-
-/**
- * Called by the core inside the message-create transaction: the job commits
- * (or rolls back) with the message, so no message is lost or derived twice.
- */
-export async function enqueueDerivation(
-  trx: Kysely<any>,
-  queue: JobQueue,
-  msg: { id: string; session_id: string; user_id: string; content: string; is_user: boolean },
-  sessionMetadata: Record<string, unknown>,
-): Promise<void> {
-  if (!msg.is_user || derivationDisabled(sessionMetadata)) return;
-  // One named queue per user: derivations run in message order across all worker
-  // processes, so deduplication always compares against the facts of earlier messages.
-  await queue.add(
-    DERIVE_TASK,
-    { message_id: msg.id, session_id: msg.session_id },
-    { jobKey: `derive:${msg.id}`, queueName: `derive:${msg.user_id}`, maxAttempts: 5 },
-    trx,
-  );
-}
 
 /** Serialises derivations per user inside this process, so two messages cannot both add the same fact. */
 class KeyedMutex {

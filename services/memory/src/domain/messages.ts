@@ -1,5 +1,5 @@
 import type { Ctx } from './context.ts';
-import { enqueueDerivation } from '../deriver/index.ts';
+import { enqueueDerivation } from './derivation-jobs.ts';
 import { badRequest, D, notFound } from './errors.ts';
 import { listPage, offsetOf, pageOf, type Page, type Paging } from './paging.ts';
 import { findSession, requireSession } from './sessions.ts';

@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import type { Storage } from '@svc/storage';
 import type { JobQueue } from '@svc/queue';
-import { DERIVE_TASK } from '../deriver/index.ts';
+import { DERIVE_TASK } from './derivation-jobs.ts';
 
 /**
  * PostgreSQL hot paths (message create and list): each is one statement,

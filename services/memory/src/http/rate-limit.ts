@@ -1,28 +1,8 @@
 import type { FastifyRequest } from 'fastify';
 import { HttpError } from '@svc/kernel';
-
-export interface RateLimit {
-  amount: number;
-  /** Window length in units of `granularity`. */
-  multiples: number;
-  granularity: 'second' | 'minute' | 'hour' | 'day';
-  /** Clock (ms); tests pin it. */
-  now?: () => number;
-}
+import type { RateLimit } from '../config.ts';
 
 const SECONDS = { second: 1, minute: 60, hour: 3600, day: 86400 } as const;
-
-/**
- * Parses the limits-library notation the reference (slowapi) used:
- * `100/minute`, `100 per minute`, `10/5 minutes`, `10 per 5 minutes`.
- */
-export function parseRateLimit(text: string): RateLimit {
-  const m = /^\s*(\d+)\s*(?:\/|per)\s*(\d+)?\s*(second|minute|hour|day)s?\s*$/i.exec(text);
-  if (!m || Number(m[1]) < 1 || (m[2] !== undefined && Number(m[2]) < 1)) {
-    throw new Error(`invalid rate limit "${text}" (expected e.g. 100/minute or 10 per 5 minutes)`);
-  }
-  return { amount: Number(m[1]), multiples: m[2] ? Number(m[2]) : 1, granularity: m[3]!.toLowerCase() as RateLimit['granularity'] };
-}
 
 const OPEN = /^\/health(\/|\?|$)/;
 

@@ -6,7 +6,7 @@ import { findSession } from '../domain/sessions.ts';
 import { CONTENT_MAX } from '../schemas/common.ts';
 import { S, SessionParams } from '../schemas/params.ts';
 import { createSearch, type MemoryDeps } from '../search/index.ts';
-import { dialecticMessages, extractiveAnswer, gatherContext } from '../chat/dialectic.ts';
+import { dialecticMessages, extractiveAnswer, gatherContext } from '../domain/dialectic.ts';
 import { createLlm, llmSettings, LlmError } from '../chat/llm.ts';
 import { op } from './common.ts';
 

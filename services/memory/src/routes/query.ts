@@ -8,7 +8,7 @@ import { CONTENT_MAX, FILTER_MAX } from '../schemas/common.ts';
 import { Document } from '../schemas/resources.ts';
 import { C, CollectionParams } from '../schemas/params.ts';
 import { createSearch, MAX_TOP_K, type MemoryDeps } from '../search/index.ts';
-import { checkEmbeddingProvider } from '../search/reindex.ts';
+import { checkEmbeddingProvider } from '../deriver/reindex.ts';
 import { op } from './common.ts';
 
 const QueryParams = Type.Object({

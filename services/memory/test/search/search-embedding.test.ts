@@ -14,9 +14,9 @@ import {
 import { reciprocalRankFusion } from '../../src/search/rrf.ts';
 import { simhash } from '../../src/search/simhash.ts';
 import { indexBody, queryTerms, stem } from '../../src/search/text.ts';
-import { extractFacts } from '../../src/deriver/extract.ts';
-import { factKey } from '../../src/deriver/facts.ts';
-import { extractiveAnswer, relevance, RELEVANCE_THRESHOLD } from '../../src/chat/dialectic.ts';
+import { extractFacts } from '../../src/chat/extract-facts.ts';
+import { factKey } from '../../src/domain/facts.ts';
+import { extractiveAnswer, relevance, RELEVANCE_THRESHOLD } from '../../src/domain/dialectic.ts';
 import { parseNumberedList } from '../../src/chat/prompts.ts';
 import { ftsQuery } from '../../src/search/sqlite-index.ts';
 import { tsQuery } from '../../src/search/pg-index.ts';

@@ -1,7 +1,7 @@
 // Number → text conversions shared by printf-style and str.format formatting,
 // matching CPython's rounding (JS toFixed/toExponential also round the exact binary value).
 
-import { floatRepr } from '../runtime/repr.js';
+import { floatRepr } from './repr.js';
 
 const POW2 = Array.from({ length: 102 }, (_, i) => 2 ** i);
 

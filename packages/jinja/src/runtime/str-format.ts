@@ -2,10 +2,10 @@
 // (`{0.attr}`, `{0[key]}`) go through the sandbox's getattr/getitem, so
 // `'{0.__class__}'.format(x)` is refused exactly like in a template.
 
-import { bigDecimal } from '../runtime/bigint.js';
+import { bigDecimal } from './bigint.js';
 import { LimitExceededError, pyError } from '../errors.js';
-import { pyRepr, pyStr } from '../runtime/repr.js';
-import { Markup, MISSING, PyFloat, Undefined, dictGet, typeName, type Dict, type KwMap } from '../runtime/values.js';
+import { pyRepr, pyStr } from './repr.js';
+import { Markup, MISSING, PyFloat, Undefined, dictGet, typeName, type Dict, type KwMap } from './values.js';
 import { expo, fixed, general, group, nonFinite, reprLike } from './numfmt.js';
 
 export interface FieldAccess {

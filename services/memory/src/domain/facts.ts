@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import type { Storage } from '@svc/storage';
-import { RESERVED_COLLECTION } from '../domain/collections.ts';
-import { isForeignKeyViolation, isUniqueViolation, newId, nextSeq, readBool } from '../domain/values.ts';
+import { RESERVED_COLLECTION } from './collections.ts';
+import { isForeignKeyViolation, isUniqueViolation, newId, nextSeq, readBool } from './values.ts';
 import { dot } from '../search/embedding.ts';
 import type { Search } from '../search/index.ts';
 import { normalizeText, stem, words } from '../search/text.ts';

@@ -1,11 +1,11 @@
 import type { Storage } from '@svc/storage';
-import { extractFacts } from '../deriver/extract.ts';
-import { DUPLICATE_COSINE, formatConversation, honchoCollectionId, recentMessages, type RecentMessage } from '../deriver/facts.ts';
+import { extractFacts } from '../chat/extract-facts.ts';
+import { DUPLICATE_COSINE, formatConversation, honchoCollectionId, recentMessages, type RecentMessage } from './facts.ts';
 import { dot, localEmbedding } from '../search/embedding.ts';
 import type { Search } from '../search/index.ts';
 import { analyze } from '../search/text.ts';
-import { dialecticPrompt } from './prompts.ts';
-import type { ChatMessage } from './llm.ts';
+import { dialecticPrompt } from '../chat/prompts.ts';
+import type { ChatMessage } from '../chat/llm.ts';
 
 /** Facts retrieved from the "honcho" collection per question. */
 const FACTS_RETRIEVED = 5;

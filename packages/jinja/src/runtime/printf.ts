@@ -1,11 +1,11 @@
 // Python's `str % args` (printf-style) formatting.
 
-import { bigDecimal } from '../runtime/bigint.js';
+import { bigDecimal } from './bigint.js';
 import { LimitExceededError, pyError } from '../errors.js';
-import { escapeHtml } from '../runtime/escape.js';
-import { pyRepr, pyStr } from '../runtime/repr.js';
-import type { RenderState } from '../runtime/state.js';
-import { Markup, MISSING, PyFloat, Undefined, dictGet, isDict, isTuple, typeName } from '../runtime/values.js';
+import { escapeHtml } from './escape.js';
+import { pyRepr, pyStr } from './repr.js';
+import type { RenderState } from './state.js';
+import { Markup, MISSING, PyFloat, Undefined, dictGet, isDict, isTuple, typeName } from './values.js';
 import { expo, fixed, fixedNumber, general, nonFinite } from './numfmt.js';
 
 const SPEC = /%(?:\(([^)]*)\))?([#0\- +]*)(\*|\d+)?(?:\.(\*|\d*))?[hlL]?([diouxXeEfFgGcrsa%])?/g;

@@ -1,8 +1,8 @@
 import { sql } from 'kysely';
 import type { TaskHandler } from '@svc/queue';
 import { readJson } from '../domain/values.ts';
-import { createSearch, type MemoryDeps } from './index.ts';
-import { indexBody } from './text.ts';
+import { createSearch, type MemoryDeps } from '../search/index.ts';
+import { indexBody } from '../search/text.ts';
 
 export const REINDEX_TASK = 'memory_reindex_documents';
 const BATCH = 200;
