@@ -176,7 +176,8 @@ export function saveImagePath(prefix: string, outputDir: string, width: number, 
   const lower = filename.toLowerCase();
   for (const f of fs.readdirSync(folder)) {
     if (f.slice(0, filename.length).toLowerCase() !== lower || f[filename.length] !== '_') continue;
-    const digits = Number.parseInt(f.slice(filename.length + 1).split('_')[0]!, 10);
+    // parseInt stops at the first '_' (or any other non-digit), as splitting there would.
+    const digits = Number.parseInt(f.slice(filename.length + 1), 10);
     if (Number.isFinite(digits) && digits + 1 > counter) counter = digits + 1;
   }
   return { folder, filename, counter, subfolder };
