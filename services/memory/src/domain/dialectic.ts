@@ -67,8 +67,18 @@ export function relevance(query: string, fact: string): number {
  */
 export function extractiveAnswer(query: string, ctx: DialecticContext): string {
   const candidates = [...ctx.facts, ...ctx.recent.filter((m) => m.is_user).flatMap((m) => extractFacts(m.content))];
+  const chosen = bestDistinctFacts(candidates, (fact) => relevance(query, fact));
+  return chosen.length === 0 ? 'None' : chosen.join(' ');
+}
+
+/**
+ * The facts that reach the relevance threshold, best first (ties in the
+ * order given), skipping any that says nearly what a chosen one says, at most
+ * ANSWER_FACTS of them, each ending as a sentence.
+ */
+export function bestDistinctFacts(candidates: string[], score: (fact: string) => number): string[] {
   const scored = candidates
-    .map((fact, i) => ({ fact, i, score: relevance(query, fact) }))
+    .map((fact, i) => ({ fact, i, score: score(fact) }))
     .filter((c) => c.score >= RELEVANCE_THRESHOLD)
     .sort((a, b) => b.score - a.score || a.i - b.i);
   const chosen: Array<{ fact: string; v: Float32Array }> = [];
@@ -78,6 +88,5 @@ export function extractiveAnswer(query: string, ctx: DialecticContext): string {
     chosen.push({ fact: c.fact, v });
     if (chosen.length >= ANSWER_FACTS) break;
   }
-  if (chosen.length === 0) return 'None';
-  return chosen.map((c) => (/[.!?]$/.test(c.fact) ? c.fact : c.fact + '.')).join(' ');
+  return chosen.map((c) => (/[.!?]$/.test(c.fact) ? c.fact : c.fact + '.'));
 }

@@ -3,10 +3,8 @@ import { detailError } from '@svc/kernel';
 import type { Ctx } from '../context.ts';
 import { LlmError, type ChatMessage, type LlmClient } from '../../chat/llm.ts';
 import { dialecticPrompt } from '../../chat/prompts.ts';
-import { relevance, RELEVANCE_THRESHOLD } from '../dialectic.ts';
+import { bestDistinctFacts, relevance } from '../dialectic.ts';
 import { extractFacts } from '../../chat/extract-facts.ts';
-import { DUPLICATE_COSINE } from '../facts.ts';
-import { dot, localEmbedding } from '../../search/embedding.ts';
 import { recallConclusions } from './conclusions.ts';
 import { sessionAllowlist } from './memory.ts';
 import { ensurePeers } from './peers.ts';
@@ -31,7 +29,6 @@ export interface DialecticOptions {
 /** Conclusions recalled per reasoning level (the reference's agent searches deeper as the level rises). */
 const RECALL: Record<string, number> = { minimal: 5, low: 10, medium: 20, high: 40, max: 80 };
 const RECENT_MESSAGES = 10;
-const ANSWER_FACTS = 3;
 
 const ajv = new (Ajv as any).default({ allErrors: true, strict: false });
 
@@ -158,18 +155,7 @@ export function extractive(p: Prepared, query: string): string[] {
   const stated = p.recent.filter((m) => !p.observed || m.peer === p.observed).flatMap((m) => extractFacts(m.content).map((f) => aboutPeer(f, m.peer)));
   // The peer's name is the subject every fact shares: it stands where "the user" stood in the seed's facts.
   const focusName = (t: string) => (p.observed ? t.split(p.observed).join('the user') : t);
-  const scored = [...p.facts, ...stated]
-    .map((fact, i) => ({ fact, i, score: Math.max(relevance(query, fact), relevance(focusName(query), focusName(fact))) }))
-    .filter((c) => c.score >= RELEVANCE_THRESHOLD)
-    .sort((a, b) => b.score - a.score || a.i - b.i);
-  const chosen: Array<{ fact: string; v: Float32Array }> = [];
-  for (const c of scored) {
-    const v = localEmbedding(c.fact);
-    if (chosen.some((x) => dot(x.v, v) >= DUPLICATE_COSINE)) continue;
-    chosen.push({ fact: c.fact, v });
-    if (chosen.length >= ANSWER_FACTS) break;
-  }
-  return chosen.map((c) => (/[.!?]$/.test(c.fact) ? c.fact : c.fact + '.'));
+  return bestDistinctFacts([...p.facts, ...stated], (fact) => Math.max(relevance(query, fact), relevance(focusName(query), focusName(fact))));
 }
 
 /** A value of `schema` built from the extractive answer (strings get the answer, lists the facts). */
