@@ -114,7 +114,7 @@ export function checkRealPath(root: string, full: string): void {
         if (st.isSymbolicLink()) throw new UnsafePathError('Path escapes its folder', 403);
       }
       if (real !== undefined) {
-        if (real !== realRoot && !real.startsWith(realRoot + path.sep)) throw new UnsafePathError('Path escapes its folder', 403);
+        if (!isWithin(realRoot, real)) throw new UnsafePathError('Path escapes its folder', 403);
         return;
       }
     }
@@ -124,12 +124,17 @@ export function checkRealPath(root: string, full: string): void {
   }
 }
 
+/** Whether the real path `real` is the real folder `realRoot` or lies below it. */
+function isWithin(realRoot: string, real: string): boolean {
+  return real === realRoot || real.startsWith(realRoot + path.sep);
+}
+
 /** Whether a path found while walking a folder (maybe through a symlink) really lies inside `root`. */
 export function insideReal(root: string, p: string): boolean {
   try {
     const realRoot = fs.realpathSync(root);
     const real = fs.realpathSync(p);
-    return real === realRoot || real.startsWith(realRoot + path.sep);
+    return isWithin(realRoot, real);
   } catch {
     return false;
   }
