@@ -115,14 +115,16 @@ type RawStatement = ReturnType<RawSqlite['prepare']>;
  * the handle, so they run only while none of its transactions is open (a raw
  * statement would silently join it); callers fall back to the query builder then.
  */
-const rawStatements = new WeakMap<RawSqlite, { insert: RawStatement; complete: RawStatement }>();
+const rawStatements = new WeakMap<RawSqlite, { insert: RawStatement; complete: RawStatement; claim: RawStatement }>();
 
-function rawStatementsOf(raw: RawSqlite): { insert: RawStatement; complete: RawStatement } {
+function rawStatementsOf(raw: RawSqlite): { insert: RawStatement; complete: RawStatement; claim: RawStatement } {
   let s = rawStatements.get(raw);
   if (!s) {
     s = {
       insert: raw.prepare(`insert into prompts (${PROMPT_COLUMNS.join(', ')}) values (${PROMPT_COLUMNS.map(() => '?').join(', ')}) on conflict (id) do nothing`),
       complete: raw.prepare('update prompts set status = ?, end_time = ?, outputs = ?, meta = ?, status_messages = ?, sensitive = null, worker = null where id = ?'),
+      claim: raw.prepare(`update prompts set status = 'in_progress', worker = ?, start_time = ?
+        where id = (select id from prompts where status = 'pending' order by number, id limit 1) and status = 'pending' returning *`),
     };
     rawStatements.set(raw, s);
   }
@@ -222,6 +224,11 @@ export class PromptInserter {
  * worker is claiming.
  */
 export async function claimNext(storage: Storage, worker: string, now: number, db: Kysely<any> = storage.db): Promise<PromptRecord | null> {
+  // The runner claims after every prompt that ends with nothing handed over: on SQLite without the query builder.
+  if (db === storage.db && storage.sqlite && !storage.sqlite.inTransaction) {
+    const row = (rawStatementsOf(storage.sqlite).claim.all([worker, now]) as Array<Record<string, unknown>>)[0];
+    return row ? decode(row) : null;
+  }
   const lock = storage.dialect.kind === 'postgres' ? sql` for update skip locked` : sql``;
   const r = await sql<Record<string, unknown>>`
     update prompts set status = 'in_progress', worker = ${worker}, start_time = ${now}
