@@ -51,23 +51,33 @@ interface ClaimRow {
   context: string | null;
 }
 
-/** BEGIN and the cycle's settings in one round trip (the statements are a simple query: no parameters). */
-const PG_CYCLE_BEGIN = sql.raw(
-  // Claims and outcomes are bookkeeping that is safe to repeat: the commit does not wait for the disk (as relaxedTransaction).
-  'begin; set local synchronous_commit to off; ' +
-    // Every statement of the cycle finds its rows by primary key (ids in hand, or the claim's walk from the cursor),
-    // whatever the statistics say: a burst of enqueued deliveries makes them stale (a fresh backlog of thousands looks
-    // like a few rows), and a sequential or bitmap scan then reads, and for the claim sorts, the whole backlog each cycle.
-    'set local enable_seqscan = off; set local enable_bitmapscan = off',
-);
+/**
+ * BEGIN and the cycle's settings in one round trip (the statements are a simple query: no parameters), for a worker
+ * whose claims hold a lease of `leaseMs`.
+ */
+function pgCycleBegin(leaseMs: number) {
+  return sql.raw(
+    // Claims and outcomes are bookkeeping that is safe to repeat: the commit does not wait for the disk (as relaxedTransaction).
+    'begin; set local synchronous_commit to off; ' +
+      // Every statement of the cycle finds its rows by primary key (ids in hand, or the claim's walk from the cursor),
+      // whatever the statistics say: a burst of enqueued deliveries makes them stale (a fresh backlog of thousands looks
+      // like a few rows), and a sequential or bitmap scan then reads, and for the claim sorts, the whole backlog each cycle.
+      'set local enable_seqscan = off; set local enable_bitmapscan = off; ' +
+      // A worker frozen between two statements (a stopped process, a partitioned host: its connection stays open) would
+      // hold its rows' locks for ever, and the others' claims skip locked rows: the server ends such a transaction one
+      // lease after its last statement, so its claims expire and are taken as a dead worker's would be. A live worker's
+      // statements follow each other within milliseconds; one stalled for a whole lease has lost its claims anyway.
+      `set local idle_in_transaction_session_timeout = ${Math.max(1, Math.floor(leaseMs))}`,
+  );
+}
 
 /**
- * PostgreSQL: a claim cycle's transaction on one pooled connection, opened by PG_CYCLE_BEGIN (two round trips fewer
+ * PostgreSQL: a worker's transaction on one pooled connection, opened by pgCycleBegin (two round trips fewer
  * per cycle than a transaction followed by its SET statements), committed, or rolled back when `fn` throws.
  */
-async function pgCycleTransaction<T>(storage: { db: Kysely<any> }, fn: (trx: Kysely<any>) => Promise<T>): Promise<T> {
+async function pgCycleTransaction<T>(storage: { db: Kysely<any> }, begin: ReturnType<typeof pgCycleBegin>, fn: (trx: Kysely<any>) => Promise<T>): Promise<T> {
   return storage.db.connection().execute(async (conn) => {
-    await PG_CYCLE_BEGIN.execute(conn);
+    await begin.execute(conn);
     let out: T;
     try {
       out = await fn(conn);
@@ -377,11 +387,14 @@ export class DeliveryWorker {
   #recoveryAt = 0;
   /** Deliveries this worker has claimed and not yet recorded: renewed by the heartbeat, never re-claimed by itself. */
   #held = new Set<number>();
+  /** PostgreSQL: how this worker's transactions begin (their settings depend on the lease). */
+  readonly #pgBegin: ReturnType<typeof pgCycleBegin>;
 
   constructor(
     private readonly deps: InventoryDeps,
     readonly settings: DeliverySettings,
   ) {
+    this.#pgBegin = pgCycleBegin(settings.leaseMs);
     this.engine = new IsolatedTemplates(settings.jinjaEnvParams, {
       workers: settings.renderWorkers,
       heapMb: settings.renderHeapMb,
@@ -412,8 +425,24 @@ export class DeliveryWorker {
     const lease = this.settings.leaseMs;
     if (!force && this.#recoveryAt >= now + lease + 1000) return 0;
     const at = now + Math.ceil(lease * 1.5) + 1000;
-    await this.deps.queue.add(DELIVER_TASK, {}, { jobKey: `${RECOVER_KEY}:${this.workerId}`, runAt: new Date(at), maxAttempts: 25 }, trx);
+    await this.deps.queue.add(DELIVER_TASK, { recover: this.workerId }, { jobKey: `${RECOVER_KEY}:${this.workerId}`, runAt: new Date(at), maxAttempts: 25 }, trx);
     return at;
+  }
+
+  /**
+   * After another worker's recovery job drained: if claims of that worker are still past their lease, they could not be
+   * taken (PostgreSQL skips rows a frozen claimer's open transaction still locks, until the server ends it one lease
+   * later), so the job comes back one lease on instead of leaving them to the next event. Returns whether it did.
+   */
+  async recoverAgain(claimer: string): Promise<boolean> {
+    if (claimer === this.workerId || this.#closed) return false;
+    const now = Date.now();
+    let q = this.deps.storage.db.selectFrom('events_delivery').select('id').where('status', '=', 'sent').where('claimed_by', '=', claimer).where('claim_expires_at', '<', now);
+    if (this.deps.storage.dialect.kind === 'postgres') q = q.where('ended_at', 'is', null);
+    if (!(await q.limit(1).executeTakeFirst())) return false;
+    const at = new Date(now + this.settings.leaseMs);
+    await this.deps.queue.add(DELIVER_TASK, { recover: claimer }, { jobKey: `${RECOVER_KEY}:${claimer}`, runAt: at, maxAttempts: 25 });
+    return true;
   }
 
   /** The caller's transaction committed the recovery job scheduled for `at`. */
@@ -433,7 +462,7 @@ export class DeliveryWorker {
       const now = Date.now();
       const held = [...this.#held];
       if (!held.length) return;
-      const at = await relaxedTransaction(this.deps.storage, async (trx) => {
+      const at = await this.#transaction(async (trx) => {
         let renewed = 0;
         if (this.deps.storage.dialect.kind === 'postgres') {
           // By primary key, as the outcomes are (see PG_RECORD_SUCCESS); only a column no index holds changes, so the
@@ -458,6 +487,11 @@ export class DeliveryWorker {
     } finally {
       this.#beating = false;
     }
+  }
+
+  /** A transaction of this worker's bookkeeping (claims, outcomes, leases): its commit does not wait for the disk. */
+  #transaction<T>(fn: (trx: Kysely<any>) => Promise<T>): Promise<T> {
+    return this.deps.storage.dialect.kind === 'postgres' ? pgCycleTransaction(this.deps.storage, this.#pgBegin, fn) : relaxedTransaction(this.deps.storage, fn);
   }
 
   /** Aborts an in-flight send in this process (stop). */
@@ -591,7 +625,7 @@ export class DeliveryWorker {
 
   /** PostgreSQL: records outcomes in a transaction of their own, in turn with the claims (see #loop). */
   async #recordApart(records: AttemptRecord[]): Promise<void> {
-    const mine = this.#cycleTail.then(() => pgCycleTransaction(this.deps.storage, (trx) => this.#record(trx, records)));
+    const mine = this.#cycleTail.then(() => this.#transaction((trx) => this.#record(trx, records)));
     this.#cycleTail = mine.catch(() => {});
     try {
       await mine;
@@ -648,7 +682,7 @@ export class DeliveryWorker {
     let recoveryAt = 0;
     // Claims and outcomes are bookkeeping that is safe to repeat (at-least-once): their commits do not wait for the disk.
     // A crash or power loss may undo the last ones; the deliveries are then sent again, with the same webhook-id.
-    const cycle = () => (pg ? pgCycleTransaction : relaxedTransaction)(storage, async (trx) => {
+    const cycle = () => this.#transaction(async (trx) => {
       if (pg && checkStale) dead = await this.#deadLocalClaimers(trx);
       if (toRecord.length) await this.#record(trx, toRecord);
       const claimed: ClaimRow[] = [];

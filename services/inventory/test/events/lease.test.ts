@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import type http from 'node:http';
 import path from 'node:path';
+import { sql } from 'kysely';
 import { client, forEachStorage, startTestServer, type TestServer } from '@svc/testkit';
 import { buildApp } from '../../src/app.ts';
 import type { InventoryDeps } from '../../src/deps.ts';
@@ -114,6 +115,70 @@ forEachStorage('delivery leases and heartbeats across worker processes', (kind) 
       await stopped(victim);
     });
   }
+
+  // A stop between two statements of a transaction is rare by chance (the test above), so it is made certain here: the
+  // test holds the lowest claimed row's lock until the claimer's lease renewal waits on it (before locking any other
+  // row: the renewal walks the primary key in order), then stops the claimer. The other worker takes the rest when the
+  // claimer's recovery job runs, but not that row; once the test lets the renewal through, the frozen claimer sits in
+  // its transaction holding the row's lock, after the recovery job has been and gone.
+  it('a claimer frozen inside its transaction, holding a row\'s lock past its recovery job, loses it one lease later', { timeout: 90_000, skip: kind === 'sqlite' && 'PostgreSQL only' }, async () => {
+    while (workers.filter((w) => w.exitCode === null && w.signalCode === null).length < 2) workers.push(await startWorker(server));
+    const hook = await hookAndRule('lease-in-transaction');
+    hold = true;
+    const N = 4;
+    await emit(deps, Array.from({ length: N }, () => deviceEvent()));
+    const [claimer] = await until(async () => {
+      const c = await claimers();
+      return c.length > 0 && rx.received.some((r) => r.url === '/lease-in-transaction') && c;
+    }, 30_000, 'a worker to claim and send');
+    const victim = workers.find((w) => w.pid === pidOf(claimer!))!;
+    assert.ok(victim, `claimer ${claimer} is one of the worker processes`);
+    const claimedBy = async (who: string) =>
+      (await deps.storage.db.selectFrom('events_delivery').select('id').where('webhook_id', '=', hook).where('status', '=', 'sent').where('claimed_by', '=', who).orderBy('id').execute()).map((r) => Number(r.id));
+    const [first] = await until(async () => {
+      const ids = await claimedBy(claimer!);
+      return ids.length > 0 && ids;
+    }, 30_000, 'the claimed deliveries');
+    const waitingRenewals = async () =>
+      Number((await sql<{ n: string }>`select count(*) as n from pg_stat_activity where datname = current_database() and state = 'active'
+        and wait_event_type = 'Lock' and query like 'update events_delivery set claim_expires_at%'`.execute(deps.storage.db)).rows[0]!.n);
+    let unlock!: () => void;
+    const unlocked = new Promise<void>((r) => (unlock = r));
+    let locked!: () => void;
+    const isLocked = new Promise<void>((r) => (locked = r));
+    const holder = deps.storage.db.transaction().execute(async (trx) => {
+      await sql`select id from events_delivery where id = ${first} for update`.execute(trx);
+      locked();
+      await unlocked;
+    });
+    try {
+      await isLocked;
+      await until(async () => (await waitingRenewals()) > 0, 30_000, "the claimer's lease renewal waiting on the row lock");
+      process.kill(victim.pid!, 'SIGSTOP');
+      hold = false;
+      for (const res of held.splice(0)) res.writeHead(200).end('ok');
+      await until(async () => (await successful(hook)) === N - 1 && (await claimedBy(claimer!)).join() === String(first), 30_000, 'the other worker to take every claim but the locked one');
+      // And until the other worker's own recovery job (which would drain once more by chance) has been and gone too.
+      const [other] = await deps.storage.db.selectFrom('events_delivery_attempt as a').innerJoin('events_delivery as d', 'd.id', 'a.delivery_id').select('a.worker').distinct().where('d.webhook_id', '=', hook).where('a.success', '=', deps.storage.dialect.bool(true) as any).execute();
+      const jobs = sql.table(`${server.cfg.pgSchema}_worker._private_jobs`);
+      await until(async () => Number((await sql<{ n: string }>`select count(*) as n from ${jobs} where key = ${`inventory.deliver:recover:${other!.worker}`}`.execute(deps.storage.db)).rows[0]!.n) === 0, 30_000, "the other worker's recovery job to have run");
+    } finally {
+      unlock();
+      await holder;
+    }
+    await until(async () => (await successful(hook)) === N, 30_000, 'all deliveries re-sent and recorded by the other worker');
+    const by = await deps.storage.db
+      .selectFrom('events_delivery_attempt as a')
+      .innerJoin('events_delivery as d', 'd.id', 'a.delivery_id')
+      .select('a.worker')
+      .distinct()
+      .where('d.webhook_id', '=', hook)
+      .where('a.success', '=', deps.storage.dialect.bool(true) as any)
+      .execute();
+    assert.ok(!by.some((r) => String(r.worker) === claimer), 'the re-sends were recorded by the surviving worker');
+    victim.kill('SIGKILL');
+    await stopped(victim);
+  });
 
   it('a send that outlasts the lease is not sent twice (the claimer renews it)', { timeout: 120_000 }, async () => {
     // Fresh workers with a longer lease: a claimer starved by the loaded machine for a whole lease may
