@@ -8,6 +8,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { buildNativeWebp } from './build-native.mjs';
 import { bundleIsStale, bundleService, stopBundler, THREAD_ENTRIES } from './run-service.mjs';
 
 const root = path.resolve(import.meta.dirname, '..');
@@ -24,4 +25,5 @@ for (const name of names) {
   }
 }
 await stopBundler();
+if (services.includes('workflow')) buildNativeWebp();
 if (names.length > 0) process.stdout.write(`built ${names.length - failed} bundle(s) (${names.join(", ")}) in ${((Date.now() - t0) / 1000).toFixed(1)} s\n`);

@@ -13,6 +13,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { buildNativeWebp } from './build-native.mjs';
 
 const root = path.resolve(import.meta.dirname, '..');
 
@@ -197,7 +198,11 @@ if (process.argv[1] && path.resolve(process.argv[1]) === import.meta.filename) {
   }
   const bundle = await bundleService(name);
   // The workflow service starts its execution threads (worker_threads) from a bundle of their own entry.
-  if (name.split(':')[0] === 'workflow') globalThis.__workflowExecutionThread = await bundleService(THREAD_ENTRIES.workflow[0]);
+  if (name.split(':')[0] === 'workflow') {
+    globalThis.__workflowExecutionThread = await bundleService(THREAD_ENTRIES.workflow[0]);
+    // The in-process WebP encoder, when its sources changed since `npm install` (install said why where it cannot be built).
+    buildNativeWebp({ log: () => {} });
+  }
   await stopBundler();
   // Under a supervisor (scripts/start-all.mjs) the IPC channel to it closes
   // when it dies, however it dies: shut down as on SIGTERM, so no orphan keeps

@@ -1,6 +1,7 @@
 /**
  * One RGB frame (lossless, or lossy at methods @napi-rs/image does not
- * take) goes through the packaged cwebp (files/cwebp.ts):
+ * take) goes through the packaged cwebp (files/cwebp.ts) where the in-process
+ * encoder was not built (webp-native.test.ts, which holds it to these bytes):
  * its bytes are libvips' (whose files webp-save.test.ts pins to the
  * reference's) for the node's methods and a spread of qualities, and the
  * reference's at quality 0, which sharp refuses; a binary
@@ -16,7 +17,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import sharp from 'sharp';
-import { cwebpEncoder, defaultStillEncoder, packagedCwebp, type StillEncoder } from '../src/files/cwebp.ts';
+import { cwebpEncoder, packagedCwebp, type StillEncoder } from '../src/files/cwebp.ts';
 import { pilExif } from '../src/files/webp-exif.ts';
 import { encodeWebp } from '../src/nodes/animated-save.ts';
 import { Frame } from '../src/nodes/image-types.ts';
@@ -41,6 +42,8 @@ function pixels(): Buffer {
 const rgb = pixels();
 const viaLibvips = (quality: number, method: number) => sharp(rgb, { raw: { width: W, height: H, channels: 3 } }).webp({ lossless: true, quality, effort: method }).toBuffer();
 const libwebp = (sharp.versions as Record<string, string>).webp!;
+/** The packaged cwebp as the service uses it where the in-process encoder was not built (webp-native.test.ts). */
+const packaged = () => cwebpEncoder(packagedCwebp(), () => libwebp);
 
 function fakeCwebp(script: string): { binary: string; calls: () => string[] } {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'wf-cwebp-'));
@@ -56,11 +59,11 @@ describe('lossless WebP through the packaged cwebp', () => {
   test('the package has the binary here, of the libwebp release sharp was built with', { skip: !linuxX64 && 'the package ships cwebp for linux-x64 only here' }, async () => {
     const binary = packagedCwebp();
     assert.ok(binary && fs.existsSync(binary), `cwebp at ${binary}`);
-    assert.notEqual(await defaultStillEncoder().encodeRgb(rgb, W, H, true, 80, 4), null, 'the packaged encoder is used');
+    assert.notEqual(await packaged().encodeRgb(rgb, W, H, true, 80, 4), null, 'the packaged encoder is usable');
   });
 
   test('libvips’ bytes for the node’s methods (fastest, default, slowest) and qualities 1 to 100', { skip: !linuxX64 && 'no packaged cwebp here' }, async () => {
-    const enc = defaultStillEncoder();
+    const enc = packaged();
     for (const method of [0, 4, 6]) {
       for (const quality of [1, 30, 75, 80, 100]) {
         const got = await enc.encodeRgb(rgb, W, H, true, quality, method);
@@ -75,7 +78,7 @@ describe('lossless WebP through the packaged cwebp', () => {
     // of these pixels, in the reference venv (Pillow 12.3, libwebp 1.6.0).
     const pil: Record<number, string> = { 0: 'd9b1011876ca28bb', 4: '2d9fdc468ae73e9c', 6: '0915286d7e4d6bf7' };
     for (const method of [0, 4, 6]) {
-      const got = await defaultStillEncoder().encodeRgb(rgb, W, H, true, 0, method);
+      const got = await packaged().encodeRgb(rgb, W, H, true, 0, method);
       assert.ok(got, `m${method} encoded`);
       assert.equal(createHash('sha256').update(got).digest('hex').slice(0, 16), pil[method], `m${method}`);
     }

@@ -31,11 +31,10 @@ import { newScratchFolder, writePpm } from './scratch-folders.ts';
 import sharp from './sharp.ts';
 import { toolEnvironment } from './tool-env.ts';
 import { toolRunner, type ToolRunner } from './tool-runner.ts';
+import type { StillEncoder } from './still-encoder.ts';
+import { nativeWebpEncoder } from './webp-native.ts';
 
-export interface StillEncoder {
-  /** The simple-format WebP (one `VP8L` or `VP8 ` chunk) of RGB pixels, or null when the binary is not usable here. */
-  encodeRgb(rgb: Buffer, width: number, height: number, lossless: boolean, quality: number, method: number): Promise<Buffer | null>;
-}
+export type { StillEncoder } from './still-encoder.ts';
 
 /** webp-converter's cwebp for this platform, or null where it ships none (only linux-x64 is of use here). */
 export function packagedCwebp(): string | null {
@@ -132,7 +131,11 @@ export function outputOf(child: ChildProcessByStdio<Writable | null, Readable, n
 
 let packaged: StillEncoder | undefined;
 
-/** The packaged cwebp, checked against the libwebp release of sharp's build. */
+/**
+ * The in-process encoder (files/webp-native.ts) where it was built, else the packaged cwebp; either is checked against
+ * the libwebp release of sharp's build.
+ */
 export function defaultStillEncoder(): StillEncoder {
-  return (packaged ??= cwebpEncoder(packagedCwebp(), () => (sharp.versions as Record<string, string | undefined>).webp ?? ''));
+  const release = () => (sharp.versions as Record<string, string | undefined>).webp ?? '';
+  return (packaged ??= nativeWebpEncoder(release()) ?? cwebpEncoder(packagedCwebp(), release));
 }
