@@ -61,7 +61,7 @@ export function buildNativeWebp({ log = (line) => process.stderr.write(line + '\
     // link into a shared object only when bound inside it (-Bsymbolic), and none of their symbols is exported.
     '-Wl,-Bsymbolic', '-Wl,--exclude-libs,ALL', '-Wl,-z,noexecstack',
     '-I', headers, '-I', path.join(lib, 'include'),
-    '-o', tmp, source, path.join(lib, 'lib', 'libwebp.a'), path.join(lib, 'lib', 'libsharpyuv.a'), '-lm', '-lpthread',
+    '-o', tmp, source, path.join(lib, 'lib', 'libwebpmux.a'), path.join(lib, 'lib', 'libwebp.a'), path.join(lib, 'lib', 'libsharpyuv.a'), '-lm', '-lpthread',
   ];
   try {
     execFileSync(process.env.CC || 'cc', args, { stdio: ['ignore', 'ignore', 'pipe'], timeout: 120_000 });

@@ -7,17 +7,25 @@
  * its page faults for every picture (workflow README, issue 29).
  *
  *   encode(rgb: Uint8Array, width, height, lossless: boolean, quality, method): Promise<Buffer>
+ *   encodeAnimation(frames: Uint8Array[], width, height, delayMs, lossless, quality, method): Promise<Buffer>
  *   version(): number   libwebp's encoder version, 0xMMmmpp
  *
- * The encode runs on libuv's thread pool: the calling thread (the execution
- * thread) keeps serving its messages meanwhile. The input is held by a
- * reference until the work ends.
+ * encodeAnimation runs libwebp's animation encoder (WebPAnimEncoder, as
+ * img2webp and Pillow do) with Pillow's settings: key frames every 3-5
+ * frames lossy and 9-17 lossless, no mixed mode, no minimize_size, loop 0,
+ * background 0 (transparent black), each frame shown delayMs.
+ *
+ * The encodes run on libuv's thread pool: the calling thread (the execution
+ * thread) keeps serving its messages meanwhile. The inputs are held by
+ * references until the work ends; the caller must not transfer them.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <node_api.h>
+#include <limits.h>
 #include <webp/encode.h>
+#include <webp/mux.h>
 
 #define CHECK(env, call)                                                     \
   do {                                                                       \
@@ -27,17 +35,80 @@
     }                                                                        \
   } while (0)
 
+/*
+ * libwebpmux's animation encoder, built without -fPIC, refers to glibc's stderr directly (for its verbose messages,
+ * which are off here): a stderr of this object's own, hidden and bound inside it (-Bsymbolic), lets it link into a
+ * shared object. It is opened on file descriptor 2 when the object is loaded, should anything print after all.
+ */
+FILE* stderr;
+__attribute__((constructor)) static void OpenStderr(void) {
+  stderr = fdopen(2, "a");
+}
+
+/* The most frames one animation takes: the node's pixel limit holds them to far fewer. */
+#define MAX_FRAMES 65536
+
 typedef struct {
   napi_async_work work;
   napi_deferred deferred;
-  napi_ref input_ref;
-  const uint8_t* rgb;
+  /* One frame for a still picture; frames[i] held by refs[i]. */
+  int count;
+  const uint8_t** frames;
+  napi_ref* refs;
+  int animated, delay;
   int width, height, lossless, method;
   float quality;
-  /* Out. */
+  /* Out: a still picture's bytes in writer, an animation's in anim. */
   WebPMemoryWriter writer;
-  int error;          /* a WebPEncodingError, or -1 for a refused configuration */
+  WebPData anim;
+  int error;          /* a WebPEncodingError, -1 for a refused configuration, -2 for the animation encoder's failure */
 } Job;
+
+static int Configure(const Job* job, WebPConfig* config) {
+  if (!WebPConfigInit(config)) return 0;
+  config->lossless = job->lossless;
+  config->quality = job->quality;
+  config->method = job->method;
+  return WebPValidateConfig(config);
+}
+
+static void ExecuteAnimation(Job* job) {
+  WebPConfig config;
+  WebPAnimEncoderOptions options;
+  if (!Configure(job, &config) || !WebPAnimEncoderOptionsInit(&options)) {
+    job->error = -1;
+    return;
+  }
+  options.anim_params.loop_count = 0;
+  options.anim_params.bgcolor = 0;
+  options.minimize_size = 0;
+  options.allow_mixed = 0;
+  options.kmin = job->lossless ? 9 : 3;
+  options.kmax = job->lossless ? 17 : 5;
+  WebPAnimEncoder* enc = WebPAnimEncoderNew(job->width, job->height, &options);
+  if (!enc) {
+    job->error = VP8_ENC_ERROR_OUT_OF_MEMORY;
+    return;
+  }
+  int ok = 1;
+  for (int i = 0; ok && i < job->count; i++) {
+    WebPPicture pic;
+    if (!WebPPictureInit(&pic)) {
+      ok = 0;
+      break;
+    }
+    pic.use_argb = 1; /* the animation encoder takes ARGB frames only */
+    pic.width = job->width;
+    pic.height = job->height;
+    ok = WebPPictureImportRGB(&pic, job->frames[i], job->width * 3) && WebPAnimEncoderAdd(enc, &pic, i * job->delay, &config);
+    WebPPictureFree(&pic);
+  }
+  /* The end of the last frame's duration. */
+  ok = ok && WebPAnimEncoderAdd(enc, NULL, job->count * job->delay, NULL);
+  WebPDataInit(&job->anim);
+  if (!ok || !WebPAnimEncoderAssemble(enc, &job->anim)) job->error = -2;
+  WebPAnimEncoderDelete(enc);
+}
 
 static void Execute(napi_env env, void* data) {
   (void)env;
@@ -45,14 +116,12 @@ static void Execute(napi_env env, void* data) {
   WebPConfig config;
   WebPPicture pic;
   WebPMemoryWriterInit(&job->writer);
-  if (!WebPConfigInit(&config) || !WebPPictureInit(&pic)) {
-    job->error = -1;
+  WebPDataInit(&job->anim);
+  if (job->animated) {
+    ExecuteAnimation(job);
     return;
   }
-  config.lossless = job->lossless;
-  config.quality = job->quality;
-  config.method = job->method;
-  if (!WebPValidateConfig(&config)) {
+  if (!Configure(job, &config) || !WebPPictureInit(&pic)) {
     job->error = -1;
     return;
   }
@@ -62,7 +131,7 @@ static void Execute(napi_env env, void* data) {
   pic.height = job->height;
   pic.writer = WebPMemoryWrite;
   pic.custom_ptr = &job->writer;
-  if (!WebPPictureImportRGB(&pic, job->rgb, job->width * 3)) {
+  if (!WebPPictureImportRGB(&pic, job->frames[0], job->width * 3)) {
     job->error = pic.error_code ? (int)pic.error_code : (int)VP8_ENC_ERROR_OUT_OF_MEMORY;
     WebPPictureFree(&pic);
     return;
@@ -71,25 +140,36 @@ static void Execute(napi_env env, void* data) {
   WebPPictureFree(&pic);
 }
 
+static void FreeJob(napi_env env, Job* job) {
+  for (int i = 0; i < job->count; i++)
+    if (job->refs[i]) napi_delete_reference(env, job->refs[i]);
+  WebPMemoryWriterClear(&job->writer);
+  WebPDataClear(&job->anim);
+  free(job->refs);
+  free(job->frames);
+  free(job);
+}
+
 static void Complete(napi_env env, napi_status status, void* data) {
   Job* job = (Job*)data;
   napi_value result;
-  if (status == napi_ok && job->error == 0 && napi_create_buffer_copy(env, job->writer.size, job->writer.mem, NULL, &result) == napi_ok) {
+  const uint8_t* bytes = job->animated ? job->anim.bytes : job->writer.mem;
+  size_t size = job->animated ? job->anim.size : job->writer.size;
+  if (status == napi_ok && job->error == 0 && napi_create_buffer_copy(env, size, bytes, NULL, &result) == napi_ok) {
     napi_resolve_deferred(env, job->deferred, result);
   } else {
     char text[96];
     napi_value message, err;
     if (status != napi_ok) snprintf(text, sizeof text, "webp-encoder: the encode was cancelled");
     else if (job->error == -1) snprintf(text, sizeof text, "webp-encoder: libwebp refused the configuration");
+    else if (job->error == -2) snprintf(text, sizeof text, "webp-encoder: libwebp's animation encoder failed");
     else snprintf(text, sizeof text, "webp-encoder: libwebp failed with error %d", job->error);
     napi_create_string_utf8(env, text, NAPI_AUTO_LENGTH, &message);
     napi_create_error(env, NULL, message, &err);
     napi_reject_deferred(env, job->deferred, err);
   }
-  WebPMemoryWriterClear(&job->writer);
-  napi_delete_reference(env, job->input_ref);
   napi_delete_async_work(env, job->work);
-  free(job);
+  FreeJob(env, job);
 }
 
 static napi_value Throw(napi_env env, const char* message) {
@@ -97,59 +177,119 @@ static napi_value Throw(napi_env env, const char* message) {
   return NULL;
 }
 
-static napi_value Encode(napi_env env, napi_callback_info info) {
-  size_t argc = 6;
-  napi_value argv[6];
-  CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  if (argc < 6) return Throw(env, "webp-encoder: encode(rgb, width, height, lossless, quality, method)");
-  bool is_typed = false;
-  CHECK(env, napi_is_typedarray(env, argv[0], &is_typed));
-  if (!is_typed) return Throw(env, "webp-encoder: rgb must be a Uint8Array");
-  napi_typedarray_type type;
-  size_t length;
-  void* bytes;
-  CHECK(env, napi_get_typedarray_info(env, argv[0], &type, &length, &bytes, NULL, NULL));
-  if (type != napi_uint8_array) return Throw(env, "webp-encoder: rgb must be a Uint8Array");
+/* width, height, lossless, quality, method from argv[0..4] into job; a message when one is refused. */
+static const char* ReadOptions(napi_env env, napi_value* argv, Job* job) {
   uint32_t width, height, method;
   double quality;
   bool lossless;
-  if (napi_get_value_uint32(env, argv[1], &width) != napi_ok || napi_get_value_uint32(env, argv[2], &height) != napi_ok ||
-      napi_get_value_bool(env, argv[3], &lossless) != napi_ok || napi_get_value_double(env, argv[4], &quality) != napi_ok ||
-      napi_get_value_uint32(env, argv[5], &method) != napi_ok) {
-    return Throw(env, "webp-encoder: width, height, quality and method are numbers, lossless a boolean");
+  if (napi_get_value_uint32(env, argv[0], &width) != napi_ok || napi_get_value_uint32(env, argv[1], &height) != napi_ok ||
+      napi_get_value_bool(env, argv[2], &lossless) != napi_ok || napi_get_value_double(env, argv[3], &quality) != napi_ok ||
+      napi_get_value_uint32(env, argv[4], &method) != napi_ok) {
+    return "webp-encoder: width, height, quality and method are numbers, lossless a boolean";
   }
-  if (width < 1 || height < 1 || width > WEBP_MAX_DIMENSION || height > WEBP_MAX_DIMENSION) return Throw(env, "webp-encoder: width and height must be 1-16383");
-  if (!(quality >= 0 && quality <= 100) || method > 6) return Throw(env, "webp-encoder: quality must be 0-100 and method 0-6");
-  if ((uint64_t)width * height * 3 > length) return Throw(env, "webp-encoder: rgb holds fewer than width * height * 3 bytes");
-
-  Job* job = (Job*)calloc(1, sizeof(Job));
-  if (!job) return Throw(env, "webp-encoder: out of memory");
-  job->rgb = (const uint8_t*)bytes;
+  if (width < 1 || height < 1 || width > WEBP_MAX_DIMENSION || height > WEBP_MAX_DIMENSION) return "webp-encoder: width and height must be 1-16383";
+  if (!(quality >= 0 && quality <= 100) || method > 6) return "webp-encoder: quality must be 0-100 and method 0-6";
   job->width = (int)width;
   job->height = (int)height;
   job->lossless = lossless ? 1 : 0;
   job->quality = (float)quality;
   job->method = (int)method;
-  napi_value promise, name;
-  if (napi_create_reference(env, argv[0], 1, &job->input_ref) != napi_ok) {
-    free(job);
-    return Throw(env, "webp-encoder: could not hold the input");
+  return NULL;
+}
+
+/* Holds frame i (a Uint8Array of at least width * height * 3 bytes); a message when it is refused. */
+static const char* HoldFrame(napi_env env, napi_value value, Job* job, int i) {
+  bool is_typed = false;
+  napi_typedarray_type type;
+  size_t length;
+  void* bytes;
+  if (napi_is_typedarray(env, value, &is_typed) != napi_ok || !is_typed ||
+      napi_get_typedarray_info(env, value, &type, &length, &bytes, NULL, NULL) != napi_ok || type != napi_uint8_array) {
+    return "webp-encoder: each picture must be a Uint8Array";
   }
-  if (napi_create_promise(env, &job->deferred, &promise) != napi_ok ||
-      napi_create_string_utf8(env, "webp-encode", NAPI_AUTO_LENGTH, &name) != napi_ok ||
-      napi_create_async_work(env, NULL, name, Execute, Complete, job, &job->work) != napi_ok) {
-    napi_delete_reference(env, job->input_ref);
+  if ((uint64_t)job->width * (uint64_t)job->height * 3 > length) return "webp-encoder: a picture holds fewer than width * height * 3 bytes";
+  if (napi_create_reference(env, value, 1, &job->refs[i]) != napi_ok) return "webp-encoder: could not hold a picture";
+  job->frames[i] = (const uint8_t*)bytes;
+  return NULL;
+}
+
+static Job* NewJob(int count) {
+  Job* job = (Job*)calloc(1, sizeof(Job));
+  if (!job) return NULL;
+  job->frames = (const uint8_t**)calloc((size_t)count, sizeof(uint8_t*));
+  job->refs = (napi_ref*)calloc((size_t)count, sizeof(napi_ref));
+  if (!job->frames || !job->refs) {
+    free(job->frames);
+    free(job->refs);
     free(job);
+    return NULL;
+  }
+  job->count = count;
+  return job;
+}
+
+/* Queues the job; its promise, or NULL with an exception pending (the job freed). */
+static napi_value Start(napi_env env, Job* job) {
+  napi_value promise, name;
+  if (napi_create_string_utf8(env, "webp-encode", NAPI_AUTO_LENGTH, &name) != napi_ok ||
+      napi_create_async_work(env, NULL, name, Execute, Complete, job, &job->work) != napi_ok) {
+    FreeJob(env, job);
     return Throw(env, "webp-encoder: could not start the encode");
   }
-  if (napi_queue_async_work(env, job->work) != napi_ok) {
-    /* The promise is already made: settle it through the error path once, here. */
+  if (napi_create_promise(env, &job->deferred, &promise) != napi_ok || napi_queue_async_work(env, job->work) != napi_ok) {
+    /* A promise made here is never settled and is collected with its deferred. */
     napi_delete_async_work(env, job->work);
-    napi_delete_reference(env, job->input_ref);
-    free(job);
+    FreeJob(env, job);
     return Throw(env, "webp-encoder: could not queue the encode");
   }
   return promise;
+}
+
+static napi_value Encode(napi_env env, napi_callback_info info) {
+  size_t argc = 6;
+  napi_value argv[6];
+  CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  if (argc < 6) return Throw(env, "webp-encoder: encode(rgb, width, height, lossless, quality, method)");
+  Job* job = NewJob(1);
+  if (!job) return Throw(env, "webp-encoder: out of memory");
+  const char* refused = ReadOptions(env, argv + 1, job);
+  if (!refused) refused = HoldFrame(env, argv[0], job, 0);
+  if (refused) {
+    FreeJob(env, job);
+    return Throw(env, refused);
+  }
+  return Start(env, job);
+}
+
+static napi_value EncodeAnimation(napi_env env, napi_callback_info info) {
+  size_t argc = 7;
+  napi_value argv[7];
+  CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  if (argc < 7) return Throw(env, "webp-encoder: encodeAnimation(frames, width, height, delayMs, lossless, quality, method)");
+  bool is_array = false;
+  uint32_t count = 0, delay = 0;
+  if (napi_is_array(env, argv[0], &is_array) != napi_ok || !is_array || napi_get_array_length(env, argv[0], &count) != napi_ok) {
+    return Throw(env, "webp-encoder: frames must be an array");
+  }
+  if (count < 1 || count > MAX_FRAMES) return Throw(env, "webp-encoder: an animation has 1-65536 frames");
+  if (napi_get_value_uint32(env, argv[3], &delay) != napi_ok) return Throw(env, "webp-encoder: delayMs is a number");
+  /* libwebp keeps timestamps in an int. */
+  if ((uint64_t)count * delay > INT_MAX) return Throw(env, "webp-encoder: the animation is longer than 2^31 - 1 ms");
+  Job* job = NewJob((int)count);
+  if (!job) return Throw(env, "webp-encoder: out of memory");
+  job->animated = 1;
+  job->delay = (int)delay;
+  napi_value options[5] = {argv[1], argv[2], argv[4], argv[5], argv[6]};
+  const char* refused = ReadOptions(env, options, job);
+  for (uint32_t i = 0; !refused && i < count; i++) {
+    napi_value frame;
+    refused = napi_get_element(env, argv[0], i, &frame) != napi_ok ? "webp-encoder: could not read a frame" : HoldFrame(env, frame, job, (int)i);
+  }
+  if (refused) {
+    FreeJob(env, job);
+    return Throw(env, refused);
+  }
+  return Start(env, job);
 }
 
 static napi_value Version(napi_env env, napi_callback_info info) {
@@ -162,8 +302,9 @@ static napi_value Version(napi_env env, napi_callback_info info) {
 NAPI_MODULE_INIT() {
   napi_property_descriptor props[] = {
     {"encode", NULL, Encode, NULL, NULL, NULL, napi_enumerable, NULL},
+    {"encodeAnimation", NULL, EncodeAnimation, NULL, NULL, NULL, napi_enumerable, NULL},
     {"version", NULL, Version, NULL, NULL, NULL, napi_enumerable, NULL},
   };
-  if (napi_define_properties(env, exports, 2, props) != napi_ok) return NULL;
+  if (napi_define_properties(env, exports, 3, props) != napi_ok) return NULL;
   return exports;
 }

@@ -75,7 +75,7 @@ describe('animated WebP through the packaged img2webp', () => {
   test('the package has the binary here, of the libwebp release sharp was built with', { skip: !linuxX64 && 'the package ships img2webp for linux-x64 only here' }, async () => {
     const binary = packagedImg2webp();
     assert.ok(binary && fs.existsSync(binary), `img2webp at ${binary}`);
-    assert.notEqual(await defaultAnimationEncoder().encodeAnimationRgb(rgb, W, H, 166, false, 80, 4), null, 'the packaged encoder is used');
+    assert.notEqual(await img2webpEncoder(binary, () => libwebp).encodeAnimationRgb(rgb, W, H, 166, false, 80, 4), null, 'the packaged encoder is usable');
   });
 
   test('lossless: libvips’ files for the node’s methods and qualities 1 to 100, with the frame files gone', { skip: !linuxX64 && 'no packaged img2webp here' }, async () => {
@@ -101,12 +101,14 @@ describe('animated WebP through the packaged img2webp', () => {
       'lossy q100 m6': '7727090fcdb5a050',
       'lossless q0 m4': 'a0f32577e40c292b',
     };
-    const enc = defaultAnimationEncoder();
-    for (const key of Object.keys(pil)) {
-      const [mode, q, m] = key.split(' ') as [string, string, string];
-      const got = await enc.encodeAnimationRgb(rgb, W, H, 166, mode === 'lossless', Number(q.slice(1)), Number(m.slice(1)));
-      assert.ok(got, `${key} encoded`);
-      assert.equal(sha(got), pil[key], key);
+    // The packaged img2webp, and the encoder SaveAnimatedWEBP uses (the in-process one where npm install built it).
+    for (const [which, enc] of [['img2webp', img2webpEncoder(packagedImg2webp(), () => libwebp)], ['the default', defaultAnimationEncoder()]] as const) {
+      for (const key of Object.keys(pil)) {
+        const [mode, q, m] = key.split(' ') as [string, string, string];
+        const got = await enc.encodeAnimationRgb(rgb, W, H, 166, mode === 'lossless', Number(q.slice(1)), Number(m.slice(1)));
+        assert.ok(got, `${which}: ${key} encoded`);
+        assert.equal(sha(got), pil[key], `${which}: ${key}`);
+      }
     }
     // libvips refuses quality 0; without the binary such a save fails as before.
     await assert.rejects(encodeWebp(frames(), 166, false, 0, 4, exif, noStill, noAnimation), /quality/);

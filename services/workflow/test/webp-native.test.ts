@@ -2,7 +2,8 @@
  * The in-process WebP encoder (files/webp-native.ts, the addon `npm install`
  * builds from services/workflow/native/webp-encoder.c): cwebp's bytes for both
  * modes, every method and a spread of qualities (webp-cwebp.test.ts pins
- * cwebp's to libvips' and the reference's), the same bytes when encodes
+ * cwebp's to libvips' and the reference's), img2webp's animations (which
+ * webp-img2webp.test.ts pins to the reference's), the same bytes when encodes
  * overlap, arguments it refuses, and an addon that is missing or reports
  * another libwebp release is not used. No server, no storage.
  */
@@ -15,19 +16,20 @@ import path from 'node:path';
 import { describe, test } from 'node:test';
 import sharp from 'sharp';
 import { defaultStillEncoder, packagedCwebp } from '../src/files/cwebp.ts';
-import { encoderVersionNumber, NATIVE_WEBP_ADDON, nativeWebpEncoder } from '../src/files/webp-native.ts';
+import { defaultAnimationEncoder, img2webpEncoder, packagedImg2webp } from '../src/files/img2webp.ts';
+import { encoderVersionNumber, NATIVE_WEBP_ADDON, nativeWebpAnimationEncoder, nativeWebpEncoder } from '../src/files/webp-native.ts';
 
 const W = 97;
 const H = 61;
-function pixels(w = W, h = H): Buffer {
+function pixels(w = W, h = H, shift = 0): Buffer {
   const px = Buffer.alloc(w * h * 3);
-  let seed = 11;
+  let seed = 11 + shift;
   for (let i = 0; i < w * h; i++) {
     seed = (Math.imul(seed, 1103515245) + 12345) & 0x7fffffff;
     const n = (seed >> 16) % 17;
     const x = i % w;
     const y = Math.floor(i / w);
-    px[i * 3] = (x * 3 + n) & 255;
+    px[i * 3] = (x * 3 + n + shift * 9) & 255;
     px[i * 3 + 1] = (y * 4 + n) & 255;
     px[i * 3 + 2] = ((x ^ y) + n) & 255;
   }
@@ -64,6 +66,27 @@ describe('WebP in this process (the native addon)', { skip: !buildable && 'the a
     assert.equal(addon.version(), encoderVersionNumber(libwebp));
     assert.ok(nativeWebpEncoder(libwebp));
     assert.equal(String(defaultStillEncoder().encodeRgb), String(nativeWebpEncoder(libwebp)!.encodeRgb), 'the default still encoder is the addon');
+    assert.equal(String(defaultAnimationEncoder().encodeAnimationRgb), String(nativeWebpAnimationEncoder(libwebp)!.encodeAnimationRgb), 'and the default animation encoder');
+  });
+
+  test('img2webp’s animations: both modes, methods 0/2/4/6, qualities 0 to 100, 2 to 12 frames, 1 ms to 100 s a frame', async () => {
+    const enc = nativeWebpAnimationEncoder(libwebp)!;
+    const tool = img2webpEncoder(packagedImg2webp(), () => libwebp);
+    const frames = [0, 1, 2, 3, 4].map((k) => pixels(W, H, k));
+    for (const count of [2, 5, 12]) {
+      const batch = Array.from({ length: count }, (_, i) => frames[i % frames.length]!);
+      for (const lossless of [false, true]) {
+        for (const [quality, method, delay] of [[0, 0, 1], [80, 4, 166], [100, 6, 100_000], [75, 2, 40]] as const) {
+          const what = `${count} frames ${lossless ? 'lossless' : 'lossy'} q${quality} m${method} ${delay} ms`;
+          const got = await enc.encodeAnimationRgb(batch, W, H, delay, lossless, quality, method);
+          const want = await tool.encodeAnimationRgb(batch, W, H, delay, lossless, quality, method);
+          assert.ok(got && want && got.equals(want), what);
+        }
+      }
+    }
+    // As img2webp's: one frame, or a run past libwebp's int timestamps, is left to the caller.
+    assert.equal(await enc.encodeAnimationRgb([rgb], W, H, 166, true, 80, 4), null);
+    assert.equal(await enc.encodeAnimationRgb([rgb, rgb, rgb], W, H, 0x40000000, true, 80, 4), null);
   });
 
   test('cwebp’s bytes: lossless and lossy, methods 0-6, qualities 0 to 100', async () => {
@@ -107,6 +130,13 @@ describe('WebP in this process (the native addon)', { skip: !buildable && 'the a
       ['not bytes', () => enc.encodeRgb(new Float32Array(W * H * 3) as unknown as Buffer, W, H, true, 80, 4)],
       ['width as a string', () => enc.encodeRgb(rgb, String(W) as unknown as number, H, true, 80, 4)],
     ];
+    const anim = nativeWebpAnimationEncoder(libwebp)!;
+    refused.push(
+      ['a frame shorter than the others', () => anim.encodeAnimationRgb([rgb, rgb.subarray(0, 10)], W, H, 100, true, 80, 4)],
+      ['a frame that is not bytes', () => anim.encodeAnimationRgb([rgb, {} as Buffer], W, H, 100, true, 80, 4)],
+      ['an animation at quality 101', () => anim.encodeAnimationRgb([rgb, rgb], W, H, 100, true, 101, 4)],
+      ['a delay of -1 (2^32 - 1 frames of a ms)', () => anim.encodeAnimationRgb([rgb, rgb], W, H, -1, true, 80, 4)],
+    );
     for (const [what, call] of refused) await assert.rejects(call, RangeError, what);
     // The largest picture libwebp takes is encoded (one row of 16383 pixels).
     assert.ok(await enc.encodeRgb(Buffer.alloc(16383 * 3, 90), 16383, 1, true, 80, 0));

@@ -31,10 +31,10 @@ import { newScratchFolder, writePpm } from './scratch-folders.ts';
 import sharp from './sharp.ts';
 import { toolEnvironment } from './tool-env.ts';
 import { toolRunner, type ToolRunner } from './tool-runner.ts';
-import type { StillEncoder } from './still-encoder.ts';
+import type { StillEncoder } from './webp-encoders.ts';
 import { nativeWebpEncoder } from './webp-native.ts';
 
-export type { StillEncoder } from './still-encoder.ts';
+export type { StillEncoder } from './webp-encoders.ts';
 
 /** webp-converter's cwebp for this platform, or null where it ships none (only linux-x64 is of use here). */
 export function packagedCwebp(): string | null {

@@ -40,11 +40,10 @@ import { newScratchFolder, writePpm } from './scratch-folders.ts';
 import { toolEnvironment } from './tool-env.ts';
 import { toolRunner, type ToolRunner } from './tool-runner.ts';
 import sharp from './sharp.ts';
+import type { AnimationEncoder } from './webp-encoders.ts';
+import { nativeWebpAnimationEncoder } from './webp-native.ts';
 
-export interface AnimationEncoder {
-  /** The animated WebP (VP8X, ANIM, ANMF…) of equally sized RGB frames, each shown `delayMs`, or null when not usable here. */
-  encodeAnimationRgb(frames: Buffer[], width: number, height: number, delayMs: number, lossless: boolean, quality: number, method: number): Promise<Buffer | null>;
-}
+export type { AnimationEncoder } from './webp-encoders.ts';
 
 /** webp-converter's img2webp for this platform (next to its cwebp), or null where it ships none. */
 export function packagedImg2webp(): string | null {
@@ -145,7 +144,11 @@ export function withPilBackground(webp: Buffer): Buffer | null {
 
 let packaged: AnimationEncoder | undefined;
 
-/** The packaged img2webp, checked against the libwebp release of sharp's build. */
+/**
+ * The in-process encoder (files/webp-native.ts) where it was built, else the packaged img2webp; either is checked
+ * against the libwebp release of sharp's build.
+ */
 export function defaultAnimationEncoder(): AnimationEncoder {
-  return (packaged ??= img2webpEncoder(packagedImg2webp(), () => (sharp.versions as Record<string, string | undefined>).webp ?? ''));
+  const release = () => (sharp.versions as Record<string, string | undefined>).webp ?? '';
+  return (packaged ??= nativeWebpAnimationEncoder(release()) ?? img2webpEncoder(packagedImg2webp(), release));
 }

@@ -1,22 +1,27 @@
 /**
- * One RGB frame to WebP in this process: the Node-API addon that `npm install`
+ * WebP of RGB frames in this process: the Node-API addon that `npm install`
  * builds (services/workflow/native/webp-encoder.c, scripts/build-native.mjs)
  * over Google's static libwebp 1.6.0, the release whose cwebp files/cwebp.ts
  * runs. The same encoder with the same configuration gives cwebp's bytes
  * (checked for both modes, every method and qualities 0-100), without a
  * process start, a picture file and the page faults of a fresh process for
  * every frame: the reference's Pillow keeps its libwebp warm in its own
- * process too. The encode runs on libuv's thread pool. Used only when the
- * addon reports the libwebp release sharp was built with; where it was not
- * built (no C compiler, another platform) callers fall back to cwebp.
+ * process too. Several frames go through libwebp's animation encoder with
+ * Pillow's settings, giving img2webp's (files/img2webp.ts) and so the
+ * reference's files, background included. The encodes run on libuv's thread
+ * pool. Used only when the addon reports the libwebp release sharp was built
+ * with; where it was not built (no C compiler, another platform) callers
+ * fall back to cwebp and img2webp.
  */
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import type { StillEncoder } from './still-encoder.ts';
+import type { AnimationEncoder, StillEncoder } from './webp-encoders.ts';
 
 interface WebpAddon {
   /** `rgb` must stay attached (not transferred) until the promise settles. */
   encode(rgb: Uint8Array, width: number, height: number, lossless: boolean, quality: number, method: number): Promise<Buffer>;
+  /** Pillow's animation (libwebp's WebPAnimEncoder with its settings); the frames must stay attached until it settles. */
+  encodeAnimation(frames: Uint8Array[], width: number, height: number, delayMs: number, lossless: boolean, quality: number, method: number): Promise<Buffer>;
   /** libwebp's encoder version, 0xMMmmpp. */
   version(): number;
 }
@@ -29,20 +34,35 @@ export function encoderVersionNumber(release: string): number {
   return m ? (Number(m[1]) << 16) | (Number(m[2]) << 8) | Number(m[3]) : NaN;
 }
 
-function load(file: string): WebpAddon | null {
+/** The addon at `file`, or null when it is missing, does not load or reports another release than `libwebpVersion`. */
+function load(file: string, libwebpVersion: string): WebpAddon | null {
   try {
-    return createRequire(import.meta.url)(file) as WebpAddon;
+    const addon = createRequire(import.meta.url)(file) as WebpAddon;
+    return addon.version() === encoderVersionNumber(libwebpVersion) ? addon : null;
   } catch {
     return null;
   }
 }
 
-/** The addon at `file` as a still encoder, or null when it is missing, does not load or reports another release. */
+/** The addon as a still encoder, or null where it is not usable. */
 export function nativeWebpEncoder(libwebpVersion: string, file = NATIVE_WEBP_ADDON): StillEncoder | null {
-  const addon = load(file);
-  if (!addon || addon.version() !== encoderVersionNumber(libwebpVersion)) return null;
+  const addon = load(file, libwebpVersion);
+  if (!addon) return null;
   return {
     // async: an argument the addon refuses (it throws a RangeError) rejects, as a failed encode does.
     encodeRgb: async (rgb, width, height, lossless, quality, method) => addon.encode(rgb, width, height, lossless, quality, method),
+  };
+}
+
+/** The addon as an animation encoder (two frames or more), or null where it is not usable. */
+export function nativeWebpAnimationEncoder(libwebpVersion: string, file = NATIVE_WEBP_ADDON): AnimationEncoder | null {
+  const addon = load(file, libwebpVersion);
+  if (!addon) return null;
+  return {
+    async encodeAnimationRgb(frames, width, height, delayMs, lossless, quality, method) {
+      // As img2webp's: one frame is a still picture's business, and libwebp keeps timestamps in an int.
+      if (frames.length < 2 || frames.length * delayMs > 0x7fffffff) return null;
+      return addon.encodeAnimation(frames, width, height, delayMs, lossless, quality, method);
+    },
   };
 }
