@@ -6,8 +6,8 @@
  * the same encoder in its own process, warm; cwebp paid a process start and
  * its page faults for every picture (workflow README, issue 29).
  *
- *   encode(rgb: Uint8Array, width, height, lossless: boolean, quality, method): Promise<Buffer>
- *   encodeAnimation(frames: Uint8Array[], width, height, delayMs, lossless, quality, method): Promise<Buffer>
+ *   encode(rgb: Uint8Array, width, height, lossless: boolean, quality, method, stop?: Int32Array): Promise<Buffer>
+ *   encodeAnimation(frames: Uint8Array[], width, height, delayMs, lossless, quality, method, stop?: Int32Array): Promise<Buffer>
  *   version(): number   libwebp's encoder version, 0xMMmmpp
  *
  * encodeAnimation runs libwebp's animation encoder (WebPAnimEncoder, as
@@ -17,7 +17,11 @@
  *
  * The encodes run on libuv's thread pool: the calling thread (the execution
  * thread) keeps serving its messages meanwhile. The inputs are held by
- * references until the work ends; the caller must not transfer them.
+ * references until the work ends; the caller must not transfer them. Work on
+ * the pool cannot be taken back, and a thread that is terminated waits for
+ * it: when `stop[0]` (shared memory, set by the thread that stops this one)
+ * becomes non-zero, libwebp's progress hook ends the encode early and its
+ * promise rejects.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,6 +59,9 @@ typedef struct {
   int count;
   const uint8_t** frames;
   napi_ref* refs;
+  /* The stop flag (may be NULL), held by stop_ref. */
+  const int32_t* stop;
+  napi_ref stop_ref;
   int animated, delay;
   int width, height, lossless, method;
   float quality;
@@ -63,6 +70,27 @@ typedef struct {
   WebPData anim;
   int error;          /* a WebPEncodingError, -1 for a refused configuration, -2 for the animation encoder's failure */
 } Job;
+
+static int Stopped(const Job* job) {
+  return job->stop && __atomic_load_n(job->stop, __ATOMIC_RELAXED) != 0;
+}
+
+/* libwebp's progress hook: returning 0 ends the encode (VP8_ENC_ERROR_USER_ABORT). */
+static int Progress(int percent, const WebPPicture* picture) {
+  (void)percent;
+  return !Stopped((const Job*)picture->user_data);
+}
+
+/* A picture of the job's size, its pixels still to import; the hook sees the job. */
+static int InitPicture(Job* job, WebPPicture* pic, int use_argb) {
+  if (!WebPPictureInit(pic)) return 0;
+  pic->use_argb = use_argb;
+  pic->width = job->width;
+  pic->height = job->height;
+  pic->progress_hook = Progress;
+  pic->user_data = job;
+  return 1;
+}
 
 static int Configure(const Job* job, WebPConfig* config) {
   if (!WebPConfigInit(config)) return 0;
@@ -93,13 +121,11 @@ static void ExecuteAnimation(Job* job) {
   int ok = 1;
   for (int i = 0; ok && i < job->count; i++) {
     WebPPicture pic;
-    if (!WebPPictureInit(&pic)) {
+    /* ARGB: the animation encoder takes no other frames. */
+    if (Stopped(job) || !InitPicture(job, &pic, 1)) {
       ok = 0;
       break;
     }
-    pic.use_argb = 1; /* the animation encoder takes ARGB frames only */
-    pic.width = job->width;
-    pic.height = job->height;
     ok = WebPPictureImportRGB(&pic, job->frames[i], job->width * 3) && WebPAnimEncoderAdd(enc, &pic, i * job->delay, &config);
     WebPPictureFree(&pic);
   }
@@ -121,14 +147,11 @@ static void Execute(napi_env env, void* data) {
     ExecuteAnimation(job);
     return;
   }
-  if (!Configure(job, &config) || !WebPPictureInit(&pic)) {
+  /* As cwebp: ARGB for lossless, the picture imported straight into YUV for lossy. */
+  if (!Configure(job, &config) || !InitPicture(job, &pic, job->lossless)) {
     job->error = -1;
     return;
   }
-  /* As cwebp: ARGB for lossless, the picture imported straight into YUV for lossy. */
-  pic.use_argb = job->lossless ? 1 : 0;
-  pic.width = job->width;
-  pic.height = job->height;
   pic.writer = WebPMemoryWrite;
   pic.custom_ptr = &job->writer;
   if (!WebPPictureImportRGB(&pic, job->frames[0], job->width * 3)) {
@@ -143,6 +166,7 @@ static void Execute(napi_env env, void* data) {
 static void FreeJob(napi_env env, Job* job) {
   for (int i = 0; i < job->count; i++)
     if (job->refs[i]) napi_delete_reference(env, job->refs[i]);
+  if (job->stop_ref) napi_delete_reference(env, job->stop_ref);
   WebPMemoryWriterClear(&job->writer);
   WebPDataClear(&job->anim);
   free(job->refs);
@@ -162,6 +186,7 @@ static void Complete(napi_env env, napi_status status, void* data) {
     napi_value message, err;
     if (status != napi_ok) snprintf(text, sizeof text, "webp-encoder: the encode was cancelled");
     else if (job->error == -1) snprintf(text, sizeof text, "webp-encoder: libwebp refused the configuration");
+    else if (job->error == VP8_ENC_ERROR_USER_ABORT || Stopped(job)) snprintf(text, sizeof text, "webp-encoder: stopped");
     else if (job->error == -2) snprintf(text, sizeof text, "webp-encoder: libwebp's animation encoder failed");
     else snprintf(text, sizeof text, "webp-encoder: libwebp failed with error %d", job->error);
     napi_create_string_utf8(env, text, NAPI_AUTO_LENGTH, &message);
@@ -213,6 +238,24 @@ static const char* HoldFrame(napi_env env, napi_value value, Job* job, int i) {
   return NULL;
 }
 
+/* Holds the optional stop flag (undefined, or an Int32Array over shared memory); a message when it is refused. */
+static const char* HoldStop(napi_env env, napi_value value, Job* job) {
+  napi_valuetype kind;
+  if (napi_typeof(env, value, &kind) != napi_ok) return "webp-encoder: could not read the stop flag";
+  if (kind == napi_undefined) return NULL;
+  bool is_typed = false;
+  napi_typedarray_type type;
+  size_t length;
+  void* bytes;
+  if (napi_is_typedarray(env, value, &is_typed) != napi_ok || !is_typed ||
+      napi_get_typedarray_info(env, value, &type, &length, &bytes, NULL, NULL) != napi_ok || type != napi_int32_array || length < 1) {
+    return "webp-encoder: the stop flag must be an Int32Array";
+  }
+  if (napi_create_reference(env, value, 1, &job->stop_ref) != napi_ok) return "webp-encoder: could not hold the stop flag";
+  job->stop = (const int32_t*)bytes;
+  return NULL;
+}
+
 static Job* NewJob(int count) {
   Job* job = (Job*)calloc(1, sizeof(Job));
   if (!job) return NULL;
@@ -246,14 +289,15 @@ static napi_value Start(napi_env env, Job* job) {
 }
 
 static napi_value Encode(napi_env env, napi_callback_info info) {
-  size_t argc = 6;
-  napi_value argv[6];
+  size_t argc = 7;
+  napi_value argv[7];
   CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   if (argc < 6) return Throw(env, "webp-encoder: encode(rgb, width, height, lossless, quality, method)");
   Job* job = NewJob(1);
   if (!job) return Throw(env, "webp-encoder: out of memory");
   const char* refused = ReadOptions(env, argv + 1, job);
   if (!refused) refused = HoldFrame(env, argv[0], job, 0);
+  if (!refused && argc > 6) refused = HoldStop(env, argv[6], job);
   if (refused) {
     FreeJob(env, job);
     return Throw(env, refused);
@@ -262,8 +306,8 @@ static napi_value Encode(napi_env env, napi_callback_info info) {
 }
 
 static napi_value EncodeAnimation(napi_env env, napi_callback_info info) {
-  size_t argc = 7;
-  napi_value argv[7];
+  size_t argc = 8;
+  napi_value argv[8];
   CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   if (argc < 7) return Throw(env, "webp-encoder: encodeAnimation(frames, width, height, delayMs, lossless, quality, method)");
   bool is_array = false;
@@ -285,6 +329,7 @@ static napi_value EncodeAnimation(napi_env env, napi_callback_info info) {
     napi_value frame;
     refused = napi_get_element(env, argv[0], i, &frame) != napi_ok ? "webp-encoder: could not read a frame" : HoldFrame(env, frame, job, (int)i);
   }
+  if (!refused && argc > 7) refused = HoldStop(env, argv[7], job);
   if (refused) {
     FreeJob(env, job);
     return Throw(env, refused);

@@ -14,6 +14,7 @@ import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, test } from 'node:test';
+import { Worker } from 'node:worker_threads';
 import sharp from 'sharp';
 import { defaultStillEncoder, packagedCwebp } from '../src/files/cwebp.ts';
 import { defaultAnimationEncoder, img2webpEncoder, packagedImg2webp } from '../src/files/img2webp.ts';
@@ -116,6 +117,33 @@ describe('WebP in this process (the native addon)', { skip: !buildable && 'the a
     jobs.forEach(([l, q, m], i) => assert.ok(got[i]!.equals(viaCwebp(l, q, m, inputs[i], i % 2 ? W + i : W, H)), `job ${i}`));
   });
 
+  test('a raised stop flag ends encodes under way in a thread, which then terminates at once; a lowered one changes nothing', async () => {
+    const addonPath = NATIVE_WEBP_ADDON;
+    const lowered = new Int32Array(new SharedArrayBuffer(8)).subarray(1);
+    const addon = createRequire(import.meta.url)(addonPath) as { encode(...a: unknown[]): Promise<Buffer>; encodeAnimation(...a: unknown[]): Promise<Buffer> };
+    assert.ok((await addon.encode(rgb, W, H, true, 80, 4, lowered)).equals(viaCwebp(true, 80, 4)));
+    // Pictures that take seconds at the slowest method: a still picture and an animation, both under way when the flag rises.
+    const stop = new Int32Array(new SharedArrayBuffer(4));
+    const worker = new Worker(
+      `const { parentPort, workerData } = require('node:worker_threads');
+      const addon = require(workerData.addonPath);
+      const n = 1536, px = Buffer.alloc(n * n * 3);
+      for (let i = 0; i < px.length; i++) px[i] = Math.imul(i, 2654435761) >>> 24;
+      const report = (what) => (p) => p.then(() => parentPort.postMessage(what + ': encoded'), (e) => parentPort.postMessage(what + ': ' + e.message));
+      report('still')(addon.encode(px, n, n, true, 100, 6, workerData.stop));
+      report('animation')(addon.encodeAnimation([px, px, px], n, n, 100, true, 100, 6, workerData.stop));
+      parentPort.postMessage('started');`,
+      { eval: true, workerData: { addonPath, stop } },
+    );
+    const messages: string[] = [];
+    const settled = new Promise<void>((resolve) => worker.on('message', (m: string) => (messages.push(m), messages.length === 3 && resolve())));
+    await new Promise<void>((resolve) => worker.once('message', () => resolve()));
+    Atomics.store(stop, 0, 1);
+    await settled;
+    assert.deepEqual(messages.slice(1).sort(), ['animation: webp-encoder: stopped', 'still: webp-encoder: stopped']);
+    await worker.terminate();
+  });
+
   test('arguments it refuses reject with a RangeError; nothing is read past the pixels', async () => {
     const enc = nativeWebpEncoder(libwebp)!;
     const refused: Array<[string, () => Promise<unknown>]> = [
@@ -136,6 +164,11 @@ describe('WebP in this process (the native addon)', { skip: !buildable && 'the a
       ['a frame that is not bytes', () => anim.encodeAnimationRgb([rgb, {} as Buffer], W, H, 100, true, 80, 4)],
       ['an animation at quality 101', () => anim.encodeAnimationRgb([rgb, rgb], W, H, 100, true, 101, 4)],
       ['a delay of -1 (2^32 - 1 frames of a ms)', () => anim.encodeAnimationRgb([rgb, rgb], W, H, -1, true, 80, 4)],
+    );
+    const raw = createRequire(import.meta.url)(NATIVE_WEBP_ADDON) as { encode(...a: unknown[]): Promise<Buffer> };
+    refused.push(
+      ['a stop flag that is not an Int32Array', async () => raw.encode(rgb, W, H, true, 80, 4, new Uint8Array(4))],
+      ['an empty stop flag', async () => raw.encode(rgb, W, H, true, 80, 4, new Int32Array(0))],
     );
     for (const [what, call] of refused) await assert.rejects(call, RangeError, what);
     // The largest picture libwebp takes is encoded (one row of 16383 pixels).

@@ -9,19 +9,22 @@
  * process too. Several frames go through libwebp's animation encoder with
  * Pillow's settings, giving img2webp's (files/img2webp.ts) and so the
  * reference's files, background included. The encodes run on libuv's thread
- * pool. Used only when the addon reports the libwebp release sharp was built
+ * pool, which a terminated thread waits for: they end early once the main
+ * thread raises the thread's stop flag (processes/child-processes.ts). Used
+ * only when the addon reports the libwebp release sharp was built
  * with; where it was not built (no C compiler, another platform) callers
  * fall back to cwebp and img2webp.
  */
 import { createRequire } from 'node:module';
 import path from 'node:path';
+import { stopFlag } from '../processes/child-processes.ts';
 import type { AnimationEncoder, StillEncoder } from './webp-encoders.ts';
 
 interface WebpAddon {
   /** `rgb` must stay attached (not transferred) until the promise settles. */
-  encode(rgb: Uint8Array, width: number, height: number, lossless: boolean, quality: number, method: number): Promise<Buffer>;
+  encode(rgb: Uint8Array, width: number, height: number, lossless: boolean, quality: number, method: number, stop?: Int32Array): Promise<Buffer>;
   /** Pillow's animation (libwebp's WebPAnimEncoder with its settings); the frames must stay attached until it settles. */
-  encodeAnimation(frames: Uint8Array[], width: number, height: number, delayMs: number, lossless: boolean, quality: number, method: number): Promise<Buffer>;
+  encodeAnimation(frames: Uint8Array[], width: number, height: number, delayMs: number, lossless: boolean, quality: number, method: number, stop?: Int32Array): Promise<Buffer>;
   /** libwebp's encoder version, 0xMMmmpp. */
   version(): number;
 }
@@ -50,7 +53,7 @@ export function nativeWebpEncoder(libwebpVersion: string, file = NATIVE_WEBP_ADD
   if (!addon) return null;
   return {
     // async: an argument the addon refuses (it throws a RangeError) rejects, as a failed encode does.
-    encodeRgb: async (rgb, width, height, lossless, quality, method) => addon.encode(rgb, width, height, lossless, quality, method),
+    encodeRgb: async (rgb, width, height, lossless, quality, method) => addon.encode(rgb, width, height, lossless, quality, method, stopFlag()),
   };
 }
 
@@ -62,7 +65,7 @@ export function nativeWebpAnimationEncoder(libwebpVersion: string, file = NATIVE
     async encodeAnimationRgb(frames, width, height, delayMs, lossless, quality, method) {
       // As img2webp's: one frame is a still picture's business, and libwebp keeps timestamps in an int.
       if (frames.length < 2 || frames.length * delayMs > 0x7fffffff) return null;
-      return addon.encodeAnimation(frames, width, height, delayMs, lossless, quality, method);
+      return addon.encodeAnimation(frames, width, height, delayMs, lossless, quality, method, stopFlag());
     },
   };
 }
