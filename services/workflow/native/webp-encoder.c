@@ -6,8 +6,8 @@
  * the same encoder in its own process, warm; cwebp paid a process start and
  * its page faults for every picture (workflow README, issue 29).
  *
- *   encode(rgb: Uint8Array, width, height, lossless: boolean, quality, method, stop?: Int32Array): Promise<Buffer>
- *   encodeAnimation(frames: Uint8Array[], width, height, delayMs, lossless, quality, method, stop?: Int32Array): Promise<Buffer>
+ *   encode(rgb: Uint8Array, width, height, lossless: boolean, quality, method, stop?: Int32Array): Buffer
+ *   encodeAnimation(frames: Uint8Array[], width, height, delayMs, lossless, quality, method, stop?: Int32Array): Buffer
  *   version(): number   libwebp's encoder version, 0xMMmmpp
  *
  * encodeAnimation runs libwebp's animation encoder (WebPAnimEncoder, as
@@ -15,13 +15,14 @@
  * frames lossy and 9-17 lossless, no mixed mode, no minimize_size, loop 0,
  * background 0 (transparent black), each frame shown delayMs.
  *
- * The encodes run on libuv's thread pool: the calling thread (the execution
- * thread) keeps serving its messages meanwhile. The inputs are held by
- * references until the work ends; the caller must not transfer them. Work on
- * the pool cannot be taken back, and a thread that is terminated waits for
- * it: when `stop[0]` (shared memory, set by the thread that stops this one)
- * becomes non-zero, libwebp's progress hook ends the encode early and its
- * promise rejects.
+ * An encode runs on the calling thread (the execution thread), as Pillow's
+ * runs on the reference's: its memory is that thread's, reused from one
+ * picture to the next. On libuv's thread pool, the few encodes of a fresh
+ * server each landed on another thread whose memory was still to be faulted
+ * in (lossy at method 6: ~130-160 ms of CPU a picture there, ~120 here).
+ * A thread being terminated cannot leave native code: when `stop[0]`
+ * (shared memory, raised by the thread that stops this one) becomes
+ * non-zero, libwebp's progress hook ends the encode early, and it throws.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,15 +54,11 @@ __attribute__((constructor)) static void OpenStderr(void) {
 #define MAX_FRAMES 65536
 
 typedef struct {
-  napi_async_work work;
-  napi_deferred deferred;
-  /* One frame for a still picture; frames[i] held by refs[i]. */
+  /* One frame for a still picture. */
   int count;
   const uint8_t** frames;
-  napi_ref* refs;
-  /* The stop flag (may be NULL), held by stop_ref. */
+  /* The stop flag, or NULL. */
   const int32_t* stop;
-  napi_ref stop_ref;
   int animated, delay;
   int width, height, lossless, method;
   float quality;
@@ -136,9 +133,7 @@ static void ExecuteAnimation(Job* job) {
   WebPAnimEncoderDelete(enc);
 }
 
-static void Execute(napi_env env, void* data) {
-  (void)env;
-  Job* job = (Job*)data;
+static void Execute(Job* job) {
   WebPConfig config;
   WebPPicture pic;
   WebPMemoryWriterInit(&job->writer);
@@ -163,38 +158,32 @@ static void Execute(napi_env env, void* data) {
   WebPPictureFree(&pic);
 }
 
-static void FreeJob(napi_env env, Job* job) {
-  for (int i = 0; i < job->count; i++)
-    if (job->refs[i]) napi_delete_reference(env, job->refs[i]);
-  if (job->stop_ref) napi_delete_reference(env, job->stop_ref);
+static void FreeJob(Job* job) {
   WebPMemoryWriterClear(&job->writer);
   WebPDataClear(&job->anim);
-  free(job->refs);
   free(job->frames);
   free(job);
 }
 
-static void Complete(napi_env env, napi_status status, void* data) {
-  Job* job = (Job*)data;
+/* Runs the job and frees it: its file as a Buffer, or NULL with the error thrown. */
+static napi_value Run(napi_env env, Job* job) {
   napi_value result;
+  Execute(job);
   const uint8_t* bytes = job->animated ? job->anim.bytes : job->writer.mem;
   size_t size = job->animated ? job->anim.size : job->writer.size;
-  if (status == napi_ok && job->error == 0 && napi_create_buffer_copy(env, size, bytes, NULL, &result) == napi_ok) {
-    napi_resolve_deferred(env, job->deferred, result);
-  } else {
-    char text[96];
-    napi_value message, err;
-    if (status != napi_ok) snprintf(text, sizeof text, "webp-encoder: the encode was cancelled");
-    else if (job->error == -1) snprintf(text, sizeof text, "webp-encoder: libwebp refused the configuration");
-    else if (job->error == VP8_ENC_ERROR_USER_ABORT || Stopped(job)) snprintf(text, sizeof text, "webp-encoder: stopped");
-    else if (job->error == -2) snprintf(text, sizeof text, "webp-encoder: libwebp's animation encoder failed");
-    else snprintf(text, sizeof text, "webp-encoder: libwebp failed with error %d", job->error);
-    napi_create_string_utf8(env, text, NAPI_AUTO_LENGTH, &message);
-    napi_create_error(env, NULL, message, &err);
-    napi_reject_deferred(env, job->deferred, err);
+  if (job->error == 0 && napi_create_buffer_copy(env, size, bytes, NULL, &result) == napi_ok) {
+    FreeJob(job);
+    return result;
   }
-  napi_delete_async_work(env, job->work);
-  FreeJob(env, job);
+  char text[96];
+  if (job->error == 0) snprintf(text, sizeof text, "webp-encoder: out of memory for the file");
+  else if (job->error == -1) snprintf(text, sizeof text, "webp-encoder: libwebp refused the configuration");
+  else if (job->error == VP8_ENC_ERROR_USER_ABORT || Stopped(job)) snprintf(text, sizeof text, "webp-encoder: stopped");
+  else if (job->error == -2) snprintf(text, sizeof text, "webp-encoder: libwebp's animation encoder failed");
+  else snprintf(text, sizeof text, "webp-encoder: libwebp failed with error %d", job->error);
+  FreeJob(job);
+  napi_throw_error(env, NULL, text);
+  return NULL;
 }
 
 static napi_value Throw(napi_env env, const char* message) {
@@ -222,7 +211,7 @@ static const char* ReadOptions(napi_env env, napi_value* argv, Job* job) {
   return NULL;
 }
 
-/* Holds frame i (a Uint8Array of at least width * height * 3 bytes); a message when it is refused. */
+/* Takes frame i (a Uint8Array of at least width * height * 3 bytes); a message when it is refused. */
 static const char* HoldFrame(napi_env env, napi_value value, Job* job, int i) {
   bool is_typed = false;
   napi_typedarray_type type;
@@ -233,12 +222,11 @@ static const char* HoldFrame(napi_env env, napi_value value, Job* job, int i) {
     return "webp-encoder: each picture must be a Uint8Array";
   }
   if ((uint64_t)job->width * (uint64_t)job->height * 3 > length) return "webp-encoder: a picture holds fewer than width * height * 3 bytes";
-  if (napi_create_reference(env, value, 1, &job->refs[i]) != napi_ok) return "webp-encoder: could not hold a picture";
   job->frames[i] = (const uint8_t*)bytes;
   return NULL;
 }
 
-/* Holds the optional stop flag (undefined, or an Int32Array over shared memory); a message when it is refused. */
+/* Takes the optional stop flag (undefined, or an Int32Array over shared memory); a message when it is refused. */
 static const char* HoldStop(napi_env env, napi_value value, Job* job) {
   napi_valuetype kind;
   if (napi_typeof(env, value, &kind) != napi_ok) return "webp-encoder: could not read the stop flag";
@@ -251,7 +239,6 @@ static const char* HoldStop(napi_env env, napi_value value, Job* job) {
       napi_get_typedarray_info(env, value, &type, &length, &bytes, NULL, NULL) != napi_ok || type != napi_int32_array || length < 1) {
     return "webp-encoder: the stop flag must be an Int32Array";
   }
-  if (napi_create_reference(env, value, 1, &job->stop_ref) != napi_ok) return "webp-encoder: could not hold the stop flag";
   job->stop = (const int32_t*)bytes;
   return NULL;
 }
@@ -260,32 +247,12 @@ static Job* NewJob(int count) {
   Job* job = (Job*)calloc(1, sizeof(Job));
   if (!job) return NULL;
   job->frames = (const uint8_t**)calloc((size_t)count, sizeof(uint8_t*));
-  job->refs = (napi_ref*)calloc((size_t)count, sizeof(napi_ref));
-  if (!job->frames || !job->refs) {
-    free(job->frames);
-    free(job->refs);
+  if (!job->frames) {
     free(job);
     return NULL;
   }
   job->count = count;
   return job;
-}
-
-/* Queues the job; its promise, or NULL with an exception pending (the job freed). */
-static napi_value Start(napi_env env, Job* job) {
-  napi_value promise, name;
-  if (napi_create_string_utf8(env, "webp-encode", NAPI_AUTO_LENGTH, &name) != napi_ok ||
-      napi_create_async_work(env, NULL, name, Execute, Complete, job, &job->work) != napi_ok) {
-    FreeJob(env, job);
-    return Throw(env, "webp-encoder: could not start the encode");
-  }
-  if (napi_create_promise(env, &job->deferred, &promise) != napi_ok || napi_queue_async_work(env, job->work) != napi_ok) {
-    /* A promise made here is never settled and is collected with its deferred. */
-    napi_delete_async_work(env, job->work);
-    FreeJob(env, job);
-    return Throw(env, "webp-encoder: could not queue the encode");
-  }
-  return promise;
 }
 
 static napi_value Encode(napi_env env, napi_callback_info info) {
@@ -299,10 +266,10 @@ static napi_value Encode(napi_env env, napi_callback_info info) {
   if (!refused) refused = HoldFrame(env, argv[0], job, 0);
   if (!refused && argc > 6) refused = HoldStop(env, argv[6], job);
   if (refused) {
-    FreeJob(env, job);
+    FreeJob(job);
     return Throw(env, refused);
   }
-  return Start(env, job);
+  return Run(env, job);
 }
 
 static napi_value EncodeAnimation(napi_env env, napi_callback_info info) {
@@ -331,10 +298,10 @@ static napi_value EncodeAnimation(napi_env env, napi_callback_info info) {
   }
   if (!refused && argc > 7) refused = HoldStop(env, argv[7], job);
   if (refused) {
-    FreeJob(env, job);
+    FreeJob(job);
     return Throw(env, refused);
   }
-  return Start(env, job);
+  return Run(env, job);
 }
 
 static napi_value Version(napi_env env, napi_callback_info info) {

@@ -8,9 +8,10 @@
  * every frame: the reference's Pillow keeps its libwebp warm in its own
  * process too. Several frames go through libwebp's animation encoder with
  * Pillow's settings, giving img2webp's (files/img2webp.ts) and so the
- * reference's files, background included. The encodes run on libuv's thread
- * pool, which a terminated thread waits for: they end early once the main
- * thread raises the thread's stop flag (processes/child-processes.ts). Used
+ * reference's files, background included. An encode runs on the calling
+ * thread (the execution thread), whose memory stays warm from one picture to
+ * the next as Pillow's does, and ends early once the main thread raises the
+ * thread's stop flag to terminate it (processes/child-processes.ts). Used
  * only when the addon reports the libwebp release sharp was built
  * with; where it was not built (no C compiler, another platform) callers
  * fall back to cwebp and img2webp.
@@ -20,11 +21,11 @@ import path from 'node:path';
 import { stopFlag } from '../processes/child-processes.ts';
 import type { AnimationEncoder, StillEncoder } from './webp-encoders.ts';
 
+/** The addon's calls (synchronous: they run on the calling thread and throw what they refuse or fail). */
 interface WebpAddon {
-  /** `rgb` must stay attached (not transferred) until the promise settles. */
-  encode(rgb: Uint8Array, width: number, height: number, lossless: boolean, quality: number, method: number, stop?: Int32Array): Promise<Buffer>;
-  /** Pillow's animation (libwebp's WebPAnimEncoder with its settings); the frames must stay attached until it settles. */
-  encodeAnimation(frames: Uint8Array[], width: number, height: number, delayMs: number, lossless: boolean, quality: number, method: number, stop?: Int32Array): Promise<Buffer>;
+  encode(rgb: Uint8Array, width: number, height: number, lossless: boolean, quality: number, method: number, stop?: Int32Array): Buffer;
+  /** Pillow's animation (libwebp's WebPAnimEncoder with its settings). */
+  encodeAnimation(frames: Uint8Array[], width: number, height: number, delayMs: number, lossless: boolean, quality: number, method: number, stop?: Int32Array): Buffer;
   /** libwebp's encoder version, 0xMMmmpp. */
   version(): number;
 }
@@ -52,7 +53,7 @@ export function nativeWebpEncoder(libwebpVersion: string, file = NATIVE_WEBP_ADD
   const addon = load(file, libwebpVersion);
   if (!addon) return null;
   return {
-    // async: an argument the addon refuses (it throws a RangeError) rejects, as a failed encode does.
+    // async: an argument the addon refuses (a RangeError) or a failed encode rejects.
     encodeRgb: async (rgb, width, height, lossless, quality, method) => addon.encode(rgb, width, height, lossless, quality, method, stopFlag()),
   };
 }

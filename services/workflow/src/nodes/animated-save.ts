@@ -159,13 +159,14 @@ export async function encodeWebp(
   if (frames.length === 1 && !lossless && method === 4 && c === 3) {
     bytes = await encodeLossyRgba(await frames[0]!.pipeline().ensureAlpha().raw().toBuffer(), w, h, quality);
   }
-  // Any other single RGB frame: Google's cwebp (files/cwebp.ts: the reference's bytes for less CPU than libvips'
-  // build, and quality 0, which sharp refuses).
+  // Any other single RGB frame: Google's libwebp build in this process (files/webp-native.ts), or where it was not
+  // built its cwebp (files/cwebp.ts): the reference's bytes for less CPU than libvips' build, and quality 0, which
+  // sharp refuses.
   if (!bytes && frames.length === 1 && c === 3) {
     bytes = await stillEncoder.encodeRgb(await frames[0]!.materialise(), w, h, lossless, quality, method);
   }
-  // Several RGB frames: Google's img2webp (files/img2webp.ts: the reference's keyframe settings, which libvips does
-  // not expose, so its lossy animations were not the reference's).
+  // Several RGB frames: libwebp's animation encoder in this process, or Google's img2webp (files/img2webp.ts): the
+  // reference's keyframe settings, which libvips does not expose, so its lossy animations were not the reference's.
   if (!bytes && frames.length > 1 && frames.every((f) => f.channels === 3)) {
     const rgb = await Promise.all(frames.map((f) => f.materialise()));
     bytes = await animationEncoder.encodeAnimationRgb(rgb, w, h, delayMs, lossless, quality, method);
