@@ -255,6 +255,15 @@ static Job* NewJob(int count) {
   return job;
 }
 
+/* Runs the job, or frees it and throws when one of its arguments was refused. */
+static napi_value RunUnlessRefused(napi_env env, Job* job, const char* refused) {
+  if (refused) {
+    FreeJob(job);
+    return Throw(env, refused);
+  }
+  return Run(env, job);
+}
+
 static napi_value Encode(napi_env env, napi_callback_info info) {
   size_t argc = 7;
   napi_value argv[7];
@@ -265,11 +274,7 @@ static napi_value Encode(napi_env env, napi_callback_info info) {
   const char* refused = ReadOptions(env, argv + 1, job);
   if (!refused) refused = HoldFrame(env, argv[0], job, 0);
   if (!refused && argc > 6) refused = HoldStop(env, argv[6], job);
-  if (refused) {
-    FreeJob(job);
-    return Throw(env, refused);
-  }
-  return Run(env, job);
+  return RunUnlessRefused(env, job, refused);
 }
 
 static napi_value EncodeAnimation(napi_env env, napi_callback_info info) {
@@ -297,11 +302,7 @@ static napi_value EncodeAnimation(napi_env env, napi_callback_info info) {
     refused = napi_get_element(env, argv[0], i, &frame) != napi_ok ? "webp-encoder: could not read a frame" : HoldFrame(env, frame, job, (int)i);
   }
   if (!refused && argc > 7) refused = HoldStop(env, argv[7], job);
-  if (refused) {
-    FreeJob(job);
-    return Throw(env, refused);
-  }
-  return Run(env, job);
+  return RunUnlessRefused(env, job, refused);
 }
 
 static napi_value Version(napi_env env, napi_callback_info info) {

@@ -74,6 +74,18 @@ forEachStorage('delivery leases and heartbeats across worker processes', (kind) 
   const claimers = async () => (await deps.storage.db.selectFrom('events_delivery').select('claimed_by').distinct().where('status', '=', 'sent').execute()).map((r) => String(r.claimed_by));
   const pidOf = (claimer: string) => Number(claimer.split(':')[1]);
   const successful = async (hook: number) => (await api.get(`/api/core/background-tasks/?webhook=${hook}&status=successful&limit=1`)).body.count as number;
+  /** The workers that recorded a successful attempt of the hook's deliveries. */
+  const successfulWorkers = async (hook: number) =>
+    (
+      await deps.storage.db
+        .selectFrom('events_delivery_attempt as a')
+        .innerJoin('events_delivery as d', 'd.id', 'a.delivery_id')
+        .select('a.worker')
+        .distinct()
+        .where('d.webhook_id', '=', hook)
+        .where('a.success', '=', deps.storage.dialect.bool(true) as any)
+        .execute()
+    ).map((r) => String(r.worker));
 
   for (const [how, signal] of [
     ['killed', 'SIGKILL'],
@@ -102,15 +114,7 @@ forEachStorage('delivery leases and heartbeats across worker processes', (kind) 
       // Before leases had heartbeats a claim lasted the request time-out plus 30 s: with the hour-long time-out
       // set here, that the other worker re-sent them at all (within the test's time-out) shows the lease freed
       // them. How many seconds it takes is reported by scripts/crash-test.ts, not asserted on this loaded machine.
-      const by = await deps.storage.db
-        .selectFrom('events_delivery_attempt as a')
-        .innerJoin('events_delivery as d', 'd.id', 'a.delivery_id')
-        .select('a.worker')
-        .distinct()
-        .where('d.webhook_id', '=', hook)
-        .where('a.success', '=', deps.storage.dialect.bool(true) as any)
-        .execute();
-      assert.ok(!by.some((r) => String(r.worker) === claimer), 'the re-sends were recorded by the surviving worker');
+      assert.ok(!(await successfulWorkers(hook)).includes(claimer!), 'the re-sends were recorded by the surviving worker');
       victim.kill('SIGKILL');
       await stopped(victim);
     });
@@ -159,23 +163,15 @@ forEachStorage('delivery leases and heartbeats across worker processes', (kind) 
       for (const res of held.splice(0)) res.writeHead(200).end('ok');
       await until(async () => (await successful(hook)) === N - 1 && (await claimedBy(claimer!)).join() === String(first), 30_000, 'the other worker to take every claim but the locked one');
       // And until the other worker's own recovery job (which would drain once more by chance) has been and gone too.
-      const [other] = await deps.storage.db.selectFrom('events_delivery_attempt as a').innerJoin('events_delivery as d', 'd.id', 'a.delivery_id').select('a.worker').distinct().where('d.webhook_id', '=', hook).where('a.success', '=', deps.storage.dialect.bool(true) as any).execute();
+      const [other] = await successfulWorkers(hook);
       const jobs = sql.table(`${server.cfg.pgSchema}_worker._private_jobs`);
-      await until(async () => Number((await sql<{ n: string }>`select count(*) as n from ${jobs} where key = ${`inventory.deliver:recover:${other!.worker}`}`.execute(deps.storage.db)).rows[0]!.n) === 0, 30_000, "the other worker's recovery job to have run");
+      await until(async () => Number((await sql<{ n: string }>`select count(*) as n from ${jobs} where key = ${`inventory.deliver:recover:${other}`}`.execute(deps.storage.db)).rows[0]!.n) === 0, 30_000, "the other worker's recovery job to have run");
     } finally {
       unlock();
       await holder;
     }
     await until(async () => (await successful(hook)) === N, 30_000, 'all deliveries re-sent and recorded by the other worker');
-    const by = await deps.storage.db
-      .selectFrom('events_delivery_attempt as a')
-      .innerJoin('events_delivery as d', 'd.id', 'a.delivery_id')
-      .select('a.worker')
-      .distinct()
-      .where('d.webhook_id', '=', hook)
-      .where('a.success', '=', deps.storage.dialect.bool(true) as any)
-      .execute();
-    assert.ok(!by.some((r) => String(r.worker) === claimer), 'the re-sends were recorded by the surviving worker');
+    assert.ok(!(await successfulWorkers(hook)).includes(claimer!), 'the re-sends were recorded by the surviving worker');
     victim.kill('SIGKILL');
     await stopped(victim);
   });
