@@ -32,6 +32,13 @@ interface WebpAddon {
 
 export const NATIVE_WEBP_ADDON = path.join(import.meta.dirname, '..', '..', 'native', 'build', 'webp-encoder.node');
 
+/**
+ * The largest frame encoded in this process (2048²). libwebp's lossless encoder takes about ten times the picture's
+ * bytes at the default method (+487 MiB for a 4096² frame, +120 for 2048²): a larger frame goes to cwebp or img2webp,
+ * in a process of its own, where running out of memory ends the tool and not the service.
+ */
+export const IN_PROCESS_MAX_PIXELS = 2048 * 2048;
+
 /** libwebp's `1.6.0` as WebPGetEncoderVersion() reports it (0x010600); NaN for anything else. */
 export function encoderVersionNumber(release: string): number {
   const m = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(release);
@@ -54,7 +61,8 @@ export function nativeWebpEncoder(libwebpVersion: string, file = NATIVE_WEBP_ADD
   if (!addon) return null;
   return {
     // async: an argument the addon refuses (a RangeError) or a failed encode rejects.
-    encodeRgb: async (rgb, width, height, lossless, quality, method) => addon.encode(rgb, width, height, lossless, quality, method, stopFlag()),
+    encodeRgb: async (rgb, width, height, lossless, quality, method) =>
+      width * height > IN_PROCESS_MAX_PIXELS ? null : addon.encode(rgb, width, height, lossless, quality, method, stopFlag()),
   };
 }
 
@@ -65,7 +73,7 @@ export function nativeWebpAnimationEncoder(libwebpVersion: string, file = NATIVE
   return {
     async encodeAnimationRgb(frames, width, height, delayMs, lossless, quality, method) {
       // As img2webp's: one frame is a still picture's business, and libwebp keeps timestamps in an int.
-      if (frames.length < 2 || frames.length * delayMs > 0x7fffffff) return null;
+      if (frames.length < 2 || frames.length * delayMs > 0x7fffffff || width * height > IN_PROCESS_MAX_PIXELS) return null;
       return addon.encodeAnimation(frames, width, height, delayMs, lossless, quality, method, stopFlag());
     },
   };
