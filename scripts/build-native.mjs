@@ -75,4 +75,4 @@ export function buildNativeWebp({ log = (line) => process.stderr.write(line + '\
   }
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) process.exitCode = buildNativeWebp() ? 0 : 1;
+if (process.argv[1] && path.resolve(process.argv[1]) === import.meta.filename) process.exitCode = buildNativeWebp() ? 0 : 1;

@@ -1,5 +1,5 @@
 /*
- * One RGB frame to WebP in this process, through Google's libwebp 1.6.0
+ * RGB frames to WebP in this process, through Google's libwebp 1.6.0
  * release (the static libraries the webp-converter package ships beside its
  * cwebp), configured as cwebp is for a PPM picture: the default preset, the
  * quality, the method, `lossless`, nothing else. The reference's Pillow runs
@@ -26,7 +26,6 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <node_api.h>
 #include <limits.h>
 #include <webp/encode.h>
@@ -128,7 +127,6 @@ static void ExecuteAnimation(Job* job) {
   }
   /* The end of the last frame's duration. */
   ok = ok && WebPAnimEncoderAdd(enc, NULL, job->count * job->delay, NULL);
-  WebPDataInit(&job->anim);
   if (!ok || !WebPAnimEncoderAssemble(enc, &job->anim)) job->error = -2;
   WebPAnimEncoderDelete(enc);
 }

@@ -28,7 +28,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import { trackChild } from '../processes/child-processes.ts';
 import { newScratchFolder, writePpm } from './scratch-folders.ts';
-import sharp from './sharp.ts';
+import { sharpLibwebpRelease } from './sharp.ts';
 import { toolEnvironment } from './tool-env.ts';
 import { toolRunner, type ToolRunner } from './tool-runner.ts';
 import type { StillEncoder } from './webp-encoders.ts';
@@ -136,6 +136,5 @@ let packaged: StillEncoder | undefined;
  * the libwebp release of sharp's build.
  */
 export function defaultStillEncoder(): StillEncoder {
-  const release = () => (sharp.versions as Record<string, string | undefined>).webp ?? '';
-  return (packaged ??= nativeWebpEncoder(release()) ?? cwebpEncoder(packagedCwebp(), release));
+  return (packaged ??= nativeWebpEncoder(sharpLibwebpRelease()) ?? cwebpEncoder(packagedCwebp(), sharpLibwebpRelease));
 }

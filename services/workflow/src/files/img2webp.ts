@@ -39,7 +39,7 @@ import { outputOf, packagedCwebp } from './cwebp.ts';
 import { newScratchFolder, writePpm } from './scratch-folders.ts';
 import { toolEnvironment } from './tool-env.ts';
 import { toolRunner, type ToolRunner } from './tool-runner.ts';
-import sharp from './sharp.ts';
+import { sharpLibwebpRelease } from './sharp.ts';
 import type { AnimationEncoder } from './webp-encoders.ts';
 import { nativeWebpAnimationEncoder } from './webp-native.ts';
 
@@ -149,6 +149,5 @@ let packaged: AnimationEncoder | undefined;
  * against the libwebp release of sharp's build.
  */
 export function defaultAnimationEncoder(): AnimationEncoder {
-  const release = () => (sharp.versions as Record<string, string | undefined>).webp ?? '';
-  return (packaged ??= nativeWebpAnimationEncoder(release()) ?? img2webpEncoder(packagedImg2webp(), release));
+  return (packaged ??= nativeWebpAnimationEncoder(sharpLibwebpRelease()) ?? img2webpEncoder(packagedImg2webp(), sharpLibwebpRelease));
 }

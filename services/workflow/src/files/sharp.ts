@@ -23,3 +23,8 @@ export default sharp;
 export function warmSharp(): void {
   load();
 }
+
+/** The libwebp release sharp's libvips was built with (the bytes Google's builds must match), or '' when it says none. */
+export function sharpLibwebpRelease(): string {
+  return (sharp.versions as Record<string, string | undefined>).webp ?? '';
+}
