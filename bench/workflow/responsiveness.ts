@@ -21,6 +21,7 @@
  *
  *   npx tsx bench/workflow/responsiveness.ts [--seconds 15] [--blurs 24] [--modes idle,threads,main]
  *   npx tsx bench/workflow/responsiveness.ts --heavy sd15 --modes idle,threads --seconds 120 [--size 512] [--steps 4]
+ *   npx tsx bench/workflow/responsiveness.ts --heavy webp --modes idle,threads   (2048² lossless WebP saves, method 6)
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -66,6 +67,15 @@ function heavyPrompt(i: number, blurs: number): Record<string, unknown> {
     const p = defaultWorkflow(SD15_FILE, `bench-${i}`, Number(args.size), Number(args.size)) as Record<string, { inputs: Record<string, unknown> }>;
     Object.assign(p['3']!.inputs, { seed: 1000 + i, steps: Number(args.steps) });
     return p;
+  }
+  if (args.heavy === 'webp') {
+    // A 2048² noisy picture saved as lossless WebP at the slowest method: the in-process encoder (native/webp-encoder.c)
+    // runs on the execution thread for about a second a picture. A new seed per prompt: nothing comes from the cache.
+    return {
+      '0': { class_type: 'EmptyImage', inputs: { width: 2048, height: 2048, batch_size: 1, color: 0x406080 } },
+      '1': { class_type: 'ImageAddNoise', inputs: { image: ['0', 0], seed: i, strength: 0.1 } },
+      out: { class_type: 'SaveAnimatedWEBP', inputs: { images: ['1', 0], filename_prefix: `resp_${i}`, fps: 6, lossless: true, quality: 80, method: 'slowest' } },
+    };
   }
   // A distinct colour per prompt: nothing comes from the cache.
   const p: Record<string, unknown> = { '0': { class_type: 'EmptyImage', inputs: { width: 1024, height: 1024, batch_size: 1, color: (i * 7919) % 0xffffff } } };
@@ -174,7 +184,12 @@ const { defaultWorkflow } = await import('../../services/workflow/test/nodes-hel
 const { bundleService } = await import(path.join(root, 'scripts', 'run-service.mjs'));
 await bundleService('workflow');
 await bundleService('workflow:threads/execution-thread');
-const what = args.heavy === 'sd15' ? `the default workflow on the full SD1.5 layout, ${args.size}², ${args.steps} steps` : `${blurs} × ImageBlur r31 on 1024²`;
+const what =
+  args.heavy === 'sd15'
+    ? `the default workflow on the full SD1.5 layout, ${args.size}², ${args.steps} steps`
+    : args.heavy === 'webp'
+      ? 'ImageAddNoise → SaveAnimatedWEBP lossless, slowest, on 2048²'
+      : `${blurs} × ImageBlur r31 on 1024²`;
 console.log(`responsiveness: ${seconds} s per mode, heavy prompts of ${what}, load ${os.loadavg()[0]!.toFixed(1)}`);
 let checkpoint: string | undefined;
 if (args.heavy === 'sd15') {
