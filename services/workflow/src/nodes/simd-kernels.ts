@@ -1607,6 +1607,20 @@ export interface SimdKernels extends ImageKernels {
 
 let kernels: SimdKernels | undefined | null = null;
 
+/**
+ * The kernels' memory from the start (32 MiB): the largest working set the
+ * nodes size for (GrowMask's rows, 16 MiB; a group of whole planes, 4 MiB
+ * each way, with its tap tables), mapped but not touched until a kernel
+ * uses it. Growing a WebAssembly memory detaches its ArrayBuffer, and the
+ * first detach in a thread invalidates V8's ArrayBufferDetaching protector:
+ * every optimised function of the thread that reads a typed array is thrown
+ * away at once (about 40 after the image bench's first 50 rows, compiled
+ * again over the next prompts), and what is optimised afterwards checks for
+ * detaching on every access (3–4 % more time over the whole image bench).
+ * Only a working set beyond this grows it.
+ */
+const INITIAL_PAGES = 512;
+
 /** This thread's instance of the SIMD kernels, made on first use; undefined where they cannot run. */
 /**
  * Lays out regions of the kernels' memory: each of `sizes` bytes plus 64 of
@@ -1634,7 +1648,7 @@ export function simdKernels(): SimdKernels | undefined {
       logicMask('andMask', v128and), logicMask('orMask', v128or), logicMask('xorMask', simd(0x51)), joinAlpha3(), splitAlpha4(),
       unitBytes(), thresholdMask(), scale64(), blendPx(3), blendPx(4)]);
     if (!WebAssembly.validate(bytes)) return undefined;
-    const memory = new WebAssembly.Memory({ initial: 16 });
+    const memory = new WebAssembly.Memory({ initial: INITIAL_PAGES });
     const inst = new WebAssembly.Instance(new WebAssembly.Module(bytes), { env: { mem: memory } });
     const e = inst.exports as unknown as SimdKernels;
     const k: SimdKernels = {

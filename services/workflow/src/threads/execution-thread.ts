@@ -117,7 +117,6 @@ function sinkFor(seq: number, client: boolean, prompt: Record<string, { class_ty
     return typeof c === 'string' ? c : undefined;
   };
   let events: RunEvent[] = [];
-  let transfer: ArrayBuffer[] = [];
   let state: ProgressRegistry | null = null;
   let scheduled = false;
   let lastFlush = 0;
@@ -130,11 +129,9 @@ function sinkFor(seq: number, client: boolean, prompt: Record<string, { class_ty
     }
     if (events.length === 0 && end === undefined) return;
     const batch = events;
-    const moved = transfer;
     events = [];
-    transfer = [];
     lastFlush = performance.now();
-    port.postMessage({ t: 'events', seq, events: batch, end } satisfies FromThread, moved);
+    port.postMessage({ t: 'events', seq, events: batch, end } satisfies FromThread);
   };
   const later = () => {
     if (scheduled) return;
@@ -168,10 +165,10 @@ function sinkFor(seq: number, client: boolean, prompt: Record<string, { class_ty
     },
     preview(image, format, meta) {
       if (!client) return;
-      // A copy of exactly its bytes, moved (not cloned) to the main thread: the node may keep its buffer.
-      const bytes = Uint8Array.prototype.slice.call(image);
-      transfer.push(bytes.buffer as ArrayBuffer);
-      events.push(['preview', bytes, format, meta]);
+      // A copy of exactly its bytes (a clone of a view carries its whole buffer), cloned and not moved to the
+      // main thread: moving detaches the buffer here, and a thread's first detach makes V8 drop every optimised
+      // function that reads a typed array (nodes/simd-kernels.ts, INITIAL_PAGES). A preview is a few kB.
+      events.push(['preview', Uint8Array.prototype.slice.call(image), format, meta]);
       flush();
     },
     recorded(id, executed, ui) {
