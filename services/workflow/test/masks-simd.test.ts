@@ -3,6 +3,8 @@ import { test } from 'node:test';
 import type { NodeContext } from '../src/nodes/api.ts';
 import { type ImageBatch, MaskBatch, MaskPlane, toByte } from '../src/nodes/image-types.ts';
 import { maskNodes } from '../src/nodes/masks.ts';
+import { nearestPlanes } from '../src/nodes/plane-loops.ts';
+import { simdKernels } from '../src/nodes/simd-kernels.ts';
 
 // MaskToImage converts in WebAssembly SIMD (maskBytes): every sample must give toByte's byte, three times.
 // GrowMask with tapered corners runs its rounds in WebAssembly SIMD (up to 96 of them, or any number on planes with
@@ -98,4 +100,20 @@ test('MaskToImage (SIMD): toByte of every sample, three times, specials and half
       if (o[3 * i] !== v || o[3 * i + 1] !== v || o[3 * i + 2] !== v) assert.fail(`n ${n}, sample ${i} (${d[i]}): ${o[3 * i]} ${o[3 * i + 1]} ${o[3 * i + 2]}, expected ${v}`);
     }
   }
+});
+
+test('the kernels’ memory is large enough from the start for the largest working sets: it never grows (a grow detaches its ArrayBuffer)', () => {
+  const k = simdKernels();
+  if (!k) return; // no WebAssembly SIMD here: nothing to grow
+  const buffer = k.u8.buffer;
+  assert.ok(buffer.byteLength >= 32 * 2 ** 20);
+  // GrowMask's bound (96 rounds of rows 4096 wide), then a group of whole planes (1 Mi floats) as the latent resizes use.
+  const w = 4096;
+  const h = 6;
+  const plane = Float32Array.from({ length: w * h }, (_, i) => (i % 7 === 0 ? 1 : 0));
+  grow.execute({ mask: new MaskBatch([new MaskPlane(w, h, plane)]), expand: 96, tapered_corners: true }, ctx);
+  const src = Float32Array.from({ length: 16 * 128 * 128 }, (_, i) => Math.sin(i));
+  const xs = Int32Array.from({ length: 192 }, (_, i) => Math.floor((i * 128) / 192));
+  nearestPlanes(src, 16, 128, 128, 192, 192, xs, xs, () => {});
+  assert.equal(k.u8.buffer, buffer);
 });
