@@ -504,6 +504,17 @@ test('float literals are found wherever they are: nested, in arrays, under escap
   assert.equal(({} as Record<string, unknown>).constructor, Object);
 });
 
+test('float literals that round to an integer are floats; text with only non-integral floats needs no scan and loses nothing', () => {
+  const text = '{"a":2.9999999999999999,"b":4503599627370496.5,"c":1.000000000000001,"d":12345678901234567,"e":1.5e1,"f":0.5}';
+  const v = JSON.parse(text);
+  markFloatLiterals(v, text);
+  assert.deepEqual(['a', 'b', 'c', 'd', 'e', 'f'].map((k) => pyTypeOf(v, k)), ['float', 'float', 'float', 'int', 'float', 'float']);
+  const plain = '{"scale_by":1.5,"width":1024,"denoise":0.25,"seed":156680208700286,"label":"v1.5"}';
+  const w = JSON.parse(plain);
+  markFloatLiterals(w, plain);
+  assert.deepEqual(['scale_by', 'width', 'denoise', 'seed', 'label'].map((k) => pyTypeOf(w, k)), ['float', 'int', 'float', 'int', 'str']);
+});
+
 forEachStorage('issue 28: a job a crash ended is charged', (storage) => {
   test('a prompt left running by a server that stopped is charged at the next start, for what it ran until the last sign of the old process', async () => {
     // The process-local queue (on PostgreSQL the shared queue settles a dead worker's prompts: test/scale-out.test.ts).

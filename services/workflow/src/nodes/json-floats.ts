@@ -48,13 +48,22 @@ function markFloat(container: object, key: string | number): void {
 }
 
 /**
+ * Where a number written as a float can be integral, so that the scan below has something to mark: a fraction of
+ * zeros (`5.0`), an exponent (`1.5e1`), or 16 digits or more, which a double can round to an integer (`2.9999999999999999`,
+ * `4503599627370496.5`); with at most 15 significant digits a fraction that is not zero stays off every integer by more
+ * than half a unit in the last place. Anything else (`0.5`, `1.25`: what JavaScript clients send) needs no mark, as
+ * JSON.parse's value is already not an integer; then the text is not scanned at all. Text inside strings may match too:
+ * that only costs the scan.
+ */
+const INTEGRAL_FLOAT_CANDIDATE = /[0-9]\.0*(?![0-9])|[0-9][eE]|(?:[0-9]\.?){16}/;
+
+/**
  * Scans JSON `text` (already parsed into `value` by JSON.parse) and marks
  * every integral number written as a float. Linear, without recursion; a
  * duplicate key counts as JSON.parse counts it (the last one).
  */
 export function markFloatLiterals(value: unknown, text: string): void {
-  // Cheap way out: no digit followed by '.', 'e' or 'E' means no float literal at all.
-  if (!/[0-9][.eE]/.test(text)) return;
+  if (!INTEGRAL_FLOAT_CANDIDATE.test(text)) return;
   type Frame = { obj: boolean; key: string; index: number; expectKey: boolean };
   const stack: Frame[] = [];
   const marks = new Map<string, string[]>();
