@@ -67,10 +67,15 @@ function roundHalfEven(v: number): number {
   return r - v === 0.5 && r % 2 !== 0 ? r - 1 : r;
 }
 
-/** The magnitude at column `x` of the row `dy` away (rows: above, this, below); 0 outside the image (the NMS convolution's zero padding). */
-function neighbour(rows: (Float32Array | undefined)[], x: number, dy: number, W: number): number {
-  const r = rows[1 + dy];
+/** The magnitude at column `x` of the row `dy` away (above, this row, below); 0 outside the image (the NMS convolution's zero padding). */
+function neighbour(above: Float32Array | undefined, row: Float32Array, below: Float32Array | undefined, x: number, dy: number, W: number): number {
+  const r = dy < 0 ? above : dy > 0 ? below : row;
   return r !== undefined && x >= 0 && x < W ? r[x]! : 0;
+}
+
+/** A stage that makes row `y` of its output into `out` (rows asked for in increasing order, through a Rows ring). */
+interface RowStage {
+  make(y: number, out: Float32Array): void;
 }
 
 /** A ring of the last rows a stage made, each made once while rows are asked for in increasing order. */
@@ -79,7 +84,7 @@ class Rows {
   readonly #rows: Float32Array[];
   constructor(
     length: number,
-    private readonly make: (y: number, out: Float32Array) => void,
+    private readonly stage: RowStage,
   ) {
     this.#rows = Array.from({ length: 8 }, () => new Float32Array(length));
   }
@@ -87,7 +92,7 @@ class Rows {
     const s = y & 7;
     const row = this.#rows[s]!;
     if (this.#tags[s] !== y) {
-      this.make(y, row);
+      this.stage.make(y, row);
       this.#tags[s] = y;
     }
     return row;
@@ -133,31 +138,27 @@ export function checkCanny(width: number, height: number, low: number, high: num
 }
 
 /**
- * kornia.filters.canny(image, low, high)[1] of one 8-bit frame (`channels`
- * 3 or 4, interleaved; alpha is ignored): 1 where an edge is, else 0.
+ * Grey rows (the 8-bit frame's, `channels` 3 or 4 interleaved, alpha
+ * ignored) blurred across by the 5-tap kernel, each pass with torch's
+ * `reflect` padding.
  */
-export function cannyEdges(pixels: Uint8Array, width: number, height: number, channels: number, low: number, high: number, opts: CannyOptions = {}): Uint8Array {
-  checkCanny(width, height, low, high);
-  const W = width;
-  const H = height;
-  const k = CANNY_GAUSSIAN;
-  const lowF = f(low);
-  const highF = f(high);
-  const batch = opts.batch ?? 1;
-  const fuseAcross = oneDnn(batch, H, W + 4);
-  const fuseDown = oneDnn(batch, H + 4, W);
-  const xs = Int32Array.from({ length: W + 4 }, (_, i) => reflect(i - 2, W));
-  // The grey row with its reflected borders: padded[i] = grey[xs[i]].
-  const padded = new Float32Array(W + 4);
-  const mag = opts.magnitude;
-  const k0 = k[0]!;
-  const k1 = k[1]!;
-  const k2 = k[2]!;
-  const k3 = k[3]!;
-  const k4 = k[4]!;
-
-  // Horizontal blur of a grey row.
-  const across = new Rows(W, (y, out) => {
+class AcrossBlur implements RowStage {
+  /** The grey row with its reflected borders: padded[i] = grey[xs[i]]. */
+  readonly #padded: Float32Array;
+  readonly #xs: Int32Array;
+  constructor(
+    private readonly pixels: Uint8Array,
+    private readonly W: number,
+    private readonly channels: number,
+    private readonly fuse: boolean,
+  ) {
+    this.#padded = new Float32Array(W + 4);
+    this.#xs = Int32Array.from({ length: W + 4 }, (_, i) => reflect(i - 2, W));
+  }
+  make(y: number, out: Float32Array): void {
+    const { pixels, W, channels } = this;
+    const padded = this.#padded;
+    const xs = this.#xs;
     const o = y * W * channels;
     for (let x = 0, p = o; x < W; x++, p += channels) {
       // r·w_r, then addcmul twice (fused: the product is exact in double, one rounding).
@@ -169,29 +170,68 @@ export function cannyEdges(pixels: Uint8Array, width: number, height: number, ch
     padded[1] = padded[xs[1]! + 2]!;
     padded[W + 2] = padded[xs[W + 2]! + 2]!;
     padded[W + 3] = padded[xs[W + 3]! + 2]!;
-    // The five taps in order, each sum rounded to float32 (from 0: 0 + the first product).
-    // A float32 product is exact in double: one rounding is the fused multiply-add.
-    if (fuseAcross) {
-      for (let x = 0; x < W; x++) out[x] = f(f(f(f(f(0 + padded[x]! * k0) + padded[x + 1]! * k1) + padded[x + 2]! * k2) + padded[x + 3]! * k3) + padded[x + 4]! * k4);
-    } else {
-      for (let x = 0; x < W; x++) out[x] = f(f(f(f(f(0 + f(padded[x]! * k0)) + f(padded[x + 1]! * k1)) + f(padded[x + 2]! * k2)) + f(padded[x + 3]! * k3)) + f(padded[x + 4]! * k4));
-    }
-  });
-  // Vertical blur.
-  const blurred = new Rows(W, (y, out) => {
+    if (this.fuse) blurFused(padded, padded, padded, padded, padded, 0, 1, 2, 3, 4, W, out);
+    else blurRounded(padded, padded, padded, padded, padded, 0, 1, 2, 3, 4, W, out);
+  }
+}
+
+/** The across-blurred rows blurred down (reflect padding). */
+class DownBlur implements RowStage {
+  constructor(
+    private readonly across: Rows,
+    private readonly W: number,
+    private readonly H: number,
+    private readonly fuse: boolean,
+  ) {}
+  make(y: number, out: Float32Array): void {
+    const { across, H } = this;
     const r0 = across.get(reflect(y - 2, H));
     const r1 = across.get(reflect(y - 1, H));
     const r2 = across.get(y);
     const r3 = across.get(reflect(y + 1, H));
     const r4 = across.get(reflect(y + 2, H));
-    if (fuseDown) {
-      for (let x = 0; x < W; x++) out[x] = f(f(f(f(f(0 + r0[x]! * k0) + r1[x]! * k1) + r2[x]! * k2) + r3[x]! * k3) + r4[x]! * k4);
-    } else {
-      for (let x = 0; x < W; x++) out[x] = f(f(f(f(f(0 + f(r0[x]! * k0)) + f(r1[x]! * k1)) + f(r2[x]! * k2)) + f(r3[x]! * k3)) + f(r4[x]! * k4));
-    }
-  });
-  // Sobel gradients → magnitude in [0, W), direction index in [W, 2W).
-  const gradient = new Rows(2 * W, (y, out) => {
+    if (this.fuse) blurFused(r0, r1, r2, r3, r4, 0, 0, 0, 0, 0, this.W, out);
+    else blurRounded(r0, r1, r2, r3, r4, 0, 0, 0, 0, 0, this.W, out);
+  }
+}
+
+/**
+ * The five taps in order over five rows (each read from its offset), each sum rounded to float32 (from 0: 0 + the
+ * first product). A float32 product is exact in double: one rounding is the fused multiply-add (oneDNN's).
+ */
+function blurFused(r0: Float32Array, r1: Float32Array, r2: Float32Array, r3: Float32Array, r4: Float32Array, o0: number, o1: number, o2: number, o3: number, o4: number, W: number, out: Float32Array): void {
+  const k = CANNY_GAUSSIAN;
+  const k0 = k[0]!;
+  const k1 = k[1]!;
+  const k2 = k[2]!;
+  const k3 = k[3]!;
+  const k4 = k[4]!;
+  for (let x = 0; x < W; x++) out[x] = f(f(f(f(f(0 + r0[x + o0]! * k0) + r1[x + o1]! * k1) + r2[x + o2]! * k2) + r3[x + o3]! * k3) + r4[x + o4]! * k4);
+}
+
+/** As blurFused with each product rounded before its sum (torch's native convolution). */
+function blurRounded(r0: Float32Array, r1: Float32Array, r2: Float32Array, r3: Float32Array, r4: Float32Array, o0: number, o1: number, o2: number, o3: number, o4: number, W: number, out: Float32Array): void {
+  const k = CANNY_GAUSSIAN;
+  const k0 = k[0]!;
+  const k1 = k[1]!;
+  const k2 = k[2]!;
+  const k3 = k[3]!;
+  const k4 = k[4]!;
+  for (let x = 0; x < W; x++) out[x] = f(f(f(f(f(0 + f(r0[x + o0]! * k0)) + f(r1[x + o1]! * k1)) + f(r2[x + o2]! * k2)) + f(r3[x + o3]! * k3)) + f(r4[x + o4]! * k4));
+}
+
+/** Sobel gradients of the blurred rows: magnitude in [0, W), direction index in [W, 2W). */
+class Gradient implements RowStage {
+  constructor(
+    private readonly blurred: Rows,
+    private readonly W: number,
+    private readonly H: number,
+    private readonly lowF: number,
+    /** Directions everywhere (the magnitude output wants every pixel's suppression), not only above `low`. */
+    private readonly everywhere: boolean,
+  ) {}
+  make(y: number, out: Float32Array): void {
+    const { blurred, W, H, lowF, everywhere } = this;
     const a = blurred.get(Math.max(0, y - 1));
     const b = blurred.get(y);
     const c = blurred.get(Math.min(H - 1, y + 1));
@@ -209,62 +249,98 @@ export function cannyEdges(pixels: Uint8Array, width: number, height: number, ch
       out[x] = m;
       // The direction serves only this pixel's suppression, and a magnitude at or below the low threshold is no edge
       // whichever way it points: atan2 (most of this stage's time) only where it can matter.
-      if (m > lowF || mag) {
-        const q = roundHalfEven(f(f(Math.atan2(gy, gx)) * FOUR_OVER_PI));
-        out[W + x] = ((q % 8) + 8) % 8;
-      } else out[W + x] = 0;
+      out[W + x] = m > lowF || everywhere ? direction(gx, gy) : 0;
     }
-  });
+  }
+}
 
-  // Non-maximum suppression and the thresholds: 0 none, 1 weak, 2 strong.
+/** The gradient's angle rounded to the nearest 45°, as a direction index 0–7. */
+function direction(gx: number, gy: number): number {
+  const q = roundHalfEven(f(f(Math.atan2(gy, gx)) * FOUR_OVER_PI));
+  return ((q % 8) + 8) % 8;
+}
+
+/** Non-maximum suppression and the thresholds, row by row: the classes 0 none, 1 weak, 2 strong (and the suppressed magnitudes into `mag`). */
+function suppress(gradient: Rows, W: number, H: number, lowF: number, highF: number, mag: Float32Array | undefined, progress: (() => void) | undefined): Uint8Array {
   const cls = new Uint8Array(W * H);
   for (let y = 0; y < H; y++) {
-    const rows = [y > 0 ? gradient.get(y - 1) : undefined, gradient.get(y), y < H - 1 ? gradient.get(y + 1) : undefined];
-    const row = rows[1]!;
-    for (let x = 0; x < W; x++) {
-      const m = row[x]!;
-      if (m <= lowF && !mag) continue; // class 0 (cls starts zeroed), suppressed or not
-      const d = row[W + x]!;
-      const e = (d + 4) % 8;
-      const v = m > neighbour(rows, x + NEIGHBOUR_DX[d]!, NEIGHBOUR_DY[d]!, W) && m > neighbour(rows, x + NEIGHBOUR_DX[e]!, NEIGHBOUR_DY[e]!, W) ? m : 0;
-      if (mag) mag[y * W + x] = v;
-      cls[y * W + x] = v > highF ? 2 : v > lowF ? 1 : 0;
-    }
-    if ((y & 63) === 63) opts.progress?.();
+    suppressRow(y > 0 ? gradient.get(y - 1) : undefined, gradient.get(y), y < H - 1 ? gradient.get(y + 1) : undefined, W, lowF, highF, mag, y * W, cls);
+    if ((y & 63) === 63) progress?.();
   }
+  return cls;
+}
 
-  // Hysteresis: weak pixels reached from a strong one through weak ones become strong.
-  let stack = new Int32Array(1024);
+function suppressRow(above: Float32Array | undefined, row: Float32Array, below: Float32Array | undefined, W: number, lowF: number, highF: number, mag: Float32Array | undefined, at: number, cls: Uint8Array): void {
+  for (let x = 0; x < W; x++) {
+    const m = row[x]!;
+    if (m <= lowF && !mag) continue; // class 0 (cls starts zeroed), suppressed or not
+    const d = row[W + x]!;
+    const e = (d + 4) % 8;
+    const v = m > neighbour(above, row, below, x + NEIGHBOUR_DX[d]!, NEIGHBOUR_DY[d]!, W) && m > neighbour(above, row, below, x + NEIGHBOUR_DX[e]!, NEIGHBOUR_DY[e]!, W) ? m : 0;
+    if (mag) mag[at + x] = v;
+    cls[at + x] = v > highF ? 2 : v > lowF ? 1 : 0;
+  }
+}
+
+/** Hysteresis: weak pixels (1) reached from a strong one (2) through weak ones become strong (3 once reached). */
+function hysteresis(cls: Uint8Array, W: number, H: number, progress: (() => void) | undefined): void {
+  let stack: Int32Array = new Int32Array(1024);
   for (let s = 0; s < W * H; s++) {
-    if ((s & 0xfffff) === 0xfffff) opts.progress?.();
+    if ((s & 0xfffff) === 0xfffff) progress?.();
     if (cls[s] !== 2) continue;
-    let top = 0;
-    stack[top++] = s;
-    while (top > 0) {
-      const p = stack[--top]!;
-      const py = (p / W) | 0;
-      const px = p - py * W;
-      for (let dy = -1; dy <= 1; dy++) {
-        const yy = py + dy;
-        if (yy < 0 || yy >= H) continue;
-        for (let dx = -1; dx <= 1; dx++) {
-          const xx = px + dx;
-          if (xx < 0 || xx >= W) continue;
-          const q = yy * W + xx;
-          if (cls[q] !== 1) continue;
-          cls[q] = 3; // strong, reached; not a seed of the outer scan again
-          if (top === stack.length) {
-            const grown = new Int32Array(stack.length * 2);
-            grown.set(stack);
-            stack = grown;
-          }
-          stack[top++] = q;
+    stack[0] = s;
+    stack = flood(cls, W, H, stack);
+  }
+}
+
+/** Floods from the pixel at stack[0] through weak pixels, marking them 3 (strong, reached; not a seed again); returns the stack (grown if it had to). */
+function flood(cls: Uint8Array, W: number, H: number, stack: Int32Array): Int32Array {
+  let top = 1;
+  while (top > 0) {
+    const p = stack[--top]!;
+    const py = (p / W) | 0;
+    const px = p - py * W;
+    for (let dy = -1; dy <= 1; dy++) {
+      const yy = py + dy;
+      if (yy < 0 || yy >= H) continue;
+      for (let dx = -1; dx <= 1; dx++) {
+        const xx = px + dx;
+        if (xx < 0 || xx >= W) continue;
+        const q = yy * W + xx;
+        if (cls[q] !== 1) continue;
+        cls[q] = 3;
+        if (top === stack.length) {
+          const grown = new Int32Array(stack.length * 2);
+          grown.set(stack);
+          stack = grown;
         }
+        stack[top++] = q;
       }
     }
   }
+  return stack;
+}
+
+/**
+ * kornia.filters.canny(image, low, high)[1] of one 8-bit frame (`channels`
+ * 3 or 4, interleaved; alpha is ignored): 1 where an edge is, else 0.
+ * Each stage is a small function of its own, so that V8 optimises each once
+ * with its own type feedback (one function holding every loop was compiled
+ * seven times in a fresh server's first Canny prompts, each time the
+ * execution reached a loop not yet run).
+ */
+export function cannyEdges(pixels: Uint8Array, width: number, height: number, channels: number, low: number, high: number, opts: CannyOptions = {}): Uint8Array {
+  checkCanny(width, height, low, high);
+  const W = width;
+  const H = height;
+  const lowF = f(low);
+  const batch = opts.batch ?? 1;
+  const across = new Rows(W, new AcrossBlur(pixels, W, channels, oneDnn(batch, H, W + 4)));
+  const blurred = new Rows(W, new DownBlur(across, W, H, oneDnn(batch, H + 4, W)));
+  const gradient = new Rows(2 * W, new Gradient(blurred, W, H, lowF, opts.magnitude !== undefined));
+  const cls = suppress(gradient, W, H, lowF, f(high), opts.magnitude, opts.progress);
+  hysteresis(cls, W, H, opts.progress);
   // The classes become the edge map in place (no second plane).
   for (let i = 0; i < W * H; i++) cls[i] = cls[i]! >= 2 ? 1 : 0;
   return cls;
 }
-
