@@ -414,24 +414,23 @@ export async function sharpenFrame(f: Frame, radius: number, sigma: number, alph
 type BlendMode = 'normal' | 'multiply' | 'screen' | 'overlay' | 'soft_light' | 'difference';
 const BLEND_MODES: BlendMode[] = ['normal', 'multiply', 'screen', 'overlay', 'soft_light', 'difference'];
 
-function blendValue(a: number, b: number, mode: BlendMode): number {
-  switch (mode) {
-    case 'normal':
-      return b;
-    case 'multiply':
-      return a * b;
-    case 'screen':
-      return 1 - (1 - a) * (1 - b);
-    case 'overlay':
-      return a <= 0.5 ? 2 * a * b : 1 - 2 * (1 - a) * (1 - b);
-    case 'soft_light': {
-      const g = a <= 0.25 ? ((16 * a - 12) * a + 4) * a : Math.sqrt(a);
-      return b <= 0.5 ? a - (1 - 2 * b) * a * (1 - a) : a + (2 * b - 1) * (g - a);
-    }
-    case 'difference':
-      return a - b;
-  }
-}
+/**
+ * Each mode's value of two samples, a function of its own: a table is filled
+ * through one of them, so that V8 optimises each fill for its mode (one
+ * function switching on the mode was compiled again for every mode a fresh
+ * server met).
+ */
+const BLEND_VALUES: Record<BlendMode, (a: number, b: number) => number> = {
+  normal: (_a, b) => b,
+  multiply: (a, b) => a * b,
+  screen: (a, b) => 1 - (1 - a) * (1 - b),
+  overlay: (a, b) => (a <= 0.5 ? 2 * a * b : 1 - 2 * (1 - a) * (1 - b)),
+  soft_light: (a, b) => {
+    const g = a <= 0.25 ? ((16 * a - 12) * a + 4) * a : Math.sqrt(a);
+    return b <= 0.5 ? a - (1 - 2 * b) * a * (1 - a) : a + (2 * b - 1) * (g - a);
+  },
+  difference: (a, b) => a - b,
+};
 
 /** Two batches combined item by item; a batch of one broadcasts, as tensors do. */
 export function broadcastPairs(b1: number, b2: number): number {
@@ -448,13 +447,17 @@ function blendTable(mode: BlendMode, factor: number): Uint8Array {
   let table = blendTables.get(key);
   if (table) return table;
   table = new Uint8Array(65536);
-  for (let a = 0; a < 256; a++) {
-    const x = a / 255;
-    for (let c = 0; c < 256; c++) table[(a << 8) | c] = toByte(x * (1 - factor) + blendValue(x, c / 255, mode) * factor);
-  }
+  const value = BLEND_VALUES[mode];
+  for (let a = 0; a < 256; a++) blendRow(table, a, factor, value);
   if (blendTables.size >= 8) blendTables.delete(blendTables.keys().next().value!);
   blendTables.set(key, table);
   return table;
+}
+
+/** Row `a` of a blend table: image1's byte a against every byte of image2. */
+function blendRow(table: Uint8Array, a: number, factor: number, value: (a: number, b: number) => number): void {
+  const x = a / 255;
+  for (let c = 0; c < 256; c++) table[(a << 8) | c] = toByte(x * (1 - factor) + value(x, c / 255) * factor);
 }
 
 async function blend(image1: ImageBatch, image2: ImageBatch, factor: number, mode: BlendMode, ctx: NodeContext): Promise<ImageBatch> {
@@ -564,9 +567,32 @@ class ColourMap {
  */
 export function medianCut(data: Uint8Array, colors: number): number[] {
   const n = data.length / 3;
+  const { keys, counts } = histogram(data, n);
+  const u = keys.length;
+  const boxes: Box[] = [{ start: 0, end: u, count: n }];
+  const sorter = { keys: new Uint32Array(u), counts: new Float64Array(u), bucket: new Uint32Array(257) };
+  while (boxes.length < colors) {
+    const pick = fullestBox(boxes);
+    if (pick < 0) break;
+    const box = boxes[pick]!;
+    const { start, end } = box;
+    sortByChannel(keys, counts, start, end, widestChannel(keys, start, end), sorter);
+    const cut = medianIndex(counts, start, end, box.count);
+    let lc = 0;
+    for (let i = start; i < cut; i++) lc += counts[i]!;
+    boxes.splice(pick, 1, { start, end: cut, count: lc }, { start: cut, end, count: box.count - lc });
+  }
+  return boxes.map((b) => boxMean(keys, counts, b));
+}
+
+/** A range of the histogram's colours, and how many pixels they cover. */
+type Box = { start: number; end: number; count: number };
+
+/** The distinct colours (0xRRGGBB) in the order they first appear, with their pixel counts. */
+function histogram(data: Uint8Array, n: number): { keys: Uint32Array; counts: Float64Array } {
   const slot = new ColourMap();
-  let keys = new Uint32Array(Math.min(n, COLOURS));
-  let counts = new Float64Array(keys.length);
+  const keys = new Uint32Array(Math.min(n, COLOURS));
+  const counts = new Float64Array(keys.length);
   let u = 0;
   let last = -1;
   let lastSlot = 0;
@@ -585,71 +611,78 @@ export function medianCut(data: Uint8Array, colors: number): number[] {
     }
     counts[lastSlot]!++;
   }
-  keys = keys.subarray(0, u);
-  counts = counts.subarray(0, u);
-  type Box = { start: number; end: number; count: number };
-  const boxes: Box[] = [{ start: 0, end: u, count: n }];
-  const tmpKeys = new Uint32Array(u);
-  const tmpCounts = new Float64Array(u);
-  const bucket = new Uint32Array(257);
-  while (boxes.length < colors) {
-    let pick = -1;
-    for (let i = 0; i < boxes.length; i++) if (boxes[i]!.end - boxes[i]!.start > 1 && (pick < 0 || boxes[i]!.count > boxes[pick]!.count)) pick = i;
-    if (pick < 0) break;
-    const box = boxes[pick]!;
-    const { start, end } = box;
-    let axis = 0;
-    let widest = -1;
-    for (let c = 0; c < 3; c++) {
-      const shift = 16 - 8 * c;
-      let lo = 255;
-      let hi = 0;
-      for (let i = start; i < end; i++) {
-        const v = (keys[i]! >> shift) & 255;
-        if (v < lo) lo = v;
-        if (v > hi) hi = v;
-      }
-      if (hi - lo > widest) {
-        widest = hi - lo;
-        axis = c;
-      }
-    }
-    // Stable counting sort of the range by the axis channel.
-    const shift = 16 - 8 * axis;
-    bucket.fill(0);
-    for (let i = start; i < end; i++) bucket[((keys[i]! >> shift) & 255) + 1]!++;
-    for (let v = 0; v < 256; v++) bucket[v + 1]! += bucket[v]!;
+  return { keys: keys.subarray(0, u), counts: counts.subarray(0, u) };
+}
+
+/** The box to split next: the one covering most pixels among those with two colours or more; −1 if none. */
+function fullestBox(boxes: Box[]): number {
+  let pick = -1;
+  for (let i = 0; i < boxes.length; i++) if (boxes[i]!.end - boxes[i]!.start > 1 && (pick < 0 || boxes[i]!.count > boxes[pick]!.count)) pick = i;
+  return pick;
+}
+
+/** The channel (0 red, 1 green, 2 blue) whose values spread widest over keys[start, end); the first among equals. */
+function widestChannel(keys: Uint32Array, start: number, end: number): number {
+  let axis = 0;
+  let widest = -1;
+  for (let c = 0; c < 3; c++) {
+    const shift = 16 - 8 * c;
+    let lo = 255;
+    let hi = 0;
     for (let i = start; i < end; i++) {
-      const at = start + bucket[(keys[i]! >> shift) & 255]!++;
-      tmpKeys[at] = keys[i]!;
-      tmpCounts[at] = counts[i]!;
+      const v = (keys[i]! >> shift) & 255;
+      if (v < lo) lo = v;
+      if (v > hi) hi = v;
     }
-    keys.set(tmpKeys.subarray(start, end), start);
-    counts.set(tmpCounts.subarray(start, end), start);
-    let acc = 0;
-    let cut = start + 1;
-    for (let i = start; i < end - 1; i++) {
-      acc += counts[i]!;
-      cut = i + 1;
-      if (acc * 2 >= box.count) break;
+    if (hi - lo > widest) {
+      widest = hi - lo;
+      axis = c;
     }
-    let lc = 0;
-    for (let i = start; i < cut; i++) lc += counts[i]!;
-    boxes.splice(pick, 1, { start, end: cut, count: lc }, { start: cut, end, count: box.count - lc });
   }
-  return boxes.map((b) => {
-    let r = 0;
-    let g = 0;
-    let bl = 0;
-    for (let i = b.start; i < b.end; i++) {
-      const k = keys[i]!;
-      const m = counts[i]!;
-      r += (k >> 16) * m;
-      g += ((k >> 8) & 255) * m;
-      bl += (k & 255) * m;
-    }
-    return (Math.round(r / b.count) << 16) | (Math.round(g / b.count) << 8) | Math.round(bl / b.count);
-  });
+  return axis;
+}
+
+/** Stable counting sort of keys[start, end) (and their counts) by one channel. */
+function sortByChannel(keys: Uint32Array, counts: Float64Array, start: number, end: number, channel: number, tmp: { keys: Uint32Array; counts: Float64Array; bucket: Uint32Array }): void {
+  const shift = 16 - 8 * channel;
+  const { bucket } = tmp;
+  bucket.fill(0);
+  for (let i = start; i < end; i++) bucket[((keys[i]! >> shift) & 255) + 1]!++;
+  for (let v = 0; v < 256; v++) bucket[v + 1]! += bucket[v]!;
+  for (let i = start; i < end; i++) {
+    const at = start + bucket[(keys[i]! >> shift) & 255]!++;
+    tmp.keys[at] = keys[i]!;
+    tmp.counts[at] = counts[i]!;
+  }
+  keys.set(tmp.keys.subarray(start, end), start);
+  counts.set(tmp.counts.subarray(start, end), start);
+}
+
+/** Where a sorted box is cut: after the colour at which half of its pixels are reached (at least one colour each side). */
+function medianIndex(counts: Float64Array, start: number, end: number, count: number): number {
+  let acc = 0;
+  let cut = start + 1;
+  for (let i = start; i < end - 1; i++) {
+    acc += counts[i]!;
+    cut = i + 1;
+    if (acc * 2 >= count) break;
+  }
+  return cut;
+}
+
+/** A box's colour: the pixel-weighted mean of each channel, rounded. */
+function boxMean(keys: Uint32Array, counts: Float64Array, b: Box): number {
+  let r = 0;
+  let g = 0;
+  let bl = 0;
+  for (let i = b.start; i < b.end; i++) {
+    const k = keys[i]!;
+    const m = counts[i]!;
+    r += (k >> 16) * m;
+    g += ((k >> 8) & 255) * m;
+    bl += (k & 255) * m;
+  }
+  return (Math.round(r / b.count) << 16) | (Math.round(g / b.count) << 8) | Math.round(bl / b.count);
 }
 
 /**
@@ -791,46 +824,59 @@ async function quantizeFrame(f: Frame, colors: number, dither: string, ctx: Node
   const palette = medianCut(src, colors);
   const nearest = nearestPalette(palette);
   const data = Buffer.alloc(w * h * 3);
-  if (dither === 'floyd-steinberg') {
-    // The diffused values of this row and the next (float32, as the whole-frame array they replace).
-    const rowLen = w * 3;
-    let cur = new Float32Array(rowLen);
-    let below = new Float32Array(rowLen);
-    for (let i = 0; i < rowLen; i++) cur[i] = src[i]!;
+  if (dither === 'floyd-steinberg') floydSteinberg(src, w, h, nearest, data, ctx);
+  else {
+    const bayer = dither.startsWith('bayer') ? Number(dither.split('-').at(-1)) : 0;
+    const m = bayer ? bayerMatrix(Math.log2(bayer)) : [[0]];
+    const spread = (2 * 256) / palette.length;
     for (let y = 0; y < h; y++) {
       if ((y & 63) === 63) ctx.checkInterrupt();
-      const more = y + 1 < h;
-      if (more) for (let i = 0, s = (y + 1) * rowLen; i < rowLen; i++, s++) below[i] = src[s]!;
-      floydSteinbergRow(cur, below, more, data, y * rowLen, w, nearest);
-      const t = cur;
-      cur = below;
-      below = t;
-    }
-    return new Frame(w, h, 3, data);
-  }
-  const bayer = dither.startsWith('bayer') ? Number(dither.split('-').at(-1)) : 0;
-  const m = bayer ? bayerMatrix(Math.log2(bayer)) : [[0]];
-  const spread = (2 * 256) / palette.length;
-  for (let y = 0; y < h; y++) {
-    if ((y & 63) === 63) ctx.checkInterrupt();
-    const row = bayer ? m[y % bayer]! : undefined;
-    for (let x = 0, i = y * w * 3; x < w; x++, i += 3) {
-      let r = src[i]!;
-      let g = src[i + 1]!;
-      let b = src[i + 2]!;
-      if (row) {
-        const t = spread * row[x % bayer]! + 0.5;
-        r = Math.trunc(Math.min(255, Math.max(0, r + t)));
-        g = Math.trunc(Math.min(255, Math.max(0, g + t)));
-        b = Math.trunc(Math.min(255, Math.max(0, b + t)));
-      }
-      const p = nearest((r << 16) | (g << 8) | b);
-      data[i] = p >> 16;
-      data[i + 1] = (p >> 8) & 255;
-      data[i + 2] = p & 255;
+      if (bayer) bayerRow(src, data, y * w * 3, w, m[y % bayer]!, bayer, spread, nearest);
+      else nearestRow(src, data, y * w * 3, w, nearest);
     }
   }
   return new Frame(w, h, 3, data);
+}
+
+/** Floyd–Steinberg over the frame, row by row: the diffused values of this row and the next in float32 (as the whole-frame array they replace). */
+function floydSteinberg(src: Uint8Array, w: number, h: number, nearest: (key: number) => number, data: Uint8Array, ctx: NodeContext): void {
+  const rowLen = w * 3;
+  let cur = new Float32Array(rowLen);
+  let below = new Float32Array(rowLen);
+  cur.set(src.subarray(0, rowLen));
+  for (let y = 0; y < h; y++) {
+    if ((y & 63) === 63) ctx.checkInterrupt();
+    const more = y + 1 < h;
+    if (more) below.set(src.subarray((y + 1) * rowLen, (y + 2) * rowLen));
+    floydSteinbergRow(cur, below, more, data, y * rowLen, w, nearest);
+    const t = cur;
+    cur = below;
+    below = t;
+  }
+}
+
+/** One row, each pixel its nearest palette colour. */
+function nearestRow(src: Uint8Array, data: Uint8Array, o: number, w: number, nearest: (key: number) => number): void {
+  for (let x = 0, i = o; x < w; x++, i += 3) {
+    const p = nearest((src[i]! << 16) | (src[i + 1]! << 8) | src[i + 2]!);
+    data[i] = p >> 16;
+    data[i + 1] = (p >> 8) & 255;
+    data[i + 2] = p & 255;
+  }
+}
+
+/** One row through the ordered Bayer threshold (`row` the matrix's row for it), then the nearest palette colour. */
+function bayerRow(src: Uint8Array, data: Uint8Array, o: number, w: number, row: number[], bayer: number, spread: number, nearest: (key: number) => number): void {
+  for (let x = 0, i = o; x < w; x++, i += 3) {
+    const t = spread * row[x % bayer]! + 0.5;
+    const r = Math.trunc(Math.min(255, Math.max(0, src[i]! + t)));
+    const g = Math.trunc(Math.min(255, Math.max(0, src[i + 1]! + t)));
+    const b = Math.trunc(Math.min(255, Math.max(0, src[i + 2]! + t)));
+    const p = nearest((r << 16) | (g << 8) | b);
+    data[i] = p >> 16;
+    data[i + 1] = (p >> 8) & 255;
+    data[i + 2] = p & 255;
+  }
 }
 
 export const imageFilterNodes: NodeDefinition[] = [
