@@ -52,6 +52,9 @@ export const CANNY_GAUSSIAN: Float32Array = (() => {
   return Float32Array.from(g, (v) => f(v / sum));
 })();
 
+/** Its five taps. */
+const [K0, K1, K2, K3, K4] = CANNY_GAUSSIAN;
+
 /** (dy, dx) of the neighbour each of kornia's NMS kernels subtracts, by direction index (angle / 45° mod 8). */
 const NEIGHBOUR_DY = [0, 1, 1, 1, 0, -1, -1, -1];
 const NEIGHBOUR_DX = [1, 1, 0, -1, -1, -1, 0, 1];
@@ -200,24 +203,12 @@ class DownBlur implements RowStage {
  * first product). A float32 product is exact in double: one rounding is the fused multiply-add (oneDNN's).
  */
 function blurFused(r0: Float32Array, r1: Float32Array, r2: Float32Array, r3: Float32Array, r4: Float32Array, o0: number, o1: number, o2: number, o3: number, o4: number, W: number, out: Float32Array): void {
-  const k = CANNY_GAUSSIAN;
-  const k0 = k[0]!;
-  const k1 = k[1]!;
-  const k2 = k[2]!;
-  const k3 = k[3]!;
-  const k4 = k[4]!;
-  for (let x = 0; x < W; x++) out[x] = f(f(f(f(f(0 + r0[x + o0]! * k0) + r1[x + o1]! * k1) + r2[x + o2]! * k2) + r3[x + o3]! * k3) + r4[x + o4]! * k4);
+  for (let x = 0; x < W; x++) out[x] = f(f(f(f(f(0 + r0[x + o0]! * K0) + r1[x + o1]! * K1) + r2[x + o2]! * K2) + r3[x + o3]! * K3) + r4[x + o4]! * K4);
 }
 
 /** As blurFused with each product rounded before its sum (torch's native convolution). */
 function blurRounded(r0: Float32Array, r1: Float32Array, r2: Float32Array, r3: Float32Array, r4: Float32Array, o0: number, o1: number, o2: number, o3: number, o4: number, W: number, out: Float32Array): void {
-  const k = CANNY_GAUSSIAN;
-  const k0 = k[0]!;
-  const k1 = k[1]!;
-  const k2 = k[2]!;
-  const k3 = k[3]!;
-  const k4 = k[4]!;
-  for (let x = 0; x < W; x++) out[x] = f(f(f(f(f(0 + f(r0[x + o0]! * k0)) + f(r1[x + o1]! * k1)) + f(r2[x + o2]! * k2)) + f(r3[x + o3]! * k3)) + f(r4[x + o4]! * k4));
+  for (let x = 0; x < W; x++) out[x] = f(f(f(f(f(0 + f(r0[x + o0]! * K0)) + f(r1[x + o1]! * K1)) + f(r2[x + o2]! * K2)) + f(r3[x + o3]! * K3)) + f(r4[x + o4]! * K4));
 }
 
 /** Sobel gradients of the blurred rows: magnitude in [0, W), direction index in [W, 2W). */
