@@ -1621,7 +1621,6 @@ let kernels: SimdKernels | undefined | null = null;
  */
 const INITIAL_PAGES = 512;
 
-/** This thread's instance of the SIMD kernels, made on first use; undefined where they cannot run. */
 /**
  * Lays out regions of the kernels' memory: each of `sizes` bytes plus 64 of
  * padding (the kernels' overrun), 16-byte aligned; returns their offsets and
@@ -1638,6 +1637,7 @@ export function regions(k: SimdKernels, sizes: number[]): number[] {
   return at;
 }
 
+/** This thread's instance of the SIMD kernels, made on first use; undefined where they cannot run. */
 export function simdKernels(): SimdKernels | undefined {
   if (kernels !== null) return kernels;
   kernels = undefined;

@@ -167,7 +167,7 @@ function sinkFor(seq: number, client: boolean, prompt: Record<string, { class_ty
       if (!client) return;
       // A copy of exactly its bytes (a clone of a view carries its whole buffer), cloned and not moved to the
       // main thread: moving detaches the buffer here, and a thread's first detach makes V8 drop every optimised
-      // function that reads a typed array (nodes/simd-kernels.ts, INITIAL_PAGES). A preview is a few kB.
+      // function that reads a typed array (nodes/simd-kernels.ts, INITIAL_PAGES). A preview is a small encoded picture.
       events.push(['preview', Uint8Array.prototype.slice.call(image), format, meta]);
       flush();
     },
