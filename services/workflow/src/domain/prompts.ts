@@ -386,15 +386,18 @@ export async function deleteHistory(db: Kysely<any>, ids: string[] | 'all', owne
   return Number(r.numDeletedRows);
 }
 
-/** Finished prompts in completion order (oldest first), the last `limit` after skipping `offset` from the start. */
+/**
+ * Finished prompts in completion order (oldest first), the last `limit` after skipping `offset` from the start.
+ * Prompts that ended in the same millisecond are in the order they ran, which is their queue number's.
+ */
 export async function listHistory(db: Kysely<any>, opts: { owner?: string; limit: number; offset?: number }): Promise<PromptRecord[]> {
   let q = db.selectFrom('prompts').selectAll().where('status', 'in', FINISHED);
   if (opts.owner !== undefined) q = q.where('owner', '=', opts.owner);
   if (opts.offset !== undefined) {
-    return (await q.orderBy('end_time').orderBy('id').limit(opts.limit).offset(opts.offset).execute()).map(decode);
+    return (await q.orderBy('end_time').orderBy('number').orderBy('id').limit(opts.limit).offset(opts.offset).execute()).map(decode);
   }
   // Without an offset the reference returns the newest max_items, oldest first.
-  const rows = await q.orderBy('end_time', 'desc').orderBy('id', 'desc').limit(opts.limit).execute();
+  const rows = await q.orderBy('end_time', 'desc').orderBy('number', 'desc').orderBy('id', 'desc').limit(opts.limit).execute();
   return rows.reverse().map(decode);
 }
 
